@@ -1,0 +1,1 @@
+"""Agent adapters: sans-IO codecs plus the one stdio runtime."""

@@ -1,0 +1,136 @@
+"""The one exception tree of agent-gateway.
+
+    GatewayError
+    ├── ConfigError                  the configuration file is invalid (names the key and line)
+    ├── AgentError                   something about an agent process or its protocol
+    │   ├── AgentStartError          the binary could not be started (missing, not executable)
+    │   ├── AgentExitedError         the process ended while we needed it
+    │   ├── HandshakeTimeout         the agent never finished its start-up handshake
+    │   ├── LineTooLong              a line on stdout exceeded the configured maximum
+    │   ├── ProtocolError            the agent broke its protocol (remote misbehaviour)
+    │   │   └── MalformedMessage     a line that is not JSON or not a valid message
+    │   ├── RemoteError              the agent answered one of our requests with an error
+    │   └── CodecUsageError          we misused a codec (local misuse, a bug of ours)
+    ├── InteractionError             the interaction ledger refused a move
+    │   ├── IllegalTransition        the state machine has no such move for a live interaction
+    │   ├── AlreadyDecided           the compare-and-set lost: someone decided first
+    │   └── InvalidDecision          the decision does not fit the interaction (unknown action,
+    │                                missing required answer)
+    ├── AuthorizationError           the actor may not do this, or the token is forged/stale
+    ├── StoreError                   the SQLite ledger failed (sqlite3 errors are chained)
+    └── PlatformError                a chat platform failed (SDK errors are chained)
+
+Foreign exceptions (OSError, sqlite3.Error, SDK errors) are translated at the seams with
+``raise ... from exc``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentError",
+    "AgentExitedError",
+    "AgentStartError",
+    "AlreadyDecided",
+    "AuthorizationError",
+    "CodecUsageError",
+    "ConfigError",
+    "GatewayError",
+    "HandshakeTimeout",
+    "IllegalTransition",
+    "InteractionError",
+    "InvalidDecision",
+    "LineTooLong",
+    "MalformedMessage",
+    "PlatformError",
+    "ProtocolError",
+    "RemoteError",
+    "StoreError",
+]
+
+
+class GatewayError(Exception):
+    """Base of every error agent-gateway raises on purpose."""
+
+
+class ConfigError(GatewayError):
+    pass
+
+
+class AgentError(GatewayError):
+    pass
+
+
+class AgentStartError(AgentError):
+    pass
+
+
+class AgentExitedError(AgentError):
+    def __init__(self, message: str, *, code: int | None = None, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.stderr_tail = stderr_tail
+
+
+class HandshakeTimeout(AgentError):
+    pass
+
+
+class LineTooLong(AgentError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"agent wrote a line longer than {limit} bytes")
+        self.limit = limit
+
+
+class ProtocolError(AgentError):
+    pass
+
+
+class MalformedMessage(ProtocolError):
+    def __init__(self, reason: str, excerpt: str) -> None:
+        super().__init__(f"{reason}: {excerpt!r}")
+        self.reason = reason
+        self.excerpt = excerpt
+
+
+class RemoteError(AgentError):
+    def __init__(self, code: int, message: str, data: object = None) -> None:
+        super().__init__(f"agent error {code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class CodecUsageError(AgentError):
+    pass
+
+
+class InteractionError(GatewayError):
+    pass
+
+
+class IllegalTransition(InteractionError):
+    pass
+
+
+class AlreadyDecided(InteractionError):
+    def __init__(self, interaction_id: str, decided_by: str, state: str) -> None:
+        super().__init__(f"interaction {interaction_id} already {state} (by {decided_by})")
+        self.interaction_id = interaction_id
+        self.decided_by = decided_by
+        self.state = state
+
+
+class InvalidDecision(InteractionError):
+    pass
+
+
+class AuthorizationError(GatewayError):
+    pass
+
+
+class StoreError(GatewayError):
+    pass
+
+
+class PlatformError(GatewayError):
+    pass

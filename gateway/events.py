@@ -1,0 +1,171 @@
+"""What adapters emit (AgentEvent) and what the core asks of them (AgentCommand)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from gateway.domain import Decision, InteractionRequest, Resolution, TurnStatus
+
+__all__ = [
+    "AgentCommand",
+    "AgentEvent",
+    "AgentExited",
+    "AgentMessage",
+    "Capabilities",
+    "Interrupt",
+    "InteractionClosed",
+    "InteractionOpened",
+    "Prompt",
+    "Respond",
+    "SessionStarted",
+    "TextDelta",
+    "ToolActivity",
+    "ToolKind",
+    "ToolPhase",
+    "TurnCompleted",
+    "TurnStarted",
+    "Usage",
+    "Warning",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Capabilities:
+    """What an adapter can do, declared before it starts; the core degrades honestly."""
+
+    structured_events: bool = True
+    bidirectional_control: bool = False
+    interactive_questions: bool = False
+    human_approval: bool = False
+    session_resume: bool = False
+    interrupt: bool = False
+    sandbox: bool = False
+
+
+# --- events --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionStarted:
+    native_id: str
+    agent_version: str | None = None
+    policy: dict[str, str] = field(default_factory=dict)  # the policy actually in force
+    resumed: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnStarted:
+    turn_native_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDelta:
+    item_id: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentMessage:
+    item_id: str
+    text: str
+
+
+class ToolKind(StrEnum):
+    COMMAND = "command"
+    FILE_CHANGE = "file_change"
+    TOOL_CALL = "tool_call"
+
+
+class ToolPhase(StrEnum):
+    STARTED = "started"
+    OUTPUT = "output"
+    COMPLETED = "completed"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolActivity:
+    item_id: str
+    tool: ToolKind
+    phase: ToolPhase
+    title: str
+    status: str | None = None  # native status: completed, failed, declined, ...
+    exit_code: int | None = None
+    output: str | None = None
+    paths: tuple[str, ...] = ()
+    diff: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InteractionOpened:
+    request: InteractionRequest
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InteractionClosed:
+    native_key: str
+    how: Resolution
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnCompleted:
+    status: TurnStatus
+    error: str | None = None
+    turn_native_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Warning:  # noqa: A001 - the domain's name for it
+    message: str
+    code: str = "warning"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentExited:
+    code: int | None
+    stderr_tail: str = ""
+    reason: str = ""  # a typed outcome: "exited", "killed", "line_too_long", "handshake_timeout"
+
+
+AgentEvent = (
+    SessionStarted
+    | TurnStarted
+    | TextDelta
+    | AgentMessage
+    | ToolActivity
+    | InteractionOpened
+    | InteractionClosed
+    | TurnCompleted
+    | Usage
+    | Warning
+    | AgentExited
+)
+
+
+# --- commands ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Prompt:
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Respond:
+    native_key: str
+    decision: Decision
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Interrupt:
+    pass
+
+
+AgentCommand = Prompt | Respond | Interrupt

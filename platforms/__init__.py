@@ -1,0 +1,1 @@
+"""Chat platforms: one module (or package) each."""

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite from nothing: set up, lint, type-check, test.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+scripts/setup.sh
+export AGENT_GATEWAY_CODEX_BIN=${AGENT_GATEWAY_CODEX_BIN:-$root/.cache/agents/node_modules/.bin/codex}
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+.venv/bin/pytest "$@"
