@@ -1,0 +1,123 @@
+"""The platform contract: what a chat platform offers the core, and what the core offers it.
+
+Shaped by the strictest real platform (DESIGN.md, Platforms): callback payloads are limited in
+size (Telegram ``callback_data``: 64 bytes), acknowledgements are due within a deadline (Slack
+and Discord: 3 s), messages are referenced for later edits, an identical edit is "not
+modified" rather than an error, and secret answers need a private surface.
+
+A platform turns its SDK's events into :class:`InboundMessage`, :class:`InboundAction` and
+:class:`InboundForm` and hands them to the core's :class:`Inbox`; the core performs outbound
+work through the :class:`Platform` methods. A platform never sees a native request key: a
+button carries an action token (gateway/auth.py), nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from gateway.cards import Card
+from gateway.domain import Actor, Answer, ConversationRef
+from gateway.errors import PlatformError
+
+__all__ = [
+    "Ack",
+    "EditResult",
+    "InboundAction",
+    "InboundForm",
+    "InboundMessage",
+    "Inbox",
+    "MessageRef",
+    "Platform",
+    "PlatformLimits",
+    "RateLimited",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PlatformLimits:
+    callback_max_bytes: int = 64
+    text_max_chars: int = 4096
+    ack_deadline_seconds: float = 3.0
+    min_edit_interval_seconds: float = 1.0  # stream edits per conversation
+    has_private_surface: bool = True
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageRef:
+    conversation: ConversationRef
+    message_id: str
+
+
+class EditResult(StrEnum):
+    EDITED = "edited"
+    NOT_MODIFIED = "not_modified"
+
+
+class RateLimited(PlatformError):
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"rate limited, retry after {retry_after:g} s")
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InboundMessage:
+    conversation: ConversationRef
+    actor: Actor
+    text: str
+    message_id: str  # the platform's own id: the prompt queue is idempotent on it
+    private: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InboundAction:
+    """A button click: the token is all the core trusts."""
+
+    conversation: ConversationRef
+    actor: Actor
+    token: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InboundForm:
+    """A submitted question form (answers keyed by question id)."""
+
+    conversation: ConversationRef
+    actor: Actor
+    token: str
+    answers: dict[str, Answer] = field(default_factory=dict)
+    private: bool = False  # collected on a private surface (secret answers need one)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ack:
+    """The answer to a click or form, shown to the person who acted (answerCallbackQuery)."""
+
+    text: str
+    accepted: bool
+
+
+class Inbox(Protocol):
+    """What the core offers a platform."""
+
+    async def on_message(self, message: InboundMessage) -> None: ...
+
+    async def on_action(self, action: InboundAction) -> Ack: ...
+
+    async def on_form(self, form: InboundForm) -> Ack: ...
+
+
+class Platform(Protocol):
+    """What a platform offers the core. Errors are PlatformError (RateLimited for 429s)."""
+
+    name: str
+    limits: PlatformLimits
+
+    async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef: ...
+
+    async def edit_text(self, ref: MessageRef, text: str) -> EditResult: ...
+
+    async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef: ...
+
+    async def edit_card(self, ref: MessageRef, card: Card) -> EditResult: ...
