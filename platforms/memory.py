@@ -1,0 +1,197 @@
+"""An in-process platform that implements the platform contract with configurable limits.
+
+Tests (and anyone embedding the gateway) use it to send messages, clicks and form answers,
+and to read what was rendered. It enforces the same limits as the strictest real platform:
+callback payloads (action tokens) limited in size, text limited in length, acknowledgements
+due within a deadline, "not modified" for identical edits, and an outage switch under which
+every send fails (to prove that failed card copies are sent again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from gateway.cards import Card
+from gateway.domain import Actor, Answer, ConversationRef
+from gateway.errors import PlatformError
+from gateway.platform import (
+    Ack,
+    EditResult,
+    InboundAction,
+    InboundForm,
+    InboundMessage,
+    Inbox,
+    MessageRef,
+    PlatformLimits,
+)
+
+__all__ = ["MemoryPlatform", "Rendered"]
+
+T = TypeVar("T")
+
+
+@dataclass(kw_only=True, slots=True)
+class Rendered:
+    """One message as the platform shows it now, with its history of versions."""
+
+    ref: MessageRef
+    text: str | None = None
+    card: Card | None = None
+    versions: list[Card | str] = field(default_factory=list)
+
+    @property
+    def edits(self) -> int:
+        return len(self.versions) - 1
+
+
+class MemoryPlatform:
+    def __init__(self, name: str = "memory", limits: PlatformLimits | None = None) -> None:
+        self.name = name
+        self.limits = limits or PlatformLimits()
+        self.down = False  # an outage: every outbound call fails
+        self._inbox: Inbox | None = None
+        self._ids = itertools.count(1)
+        self._messages: dict[str, Rendered] = {}
+        self._changed = asyncio.Condition()
+
+    def attach(self, inbox: Inbox) -> None:
+        self._inbox = inbox
+
+    # --- the platform contract ----------------------------------------------------------
+
+    async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
+        self._check_up()
+        self._check_text(text)
+        ref = MessageRef(conversation=conversation, message_id=str(next(self._ids)))
+        await self._store(Rendered(ref=ref, text=text, versions=[text]))
+        return ref
+
+    async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
+        self._check_up()
+        self._check_text(text)
+        shown = self._get(ref)
+        if shown.text == text:
+            return EditResult.NOT_MODIFIED
+        shown.text = text
+        shown.versions.append(text)
+        await self._notify()
+        return EditResult.EDITED
+
+    async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
+        self._check_up()
+        self._check_card(card)
+        ref = MessageRef(conversation=conversation, message_id=str(next(self._ids)))
+        await self._store(Rendered(ref=ref, card=card, versions=[card]))
+        return ref
+
+    async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
+        self._check_up()
+        self._check_card(card)
+        shown = self._get(ref)
+        if shown.card == card:
+            return EditResult.NOT_MODIFIED
+        shown.card = card
+        shown.versions.append(card)
+        await self._notify()
+        return EditResult.EDITED
+
+    # --- what a person does ---------------------------------------------------------------
+
+    async def say(
+        self, conversation: ConversationRef, actor: Actor, text: str, *, message_id: str | None = None
+    ) -> None:
+        message = InboundMessage(
+            conversation=conversation,
+            actor=actor,
+            text=text,
+            message_id=message_id or f"in-{next(self._ids)}",
+        )
+        await self._inbox_or_fail().on_message(message)
+
+    async def click(self, conversation: ConversationRef, actor: Actor, token: str) -> Ack:
+        self._check_callback(token)
+        action = InboundAction(conversation=conversation, actor=actor, token=token)
+        async with asyncio.timeout(self.limits.ack_deadline_seconds):
+            return await self._inbox_or_fail().on_action(action)
+
+    async def submit(
+        self,
+        conversation: ConversationRef,
+        actor: Actor,
+        token: str,
+        answers: dict[str, Answer],
+        *,
+        private: bool = False,
+    ) -> Ack:
+        self._check_callback(token)
+        form = InboundForm(
+            conversation=conversation, actor=actor, token=token, answers=answers, private=private
+        )
+        async with asyncio.timeout(self.limits.ack_deadline_seconds):
+            return await self._inbox_or_fail().on_form(form)
+
+    # --- what a test reads ----------------------------------------------------------------
+
+    def messages(self, conversation: ConversationRef | None = None) -> list[Rendered]:
+        return [
+            m
+            for m in self._messages.values()
+            if conversation is None or m.ref.conversation == conversation
+        ]
+
+    def cards(self, conversation: ConversationRef | None = None) -> list[Rendered]:
+        return [m for m in self.messages(conversation) if m.card is not None]
+
+    def texts(self, conversation: ConversationRef | None = None) -> list[str]:
+        return [m.text for m in self.messages(conversation) if m.text is not None]
+
+    async def wait_for(self, probe: Callable[[], T | None], timeout: float = 30.0) -> T:
+        """Wait until ``probe()`` returns something other than None (or False)."""
+        async with asyncio.timeout(timeout), self._changed:
+            while True:
+                value = probe()
+                if value is not None and value is not False:
+                    return value
+                await self._changed.wait()
+
+    # --- internals ------------------------------------------------------------------------
+
+    def _inbox_or_fail(self) -> Inbox:
+        if self._inbox is None:
+            raise PlatformError("memory platform is not attached to a gateway")
+        return self._inbox
+
+    def _check_up(self) -> None:
+        if self.down:
+            raise PlatformError("memory platform is down")
+
+    def _check_text(self, text: str) -> None:
+        if len(text) > self.limits.text_max_chars:
+            raise PlatformError(f"text of {len(text)} chars exceeds {self.limits.text_max_chars}")
+
+    def _check_callback(self, token: str) -> None:
+        if len(token.encode()) > self.limits.callback_max_bytes:
+            raise PlatformError(f"callback payload exceeds {self.limits.callback_max_bytes} bytes")
+
+    def _check_card(self, card: Card) -> None:
+        for action in card.actions:
+            self._check_callback(action.token)
+        self._check_text(card.title + card.summary)
+
+    def _get(self, ref: MessageRef) -> Rendered:
+        try:
+            return self._messages[ref.message_id]
+        except KeyError:
+            raise PlatformError(f"no message {ref.message_id}") from None
+
+    async def _store(self, rendered: Rendered) -> None:
+        self._messages[rendered.ref.message_id] = rendered
+        await self._notify()
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
