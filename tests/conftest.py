@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests.codex_env"]  # fake_model, codex_home
+
 ROOT = Path(__file__).resolve().parent.parent
 REAL_AGENT_REPORT = ROOT / ".cache" / "real-agent-tests.txt"
 REQUIRE_REAL = os.environ.get("AGENT_GATEWAY_REQUIRE_REAL_AGENTS") == "1"

@@ -1,0 +1,141 @@
+"""A hermetic home for the real Codex CLI, pointed at the fake model server.
+
+``CodexHome`` is a throw-away directory (under ``/var/tmp`` where it can be: Codex warns about
+helper binaries under ``/tmp``) holding ``home/`` (``CODEX_HOME`` and ``HOME``) with the
+``config.toml`` of ``/work/shared/TESTING.md`` and ``workspace/`` (the agent's cwd). Its
+``env`` is the whole environment the agent gets: nothing is inherited but ``PATH``.
+
+Loaded as a pytest plugin by ``tests/conftest.py``, it provides the fixtures ``fake_model``
+(a running :class:`~tests.servers.fake_responses.FakeResponses` with no scenario yet) and
+``codex_home`` (a :class:`CodexHome` pointed at it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.servers.fake_responses import FakeResponses
+
+__all__ = ["CodexHome", "codex_home", "config_toml", "fake_model", "make_codex_home"]
+
+PREFERRED_PARENT = Path("/var/tmp")
+
+
+def config_toml(
+    base_url: str,
+    *,
+    model: str = "gpt-5.5",
+    approval_policy: str = "on-request",
+    sandbox_mode: str = "workspace-write",
+    features: Mapping[str, bool] | None = None,
+) -> str:
+    """The ``config.toml`` of TESTING.md. ``approval_policy = "untrusted"`` is refused here by
+    0.171 (the server exits): set that one per thread in ``thread/start``."""
+    if not base_url.startswith(("http://127.", "http://localhost")):
+        raise ValueError(f"the model provider must stay on 127.0.0.0/8, not {base_url}")
+    flags = {"unbounded_connection_retries": False, "plugins": False, **(features or {})}
+    feature_lines = "\n".join(f"{name} = {str(on).lower()}" for name, on in flags.items())
+    return f"""\
+model = "{model}"
+model_provider = "mock"
+approval_policy = "{approval_policy}"
+sandbox_mode = "{sandbox_mode}"
+check_for_update_on_startup = false
+
+[analytics]
+enabled = false
+
+[feedback]
+enabled = false
+
+[history]
+persistence = "none"
+
+[model_providers.mock]
+name = "mock"
+base_url = "{base_url}"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+stream_idle_timeout_ms = 20000
+
+[features]
+# with it on, an unreachable provider is retried forever
+{feature_lines}
+"""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CodexHome:
+    root: Path
+    home: Path  # CODEX_HOME and HOME
+    workspace: Path
+    env: dict[str, str]
+
+    def substitutions(self) -> list[tuple[str, str]]:
+        """Real paths and their placeholders, longest first, for transcripts."""
+        pairs = [(str(self.home), "$CODEX_HOME"), (str(self.workspace), "$WORKSPACE")]
+        resolved = [(str(Path(p).resolve()), name) for p, name in pairs]
+        return sorted({*pairs, *resolved}, key=lambda pair: -len(pair[0]))
+
+
+def _scratch_parent() -> Path | None:
+    if PREFERRED_PARENT.is_dir() and os.access(PREFERRED_PARENT, os.W_OK):
+        return PREFERRED_PARENT
+    return None
+
+
+@contextmanager
+def make_codex_home(
+    base_url: str,
+    *,
+    features: Mapping[str, bool] | None = None,
+    approval_policy: str = "on-request",
+    sandbox_mode: str = "workspace-write",
+) -> Iterator[CodexHome]:
+    """Create the directories and config, yield them, remove them."""
+    root = Path(tempfile.mkdtemp(prefix="agent-gateway-codex-", dir=_scratch_parent()))
+    try:
+        home = root / "home"
+        workspace = root / "workspace"
+        home.mkdir()
+        workspace.mkdir()
+        (home / "config.toml").write_text(
+            config_toml(
+                base_url,
+                features=features,
+                approval_policy=approval_policy,
+                sandbox_mode=sandbox_mode,
+            ),
+            encoding="utf-8",
+        )
+        env = {
+            "CODEX_HOME": str(home),
+            "HOME": str(home),
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "RUST_LOG": "warn",
+            "NO_PROXY": "127.0.0.1,localhost",
+        }
+        yield CodexHome(root=root, home=home, workspace=workspace, env=env)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+async def fake_model() -> AsyncIterator[FakeResponses]:
+    async with FakeResponses() as fake:
+        yield fake
+
+
+@pytest.fixture
+def codex_home(fake_model: FakeResponses) -> Iterator[CodexHome]:
+    with make_codex_home(fake_model.base_url) as made:
+        yield made

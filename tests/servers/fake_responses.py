@@ -1,0 +1,569 @@
+"""A scripted fake of the OpenAI Responses API, for driving the real Codex CLI offline.
+
+Codex is pointed at it with a custom model provider (``base_url = fake.base_url``,
+``wire_api = "responses"``; see ``tests/codex_env.py``). It listens on 127.0.0.1 on a port
+the kernel picks, answers ``POST /v1/responses`` with a Server-Sent-Events stream and records
+every request body, so that a test can assert what the agent sent back to the model.
+
+A *scenario* is a list of steps, one per model call of a turn. The step of a request is the
+number of ``*_call_output`` items in its ``input`` that were not there at the turn's first
+request (Codex sends the whole history every time; the turn is named by the ``turn_id`` in
+``client_metadata``). Each new turn takes its scenario from ``choose(request)`` if given, else
+from the queue filled by :meth:`FakeResponses.enqueue`, else the default scenario. A request
+past the end of its scenario gets ``response.failed``, so a test never hangs on it.
+
+Building blocks: :func:`message`, :func:`shell`, :func:`apply_patch`,
+:func:`request_user_input`, :func:`function_call` and :func:`failure`.
+
+Run as a script it serves one of the named scenarios in :data:`PRESETS`, logs requests as
+JSONL and switches scenario on ``POST /_control {"scenario": NAME}``::
+
+    python tests/servers/fake_responses.py --scenario shell_escalated --log requests.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from types import TracebackType
+from typing import Any, TextIO
+
+__all__ = [
+    "PRESETS",
+    "TOOL_OUTPUT_TYPES",
+    "FakeResponses",
+    "ModelRequest",
+    "Reply",
+    "Scenario",
+    "Step",
+    "apply_patch",
+    "failure",
+    "function_call",
+    "message",
+    "request_user_input",
+    "shell",
+]
+
+TOOL_OUTPUT_TYPES = frozenset(
+    {
+        "function_call_output",
+        "custom_tool_call_output",
+        "local_shell_call_output",
+        "tool_search_output",
+        "mcp_tool_call_output",
+    }
+)
+MAX_HEADER_BYTES = 64 * 1024
+MAX_BODY_BYTES = 32 * 1024 * 1024
+USAGE = {
+    "input_tokens": 10,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 5,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 15,
+}
+
+
+# --- what the agent sent ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    """One request the agent made, as received; ``step`` is its place in the turn."""
+
+    n: int
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    turn_id: str | None = None
+    step: int = 0
+
+    @property
+    def input(self) -> list[dict[str, Any]]:
+        items = self.body.get("input")
+        return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        tools = self.body.get("tools") or []
+        return frozenset(str(t.get("name") or t.get("type")) for t in tools)
+
+    def tool(self, name: str) -> dict[str, Any] | None:
+        return next((t for t in self.body.get("tools") or [] if t.get("name") == name), None)
+
+    def tool_outputs(self) -> list[dict[str, Any]]:
+        return [i for i in self.input if i.get("type") in TOOL_OUTPUT_TYPES]
+
+    def tool_output(self, call_id: str | None = None) -> str | None:
+        """The output of the call ``call_id`` (default: the last one), as text."""
+        outputs = [o for o in self.tool_outputs() if call_id in (None, o.get("call_id"))]
+        if not outputs:
+            return None
+        out = outputs[-1].get("output")
+        return out if isinstance(out, str) else json.dumps(out)
+
+    def user_texts(self) -> list[str]:
+        texts = []
+        for item in self.input:
+            if item.get("type") == "message" and item.get("role") == "user":
+                for part in item.get("content") or []:
+                    if isinstance(part, dict) and isinstance(part.get("text"), str):
+                        texts.append(part["text"])
+        return texts
+
+
+# --- what the fake answers ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """SSE events to stream, or an HTTP error status with a JSON body."""
+
+    events: tuple[dict[str, Any], ...] = ()
+    status: int = 200
+    error_body: dict[str, Any] | None = None
+
+
+# a step gets the request, the response id and a fresh call id, and says what to answer
+Step = Callable[[ModelRequest, str, str], Reply]
+Scenario = Sequence[Step]
+Chooser = Callable[[ModelRequest], Scenario]
+
+
+def _item_events(item: dict[str, Any]) -> tuple[dict[str, Any], ...]:
+    return (
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+    )
+
+
+def _chunks(text: str, count: int) -> list[str]:
+    count = max(1, min(count, len(text) or 1))
+    size = -(-len(text) // count)
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def message(text: str | Callable[[ModelRequest], str], *, chunks: int = 2) -> Step:
+    """An assistant message streamed as ``chunks`` deltas; ``text`` may read the request."""
+
+    def step(request: ModelRequest, resp_id: str, call_id: str) -> Reply:
+        body = text(request) if callable(text) else text
+        item_id = f"msg_{resp_id}"
+        item = {"type": "message", "role": "assistant", "id": item_id}
+        done = {**item, "content": [{"type": "output_text", "text": body, "annotations": []}]}
+        deltas = [
+            {
+                "type": "response.output_text.delta",
+                "item_id": item_id,
+                "output_index": 0,
+                "content_index": 0,
+                "delta": part,
+            }
+            for part in _chunks(body, chunks)
+        ]
+        added = {"type": "response.output_item.added", "output_index": 0}
+        return Reply(
+            events=(
+                {**added, "item": {**item, "content": []}},
+                *deltas,
+                {"type": "response.output_item.done", "output_index": 0, "item": done},
+            )
+        )
+
+    return step
+
+
+def function_call(name: str, arguments: dict[str, Any], *, call_id: str | None = None) -> Step:
+    """A call of the function tool ``name`` with JSON ``arguments``."""
+
+    def step(request: ModelRequest, resp_id: str, default_call_id: str) -> Reply:
+        item = {
+            "type": "function_call",
+            "id": f"fc_{resp_id}",
+            "call_id": call_id or default_call_id,
+            "name": name,
+            "arguments": json.dumps(arguments),
+        }
+        return Reply(events=_item_events(item))
+
+    return step
+
+
+def shell(
+    cmd: str,
+    *,
+    escalated: bool = False,
+    justification: str | None = None,
+    prefix_rule: Sequence[str] | None = None,
+    call_id: str | None = None,
+    **extra: Any,
+) -> Step:
+    """An ``exec_command`` call. ``escalated`` asks to run outside the sandbox, which makes
+    Codex ask for approval under ``approval_policy = "on-request"``. ``extra`` adds raw
+    arguments (for probing what else the tool accepts)."""
+    args: dict[str, Any] = {"cmd": cmd, "login": False}
+    if escalated:
+        args["sandbox_permissions"] = "require_escalated"
+        args["justification"] = justification or f"Need to run `{cmd}` outside the sandbox"
+    elif justification is not None:
+        args["justification"] = justification
+    if prefix_rule is not None:
+        args["prefix_rule"] = list(prefix_rule)
+    args.update(extra)
+    return function_call("exec_command", args, call_id=call_id)
+
+
+def apply_patch(patch: str, *, call_id: str | None = None) -> Step:
+    """An ``apply_patch`` call, freeform or JSON, whichever way the agent offers the tool."""
+
+    def step(request: ModelRequest, resp_id: str, default_call_id: str) -> Reply:
+        tool = request.tool("apply_patch")
+        if tool is None:
+            return _failed(resp_id, f"apply_patch not offered: {sorted(request.tool_names)}")
+        if tool.get("type") == "function":
+            return function_call("apply_patch", {"input": patch}, call_id=call_id)(
+                request, resp_id, default_call_id
+            )
+        item = {
+            "type": "custom_tool_call",
+            "id": f"ctc_{resp_id}",
+            "call_id": call_id or default_call_id,
+            "name": "apply_patch",
+            "input": patch,
+        }
+        return Reply(events=_item_events(item))
+
+    return step
+
+
+def request_user_input(questions: Iterable[dict[str, Any]], *, call_id: str | None = None) -> Step:
+    """A ``request_user_input`` call; each question has id, header, question, options."""
+    return function_call("request_user_input", {"questions": list(questions)}, call_id=call_id)
+
+
+def failure(
+    message: str = "fake model failure", *, code: str = "server_error", http_status: int = 0
+) -> Step:
+    """The model call fails: ``response.failed`` in the stream, or an HTTP error status."""
+
+    def step(request: ModelRequest, resp_id: str, call_id: str) -> Reply:
+        if http_status:
+            error = {"error": {"message": message, "type": code, "code": code}}
+            return Reply(status=http_status, error_body=error)
+        return _failed(resp_id, message, code)
+
+    return step
+
+
+def _failed(resp_id: str, message: str, code: str = "server_error") -> Reply:
+    error = {"code": code, "message": message}
+    failed = {"type": "response.failed", "response": {"id": resp_id, "error": error}}
+    return Reply(events=(failed,))
+
+
+# --- the server ------------------------------------------------------------------------------
+
+
+class _BadRequest(Exception):
+    pass
+
+
+@dataclass
+class _Turn:
+    scenario: Scenario
+    baseline: int  # tool outputs already in the input at the turn's first request
+
+
+@dataclass
+class FakeResponses:
+    """The fake model server. ``async with FakeResponses(scenario) as fake: fake.base_url``."""
+
+    scenario: Scenario = ()
+    choose: Chooser | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    requests: list[ModelRequest] = field(default_factory=list)
+    _queue: deque[Scenario] = field(default_factory=deque)
+    _turns: dict[str, _Turn] = field(default_factory=dict)
+    _server: asyncio.Server | None = None
+    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _changed: asyncio.Condition | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    def enqueue(self, *scenarios: Scenario) -> None:
+        """Scenarios for the next new turns, one each, in order."""
+        self._queue.extend(scenarios)
+
+    def model_requests(self) -> list[ModelRequest]:
+        return [r for r in self.requests if r.path.rstrip("/").endswith("/responses")]
+
+    async def wait_for_requests(self, count: int) -> list[ModelRequest]:
+        """Wait (under the caller's deadline) until ``count`` model requests were received."""
+        assert self._changed is not None, "server not started"
+        async with self._changed:
+            await self._changed.wait_for(lambda: len(self.model_requests()) >= count)
+        return self.model_requests()
+
+    async def start(self) -> None:
+        self._changed = asyncio.Condition()
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def __aenter__(self) -> FakeResponses:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # one connection, one request (we always answer with Connection: close)
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            method, path, headers, raw = await _read_request(reader)
+            await self._handle(method, path, headers, raw, writer)
+        except (_BadRequest, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+            with contextlib.suppress(ConnectionError):
+                await _write_json(writer, 400, {"error": {"message": f"bad request: {exc}"}})
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def _handle(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        raw: bytes,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        n = next(self._counter)
+        body = _decode_body(raw, headers)
+        if method == "GET" and path.split("?")[0].rstrip("/").endswith("/models"):
+            await self._record(
+                ModelRequest(n=n, method=method, path=path, headers=headers, body={})
+            )
+            await _write_json(writer, 200, {"object": "list", "data": [], "models": []})
+            return
+        if method == "POST" and path == "/_control":
+            self.scenario = PRESETS.get(str(body.get("scenario")), self.scenario)
+            await _write_json(writer, 200, {"ok": True})
+            return
+        if method != "POST" or not path.split("?")[0].rstrip("/").endswith("/responses"):
+            await self._record(
+                ModelRequest(n=n, method=method, path=path, headers=headers, body=body)
+            )
+            await _write_json(writer, 404, {"error": {"message": f"unhandled {method} {path}"}})
+            return
+        request = self._place(
+            ModelRequest(n=n, method=method, path=path, headers=headers, body=body)
+        )
+        await self._record(request)
+        resp_id = f"resp_{n}"
+        turn = self._turns[request.turn_id or ""]
+        if request.step < len(turn.scenario):
+            reply = turn.scenario[request.step](request, resp_id, f"call_{n}")
+        else:
+            reply = _failed(resp_id, f"fake: the scenario has no step {request.step}")
+        if reply.status != 200:
+            await _write_json(writer, reply.status, reply.error_body or {})
+            return
+        events: list[dict[str, Any]] = [
+            {"type": "response.created", "response": {"id": resp_id}},
+            *reply.events,
+        ]
+        if not any(e["type"] == "response.failed" for e in events):
+            events.append(
+                {"type": "response.completed", "response": {"id": resp_id, "usage": USAGE}}
+            )
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
+        )
+        for event in events:
+            writer.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+            await writer.drain()
+
+    def _place(self, request: ModelRequest) -> ModelRequest:
+        """Find the request's turn (a new one takes the next scenario) and its step."""
+        key = _turn_id(request) or f"user-messages:{len(request.user_texts())}"
+        outputs = len(request.tool_outputs())
+        turn = self._turns.get(key)
+        if turn is None:
+            turn = _Turn(scenario=self._next_scenario(request), baseline=outputs)
+            self._turns[key] = turn
+        return replace(request, turn_id=key, step=outputs - turn.baseline)
+
+    def _next_scenario(self, request: ModelRequest) -> Scenario:
+        if self.choose is not None:
+            return self.choose(request)
+        if self._queue:
+            return self._queue.popleft()
+        return self.scenario
+
+    async def _record(self, request: ModelRequest) -> None:
+        self.requests.append(request)
+        if self._changed is not None:
+            async with self._changed:
+                self._changed.notify_all()
+
+
+def _turn_id(request: ModelRequest) -> str | None:
+    metadata = request.body.get("client_metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("turn_id"), str):
+        return str(metadata["turn_id"])
+    header = request.headers.get("x-codex-turn-metadata")
+    if header:
+        with contextlib.suppress(ValueError, AttributeError):
+            turn = json.loads(header).get("turn_id")
+            if isinstance(turn, str):
+                return turn
+    return None
+
+
+# --- HTTP/1.1, just enough -------------------------------------------------------------------
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    if len(head) > MAX_HEADER_BYTES:
+        raise _BadRequest("headers too large")
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        method, path, _version = lines[0].split(" ", 2)
+    except ValueError:
+        raise _BadRequest(f"request line {lines[0]!r}") from None
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if ":" in line:
+            name, value = line.split(":", 1)
+            headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = bytearray()
+        while True:
+            size = int((await reader.readuntil(b"\r\n")).strip().split(b";")[0] or b"0", 16)
+            if size == 0:
+                await reader.readuntil(b"\r\n")
+                break
+            if len(body) + size > MAX_BODY_BYTES:
+                raise _BadRequest("body too large")
+            body += await reader.readexactly(size)
+            await reader.readexactly(2)
+        return method, path, headers, bytes(body)
+    length = int(headers.get("content-length") or 0)
+    if length > MAX_BODY_BYTES:
+        raise _BadRequest("body too large")
+    return method, path, headers, await reader.readexactly(length)
+
+
+def _decode_body(raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    encoding = headers.get("content-encoding", "").lower()
+    if encoding == "gzip":
+        import gzip
+
+        raw = gzip.decompress(raw)
+    elif encoding:
+        return {"_undecoded": encoding, "_len": len(raw)}
+    if not raw:
+        return {}
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        return {"_raw": raw[:2000].decode("utf-8", "replace")}
+    return decoded if isinstance(decoded, dict) else {"_json": decoded}
+
+
+async def _write_json(writer: asyncio.StreamWriter, status: int, obj: dict[str, Any]) -> None:
+    data = json.dumps(obj).encode()
+    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error"}
+    writer.write(
+        f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+        "Connection: close\r\n\r\n".encode()
+        + data
+    )
+    await writer.drain()
+
+
+# --- script ----------------------------------------------------------------------------------
+
+PATCH_EXAMPLE = (
+    "*** Begin Patch\n*** Add File: patched.txt\n+patched by fake model\n*** End Patch\n"
+)
+DONE = message(lambda r: f"Done. Tool said: {(r.tool_output() or '')[:200]}")
+PRESETS: dict[str, Scenario] = {
+    "message": [message("Hello from fake model")],
+    "shell": [shell("touch hello.txt"), DONE],
+    "shell_escalated": [shell("touch hello.txt", escalated=True), DONE],
+    "apply_patch": [apply_patch(PATCH_EXAMPLE), DONE],
+    "user_input": [
+        request_user_input(
+            [
+                {
+                    "id": "color",
+                    "header": "Color",
+                    "question": "Which color should I use?",
+                    "options": [
+                        {"label": "Red (Recommended)", "description": "warm"},
+                        {"label": "Blue", "description": "cool"},
+                    ],
+                }
+            ]
+        ),
+        DONE,
+    ],
+    "failed": [failure()],
+    "http500": [failure("fake internal error", http_status=500)],
+}
+
+
+async def _serve_forever(scenario: str, port: int, log: TextIO | None) -> None:
+    async with FakeResponses(scenario=PRESETS[scenario], port=port) as fake:
+        print(f"listening on {fake.base_url} scenario={scenario}", flush=True)
+        written = 0
+        while True:
+            requests = await fake.wait_for_requests(written + 1)
+            if log is not None:
+                for request in requests[written:]:
+                    log.write(json.dumps(asdict(request)) + "\n")
+                log.flush()
+            written = len(requests)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="A scripted fake OpenAI Responses API.")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--scenario", choices=sorted(PRESETS), default="message")
+    parser.add_argument("--log", help="append every model request here as JSONL")
+    args = parser.parse_args()
+    with contextlib.ExitStack() as stack:
+        log = stack.enter_context(open(args.log, "a", encoding="utf-8")) if args.log else None
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve_forever(args.scenario, args.port, log))
+
+
+if __name__ == "__main__":
+    main()
