@@ -17,6 +17,7 @@
     │   └── InvalidDecision          the decision does not fit the interaction (unknown action,
     │                                missing required answer)
     ├── AuthorizationError           the actor may not do this, or the token is forged/stale
+    │   └── TokenRejected            a button token failed verification (reason: auth.Rejection)
     ├── StoreError                   the SQLite ledger failed (sqlite3 errors are chained)
     └── PlatformError                a chat platform failed (SDK errors are chained)
 
@@ -45,6 +46,7 @@ __all__ = [
     "ProtocolError",
     "RemoteError",
     "StoreError",
+    "TokenRejected",
 ]
 
 
@@ -126,6 +128,14 @@ class InvalidDecision(InteractionError):
 
 class AuthorizationError(GatewayError):
     pass
+
+
+class TokenRejected(AuthorizationError):
+    """A button token is malformed or forged; ``reason`` is a ``gateway.auth.Rejection``."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class StoreError(GatewayError):
