@@ -2,7 +2,8 @@
 
 ``CodexHome`` is a throw-away directory (under ``/var/tmp`` where it can be: Codex warns about
 helper binaries under ``/tmp``) holding ``home/`` (``CODEX_HOME`` and ``HOME``) with the
-``config.toml`` of ``/work/shared/TESTING.md`` and ``workspace/`` (the agent's cwd). Its
+``config.toml`` of ``/work/shared/TESTING.md``, ``workspace/`` (the agent's cwd) and
+``outside/`` (a directory the sandbox does not let the agent write to). Its
 ``env`` is the whole environment the agent gets: nothing is inherited but ``PATH``.
 
 Loaded as a pytest plugin by ``tests/conftest.py``, it provides the fixtures ``fake_model``
@@ -77,12 +78,17 @@ stream_idle_timeout_ms = 20000
 class CodexHome:
     root: Path
     home: Path  # CODEX_HOME and HOME
-    workspace: Path
+    workspace: Path  # the agent's cwd, writable in the workspace-write sandbox
+    outside: Path  # a directory outside the workspace (sandbox escapes write here)
     env: dict[str, str]
 
     def substitutions(self) -> list[tuple[str, str]]:
         """Real paths and their placeholders, longest first, for transcripts."""
-        pairs = [(str(self.home), "$CODEX_HOME"), (str(self.workspace), "$WORKSPACE")]
+        pairs = [
+            (str(self.home), "$CODEX_HOME"),
+            (str(self.workspace), "$WORKSPACE"),
+            (str(self.outside), "$OUTSIDE"),
+        ]
         resolved = [(str(Path(p).resolve()), name) for p, name in pairs]
         return sorted({*pairs, *resolved}, key=lambda pair: -len(pair[0]))
 
@@ -106,8 +112,9 @@ def make_codex_home(
     try:
         home = root / "home"
         workspace = root / "workspace"
-        home.mkdir()
-        workspace.mkdir()
+        outside = root / "outside"
+        for path in (home, workspace, outside):
+            path.mkdir()
         (home / "config.toml").write_text(
             config_toml(
                 base_url,
@@ -124,7 +131,7 @@ def make_codex_home(
             "RUST_LOG": "warn",
             "NO_PROXY": "127.0.0.1,localhost",
         }
-        yield CodexHome(root=root, home=home, workspace=workspace, env=env)
+        yield CodexHome(root=root, home=home, workspace=workspace, outside=outside, env=env)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
