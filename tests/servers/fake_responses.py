@@ -50,18 +50,14 @@ __all__ = [
     "shell",
 ]
 
+# what the agent sends back for each kind of call the model made
 TOOL_OUTPUT_TYPES = frozenset(
-    {
-        "function_call_output",
-        "custom_tool_call_output",
-        "local_shell_call_output",
-        "tool_search_output",
-        "mcp_tool_call_output",
-    }
+    "function_call_output custom_tool_call_output local_shell_call_output"
+    " tool_search_output mcp_tool_call_output".split()
 )
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 32 * 1024 * 1024
-USAGE = {
+USAGE: dict[str, Any] = {
     "input_tokens": 10,
     "input_tokens_details": {"cached_tokens": 0},
     "output_tokens": 5,
@@ -155,27 +151,16 @@ def message(text: str | Callable[[ModelRequest], str], *, chunks: int = 2) -> St
 
     def step(request: ModelRequest, resp_id: str, call_id: str) -> Reply:
         body = text(request) if callable(text) else text
-        item_id = f"msg_{resp_id}"
-        item = {"type": "message", "role": "assistant", "id": item_id}
+        item = {"type": "message", "role": "assistant", "id": f"msg_{resp_id}"}
         done = {**item, "content": [{"type": "output_text", "text": body, "annotations": []}]}
+        at = {"item_id": item["id"], "output_index": 0, "content_index": 0}
         deltas = [
-            {
-                "type": "response.output_text.delta",
-                "item_id": item_id,
-                "output_index": 0,
-                "content_index": 0,
-                "delta": part,
-            }
+            {"type": "response.output_text.delta", **at, "delta": part}
             for part in _chunks(body, chunks)
         ]
         added = {"type": "response.output_item.added", "output_index": 0}
-        return Reply(
-            events=(
-                {**added, "item": {**item, "content": []}},
-                *deltas,
-                {"type": "response.output_item.done", "output_index": 0, "item": done},
-            )
-        )
+        done_event = {"type": "response.output_item.done", "output_index": 0, "item": done}
+        return Reply(events=({**added, "item": {**item, "content": []}}, *deltas, done_event))
 
     return step
 
@@ -315,6 +300,8 @@ class FakeResponses:
         return self.model_requests()
 
     async def start(self) -> None:
+        if not self.host.startswith("127."):
+            raise ValueError(f"the fake model listens on 127.0.0.0/8 only, not {self.host}")
         self._changed = asyncio.Condition()
         self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
@@ -514,27 +501,18 @@ PATCH_EXAMPLE = (
     "*** Begin Patch\n*** Add File: patched.txt\n+patched by fake model\n*** End Patch\n"
 )
 DONE = message(lambda r: f"Done. Tool said: {(r.tool_output() or '')[:200]}")
+COLOR = {
+    "id": "color",
+    "header": "Color",
+    "question": "Which color should I use?",
+    "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}],
+}
 PRESETS: dict[str, Scenario] = {
     "message": [message("Hello from fake model")],
     "shell": [shell("touch hello.txt"), DONE],
     "shell_escalated": [shell("touch hello.txt", escalated=True), DONE],
     "apply_patch": [apply_patch(PATCH_EXAMPLE), DONE],
-    "user_input": [
-        request_user_input(
-            [
-                {
-                    "id": "color",
-                    "header": "Color",
-                    "question": "Which color should I use?",
-                    "options": [
-                        {"label": "Red (Recommended)", "description": "warm"},
-                        {"label": "Blue", "description": "cool"},
-                    ],
-                }
-            ]
-        ),
-        DONE,
-    ],
+    "user_input": [request_user_input([COLOR]), DONE],
     "failed": [failure()],
     "http500": [failure("fake internal error", http_status=500)],
 }
