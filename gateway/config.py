@@ -1,0 +1,585 @@
+"""The TOML configuration, validated by pydantic (DESIGN.md, Configuration).
+
+``config.example.toml`` documents every key. Loading is three passes over plain data:
+
+1. ``tomllib`` parses the text; ``${ENV_VAR}`` references are replaced from the environment
+   and ``<secret>_file`` keys are replaced by the content of the file they name.
+2. pydantic validates the shape (unknown keys are errors).
+3. Rules that span keys are checked: dangerous agent modes need ``allow_dangerous = true``,
+   every enabled platform needs an ``allow_from`` for every project (fail closed), options
+   for another agent are refused, the data dir must not lie inside a work dir.
+
+Every problem names the dotted key and the line of the file it was found on; secrets never
+appear in a message or a repr (``SecretStr``). Checks that look at the machine (the work dir
+exists, the agent binary is on PATH) are a separate step: :func:`check_config`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from gateway.config_lines import KeyLocator, Loc
+from gateway.domain import Actor, AgentKind
+from gateway.errors import ConfigError
+
+__all__ = [
+    "DANGEROUS",
+    "DEFAULT_ARGV",
+    "DEFAULT_DATA_DIR",
+    "AgentOptions",
+    "ApprovalPolicy",
+    "AuthPlatform",
+    "Config",
+    "ConfigProblem",
+    "ConsoleConfig",
+    "DiscordConfig",
+    "ExpiryOutcome",
+    "ExpiryPolicy",
+    "GatewaySection",
+    "LogLevel",
+    "MemoryConfig",
+    "PermissionMode",
+    "PlatformAuth",
+    "PlatformsSection",
+    "ProjectConfig",
+    "SandboxMode",
+    "SessionScope",
+    "SlackConfig",
+    "TelegramConfig",
+    "check_config",
+    "load_config",
+    "parse_config",
+]
+
+DEFAULT_DATA_DIR = Path("~/.local/share/agent-gateway")
+
+
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class SessionScope(StrEnum):
+    """How a conversation maps to an agent session."""
+
+    THREAD = "thread"  # one session per thread (or per chat/channel where there are none)
+    CHANNEL = "channel"  # one session per channel, shared by its threads
+    USER = "user"  # one session per person, wherever they write
+
+
+class ApprovalPolicy(StrEnum):
+    """Codex ``AskForApproval`` (app-server schema 0.171)."""
+
+    UNTRUSTED = "untrusted"
+    ON_REQUEST = "on-request"
+    NEVER = "never"
+
+
+class SandboxMode(StrEnum):
+    """Codex ``SandboxMode`` (app-server schema 0.171)."""
+
+    READ_ONLY = "read-only"
+    WORKSPACE_WRITE = "workspace-write"
+    DANGER_FULL_ACCESS = "danger-full-access"
+
+
+class PermissionMode(StrEnum):
+    """Claude Code ``--permission-mode`` choices (claude 2.1.197 --help)."""
+
+    DEFAULT = "default"
+    ACCEPT_EDITS = "acceptEdits"
+    PLAN = "plan"
+    DONT_ASK = "dontAsk"  # refuses whatever is not pre-allowed: nobody is asked, nothing runs
+    AUTO = "auto"  # a classifier decides instead of a person: the agent approves itself
+    BYPASS_PERMISSIONS = "bypassPermissions"
+
+
+class ExpiryOutcome(StrEnum):
+    """What the agent is told when a pending interaction expires ("timed out")."""
+
+    DENY = "deny"
+    CANCEL = "cancel"  # deny and stop the turn
+
+
+class AuthPlatform(StrEnum):
+    """Whose user ids an ``auth`` table lists. ``local`` is for named console users."""
+
+    TELEGRAM = "telegram"
+    SLACK = "slack"
+    DISCORD = "discord"
+    LOCAL = "local"
+    MEMORY = "memory"
+
+
+# Modes in which nobody is asked: refused unless the project says allow_dangerous = true.
+DANGEROUS: Mapping[str, frozenset[str]] = {
+    "approval_policy": frozenset({ApprovalPolicy.NEVER}),
+    "sandbox": frozenset({SandboxMode.DANGER_FULL_ACCESS}),
+    "permission_mode": frozenset({PermissionMode.BYPASS_PERMISSIONS, PermissionMode.AUTO}),
+}
+
+DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
+    AgentKind.CODEX_APP_SERVER: ("codex",),
+    AgentKind.CODEX_EXEC: ("codex",),
+    AgentKind.CLAUDE_CODE: ("claude",),
+}
+
+_CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features"})
+_CLAUDE_ONLY = frozenset({"permission_mode"})
+_SECRET_KEYS = frozenset({"token", "bot_token", "app_token"})  # each may be given as <key>_file
+_ENV_REF = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
+EnvName = Annotated[str, StringConstraints(pattern=_ENV_NAME)]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+
+
+def _auth_platform(name: str) -> str:
+    if name not in AuthPlatform.__members__.values():
+        raise ValueError(f"unknown platform; one of {', '.join(AuthPlatform)}")
+    return name
+
+
+AuthPlatformName = Annotated[str, AfterValidator(_auth_platform)]
+HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s/]+(/\S*)?$")]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _expand_path(value: Path, info: ValidationInfo) -> Path:
+    """``~`` is expanded; a relative path is relative to the config file's directory."""
+    path = value.expanduser()
+    base = info.context.get("base_dir") if isinstance(info.context, dict) else None
+    if not path.is_absolute() and isinstance(base, Path):
+        path = base / path
+    return path
+
+
+def _non_empty_secret(value: SecretStr | None) -> SecretStr | None:
+    if value is not None and not value.get_secret_value().strip():
+        raise ValueError("is empty")
+    return value
+
+
+# --- sections ------------------------------------------------------------------------------
+
+
+class GatewaySection(_Model):
+    data_dir: Path = Field(default=DEFAULT_DATA_DIR, validate_default=True)
+    log_level: LogLevel = LogLevel.INFO
+    queue_depth: int = Field(default=20, ge=1, le=10_000)
+    stop_grace_seconds: float = Field(default=5.0, gt=0, le=600)
+
+    _paths = field_validator("data_dir", mode="after")(_expand_path)
+
+
+class AgentOptions(_Model):
+    argv: tuple[NonEmpty, ...] | None = Field(default=None, min_length=1)
+    env: dict[EnvName, SecretStr] = Field(default_factory=dict)
+    env_allowlist: tuple[EnvName, ...] = ()
+    model: NonEmpty | None = None
+    approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
+    sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE
+    permission_mode: PermissionMode = PermissionMode.DEFAULT
+    features: tuple[NonEmpty, ...] = ()
+    allow_dangerous: bool = False
+
+    def agent_env(self) -> dict[str, str]:
+        """The project's ``env`` table in clear, for the agent's environment only."""
+        return {name: value.get_secret_value() for name, value in self.env.items()}
+
+
+class ExpiryPolicy(_Model):
+    after_seconds: float | None = Field(default=None, gt=0)  # None: never expires
+    outcome: ExpiryOutcome = ExpiryOutcome.DENY
+
+
+class PlatformAuth(_Model):
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+    allow_from: tuple[NonEmpty, ...] = ()  # user ids on that platform, or "*" for anyone
+    approvers: tuple[NonEmpty, ...] | None = None  # None: the session's own initiator
+
+
+class ProjectConfig(_Model):
+    work_dir: Path
+    agent: AgentKind
+    scope: SessionScope = SessionScope.THREAD
+    agent_options: AgentOptions = Field(default_factory=AgentOptions)
+    expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
+    auth: dict[AuthPlatformName, PlatformAuth] = Field(default_factory=dict)
+
+    _paths = field_validator("work_dir", mode="after")(_expand_path)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_flat_options(cls, data: Any) -> Any:
+        """Agent options may be written flat in the project table or in ``agent_options``."""
+        if not isinstance(data, dict):
+            return data
+        flat = {key: data[key] for key in AgentOptions.model_fields if key in data}
+        if not flat:
+            return data
+        nested = data.get("agent_options", {})
+        if not isinstance(nested, dict):
+            return data
+        twice = sorted(set(flat) & set(nested))
+        if twice:
+            raise ValueError(f"{', '.join(twice)} set both here and in agent_options")
+        rest = {key: value for key, value in data.items() if key not in flat}
+        return {**rest, "agent_options": {**nested, **flat}}
+
+    def argv(self) -> tuple[str, ...]:
+        """The agent's argv prefix: the configured one, or the agent's usual binary name."""
+        return self.agent_options.argv or DEFAULT_ARGV[self.agent]
+
+
+class TelegramConfig(_Model):
+    token: SecretStr
+    base_url: HttpUrl = "https://api.telegram.org"
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: HttpUrl | None = None
+
+    _secrets = field_validator("token")(_non_empty_secret)
+
+    @model_validator(mode="after")
+    def _webhook_needs_url(self) -> TelegramConfig:
+        if self.mode == "webhook" and self.webhook_url is None:
+            raise ValueError('mode = "webhook" needs webhook_url')
+        return self
+
+
+class SlackConfig(_Model):
+    bot_token: SecretStr  # xoxb-...
+    app_token: SecretStr  # xapp-... (Socket Mode)
+    base_url: HttpUrl = "https://slack.com/api/"
+
+    _secrets = field_validator("bot_token", "app_token")(_non_empty_secret)
+
+
+class DiscordConfig(_Model):
+    token: SecretStr
+    base_url: HttpUrl = "https://discord.com/api"
+
+    _secrets = field_validator("token")(_non_empty_secret)
+
+
+class ConsoleConfig(_Model):
+    host: NonEmpty = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)  # 0: a free port, printed at start
+    identity: Annotated[str, StringConstraints(pattern=r"^(telegram|slack|discord|local):\S+$")]
+
+    def actor(self) -> Actor:
+        """Who the console acts as: the same approver rules apply to it."""
+        platform, _, user_id = self.identity.partition(":")
+        return Actor(platform=platform, user_id=user_id)
+
+
+class MemoryConfig(_Model):
+    """The in-process platform of tests and embeddings; its limits are the strictest."""
+
+    callback_max_bytes: int = Field(default=64, ge=16, le=4096)  # Telegram callback_data
+    text_max_chars: int = Field(default=4096, ge=100)
+    ack_deadline_seconds: float = Field(default=3.0, gt=0)
+
+
+class PlatformsSection(_Model):
+    telegram: TelegramConfig | None = None
+    slack: SlackConfig | None = None
+    discord: DiscordConfig | None = None
+    console: ConsoleConfig | None = None
+    memory: MemoryConfig | None = None
+
+    def enabled(self) -> tuple[str, ...]:
+        """The platforms present in the file, in declaration order of this class."""
+        return tuple(name for name in type(self).model_fields if getattr(self, name) is not None)
+
+    def auth_platforms(self) -> dict[str, str]:
+        """Enabled platform → the ``auth`` table its people are checked against."""
+        found: dict[str, str] = {}
+        for name in self.enabled():
+            if name == "console" and self.console is not None:
+                found[name] = self.console.actor().platform
+            else:
+                found[name] = name
+        return found
+
+
+class Config(_Model):
+    gateway: GatewaySection = Field(default_factory=GatewaySection)
+    projects: dict[Name, ProjectConfig] = Field(min_length=1)
+    platforms: PlatformsSection = Field(default_factory=PlatformsSection)
+
+    _source: str = PrivateAttr(default="<config>")
+    _locator: KeyLocator | None = PrivateAttr(default=None)
+
+    def problem(self, loc: Loc, message: str) -> ConfigProblem:
+        """A problem about one key of this config, located in its source file."""
+        line = self._locator.line_of(loc) if self._locator is not None else None
+        return ConfigProblem(source=self._source, loc=loc, line=line, message=message)
+
+
+# --- problems ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConfigProblem:
+    source: str
+    loc: Loc
+    line: int | None
+    message: str
+
+    @property
+    def key(self) -> str:
+        return ".".join(str(part) for part in self.loc) or "(top level)"
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line is not None else self.source
+        return f"{where}: {self.key}: {self.message}"
+
+
+def _raise(problems: list[ConfigProblem]) -> None:
+    if problems:
+        lines = "\n".join(f"  {problem}" for problem in problems)
+        raise ConfigError(f"invalid configuration:\n{lines}")
+
+
+# --- pass 1: environment and secret files -------------------------------------------------
+
+
+def _interpolate(value: str, loc: Loc, env: Mapping[str, str], found: list[tuple[Loc, str]]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        escaped, name = match.group(1), match.group(2)
+        if escaped:
+            return match.group(0)[1:]  # "$${X}" stays literally "${X}"
+        if name not in env:
+            found.append((loc, f"environment variable {name} is not set"))
+            return ""
+        return env[name]
+
+    return _ENV_REF.sub(replace, value)
+
+
+def _resolve(
+    data: Any,
+    loc: Loc,
+    env: Mapping[str, str],
+    base_dir: Path | None,
+    found: list[tuple[Loc, str]],
+) -> Any:
+    if isinstance(data, str):
+        return _interpolate(data, loc, env, found)
+    if isinstance(data, list):
+        return [_resolve(item, (*loc, i), env, base_dir, found) for i, item in enumerate(data)]
+    if not isinstance(data, dict):
+        return data
+    resolved: dict[str, Any] = {}
+    for key, value in data.items():
+        secret = key.removesuffix("_file")
+        if key.endswith("_file") and secret in _SECRET_KEYS:
+            if secret in data:
+                found.append(((*loc, key), f"give either {secret} or {key}, not both"))
+                continue
+            path_text = _resolve(value, (*loc, key), env, base_dir, found)
+            if isinstance(path_text, str):
+                content = _read_secret_file(path_text, base_dir, (*loc, key), found)
+                if content is not None:
+                    resolved[secret] = content
+                continue
+        resolved[key] = _resolve(value, (*loc, key), env, base_dir, found)
+    return resolved
+
+
+def _read_secret_file(
+    path_text: str, base_dir: Path | None, loc: Loc, found: list[tuple[Loc, str]]
+) -> str | None:
+    path = Path(path_text).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
+        found.append((loc, f"cannot read secret file {path}: {reason}"))
+        return None
+
+
+# --- pass 2: pydantic errors --------------------------------------------------------------
+
+
+_TOML_WORDS = (
+    ("Input should be", "should be"),
+    ("a valid tuple", "an array"),
+    ("a valid list", "an array"),
+    ("a valid dictionary", "a table"),
+)
+
+
+def _pydantic_message(error: Mapping[str, Any]) -> str:
+    kind = error.get("type")
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "extra_forbidden":
+        return "unknown key"
+    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    message = re.sub(r"a valid dictionary or instance of \w+", "a table", message)
+    for python, toml in _TOML_WORDS:
+        message = message.replace(python, toml)
+    return message
+
+
+def _pydantic_loc(error: Mapping[str, Any]) -> Loc:
+    return tuple(part for part in error.get("loc", ()) if part != "[key]")
+
+
+# --- pass 3: rules across keys ------------------------------------------------------------
+
+
+def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
+    found: list[tuple[Loc, str]] = []
+    auth_platforms = config.platforms.auth_platforms()
+    data_dir = config.gateway.data_dir.resolve()
+    for name, project in config.projects.items():
+        options = project.agent_options
+        where: Loc = ("projects", name, "agent_options")
+        for key, dangerous in DANGEROUS.items():
+            value = getattr(options, key)
+            if value in dangerous and not options.allow_dangerous:
+                found.append(
+                    (
+                        (*where, key),
+                        f'"{value}" lets the agent act without asking anyone; refused unless '
+                        "the project sets allow_dangerous = true",
+                    )
+                )
+        codex = project.agent is not AgentKind.CLAUDE_CODE
+        wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
+        for key in sorted(wrong):
+            found.append(((*where, key), f"does not apply to agent {project.agent}"))
+        for platform, auth_name in auth_platforms.items():
+            rules = project.auth.get(auth_name)
+            via = f" (the console acts as {auth_name})" if platform == "console" else ""
+            if rules is None or not rules.allow_from:
+                found.append(
+                    (
+                        ("projects", name, "auth", auth_name, "allow_from"),
+                        f"platform {platform} is enabled{via} but nobody may talk to this "
+                        f'project from it: list user ids in allow_from, or "*" for anyone',
+                    )
+                )
+        for auth_name, rules in project.auth.items():
+            strangers = [
+                user
+                for user in rules.approvers or ()
+                if user != "*" and user not in rules.allow_from and "*" not in rules.allow_from
+            ]
+            if strangers:
+                found.append(
+                    (
+                        ("projects", name, "auth", auth_name, "approvers"),
+                        f"approvers not in allow_from: {', '.join(strangers)}",
+                    )
+                )
+        if data_dir.is_relative_to(project.work_dir.resolve()):
+            found.append((("gateway", "data_dir"), f"lies inside the work dir of project {name}"))
+    return found
+
+
+# --- entry points --------------------------------------------------------------------------
+
+
+def parse_config(
+    text: str,
+    source_name: str = "<config>",
+    *,
+    env: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
+) -> Config:
+    """Parse and validate a config; raise :class:`ConfigError` naming every problem.
+
+    ``env`` defaults to ``os.environ``; ``base_dir`` is where relative paths start.
+    """
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source_name}: not valid TOML: {exc}") from exc
+    locator = KeyLocator(text)
+
+    def located(loc: Loc, message: str) -> ConfigProblem:
+        return ConfigProblem(
+            source=source_name, loc=loc, line=locator.line_of(loc), message=message
+        )
+
+    found: list[tuple[Loc, str]] = []
+    data = _resolve(raw, (), os.environ if env is None else env, base_dir, found)
+    _raise([located(loc, message) for loc, message in found])
+    try:
+        config = Config.model_validate(data, context={"base_dir": base_dir})
+    except ValidationError as exc:
+        problems = [located(_pydantic_loc(e), _pydantic_message(e)) for e in exc.errors()]
+        _raise(problems)
+        raise  # pragma: no cover - a ValidationError always has errors
+    config._source = source_name
+    config._locator = locator
+    _raise([config.problem(loc, message) for loc, message in _cross_key_problems(config)])
+    return config
+
+
+def load_config(path: Path | str, *, env: Mapping[str, str] | None = None) -> Config:
+    """Read and validate the config file at ``path`` (relative paths start at its folder)."""
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {file}: {exc}") from exc
+    return parse_config(text, str(file), env=env, base_dir=file.resolve().parent)
+
+
+def check_config(config: Config) -> tuple[ConfigProblem, ...]:
+    """What only the machine can tell: work dirs exist, agent binaries can be found."""
+    problems: list[ConfigProblem] = []
+    for name, project in config.projects.items():
+        if not project.work_dir.is_dir():
+            problems.append(
+                config.problem(
+                    ("projects", name, "work_dir"), f"{project.work_dir} is not a directory"
+                )
+            )
+        program = project.argv()[0]
+        if shutil.which(program) is None:
+            key = "argv" if project.agent_options.argv else "agent"
+            loc: Loc = ("projects", name, "agent_options", "argv")
+            problems.append(
+                config.problem(
+                    loc if key == "argv" else ("projects", name, "agent"),
+                    f"agent program {program!r} not found (set argv to its path)",
+                )
+            )
+    return tuple(problems)

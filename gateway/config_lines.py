@@ -1,0 +1,93 @@
+"""Find the line of a TOML file on which a dotted key is written (for config errors).
+
+``tomllib`` keeps no positions, so this scans the text: table headers (``[a.b]``) and key
+lines (``key = ``, ``a.b = `` and quoted keys) give each line a full key path. A key path is
+then located at the line whose path matches it best: the key itself, else the closest
+table or key it lives in (a missing key is reported at its table's header), else the first
+line that shares the longest part of its path. Multi-line strings are skipped. Heuristic by
+design, and tested as such.
+
+Agent options may be written flat in the project table or under ``agent_options``; a path
+through ``agent_options`` is also looked up without that part.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["KeyLocator", "Loc"]
+
+Loc = tuple[str | int, ...]
+
+_BARE = r"[A-Za-z0-9_-]+"
+_QUOTED = r'"(?:[^"\\]|\\.)*"|\'[^\']*\''
+_PART = rf"(?:{_BARE}|{_QUOTED})"
+_DOTTED = rf"{_PART}(?:\s*\.\s*{_PART})*"
+_HEADER = re.compile(rf"^\s*\[\[?\s*(?P<key>{_DOTTED})\s*\]\]?\s*(?:#.*)?$")
+_KEY_LINE = re.compile(rf"^\s*(?P<key>{_DOTTED})\s*=")
+_SPLIT = re.compile(rf"\s*({_PART})\s*(?:\.|$)")
+_ALIASES = ("agent_options",)
+
+
+def _split(dotted: str) -> tuple[str, ...]:
+    parts = []
+    for match in _SPLIT.finditer(dotted):
+        part = match.group(1)
+        if part[:1] in "\"'":
+            part = part[1:-1]
+        parts.append(part)
+    return tuple(parts)
+
+
+class KeyLocator:
+    """The key paths defined on each line of a TOML text."""
+
+    def __init__(self, text: str) -> None:
+        self.entries: list[tuple[tuple[str, ...], int]] = []
+        table: tuple[str, ...] = ()
+        fence: str | None = None
+        for number, line in enumerate(text.splitlines(), start=1):
+            if fence is not None:
+                if line.count(fence) % 2 == 1:
+                    fence = None
+                continue
+            header = _HEADER.match(line)
+            if header:
+                table = _split(header.group("key"))
+                self.entries.append((table, number))
+                continue
+            key_line = _KEY_LINE.match(line)
+            if key_line:
+                self.entries.append(((*table, *_split(key_line.group("key"))), number))
+                rest = line[key_line.end() :]
+                for quotes in ('"""', "'''"):
+                    if rest.count(quotes) % 2 == 1:
+                        fence = quotes
+
+    def line_of(self, loc: Loc) -> int | None:
+        """The line that best matches ``loc``, or None when no line shares any of it."""
+        path = tuple(str(part) for part in loc)
+        candidates = [path]
+        for alias in _ALIASES:
+            if alias in path:
+                candidates.append(tuple(part for part in path if part != alias))
+        best: tuple[int, int, int] | None = None  # (contained, shared parts, -line)
+        for candidate in candidates:
+            for entry, number in self.entries:
+                shared = _shared_prefix(entry, candidate)
+                if shared == 0:
+                    continue
+                contained = int(shared == len(entry))
+                score = (contained, shared, -number)
+                if best is None or score > best:
+                    best = score
+        return None if best is None else -best[2]
+
+
+def _shared_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
+    count = 0
+    for left, right in zip(a, b, strict=False):
+        if left != right:
+            break
+        count += 1
+    return count

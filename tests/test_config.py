@@ -1,0 +1,305 @@
+"""The config file: what loads, what is refused, and how a refusal reads."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from gateway import config as module
+from gateway.config import (
+    ApprovalPolicy,
+    ConfigProblem,
+    PermissionMode,
+    SandboxMode,
+    SessionScope,
+    check_config,
+    load_config,
+    parse_config,
+)
+from gateway.config_lines import KeyLocator
+from gateway.domain import Actor, AgentKind
+from gateway.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_ENV = {
+    "TELEGRAM_BOT_TOKEN": "123456:telegram-secret-value",
+    "SLACK_BOT_TOKEN": "xoxb-slack-secret-value",
+    "SLACK_APP_TOKEN": "xapp-slack-secret-value",
+    "DISCORD_BOT_TOKEN": "discord-secret-value",
+}
+
+MINIMAL = """\
+[projects.web]
+work_dir = "/srv/web"
+agent = "codex-app-server"
+
+[projects.web.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+
+
+def refusal(text: str, env: dict[str, str] | None = None, **kwargs: object) -> str:
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text, "gw.toml", env=env or {}, **kwargs)  # type: ignore[arg-type]
+    return str(caught.value)
+
+
+def line_of(text: str, needle: str) -> int:
+    """The 1-based number of the first line of ``text`` containing ``needle``."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        if needle in line:
+            return number
+    raise AssertionError(f"{needle!r} not in text")
+
+
+# --- what loads ----------------------------------------------------------------------------
+
+
+def test_the_example_file_loads_with_every_platform_enabled() -> None:
+    config = load_config(ROOT / "config.example.toml", env=EXAMPLE_ENV)
+
+    assert config.platforms.enabled() == ("telegram", "slack", "discord", "console", "memory")
+    web, notes = config.projects["web"], config.projects["notes"]
+    assert web.agent is AgentKind.CODEX_APP_SERVER
+    assert web.work_dir == ROOT  # "." is the folder of the config file
+    assert web.agent_options.approval_policy is ApprovalPolicy.ON_REQUEST
+    assert web.agent_options.sandbox is SandboxMode.WORKSPACE_WRITE
+    assert web.agent_options.agent_env() == {"RUST_LOG": "warn"}
+    assert web.auth["telegram"].approvers == ("123456789",)
+    assert web.auth["slack"].approvers is None  # the session's initiator
+    # options written flat land in agent_options
+    assert notes.agent is AgentKind.CLAUDE_CODE
+    assert notes.scope is SessionScope.CHANNEL
+    assert notes.agent_options.permission_mode is PermissionMode.DEFAULT
+    assert notes.argv() == ("claude",)
+    assert config.platforms.telegram is not None
+    assert config.platforms.telegram.token.get_secret_value() == "123456:telegram-secret-value"
+    assert config.platforms.console is not None
+    assert config.platforms.console.actor() == Actor(platform="local", user_id="alice")
+
+
+def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
+    example = (ROOT / "config.example.toml").read_text()
+    written = set(re.findall(r"^#?\s*([a-z_]+)\s*=", example, flags=re.MULTILINE))
+    written |= {"token_file", "bot_token_file", "app_token_file"} & set(example.split())
+    models: list[type[BaseModel]] = [
+        module.GatewaySection,
+        module.ProjectConfig,
+        module.AgentOptions,
+        module.ExpiryPolicy,
+        module.PlatformAuth,
+        module.TelegramConfig,
+        module.SlackConfig,
+        module.DiscordConfig,
+        module.ConsoleConfig,
+        module.MemoryConfig,
+    ]
+    keys = {key for model in models for key in model.model_fields}
+    keys -= {"agent_options", "env", "expiry", "auth"}  # tables, documented as headers
+    assert keys - written == set()
+
+
+def test_defaults_of_a_minimal_file() -> None:
+    config = parse_config(MINIMAL, env={})
+    assert config.gateway.queue_depth == 20
+    assert config.gateway.data_dir == Path("~/.local/share/agent-gateway").expanduser()
+    web = config.projects["web"]
+    assert web.scope is SessionScope.THREAD
+    assert web.argv() == ("codex",)
+    assert web.agent_options.allow_dangerous is False
+    assert web.expiry.after_seconds is None  # never expires
+    assert config.platforms.memory is not None
+    assert config.platforms.memory.callback_max_bytes == 64
+    assert config.platforms.memory.text_max_chars == 4096
+
+
+def test_env_variables_are_interpolated_and_dollar_dollar_is_literal() -> None:
+    text = MINIMAL.replace('"/srv/web"', '"${BASE}/web"') + (
+        '[projects.web.agent_options.env]\nNOTE = "$${NOT_A_VAR}"\n'
+    )
+    config = parse_config(text, env={"BASE": "/home/ann"})
+    assert config.projects["web"].work_dir == Path("/home/ann/web")
+    assert config.projects["web"].agent_options.agent_env() == {"NOTE": "${NOT_A_VAR}"}
+
+
+def test_a_missing_env_variable_names_the_key_and_line() -> None:
+    text = MINIMAL + '\n[platforms.discord]\ntoken = "${DISCORD_TOKEN}"\n'
+    text = text.replace('["*"]', '["*"]\n[projects.web.auth.discord]\nallow_from = ["1"]')
+    message = refusal(text)
+    line = line_of(text, "DISCORD_TOKEN")
+    assert f"gw.toml:{line}: platforms.discord.token:" in message
+    assert "DISCORD_TOKEN is not set" in message
+
+
+def test_secret_files_are_read_relative_to_the_config_file(tmp_path: Path) -> None:
+    (tmp_path / "tg.token").write_text("987:file-secret\n")
+    (tmp_path / "gw.toml").write_text(
+        MINIMAL.replace("memory", "telegram") + 'token_file = "tg.token"\n'
+    )
+    config = load_config(tmp_path / "gw.toml", env={})
+    assert config.platforms.telegram is not None
+    assert config.platforms.telegram.token.get_secret_value() == "987:file-secret"
+
+
+def test_a_missing_secret_file_and_a_doubled_secret_are_refused(tmp_path: Path) -> None:
+    text = MINIMAL.replace("memory", "telegram") + 'token_file = "absent.token"\n'
+    message = refusal(text, base_dir=tmp_path)
+    assert f"gw.toml:{line_of(text, 'token_file')}: platforms.telegram.token_file:" in message
+    assert "absent.token" in message
+
+    doubled = text + 'token = "x"\n'
+    assert "give either token or token_file" in refusal(doubled, base_dir=tmp_path)
+
+
+def test_secrets_never_appear_in_repr_or_errors() -> None:
+    secret = "xoxb-very-secret-987654"
+    text = MINIMAL.replace("memory", "slack") + f'bot_token = "{secret}"\napp_token = 5\n'
+    assert secret not in refusal(text)
+
+    ok = text.replace("app_token = 5", 'app_token = "${APP}"')
+    config = parse_config(ok, env={"APP": "xapp-other-secret"})
+    for shown in (repr(config), str(config), repr(config.platforms.slack)):
+        assert secret not in shown
+        assert "xapp-other-secret" not in shown
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("approval_policy", "never"),
+        ("sandbox", "danger-full-access"),
+    ],
+)
+def test_dangerous_codex_modes_need_an_explicit_opt_in(key: str, value: str) -> None:
+    text = MINIMAL.replace(
+        'agent = "codex-app-server"', f'agent = "codex-app-server"\n{key} = "{value}"'
+    )
+    message = refusal(text)
+    assert f"gw.toml:{line_of(text, key)}: projects.web.agent_options.{key}:" in message
+    assert "allow_dangerous = true" in message
+
+    allowed = text.replace(f'{key} = "{value}"', f'{key} = "{value}"\nallow_dangerous = true')
+    assert getattr(parse_config(allowed, env={}).projects["web"].agent_options, key) == value
+
+
+@pytest.mark.parametrize("mode", ["bypassPermissions", "auto"])
+def test_claude_modes_where_nobody_is_asked_need_an_opt_in(mode: str) -> None:
+    text = MINIMAL.replace("codex-app-server", "claude-code") + (
+        f'[projects.web.agent_options]\npermission_mode = "{mode}"\n'
+    )
+    message = refusal(text)
+    assert f"gw.toml:{line_of(text, 'permission_mode')}: projects.web.agent_options" in message
+    assert "allow_dangerous" in message
+    parse_config(text + "allow_dangerous = true\n", env={})
+
+
+def test_options_of_another_agent_are_refused() -> None:
+    text = MINIMAL.replace("codex-app-server", "claude-code").replace(
+        'agent = "claude-code"', 'agent = "claude-code"\nsandbox = "read-only"'
+    )
+    message = refusal(text)
+    assert f"gw.toml:{line_of(text, 'sandbox')}: projects.web.agent_options.sandbox:" in message
+    assert "does not apply to agent claude-code" in message
+
+
+def test_an_enabled_platform_without_allow_from_refuses_to_start() -> None:
+    text = MINIMAL + '\n[platforms.console]\nidentity = "telegram:42"\n'
+    message = refusal(text)
+    # the console acts as a telegram user: its people are checked against auth.telegram
+    assert "projects.web.auth.telegram.allow_from:" in message
+    assert f"gw.toml:{line_of(text, '[projects.web]')}:" in message
+    assert "platform console is enabled" in message
+
+    empty = text + "[projects.web.auth.telegram]\nallow_from = []\n"
+    line = line_of(empty, "allow_from = []")
+    assert f"gw.toml:{line}: projects.web.auth.telegram.allow_from:" in refusal(empty)
+
+    numeric = text + "[projects.web.auth.telegram]\nallow_from = [42]\n"
+    assert parse_config(numeric, env={}).projects["web"].auth["telegram"].allow_from == ("42",)
+
+
+def test_approvers_must_be_people_allowed_to_talk() -> None:
+    text = MINIMAL.replace('allow_from = ["*"]', 'allow_from = ["1"]\napprovers = ["1", "2"]')
+    message = refusal(text)
+    assert f"gw.toml:{line_of(text, 'approvers')}: projects.web.auth.memory.approvers:" in message
+    assert "not in allow_from: 2" in message
+
+
+def test_unknown_keys_wrong_types_and_missing_keys_name_key_and_line() -> None:
+    text = (
+        "[gateway]\n"
+        "queue_depth = 0\n"  # 2
+        "\n"
+        "[projects.web]\n"  # 4
+        'agent = "codex-app-server"\n'
+        'scope = "room"\n'  # 6
+        'modle = "gpt"\n'  # 7
+        "\n"
+        "[projects.web.auth.memory]\n"
+        'allow_from = "*"\n'  # 10
+        "\n"
+        "[platforms.memory]\n"
+    )
+    message = refusal(text)
+    assert "gw.toml:2: gateway.queue_depth: should be greater than or equal to 1" in message
+    assert "gw.toml:4: projects.web.work_dir: required key is missing" in message
+    assert "gw.toml:6: projects.web.scope: should be 'thread', 'channel' or 'user'" in message
+    assert "gw.toml:7: projects.web.modle: unknown key" in message
+    assert "gw.toml:10: projects.web.auth.memory.allow_from: should be an array" in message
+
+
+def test_a_data_dir_inside_a_work_dir_is_refused(tmp_path: Path) -> None:
+    text = MINIMAL.replace("/srv/web", str(tmp_path)) + (
+        f'[gateway]\ndata_dir = "{tmp_path}/.gateway"\n'
+    )
+    assert "gateway.data_dir: lies inside the work dir of project web" in refusal(text)
+
+
+def test_toml_syntax_errors_name_the_line() -> None:
+    message = refusal('[projects.web]\nagent = "codex\n')
+    assert message.startswith("gw.toml: not valid TOML")
+    assert "line 2" in message
+
+
+def test_check_reports_a_missing_work_dir_and_agent_binary(tmp_path: Path) -> None:
+    text = MINIMAL.replace("/srv/web", str(tmp_path / "absent")).replace(
+        'agent = "codex-app-server"',
+        f'agent = "codex-app-server"\nargv = ["{tmp_path}/no-codex"]',
+    )
+    problems = check_config(parse_config(text, "gw.toml", env={}))
+    assert [str(problem) for problem in problems] == [
+        f"gw.toml:2: projects.web.work_dir: {tmp_path / 'absent'} is not a directory",
+        f"gw.toml:4: projects.web.agent_options.argv: agent program "
+        f"'{tmp_path}/no-codex' not found (set argv to its path)",
+    ]
+    assert all(isinstance(problem, ConfigProblem) for problem in problems)
+
+
+# --- the line finder is a heuristic: pin down what it promises ----------------------------
+
+
+def test_key_locator_finds_headers_dotted_quoted_and_inline_keys() -> None:
+    text = (
+        "top = 1\n"  # 1
+        '[projects."my app"]\n'  # 2
+        'work_dir = "/x"\n'  # 3
+        'notes = """\n'  # 4
+        "fake = 1\n"  # 5: inside a multi-line string
+        '"""\n'  # 6
+        'auth.slack = { allow_from = ["U1"] }\n'  # 7
+        "[projects.other]\n"  # 8
+        "model = 'm'\n"  # 9
+    )
+    locator = KeyLocator(text)
+    assert locator.line_of(("top",)) == 1
+    assert locator.line_of(("projects", "my app", "work_dir")) == 3
+    assert locator.line_of(("projects", "my app", "fake")) == 2  # not the string's content
+    assert locator.line_of(("projects", "my app", "auth", "slack", "allow_from", 0)) == 7
+    assert locator.line_of(("projects", "my app", "agent")) == 2  # missing: its table
+    assert locator.line_of(("projects", "other", "agent_options", "model")) == 9  # flat
+    assert locator.line_of(("platforms",)) is None
