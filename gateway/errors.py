@@ -14,8 +14,9 @@
     ├── InteractionError             the interaction ledger refused a move
     │   ├── IllegalTransition        the state machine has no such move for a live interaction
     │   ├── AlreadyDecided           the compare-and-set lost: someone decided first
-    │   └── InvalidDecision          the decision does not fit the interaction (unknown action,
-    │                                missing required answer)
+    │   ├── InvalidDecision          the decision does not fit the interaction (unknown action,
+    │   │                            missing required answer)
+    │   └── UnknownInteraction       no interaction has this id (a typo in /approve ID)
     ├── AuthorizationError           the actor may not do this, or the token is forged/stale
     │   └── TokenRejected            a button token failed verification (reason: auth.Rejection)
     ├── StoreError                   the SQLite ledger failed (sqlite3 errors are chained)
@@ -47,6 +48,7 @@ __all__ = [
     "RemoteError",
     "StoreError",
     "TokenRejected",
+    "UnknownInteraction",
 ]
 
 
@@ -124,6 +126,12 @@ class AlreadyDecided(InteractionError):
 
 class InvalidDecision(InteractionError):
     pass
+
+
+class UnknownInteraction(InteractionError):
+    def __init__(self, interaction_id: str) -> None:
+        super().__init__(f"no interaction {interaction_id}")
+        self.interaction_id = interaction_id
 
 
 class AuthorizationError(GatewayError):
