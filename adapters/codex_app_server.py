@@ -1,0 +1,517 @@
+"""Sans-IO codec for ``codex app-server`` (JSON-RPC over stdio JSONL), Codex 0.171.
+
+Schema and recorded behaviour: ``../shared/protocols/codex-0.171/SUMMARY.md`` and ``json/``;
+transcripts in ``tests/transcripts/codex-0.171/``. The codec turns lines from the server into
+:mod:`gateway.events` and :mod:`gateway.events` commands into lines; the runtime
+(:mod:`adapters.runtime`) moves the bytes.
+
+Usage::
+
+    codec = CodexAppServerCodec(cwd="/work/project")
+    codec.start()                       # queues `initialize`
+    write(codec.data_to_send())         # lines without terminator
+    for line in agent_stdout:
+        events = codec.feed(line)       # -> list[AgentEvent]
+        write(codec.data_to_send())     # `initialized` + thread/start, error replies, ...
+    codec.send(Prompt(text="..."))      # turn/start; Respond(...), Interrupt() likewise
+
+Session start (state table :data:`SESSION_TRANSITIONS`)::
+
+    NEW --start()--> INITIALIZING --initialize result--> OPENING_THREAD
+        (sends `initialized`, then thread/start or thread/resume with approvalsReviewer "user")
+    OPENING_THREAD --thread result--> READY: emits SessionStarted(native_id=thread id,
+        agent_version from userAgent, policy = the approvalPolicy / approvalsReviewer /
+        sandbox the RESULT says is in force)
+    any --initialize or thread/* refused or malformed--> ERROR: feed() raises RemoteError or
+        MalformedMessage once, then ProtocolError for every later line (h11 style).
+
+Commands (only in READY; :class:`gateway.errors.CodecUsageError` otherwise):
+
+- ``Prompt`` -> ``turn/start`` with one text input; refused while a turn runs (the core
+  queues prompts).
+- ``Respond`` -> the JSON-RPC result for the server request named by ``native_key``
+  (:mod:`adapters.codex_requests` builds it). Unknown or already answered key, an action the
+  request did not offer, a missing required answer: CodecUsageError, nothing written.
+- ``Interrupt`` -> ``turn/interrupt`` with the current turn id; if turn/start is still
+  unanswered the interrupt is sent as soon as the turn id is known; with no turn, nothing.
+
+Notifications -> events: see :meth:`CodexAppServerCodec._on_notification`. Methods the codec
+does not map are counted in :attr:`CodexAppServerCodec.unknown_notifications`, except the
+ones listed in :data:`IGNORED_NOTIFICATIONS`. Server requests the gateway does not support
+are answered ``Method not found`` and reported as a Warning; never dropped, never approved.
+A line that is not a valid message becomes a ``Warning(code="malformed_message")``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Final
+
+from adapters import codex_events
+from adapters import codex_requests as requests
+from adapters.codex_replies import Reply
+from adapters.codex_session import SessionSetup, open_thread_params, read_policy
+from adapters.json_fields import (
+    as_object,
+    get_object,
+    get_text,
+    require_object,
+    require_text,
+)
+from adapters.jsonrpc import (
+    BadMessage,
+    ErrorResponse,
+    InvalidParams,
+    JsonObject,
+    JsonRpcPeer,
+    MethodNotFound,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from gateway.domain import Resolution, TurnStatus
+from gateway.errors import AgentError, CodecUsageError, MalformedMessage, ProtocolError
+from gateway.events import (
+    AgentCommand,
+    AgentEvent,
+    Capabilities,
+    InteractionClosed,
+    InteractionOpened,
+    Interrupt,
+    Prompt,
+    Respond,
+    SessionStarted,
+    ToolActivity,
+    ToolKind,
+    TurnCompleted,
+    TurnStarted,
+    Warning,
+)
+
+__all__ = [
+    "CODEX_CAPABILITIES",
+    "IGNORED_NOTIFICATIONS",
+    "SESSION_TRANSITIONS",
+    "CodecState",
+    "CodexAppServerCodec",
+    "native_key_for",
+]
+
+CODEX_CAPABILITIES: Final = Capabilities(
+    structured_events=True,
+    bidirectional_control=True,
+    interactive_questions=True,
+    human_approval=True,
+    session_resume=True,
+    interrupt=True,
+    sandbox=True,
+)
+
+# Known ServerNotification methods (SUMMARY.md) that carry nothing a person acts on.
+IGNORED_NOTIFICATIONS: Final = frozenset(
+    {
+        "thread/started",  # the thread/start result already said it
+        "thread/status/changed",  # run state is derived from turns and interactions
+        "thread/settings/updated",
+        "thread/readState/changed",
+        "thread/goal/cleared",
+        "account/rateLimits/updated",
+        "remoteControl/status/changed",
+        "deprecationNotice",
+        "item/reasoning/summaryTextDelta",
+        "item/reasoning/summaryPartAdded",
+        "item/reasoning/textDelta",
+        "turn/diff/updated",
+        "turn/plan/updated",
+        "mcpServer/startupStatus/updated",
+    }
+)
+
+_USER_AGENT_VERSION = re.compile(r"^[^/\s]+/(\S+)")
+
+_UNSUPPORTED_REQUEST_WARNING = (
+    "The agent asked for {method}, which agent-gateway does not support; it was refused."
+)
+
+
+class CodecState(StrEnum):
+    NEW = "new"
+    INITIALIZING = "initializing"
+    OPENING_THREAD = "opening_thread"
+    READY = "ready"
+    ERROR = "error"
+
+
+class _SessionEvent(StrEnum):
+    START = "start"
+    INITIALIZED = "initialized"
+    THREAD_OPENED = "thread_opened"
+
+
+SESSION_TRANSITIONS: Final[Mapping[tuple[CodecState, _SessionEvent], CodecState]] = {
+    (CodecState.NEW, _SessionEvent.START): CodecState.INITIALIZING,
+    (CodecState.INITIALIZING, _SessionEvent.INITIALIZED): CodecState.OPENING_THREAD,
+    (CodecState.OPENING_THREAD, _SessionEvent.THREAD_OPENED): CodecState.READY,
+}
+
+
+def native_key_for(request_id: RequestId) -> str:
+    """The opaque key of a server request: ``rpc:<id>`` (``rpc:s:<id>`` for a string id)."""
+    if isinstance(request_id, str):
+        return f"rpc:s:{request_id}"
+    return f"rpc:{request_id}"
+
+
+class CodexAppServerCodec:
+    """One ``codex app-server`` connection, one thread. Not thread-safe; no IO."""
+
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        approval_policy: str = "on-request",
+        sandbox: str = "workspace-write",
+        model: str | None = None,
+        resume_thread_id: str | None = None,
+        experimental_api: bool = False,
+        client_name: str = "agent-gateway",
+        client_version: str = "0.1.0",
+    ) -> None:
+        self._setup = SessionSetup(
+            cwd=cwd,
+            approval_policy=approval_policy,
+            sandbox=sandbox,
+            model=model,
+            resume_thread_id=resume_thread_id,
+            experimental_api=experimental_api,
+            client_name=client_name,
+            client_version=client_version,
+        )
+        self._rpc = JsonRpcPeer()
+        self._state = CodecState.NEW
+        self._failure: AgentError | None = None
+        self.agent_version: str | None = None
+        self.thread_id: str | None = None
+        self.policy: dict[str, str] = {}
+        self.unknown_notifications: Counter[str] = Counter()
+        # the turn: id once known; "starting" between turn/start and its result
+        self._turn_id: str | None = None
+        self._turn_starting = False
+        self._interrupt_pending = False
+        # open server requests we turned into interactions
+        self._replies: dict[str, Reply] = {}
+        self._answered: set[str] = set()
+        self._refused: set[RequestId] = set()  # answered with an error, no interaction
+        # thread items remembered for later requests and output deltas
+        self._file_changes: dict[str, requests.FileChangeSet] = {}
+        self._command_titles: dict[str, str] = {}
+
+    # --- public surface -------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return CODEX_CAPABILITIES
+
+    @property
+    def state(self) -> CodecState:
+        return self._state
+
+    @property
+    def turn_id(self) -> str | None:
+        return self._turn_id
+
+    @property
+    def open_interactions(self) -> tuple[str, ...]:
+        """Native keys of the server requests still open (answered or not)."""
+        return tuple(self._replies)
+
+    def start(self) -> None:
+        """Queue ``initialize`` (schema: InitializeParams)."""
+        self._move(_SessionEvent.START)
+        self._rpc.send_request("initialize", self._setup.initialize_params())
+
+    def data_to_send(self) -> list[bytes]:
+        """Drain the lines to write, in order (each without a line terminator)."""
+        return self._rpc.data_to_send()
+
+    def send(self, command: AgentCommand) -> None:
+        if self._state is not CodecState.READY:
+            raise CodecUsageError(f"cannot send {type(command).__name__} in state {self._state}")
+        match command:
+            case Prompt():
+                self._prompt(command)
+            case Respond():
+                self._respond(command)
+            case Interrupt():
+                self._interrupt()
+
+    def feed(self, line: bytes) -> list[AgentEvent]:
+        """Events for one line from the server. Raises only on a fatal protocol error."""
+        if self._state is CodecState.ERROR:
+            raise ProtocolError(
+                f"the codec failed earlier and takes no more input: {self._failure}"
+            )
+        incoming = self._rpc.receive_line(line)
+        try:
+            match incoming:
+                case Notification():
+                    return self._on_notification(incoming)
+                case Request():
+                    return self._on_server_request(incoming)
+                case Response():
+                    return self._on_response(incoming)
+                case ErrorResponse():
+                    return self._on_error_response(incoming)
+                case BadMessage():
+                    return [self._malformed(incoming.reason, incoming.excerpt)]
+        except MalformedMessage as exc:
+            if self._failure is not None:
+                raise
+            return [self._malformed(exc.reason, exc.excerpt)]
+        raise AssertionError(f"unhandled message {incoming!r}")  # pragma: no cover
+
+    # --- state ----------------------------------------------------------------------------
+
+    def _move(self, event: _SessionEvent) -> None:
+        target = SESSION_TRANSITIONS.get((self._state, event))
+        if target is None:
+            if event is _SessionEvent.START:
+                raise CodecUsageError(f"start() in state {self._state}")
+            self._fail(ProtocolError(f"unexpected {event} in state {self._state}"))
+        else:
+            self._state = target
+
+    def _fail(self, error: AgentError) -> None:
+        """Enter ERROR and raise ``error``: the session cannot go on."""
+        self._state = CodecState.ERROR
+        self._failure = error
+        raise error
+
+    @staticmethod
+    def _malformed(reason: str, excerpt: str) -> Warning:
+        return Warning(
+            message=f"malformed message from codex: {reason}: {excerpt}", code="malformed_message"
+        )
+
+    # --- commands -------------------------------------------------------------------------
+
+    def _prompt(self, prompt: Prompt) -> None:
+        if self._turn_starting or self._turn_id is not None:
+            raise CodecUsageError("a turn is running: wait for TurnCompleted before prompting")
+        # Schema: TurnStartParams, UserInput {"type": "text", text, text_elements}.
+        text_input: JsonObject = {"type": "text", "text": prompt.text, "text_elements": []}
+        params: JsonObject = {"threadId": self.thread_id, "input": [text_input]}
+        self._rpc.send_request("turn/start", params)
+        self._turn_starting = True
+        self._interrupt_pending = False
+
+    def _respond(self, respond: Respond) -> None:
+        reply = self._replies.get(respond.native_key)
+        if reply is None:
+            raise CodecUsageError(f"no open request {respond.native_key!r} (closed or unknown)")
+        if respond.native_key in self._answered:
+            raise CodecUsageError(f"request {respond.native_key!r} was already answered")
+        result = reply.encode(respond.decision)
+        self._rpc.send_result(self._request_id_of(respond.native_key), result)
+        self._answered.add(respond.native_key)
+
+    def _interrupt(self) -> None:
+        if self._turn_id is not None:
+            self._send_interrupt(self._turn_id)
+        elif self._turn_starting:
+            self._interrupt_pending = True  # sent when turn/start answers with the turn id
+
+    def _send_interrupt(self, turn_id: str) -> None:
+        # Schema: TurnInterruptParams {threadId, turnId}.
+        self._rpc.send_request("turn/interrupt", {"threadId": self.thread_id, "turnId": turn_id})
+        self._interrupt_pending = False
+
+    def _turn_known(self, turn_id: str) -> None:
+        self._turn_id = turn_id
+        self._turn_starting = False
+        if self._interrupt_pending:
+            self._send_interrupt(turn_id)
+
+    @staticmethod
+    def _request_id_of(native_key: str) -> RequestId:
+        rest = native_key.removeprefix("rpc:")
+        return rest.removeprefix("s:") if rest.startswith("s:") else int(rest)
+
+    # --- responses to our requests --------------------------------------------------------
+
+    def _on_response(self, response: Response) -> list[AgentEvent]:
+        match response.method:
+            case "initialize":
+                return self._on_initialized(response)
+            case "thread/start" | "thread/resume":
+                return self._on_thread_opened(response)
+            case "turn/start":
+                turn = get_object(as_object(response.result, where="turn/start result"), "turn")
+                turn_id = get_text(turn, "id") if turn else None
+                if turn_id and self._turn_starting:
+                    self._turn_known(turn_id)
+        return []
+
+    def _on_initialized(self, response: Response) -> list[AgentEvent]:
+        # Schema: InitializeResponse {userAgent, codexHome, platformFamily, platformOs}.
+        try:
+            result = as_object(response.result, where="initialize result")
+        except MalformedMessage as exc:
+            self._fail(exc)
+        match = _USER_AGENT_VERSION.match(get_text(result, "userAgent") or "")
+        self.agent_version = match.group(1) if match else None
+        self._move(_SessionEvent.INITIALIZED)
+        self._rpc.send_notification("initialized")
+        method, params = open_thread_params(self._setup)
+        self._rpc.send_request(method, params)
+        return []
+
+    def _on_thread_opened(self, response: Response) -> list[AgentEvent]:
+        # Schema: ThreadStartResponse / ThreadResumeResponse {thread, approvalPolicy,
+        # approvalsReviewer, sandbox (SandboxPolicy), ...}.
+        try:
+            result = as_object(response.result, where=f"{response.method} result")
+            thread = require_object(result, "thread", where=f"{response.method} result")
+            thread_id = require_text(thread, "id", where="thread")
+        except MalformedMessage as exc:
+            self._fail(exc)
+        self._move(_SessionEvent.THREAD_OPENED)
+        self.thread_id = thread_id
+        self.policy, mismatches = read_policy(self._setup, result)
+        events: list[AgentEvent] = [
+            SessionStarted(
+                native_id=thread_id,
+                agent_version=self.agent_version,
+                policy=dict(self.policy),
+                resumed=response.method == "thread/resume",
+            )
+        ]
+        events += [Warning(message=text, code="policy_mismatch") for text in mismatches]
+        return events
+
+    def _on_error_response(self, response: ErrorResponse) -> list[AgentEvent]:
+        error = response.error
+        if response.method in ("initialize", "thread/start", "thread/resume"):
+            self._fail(error.as_exception())
+        if response.method == "turn/start":
+            self._turn_starting = False
+            self._interrupt_pending = False
+            text = f"codex refused to start the turn: {error.message}"
+            return [TurnCompleted(status=TurnStatus.FAILED, error=text)]
+        message = f"codex refused {response.method}: {error.message} ({error.code})"
+        code = "interrupt_failed" if response.method == "turn/interrupt" else "request_failed"
+        return [Warning(message=message, code=code)]
+
+    # --- server requests ------------------------------------------------------------------
+
+    def _on_server_request(self, request: Request) -> list[AgentEvent]:
+        key = native_key_for(request.id)
+        try:
+            params = as_object(request.params, where=f"{request.method} params")
+            match request.method:
+                case "item/commandExecution/requestApproval":
+                    opened = requests.open_command_approval(key, params)
+                case "item/fileChange/requestApproval":
+                    item_id = get_text(params, "itemId") or ""
+                    changes = self._file_changes.get(item_id)
+                    opened = requests.open_file_change_approval(key, params, changes)
+                case "item/permissions/requestApproval":
+                    opened = requests.open_permissions_approval(key, params)
+                case "item/tool/requestUserInput":
+                    opened = requests.open_user_input(key, params)
+                case _:
+                    self._refuse(
+                        request.id, MethodNotFound(message=f"unsupported: {request.method}")
+                    )
+                    text = _UNSUPPORTED_REQUEST_WARNING.format(method=request.method)
+                    return [Warning(message=text, code="unsupported_request")]
+        except MalformedMessage as exc:
+            self._refuse(request.id, InvalidParams(message=exc.reason))
+            text = f"codex sent an unreadable {request.method}; it was refused: {exc.reason}"
+            return [Warning(message=text, code="malformed_message")]
+        self._replies[key] = opened.reply
+        events: list[AgentEvent] = [InteractionOpened(request=opened.request)]
+        events += [Warning(message=text, code="unknown_decision") for text in opened.warnings]
+        return events
+
+    def _refuse(self, request_id: RequestId, error: InvalidParams | MethodNotFound) -> None:
+        self._rpc.send_error(request_id, error)
+        self._refused.add(request_id)
+
+    # --- notifications --------------------------------------------------------------------
+
+    def _on_notification(self, note: Notification) -> list[AgentEvent]:
+        params = as_object(note.params if note.params is not None else {}, where=note.method)
+        stateless = codex_events.STATELESS_NOTIFICATIONS.get(note.method)
+        if stateless is not None:
+            return stateless(params)
+        match note.method:
+            case "item/started" | "item/completed":
+                item = require_object(params, "item", where=note.method)
+                return self._on_item(item, completed=note.method == "item/completed")
+            case "item/commandExecution/outputDelta":
+                title = self._command_titles.get(get_text(params, "itemId") or "", "")
+                return [codex_events.output_delta(params, title)]
+            case "turn/started":
+                # Schema: TurnStartedNotification {turn: Turn {id, ...}}.
+                turn = require_object(params, "turn", where=note.method)
+                turn_id = require_text(turn, "id", where="turn")
+                self._turn_known(turn_id)
+                return [TurnStarted(turn_native_id=turn_id)]
+            case "turn/completed":
+                completed = codex_events.turn_completed(params)
+                self._turn_ended()
+                return [completed]
+            case "serverRequest/resolved":
+                return self._on_request_resolved(params)
+        if note.method not in IGNORED_NOTIFICATIONS:
+            self.unknown_notifications[note.method] += 1
+        return []
+
+    def _on_item(self, item: JsonObject, *, completed: bool) -> list[AgentEvent]:
+        event = codex_events.item_event(item, completed=completed)
+        if not isinstance(event, ToolActivity):
+            return [] if event is None else [event]
+        # Remember what later messages about the item need: the changes a
+        # fileChange/requestApproval shows, the command an output delta belongs to.
+        if completed:
+            self._file_changes.pop(event.item_id, None)
+            self._command_titles.pop(event.item_id, None)
+        elif event.tool is ToolKind.FILE_CHANGE:
+            changes = requests.FileChangeSet(paths=event.paths, diff=event.diff or "")
+            self._file_changes[event.item_id] = changes
+        else:
+            self._command_titles[event.item_id] = event.title
+        return [event]
+
+    def _turn_ended(self) -> None:
+        self._turn_id = None
+        self._turn_starting = False
+        self._interrupt_pending = False
+        self._file_changes.clear()
+        self._command_titles.clear()
+
+    def _on_request_resolved(self, params: JsonObject) -> list[AgentEvent]:
+        # Schema: ServerRequestResolvedNotification {threadId, requestId}. After turn/interrupt
+        # the server resolves requests nobody answered (transcript interrupt_pending_approval).
+        request_id = params.get("requestId")
+        if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+            raise MalformedMessage(
+                "serverRequest/resolved without a request id", repr(params)[:200]
+            )
+        key = native_key_for(request_id)
+        if self._replies.pop(key, None) is not None:
+            answered = key in self._answered
+            self._answered.discard(key)
+            self._rpc.forget_request(request_id)
+            how = Resolution.ANSWERED if answered else Resolution.CANCELLED_BY_AGENT
+            return [InteractionClosed(native_key=key, how=how)]
+        if request_id in self._refused:
+            self._refused.discard(request_id)
+            return []
+        text = f"codex resolved a request this gateway never saw ({request_id!r})"
+        return [Warning(message=text, code="unknown_request_resolved")]

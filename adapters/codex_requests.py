@@ -1,0 +1,460 @@
+"""Codex app-server server requests as interactions (and the reply each one will take).
+
+Pure functions over decoded params (schema: ``../shared/protocols/codex-0.171``,
+``ServerRequest``); :mod:`adapters.codex_app_server` owns the table from native key to the
+reply (:mod:`adapters.codex_replies`) each ``open_*`` function returns.
+
+=====================================  ===========================================  ==========
+method                                 interaction                                  reply
+=====================================  ===========================================  ==========
+item/commandExecution/requestApproval  approval, Command or Network detail,         ApprovalReply
+                                       actions = ``availableDecisions`` + decline
+item/fileChange/requestApproval        approval, FileChange detail (from the        ApprovalReply
+                                       fileChange item), accept/acceptForSession/
+                                       decline/cancel
+item/permissions/requestApproval       approval, Permissions detail, grant for      PermissionsReply
+                                       turn / for session / deny
+item/tool/requestUserInput             question(s)                                  QuestionsReply
+=====================================  ===========================================  ==========
+
+Every reply echoes what the server offered (a decision object is sent back exactly as it
+came); a decision that names an action the request did not offer, or that leaves a
+required question unanswered, raises :class:`gateway.errors.CodecUsageError` and nothing is
+written. Malformed params raise :class:`gateway.errors.MalformedMessage`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from adapters.codex_replies import (
+    ApprovalReply,
+    PermissionsReply,
+    QuestionsReply,
+    Reply,
+    WireQuestion,
+)
+from adapters.json_fields import (
+    as_object,
+    get_array,
+    get_bool,
+    get_object,
+    get_strings,
+    get_text,
+    require_text,
+)
+from adapters.jsonrpc import JsonObject, JsonValue
+from gateway.domain import (
+    Action,
+    Command,
+    Effect,
+    FileChange,
+    InteractionKind,
+    InteractionRequest,
+    Network,
+    Option,
+    Permissions,
+    Question,
+    Scope,
+)
+from gateway.errors import MalformedMessage
+
+__all__ = [
+    "FileChangeSet",
+    "OpenedRequest",
+    "file_changes_from_item",
+    "open_command_approval",
+    "open_file_change_approval",
+    "open_permissions_approval",
+    "open_user_input",
+]
+
+LABEL_PREFIX_LIMIT = 40
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpenedRequest:
+    request: InteractionRequest
+    reply: Reply
+    warnings: tuple[str, ...] = ()
+
+
+# --- command execution approval ------------------------------------------------------------
+
+
+def _shown_prefix(words: tuple[str, ...]) -> str:
+    shown = shlex.join(words)
+    if len(shown) > LABEL_PREFIX_LIMIT:
+        return shown[: LABEL_PREFIX_LIMIT - 1] + "…"
+    return shown
+
+
+def _describe_command_decision(value: JsonValue) -> tuple[str, str, Effect, Scope, str] | None:
+    """(action id, label, effect, scope, description) for one CommandExecutionApprovalDecision.
+
+    Schema: CommandExecutionApprovalDecision (all six variants); None for anything else.
+    """
+    match value:
+        case "accept":
+            return "accept", "Allow once", Effect.ALLOW, Scope.ONCE, "Run it this time."
+        case "acceptForSession":
+            description = "Run it, and similar commands without asking for the rest of the session."
+            return "session", "Allow for this session", Effect.ALLOW, Scope.SESSION, description
+        case "decline":
+            description = "Do not run it; the agent continues the turn."
+            return "decline", "Deny", Effect.DENY, Scope.ONCE, description
+        case "cancel":
+            description = "Do not run it, and stop the turn."
+            return "cancel", "Deny and stop the turn", Effect.CANCEL, Scope.ONCE, description
+        case {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": list(words)}} if words:
+            prefix = tuple(str(word) for word in words)
+            label = f"Always allow `{_shown_prefix(prefix)}`"
+            description = (
+                f"Run it, and add a persistent rule: commands starting with "
+                f"`{shlex.join(prefix)}` run without asking, now and in later sessions."
+            )
+            return "rule", label, Effect.ALLOW, Scope.ALWAYS, description
+        case {"applyNetworkPolicyAmendment": {"network_policy_amendment": dict(amendment)}}:
+            host, rule = amendment.get("host"), amendment.get("action")
+            if not isinstance(host, str) or rule not in ("allow", "deny"):
+                return None
+            if rule == "allow":
+                description = f"Add a persistent rule allowing network access to {host}."
+                return "net-allow", f"Always allow {host}", Effect.ALLOW, Scope.ALWAYS, description
+            description = f"Add a persistent rule blocking network access to {host}."
+            return "net-deny", f"Always block {host}", Effect.DENY, Scope.ALWAYS, description
+    return None
+
+
+def _default_command_decisions(params: JsonObject, kind: str) -> list[JsonValue]:
+    """What to offer when ``availableDecisions`` is absent (servers before the field).
+
+    The schema gives no default list, so we offer what every server accepts (accept, decline,
+    cancel; the only ones valid for ``humanCommand``), plus the amendments the server itself
+    proposed. ``acceptForSession`` is not guessed: 0.171 did not offer it for commands.
+    """
+    offered: list[JsonValue] = ["accept"]
+    if kind != "humanCommand":
+        prefix = get_strings(params, "proposedExecpolicyAmendment")
+        if prefix:
+            amendment: JsonObject = {"execpolicy_amendment": list(prefix)}
+            offered.append({"acceptWithExecpolicyAmendment": amendment})
+        for proposal in get_array(params, "proposedNetworkPolicyAmendments") or ():
+            if isinstance(proposal, dict):
+                network: JsonObject = {"network_policy_amendment": proposal}
+                offered.append({"applyNetworkPolicyAmendment": network})
+    offered += ["decline", "cancel"]
+    return offered
+
+
+def _approval_actions(
+    offered: list[JsonValue],
+) -> tuple[tuple[Action, ...], ApprovalReply, tuple[str, ...]]:
+    actions: list[Action] = []
+    decisions: list[tuple[str, JsonValue]] = []
+    warnings: list[str] = []
+    # 0.171 accepts "decline" for command approvals without listing it (transcript
+    # shell_decline): always offer it, before "cancel" so that the milder choice comes first.
+    if "decline" not in offered:
+        at = offered.index("cancel") if "cancel" in offered else len(offered)
+        offered = [*offered[:at], "decline", *offered[at:]]
+    for value in offered:
+        described = _describe_command_decision(value)
+        if described is None:
+            warnings.append(f"the agent offered a decision this gateway does not know: {value!r}")
+            continue
+        action_id, label, effect, scope, description = described
+        taken = {action.id for action in actions}
+        unique_id, n = action_id, 1
+        while unique_id in taken:
+            n += 1
+            unique_id = f"{action_id}-{n}"
+        actions.append(
+            Action(id=unique_id, label=label, effect=effect, scope=scope, description=description)
+        )
+        decisions.append((unique_id, value))
+    return tuple(actions), ApprovalReply(decisions=tuple(decisions)), tuple(warnings)
+
+
+def _describe_additional_permissions(params: JsonObject) -> str:
+    extra = get_object(params, "additionalPermissions")
+    if not extra:
+        return ""
+    asked = _describe_permission_profile(extra)
+    return f"It also asks for: {'; '.join(asked)}." if asked else ""
+
+
+def open_command_approval(native_key: str, params: JsonObject) -> OpenedRequest:
+    """Schema: CommandExecutionRequestApprovalParams; ``kind`` defaults to ``command``."""
+    kind = get_text(params, "kind") or "command"
+    command = get_text(params, "command")
+    cwd = get_text(params, "cwd")
+    reason = get_text(params, "reason")
+    network = get_object(params, "networkApprovalContext")
+    offered = get_array(params, "availableDecisions")
+    if offered is None:
+        offered = _default_command_decisions(params, kind)
+    actions, reply, warnings = _approval_actions(offered)
+    if not actions:
+        raise MalformedMessage("no decision this gateway can offer", repr(offered)[:200])
+    summary_parts = [reason or ""]
+    detail: Command | Network
+    if network is not None:
+        host = require_text(network, "host", where="networkApprovalContext")
+        protocol = get_text(network, "protocol")
+        title = f"Allow network access to {host}"
+        detail = Network(host=host, protocol=protocol, reason=reason)
+        if command:
+            summary_parts.append(f"For the command: {command}")
+    elif kind == "writeStdin":
+        title = "Send input to a running command"
+        detail = Command(
+            command=command or "", cwd=cwd, reason=reason, stdin_for_running_process=True
+        )
+        summary_parts.append("This is input for a command that is already running.")
+    else:
+        title = "Confirm a command" if kind == "humanCommand" else "Run a command"
+        detail = Command(command=command or "", cwd=cwd, reason=reason)
+    summary_parts.append(_describe_additional_permissions(params))
+    request = InteractionRequest(
+        native_key=native_key,
+        kind=InteractionKind.APPROVAL,
+        title=title,
+        summary=" ".join(part for part in summary_parts if part),
+        detail=detail,
+        actions=actions,
+        turn_native_id=get_text(params, "turnId"),
+    )
+    return OpenedRequest(request=request, reply=reply, warnings=warnings)
+
+
+# --- file change approval ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FileChangeSet:
+    """The paths and a readable diff of a ``fileChange`` thread item."""
+
+    paths: tuple[str, ...]
+    diff: str
+
+
+def file_changes_from_item(item: JsonObject) -> FileChangeSet:
+    """Schema: FileChangeThreadItem ``changes`` (FileUpdateChange: path, kind, diff).
+
+    The diff is shown in apply_patch's own framing: an ``add`` carries the new content, an
+    ``update`` a unified diff, a ``delete`` the removed content.
+    """
+    paths: list[str] = []
+    sections: list[str] = []
+    for raw in get_array(item, "changes") or ():
+        change = as_object(raw, where="fileChange change")
+        path = require_text(change, "path", where="fileChange change")
+        kind = get_object(change, "kind") or {}
+        kind_type = get_text(kind, "type") or "update"
+        move_path = get_text(kind, "move_path")
+        paths.append(path)
+        header = {"add": "Add File", "delete": "Delete File"}.get(kind_type, "Update File")
+        heading = f"*** {header}: {path}"
+        if move_path:
+            paths.append(move_path)
+            heading += f"\n*** Move to: {move_path}"
+        body = get_text(change, "diff") or ""
+        if body and not body.endswith("\n"):
+            body += "\n"
+        sections.append(f"{heading}\n{body}")
+    return FileChangeSet(paths=tuple(paths), diff="".join(sections))
+
+
+def open_file_change_approval(
+    native_key: str, params: JsonObject, changes: FileChangeSet | None
+) -> OpenedRequest:
+    """Schema: FileChangeRequestApprovalParams (the changes are on the fileChange item with
+    the same ``itemId``, announced by ``item/started`` before the request)."""
+    reason = get_text(params, "reason")
+    grant_root = get_text(params, "grantRoot")
+    # Schema: FileChangeApprovalDecision = accept | acceptForSession | decline | cancel.
+    session = "Apply these, and later file changes without asking, for the rest of the session."
+    actions = (
+        Action(id="accept", label="Allow once", effect=Effect.ALLOW, description="Apply these."),
+        Action(
+            id="session",
+            label="Allow for this session",
+            effect=Effect.ALLOW,
+            scope=Scope.SESSION,
+            description=session,
+        ),
+        Action(
+            id="decline",
+            label="Deny",
+            effect=Effect.DENY,
+            description="Do not apply them; the agent continues the turn.",
+        ),
+        Action(
+            id="cancel",
+            label="Deny and stop the turn",
+            effect=Effect.CANCEL,
+            description="Do not apply them, and stop the turn.",
+        ),
+    )
+    wire = ("accept", "acceptForSession", "decline", "cancel")
+    reply = ApprovalReply(decisions=tuple(zip((a.id for a in actions), wire, strict=True)))
+    if changes is None:
+        changes = FileChangeSet(paths=(), diff="")
+        summary = "The agent did not announce which files it wants to change."
+    else:
+        count = len(changes.paths)
+        summary = f"{count} file{'s' if count != 1 else ''}: {', '.join(changes.paths)}"
+    if reason:
+        summary = f"{reason} {summary}"
+    if grant_root:
+        summary += f" It also asks to write anywhere under {grant_root} for the session."
+    request = InteractionRequest(
+        native_key=native_key,
+        kind=InteractionKind.APPROVAL,
+        title="Apply file changes",
+        summary=summary,
+        detail=FileChange(
+            paths=changes.paths, diff=changes.diff, reason=reason, grant_root=grant_root
+        ),
+        actions=actions,
+        turn_native_id=get_text(params, "turnId"),
+    )
+    return OpenedRequest(request=request, reply=reply)
+
+
+# --- permissions approval (transcripts permissions_grant_turn/_session, permissions_deny) ---
+
+
+def _describe_permission_profile(profile: JsonObject) -> list[str]:
+    """Schema: RequestPermissionProfile / AdditionalPermissionProfile."""
+    asked: list[str] = []
+    file_system = get_object(profile, "fileSystem") or {}
+    asked += [f"read {path}" for path in get_strings(file_system, "read")]
+    asked += [f"write {path}" for path in get_strings(file_system, "write")]
+    for raw in get_array(file_system, "entries") or ():
+        if not isinstance(raw, dict):
+            continue
+        access = get_text(raw, "access") or "access"
+        where = get_object(raw, "path") or {}
+        special = get_object(where, "value") or {}
+        target = (
+            get_text(where, "path")
+            or get_text(where, "pattern")
+            or get_text(special, "path")
+            or get_text(special, "kind")
+            or "?"
+        )
+        asked.append(f"{access} {target}")
+    network = get_object(profile, "network") or {}
+    if get_bool(network, "enabled"):
+        asked.append("network access")
+    return asked
+
+
+def open_permissions_approval(native_key: str, params: JsonObject) -> OpenedRequest:
+    """Schema: PermissionsRequestApprovalParams → PermissionsRequestApprovalResponse.
+
+    The person grants what was asked for this turn or for the session, or denies it (the
+    reply then grants an empty profile).
+    """
+    profile = get_object(params, "permissions")
+    if profile is None:
+        raise MalformedMessage("permissions request without permissions", repr(params)[:200])
+    requested: JsonObject = {k: profile[k] for k in ("fileSystem", "network") if k in profile}
+    asked = _describe_permission_profile(profile)
+    reason = get_text(params, "reason")
+    cwd = get_text(params, "cwd")
+    description = "; ".join(asked) or "no specific permission"
+    actions = (
+        Action(
+            id="turn",
+            label="Allow for this turn",
+            effect=Effect.ALLOW,
+            scope=Scope.TURN,
+            description=f"Grant {description} until the turn ends.",
+        ),
+        Action(
+            id="session",
+            label="Allow for this session",
+            effect=Effect.ALLOW,
+            scope=Scope.SESSION,
+            description=f"Grant {description} for the rest of the session.",
+        ),
+        Action(
+            id="deny",
+            label="Deny",
+            effect=Effect.DENY,
+            description="Grant nothing; the agent continues without it.",
+        ),
+    )
+    summary = " ".join(part for part in (reason, f"(in {cwd})" if cwd else None) if part)
+    request = InteractionRequest(
+        native_key=native_key,
+        kind=InteractionKind.APPROVAL,
+        title="Grant extra permissions",
+        summary=summary or description,
+        detail=Permissions(
+            description=description, scope=Scope.TURN, reason=reason, requested=tuple(asked)
+        ),
+        actions=actions,
+        turn_native_id=get_text(params, "turnId"),
+    )
+    return OpenedRequest(request=request, reply=PermissionsReply(requested=requested))
+
+
+# --- request user input --------------------------------------------------------------------
+
+
+def open_user_input(native_key: str, params: JsonObject) -> OpenedRequest:
+    """Schema: ToolRequestUserInputParams (ToolRequestUserInputQuestion, ...Option).
+
+    Option ids are the option's index ("0", "1", ...): stable, short, never the label; the
+    label is what goes back on the wire. A question without options takes free text.
+    """
+    raw_questions = get_array(params, "questions")
+    if not raw_questions:
+        raise MalformedMessage("requestUserInput without questions", repr(params)[:200])
+    questions: list[Question] = []
+    wire: list[WireQuestion] = []
+    for raw in raw_questions:
+        item = as_object(raw, where="question")
+        question_id = require_text(item, "id", where="question")
+        options: list[Option] = []
+        for index, raw_option in enumerate(get_array(item, "options") or ()):
+            option = as_object(raw_option, where="question option")
+            options.append(
+                Option(
+                    id=str(index),
+                    label=require_text(option, "label", where="question option"),
+                    description=get_text(option, "description") or "",
+                )
+            )
+        free_text = get_bool(item, "isOther") or not options
+        questions.append(
+            Question(
+                id=question_id,
+                header=get_text(item, "header") or "",
+                text=require_text(item, "question", where="question"),
+                options=tuple(options),
+                allow_other=free_text,
+                secret=get_bool(item, "isSecret"),
+            )
+        )
+        wire.append(
+            WireQuestion(
+                id=question_id, labels=tuple(o.label for o in options), free_text=free_text
+            )
+        )
+    first = questions[0]
+    title = (first.header or first.text) if len(questions) == 1 else "The agent has questions"
+    request = InteractionRequest(
+        native_key=native_key,
+        kind=InteractionKind.QUESTION,
+        title=title,
+        summary=first.text if len(questions) == 1 else f"{len(questions)} questions",
+        questions=tuple(questions),
+        turn_native_id=get_text(params, "turnId"),
+    )
+    return OpenedRequest(request=request, reply=QuestionsReply(questions=tuple(wire)))
