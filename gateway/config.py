@@ -40,7 +40,7 @@ from pydantic import (
     model_validator,
 )
 
-from gateway.config_lines import KeyLocator, Loc
+from gateway.config_source import KeyLocator, Loc, resolve_references
 from gateway.domain import Actor, AgentKind
 from gateway.errors import ConfigError
 
@@ -150,8 +150,6 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
 
 _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features"})
 _CLAUDE_ONLY = frozenset({"permission_mode"})
-_SECRET_KEYS = frozenset({"token", "bot_token", "app_token"})  # each may be given as <key>_file
-_ENV_REF = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
@@ -371,66 +369,6 @@ def _raise(problems: list[ConfigProblem]) -> None:
         raise ConfigError(f"invalid configuration:\n{lines}")
 
 
-# --- pass 1: environment and secret files -------------------------------------------------
-
-
-def _interpolate(value: str, loc: Loc, env: Mapping[str, str], found: list[tuple[Loc, str]]) -> str:
-    def replace(match: re.Match[str]) -> str:
-        escaped, name = match.group(1), match.group(2)
-        if escaped:
-            return match.group(0)[1:]  # "$${X}" stays literally "${X}"
-        if name not in env:
-            found.append((loc, f"environment variable {name} is not set"))
-            return ""
-        return env[name]
-
-    return _ENV_REF.sub(replace, value)
-
-
-def _resolve(
-    data: Any,
-    loc: Loc,
-    env: Mapping[str, str],
-    base_dir: Path | None,
-    found: list[tuple[Loc, str]],
-) -> Any:
-    if isinstance(data, str):
-        return _interpolate(data, loc, env, found)
-    if isinstance(data, list):
-        return [_resolve(item, (*loc, i), env, base_dir, found) for i, item in enumerate(data)]
-    if not isinstance(data, dict):
-        return data
-    resolved: dict[str, Any] = {}
-    for key, value in data.items():
-        secret = key.removesuffix("_file")
-        if key.endswith("_file") and secret in _SECRET_KEYS:
-            if secret in data:
-                found.append(((*loc, key), f"give either {secret} or {key}, not both"))
-                continue
-            path_text = _resolve(value, (*loc, key), env, base_dir, found)
-            if isinstance(path_text, str):
-                content = _read_secret_file(path_text, base_dir, (*loc, key), found)
-                if content is not None:
-                    resolved[secret] = content
-                continue
-        resolved[key] = _resolve(value, (*loc, key), env, base_dir, found)
-    return resolved
-
-
-def _read_secret_file(
-    path_text: str, base_dir: Path | None, loc: Loc, found: list[tuple[Loc, str]]
-) -> str | None:
-    path = Path(path_text).expanduser()
-    if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
-        found.append((loc, f"cannot read secret file {path}: {reason}"))
-        return None
-
-
 # --- pass 2: pydantic errors --------------------------------------------------------------
 
 
@@ -537,8 +475,7 @@ def parse_config(
             source=source_name, loc=loc, line=locator.line_of(loc), message=message
         )
 
-    found: list[tuple[Loc, str]] = []
-    data = _resolve(raw, (), os.environ if env is None else env, base_dir, found)
+    data, found = resolve_references(raw, os.environ if env is None else env, base_dir)
     _raise([located(loc, message) for loc, message in found])
     try:
         config = Config.model_validate(data, context={"base_dir": base_dir})

@@ -19,7 +19,7 @@ from gateway.config import (
     load_config,
     parse_config,
 )
-from gateway.config_lines import KeyLocator
+from gateway.config_source import KeyLocator
 from gateway.domain import Actor, AgentKind
 from gateway.errors import ConfigError
 

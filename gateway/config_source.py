@@ -1,4 +1,10 @@
-"""Find the line of a TOML file on which a dotted key is written (for config errors).
+"""The config file as text and raw data: where each key is written, and its references.
+
+:func:`resolve_references` replaces ``${ENV_VAR}`` in every string (``$${X}`` is a literal
+``${X}``) and turns each ``<secret>_file`` key into ``<secret>`` with the file's content.
+Every problem comes back with the key path it was found at.
+
+:class:`KeyLocator` finds the line of a TOML file on which a dotted key is written.
 
 ``tomllib`` keeps no positions, so this scans the text: table headers (``[a.b]``) and key
 lines (``key = ``, ``a.b = `` and quoted keys) give each line a full key path. A key path is
@@ -14,8 +20,11 @@ through ``agent_options`` is also looked up without that part.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
-__all__ = ["KeyLocator", "Loc"]
+__all__ = ["SECRET_KEYS", "KeyLocator", "Loc", "resolve_references"]
 
 Loc = tuple[str | int, ...]
 
@@ -27,6 +36,9 @@ _HEADER = re.compile(rf"^\s*\[\[?\s*(?P<key>{_DOTTED})\s*\]\]?\s*(?:#.*)?$")
 _KEY_LINE = re.compile(rf"^\s*(?P<key>{_DOTTED})\s*=")
 _SPLIT = re.compile(rf"\s*({_PART})\s*(?:\.|$)")
 _ALIASES = ("agent_options",)
+
+SECRET_KEYS = frozenset({"token", "bot_token", "app_token"})  # each may be given as <key>_file
+_ENV_REF = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def _split(dotted: str) -> tuple[str, ...]:
@@ -91,3 +103,72 @@ def _shared_prefix(a: tuple[str, ...], b: tuple[str, ...]) -> int:
             break
         count += 1
     return count
+
+
+# --- references ----------------------------------------------------------------------------
+
+
+def resolve_references(
+    raw: dict[str, Any], env: Mapping[str, str], base_dir: Path | None
+) -> tuple[dict[str, Any], list[tuple[Loc, str]]]:
+    """``raw`` with references replaced, and the problems found (key path, message)."""
+    found: list[tuple[Loc, str]] = []
+    resolved = _resolve(raw, (), env, base_dir, found)
+    return resolved, found
+
+
+def _interpolate(value: str, loc: Loc, env: Mapping[str, str], found: list[tuple[Loc, str]]) -> str:
+    def replace(match: re.Match[str]) -> str:
+        escaped, name = match.group(1), match.group(2)
+        if escaped:
+            return match.group(0)[1:]  # "$${X}" stays literally "${X}"
+        if name not in env:
+            found.append((loc, f"environment variable {name} is not set"))
+            return ""
+        return env[name]
+
+    return _ENV_REF.sub(replace, value)
+
+
+def _resolve(
+    data: Any,
+    loc: Loc,
+    env: Mapping[str, str],
+    base_dir: Path | None,
+    found: list[tuple[Loc, str]],
+) -> Any:
+    if isinstance(data, str):
+        return _interpolate(data, loc, env, found)
+    if isinstance(data, list):
+        return [_resolve(item, (*loc, i), env, base_dir, found) for i, item in enumerate(data)]
+    if not isinstance(data, dict):
+        return data
+    resolved: dict[str, Any] = {}
+    for key, value in data.items():
+        secret = key.removesuffix("_file")
+        if key.endswith("_file") and secret in SECRET_KEYS:
+            if secret in data:
+                found.append(((*loc, key), f"give either {secret} or {key}, not both"))
+                continue
+            path_text = _resolve(value, (*loc, key), env, base_dir, found)
+            if isinstance(path_text, str):
+                content = _read_secret_file(path_text, base_dir, (*loc, key), found)
+                if content is not None:
+                    resolved[secret] = content
+                continue
+        resolved[key] = _resolve(value, (*loc, key), env, base_dir, found)
+    return resolved
+
+
+def _read_secret_file(
+    path_text: str, base_dir: Path | None, loc: Loc, found: list[tuple[Loc, str]]
+) -> str | None:
+    path = Path(path_text).expanduser()
+    if not path.is_absolute() and base_dir is not None:
+        path = base_dir / path
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "unreadable"
+        found.append((loc, f"cannot read secret file {path}: {reason}"))
+        return None

@@ -1,0 +1,451 @@
+"""The platform-neutral card: what an interaction looks like before a platform draws it.
+
+:func:`render_interaction` is pure: an :class:`~gateway.interactions.Interaction` record
+and the platform's text limit in, a :class:`Card` out. Each platform turns a card into its
+own blocks, keyboards or components.
+
+What a person approves is shown whole (DESIGN.md, Platforms): a command, diff or plan too
+long for the message goes as an :class:`Attachment`, the card says so, and every button
+says "(see attached diff)". A card offers exactly the actions the agent offered, one button
+each, labelled with what it does and how far it reaches; once the interaction is no longer
+pending the buttons are gone and the status line tells who decided what, whether it was
+delivered, and how it ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+
+from gateway.domain import (
+    Action,
+    Command,
+    Detail,
+    Effect,
+    FileChange,
+    InteractionKind,
+    InteractionState,
+    Network,
+    Permissions,
+    Plan,
+    Question,
+    Resolution,
+    Scope,
+    Text,
+)
+from gateway.interactions import DecisionFact, DeliveryOutcome, Interaction
+
+__all__ = [
+    "Attachment",
+    "Block",
+    "ButtonStyle",
+    "Card",
+    "CardAction",
+    "CodeBlock",
+    "DiffBlock",
+    "FieldsBlock",
+    "FormQuestion",
+    "QuestionForm",
+    "TextBlock",
+    "card_text_length",
+    "render_interaction",
+    "status_line",
+]
+
+TITLE_MAX_CHARS = 200
+FIELD_MAX_CHARS = 500
+LABEL_MAX_CHARS = 75  # Slack's limit for button text, the strictest
+
+
+class ButtonStyle(StrEnum):
+    PRIMARY = "primary"
+    DANGER = "danger"
+    DEFAULT = "default"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CodeBlock:
+    code: str
+    language: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DiffBlock:
+    diff: str
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextBlock:
+    text: str
+    markdown: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FieldsBlock:
+    fields: tuple[tuple[str, str], ...]
+
+
+Block = CodeBlock | DiffBlock | TextBlock | FieldsBlock
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CardAction:
+    """One button: the token is the only thing the platform sends back."""
+
+    label: str
+    token: str
+    style: ButtonStyle = ButtonStyle.DEFAULT
+    effect: Effect | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FormQuestion:
+    """A question and one token per option (buttons where the platform has no forms)."""
+
+    question: Question
+    option_tokens: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class QuestionForm:
+    """The questions of an interaction; answers come back with ``submit_token``.
+
+    A question marked ``secret`` is only ever collected on a private surface.
+    """
+
+    questions: tuple[FormQuestion, ...]
+    submit_token: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Attachment:
+    name: str
+    content: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Card:
+    title: str
+    summary: str = ""
+    blocks: tuple[Block, ...] = ()
+    actions: tuple[CardAction, ...] = ()
+    form: QuestionForm | None = None
+    status_line: str = ""
+    attachments: tuple[Attachment, ...] = ()
+
+
+def _block_length(block: Block) -> int:
+    match block:
+        case CodeBlock(code=code, language=language):
+            return len(code) + len(language) + 8  # fences and newlines
+        case DiffBlock(diff=diff):
+            return len(diff) + 12
+        case TextBlock(text=text):
+            return len(text) + 2
+        case FieldsBlock(fields=fields):
+            return sum(len(key) + len(value) + 4 for key, value in fields)
+
+
+def card_text_length(card: Card) -> int:
+    """An estimate of the card's message text, in characters, as a platform would draw it."""
+    length = len(card.title) + len(card.summary) + len(card.status_line) + 4
+    length += sum(_block_length(block) for block in card.blocks)
+    if card.form is not None:
+        for item in card.form.questions:
+            question = item.question
+            length += len(question.header) + len(question.text) + 4
+            length += sum(
+                len(option.label) + len(option.description) + 4 for option in question.options
+            )
+    return length
+
+
+# --- the pieces ----------------------------------------------------------------------------
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _fields(*pairs: tuple[str, str | None]) -> tuple[FieldsBlock, ...]:
+    kept = tuple((key, _clip(value, FIELD_MAX_CHARS)) for key, value in pairs if value)
+    return (FieldsBlock(fields=kept),) if kept else ()
+
+
+def _detail_blocks(detail: Detail | None) -> tuple[Block, ...]:
+    match detail:
+        case None:
+            return ()
+        case Command():
+            label = "Input for the running process" if detail.stdin_for_running_process else ""
+            return (
+                CodeBlock(code=detail.command, language="sh"),
+                *_fields(("Note", label), ("Directory", detail.cwd), ("Reason", detail.reason)),
+            )
+        case Network():
+            port = None if detail.port is None else str(detail.port)
+            return _fields(
+                ("Host", detail.host),
+                ("Protocol", detail.protocol),
+                ("Port", port),
+                ("Reason", detail.reason),
+            )
+        case FileChange():
+            return (
+                *_fields(
+                    ("Files", ", ".join(detail.paths)),
+                    ("Reason", detail.reason),
+                    ("Write access to", detail.grant_root),
+                ),
+                DiffBlock(diff=detail.diff, paths=detail.paths),
+            )
+        case Permissions():
+            return (
+                TextBlock(text=detail.description),
+                *_fields(
+                    ("For", _SCOPE_PHRASE[detail.scope]),
+                    ("Requested", ", ".join(detail.requested)),
+                    ("Reason", detail.reason),
+                ),
+            )
+        case Plan():
+            return (TextBlock(text=detail.markdown, markdown=True),)
+        case Text():
+            return (TextBlock(text=detail.text),)
+
+
+_SCOPE_PHRASE = {
+    Scope.ONCE: "this time only",
+    Scope.TURN: "this turn",
+    Scope.SESSION: "this session",
+    Scope.ALWAYS: "always",
+}
+_SCOPE_HINT = {
+    Scope.TURN: "for this turn",
+    Scope.SESSION: "for this session",
+    Scope.ALWAYS: "always",
+}
+_SCOPE_WORDS = ("turn", "session", "always", "forever", "permanent")
+
+
+def _attachable(block: Block, kind: InteractionKind) -> tuple[str, str, str] | None:
+    """(what it is, file name, content) for a block a person approves, else None."""
+    match block:
+        case CodeBlock(code=code):
+            return "command", "command.sh", code
+        case DiffBlock(diff=diff):
+            return "diff", "changes.diff", diff
+        case TextBlock(text=text, markdown=True) if kind is InteractionKind.PLAN:
+            return "plan", "plan.md", text
+        case _:
+            return None
+
+
+def _fit(
+    blocks: tuple[Block, ...], base: Card, kind: InteractionKind, text_max_chars: int
+) -> tuple[tuple[Block, ...], tuple[Attachment, ...], tuple[str, ...]]:
+    """Move the largest approvable blocks to attachments until the card fits."""
+    blocks_list = list(blocks)
+    attachments: list[Attachment] = []
+    attached: list[str] = []
+    while card_text_length(_with_blocks(base, blocks_list)) > text_max_chars:
+        candidates = [
+            (len(found[2]), index, found)
+            for index, block in enumerate(blocks_list)
+            if (found := _attachable(block, kind)) is not None
+        ]
+        if not candidates:
+            break
+        _, index, (what, name, content) = max(candidates)
+        lines = content.count("\n") + (0 if content.endswith("\n") else 1)
+        notice = (
+            f"The full {what} ({lines} lines, {len(content):,} characters) is attached as {name}."
+        )
+        blocks_list[index] = TextBlock(text=notice)
+        attachments.append(Attachment(name=name, content=content))
+        attached.append(what)
+    return tuple(blocks_list), tuple(attachments), tuple(attached)
+
+
+def _with_blocks(card: Card, blocks: list[Block]) -> Card:
+    return Card(
+        title=card.title,
+        summary=card.summary,
+        blocks=tuple(blocks),
+        status_line=card.status_line,
+        form=card.form,
+    )
+
+
+def _action_label(action: Action) -> str:
+    """The agent's label, plus how far the grant reaches where the label does not say."""
+    hint = _SCOPE_HINT.get(action.scope)
+    if hint and not any(word in action.label.lower() for word in _SCOPE_WORDS):
+        return f"{action.label} ({hint})"
+    return action.label
+
+
+def _button(action: Action, token: str, attached: tuple[str, ...]) -> CardAction:
+    label = _action_label(action)
+    suffix = "".join(f" (see attached {what})" for what in attached)
+    label = _clip(label, LABEL_MAX_CHARS - len(suffix)) + suffix
+    if action.effect is Effect.ALLOW:
+        style = ButtonStyle.PRIMARY if action.scope is Scope.ONCE else ButtonStyle.DEFAULT
+    else:
+        style = ButtonStyle.DANGER
+    return CardAction(label=label, token=token, style=style, effect=action.effect)
+
+
+# --- status --------------------------------------------------------------------------------
+
+
+def _when(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+_VERDICT = {Effect.ALLOW: "Approved", Effect.DENY: "Denied", Effect.CANCEL: "Denied and stopped"}
+
+
+def _decided(interaction: Interaction, fact: DecisionFact) -> str:
+    action = interaction.action(fact.decision.action_id) if fact.decision.action_id else None
+    if interaction.kind is InteractionKind.QUESTION and (
+        action is None or action.effect is Effect.ALLOW
+    ):
+        verdict = "Answered"
+    elif action is not None:
+        verdict = _VERDICT[action.effect]
+    else:
+        verdict = "Decided"
+    choice = f' ("{_action_label(action)}")' if action is not None and verdict != "Answered" else ""
+    return f"{verdict}{choice} by {fact.actor} at {_when(fact.at)}"
+
+
+def status_line(interaction: Interaction) -> str:
+    """One line: the state and the three facts (decision, delivery, resolution)."""
+    state = interaction.state
+    if interaction.kind is InteractionKind.AUTHENTICATION:
+        return "Sign-in requests are not supported in chat: answer it where the agent runs"
+    if state is InteractionState.PENDING:
+        if interaction.kind is InteractionKind.QUESTION:
+            return "Waiting for an answer"
+        return "Waiting for a decision"
+    superseded = (
+        interaction.resolution is not None and interaction.resolution.how is Resolution.SUPERSEDED
+    )
+    if interaction.decision is None:
+        match state:
+            case InteractionState.CANCELLED:
+                return "Superseded by a newer request" if superseded else "Cancelled by the agent"
+            case InteractionState.EXPIRED:
+                at = interaction.resolution.at if interaction.resolution else interaction.updated_at
+                told = (
+                    interaction.delivery is not None
+                    and interaction.delivery.outcome is DeliveryOutcome.OK
+                )
+                return f"Expired at {_when(at)}: nobody decided" + (
+                    " · the agent was told it timed out" if told else ""
+                )
+            case InteractionState.ORPHANED:
+                return "Orphaned: the agent process ended before this was answered"
+            case _:
+                return f"Closed ({state.value})"
+    parts = [_decided(interaction, interaction.decision)]
+    delivery = interaction.delivery
+    delivered = delivery is not None and delivery.outcome is DeliveryOutcome.OK
+    if delivered:
+        parts.append("delivered")
+    elif delivery is not None and delivery.outcome is DeliveryOutcome.FAILED:
+        parts.append("delivery failed, not resent")
+    match state:
+        case InteractionState.DECIDED if delivery is None:
+            parts.append("delivering…")
+        case InteractionState.RESOLVED:
+            parts.append("done")
+        case InteractionState.CANCELLED:
+            why = "superseded by a newer request" if superseded else "cancelled by the agent"
+            parts.append(f"then {why}" if delivered else f"not delivered: {why}")
+        case InteractionState.ORPHANED:
+            parts.append(
+                "orphaned: the agent process ended before confirming"
+                if delivered
+                else "orphaned: the agent process ended before it was delivered"
+            )
+        case InteractionState.UNKNOWN:
+            parts.append("unknown whether the agent received it (its runtime outlived the gateway)")
+    return " · ".join(parts)
+
+
+def _answer_fields(interaction: Interaction) -> tuple[Block, ...]:
+    if interaction.decision is None or not interaction.decision.decision.answers:
+        return ()
+    pairs: list[tuple[str, str | None]] = []
+    for question in interaction.questions:
+        answer = interaction.decision.decision.answers.get(question.id)
+        if answer is None:
+            continue
+        if question.secret:
+            pairs.append((question.header or question.text, "(secret, not shown)"))
+            continue
+        labels = [o.label for o in question.options if o.id in answer.option_ids]
+        if answer.other:
+            labels.append(answer.other)
+        pairs.append((question.header or question.text, ", ".join(labels)))
+    return _fields(*pairs)
+
+
+# --- the card ------------------------------------------------------------------------------
+
+
+def render_interaction(
+    interaction: Interaction,
+    *,
+    token_for: Callable[[str], str],
+    text_max_chars: int = 4096,
+) -> Card:
+    """The card for ``interaction`` as it stands now; pure.
+
+    ``token_for(choice)`` makes the signed token for a button (see ``gateway.auth``
+    ``token_factory``): ``"0"``.. for actions, ``"q<i>.<j>"`` for options, ``"s"`` for submit.
+    """
+    title = _clip(interaction.title, TITLE_MAX_CHARS)
+    status = status_line(interaction)
+    if interaction.kind is InteractionKind.AUTHENTICATION:
+        return Card(title=title, summary=interaction.summary, status_line=status)
+    pending = interaction.state is InteractionState.PENDING
+    form = None
+    if pending and interaction.questions:
+        form = QuestionForm(
+            questions=tuple(
+                FormQuestion(
+                    question=question,
+                    option_tokens=tuple(
+                        token_for(f"q{i}.{j}") for j in range(len(question.options))
+                    ),
+                )
+                for i, question in enumerate(interaction.questions)
+            ),
+            submit_token=token_for("s"),
+        )
+    blocks = (*_detail_blocks(interaction.detail), *_answer_fields(interaction))
+    base = Card(title=title, summary=interaction.summary, status_line=status, form=form)
+    blocks, attachments, attached = _fit(blocks, base, interaction.kind, text_max_chars)
+    budget = text_max_chars - card_text_length(_with_blocks(base, list(blocks))) + len(base.summary)
+    summary = _clip(interaction.summary, max(0, budget))
+    actions: tuple[CardAction, ...] = ()
+    if pending:
+        actions = tuple(
+            _button(action, token_for(str(index)), attached)
+            for index, action in enumerate(interaction.actions)
+        )
+    return Card(
+        title=title,
+        summary=summary,
+        blocks=blocks,
+        actions=actions,
+        form=form,
+        status_line=status,
+        attachments=attachments,
+    )

@@ -1,0 +1,355 @@
+"""Cards: what a person sees for an interaction, before and after it is decided."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from gateway.auth import ActionToken, token_factory, verify_token
+from gateway.cards import (
+    ButtonStyle,
+    Card,
+    CodeBlock,
+    DiffBlock,
+    FieldsBlock,
+    TextBlock,
+    card_text_length,
+    render_interaction,
+)
+from gateway.domain import (
+    Action,
+    Actor,
+    Answer,
+    Command,
+    Decision,
+    Detail,
+    Effect,
+    FileChange,
+    InteractionKind,
+    InteractionState,
+    Option,
+    Plan,
+    Question,
+    Resolution,
+    Scope,
+)
+from gateway.interactions import (
+    DecisionFact,
+    DeliveryFact,
+    DeliveryOutcome,
+    Interaction,
+    ResolutionFact,
+)
+
+KEY = bytes(32)
+T0 = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
+T1 = datetime(2026, 11, 30, 9, 17, tzinfo=UTC)
+ALICE = Actor(platform="telegram", user_id="123", display="alice")
+
+ALLOW = Action(id="accept", label="Yes", effect=Effect.ALLOW)
+ALLOW_SESSION = Action(id="acceptForSession", label="Yes", effect=Effect.ALLOW, scope=Scope.SESSION)
+DENY = Action(id="decline", label="No", effect=Effect.DENY)
+CANCEL = Action(id="cancel", label="No, and stop", effect=Effect.CANCEL)
+
+
+def interaction(
+    *,
+    kind: InteractionKind = InteractionKind.APPROVAL,
+    detail: Detail | None = None,
+    actions: tuple[Action, ...] = (ALLOW, DENY),
+    questions: tuple[Question, ...] = (),
+    state: InteractionState = InteractionState.PENDING,
+    title: str = "Run a command",
+    summary: str = "The agent wants to run the tests.",
+) -> Interaction:
+    return Interaction(
+        id="k3m9x2p7qa",
+        session_id="s1",
+        runtime_epoch=4,
+        turn_id=1,
+        native_key="rpc:7",
+        kind=kind,
+        title=title,
+        summary=summary,
+        detail=detail if detail is not None else Command(command="pytest -q", cwd="/srv/web"),
+        actions=actions,
+        questions=questions,
+        state=state,
+        version=1,
+        created_at=T0,
+        updated_at=T0,
+    )
+
+
+def render(item: Interaction, text_max_chars: int = 4096) -> Card:
+    return render_interaction(
+        item,
+        token_for=token_factory(KEY, item.id, item.runtime_epoch),
+        text_max_chars=text_max_chars,
+    )
+
+
+def decided(item: Interaction, action: Action | None, **facts: object) -> Interaction:
+    decision = Decision(action_id=action.id if action else None)
+    return replace(item, decision=DecisionFact(actor=ALICE, decision=decision, at=T1), **facts)  # type: ignore[arg-type]
+
+
+def delivered(outcome: DeliveryOutcome = DeliveryOutcome.OK) -> DeliveryFact:
+    return DeliveryFact(outcome=outcome, at=T1)
+
+
+def resolved(how: Resolution) -> ResolutionFact:
+    return ResolutionFact(how=how, at=T1, by="agent")
+
+
+# --- what a pending card shows -------------------------------------------------------------
+
+
+def test_a_command_card_shows_the_command_and_one_button_per_action() -> None:
+    card = render(interaction(actions=(ALLOW, ALLOW_SESSION, DENY, CANCEL)))
+
+    assert card.title == "Run a command"
+    assert card.summary == "The agent wants to run the tests."
+    assert CodeBlock(code="pytest -q", language="sh") in card.blocks
+    assert FieldsBlock(fields=(("Directory", "/srv/web"),)) in card.blocks
+    assert [a.label for a in card.actions] == [
+        "Yes",
+        "Yes (for this session)",
+        "No",
+        "No, and stop",
+    ]
+    assert [a.effect for a in card.actions] == [
+        Effect.ALLOW,
+        Effect.ALLOW,
+        Effect.DENY,
+        Effect.CANCEL,
+    ]
+    assert card.actions[0].style is ButtonStyle.PRIMARY
+    assert (
+        card.actions[1].style is ButtonStyle.DEFAULT
+    )  # a wider grant is never the highlighted one
+    assert card.actions[2].style is ButtonStyle.DANGER
+    assert card.status_line == "Waiting for a decision"
+    assert card.attachments == ()
+
+
+def test_each_button_carries_a_token_for_its_own_action() -> None:
+    card = render(interaction(actions=(ALLOW, ALLOW_SESSION, DENY)))
+    tokens = [verify_token(KEY, a.token) for a in card.actions]
+    assert tokens == [ActionToken.for_action("k3m9x2p7qa", index, 4) for index in range(3)]
+    assert all(len(a.token.encode()) <= 64 for a in card.actions)
+
+
+def test_a_card_offers_exactly_what_the_agent_offered() -> None:
+    card = render(interaction(actions=(DENY,)))
+    assert [a.label for a in card.actions] == ["No"]
+    assert render(interaction(actions=())).actions == ()
+
+
+def test_a_label_that_already_names_its_scope_gets_no_second_hint() -> None:
+    always = Action(id="a", label="Always allow curl", effect=Effect.ALLOW, scope=Scope.ALWAYS)
+    turn = Action(id="t", label="Allow", effect=Effect.ALLOW, scope=Scope.TURN)
+    card = render(interaction(actions=(always, turn)))
+    assert [a.label for a in card.actions] == ["Always allow curl", "Allow (for this turn)"]
+
+
+def test_a_short_diff_is_shown_in_the_card() -> None:
+    diff = "--- a/app.py\n+++ b/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    card = render(interaction(detail=FileChange(paths=("app.py",), diff=diff)))
+    assert DiffBlock(diff=diff, paths=("app.py",)) in card.blocks
+    assert card.attachments == ()
+    assert [a.label for a in card.actions] == ["Yes", "No"]
+
+
+def test_a_diff_too_long_for_the_message_is_attached_and_the_buttons_say_so() -> None:
+    diff = "".join(f"+line {n}\n" for n in range(2000))
+    card = render(interaction(detail=FileChange(paths=("big.py",), diff=diff)), text_max_chars=4096)
+
+    assert [(a.name, a.content) for a in card.attachments] == [("changes.diff", diff)]
+    assert not any(isinstance(block, DiffBlock) for block in card.blocks)
+    notices = [b.text for b in card.blocks if isinstance(b, TextBlock)]
+    assert notices == [
+        f"The full diff (2000 lines, {len(diff):,} characters) is attached as changes.diff."
+    ]
+    assert [a.label for a in card.actions] == ["Yes (see attached diff)", "No (see attached diff)"]
+    assert card_text_length(card) <= 4096
+
+
+def test_a_long_command_is_attached_whole() -> None:
+    command = "python - <<'EOF'\n" + "print('x')\n" * 600 + "EOF"
+    card = render(interaction(detail=Command(command=command)), text_max_chars=1000)
+    assert card.attachments[0].name == "command.sh"
+    assert card.attachments[0].content == command
+    assert card.actions[0].label == "Yes (see attached command)"
+    assert card_text_length(card) <= 1000
+
+
+def test_a_plan_card_shows_the_plan() -> None:
+    accept = Action(id="accept", label="Start building", effect=Effect.ALLOW)
+    keep = Action(id="keep", label="Keep planning", effect=Effect.DENY)
+    item = interaction(
+        kind=InteractionKind.PLAN, detail=Plan(markdown="1. Read\n2. Write"), actions=(accept, keep)
+    )
+    card = render(item)
+    assert TextBlock(text="1. Read\n2. Write", markdown=True) in card.blocks
+    assert [a.label for a in card.actions] == ["Start building", "Keep planning"]
+
+
+def test_a_question_card_has_a_form_with_a_token_per_option() -> None:
+    question = Question(
+        id="q1",
+        header="Database",
+        text="Which database?",
+        options=(Option(id="pg", label="Postgres"), Option(id="lite", label="SQLite")),
+    )
+    item = interaction(
+        kind=InteractionKind.QUESTION, detail=None, actions=(), questions=(question,)
+    )
+    card = render(item)
+    assert card.status_line == "Waiting for an answer"
+    assert card.form is not None
+    assert card.form.questions[0].question == question
+    options = [verify_token(KEY, t) for t in card.form.questions[0].option_tokens]
+    assert options == [ActionToken.for_option("k3m9x2p7qa", 0, j, 4) for j in range(2)]
+    assert verify_token(KEY, card.form.submit_token).is_submit
+
+
+# --- after the decision --------------------------------------------------------------------
+
+WHEN = "2026-11-30 09:17 UTC"
+NOON = "2026-11-30 09:15 UTC"
+YES = f'Approved ("Yes") by alice at {WHEN}'
+
+
+@pytest.mark.parametrize(
+    ("item", "expected"),
+    [
+        (
+            decided(interaction(state=InteractionState.DECIDED), ALLOW),
+            f'Approved ("Yes") by alice at {WHEN} · delivering…',
+        ),
+        (
+            decided(
+                interaction(state=InteractionState.DECIDED),
+                ALLOW,
+                delivery=delivered(DeliveryOutcome.FAILED),
+            ),
+            f'Approved ("Yes") by alice at {WHEN} · delivery failed, not resent',
+        ),
+        (
+            decided(interaction(state=InteractionState.DELIVERED), DENY, delivery=delivered()),
+            f'Denied ("No") by alice at {WHEN} · delivered',
+        ),
+        (
+            decided(
+                interaction(state=InteractionState.RESOLVED, actions=(ALLOW_SESSION, DENY)),
+                ALLOW_SESSION,
+                delivery=delivered(),
+                resolution=resolved(Resolution.ANSWERED),
+            ),
+            f'Approved ("Yes (for this session)") by alice at {WHEN} · delivered · done',
+        ),
+        (
+            decided(
+                interaction(state=InteractionState.RESOLVED, actions=(ALLOW, CANCEL)),
+                CANCEL,
+                delivery=delivered(),
+            ),
+            f'Denied and stopped ("No, and stop") by alice at {WHEN} · delivered · done',
+        ),
+        (
+            replace(
+                interaction(state=InteractionState.CANCELLED),
+                resolution=resolved(Resolution.CANCELLED_BY_AGENT),
+            ),
+            "Cancelled by the agent",
+        ),
+        (
+            replace(
+                interaction(state=InteractionState.CANCELLED),
+                resolution=resolved(Resolution.SUPERSEDED),
+            ),
+            "Superseded by a newer request",
+        ),
+        (
+            decided(
+                interaction(state=InteractionState.CANCELLED),
+                ALLOW,
+                resolution=resolved(Resolution.CANCELLED_BY_AGENT),
+            ),
+            f'Approved ("Yes") by alice at {WHEN} · not delivered: cancelled by the agent',
+        ),
+        (
+            decided(
+                interaction(state=InteractionState.CANCELLED),
+                ALLOW,
+                delivery=delivered(),
+                resolution=resolved(Resolution.CANCELLED_BY_AGENT),
+            ),
+            f'Approved ("Yes") by alice at {WHEN} · delivered · then cancelled by the agent',
+        ),
+        (
+            replace(
+                interaction(state=InteractionState.EXPIRED),
+                delivery=delivered(),
+                resolution=ResolutionFact(how=Resolution.EXPIRED, at=T0, by="gateway"),
+            ),
+            f"Expired at {NOON}: nobody decided · the agent was told it timed out",
+        ),
+        (
+            interaction(state=InteractionState.ORPHANED),
+            "Orphaned: the agent process ended before this was answered",
+        ),
+        (
+            decided(interaction(state=InteractionState.ORPHANED), ALLOW),
+            f"{YES} · orphaned: the agent process ended before it was delivered",
+        ),
+        (
+            decided(interaction(state=InteractionState.ORPHANED), ALLOW, delivery=delivered()),
+            f"{YES} · delivered · orphaned: the agent process ended before confirming",
+        ),
+        (
+            decided(interaction(state=InteractionState.UNKNOWN), ALLOW, delivery=delivered()),
+            f"{YES} · delivered · unknown whether the agent received it "
+            "(its runtime outlived the gateway)",
+        ),
+    ],
+)
+def test_the_status_line_tells_the_three_facts(item: Interaction, expected: str) -> None:
+    card = render(item)
+    assert card.status_line == expected
+    assert card.actions == ()  # buttons are gone once it is no longer pending
+    assert card.form is None
+
+
+def test_answers_are_shown_after_the_decision_except_secret_ones() -> None:
+    questions = (
+        Question(
+            id="db", header="Database", text="?", options=(Option(id="pg", label="Postgres"),)
+        ),
+        Question(id="pw", header="Password", text="?", secret=True),
+    )
+    answers = {"db": Answer(option_ids=("pg",)), "pw": Answer(other="hunter2")}
+    item = replace(
+        interaction(kind=InteractionKind.QUESTION, detail=None, actions=(), questions=questions),
+        state=InteractionState.DELIVERED,
+        decision=DecisionFact(actor=ALICE, decision=Decision(answers=answers), at=T1),
+        delivery=delivered(),
+    )
+    card = render(item)
+    assert card.status_line == f"Answered by alice at {WHEN} · delivered"
+    assert (
+        FieldsBlock(fields=(("Database", "Postgres"), ("Password", "(secret, not shown)")))
+        in card.blocks
+    )
+    assert "hunter2" not in repr(card)
+
+
+def test_an_authentication_request_is_not_rendered_as_a_form() -> None:
+    item = interaction(kind=InteractionKind.AUTHENTICATION, detail=None, actions=(ALLOW,))
+    card = render(item)
+    assert card.actions == ()
+    assert card.form is None
+    assert "not supported in chat" in card.status_line
