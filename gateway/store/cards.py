@@ -1,0 +1,132 @@
+"""Every copy of every interaction card (DESIGN.md, "Platforms"): where it is shown, whether
+it was sent, and which version of the interaction it shows.
+
+A copy is ``pending`` until the platform confirms the send, then ``sent``; after an edit
+``edited``; ``failed`` when the last send or edit failed (no ``message_ref``: send it again;
+with one: edit it again). ``rendered_version`` lags the interaction's version until the copy
+is edited, which is how a restart finds the cards it still has to update.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import aiosqlite
+
+from gateway.domain import ConversationRef
+from gateway.errors import StoreError
+from gateway.store.database import (
+    Database,
+    conversation_from_row,
+    conversation_params,
+    fetch_all,
+    fetch_one,
+    parse_time,
+)
+from gateway.store.records import CardCopy, CopyState
+
+__all__ = ["CardCopies"]
+
+_COLUMNS = (
+    "m.id, m.interaction_id, m.platform, m.space, m.channel, m.thread, m.message_ref, m.state,"
+    " m.rendered_version, m.error, m.updated_at"
+)
+
+
+class CardCopies:
+    """``store.cards``: the interaction_messages table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, interaction_id: str, conversation: ConversationRef) -> CardCopy:
+        """Record that the card is to be shown in ``conversation`` (state pending).
+        Idempotent: one copy per interaction and conversation."""
+        async with self._db.write() as conn:
+            await conn.execute(
+                "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
+                " thread, state, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)"
+                " ON CONFLICT (interaction_id, platform, space, channel, thread) DO NOTHING",
+                (interaction_id, *conversation_params(conversation), self._db.now()),
+            )
+            row = await fetch_one(
+                conn,
+                f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ?"
+                " AND m.platform = ? AND m.space = ? AND m.channel = ? AND m.thread = ?",
+                (interaction_id, *conversation_params(conversation)),
+            )
+            assert row is not None
+            return _copy_from_row(row)
+
+    async def mark_sent(self, copy_id: int, *, message_ref: str, version: int) -> CardCopy:
+        return await self._update(
+            copy_id,
+            "state = 'sent', message_ref = ?, rendered_version = ?, error = NULL",
+            (message_ref, version),
+        )
+
+    async def mark_edited(self, copy_id: int, *, version: int) -> CardCopy:
+        return await self._update(
+            copy_id, "state = 'edited', rendered_version = ?, error = NULL", (version,)
+        )
+
+    async def mark_failed(self, copy_id: int, *, error: str) -> CardCopy:
+        return await self._update(copy_id, "state = 'failed', error = ?", (error,))
+
+    async def _update(self, copy_id: int, assignments: str, params: tuple[object, ...]) -> CardCopy:
+        async with self._db.write() as conn:
+            cursor = await conn.execute(
+                f"UPDATE interaction_messages SET {assignments}, updated_at = ? WHERE id = ?",
+                (*params, self._db.now(), copy_id),
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"no card copy {copy_id}")
+            return await _copy(conn, copy_id)
+
+    async def list_for(self, interaction_id: str) -> list[CardCopy]:
+        """Every copy of one interaction's card."""
+        return await self._list("m.interaction_id = ?", (interaction_id,))
+
+    async def list_failed(self) -> list[CardCopy]:
+        """Copies whose last send or edit failed: to send (no ref) or edit again."""
+        return await self._list("m.state = 'failed'", ())
+
+    async def list_outdated(self) -> list[CardCopy]:
+        """Copies on a platform that show an older version than the interaction has (after
+        a restart: the orphaned cards whose buttons must go)."""
+        return await self._list(
+            "m.state IN ('sent', 'edited') AND m.rendered_version"
+            " < (SELECT version FROM interactions i WHERE i.id = m.interaction_id)",
+            (),
+        )
+
+    async def _list(self, where: str, params: tuple[object, ...]) -> list[CardCopy]:
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                f"SELECT {_COLUMNS} FROM interaction_messages m WHERE {where} ORDER BY m.id",
+                params,
+            )
+        return [_copy_from_row(row) for row in rows]
+
+
+async def _copy(conn: aiosqlite.Connection, copy_id: int) -> CardCopy:
+    row = await fetch_one(
+        conn, f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.id = ?", (copy_id,)
+    )
+    if row is None:
+        raise StoreError(f"no card copy {copy_id}")
+    return _copy_from_row(row)
+
+
+def _copy_from_row(row: sqlite3.Row) -> CardCopy:
+    return CardCopy(
+        id=row["id"],
+        interaction_id=row["interaction_id"],
+        conversation=conversation_from_row(row),
+        message_ref=row["message_ref"],
+        state=CopyState(row["state"]),
+        rendered_version=row["rendered_version"],
+        error=row["error"],
+        updated_at=parse_time(row["updated_at"]),
+    )

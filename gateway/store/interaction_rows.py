@@ -1,0 +1,118 @@
+"""Reading an interaction and its three facts out of the ledger's rows."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import aiosqlite
+
+from gateway.domain import Actor, Decision, InteractionKind, InteractionState, Resolution
+from gateway.errors import UnknownInteraction
+from gateway.interactions import (
+    DecisionFact,
+    DeliveryFact,
+    DeliveryOutcome,
+    Interaction,
+    ResolutionFact,
+)
+from gateway.store import codec
+from gateway.store.database import fetch_one, parse_time
+
+__all__ = [
+    "SELECT_INTERACTION",
+    "actor_from_row",
+    "interaction_by_native_key",
+    "interaction_from_row",
+    "require_interaction",
+]
+
+# An interaction with its decision, its latest delivery and its resolution.
+SELECT_INTERACTION = """
+SELECT i.id, i.session_id, i.runtime_epoch, i.turn_id, i.native_key, i.kind, i.title,
+       i.summary, i.detail_json, i.actions_json, i.questions_json, i.state, i.version,
+       i.created_at, i.updated_at,
+       d.actor_platform, d.actor_user_id, d.actor_display, d.action_id, d.answers_json,
+       d.message, d.decided_at,
+       v.outcome AS delivery_outcome, v.error AS delivery_error, v.at AS delivered_at,
+       r.how, r.by AS resolved_by, r.note AS resolution_note, r.at AS resolved_at
+FROM interactions i
+LEFT JOIN decisions d ON d.interaction_id = i.id
+LEFT JOIN deliveries v
+       ON v.id = (SELECT max(id) FROM deliveries WHERE interaction_id = i.id)
+LEFT JOIN resolutions r ON r.interaction_id = i.id
+"""
+
+
+async def require_interaction(conn: aiosqlite.Connection, interaction_id: str) -> Interaction:
+    row = await fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+    if row is None:
+        raise UnknownInteraction(interaction_id)
+    return interaction_from_row(row)
+
+
+async def interaction_by_native_key(
+    conn: aiosqlite.Connection, session_id: str, epoch: int, native_key: str
+) -> Interaction | None:
+    row = await fetch_one(
+        conn,
+        f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ? AND i.native_key = ?",
+        (session_id, epoch, native_key),
+    )
+    return None if row is None else interaction_from_row(row)
+
+
+def actor_from_row(row: sqlite3.Row) -> Actor:
+    return Actor(
+        platform=row["actor_platform"],
+        user_id=row["actor_user_id"],
+        display=row["actor_display"],
+    )
+
+
+def interaction_from_row(row: sqlite3.Row) -> Interaction:
+    decision = None
+    if row["decided_at"] is not None:
+        decision = DecisionFact(
+            actor=actor_from_row(row),
+            decision=Decision(
+                action_id=row["action_id"],
+                answers=codec.decode_answers(row["answers_json"]),
+                message=row["message"],
+            ),
+            at=parse_time(row["decided_at"]),
+        )
+    delivery = None
+    if row["delivered_at"] is not None:
+        delivery = DeliveryFact(
+            outcome=DeliveryOutcome(row["delivery_outcome"]),
+            at=parse_time(row["delivered_at"]),
+            error=row["delivery_error"],
+        )
+    resolution = None
+    if row["resolved_at"] is not None:
+        resolution = ResolutionFact(
+            how=Resolution(row["how"]),
+            at=parse_time(row["resolved_at"]),
+            by=row["resolved_by"],
+            note=row["resolution_note"],
+        )
+    return Interaction(
+        id=row["id"],
+        session_id=row["session_id"],
+        runtime_epoch=row["runtime_epoch"],
+        turn_id=row["turn_id"],
+        native_key=row["native_key"],
+        kind=InteractionKind(row["kind"]),
+        title=row["title"],
+        summary=row["summary"],
+        detail=codec.decode_detail(row["detail_json"]),
+        actions=codec.decode_actions(row["actions_json"]),
+        questions=codec.decode_questions(row["questions_json"]),
+        state=InteractionState(row["state"]),
+        version=row["version"],
+        created_at=parse_time(row["created_at"]),
+        updated_at=parse_time(row["updated_at"]),
+        decision=decision,
+        delivery=delivery,
+        resolution=resolution,
+    )

@@ -1,0 +1,469 @@
+"""Interactions and their three facts: decision, delivery, resolution (DESIGN.md).
+
+Every move goes through :func:`gateway.interactions.transition` inside one transaction and
+bumps ``version`` with a compare-and-set (``UPDATE ... WHERE id = ? AND version = ?``), so
+even a second process writing the same file cannot make two moves from one state. Events
+that reach an interaction already ended are races, not errors: they are audited and come
+back as an ignored :class:`~gateway.interactions.Transition`.
+
+Facts are kept apart: ``decisions`` (one row at most: who, what, when; secret answers
+redacted), ``deliveries`` (append-only: every write, failed write, or "nothing written"),
+``resolutions`` (one row: how it ended, by whom, when). A delivery that really happened is
+recorded even when it arrives after the interaction ended (a write that crossed a
+withdrawal): the fact is kept, the state is not changed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import aiosqlite
+
+from gateway.domain import (
+    Actor,
+    Decision,
+    Effect,
+    InteractionRequest,
+    InteractionState,
+    Resolution,
+    Scope,
+)
+from gateway.errors import AlreadyDecided, InvalidDecision, StoreError
+from gateway.interactions import (
+    LIVE_STATES,
+    DeliveryOutcome,
+    Interaction,
+    InteractionEvent,
+    Transition,
+    event_for_agent_close,
+    new_short_id,
+    transition,
+    validate_decision,
+)
+from gateway.store import codec
+from gateway.store.database import Database, fetch_all, fetch_one, parse_time
+from gateway.store.interaction_rows import (
+    SELECT_INTERACTION,
+    actor_from_row,
+    interaction_by_native_key,
+    interaction_from_row,
+    require_interaction,
+)
+from gateway.store.records import Grant, InteractionUpdate, Opened
+
+__all__ = ["InteractionLedger"]
+
+_LIVE = "(" + ", ".join(sorted(f"'{state.value}'" for state in LIVE_STATES)) + ")"
+_RESOLVING_EVENTS = frozenset(
+    {
+        InteractionEvent.CONFIRM,
+        InteractionEvent.WITHDRAW,
+        InteractionEvent.SUPERSEDE,
+        InteractionEvent.EXPIRE,
+    }
+)
+_SKIPPED_BECAUSE = {
+    InteractionEvent.WITHDRAW: "not written: the agent withdrew the request first",
+    InteractionEvent.SUPERSEDE: "not written: the request was superseded first",
+    InteractionEvent.EPOCH_ENDED: "not written: the runtime ended first",
+}
+
+
+class InteractionLedger:
+    """``store.interactions``: the durable interactions and every move they make."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def create(
+        self,
+        session_id: str,
+        epoch: int,
+        request: InteractionRequest,
+        *,
+        turn_id: int | None = None,
+    ) -> Opened:
+        """Record an agent's request as a PENDING interaction (version 1) with a new id.
+
+        Idempotent on (session, epoch, native key): the same native request seen again
+        returns the first interaction (``created=False``, audited). An empty
+        ``request.native_key`` marks a plan the gateway originated: stored as NULL, never
+        deduplicated. Refused for an epoch that is not live.
+        """
+        native_key = request.native_key or None
+        async with self._db.write() as conn:
+            epoch_row = await fetch_one(
+                conn,
+                "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+                (session_id, epoch),
+            )
+            if epoch_row is None or epoch_row["ended_at"] is not None:
+                raise StoreError(f"epoch {epoch} of session {session_id} is not live")
+            if native_key is not None:
+                earlier = await interaction_by_native_key(conn, session_id, epoch, native_key)
+                if earlier is not None:
+                    await self._db.audit(
+                        conn,
+                        "interaction.duplicate_request",
+                        actor="agent",
+                        session_id=session_id,
+                        interaction_id=earlier.id,
+                    )
+                    return Opened(interaction=earlier, created=False)
+            interaction_id = await self._insert(conn, session_id, epoch, request, turn_id)
+            await self._db.audit(
+                conn,
+                "interaction.opened",
+                actor="agent",
+                session_id=session_id,
+                interaction_id=interaction_id,
+                details={"kind": request.kind.value},
+            )
+            return Opened(interaction=await require_interaction(conn, interaction_id), created=True)
+
+    async def _insert(
+        self,
+        conn: aiosqlite.Connection,
+        session_id: str,
+        epoch: int,
+        request: InteractionRequest,
+        turn_id: int | None,
+    ) -> str:
+        now = self._db.now()
+        for _ in range(5):  # a 50-bit id collides about never; retry rather than assume
+            interaction_id = new_short_id()
+            try:
+                await conn.execute(
+                    "INSERT INTO interactions (id, session_id, runtime_epoch, turn_id,"
+                    " native_key, kind, title, summary, detail_json, actions_json,"
+                    " questions_json, state, version, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?)",
+                    (
+                        interaction_id,
+                        session_id,
+                        epoch,
+                        turn_id,
+                        request.native_key or None,
+                        request.kind.value,
+                        request.title,
+                        request.summary,
+                        codec.encode_detail(request.detail),
+                        codec.encode_actions(request.actions),
+                        codec.encode_questions(request.questions),
+                        now,
+                        now,
+                    ),
+                )
+            except sqlite3.IntegrityError as exc:
+                if "interactions.id" not in str(exc):
+                    raise
+                continue
+            return interaction_id
+        raise StoreError("could not draw an unused interaction id")
+
+    async def get(self, interaction_id: str) -> Interaction | None:
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+        return None if row is None else interaction_from_row(row)
+
+    async def get_by_native_key(
+        self, session_id: str, epoch: int, native_key: str
+    ) -> Interaction | None:
+        async with self._db.read() as conn:
+            return await interaction_by_native_key(conn, session_id, epoch, native_key)
+
+    async def list_open(self, session_id: str | None = None) -> list[Interaction]:
+        """Live interactions (pending, decided, delivered), oldest first."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                f"{SELECT_INTERACTION} WHERE i.state IN {_LIVE} AND (? IS NULL OR i.session_id = ?)"
+                " ORDER BY i.created_at, i.rowid",
+                (session_id, session_id),
+            )
+        return [interaction_from_row(row) for row in rows]
+
+    async def list_recent(
+        self, *, limit: int = 20, session_id: str | None = None
+    ) -> list[Interaction]:
+        """The newest interactions in any state, newest first."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                f"{SELECT_INTERACTION} WHERE (? IS NULL OR i.session_id = ?)"
+                " ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?",
+                (session_id, session_id, limit),
+            )
+        return [interaction_from_row(row) for row in rows]
+
+    async def decide(
+        self,
+        interaction_id: str,
+        *,
+        expected_version: int,
+        actor: Actor,
+        decision: Decision,
+    ) -> Interaction:
+        """Commit a person's decision: PENDING → DECIDED as a compare-and-set on version.
+
+        Call it before writing anything to the agent; then deliver the ``decision`` you
+        passed (the returned record holds secret answers redacted) and call
+        :meth:`record_delivery`. Authorization is the caller's job; the actor is recorded.
+
+        Raises UnknownInteraction, InvalidDecision (the decision does not fit, or
+        ``expected_version`` is not the pending version), or AlreadyDecided naming who
+        decided first or how the interaction ended (the attempt is audited). A choice of
+        scope "session" or "always" that allows is recorded as a grant, and audited.
+        """
+        async with self._db.write() as conn:
+            current = await require_interaction(conn, interaction_id)
+            validate_decision(current, decision)
+            if current.state is InteractionState.PENDING:
+                if current.version != expected_version:
+                    raise InvalidDecision(
+                        f"interaction {interaction_id} is at version {current.version}, "
+                        f"not {expected_version}: look at it again"
+                    )
+                moved = transition(current.state, InteractionEvent.DECIDE)
+                cursor = await conn.execute(
+                    "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
+                    " WHERE id = ? AND version = ? AND state = 'pending'",
+                    (moved.after.value, self._db.now(), interaction_id, expected_version),
+                )
+                if cursor.rowcount == 1:
+                    await self._record_decision(conn, current, actor, decision)
+                    return await require_interaction(conn, interaction_id)
+                current = await require_interaction(conn, interaction_id)  # another process won
+            rejection = _already_decided(current)
+            await self._db.audit(
+                conn,
+                "interaction.decision_rejected",
+                actor=actor,
+                session_id=current.session_id,
+                interaction_id=interaction_id,
+                details={"state": current.state.value, "decided_by": rejection.decided_by},
+            )
+        raise rejection  # after the commit: the rejected attempt stays audited
+
+    async def _record_decision(
+        self, conn: aiosqlite.Connection, current: Interaction, actor: Actor, decision: Decision
+    ) -> None:
+        stored = codec.redact_secret_answers(decision, current.questions)
+        now = self._db.now()
+        await conn.execute(
+            "INSERT INTO decisions (interaction_id, actor_platform, actor_user_id,"
+            " actor_display, action_id, answers_json, message, decided_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                current.id,
+                actor.platform,
+                actor.user_id,
+                actor.display,
+                stored.action_id,
+                codec.encode_answers(stored.answers),
+                stored.message,
+                now,
+            ),
+        )
+        await self._db.audit(
+            conn,
+            "interaction.decided",
+            actor=actor,
+            session_id=current.session_id,
+            interaction_id=current.id,
+            details={"action_id": decision.action_id, "answered": sorted(decision.answers)},
+        )
+        action = current.action(decision.action_id) if decision.action_id else None
+        if action and action.effect is Effect.ALLOW and action.scope in _GRANT_SCOPES:
+            description = f"{action.label}: {current.title}"
+            await conn.execute(
+                "INSERT INTO grants (session_id, interaction_id, action_id, scope, description,"
+                " actor_platform, actor_user_id, actor_display, granted_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    current.session_id,
+                    current.id,
+                    action.id,
+                    action.scope.value,
+                    description,
+                    actor.platform,
+                    actor.user_id,
+                    actor.display,
+                    now,
+                ),
+            )
+            await self._db.audit(
+                conn,
+                "grant",
+                actor=actor,
+                session_id=current.session_id,
+                interaction_id=current.id,
+                details={"scope": action.scope.value, "description": description},
+            )
+
+    async def record_delivery(
+        self, interaction_id: str, *, ok: bool, error: str | None = None
+    ) -> InteractionUpdate:
+        """Record the write of the answer (or of "timed out" after EXPIRE) to the agent.
+
+        ``ok``: DECIDED → DELIVERED; a failed write keeps DECIDED with the failure recorded
+        (resending is an explicit choice of the caller, never automatic). On an interaction
+        that already ended the fact is still recorded, the state kept, the race audited.
+        Raises IllegalTransition on a PENDING interaction (nothing was decided).
+        """
+        event = InteractionEvent.DELIVER if ok else InteractionEvent.DELIVERY_FAILED
+        outcome = DeliveryOutcome.OK if ok else DeliveryOutcome.FAILED
+        async with self._db.write() as conn:
+            current = await require_interaction(conn, interaction_id)
+            moved = transition(current.state, event)
+            await self._insert_delivery(conn, interaction_id, outcome, error)
+            return await self._apply(conn, current, moved, by="gateway", note=error or "")
+
+    async def resolve(
+        self, interaction_id: str, event: InteractionEvent, *, by: str, note: str = ""
+    ) -> InteractionUpdate:
+        """Apply CONFIRM, WITHDRAW, SUPERSEDE or EXPIRE; ``by`` says who ("agent",
+        "gateway", an actor key). Prefer :meth:`close_from_agent` for an agent's close."""
+        if event not in _RESOLVING_EVENTS:
+            raise ValueError(f"{event} is not a resolving event; see decide/record_delivery")
+        async with self._db.write() as conn:
+            current = await require_interaction(conn, interaction_id)
+            return await self._apply(conn, current, transition(current.state, event), by, note)
+
+    async def close_from_agent(
+        self, session_id: str, epoch: int, native_key: str, *, how: Resolution
+    ) -> InteractionUpdate | None:
+        """The agent closed its request (``InteractionClosed``): confirm or withdraw it,
+        choosing the event from the state in the same transaction. None (audited) when no
+        interaction has that native key in that epoch."""
+        async with self._db.write() as conn:
+            current = await interaction_by_native_key(conn, session_id, epoch, native_key)
+            if current is None:
+                await self._db.audit(
+                    conn,
+                    "interaction.unknown_close",
+                    actor="agent",
+                    session_id=session_id,
+                    details={"epoch": epoch, "how": how.value},
+                )
+                return None
+            event = event_for_agent_close(current.state, how)
+            moved = transition(current.state, event)
+            return await self._apply(conn, current, moved, "agent", f"agent: {how.value}")
+
+    async def orphan_epoch(
+        self,
+        session_id: str,
+        epoch: int,
+        *,
+        runtime_outlives_gateway: bool = False,
+        note: str = "runtime ended",
+    ) -> list[InteractionUpdate]:
+        """End every live interaction of the epoch: ORPHANED, or UNKNOWN for an answer
+        delivered to a runtime that outlives the gateway. Returns the ones moved, whose
+        cards must now be edited."""
+        async with self._db.write() as conn:
+            rows = await fetch_all(
+                conn,
+                f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"
+                f" AND i.state IN {_LIVE} ORDER BY i.created_at, i.rowid",
+                (session_id, epoch),
+            )
+            updates = []
+            for current in (interaction_from_row(row) for row in rows):
+                moved = transition(
+                    current.state,
+                    InteractionEvent.EPOCH_ENDED,
+                    runtime_outlives_gateway=runtime_outlives_gateway,
+                )
+                updates.append(await self._apply(conn, current, moved, "gateway", note))
+            return updates
+
+    async def list_grants(self, session_id: str) -> list[Grant]:
+        """Standing permissions given in the session, oldest first (for /status)."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT id, session_id, interaction_id, action_id, scope, description,"
+                " actor_platform, actor_user_id, actor_display, granted_at"
+                " FROM grants WHERE session_id = ? ORDER BY id",
+                (session_id,),
+            )
+        return [
+            Grant(
+                id=row["id"],
+                session_id=row["session_id"],
+                interaction_id=row["interaction_id"],
+                action_id=row["action_id"],
+                scope=Scope(row["scope"]),
+                description=row["description"],
+                actor=actor_from_row(row),
+                granted_at=parse_time(row["granted_at"]),
+            )
+            for row in rows
+        ]
+
+    async def _apply(
+        self,
+        conn: aiosqlite.Connection,
+        current: Interaction,
+        moved: Transition,
+        by: str,
+        note: str,
+    ) -> InteractionUpdate:
+        """Write one transition (already looked up) with its facts, or audit an ignored one."""
+        if moved.ignored:
+            await self._db.audit(
+                conn,
+                "interaction.event_ignored",
+                actor=by,
+                session_id=current.session_id,
+                interaction_id=current.id,
+                details={"event": moved.event.value, "state": current.state.value},
+            )
+            return InteractionUpdate(interaction=current, transition=moved)
+        now = self._db.now()
+        cursor = await conn.execute(
+            "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
+            " WHERE id = ? AND version = ?",
+            (moved.after.value, now, current.id, current.version),
+        )
+        if cursor.rowcount == 0:
+            raise StoreError(f"interaction {current.id} was changed by another writer")
+        if moved.skips_delivery:
+            reason = _SKIPPED_BECAUSE.get(moved.event, "not written")
+            await self._insert_delivery(conn, current.id, DeliveryOutcome.SKIPPED, reason)
+        if moved.resolution is not None:
+            await conn.execute(
+                "INSERT INTO resolutions (interaction_id, how, by, note, at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (current.id, moved.resolution.value, by, note, now),
+            )
+        return InteractionUpdate(
+            interaction=await require_interaction(conn, current.id), transition=moved
+        )
+
+    async def _insert_delivery(
+        self,
+        conn: aiosqlite.Connection,
+        interaction_id: str,
+        outcome: DeliveryOutcome,
+        error: str | None,
+    ) -> None:
+        await conn.execute(
+            "INSERT INTO deliveries (interaction_id, outcome, error, at) VALUES (?, ?, ?, ?)",
+            (interaction_id, outcome.value, error, self._db.now()),
+        )
+
+
+_GRANT_SCOPES = (Scope.SESSION, Scope.ALWAYS)
+
+
+def _already_decided(current: Interaction) -> AlreadyDecided:
+    if current.decision is not None:
+        decided_by = str(current.decision.actor)
+    elif current.resolution is not None:
+        decided_by = current.resolution.by
+    else:
+        decided_by = "someone"
+    return AlreadyDecided(current.id, decided_by, current.state.value)

@@ -1,0 +1,268 @@
+"""The ledger's schema as an ordered list of migrations.
+
+Migration N is applied once, in order, each in its own transaction, and recorded in
+``schema_version``. A database whose schema is newer than this code is refused rather than
+guessed at. To change the schema, append a migration; never edit one that has shipped.
+
+Conventions: times are ISO 8601 text in UTC; a conversation is stored as its four parts
+(platform, space, channel, thread) with '' for a part the platform does not have, so that
+UNIQUE constraints hold; JSON columns end in ``_json``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aiosqlite
+
+from gateway.errors import StoreError
+
+__all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+_INITIAL = (
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        project TEXT NOT NULL,
+        agent_kind TEXT NOT NULL,
+        native_session_id TEXT,
+        created_at TEXT NOT NULL,
+        current_epoch INTEGER NOT NULL DEFAULT 0,
+        closed_at TEXT,
+        close_reason TEXT,
+        queue_paused INTEGER NOT NULL DEFAULT 0 CHECK (queue_paused IN (0, 1)),
+        queue_pause_reason TEXT
+    )
+    """,
+    """
+    CREATE TABLE runtime_epochs (
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        epoch INTEGER NOT NULL CHECK (epoch >= 1),
+        pid INTEGER,
+        pgid INTEGER,
+        process_start_time TEXT,
+        started_at TEXT NOT NULL,
+        ended_at TEXT,
+        exit_description TEXT,
+        agent_version TEXT,
+        policy_json TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (session_id, epoch)
+    )
+    """,
+    "CREATE INDEX runtime_epochs_live ON runtime_epochs(ended_at) WHERE ended_at IS NULL",
+    """
+    CREATE TABLE conversations (
+        platform TEXT NOT NULL,
+        space TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        bound_at TEXT NOT NULL,
+        PRIMARY KEY (platform, space, channel, thread)
+    )
+    """,
+    "CREATE INDEX conversations_session ON conversations(session_id)",
+    """
+    CREATE TABLE prompts (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        platform TEXT NOT NULL,
+        space TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        platform_message_id TEXT NOT NULL,
+        author_platform TEXT NOT NULL,
+        author_user_id TEXT NOT NULL,
+        author_display TEXT NOT NULL,
+        text TEXT NOT NULL,
+        state TEXT NOT NULL
+            CHECK (state IN ('queued', 'in_flight', 'done', 'interrupted', 'dropped')),
+        position INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (platform, space, channel, thread, platform_message_id),
+        UNIQUE (session_id, position)
+    )
+    """,
+    "CREATE INDEX prompts_queue ON prompts(session_id, state, position)",
+    """
+    CREATE TABLE turns (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL,
+        epoch INTEGER NOT NULL,
+        prompt_id INTEGER REFERENCES prompts(id),
+        native_turn_id TEXT,
+        status TEXT CHECK (status IN ('completed', 'interrupted', 'failed')),
+        error TEXT,
+        started_at TEXT NOT NULL,
+        ended_at TEXT,
+        FOREIGN KEY (session_id, epoch) REFERENCES runtime_epochs(session_id, epoch)
+    )
+    """,
+    "CREATE INDEX turns_running ON turns(session_id) WHERE ended_at IS NULL",
+    """
+    CREATE TABLE interactions (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        runtime_epoch INTEGER NOT NULL,
+        turn_id INTEGER REFERENCES turns(id),
+        native_key TEXT,
+        kind TEXT NOT NULL,
+        title TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        detail_json TEXT,
+        actions_json TEXT NOT NULL,
+        questions_json TEXT NOT NULL,
+        state TEXT NOT NULL,
+        version INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (session_id, runtime_epoch, native_key),
+        FOREIGN KEY (session_id, runtime_epoch) REFERENCES runtime_epochs(session_id, epoch)
+    )
+    """,
+    "CREATE INDEX interactions_state ON interactions(state, session_id)",
+    """
+    CREATE TABLE decisions (
+        interaction_id TEXT PRIMARY KEY REFERENCES interactions(id),
+        actor_platform TEXT NOT NULL,
+        actor_user_id TEXT NOT NULL,
+        actor_display TEXT NOT NULL,
+        action_id TEXT,
+        answers_json TEXT NOT NULL,
+        message TEXT,
+        decided_at TEXT NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE deliveries (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        interaction_id TEXT NOT NULL REFERENCES interactions(id),
+        outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'failed', 'skipped')),
+        error TEXT,
+        at TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX deliveries_interaction ON deliveries(interaction_id, id)",
+    """
+    CREATE TABLE resolutions (
+        interaction_id TEXT PRIMARY KEY REFERENCES interactions(id),
+        how TEXT NOT NULL,
+        by TEXT NOT NULL,
+        note TEXT NOT NULL,
+        at TEXT NOT NULL
+    )
+    """,
+    """
+    CREATE TABLE interaction_messages (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        interaction_id TEXT NOT NULL REFERENCES interactions(id),
+        platform TEXT NOT NULL,
+        space TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        message_ref TEXT,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'failed', 'edited')),
+        rendered_version INTEGER,
+        error TEXT,
+        updated_at TEXT NOT NULL,
+        UNIQUE (interaction_id, platform, space, channel, thread)
+    )
+    """,
+    "CREATE INDEX interaction_messages_state ON interaction_messages(state)",
+    """
+    CREATE TABLE grants (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        interaction_id TEXT NOT NULL REFERENCES interactions(id),
+        action_id TEXT NOT NULL,
+        scope TEXT NOT NULL CHECK (scope IN ('session', 'always')),
+        description TEXT NOT NULL,
+        actor_platform TEXT NOT NULL,
+        actor_user_id TEXT NOT NULL,
+        actor_display TEXT NOT NULL,
+        granted_at TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX grants_session ON grants(session_id)",
+    """
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        at TEXT NOT NULL,
+        actor TEXT,
+        event TEXT NOT NULL,
+        session_id TEXT,
+        interaction_id TEXT,
+        details_json TEXT NOT NULL
+    )
+    """,
+    "CREATE INDEX audit_interaction ON audit(interaction_id)",
+    "CREATE INDEX audit_session ON audit(session_id)",
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(version=1, name="initial ledger", statements=_INITIAL),
+)
+
+
+async def apply_migrations(
+    conn: aiosqlite.Connection, migrations: Sequence[Migration], *, now: str
+) -> list[int]:
+    """Apply the migrations ``conn`` has not seen, in order; return the versions applied.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``): each migration runs in
+    its own ``BEGIN IMMEDIATE`` transaction, so a failure leaves the earlier ones applied and
+    this one not at all.
+    """
+    versions = [m.version for m in migrations]
+    if versions != list(range(1, len(versions) + 1)):
+        raise StoreError(f"migrations must be numbered 1..N in order, got {versions}")
+    try:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version ("
+            " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        applied_now: list[int] = []
+        for migration in migrations:
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                if await _is_applied(conn, migration.version, known=len(migrations)):
+                    await conn.execute("ROLLBACK")
+                    continue
+                for statement in migration.statements:
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, now),
+                )
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+            await conn.execute("COMMIT")
+            applied_now.append(migration.version)
+    except sqlite3.Error as exc:
+        raise StoreError(f"could not migrate the ledger: {exc}") from exc
+    return applied_now
+
+
+async def _is_applied(conn: aiosqlite.Connection, version: int, *, known: int) -> bool:
+    async with conn.execute("SELECT max(version) FROM schema_version") as cursor:
+        row = await cursor.fetchone()
+    newest = row[0] if row is not None and row[0] is not None else 0
+    if newest > known:
+        raise StoreError(
+            f"the ledger's schema is version {newest}, newer than this gateway knows "
+            f"({known}): upgrade agent-gateway or use another data dir"
+        )
+    async with conn.execute("SELECT 1 FROM schema_version WHERE version = ?", (version,)) as c:
+        return await c.fetchone() is not None

@@ -1,0 +1,298 @@
+"""The prompt queue (DESIGN.md, "Three channels"): persistent, ordered, bounded, idempotent.
+
+A prompt moves ``queued → in_flight → done | interrupted``, or ``queued → dropped`` by
+/clear. The first ending stays: a late "done" for a prompt whose runtime died is audited and
+ignored. The same platform message (platform, conversation, message id) is never queued
+twice, and past the configured depth nothing is queued and the caller is told.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import aiosqlite
+
+from gateway.domain import Actor, ConversationRef
+from gateway.errors import StoreError
+from gateway.store.database import (
+    Database,
+    conversation_from_row,
+    conversation_params,
+    fetch_all,
+    fetch_one,
+    parse_time,
+)
+from gateway.store.records import EnqueueOutcome, EnqueueResult, PromptRecord, PromptState
+
+__all__ = ["PromptQueue"]
+
+_COLUMNS = (
+    "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
+    " author_user_id, author_display, text, state, position, created_at, updated_at"
+)
+_FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
+
+
+class PromptQueue:
+    """``store.prompts``: each session's queue of chat messages for its agent."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def enqueue(
+        self,
+        session_id: str,
+        *,
+        conversation: ConversationRef,
+        platform_message_id: str,
+        author: Actor,
+        text: str,
+        max_depth: int,
+    ) -> EnqueueResult:
+        """Queue a message, unless it was queued before (DUPLICATE) or the queue holds
+        ``max_depth`` prompts already (FULL, audited). Never raises for either."""
+        if max_depth < 1:
+            raise ValueError("max_depth must be at least 1")
+        key = (*conversation_params(conversation), platform_message_id)
+        async with self._db.write() as conn:
+            session = await fetch_one(
+                conn, "SELECT closed_at, queue_paused FROM sessions WHERE id = ?", (session_id,)
+            )
+            if session is None or session["closed_at"] is not None:
+                raise StoreError(f"session {session_id} is closed or unknown")
+            paused = bool(session["queue_paused"])
+            earlier = await fetch_one(
+                conn,
+                f"SELECT {_COLUMNS} FROM prompts WHERE platform = ? AND space = ?"
+                " AND channel = ? AND thread = ? AND platform_message_id = ?",
+                key,
+            )
+            if earlier is not None:
+                prompt = _prompt_from_row(earlier)
+                ahead = await _queued_before(conn, prompt)
+                return EnqueueResult(
+                    outcome=EnqueueOutcome.DUPLICATE, prompt=prompt, ahead=ahead, paused=paused
+                )
+            depth = await _count_queued(conn, session_id)
+            if depth >= max_depth:
+                await self._db.audit(
+                    conn,
+                    "prompt.refused_full",
+                    actor=author,
+                    session_id=session_id,
+                    details={"platform_message_id": platform_message_id, "depth": depth},
+                )
+                return EnqueueResult(
+                    outcome=EnqueueOutcome.FULL, prompt=None, ahead=depth, paused=paused
+                )
+            now = self._db.now()
+            cursor = await conn.execute(
+                "INSERT INTO prompts (session_id, platform, space, channel, thread,"
+                " platform_message_id, author_platform, author_user_id, author_display, text,"
+                " state, position, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
+                " (SELECT coalesce(max(position), 0) + 1 FROM prompts WHERE session_id = ?),"
+                " ?, ?)",
+                (
+                    session_id,
+                    *key,
+                    author.platform,
+                    author.user_id,
+                    author.display,
+                    text,
+                    session_id,
+                    now,
+                    now,
+                ),
+            )
+            assert cursor.lastrowid is not None
+            prompt = await _prompt(conn, cursor.lastrowid)
+            return EnqueueResult(
+                outcome=EnqueueOutcome.QUEUED, prompt=prompt, ahead=depth, paused=paused
+            )
+
+    async def claim_next(self, session_id: str) -> PromptRecord | None:
+        """Take the oldest queued prompt and mark it in flight, in one transaction.
+
+        None when the queue is paused, empty, or a prompt is already in flight (a new turn
+        waits for the running one to end).
+        """
+        async with self._db.write() as conn:
+            row = await fetch_one(
+                conn,
+                f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
+                " AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = ? AND queue_paused = 1)"
+                " AND NOT EXISTS (SELECT 1 FROM prompts"
+                "                 WHERE session_id = ? AND state = 'in_flight')"
+                " ORDER BY position LIMIT 1",
+                (session_id, session_id, session_id),
+            )
+            if row is None:
+                return None
+            await conn.execute(
+                "UPDATE prompts SET state = 'in_flight', updated_at = ? WHERE id = ?",
+                (self._db.now(), row["id"]),
+            )
+            return await _prompt(conn, row["id"])
+
+    async def mark_done(self, prompt_id: int) -> PromptRecord:
+        return await self._finish(prompt_id, PromptState.DONE)
+
+    async def mark_interrupted(self, prompt_id: int) -> PromptRecord:
+        return await self._finish(prompt_id, PromptState.INTERRUPTED)
+
+    async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
+        async with self._db.write() as conn:
+            prompt = await _prompt(conn, prompt_id)
+            if prompt.state in _FINAL:
+                if prompt.state is not state:
+                    await self._db.audit(
+                        conn,
+                        "prompt.late_end_ignored",
+                        session_id=prompt.session_id,
+                        details={"prompt_id": prompt_id, "state": state, "kept": prompt.state},
+                    )
+                return prompt
+            if prompt.state is not PromptState.IN_FLIGHT:
+                raise StoreError(f"prompt {prompt_id} is {prompt.state}, not in flight")
+            await conn.execute(
+                "UPDATE prompts SET state = ?, updated_at = ? WHERE id = ?",
+                (state.value, self._db.now(), prompt_id),
+            )
+            return await _prompt(conn, prompt_id)
+
+    async def get(self, prompt_id: int) -> PromptRecord | None:
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,)
+            )
+        return None if row is None else _prompt_from_row(row)
+
+    async def list_queued(self, session_id: str) -> list[PromptRecord]:
+        """What waits, in the order it will be sent."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
+                " ORDER BY position",
+                (session_id,),
+            )
+        return [_prompt_from_row(row) for row in rows]
+
+    async def pause(self, session_id: str, *, reason: str) -> None:
+        """Hold the queue (/stop, a restart): nothing is claimed until :meth:`resume`."""
+        async with self._db.write() as conn:
+            cursor = await conn.execute(
+                "UPDATE sessions SET queue_paused = 1, queue_pause_reason = ? WHERE id = ?",
+                (reason, session_id),
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"no session {session_id}")
+
+    async def resume(self, session_id: str) -> int:
+        """Release the queue; return how many prompts wait to be sent, in order."""
+        async with self._db.write() as conn:
+            cursor = await conn.execute(
+                "UPDATE sessions SET queue_paused = 0, queue_pause_reason = NULL WHERE id = ?",
+                (session_id,),
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"no session {session_id}")
+            return await _count_queued(conn, session_id)
+
+    async def clear(self, session_id: str, *, actor: Actor | None = None) -> int:
+        """Drop every queued prompt (recorded as dropped, audited); return how many.
+
+        The pause flag is left as it is: resuming is a separate, explicit step.
+        """
+        async with self._db.write() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT id FROM prompts WHERE session_id = ? AND state = 'queued'",
+                (session_id,),
+            )
+            ids = [row["id"] for row in rows]
+            await conn.execute(
+                "UPDATE prompts SET state = 'dropped', updated_at = ?"
+                " WHERE session_id = ? AND state = 'queued'",
+                (self._db.now(), session_id),
+            )
+            await self._db.audit(
+                conn, "queue.cleared", actor=actor, session_id=session_id, details={"ids": ids}
+            )
+            return len(ids)
+
+    async def recover_after_restart(self) -> list[str]:
+        """At start-up: every prompt left in flight is interrupted (never resent), and every
+        session that still has queued prompts is paused until a person sends /resume.
+
+        Returns the ids of the sessions paused.
+        """
+        now = self._db.now()
+        async with self._db.write() as conn:
+            await conn.execute(
+                "UPDATE prompts SET state = 'interrupted', updated_at = ?"
+                " WHERE state = 'in_flight'",
+                (now,),
+            )
+            rows = await fetch_all(
+                conn,
+                "SELECT DISTINCT session_id FROM prompts WHERE state = 'queued'"
+                " ORDER BY session_id",
+            )
+            paused = [row["session_id"] for row in rows]
+            for session_id in paused:
+                await conn.execute(
+                    "UPDATE sessions SET queue_paused = 1,"
+                    " queue_pause_reason = 'gateway restarted' WHERE id = ?",
+                    (session_id,),
+                )
+                await self._db.audit(conn, "queue.paused_after_restart", session_id=session_id)
+            return paused
+
+
+async def _count_queued(conn: aiosqlite.Connection, session_id: str) -> int:
+    row = await fetch_one(
+        conn,
+        "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued'",
+        (session_id,),
+    )
+    return 0 if row is None else int(row["n"])
+
+
+async def _queued_before(conn: aiosqlite.Connection, prompt: PromptRecord) -> int:
+    if prompt.state is not PromptState.QUEUED:
+        return 0
+    row = await fetch_one(
+        conn,
+        "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued'"
+        " AND position < ?",
+        (prompt.session_id, prompt.position),
+    )
+    return 0 if row is None else int(row["n"])
+
+
+async def _prompt(conn: aiosqlite.Connection, prompt_id: int) -> PromptRecord:
+    row = await fetch_one(conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,))
+    if row is None:
+        raise StoreError(f"no prompt {prompt_id}")
+    return _prompt_from_row(row)
+
+
+def _prompt_from_row(row: sqlite3.Row) -> PromptRecord:
+    return PromptRecord(
+        id=row["id"],
+        session_id=row["session_id"],
+        conversation=conversation_from_row(row),
+        platform_message_id=row["platform_message_id"],
+        author=Actor(
+            platform=row["author_platform"],
+            user_id=row["author_user_id"],
+            display=row["author_display"],
+        ),
+        text=row["text"],
+        state=PromptState(row["state"]),
+        position=row["position"],
+        created_at=parse_time(row["created_at"]),
+        updated_at=parse_time(row["updated_at"]),
+    )

@@ -1,0 +1,187 @@
+"""What the store returns: frozen records of its rows, and the outcomes of its moves.
+
+The Interaction record itself lives in :mod:`gateway.interactions` with its state machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from gateway.domain import Actor, AgentKind, ConversationRef, Scope, TurnStatus
+from gateway.interactions import Interaction, Transition
+
+__all__ = [
+    "AuditEntry",
+    "CardCopy",
+    "CopyState",
+    "EnqueueOutcome",
+    "EnqueueResult",
+    "EpochRecord",
+    "Grant",
+    "InteractionUpdate",
+    "Opened",
+    "PromptRecord",
+    "PromptState",
+    "SessionRecord",
+    "TurnRecord",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionRecord:
+    id: str
+    project: str
+    agent_kind: AgentKind
+    native_session_id: str | None  # what a resume needs (Codex thread id, Claude session id)
+    created_at: datetime
+    current_epoch: int  # 0 until the first runtime starts
+    closed_at: datetime | None  # set by /new or close: the session takes no more prompts
+    close_reason: str | None
+    queue_paused: bool
+    queue_pause_reason: str | None
+
+    @property
+    def is_closed(self) -> bool:
+        return self.closed_at is not None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EpochRecord:
+    """One runtime instance of a session: one agent process, or one external server instance.
+
+    ``pid``, ``pgid`` and ``process_start_time`` (opaque, as the process layer read it, for
+    example field 22 of /proc/PID/stat) identify a process a crashed gateway left behind,
+    even after its pid was reused.
+    """
+
+    session_id: str
+    epoch: int
+    pid: int | None
+    pgid: int | None
+    process_start_time: str | None
+    started_at: datetime
+    ended_at: datetime | None
+    exit_description: str | None
+    agent_version: str | None
+    policy: dict[str, str] = field(default_factory=dict)  # the policy actually in force
+
+    @property
+    def is_live(self) -> bool:
+        return self.ended_at is None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnRecord:
+    id: int
+    session_id: str
+    epoch: int
+    prompt_id: int | None
+    native_turn_id: str | None
+    status: TurnStatus | None  # None while the turn runs
+    error: str | None
+    started_at: datetime
+    ended_at: datetime | None
+
+    @property
+    def is_running(self) -> bool:
+        return self.ended_at is None
+
+
+class PromptState(StrEnum):
+    QUEUED = "queued"
+    IN_FLIGHT = "in_flight"
+    DONE = "done"
+    INTERRUPTED = "interrupted"  # its turn was cut short; never resent on its own
+    DROPPED = "dropped"  # cleared from the queue by /clear
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PromptRecord:
+    id: int
+    session_id: str
+    conversation: ConversationRef
+    platform_message_id: str
+    author: Actor
+    text: str
+    state: PromptState
+    position: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class EnqueueOutcome(StrEnum):
+    QUEUED = "queued"
+    DUPLICATE = "duplicate"  # this platform message was queued before: nothing new
+    FULL = "full"  # the session's queue is at its depth: tell the person, nothing queued
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EnqueueResult:
+    outcome: EnqueueOutcome
+    prompt: PromptRecord | None  # the new or the earlier prompt; None when FULL
+    ahead: int  # queued prompts before this one (or, when FULL, the queue's depth)
+    paused: bool  # the queue is paused: the reply should say "/resume to send"
+
+
+class CopyState(StrEnum):
+    PENDING = "pending"  # recorded, not yet confirmed sent
+    SENT = "sent"
+    FAILED = "failed"  # the last send or edit failed; send again (no ref) or edit again
+    EDITED = "edited"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CardCopy:
+    """One copy of an interaction's card in one conversation."""
+
+    id: int
+    interaction_id: str
+    conversation: ConversationRef
+    message_ref: str | None  # opaque platform reference; None until sent
+    state: CopyState
+    rendered_version: int | None  # the interaction version the copy shows
+    error: str | None
+    updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Grant:
+    """A standing permission a person gave beyond this request ("for session", "always")."""
+
+    id: int
+    session_id: str
+    interaction_id: str
+    action_id: str
+    scope: Scope
+    description: str
+    actor: Actor
+    granted_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AuditEntry:
+    id: int
+    at: datetime
+    actor: str | None
+    event: str
+    session_id: str | None
+    interaction_id: str | None
+    details: dict[str, object]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Opened:
+    """The result of recording an agent's request."""
+
+    interaction: Interaction
+    created: bool  # False: the same native request was seen before, this is the first one
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class InteractionUpdate:
+    """An interaction after an event, and what the event did (moved, or ignored and audited)."""
+
+    interaction: Interaction
+    transition: Transition

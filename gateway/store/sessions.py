@@ -1,0 +1,305 @@
+"""Sessions, their runtime epochs, and the conversations bound to them."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Mapping
+
+import aiosqlite
+
+from gateway.domain import AgentKind, ConversationRef
+from gateway.errors import StoreError
+from gateway.interactions import new_short_id
+from gateway.store.database import (
+    Database,
+    conversation_from_row,
+    conversation_params,
+    fetch_all,
+    fetch_one,
+    parse_optional_time,
+    parse_time,
+)
+from gateway.store.records import EpochRecord, SessionRecord
+
+__all__ = ["SessionLedger"]
+
+_SESSION_COLUMNS = (
+    "id, project, agent_kind, native_session_id, created_at, current_epoch, closed_at,"
+    " close_reason, queue_paused, queue_pause_reason"
+)
+_EPOCH_COLUMNS = (
+    "session_id, epoch, pid, pgid, process_start_time, started_at, ended_at,"
+    " exit_description, agent_version, policy_json"
+)
+
+
+class SessionLedger:
+    """``store.sessions``: sessions, runtime epochs and conversation bindings."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    # --- sessions ----------------------------------------------------------------------
+
+    async def create(self, *, project: str, agent_kind: AgentKind) -> SessionRecord:
+        """A new session with no runtime yet (``current_epoch`` 0)."""
+        session_id = new_short_id()
+        async with self._db.write() as conn:
+            await conn.execute(
+                "INSERT INTO sessions (id, project, agent_kind, created_at) VALUES (?, ?, ?, ?)",
+                (session_id, project, agent_kind.value, self._db.now()),
+            )
+            return await _session(conn, session_id)
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            )
+        return None if row is None else _session_from_row(row)
+
+    async def list_sessions(
+        self, *, project: str | None = None, include_closed: bool = False
+    ) -> list[SessionRecord]:
+        """Sessions, oldest first; closed ones only when asked."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                f"SELECT {_SESSION_COLUMNS} FROM sessions"
+                " WHERE (? IS NULL OR project = ?) AND (? OR closed_at IS NULL)"
+                " ORDER BY created_at, rowid",
+                (project, project, include_closed),
+            )
+        return [_session_from_row(row) for row in rows]
+
+    async def set_native_session_id(self, session_id: str, native_session_id: str) -> None:
+        """Record the agent's own session id, what a later resume passes back."""
+        async with self._db.write() as conn:
+            await _require_update(
+                conn,
+                "UPDATE sessions SET native_session_id = ? WHERE id = ?",
+                (native_session_id, session_id),
+                f"no session {session_id}",
+            )
+
+    async def close(self, session_id: str, *, reason: str) -> SessionRecord:
+        """Mark the session closed (for example by /new); idempotent, the first reason stays."""
+        async with self._db.write() as conn:
+            await _require_update(
+                conn,
+                "UPDATE sessions SET closed_at = coalesce(closed_at, ?),"
+                " close_reason = coalesce(close_reason, ?) WHERE id = ?",
+                (self._db.now(), reason, session_id),
+                f"no session {session_id}",
+            )
+            return await _session(conn, session_id)
+
+    # --- runtime epochs ----------------------------------------------------------------
+
+    async def begin_epoch(
+        self,
+        session_id: str,
+        *,
+        pid: int | None,
+        pgid: int | None,
+        process_start_time: str | None,
+        agent_version: str | None = None,
+    ) -> int:
+        """Record a new runtime instance of the session; return its epoch number (1, 2, ...).
+
+        Refused while the session's previous epoch has not ended: two live runtimes of one
+        session would answer each other's requests.
+        """
+        async with self._db.write() as conn:
+            session = await _session(conn, session_id)
+            live = await fetch_one(
+                conn,
+                "SELECT epoch FROM runtime_epochs WHERE session_id = ? AND ended_at IS NULL",
+                (session_id,),
+            )
+            if live is not None:
+                raise StoreError(
+                    f"session {session_id} still has live epoch {live['epoch']}; end it first"
+                )
+            epoch = session.current_epoch + 1
+            await conn.execute(
+                "INSERT INTO runtime_epochs (session_id, epoch, pid, pgid, process_start_time,"
+                " started_at, agent_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, epoch, pid, pgid, process_start_time, self._db.now(), agent_version),
+            )
+            await conn.execute(
+                "UPDATE sessions SET current_epoch = ? WHERE id = ?", (epoch, session_id)
+            )
+            return epoch
+
+    async def set_policy(
+        self,
+        session_id: str,
+        epoch: int,
+        policy: Mapping[str, str],
+        *,
+        agent_version: str | None = None,
+    ) -> None:
+        """Record the policy actually in force (and the agent's version, once it is known)."""
+        async with self._db.write() as conn:
+            await _require_update(
+                conn,
+                "UPDATE runtime_epochs SET policy_json = ?,"
+                " agent_version = coalesce(?, agent_version)"
+                " WHERE session_id = ? AND epoch = ?",
+                (json.dumps(dict(policy), sort_keys=True), agent_version, session_id, epoch),
+                f"no epoch {epoch} of session {session_id}",
+            )
+
+    async def end_epoch(self, session_id: str, epoch: int, *, exit_description: str) -> EpochRecord:
+        """Mark the runtime ended; idempotent (the first description stays).
+
+        Its running turns end as interrupted and their in-flight prompts are marked
+        interrupted: they are never resent on their own. Its open interactions are
+        :meth:`InteractionLedger.orphan_epoch`'s business.
+        """
+        now = self._db.now()
+        async with self._db.write() as conn:
+            epoch_row = await _epoch(conn, session_id, epoch)
+            if epoch_row.ended_at is not None:
+                return epoch_row
+            await conn.execute(
+                "UPDATE runtime_epochs SET ended_at = ?, exit_description = ?"
+                " WHERE session_id = ? AND epoch = ?",
+                (now, exit_description, session_id, epoch),
+            )
+            await conn.execute(
+                "UPDATE prompts SET state = 'interrupted', updated_at = ? WHERE state = 'in_flight'"
+                " AND id IN (SELECT prompt_id FROM turns WHERE session_id = ? AND epoch = ?"
+                " AND ended_at IS NULL)",
+                (now, session_id, epoch),
+            )
+            await conn.execute(
+                "UPDATE turns SET status = 'interrupted', ended_at = ?, error = ?"
+                " WHERE session_id = ? AND epoch = ? AND ended_at IS NULL",
+                (now, f"runtime ended: {exit_description}", session_id, epoch),
+            )
+            return await _epoch(conn, session_id, epoch)
+
+    async def get_epoch(self, session_id: str, epoch: int) -> EpochRecord | None:
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn,
+                f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+                (session_id, epoch),
+            )
+        return None if row is None else _epoch_from_row(row)
+
+    async def live_epochs(self) -> list[EpochRecord]:
+        """Epochs never ended: after a crash, the processes a restart must find and end."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE ended_at IS NULL"
+                " ORDER BY started_at, session_id",
+            )
+        return [_epoch_from_row(row) for row in rows]
+
+    # --- conversations -----------------------------------------------------------------
+
+    async def bind(self, conversation: ConversationRef, session_id: str) -> None:
+        """Make ``session_id`` the conversation's current session (replacing any other)."""
+        async with self._db.write() as conn:
+            await _session(conn, session_id)
+            await conn.execute(
+                "INSERT INTO conversations (platform, space, channel, thread, session_id,"
+                " bound_at) VALUES (?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (platform, space, channel, thread)"
+                " DO UPDATE SET session_id = excluded.session_id, bound_at = excluded.bound_at",
+                (*conversation_params(conversation), session_id, self._db.now()),
+            )
+
+    async def unbind(self, conversation: ConversationRef) -> None:
+        async with self._db.write() as conn:
+            await conn.execute(
+                "DELETE FROM conversations"
+                " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?",
+                conversation_params(conversation),
+            )
+
+    async def lookup(self, conversation: ConversationRef) -> SessionRecord | None:
+        """The conversation's current session, if it has one."""
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn,
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
+                " FROM conversations"
+                " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
+                conversation_params(conversation),
+            )
+        return None if row is None else _session_from_row(row)
+
+    async def list_bindings(self, session_id: str) -> list[ConversationRef]:
+        """Every conversation that shows the session, in the order they were bound."""
+        async with self._db.read() as conn:
+            rows = await fetch_all(
+                conn,
+                "SELECT platform, space, channel, thread FROM conversations"
+                " WHERE session_id = ? ORDER BY bound_at, rowid",
+                (session_id,),
+            )
+        return [conversation_from_row(row) for row in rows]
+
+
+async def _require_update(
+    conn: aiosqlite.Connection, sql: str, params: tuple[object, ...], missing: str
+) -> None:
+    cursor = await conn.execute(sql, params)
+    if cursor.rowcount == 0:
+        raise StoreError(missing)
+
+
+async def _session(conn: aiosqlite.Connection, session_id: str) -> SessionRecord:
+    row = await fetch_one(
+        conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+    )
+    if row is None:
+        raise StoreError(f"no session {session_id}")
+    return _session_from_row(row)
+
+
+async def _epoch(conn: aiosqlite.Connection, session_id: str, epoch: int) -> EpochRecord:
+    row = await fetch_one(
+        conn,
+        f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+        (session_id, epoch),
+    )
+    if row is None:
+        raise StoreError(f"no epoch {epoch} of session {session_id}")
+    return _epoch_from_row(row)
+
+
+def _session_from_row(row: sqlite3.Row) -> SessionRecord:
+    return SessionRecord(
+        id=row["id"],
+        project=row["project"],
+        agent_kind=AgentKind(row["agent_kind"]),
+        native_session_id=row["native_session_id"],
+        created_at=parse_time(row["created_at"]),
+        current_epoch=row["current_epoch"],
+        closed_at=parse_optional_time(row["closed_at"]),
+        close_reason=row["close_reason"],
+        queue_paused=bool(row["queue_paused"]),
+        queue_pause_reason=row["queue_pause_reason"],
+    )
+
+
+def _epoch_from_row(row: sqlite3.Row) -> EpochRecord:
+    return EpochRecord(
+        session_id=row["session_id"],
+        epoch=row["epoch"],
+        pid=row["pid"],
+        pgid=row["pgid"],
+        process_start_time=row["process_start_time"],
+        started_at=parse_time(row["started_at"]),
+        ended_at=parse_optional_time(row["ended_at"]),
+        exit_description=row["exit_description"],
+        agent_version=row["agent_version"],
+        policy=json.loads(row["policy_json"]),
+    )

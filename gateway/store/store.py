@@ -1,0 +1,108 @@
+"""Opening the ledger: the data dir, the SQLite file, its pragmas and its migrations."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import aiosqlite
+
+from gateway.errors import StoreError
+from gateway.store.audit import AuditLog
+from gateway.store.cards import CardCopies
+from gateway.store.database import Clock, Database, fetch_one, utc_now
+from gateway.store.datadir import check_data_dir, prepare_data_dir
+from gateway.store.ledger import InteractionLedger
+from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
+from gateway.store.prompts import PromptQueue
+from gateway.store.sessions import SessionLedger
+from gateway.store.turns import TurnLedger
+
+__all__ = ["DATABASE_FILE", "Store"]
+
+DATABASE_FILE = "ledger.sqlite3"
+BUSY_TIMEOUT_MS = 5000  # another process (``agent-gateway ledger``) may hold a lock briefly
+
+
+class Store:
+    """The SQLite ledger, opened with ``async with Store.open(data_dir) as store``.
+
+    One connection serves every call; each public method of its parts is one transaction:
+
+    - ``store.sessions``: sessions, runtime epochs, conversation bindings
+    - ``store.turns``: turns
+    - ``store.prompts``: the prompt queue of each session
+    - ``store.interactions``: interactions, decisions, deliveries, resolutions, grants
+    - ``store.cards``: every copy of every interaction card
+    - ``store.audit``: the audit log
+    """
+
+    def __init__(self, db: Database, path: Path) -> None:
+        self.path = path
+        self.sessions = SessionLedger(db)
+        self.turns = TurnLedger(db)
+        self.prompts = PromptQueue(db)
+        self.interactions = InteractionLedger(db)
+        self.cards = CardCopies(db)
+        self.audit = AuditLog(db)
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        data_dir: Path,
+        *,
+        work_dirs: Iterable[Path] = (),
+        clock: Clock = utc_now,
+        migrations: Sequence[Migration] = MIGRATIONS,
+    ) -> AsyncIterator[Store]:
+        """Open (creating if need be) the ledger in ``data_dir``, migrated to the newest schema.
+
+        The data dir is refused if it lies inside any of ``work_dirs``, created 0700 (or
+        tightened to it), and the database file is created 0600. WAL journal,
+        ``synchronous=NORMAL``, foreign keys on. ``clock`` returns aware datetimes.
+        """
+        check_data_dir(data_dir, work_dirs)
+        path = prepare_data_dir(data_dir) / DATABASE_FILE
+        _create_private_file(path)
+        try:
+            conn = await aiosqlite.connect(path, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the ledger {path}: {exc}") from exc
+        try:
+            conn.row_factory = sqlite3.Row
+            db = Database(conn, clock)
+            await _configure(conn)
+            await apply_migrations(conn, migrations, now=db.now())
+            yield cls(db, path)
+        finally:
+            try:
+                await conn.close()
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot close the ledger {path}: {exc}") from exc
+
+
+def _create_private_file(path: Path) -> None:
+    """Create the database file 0600 before SQLite does (its WAL and shm files copy the
+    database file's mode)."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+        os.close(fd)
+        path.chmod(0o600)
+    except OSError as exc:
+        raise StoreError(f"cannot create the ledger {path}: {exc}") from exc
+
+
+async def _configure(conn: aiosqlite.Connection) -> None:
+    try:
+        row = await fetch_one(conn, "PRAGMA journal_mode = WAL")
+        if row is None or str(row[0]).lower() != "wal":
+            raise StoreError("the ledger could not switch to WAL mode")
+        await conn.execute("PRAGMA synchronous = NORMAL")
+        await conn.execute("PRAGMA foreign_keys = ON")
+        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot configure the ledger: {exc}") from exc

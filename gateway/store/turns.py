@@ -1,0 +1,120 @@
+"""Turns: one prompt, the agent's work on it, and how it ended."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import aiosqlite
+
+from gateway.domain import TurnStatus
+from gateway.errors import StoreError
+from gateway.store.database import Database, fetch_one, parse_optional_time, parse_time
+from gateway.store.records import TurnRecord
+
+__all__ = ["TurnLedger"]
+
+_COLUMNS = "id, session_id, epoch, prompt_id, native_turn_id, status, error, started_at, ended_at"
+
+
+class TurnLedger:
+    """``store.turns``: at most one running turn per session."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def start(
+        self,
+        session_id: str,
+        epoch: int,
+        *,
+        prompt_id: int | None = None,
+        native_turn_id: str | None = None,
+    ) -> TurnRecord:
+        """Record a turn as running in a live epoch; refused while another turn runs."""
+        async with self._db.write() as conn:
+            live = await fetch_one(
+                conn,
+                "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+                (session_id, epoch),
+            )
+            if live is None or live["ended_at"] is not None:
+                raise StoreError(f"epoch {epoch} of session {session_id} is not live")
+            running = await fetch_one(
+                conn,
+                "SELECT id FROM turns WHERE session_id = ? AND ended_at IS NULL",
+                (session_id,),
+            )
+            if running is not None:
+                raise StoreError(f"session {session_id} already runs turn {running['id']}")
+            cursor = await conn.execute(
+                "INSERT INTO turns (session_id, epoch, prompt_id, native_turn_id, started_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session_id, epoch, prompt_id, native_turn_id, self._db.now()),
+            )
+            assert cursor.lastrowid is not None
+            return await _turn(conn, cursor.lastrowid)
+
+    async def set_native_id(self, turn_id: int, native_turn_id: str) -> None:
+        async with self._db.write() as conn:
+            cursor = await conn.execute(
+                "UPDATE turns SET native_turn_id = ? WHERE id = ?", (native_turn_id, turn_id)
+            )
+            if cursor.rowcount == 0:
+                raise StoreError(f"no turn {turn_id}")
+
+    async def end(
+        self, turn_id: int, status: TurnStatus, *, error: str | None = None
+    ) -> TurnRecord:
+        """Record how the turn ended. A turn already ended keeps its first ending (a late
+        completion after the runtime died is audited, not applied)."""
+        async with self._db.write() as conn:
+            turn = await _turn(conn, turn_id)
+            if turn.ended_at is not None:
+                await self._db.audit(
+                    conn,
+                    "turn.late_end_ignored",
+                    session_id=turn.session_id,
+                    details={"turn_id": turn_id, "status": status.value, "kept": turn.status},
+                )
+                return turn
+            await conn.execute(
+                "UPDATE turns SET status = ?, error = ?, ended_at = ? WHERE id = ?",
+                (status.value, error, self._db.now(), turn_id),
+            )
+            return await _turn(conn, turn_id)
+
+    async def get(self, turn_id: int) -> TurnRecord | None:
+        async with self._db.read() as conn:
+            row = await fetch_one(conn, f"SELECT {_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
+        return None if row is None else _turn_from_row(row)
+
+    async def running(self, session_id: str) -> TurnRecord | None:
+        """The session's running turn, if any."""
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn,
+                f"SELECT {_COLUMNS} FROM turns WHERE session_id = ? AND ended_at IS NULL",
+                (session_id,),
+            )
+        return None if row is None else _turn_from_row(row)
+
+
+async def _turn(conn: aiosqlite.Connection, turn_id: int) -> TurnRecord:
+    row = await fetch_one(conn, f"SELECT {_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
+    if row is None:
+        raise StoreError(f"no turn {turn_id}")
+    return _turn_from_row(row)
+
+
+def _turn_from_row(row: sqlite3.Row) -> TurnRecord:
+    return TurnRecord(
+        id=row["id"],
+        session_id=row["session_id"],
+        epoch=row["epoch"],
+        prompt_id=row["prompt_id"],
+        native_turn_id=row["native_turn_id"],
+        status=None if row["status"] is None else TurnStatus(row["status"]),
+        error=row["error"],
+        started_at=parse_time(row["started_at"]),
+        ended_at=parse_optional_time(row["ended_at"]),
+    )
