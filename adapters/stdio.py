@@ -305,10 +305,29 @@ class _PipesProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
         super().__init__(limit=limit, loop=loop)
         self.exited = asyncio.Event()
+        self._transport_to_close: asyncio.BaseTransport | None = None
+        self._close_when_exited = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._transport_to_close = transport
 
     def process_exited(self) -> None:
         super().process_exited()
         self.exited.set()
+        if self._close_when_exited:
+            self.close_transport()
+
+    def close_transport(self) -> None:
+        """Close every pipe (a reader then sees EOF), but only once the exit is known.
+
+        Closing earlier makes asyncio poll() the child, racing the child watcher for the
+        exit status (the watcher then reports 255).
+        """
+        if not self.exited.is_set():
+            self._close_when_exited = True
+        elif self._transport_to_close is not None:
+            self._transport_to_close.close()
 
 
 class AgentProcess:
@@ -524,11 +543,11 @@ class AgentProcess:
             except BaseException:
                 # Cancelled mid-stop: there is no time left to be gentle.
                 self._signal_own_group(signals.SIGKILL)
-                self._transport.close()
+                self._protocol.close_transport()
                 self._stderr_task.cancel()
                 raise
             # Closing the pipes ends the stderr drain and wakes any reader with EOF.
-            self._transport.close()
+            self._protocol.close_transport()
             await asyncio.wait({self._stderr_task})
             return self._exit_status()
 

@@ -450,3 +450,31 @@ async def test_end_leftover_ends_the_children_of_an_agent_that_is_gone(workdir: 
         assert not is_alive(grandchild)
         outcome = await end_leftover_process_group(proc.pid, proc.pgid, proc.start_time, grace=5)
         assert outcome is LeftoverOutcome.NONE_FOUND
+
+
+async def test_a_reader_waiting_on_the_agent_sees_eof_when_it_is_stopped(workdir: Path) -> None:
+    async with (
+        asyncio.timeout(DEADLINE),
+        AgentProcess.spawn(agent_spec(workdir, "stdio_silent.py", eof_grace_seconds=0.1)) as proc,
+    ):
+        assert await proc.read_line() == b"ready"
+        async with asyncio.TaskGroup() as tasks:
+            waiting_read = tasks.create_task(proc.read_line())
+            stopped = tasks.create_task(proc.stop())
+        assert waiting_read.result() is None
+        assert stopped.result().signal == signal.SIGTERM
+
+
+async def test_a_stop_cut_short_by_a_deadline_still_kills_the_group(workdir: Path) -> None:
+    async with asyncio.timeout(DEADLINE):
+        async with AgentProcess.spawn(
+            agent_spec(workdir, "stdio_silent.py", "--ignore-sigterm", eof_grace_seconds=0.1)
+        ) as proc:
+            assert await proc.read_line() == b"ready"
+            # A gateway shutting down on its own deadline, shorter than the agent's grace.
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.5):
+                    await proc.stop(grace=600)
+            status = await proc.wait()
+        assert status.signal == signal.SIGKILL
+        assert not is_alive(proc.pid)
