@@ -41,6 +41,7 @@ from gateway.errors import AgentExitedError, AgentStartError, CodecUsageError, L
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
+    "DEFAULT_EOF_GRACE_SECONDS",
     "DEFAULT_MAX_LINE_BYTES",
     "DEFAULT_STDERR_TAIL_BYTES",
     "DEFAULT_STOP_GRACE_SECONDS",
@@ -62,20 +63,8 @@ DEFAULT_STOP_GRACE_SECONDS = 5.0
 DEFAULT_EOF_GRACE_SECONDS = 1.0
 
 # What a CLI needs to find its tools, its home and its locale; nothing that carries a secret.
-DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "SHELL",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "LC_MESSAGES",
-    "TERM",
-    "TMPDIR",
-    "TZ",
+DEFAULT_ENV_ALLOWLIST: tuple[str, ...] = tuple(
+    "PATH HOME USER LOGNAME SHELL LANG LANGUAGE LC_ALL LC_CTYPE LC_MESSAGES TERM TMPDIR TZ".split()
 )
 
 # Both the StreamReader limit and our read size: asyncio pauses the pipe once its buffer holds

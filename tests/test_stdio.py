@@ -247,6 +247,21 @@ async def test_exit_before_the_first_reply_reports_code_and_stderr(workdir: Path
     assert "fatal: no configuration found" in raised.value.stderr_tail
 
 
+async def test_writing_to_an_agent_that_stopped_reading_is_agent_exited_error(
+    workdir: Path,
+) -> None:
+    async with (
+        asyncio.timeout(DEADLINE),
+        AgentProcess.spawn(
+            agent_spec(workdir, "stdio_closes_stdin.py", eof_grace_seconds=0.1)
+        ) as proc,
+    ):
+        assert await proc.read_line() == b"stdin closed"
+        with pytest.raises(AgentExitedError) as raised:
+            await proc.write_line(b'{"id": 1, "method": "initialize"}')
+    assert isinstance(raised.value.__cause__, BrokenPipeError | ConnectionResetError)
+
+
 async def test_an_agent_that_never_answers_is_terminated(workdir: Path) -> None:
     async with (
         asyncio.timeout(DEADLINE),
