@@ -1,0 +1,99 @@
+"""Shared plumbing for the store tests: a stepping clock and ready-made requests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from gateway.domain import (
+    Action,
+    Actor,
+    AgentKind,
+    Command,
+    ConversationRef,
+    Effect,
+    InteractionKind,
+    InteractionRequest,
+    Option,
+    Question,
+    Scope,
+)
+from gateway.store import SessionRecord, Store
+
+__all__ = [
+    "ALICE",
+    "BOB",
+    "SLACK",
+    "TELEGRAM",
+    "SteppingClock",
+    "all_bytes",
+    "approval",
+    "question_form",
+    "running_session",
+]
+
+ALICE = Actor(platform="telegram", user_id="100", display="Alice")
+BOB = Actor(platform="slack", user_id="U200", display="Bob")
+TELEGRAM = ConversationRef(platform="telegram", space="-1001", channel="-1001", thread="7")
+SLACK = ConversationRef(platform="slack", space="T1", channel="C1", thread="1700000000.0001")
+
+
+class SteppingClock:
+    """An aware clock that moves one second every time it is read."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(seconds=1)
+        return self.now
+
+
+def approval(native_key: str = "codex:0", *, title: str = "Run ls?") -> InteractionRequest:
+    return InteractionRequest(
+        native_key=native_key,
+        kind=InteractionKind.APPROVAL,
+        title=title,
+        summary="the agent wants to run a command",
+        detail=Command(command="ls -la", cwd="/srv/project", reason="look around"),
+        actions=(
+            Action(id="accept", label="Approve", effect=Effect.ALLOW),
+            Action(
+                id="acceptForSession",
+                label="Approve for session",
+                effect=Effect.ALLOW,
+                scope=Scope.SESSION,
+            ),
+            Action(id="decline", label="Deny", effect=Effect.DENY),
+        ),
+    )
+
+
+def question_form(native_key: str = "codex:1") -> InteractionRequest:
+    return InteractionRequest(
+        native_key=native_key,
+        kind=InteractionKind.QUESTION,
+        title="A few questions",
+        questions=(
+            Question(
+                id="env",
+                header="Env",
+                text="Which environment?",
+                options=(Option(id="prod", label="Production"), Option(id="dev", label="Dev")),
+            ),
+            Question(id="token", header="Token", text="Paste the deploy token", secret=True),
+        ),
+    )
+
+
+async def running_session(store: Store, project: str = "demo") -> tuple[SessionRecord, int]:
+    """A session with a live runtime epoch."""
+    session = await store.sessions.create(project=project, agent_kind=AgentKind.CODEX_APP_SERVER)
+    epoch = await store.sessions.begin_epoch(
+        session.id, pid=4242, pgid=4242, process_start_time="123456", agent_version="0.171.0"
+    )
+    return session, epoch
+
+
+def all_bytes(directory: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file())

@@ -1,0 +1,390 @@
+"""The ledger on a real SQLite file: opening, data dir, migrations, sessions, turns, queue.
+
+Interactions, decisions and cards are in test_store_interactions.py.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from gateway.domain import Actor, AgentKind, ConversationRef, TurnStatus
+from gateway.errors import StoreError
+from gateway.store import (
+    DATABASE_FILE,
+    MIGRATIONS,
+    EnqueueOutcome,
+    Migration,
+    PromptState,
+    Store,
+    check_data_dir,
+)
+from tests.store_helpers import ALICE, BOB, SLACK, TELEGRAM, SteppingClock, running_session
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+async def store(data_dir: Path) -> AsyncIterator[Store]:
+    async with Store.open(data_dir, clock=SteppingClock()) as opened:
+        yield opened
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+# --- opening -------------------------------------------------------------------------------
+
+
+async def test_open_creates_a_private_data_dir_and_a_wal_database(data_dir: Path) -> None:
+    async with Store.open(data_dir / "nested") as store:
+        assert store.path == (data_dir / "nested" / DATABASE_FILE).resolve()
+        await store.sessions.create(project="demo", agent_kind=AgentKind.CLAUDE_CODE)
+    assert mode(data_dir / "nested") == 0o700
+    assert mode(data_dir / "nested" / DATABASE_FILE) == 0o600
+    with sqlite3.connect(data_dir / "nested" / DATABASE_FILE) as raw:
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+@pytest.fixture
+def loose_data_dir(data_dir: Path) -> Path:
+    data_dir.mkdir()
+    data_dir.chmod(0o755)
+    return data_dir
+
+
+async def test_a_data_dir_open_to_others_is_tightened(loose_data_dir: Path) -> None:
+    assert mode(loose_data_dir) == 0o755
+    async with Store.open(loose_data_dir):
+        pass
+    assert mode(loose_data_dir) == 0o700
+
+
+@pytest.mark.parametrize("where", ["inside", "equal", "via-symlink"])
+async def test_a_data_dir_inside_a_work_dir_is_refused(
+    tmp_path: Path, workdir: Path, where: str
+) -> None:
+    if where == "inside":
+        data_dir = workdir / ".gateway"
+    elif where == "equal":
+        data_dir = workdir
+    else:
+        (tmp_path / "link").symlink_to(workdir)
+        data_dir = tmp_path / "link" / "data"
+    with pytest.raises(StoreError, match="inside the project work dir"):
+        async with Store.open(data_dir, work_dirs=[tmp_path / "other", workdir]):
+            pass
+    assert not (workdir / ".gateway").exists()  # refused before anything was created
+
+
+def test_a_sibling_with_a_common_prefix_is_not_inside(tmp_path: Path) -> None:
+    check_data_dir(tmp_path / "work-data", [tmp_path / "work"])
+
+
+async def test_sqlite_errors_become_store_errors(store: Store) -> None:
+    # foreign keys are on: a card copy of no interaction is refused by SQLite itself
+    with pytest.raises(StoreError) as caught:
+        await store.cards.add("no-such-id", TELEGRAM)
+    assert isinstance(caught.value.__cause__, sqlite3.IntegrityError)
+
+
+# --- migrations ----------------------------------------------------------------------------
+
+
+def applied_versions(data_dir: Path) -> list[int]:
+    with sqlite3.connect(data_dir / DATABASE_FILE) as raw:
+        return [row[0] for row in raw.execute("SELECT version FROM schema_version ORDER BY 1")]
+
+
+async def test_reopening_applies_no_migration_twice_and_keeps_the_data(data_dir: Path) -> None:
+    async with Store.open(data_dir) as store:
+        session, epoch = await running_session(store)
+        await store.sessions.set_native_session_id(session.id, "thread-abc")
+        await store.sessions.bind(TELEGRAM, session.id)
+    async with Store.open(data_dir) as store:
+        again = await store.sessions.lookup(TELEGRAM)
+        assert again is not None
+        assert again.id == session.id
+        assert again.native_session_id == "thread-abc"
+        assert again.current_epoch == epoch
+    assert applied_versions(data_dir) == [m.version for m in MIGRATIONS]
+
+
+async def test_a_new_migration_is_applied_once_after_the_old_ones(data_dir: Path) -> None:
+    async with Store.open(data_dir):
+        pass
+    extra = Migration(version=2, name="notes", statements=("CREATE TABLE notes (x TEXT)",))
+    for _ in range(2):
+        async with Store.open(data_dir, migrations=(*MIGRATIONS, extra)):
+            pass
+    assert applied_versions(data_dir) == [1, 2]
+    # an older gateway refuses a ledger it does not understand instead of guessing
+    with pytest.raises(StoreError, match="newer than this gateway"):
+        async with Store.open(data_dir):
+            pass
+
+
+async def test_migrations_must_be_numbered_in_order(data_dir: Path) -> None:
+    skipped = Migration(version=3, name="gap", statements=())
+    with pytest.raises(StoreError, match=r"numbered 1\.\.N"):
+        async with Store.open(data_dir, migrations=(*MIGRATIONS, skipped)):
+            pass
+
+
+# --- sessions, epochs, bindings --------------------------------------------------------------
+
+
+async def test_epochs_count_up_and_one_runtime_lives_at_a_time(store: Store) -> None:
+    session, first = await running_session(store)
+    assert first == 1
+    with pytest.raises(StoreError, match="still has live epoch 1"):
+        await store.sessions.begin_epoch(session.id, pid=1, pgid=1, process_start_time="9")
+    await store.sessions.set_policy(
+        session.id, first, {"approvalPolicy": "on-request", "sandbox": "workspace-write"}
+    )
+    ended = await store.sessions.end_epoch(session.id, first, exit_description="exited 0")
+    assert ended.ended_at is not None
+    assert ended.policy == {"approvalPolicy": "on-request", "sandbox": "workspace-write"}
+    again = await store.sessions.end_epoch(session.id, first, exit_description="later")
+    assert again.exit_description == "exited 0"  # the first ending stays
+    second = await store.sessions.begin_epoch(session.id, pid=7, pgid=7, process_start_time="8")
+    assert second == 2
+    reloaded = await store.sessions.get(session.id)
+    assert reloaded is not None and reloaded.current_epoch == 2
+
+
+async def test_live_epochs_after_a_crash_name_the_processes_to_end(data_dir: Path) -> None:
+    async with Store.open(data_dir) as store:
+        crashed, _ = await running_session(store, "one")
+        finished, epoch = await running_session(store, "two")
+        await store.sessions.end_epoch(finished.id, epoch, exit_description="exited 0")
+    # the gateway died here: nothing ended the first runtime
+    async with Store.open(data_dir) as store:
+        live = await store.sessions.live_epochs()
+    assert [(e.session_id, e.epoch, e.pid, e.pgid, e.process_start_time) for e in live] == [
+        (crashed.id, 1, 4242, 4242, "123456")
+    ]
+    assert live[0].agent_version == "0.171.0"
+
+
+async def test_a_session_shows_in_several_conversations_until_new(store: Store) -> None:
+    session, _ = await running_session(store)
+    await store.sessions.bind(TELEGRAM, session.id)
+    await store.sessions.bind(SLACK, session.id)
+    assert await store.sessions.list_bindings(session.id) == [TELEGRAM, SLACK]
+    # /new in the Telegram topic: it now points at a new session, Slack keeps the old one
+    fresh = await store.sessions.create(project="demo", agent_kind=AgentKind.CODEX_APP_SERVER)
+    await store.sessions.bind(TELEGRAM, fresh.id)
+    closed = await store.sessions.close(session.id, reason="/new")
+    assert closed.is_closed and closed.close_reason == "/new"
+    current = await store.sessions.lookup(TELEGRAM)
+    assert current is not None and current.id == fresh.id
+    assert await store.sessions.list_bindings(session.id) == [SLACK]
+    other = ConversationRef(platform="telegram", space="-1001", channel="-1001", thread=None)
+    assert await store.sessions.lookup(other) is None
+    assert [s.id for s in await store.sessions.list_sessions()] == [fresh.id]
+
+
+# --- turns ---------------------------------------------------------------------------------
+
+
+async def test_one_turn_runs_at_a_time_and_ends_once(store: Store) -> None:
+    session, epoch = await running_session(store)
+    turn = await store.turns.start(session.id, epoch)
+    with pytest.raises(StoreError, match="already runs turn"):
+        await store.turns.start(session.id, epoch)
+    await store.turns.set_native_id(turn.id, "turn-1")
+    ended = await store.turns.end(turn.id, TurnStatus.COMPLETED)
+    assert ended.status is TurnStatus.COMPLETED and ended.native_turn_id == "turn-1"
+    late = await store.turns.end(turn.id, TurnStatus.FAILED, error="late")
+    assert late.status is TurnStatus.COMPLETED
+    assert await store.turns.running(session.id) is None
+
+
+async def test_ending_a_runtime_interrupts_its_turn_and_prompt(store: Store) -> None:
+    session, epoch = await running_session(store)
+    await enqueue(store, session.id, "m1", "fix the tests")
+    prompt = await store.prompts.claim_next(session.id)
+    assert prompt is not None
+    turn = await store.turns.start(session.id, epoch, prompt_id=prompt.id)
+    await store.sessions.end_epoch(session.id, epoch, exit_description="killed by signal 9")
+    ended = await store.turns.get(turn.id)
+    assert ended is not None and ended.status is TurnStatus.INTERRUPTED
+    assert ended.error is not None and "killed by signal 9" in ended.error
+    interrupted = await store.prompts.get(prompt.id)
+    assert interrupted is not None and interrupted.state is PromptState.INTERRUPTED
+    with pytest.raises(StoreError, match="not live"):
+        await store.turns.start(session.id, epoch)
+
+
+# --- the prompt queue ----------------------------------------------------------------------
+
+
+async def enqueue(
+    store: Store,
+    session_id: str,
+    message_id: str,
+    text: str = "hello",
+    *,
+    max_depth: int = 10,
+    author: Actor = ALICE,
+) -> EnqueueOutcome:
+    result = await store.prompts.enqueue(
+        session_id,
+        conversation=TELEGRAM,
+        platform_message_id=message_id,
+        author=author,
+        text=text,
+        max_depth=max_depth,
+    )
+    return result.outcome
+
+
+async def drain(store: Store, session_id: str) -> list[str]:
+    texts = []
+    while (prompt := await store.prompts.claim_next(session_id)) is not None:
+        texts.append(prompt.text)
+        await store.prompts.mark_done(prompt.id)
+    return texts
+
+
+async def test_prompts_leave_in_the_order_they_came(store: Store) -> None:
+    session, _ = await running_session(store)
+    for n in range(3):
+        assert await enqueue(store, session.id, f"m{n}", f"prompt {n}") is EnqueueOutcome.QUEUED
+    assert await drain(store, session.id) == ["prompt 0", "prompt 1", "prompt 2"]
+
+
+async def test_one_prompt_in_flight_at_a_time(store: Store) -> None:
+    session, _ = await running_session(store)
+    await enqueue(store, session.id, "m1", "first")
+    await enqueue(store, session.id, "m2", "second")
+    first = await store.prompts.claim_next(session.id)
+    assert first is not None and first.text == "first"
+    assert await store.prompts.claim_next(session.id) is None  # waits for the turn to end
+    await store.prompts.mark_done(first.id)
+    second = await store.prompts.claim_next(session.id)
+    assert second is not None and second.text == "second"
+
+
+async def test_a_redelivered_message_is_never_queued_twice(store: Store) -> None:
+    session, _ = await running_session(store)
+    await enqueue(store, session.id, "m0", "before")
+    first = await store.prompts.enqueue(
+        session.id,
+        conversation=TELEGRAM,
+        platform_message_id="m1",
+        author=ALICE,
+        text="run the tests",
+        max_depth=10,
+    )
+    again = await store.prompts.enqueue(
+        session.id,
+        conversation=TELEGRAM,
+        platform_message_id="m1",
+        author=ALICE,
+        text="run the tests",
+        max_depth=10,
+    )
+    assert again.outcome is EnqueueOutcome.DUPLICATE
+    assert again.prompt == first.prompt and again.ahead == 1
+    # the same message id in another conversation is another message
+    assert (
+        await store.prompts.enqueue(
+            session.id,
+            conversation=SLACK,
+            platform_message_id="m1",
+            author=BOB,
+            text="other",
+            max_depth=10,
+        )
+    ).outcome is EnqueueOutcome.QUEUED
+    assert await drain(store, session.id) == ["before", "run the tests", "other"]
+
+
+async def test_a_full_queue_refuses_and_says_so(store: Store) -> None:
+    session, _ = await running_session(store)
+    assert await enqueue(store, session.id, "m1", max_depth=2) is EnqueueOutcome.QUEUED
+    assert await enqueue(store, session.id, "m2", max_depth=2) is EnqueueOutcome.QUEUED
+    full = await store.prompts.enqueue(
+        session.id,
+        conversation=TELEGRAM,
+        platform_message_id="m3",
+        author=ALICE,
+        text="one too many",
+        max_depth=2,
+    )
+    assert full.outcome is EnqueueOutcome.FULL and full.prompt is None and full.ahead == 2
+    assert [p.platform_message_id for p in await store.prompts.list_queued(session.id)] == [
+        "m1",
+        "m2",
+    ]
+    refused = await store.audit.entries(event="prompt.refused_full")
+    assert [(e.actor, e.details["platform_message_id"]) for e in refused] == [
+        ("telegram:100", "m3")
+    ]
+    # room again once one leaves
+    await drain(store, session.id)
+    assert await enqueue(store, session.id, "m3", max_depth=2) is EnqueueOutcome.QUEUED
+
+
+async def test_a_paused_queue_yields_nothing_until_resumed(store: Store) -> None:
+    session, _ = await running_session(store)
+    await store.prompts.pause(session.id, reason="/stop")
+    result = await store.prompts.enqueue(
+        session.id,
+        conversation=TELEGRAM,
+        platform_message_id="m1",
+        author=ALICE,
+        text="after stop",
+        max_depth=10,
+    )
+    assert result.outcome is EnqueueOutcome.QUEUED and result.paused
+    assert await store.prompts.claim_next(session.id) is None
+    paused = await store.sessions.get(session.id)
+    assert paused is not None and paused.queue_paused and paused.queue_pause_reason == "/stop"
+    assert await store.prompts.resume(session.id) == 1
+    assert await drain(store, session.id) == ["after stop"]
+
+
+async def test_clear_drops_what_waits_and_records_it(store: Store) -> None:
+    session, _ = await running_session(store)
+    await enqueue(store, session.id, "m1")
+    await enqueue(store, session.id, "m2")
+    assert await store.prompts.clear(session.id, actor=ALICE) == 2
+    assert await store.prompts.list_queued(session.id) == []
+    first = await store.prompts.get(1)
+    assert first is not None and first.state is PromptState.DROPPED
+    [entry] = await store.audit.entries(event="queue.cleared")
+    assert entry.actor == "telegram:100" and entry.details == {"ids": [1, 2]}
+
+
+async def test_after_a_restart_nothing_is_resent_on_its_own(data_dir: Path) -> None:
+    async with Store.open(data_dir) as store:
+        session, _ = await running_session(store)
+        await enqueue(store, session.id, "m1", "being worked on")
+        await enqueue(store, session.id, "m2", "waiting")
+        in_flight = await store.prompts.claim_next(session.id)
+        assert in_flight is not None
+    async with Store.open(data_dir) as store:
+        assert await store.prompts.recover_after_restart() == [session.id]
+        interrupted = await store.prompts.get(in_flight.id)
+        assert interrupted is not None and interrupted.state is PromptState.INTERRUPTED
+        assert await store.prompts.claim_next(session.id) is None  # paused until /resume
+        assert await store.prompts.resume(session.id) == 1
+        assert await drain(store, session.id) == ["waiting"]
+
+
+async def test_a_closed_session_takes_no_prompt(store: Store) -> None:
+    session, _ = await running_session(store)
+    await store.sessions.close(session.id, reason="/new")
+    with pytest.raises(StoreError, match="closed"):
+        await enqueue(store, session.id, "m1")
