@@ -15,7 +15,7 @@ delivered, and how it ended.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 
@@ -271,13 +271,7 @@ def _fit(
 
 
 def _with_blocks(card: Card, blocks: list[Block]) -> Card:
-    return Card(
-        title=card.title,
-        summary=card.summary,
-        blocks=tuple(blocks),
-        status_line=card.status_line,
-        form=card.form,
-    )
+    return replace(card, blocks=tuple(blocks))
 
 
 def _action_label(action: Action) -> str:

@@ -402,51 +402,63 @@ def _pydantic_loc(error: Mapping[str, Any]) -> Loc:
 
 def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
     found: list[tuple[Loc, str]] = []
-    auth_platforms = config.platforms.auth_platforms()
     data_dir = config.gateway.data_dir.resolve()
     for name, project in config.projects.items():
-        options = project.agent_options
-        where: Loc = ("projects", name, "agent_options")
-        for key, dangerous in DANGEROUS.items():
-            value = getattr(options, key)
-            if value in dangerous and not options.allow_dangerous:
-                found.append(
-                    (
-                        (*where, key),
-                        f'"{value}" lets the agent act without asking anyone; refused unless '
-                        "the project sets allow_dangerous = true",
-                    )
-                )
-        codex = project.agent is not AgentKind.CLAUDE_CODE
-        wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
-        for key in sorted(wrong):
-            found.append(((*where, key), f"does not apply to agent {project.agent}"))
-        for platform, auth_name in auth_platforms.items():
-            rules = project.auth.get(auth_name)
-            via = f" (the console acts as {auth_name})" if platform == "console" else ""
-            if rules is None or not rules.allow_from:
-                found.append(
-                    (
-                        ("projects", name, "auth", auth_name, "allow_from"),
-                        f"platform {platform} is enabled{via} but nobody may talk to this "
-                        f'project from it: list user ids in allow_from, or "*" for anyone',
-                    )
-                )
-        for auth_name, rules in project.auth.items():
-            strangers = [
-                user
-                for user in rules.approvers or ()
-                if user != "*" and user not in rules.allow_from and "*" not in rules.allow_from
-            ]
-            if strangers:
-                found.append(
-                    (
-                        ("projects", name, "auth", auth_name, "approvers"),
-                        f"approvers not in allow_from: {', '.join(strangers)}",
-                    )
-                )
+        found += _agent_problems(("projects", name, "agent_options"), project)
+        found += _auth_problems(("projects", name, "auth"), project, config.platforms)
         if data_dir.is_relative_to(project.work_dir.resolve()):
             found.append((("gateway", "data_dir"), f"lies inside the work dir of project {name}"))
+    return found
+
+
+def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]:
+    found: list[tuple[Loc, str]] = []
+    options = project.agent_options
+    for key, dangerous in DANGEROUS.items():
+        value = getattr(options, key)
+        if value in dangerous and not options.allow_dangerous:
+            found.append(
+                (
+                    (*where, key),
+                    f'"{value}" lets the agent act without asking anyone; refused unless '
+                    "the project sets allow_dangerous = true",
+                )
+            )
+    codex = project.agent is not AgentKind.CLAUDE_CODE
+    wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
+    found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
+    return found
+
+
+def _auth_problems(
+    where: Loc, project: ProjectConfig, platforms: PlatformsSection
+) -> list[tuple[Loc, str]]:
+    """Fail closed: every enabled platform names who may talk; approvers are among them."""
+    found: list[tuple[Loc, str]] = []
+    for platform, auth_name in platforms.auth_platforms().items():
+        rules = project.auth.get(auth_name)
+        via = f" (the console acts as {auth_name})" if platform == "console" else ""
+        if rules is None or not rules.allow_from:
+            found.append(
+                (
+                    (*where, auth_name, "allow_from"),
+                    f"platform {platform} is enabled{via} but nobody may talk to this "
+                    'project from it: list user ids in allow_from, or "*" for anyone',
+                )
+            )
+    for auth_name, rules in project.auth.items():
+        if "*" in rules.allow_from:
+            continue
+        strangers = [
+            user for user in rules.approvers or () if user != "*" and user not in rules.allow_from
+        ]
+        if strangers:
+            found.append(
+                (
+                    (*where, auth_name, "approvers"),
+                    f"approvers not in allow_from: {', '.join(strangers)}",
+                )
+            )
     return found
 
 
@@ -480,9 +492,11 @@ def parse_config(
     try:
         config = Config.model_validate(data, context={"base_dir": base_dir})
     except ValidationError as exc:
-        problems = [located(_pydantic_loc(e), _pydantic_message(e)) for e in exc.errors()]
-        _raise(problems)
-        raise  # pragma: no cover - a ValidationError always has errors
+        # not chained: pydantic's own message quotes the input values, secrets included
+        errors = exc.errors(include_input=False, include_url=False)
+    else:
+        errors = []
+    _raise([located(_pydantic_loc(e), _pydantic_message(e)) for e in errors])
     config._source = source_name
     config._locator = locator
     _raise([config.problem(loc, message) for loc, message in _cross_key_problems(config)])
@@ -511,12 +525,12 @@ def check_config(config: Config) -> tuple[ConfigProblem, ...]:
             )
         program = project.argv()[0]
         if shutil.which(program) is None:
-            key = "argv" if project.agent_options.argv else "agent"
-            loc: Loc = ("projects", name, "agent_options", "argv")
-            problems.append(
-                config.problem(
-                    loc if key == "argv" else ("projects", name, "agent"),
-                    f"agent program {program!r} not found (set argv to its path)",
-                )
+            configured = project.agent_options.argv is not None
+            loc: Loc = (
+                ("projects", name, "agent_options", "argv")
+                if configured
+                else ("projects", name, "agent")
             )
+            message = f"agent program {program!r} not found (set argv to its path)"
+            problems.append(config.problem(loc, message))
     return tuple(problems)

@@ -160,6 +160,10 @@ def test_secrets_never_appear_in_repr_or_errors() -> None:
     secret = "xoxb-very-secret-987654"
     text = MINIMAL.replace("memory", "slack") + f'bot_token = "{secret}"\napp_token = 5\n'
     assert secret not in refusal(text)
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text.replace("app_token = 5", f'app_token = ["{secret}"]'), env={})
+    assert caught.value.__context__ is None  # pydantic's own message would quote the input
+    assert secret not in str(caught.value)
 
     ok = text.replace("app_token = 5", 'app_token = "${APP}"')
     config = parse_config(ok, env={"APP": "xapp-other-secret"})
