@@ -72,6 +72,7 @@ from adapters.jsonrpc import (
     Request,
     RequestId,
     Response,
+    excerpt,
 )
 from gateway.domain import Resolution, TurnStatus
 from gateway.errors import AgentError, CodecUsageError, MalformedMessage, ProtocolError
@@ -271,7 +272,7 @@ class CodexAppServerCodec:
         except MalformedMessage as exc:
             if self._failure is not None:
                 raise
-            return [self._malformed(exc.reason, exc.excerpt)]
+            return [self._malformed(exc.reason, excerpt(line))]
         raise AssertionError(f"unhandled message {incoming!r}")  # pragma: no cover
 
     # --- state ----------------------------------------------------------------------------
@@ -292,9 +293,9 @@ class CodexAppServerCodec:
         raise error
 
     @staticmethod
-    def _malformed(reason: str, excerpt: str) -> Warning:
+    def _malformed(reason: str, snippet: str) -> Warning:
         return Warning(
-            message=f"malformed message from codex: {reason}: {excerpt}", code="malformed_message"
+            message=f"malformed message from codex: {reason}: {snippet}", code="malformed_message"
         )
 
     # --- commands -------------------------------------------------------------------------
