@@ -38,6 +38,12 @@ class Store:
     - ``store.interactions``: interactions, decisions, deliveries, resolutions, grants
     - ``store.cards``: every copy of every interaction card
     - ``store.audit``: the audit log
+
+    At start-up, before anything resumes: for each of ``sessions.live_epochs()`` end the
+    leftover process (pid, pgid and start time are recorded), then ``sessions.end_epoch``
+    and ``interactions.orphan_epoch``; then ``prompts.recover_after_restart()`` (in-flight
+    prompts interrupted, queues with waiting prompts paused) and edit every card of
+    ``cards.list_outdated()`` and resend ``cards.list_failed()``.
     """
 
     def __init__(self, db: Database, path: Path) -> None:
