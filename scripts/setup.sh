@@ -16,10 +16,20 @@ fi
 
 agents=.cache/agents
 mkdir -p "$agents"
-want="@openai/codex@${CODEX_NPM_VERSION}"
-have=$(cat "$agents/.installed" 2>/dev/null || true)
-if [ "$have" != "$want" ] || [ ! -x "$agents/node_modules/.bin/codex" ]; then
-    npm install --prefix "$agents" --no-audit --no-fund --silent "$want"
-    echo "$want" > "$agents/.installed"
-fi
-echo "agent-gateway set up: .venv, $("$agents/node_modules/.bin/codex" --version)"
+# install_agent PACKAGE VERSION BIN: npm-install PACKAGE@VERSION into $agents unless its own
+# marker (.installed-BIN) already names that version and the binary is there.
+install_agent() {
+    local want="$1@$2" marker="$agents/.installed-$3"
+    local have
+    have=$(cat "$marker" 2>/dev/null || true)
+    if [ "$have" != "$want" ] || [ ! -x "$agents/node_modules/.bin/$3" ]; then
+        npm install --prefix "$agents" --no-audit --no-fund --silent --save-exact "$want"
+        echo "$want" > "$marker"
+    fi
+}
+install_agent @openai/codex "$CODEX_NPM_VERSION" codex
+# Claude Code ships its native binary in a platform optional dependency
+# (@anthropic-ai/claude-code-linux-x64, ...): --omit=optional would leave no binary.
+install_agent @anthropic-ai/claude-code "$CLAUDE_NPM_VERSION" claude
+echo "agent-gateway set up: .venv, codex $("$agents/node_modules/.bin/codex" --version)," \
+    "claude $("$agents/node_modules/.bin/claude" --version)"
