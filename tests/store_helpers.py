@@ -90,7 +90,7 @@ async def running_session(store: Store, project: str = "demo") -> tuple[SessionR
     """A session with a live runtime epoch."""
     session = await store.sessions.create(project=project, agent_kind=AgentKind.CODEX_APP_SERVER)
     epoch = await store.sessions.begin_epoch(
-        session.id, pid=4242, pgid=4242, process_start_time="123456", agent_version="0.171.0"
+        session.id, pid=4242, pgid=4242, process_start_time=123456, agent_version="0.171.0"
     )
     return session, epoch
 

@@ -146,7 +146,7 @@ async def test_epochs_count_up_and_one_runtime_lives_at_a_time(store: Store) -> 
     session, first = await running_session(store)
     assert first == 1
     with pytest.raises(StoreError, match="still has live epoch 1"):
-        await store.sessions.begin_epoch(session.id, pid=1, pgid=1, process_start_time="9")
+        await store.sessions.begin_epoch(session.id, pid=1, pgid=1, process_start_time=9)
     await store.sessions.set_policy(
         session.id, first, {"approvalPolicy": "on-request", "sandbox": "workspace-write"}
     )
@@ -155,7 +155,7 @@ async def test_epochs_count_up_and_one_runtime_lives_at_a_time(store: Store) -> 
     assert ended.policy == {"approvalPolicy": "on-request", "sandbox": "workspace-write"}
     again = await store.sessions.end_epoch(session.id, first, exit_description="later")
     assert again.exit_description == "exited 0"  # the first ending stays
-    second = await store.sessions.begin_epoch(session.id, pid=7, pgid=7, process_start_time="8")
+    second = await store.sessions.begin_epoch(session.id, pid=7, pgid=7, process_start_time=8)
     assert second == 2
     reloaded = await store.sessions.get(session.id)
     assert reloaded is not None and reloaded.current_epoch == 2
@@ -170,7 +170,7 @@ async def test_live_epochs_after_a_crash_name_the_processes_to_end(data_dir: Pat
     async with Store.open(data_dir) as store:
         live = await store.sessions.live_epochs()
     assert [(e.session_id, e.epoch, e.pid, e.pgid, e.process_start_time) for e in live] == [
-        (crashed.id, 1, 4242, 4242, "123456")
+        (crashed.id, 1, 4242, 4242, 123456)
     ]
     assert live[0].agent_version == "0.171.0"
 

@@ -80,7 +80,7 @@ async def test_a_duplicate_native_request_returns_the_first_one(store: Store) ->
     # codex request ids restart at 0 in a new process: a new epoch is a new request
     await store.sessions.end_epoch(session.id, epoch, exit_description="exited")
     await store.interactions.orphan_epoch(session.id, epoch)
-    epoch2 = await store.sessions.begin_epoch(session.id, pid=5, pgid=5, process_start_time="1")
+    epoch2 = await store.sessions.begin_epoch(session.id, pid=5, pgid=5, process_start_time=1)
     fresh = await store.interactions.create(session.id, epoch2, approval("codex:0"))
     assert fresh.created and fresh.interaction.id != first.interaction.id
 

@@ -50,7 +50,7 @@ _INITIAL = (
         epoch INTEGER NOT NULL CHECK (epoch >= 1),
         pid INTEGER,
         pgid INTEGER,
-        process_start_time TEXT,
+        process_start_time INTEGER,
         started_at TEXT NOT NULL,
         ended_at TEXT,
         exit_description TEXT,

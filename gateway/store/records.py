@@ -51,16 +51,16 @@ class SessionRecord:
 class EpochRecord:
     """One runtime instance of a session: one agent process, or one external server instance.
 
-    ``pid``, ``pgid`` and ``process_start_time`` (opaque, as the process layer read it, for
-    example field 22 of /proc/PID/stat) identify a process a crashed gateway left behind,
-    even after its pid was reused.
+    ``pid``, ``pgid`` and ``process_start_time`` (clock ticks after boot, field 22 of
+    /proc/PID/stat, as ``adapters.process_group.read_process_start_time`` returns it)
+    identify a process a crashed gateway left behind, even after its pid was reused.
     """
 
     session_id: str
     epoch: int
     pid: int | None
     pgid: int | None
-    process_start_time: str | None
+    process_start_time: int | None
     started_at: datetime
     ended_at: datetime | None
     exit_description: str | None

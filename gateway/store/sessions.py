@@ -103,7 +103,7 @@ class SessionLedger:
         *,
         pid: int | None,
         pgid: int | None,
-        process_start_time: str | None,
+        process_start_time: int | None,
         agent_version: str | None = None,
     ) -> int:
         """Record a new runtime instance of the session; return its epoch number (1, 2, ...).
