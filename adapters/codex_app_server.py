@@ -469,6 +469,12 @@ class CodexAppServerCodec:
                 return [completed]
             case "serverRequest/resolved":
                 return self._on_request_resolved(params)
+            case "thread/tokenUsage/updated":
+                # thread/resume replays the last usage of an earlier turn before the new turn
+                # starts (transcript lab-resume): only the running turn's usage is new.
+                if self._turn_id is None or get_text(params, "turnId") != self._turn_id:
+                    return []
+                return [codex_events.usage(params)]
         if note.method not in IGNORED_NOTIFICATIONS:
             self.unknown_notifications[note.method] += 1
         return []

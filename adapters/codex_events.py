@@ -33,7 +33,7 @@ from gateway.events import (
     Warning,
 )
 
-__all__ = ["STATELESS_NOTIFICATIONS", "item_event", "output_delta", "turn_completed"]
+__all__ = ["STATELESS_NOTIFICATIONS", "item_event", "output_delta", "turn_completed", "usage"]
 
 _TURN_STATUS: Final = {
     "completed": TurnStatus.COMPLETED,
@@ -117,17 +117,15 @@ def _agent_error(params: JsonObject) -> list[AgentEvent]:
     return [Warning(message=message, code="agent_error")]
 
 
-def _usage(params: JsonObject) -> list[AgentEvent]:
-    # Schema: ThreadTokenUsageUpdatedNotification {tokenUsage: {total, last}}. A Usage event
-    # is an increment: `last` is the model call just finished, `total` the thread so far.
-    usage = require_object(params, "tokenUsage", where="thread/tokenUsage/updated")
-    last = get_object(usage, "last") or {}
-    return [
-        Usage(
-            input_tokens=get_int(last, "inputTokens") or 0,
-            output_tokens=get_int(last, "outputTokens") or 0,
-        )
-    ]
+def usage(params: JsonObject) -> Usage:
+    """Schema: ThreadTokenUsageUpdatedNotification {turnId, tokenUsage: {total, last}}. A Usage
+    event is an increment: ``last`` is the model call just finished, ``total`` the thread's."""
+    token_usage = require_object(params, "tokenUsage", where="thread/tokenUsage/updated")
+    last = get_object(token_usage, "last") or {}
+    return Usage(
+        input_tokens=get_int(last, "inputTokens") or 0,
+        output_tokens=get_int(last, "outputTokens") or 0,
+    )
 
 
 def _warning(params: JsonObject) -> list[AgentEvent]:
@@ -147,7 +145,6 @@ def _config_warning(params: JsonObject) -> list[AgentEvent]:
 STATELESS_NOTIFICATIONS: Final[Mapping[str, Callable[[JsonObject], list[AgentEvent]]]] = {
     "item/agentMessage/delta": _text_delta,
     "error": _agent_error,
-    "thread/tokenUsage/updated": _usage,
     "warning": _warning,
     "configWarning": _config_warning,
 }

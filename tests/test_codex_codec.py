@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from adapters.codex_app_server import CodecState
+from adapters.codex_launch import codex_app_server_argv
 from gateway.domain import (
     Command,
     FileChange,
     TurnStatus,
 )
-from gateway.errors import CodecUsageError, ProtocolError, RemoteError
+from gateway.errors import CodecUsageError, ConfigError, ProtocolError, RemoteError
 from gateway.events import (
     AgentEvent,
     AgentMessage,
@@ -208,6 +209,10 @@ def test_replay_of_a_resume_sends_thread_resume_with_the_thread_id() -> None:
     resume = next(m for m in run.sent if m.get("method") == "thread/resume")
     assert resume["params"]["threadId"] == thread_id == run.codec.thread_id
     assert resume["params"]["approvalsReviewer"] == "user"
+    # the usage of the earlier turn that resume replays is not counted again
+    assert [(u.input_tokens, u.output_tokens) for u in run.events if isinstance(u, Usage)] == [
+        (10, 5)
+    ]
 
 
 # --- session start -------------------------------------------------------------------------
@@ -435,3 +440,53 @@ def test_warnings_from_codex_are_passed_on() -> None:
     assert session.feed({"method": "warning", "params": {"message": "unstable feature"}}) == [
         Warning(message="unstable feature", code="agent_warning")
     ]
+
+
+# --- the command line ----------------------------------------------------------------------
+
+
+def test_the_app_server_argv_takes_a_prefix_features_and_toml_overrides() -> None:
+    argv = codex_app_server_argv(
+        ["npx", "codex"],
+        enable=["default_mode_request_user_input"],
+        disable=["plugins"],
+        config={
+            "model": 'gpt-5.5 "mini"',
+            "features.unbounded_connection_retries": False,
+            "model_providers.mock.request_max_retries": 0,
+            "sandbox_workspace_write.writable_roots": ["/a", "/b"],
+        },
+    )
+    assert argv == [
+        "npx",
+        "codex",
+        "app-server",
+        "--enable",
+        "default_mode_request_user_input",
+        "--disable",
+        "plugins",
+        "-c",
+        'model="gpt-5.5 \\"mini\\""',
+        "-c",
+        "features.unbounded_connection_retries=false",
+        "-c",
+        "model_providers.mock.request_max_retries=0",
+        "-c",
+        'sandbox_workspace_write.writable_roots=["/a", "/b"]',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "options"),
+    [
+        ("codex", {}),
+        ([], {}),
+        (["codex"], {"enable": ["bad feature"]}),
+        (["codex"], {"config": {"a=b": 1}}),
+        (["codex"], {"config": {"": 1}}),
+        (["codex"], {"config": {"x": float("inf")}}),
+    ],
+)
+def test_a_bad_command_line_setting_is_a_config_error(command: Any, options: Any) -> None:
+    with pytest.raises(ConfigError):
+        codex_app_server_argv(command, **options)
