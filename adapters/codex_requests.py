@@ -107,6 +107,7 @@ def _describe_command_decision(value: JsonValue) -> tuple[str, str, Effect, Scop
         case "cancel":
             description = "Do not run it, and stop the turn."
             return "cancel", "Deny and stop the turn", Effect.CANCEL, Scope.ONCE, description
+        # An empty prefix would be a rule allowing every command: never offered.
         case {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": list(words)}} if words:
             prefix = tuple(str(word) for word in words)
             label = f"Always allow `{_shown_prefix(prefix)}`"
@@ -196,8 +197,6 @@ def open_command_approval(native_key: str, params: JsonObject) -> OpenedRequest:
     if offered is None:
         offered = _default_command_decisions(params, kind)
     actions, reply, warnings = _approval_actions(offered)
-    if not actions:
-        raise MalformedMessage("no decision this gateway can offer", repr(offered)[:200])
     summary_parts = [reason or ""]
     detail: Command | Network
     if network is not None:

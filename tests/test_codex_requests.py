@@ -101,9 +101,18 @@ def test_every_command_decision_variant_of_the_schema_becomes_an_action() -> Non
     assert reply["result"]["decision"] == params["availableDecisions"][4]
 
 
-def test_an_unknown_decision_variant_is_not_offered_and_is_reported() -> None:
+@pytest.mark.parametrize(
+    "strange",
+    [
+        "approveEverything",
+        {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": []}},  # would allow anything
+        {"applyNetworkPolicyAmendment": {"network_policy_amendment": {"host": "h"}}},
+    ],
+    ids=["unknown string", "empty prefix rule", "network rule without action"],
+)
+def test_an_unknown_decision_variant_is_not_offered_and_is_reported(strange: object) -> None:
     session = running()
-    params = {**COMMAND_PARAMS, "availableDecisions": ["accept", "approveEverything", "cancel"]}
+    params = {**COMMAND_PARAMS, "availableDecisions": ["accept", strange, "cancel"]}
     events = session.ask(COMMAND, params)
     [opened] = [e for e in events if isinstance(e, InteractionOpened)]
     assert [a.id for a in opened.request.actions] == ["accept", "decline", "cancel"]
