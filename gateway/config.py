@@ -224,6 +224,9 @@ class PlatformAuth(_Model):
 
     allow_from: tuple[NonEmpty, ...] = ()  # user ids on that platform, or "*" for anyone
     approvers: tuple[NonEmpty, ...] | None = None  # None: the session's own initiator
+    # which conversations of that platform go to this project: chat/channel ids, or "*";
+    # the first project (in file order) that matches takes the conversation
+    channels: tuple[NonEmpty, ...] = ("*",)
 
 
 class ProjectConfig(_Model):

@@ -13,9 +13,9 @@ __all__ = [
     "AgentExited",
     "AgentMessage",
     "Capabilities",
-    "Interrupt",
     "InteractionClosed",
     "InteractionOpened",
+    "Interrupt",
     "Prompt",
     "Respond",
     "SessionStarted",
@@ -122,7 +122,7 @@ class Usage:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Warning:  # noqa: A001 - the domain's name for it
+class Warning:
     message: str
     code: str = "warning"
 

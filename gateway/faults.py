@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["CRASH_EXIT_CODE", "CRASHPOINTS", "crashpoint"]
+__all__ = ["CRASHPOINTS", "CRASH_EXIT_CODE", "crashpoint"]
 
 CRASH_EXIT_CODE = 86
 CRASHPOINTS = frozenset(

@@ -41,7 +41,10 @@ _INITIAL = (
         closed_at TEXT,
         close_reason TEXT,
         queue_paused INTEGER NOT NULL DEFAULT 0 CHECK (queue_paused IN (0, 1)),
-        queue_pause_reason TEXT
+        queue_pause_reason TEXT,
+        initiator_platform TEXT,
+        initiator_user_id TEXT,
+        initiator_display TEXT
     )
     """,
     """

@@ -41,6 +41,7 @@ class SessionRecord:
     close_reason: str | None
     queue_paused: bool
     queue_pause_reason: str | None
+    initiator: Actor | None = None  # who started it: the default approver
 
     @property
     def is_closed(self) -> bool:

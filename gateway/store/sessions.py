@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import aiosqlite
 
-from gateway.domain import AgentKind, ConversationRef
+from gateway.domain import Actor, AgentKind, ConversationRef
 from gateway.errors import StoreError
 from gateway.interactions import new_short_id
 from gateway.store.database import (
@@ -26,7 +26,8 @@ __all__ = ["SessionLedger"]
 
 _SESSION_COLUMNS = (
     "id, project, agent_kind, native_session_id, created_at, current_epoch, closed_at,"
-    " close_reason, queue_paused, queue_pause_reason"
+    " close_reason, queue_paused, queue_pause_reason, initiator_platform, initiator_user_id,"
+    " initiator_display"
 )
 _EPOCH_COLUMNS = (
     "session_id, epoch, pid, pgid, process_start_time, started_at, ended_at,"
@@ -42,13 +43,26 @@ class SessionLedger:
 
     # --- sessions ----------------------------------------------------------------------
 
-    async def create(self, *, project: str, agent_kind: AgentKind) -> SessionRecord:
-        """A new session with no runtime yet (``current_epoch`` 0)."""
+    async def create(
+        self, *, project: str, agent_kind: AgentKind, initiator: Actor | None = None
+    ) -> SessionRecord:
+        """A new session with no runtime yet (``current_epoch`` 0). ``initiator``: the person
+        who started it, the default approver of its interactions."""
         session_id = new_short_id()
+        who = (
+            (None, None, None)
+            if initiator is None
+            else (
+                initiator.platform,
+                initiator.user_id,
+                initiator.display,
+            )
+        )
         async with self._db.write() as conn:
             await conn.execute(
-                "INSERT INTO sessions (id, project, agent_kind, created_at) VALUES (?, ?, ?, ?)",
-                (session_id, project, agent_kind.value, self._db.now()),
+                "INSERT INTO sessions (id, project, agent_kind, created_at, initiator_platform,"
+                " initiator_user_id, initiator_display) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, project, agent_kind.value, self._db.now(), *who),
             )
             return await _session(conn, session_id)
 
@@ -287,6 +301,13 @@ def _session_from_row(row: sqlite3.Row) -> SessionRecord:
         close_reason=row["close_reason"],
         queue_paused=bool(row["queue_paused"]),
         queue_pause_reason=row["queue_pause_reason"],
+        initiator=None
+        if row["initiator_platform"] is None
+        else Actor(
+            platform=row["initiator_platform"],
+            user_id=row["initiator_user_id"],
+            display=row["initiator_display"] or "",
+        ),
     )
 
 

@@ -1,0 +1,60 @@
+"""What the core needs from a running agent, whatever its protocol.
+
+The core never imports an adapter: ``agent-gateway run`` injects an :class:`AgentLauncher`
+(adapters/launch.py) that turns a project's configuration into a running agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol
+
+from gateway.config import ProjectConfig
+from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
+
+__all__ = ["AgentLauncher", "RunningAgent"]
+
+
+class RunningAgent(Protocol):
+    """One runtime instance (one epoch) of a session's agent, started and handshaken."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def pgid(self) -> int | None: ...
+
+    @property
+    def start_time(self) -> int | None: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    @property
+    def started(self) -> SessionStarted:
+        """What the handshake established: native session id, version, policy in force."""
+        ...
+
+    async def send(self, command: AgentCommand) -> None: ...
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        """Every event after the handshake; ends after the final ``AgentExited``."""
+        ...
+
+    async def stop(self) -> None:
+        """End the agent now (the last resort of /stop); ``AgentExited`` follows."""
+        ...
+
+
+class AgentLauncher(Protocol):
+    def launch(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> AbstractAsyncContextManager[RunningAgent]:
+        """Start the project's agent (resuming ``resume_native_id`` when given)."""
+        ...
+
+    async def end_leftover(self, *, pid: int, pgid: int | None, start_time: int | None) -> str:
+        """End an agent process a crashed gateway left behind, only if it is still the same
+        process (pid and start time match); returns what was done, for the audit log."""
+        ...

@@ -1,0 +1,187 @@
+"""The interaction broker: agent requests in, cards out, decisions back exactly once.
+
+Every move goes through the ledger first (gateway/store): an interaction is recorded before
+its card is shown, a decision is committed (compare-and-set) before it is written to the
+agent, and the write is recorded after. Cards are rendered from the ledger's record, so
+every copy on every platform says the same thing: who decided what, whether it was
+delivered, and how the agent closed the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from functools import partial
+from typing import Protocol
+
+from gateway.auth import token_factory
+from gateway.cards import Card, render_interaction
+from gateway.domain import Actor, ConversationRef, Decision, InteractionRequest
+from gateway.errors import GatewayError, PlatformError
+from gateway.faults import crashpoint
+from gateway.interactions import Interaction
+from gateway.outbound import with_rate_limit
+from gateway.platform import MessageRef, Platform
+from gateway.store import CardCopy, CopyState, Store
+
+__all__ = ["Broker", "Deliverer", "DeliveryRefused"]
+
+log = logging.getLogger(__name__)
+
+
+class DeliveryRefused(GatewayError):
+    """The decision could not be written: the agent that asked is gone."""
+
+
+class Deliverer(Protocol):
+    async def deliver(self, interaction: Interaction, decision: Decision) -> None:
+        """Write ``decision`` to the agent of ``interaction``'s epoch, or raise
+        DeliveryRefused (that runtime is gone) / another GatewayError (the write failed)."""
+        ...
+
+
+class Broker:
+    def __init__(
+        self,
+        store: Store,
+        platforms: Mapping[str, Platform],
+        hmac_key: bytes,
+        deliverer: Deliverer,
+    ) -> None:
+        self._store = store
+        self._platforms = platforms
+        self._key = hmac_key
+        self._deliverer = deliverer
+        self._dirty: dict[str, None] = {}  # interactions whose cards need a refresh, in order
+        self._dirty_event = asyncio.Event()
+
+    # --- the agent asked ------------------------------------------------------------------
+
+    async def open(
+        self, session_id: str, epoch: int, request: InteractionRequest, *, turn_id: int | None
+    ) -> Interaction:
+        """Record the request (idempotent on its native key) and show its card everywhere."""
+        opened = await self._store.interactions.create(session_id, epoch, request, turn_id=turn_id)
+        if opened.created:
+            for conversation in await self._store.sessions.list_bindings(session_id):
+                await self._store.cards.add(opened.interaction.id, conversation)
+            await self.refresh(opened.interaction.id)
+        return opened.interaction
+
+    # --- a person decided -----------------------------------------------------------------
+
+    async def decide(
+        self, interaction: Interaction, actor: Actor, decision: Decision
+    ) -> Interaction:
+        """Commit the decision (CAS), then write it to the agent, then record the write.
+
+        Raises AlreadyDecided / InvalidDecision from the ledger; nothing is written then.
+        Returns the interaction as it stands after the delivery attempt.
+        """
+        decided = await self._store.interactions.decide(
+            interaction.id, expected_version=interaction.version, actor=actor, decision=decision
+        )
+        crashpoint("decision_committed")
+        self.mark_dirty(decided.id)
+        try:
+            await self._deliverer.deliver(decided, decision)
+        except DeliveryRefused as exc:
+            # the runtime that asked is gone: the ledger's epoch handling orphans it
+            log.info("decision on %s not delivered: %s", decided.id, exc)
+            return await self._require(decided.id)
+        except GatewayError as exc:
+            update = await self._store.interactions.record_delivery(
+                decided.id, ok=False, error=str(exc)
+            )
+            self.mark_dirty(decided.id)
+            return update.interaction
+        crashpoint("response_written")
+        update = await self._store.interactions.record_delivery(decided.id, ok=True)
+        crashpoint("delivery_recorded")
+        self.mark_dirty(decided.id)
+        return update.interaction
+
+    async def _require(self, interaction_id: str) -> Interaction:
+        found = await self._store.interactions.get(interaction_id)
+        if found is None:  # pragma: no cover - interactions are never deleted
+            raise GatewayError(f"interaction {interaction_id} vanished")
+        return found
+
+    # --- cards ----------------------------------------------------------------------------
+
+    def mark_dirty(self, interaction_id: str) -> None:
+        """Ask the refresher to bring every copy of this card up to date."""
+        self._dirty[interaction_id] = None
+        self._dirty_event.set()
+
+    async def run_refresher(self) -> None:
+        """The one task that edits cards after decisions and closes (owned by the engine)."""
+        while True:
+            await self._dirty_event.wait()
+            self._dirty_event.clear()
+            while self._dirty:
+                interaction_id = next(iter(self._dirty))
+                del self._dirty[interaction_id]
+                await self.refresh(interaction_id)
+
+    async def refresh(self, interaction_id: str) -> None:
+        """Send or edit every copy of the card so that it shows the ledger's record."""
+        interaction = await self._require(interaction_id)
+        for copy in await self._store.cards.list_for(interaction_id):
+            if copy.rendered_version == interaction.version and copy.state is not CopyState.FAILED:
+                continue
+            await self._show(interaction, copy)
+
+    async def resend_failed(self) -> int:
+        """Send again every copy that failed (the platform was down); returns how many."""
+        failed = await self._store.cards.list_failed()
+        for copy in failed:
+            await self._show(await self._require(copy.interaction_id), copy)
+        return len(failed)
+
+    def render(self, interaction: Interaction, platform: Platform) -> Card:
+        return render_interaction(
+            interaction,
+            token_for=token_factory(self._key, interaction.id, interaction.runtime_epoch),
+            text_max_chars=platform.limits.text_max_chars,
+        )
+
+    async def _show(self, interaction: Interaction, copy: CardCopy) -> None:
+        platform = self._platforms.get(copy.conversation.platform)
+        if platform is None:
+            await self._store.cards.mark_failed(copy.id, error="platform not running")
+            return
+        card = self.render(interaction, platform)
+        try:
+            if copy.message_ref is None:
+                ref = await with_rate_limit(lambda: platform.send_card(copy.conversation, card))
+                await self._store.cards.mark_sent(
+                    copy.id, message_ref=ref.message_id, version=interaction.version
+                )
+            else:
+                ref = MessageRef(conversation=copy.conversation, message_id=copy.message_ref)
+                await with_rate_limit(partial(platform.edit_card, ref, card))
+                await self._store.cards.mark_edited(copy.id, version=interaction.version)
+        except PlatformError as exc:
+            log.warning("card %s on %s failed: %s", interaction.id, platform.name, exc)
+            await self._store.cards.mark_failed(copy.id, error=str(exc))
+
+    # --- what people can see --------------------------------------------------------------
+
+    async def unseen(self, session_id: str) -> list[Interaction]:
+        """Open interactions of the session that no person can see (no copy sent)."""
+        result = []
+        for interaction in await self._store.interactions.list_open(session_id):
+            copies = await self._store.cards.list_for(interaction.id)
+            if not any(c.state in (CopyState.SENT, CopyState.EDITED) for c in copies):
+                result.append(interaction)
+        return result
+
+    async def show_in(self, interaction: Interaction, conversation: ConversationRef) -> None:
+        """Show an existing interaction in one more conversation (a new binding)."""
+        copies = await self._store.cards.list_for(interaction.id)
+        if any(c.conversation == conversation for c in copies):
+            return
+        await self._store.cards.add(interaction.id, conversation)
+        self.mark_dirty(interaction.id)

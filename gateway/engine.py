@@ -1,0 +1,142 @@
+"""The engine: routes conversations to sessions, owns every task, implements the Inbox.
+
+``async with Gateway(config, platforms=..., launcher=...) as gateway`` opens the ledger,
+recovers from whatever a previous process left (leftover agents ended, their interactions
+orphaned and every card copy edited, in-flight prompts interrupted, queues paused), and runs
+the card refresher and one :class:`SessionRunner` task per active session. Leaving the block
+stops every agent and records it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import TracebackType
+
+from gateway.agents import AgentLauncher
+from gateway.auth import load_or_create_hmac_key
+from gateway.broker import Broker, DeliveryRefused
+from gateway.config import Config
+from gateway.control import Control
+from gateway.decisions import DecisionDesk
+from gateway.domain import Decision
+from gateway.interactions import Interaction
+from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
+from gateway.runner import SessionRunner
+from gateway.store import SessionRecord, Store
+
+__all__ = ["Gateway"]
+
+log = logging.getLogger(__name__)
+
+
+class Gateway:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        platforms: Mapping[str, Platform],
+        launcher: AgentLauncher,
+        data_dir: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.platforms = dict(platforms)
+        self.launcher = launcher
+        self.data_dir = data_dir or config.gateway.data_dir
+        self._stack = AsyncExitStack()
+        self._runners: dict[str, SessionRunner] = {}
+        self._tasks: asyncio.TaskGroup | None = None
+        self._background: list[asyncio.Task[None]] = []
+        self.store: Store
+        self.broker: Broker
+        self.control: Control
+        self.desk: DecisionDesk
+
+    # --- lifetime -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Gateway:
+        work_dirs = [project.work_dir for project in self.config.projects.values()]
+        self.store = await self._stack.enter_async_context(
+            Store.open(self.data_dir, work_dirs=work_dirs)
+        )
+        key = load_or_create_hmac_key(self.data_dir)
+        self.broker = Broker(self.store, self.platforms, key, deliverer=self)
+        self.desk = DecisionDesk(self.config, self.store, self.broker, key)
+        self.control = Control(self)
+        self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
+        self._background.append(self._tasks.create_task(self.broker.run_refresher()))
+        await self.control.recover()
+        for platform in self.platforms.values():
+            attach = getattr(platform, "attach", None)
+            if attach is not None:
+                attach(self)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            for runner in list(self._runners.values()):
+                await runner.shutdown()
+            for task in self._background:
+                task.cancel()
+        finally:
+            await self._stack.aclose()
+
+    # --- sessions -------------------------------------------------------------------------
+
+    def runner(self, session: SessionRecord) -> SessionRunner:
+        """The session's runner, started (as a task this engine owns) if need be."""
+        runner = self._runners.get(session.id)
+        if runner is None:
+            assert self._tasks is not None
+            runner = SessionRunner(
+                session_id=session.id,
+                project=self.config.projects[session.project],
+                store=self.store,
+                broker=self.broker,
+                launcher=self.launcher,
+                platforms=self.platforms,
+                stop_grace_seconds=self.config.gateway.stop_grace_seconds,
+            )
+            self._runners[session.id] = runner
+            self._tasks.create_task(self._run(runner))
+        return runner
+
+    def existing_runner(self, session_id: str) -> SessionRunner | None:
+        return self._runners.get(session_id)
+
+    async def _run(self, runner: SessionRunner) -> None:
+        try:
+            await runner.run()
+        except Exception:
+            # one session's failure must not end the others: report and forget the runner
+            log.exception("session %s failed", runner.session_id)
+            await runner.report_crash()
+        finally:
+            self._runners.pop(runner.session_id, None)
+
+    # --- Deliverer (the broker writes decisions through the session's runner) -------------
+
+    async def deliver(self, interaction: Interaction, decision: Decision) -> None:
+        runner = self._runners.get(interaction.session_id)
+        if runner is None:
+            raise DeliveryRefused("the agent process that asked has ended")
+        await runner.deliver(interaction, decision)
+
+    # --- Inbox ----------------------------------------------------------------------------
+
+    async def on_message(self, message: InboundMessage) -> None:
+        await self.control.on_message(message)
+
+    async def on_action(self, action: InboundAction) -> Ack:
+        return await self.desk.on_action(action)
+
+    async def on_form(self, form: InboundForm) -> Ack:
+        return await self.desk.on_form(form)

@@ -1,0 +1,328 @@
+"""One session's agent: started on demand, fed prompts in order, its events turned into
+ledger moves, cards and messages.
+
+A :class:`SessionRunner` is one task owned by the engine. Each agent process it starts is a
+new runtime epoch, recorded (pid, process group, start time) before anything is sent to it.
+While the agent lives, three owned tasks run: the event consumer, the prompt feeder (one
+turn at a time, from the durable queue) and the turn stream's flusher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+
+from gateway.agents import AgentLauncher, RunningAgent
+from gateway.broker import Broker, DeliveryRefused
+from gateway.config import ProjectConfig
+from gateway.domain import ConversationRef, Decision, InteractionState, TurnStatus
+from gateway.errors import AgentError, GatewayError
+from gateway.events import (
+    AgentEvent,
+    AgentExited,
+    AgentMessage,
+    InteractionClosed,
+    InteractionOpened,
+    Interrupt,
+    Prompt,
+    Respond,
+    SessionStarted,
+    TextDelta,
+    ToolActivity,
+    TurnCompleted,
+    TurnStarted,
+    Warning,
+)
+from gateway.interactions import Interaction, InteractionEvent
+from gateway.outbound import Notifier, TurnStream
+from gateway.platform import Platform
+from gateway.store import Store, TurnRecord
+
+__all__ = ["SessionRunner"]
+
+log = logging.getLogger(__name__)
+
+_QUIET_WARNINGS = frozenset({"config_warning"})
+
+
+class _AgentGone(Exception):
+    """The agent process ended: leave the epoch's task group."""
+
+
+class SessionRunner:
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        project: ProjectConfig,
+        store: Store,
+        broker: Broker,
+        launcher: AgentLauncher,
+        platforms: Mapping[str, Platform],
+        stop_grace_seconds: float,
+    ) -> None:
+        self.session_id = session_id
+        self._project = project
+        self._store = store
+        self._broker = broker
+        self._launcher = launcher
+        self._platforms = platforms
+        self._notifier = Notifier(platforms)
+        self._stop_grace = stop_grace_seconds
+        self._wake = asyncio.Event()
+        self._prompt_ready = asyncio.Event()
+        self._turn_done = asyncio.Event()
+        self._interrupt_requested = asyncio.Event()
+        self._closing = False
+        self.agent: RunningAgent | None = None
+        self.epoch: int | None = None
+        self._turn: TurnRecord | None = None
+        self._stream: TurnStream | None = None
+
+    # --- what the engine asks -------------------------------------------------------------
+
+    def kick(self) -> None:
+        """Something was queued or resumed: look at the queue."""
+        self._wake.set()
+        self._prompt_ready.set()
+
+    async def shutdown(self) -> None:
+        """Stop taking work and end the agent (its exit is recorded like any other)."""
+        self._closing = True
+        self.kick()
+        agent = self.agent
+        if agent is not None:
+            await agent.stop()
+
+    async def report_crash(self) -> None:
+        """This runner failed on a bug of ours: say so where the session is shown."""
+        await self._notify("⚠ The gateway lost this session's runner; send a message to restart.")
+
+    @property
+    def turn_running(self) -> bool:
+        return self._turn is not None
+
+    async def interrupt(self) -> bool:
+        """/stop: the native interrupt; the agent is killed if the turn does not end within
+        the grace period. False when no turn runs."""
+        agent = self.agent
+        if agent is None or self._turn is None:
+            return False
+        await agent.send(Interrupt())
+        self._interrupt_requested.set()
+        return True
+
+    async def deliver(self, interaction: Interaction, decision: Decision) -> None:
+        agent = self.agent
+        if agent is None or self.epoch != interaction.runtime_epoch:
+            raise DeliveryRefused("the agent process that asked has ended")
+        if interaction.native_key is None:
+            raise DeliveryRefused("the gateway's own plan has no agent request to answer")
+        await agent.send(Respond(native_key=interaction.native_key, decision=decision))
+
+    # --- the task -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        while not self._closing:
+            await self._wake.wait()
+            self._wake.clear()
+            if self._closing:
+                return
+            if await self._has_work():
+                await self._run_epoch()
+
+    async def _has_work(self) -> bool:
+        session = await self._store.sessions.get(self.session_id)
+        if session is None or session.is_closed or session.queue_paused:
+            return False
+        return bool(await self._store.prompts.list_queued(self.session_id))
+
+    async def _conversations(self) -> list[ConversationRef]:
+        return await self._store.sessions.list_bindings(self.session_id)
+
+    async def _run_epoch(self) -> None:
+        session = await self._store.sessions.get(self.session_id)
+        assert session is not None
+        try:
+            async with self._launcher.launch(
+                self._project, resume_native_id=session.native_session_id
+            ) as agent:
+                epoch = await self._store.sessions.begin_epoch(
+                    self.session_id,
+                    pid=agent.pid,
+                    pgid=agent.pgid,
+                    process_start_time=agent.start_time,
+                    agent_version=agent.started.agent_version,
+                )
+                self.agent, self.epoch = agent, epoch
+                await self._on_started(agent.started, epoch)
+                try:
+                    async with asyncio.TaskGroup() as tasks:
+                        tasks.create_task(self._consume(agent, epoch))
+                        tasks.create_task(self._feed(agent, epoch))
+                        tasks.create_task(self._watch_interrupt(agent))
+                except* _AgentGone:
+                    pass
+                finally:
+                    self.agent = None
+        except AgentError as exc:
+            await self._store.prompts.pause(self.session_id, reason="the agent failed to start")
+            await self._notify(
+                f"⚠ The agent could not start: {exc}\nYour messages stay queued: "
+                "/resume to try again, /clear to drop them."
+            )
+
+    async def _on_started(self, started: SessionStarted, epoch: int) -> None:
+        if started.native_id:
+            await self._store.sessions.set_native_session_id(self.session_id, started.native_id)
+        await self._store.sessions.set_policy(
+            self.session_id, epoch, started.policy, agent_version=started.agent_version
+        )
+
+    async def _consume(self, agent: RunningAgent, epoch: int) -> None:
+        async for event in agent.events():
+            await self._on_event(event, epoch)
+            if isinstance(event, AgentExited):
+                break
+        raise _AgentGone
+
+    async def _feed(self, agent: RunningAgent, epoch: int) -> None:
+        while True:
+            self._prompt_ready.clear()
+            prompt = await self._store.prompts.claim_next(self.session_id)
+            if prompt is None:
+                await self._prompt_ready.wait()
+                continue
+            self._turn = await self._store.turns.start(self.session_id, epoch, prompt_id=prompt.id)
+            self._turn_done.clear()
+            self._interrupt_requested.clear()
+            self._stream = TurnStream(self._platforms, await self._conversations())
+            try:
+                async with asyncio.TaskGroup() as turn_tasks:
+                    flusher = turn_tasks.create_task(self._stream.run(self._min_edit_interval()))
+                    await agent.send(Prompt(text=prompt.text))
+                    await self._turn_done.wait()
+                    flusher.cancel()
+            except* GatewayError as group:
+                # the agent died under our write; the consumer reports AgentExited
+                log.warning("prompt not sent: %s", group.exceptions[0])
+                await asyncio.Event().wait()
+
+    async def _watch_interrupt(self, agent: RunningAgent) -> None:
+        """Kill the agent, as the last resort, when an interrupted turn does not end."""
+        while True:
+            await self._interrupt_requested.wait()
+            self._interrupt_requested.clear()
+            try:
+                async with asyncio.timeout(self._stop_grace):
+                    await self._turn_done.wait()
+            except TimeoutError:
+                await self._notify("⏹ The agent did not stop in time; ending its process.")
+                await agent.stop()
+
+    def _min_edit_interval(self) -> float:
+        intervals = [p.limits.min_edit_interval_seconds for p in self._platforms.values()]
+        return max(intervals, default=1.0)
+
+    # --- events ---------------------------------------------------------------------------
+
+    async def _on_event(self, event: AgentEvent, epoch: int) -> None:
+        stream = self._stream
+        match event:
+            case TextDelta(item_id=item_id, text=text):
+                if stream is not None:
+                    stream.delta(item_id, text)
+            case AgentMessage(item_id=item_id, text=text):
+                if stream is not None:
+                    stream.message(item_id, text)
+            case ToolActivity():
+                if stream is not None:
+                    stream.activity(event)
+            case InteractionOpened(request=request):
+                if stream is not None:
+                    await stream.flush()  # what the agent said before asking comes first
+                turn_id = self._turn.id if self._turn is not None else None
+                await self._broker.open(self.session_id, epoch, request, turn_id=turn_id)
+            case InteractionClosed(native_key=native_key, how=how):
+                update = await self._store.interactions.close_from_agent(
+                    self.session_id, epoch, native_key, how=how
+                )
+                if update is not None:
+                    self._broker.mark_dirty(update.interaction.id)
+            case TurnStarted(turn_native_id=native_id):
+                if self._turn is not None and native_id:
+                    await self._store.turns.set_native_id(self._turn.id, native_id)
+            case TurnCompleted(status=status, error=error):
+                await self._end_turn(status, error)
+            case SessionStarted():
+                await self._on_started(event, epoch)
+            case Warning(message=message, code=code):
+                if code not in _QUIET_WARNINGS:
+                    await self._notify(f"⚠ {message}")
+            case AgentExited():
+                await self._on_exit(event, epoch)
+            case _:
+                pass  # Usage: not shown yet
+
+    async def _end_turn(self, status: TurnStatus, error: str | None) -> None:
+        turn, self._turn = self._turn, None
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.flush()  # the final text, always complete
+        if turn is not None:
+            await self._store.turns.end(turn.id, status, error=error)
+            if turn.prompt_id is not None:
+                if status is TurnStatus.COMPLETED:
+                    await self._store.prompts.mark_done(turn.prompt_id)
+                else:
+                    await self._store.prompts.mark_interrupted(turn.prompt_id)
+            await self._withdraw_leftovers(turn.id)
+        if status is TurnStatus.FAILED:
+            await self._notify(f"⚠ The turn failed: {error or 'no reason given'}")
+        elif status is TurnStatus.INTERRUPTED:
+            await self._notify("⏹ The turn was interrupted.")
+        self._turn_done.set()
+        self._prompt_ready.set()
+
+    async def _withdraw_leftovers(self, turn_id: int) -> None:
+        """A request cannot outlive its turn: what is still open was withdrawn."""
+        for interaction in await self._store.interactions.list_open(self.session_id):
+            if interaction.turn_id == turn_id and interaction.state in (
+                InteractionState.PENDING,
+                InteractionState.DECIDED,
+            ):
+                update = await self._store.interactions.resolve(
+                    interaction.id, InteractionEvent.WITHDRAW, by="agent", note="the turn ended"
+                )
+                self._broker.mark_dirty(update.interaction.id)
+
+    async def _on_exit(self, event: AgentExited, epoch: int) -> None:
+        description = event.reason or (
+            f"exited with code {event.code}" if event.code is not None else "ended"
+        )
+        turn = self._turn
+        if turn is not None:
+            await self._store.turns.end(turn.id, TurnStatus.FAILED, error=description)
+            if turn.prompt_id is not None:
+                await self._store.prompts.mark_interrupted(turn.prompt_id)
+            self._turn = None
+        if self._stream is not None:
+            await self._stream.flush()
+            self._stream = None
+        await self._store.sessions.end_epoch(self.session_id, epoch, exit_description=description)
+        for update in await self._store.interactions.orphan_epoch(
+            self.session_id, epoch, note=description
+        ):
+            self._broker.mark_dirty(update.interaction.id)
+        tail = event.stderr_tail.strip().splitlines()[-5:]
+        detail = ("\n```\n" + "\n".join(tail) + "\n```") if tail else ""
+        await self._notify(
+            f"⚠ The agent process ended ({description}). The next message starts it again, "
+            f"resuming the conversation.{detail}"
+        )
+        self._turn_done.set()
+        self.epoch = None
+
+    async def _notify(self, text: str) -> None:
+        await self._notifier.send(await self._conversations(), text)
