@@ -17,12 +17,21 @@ same block, reads stdout line by line, feeds the codec, puts the events on a bou
 writes whatever the codec queued. When the consumer falls behind, the queue fills and the
 reader stops reading: the agent then blocks on its own stdout (back-pressure, never loss).
 
-The last event is always ``AgentExited(code, stderr_tail, reason)``, where reason is
-``"exited"`` (stdout closed and the process ended by itself), ``"killed"`` (ended by a
-signal), ``"line_too_long"`` (a line past ``ProcessSpec.max_line_bytes``: the stream cannot be
-resynchronised, so the process is stopped), or ``"protocol_error"`` (the codec declared the
-session over; a Warning with the reason comes just before). After it, :meth:`next_event` and
-:meth:`send` raise :class:`gateway.errors.AgentExitedError`.
+The last event is always ``AgentExited(code, stderr_tail, reason)``; reason is one of
+
+- ``"exited"``: stdout closed and the process ended by itself;
+- ``"killed"``: it ended by a signal;
+- ``"line_too_long"``: a line past ``ProcessSpec.max_line_bytes`` (the stream cannot be
+  resynchronised, so the process is stopped);
+- ``"protocol_error"``: the codec declared the session over (a Warning with the reason comes
+  just before);
+- ``"stopped"``: the ``async with`` block was left (only a task still waiting in
+  :meth:`AgentRuntime.next_event` sees it).
+
+After it, :meth:`AgentRuntime.next_event` and :meth:`AgentRuntime.send` raise
+:class:`gateway.errors.AgentExitedError`. ``pid``, ``pgid`` and ``start_time`` name the
+process for the ledger (stdio.py explains why all three), ``session`` is the SessionStarted
+event, ``exit_status`` the :class:`adapters.stdio.ExitStatus` once the process has ended.
 """
 
 from __future__ import annotations
@@ -72,6 +81,7 @@ class AgentRuntime:
         self._failure: AgentError | None = None
         self._exit: ExitStatus | None = None
         self._exit_delivered = False
+        self._final_queued = False
         self.session: SessionStarted | None = None
 
     # --- identity -------------------------------------------------------------------------
@@ -136,6 +146,12 @@ class AgentRuntime:
         self._exit_delivered = True
         if stack is not None:
             await stack.aclose()
+        status = self._exit
+        if not self._final_queued and status is not None:
+            # Wake a task still waiting in next_event(): the agent was stopped under it.
+            final = AgentExited(code=status.code, stderr_tail=status.stderr_tail, reason="stopped")
+            with contextlib.suppress(asyncio.QueueFull):
+                self._events.put_nowait(final)
 
     async def _stop(self) -> None:
         status = await self._process.stop()  # idempotent: the reader may have stopped it
@@ -190,6 +206,10 @@ class AgentRuntime:
         self.codec.send(command)
         await self._flush()
 
+    async def stop(self) -> None:
+        """End the process now (its group too); the reader then reports AgentExited."""
+        await self._process.stop()
+
     def _exited_error(self) -> AgentExitedError:
         status = self._exit
         return AgentExitedError(
@@ -242,3 +262,4 @@ class AgentRuntime:
         await self._events.put(
             AgentExited(code=status.code, stderr_tail=status.stderr_tail, reason=reason)
         )
+        self._final_queued = True

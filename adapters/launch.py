@@ -1,0 +1,123 @@
+"""Starting a project's agent from its configuration: the core's AgentLauncher.
+
+The core (gateway/) never imports an adapter; ``agent-gateway run`` hands it this launcher,
+which picks the codec for the project's agent, builds its argv and its environment (an
+allowlist plus the project's ``env`` table, never the gateway's whole environment), and
+starts it through the one stdio runtime.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+from adapters.codec import AgentCodec
+from adapters.codex_app_server import CodexAppServerCodec
+from adapters.codex_launch import codex_app_server_argv
+from adapters.process_group import end_leftover_process_group
+from adapters.runtime import AgentRuntime
+from adapters.stdio import DEFAULT_ENV_ALLOWLIST, ProcessSpec, build_agent_env
+from gateway.config import ProjectConfig
+from gateway.domain import AgentKind
+from gateway.errors import AgentStartError, ConfigError
+from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
+
+__all__ = ["ConfiguredLauncher", "RuntimeAgent"]
+
+
+class RuntimeAgent:
+    """An :class:`AgentRuntime` as the core sees a running agent."""
+
+    def __init__(self, runtime: AgentRuntime) -> None:
+        self._runtime = runtime
+
+    @property
+    def pid(self) -> int | None:
+        return self._runtime.pid
+
+    @property
+    def pgid(self) -> int | None:
+        return self._runtime.pgid
+
+    @property
+    def start_time(self) -> int | None:
+        return self._runtime.start_time
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._runtime.codec.capabilities
+
+    @property
+    def started(self) -> SessionStarted:
+        assert self._runtime.session is not None  # the handshake is over
+        return self._runtime.session
+
+    async def send(self, command: AgentCommand) -> None:
+        await self._runtime.send(command)
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        return self._runtime.events()
+
+    async def stop(self) -> None:
+        await self._runtime.stop()
+
+
+class ConfiguredLauncher:
+    def __init__(
+        self,
+        *,
+        env_source: Mapping[str, str] | None = None,
+        handshake_timeout: float = 60.0,
+        stop_grace_seconds: float = 5.0,
+    ) -> None:
+        self._env_source = os.environ if env_source is None else env_source
+        self._handshake_timeout = handshake_timeout
+        self._stop_grace = stop_grace_seconds
+
+    def codec_and_argv(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> tuple[AgentCodec, list[str]]:
+        options = project.agent_options
+        if project.agent is AgentKind.CODEX_APP_SERVER:
+            codec = CodexAppServerCodec(
+                cwd=str(project.work_dir),
+                approval_policy=options.approval_policy.value,
+                sandbox=options.sandbox.value,
+                model=options.model,
+                resume_thread_id=resume_native_id,
+            )
+            return codec, codex_app_server_argv(project.argv(), enable=options.features)
+        raise ConfigError(f"agent {project.agent.value} cannot be started by this gateway yet")
+
+    @asynccontextmanager
+    async def launch(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> AsyncIterator[RuntimeAgent]:
+        try:
+            codec, argv = self.codec_and_argv(project, resume_native_id=resume_native_id)
+        except ConfigError as exc:
+            raise AgentStartError(str(exc)) from exc
+        options = project.agent_options
+        env = build_agent_env(
+            (*DEFAULT_ENV_ALLOWLIST, *options.env_allowlist),
+            options.agent_env(),
+            source=self._env_source,
+        )
+        spec = ProcessSpec(
+            argv=argv,
+            cwd=project.work_dir,
+            env=env,
+            stop_grace_seconds=self._stop_grace,
+        )
+        async with AgentRuntime(spec, codec, handshake_timeout=self._handshake_timeout) as runtime:
+            yield RuntimeAgent(runtime)
+
+    async def end_leftover(self, *, pid: int, pgid: int | None, start_time: int | None) -> str:
+        if start_time is None:
+            # without a start time the pid may name another process now: never signal it
+            return "not signalled: no start time recorded"
+        outcome = await end_leftover_process_group(
+            pid, pgid if pgid is not None else pid, start_time, self._stop_grace
+        )
+        return outcome.value

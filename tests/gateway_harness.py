@@ -1,0 +1,98 @@
+"""A whole gateway in the test: the real engine and ledger, the memory platform, and the
+real Codex app-server (against the fake model) started by the real launcher."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapters.launch import ConfiguredLauncher
+from gateway.cards import Card
+from gateway.config import Config, parse_config
+from gateway.domain import Actor, ConversationRef
+from gateway.engine import Gateway
+from platforms.memory import MemoryPlatform, Rendered
+from tests.codex_env import CodexHome
+
+ALICE = Actor(platform="memory", user_id="alice", display="Alice")
+BOB = Actor(platform="memory", user_id="bob", display="Bob")
+MALLORY = Actor(platform="memory", user_id="mallory", display="Mallory")
+ROOM = ConversationRef(platform="memory", space="team", channel="room", thread="t1")
+
+
+def gateway_config(
+    codex_bin: str,
+    home: CodexHome,
+    data_dir: Path,
+    *,
+    approvers: tuple[str, ...] = ("alice", "bob"),
+    allow_from: tuple[str, ...] = ("alice", "bob", "carol"),
+    approval_policy: str = "on-request",
+    sandbox: str = "workspace-write",
+    features: tuple[str, ...] = (),
+    extra: str = "",
+) -> Config:
+    env = "\n".join(f"{name} = {json.dumps(value)}" for name, value in home.env.items())
+    text = f"""
+[gateway]
+data_dir = {json.dumps(str(data_dir))}
+stop_grace_seconds = 5
+
+[projects.demo]
+work_dir = {json.dumps(str(home.workspace))}
+agent = "codex-app-server"
+argv = [{json.dumps(codex_bin)}]
+approval_policy = "{approval_policy}"
+sandbox = "{sandbox}"
+features = {json.dumps(list(features))}
+
+[projects.demo.agent_options.env]
+{env}
+
+[projects.demo.auth.memory]
+allow_from = {json.dumps(list(allow_from))}
+approvers = {json.dumps(list(approvers))}
+
+[platforms.memory]
+{extra}
+"""
+    return parse_config(text, "test.toml")
+
+
+@dataclass
+class Running:
+    gateway: Gateway
+    memory: MemoryPlatform
+
+    def cards(self, conversation: ConversationRef = ROOM) -> list[Rendered]:
+        return self.memory.cards(conversation)
+
+    async def card_where(
+        self, probe: Callable[[Card], bool], conversation: ConversationRef = ROOM
+    ) -> Rendered:
+        def find() -> Rendered | None:
+            for shown in self.memory.cards(conversation):
+                if shown.card is not None and probe(shown.card):
+                    return shown
+            return None
+
+        return await self.memory.wait_for(find)
+
+    async def text_where(
+        self, probe: Callable[[str], bool], conversation: ConversationRef = ROOM
+    ) -> str:
+        def find() -> str | None:
+            return next((t for t in self.memory.texts(conversation) if probe(t)), None)
+
+        return await self.memory.wait_for(find)
+
+
+@asynccontextmanager
+async def running_gateway(config: Config) -> AsyncIterator[Running]:
+    memory = MemoryPlatform()
+    launcher = ConfiguredLauncher(env_source={}, handshake_timeout=60)
+    async with Gateway(config, platforms={"memory": memory}, launcher=launcher) as gateway:
+        yield Running(gateway=gateway, memory=memory)
