@@ -26,6 +26,7 @@ from gateway.events import (
     Interrupt,
     Prompt,
     Respond,
+    SessionStarted,
     TurnCompleted,
     Warning,
 )
@@ -157,3 +158,21 @@ async def test_a_line_that_is_not_json_is_a_warning_and_the_turn_goes_on(workdir
     warnings = [e for e in events if isinstance(e, Warning) and e.code == "malformed_message"]
     assert len(warnings) == 1 and "this is not json" in warnings[0].message
     assert any(isinstance(e, AgentMessage) and e.text == "still here" for e in events)
+
+
+async def test_a_task_waiting_for_events_is_woken_when_the_runtime_is_left(
+    workdir: Path,
+) -> None:
+    async with asyncio.TaskGroup() as tasks:
+        async with runtime(workdir, "approve") as run:
+            await until(run, SessionStarted)
+            waiting = asyncio.Event()
+
+            async def wait_for_an_event() -> AgentEvent:
+                waiting.set()
+                return await run.next_event()  # nothing comes: the agent waits for a prompt
+
+            waiter = tasks.create_task(wait_for_an_event())
+            await waiting.wait()
+    woken = waiter.result()
+    assert isinstance(woken, AgentExited) and woken.reason == "stopped"
