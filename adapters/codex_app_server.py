@@ -52,6 +52,7 @@ from typing import Final
 
 from adapters import codex_events
 from adapters import codex_requests as requests
+from adapters.codex_events import IGNORED_NOTIFICATIONS
 from adapters.codex_replies import Reply
 from adapters.codex_session import SessionSetup, open_thread_params, read_policy
 from adapters.json_fields import (
@@ -112,25 +113,6 @@ CODEX_CAPABILITIES: Final = Capabilities(
     sandbox=True,
 )
 
-# Known ServerNotification methods (SUMMARY.md) that carry nothing a person acts on.
-IGNORED_NOTIFICATIONS: Final = frozenset(
-    {
-        "thread/started",  # the thread/start result already said it
-        "thread/status/changed",  # run state is derived from turns and interactions
-        "thread/settings/updated",
-        "thread/readState/changed",
-        "thread/goal/cleared",
-        "account/rateLimits/updated",
-        "remoteControl/status/changed",
-        "deprecationNotice",
-        "item/reasoning/summaryTextDelta",
-        "item/reasoning/summaryPartAdded",
-        "item/reasoning/textDelta",
-        "turn/diff/updated",
-        "turn/plan/updated",
-        "mcpServer/startupStatus/updated",
-    }
-)
 
 _USER_AGENT_VERSION = re.compile(r"^[^/\s]+/(\S+)")
 

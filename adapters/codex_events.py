@@ -33,7 +33,35 @@ from gateway.events import (
     Warning,
 )
 
-__all__ = ["STATELESS_NOTIFICATIONS", "item_event", "output_delta", "turn_completed", "usage"]
+__all__ = [
+    "IGNORED_NOTIFICATIONS",
+    "STATELESS_NOTIFICATIONS",
+    "item_event",
+    "output_delta",
+    "turn_completed",
+    "usage",
+]
+
+# Known ServerNotification methods (SUMMARY.md) that carry nothing a person acts on.
+IGNORED_NOTIFICATIONS: Final = frozenset(
+    {
+        "thread/started",  # the thread/start result already said it
+        "thread/status/changed",  # run state is derived from turns and interactions
+        "thread/settings/updated",
+        "thread/readState/changed",
+        "thread/goal/cleared",
+        "account/rateLimits/updated",
+        "remoteControl/status/changed",
+        "deprecationNotice",
+        "item/reasoning/summaryTextDelta",
+        "item/reasoning/summaryPartAdded",
+        "item/reasoning/textDelta",
+        "turn/diff/updated",
+        "turn/plan/updated",
+        "mcpServer/startupStatus/updated",
+    }
+)
+
 
 _TURN_STATUS: Final = {
     "completed": TurnStatus.COMPLETED,

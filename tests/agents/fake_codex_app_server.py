@@ -21,7 +21,7 @@ THREAD = "thread-fake"
 TURN = "turn-fake"
 
 
-def write(message: dict) -> None:
+def write(message: dict[str, object]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
