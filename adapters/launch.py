@@ -8,6 +8,7 @@ starts it through the one stdio runtime.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -17,13 +18,13 @@ from adapters.codex_app_server import CodexAppServerCodec
 from adapters.codex_launch import codex_app_server_argv
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
-from adapters.stdio import DEFAULT_ENV_ALLOWLIST, ProcessSpec, build_agent_env
+from adapters.stdio import DEFAULT_ENV_ALLOWLIST, AgentProcess, ProcessSpec, build_agent_env
 from gateway.config import ProjectConfig
 from gateway.domain import AgentKind
 from gateway.errors import AgentStartError, ConfigError
 from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
 
-__all__ = ["ConfiguredLauncher", "RuntimeAgent"]
+__all__ = ["ConfiguredLauncher", "RuntimeAgent", "probe_version"]
 
 
 class RuntimeAgent:
@@ -121,3 +122,21 @@ class ConfiguredLauncher:
             pid, pgid if pgid is not None else pid, start_time, self._stop_grace
         )
         return outcome.value
+
+
+async def probe_version(project: ProjectConfig, *, deadline: float = 20.0) -> str:
+    """``<agent> --version`` through the stdio runtime: what ``agent-gateway check`` prints."""
+    env = build_agent_env(
+        (*DEFAULT_ENV_ALLOWLIST, *project.agent_options.env_allowlist),
+        project.agent_options.agent_env(),
+    )
+    spec = ProcessSpec(argv=[*project.argv(), "--version"], cwd=project.work_dir, env=env)
+    async with AgentProcess.spawn(spec) as process:
+        lines: list[str] = []
+        async with asyncio.timeout(deadline):
+            while (line := await process.read_line()) is not None:
+                lines.append(line.decode(errors="replace"))
+            status = await process.wait()
+    if status.code != 0:
+        raise AgentStartError(f"{project.argv()[0]} --version failed: {status.describe()}")
+    return " ".join(lines).strip() or "(no version printed)"

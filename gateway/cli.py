@@ -1,0 +1,144 @@
+"""``agent-gateway``: run, check, ledger (``python -m gateway`` is the same program)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from gateway import __version__
+from gateway.config import DEFAULT_DATA_DIR, Config, check_config, load_config
+from gateway.errors import GatewayError
+from gateway.interactions import Interaction
+
+__all__ = ["main"]
+
+log = logging.getLogger("agent-gateway")
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent-gateway",
+        description="Drive local coding agents from chat; answer their approvals with buttons.",
+    )
+    parser.add_argument("--version", action="version", version=f"agent-gateway {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the gateway")
+    run.add_argument("--config", type=Path, required=True)
+    check = commands.add_parser("check", help="validate a config and probe each agent binary")
+    check.add_argument("--config", type=Path, required=True)
+    ledger = commands.add_parser("ledger", help="pending and recent interactions")
+    where = ledger.add_mutually_exclusive_group()
+    where.add_argument("--config", type=Path)
+    where.add_argument("--data-dir", type=Path)
+    ledger.add_argument("--limit", type=int, default=20)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        if args.command == "check":
+            return asyncio.run(_check(args.config))
+        if args.command == "ledger":
+            return asyncio.run(_ledger(args.config, args.data_dir, args.limit))
+        return asyncio.run(_run(args.config))
+    except GatewayError as exc:
+        print(f"agent-gateway: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _check(path: Path) -> int:
+    from adapters.launch import probe_version
+
+    config = load_config(path)
+    problems = check_config(config)
+    for problem in problems:
+        print(problem)
+    for name, project in config.projects.items():
+        try:
+            version = await probe_version(project)
+        except GatewayError as exc:
+            print(f"{name}: {exc}")
+            return 1
+        print(f"{name}: {project.agent.value} via {' '.join(project.argv())}: {version}")
+    print("config OK" if not problems else f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+def _platforms(config: Config) -> dict[str, object]:
+    unavailable = [name for name in config.platforms.enabled() if name != "memory"]
+    if unavailable:
+        raise GatewayError(f"platform(s) not available in this version: {', '.join(unavailable)}")
+    raise GatewayError("no chat platform to run: the memory platform is for tests and embedding")
+
+
+async def _run(path: Path) -> int:
+    from adapters.launch import ConfiguredLauncher
+    from gateway.engine import Gateway
+
+    config = load_config(path)
+    platforms = _platforms(config)
+    launcher = ConfiguredLauncher(stop_grace_seconds=config.gateway.stop_grace_seconds)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    async with Gateway(config, platforms=platforms, launcher=launcher):  # type: ignore[arg-type]
+        log.info("agent-gateway running (data dir %s)", config.gateway.data_dir)
+        await stop.wait()
+    return 0
+
+
+async def _ledger(config_path: Path | None, data_dir: Path | None, limit: int) -> int:
+    from gateway.store import Store
+
+    if data_dir is None:
+        data_dir = (
+            load_config(config_path).gateway.data_dir
+            if config_path is not None
+            else DEFAULT_DATA_DIR.expanduser()
+        )
+    if not data_dir.is_dir():
+        print(f"no ledger in {data_dir}")
+        return 1
+    async with Store.open(data_dir) as store:
+        pending = await store.interactions.list_open()
+        print(f"Pending ({len(pending)}):")
+        for interaction in pending:
+            print(_describe(interaction))
+        recent = await store.interactions.list_recent(limit=limit)
+        print(f"\nRecent ({len(recent)}):")
+        for interaction in recent:
+            print(_describe(interaction))
+    return 0
+
+
+def _describe(interaction: Interaction) -> str:
+    lines = [
+        f"  {interaction.id}  {interaction.state.value:<9} {interaction.kind.value:<8} "
+        f"{interaction.title}  (session {interaction.session_id}, epoch "
+        f"{interaction.runtime_epoch}, {interaction.created_at:%Y-%m-%d %H:%M:%S})"
+    ]
+    if interaction.decision is not None:
+        d = interaction.decision
+        what = d.decision.action_id or "answers: " + ", ".join(sorted(d.decision.answers))
+        lines.append(f"      decided   {d.at:%H:%M:%S} by {d.actor}: {what}")
+    if interaction.delivery is not None:
+        v = interaction.delivery
+        error = f" ({v.error})" if v.error else ""
+        lines.append(f"      delivered {v.at:%H:%M:%S}: {v.outcome.value}{error}")
+    if interaction.resolution is not None:
+        r = interaction.resolution
+        lines.append(f"      resolved  {r.at:%H:%M:%S}: {r.how.value} by {r.by}")
+    return "\n".join(lines)

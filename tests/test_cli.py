@@ -1,0 +1,86 @@
+"""The command line, run as a user runs it: ``python -m gateway ...`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.domain import AgentKind, InteractionKind, InteractionRequest
+from gateway.store import Store
+
+
+def _config(tmp_path: Path, argv: list[str], extra: str = "") -> Path:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        f"""
+[gateway]
+data_dir = {json.dumps(str(tmp_path / "data"))}
+
+[projects.p]
+work_dir = {json.dumps(str(work))}
+agent = "codex-app-server"
+argv = {json.dumps(argv)}
+{extra}
+
+[projects.p.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+    )
+    return path
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gateway", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.real_agent("codex")
+def test_check_probes_the_agent_version(codex_bin: str, tmp_path: Path) -> None:
+    done = _cli("check", "--config", str(_config(tmp_path, [codex_bin])))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "codex-cli 0.171.0" in done.stdout
+    assert "config OK" in done.stdout
+
+
+def test_check_names_the_key_and_line_of_a_bad_value(tmp_path: Path) -> None:
+    path = _config(tmp_path, ["codex"], extra='sandbox = "danger-full-access"')
+    done = _cli("check", "--config", str(path))
+    assert done.returncode == 2
+    assert "sandbox" in done.stderr and "gateway.toml:" in done.stderr
+    assert "allow_dangerous" in done.stderr
+
+
+def test_check_reports_a_missing_agent_binary(tmp_path: Path) -> None:
+    done = _cli("check", "--config", str(_config(tmp_path, [str(tmp_path / "no-codex")])))
+    assert done.returncode != 0
+    assert "not found" in done.stdout + done.stderr
+
+
+async def test_ledger_lists_pending_interactions(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    async with Store.open(data) as store:
+        session = await store.sessions.create(project="p", agent_kind=AgentKind.CODEX_APP_SERVER)
+        epoch = await store.sessions.begin_epoch(
+            session.id, pid=None, pgid=None, process_start_time=None
+        )
+        request = InteractionRequest(
+            native_key="rpc:0", kind=InteractionKind.APPROVAL, title="Run a command"
+        )
+        opened = await store.interactions.create(session.id, epoch, request)
+    done = _cli("ledger", "--data-dir", str(data))
+    assert done.returncode == 0, done.stderr
+    assert "Pending (1)" in done.stdout
+    assert opened.interaction.id in done.stdout and "Run a command" in done.stdout
