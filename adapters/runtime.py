@@ -9,6 +9,7 @@
         await runtime.send(Prompt(text="hello"))
         async for event in runtime.events():     # ends after the final AgentExited
             ...
+        await runtime.stop()                     # the last resort after an Interrupt
     # leaving the block stops the process and its process group
 
 Ownership (STYLE.md, principle 4): the process belongs to the ``async with`` block
@@ -25,8 +26,8 @@ The last event is always ``AgentExited(code, stderr_tail, reason)``; reason is o
   resynchronised, so the process is stopped);
 - ``"protocol_error"``: the codec declared the session over (a Warning with the reason comes
   just before);
-- ``"stopped"``: the ``async with`` block was left (only a task still waiting in
-  :meth:`AgentRuntime.next_event` sees it).
+- ``"stopped"``: the gateway ended it with :meth:`AgentRuntime.stop` (or left the
+  ``async with`` block, which only a task still waiting in ``next_event`` sees).
 
 After it, :meth:`AgentRuntime.next_event` and :meth:`AgentRuntime.send` raise
 :class:`gateway.errors.AgentExitedError`. ``pid``, ``pgid`` and ``start_time`` name the
@@ -82,6 +83,7 @@ class AgentRuntime:
         self._exit: ExitStatus | None = None
         self._exit_delivered = False
         self._final_queued = False
+        self._stop_requested = False
         self.session: SessionStarted | None = None
 
     # --- identity -------------------------------------------------------------------------
@@ -207,7 +209,9 @@ class AgentRuntime:
         await self._flush()
 
     async def stop(self) -> None:
-        """End the process now (its group too); the reader then reports AgentExited."""
+        """End the process now (its group too: stdin EOF, SIGTERM, SIGKILL, see stdio.py);
+        the events then end with ``AgentExited(reason="stopped")``."""
+        self._stop_requested = True
         await self._process.stop()
 
     def _exited_error(self) -> AgentExitedError:
@@ -256,7 +260,9 @@ class AgentRuntime:
             await self._events.put(Warning(message=str(self._failure), code="protocol_error"))
         status = await proc.stop()
         self._exit = status
-        if reason == "exited" and status.signal is not None:
+        if reason == "exited" and self._stop_requested:
+            reason = "stopped"
+        elif reason == "exited" and status.signal is not None:
             reason = "killed"
         self._settled.set()
         await self._events.put(

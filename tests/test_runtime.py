@@ -176,3 +176,15 @@ async def test_a_task_waiting_for_events_is_woken_when_the_runtime_is_left(
             await waiting.wait()
     woken = waiter.result()
     assert isinstance(woken, AgentExited) and woken.reason == "stopped"
+
+
+async def test_stop_ends_the_agent_and_its_events(workdir: Path) -> None:
+    async with runtime(workdir, "approve") as run:
+        await run.send(Prompt(text="go"))
+        await until(run, InteractionOpened)
+        await run.stop()
+        async with asyncio.timeout(DEADLINE):
+            seen = [event async for event in run.events()]
+        assert isinstance(seen[-1], AgentExited) and seen[-1].reason == "stopped"
+        with pytest.raises(AgentExitedError):
+            await run.send(Interrupt())
