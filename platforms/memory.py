@@ -102,7 +102,12 @@ class MemoryPlatform:
     # --- what a person does ---------------------------------------------------------------
 
     async def say(
-        self, conversation: ConversationRef, actor: Actor, text: str, *, message_id: str | None = None
+        self,
+        conversation: ConversationRef,
+        actor: Actor,
+        text: str,
+        *,
+        message_id: str | None = None,
     ) -> None:
         message = InboundMessage(
             conversation=conversation,
@@ -149,9 +154,9 @@ class MemoryPlatform:
     def texts(self, conversation: ConversationRef | None = None) -> list[str]:
         return [m.text for m in self.messages(conversation) if m.text is not None]
 
-    async def wait_for(self, probe: Callable[[], T | None], timeout: float = 30.0) -> T:
+    async def wait_for(self, probe: Callable[[], T | None], deadline: float = 30.0) -> T:
         """Wait until ``probe()`` returns something other than None (or False)."""
-        async with asyncio.timeout(timeout), self._changed:
+        async with asyncio.timeout(deadline), self._changed:
             while True:
                 value = probe()
                 if value is not None and value is not False:

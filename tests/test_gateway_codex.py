@@ -24,6 +24,12 @@ async def test_command_approval_round_trip(
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
         labels = [action.label for action in shown.card.actions]
+        assert labels == [
+            "Allow once",
+            "Always allow `touch hello.txt`",
+            "Deny",
+            "Deny and stop the turn",
+        ]
         ack = await gw.memory.click(ROOM, ALICE, shown.card.actions[0].token)
         assert ack.accepted, ack.text
         await gw.text_where(lambda text: "Done." in text)

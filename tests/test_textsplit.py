@@ -40,6 +40,4 @@ def test_random_text_keeps_every_character_within_the_limit(seed: int) -> None:
     limit = rng.choice([64, 100, 300, 4096])
     parts = split_text(text, limit)
     assert all(len(part) <= limit for part in parts)
-    assert _strip_fences("".join(parts)).replace("\n", "") == _strip_fences(text).replace(
-        "\n", ""
-    )
+    assert _strip_fences("".join(parts)).replace("\n", "") == _strip_fences(text).replace("\n", "")
