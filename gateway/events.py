@@ -131,7 +131,7 @@ class Warning:
 class AgentExited:
     code: int | None
     stderr_tail: str = ""
-    reason: str = ""  # a typed outcome: "exited", "killed", "line_too_long", "handshake_timeout"
+    reason: str = ""  # "exited", "killed", "line_too_long", "protocol_error" or "stopped"
 
 
 AgentEvent = (
