@@ -5,6 +5,12 @@ and to read what was rendered. It enforces the same limits as the strictest real
 callback payloads (action tokens) limited in size, text limited in length, acknowledgements
 due within a deadline, "not modified" for identical edits, and an outage switch under which
 every send fails (to prove that failed card copies are sent again).
+
+A gateway restarted in a new process starts with a new, empty platform, yet its recovery edits
+the cards the earlier process sent. ``MemoryPlatform(adopt_unknown=True, id_prefix="b-")``
+records an edit of a message it never sent as that message, now showing the edit (what a real
+platform, which keeps its messages, would show), and names its own messages ``b-1``, ``b-2``...
+so that they never collide with the earlier process's ids.
 """
 
 from __future__ import annotations
@@ -49,12 +55,21 @@ class Rendered:
 
 
 class MemoryPlatform:
-    def __init__(self, name: str = "memory", limits: PlatformLimits | None = None) -> None:
+    def __init__(
+        self,
+        name: str = "memory",
+        limits: PlatformLimits | None = None,
+        *,
+        adopt_unknown: bool = False,
+        id_prefix: str = "",
+    ) -> None:
         self.name = name
         self.limits = limits or PlatformLimits()
         self.down = False  # an outage: every outbound call fails
+        self.adopt_unknown = adopt_unknown
         self._inbox: Inbox | None = None
         self._ids = itertools.count(1)
+        self._id_prefix = id_prefix
         self._messages: dict[str, Rendered] = {}
         self._changed = asyncio.Condition()
 
@@ -66,13 +81,15 @@ class MemoryPlatform:
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
         self._check_up()
         self._check_text(text)
-        ref = MessageRef(conversation=conversation, message_id=str(next(self._ids)))
+        ref = MessageRef(conversation=conversation, message_id=self._new_id())
         await self._store(Rendered(ref=ref, text=text, versions=[text]))
         return ref
 
     async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
         self._check_up()
         self._check_text(text)
+        if await self._adopted(ref, Rendered(ref=ref, text=text, versions=[text])):
+            return EditResult.EDITED
         shown = self._get(ref)
         if shown.text == text:
             return EditResult.NOT_MODIFIED
@@ -84,13 +101,15 @@ class MemoryPlatform:
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         self._check_up()
         self._check_card(card)
-        ref = MessageRef(conversation=conversation, message_id=str(next(self._ids)))
+        ref = MessageRef(conversation=conversation, message_id=self._new_id())
         await self._store(Rendered(ref=ref, card=card, versions=[card]))
         return ref
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
         self._check_up()
         self._check_card(card)
+        if await self._adopted(ref, Rendered(ref=ref, card=card, versions=[card])):
+            return EditResult.EDITED
         shown = self._get(ref)
         if shown.card == card:
             return EditResult.NOT_MODIFIED
@@ -113,7 +132,7 @@ class MemoryPlatform:
             conversation=conversation,
             actor=actor,
             text=text,
-            message_id=message_id or f"in-{next(self._ids)}",
+            message_id=message_id or f"in-{self._new_id()}",
         )
         await self._inbox_or_fail().on_message(message)
 
@@ -186,6 +205,16 @@ class MemoryPlatform:
         for action in card.actions:
             self._check_callback(action.token)
         self._check_text(card.title + card.summary)
+
+    def _new_id(self) -> str:
+        return f"{self._id_prefix}{next(self._ids)}"
+
+    async def _adopted(self, ref: MessageRef, edited: Rendered) -> bool:
+        """Record an edit of a message an earlier instance sent, if adopting; True if done."""
+        if not self.adopt_unknown or ref.message_id in self._messages:
+            return False
+        await self._store(edited)
+        return True
 
     def _get(self, ref: MessageRef) -> Rendered:
         try:
