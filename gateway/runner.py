@@ -10,6 +10,7 @@ turn at a time, from the durable queue) and the turn stream's flusher.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 
@@ -166,6 +167,10 @@ class SessionRunner:
                     pass
                 finally:
                     self.agent = None
+                    if self.epoch is not None:
+                        # left without AgentExited (a bug of ours, or cancelled): the process
+                        # is stopped by the launcher; record that its epoch ended too
+                        await self._end_epoch_quietly(epoch)
         except AgentError as exc:
             await self._store.prompts.pause(self.session_id, reason="the agent failed to start")
             await self._notify(
@@ -323,6 +328,19 @@ class SessionRunner:
         )
         self._turn_done.set()
         self.epoch = None
+
+    async def _end_epoch_quietly(self, epoch: int) -> None:
+        self.epoch = None
+        self._turn = None
+        self._stream = None
+        with contextlib.suppress(GatewayError):
+            await self._store.sessions.end_epoch(
+                self.session_id, epoch, exit_description="the gateway stopped tracking it"
+            )
+            for update in await self._store.interactions.orphan_epoch(
+                self.session_id, epoch, note="the gateway stopped tracking the agent"
+            ):
+                self._broker.mark_dirty(update.interaction.id)
 
     async def _notify(self, text: str) -> None:
         await self._notifier.send(await self._conversations(), text)
