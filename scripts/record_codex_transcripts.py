@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Record the project's own Codex app-server transcripts from the real, pinned binary.
 
-Each scenario runs ``codex app-server`` against the scripted fake model
-(``tests/servers/fake_responses.py``) in a hermetic CODEX_HOME (``tests/codex_env.py``) and
-writes ``tests/transcripts/codex-0.171/<scenario>.jsonl``: one line per JSON-RPC message,
-``{"t": seconds since the first spawn, "dir": ">>" (to the agent) | "<<" (from it), "msg"}``,
-with the real paths replaced by ``$CODEX_HOME`` and ``$WORKSPACE``. A line
-``{"dir": "--", "msg": {"note": ...}}`` marks a new app-server process (resume).
+Each scenario runs ``codex app-server`` through the project's adapter (``run_codex`` in
+``tests/codex_env.py``: ``AgentRuntime`` + ``CodexAppServerCodec`` + ``AgentProcess``)
+against the scripted fake model (``tests/servers/fake_responses.py``) in a hermetic
+CODEX_HOME, and writes ``tests/transcripts/codex-0.171/<scenario>.jsonl``: one line per
+JSON-RPC message, ``{"t": seconds since the scenario started, "dir": ">>" (to the agent) |
+"<<" (from it), "msg"}``, with the real paths replaced by ``$CODEX_HOME``, ``$WORKSPACE``
+and ``$OUTSIDE`` (a directory outside the workspace). A line ``{"dir": "--", "msg": {"note":
+...}}`` marks a new app-server process (resume). What ``>>`` shows is what the gateway
+itself sends.
 
-A dev tool with its own tiny JSON-RPC driver, so that each transcript shows exactly what was
-sent. Each scenario prints what a user would notice (files, turn status, what the model was
-told) and fails loudly if the binary did not do what the scenario expects.
+Each scenario prints what a person would notice (files, turn status, what the model was
+told) and fails, writing nothing, if the binary did not behave as the scenario expects.
 
     .venv/bin/python scripts/record_codex_transcripts.py [--only NAME ...] [--out DIR]
 """
@@ -22,7 +24,8 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,13 +33,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.codex_env import CodexHome, make_codex_home  # noqa: E402
+from gateway.domain import Answer, Decision, Effect, InteractionRequest, Scope  # noqa: E402
+from gateway.events import InteractionOpened, Interrupt, TurnCompleted  # noqa: E402
+from tests.codex_env import CodexAgent, CodexHome, choose, make_codex_home  # noqa: E402
+from tests.codex_env import run_codex as run_codex_in  # noqa: E402
 from tests.servers import fake_responses as fm  # noqa: E402
 
 DEFAULT_BIN = ROOT / ".cache" / "agents" / "node_modules" / ".bin" / "codex"
 DEFAULT_OUT = ROOT / "tests" / "transcripts" / "codex-0.171"
-TIMEOUT = 30.0
-Msg = dict[str, Any]
 
 
 class ScenarioFailed(Exception):
@@ -55,165 +59,54 @@ class Transcript:
     t0: float = field(default_factory=time.monotonic)
     lines: list[str] = field(default_factory=list)
 
-    def add(self, direction: str, msg: Msg) -> None:
+    def add(self, direction: str, msg: dict[str, Any]) -> None:
         text = json.dumps(msg)
         for real, placeholder in self.substitutions:
             text = text.replace(real, placeholder)
         record = {"t": round(time.monotonic() - self.t0, 4), "dir": direction}
         self.lines.append(json.dumps(record)[:-1] + f', "msg": {text}}}')
 
-
-class AppServer:
-    """One ``codex app-server`` process and its JSON-RPC bookkeeping."""
-
-    def __init__(self, codex: str, home: CodexHome, transcript: Transcript, args: list[str]):
-        self.argv = [codex, "app-server", *args]
-        self.home = home
-        self.transcript = transcript
-        self.next_id = 0
-        self.pending: dict[int, asyncio.Future[Msg]] = {}
-        self.inbox: asyncio.Queue[Msg | None] = asyncio.Queue()
-        self.proc: asyncio.subprocess.Process | None = None
-        self.reader: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> AppServer:
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.argv,
-            cwd=self.home.workspace,
-            env=self.home.env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            limit=16 * 1024 * 1024,
-        )
-        self.reader = asyncio.create_task(self._read())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            async with asyncio.timeout(10):
-                await self.proc.wait()
-        except TimeoutError:
-            self.proc.kill()
-            await self.proc.wait()
-        if self.reader is not None:
-            self.reader.cancel()
-
-    async def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        while line := await self.proc.stdout.readline():
-            msg = json.loads(line)
-            self.transcript.add("<<", msg)
-            if "method" not in msg and msg.get("id") in self.pending:
-                self.pending.pop(msg["id"]).set_result(msg)
-            else:
-                await self.inbox.put(msg)
-        await self.inbox.put(None)
-
-    async def send(self, msg: Msg) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        self.transcript.add(">>", msg)
-        self.proc.stdin.write(json.dumps(msg).encode() + b"\n")
-        await self.proc.stdin.drain()
-
-    async def request(self, method: str, params: Msg) -> Msg:
-        self.next_id += 1
-        future: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
-        self.pending[self.next_id] = future
-        await self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        async with asyncio.timeout(TIMEOUT):
-            reply = await future
-        if "error" in reply:
-            raise ScenarioFailed(f"{method}: {reply['error']}")
-        result: Msg = reply["result"]
-        return result
-
-    async def respond(self, request: Msg, result: Msg) -> None:
-        await self.send({"jsonrpc": "2.0", "id": request["id"], "result": result})
-
-    async def expect(self, *methods: str) -> Msg:
-        """The next message from the agent with one of ``methods`` (others are skipped)."""
-        async with asyncio.timeout(TIMEOUT):
-            while (msg := await self.inbox.get()) is not None:
-                if msg.get("method") in methods:
-                    return msg
-        raise ScenarioFailed(f"app-server exited while waiting for {methods}")
-
-    async def initialize(self, *, experimental: bool = False) -> None:
-        await self.request(
-            "initialize",
-            {
-                "clientInfo": {"name": "agent-gateway", "title": None, "version": "0.1.0"},
-                "capabilities": {"experimentalApi": experimental, "requestAttestation": False},
-            },
-        )
-        await self.send({"jsonrpc": "2.0", "method": "initialized"})
-
-    async def start_thread(self, **params: Any) -> str:
-        result = await self.request("thread/start", {**self.thread_params(), **params})
-        return str(result["thread"]["id"])
-
-    def thread_params(self) -> Msg:
-        """What the gateway asks of every thread: our cwd, approvals by a person."""
-        return {
-            "cwd": str(self.home.workspace),
-            "approvalPolicy": "on-request",
-            "approvalsReviewer": "user",
-            "sandbox": "workspace-write",
-        }
-
-    async def open_thread(self, *, experimental: bool = False, **params: Any) -> str:
-        await self.initialize(experimental=experimental)
-        return await self.start_thread(**params)
-
-    async def start_turn(self, thread_id: str, text: str, **params: Any) -> str:
-        items = [{"type": "text", "text": text, "text_elements": []}]
-        result = await self.request("turn/start", {"threadId": thread_id, "input": items, **params})
-        return str(result["turn"]["id"])
-
-    async def turn_completed(self) -> Msg:
-        turn: Msg = (await self.expect("turn/completed"))["params"]["turn"]
-        return turn
+    def tap(self, direction: str, line: bytes) -> None:
+        self.add(direction, json.loads(line))
 
 
 @dataclass
 class Run:
-    """What a scenario gets: the fake model, the home, and a way to start app-servers."""
+    """What a scenario gets: the binary, the fake model, the home and the transcript."""
 
-    codex: str
+    codex_bin: str
     fake: fm.FakeResponses
     home: CodexHome
     transcript: Transcript
     processes: int = 0
 
-    def app_server(self, *args: str) -> AppServer:
+    @asynccontextmanager
+    async def codex(self, **options: Any) -> AsyncIterator[CodexAgent]:
         if self.processes:
             self.transcript.add("--", {"note": "new app-server process"})
         self.processes += 1
-        return AppServer(self.codex, self.home, self.transcript, list(args))
+        tap = self.transcript.tap
+        async with run_codex_in(self.codex_bin, self.home, tap=tap, **options) as agent:
+            yield agent
 
     def exists(self, name: str) -> bool:
         return (self.home.workspace / name).exists()
 
-    def told(self, call_id: str | None = None) -> str:
+    def outside(self, name: str) -> bool:
+        return (self.home.outside / name).exists()
+
+    def told(self) -> str:
         """The tool output the model got last (what the agent reported back)."""
-        return next(
-            (out for r in reversed(self.fake.model_requests()) if (out := r.tool_output(call_id))),
-            "",
-        )
+        return self.fake.last_tool_output()
 
 
 DONE = fm.message(lambda r: f"Done. Tool said: {(r.tool_output() or '')[:300]}")
 TOUCH = "touch hello.txt"
+UPDATE_ONE = "*** Begin Patch\n*** Update File: one.txt\n@@\n-hello\n+hello again\n*** End Patch\n"
 
 
 def add_file(name: str, text: str = "hello") -> str:
     return f"*** Begin Patch\n*** Add File: {name}\n+{text}\n*** End Patch\n"
-
-
-UPDATE_ONE = "*** Begin Patch\n*** Update File: one.txt\n@@\n-hello\n+hello again\n*** End Patch\n"
 
 
 def question(qid: str, header: str, text: str, *labels: str) -> dict[str, Any]:
@@ -227,32 +120,42 @@ QUESTIONS = [
 ]
 
 
-async def approve_one_command(run: Run, decision: str) -> Msg:
+def asked_again(agent: CodexAgent, mark: int) -> bool:
+    return any(isinstance(e, InteractionOpened) for e in agent.seen[mark:])
+
+
+def show(request: InteractionRequest) -> None:
+    print(f"    asked: {request.title}; actions: {[a.id for a in request.actions]}")
+
+
+# --- command approvals -------------------------------------------------------------------------
+
+
+async def one_command(run: Run, effect: Effect, scope: Scope = Scope.ONCE) -> TurnCompleted:
     run.fake.enqueue([fm.shell(TOUCH, escalated=True), DONE])
-    async with run.app_server() as srv:
-        thread = await srv.open_thread()
-        await srv.start_turn(thread, "please create hello.txt")
-        ask = await srv.expect("item/commandExecution/requestApproval")
-        print(f"    availableDecisions: {json.dumps(ask['params'].get('availableDecisions'))}")
-        await srv.respond(ask, {"decision": decision})
-        return await srv.turn_completed()
+    async with run.codex() as agent:
+        await agent.prompt("please create hello.txt")
+        request = await agent.asked()
+        show(request)
+        await agent.decide(request, choose(request, effect, scope))
+        return await agent.turn_end()
 
 
 async def shell_accept(run: Run) -> None:
-    turn = await approve_one_command(run, "accept")
-    check(turn["status"] == "completed" and run.exists("hello.txt"), "completed, file created")
+    turn = await one_command(run, Effect.ALLOW)
+    check(turn.status == "completed" and run.exists("hello.txt"), "completed, file created")
 
 
 async def shell_decline(run: Run) -> None:
-    turn = await approve_one_command(run, "decline")
-    check(turn["status"] == "completed", f"turn {turn['status']} (decline is not listed)")
+    turn = await one_command(run, Effect.DENY)
+    check(turn.status == "completed", f"turn {turn.status} (decline is not listed)")
     check(not run.exists("hello.txt"), "file not created")
-    check("rejected" in run.told(), f"model told: {run.told()!r}")
+    check("rejected by user" in run.told(), f"model told: {run.told()!r}")
 
 
 async def shell_cancel(run: Run) -> None:
-    turn = await approve_one_command(run, "cancel")
-    check(turn["status"] == "interrupted", f"turn {turn['status']}")
+    turn = await one_command(run, Effect.CANCEL)
+    check(turn.status == "interrupted", f"turn {turn.status}")
     check(not run.exists("hello.txt"), "file not created")
 
 
@@ -260,138 +163,128 @@ async def shell_execpolicy_amendment(run: Run) -> None:
     first = [fm.shell(TOUCH, escalated=True, prefix_rule=["touch"]), DONE]
     second = [fm.shell("touch second.txt", escalated=True, prefix_rule=["touch"]), DONE]
     run.fake.enqueue(first, second)
-    async with run.app_server() as srv:
-        thread = await srv.open_thread()
-        await srv.start_turn(thread, "please create hello.txt")
-        ask = await srv.expect("item/commandExecution/requestApproval")
-        proposed = ask["params"].get("proposedExecpolicyAmendment")
-        print(f"    proposedExecpolicyAmendment: {proposed}")
-        amendment = {"execpolicy_amendment": proposed}
-        await srv.respond(ask, {"decision": {"acceptWithExecpolicyAmendment": amendment}})
-        check((await srv.turn_completed())["status"] == "completed", "first turn completed")
-        await srv.start_turn(thread, "now create second.txt")
-        nxt = await srv.expect("item/commandExecution/requestApproval", "turn/completed")
-        check(nxt["method"] == "turn/completed", "second matching command not asked")
-        check(run.exists("second.txt"), "second.txt created")
+    async with run.codex() as agent:
+        await agent.prompt("please create hello.txt")
+        request = await agent.asked()
+        show(request)
+        await agent.decide(request, choose(request, Effect.ALLOW, Scope.ALWAYS))
+        check((await agent.turn_end()).status == "completed", "first turn completed")
+        mark = await agent.prompt("now create second.txt")
+        await agent.turn_end()
+    check(not asked_again(agent, mark), "second matching command not asked")
+    check(run.exists("second.txt"), "second.txt created")
     check((run.home.home / "rules" / "default.rules").is_file(), "rule kept in $CODEX_HOME/rules")
 
 
-async def patch(run: Run, decisions: list[str], steps: list[fm.Step]) -> list[Msg]:
+# --- file changes ------------------------------------------------------------------------------
+
+
+async def patches(run: Run, steps: list[fm.Step], *clicks: tuple[Effect, Scope]) -> CodexAgent:
+    """A read-only sandbox, so that every patch is asked; one click per expected request."""
     run.fake.enqueue([*steps, DONE])
-    asks = []
-    async with run.app_server() as srv:
-        thread = await srv.open_thread(sandbox="read-only")
-        await srv.start_turn(thread, "please write the files")
-        for decision in decisions:
-            ask = await srv.expect("item/fileChange/requestApproval", "turn/completed")
-            if ask["method"] == "turn/completed":
-                asks.append(ask)
-                return asks
-            asks.append(ask)
-            await srv.respond(ask, {"decision": decision})
-        asks.append(await srv.expect("item/fileChange/requestApproval", "turn/completed"))
-        if asks[-1]["method"] != "turn/completed":
-            raise ScenarioFailed("asked once more than expected")
-    return asks
+    async with run.codex(sandbox="read-only") as agent:
+        await agent.prompt("please write the files")
+        for effect, scope in clicks:
+            request = await agent.asked()
+            show(request)
+            await agent.decide(request, choose(request, effect, scope))
+        await agent.turn_end()
+    opened = [e for e in agent.seen if isinstance(e, InteractionOpened)]
+    check(len(opened) == len(clicks), f"asked {len(opened)} time(s)")
+    return agent
 
 
 async def patch_accept(run: Run) -> None:
-    asks = await patch(run, ["accept"], [fm.apply_patch(add_file("patched.txt"))])
-    check(asks[-1]["params"]["turn"]["status"] == "completed", "turn completed")
+    await patches(run, [fm.apply_patch(add_file("patched.txt"))], (Effect.ALLOW, Scope.ONCE))
     check(run.exists("patched.txt"), "patched.txt created")
 
 
 async def patch_accept_for_session(run: Run) -> None:
-    # the session grant covers the paths of the approved patch (a patch to another file is
-    # asked again), so the second patch edits the same file
+    # the session grant covers the approved patch's paths: the second patch edits that file
     steps = [fm.apply_patch(add_file("one.txt")), fm.apply_patch(UPDATE_ONE)]
-    asks = await patch(run, ["acceptForSession"], steps)
-    check(len(asks) == 2 and asks[-1]["method"] == "turn/completed", "second patch not asked")
+    await patches(run, steps, (Effect.ALLOW, Scope.SESSION))
     text = (run.home.workspace / "one.txt").read_text()
     check(text == "hello again\n", f"one.txt written twice: {text!r}")
 
 
 async def patch_accept_for_session_other_file(run: Run) -> None:
     steps = [fm.apply_patch(add_file("one.txt")), fm.apply_patch(add_file("two.txt"))]
-    asks = await patch(run, ["acceptForSession", "accept"], steps)
-    check(len(asks) == 3, "a patch to another file is asked again")
+    await patches(run, steps, (Effect.ALLOW, Scope.SESSION), (Effect.ALLOW, Scope.ONCE))
     check(run.exists("one.txt") and run.exists("two.txt"), "both files created")
 
 
 async def patch_decline(run: Run) -> None:
-    asks = await patch(run, ["decline"], [fm.apply_patch(add_file("patched.txt"))])
-    check(asks[-1]["params"]["turn"]["status"] == "completed", "turn completed")
+    await patches(run, [fm.apply_patch(add_file("patched.txt"))], (Effect.DENY, Scope.ONCE))
     check(not run.exists("patched.txt"), "patched.txt not created")
-    print(f"    model told: {run.told()!r}")
+    check(run.told() == "patch rejected by user", f"model told: {run.told()!r}")
+
+
+# --- questions, interrupt, resume, failures ----------------------------------------------------
 
 
 async def user_input_other(run: Run) -> None:
     run.fake.enqueue([fm.request_user_input(QUESTIONS), DONE])
-    async with run.app_server("--enable", "default_mode_request_user_input") as srv:
-        thread = await srv.open_thread()
-        await srv.start_turn(thread, "ask me first")
-        ask = await srv.expect("item/tool/requestUserInput")
-        answers = {
-            "color": {"answers": ["Blue"]},
-            "name": {"answers": ["user_note: call it shopping-list.txt"]},
-        }
-        await srv.respond(ask, {"answers": answers})
-        turn = await srv.turn_completed()
-    check(turn["status"] == "completed", "turn completed")
+    async with run.codex(enable=["default_mode_request_user_input"]) as agent:
+        await agent.prompt("ask me first")
+        request = await agent.asked()
+        color, _ = request.questions
+        [blue] = [option.id for option in color.options if option.label == "Blue"]
+        answers = {"color": Answer(option_ids=(blue,)), "name": Answer(other="shopping-list.txt")}
+        await agent.decide(request, Decision(answers=answers))
+        turn = await agent.turn_end()
+    check(turn.status == "completed", "turn completed")
     check("shopping-list.txt" in run.told(), f"model told: {run.told()!r}")
 
 
 async def interrupt_pending_approval(run: Run) -> None:
     run.fake.enqueue([fm.shell(TOUCH, escalated=True), DONE])
-    async with run.app_server() as srv:
-        thread = await srv.open_thread()
-        turn_id = await srv.start_turn(thread, "please create hello.txt")
-        ask = await srv.expect("item/commandExecution/requestApproval")
-        await srv.request("turn/interrupt", {"threadId": thread, "turnId": turn_id})
-        turn = await srv.turn_completed()
-        resolved = await srv.expect("serverRequest/resolved")
-    check(turn["status"] == "interrupted", "turn interrupted")
-    check(resolved["params"]["requestId"] == ask["id"], "pending request resolved by the agent")
+    async with run.codex() as agent:
+        await agent.prompt("please create hello.txt")
+        request = await agent.asked()
+        await agent.runtime.send(Interrupt())
+        turn = await agent.turn_end()
+        if not agent.closed(request):
+            await agent.until(lambda e: bool(agent.closed(request)))
+    check(turn.status == "interrupted", "turn interrupted")
+    check(agent.closed(request) == ["cancelled_by_agent"], "request closed by the agent")
     check(not run.exists("hello.txt"), "file not created")
 
 
 async def resume(run: Run) -> None:
     run.fake.enqueue([fm.message("first answer")], [fm.message("second answer")])
-    async with run.app_server() as srv:
-        thread = await srv.open_thread()
-        await srv.start_turn(thread, "hello")
-        check((await srv.turn_completed())["status"] == "completed", "first turn completed")
-    async with run.app_server() as srv:
-        await srv.initialize()
-        params = {"threadId": thread, **srv.thread_params()}
-        resumed = await srv.request("thread/resume", params)
-        check(resumed["thread"]["id"] == thread, "resumed thread has the same id")
-        await srv.start_turn(thread, "again")
-        check((await srv.turn_completed())["status"] == "completed", "resumed turn completed")
-    last = run.fake.model_requests()[-1]
-    check("hello" in last.user_texts(), "the model saw the first turn's history")
+    async with run.codex() as agent:
+        await agent.prompt("remember the word pineapple")
+        check((await agent.turn_end()).status == "completed", "first turn completed")
+    thread_id = agent.session.native_id
+    async with run.codex(resume=thread_id) as agent:
+        check(agent.session.native_id == thread_id, "resumed thread has the same id")
+        await agent.prompt("which word?")
+        check((await agent.turn_end()).status == "completed", "resumed turn completed")
+    history = run.fake.model_requests()[-1].user_texts()
+    check("remember the word pineapple" in history, "the model saw the first turn")
+
+
+async def one_failing_turn(run: Run, step: fm.Step) -> TurnCompleted:
+    run.fake.enqueue([step])
+    async with run.codex() as agent:
+        await agent.prompt("hello")
+        return await agent.turn_end()
 
 
 async def model_failed(run: Run) -> None:
-    run.fake.enqueue([fm.failure("fake model failure")])
-    async with run.app_server() as srv:
-        thread = await srv.open_thread()
-        await srv.start_turn(thread, "hello")
-        turn = await srv.turn_completed()
-    check(turn["status"] == "failed", "turn failed")
-    check("fake model failure" in json.dumps(turn.get("error")), f"error: {turn.get('error')}")
+    turn = await one_failing_turn(run, fm.failure("fake model failure"))
+    check(turn.status == "failed", "turn failed")
+    check("fake model failure" in (turn.error or ""), f"error: {turn.error}")
 
 
 async def model_http_500(run: Run) -> None:
-    run.fake.enqueue([fm.failure("fake internal error", http_status=500)])
-    async with run.app_server() as srv:
-        thread = await srv.open_thread()
-        await srv.start_turn(thread, "hello")
-        turn = await srv.turn_completed()
-    check(turn["status"] == "failed", f"turn failed: {turn.get('error')}")
+    turn = await one_failing_turn(run, fm.failure("overloaded", http_status=500))
+    check(turn.status == "failed" and bool(turn.error), f"turn failed: {turn.error}")
 
 
-PERMISSIONS_TOOL = ("--enable", "request_permissions_tool")
+# --- extra permissions -------------------------------------------------------------------------
+
+PERMISSIONS_TOOL = ["request_permissions_tool"]  # under development in 0.171
 
 
 def ask_write_outside(run: Run) -> fm.Step:
@@ -400,57 +293,56 @@ def ask_write_outside(run: Run) -> fm.Step:
     return fm.function_call("request_permissions", {"permissions": permissions, "reason": reason})
 
 
-async def permissions(run: Run, scope: str, *, grant: bool) -> None:
-    """The model asks for write access outside the workspace, then writes there, in two
-    turns; only the first turn asks."""
+async def permissions(run: Run, effect: Effect, scope: Scope) -> None:
+    """The model asks for write access outside the workspace and writes there; the next turn
+    writes there again without asking. Only a session grant lets the second write through."""
     first = [ask_write_outside(run), fm.shell(f"touch {run.home.outside}/one.txt"), DONE]
     second = [fm.shell(f"touch {run.home.outside}/two.txt"), DONE]
     run.fake.enqueue(first, second)
-    async with run.app_server(*PERMISSIONS_TOOL) as srv:
-        thread = await srv.open_thread()
-        await srv.start_turn(thread, "write one.txt outside")
-        ask = await srv.expect("item/permissions/requestApproval")
-        granted = ask["params"]["permissions"] if grant else {}
-        await srv.respond(ask, {"permissions": granted, "scope": scope})
-        check((await srv.turn_completed())["status"] == "completed", "first turn completed")
-        check((run.home.outside / "one.txt").exists() == grant, f"one.txt written: {grant}")
-        print(f"    model told: {run.told(ask['params']['itemId'])!r}")
-        await srv.start_turn(thread, "write two.txt outside")
-        nxt = await srv.expect("item/permissions/requestApproval", "turn/completed")
-        check(nxt["method"] == "turn/completed", "second turn did not ask")
-    session = grant and scope == "session"
-    check((run.home.outside / "two.txt").exists() == session, f"two.txt written: {session}")
+    async with run.codex(enable=PERMISSIONS_TOOL) as agent:
+        await agent.prompt("write one.txt outside")
+        request = await agent.asked()
+        show(request)
+        await agent.decide(request, choose(request, effect, scope))
+        check((await agent.turn_end()).status == "completed", "first turn completed")
+        print(f"    model told: {run.fake.model_requests()[1].tool_output()!r}")
+        mark = await agent.prompt("write two.txt outside")
+        await agent.turn_end()
+    check(not asked_again(agent, mark), "second turn did not ask")
+    granted = effect is Effect.ALLOW
+    check(run.outside("one.txt") == granted, f"one.txt written: {granted}")
+    session = scope is Scope.SESSION
+    check(run.outside("two.txt") == session, f"two.txt written: {session}")
 
 
 async def permissions_grant_turn(run: Run) -> None:
-    await permissions(run, "turn", grant=True)
+    await permissions(run, Effect.ALLOW, Scope.TURN)
 
 
 async def permissions_grant_session(run: Run) -> None:
-    await permissions(run, "session", grant=True)
+    await permissions(run, Effect.ALLOW, Scope.SESSION)
 
 
 async def permissions_deny(run: Run) -> None:
-    await permissions(run, "turn", grant=False)
+    await permissions(run, Effect.DENY, Scope.ONCE)
 
 
 async def permissions_tool_off(run: Run) -> None:
-    """Without the feature flag the tool is not offered and a call to it is refused."""
+    """Without the feature flag the tool is not offered, and a call to it is refused."""
     run.fake.enqueue([ask_write_outside(run), DONE])
-    async with run.app_server() as srv:
-        thread = await srv.open_thread()
-        await srv.start_turn(thread, "write outside")
-        nxt = await srv.expect("item/permissions/requestApproval", "turn/completed")
-    check(nxt["method"] == "turn/completed", "nothing asked")
+    async with run.codex() as agent:
+        await agent.prompt("write outside")
+        await agent.turn_end()
+    check(not asked_again(agent, 0), "nothing asked")
     check("request_permissions" not in run.fake.model_requests()[0].tool_names, "not offered")
     check("unsupported call" in run.told(), f"model told: {run.told()!r}")
 
 
 async def shell_additional_permissions(run: Run) -> None:
-    """With exec_permission_approvals, a command may ask for sandboxed extra access; it comes
-    as a command approval carrying additionalPermissions, not as a permissions request."""
-    cmd = f"touch {run.home.outside}/extra.txt"
+    """With exec_permission_approvals a command may ask for sandboxed extra access: it comes
+    as a command approval carrying additionalPermissions (only with the experimental API)."""
     extra = {"file_system": {"write": [str(run.home.outside)]}}
+    cmd = f"touch {run.home.outside}/extra.txt"
     run.fake.enqueue(
         [
             fm.shell(
@@ -462,59 +354,61 @@ async def shell_additional_permissions(run: Run) -> None:
             DONE,
         ]
     )
-    async with run.app_server("--enable", "exec_permission_approvals") as srv:
-        # without the experimental API, additionalPermissions is left out of the request
-        thread = await srv.open_thread(experimental=True)
-        await srv.start_turn(thread, "write outside")
-        ask = await srv.expect("item/commandExecution/requestApproval")
-        print(f"    availableDecisions: {json.dumps(ask['params'].get('availableDecisions'))}")
-        check(bool(ask["params"].get("additionalPermissions")), "additionalPermissions present")
-        await srv.respond(ask, {"decision": "accept"})
-        turn = await srv.turn_completed()
-    check(turn["status"] == "completed", "turn completed")
-    check((run.home.outside / "extra.txt").exists(), "extra.txt written outside")
+    async with run.codex(enable=["exec_permission_approvals"], experimental_api=True) as agent:
+        await agent.prompt("write outside")
+        request = await agent.asked()
+        show(request)
+        asks = [line for line in run.transcript.lines if "commandExecution/requestApproval" in line]
+        check('"additionalPermissions": {' in asks[-1], "additionalPermissions in the request")
+        await agent.decide(request, choose(request, Effect.ALLOW))
+        turn = await agent.turn_end()
+    check(turn.status == "completed", "turn completed")
+    check(run.outside("extra.txt"), "extra.txt written outside")
 
 
 Scenario = Callable[[Run], Awaitable[None]]
 SCENARIOS: dict[str, Scenario] = {
-    "shell_accept": shell_accept,
-    "shell_decline": shell_decline,
-    "shell_cancel": shell_cancel,
-    "shell_execpolicy_amendment": shell_execpolicy_amendment,
-    "patch_accept": patch_accept,
-    "patch_accept_for_session": patch_accept_for_session,
-    "patch_accept_for_session_other_file": patch_accept_for_session_other_file,
-    "patch_decline": patch_decline,
-    "user_input_other": user_input_other,
-    "interrupt_pending_approval": interrupt_pending_approval,
-    "resume": resume,
-    "model_failed": model_failed,
-    "model_http_500": model_http_500,
-    "permissions_grant_turn": permissions_grant_turn,
-    "permissions_grant_session": permissions_grant_session,
-    "permissions_deny": permissions_deny,
-    "permissions_tool_off": permissions_tool_off,
-    "shell_additional_permissions": shell_additional_permissions,
+    scenario.__name__: scenario
+    for scenario in (
+        shell_accept,
+        shell_decline,
+        shell_cancel,
+        shell_execpolicy_amendment,
+        patch_accept,
+        patch_accept_for_session,
+        patch_accept_for_session_other_file,
+        patch_decline,
+        user_input_other,
+        interrupt_pending_approval,
+        resume,
+        model_failed,
+        model_http_500,
+        permissions_grant_turn,
+        permissions_grant_session,
+        permissions_deny,
+        permissions_tool_off,
+        shell_additional_permissions,
+    )
 }
 
 
-async def record(name: str, scenario: Scenario, codex: str) -> list[str] | None:
+async def record(name: str, scenario: Scenario, codex_bin: str) -> list[str] | None:
     """Run one scenario; its transcript lines, or None if the binary did not behave."""
     print(f"{name}:")
     async with fm.FakeResponses() as fake:
         with make_codex_home(fake.base_url) as home:
             transcript = Transcript(home.substitutions())
-            run = Run(codex=codex, fake=fake, home=home, transcript=transcript)
+            run = Run(codex_bin=codex_bin, fake=fake, home=home, transcript=transcript)
             try:
                 await scenario(run)
-            except (ScenarioFailed, TimeoutError) as exc:
+            except (ScenarioFailed, AssertionError, TimeoutError) as exc:
                 print(f"    FAILED: {exc!r}; transcript not written")
                 return None
     return transcript.lines
 
 
-async def record_all(names: Iterable[str], codex: str) -> dict[str, list[str] | None]:
-    return {name: await record(name, SCENARIOS[name], codex) for name in names}
+async def record_all(names: Iterable[str], codex_bin: str) -> dict[str, list[str] | None]:
+    return {name: await record(name, SCENARIOS[name], codex_bin) for name in names}
 
 
 def main() -> int:

@@ -6,6 +6,12 @@ helper binaries under ``/tmp``) holding ``home/`` (``CODEX_HOME`` and ``HOME``) 
 ``outside/`` (a directory the sandbox does not let the agent write to). Its
 ``env`` is the whole environment the agent gets: nothing is inherited but ``PATH``.
 
+:func:`run_codex` starts ``codex app-server`` there through the project's adapter
+(``AgentProcess`` + ``CodexAppServerCodec`` + ``AgentRuntime``, exactly what the gateway
+runs) and yields a :class:`CodexAgent`, which reads its events under a deadline and answers
+its interactions the way a person clicking a button would. ``tap`` sees every line in and out
+(the transcript recorder uses it).
+
 Loaded as a pytest plugin by ``tests/conftest.py``, it provides the fixtures ``fake_model``
 (a running :class:`~tests.servers.fake_responses.FakeResponses` with no scenario yet) and
 ``codex_home`` (a :class:`CodexHome` pointed at it).
@@ -13,19 +19,53 @@ Loaded as a pytest plugin by ``tests/conftest.py``, it provides the fixtures ``f
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
+from adapters.codex_app_server import CodexAppServerCodec
+from adapters.codex_launch import codex_app_server_argv
+from adapters.runtime import AgentRuntime
+from adapters.stdio import ProcessSpec
+from gateway.domain import Decision, Effect, InteractionRequest, Resolution, Scope
+from gateway.events import (
+    AgentCommand,
+    AgentEvent,
+    AgentExited,
+    Capabilities,
+    InteractionClosed,
+    InteractionOpened,
+    Prompt,
+    Respond,
+    SessionStarted,
+    TurnCompleted,
+)
 from tests.servers.fake_responses import FakeResponses
 
-__all__ = ["CodexHome", "codex_home", "config_toml", "fake_model", "make_codex_home"]
+__all__ = [
+    "DEADLINE",
+    "CodexAgent",
+    "CodexHome",
+    "Tap",
+    "choose",
+    "codex_home",
+    "config_toml",
+    "fake_model",
+    "make_codex_home",
+    "run_codex",
+]
+
+DEADLINE = 30.0  # seconds for any one awaited event; a whole approval turn takes ~0.3 s
+E = TypeVar("E", bound=AgentEvent)
+Tap = Callable[[str, bytes], None]  # (">>" written to the agent | "<<" read from it, line)
 
 PREFERRED_PARENT = Path("/var/tmp")
 
@@ -134,6 +174,124 @@ def make_codex_home(
         yield CodexHome(root=root, home=home, workspace=workspace, outside=outside, env=env)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# --- the agent, through the adapter ------------------------------------------------------------
+
+
+class _TappedCodec:
+    """The real codec, with each line it reads and writes shown to ``tap`` on the way."""
+
+    def __init__(self, codec: CodexAppServerCodec, tap: Tap) -> None:
+        self.codec = codec
+        self.tap = tap
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.codec.capabilities
+
+    def start(self) -> list[AgentEvent] | None:
+        self.codec.start()
+        return None
+
+    def feed(self, line: bytes) -> list[AgentEvent]:
+        self.tap("<<", line)
+        return self.codec.feed(line)
+
+    def send(self, command: AgentCommand) -> None:
+        self.codec.send(command)
+
+    def data_to_send(self) -> list[bytes]:
+        lines = self.codec.data_to_send()
+        for line in lines:
+            self.tap(">>", line)
+        return lines
+
+
+class CodexAgent:
+    """A running app-server behind the adapter, and every event it emitted so far."""
+
+    def __init__(self, runtime: AgentRuntime, session: SessionStarted) -> None:
+        self.runtime = runtime
+        self.session = session
+        self.seen: list[AgentEvent] = []
+
+    async def until(self, done: Callable[[AgentEvent], bool]) -> AgentEvent:
+        """Read events until ``done`` says so (AssertionError if codex exits first)."""
+        async with asyncio.timeout(DEADLINE):
+            while True:
+                event = await self.runtime.next_event()
+                self.seen.append(event)
+                if done(event):
+                    return event
+                if isinstance(event, AgentExited):
+                    raise AssertionError(f"codex exited: {event}")
+
+    async def next(self, kind: type[E]) -> E:
+        event = await self.until(lambda e: isinstance(e, kind))
+        assert isinstance(event, kind)
+        return event
+
+    async def prompt(self, text: str) -> int:
+        """Send a prompt; returns the index in ``seen`` where its events start."""
+        await self.runtime.send(Prompt(text=text))
+        return len(self.seen)
+
+    async def asked(self) -> InteractionRequest:
+        """The next interaction the agent opens."""
+        return (await self.next(InteractionOpened)).request
+
+    async def decide(self, request: InteractionRequest, decision: Decision) -> None:
+        await self.runtime.send(Respond(native_key=request.native_key, decision=decision))
+
+    async def turn_end(self) -> TurnCompleted:
+        return await self.next(TurnCompleted)
+
+    def opened_since(self, mark: int) -> list[InteractionRequest]:
+        return [e.request for e in self.seen[mark:] if isinstance(e, InteractionOpened)]
+
+    def closed(self, request: InteractionRequest) -> list[Resolution]:
+        """How the agent closed ``request`` (empty while it is open)."""
+        return [
+            e.how
+            for e in self.seen
+            if isinstance(e, InteractionClosed) and e.native_key == request.native_key
+        ]
+
+
+@asynccontextmanager
+async def run_codex(
+    codex_bin: str,
+    home: CodexHome,
+    *,
+    enable: Sequence[str] = (),
+    sandbox: str = "workspace-write",
+    resume: str | None = None,
+    experimental_api: bool = False,
+    tap: Tap | None = None,
+) -> AsyncIterator[CodexAgent]:
+    """``codex app-server`` in ``home``, its session started (or resumed)."""
+    argv = codex_app_server_argv([codex_bin], enable=enable)
+    spec = ProcessSpec(argv=argv, cwd=home.workspace, env=home.env)
+    codec = CodexAppServerCodec(
+        cwd=str(home.workspace),
+        sandbox=sandbox,
+        resume_thread_id=resume,
+        experimental_api=experimental_api,
+    )
+    wired = codec if tap is None else _TappedCodec(codec, tap)
+    async with AgentRuntime(spec, wired, handshake_timeout=DEADLINE) as runtime:
+        assert runtime.session is not None
+        yield CodexAgent(runtime, runtime.session)
+
+
+def choose(request: InteractionRequest, effect: Effect, scope: Scope = Scope.ONCE) -> Decision:
+    """The decision a person makes by clicking the one button with this effect and scope."""
+    [action] = [a for a in request.actions if a.effect is effect and a.scope is scope]
+    return Decision(action_id=action.id)
+
+
+# --- fixtures ----------------------------------------------------------------------------------
 
 
 @pytest.fixture

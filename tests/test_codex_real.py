@@ -9,17 +9,8 @@ asked again, how the turn ended, and what the model was told about the decision.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
-from typing import TypeVar
-
 import pytest
 
-from adapters.codex_app_server import CodexAppServerCodec
-from adapters.codex_launch import codex_app_server_argv
-from adapters.runtime import AgentRuntime
-from adapters.stdio import ProcessSpec
 from gateway.domain import (
     Answer,
     Command,
@@ -34,26 +25,12 @@ from gateway.domain import (
     TurnStatus,
 )
 from gateway.errors import CodecUsageError
-from gateway.events import (
-    AgentEvent,
-    AgentExited,
-    AgentMessage,
-    InteractionClosed,
-    InteractionOpened,
-    Interrupt,
-    Prompt,
-    Respond,
-    SessionStarted,
-    TextDelta,
-    TurnCompleted,
-)
-from tests.codex_env import CodexHome
+from gateway.events import AgentMessage, InteractionClosed, Interrupt, TextDelta, TurnCompleted
+from tests.codex_env import CodexAgent, CodexHome, choose, run_codex
 from tests.servers import fake_responses as fm
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(90)]
 
-DEADLINE = 30.0  # seconds for any one awaited event; a full approval turn takes ~0.3 s
-E = TypeVar("E", bound=AgentEvent)
 DONE = fm.message(lambda request: f"Done. Tool said: {request.tool_output() or ''}")
 
 
@@ -61,87 +38,10 @@ def add_file(name: str, text: str = "hello") -> str:
     return f"*** Begin Patch\n*** Add File: {name}\n+{text}\n*** End Patch\n"
 
 
-class Agent:
-    """A running app-server behind the adapter, and every event it emitted so far."""
-
-    def __init__(self, runtime: AgentRuntime, session: SessionStarted) -> None:
-        self.runtime = runtime
-        self.session = session
-        self.seen: list[AgentEvent] = []
-
-    async def until(self, done: Callable[[AgentEvent], bool]) -> AgentEvent:
-        async with asyncio.timeout(DEADLINE):
-            while True:
-                event = await self.runtime.next_event()
-                self.seen.append(event)
-                if done(event):
-                    return event
-                if isinstance(event, AgentExited):
-                    pytest.fail(f"codex exited: {event}")
-
-    async def next(self, kind: type[E]) -> E:
-        event = await self.until(lambda e: isinstance(e, kind))
-        assert isinstance(event, kind)
-        return event
-
-    async def prompt(self, text: str) -> int:
-        """Send a prompt; the index in ``seen`` where its events start."""
-        await self.runtime.send(Prompt(text=text))
-        return len(self.seen)
-
-    async def asked(self) -> InteractionRequest:
-        return (await self.next(InteractionOpened)).request
-
-    async def decide(self, request: InteractionRequest, decision: Decision) -> None:
-        await self.runtime.send(Respond(native_key=request.native_key, decision=decision))
-
-    async def turn_end(self) -> TurnCompleted:
-        return await self.next(TurnCompleted)
-
-    def opened_since(self, mark: int) -> list[InteractionRequest]:
-        return [e.request for e in self.seen[mark:] if isinstance(e, InteractionOpened)]
-
-    def closed(self, request: InteractionRequest) -> list[Resolution]:
-        return [
-            e.how
-            for e in self.seen
-            if isinstance(e, InteractionClosed) and e.native_key == request.native_key
-        ]
-
-
-@asynccontextmanager
-async def codex(
-    codex_bin: str,
-    home: CodexHome,
-    *,
-    enable: Sequence[str] = (),
-    sandbox: str = "workspace-write",
-    resume: str | None = None,
-) -> AsyncIterator[Agent]:
-    spec = ProcessSpec(
-        argv=codex_app_server_argv([codex_bin], enable=enable), cwd=home.workspace, env=home.env
-    )
-    codec = CodexAppServerCodec(cwd=str(home.workspace), sandbox=sandbox, resume_thread_id=resume)
-    async with AgentRuntime(spec, codec, handshake_timeout=DEADLINE) as runtime:
-        assert runtime.session is not None
-        yield Agent(runtime, runtime.session)
-
-
-def choose(request: InteractionRequest, effect: Effect, scope: Scope = Scope.ONCE) -> Decision:
-    """The decision a person makes by clicking the one button with this effect and scope."""
-    [action] = [a for a in request.actions if a.effect is effect and a.scope is scope]
-    return Decision(action_id=action.id)
-
-
-def told(fake: fm.FakeResponses) -> str:
-    """The last tool output the agent sent back to the model."""
-    return next((out for r in reversed(fake.model_requests()) if (out := r.tool_output())), "")
-
-
 # --- command approvals -------------------------------------------------------------------------
 
 
-async def ask_to_touch(agent: Agent, fake: fm.FakeResponses) -> InteractionRequest:
+async def ask_to_touch(agent: CodexAgent, fake: fm.FakeResponses) -> InteractionRequest:
     fake.enqueue([fm.shell("touch hello.txt", escalated=True), DONE])
     await agent.prompt("please create hello.txt")
     request = await agent.asked()
@@ -154,34 +54,34 @@ async def ask_to_touch(agent: Agent, fake: fm.FakeResponses) -> InteractionReque
 async def test_accepted_command_runs_and_the_turn_completes(
     codex_bin: str, codex_home: CodexHome, fake_model: fm.FakeResponses
 ) -> None:
-    async with codex(codex_bin, codex_home) as agent:
+    async with run_codex(codex_bin, codex_home) as agent:
         request = await ask_to_touch(agent, fake_model)
         await agent.decide(request, choose(request, Effect.ALLOW))
         turn = await agent.turn_end()
     assert turn.status is TurnStatus.COMPLETED
     assert (codex_home.workspace / "hello.txt").exists()
     assert agent.closed(request) == [Resolution.ANSWERED]
-    assert "exited with code 0" in told(fake_model)
+    assert "exited with code 0" in fake_model.last_tool_output()
 
 
 async def test_declined_command_is_not_run_and_the_turn_goes_on(
     codex_bin: str, codex_home: CodexHome, fake_model: fm.FakeResponses
 ) -> None:
     # 0.171 does not list "decline" in availableDecisions, yet accepts it
-    async with codex(codex_bin, codex_home) as agent:
+    async with run_codex(codex_bin, codex_home) as agent:
         request = await ask_to_touch(agent, fake_model)
         await agent.decide(request, choose(request, Effect.DENY))
         turn = await agent.turn_end()
     assert turn.status is TurnStatus.COMPLETED
     assert not (codex_home.workspace / "hello.txt").exists()
-    assert "rejected by user" in told(fake_model)
+    assert "rejected by user" in fake_model.last_tool_output()
     assert any(isinstance(e, AgentMessage) and "rejected" in e.text for e in agent.seen)
 
 
 async def test_cancelled_command_is_not_run_and_the_turn_is_interrupted(
     codex_bin: str, codex_home: CodexHome, fake_model: fm.FakeResponses
 ) -> None:
-    async with codex(codex_bin, codex_home) as agent:
+    async with run_codex(codex_bin, codex_home) as agent:
         request = await ask_to_touch(agent, fake_model)
         await agent.decide(request, choose(request, Effect.CANCEL))
         turn = await agent.turn_end()
@@ -196,7 +96,7 @@ async def test_always_allowed_prefix_is_not_asked_again_in_the_next_turn(
     first = [fm.shell("touch hello.txt", escalated=True, prefix_rule=["touch"]), DONE]
     second = [fm.shell("touch second.txt", escalated=True, prefix_rule=["touch"]), DONE]
     fake_model.enqueue(first, second)
-    async with codex(codex_bin, codex_home) as agent:
+    async with run_codex(codex_bin, codex_home) as agent:
         await agent.prompt("please create hello.txt")
         request = await agent.asked()
         always = choose(request, Effect.ALLOW, Scope.ALWAYS)
@@ -220,9 +120,9 @@ async def patch_turn(
     steps: list[fm.Step],
     click: Effect,
     scope: Scope = Scope.ONCE,
-) -> tuple[Agent, InteractionRequest, TurnCompleted]:
+) -> tuple[CodexAgent, InteractionRequest, TurnCompleted]:
     fake.enqueue([*steps, DONE])
-    async with codex(codex_bin, home, sandbox="read-only") as agent:
+    async with run_codex(codex_bin, home, sandbox="read-only") as agent:
         await agent.prompt("please write the file")
         request = await agent.asked()
         await agent.decide(request, choose(request, click, scope))
@@ -264,7 +164,7 @@ async def test_declined_file_change_is_not_written_and_the_model_is_told(
     _, _, turn = await patch_turn(codex_bin, codex_home, fake_model, steps, Effect.DENY)
     assert turn.status is TurnStatus.COMPLETED
     assert not (codex_home.workspace / "patched.txt").exists()
-    assert told(fake_model) == "patch rejected by user"
+    assert fake_model.last_tool_output() == "patch rejected by user"
 
 
 # --- questions ---------------------------------------------------------------------------------
@@ -283,7 +183,9 @@ async def test_questions_answered_with_an_option_and_with_free_text(
         question("name", "Name", "What should the file be called?", "notes.txt", "notes.md"),
     ]
     fake_model.enqueue([fm.request_user_input(questions), DONE])
-    async with codex(codex_bin, codex_home, enable=["default_mode_request_user_input"]) as agent:
+    async with run_codex(
+        codex_bin, codex_home, enable=["default_mode_request_user_input"]
+    ) as agent:
         await agent.prompt("ask me first")
         request = await agent.asked()
         assert request.kind is InteractionKind.QUESTION
@@ -299,7 +201,7 @@ async def test_questions_answered_with_an_option_and_with_free_text(
         turn = await agent.turn_end()
     assert turn.status is TurnStatus.COMPLETED
     assert agent.closed(request) == [Resolution.ANSWERED]
-    model_was_told = told(fake_model)
+    model_was_told = fake_model.last_tool_output()
     assert '"color":{"answers":["Blue"]}' in model_was_told
     assert "call it shopping-list.txt" in model_was_told
 
@@ -310,7 +212,7 @@ async def test_questions_answered_with_an_option_and_with_free_text(
 async def test_interrupt_with_an_approval_pending_closes_it_as_cancelled_by_the_agent(
     codex_bin: str, codex_home: CodexHome, fake_model: fm.FakeResponses
 ) -> None:
-    async with codex(codex_bin, codex_home) as agent:
+    async with run_codex(codex_bin, codex_home) as agent:
         request = await ask_to_touch(agent, fake_model)
         await agent.runtime.send(Interrupt())
         await agent.next(TurnCompleted)
@@ -328,11 +230,11 @@ async def test_thread_resumed_in_a_new_process_keeps_its_id_and_history(
     codex_bin: str, codex_home: CodexHome, fake_model: fm.FakeResponses
 ) -> None:
     fake_model.enqueue([fm.message("first answer")], [fm.message("second answer")])
-    async with codex(codex_bin, codex_home) as first:
+    async with run_codex(codex_bin, codex_home) as first:
         await first.prompt("remember the word pineapple")
         assert (await first.turn_end()).status is TurnStatus.COMPLETED
     thread_id = first.session.native_id
-    async with codex(codex_bin, codex_home, resume=thread_id) as second:
+    async with run_codex(codex_bin, codex_home, resume=thread_id) as second:
         assert second.session.native_id == thread_id
         assert second.session.resumed
         await second.prompt("which word?")
@@ -349,7 +251,7 @@ async def test_reply_streams_as_deltas_before_the_whole_message(
     codex_bin: str, codex_home: CodexHome, fake_model: fm.FakeResponses
 ) -> None:
     fake_model.enqueue([fm.message("one two three four five six", chunks=3)])
-    async with codex(codex_bin, codex_home) as agent:
+    async with run_codex(codex_bin, codex_home) as agent:
         await agent.prompt("count")
         message = await agent.next(AgentMessage)
         await agent.turn_end()
@@ -374,7 +276,7 @@ async def test_model_failure_fails_the_turn_with_the_error(
     shown: str,
 ) -> None:
     fake_model.enqueue([failure])
-    async with codex(codex_bin, codex_home) as agent:
+    async with run_codex(codex_bin, codex_home) as agent:
         await agent.prompt("hello")
         turn = await agent.turn_end()
     assert turn.status is TurnStatus.FAILED
@@ -400,7 +302,7 @@ async def test_permissions_request_decides_whether_the_agent_may_write_outside(
         {"permissions": {"file_system": {"write": [str(outside)]}}, "reason": "write a report"},
     )
     fake_model.enqueue([ask, fm.shell(f"touch {outside}/report.txt"), DONE])
-    async with codex(codex_bin, codex_home, enable=["request_permissions_tool"]) as agent:
+    async with run_codex(codex_bin, codex_home, enable=["request_permissions_tool"]) as agent:
         await agent.prompt("write the report outside the workspace")
         request = await agent.asked()
         assert isinstance(request.detail, Permissions)

@@ -292,6 +292,11 @@ class FakeResponses:
     def model_requests(self) -> list[ModelRequest]:
         return [r for r in self.requests if r.path.rstrip("/").endswith("/responses")]
 
+    def last_tool_output(self) -> str:
+        """What the agent last told the model about a call ("" if nothing yet)."""
+        outputs = (r.tool_output() for r in reversed(self.model_requests()))
+        return next((out for out in outputs if out), "")
+
     async def wait_for_requests(self, count: int) -> list[ModelRequest]:
         """Wait (under the caller's deadline) until ``count`` model requests were received."""
         assert self._changed is not None, "server not started"
