@@ -141,10 +141,10 @@ class Control:
         key = route_key(settings.scope, conversation, actor)
         session = await self._store.sessions.lookup(key)
         if session is not None and not session.is_closed:
-            if key != conversation and session.id not in {
-                s.id for s in [await self._store.sessions.lookup(conversation)] if s is not None
-            }:
-                await self._store.sessions.bind(conversation, session.id)
+            if key != conversation:  # show the session in this thread too
+                here = await self._store.sessions.lookup(conversation)
+                if here is None or here.id != session.id:
+                    await self._store.sessions.bind(conversation, session.id)
             return session
         if not create:
             return None
