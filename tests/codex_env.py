@@ -245,7 +245,12 @@ class CodexAgent:
         await self.runtime.send(Respond(native_key=request.native_key, decision=decision))
 
     async def turn_end(self) -> TurnCompleted:
-        return await self.next(TurnCompleted)
+        """The end of the turn, with nothing more asked on the way (else AssertionError)."""
+        event = await self.until(lambda e: isinstance(e, TurnCompleted | InteractionOpened))
+        if isinstance(event, InteractionOpened):
+            raise AssertionError(f"codex asked again: {event.request.title}: {event.request}")
+        assert isinstance(event, TurnCompleted)
+        return event
 
     def opened_since(self, mark: int) -> list[InteractionRequest]:
         return [e.request for e in self.seen[mark:] if isinstance(e, InteractionOpened)]
