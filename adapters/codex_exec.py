@@ -25,7 +25,7 @@ interaction here. What its policy refused does not appear on stdout at all in 0.
 no status, no error event (transcripts ``*_refused*``). The only record is on stderr, in the
 tracing log: ``ERROR codex_core::tools::router: error=<why>`` when a tool call was refused
 before it ran, and ``WARN codex_sandboxing::violation: recorded sandbox violation:
-resource=... reason=...`` when the sandbox stopped a command. :func:`policy_refusals` reads
+resource=... reason=...`` when the sandbox stopped a command. :func:`warnings_from_stderr` reads
 those records (level, target and fields; among router errors, the ones whose reason says it
 was rejected) and each becomes ``Warning(code="denied_by_policy")`` with what was refused and
 how to allow it. The schema's ``declined`` command status is read the same way should a
@@ -42,10 +42,11 @@ from typing import Final
 
 from adapters.codex_exec_process import (
     DENIED_BY_POLICY,
+    NO_QUESTIONS,
     OFFER_WIDER_PERMISSIONS,
     CodexExecSettings,
     exec_argv,
-    policy_refusals,
+    warnings_from_stderr,
 )
 from adapters.json_fields import get_array, get_int, get_object, get_text, require_text
 from adapters.jsonrpc import JsonObject, excerpt
@@ -224,7 +225,7 @@ class CodexExecCodec:
         """The turn's process has ended: its refusals, then its one TurnCompleted."""
         state = self._state
         self._move(_Move.FINISH)
-        events: list[AgentEvent] = list(policy_refusals(stderr))
+        events: list[AgentEvent] = list(warnings_from_stderr(stderr))
         if state is TurnState.COMPLETED:
             events.append(TurnCompleted(status=TurnStatus.COMPLETED))
         elif state is TurnState.FAILED:
@@ -310,10 +311,7 @@ class CodexExecCodec:
 
     def _on_question(self, message: JsonObject) -> list[AgentEvent]:
         # RequestUserInputEvent {id, call_id, questions}: exec answers it empty by itself.
-        text = (
-            "The agent asked a question, which codex exec cannot take an answer for; it went "
-            "on without one. The Codex app-server backend can ask you."
-        )
+        text = f"The agent asked you a question, {NO_QUESTIONS}"
         return [Warning(message=text, code="question_unsupported")]
 
     def _on_item(self, message: JsonObject) -> list[AgentEvent]:

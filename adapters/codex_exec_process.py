@@ -3,7 +3,7 @@
 :class:`adapters.codex_exec.CodexExecCodec` reads stdout; this module holds the rest of what
 one turn's process needs, all pure: the argv (:func:`exec_argv`), the prompt as stdin lines
 (:func:`prompt_lines`), and the refusals that 0.171 records only in the tracing log on stderr
-(:func:`policy_refusals`; see the codec's docstring for why stderr). Observed behaviour is in
+(:func:`warnings_from_stderr`; see the codec's docstring for why stderr). Observed behaviour is in
 ``tests/transcripts/codex-exec-0.171/``.
 """
 
@@ -21,17 +21,18 @@ from gateway.events import Warning
 
 __all__ = [
     "DENIED_BY_POLICY",
+    "NO_QUESTIONS",
     "OFFER_WIDER_PERMISSIONS",
     "RUST_LOG",
     "CodexExecSettings",
     "exec_argv",
-    "policy_refusals",
     "prompt_lines",
+    "warnings_from_stderr",
 ]
 
 DENIED_BY_POLICY: Final = "denied_by_policy"
 
-# What the stderr tracing log must contain for policy_refusals(): errors everywhere, and the
+# What the stderr tracing log must contain for warnings_from_stderr(): errors everywhere, and the
 # sandbox's violation records (WARN). Set by the session, whatever the project's env says.
 RUST_LOG: Final = "error,codex_sandboxing=warn"
 
@@ -49,6 +50,11 @@ _REJECTED = re.compile(r"\breject(?:ed)?\b", re.IGNORECASE)
 _FIELD = re.compile(r"(\w+)=(\S+)")
 _DEBUG_REJECTED = re.compile(r'Rejected\(\\"(?P<why>.*?)\\"\)')
 _REASON_LIMIT = 400
+_QUESTION = "request_user_input is not supported in exec mode"
+NO_QUESTIONS = (
+    "but codex exec cannot take an answer: it went on without one. The Codex app-server "
+    "backend asks you."
+)
 
 
 # --- the command line --------------------------------------------------------------------
@@ -117,17 +123,21 @@ def prompt_lines(text: str) -> list[bytes]:
 # --- policy refusals on stderr -----------------------------------------------------------
 
 
-def policy_refusals(stderr: str) -> list[Warning]:
+def warnings_from_stderr(stderr: str) -> list[Warning]:
     """``Warning(code="denied_by_policy")`` for each refusal the tracing log on stderr records.
 
-    Two records (0.171, the pinned binary; no structured field on stdout says it):
+    The records (0.171, the pinned binary; no structured field on stdout says it):
     ``ERROR codex_core::tools::router: error=<reason>`` is a tool call codex refused to run;
     it is a refusal by policy when the reason says rejected ("reject command", "Rejected(...)",
     "patch rejected"), and otherwise a malformed call the model is told about (not reported).
     ``WARN codex_sandboxing::violation: recorded sandbox violation: resource=R reason=X``
-    is a command the sandbox stopped. Repeats are reported once, with a count.
+    is a command the sandbox stopped. Repeats are reported once, with a count. And
+    ``ERROR codex_app_server::bespoke_event_handling: ... request_user_input is not supported
+    in exec mode`` is a question of the agent that exec answered empty by itself
+    (``Warning(code="question_unsupported")``).
     """
     texts: Counter[str] = Counter()
+    questions = 0
     for raw in stderr.splitlines():
         record = _TRACE_RECORD.match(_ANSI.sub("", raw).strip())
         if record is None:
@@ -139,13 +149,20 @@ def policy_refusals(stderr: str) -> list[Warning]:
                 texts[_refused_call_text(reason)] += 1
         elif target == "codex_sandboxing::violation" and "sandbox violation" in body:
             texts[_sandbox_violation_text(dict(_FIELD.findall(body)))] += 1
-    return [
-        Warning(
-            message=f"Denied by policy{f' ({n} times)' if n > 1 else ''}: {text}",
-            code=DENIED_BY_POLICY,
-        )
+        elif target == "codex_app_server::bespoke_event_handling" and _QUESTION in body:
+            questions += 1
+    warnings = [
+        Warning(message=f"Denied by policy{_times(n)}: {text}", code=DENIED_BY_POLICY)
         for text, n in texts.items()
     ]
+    if questions:
+        text = f"The agent asked you a question{_times(questions)}, {NO_QUESTIONS}"
+        warnings.append(Warning(message=text, code="question_unsupported"))
+    return warnings
+
+
+def _times(count: int) -> str:
+    return f" ({count} times)" if count > 1 else ""
 
 
 def _refused_call_text(reason: str) -> str:

@@ -93,7 +93,7 @@ class CodexExecSession:
         if event_buffer <= 0:
             raise ValueError("event_buffer must be positive")
         self.codec = CodexExecCodec(settings, thread_id=thread_id, usage_total=usage_total)
-        # policy_refusals() reads the tracing log: its level is ours, not the project's
+        # warnings_from_stderr() reads the tracing log: its level is ours, not the project's
         self._env = {**env, "RUST_LOG": RUST_LOG}
         self._stop_grace = stop_grace_seconds
         self._max_line_bytes = max_line_bytes
