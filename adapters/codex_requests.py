@@ -274,12 +274,17 @@ def open_file_change_approval(
     reason = get_text(params, "reason")
     grant_root = get_text(params, "grantRoot")
     # Schema: FileChangeApprovalDecision = accept | acceptForSession | decline | cancel.
-    session = "Apply these, and later file changes without asking, for the rest of the session."
+    # Seen on 0.171: acceptForSession covers later changes to the SAME files only; a change
+    # to another file is asked again (tests/transcripts/.../patch_accept_for_session*.jsonl).
+    session = (
+        "Apply these, and later changes to these same files without asking, for the rest of"
+        " the session (changes to other files are still asked)."
+    )
     actions = (
         Action(id="accept", label="Allow once", effect=Effect.ALLOW, description="Apply these."),
         Action(
             id="session",
-            label="Allow for this session",
+            label="Allow these files for this session",
             effect=Effect.ALLOW,
             scope=Scope.SESSION,
             description=session,
