@@ -156,14 +156,11 @@ class Run:
                         os.killpg(proc.pid, signal.SIGTERM)
             returncode = await proc.wait()
             stderr = (await stderr_task).decode(errors="replace")
-        exit_record = {
-            "code": returncode if returncode >= 0 else None,
-            "signal": -returncode if returncode < 0 else None,
-            "interrupted": interrupted,
-            "stderr": stderr,
-        }
-        self.transcript.add("--", {"exit": exit_record})
-        return Turn(events, exit_record["code"], exit_record["signal"], stderr)
+        code = returncode if returncode >= 0 else None
+        killed_by = -returncode if returncode < 0 else None
+        exit_record = {"code": code, "signal": killed_by, "interrupted": interrupted}
+        self.transcript.add("--", {"exit": {**exit_record, "stderr": stderr}})
+        return Turn(events, code, killed_by, stderr)
 
 
 # --- scenarios -----------------------------------------------------------------------------
