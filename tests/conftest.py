@@ -1,7 +1,8 @@
 """Shared test plumbing.
 
-Tests that need a real agent binary are marked ``@pytest.mark.real_agent("codex")`` and take
-the binary's path from the ``codex_bin`` fixture. They skip when the binary is missing, except
+Tests that need a real agent binary are marked ``@pytest.mark.real_agent("codex")`` (or
+``"claude"``) and take the binary's path from the ``codex_bin`` (``claude_bin``) fixture.
+They skip when the binary is missing, except
 under ``AGENT_GATEWAY_REQUIRE_REAL_AGENTS=1`` (what ``.ci/run`` sets), where they fail. The
 number of real-binary tests that passed is written to ``.cache/real-agent-tests.txt`` so that
 CI can check it is above zero.
@@ -16,7 +17,10 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.codex_env"]  # fake_model, codex_home
+pytest_plugins = [
+    "tests.codex_env",  # fake_model, codex_home
+    "tests.claude_env",  # fake_anthropic, claude_home
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL_AGENT_REPORT = ROOT / ".cache" / "real-agent-tests.txt"
@@ -48,6 +52,11 @@ def _require_binary(env_var: str, name: str) -> str:
 @pytest.fixture(scope="session")
 def codex_bin() -> str:
     return _require_binary("AGENT_GATEWAY_CODEX_BIN", "codex")
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> str:
+    return _require_binary("AGENT_GATEWAY_CLAUDE_BIN", "claude")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -1,0 +1,498 @@
+"""A scripted fake of the Anthropic Messages API, for driving the real Claude Code CLI offline.
+
+Claude Code is pointed at it with ``ANTHROPIC_BASE_URL = fake.base_url`` (see
+``tests/claude_env.py``). It listens on 127.0.0.1 on a port the kernel picks, answers
+``POST /v1/messages`` with a Server-Sent-Events stream (``message_start``,
+``content_block_*``, ``message_delta``, ``message_stop``; TESTING.md), ``HEAD /``,
+``GET /v1/models`` and ``POST /v1/messages/count_tokens``, and records every request body so
+that a test can assert what the agent sent back to the model (the ``tool_result`` after a
+deny, the answers to a question).
+
+A *scenario* is a list of steps, one per model call of a turn. A turn starts with a user
+prompt: the turn of a request is the number of prompt texts in its ``messages`` (Claude Code
+sends the whole history every time; ``<system-reminder>`` blocks and the CLI's own
+"[Request interrupted ...]" notes are not prompts), and its step is the number of user
+messages carrying a ``tool_result`` after the last prompt. Each new turn takes its scenario
+from ``choose(request)`` if given, else from the queue filled by :meth:`FakeAnthropic.enqueue`,
+else the default scenario. A request past the end of its scenario gets a text reply saying
+so, so a test never hangs on it. Requests without ``tools`` (the CLI's side queries) get a
+short text and belong to no turn.
+
+Building blocks: :func:`text`, :func:`tool_use` and its shorthands :func:`bash`,
+:func:`ask_user_question`, :func:`edit`, :func:`write`, :func:`read`, :func:`exit_plan_mode`,
+and :func:`http_error`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from types import TracebackType
+from typing import Any
+
+__all__ = [
+    "FakeAnthropic",
+    "ModelRequest",
+    "Reply",
+    "Scenario",
+    "Step",
+    "ask_user_question",
+    "bash",
+    "edit",
+    "exit_plan_mode",
+    "http_error",
+    "read",
+    "text",
+    "tool_use",
+    "write",
+]
+
+MODEL = "claude-sonnet-4-5-20250929"
+MAX_HEADER_BYTES = 64 * 1024
+MAX_BODY_BYTES = 32 * 1024 * 1024
+NOT_PROMPTS = ("<system-reminder>", "[Request interrupted")
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+# --- what the agent sent ---------------------------------------------------------------------
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    return [b for b in content or [] if isinstance(b, dict)]
+
+
+def _is_prompt(block: dict[str, Any]) -> bool:
+    text = block.get("text")
+    return (
+        block.get("type") == "text"
+        and isinstance(text, str)
+        and not text.lstrip().startswith(NOT_PROMPTS)
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    """One request the agent made, as received; ``turn`` and ``step`` place it in a scenario."""
+
+    n: int
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    turn: int | None = None
+    step: int = 0
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        items = self.body.get("messages")
+        return [m for m in items if isinstance(m, dict)] if isinstance(items, list) else []
+
+    @property
+    def tool_names(self) -> frozenset[str]:
+        return frozenset(str(t.get("name")) for t in self.body.get("tools") or [])
+
+    def prompts(self) -> list[str]:
+        """The user's prompt texts, in order."""
+        return [
+            str(block["text"])
+            for message in self.messages
+            if message.get("role") == "user"
+            for block in _blocks(message)
+            if _is_prompt(block)
+        ]
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Every ``tool_result`` block the agent sent, in order."""
+        return [
+            block
+            for message in self.messages
+            if message.get("role") == "user"
+            for block in _blocks(message)
+            if block.get("type") == "tool_result"
+        ]
+
+    def tool_result(self, tool_use_id: str | None = None) -> tuple[str, bool] | None:
+        """(text, is_error) of the result for ``tool_use_id`` (default: the last one)."""
+        results = [r for r in self.tool_results() if tool_use_id in (None, r.get("tool_use_id"))]
+        if not results:
+            return None
+        content = results[-1].get("content")
+        if isinstance(content, list):
+            content = "".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+        return str(content or ""), bool(results[-1].get("is_error"))
+
+
+def _place(request: ModelRequest) -> ModelRequest:
+    """The request's turn (prompts so far) and step (tool-result messages since the last)."""
+    turn, step = 0, 0
+    for message in request.messages:
+        if message.get("role") != "user":
+            continue
+        blocks = _blocks(message)
+        if any(_is_prompt(block) for block in blocks):
+            turn, step = turn + 1, 0
+        elif any(block.get("type") == "tool_result" for block in blocks):
+            step += 1
+    return replace(request, turn=turn, step=step)
+
+
+# --- what the fake answers -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Reply:
+    """Content blocks to stream, or an HTTP error status with an Anthropic error body."""
+
+    content: tuple[dict[str, Any], ...] = ()
+    stop_reason: str = "end_turn"
+    status: int = 200
+    error_body: dict[str, Any] | None = None
+
+
+# a step gets the request and a fresh tool_use id, and says what to answer
+Step = Callable[[ModelRequest, str], Reply]
+Scenario = Sequence[Step]
+Chooser = Callable[[ModelRequest], Scenario]
+
+
+def text(body: str | Callable[[ModelRequest], str]) -> Step:
+    """An assistant text reply that ends the turn; ``body`` may read the request."""
+
+    def step(request: ModelRequest, tool_use_id: str) -> Reply:
+        said = body(request) if callable(body) else body
+        return Reply(content=({"type": "text", "text": said},))
+
+    return step
+
+
+def tool_use(name: str, tool_input: dict[str, Any], *, preface: str | None = None) -> Step:
+    """A call of the tool ``name``, after an optional short text."""
+
+    def step(request: ModelRequest, tool_use_id: str) -> Reply:
+        block = {"type": "tool_use", "id": tool_use_id, "name": name, "input": tool_input}
+        pre = ({"type": "text", "text": preface},) if preface else ()
+        return Reply(content=(*pre, block), stop_reason="tool_use")
+
+    return step
+
+
+def bash(command: str, description: str = "Run a command") -> Step:
+    return tool_use("Bash", {"command": command, "description": description}, preface="On it.")
+
+
+def ask_user_question(questions: Iterable[dict[str, Any]]) -> Step:
+    """``AskUserQuestion``; each question has question, header, options, multiSelect."""
+    return tool_use("AskUserQuestion", {"questions": list(questions)})
+
+
+def read(file_path: str) -> Step:
+    return tool_use("Read", {"file_path": file_path})
+
+
+def edit(file_path: str, old_string: str, new_string: str, *, replace_all: bool = False) -> Step:
+    tool_input: dict[str, Any] = {
+        "file_path": file_path,
+        "old_string": old_string,
+        "new_string": new_string,
+    }
+    if replace_all:
+        tool_input["replace_all"] = True
+    return tool_use("Edit", tool_input)
+
+
+def write(file_path: str, content: str) -> Step:
+    return tool_use("Write", {"file_path": file_path, "content": content})
+
+
+def exit_plan_mode(plan: str) -> Step:
+    return tool_use("ExitPlanMode", {"plan": plan})
+
+
+def http_error(status: int, message: str = "fake failure", *, times: int | None = None) -> Step:
+    """The model call fails with HTTP ``status``; with ``times``, only the first ``times``
+    calls at this step fail and later ones (the CLI's retries) get a short text."""
+    failed = itertools.count()
+
+    def step(request: ModelRequest, tool_use_id: str) -> Reply:
+        if times is not None and next(failed) >= times:
+            return Reply(content=({"type": "text", "text": "Recovered after the retry."},))
+        kind = ERROR_TYPES.get(status, "api_error")
+        body = {"type": "error", "error": {"type": kind, "message": message}}
+        return Reply(status=status, error_body=body)
+
+    return step
+
+
+# --- the server ------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeAnthropic:
+    """The fake model server. ``async with FakeAnthropic(scenario) as fake: fake.base_url``."""
+
+    scenario: Scenario = (text("Hello from the fake model."),)
+    choose: Chooser | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    requests: list[ModelRequest] = field(default_factory=list)
+    _queue: deque[Scenario] = field(default_factory=deque)
+    _turns: dict[int, Scenario] = field(default_factory=dict)
+    _server: asyncio.Server | None = None
+    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _changed: asyncio.Condition | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def enqueue(self, *scenarios: Scenario) -> None:
+        """Scenarios for the next new turns, one each, in order."""
+        self._queue.extend(scenarios)
+
+    def model_requests(self) -> list[ModelRequest]:
+        """The main-loop requests (the ones with tools), in order."""
+        return [r for r in self.requests if r.turn is not None]
+
+    async def wait_for_requests(self, count: int) -> list[ModelRequest]:
+        """Wait (under the caller's deadline) until ``count`` model requests were received."""
+        assert self._changed is not None, "server not started"
+        async with self._changed:
+            await self._changed.wait_for(lambda: len(self.model_requests()) >= count)
+        return self.model_requests()
+
+    async def start(self) -> None:
+        if not self.host.startswith("127."):
+            raise ValueError(f"the fake model listens on 127.0.0.0/8 only, not {self.host}")
+        self._changed = asyncio.Condition()
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def __aenter__(self) -> FakeAnthropic:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # one connection, one request (we always answer with Connection: close)
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            method, path, headers, raw = await _read_request(reader)
+            await self._handle(method, path.split("?")[0].rstrip("/"), headers, raw, writer)
+        except (_BadRequest, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+            with contextlib.suppress(ConnectionError):
+                await _write_json(writer, 400, _error_body(400, f"bad request: {exc}"))
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    async def _handle(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str],
+        raw: bytes,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        n = next(self._counter)
+        body = _decode_body(raw)
+        request = ModelRequest(n=n, method=method, path=path, headers=headers, body=body)
+        if method == "HEAD":
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+            return
+        if method == "GET" and path == "/v1/models":
+            model = {"type": "model", "id": MODEL, "display_name": "Fake", "created_at": ""}
+            await _write_json(writer, 200, {"data": [model], "has_more": False})
+            return
+        if method == "POST" and path == "/v1/messages/count_tokens":
+            await _write_json(writer, 200, {"input_tokens": 100})
+            return
+        if method != "POST" or path != "/v1/messages":
+            await self._record(request)
+            await _write_json(writer, 404, _error_body(404, f"fake: no {method} {path}"))
+            return
+        if not body.get("tools"):  # a side query (title, summary): not part of any turn
+            await self._record(request)
+            reply = Reply(content=({"type": "text", "text": "Fake title"},))
+        else:
+            request = _place(request)
+            await self._record(request)
+            reply = self._reply(request, f"toolu_fake_{n:04d}")
+        if reply.status != 200:
+            await _write_json(writer, reply.status, reply.error_body or _error_body(reply.status))
+            return
+        await _write_stream(writer, f"msg_fake_{n:04d}", str(body.get("model") or MODEL), reply)
+
+    def _reply(self, request: ModelRequest, tool_use_id: str) -> Reply:
+        assert request.turn is not None
+        scenario = self._turns.get(request.turn)
+        if scenario is None:
+            scenario = self._turns[request.turn] = self._next_scenario(request)
+        if request.step < len(scenario):
+            return scenario[request.step](request, tool_use_id)
+        said = f"fake: the scenario has no step {request.step}"
+        return Reply(content=({"type": "text", "text": said},))
+
+    def _next_scenario(self, request: ModelRequest) -> Scenario:
+        if self.choose is not None:
+            return self.choose(request)
+        if self._queue:
+            return self._queue.popleft()
+        return self.scenario
+
+    async def _record(self, request: ModelRequest) -> None:
+        self.requests.append(request)
+        if self._changed is not None:
+            async with self._changed:
+                self._changed.notify_all()
+
+
+# --- HTTP and SSE, just enough ---------------------------------------------------------------
+
+
+class _BadRequest(Exception):
+    pass
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    if len(head) > MAX_HEADER_BYTES:
+        raise _BadRequest("headers too large")
+    lines = head.decode("latin-1").split("\r\n")
+    try:
+        method, path, _version = lines[0].split(" ", 2)
+    except ValueError:
+        raise _BadRequest(f"request line {lines[0]!r}") from None
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if colon:
+            headers[name.strip().lower()] = value.strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = bytearray()
+        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16):
+            if len(body) + size > MAX_BODY_BYTES:
+                raise _BadRequest("body too large")
+            body += await reader.readexactly(size)
+            await reader.readexactly(2)
+        await reader.readuntil(b"\r\n")
+        return method, path, headers, bytes(body)
+    length = int(headers.get("content-length") or 0)
+    if length > MAX_BODY_BYTES:
+        raise _BadRequest("body too large")
+    return method, path, headers, await reader.readexactly(length)
+
+
+def _decode_body(raw: bytes) -> dict[str, Any]:
+    if not raw:
+        return {}
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        return {"_raw": raw[:2000].decode("utf-8", "replace")}
+    return decoded if isinstance(decoded, dict) else {"_json": decoded}
+
+
+def _error_body(status: int, message: str = "fake failure") -> dict[str, Any]:
+    kind = ERROR_TYPES.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+async def _write_json(writer: asyncio.StreamWriter, status: int, obj: dict[str, Any]) -> None:
+    data = json.dumps(obj).encode()
+    writer.write(
+        f"HTTP/1.1 {status} Fake\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\nRequest-Id: req_fake\r\nConnection: close\r\n\r\n".encode()
+        + data
+    )
+    await writer.drain()
+
+
+def _chunks(value: str, after: str, per_chunk: int) -> list[str]:
+    """``value`` in pieces of ``per_chunk`` parts, cut only after ``after`` (a space in text,
+    ``", "`` in JSON), so that a path is never split across two deltas."""
+    parts = value.split(after)
+    pieces = [after.join(parts[i : i + per_chunk]) for i in range(0, len(parts), per_chunk)]
+    return [piece + after for piece in pieces[:-1]] + pieces[-1:]
+
+
+def _stream_events(message_id: str, model: str, reply: Reply) -> list[dict[str, Any]]:
+    usage = {
+        "input_tokens": 100,
+        "output_tokens": 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
+    start: dict[str, Any] = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage,
+    }
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": start}]
+    for index, block in enumerate(reply.content):
+        if block["type"] == "text":
+            opened: dict[str, Any] = {"type": "text", "text": ""}
+            deltas = [
+                {"type": "text_delta", "text": part} for part in _chunks(block["text"], " ", 3)
+            ]
+        else:
+            opened = {**block, "input": {}}
+            deltas = [
+                {"type": "input_json_delta", "partial_json": part}
+                for part in _chunks(json.dumps(block["input"]), '", "', 1)
+            ]
+        events.append({"type": "content_block_start", "index": index, "content_block": opened})
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
+        events.append({"type": "content_block_stop", "index": index})
+    delta = {"stop_reason": reply.stop_reason, "stop_sequence": None}
+    events.append({"type": "message_delta", "delta": delta, "usage": {"output_tokens": 25}})
+    events.append({"type": "message_stop"})
+    return events
+
+
+async def _write_stream(
+    writer: asyncio.StreamWriter, message_id: str, model: str, reply: Reply
+) -> None:
+    writer.write(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+        b"Request-Id: req_fake\r\nConnection: close\r\n\r\n"
+    )
+    for event in _stream_events(message_id, model, reply):
+        writer.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
+        await writer.drain()
