@@ -22,7 +22,7 @@ from gateway.broker import Broker, DeliveryRefused
 from gateway.config import Config
 from gateway.control import Control
 from gateway.decisions import DecisionDesk
-from gateway.domain import Decision
+from gateway.domain import ConversationRef, Decision
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
 from gateway.runner import SessionRunner
@@ -69,6 +69,8 @@ class Gateway:
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
         await self.control.recover()
+        for session in await self.store.sessions.list_sessions():
+            await self.show_everywhere(session.id)
         for platform in self.platforms.values():
             attach = getattr(platform, "attach", None)
             if attach is not None:
@@ -112,8 +114,26 @@ class Gateway:
     def existing_runner(self, session_id: str) -> SessionRunner | None:
         return self._runners.get(session_id)
 
+    async def show_everywhere(self, session_id: str) -> None:
+        """Bind the session to each platform that shows every session (the web console:
+        it has ``mirror_conversation``), with a copy of each open card there, so that the
+        session's text, notices and cards reach it and its clicks pass the FOREIGN check."""
+        session = await self.store.sessions.get(session_id)
+        if session is None or session.is_closed:
+            return
+        bound = {c.platform for c in await self.store.sessions.list_bindings(session_id)}
+        for name, platform in self.platforms.items():
+            mirror = getattr(platform, "mirror_conversation", None)
+            if mirror is None or name in bound:
+                continue
+            conversation: ConversationRef = mirror(session)
+            await self.store.sessions.bind(conversation, session_id)
+            for interaction in await self.store.interactions.list_open(session_id):
+                await self.broker.show_in(interaction, conversation)
+
     async def _run(self, runner: SessionRunner) -> None:
         try:
+            await self.show_everywhere(runner.session_id)
             await runner.run()
         except Exception:
             # one session's failure must not end the others: report and forget the runner

@@ -98,6 +98,16 @@ class TurnLedger:
             )
         return None if row is None else _turn_from_row(row)
 
+    async def latest(self, session_id: str) -> TurnRecord | None:
+        """The session's most recent turn, running or ended (how its last turn went)."""
+        async with self._db.read() as conn:
+            row = await fetch_one(
+                conn,
+                f"SELECT {_COLUMNS} FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+                (session_id,),
+            )
+        return None if row is None else _turn_from_row(row)
+
 
 async def _turn(conn: aiosqlite.Connection, turn_id: int) -> TurnRecord:
     row = await fetch_one(conn, f"SELECT {_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
