@@ -22,14 +22,14 @@ A wire event the state does not allow is a Warning(unexpected_event), never a st
 ``codex exec`` forces ``approval_policy = never`` (0.171 ``exec/src/lib.rs``: "Default to never
 ask for approvals in headless mode") and has no channel for an answer, so nothing is ever an
 interaction here. What its policy refused does not appear on stdout at all in 0.171: no item,
-no status, no error event (transcripts ``*_refused*``). The only record is on stderr, in the
+no status, no error event (transcripts ``refused_*``). The only record is on stderr, in the
 tracing log: ``ERROR codex_core::tools::router: error=<why>`` when a tool call was refused
 before it ran, and ``WARN codex_sandboxing::violation: recorded sandbox violation:
-resource=... reason=...`` when the sandbox stopped a command. :func:`warnings_from_stderr` reads
-those records (level, target and fields; among router errors, the ones whose reason says it
-was rejected) and each becomes ``Warning(code="denied_by_policy")`` with what was refused and
-how to allow it. The schema's ``declined`` command status is read the same way should a
-command item ever carry it.
+resource=... reason=...`` when the sandbox stopped a command.
+:func:`adapters.codex_exec_process.warnings_from_stderr` reads those records (level, target
+and fields; among router errors, the ones whose reason says it was rejected) and each becomes
+``Warning(code="denied_by_policy")`` with what was refused and how to allow it. The schema's
+``declined`` command status is read the same way should a command item ever carry it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 :class:`adapters.codex_exec.CodexExecCodec` reads stdout; this module holds the rest of what
 one turn's process needs, all pure: the argv (:func:`exec_argv`), the prompt as stdin lines
 (:func:`prompt_lines`), and the refusals that 0.171 records only in the tracing log on stderr
-(:func:`warnings_from_stderr`; see the codec's docstring for why stderr). Observed behaviour is in
+(:func:`warnings_from_stderr`; the codec's docstring says why stderr). Observed behaviour:
 ``tests/transcripts/codex-exec-0.171/``.
 """
 
