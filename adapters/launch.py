@@ -11,14 +11,17 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from adapters.codec import AgentCodec
 from adapters.codex_app_server import CodexAppServerCodec
+from adapters.codex_exec_process import CodexExecSettings
+from adapters.codex_exec_session import CodexExecSession
 from adapters.codex_launch import codex_app_server_argv
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
 from adapters.stdio import DEFAULT_ENV_ALLOWLIST, AgentProcess, ProcessSpec, build_agent_env
+from gateway.agents import RunningAgent
 from gateway.config import ProjectConfig
 from gateway.domain import AgentKind
 from gateway.errors import AgentStartError, ConfigError
@@ -91,20 +94,53 @@ class ConfiguredLauncher:
             return codec, codex_app_server_argv(project.argv(), enable=options.features)
         raise ConfigError(f"agent {project.agent.value} cannot be started by this gateway yet")
 
-    @asynccontextmanager
-    async def launch(
-        self, project: ProjectConfig, *, resume_native_id: str | None
-    ) -> AsyncIterator[RuntimeAgent]:
-        try:
-            codec, argv = self.codec_and_argv(project, resume_native_id=resume_native_id)
-        except ConfigError as exc:
-            raise AgentStartError(str(exc)) from exc
+    def _env(self, project: ProjectConfig) -> dict[str, str]:
         options = project.agent_options
-        env = build_agent_env(
+        return build_agent_env(
             (*DEFAULT_ENV_ALLOWLIST, *options.env_allowlist),
             options.agent_env(),
             source=self._env_source,
         )
+
+    def launch(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> AbstractAsyncContextManager[RunningAgent]:
+        if project.agent is AgentKind.CODEX_EXEC:
+            return self._launch_exec(project, resume_native_id=resume_native_id)
+        return self._launch_runtime(project, resume_native_id=resume_native_id)
+
+    @asynccontextmanager
+    async def _launch_exec(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> AsyncIterator[RunningAgent]:
+        options = project.agent_options
+        try:
+            settings = CodexExecSettings(
+                command=project.argv(),
+                cwd=str(project.work_dir),
+                sandbox=options.sandbox.value,
+                model=options.model,
+                enable=options.features,
+            )
+        except ConfigError as exc:
+            raise AgentStartError(str(exc)) from exc
+        async with CodexExecSession(
+            settings,
+            env=self._env(project),
+            thread_id=resume_native_id,
+            stop_grace_seconds=self._stop_grace,
+        ) as session:
+            yield session
+
+    @asynccontextmanager
+    async def _launch_runtime(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> AsyncIterator[RunningAgent]:
+        try:
+            codec, argv = self.codec_and_argv(project, resume_native_id=resume_native_id)
+        except ConfigError as exc:
+            raise AgentStartError(str(exc)) from exc
+        env = self._env(project)
         spec = ProcessSpec(
             argv=argv,
             cwd=project.work_dir,

@@ -34,6 +34,7 @@ def gateway_config(
     sandbox: str = "workspace-write",
     features: tuple[str, ...] = (),
     extra: str = "",
+    agent: str = "codex-app-server",
 ) -> Config:
     env = "\n".join(f"{name} = {json.dumps(value)}" for name, value in home.env.items())
     text = f"""
@@ -43,7 +44,7 @@ stop_grace_seconds = 5
 
 [projects.demo]
 work_dir = {json.dumps(str(home.workspace))}
-agent = "codex-app-server"
+agent = "{agent}"
 argv = [{json.dumps(codex_bin)}]
 approval_policy = "{approval_policy}"
 sandbox = "{sandbox}"
