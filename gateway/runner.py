@@ -47,6 +47,22 @@ log = logging.getLogger(__name__)
 _QUIET_WARNINGS = frozenset({"config_warning"})
 
 
+_EXIT_REASONS = {
+    "killed": "killed by a signal",
+    "line_too_long": "stopped: it wrote a line too long to read",
+    "protocol_error": "stopped: it broke the protocol",
+    "stopped": "stopped by the gateway",
+}
+
+
+def describe_exit(event: AgentExited) -> str:
+    """Why the agent process ended, in words, with its exit code when it has one."""
+    if event.reason in ("", "exited"):
+        return f"exited with code {event.code}" if event.code is not None else "ended"
+    text = _EXIT_REASONS.get(event.reason, event.reason)
+    return f"{text}; exit code {event.code}" if event.code is not None else text
+
+
 class _AgentGone(Exception):
     """The agent process ended: leave the epoch's task group."""
 
@@ -303,9 +319,7 @@ class SessionRunner:
                 self._broker.mark_dirty(update.interaction.id)
 
     async def _on_exit(self, event: AgentExited, epoch: int) -> None:
-        description = event.reason or (
-            f"exited with code {event.code}" if event.code is not None else "ended"
-        )
+        description = describe_exit(event)
         turn = self._turn
         if turn is not None:
             await self._store.turns.end(turn.id, TurnStatus.FAILED, error=description)

@@ -54,7 +54,8 @@ def complete_turn(turn: str, status: str, text: str | None = None) -> None:
     thread = state["thread"]
     if text is not None:
         item = {"type": "agentMessage", "id": f"msg-{turn}", "text": text}
-        write({"method": "item/completed", "params": {"item": item, "threadId": thread, "turnId": turn}})
+        params = {"item": item, "threadId": thread, "turnId": turn}
+        write({"method": "item/completed", "params": params})
     body = {"id": turn, "status": status, "error": None}
     write({"method": "turn/completed", "params": {"threadId": thread, "turn": body}})
 
@@ -135,7 +136,8 @@ def answered(msg: dict[str, object]) -> None:
     turn = pending.pop(request_id, state["turn"])
     result = msg.get("result")
     decision = result.get("decision") if isinstance(result, dict) else None
-    write({"method": "serverRequest/resolved", "params": {"threadId": state["thread"], "requestId": request_id}})
+    params = {"threadId": state["thread"], "requestId": request_id}
+    write({"method": "serverRequest/resolved", "params": params})
     complete_turn(str(turn), "completed", f"decision: {json.dumps(decision)}")
 
 

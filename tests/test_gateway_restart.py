@@ -1,0 +1,466 @@
+"""Durability with real process deaths (issue "[2 of 6]").
+
+The gateway runs in a process of its own (tests/harness/gateway_proc.py) so that it can really
+die: killed with SIGKILL, or ended with ``os._exit`` at a crash point between a commit and the
+write that follows it (gateway/faults.py). A new process on the same data dir then recovers.
+Agents run in their own process groups and outlive the gateway, as in a real crash.
+
+What a person would notice is what is asserted: nothing delivered twice (the agent ran the
+command at most once), nothing lost silently (the ledger keeps the decision and says how the
+interaction ended), every card copy edited to say so with no live buttons, a queued prompt that
+waits for /resume, the in-flight prompt not resent, and the conversation resumed.
+
+The misbehaving agents (tests/agents/codex_scripted.py) run inside the whole gateway next to a
+second, healthy project: each failure is visible in its conversation, and the other
+conversation keeps working.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gateway.domain import InteractionState, Resolution, TurnStatus
+from gateway.faults import CRASH_EXIT_CODE
+from gateway.interactions import DeliveryOutcome, Interaction
+from gateway.store import (
+    CopyState,
+    EpochRecord,
+    PromptRecord,
+    PromptState,
+    SessionRecord,
+    Store,
+    TurnRecord,
+)
+from tests.codex_env import CodexHome
+from tests.harness.driver import (
+    GatewayProcess,
+    ProjectSpec,
+    codex_project,
+    conv_json,
+    end_leftover_agents,
+    gateway_process,
+    process_alive,
+    room,
+    scripted_project,
+    write_config,
+)
+from tests.servers.fake_responses import FakeResponses, ModelRequest, message, shell
+
+pytestmark = pytest.mark.timeout(120)
+
+BROKEN = room("broken")
+HEALTHY = room("healthy")
+
+
+# --- reading the ledger once the gateway is down -------------------------------------------------
+
+
+@dataclass
+class Ledger:
+    sessions: list[SessionRecord]
+    interactions: list[Interaction]
+    prompts: list[PromptRecord]
+
+
+async def read_ledger(data_dir: Path, session_id: str | None = None) -> Ledger:
+    async with Store.open(data_dir) as store:
+        sessions = await store.sessions.list_sessions(include_closed=True)
+        interactions = await store.interactions.list_recent(limit=100, session_id=session_id)
+        prompts = []
+        prompt_id = 1
+        while (prompt := await store.prompts.get(prompt_id)) is not None:
+            prompts.append(prompt)
+            prompt_id += 1
+    return Ledger(sessions=sessions, interactions=interactions[::-1], prompts=prompts)
+
+
+async def assert_every_copy_current(data_dir: Path, interaction: Interaction) -> None:
+    """Every card copy was sent and shows the interaction as the ledger has it now."""
+    async with Store.open(data_dir) as store:
+        copies = await store.cards.list_for(interaction.id)
+    assert copies, "the card was never recorded as shown"
+    for copy in copies:
+        assert copy.state in (CopyState.SENT, CopyState.EDITED), copy
+        assert copy.rendered_version == interaction.version, copy
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+async def cleanup(data_dir: Path) -> AsyncIterator[None]:
+    """Whatever a failed test leaves alive (agents of a dead gateway) is ended."""
+    yield
+    await end_leftover_agents(data_dir)
+
+
+# --- scripted misbehaving agents, next to a healthy project ------------------------------------
+
+
+def two_projects(tmp_path: Path, data_dir: Path, broken_mode: str) -> Path:
+    projects: list[ProjectSpec] = [
+        scripted_project("broken", broken_mode, tmp_path / "broken", channel="broken"),
+        scripted_project("healthy", "normal", tmp_path / "healthy", channel="healthy"),
+    ]
+    return write_config(tmp_path / "gateway.toml", data_dir, projects)
+
+
+async def healthy_still_works(gw: GatewayProcess, text: str = "are you there?") -> None:
+    await gw.say(HEALTHY, "bob", text)
+    await gw.text_containing(f"echo: {text}", HEALTHY)
+
+
+def session_of(ledger: Ledger, project: str) -> SessionRecord:
+    [session] = [s for s in ledger.sessions if s.project == project]
+    return session
+
+
+async def test_scripted_agent_round_trip(tmp_path: Path, data_dir: Path, cleanup: None) -> None:
+    config = two_projects(tmp_path, data_dir, "normal")
+    async with gateway_process(config, tmp_path / "logs") as gw:
+        await gw.say(BROKEN, "alice", "approve this")
+        shown = await gw.card_where(lambda card: bool(card["actions"]), BROKEN)
+        assert shown.card is not None
+        ack = await gw.click(BROKEN, "alice", shown.card["actions"][0]["token"])
+        assert ack["accepted"], ack
+        await gw.text_containing('decision: "accept"', BROKEN)
+        await healthy_still_works(gw)
+
+
+async def test_agent_dies_with_an_approval_pending(
+    tmp_path: Path, data_dir: Path, cleanup: None
+) -> None:
+    config = two_projects(tmp_path, data_dir, "normal")
+    async with gateway_process(config, tmp_path / "logs") as gw:
+        await gw.say(BROKEN, "alice", "approve-then-die please")
+        orphaned = await gw.card_where(lambda card: "rphaned" in card["status_line"], BROKEN)
+        assert orphaned.card is not None and orphaned.card["actions"] == []
+        notice = await gw.text_containing("agent process ended", BROKEN)
+        assert "exited with code 9" in notice and "dying on purpose" in notice, notice
+        await healthy_still_works(gw)
+        await gw.say(BROKEN, "alice", "hello again")
+        await gw.text_containing("echo: hello again", BROKEN)
+    ledger = await read_ledger(data_dir)
+    session = session_of(ledger, "broken")
+    assert session.current_epoch == 2  # the next message started a new runtime
+    [interaction] = [i for i in ledger.interactions if i.session_id == session.id]
+    assert interaction.state is InteractionState.ORPHANED
+    assert interaction.runtime_epoch == 1
+    await assert_every_copy_current(data_dir, interaction)
+
+
+async def test_a_malformed_line_is_a_warning_and_the_session_goes_on(
+    tmp_path: Path, data_dir: Path, cleanup: None
+) -> None:
+    config = two_projects(tmp_path, data_dir, "normal")
+    async with gateway_process(config, tmp_path / "logs") as gw:
+        await gw.say(BROKEN, "alice", "malformed please")
+        warning = await gw.text_containing("malformed", BROKEN)
+        assert "not JSON" in warning
+        await gw.text_containing("still here after a malformed line", BROKEN)
+        await gw.say(BROKEN, "alice", "and now?")
+        await gw.text_containing("echo: and now?", BROKEN)
+        await healthy_still_works(gw)
+        assert not any("agent process ended" in t for t in gw.texts(BROKEN))
+    ledger = await read_ledger(data_dir)
+    assert session_of(ledger, "broken").current_epoch == 1
+
+
+async def test_a_20_mib_line_stops_the_agent_with_a_visible_reason(
+    tmp_path: Path, data_dir: Path, cleanup: None
+) -> None:
+    config = two_projects(tmp_path, data_dir, "normal")
+    async with gateway_process(config, tmp_path / "logs") as gw:
+        await gw.say(BROKEN, "alice", "huge line please")
+        notice = await gw.text_containing("agent process ended", BROKEN)
+        assert "a line too long" in notice, notice
+        assert not any("huge line went through" in t for t in gw.texts(BROKEN))
+        await healthy_still_works(gw)
+        await gw.say(BROKEN, "alice", "are you back?")
+        await gw.text_containing("echo: are you back?", BROKEN)
+    ledger = await read_ledger(data_dir)
+    states = {p.text: p.state for p in ledger.prompts}
+    assert states["huge line please"] is PromptState.INTERRUPTED
+
+
+async def test_an_agent_that_never_answers_initialize_could_not_start(
+    tmp_path: Path, data_dir: Path, cleanup: None
+) -> None:
+    config = two_projects(tmp_path, data_dir, "silent-init")
+    async with gateway_process(config, tmp_path / "logs", handshake_timeout=3) as gw:
+        await gw.say(BROKEN, "alice", "hello?")
+        await healthy_still_works(gw)
+        notice = await gw.text_containing("could not start", BROKEN)
+        assert "did not start a session within 3 s" in notice
+        assert "/resume" in notice
+    ledger = await read_ledger(data_dir)
+    session = session_of(ledger, "broken")
+    assert session.queue_paused
+    assert [(p.text, p.state) for p in ledger.prompts if p.session_id == session.id] == [
+        ("hello?", PromptState.QUEUED)
+    ]
+
+
+async def test_an_agent_that_floods_stderr_keeps_working(
+    tmp_path: Path, data_dir: Path, cleanup: None
+) -> None:
+    config = two_projects(tmp_path, data_dir, "normal")
+    async with gateway_process(config, tmp_path / "logs") as gw:
+        await gw.say(BROKEN, "alice", "flood please")
+        await healthy_still_works(gw, "still here?")
+        await gw.text_containing("survived the flood", BROKEN)
+        await gw.say(BROKEN, "alice", "after the flood")
+        await gw.text_containing("echo: after the flood", BROKEN)
+
+
+async def test_an_agent_that_exits_before_its_first_reply_could_not_start(
+    tmp_path: Path, data_dir: Path, cleanup: None
+) -> None:
+    config = two_projects(tmp_path, data_dir, "exit-early")
+    async with gateway_process(config, tmp_path / "logs") as gw:
+        await gw.say(BROKEN, "alice", "hello?")
+        notice = await gw.text_containing("could not start", BROKEN)
+        assert "boom" in notice and "/resume" in notice
+        await healthy_still_works(gw)
+    ledger = await read_ledger(data_dir)
+    assert session_of(ledger, "broken").queue_paused
+
+
+# --- the real codex, the gateway dies -------------------------------------------------------------
+
+ROOM = room("demo")
+FIRST_PROMPT = "please append to ran.txt"
+
+
+def codex_config(tmp_path: Path, data_dir: Path, codex_bin: str, home: CodexHome) -> Path:
+    projects = [codex_project("demo", codex_bin, home, channel="demo")]
+    return write_config(tmp_path / "gateway.toml", data_dir, projects)
+
+
+def runs_recorded(home: CodexHome) -> int:
+    """How many times the approved command really ran (it appends one line each time)."""
+    path = home.workspace / "ran.txt"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def live_epoch(data_dir: Path) -> EpochRecord:
+    async with Store.open(data_dir) as store:
+        [epoch] = await store.sessions.live_epochs()
+    return epoch
+
+
+async def turn_of_prompt(data_dir: Path, prompt_id: int) -> TurnRecord:
+    async with Store.open(data_dir) as store:
+        turn_id = 1
+        while (turn := await store.turns.get(turn_id)) is not None:
+            if turn.prompt_id == prompt_id:
+                return turn
+            turn_id += 1
+    raise AssertionError(f"no turn for prompt {prompt_id}")
+
+
+def last_user_text(request: ModelRequest) -> str | None:
+    texts = request.user_texts()
+    return texts[-1] if texts else None
+
+
+@pytest.mark.real_agent("codex")
+@pytest.mark.parametrize("point", ["decision_committed", "response_written", "delivery_recorded"])
+async def test_a_crash_between_a_commit_and_the_next_write_delivers_once_and_loses_nothing(
+    point: str,
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    tmp_path: Path,
+    data_dir: Path,
+    cleanup: None,
+) -> None:
+    fake_model.enqueue(
+        (shell("echo ran >> ran.txt", escalated=True), message("Done.")),
+        (message("Back after the crash."),),
+    )
+    config = codex_config(tmp_path, data_dir, codex_bin, codex_home)
+    logs = tmp_path / "logs"
+
+    async with gateway_process(config, logs, crash_at=point) as gw:
+        await gw.say(ROOM, "alice", FIRST_PROMPT)
+        shown = await gw.card_where(lambda card: bool(card["actions"]), ROOM)
+        assert shown.card is not None
+        await gw.until_cards_recorded(ROOM, "alice")
+        accept = shown.card["actions"][0]
+        gw.send_only("click", conversation=conv_json(ROOM), user="alice", token=accept["token"])
+        assert await gw.exited() == CRASH_EXIT_CODE, gw.log_tail()
+
+    # What the dead gateway left: the decision is committed whatever the point.
+    before = await read_ledger(data_dir)
+    [asked] = before.interactions
+    assert asked.decision is not None and asked.decision.actor.user_id == "alice"
+    expected_state = {
+        "decision_committed": InteractionState.DECIDED,
+        "response_written": InteractionState.DECIDED,
+        "delivery_recorded": InteractionState.DELIVERED,
+    }[point]
+    assert asked.state is expected_state
+    epoch = await live_epoch(data_dir)
+    assert epoch.pid is not None and epoch.process_start_time is not None
+
+    async with gateway_process(config, logs) as gw:
+        # recovery is over: the agent the dead gateway left is gone
+        assert not process_alive(epoch.pid, int(epoch.process_start_time))
+        ran_before_restart = runs_recorded(codex_home)
+        assert ran_before_restart <= 1
+        if point == "decision_committed":
+            assert ran_before_restart == 0  # nothing was ever written to the agent
+        # the card the first process sent is edited: no buttons, says what happened
+        edited = await gw.wait_for(
+            lambda: gw.messages.get(shown.id) if shown.id in gw.messages else None,
+            what="the first card to be edited",
+        )
+        assert edited.card is not None and edited.card["actions"] == []
+        status = edited.card["status_line"]
+        assert "Alice" in status and "rphaned" in status, status
+        await gw.text_containing("The gateway restarted", ROOM)
+        # the conversation goes on; nothing of the first turn is replayed
+        requests_before = len(fake_model.model_requests())
+        await gw.say(ROOM, "alice", "what happened?")
+        await gw.text_containing("Back after the crash.", ROOM)
+        after = fake_model.model_requests()[requests_before:]
+        assert after and all(last_user_text(r) == "what happened?" for r in after)
+        assert runs_recorded(codex_home) == ran_before_restart
+
+    ledger = await read_ledger(data_dir)
+    [interaction] = ledger.interactions
+    assert interaction.state is InteractionState.ORPHANED
+    assert interaction.decision is not None
+    assert interaction.decision.decision == asked.decision.decision  # the decision stays
+    assert interaction.resolution is not None
+    assert interaction.resolution.how is Resolution.ORPHANED
+    assert interaction.delivery is not None
+    if point == "delivery_recorded":
+        assert interaction.delivery.outcome is DeliveryOutcome.OK
+    await assert_every_copy_current(data_dir, interaction)
+    # (the later prompt's own end races the shutdown: the model requests above tell its story)
+    assert [(p.text, p.state) for p in ledger.prompts][0] == (FIRST_PROMPT, PromptState.INTERRUPTED)
+    assert len(ledger.prompts) == 2
+
+
+@pytest.mark.real_agent("codex")
+async def test_sigkill_with_an_approval_pending_then_resume(
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    tmp_path: Path,
+    data_dir: Path,
+    cleanup: None,
+) -> None:
+    fake_model.enqueue(
+        (shell("echo ran >> ran.txt", escalated=True), message("Done.")),
+        (message("Resumed, and I remember."),),
+    )
+    config = codex_config(tmp_path, data_dir, codex_bin, codex_home)
+    logs = tmp_path / "logs"
+
+    async with gateway_process(config, logs) as gw:
+        await gw.say(ROOM, "alice", FIRST_PROMPT)
+        shown = await gw.card_where(lambda card: bool(card["actions"]), ROOM)
+        await gw.until_cards_recorded(ROOM, "alice")
+        await gw.say(ROOM, "alice", "and then say hello")
+        await gw.text_containing("Queued as a message for the agent", ROOM)
+        gw.kill()
+        assert await gw.exited() == -9
+
+    epoch = await live_epoch(data_dir)
+    assert epoch.pid is not None and epoch.process_start_time is not None
+    [session] = (await read_ledger(data_dir)).sessions
+    thread_id = session.native_session_id
+    assert thread_id
+    requests_at_kill = len(fake_model.model_requests())
+
+    async with gateway_process(config, logs) as gw:
+        assert not process_alive(epoch.pid, int(epoch.process_start_time))
+        edited = await gw.wait_for(
+            lambda: gw.messages.get(shown.id), what="the first card to be edited"
+        )
+        assert edited.card is not None and edited.card["actions"] == []
+        assert "rphaned" in edited.card["status_line"]
+        notice = await gw.text_containing("The gateway restarted", ROOM)
+        assert "1 message(s) wait, paused" in notice and "/resume" in notice
+        await gw.say(ROOM, "alice", "/status")
+        status = await gw.text_containing("Queue:", ROOM)
+        assert "Queue: 1 waiting, paused" in status, status
+        assert len(fake_model.model_requests()) == requests_at_kill  # nothing sent on its own
+        await gw.say(ROOM, "alice", "/resume")
+        await gw.text_containing("Resumed: 1 queued message(s)", ROOM)
+        await gw.text_containing("Resumed, and I remember.", ROOM)
+        assert runs_recorded(codex_home) == 0
+
+    after = fake_model.model_requests()[requests_at_kill:]
+    assert after and all(last_user_text(r) == "and then say hello" for r in after)
+    # the thread was resumed: the model sees the earlier conversation
+    assert FIRST_PROMPT in after[0].user_texts()
+    ledger = await read_ledger(data_dir)
+    [session] = ledger.sessions
+    assert session.native_session_id == thread_id
+    assert session.current_epoch == 2
+    [interaction] = ledger.interactions
+    assert interaction.state is InteractionState.ORPHANED and interaction.decision is None
+    await assert_every_copy_current(data_dir, interaction)
+    first, second = ledger.prompts
+    assert (first.text, first.state) == (FIRST_PROMPT, PromptState.INTERRUPTED)
+    assert second.text == "and then say hello" and second.state is not PromptState.QUEUED
+    turn = await turn_of_prompt(data_dir, first.id)
+    assert turn.status is TurnStatus.INTERRUPTED
+
+
+async def test_a_leftover_agent_is_ended_and_the_prompt_in_flight_is_not_resent(
+    tmp_path: Path, data_dir: Path, cleanup: None
+) -> None:
+    prompt_log = tmp_path / "prompts.jsonl"
+    projects = [
+        scripted_project(
+            "broken", "linger", tmp_path / "work", channel="broken", prompt_log=prompt_log
+        ),
+        scripted_project("healthy", "normal", tmp_path / "healthy", channel="healthy"),
+    ]
+    config = write_config(tmp_path / "gateway.toml", data_dir, projects)
+    logs = tmp_path / "logs"
+
+    async with gateway_process(config, logs) as gw:
+        await gw.say(BROKEN, "alice", "approve this, then the gateway dies")
+        shown = await gw.card_where(lambda card: bool(card["actions"]), BROKEN)
+        await gw.until_cards_recorded(BROKEN, "alice")
+        gw.kill()
+        await gw.exited()
+
+    epoch = await live_epoch(data_dir)
+    assert epoch.pid is not None and epoch.process_start_time is not None
+    start_time = int(epoch.process_start_time)
+    assert process_alive(epoch.pid, start_time)  # the agent outlived its gateway
+
+    async with gateway_process(config, logs) as gw:
+        assert not process_alive(epoch.pid, start_time)
+        edited = await gw.wait_for(lambda: gw.messages.get(shown.id), what="the card edit")
+        assert edited.card is not None and edited.card["actions"] == []
+        notice = await gw.text_containing("The gateway restarted", BROKEN)
+        assert "paused" not in notice  # nothing was queued behind the prompt in flight
+        await gw.say(BROKEN, "alice", "next one")
+        await gw.text_containing("echo: next one", BROKEN)
+        await healthy_still_works(gw)
+
+    received = [json.loads(line) for line in prompt_log.read_text().splitlines()]
+    assert [r["text"] for r in received] == ["approve this, then the gateway dies", "next one"]
+    assert received[0]["pid"] == epoch.pid and received[1]["pid"] != epoch.pid
+    async with Store.open(data_dir) as store:
+        outcomes = await store.audit.entries(event="recovery.leftover_agent")
+    assert [e.details["outcome"] for e in outcomes] == ["terminated"]
+    ledger = await read_ledger(data_dir)
+    first = ledger.prompts[0]
+    assert first.state is PromptState.INTERRUPTED
+    assert (await turn_of_prompt(data_dir, first.id)).status is TurnStatus.INTERRUPTED
