@@ -165,7 +165,8 @@ def file_change_diff(tool: str, tool_input: JsonObject, cwd: str | None) -> tupl
             label = f"{mode} cell {cell}" if cell else f"{mode} a cell"
             source = get_text(tool_input, "new_source") or ""
             body = [f"@@ {label} @@", *(f"+{line}" for line in source.splitlines())]
-    return path, "\n".join([f"--- a/{shown}", f"+++ b/{shown}", *body]) + "\n"
+    before, after = (shown, shown) if os.path.isabs(shown) else (f"a/{shown}", f"b/{shown}")
+    return path, "\n".join([f"--- {before}", f"+++ {after}", *body]) + "\n"
 
 
 def _rule_text(rule: JsonObject) -> str:
