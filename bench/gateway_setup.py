@@ -1,0 +1,147 @@
+"""A whole gateway for a benchmark: the real engine, ledger, launcher, adapter and codec, one
+benchmark platform, and the scripted bench agent (bench/agents/codex_bench_agent.py).
+
+    async with bench_gateway(root, "memory") as gw:
+        await gw.platform.say(gw.platform.room(0), gw.platform.person, "approve 5 a")
+        seen = await gw.platform.next_card(gw.platform.room(0))
+    stamps = read_stamps(gw.stamp_dir)       # what the agents recorded, once they have ended
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from adapters.launch import ConfiguredLauncher
+from bench.platforms import PLATFORMS, BenchPlatform, CardSeen
+from gateway.cards import CodeBlock
+from gateway.config import Config, parse_config
+from gateway.domain import Effect
+from gateway.engine import Gateway
+
+__all__ = [
+    "AGENT",
+    "BenchGateway",
+    "Stamped",
+    "allow_token",
+    "bench_config",
+    "bench_gateway",
+    "count_ok_deliveries",
+    "read_stamps",
+    "stamped",
+]
+
+AGENT = Path(__file__).resolve().parent / "agents" / "codex_bench_agent.py"
+_STAMP = re.compile(r"^bench (\S+) (\d+) t=(\d+)$")
+
+
+def bench_config(root: Path, platform: BenchPlatform) -> Config:
+    """One codex-app-server project run by the bench agent; the platform's person may talk
+    and decide."""
+    work, data, stamps = root / "work", root / "data", root / "stamps"
+    for folder in (work, stamps):
+        folder.mkdir(parents=True, exist_ok=True)
+    person = json.dumps(platform.person.user_id)
+    text = f"""
+[gateway]
+data_dir = {json.dumps(str(data))}
+queue_depth = 100
+stop_grace_seconds = 5
+
+[projects.bench]
+work_dir = {json.dumps(str(work))}
+agent = "codex-app-server"
+argv = [{json.dumps(sys.executable)}, {json.dumps(str(AGENT))}]
+
+[projects.bench.agent_options.env]
+BENCH_STAMP_DIR = {json.dumps(str(stamps))}
+
+[projects.bench.auth.{platform.person.platform}]
+allow_from = [{person}]
+approvers = [{person}]
+
+[platforms.{platform.name}]
+{platform.config_table()}
+"""
+    return parse_config(text, "bench.toml")
+
+
+@dataclass
+class BenchGateway:
+    gateway: Gateway
+    platform: BenchPlatform
+    stamp_dir: Path
+    ledger: Path
+
+
+@asynccontextmanager
+async def bench_gateway(
+    root: Path, platform_name: str = "memory", *, handshake_timeout: float = 120.0
+) -> AsyncIterator[BenchGateway]:
+    async with PLATFORMS[platform_name]() as platform:
+        config = bench_config(root, platform)
+        launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
+        async with Gateway(
+            config, platforms={platform.name: platform.platform}, launcher=launcher
+        ) as gateway:
+            yield BenchGateway(
+                gateway=gateway,
+                platform=platform,
+                stamp_dir=root / "stamps",
+                ledger=gateway.store.path,
+            )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Stamped:
+    """A card of the bench agent: which request it shows and when the agent wrote it."""
+
+    tag: str
+    k: int
+    sent_ns: int
+
+
+def stamped(seen: CardSeen) -> Stamped:
+    """The stamp the bench agent wrote into the command of the request the card shows."""
+    for block in seen.card.blocks:
+        if isinstance(block, CodeBlock):
+            match = _STAMP.match(block.code.strip())
+            if match:
+                return Stamped(tag=match[1], k=int(match[2]), sent_ns=int(match[3]))
+    raise ValueError(f"no bench stamp on the card {seen.card.title!r}")
+
+
+def allow_token(seen: CardSeen) -> str:
+    """The token of the card's first button that allows."""
+    for action in seen.card.actions:
+        if action.effect is Effect.ALLOW:
+            return action.token
+    raise ValueError(f"no allow button on the card {seen.card.title!r}")
+
+
+def read_stamps(stamp_dir: Path) -> list[dict[str, Any]]:
+    """Everything the bench agents recorded (read once they have ended)."""
+    records: list[dict[str, Any]] = []
+    for path in sorted(stamp_dir.glob("*.jsonl")):
+        with path.open(encoding="utf-8") as lines:
+            records += [json.loads(line) for line in lines if line.strip()]
+    return records
+
+
+def count_ok_deliveries(ledger: Path) -> dict[str, int]:
+    """interaction id -> how many successful deliveries the ledger recorded for it."""
+    uri = f"file:{ledger}?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as conn:
+        rows = conn.execute(
+            "SELECT i.id, count(d.id) FROM interactions i"
+            " LEFT JOIN deliveries d ON d.interaction_id = i.id AND d.outcome = 'ok'"
+            " GROUP BY i.id"
+        ).fetchall()
+    return {str(row[0]): int(row[1]) for row in rows}

@@ -1,0 +1,65 @@
+"""Interaction overhead: what the gateway adds to one approval, ledger writes included.
+
+    python -m bench.interactions [--count 1000] [--warmup 50] [--platform memory] [--json]
+
+One session, one bench agent, ``count`` command approvals in a row (after ``warmup`` that are
+not counted): from the agent's request line to the card at the platform, and from the click
+to the response line read by the agent (bench/approvals.py says where each clock is read).
+Target: p99 under 10 ms for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+from pathlib import Path
+
+from bench.approvals import approve_all, round_trip_figures
+from bench.figures import Figure, Usage, emit
+from bench.gateway_setup import bench_gateway, count_ok_deliveries, read_stamps
+
+__all__ = ["measure"]
+
+NAME = "interactions"
+TARGET_MS = 10.0
+
+
+async def measure(root: Path, *, count: int, warmup: int, platform: str = "memory") -> list[Figure]:
+    async with bench_gateway(root, platform) as gw:
+        room = gw.platform.room(0)
+        if warmup:
+            await approve_all(gw, room, warmup, "warmup")
+        start = Usage.snapshot()
+        trips = await approve_all(gw, room, count, "measured")
+        usage = Usage.since(start)
+    figures = round_trip_figures(
+        NAME, trips, read_stamps(gw.stamp_dir), count_ok_deliveries(gw.ledger), target_ms=TARGET_MS
+    )
+    rate = count / usage.wall if usage.wall > 0 else 0.0
+    return [
+        *figures,
+        Figure(
+            benchmark=NAME,
+            name="sequential round trips",
+            value=f"{rate:.0f}/s; gateway CPU {usage.cpu_text()}",
+        ),
+    ]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.interactions", description=__doc__)
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--platform", default="memory")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-interactions-") as root:
+        figures = asyncio.run(
+            measure(Path(root), count=args.count, warmup=args.warmup, platform=args.platform)
+        )
+    emit(figures, as_json=args.json)
+
+
+if __name__ == "__main__":
+    main()
