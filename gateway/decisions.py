@@ -140,7 +140,7 @@ class DecisionDesk:
             token = ActionToken(
                 interaction_id=interaction.id, choice="s", epoch=interaction.runtime_epoch
             )
-        return check_click(
+        rejection = check_click(
             self._config,
             token=token,
             actor=actor,
@@ -151,6 +151,13 @@ class DecisionDesk:
             interaction_epoch=interaction.runtime_epoch,
             interaction_state=interaction.state,
         )
+        if rejection in (None, Rejection.NOT_OPEN) and interaction.decision is None:
+            # a request nobody decided whose agent process has ended (orphaned, or about to
+            # be): the token is stale, whatever the state says; a decided one says who decided
+            epoch = await self._store.sessions.get_epoch(session.id, interaction.runtime_epoch)
+            if epoch is None or not epoch.is_live:
+                return Rejection.STALE
+        return rejection
 
     async def _decide(self, interaction: Interaction, actor: Actor, decision: Decision) -> Ack:
         try:
