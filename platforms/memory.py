@@ -66,6 +66,7 @@ class MemoryPlatform:
         self.name = name
         self.limits = limits or PlatformLimits()
         self.down = False  # an outage: every outbound call fails
+        self.refused: list[str] = []  # the outbound calls refused in an outage ("send_card"...)
         self.adopt_unknown = adopt_unknown
         self._inbox: Inbox | None = None
         self._ids = itertools.count(1)
@@ -79,14 +80,14 @@ class MemoryPlatform:
     # --- the platform contract ----------------------------------------------------------
 
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
-        self._check_up()
+        await self._check_up("send_text")
         self._check_text(text)
         ref = MessageRef(conversation=conversation, message_id=self._new_id())
         await self._store(Rendered(ref=ref, text=text, versions=[text]))
         return ref
 
     async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
-        self._check_up()
+        await self._check_up("edit_text")
         self._check_text(text)
         if await self._adopted(ref, Rendered(ref=ref, text=text, versions=[text])):
             return EditResult.EDITED
@@ -99,14 +100,14 @@ class MemoryPlatform:
         return EditResult.EDITED
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
-        self._check_up()
+        await self._check_up("send_card")
         self._check_card(card)
         ref = MessageRef(conversation=conversation, message_id=self._new_id())
         await self._store(Rendered(ref=ref, card=card, versions=[card]))
         return ref
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
-        self._check_up()
+        await self._check_up("edit_card")
         self._check_card(card)
         if await self._adopted(ref, Rendered(ref=ref, card=card, versions=[card])):
             return EditResult.EDITED
@@ -189,8 +190,10 @@ class MemoryPlatform:
             raise PlatformError("memory platform is not attached to a gateway")
         return self._inbox
 
-    def _check_up(self) -> None:
+    async def _check_up(self, call: str) -> None:
         if self.down:
+            self.refused.append(call)
+            await self._notify()  # a test may wait for the refusal
             raise PlatformError("memory platform is down")
 
     def _check_text(self, text: str) -> None:
