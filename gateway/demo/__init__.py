@@ -5,7 +5,7 @@ runs it behind the gateway (``agent-gateway demo``).
   by the real launcher as a ``codex-app-server`` project. It imports nothing from the gateway
   (standard library only) and writes the message shapes codex 0.171 writes
   (``tests/transcripts/codex-0.171/``), so that it stands for a real agent binary.
-- :mod:`gateway.demo.setup` builds the demo's configuration, data dir and work dir.
+- :mod:`gateway.demo.command` is `agent-gateway demo`: its configuration, data dir, work dir.
 
 Like :mod:`gateway.cli`, this package is an application of the core, not part of it: no core
 module imports it. Nothing here is imported by ``import gateway.demo`` itself, so that the

@@ -111,7 +111,7 @@ and clicks "Allow once":
 import asyncio
 from pathlib import Path
 
-from gateway.demo.setup import build_demo
+from gateway.demo.command import build_demo
 from gateway.domain import Actor, ConversationRef
 from gateway.engine import Gateway
 
