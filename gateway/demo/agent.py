@@ -37,6 +37,7 @@ from gateway.demo.wire import (
     now_ms,
     sandbox_policy,
     thread_object,
+    turn_error,
     turn_object,
     user_message_item,
 )
@@ -50,6 +51,18 @@ _PARSE_ERROR = -32700
 _INVALID_REQUEST = -32600
 _METHOD_NOT_FOUND = -32601
 _INVALID_PARAMS = -32602
+
+
+# What a thread/resume result adds (resume.jsonl): the demo has no history to page through.
+_RESUMED: Json = {
+    "collaborationMode": {
+        "mode": "default",
+        "settings": {"model": "demo", "reasoning_effort": None, "developer_instructions": None},
+    },
+    "initialTurnsPage": None,
+    "turnsBackwardsCursor": None,
+    "itemsBackwardsCursor": None,
+}
 
 
 def _object(value: object) -> Json:
@@ -173,6 +186,7 @@ class DemoAgent:
                 "activePermissionProfile": None,
                 "reasoningEffort": None,
                 "multiAgentMode": "explicitRequestOnly",
+                **(_RESUMED if method == "thread/resume" else {}),
             },
         )
         if method == "thread/start":
@@ -253,7 +267,7 @@ class DemoAgent:
             self._wire.notify(
                 "error",
                 {
-                    "error": {"message": error, "codexErrorInfo": "other"},
+                    "error": turn_error(error),
                     "willRetry": False,
                     "threadId": turn.thread_id,
                     "turnId": turn.id,

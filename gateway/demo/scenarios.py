@@ -320,6 +320,7 @@ async def crash(turn: Turn) -> None:
             "command": shown,
             "cwd": turn.cwd,
             "commandActions": [{"type": "unknown", "command": script}],
+            "proposedExecpolicyAmendment": None,
             "availableDecisions": ["accept", "cancel"],
         },
     )

@@ -26,6 +26,7 @@ __all__ = [
     "now_ms",
     "sandbox_policy",
     "thread_object",
+    "turn_error",
     "turn_object",
     "user_message_item",
 ]
@@ -145,24 +146,26 @@ def turn_object(
 ) -> Json:
     """Turn, as in turn/start's result, turn/started and turn/completed (shell_accept; a
     failed turn's TurnError as in model_failed)."""
-    turn_error = None
-    if error is not None:
-        turn_error = {
-            "message": error,
-            "codexErrorInfo": "other",
-            "additionalDetails": None,
-            "misalignment": None,
-        }
     return {
         "id": turn_id,
         "rootTurnId": turn_id,
         "items": items or [],
         "itemsView": "summary" if items else "notLoaded",
         "status": status,
-        "error": turn_error,
+        "error": None if error is None else turn_error(error),
         "startedAt": started_at,
         "completedAt": completed_at,
         "durationMs": duration_ms,
+    }
+
+
+def turn_error(message: str) -> Json:
+    """TurnError, as in model_failed (the ``error`` notification and the failed turn)."""
+    return {
+        "message": message,
+        "codexErrorInfo": "other",
+        "additionalDetails": None,
+        "misalignment": None,
     }
 
 
