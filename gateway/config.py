@@ -58,6 +58,7 @@ __all__ = [
     "ExpiryOutcome",
     "ExpiryPolicy",
     "GatewaySection",
+    "GroupMode",
     "LogLevel",
     "MemoryConfig",
     "PermissionMode",
@@ -262,19 +263,46 @@ class ProjectConfig(_Model):
         return self.agent_options.argv or DEFAULT_ARGV[self.agent]
 
 
+class GroupMode(StrEnum):
+    """Which messages of a Telegram group the bot takes."""
+
+    ALL = "all"  # every message
+    MENTIONS = "mentions"  # only messages that mention the bot, reply to it, or are commands
+
+
+TelegramChatId = Annotated[str, StringConstraints(pattern=r"^-?[0-9]{1,20}$")]
+
+
 class TelegramConfig(_Model):
     token: SecretStr
     base_url: HttpUrl = "https://api.telegram.org"
     mode: Literal["polling", "webhook"] = "polling"
+    poll_timeout_seconds: int = Field(default=30, ge=1, le=50)
     webhook_url: HttpUrl | None = None
+    # Telegram sends it in X-Telegram-Bot-Api-Secret-Token; a request without it is refused
+    secret_token: SecretStr | None = None
+    webhook_listen: NonEmpty = "127.0.0.1"
+    webhook_port: int = Field(default=8443, ge=0, le=65535)
+    group_mode: GroupMode = GroupMode.MENTIONS
+    groups: dict[TelegramChatId, GroupMode] = Field(default_factory=dict)
 
-    _secrets = field_validator("token")(_non_empty_secret)
+    _secrets = field_validator("token", "secret_token")(_non_empty_secret)
 
     @model_validator(mode="after")
-    def _webhook_needs_url(self) -> TelegramConfig:
+    def _webhook_needs_url_and_secret(self) -> TelegramConfig:
         if self.mode == "webhook" and self.webhook_url is None:
             raise ValueError('mode = "webhook" needs webhook_url')
+        if self.mode == "webhook" and self.secret_token is None:
+            raise ValueError('mode = "webhook" needs secret_token (or secret_token_file)')
+        if self.secret_token is not None and not re.fullmatch(
+            r"[A-Za-z0-9_-]{1,256}", self.secret_token.get_secret_value()
+        ):
+            raise ValueError("secret_token: 1-256 characters of A-Z, a-z, 0-9, _ and -")
         return self
+
+    def group_mode_for(self, chat_id: str) -> GroupMode:
+        """The configured mode of one group chat, else the default."""
+        return self.groups.get(chat_id, self.group_mode)
 
 
 class SlackConfig(_Model):

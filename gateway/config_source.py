@@ -37,7 +37,8 @@ _KEY_LINE = re.compile(rf"^\s*(?P<key>{_DOTTED})\s*=")
 _SPLIT = re.compile(rf"\s*({_PART})\s*(?:\.|$)")
 _ALIASES = ("agent_options",)
 
-SECRET_KEYS = frozenset({"token", "bot_token", "app_token"})  # each may be given as <key>_file
+# each may be given as <key>_file
+SECRET_KEYS = frozenset({"token", "bot_token", "app_token", "secret_token"})
 _ENV_REF = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
