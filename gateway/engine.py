@@ -160,3 +160,8 @@ class Gateway:
 
     async def on_form(self, form: InboundForm) -> Ack:
         return await self.desk.on_form(form)
+
+    async def on_platform_back(self, platform: str) -> None:
+        sent = await self.broker.resend_failed()
+        if sent:
+            log.info("%s is back: %d card(s) that had failed were sent again", platform, sent)

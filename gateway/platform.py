@@ -107,6 +107,10 @@ class Inbox(Protocol):
 
     async def on_form(self, form: InboundForm) -> Ack: ...
 
+    async def on_platform_back(self, platform: str) -> None:
+        """``platform`` reaches its servers again after failing: show what failed to send."""
+        ...
+
 
 class Platform(Protocol):
     """What a platform offers the core. Errors are PlatformError (RateLimited for 429s)."""
