@@ -1,0 +1,238 @@
+"""One interaction card as HTML: what is asked (the whole command or diff, highlighted), the
+agent's exact actions with what each does, the question form, and the three facts.
+
+Pure: a :class:`~platforms.console.views.CardView` in, escaped HTML out. The buttons and the
+form post to the console with the card's own signed tokens; the console is a private surface,
+so secret questions are asked here in masked inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+
+from gateway.cards import (
+    Attachment,
+    Block,
+    ButtonStyle,
+    CardAction,
+    CodeBlock,
+    DiffBlock,
+    FieldsBlock,
+    QuestionForm,
+    TextBlock,
+)
+from gateway.domain import Action, Effect, InteractionState, Question, Scope
+from gateway.interactions import DeliveryOutcome, Interaction
+from platforms.console.highlight import highlight_diff, highlight_shell
+from platforms.console.views import CardView
+
+__all__ = ["PostContext", "card_html", "clock", "state_class"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PostContext:
+    """What every form of a page carries: the CSRF token and the page to come back to."""
+
+    csrf: str
+    back: str
+
+    def hidden(self) -> str:
+        return (
+            f'<input type="hidden" name="csrf" value="{escape(self.csrf)}">'
+            f'<input type="hidden" name="back" value="{escape(self.back)}">'
+        )
+
+
+_EFFECT = {
+    Effect.ALLOW: "allows it",
+    Effect.DENY: "refuses it; the agent carries on",
+    Effect.CANCEL: "refuses it and stops the agent's turn",
+}
+_SCOPE = {
+    Scope.ONCE: "this time only",
+    Scope.TURN: "for the rest of this turn",
+    Scope.SESSION: "for the rest of this session",
+    Scope.ALWAYS: "always, as a lasting rule",
+}
+_LIVE = {InteractionState.PENDING, InteractionState.DECIDED, InteractionState.DELIVERED}
+_GOOD = {InteractionState.RESOLVED}
+
+
+def state_class(text: str) -> str:
+    return text.replace(" ", "-").replace("_", "-")
+
+
+def clock(at: datetime) -> str:
+    utc = at.astimezone(UTC)
+    return f'<time datetime="{utc.isoformat()}">{utc:%H:%M:%S} UTC</time>'
+
+
+def _block(block: Block) -> str:
+    match block:
+        case CodeBlock(code=code, language=language):
+            css = "sh" if language in ("sh", "bash", "shell") else "code"
+            body = highlight_shell(code) if css == "sh" else escape(code)
+            return f'<pre class="{css}">{body}</pre>'
+        case DiffBlock(diff=diff):
+            return f'<pre class="diff">{highlight_diff(diff)}</pre>'
+        case TextBlock(text=text):
+            return f'<div class="msg">{escape(text)}</div>'
+        case FieldsBlock(fields=fields):
+            rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in fields)
+            return f'<dl class="fields">{rows}</dl>'
+
+
+def _attachment(attachment: Attachment) -> str:
+    lines = attachment.content.count("\n") + 1
+    if attachment.name.endswith(".diff"):
+        body = highlight_diff(attachment.content)
+    elif attachment.name.endswith(".sh"):
+        body = highlight_shell(attachment.content)
+    else:
+        body = escape(attachment.content)
+    return (
+        f"<details open><summary>{escape(attachment.name)} ({lines} lines)</summary>"
+        f"<pre>{body}</pre></details>"
+    )
+
+
+def _actions(view: CardView, ctx: PostContext) -> str:
+    interaction, buttons = view.interaction, view.card.actions
+    if not buttons:
+        return ""
+    rows = []
+    for button, action in zip(buttons, interaction.actions, strict=False):
+        rows.append(_action_row(button, action))
+    return (
+        f'<form class="actions" method="post" action="/i/{escape(interaction.id)}/act"'
+        f" data-enhance>{ctx.hidden()}{''.join(rows)}</form>"
+    )
+
+
+def _action_row(button: CardAction, action: Action) -> str:
+    css = {ButtonStyle.PRIMARY: "primary", ButtonStyle.DANGER: "danger"}.get(button.style, "")
+    effect = f"{_EFFECT[action.effect]}, {_SCOPE[action.scope]}"
+    if action.effect is not Effect.ALLOW:
+        effect = _EFFECT[action.effect]
+    if action.description:
+        effect += f" — {action.description}"
+    return (
+        f'<div class="action"><button type="submit" name="token" class="{css}"'
+        f' value="{escape(button.token)}">{escape(button.label)}</button>'
+        f'<span class="effect">{escape(effect)}</span></div>'
+    )
+
+
+def _question(question: Question) -> str:
+    qid = escape(question.id)
+    kind = "checkbox" if question.multi else "radio"
+    parts = []
+    for option in question.options:
+        about = f" <small>{escape(option.description)}</small>" if option.description else ""
+        parts.append(
+            f'<label class="choice"><input type="{kind}" name="q.{qid}"'
+            f' value="{escape(option.id)}"> {escape(option.label)}{about}</label>'
+        )
+    if question.allow_other or not question.options:
+        kind = "password" if question.secret else "text"
+        label = "Other:" if question.options else "Answer:"
+        parts.append(
+            f'<label class="choice other">{label} <input type="{kind}" name="o.{qid}"'
+            ' autocomplete="off"></label>'
+        )
+    required = " data-required" if question.required else ""
+    mark = ' <span class="req">(required)</span>' if question.required else ""
+    secret = (
+        '<p class="meta">Secret: masked here, never shown again, never stored.</p>'
+        if question.secret
+        else ""
+    )
+    header = question.header or question.text
+    text = f"<p>{escape(question.text)}</p>" if question.header else ""
+    return (
+        f'<fieldset class="question"{required}><legend>{escape(header)}{mark}</legend>'
+        f'{text}{secret}{"".join(parts)}<p class="why"></p></fieldset>'
+    )
+
+
+def _form(interaction: Interaction, form: QuestionForm | None, ctx: PostContext) -> str:
+    if form is None:
+        return ""
+    questions = "".join(_question(item.question) for item in form.questions)
+    return (
+        f'<form class="qform" method="post" action="/i/{escape(interaction.id)}/form"'
+        f' data-enhance>{ctx.hidden()}<input type="hidden" name="token"'
+        f' value="{escape(form.submit_token)}">{questions}'
+        '<button type="submit" class="primary">Submit answers</button></form>'
+    )
+
+
+def _decided_what(interaction: Interaction) -> str:
+    fact = interaction.decision
+    if fact is None:
+        return ""
+    if fact.decision.action_id is not None:
+        action = interaction.action(fact.decision.action_id)
+        return f"chose “{action.label if action else fact.decision.action_id}”"
+    return f"answered {len(fact.decision.answers)} question(s)"
+
+
+def _timeline(interaction: Interaction) -> str:
+    items = [f"<li><b>Asked</b> {clock(interaction.created_at)}</li>"]
+    if (fact := interaction.decision) is not None:
+        what = escape(_decided_what(interaction))
+        items.append(
+            f"<li><b>Decided</b> {clock(fact.at)} by {escape(str(fact.actor))}: {what}</li>"
+        )
+    if (delivery := interaction.delivery) is not None:
+        said = {
+            DeliveryOutcome.OK: "written to the agent",
+            DeliveryOutcome.FAILED: "the write failed; not resent",
+            DeliveryOutcome.SKIPPED: "nothing written",
+        }[delivery.outcome]
+        error = f" ({escape(delivery.error)})" if delivery.error else ""
+        items.append(f"<li><b>Delivered</b> {clock(delivery.at)}: {said}{error}</li>")
+    if (end := interaction.resolution) is not None:
+        note = f" — {escape(end.note)}" if end.note else ""
+        how = escape(end.how.value.replace("_", " "))
+        items.append(f"<li><b>Resolved</b> {clock(end.at)}: {how}, by {escape(end.by)}{note}</li>")
+    state = interaction.state.value
+    items.append(f'<li><b>Now</b> <span class="state {state}">{state}</span></li>')
+    return f'<ol class="timeline">{"".join(items)}</ol>'
+
+
+def _where(view: CardView) -> str:
+    session = view.session
+    parts = []
+    if session is not None:
+        parts.append(
+            f'session <a href="/s/{escape(session.id)}">{escape(session.id)}</a>'
+            f" · project {escape(session.project)} · {escape(session.agent_kind.value)}"
+        )
+    shown = sorted({c.conversation.platform for c in view.copies})
+    if shown:
+        parts.append("shown on " + ", ".join(escape(p) for p in shown))
+    return f'<p class="meta">{" · ".join(parts)}</p>' if parts else ""
+
+
+def card_html(view: CardView, ctx: PostContext, *, with_session: bool = False) -> str:
+    interaction, card = view.interaction, view.card
+    state = interaction.state
+    frame = "live" if state in _LIVE else "done" if state in _GOOD else "gone"
+    if state in (InteractionState.CANCELLED, InteractionState.EXPIRED):
+        frame = "done"
+    blocks = "".join(_block(block) for block in card.blocks)
+    attachments = "".join(_attachment(a) for a in card.attachments)
+    summary = f"<p>{escape(card.summary)}</p>" if card.summary else ""
+    return (
+        f'<article class="card {frame}" id="i-{escape(interaction.id)}"'
+        f' data-key="i-{escape(interaction.id)}" data-version="{interaction.version}">'
+        f'<div class="head"><span class="kind">{escape(interaction.kind.value)}</span>'
+        f"<h3>{escape(card.title)}</h3>"
+        f'<span class="state {state.value}">{state.value}</span></div>'
+        f"{_where(view) if with_session else ''}{summary}{blocks}{attachments}"
+        f"{_actions(view, ctx)}{_form(interaction, card.form, ctx)}"
+        f'<p class="status">{escape(card.status_line)}</p>{_timeline(interaction)}</article>'
+    )

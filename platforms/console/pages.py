@@ -1,0 +1,205 @@
+"""The console's pages as HTML (pure): sessions, the pending center, one conversation.
+
+Each page has the same frame: a top bar with live counts, a notice line, and the live
+regions (``data-live``) whose children carry ``data-key``/``data-version`` so that the
+script can merge a fresh copy of the page into the open one (see ``assets.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from html import escape
+
+from gateway.store import SessionRecord
+from platforms.console.assets import SCRIPT, STYLE
+from platforms.console.cards_html import PostContext, card_html, clock, state_class
+from platforms.console.views import CardView, SessionRow, TextItem
+
+__all__ = [
+    "Frame",
+    "conversation_page",
+    "message_html",
+    "pending_page",
+    "refused_page",
+    "sessions_page",
+]
+
+
+class Frame:
+    """What every page shows around its content."""
+
+    def __init__(
+        self, *, identity: str, pending: int, sessions: int, notices: Sequence[str] = ()
+    ) -> None:
+        self.identity = identity
+        self.pending = pending
+        self.sessions = sessions
+        self.notices = notices
+
+    def page(self, title: str, here: str, body: str) -> str:
+        def link(href: str, label: str, count: int, hot: bool = False) -> str:
+            css = ' class="here"' if href == here else ""
+            badge = f'<span class="count{" hot" if hot and count else ""}">{count}</span>'
+            return f'<a href="{href}"{css}>{label}{badge}</a>'
+
+        counts = (
+            f'<span data-key="nav" data-version="{self.sessions}-{self.pending}">'
+            f"{link('/', 'Sessions', self.sessions)} &nbsp; "
+            f"{link('/pending', 'Pending', self.pending, hot=True)}</span>"
+        )
+        notice = "".join(f"<div>{escape(n)}</div>" for n in self.notices)
+        return (
+            "<!doctype html><html lang=en><head><meta charset=utf-8>"
+            '<meta name="viewport" content="width=device-width,initial-scale=1">'
+            f'<link rel="icon" href="data:,"><title>{escape(title)} · agent-gateway</title>'
+            f"<style>{STYLE}</style></head><body>"
+            '<header class="top"><strong>agent-gateway</strong>'
+            f'<nav id="nav" data-live>{counts}</nav>'
+            f'<span class="who">acting as {escape(self.identity)}</span></header>'
+            f'<main><div id="notice" role="status">{notice}</div>{body}</main>'
+            f"<script>{SCRIPT}</script></body></html>"
+        )
+
+
+def refused_page(status: int, text: str) -> str:
+    return (
+        f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{status}</title>"
+        f"<style>{STYLE}</style></head><body><main><h1>{status}: {escape(text)}</h1>"
+        "<p>Open the console with the address printed in the terminal where the gateway "
+        "started (it ends in <code>?token=…</code>).</p></main></body></html>"
+    )
+
+
+# --- sessions ------------------------------------------------------------------------------
+
+
+def _session_row(row: SessionRow) -> str:
+    session = row.session
+    state = escape(row.state)
+    waiting = f"{row.open_count} open" if row.open_count else ""
+    shown = ", ".join(escape(p) for p in row.shown_on)
+    version = f"{row.state}-{row.open_count}-{len(row.shown_on)}"
+    return (
+        f'<tr data-key="s-{escape(session.id)}" data-version="{escape(version)}">'
+        f'<td><a href="/s/{escape(session.id)}">{escape(session.id)}</a></td>'
+        f"<td>{escape(session.project)}</td><td>{escape(session.agent_kind.value)}</td>"
+        f'<td><span class="state {state_class(row.state)}">{state}</span> {waiting}</td>'
+        f"<td>{shown}</td><td>{clock(session.created_at)}</td></tr>"
+    )
+
+
+def _new_form(projects: Sequence[str], ctx: PostContext) -> str:
+    if not projects:
+        return (
+            '<p class="empty">No project takes messages from the console: list its identity '
+            "in a project's allow_from.</p>"
+        )
+    options = "".join(f"<option>{escape(p)}</option>" for p in projects)
+    return (
+        '<h2>Start a conversation</h2><form class="say" method="post" action="/new"'
+        f' data-enhance>{ctx.hidden()}<select name="project" aria-label="project">{options}'
+        '</select><textarea name="text" aria-label="first message" required'
+        ' placeholder="What should the agent do?"></textarea>'
+        '<button type="submit" class="primary">Start</button></form>'
+    )
+
+
+def sessions_page(
+    frame: Frame, rows: Sequence[SessionRow], projects: Sequence[str], ctx: PostContext
+) -> str:
+    body = "".join(_session_row(row) for row in rows)
+    if not rows:
+        body = '<tr data-key="none" data-version="0"><td colspan=6 class="empty">No sessions yet.'
+        body += "</td></tr>"
+    table = (
+        '<table class="sessions"><thead><tr><th>Session</th><th>Project</th><th>Agent</th>'
+        f'<th>State</th><th>Shown on</th><th>Started</th></tr></thead><tbody id="rows" data-live>'
+        f"{body}</tbody></table>"
+    )
+    return frame.page("Sessions", "/", f"<h1>Sessions</h1>{table}{_new_form(projects, ctx)}")
+
+
+# --- pending -------------------------------------------------------------------------------
+
+
+def pending_page(frame: Frame, views: Sequence[CardView], ctx: PostContext) -> str:
+    cards = "".join(card_html(view, ctx, with_session=True) for view in views)
+    if not views:
+        cards = '<p class="empty" data-key="none" data-version="0">Nothing waits for anyone.</p>'
+    intro = (
+        '<p class="meta">Every open request of every session, on every platform. A decision '
+        "taken here is the same decision everywhere: the first one counts.</p>"
+    )
+    return frame.page(
+        "Pending", "/pending", f'<h1>Pending</h1>{intro}<div id="live" data-live>{cards}</div>'
+    )
+
+
+# --- one conversation ----------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)", re.DOTALL)
+_CODE = re.compile(r"`([^`\n]+)`")
+_TOOL_MARKS = ("▸", "✓", "✗")
+
+
+def _inline(text: str) -> str:
+    lines = []
+    for line in text.split("\n"):
+        safe = _CODE.sub(r"<code>\1</code>", escape(line))
+        if line.startswith(_TOOL_MARKS):
+            safe = f'<span class="tool">{safe}</span>'
+        lines.append(safe)
+    return "\n".join(lines)
+
+
+def message_html(item: TextItem) -> str:
+    parts, at = [], 0
+    for match in _FENCE.finditer(item.text):
+        parts.append(_inline(item.text[at : match.start()]))
+        parts.append(f"<pre>{escape(match.group(1))}</pre>")
+        at = match.end()
+    parts.append(_inline(item.text[at:]))
+    return (
+        f'<div class="msg" data-key="t-{escape(item.id)}" data-version="{item.version}">'
+        f"{''.join(parts).strip()}</div>"
+    )
+
+
+def conversation_page(
+    frame: Frame,
+    session: SessionRecord,
+    state: str,
+    items: Sequence[TextItem | CardView],
+    ctx: PostContext,
+    *,
+    typing_refused: str | None,
+) -> str:
+    feed = "".join(
+        message_html(item) if isinstance(item, TextItem) else card_html(item, ctx) for item in items
+    )
+    if not items:
+        feed = '<p class="empty" data-key="none" data-version="0">Nothing here yet.</p>'
+    head = (
+        f'<span data-key="state" data-version="{escape(state)}" class="state '
+        f'{state_class(state)}">{escape(state)}</span>'
+    )
+    title = (
+        f'<h1>Session {escape(session.id)} <span id="head" data-live>{head}</span></h1>'
+        f'<p class="meta">project {escape(session.project)} · '
+        f"{escape(session.agent_kind.value)} · started {clock(session.created_at)}</p>"
+    )
+    if typing_refused is None:
+        box = (
+            f'<form class="say" method="post" action="/s/{escape(session.id)}/say" data-enhance>'
+            f'{ctx.hidden()}<textarea name="text" aria-label="message" required placeholder='
+            '"A message for the agent (never a decision: use the buttons for that)"></textarea>'
+            '<button type="submit" class="primary">Send</button></form>'
+        )
+    else:
+        box = f'<p class="meta">{escape(typing_refused)}</p>'
+    return frame.page(
+        f"Session {session.id}",
+        f"/s/{session.id}",
+        f'{title}<div id="live" data-live>{feed}</div>{box}',
+    )

@@ -1,0 +1,219 @@
+"""The local web console as a platform (platform name ``console``).
+
+``async with ConsolePlatform(settings) as console`` serves the console on
+``settings.host:settings.port`` (port 0: a free one; :attr:`url` says which) and prints the
+address with its access token once to the terminal (``announce``; never through logging).
+The gateway attaches itself (``Gateway.__aenter__`` calls :meth:`attach`); until then every
+page answers 503.
+
+- **Conversations.** A console conversation is a page per session:
+  ``ConversationRef("console", None, <routing channel>, "s-<session id>")`` for a session
+  started elsewhere (the *mirror*, see :meth:`mirror_conversation`), ``"n-<random>"`` for one
+  started from the console. The engine binds every session to its mirror
+  (``Gateway.show_everywhere``), so the core sends the console the text, notices and card
+  copies of every session on every platform, and a click on the console passes the FOREIGN
+  check because the card is shown there.
+- **Identity.** The console acts as ``settings.identity``: clicks, forms and messages go to
+  the gateway's Inbox as that actor, and the same approver rules apply. It is a private
+  surface (secret answers are collected in masked inputs, ``InboundForm(private=True)``).
+- **Outbound.** Texts are kept in memory (:class:`~platforms.console.feed.Feed`); cards are
+  drawn from the ledger on every page, so a card edit only has to tell live pages that
+  something changed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from types import TracebackType
+from typing import TYPE_CHECKING, TextIO
+
+from aiohttp import web
+
+from gateway.cards import Card
+from gateway.config import ConsoleConfig
+from gateway.domain import Actor, ConversationRef
+from gateway.errors import PlatformError
+from gateway.platform import EditResult, MessageRef, PlatformLimits
+from gateway.store import SessionRecord
+from platforms.console.feed import Changes, Feed
+from platforms.console.security import Guard
+from platforms.console.views import PLATFORM, route_channel
+
+if TYPE_CHECKING:
+    from gateway.engine import Gateway
+
+__all__ = ["ConsolePlatform"]
+
+CONSOLE_LIMITS = PlatformLimits(
+    callback_max_bytes=64,
+    text_max_chars=100_000,  # a page shows a long diff whole; past this it is attached
+    ack_deadline_seconds=10.0,
+    min_edit_interval_seconds=0.25,
+    has_private_surface=True,
+)
+SHUTDOWN_SECONDS = 2.0
+
+
+class ConsolePlatform:
+    name = PLATFORM
+    limits = CONSOLE_LIMITS
+
+    def __init__(
+        self,
+        settings: ConsoleConfig,
+        *,
+        announce: TextIO | None = sys.stderr,
+        token: str | None = None,
+    ) -> None:
+        self.settings = settings
+        identity = settings.actor()
+        self.actor = Actor(
+            platform=identity.platform, user_id=identity.user_id, display=settings.identity
+        )
+        self.guard = Guard(token)
+        self.feed = Feed(id_prefix=f"{secrets.token_hex(3)}-")
+        self.changes = Changes()
+        self._announce = announce
+        self._gateway: Gateway | None = None
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+
+    # --- lifetime -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> ConsolePlatform:
+        from platforms.console.server import build_app
+
+        runner = web.AppRunner(build_app(self), access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
+        await runner.setup()
+        site = web.TCPSite(runner, self.settings.host, self.settings.port)
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            where = f"{self.settings.host}:{self.settings.port}"
+            raise PlatformError(f"console cannot listen on {where}: {exc}") from exc
+        self._runner = runner
+        address = runner.addresses[0]
+        self._port = int(address[1])
+        if self._announce is not None:
+            # printed once, to the terminal only: the token never goes through logging
+            print(f"agent-gateway console: {self.login_url}", file=self._announce, flush=True)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.changes.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise PlatformError("the console is not serving")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """The bound address, without the token: ``http://127.0.0.1:PORT/``."""
+        host = self.settings.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.port}/"
+
+    @property
+    def login_url(self) -> str:
+        """The address with the access token: what is printed once at start."""
+        return f"{self.url}?token={self.guard.token}"
+
+    @property
+    def cookie_name(self) -> str:
+        return f"agw_console_{self.port}"  # cookies ignore ports: one name per console
+
+    # --- the gateway ----------------------------------------------------------------------
+
+    def attach(self, gateway: Gateway) -> None:
+        self._gateway = gateway
+
+    @property
+    def gateway(self) -> Gateway | None:
+        return self._gateway
+
+    @property
+    def auth_platform(self) -> str:
+        """Whose auth table the console's identity is checked against (local, telegram...)."""
+        return self.actor.platform
+
+    def mirror_conversation(self, session: SessionRecord) -> ConversationRef:
+        """The console page of a session started elsewhere (the engine binds it)."""
+        channel = self._channel(session.project) or "mirror"
+        return ConversationRef(
+            platform=PLATFORM, space=None, channel=channel, thread=f"s-{session.id}"
+        )
+
+    def new_conversation(self, project: str) -> ConversationRef | None:
+        """A fresh console conversation that the gateway routes to ``project``, or None."""
+        channel = self._channel(project)
+        if channel is None:
+            return None
+        nonce = secrets.token_hex(5)
+        return ConversationRef(platform=PLATFORM, space=None, channel=channel, thread=f"n-{nonce}")
+
+    def projects(self) -> list[str]:
+        """Projects a conversation can be started in from the console."""
+        if self._gateway is None:
+            return []
+        config = self._gateway.config
+        return [name for name in config.projects if self._channel(name) is not None]
+
+    def _channel(self, project: str) -> str | None:
+        if self._gateway is None:
+            return None
+        return route_channel(self._gateway.config, project, self.auth_platform)
+
+    # --- the platform contract ------------------------------------------------------------
+
+    async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
+        self._check(conversation)
+        shown = self.feed.add(conversation, text=text, card=None)
+        await self.changes.bump()
+        return MessageRef(conversation=conversation, message_id=shown.id)
+
+    async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
+        shown = self.feed.require(ref.message_id)
+        if shown.text == text:
+            return EditResult.NOT_MODIFIED
+        shown.text = text
+        shown.version += 1
+        await self.changes.bump()
+        return EditResult.EDITED
+
+    async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
+        self._check(conversation)
+        shown = self.feed.add(conversation, text=None, card=card)
+        await self.changes.bump()
+        return MessageRef(conversation=conversation, message_id=shown.id)
+
+    async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
+        shown = self.feed.get(ref.message_id)
+        if shown is None:
+            # a card an earlier console process showed: the page draws it from the ledger
+            self.feed.adopt(ref.message_id, ref.conversation, card)
+        elif shown.card == card:
+            return EditResult.NOT_MODIFIED
+        else:
+            shown.card = card
+            shown.version += 1
+        await self.changes.bump()
+        return EditResult.EDITED
+
+    def _check(self, conversation: ConversationRef) -> None:
+        if conversation.platform != PLATFORM:
+            raise PlatformError(f"not a console conversation: {conversation.key()}")

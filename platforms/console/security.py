@@ -1,0 +1,114 @@
+"""The console's front door: access token, browser sessions, CSRF, Host and Origin checks.
+
+Pure decisions on plain values; ``server.py`` does the IO.
+
+- The access token (256 random bits) is made when the console starts and printed once to
+  the terminal, never logged. A request that presents it as ``?token=`` (compared in
+  constant time) opens a *browser session*: a random id kept in an HttpOnly, SameSite=Strict
+  cookie. The browser is then sent to the same address without the token, so that it stays
+  out of the history and of Referer headers.
+- Every other request needs the cookie of a live browser session; anything else is refused
+  with 401. A wrong token is refused the same way (and never opens a session).
+- Every POST carries the session's CSRF token in a hidden field, and its Origin (or, when a
+  browser sends none, its Referer) must be the console's own origin.
+- The Host header must name the console by ``localhost`` or an IP address, with the console's
+  port: a page of another site whose DNS name was re-pointed at 127.0.0.1 (DNS rebinding)
+  is refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+__all__ = ["BrowserSession", "Guard", "host_allowed", "origin_allowed"]
+
+MAX_BROWSER_SESSIONS = 64  # the oldest is forgotten past this (its browser must log in again)
+MAX_NOTICES = 8
+
+
+@dataclass(kw_only=True, slots=True)
+class BrowserSession:
+    """One browser that presented the access token."""
+
+    id: str
+    csrf: str
+    notices: list[str] = field(default_factory=list)  # shown once, after a redirect
+
+    def notify(self, text: str) -> None:
+        self.notices.append(text)
+        del self.notices[:-MAX_NOTICES]
+
+    def take_notices(self) -> list[str]:
+        taken, self.notices = self.notices, []
+        return taken
+
+
+class Guard:
+    """The access token and the browser sessions it opened (in memory: a restart logs out)."""
+
+    def __init__(self, token: str | None = None) -> None:
+        self.token = token or secrets.token_urlsafe(32)
+        self._sessions: OrderedDict[str, BrowserSession] = OrderedDict()
+
+    def open_session(self, presented: str) -> BrowserSession | None:
+        """A new browser session if ``presented`` is the access token, else None."""
+        if not hmac.compare_digest(presented.encode(), self.token.encode()):
+            return None
+        session = BrowserSession(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32))
+        self._sessions[session.id] = session
+        while len(self._sessions) > MAX_BROWSER_SESSIONS:
+            self._sessions.popitem(last=False)
+        return session
+
+    def session(self, cookie: str | None) -> BrowserSession | None:
+        if not cookie:
+            return None
+        return self._sessions.get(cookie)
+
+    @staticmethod
+    def csrf_ok(session: BrowserSession, presented: str | None) -> bool:
+        return presented is not None and hmac.compare_digest(
+            presented.encode(), session.csrf.encode()
+        )
+
+
+def _split_host(host: str) -> tuple[str, int | None]:
+    try:
+        parts = urlsplit(f"//{host}")
+        return (parts.hostname or ""), parts.port
+    except ValueError:
+        return "", None
+
+
+def host_allowed(host_header: str | None, port: int) -> bool:
+    """True when the Host header names this console: localhost or an IP literal, our port."""
+    if not host_header:
+        return False
+    name, given_port = _split_host(host_header)
+    if given_port != port:
+        return False
+    if name == "localhost":
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def origin_allowed(origin: str | None, referer: str | None, host_header: str | None) -> bool:
+    """A POST came from a page of this console: its Origin (else Referer) is our origin."""
+    if not host_header:
+        return False
+    expected = f"http://{host_header}"
+    if origin is not None:
+        return origin != "null" and hmac.compare_digest(origin.encode(), expected.encode())
+    if referer:
+        parts = urlsplit(referer)
+        return f"{parts.scheme}://{parts.netloc}" == expected
+    return False

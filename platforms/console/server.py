@@ -1,0 +1,362 @@
+"""The console's HTTP side (aiohttp): the guard middleware, the pages, the posts, the events.
+
+    GET  /              sessions and their run state; start a conversation
+    GET  /pending       every open interaction of every session, decidable here
+    GET  /s/{id}        one session: its text, tool activity and cards; a message box
+    GET  /events        server-sent events: "changed" whenever the core told the console
+    POST /new           start a conversation (project, text)
+    POST /s/{id}/say    a message for the agent (never a decision)
+    POST /i/{id}/act    a button (token)
+    POST /i/{id}/form   a question form (token, q.<question>, o.<question>)
+
+Every request passes :func:`_guard` first (Host, token or cookie, and for a POST the
+Origin and the CSRF token; see ``security.py``). A POST answers JSON to the page's script
+(``Accept: application/json``) and otherwise redirects back with a notice, so that the
+console also works without JavaScript.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+from urllib.parse import urlencode
+
+from aiohttp import web
+from multidict import MultiDictProxy
+
+from gateway.domain import ConversationRef
+from gateway.interactions import Interaction
+from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage
+from platforms.console.answers import answers_from_form
+from platforms.console.assets import CSP
+from platforms.console.cards_html import PostContext
+from platforms.console.pages import (
+    Frame,
+    conversation_page,
+    pending_page,
+    refused_page,
+    sessions_page,
+)
+from platforms.console.platform import ConsolePlatform
+from platforms.console.security import BrowserSession, Guard, host_allowed, origin_allowed
+from platforms.console.views import (
+    TextItem,
+    console_conversations,
+    conversation_items,
+    pending_views,
+    run_state,
+    session_rows,
+    typing_refusal,
+)
+
+if TYPE_CHECKING:
+    from gateway.engine import Gateway
+
+__all__ = ["build_app"]
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+CONSOLE = web.AppKey("console", ConsolePlatform)
+SESSION = web.RequestKey("browser_session", BrowserSession)
+FORM: web.RequestKey[MultiDictProxy[str | bytes | bytearray | web.FileField]] = web.RequestKey(
+    "form"
+)
+KEEPALIVE_SECONDS = 15.0
+_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+
+
+def build_app(console: ConsolePlatform) -> web.Application:
+    app = web.Application(middlewares=[_guard])
+    app[CONSOLE] = console
+    app.router.add_get("/", _sessions)
+    app.router.add_get("/pending", _pending)
+    app.router.add_get("/s/{session}", _conversation)
+    app.router.add_get("/events", _events)
+    app.router.add_post("/new", _new)
+    app.router.add_post("/s/{session}/say", _say)
+    app.router.add_post("/i/{interaction}/act", _act)
+    app.router.add_post("/i/{interaction}/form", _form)
+    return app
+
+
+def _see_other(location: str) -> web.Response:
+    return web.Response(status=303, headers={**_HEADERS, "Location": location})
+
+
+def _refuse(status: int, text: str) -> web.Response:
+    return web.Response(
+        status=status, text=refused_page(status, text), content_type="text/html", headers=_HEADERS
+    )
+
+
+@web.middleware
+async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    console = request.app[CONSOLE]
+    guard: Guard = console.guard
+    if not host_allowed(request.headers.get("Host"), console.port):
+        return _refuse(421, "this address does not name the console")
+    token = request.query.get("token")
+    if token is not None:
+        opened = guard.open_session(token) if request.method == "GET" else None
+        if opened is None:
+            return _refuse(401, "the access token is not valid")
+        rest = [(k, v) for k, v in request.query.items() if k != "token"]
+        location = request.path + (f"?{urlencode(rest)}" if rest else "")
+        entered = _see_other(location)
+        entered.set_cookie(
+            console.cookie_name, opened.id, httponly=True, samesite="Strict", path="/"
+        )
+        return entered
+    session = guard.session(request.cookies.get(console.cookie_name))
+    if session is None:
+        return _refuse(401, "this console needs its access token")
+    request[SESSION] = session
+    if request.method == "POST":
+        headers = request.headers
+        if not origin_allowed(headers.get("Origin"), headers.get("Referer"), headers.get("Host")):
+            return _refuse(403, "this form was not sent from the console's own page")
+        form = await request.post()
+        csrf = form.get("csrf")
+        if not guard.csrf_ok(session, csrf if isinstance(csrf, str) else None):
+            return _refuse(403, "this form's CSRF token is missing or wrong: reload the page")
+        request[FORM] = form
+    if console.gateway is None:
+        return _refuse(503, "the gateway is still starting")
+    response = await handler(request)
+    if not response.prepared:
+        response.headers.update(_HEADERS)
+    return response
+
+
+# --- helpers --------------------------------------------------------------------------------
+
+
+def _parts(request: web.Request) -> tuple[ConsolePlatform, Gateway, BrowserSession]:
+    console = request.app[CONSOLE]
+    gateway = console.gateway
+    assert gateway is not None  # the guard answered 503 before attach
+    return console, gateway, request[SESSION]
+
+
+def _field(request: web.Request, name: str) -> str:
+    value = request[FORM].get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _context(request: web.Request, session: BrowserSession) -> PostContext:
+    back = request.path_qs
+    return PostContext(csrf=session.csrf, back=back)
+
+
+async def _frame(request: web.Request) -> Frame:
+    console, gateway, session = _parts(request)
+    pending = await gateway.store.interactions.list_open()
+    sessions = await gateway.store.sessions.list_sessions()
+    return Frame(
+        identity=console.settings.identity,
+        pending=len(pending),
+        sessions=len(sessions),
+        notices=session.take_notices(),
+    )
+
+
+def _html(text: str) -> web.Response:
+    return web.Response(text=text, content_type="text/html")
+
+
+def _answer(request: web.Request, ack: Ack, *, location: str | None = None) -> web.Response:
+    """JSON for the page's script; otherwise a redirect back, with the ack as a notice."""
+    if "application/json" in request.headers.get("Accept", ""):
+        body = {"accepted": ack.accepted, "text": ack.text, "location": location}
+        return web.json_response(body)
+    request[SESSION].notify(ack.text)
+    back = location or _field(request, "back")
+    if not back.startswith("/") or back.startswith("//"):
+        back = "/"
+    return _see_other(back)
+
+
+# --- pages ----------------------------------------------------------------------------------
+
+
+async def _sessions(request: web.Request) -> web.Response:
+    console, gateway, session = _parts(request)
+    rows = await session_rows(gateway)
+    page = sessions_page(
+        await _frame(request), rows, console.projects(), _context(request, session)
+    )
+    return _html(page)
+
+
+async def _pending(request: web.Request) -> web.Response:
+    console, gateway, session = _parts(request)
+    views = await pending_views(gateway, console)
+    return _html(pending_page(await _frame(request), views, _context(request, session)))
+
+
+async def _conversation(request: web.Request) -> web.Response:
+    console, gateway, browser = _parts(request)
+    record = await gateway.store.sessions.get(request.match_info["session"])
+    if record is None:
+        raise web.HTTPNotFound(text="no such session")
+    conversations = await console_conversations(gateway, record.id)
+    texts = [
+        TextItem(id=m.id, at=m.at, text=m.text, version=m.version)
+        for m in console.feed.messages(conversations)
+        if m.text is not None
+    ]
+    items = await conversation_items(gateway, console, record, texts)
+    open_ = await gateway.store.interactions.list_open(record.id)
+    state = run_state(open_, await gateway.store.turns.latest(record.id), closed=record.is_closed)
+    refused = (
+        typing_refusal(
+            gateway.config, conversations[0], record, console.actor, console.auth_platform
+        )
+        if conversations
+        else "This session is not shown on the console."
+    )
+    page = conversation_page(
+        await _frame(request),
+        record,
+        state,
+        items,
+        _context(request, browser),
+        typing_refused=refused,
+    )
+    return _html(page)
+
+
+async def _events(request: web.Request) -> web.StreamResponse:
+    console = request.app[CONSOLE]
+    response = web.StreamResponse(
+        headers={**_HEADERS, "Content-Type": "text/event-stream", "X-Accel-Buffering": "no"}
+    )
+    await response.prepare(request)
+    seen = console.changes.count
+    await response.write(b"retry: 1000\n\n")
+    try:
+        while not console.changes.closed:
+            try:
+                async with asyncio.timeout(KEEPALIVE_SECONDS):
+                    seen = await console.changes.wait_past(seen)
+            except TimeoutError:
+                await response.write(b": keepalive\n\n")  # a connection still there
+                continue
+            await response.write(f"event: changed\ndata: {seen}\n\n".encode())
+    except ConnectionResetError:
+        pass  # the page was closed
+    return response
+
+
+# --- posts ----------------------------------------------------------------------------------
+
+
+async def _new(request: web.Request) -> web.Response:
+    console, gateway, _ = _parts(request)
+    project, text = _field(request, "project"), _field(request, "text").strip()
+    conversation = console.new_conversation(project) if project in console.projects() else None
+    if conversation is None:
+        return _answer(request, Ack(text=f"No project {project!r} here.", accepted=False))
+    if not text:
+        return _answer(request, Ack(text="Type a first message.", accepted=False))
+    await gateway.on_message(_message(console, conversation, text))
+    started = await gateway.store.sessions.lookup(conversation)
+    if started is None:
+        replies = [m.text for m in console.feed.messages([conversation]) if m.text]
+        said = " ".join(replies) or "The gateway did not start a session."
+        return _answer(request, Ack(text=said, accepted=False))
+    return _answer(
+        request, Ack(text="Conversation started.", accepted=True), location=f"/s/{started.id}"
+    )
+
+
+def _message(console: ConsolePlatform, conversation: ConversationRef, text: str) -> InboundMessage:
+    return InboundMessage(
+        conversation=conversation,
+        actor=console.actor,
+        text=text,
+        message_id=f"console-{secrets.token_hex(8)}",
+        private=True,  # the console is a private surface
+    )
+
+
+async def _say(request: web.Request) -> web.Response:
+    console, gateway, _ = _parts(request)
+    record = await gateway.store.sessions.get(request.match_info["session"])
+    text = _field(request, "text").strip()
+    if record is None:
+        return _answer(request, Ack(text="No such session.", accepted=False))
+    conversations = await console_conversations(gateway, record.id)
+    if not conversations:
+        return _answer(request, Ack(text="This session is not shown here.", accepted=False))
+    conversation = conversations[0]
+    refused = typing_refusal(
+        gateway.config, conversation, record, console.actor, console.auth_platform
+    )
+    if refused is not None:
+        return _answer(request, Ack(text=refused, accepted=False))
+    if not text:
+        return _answer(request, Ack(text="Type a message first.", accepted=False))
+    await gateway.on_message(_message(console, conversation, text))
+    now = await gateway.store.sessions.lookup(conversation)
+    location = f"/s/{now.id}" if now is not None and now.id != record.id else None
+    return _answer(request, Ack(text="Sent to the agent.", accepted=True), location=location)
+
+
+async def _where_shown(gateway: Gateway, interaction: Interaction) -> ConversationRef | None:
+    """The console conversation that shows the interaction: where a click comes from."""
+    conversations = await console_conversations(gateway, interaction.session_id)
+    if not conversations:  # a session the engine has not mirrored yet
+        await gateway.show_everywhere(interaction.session_id)
+        conversations = await console_conversations(gateway, interaction.session_id)
+    return conversations[0] if conversations else None
+
+
+async def _target(request: web.Request) -> tuple[Interaction, ConversationRef] | Ack:
+    _, gateway, _ = _parts(request)
+    interaction = await gateway.store.interactions.get(request.match_info["interaction"])
+    if interaction is None:
+        return Ack(text="No such request.", accepted=False)
+    conversation = await _where_shown(gateway, interaction)
+    if conversation is None:
+        return Ack(text="This request's session is closed.", accepted=False)
+    return interaction, conversation
+
+
+async def _act(request: web.Request) -> web.Response:
+    console, gateway, _ = _parts(request)
+    target = await _target(request)
+    if isinstance(target, Ack):
+        return _answer(request, target)
+    _, conversation = target
+    token = _field(request, "token")
+    action = InboundAction(conversation=conversation, actor=console.actor, token=token)
+    return _answer(request, await gateway.on_action(action))
+
+
+async def _form(request: web.Request) -> web.Response:
+    console, gateway, _ = _parts(request)
+    target = await _target(request)
+    if isinstance(target, Ack):
+        return _answer(request, target)
+    interaction, conversation = target
+    form = request[FORM]
+
+    def values(name: str) -> list[str]:
+        return [value for value in form.getall(name, []) if isinstance(value, str)]
+
+    submitted = InboundForm(
+        conversation=conversation,
+        actor=console.actor,
+        token=_field(request, "token"),
+        answers=answers_from_form(interaction.questions, values),
+        private=True,  # the console is a private surface: secret answers are taken here
+    )
+    return _answer(request, await gateway.on_form(submitted))

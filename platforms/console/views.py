@@ -1,0 +1,181 @@
+"""What the console's pages show, read from the ledger (pure helpers plus a few reads).
+
+Every page is drawn from the ledger when it is asked for: sessions and their run state,
+every open interaction of every session, a session's interactions with their three facts.
+Only the text the core sent the console (the agent's streamed text, tool activity, notices)
+comes from the console's own memory (:mod:`platforms.console.feed`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from gateway.cards import Card
+from gateway.config import Config, SessionScope
+from gateway.domain import Actor, ConversationRef, RunState, TurnStatus
+from gateway.interactions import Interaction, derive_run_state
+from gateway.routing import project_for, route_key
+from gateway.store import CardCopy, SessionRecord, TurnRecord
+
+if TYPE_CHECKING:
+    from gateway.engine import Gateway
+    from gateway.platform import Platform
+
+__all__ = [
+    "CardView",
+    "SessionRow",
+    "TextItem",
+    "card_view",
+    "console_conversations",
+    "conversation_items",
+    "pending_views",
+    "route_channel",
+    "run_state",
+    "session_rows",
+    "typing_refusal",
+]
+
+PLATFORM = "console"
+RECENT_INTERACTIONS = 100
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionRow:
+    session: SessionRecord
+    state: str
+    open_count: int
+    shown_on: tuple[str, ...]  # platforms of the conversations bound to it
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CardView:
+    interaction: Interaction
+    card: Card
+    session: SessionRecord | None
+    copies: tuple[CardCopy, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextItem:
+    id: str
+    at: datetime
+    text: str
+    version: int
+
+
+# --- pure ----------------------------------------------------------------------------------
+
+
+def run_state(
+    open_: list[Interaction], latest_turn: TurnRecord | None, *, closed: bool = False
+) -> str:
+    """The session's state as the console names it: running, waiting for approval, waiting
+    for input, idle, failed (its last turn failed, or its agent died under it), closed."""
+    if closed:
+        return "closed"
+    running = latest_turn is not None and latest_turn.is_running
+    state = derive_run_state(open_, turn_running=running)
+    if state is RunState.IDLE and latest_turn is not None:
+        if latest_turn.status is TurnStatus.FAILED:
+            state = RunState.FAILED
+    return state.value.replace("_", " ")
+
+
+def route_channel(config: Config, project: str, auth_platform: str) -> str | None:
+    """A channel name that routes a console conversation to ``project`` (the routing of
+    gateway/routing.py: the first project whose channels match), or None if none does."""
+    rules = config.projects[project].auth.get(auth_platform)
+    if rules is None:
+        return None
+    candidates = [c for c in rules.channels if c != "*"]
+    if "*" in rules.channels:
+        candidates.append(PLATFORM)
+    for channel in candidates:
+        probe = ConversationRef(platform=PLATFORM, space=None, channel=channel)
+        if project_for(config, probe, auth_platform) == project:
+            return channel
+    return None
+
+
+def typing_refusal(
+    config: Config,
+    conversation: ConversationRef,
+    session: SessionRecord,
+    actor: Actor,
+    auth_platform: str,
+) -> str | None:
+    """Why a message typed on this session's console page would not reach this session
+    (None when it would): the gateway routes console messages by project and scope."""
+    if session.is_closed:
+        return None  # a message starts a new session in this conversation
+    routed = project_for(config, conversation, auth_platform)
+    if routed != session.project:
+        return (
+            f"Messages typed here would go to project {routed or '(none)'}, not "
+            f"{session.project}: see projects.{session.project}.auth.{auth_platform}.channels."
+        )
+    scope = config.projects[session.project].scope
+    if scope is SessionScope.USER and route_key(scope, conversation, actor) != conversation:
+        return "This project keeps one session per person: type in your own conversation."
+    return None
+
+
+# --- reads ---------------------------------------------------------------------------------
+
+
+async def console_conversations(gateway: Gateway, session_id: str) -> list[ConversationRef]:
+    bound = await gateway.store.sessions.list_bindings(session_id)
+    return [c for c in bound if c.platform == PLATFORM]
+
+
+async def session_rows(gateway: Gateway) -> list[SessionRow]:
+    store = gateway.store
+    rows = []
+    for session in await store.sessions.list_sessions(include_closed=True):
+        open_ = await store.interactions.list_open(session.id)
+        latest = await store.turns.latest(session.id)
+        bound = await store.sessions.list_bindings(session.id)
+        rows.append(
+            SessionRow(
+                session=session,
+                state=run_state(open_, latest, closed=session.is_closed),
+                open_count=len(open_),
+                shown_on=tuple(dict.fromkeys(c.platform for c in bound)),
+            )
+        )
+    rows.sort(key=lambda row: (row.session.is_closed, -row.session.created_at.timestamp()))
+    return rows
+
+
+async def card_view(gateway: Gateway, console: Platform, interaction: Interaction) -> CardView:
+    return CardView(
+        interaction=interaction,
+        card=gateway.broker.render(interaction, console),
+        session=await gateway.store.sessions.get(interaction.session_id),
+        copies=tuple(await gateway.store.cards.list_for(interaction.id)),
+    )
+
+
+async def pending_views(gateway: Gateway, console: Platform) -> list[CardView]:
+    """Every open interaction of every session, oldest first."""
+    return [
+        await card_view(gateway, console, interaction)
+        for interaction in await gateway.store.interactions.list_open()
+    ]
+
+
+async def conversation_items(
+    gateway: Gateway, console: Platform, session: SessionRecord, texts: list[TextItem]
+) -> list[TextItem | CardView]:
+    """The session's text and its interactions, in the order they happened."""
+    recent = await gateway.store.interactions.list_recent(
+        session_id=session.id, limit=RECENT_INTERACTIONS
+    )
+    cards = [await card_view(gateway, console, interaction) for interaction in recent]
+    items: list[TextItem | CardView] = [*texts, *cards]
+    items.sort(
+        key=lambda item: item.at if isinstance(item, TextItem) else item.interaction.created_at
+    )
+    return items

@@ -1,0 +1,264 @@
+"""The console over real HTTP on 127.0.0.1 (a free port): who gets in, what a form post must
+carry, and what a decision taken from the console does to the ledger.
+
+The gateway is whole (engine, ledger, desk, broker, memory platform, console); its agent is
+never started: interactions are opened in the ledger through the broker, as a runner does.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from gateway.domain import (
+    Action,
+    Actor,
+    AgentKind,
+    Command,
+    ConversationRef,
+    Effect,
+    InteractionKind,
+    InteractionRequest,
+    InteractionState,
+    Option,
+    Question,
+)
+from gateway.interactions import Interaction
+from tests.console_harness import ConsoleRunning, console_gateway, plain_config
+
+pytestmark = pytest.mark.timeout(30)
+
+ALICE = Actor(platform="memory", user_id="alice", display="Alice")
+ROOM = ConversationRef(platform="memory", space="team", channel="room", thread="t1")
+APPROVAL = InteractionRequest(
+    native_key="rpc:1",
+    kind=InteractionKind.APPROVAL,
+    title="Run a command",
+    detail=Command(command="rm -rf build && make -j4", cwd="/work", reason="clean build"),
+    actions=(
+        Action(id="accept", label="Allow once", effect=Effect.ALLOW),
+        Action(id="decline", label="Deny", effect=Effect.DENY),
+    ),
+)
+QUESTIONS = InteractionRequest(
+    native_key="rpc:2",
+    kind=InteractionKind.QUESTION,
+    title="The agent has questions",
+    questions=(
+        Question(
+            id="langs",
+            header="Languages",
+            text="Which languages?",
+            options=(Option(id="py", label="Python"), Option(id="rs", label="Rust")),
+            multi=True,
+        ),
+        Question(id="key", header="API key", text="Your key?", secret=True),
+        Question(id="note", header="Note", text="Anything else?", required=False),
+    ),
+)
+
+
+@pytest.fixture
+async def running(tmp_path: Path) -> AsyncIterator[ConsoleRunning]:
+    work = tmp_path / "work"
+    work.mkdir()
+    async with console_gateway(plain_config(tmp_path / "data", work)) as running:
+        yield running
+
+
+async def ask(running: ConsoleRunning, request: InteractionRequest) -> Interaction:
+    """What a runner does when its agent asks: a session shown on the memory platform."""
+    gateway = running.gateway
+    session = await gateway.store.sessions.create(
+        project="demo", agent_kind=AgentKind.CODEX_APP_SERVER, initiator=ALICE
+    )
+    await gateway.store.sessions.bind(ROOM, session.id)
+    await gateway.show_everywhere(session.id)
+    epoch = await gateway.store.sessions.begin_epoch(
+        session.id, pid=None, pgid=None, process_start_time=None
+    )
+    return await gateway.broker.open(session.id, epoch, request, turn_id=None)
+
+
+def client() -> aiohttp.ClientSession:
+    # unsafe: keep cookies of an IP-address host (127.0.0.1), as a browser does
+    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+
+
+async def logged_in(http: aiohttp.ClientSession, running: ConsoleRunning) -> str:
+    """Open the console with its token; return the CSRF token of the page."""
+    async with http.get(running.console.login_url) as response:
+        assert response.status == 200
+        page = await response.text()
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found is not None
+    return found.group(1)
+
+
+def origin(running: ConsoleRunning) -> dict[str, str]:
+    return {"Origin": running.console.url.rstrip("/"), "Accept": "application/json"}
+
+
+async def test_everything_is_refused_without_the_token(running: ConsoleRunning) -> None:
+    interaction = await ask(running, APPROVAL)
+    base = running.console.url
+    async with client() as http:
+        for path in ("", "pending", f"s/{interaction.session_id}", "events"):
+            async with http.get(base + path) as response:
+                assert response.status == 401, path
+                assert "access token" in await response.text()
+        async with http.get(base + "?token=not-the-token") as response:
+            assert response.status == 401
+            assert not http.cookie_jar.filter_cookies(aiohttp.client.URL(base))
+        async with http.post(base + f"i/{interaction.id}/act", data={"token": "x"}) as response:
+            assert response.status == 401
+    assert (await running.gateway.store.interactions.get(interaction.id)).state is (  # type: ignore[union-attr]
+        InteractionState.PENDING
+    )
+
+
+async def test_the_token_opens_a_cookie_session_and_is_printed_once_never_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    work = tmp_path / "work"
+    work.mkdir()
+    async with console_gateway(plain_config(tmp_path / "data", work)) as running:
+        token = running.console.guard.token
+        assert running.terminal.getvalue().count(token) == 1
+        assert running.console.url.startswith("http://127.0.0.1:")
+        async with client() as http:
+            async with http.get(running.console.login_url, allow_redirects=False) as response:
+                assert response.status == 303
+                assert response.headers["Location"] == "/"  # the token leaves the address
+                cookie = response.headers["Set-Cookie"]
+                assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+                assert token not in cookie
+            async with http.get(running.console.url) as response:
+                assert response.status == 200
+                assert "Sessions" in await response.text()
+                assert "default-src 'none'" in response.headers["Content-Security-Policy"]
+    assert token not in caplog.text
+
+
+async def test_a_post_needs_the_csrf_token_and_the_console_origin(
+    running: ConsoleRunning,
+) -> None:
+    interaction = await ask(running, APPROVAL)
+    card = running.gateway.broker.render(interaction, running.console)
+    allow = card.actions[0].token
+    url = f"{running.console.url}i/{interaction.id}/act"
+    async with client() as http:
+        csrf = await logged_in(http, running)
+        async with http.post(url, data={"token": allow}, headers=origin(running)) as response:
+            assert response.status == 403  # no CSRF token
+        bad = {"token": allow, "csrf": csrf[:-2] + "xx"}
+        async with http.post(url, data=bad, headers=origin(running)) as response:
+            assert response.status == 403
+        evil = {"Origin": "http://evil.example", "Accept": "application/json"}
+        async with http.post(url, data={"token": allow, "csrf": csrf}, headers=evil) as response:
+            assert response.status == 403
+        stored = await running.gateway.store.interactions.get(interaction.id)
+        assert stored is not None and stored.state is InteractionState.PENDING
+        good = {"token": allow, "csrf": csrf}
+        async with http.post(url, data=good, headers=origin(running)) as response:
+            assert response.status == 200
+            reply = await response.json()
+    assert reply["accepted"], reply
+    decided = await running.gateway.store.interactions.get(interaction.id)
+    assert decided is not None and decided.decision is not None
+    assert decided.decision.actor.key() == "local:alice"
+    assert decided.decision.decision.action_id == "accept"
+
+
+async def test_another_host_name_is_refused(running: ConsoleRunning) -> None:
+    async with client() as http:
+        headers = {"Host": f"rebound.example:{running.console.port}"}
+        async with http.get(running.console.login_url, headers=headers) as response:
+            assert response.status == 421
+
+
+async def test_a_forged_action_token_is_refused_and_audited(running: ConsoleRunning) -> None:
+    interaction = await ask(running, APPROVAL)
+    genuine = running.gateway.broker.render(interaction, running.console).actions[0].token
+    forged = genuine[:-4] + ("AAAA" if not genuine.endswith("AAAA") else "BBBB")
+    async with client() as http:
+        csrf = await logged_in(http, running)
+        url = f"{running.console.url}i/{interaction.id}/act"
+        data = {"token": forged, "csrf": csrf}
+        async with http.post(url, data=data, headers=origin(running)) as response:
+            reply = await response.json()
+    assert reply == {"accepted": False, "text": "This button is not valid.", "location": None}
+    stored = await running.gateway.store.interactions.get(interaction.id)
+    assert stored is not None and stored.state is InteractionState.PENDING
+    audit = await running.gateway.store.audit.entries(event="click.rejected")
+    assert [entry.details["reason"] for entry in audit] == ["forged"]
+
+
+async def test_pending_center_shows_every_open_request_with_its_whole_command(
+    running: ConsoleRunning,
+) -> None:
+    interaction = await ask(running, APPROVAL)
+    async with client() as http:
+        await logged_in(http, running)
+        async with http.get(running.console.url + "pending") as response:
+            page = await response.text()
+    assert f'id="i-{interaction.id}"' in page
+    assert '<span class="prog">rm</span> <span class="flag">-rf</span> build' in page
+    assert "Allow once" in page and "allows it, this time only" in page
+    assert "shown on console, memory" in page
+
+
+async def test_a_form_without_its_required_answers_is_refused_by_the_ledger(
+    running: ConsoleRunning,
+) -> None:
+    interaction = await ask(running, QUESTIONS)
+    submit = running.gateway.broker.render(interaction, running.console).form
+    assert submit is not None
+    url = f"{running.console.url}i/{interaction.id}/form"
+    async with client() as http:
+        csrf = await logged_in(http, running)
+        partial = {"token": submit.submit_token, "csrf": csrf, "q.langs": "py"}
+        async with http.post(url, data=partial, headers=origin(running)) as response:
+            refused = await response.json()
+        stored = await running.gateway.store.interactions.get(interaction.id)
+        assert stored is not None and stored.state is InteractionState.PENDING
+        whole = [
+            ("token", submit.submit_token),
+            ("csrf", csrf),
+            ("q.langs", "py"),
+            ("q.langs", "rs"),
+            ("o.key", "sk-very-secret"),
+        ]
+        async with http.post(url, data=whole, headers=origin(running)) as response:
+            accepted = await response.json()
+        async with http.get(f"{running.console.url}s/{interaction.session_id}") as response:
+            page = await response.text()
+    assert not refused["accepted"] and "needs an answer" in refused["text"]
+    assert accepted["accepted"], accepted
+    decided = await running.gateway.store.interactions.get(interaction.id)
+    assert decided is not None and decided.decision is not None
+    assert decided.decision.decision.answers["langs"].option_ids == ("py", "rs")
+    assert "sk-very-secret" not in page
+    assert "(secret, not shown)" in page
+
+
+async def test_without_javascript_a_post_redirects_back_with_a_notice(
+    running: ConsoleRunning,
+) -> None:
+    interaction = await ask(running, APPROVAL)
+    deny = running.gateway.broker.render(interaction, running.console).actions[1].token
+    async with client() as http:
+        csrf = await logged_in(http, running)
+        data = {"token": deny, "csrf": csrf, "back": "/pending"}
+        headers = {"Origin": running.console.url.rstrip("/")}
+        url = f"{running.console.url}i/{interaction.id}/act"
+        async with http.post(url, data=data, headers=headers) as response:
+            assert response.url.path == "/pending"
+            page = await response.text()
+    assert "Denied: Deny." in page
