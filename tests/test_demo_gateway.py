@@ -1,0 +1,150 @@
+"""The demo as a newcomer meets it, headless: a whole gateway (real engine, ledger, launcher)
+built by ``build_demo``, the in-memory platform standing in for the console, and the demo
+agent as a real process. Each test does what a person would and checks what they would see."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from gateway.cards import CodeBlock, DiffBlock, FieldsBlock
+from gateway.demo.command import build_demo
+from gateway.demo.scenarios import PATCH_TARGET, patched_greeting
+from gateway.demo.texts import LONG_ANSWER
+from gateway.domain import Actor, Answer
+from gateway.engine import Gateway
+from gateway.textsplit import split_text
+from tests.gateway_harness import ROOM, Running
+
+pytestmark = pytest.mark.timeout(60)
+
+YOU = Actor(platform="memory", user_id="you", display="You")
+STRANGER = Actor(platform="memory", user_id="someone-else", display="Someone")
+
+
+@asynccontextmanager
+async def demo_gateway(tmp_path: Path, *, pace: float = 0.0) -> AsyncIterator[Running]:
+    demo = build_demo(tmp_path / "data", headless=True, pace=pace)
+    assert demo.memory is not None
+    async with Gateway(demo.config, platforms=demo.platforms, launcher=demo.launcher) as gateway:
+        yield Running(gateway=gateway, memory=demo.memory)
+
+
+def work_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data-work"
+
+
+async def test_the_first_message_gets_the_menu(tmp_path: Path) -> None:
+    async with demo_gateway(tmp_path) as gw:
+        await gw.memory.say(ROOM, YOU, "hi")
+        menu = await gw.text_where(lambda text: "Type one of these words" in text)
+        await gw.memory.say(ROOM, STRANGER, "command")
+        refused = await gw.text_where(lambda text: "may not use this project" in text)
+    assert "**command**" in menu and "**crash**" in menu and str(work_dir(tmp_path)) in menu
+    assert refused  # only "you" may use the demo
+
+
+async def test_an_approved_command_creates_the_file(tmp_path: Path) -> None:
+    async with demo_gateway(tmp_path) as gw:
+        await gw.memory.say(ROOM, YOU, "command")
+        shown = await gw.card_where(lambda card: bool(card.actions))
+        assert shown.card is not None
+        assert [action.label for action in shown.card.actions] == [
+            "Allow once",
+            "Always allow `/bin/sh -c 'echo hello | tee hello.txt'`",
+            "Deny",
+            "Deny and stop the turn",
+        ]
+        assert CodeBlock(code="/bin/sh -c 'echo hello | tee hello.txt'", language="sh") in (
+            shown.card.blocks
+        )
+        ack = await gw.memory.click(ROOM, YOU, shown.card.actions[0].token)
+        assert ack.accepted, ack.text
+        reply = await gw.text_where(lambda text: "is in my work dir now" in text)
+        done = await gw.card_where(lambda card: card.status_line.endswith("done"))
+    assert "```\nhello\n```" in reply
+    assert (work_dir(tmp_path) / "hello.txt").read_text() == "hello\n"
+    assert done.card is not None and not done.card.actions
+    assert done.card.status_line.startswith('Approved ("Allow once") by You')
+
+
+async def test_an_approved_patch_with_its_diff_is_applied(tmp_path: Path) -> None:
+    target = work_dir(tmp_path) / PATCH_TARGET
+    async with demo_gateway(tmp_path) as gw:
+        await gw.memory.say(ROOM, YOU, "patch")
+        shown = await gw.card_where(lambda card: bool(card.actions))
+        assert shown.card is not None
+        [diff] = [block for block in shown.card.blocks if isinstance(block, DiffBlock)]
+        assert diff.paths == (str(target),)
+        assert diff.diff == f"*** Add File: {target}\n{patched_greeting(None)}"
+        assert not target.exists()
+        ack = await gw.memory.click(ROOM, YOU, shown.card.actions[0].token)
+        assert ack.accepted, ack.text
+        await gw.text_where(lambda text: "now reads" in text)
+    assert target.read_text() == patched_greeting(None)
+
+
+async def test_the_form_takes_other_and_a_private_secret_and_never_shows_it(
+    tmp_path: Path,
+) -> None:
+    secret = "hunter2-but-longer"
+    async with demo_gateway(tmp_path) as gw:
+        await gw.memory.say(ROOM, YOU, "form")
+        shown = await gw.card_where(lambda card: card.form is not None)
+        assert shown.card is not None and shown.card.form is not None
+        form = shown.card.form
+        assert [q.question.header for q in form.questions] == ["Colour", "Name", "Token"]
+        assert [q.question.secret for q in form.questions] == [False, False, True]
+        answers = {
+            "colour": Answer(option_ids=("0",)),
+            "name": Answer(other="my-own-name"),
+            "token": Answer(other=secret),
+        }
+        in_public = await gw.memory.submit(ROOM, YOU, form.submit_token, answers)
+        assert not in_public.accepted  # a secret is only taken in a private form
+        ack = await gw.memory.submit(ROOM, YOU, form.submit_token, answers, private=True)
+        assert ack.accepted, ack.text
+        reply = await gw.text_where(lambda text: "got a secret of" in text)
+        answered = await gw.card_where(lambda card: card.status_line.endswith("done"))
+    assert f"got a secret of {len(secret)} characters" in reply
+    assert "Teal (Recommended) (an option)" in reply
+    assert '"my-own-name" (your own words)' in reply
+    everything = [*gw.memory.texts(), *(repr(m.versions) for m in gw.memory.messages())]
+    assert not any(secret in shown_text for shown_text in everything)
+    assert answered.card is not None
+    [fields] = [block for block in answered.card.blocks if isinstance(block, FieldsBlock)]
+    assert ("Token", "(secret, not shown)") in fields.fields
+
+
+async def test_the_long_answer_arrives_whole_and_split(tmp_path: Path) -> None:
+    async with demo_gateway(tmp_path) as gw:
+        expected = split_text(LONG_ANSWER, gw.memory.limits.text_max_chars)
+        assert len(expected) > 1
+        await gw.memory.say(ROOM, YOU, "long")
+        await gw.memory.wait_for(lambda: gw.memory.texts(ROOM) == expected)
+    assert expected[0].endswith("```") and expected[1].startswith("```python\n")
+
+
+async def test_stop_interrupts_the_slow_answer(tmp_path: Path) -> None:
+    async with demo_gateway(tmp_path, pace=1.0) as gw:
+        await gw.memory.say(ROOM, YOU, "stop")
+        await gw.text_where(lambda text: "1…" in text)
+        await gw.memory.say(ROOM, YOU, "/stop")
+        await gw.text_where(lambda text: text == "⏹ The turn was interrupted.")
+        counted = next(text for text in gw.memory.texts(ROOM) if "1…" in text)
+    assert "40…" not in counted and "nobody stopped me" not in counted
+
+
+async def test_a_crash_with_an_approval_pending_orphans_the_card(tmp_path: Path) -> None:
+    async with demo_gateway(tmp_path) as gw:
+        await gw.memory.say(ROOM, YOU, "crash")
+        orphaned = await gw.card_where(lambda card: card.status_line.startswith("Orphaned"))
+        notice = await gw.text_where(lambda text: "The agent process ended" in text)
+        assert orphaned.card is not None and not orphaned.card.actions
+        assert "crashing on purpose" in notice
+        # the next message starts the agent again, resuming the conversation
+        await gw.memory.say(ROOM, YOU, "menu")
+        await gw.text_where(lambda text: "Type one of these words" in text)
