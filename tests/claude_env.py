@@ -196,8 +196,12 @@ class ClaudeAgent:
         return len(self.seen)
 
     async def asked(self) -> InteractionRequest:
-        """The next interaction the agent opens."""
-        return (await self.next(InteractionOpened)).request
+        """The next interaction the agent opens (AssertionError if the turn ends first)."""
+        event = await self.until(lambda e: isinstance(e, InteractionOpened | TurnCompleted))
+        if isinstance(event, TurnCompleted):
+            raise AssertionError(f"the turn ended without asking anything: {event}")
+        assert isinstance(event, InteractionOpened)
+        return event.request
 
     async def decide(self, request: InteractionRequest, decision: Decision) -> None:
         await self.runtime.send(Respond(native_key=request.native_key, decision=decision))
