@@ -1,4 +1,4 @@
-"""``agent-gateway``: run, check, ledger (``python -m gateway`` is the same program)."""
+"""``agent-gateway``: run, check, ledger, demo (``python -m gateway`` is the same program)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,15 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--config", type=Path)
     where.add_argument("--data-dir", type=Path)
     ledger.add_argument("--limit", type=int, default=20)
+    demo = commands.add_parser(
+        "demo", help="the web console with a built-in demo agent: no account, no API key"
+    )
+    demo.add_argument(
+        "--data-dir", type=Path, help="ledger and key (default ~/.local/share/agent-gateway/demo)"
+    )
+    demo.add_argument("--host", default="127.0.0.1", help="the console's address")
+    demo.add_argument("--port", type=int, default=0, help="the console's port (0: a free one)")
+    demo.add_argument("--pace", type=float, default=1.0, help="demo agent speed (0: no pauses)")
     return parser
 
 
@@ -50,6 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_check(args.config))
         if args.command == "ledger":
             return asyncio.run(_ledger(args.config, args.data_dir, args.limit))
+        if args.command == "demo":
+            from gateway.demo.command import DEFAULT_DEMO_DATA_DIR, run_demo
+
+            data_dir = args.data_dir or DEFAULT_DEMO_DATA_DIR
+            return asyncio.run(run_demo(data_dir, host=args.host, port=args.port, pace=args.pace))
         return asyncio.run(_run(args.config))
     except GatewayError as exc:
         print(f"agent-gateway: {exc}", file=sys.stderr)

@@ -25,14 +25,17 @@ import logging
 import signal
 import sys
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import gateway
 from adapters.launch import ConfiguredLauncher
 from gateway.config import DEFAULT_DATA_DIR, Config, parse_config
 from gateway.errors import GatewayError
 from gateway.platform import Platform
+from platforms.console import ConsolePlatform
 from platforms.memory import MemoryPlatform
 
 __all__ = [
@@ -68,6 +71,7 @@ class Demo:
     platforms: Mapping[str, Platform]
     launcher: ConfiguredLauncher
     work_dir: Path
+    console: ConsolePlatform | None = None  # entered (serving) by run_demo
     memory: MemoryPlatform | None = None  # the platform of a headless demo
 
 
@@ -130,8 +134,13 @@ def build_demo(
     host: str = "127.0.0.1",
     port: int = 0,
     pace: float = 1.0,
+    announce: TextIO | None = None,
 ) -> Demo:
-    """Create the demo's folders and return its config, platforms and launcher."""
+    """Create the demo's folders and return its config, platforms and launcher, unstarted.
+
+    ``announce`` is where the console prints its address with the access token (stdout if
+    None); a headless demo has the in-memory platform instead of the console.
+    """
     data_dir = data_dir.expanduser().resolve()
     work_dir = demo_work_dir(data_dir)
     try:
@@ -153,8 +162,16 @@ def build_demo(
             work_dir=work_dir,
             memory=memory,
         )
-    raise GatewayError(
-        "the web console is not part of this version yet; `agent-gateway demo` needs it"
+    assert config.platforms.console is not None
+    console = ConsolePlatform(
+        config.platforms.console, announce=sys.stdout if announce is None else announce
+    )
+    return Demo(
+        config=config,
+        platforms={"console": console},
+        launcher=launcher,
+        work_dir=work_dir,
+        console=console,
     )
 
 
@@ -165,7 +182,7 @@ async def run_demo(
     port: int = 0,
     pace: float = 1.0,
 ) -> int:
-    """Run the demo until SIGINT or SIGTERM; 0 on a clean stop."""
+    """Serve the console with the demo agent until SIGINT or SIGTERM; 0 on a clean stop."""
     from gateway.engine import Gateway
 
     demo = build_demo(data_dir, host=host, port=port, pace=pace)
@@ -173,8 +190,18 @@ async def run_demo(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with Gateway(demo.config, platforms=demo.platforms, launcher=demo.launcher):
+    async with AsyncExitStack() as stack:
+        if demo.console is not None:
+            await stack.enter_async_context(demo.console)  # prints the address, once
+        await stack.enter_async_context(
+            Gateway(demo.config, platforms=demo.platforms, launcher=demo.launcher)
+        )
         log.info("agent-gateway demo running (data dir %s)", demo.config.gateway.data_dir)
-        print(f"Demo agent work dir: {demo.work_dir}", flush=True)
+        print(
+            "Open the address above in your browser (it carries the access token and is shown "
+            "only once), start a conversation with the demo project and type anything.\n"
+            f"The demo agent works in {demo.work_dir}. Ctrl-C stops the demo.",
+            flush=True,
+        )
         await stop.wait()
     return 0
