@@ -7,6 +7,7 @@ Commands (/stop, /status, ...) are never queued.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,7 @@ class Control:
         self._gw = gateway
         self._store = gateway.store
         self._notifier = Notifier(gateway.platforms)
+        self._routing = asyncio.Lock()  # finding, creating and binding sessions
 
     # --- recovery -------------------------------------------------------------------------
 
@@ -137,24 +139,28 @@ class Control:
     async def _session(
         self, conversation: ConversationRef, project: str, actor: Actor, *, create: bool
     ) -> SessionRecord | None:
-        settings = self._gw.config.projects[project]
-        key = route_key(settings.scope, conversation, actor)
-        session = await self._store.sessions.lookup(key)
-        if session is not None and not session.is_closed:
-            if key != conversation:  # show the session in this thread too
-                here = await self._store.sessions.lookup(conversation)
-                if here is None or here.id != session.id:
-                    await self._store.sessions.bind(conversation, session.id)
+        # one at a time: a first message delivered twice at once must not start two sessions
+        async with self._routing:
+            settings = self._gw.config.projects[project]
+            key = route_key(settings.scope, conversation, actor)
+            session = await self._store.sessions.lookup(key)
+            if session is not None and not session.is_closed:
+                if key != conversation:  # show the session in this thread too
+                    here = await self._store.sessions.lookup(conversation)
+                    if here is None or here.id != session.id:
+                        await self._store.sessions.bind(conversation, session.id)
+                        for waiting in await self._store.interactions.list_open(session.id):
+                            await self._gw.broker.show_in(waiting, conversation)
+                return session
+            if not create:
+                return None
+            session = await self._store.sessions.create(
+                project=project, agent_kind=settings.agent, initiator=actor
+            )
+            await self._store.sessions.bind(key, session.id)
+            if key != conversation:
+                await self._store.sessions.bind(conversation, session.id)
             return session
-        if not create:
-            return None
-        session = await self._store.sessions.create(
-            project=project, agent_kind=settings.agent, initiator=actor
-        )
-        await self._store.sessions.bind(key, session.id)
-        if key != conversation:
-            await self._store.sessions.bind(conversation, session.id)
-        return session
 
     async def _prompt(self, message: InboundMessage, project: str, actor: Actor, text: str) -> None:
         conversation = message.conversation
