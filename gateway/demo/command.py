@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
 
 import gateway
 from adapters.launch import ConfiguredLauncher
@@ -134,12 +133,11 @@ def build_demo(
     host: str = "127.0.0.1",
     port: int = 0,
     pace: float = 1.0,
-    announce: TextIO | None = None,
 ) -> Demo:
     """Create the demo's folders and return its config, platforms and launcher, unstarted.
 
-    ``announce`` is where the console prints its address with the access token (stdout if
-    None); a headless demo has the in-memory platform instead of the console.
+    A headless demo has the in-memory platform instead of the console. The console does not
+    print its address itself: :func:`run_demo` prints it once the gateway is ready for it.
     """
     data_dir = data_dir.expanduser().resolve()
     work_dir = demo_work_dir(data_dir)
@@ -163,9 +161,7 @@ def build_demo(
             memory=memory,
         )
     assert config.platforms.console is not None
-    console = ConsolePlatform(
-        config.platforms.console, announce=sys.stdout if announce is None else announce
-    )
+    console = ConsolePlatform(config.platforms.console, announce=None)
     return Demo(
         config=config,
         platforms={"console": console},
@@ -192,11 +188,14 @@ async def run_demo(
         loop.add_signal_handler(signum, stop.set)
     async with AsyncExitStack() as stack:
         if demo.console is not None:
-            await stack.enter_async_context(demo.console)  # prints the address, once
+            await stack.enter_async_context(demo.console)
         await stack.enter_async_context(
             Gateway(demo.config, platforms=demo.platforms, launcher=demo.launcher)
         )
         log.info("agent-gateway demo running (data dir %s)", demo.config.gateway.data_dir)
+        if demo.console is not None:
+            # the access token: printed once, to the terminal only, never logged
+            print(f"agent-gateway demo: {demo.console.login_url}", flush=True)
         print(
             "Open the address above in your browser (it carries the access token and is shown "
             "only once), start a conversation with the demo project and type anything.\n"
