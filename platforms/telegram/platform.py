@@ -1,0 +1,394 @@
+"""The Telegram platform: the gateway's platform contract on python-telegram-bot 22.
+
+    async with TelegramPlatform(config.platforms.telegram) as telegram:
+        async with Gateway(config, platforms={"telegram": telegram}, launcher=...):
+            ...
+
+Entering connects (getMe), registers the commands (setMyCommands) and starts the outbox
+(outbox.py); updates are taken only once the gateway has attached itself, by long polling
+(the default; receive.py) or a webhook (webhook.py). Outbound calls of the contract go
+through the outbox: cards and prompts before notices, notices before stream edits, every
+chat within Telegram's limits. When Telegram was unreachable and answers again, the gateway
+is told (``Inbox.on_platform_back``) so that the cards that failed are sent again.
+
+The bot token never appears in logs: httpx, which logs every request URL (token included),
+is set to WARNING when the platform starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+from contextlib import AsyncExitStack
+from types import TracebackType
+
+from telegram import (
+    Bot,
+    BotCommand,
+    ForceReply,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    InputFile,
+    LinkPreviewOptions,
+    Message,
+    ReplyParameters,
+    User,
+)
+from telegram.constants import ParseMode
+from telegram.error import BadRequest, InvalidToken, TelegramError
+from telegram.request import HTTPXRequest
+
+from gateway.cards import Card
+from gateway.commands import COMMANDS, CommandName
+from gateway.config import TelegramConfig
+from gateway.domain import Actor, ConversationRef
+from gateway.errors import ConfigError, PlatformError
+from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
+from platforms.telegram.forms import Form, FormRegistry
+from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
+from platforms.telegram.outbox import Outbox, Pace, Priority, translate
+from platforms.telegram.receive import Health, Poller
+from platforms.telegram.render import Button, RenderedCard, render_card
+from platforms.telegram.updates import UpdateHandler
+from platforms.telegram.webhook import WebhookReceiver
+
+__all__ = ["MENU", "TelegramPlatform"]
+
+log = logging.getLogger(__name__)
+
+MENU = (
+    CommandName.NEW,
+    CommandName.STOP,
+    CommandName.RESUME,
+    CommandName.CLEAR,
+    CommandName.STATUS,
+    CommandName.PENDING,
+    CommandName.HELP,
+)
+_NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
+_SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits
+
+
+class TelegramPlatform:
+    name = PLATFORM
+    limits = PlatformLimits(
+        callback_max_bytes=64,
+        text_max_chars=4096,
+        ack_deadline_seconds=10.0,
+        min_edit_interval_seconds=1.0,
+        has_private_surface=True,
+    )
+
+    def __init__(
+        self,
+        config: TelegramConfig,
+        *,
+        pace: Pace | None = None,
+        webhook_socket: socket.socket | None = None,
+    ) -> None:
+        self._config = config
+        self._pace = pace
+        self._webhook_socket = webhook_socket
+        base = config.base_url.rstrip("/")
+        self.bot = Bot(
+            config.token.get_secret_value(),
+            base_url=f"{base}/bot",
+            base_file_url=f"{base}/file/bot",
+            request=HTTPXRequest(connection_pool_size=64, read_timeout=20.0),
+            get_updates_request=HTTPXRequest(connection_pool_size=2, read_timeout=10.0),
+        )
+        self.forms = FormRegistry()
+        self.health = Health(on_back=self._back)
+        self._stack = AsyncExitStack()
+        self._tasks: asyncio.TaskGroup | None = None
+        self._outbox: Outbox | None = None
+        self._long_tasks: list[asyncio.Task[None]] = []
+        self._inbox: Inbox | None = None
+        self._attached = asyncio.Event()
+        self._shown: dict[tuple[int, int], str] = {}
+        self.me: User | None = None
+
+    # --- lifetime -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> TelegramPlatform:
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs URLs, token included
+        try:
+            await self.bot.initialize()
+            self.me = self.bot.bot
+            commands = [BotCommand(info.name.value, info.description) for info in COMMANDS]
+            await self.bot.set_my_commands([c for c in commands if c.command in MENU])
+        except InvalidToken as exc:
+            raise ConfigError("platforms.telegram.token: Telegram refused the bot token") from exc
+        except TelegramError as exc:
+            raise translate(exc) from exc
+        try:
+            self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
+            self._outbox = Outbox(
+                self._tasks,
+                self._pace,
+                on_network_failure=self.health.failed,
+                on_success=self.health.ok,
+            )
+            self._long_tasks = [
+                self._tasks.create_task(self._receive()),
+                self._tasks.create_task(self.health.probe(self.bot)),
+            ]
+        except BaseException:
+            await self._close()
+            raise
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._close()
+
+    async def _close(self) -> None:
+        if self._outbox is not None:
+            self._outbox.close()
+        for task in self._long_tasks:
+            task.cancel()
+        try:
+            await self._stack.aclose()
+        finally:
+            await self.bot.shutdown()
+
+    def attach(self, inbox: Inbox) -> None:
+        """The gateway is ready: start taking updates."""
+        self._inbox = inbox
+        self._attached.set()
+
+    async def _receive(self) -> None:
+        await self._attached.wait()
+        assert self._inbox is not None and self.me is not None
+        handler = UpdateHandler(
+            bot=self.me, config=self._config, forms=self.forms, replies=self, inbox=self._inbox
+        )
+        if self._config.mode == "webhook":
+            receiver = WebhookReceiver(self._config, self.bot, handler, sock=self._webhook_socket)
+            await receiver.run()
+        else:
+            await Poller(self.bot, handler, self.health, self._config.poll_timeout_seconds).run()
+
+    def _back(self) -> None:
+        if self._tasks is not None and self._inbox is not None:
+            self._tasks.create_task(self._announce_back(self._inbox))
+
+    async def _announce_back(self, inbox: Inbox) -> None:
+        try:
+            await inbox.on_platform_back(PLATFORM)
+        except Exception:  # the gateway's failure must not end the platform
+            log.exception("resending failed cards after Telegram came back")
+
+    # --- the platform contract ------------------------------------------------------------
+
+    async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
+        self._check_length(text)
+        sent = await self._send(conversation, Priority.TEXT, text, parse_mode=None)
+        self._remember(sent, text)
+        return MessageRef(conversation=conversation, message_id=str(sent.message_id))
+
+    async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
+        self._check_length(text)
+        chat_id, message_id = chat_id_of(ref.conversation), int(ref.message_id)
+        if self._shown.get((chat_id, message_id)) == text:
+            return EditResult.NOT_MODIFIED
+
+        async def edit() -> EditResult:
+            result = await _edit(self.bot, chat_id, message_id, text, None, None)
+            self._remember_key((chat_id, message_id), text)
+            return result
+
+        return await self._running().run(chat_id, Priority.STREAM, edit, key=("text", message_id))
+
+    async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
+        chat_id = chat_id_of(conversation)
+        drawn = render_card(card, None, private=is_private(conversation), limit=_limit())
+        first_file: int | None = None
+        for attachment in drawn.attachments:  # the files first: what is approved is shown whole
+            sent_file = await self._running().run(
+                chat_id,
+                Priority.CARD,
+                lambda a=attachment: self.bot.send_document(  # type: ignore[misc]
+                    chat_id,
+                    InputFile(a.content.encode(), filename=a.name),
+                    caption=f"{card.title[:200]}: {a.name}",
+                    message_thread_id=_thread(conversation),
+                ),
+            )
+            first_file = first_file or sent_file.message_id
+        sent = await self._send(
+            conversation, Priority.CARD, drawn.html, ParseMode.HTML, _markup(drawn), first_file
+        )
+        self.forms.update((chat_id, sent.message_id), conversation, card)
+        return MessageRef(conversation=conversation, message_id=str(sent.message_id))
+
+    async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
+        chat_id, message_id = chat_id_of(ref.conversation), int(ref.message_id)
+        self.forms.update((chat_id, message_id), ref.conversation, card)
+        return await self._edit_card(ref.conversation, (chat_id, message_id), card)
+
+    # --- what the update handler asks (updates.Replies) -----------------------------------
+
+    async def answer(self, callback_id: str, text: str, *, alert: bool) -> None:
+        """Answer a click at once (not paced: it is not a message in the chat)."""
+        try:
+            await self.bot.answer_callback_query(callback_id, text=text[:200], show_alert=alert)
+        except TelegramError as exc:  # a click answered late: nothing more to do
+            log.info("callback %s not answered: %s", callback_id, exc)
+
+    async def redraw(self, form_key: tuple[int, int]) -> None:
+        form = self.forms.get(form_key)
+        if form is None:
+            return
+        try:
+            await self._edit_card(form.conversation, form_key, form.card)
+        except PlatformError as exc:
+            log.warning("form in chat %s not redrawn: %s", form_key[0], exc)
+
+    async def delete(self, chat_id: int, message_id: int) -> None:
+        await self._running().run(
+            chat_id, Priority.CARD, lambda: self.bot.delete_message(chat_id, message_id)
+        )
+
+    async def notice(self, chat_id: int, thread: int | None, text: str) -> None:
+        conversation = ConversationRef(
+            platform=PLATFORM, space=None, channel=str(chat_id), thread=_str(thread)
+        )
+        try:
+            await self._send(conversation, Priority.CARD, text[:4096], parse_mode=None)
+        except PlatformError as exc:
+            log.warning("notice to chat %s failed: %s", chat_id, exc)
+
+    async def prompt(
+        self, form: Form, form_key: tuple[int, int], actor: Actor, question: int, *, private: bool
+    ) -> tuple[int, int]:
+        asked = form.question(question)
+        name = asked.header or asked.text
+        in_place = not private or is_private(form.conversation)
+        if in_place:
+            where = form.conversation
+            text = f"✎ {actor}: type your answer to “{name}” as a reply to this message."
+            if asked.secret:
+                text += " It is deleted once read and never shown."
+            reply_to: int | None = form_key[1]
+        else:
+            where = ConversationRef(platform=PLATFORM, space=None, channel=actor.user_id)
+            text = (
+                f"🔒 A secret question: “{name}”\n{asked.text}\n\nReply to this message with "
+                "your answer. Your message is deleted once read and the answer is never shown."
+            )
+            reply_to = None
+        markup = ForceReply(selective=True, input_field_placeholder=name[:64])
+        sent = await self._send(where, Priority.CARD, text, None, markup, reply_to)
+        return chat_id_of(where), sent.message_id
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _running(self) -> Outbox:
+        if self._outbox is None:
+            raise PlatformError("the Telegram platform is not running")
+        return self._outbox
+
+    async def _send(
+        self,
+        conversation: ConversationRef,
+        priority: Priority,
+        text: str,
+        parse_mode: str | None,
+        markup: InlineKeyboardMarkup | ForceReply | None = None,
+        reply_to: int | None = None,
+    ) -> Message:
+        chat_id = chat_id_of(conversation)
+        reply = (
+            ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
+            if reply_to is not None
+            else None
+        )
+        return await self._running().run(
+            chat_id,
+            priority,
+            lambda: self.bot.send_message(
+                chat_id,
+                text,
+                parse_mode=parse_mode,
+                reply_markup=markup,
+                message_thread_id=_thread(conversation),
+                reply_parameters=reply,
+                link_preview_options=_NO_PREVIEW,
+            ),
+        )
+
+    async def _edit_card(
+        self, conversation: ConversationRef, key: tuple[int, int], card: Card
+    ) -> EditResult:
+        chat_id, message_id = key
+
+        async def edit() -> EditResult:
+            # drawn when the lane gets to it: the newest card and form state win
+            form = self.forms.get(key)
+            shown = form.card if form is not None else card
+            drawn = render_card(shown, form, private=is_private(conversation), limit=_limit())
+            return await _edit(self.bot, chat_id, message_id, drawn.html, "HTML", _markup(drawn))
+
+        return await self._running().run(chat_id, Priority.CARD, edit, key=("card", message_id))
+
+    def _check_length(self, text: str) -> None:
+        if not text.strip() or len(text) > self.limits.text_max_chars:
+            raise PlatformError(f"text of {len(text)} characters cannot be sent to Telegram")
+
+    def _remember(self, message: Message, text: str) -> None:
+        self._remember_key((message.chat.id, message.message_id), text)
+
+    def _remember_key(self, key: tuple[int, int], text: str) -> None:
+        self._shown.pop(key, None)
+        self._shown[key] = text
+        while len(self._shown) > _SHOWN_TEXTS:
+            del self._shown[next(iter(self._shown))]
+
+
+async def _edit(
+    bot: Bot,
+    chat_id: int,
+    message_id: int,
+    text: str,
+    parse_mode: str | None,
+    markup: InlineKeyboardMarkup | None,
+) -> EditResult:
+    try:
+        await bot.edit_message_text(
+            text,
+            chat_id=chat_id,
+            message_id=message_id,
+            parse_mode=parse_mode,
+            reply_markup=markup,
+            link_preview_options=_NO_PREVIEW,
+        )
+    except BadRequest as exc:
+        if "not modified" in exc.message:
+            return EditResult.NOT_MODIFIED
+        raise
+    return EditResult.EDITED
+
+
+def _markup(drawn: RenderedCard) -> InlineKeyboardMarkup | None:
+    if not drawn.keyboard:
+        return None
+    return InlineKeyboardMarkup([[_button(b) for b in row] for row in drawn.keyboard])
+
+
+def _button(button: Button) -> InlineKeyboardButton:
+    return InlineKeyboardButton(button.label, callback_data=button.data)
+
+
+def _thread(conversation: ConversationRef) -> int | None:
+    return int(conversation.thread) if conversation.thread else None
+
+
+def _str(value: int | None) -> str | None:
+    return str(value) if value is not None else None
+
+
+def _limit() -> int:
+    return TelegramPlatform.limits.text_max_chars

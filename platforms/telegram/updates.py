@@ -1,0 +1,265 @@
+"""Telegram updates in: messages become prompts or commands, clicks become decisions.
+
+Decide, then act. A callback is matched against the card it was clicked on: an approval's
+action token, or a direct question's option token, goes to the core as it is
+(``Inbox.on_action``); a form's option toggles, "other", next, back and skip move the
+clicking person's own draft (forms.py); Submit hands the draft to ``Inbox.on_form``. Every
+callback is answered (answerCallbackQuery) with what happened, rejections included.
+
+A message that replies to a ForceReply prompt of the gateway, from the person it was sent
+for, while the form is still pending, is that person's typed answer (a secret one is deleted
+once read and never echoed); any other message is a normal prompt, handed to
+``Inbox.on_message`` with the Telegram message id, on which the prompt queue is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Protocol
+
+from telegram import CallbackQuery, Chat, Message, Update, User
+
+from gateway.commands import NotForUs, parse_chat_text
+from gateway.config import GroupMode, TelegramConfig
+from gateway.domain import Actor
+from gateway.errors import PlatformError
+from gateway.platform import InboundAction, InboundForm, InboundMessage, Inbox
+from platforms.telegram.forms import (
+    Form,
+    FormRegistry,
+    OpenPrompt,
+    PromptFor,
+    Redraw,
+    Refuse,
+    Step,
+    Submit,
+)
+from platforms.telegram.inbound import (
+    actor_of,
+    addressed_text,
+    conversation_of,
+    is_private,
+    topic_of,
+)
+from platforms.telegram.render import parse_local_data
+
+__all__ = ["Replies", "UpdateHandler", "chat_of"]
+
+log = logging.getLogger(__name__)
+
+_MOVES = {"n": "next", "b": "back", "k": "skip"}
+GONE = "This form is no longer open here: /pending lists what waits, /answer ID answers it."
+
+
+class Replies(Protocol):
+    """What the handler needs the platform to do (paced, through its outbox)."""
+
+    async def answer(self, callback_id: str, text: str, *, alert: bool) -> None: ...
+
+    async def redraw(self, form_key: tuple[int, int]) -> None: ...
+
+    async def delete(self, chat_id: int, message_id: int) -> None: ...
+
+    async def notice(self, chat_id: int, thread: int | None, text: str) -> None: ...
+
+    async def prompt(
+        self, form: Form, form_key: tuple[int, int], actor: Actor, question: int, *, private: bool
+    ) -> tuple[int, int]:
+        """Send a ForceReply prompt; the (chat, message id) it has. PlatformError if the
+        person's private chat cannot be written to."""
+        ...
+
+
+class UpdateHandler:
+    def __init__(
+        self,
+        *,
+        bot: User,
+        config: TelegramConfig,
+        forms: FormRegistry,
+        replies: Replies,
+        inbox: Inbox,
+    ) -> None:
+        self._bot = bot
+        self._config = config
+        self._forms = forms
+        self._out = replies
+        self._inbox = inbox
+
+    async def handle(self, update: Update) -> None:
+        if update.callback_query is not None:
+            await self._callback(update.callback_query)
+        elif update.message is not None:
+            await self._message(update.message)
+        # edited messages, channel posts and the rest are not for the gateway
+
+    # --- messages -------------------------------------------------------------------------
+
+    async def _message(self, message: Message) -> None:
+        sender, text = message.from_user, message.text
+        if sender is None or text is None or sender.is_bot:
+            return
+        actor = actor_of(sender)
+        replied = message.reply_to_message
+        if replied is not None:
+            prompt_key = (message.chat.id, replied.message_id)
+            prompt = self._forms.prompt(prompt_key)
+            if prompt is not None and prompt.user_id == actor.user_id:
+                form = self._forms.get(prompt.form_key)
+                if form is not None:
+                    await self._typed(message, actor, prompt_key, prompt, form)
+                    return
+        private = message.chat.type == Chat.PRIVATE
+        mode = GroupMode.ALL if private else self._config.group_mode_for(str(message.chat.id))
+        taken = addressed_text(message, bot=self._bot, mode=mode)
+        if taken is None or isinstance(
+            parse_chat_text(taken, bot_username=self._bot.username), NotForUs
+        ):
+            return
+        inbound = InboundMessage(
+            conversation=conversation_of(message.chat, topic_of(message)),
+            actor=actor,
+            text=taken,
+            message_id=str(message.message_id),
+            private=private,
+        )
+        await self._inbox.on_message(inbound)
+
+    async def _typed(
+        self,
+        message: Message,
+        actor: Actor,
+        prompt_key: tuple[int, int],
+        prompt: PromptFor,
+        form: Form,
+    ) -> None:
+        text = message.text or ""
+        question = form.question(prompt.question)
+        if question.secret:  # read it, then take it out of the chat at once
+            await self._delete_quietly(message)
+        step = form.typed(
+            actor, prompt.question, text, in_private=message.chat.type == Chat.PRIVATE
+        )
+        if not isinstance(step, Refuse):
+            self._forms.take_prompt(prompt_key)
+        ack = await self._act(prompt.form_key, form, actor, step, callback=None)
+        thread = topic_of(message)
+        if question.secret:
+            await self._out.notice(
+                message.chat.id, thread, f"🔒 Answer received; it is never shown. {ack}".strip()
+            )
+        elif ack and not isinstance(step, Redraw):
+            await self._out.notice(message.chat.id, thread, ack)
+
+    async def _delete_quietly(self, message: Message) -> None:
+        try:
+            await self._out.delete(message.chat.id, message.message_id)
+        except PlatformError as exc:
+            log.warning("could not delete a secret answer in chat %s: %s", message.chat.id, exc)
+
+    # --- clicks ---------------------------------------------------------------------------
+
+    async def _callback(self, query: CallbackQuery) -> None:
+        actor, data, message = actor_of(query.from_user), query.data or "", query.message
+        if message is None or not isinstance(message, Message):
+            await self._out.answer(query.id, "This message is no longer available.", alert=True)
+            return
+        conversation = conversation_of(message.chat, topic_of(message))
+        form_key = (message.chat.id, message.message_id)
+        form = self._forms.get(form_key)
+        local = parse_local_data(data)
+        if local is not None:
+            form_id, op = local
+            if form is None or form.form_id != form_id:
+                await self._out.answer(query.id, GONE, alert=True)
+                return
+            if op.startswith("t"):
+                step = form.ask_text(actor, int(op[1:]))
+            else:
+                step = form.move(actor, _MOVES[op])
+            await self._act(form_key, form, actor, step, callback=query.id)
+            return
+        if form is not None and not form.direct:
+            option = form.option_at(data)
+            if option is not None:
+                await self._act(form_key, form, actor, form.choose(actor, *option), query.id)
+                return
+            if data == form.submit_token:
+                await self._act(form_key, form, actor, form.submit(actor), callback=query.id)
+                return
+        ack = await self._inbox.on_action(
+            InboundAction(conversation=conversation, actor=actor, token=data)
+        )
+        await self._out.answer(query.id, ack.text, alert=not ack.accepted)
+
+    # --- acting on a form step -----------------------------------------------------------
+
+    async def _act(
+        self,
+        form_key: tuple[int, int],
+        form: Form,
+        actor: Actor,
+        step: Step,
+        callback: str | None,
+    ) -> str:
+        """Do what ``step`` says; answer the click if there is one; the text to show."""
+        match step:
+            case Redraw(ack=ack):
+                if callback is not None:
+                    await self._out.answer(callback, ack, alert=False)
+                await self._out.redraw(form_key)
+                return ack
+            case Refuse(ack=ack):
+                if callback is not None:
+                    await self._out.answer(callback, ack, alert=True)
+                await self._out.redraw(form_key)
+                return ack
+            case OpenPrompt(question=question, private=private):
+                ack = await self._open_prompt(form_key, form, actor, question, private=private)
+                if callback is not None:
+                    await self._out.answer(callback, ack, alert=False)
+                return ack
+            case Submit(answers=answers, private=private):
+                inbound = InboundForm(
+                    conversation=form.conversation,
+                    actor=actor,
+                    token=form.submit_token,
+                    answers=answers,
+                    private=private or is_private(form.conversation),
+                )
+                result = await self._inbox.on_form(inbound)
+                if result.accepted:
+                    self._forms.drop_draft(form_key, actor.user_id)
+                if callback is not None:
+                    await self._out.answer(callback, result.text, alert=not result.accepted)
+                return result.text
+
+    async def _open_prompt(
+        self,
+        form_key: tuple[int, int],
+        form: Form,
+        actor: Actor,
+        question: int,
+        *,
+        private: bool,
+    ) -> str:
+        try:
+            prompt_key = await self._out.prompt(form, form_key, actor, question, private=private)
+        except PlatformError as exc:
+            log.info("prompt for %s not sent: %s", actor.key(), exc)
+            if private and not is_private(form.conversation):
+                name = f"@{self._bot.username}" if self._bot.username else "the bot"
+                return f"Open a private chat with {name} (press Start), then press again."
+            return "Telegram did not take the prompt; try again."
+        self._forms.add_prompt(
+            prompt_key, PromptFor(form_key=form_key, user_id=actor.user_id, question=question)
+        )
+        if private and not is_private(form.conversation):
+            return "I sent you a private message: reply to it there."
+        return "Reply to my message with your answer."
+
+
+def chat_of(update: Update) -> int | None:
+    """The chat an update belongs to (updates of one chat are handled in order)."""
+    chat = update.effective_chat
+    return chat.id if chat is not None else None

@@ -1,0 +1,112 @@
+"""An in-process agent behind the engine's launcher seam, for what no real agent asks.
+
+The real Codex never asks a multi-select question; Claude Code does. Until a test can run
+Claude here, :class:`ScriptedLauncher` stands in at the engine's injected seam
+(``gateway.agents.AgentLauncher``), speaking the engine's own events: a prompt that names
+one of its ``requests`` opens that request and waits for the answer; any other prompt is
+answered "echo: <prompt>". Every decision it receives is kept in ``received``, and the
+message it sends back says only how many answers came (a secret must never reach the chat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+
+from gateway.config import ProjectConfig
+from gateway.domain import Decision, InteractionRequest, Resolution, TurnStatus
+from gateway.events import (
+    AgentCommand,
+    AgentEvent,
+    AgentExited,
+    AgentMessage,
+    Capabilities,
+    InteractionClosed,
+    InteractionOpened,
+    Prompt,
+    Respond,
+    SessionStarted,
+    TurnCompleted,
+    TurnStarted,
+)
+
+__all__ = ["ScriptedAgent", "ScriptedLauncher"]
+
+_turns = itertools.count(1)
+
+
+class ScriptedAgent:
+    def __init__(self, requests: Mapping[str, InteractionRequest], received: list[Decision]):
+        self._requests = requests
+        self._received = received
+        self._events: asyncio.Queue[AgentEvent] = asyncio.Queue()
+        self._asked: dict[str, str] = {}  # native key → turn id
+        self._ended = False
+
+    pid: int | None = None
+    pgid: int | None = None
+    start_time: int | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return Capabilities(interactive_questions=True, human_approval=True, interrupt=True)
+
+    @property
+    def started(self) -> SessionStarted:
+        return SessionStarted(native_id="scripted-thread", agent_version="scripted 1")
+
+    async def send(self, command: AgentCommand) -> None:
+        match command:
+            case Prompt(text=text):
+                turn = f"turn-{next(_turns)}"
+                await self._events.put(TurnStarted(turn_native_id=turn))
+                request = self._requests.get(text.strip())
+                if request is None:
+                    await self._finish(turn, f"echo: {text}")
+                    return
+                self._asked[request.native_key] = turn
+                await self._events.put(InteractionOpened(request=request))
+            case Respond(native_key=key, decision=decision):
+                self._received.append(decision)
+                turn = self._asked.pop(key, "turn-?")
+                await self._events.put(InteractionClosed(native_key=key, how=Resolution.ANSWERED))
+                await self._finish(turn, f"Thanks: {len(decision.answers)} answer(s) received.")
+            case _:
+                await self._events.put(TurnCompleted(status=TurnStatus.INTERRUPTED))
+
+    async def _finish(self, turn: str, text: str) -> None:
+        await self._events.put(AgentMessage(item_id=f"msg-{turn}", text=text))
+        await self._events.put(TurnCompleted(status=TurnStatus.COMPLETED, turn_native_id=turn))
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        while True:
+            event = await self._events.get()
+            yield event
+            if isinstance(event, AgentExited):
+                return
+
+    async def stop(self) -> None:
+        if not self._ended:
+            self._ended = True
+            await self._events.put(AgentExited(code=0, reason="stopped"))
+
+
+class ScriptedLauncher:
+    def __init__(self, requests: Mapping[str, InteractionRequest]) -> None:
+        self.requests = dict(requests)
+        self.received: list[Decision] = []
+
+    @asynccontextmanager
+    async def launch(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> AsyncIterator[ScriptedAgent]:
+        agent = ScriptedAgent(self.requests, self.received)
+        try:
+            yield agent
+        finally:
+            await agent.stop()
+
+    async def end_leftover(self, *, pid: int, pgid: int | None, start_time: int | None) -> str:
+        return "nothing to end (scripted agent)"

@@ -1,0 +1,517 @@
+"""A fake Telegram Bot API on 127.0.0.1 (aiohttp), strict where the real one is strict.
+
+``async with FakeTelegram() as fake:`` serves ``/bot<token>/<method>`` on a port the kernel
+picks (``fake.base_url`` is what a gateway's ``base_url`` takes). It answers with the Bot
+API's envelope and reproduces the limits a bot meets (TESTING.md):
+
+- ``callback_data`` of 1-64 bytes (``BUTTON_DATA_INVALID``); text of 1-4096 characters
+  after entity parsing, HTML checked as the Bot API parses it ("can't parse entities");
+- "message is not modified" for an edit that changes neither text nor buttons; an edit
+  without ``reply_markup`` removes the buttons;
+- HTTP 429 with ``parameters.retry_after`` (1-5 s) when a chat gets more than one message or
+  edit in a second, a group more than 20 in a minute, or the bot more than 30 in a second;
+- honest long polling: ``getUpdates`` waits up to ``timeout`` for news, an ``offset``
+  confirms every older update, a second poller ends the first with 409 Conflict, and
+  ``getUpdates`` is refused while a webhook is set. With a webhook set, pushed updates are
+  POSTed to it with the ``X-Telegram-Bot-Api-Secret-Token`` header instead;
+- a private chat exists only once the person wrote to the bot (403 otherwise).
+
+A test pushes updates (``push``; builders in ``tests/servers/telegram_people.py``), reads what
+the bot sent (``messages``, ``answers``, ``documents``), waits for a change under a deadline
+(``wait_for``), and can make Telegram unreachable (``down``) or rate-limit everything for a
+while (``storm``). ``too_many`` counts the 429s it gave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+import os
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, TypeVar
+
+import aiohttp
+from aiohttp import web
+
+from tests.servers.telegram_html import HtmlError, visible_text
+
+__all__ = ["BOT", "TOKEN", "FakeTelegram", "Sent"]
+
+T = TypeVar("T")
+TOKEN = "123456:TEST-fake-token"
+BOT: dict[str, Any] = {
+    "id": 999000,
+    "is_bot": True,
+    "first_name": "Gateway",
+    "username": "gateway_bot",
+    "can_join_groups": True,
+    "can_read_all_group_messages": False,
+    "supports_inline_queries": False,
+}
+_JSON_FIELDS = frozenset(
+    "reply_markup reply_parameters link_preview_options commands allowed_updates entities"
+    " scope".split()
+)
+_PER_CHAT = frozenset({"sendMessage", "sendDocument", "editMessageText", "editMessageReplyMarkup"})
+_LIMITED = _PER_CHAT | {"deleteMessage"}
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, description: str, retry_after: int | None = None) -> None:
+        super().__init__(description)
+        self.status, self.description, self.retry_after = status, description, retry_after
+
+
+@dataclass
+class Sent:
+    """A message in a chat as Telegram shows it now (bot's or person's)."""
+
+    chat_id: int
+    message_id: int
+    text: str  # the visible text
+    thread: int | None = None
+    markup: dict[str, Any] | None = None
+    from_bot: bool = True
+    reply_to: int | None = None
+    document: tuple[str, bytes] | None = None  # (file name, content)
+    deleted: bool = False
+    html: str = ""
+    versions: list[str] = field(default_factory=list)
+
+    @property
+    def buttons(self) -> list[dict[str, Any]]:
+        rows = (self.markup or {}).get("inline_keyboard") or []
+        return [button for row in rows for button in row]
+
+    def button(self, label_part: str) -> dict[str, Any]:
+        found = [b for b in self.buttons if label_part == b["text"]] or [
+            b for b in self.buttons if label_part in b["text"]
+        ]
+        if len(found) != 1:
+            raise AssertionError(f"{len(found)} buttons with {label_part!r}: {self.buttons}")
+        return found[0]
+
+    @property
+    def force_reply(self) -> bool:
+        return bool((self.markup or {}).get("force_reply"))
+
+
+class FakeTelegram:
+    def __init__(self, token: str = TOKEN) -> None:
+        self.token = token
+        self.port = 0
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.too_many: list[tuple[str, int | None, int]] = []  # (method, chat, retry_after)
+        self.answers: list[dict[str, Any]] = []  # answerCallbackQuery, in order
+        self.commands: list[dict[str, Any]] = []
+        self.webhook: dict[str, Any] | None = None
+        self.webhook_deliveries: list[int] = []  # HTTP status of each webhook POST
+        self.down = False  # Telegram unreachable: every method answers 502
+        self.chats: dict[int, dict[str, Any]] = {}
+        self.private_open: set[int] = set()
+        self._sent: dict[tuple[int, int], Sent] = {}
+        self._next_id: dict[int, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
+        self._updates: list[dict[str, Any]] = []
+        self._update_ids = itertools.count(1)
+        self._answered: set[str] = set()
+        self._chat_times: dict[int, deque[float]] = defaultdict(deque)
+        self._bot_times: deque[float] = deque()
+        self._storm_until = 0.0
+        self._storm_retry_after = 1
+        self._poller: asyncio.Future[None] | None = None
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self._http: aiohttp.ClientSession | None = None
+        self._closing = False
+
+    # --- lifetime -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeTelegram:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/bot{token}/{method}", self._api)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None and server.sockets  # type: ignore[attr-defined]
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self._http = aiohttp.ClientSession()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._closing = True  # long polls return at once
+        await self._notify()
+        if self._http is not None:
+            await self._http.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # --- what a test does -----------------------------------------------------------------
+
+    async def push(self, update: dict[str, Any]) -> int:
+        """Deliver an update (getUpdates, or the webhook if one is set); its update_id."""
+        update_id = next(self._update_ids)
+        full = {"update_id": update_id, **update}
+        message = update.get("message")
+        if message is not None:
+            self._remember_person_message(message)
+        if self.webhook is not None:
+            await self._deliver_webhook(full)
+        else:
+            self._updates.append(full)
+            await self._notify()
+        return update_id
+
+    def storm(self, seconds: float, retry_after: int = 1) -> None:
+        """Every message, edit and deletion is answered 429 for ``seconds`` from now."""
+        self._storm_until = time.monotonic() + seconds
+        self._storm_retry_after = retry_after
+
+    def register_chat(self, chat: dict[str, Any]) -> None:
+        self.chats[int(chat["id"])] = chat
+
+    def new_message_id(self, chat_id: int) -> int:
+        return next(self._next_id[chat_id])
+
+    def messages(self, chat_id: int, thread: int | None = None) -> list[Sent]:
+        """The messages of a chat (of one topic, if given), oldest first, deletions left out."""
+        return [
+            m
+            for (chat, _), m in sorted(self._sent.items())
+            if chat == chat_id and not m.deleted and (thread is None or m.thread == thread)
+        ]
+
+    def bot_messages(self, chat_id: int, thread: int | None = None) -> list[Sent]:
+        return [m for m in self.messages(chat_id, thread) if m.from_bot]
+
+    def message(self, chat_id: int, message_id: int) -> Sent:
+        return self._sent[(chat_id, message_id)]
+
+    def calls_to(self, method: str) -> list[dict[str, Any]]:
+        return [params for name, params in self.calls if name == method]
+
+    async def wait_for(self, probe: Callable[[], T | None], deadline: float = 30.0) -> T:
+        """Wait until ``probe()`` returns something other than None or False."""
+        async with asyncio.timeout(deadline), self._changed:
+            while True:
+                value = probe()
+                if value is not None and value is not False:
+                    return value
+                await self._changed.wait()
+
+    # --- the API --------------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return _error(401, "Unauthorized")
+        method = request.match_info["method"]
+        params = await _params(request)
+        if self.down:
+            return _error(502, "Bad Gateway")
+        if method != "getUpdates":
+            self.calls.append((method, params))
+            if os.environ.get("FAKE_TELEGRAM_TRACE"):
+                print(f"{time.monotonic():.3f} {method} {str(params)[:100]}")
+        handler = getattr(self, f"_m_{method}", None)
+        if handler is None:
+            return _error(404, "Not Found: method not found")
+        try:
+            if method in _LIMITED:
+                self._check_rate(method, _chat_id(params))
+            result = await handler(params)
+        except _Refused as refused:
+            return _error(refused.status, refused.description, refused.retry_after)
+        finally:
+            await self._notify()
+        return web.json_response({"ok": True, "result": result})
+
+    def _check_rate(self, method: str, chat_id: int) -> None:
+        now = time.monotonic()
+        retry = 0.0
+        if now < self._storm_until:
+            retry = float(self._storm_retry_after)
+        chat = self._chat_times[chat_id]
+        while chat and chat[0] <= now - 60:
+            chat.popleft()
+        bot = self._bot_times
+        while bot and bot[0] <= now - 1:
+            bot.popleft()
+        if method in _PER_CHAT:
+            if chat and chat[-1] > now - 1:
+                retry = max(retry, chat[-1] + 1 - now)
+            if chat_id < 0 and len(chat) >= 20:
+                retry = max(retry, chat[-20] + 60 - now)
+        if len(bot) >= 30:
+            retry = max(retry, bot[-30] + 1 - now)
+        if retry > 0:
+            seconds = min(5, max(1, math.ceil(retry)))
+            self.too_many.append((method, chat_id, seconds))
+            raise _Refused(429, f"Too Many Requests: retry after {seconds}", seconds)
+        if method in _PER_CHAT:
+            chat.append(now)
+        bot.append(now)
+
+    async def _m_getMe(self, p: dict[str, Any]) -> dict[str, Any]:
+        return BOT
+
+    async def _m_setMyCommands(self, p: dict[str, Any]) -> bool:
+        self.commands = list(p.get("commands") or [])
+        return True
+
+    async def _m_deleteWebhook(self, p: dict[str, Any]) -> bool:
+        self.webhook = None
+        return True
+
+    async def _m_setWebhook(self, p: dict[str, Any]) -> bool:
+        self.webhook = {"url": p["url"], "secret_token": p.get("secret_token")}
+        pending, self._updates = self._updates, []
+        for update in pending:
+            await self._deliver_webhook(update)
+        return True
+
+    async def _m_getUpdates(self, p: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.webhook is not None:
+            raise _Refused(409, "Conflict: can't use getUpdates method while webhook is active")
+        offset = int(p.get("offset") or 0)
+        timeout = float(p.get("timeout") or 0)
+        if offset:
+            self._updates = [u for u in self._updates if u["update_id"] >= offset]
+        if self._poller is not None and not self._poller.done():
+            self._poller.set_exception(_Refused(409, "Conflict: terminated by other getUpdates"))
+        poller: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._poller = poller
+        deadline = time.monotonic() + timeout
+        async with self._changed:
+            while not self._updates and time.monotonic() < deadline and not self._closing:
+                if poller.done():
+                    poller.result()  # raises the Conflict
+                try:
+                    async with asyncio.timeout(deadline - time.monotonic()):
+                        await self._changed.wait()
+                except TimeoutError:
+                    break
+        if poller.done():
+            poller.result()
+        poller.set_result(None)
+        limit = int(p.get("limit") or 100)
+        return self._updates[:limit]
+
+    async def _m_sendMessage(self, p: dict[str, Any]) -> dict[str, Any]:
+        chat_id = self._writable_chat(p)
+        markup = p.get("reply_markup")
+        _check_markup(markup)
+        visible = _check_text(p.get("text", ""), p.get("parse_mode"))
+        return self._store_new(chat_id, p, visible, markup)
+
+    async def _m_sendDocument(self, p: dict[str, Any]) -> dict[str, Any]:
+        chat_id = self._writable_chat(p)
+        document = p.get("document")
+        if not isinstance(document, tuple):
+            raise _Refused(400, "Bad Request: there is no document in the request")
+        caption = p.get("caption") or ""
+        visible = visible_text(caption) if p.get("parse_mode") == "HTML" and caption else caption
+        if len(visible) > 1024:
+            raise _Refused(400, "Bad Request: message caption is too long")
+        sent = self._store_new(chat_id, p, visible, p.get("reply_markup"))
+        message = self._sent[(chat_id, sent["message_id"])]
+        message.document = document
+        sent["document"] = {"file_id": f"file-{sent['message_id']}", "file_name": document[0]}
+        return sent
+
+    async def _m_editMessageText(self, p: dict[str, Any]) -> dict[str, Any]:
+        message = self._existing(p, "message to edit not found")
+        markup = p.get("reply_markup")
+        _check_markup(markup)
+        visible = _check_text(p.get("text", ""), p.get("parse_mode"))
+        if message.html == p.get("text", "") and message.markup == markup:
+            raise _Refused(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply"
+                " markup are exactly the same as a current content and reply markup of the"
+                " message",
+            )
+        message.text, message.html, message.markup = visible, p.get("text", ""), markup
+        message.versions.append(visible)
+        return self._json(message)
+
+    async def _m_editMessageReplyMarkup(self, p: dict[str, Any]) -> dict[str, Any]:
+        message = self._existing(p, "message to edit not found")
+        markup = p.get("reply_markup")
+        _check_markup(markup)
+        if message.markup == markup:
+            raise _Refused(400, "Bad Request: message is not modified")
+        message.markup = markup
+        return self._json(message)
+
+    async def _m_deleteMessage(self, p: dict[str, Any]) -> bool:
+        message = self._existing(p, "message to delete not found")
+        message.deleted = True
+        return True
+
+    async def _m_answerCallbackQuery(self, p: dict[str, Any]) -> bool:
+        query_id = str(p["callback_query_id"])
+        if query_id in self._answered:
+            raise _Refused(400, "Bad Request: query is too old and response timeout expired")
+        if len(p.get("text") or "") > 200:
+            raise _Refused(400, "Bad Request: text is too long")
+        self._answered.add(query_id)
+        self.answers.append(p)
+        return True
+
+    # --- state ----------------------------------------------------------------------------
+
+    def _writable_chat(self, p: dict[str, Any]) -> int:
+        chat_id = _chat_id(p)
+        if chat_id not in self.chats:
+            raise _Refused(400, "Bad Request: chat not found")
+        if chat_id > 0 and chat_id not in self.private_open:
+            raise _Refused(403, "Forbidden: bot can't initiate conversation with a user")
+        return chat_id
+
+    def _existing(self, p: dict[str, Any], missing: str) -> Sent:
+        key = (_chat_id(p), int(p.get("message_id") or 0))
+        message = self._sent.get(key)
+        if message is None or message.deleted:
+            raise _Refused(400, f"Bad Request: {missing}")
+        return message
+
+    def _store_new(
+        self, chat_id: int, p: dict[str, Any], visible: str, markup: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        thread = int(p["message_thread_id"]) if p.get("message_thread_id") else None
+        reply = p.get("reply_parameters") or {}
+        message = Sent(
+            chat_id=chat_id,
+            message_id=self.new_message_id(chat_id),
+            text=visible,
+            html=p.get("text", ""),
+            thread=thread,
+            markup=markup,
+            reply_to=int(reply["message_id"]) if reply.get("message_id") else None,
+            versions=[visible],
+        )
+        self._sent[(chat_id, message.message_id)] = message
+        return self._json(message)
+
+    def _remember_person_message(self, message: dict[str, Any]) -> None:
+        chat = message["chat"]
+        self.register_chat(chat)
+        if chat["type"] == "private":
+            self.private_open.add(int(chat["id"]))
+        key = (int(chat["id"]), int(message["message_id"]))
+        reply = message.get("reply_to_message")
+        self._sent[key] = Sent(
+            chat_id=key[0],
+            message_id=key[1],
+            text=message.get("text", ""),
+            thread=message.get("message_thread_id"),
+            from_bot=False,
+            reply_to=reply["message_id"] if reply else None,
+        )
+
+    def _json(self, message: Sent) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "message_id": message.message_id,
+            "date": int(time.time()),
+            "chat": self.chats[message.chat_id],
+            "from": BOT,
+            "text": message.text,
+        }
+        if message.thread is not None:
+            body["message_thread_id"] = message.thread
+            body["is_topic_message"] = True
+        if message.markup and "inline_keyboard" in message.markup:
+            body["reply_markup"] = message.markup
+        return body
+
+    async def _deliver_webhook(self, update: dict[str, Any]) -> None:
+        assert self.webhook is not None and self._http is not None
+        headers = {}
+        if self.webhook["secret_token"]:
+            headers["X-Telegram-Bot-Api-Secret-Token"] = self.webhook["secret_token"]
+        async with self._http.post(self.webhook["url"], json=update, headers=headers) as reply:
+            self.webhook_deliveries.append(reply.status)
+        await self._notify()
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+
+# --- request parsing and checks -------------------------------------------------------------
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    if request.content_type == "application/json":
+        body = await request.json()
+        return dict(body) if isinstance(body, dict) else {}
+    if request.method == "GET":
+        raw: dict[str, Any] = dict(request.query)
+    else:
+        raw = {}
+        for key, value in (await request.post()).items():
+            if isinstance(value, web.FileField):
+                raw[key] = (value.filename, value.file.read())
+            else:
+                raw[key] = value
+    for key in _JSON_FIELDS & raw.keys():
+        if isinstance(raw[key], str):
+            raw[key] = json.loads(raw[key])
+    # a file sent by PTB as attach://name arrives as its own part
+    for key, value in list(raw.items()):
+        if isinstance(value, str) and value.startswith("attach://"):
+            raw[key] = raw.pop(value.removeprefix("attach://"), value)
+    return raw
+
+
+def _chat_id(p: dict[str, Any]) -> int:
+    try:
+        return int(p.get("chat_id") or 0)
+    except ValueError:
+        raise _Refused(400, "Bad Request: chat not found") from None
+
+
+def _check_text(text: str, parse_mode: str | None) -> str:
+    try:
+        visible = visible_text(text) if parse_mode == "HTML" else text
+    except HtmlError as exc:
+        raise _Refused(400, str(exc)) from None
+    if not visible.strip():
+        raise _Refused(400, "Bad Request: message text is empty")
+    if len(visible) > 4096:
+        raise _Refused(400, "Bad Request: message is too long")
+    return visible
+
+
+def _check_markup(markup: Any) -> None:
+    if markup is None:
+        return
+    for row in markup.get("inline_keyboard", []):
+        for button in row:
+            data = button.get("callback_data")
+            if data is not None and not 1 <= len(data.encode()) <= 64:
+                raise _Refused(400, "Bad Request: BUTTON_DATA_INVALID")
+            if not button.get("text"):
+                raise _Refused(
+                    400, "Bad Request: text buttons are unallowed in the inline keyboard"
+                )
+
+
+def _error(status: int, description: str, retry_after: int | None = None) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if retry_after is not None:
+        body["parameters"] = {"retry_after": retry_after}
+    return web.json_response(body, status=status)
