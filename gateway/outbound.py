@@ -85,6 +85,7 @@ class TurnStream:
         self._slots: dict[str, str] = {}  # item id → its text, in order of appearance
         self._shown: dict[ConversationRef, list[tuple[MessageRef | None, str]]] = {}
         self._dirty = asyncio.Event()
+        self._flushing = asyncio.Lock()  # the flusher task and the runner both flush
         self.deltas = 0
 
     # --- what the agent did (synchronous, cheap: called for every event) ------------------
@@ -116,14 +117,16 @@ class TurnStream:
             await asyncio.sleep(min_interval)  # the platform's edit rate, not a wait for state
 
     async def flush(self) -> None:
-        self._dirty.clear()
-        text = self.text()
-        if not text:
-            return
-        for conversation in self._conversations:
-            platform = self._platforms.get(conversation.platform)
-            if platform is not None:
-                await self._show(platform, conversation, text)
+        # one flush at a time: two at once would both send the first message of the turn
+        async with self._flushing:
+            self._dirty.clear()
+            text = self.text()
+            if not text:
+                return
+            for conversation in self._conversations:
+                platform = self._platforms.get(conversation.platform)
+                if platform is not None:
+                    await self._show(platform, conversation, text)
 
     async def _show(self, platform: Platform, conversation: ConversationRef, text: str) -> None:
         shown = self._shown.setdefault(conversation, [])
