@@ -151,17 +151,21 @@ class Database:
         )
 
 
+# Each aiosqlite call is one trip to its thread and back (~60 us of CPU on this kind of
+# machine); execute_fetchall is one trip where execute + fetch + close are three
+# (bench/interactions.py, docs/decisions.md). Queries given to fetch_one name one row.
+
+
 async def fetch_one(
     conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()
 ) -> sqlite3.Row | None:
-    async with conn.execute(sql, params) as cursor:
-        row = await cursor.fetchone()
-    return row
+    rows = await conn.execute_fetchall(sql, params)
+    for row in rows:
+        return row
+    return None
 
 
 async def fetch_all(
     conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()
 ) -> list[sqlite3.Row]:
-    async with conn.execute(sql, params) as cursor:
-        rows = await cursor.fetchall()
-    return list(rows)
+    return list(await conn.execute_fetchall(sql, params))
