@@ -150,6 +150,7 @@ async def test_a_thread_that_joins_while_a_card_waits_is_shown_the_card(
         final = rf'Approved \("Allow once"\) by Bob at {WHEN} · delivered · done'
         await settles(gw, there, final)
         await settles(gw, asked, final)
+        await gw.text_where(lambda text: "Done." in text)
     assert (codex_home.workspace / "hello.txt").exists()
 
 
@@ -222,6 +223,8 @@ async def test_pending_flags_a_request_no_one_could_see_and_approve_by_id_still_
         await gw.memory.say(ROOM, ALICE, "please create hello.txt")
         await gw.memory.wait_for(lambda: "send_card" in gw.memory.refused)
         gw.memory.down = False
+        # the turn's text is sent again on its own; the card is not (nothing changed it)
+        await gw.text_where(lambda text: "touch hello.txt" in text)
         [waiting] = await gw.gateway.store.interactions.list_open()
         assert gw.cards() == []
         pending = await reply_to(gw, "/pending")
