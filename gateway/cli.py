@@ -8,12 +8,14 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 
 from gateway import __version__
 from gateway.config import DEFAULT_DATA_DIR, Config, check_config, load_config
 from gateway.errors import GatewayError
 from gateway.interactions import Interaction
+from gateway.platform import Platform
 
 __all__ = ["main"]
 
@@ -90,11 +92,24 @@ async def _check(path: Path) -> int:
     return 1 if problems else 0
 
 
-def _platforms(config: Config) -> dict[str, object]:
-    unavailable = [name for name in config.platforms.enabled() if name != "memory"]
+def _platforms(config: Config) -> dict[str, Platform]:
+    """The configured platforms, unstarted; each platform's module is imported only when it
+    is configured."""
+    platforms: dict[str, Platform] = {}
+    if config.platforms.console is not None:
+        from platforms.console import ConsolePlatform
+
+        # it prints its address with the access token once, to stderr, when it starts serving
+        platforms["console"] = ConsolePlatform(config.platforms.console, announce=sys.stderr)
+    enabled = config.platforms.enabled()
+    unavailable = [name for name in enabled if name not in platforms and name != "memory"]
     if unavailable:
         raise GatewayError(f"platform(s) not available in this version: {', '.join(unavailable)}")
-    raise GatewayError("no chat platform to run: the memory platform is for tests and embedding")
+    if not platforms:
+        raise GatewayError(
+            "no chat platform to run: the memory platform is for tests and embedding"
+        )
+    return platforms
 
 
 async def _run(path: Path) -> int:
@@ -108,7 +123,12 @@ async def _run(path: Path) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with Gateway(config, platforms=platforms, launcher=launcher):  # type: ignore[arg-type]
+    async with AsyncExitStack() as stack:
+        await stack.enter_async_context(Gateway(config, platforms=platforms, launcher=launcher))
+        for platform in platforms.values():
+            if isinstance(platform, AbstractAsyncContextManager):
+                # a platform that serves (the console) serves inside the gateway's block
+                await stack.enter_async_context(platform)
         log.info("agent-gateway running (data dir %s)", config.gateway.data_dir)
         await stop.wait()
     return 0

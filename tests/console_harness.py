@@ -68,8 +68,9 @@ async def console_gateway(config: Config) -> AsyncIterator[ConsoleRunning]:
     console = ConsolePlatform(config.platforms.console, announce=terminal)
     launcher = ConfiguredLauncher(env_source={}, handshake_timeout=60)
     platforms = {"memory": memory, "console": console}
+    # the console serves inside the gateway's block: no page reads a ledger already closed
     async with (
-        console,
         Gateway(config, platforms=platforms, launcher=launcher) as gateway,
+        console,
     ):
         yield ConsoleRunning(gateway=gateway, memory=memory, console=console, terminal=terminal)

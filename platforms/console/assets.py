@@ -96,7 +96,10 @@ ol.timeline li{margin:2px 0}ol.timeline b{color:var(--fg);font-weight:600}
 margin:0 0 14px;white-space:pre-wrap;word-break:break-word}
 .msg .tool{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;color:#374151}
 .msg code{background:#eef0f4;padding:0 4px;border-radius:4px;font-size:13px}
+.msg.mine{background:#eef4ff;border-color:#bfd3ff;margin-left:80px}
+.msg .who{display:block;font-size:12px;color:var(--mut);margin-bottom:2px}
 form.say{display:flex;gap:10px;margin-top:18px}
+form.say select{width:auto;max-width:220px}
 form.say textarea{max-width:none;min-height:60px}
 .empty{color:var(--mut)}
 details summary{cursor:pointer;color:var(--pri)}

@@ -193,10 +193,11 @@ def _timeline(interaction: Interaction) -> str:
             DeliveryOutcome.SKIPPED: "nothing written",
         }[delivery.outcome]
         error = f" ({escape(delivery.error)})" if delivery.error else ""
-        items.append(f"<li><b>Delivered</b> {clock(delivery.at)}: {said}{error}</li>")
+        items.append(f"<li><b>Delivery</b> {clock(delivery.at)}: {said}{error}</li>")
     if (end := interaction.resolution) is not None:
-        note = f" — {escape(end.note)}" if end.note else ""
         how = escape(end.how.value.replace("_", " "))
+        echo = end.note.endswith(end.how.value)  # "agent: answered" says nothing more
+        note = f" — {escape(end.note)}" if end.note and not echo else ""
         items.append(f"<li><b>Resolved</b> {clock(end.at)}: {how}, by {escape(end.by)}{note}</li>")
     state = interaction.state.value
     items.append(f'<li><b>Now</b> <span class="state {state}">{state}</span></li>')

@@ -39,6 +39,7 @@ class Shown:
     text: str | None = None
     card: Card | None = None
     version: int = 1
+    author: str | None = None  # the console's own person, for what they typed
 
 
 class Feed:
@@ -48,13 +49,21 @@ class Feed:
         self._by_conversation: OrderedDict[ConversationRef, deque[Shown]] = OrderedDict()
         self._by_id: dict[str, Shown] = {}
 
-    def add(self, conversation: ConversationRef, *, text: str | None, card: Card | None) -> Shown:
+    def add(
+        self,
+        conversation: ConversationRef,
+        *,
+        text: str | None,
+        card: Card | None,
+        author: str | None = None,
+    ) -> Shown:
         shown = Shown(
             id=f"{self._prefix}{next(self._ids)}",
             conversation=conversation,
             at=datetime.now(UTC),
             text=text,
             card=card,
+            author=author,
         )
         self._append(shown)
         return shown

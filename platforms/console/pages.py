@@ -123,10 +123,15 @@ def sessions_page(
 # --- pending -------------------------------------------------------------------------------
 
 
-def pending_page(frame: Frame, views: Sequence[CardView], ctx: PostContext) -> str:
+def pending_page(
+    frame: Frame, views: Sequence[CardView], closed: Sequence[CardView], ctx: PostContext
+) -> str:
     cards = "".join(card_html(view, ctx, with_session=True) for view in views)
     if not views:
         cards = '<p class="empty" data-key="none" data-version="0">Nothing waits for anyone.</p>'
+    if closed:
+        cards += '<h2 data-key="closed" data-version="0">Recently closed</h2>'
+        cards += "".join(card_html(view, ctx, with_session=True) for view in closed)
     intro = (
         '<p class="meta">Every open request of every session, on every platform. A decision '
         "taken here is the same decision everywhere: the first one counts.</p>"
@@ -141,6 +146,7 @@ def pending_page(frame: Frame, views: Sequence[CardView], ctx: PostContext) -> s
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)", re.DOTALL)
 _CODE = re.compile(r"`([^`\n]+)`")
 _TOOL_MARKS = ("▸", "✓", "✗")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # terminal colours
 
 
 def _inline(text: str) -> str:
@@ -154,15 +160,19 @@ def _inline(text: str) -> str:
 
 
 def message_html(item: TextItem) -> str:
+    text = _ANSI.sub("", item.text)
     parts, at = [], 0
-    for match in _FENCE.finditer(item.text):
-        parts.append(_inline(item.text[at : match.start()]))
+    for match in _FENCE.finditer(text):
+        parts.append(_inline(text[at : match.start()]))
         parts.append(f"<pre>{escape(match.group(1))}</pre>")
         at = match.end()
-    parts.append(_inline(item.text[at:]))
+    parts.append(_inline(text[at:]))
+    css, who = "msg", ""
+    if item.author is not None:
+        css, who = "msg mine", f'<span class="who">{escape(item.author)}</span>'
     return (
-        f'<div class="msg" data-key="t-{escape(item.id)}" data-version="{item.version}">'
-        f"{''.join(parts).strip()}</div>"
+        f'<div class="{css}" data-key="t-{escape(item.id)}" data-version="{item.version}">'
+        f"{who}{''.join(parts).strip()}</div>"
     )
 
 

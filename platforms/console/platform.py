@@ -1,10 +1,16 @@
 """The local web console as a platform (platform name ``console``).
 
-``async with ConsolePlatform(settings) as console`` serves the console on
-``settings.host:settings.port`` (port 0: a free one; :attr:`url` says which) and prints the
-address with its access token once to the terminal (``announce``; never through logging).
-The gateway attaches itself (``Gateway.__aenter__`` calls :meth:`attach`); until then every
-page answers 503.
+Make it, hand it to the gateway with the other platforms, and serve it inside the gateway's
+block, so that no page reads a ledger that is already closed::
+
+    console = ConsolePlatform(config.platforms.console)
+    async with Gateway(config, platforms={"console": console, ...}, launcher=...), console:
+        ...
+
+``async with console`` serves on ``settings.host:settings.port`` (port 0: a free one;
+:attr:`url` says which) and prints the address with its access token once to the terminal
+(``announce``; never through logging). Until the gateway has attached itself
+(``Gateway.__aenter__`` calls :meth:`attach`) every page answers 503.
 
 - **Conversations.** A console conversation is a page per session:
   ``ConversationRef("console", None, <routing channel>, "s-<session id>")`` for a session

@@ -27,6 +27,7 @@ from aiohttp import web
 from multidict import MultiDictProxy
 
 from gateway.domain import ConversationRef
+from gateway.errors import StoreError
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage
 from platforms.console.answers import answers_from_form
@@ -46,6 +47,7 @@ from platforms.console.views import (
     console_conversations,
     conversation_items,
     pending_views,
+    recently_closed_views,
     run_state,
     session_rows,
     typing_refusal,
@@ -129,7 +131,10 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         request[FORM] = form
     if console.gateway is None:
         return _refuse(503, "the gateway is still starting")
-    response = await handler(request)
+    try:
+        response = await handler(request)
+    except StoreError:  # the ledger closed under the page: the gateway is stopping
+        return _refuse(503, "the gateway is stopping")
     if not response.prepared:
         response.headers.update(_HEADERS)
     return response
@@ -198,7 +203,9 @@ async def _sessions(request: web.Request) -> web.Response:
 async def _pending(request: web.Request) -> web.Response:
     console, gateway, session = _parts(request)
     views = await pending_views(gateway, console)
-    return _html(pending_page(await _frame(request), views, _context(request, session)))
+    closed = await recently_closed_views(gateway, console)
+    page = pending_page(await _frame(request), views, closed, _context(request, session))
+    return _html(page)
 
 
 async def _conversation(request: web.Request) -> web.Response:
@@ -208,7 +215,7 @@ async def _conversation(request: web.Request) -> web.Response:
         raise web.HTTPNotFound(text="no such session")
     conversations = await console_conversations(gateway, record.id)
     texts = [
-        TextItem(id=m.id, at=m.at, text=m.text, version=m.version)
+        TextItem(id=m.id, at=m.at, text=m.text, version=m.version, author=m.author)
         for m in console.feed.messages(conversations)
         if m.text is not None
     ]
@@ -278,6 +285,8 @@ async def _new(request: web.Request) -> web.Response:
 
 
 def _message(console: ConsolePlatform, conversation: ConversationRef, text: str) -> InboundMessage:
+    """What the person typed: shown in the conversation, then handed to the gateway."""
+    console.feed.add(conversation, text=text, card=None, author=console.settings.identity)
     return InboundMessage(
         conversation=conversation,
         actor=console.actor,

@@ -31,6 +31,7 @@ __all__ = [
     "console_conversations",
     "conversation_items",
     "pending_views",
+    "recently_closed_views",
     "route_channel",
     "run_state",
     "session_rows",
@@ -39,6 +40,11 @@ __all__ = [
 
 PLATFORM = "console"
 RECENT_INTERACTIONS = 100
+RECENTLY_CLOSED = 10
+_STATE_NAMES = {
+    RunState.WAITING_APPROVAL: "waiting for approval",
+    RunState.WAITING_INPUT: "waiting for input",
+}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -63,6 +69,7 @@ class TextItem:
     at: datetime
     text: str
     version: int
+    author: str | None = None  # set for what the console's person typed
 
 
 # --- pure ----------------------------------------------------------------------------------
@@ -80,7 +87,7 @@ def run_state(
     if state is RunState.IDLE and latest_turn is not None:
         if latest_turn.status is TurnStatus.FAILED:
             state = RunState.FAILED
-    return state.value.replace("_", " ")
+    return _STATE_NAMES.get(state, state.value.replace("_", " "))
 
 
 def route_channel(config: Config, project: str, auth_platform: str) -> str | None:
@@ -164,6 +171,15 @@ async def pending_views(gateway: Gateway, console: Platform) -> list[CardView]:
         await card_view(gateway, console, interaction)
         for interaction in await gateway.store.interactions.list_open()
     ]
+
+
+async def recently_closed_views(
+    gateway: Gateway, console: Platform, limit: int = RECENTLY_CLOSED
+) -> list[CardView]:
+    """The newest interactions that are no longer open, newest first."""
+    recent = await gateway.store.interactions.list_recent(limit=limit * 2)
+    closed = [i for i in recent if not i.is_live][:limit]
+    return [await card_view(gateway, console, interaction) for interaction in closed]
 
 
 async def conversation_items(

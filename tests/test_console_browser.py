@@ -1,0 +1,256 @@
+"""The console in a real browser (Debian's chromium, headless, driven by Playwright) against a
+whole gateway: the real codex app-server and the fake model, the memory platform, the console.
+
+Missing chromium skips these tests, and fails them under AGENT_GATEWAY_REQUIRE_REAL_AGENTS=1
+(scripts/setup.sh installs it). With AGENT_GATEWAY_SCREENSHOTS=1 the main screens are saved
+to docs/screenshots/ for the README; otherwise to the test's temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
+
+from gateway.domain import InteractionState
+from gateway.interactions import Interaction
+from platforms.memory import Rendered
+from tests.codex_env import CodexHome
+from tests.conftest import REQUIRE_REAL, ROOT
+from tests.console_harness import CONSOLE_TABLES, ConsoleRunning, console_gateway
+from tests.gateway_harness import ALICE, ROOM, gateway_config
+from tests.servers.fake_responses import FakeResponses, message, request_user_input, shell
+
+pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+WAIT_MS = 30_000  # for anything the page should come to show
+
+
+@pytest.fixture
+def chromium() -> Path:
+    if not CHROMIUM.is_file():
+        message = f"{CHROMIUM} not found (scripts/setup.sh installs Debian's chromium)"
+        if REQUIRE_REAL:
+            pytest.fail(message)
+        pytest.skip(message)
+    return CHROMIUM
+
+
+@pytest.fixture
+async def browser(chromium: Path) -> AsyncIterator[Browser]:
+    async with async_playwright() as playwright:
+        # launch() gives every browser a fresh, temporary user-data-dir
+        launched = await playwright.chromium.launch(
+            executable_path=str(chromium), args=CHROMIUM_ARGS
+        )
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@pytest.fixture
+def shots(tmp_path: Path) -> Path:
+    if os.environ.get("AGENT_GATEWAY_SCREENSHOTS") == "1":
+        folder = ROOT / "docs" / "screenshots"
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+    return tmp_path
+
+
+@pytest.fixture
+async def running(
+    codex_bin: str, codex_home: CodexHome, tmp_path: Path
+) -> AsyncIterator[ConsoleRunning]:
+    config = gateway_config(
+        codex_bin,
+        codex_home,
+        tmp_path / "data",
+        features=("default_mode_request_user_input",),
+        extra=CONSOLE_TABLES,
+    )
+    async with console_gateway(config) as running:
+        yield running
+
+
+async def open_page(browser: Browser, running: ConsoleRunning, path: str, **options: bool) -> Page:
+    """A new browser context (its own cookies) logged in with the token, showing ``path``."""
+    context: BrowserContext = await browser.new_context(
+        viewport={"width": 1100, "height": 820}, **options
+    )
+    page = await context.new_page()
+    await page.goto(f"{running.console.url}{path}?token={running.console.guard.token}")
+    assert page.url == f"{running.console.url}{path}"  # the token left the address bar
+    return page
+
+
+async def memory_card(running: ConsoleRunning) -> Rendered:
+    def pending() -> Rendered | None:
+        cards = running.memory.cards(ROOM)
+        return next((r for r in cards if r.card and (r.card.actions or r.card.form)), None)
+
+    return await running.memory.wait_for(pending)
+
+
+async def first_open(running: ConsoleRunning) -> Interaction:
+    store = running.gateway.store
+
+    async def probe() -> Interaction | None:
+        found = await store.interactions.list_open()
+        return found[0] if found else None
+
+    await memory_card(running)
+    found = await probe()
+    assert found is not None
+    return found
+
+
+async def test_the_console_opens_with_its_token_and_refuses_without_it(
+    browser: Browser, running: ConsoleRunning, shots: Path
+) -> None:
+    context = await browser.new_context()
+    stranger = await context.new_page()
+    response = await stranger.goto(running.console.url + "pending")
+    assert response is not None and response.status == 401
+    await expect(stranger.locator("h1")).to_contain_text("needs its access token")
+    page = await open_page(browser, running, "")
+    await expect(page.locator("h1")).to_have_text("Sessions")
+    await expect(page.locator("header.top")).to_contain_text("acting as local:alice")
+
+
+async def test_start_a_conversation_and_approve_its_command(
+    browser: Browser,
+    running: ConsoleRunning,
+    fake_model: FakeResponses,
+    codex_home: CodexHome,
+    shots: Path,
+) -> None:
+    fake_model.enqueue((shell("touch hello.txt", escalated=True), message("Created hello.txt.")))
+    page = await open_page(browser, running, "")
+    await page.get_by_label("first message").fill("please create hello.txt")
+    await page.get_by_role("button", name="Start").click()
+    await expect(page).to_have_url(re.compile(r"/s/[0-9a-z]+$"), timeout=WAIT_MS)
+    mine = page.locator(".msg.mine")
+    await expect(mine.locator(".who")).to_have_text("local:alice")
+    await expect(mine).to_contain_text("please create hello.txt")
+    card = page.locator("article.card")
+    await expect(card.get_by_role("button", name="Allow once")).to_be_visible(timeout=WAIT_MS)
+    await expect(card.locator("pre.sh")).to_contain_text("touch hello.txt")
+    await expect(card).to_contain_text("allows it, this time only")
+    await expect(card).to_contain_text("refuses it and stops the agent's turn")
+    await page.screenshot(path=shots / "conversation-approval.png", full_page=True)
+    await card.get_by_role("button", name="Allow once").click()
+    await expect(card.locator(".status")).to_contain_text("by local:alice", timeout=WAIT_MS)
+    await expect(card.get_by_role("button")).to_have_count(0)
+    await expect(page.locator(".msg").last).to_contain_text("Created hello.txt.", timeout=WAIT_MS)
+    await expect(card.locator("ol.timeline")).to_contain_text("written to the agent")
+    await expect(card.locator("ol.timeline")).to_contain_text("Resolved", timeout=WAIT_MS)
+    assert (codex_home.workspace / "hello.txt").exists()
+    await page.screenshot(path=shots / "conversation-approved.png", full_page=True)
+    sessions = await open_page(browser, running, "")
+    await expect(sessions.locator("tbody#rows tr")).to_have_count(1)
+    await expect(sessions.locator("tbody#rows")).to_contain_text("idle")
+    await sessions.screenshot(path=shots / "sessions.png", full_page=True)
+
+
+def _question(qid: str, header: str, text: str, *labels: str) -> dict[str, object]:
+    options = [{"label": label, "description": f"use {label}"} for label in labels]
+    return {"id": qid, "header": header, "question": text, "options": options}
+
+
+async def test_answer_a_multi_question_form_and_be_stopped_while_one_is_missing(
+    browser: Browser, running: ConsoleRunning, fake_model: FakeResponses, shots: Path
+) -> None:
+    questions = [
+        _question("color", "Color", "Which color should I use?", "Red", "Blue"),
+        _question("name", "Name", "What should the file be called?", "notes.txt", "notes.md"),
+    ]
+    fake_model.enqueue((request_user_input(questions), message("Thanks, noted.")))
+
+    def memory_texts() -> list[str]:
+        return running.memory.texts(ROOM)
+
+    await running.memory.say(ROOM, ALICE, "ask me first")
+    interaction = await first_open(running)
+    page = await open_page(browser, running, "pending")
+    card = page.locator(f"#i-{interaction.id}")
+    await card.get_by_label("Blue").check()
+    await card.get_by_role("button", name="Submit answers").click()
+    await expect(page.locator("#notice")).to_contain_text("Answer every required question first")
+    await expect(card.locator("fieldset.missing legend")).to_contain_text("Name")
+    await page.screenshot(path=shots / "pending-form-missing.png", full_page=True)
+    stored = await running.gateway.store.interactions.get(interaction.id)
+    assert stored is not None and stored.state is InteractionState.PENDING
+    await card.locator('input[name="o.name"]').fill("shopping-list.txt")
+    await card.get_by_role("button", name="Submit answers").click()
+    await expect(card.locator(".status")).to_contain_text(
+        "Answered by local:alice", timeout=WAIT_MS
+    )
+    await expect(card.locator("dl.fields")).to_contain_text("shopping-list.txt")
+    await expect(page.locator("#live")).to_contain_text("Nothing waits", timeout=WAIT_MS)
+    await running.memory.wait_for(lambda: any("Thanks, noted." in t for t in memory_texts()))
+    told = fake_model.last_tool_output()
+    assert '"color":{"answers":["Blue"]}' in told and "shopping-list.txt" in told
+
+
+async def test_a_decision_taken_elsewhere_updates_the_card_and_a_stale_page_is_refused(
+    browser: Browser, running: ConsoleRunning, fake_model: FakeResponses, shots: Path
+) -> None:
+    fake_model.enqueue((shell("touch late.txt", escalated=True), message("ok")))
+    await running.memory.say(ROOM, ALICE, "please create late.txt")
+    interaction = await first_open(running)
+    live = await open_page(browser, running, "pending")
+    stale = await open_page(browser, running, "pending", java_script_enabled=False)
+    await expect(live.get_by_role("button", name="Allow once")).to_be_visible()
+    await live.screenshot(path=shots / "pending.png", full_page=True)
+    shown = await memory_card(running)
+    assert shown.card is not None
+    ack = await running.memory.click(ROOM, ALICE, shown.card.actions[0].token)
+    assert ack.accepted, ack.text
+    card = live.locator(f"#i-{interaction.id}")
+    await expect(card.locator(".status")).to_contain_text("Approved", timeout=WAIT_MS)
+    await expect(card.locator(".status")).to_contain_text("by Alice")
+    await expect(card.get_by_role("button")).to_have_count(0)
+    # the page without live updates still shows the buttons: its click is refused
+    await stale.get_by_role("button", name="Deny", exact=True).click()
+    await expect(stale.locator("#notice")).to_contain_text("Already decided by Alice")
+    await stale.screenshot(path=shots / "stale-refused.png", full_page=True)
+    decided = await running.gateway.store.interactions.get(interaction.id)
+    assert decided is not None and decided.decision is not None
+    assert decided.decision.actor.key() == "memory:alice"
+    assert decided.decision.decision.action_id == interaction.actions[0].id
+
+
+async def test_a_card_is_orphaned_when_the_agent_dies(
+    browser: Browser, running: ConsoleRunning, fake_model: FakeResponses, shots: Path
+) -> None:
+    fake_model.enqueue((shell("touch never.txt", escalated=True), message("unreachable")))
+    await running.memory.say(ROOM, ALICE, "please create never.txt")
+    interaction = await first_open(running)
+    page = await open_page(browser, running, f"s/{interaction.session_id}")
+    card = page.locator(f"#i-{interaction.id}")
+    await expect(card.get_by_role("button", name="Allow once")).to_be_visible()
+    await expect(page.locator("#head")).to_contain_text("waiting for approval")
+    runner = running.gateway.existing_runner(interaction.session_id)
+    assert runner is not None and runner.agent is not None
+    await runner.agent.stop()
+    await expect(card.locator(".status")).to_contain_text("Orphaned", timeout=WAIT_MS)
+    await expect(card.get_by_role("button")).to_have_count(0)
+    await expect(card.locator("ol.timeline")).to_contain_text("orphaned")
+    await expect(page.locator("#head")).to_contain_text("failed")
+    await page.screenshot(path=shots / "orphaned.png", full_page=True)
