@@ -31,5 +31,16 @@ install_agent @openai/codex "$CODEX_NPM_VERSION" codex
 # Claude Code ships its native binary in a platform optional dependency
 # (@anthropic-ai/claude-code-linux-x64, ...): --omit=optional would leave no binary.
 install_agent @anthropic-ai/claude-code "$CLAUDE_NPM_VERSION" claude
+# The console's browser tests drive Debian's chromium (never a browser build of Playwright's
+# own: `playwright install` downloads one). Installed when missing and we may.
+if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+        echo "setup: /usr/bin/chromium is missing (apt-get install chromium as root);" \
+            "the console's browser tests need it" >&2
+    fi
+fi
 echo "agent-gateway set up: .venv, codex $("$agents/node_modules/.bin/codex" --version)," \
     "claude $("$agents/node_modules/.bin/claude" --version)"
