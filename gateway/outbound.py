@@ -82,7 +82,10 @@ class TurnStream:
     def __init__(self, platforms: Mapping[str, Platform], conversations: list[ConversationRef]):
         self._platforms = platforms
         self._conversations = conversations
-        self._slots: dict[str, str] = {}  # item id → its text, in order of appearance
+        # item id → its text in pieces, in order of appearance; the pieces are joined when the
+        # text is shown: appending each delta to one string copies the whole text every time
+        # (a million deltas took hours; bench/throughput.py, docs/decisions.md)
+        self._slots: dict[str, list[str]] = {}
         self._shown: dict[ConversationRef, list[tuple[MessageRef | None, str]]] = {}
         self._dirty = asyncio.Event()
         self._flushing = asyncio.Lock()  # the flusher task and the runner both flush
@@ -91,21 +94,31 @@ class TurnStream:
     # --- what the agent did (synchronous, cheap: called for every event) ------------------
 
     def delta(self, item_id: str, text: str) -> None:
-        self._slots[item_id] = self._slots.get(item_id, "") + text
+        pieces = self._slots.get(item_id)
+        if pieces is None:
+            self._slots[item_id] = [text]
+        else:
+            pieces.append(text)
         self.deltas += 1
         self._dirty.set()
 
     def message(self, item_id: str, text: str) -> None:
         """The item's final text: authoritative over the deltas seen."""
-        self._slots[item_id] = text
+        self._slots[item_id] = [text]
         self._dirty.set()
 
     def activity(self, event: ToolActivity) -> None:
-        self._slots[f"tool:{event.item_id}"] = _activity_line(event)
+        self._slots[f"tool:{event.item_id}"] = [_activity_line(event)]
         self._dirty.set()
 
     def text(self) -> str:
-        return "\n\n".join(part for part in self._slots.values() if part.strip())
+        parts = []
+        for pieces in self._slots.values():
+            if len(pieces) > 1:
+                pieces[:] = ["".join(pieces)]
+            if pieces[0].strip():
+                parts.append(pieces[0])
+        return "\n\n".join(parts)
 
     # --- showing it -----------------------------------------------------------------------
 
