@@ -54,15 +54,14 @@ import itertools
 import json
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
 from adapters.claude_launch import ClaudeLaunch
-from adapters.claude_messages import MessageMapper
-from adapters.claude_replies import Reply
+from adapters.claude_messages import MessageMapper, api_retry_warning
+from adapters.claude_pending import OpenRequest, OpenRequests
 from adapters.claude_requests import open_can_use_tool
-from adapters.json_fields import as_object, get_int, get_object, get_text, require_text
+from adapters.json_fields import as_object, get_object, get_text, require_text
 from adapters.jsonrpc import JsonObject, excerpt
 from gateway.domain import Resolution, TurnStatus
 from gateway.errors import (
@@ -76,7 +75,6 @@ from gateway.events import (
     AgentCommand,
     AgentEvent,
     Capabilities,
-    InteractionClosed,
     InteractionOpened,
     Interrupt,
     Prompt,
@@ -159,14 +157,6 @@ def native_key_for(request_id: str) -> str:
     return f"cc:{request_id}"
 
 
-@dataclass(kw_only=True, slots=True)
-class _OpenRequest:
-    request_id: str
-    reply: Reply
-    tool_use_id: str | None
-    answered: bool = False
-
-
 class ClaudeCodeCodec:
     """One ``claude -p`` stream-json process, one session. Not thread-safe; no IO."""
 
@@ -186,9 +176,8 @@ class ClaudeCodeCodec:
         self._mapper = MessageMapper(cwd=cwd)
         self._turn = _Turn.IDLE
         self._stop_asked = False  # an interrupt or a "deny and stop" was sent this turn
-        self._open: dict[str, _OpenRequest] = {}  # native key -> open can_use_tool
-        self._by_tool_use: dict[str, str] = {}  # tool_use_id -> native key
-        self._answered_unlinked: list[str] = []  # answered keys with no tool_use_id
+        self._interrupting = False  # our interrupt request is unanswered
+        self._open = OpenRequests()  # the can_use_tool requests shown as interactions
 
     # --- public surface -------------------------------------------------------------------
 
@@ -207,7 +196,7 @@ class ClaudeCodeCodec:
     @property
     def open_interactions(self) -> tuple[str, ...]:
         """Native keys of the can_use_tool requests still open (answered or not)."""
-        return tuple(self._open)
+        return self._open.keys()
 
     def start(self) -> list[AgentEvent]:
         """Queue ``initialize`` (no hooks: every permission goes through can_use_tool)."""
@@ -242,7 +231,7 @@ class ClaudeCodeCodec:
         except (ValueError, MalformedMessage) as exc:
             reason = exc.reason if isinstance(exc, MalformedMessage) else "not JSON"
             return [self._malformed(reason, excerpt(line.decode("utf-8", "replace")))]
-        events = self._resolve_unlinked()
+        events: list[AgentEvent] = [*self._open.close_answered_unlinked()]
         if self._turn is _Turn.STARTING and kind not in ("control_response", "keep_alive"):
             self._turn = _Turn.RUNNING
             events.append(TurnStarted())
@@ -318,16 +307,14 @@ class ClaudeCodeCodec:
             raise CodecUsageError(f"request {respond.native_key!r} was already answered")
         encoded = opened.reply.encode(respond.decision)
         self._control_response(opened.request_id, encoded.response)
-        opened.answered = True
+        self._open.answered(respond.native_key)
         self._stop_asked = self._stop_asked or encoded.stops_turn
-        if opened.tool_use_id is None:
-            self._answered_unlinked.append(respond.native_key)
 
     def _interrupt(self) -> None:
-        if self._turn is _Turn.IDLE or "interrupt" in self._our_requests.values():
+        if self._turn is _Turn.IDLE or self._interrupting:
             return
         self._control_request({"subtype": "interrupt"})
-        self._stop_asked = True
+        self._interrupting = self._stop_asked = True
 
     # --- dispatch -------------------------------------------------------------------------
 
@@ -373,12 +360,11 @@ class ClaudeCodeCodec:
                 )
             case "set_permission_mode":
                 return self._on_mode_confirmed(get_object(body, "response") or {})
-            case "interrupt" if refused:
-                return [
-                    Warning(
-                        message=f"claude refused to interrupt: {error}", code="interrupt_failed"
-                    )
-                ]
+            case "interrupt":
+                self._interrupting = False
+                if refused:
+                    text = f"claude refused to interrupt: {error}"
+                    return [Warning(message=text, code="interrupt_failed")]
             case None:
                 text = f"claude answered a request this gateway never sent ({request_id!r})"
                 return [Warning(message=text, code="unknown_response")]
@@ -412,7 +398,7 @@ class ClaudeCodeCodec:
             self._control_error(request_id, f"agent-gateway does not support {subtype}")
             text = _UNSUPPORTED_REQUEST_WARNING.format(subtype=subtype)
             return [Warning(message=text, code="unsupported_request")]
-        if key in self._open:
+        if self._open.get(key) is not None:
             return []  # the same request again: never a second interaction
         try:
             opened = open_can_use_tool(
@@ -423,36 +409,19 @@ class ClaudeCodeCodec:
             text = f"claude sent an unreadable can_use_tool; it was refused: {exc.reason}"
             return [Warning(message=text, code="malformed_message")]
         tool_use_id = get_text(request, "tool_use_id")
-        self._open[key] = _OpenRequest(
-            request_id=request_id, reply=opened.reply, tool_use_id=tool_use_id
+        self._open.add(
+            key, OpenRequest(request_id=request_id, reply=opened.reply, tool_use_id=tool_use_id)
         )
-        if tool_use_id is not None:
-            self._by_tool_use[tool_use_id] = key
         events: list[AgentEvent] = [InteractionOpened(request=opened.request)]
         events += [Warning(message=text, code="unknown_suggestion") for text in opened.warnings]
         return events
-
-    def _close(self, key: str, how: Resolution | None = None) -> InteractionClosed | None:
-        opened = self._open.pop(key, None)
-        if opened is None:
-            return None
-        if opened.tool_use_id is not None:
-            self._by_tool_use.pop(opened.tool_use_id, None)
-        if how is None:
-            how = Resolution.ANSWERED if opened.answered else Resolution.CANCELLED_BY_AGENT
-        return InteractionClosed(native_key=key, how=how)
 
     def _on_cancel(self, msg: JsonObject) -> list[AgentEvent]:
         # {"type": "control_cancel_request", "request_id"}: the CLI gave up on the request
         # (interrupt_pending.jsonl); the tool result that follows is not an answer.
         request_id = require_text(msg, "request_id", where="control_cancel_request")
-        closed = self._close(native_key_for(request_id), Resolution.CANCELLED_BY_AGENT)
+        closed = self._open.close(native_key_for(request_id), Resolution.CANCELLED_BY_AGENT)
         return [closed] if closed else []
-
-    def _resolve_unlinked(self) -> list[AgentEvent]:
-        """A request without a tool_use_id is resolved by the first message after our answer."""
-        keys, self._answered_unlinked = self._answered_unlinked, []
-        return [closed for key in keys if (closed := self._close(key)) is not None]
 
     # --- the message stream -----------------------------------------------------------------
 
@@ -465,7 +434,7 @@ class ClaudeCodeCodec:
                 mode = get_text(msg, "permissionMode")
                 return self._mode_reported(mode) if mode else []
             case "api_retry":
-                return [_api_retry_warning(msg)]
+                return [api_retry_warning(msg)]
         if subtype not in IGNORED_SYSTEM_SUBTYPES:
             self.unknown_messages[f"system/{subtype}"] += 1
         return []
@@ -475,8 +444,6 @@ class ClaudeCodeCodec:
         # permissionMode, claude_code_version, tools, ...}
         self.agent_version = get_text(msg, "claude_code_version") or self.agent_version
         self.model = get_text(msg, "model") or self.model
-        if self.model:
-            self.policy["model"] = self.model
         events: list[AgentEvent] = []
         session_id = get_text(msg, "session_id")
         if session_id and session_id != self.session_id:
@@ -495,18 +462,12 @@ class ClaudeCodeCodec:
 
     def _on_user(self, msg: JsonObject) -> list[AgentEvent]:
         events, results = self._mapper.on_user(msg)
-        for result in results:
-            key = self._by_tool_use.get(result.tool_use_id)
-            closed = self._close(key) if key is not None else None
-            if closed is not None:
-                events.insert(0, closed)
-        return events
+        closed = [self._open.close_tool_use(result.tool_use_id) for result in results]
+        return [*(c for c in closed if c is not None), *events]
 
     def _on_result(self, msg: JsonObject) -> list[AgentEvent]:
         result = self._mapper.on_result(msg)
-        events: list[AgentEvent] = [
-            closed for key in list(self._open) if (closed := self._close(key)) is not None
-        ]
+        events: list[AgentEvent] = [*self._open.close_all()]
         if not result.is_error:
             status, error = TurnStatus.COMPLETED, None
         elif self._stop_asked:
@@ -514,22 +475,6 @@ class ClaudeCodeCodec:
         else:
             status, error = TurnStatus.FAILED, result.error
         self._turn = _Turn.IDLE
-        self._stop_asked = False
+        self._stop_asked = self._interrupting = False
         self._mapper.reset_turn()
         return [*events, result.usage, TurnCompleted(status=status, error=error)]
-
-
-def _api_retry_warning(msg: JsonObject) -> Warning:
-    # {"subtype": "api_retry", "attempt", "max_retries", "retry_delay_ms", "error_status",
-    # "error"} (api_retry.jsonl)
-    status = get_int(msg, "error_status")
-    error = get_text(msg, "error") or "error"
-    attempt, most = get_int(msg, "attempt"), get_int(msg, "max_retries")
-    delay = msg.get("retry_delay_ms")
-    what = f"HTTP {status} {error}" if status is not None else error
-    text = f"the model API failed ({what}); claude retries"
-    if attempt is not None and most is not None:
-        text += f" ({attempt} of {most})"
-    if isinstance(delay, int | float) and not isinstance(delay, bool):
-        text += f" in {delay / 1000:.1f} s"
-    return Warning(message=text, code="api_retry")

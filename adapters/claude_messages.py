@@ -39,9 +39,17 @@ from gateway.events import (
     ToolKind,
     ToolPhase,
     Usage,
+    Warning,
 )
 
-__all__ = ["OUTPUT_LIMIT", "MessageMapper", "ToolResult", "TurnResult", "result_error_text"]
+__all__ = [
+    "OUTPUT_LIMIT",
+    "MessageMapper",
+    "ToolResult",
+    "TurnResult",
+    "api_retry_warning",
+    "result_error_text",
+]
 
 OUTPUT_LIMIT = 64 * 1024  # characters of a tool's output carried in one event
 SYNTHETIC_MODEL = "<synthetic>"
@@ -94,6 +102,22 @@ def result_error_text(result: JsonObject) -> str:
         return subtype
     status = get_int(result, "api_error_status")
     return f"API error (HTTP {status})" if status is not None else "unknown error"
+
+
+def api_retry_warning(msg: JsonObject) -> Warning:
+    # {"subtype": "api_retry", "attempt", "max_retries", "retry_delay_ms", "error_status",
+    # "error"} (api_retry.jsonl)
+    status = get_int(msg, "error_status")
+    error = get_text(msg, "error") or "error"
+    attempt, most = get_int(msg, "attempt"), get_int(msg, "max_retries")
+    delay = msg.get("retry_delay_ms")
+    what = f"HTTP {status} {error}" if status is not None else error
+    text = f"the model API failed ({what}); claude retries"
+    if attempt is not None and most is not None:
+        text += f" ({attempt} of {most})"
+    if isinstance(delay, int | float) and not isinstance(delay, bool):
+        text += f" in {delay / 1000:.1f} s"
+    return Warning(message=text, code="api_retry")
 
 
 class MessageMapper:

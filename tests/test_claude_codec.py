@@ -160,7 +160,7 @@ def test_the_model_and_version_come_with_the_first_turn() -> None:
     [segment] = load_transcript(TRANSCRIPTS / "bash_allow.jsonl")
     codec = replay(segment).codec
     assert codec.agent_version == "2.1.197"
-    assert codec.policy["permission_mode"] == "default" and codec.policy["model"]
+    assert codec.policy == {"permission_mode": "default"} and codec.model
 
 
 # --- a codec driven by hand ------------------------------------------------------------------
