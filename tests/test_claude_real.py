@@ -285,4 +285,5 @@ async def test_resuming_a_session_that_does_not_exist_fails_to_start(
     with pytest.raises(AgentExitedError) as failed:
         async with run_claude(claude_bin, claude_home, launch=launch):
             pass
-    assert launch.session_id in failed.value.stderr_tail or failed.value.code != 0
+    assert failed.value.code == 1
+    assert f"No conversation found with session ID: {launch.session_id}" in failed.value.stderr_tail
