@@ -207,8 +207,11 @@ class Outbox:
             if is_network_failure(exc):
                 self._on_network_failure()
             job.future.set_exception(translate(exc))
-        except Exception as exc:  # a bug of ours in a call: the caller sees it
-            job.future.set_exception(exc)
+        except Exception as exc:  # an answer the SDK could not read, or a bug: still ours
+            log.exception("telegram call in chat %s failed unexpectedly", chat_id)
+            error = PlatformError(f"telegram: unexpected {type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+            job.future.set_exception(error)
         else:
             self._on_success()
             if not job.future.done():

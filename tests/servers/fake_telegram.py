@@ -328,7 +328,11 @@ class FakeTelegram:
         sent = self._store_new(chat_id, p, visible, p.get("reply_markup"))
         message = self._sent[(chat_id, sent["message_id"])]
         message.document = document
-        sent["document"] = {"file_id": f"file-{sent['message_id']}", "file_name": document[0]}
+        sent["document"] = {
+            "file_id": f"file-{sent['message_id']}",
+            "file_unique_id": f"u{sent['message_id']}",
+            "file_name": document[0],
+        }
         return sent
 
     async def _m_editMessageText(self, p: dict[str, Any]) -> dict[str, Any]:
