@@ -13,6 +13,8 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from adapters.claude_code import ClaudeCodeCodec
+from adapters.claude_launch import ClaudeLaunch
 from adapters.codec import AgentCodec
 from adapters.codex_app_server import CodexAppServerCodec
 from adapters.codex_exec_process import CodexExecSettings
@@ -92,6 +94,19 @@ class ConfiguredLauncher:
                 resume_thread_id=resume_native_id,
             )
             return codec, codex_app_server_argv(project.argv(), enable=options.features)
+        if project.agent is AgentKind.CLAUDE_CODE:
+            launch = ClaudeLaunch(
+                command=project.argv(),
+                permission_mode=options.permission_mode.value,
+                allow_dangerous=options.allow_dangerous,
+                model=options.model,
+                allowed_tools=options.allowed_tools,
+                disallowed_tools=options.disallowed_tools,
+                extra_args=options.extra_args,
+            )
+            if resume_native_id is not None:
+                launch = launch.resumed(resume_native_id)
+            return ClaudeCodeCodec(launch, cwd=str(project.work_dir)), launch.argv()
         raise ConfigError(f"agent {project.agent.value} cannot be started by this gateway yet")
 
     def _env(self, project: ProjectConfig) -> dict[str, str]:

@@ -150,7 +150,7 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
 }
 
 _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features"})
-_CLAUDE_ONLY = frozenset({"permission_mode"})
+_CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
@@ -207,6 +207,9 @@ class AgentOptions(_Model):
     approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
     sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE
     permission_mode: PermissionMode = PermissionMode.DEFAULT
+    allowed_tools: tuple[NonEmpty, ...] = ()  # Claude --allowedTools
+    disallowed_tools: tuple[NonEmpty, ...] = ()  # Claude --disallowedTools
+    extra_args: tuple[NonEmpty, ...] = ()  # Claude: more arguments for its command line
     features: tuple[NonEmpty, ...] = ()
     allow_dangerous: bool = False
 
