@@ -361,12 +361,13 @@ def status_line(interaction: Interaction) -> str:
         case InteractionState.CANCELLED:
             why = "superseded by a newer request" if superseded else "cancelled by the agent"
             parts.append(f"then {why}" if delivered else f"not delivered: {why}")
+        case InteractionState.ORPHANED if delivered:
+            parts.append("orphaned: the agent process ended before confirming")
+        case InteractionState.ORPHANED if delivery is None:
+            # a gateway that died between the decision and recording its write
+            parts.append("orphaned: the gateway stopped before recording whether it was delivered")
         case InteractionState.ORPHANED:
-            parts.append(
-                "orphaned: the agent process ended before confirming"
-                if delivered
-                else "orphaned: the agent process ended before it was delivered"
-            )
+            parts.append("orphaned: the agent process ended before it was delivered")
         case InteractionState.UNKNOWN:
             parts.append("unknown whether the agent received it (its runtime outlived the gateway)")
     return " · ".join(parts)

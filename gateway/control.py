@@ -75,7 +75,7 @@ class Control:
                 epoch.session_id, epoch.epoch, exit_description="the gateway restarted"
             )
             for update in await store.interactions.orphan_epoch(
-                epoch.session_id, epoch.epoch, note="the gateway restarted"
+                epoch.session_id, epoch.epoch, gateway_restarted=True, note="the gateway restarted"
             ):
                 self._gw.broker.mark_dirty(update.interaction.id)
             touched[epoch.session_id] = "stopped"

@@ -303,8 +303,17 @@ YES = f'Approved ("Yes") by alice at {WHEN}'
             "Orphaned: the agent process ended before this was answered",
         ),
         (
-            decided(interaction(state=InteractionState.ORPHANED), ALLOW),
+            decided(
+                interaction(state=InteractionState.ORPHANED),
+                ALLOW,
+                delivery=delivered(DeliveryOutcome.SKIPPED),
+            ),
             f"{YES} · orphaned: the agent process ended before it was delivered",
+        ),
+        (
+            # the gateway died between committing the decision and recording its write
+            decided(interaction(state=InteractionState.ORPHANED), ALLOW),
+            f"{YES} · orphaned: the gateway stopped before recording whether it was delivered",
         ),
         (
             decided(interaction(state=InteractionState.ORPHANED), ALLOW, delivery=delivered()),

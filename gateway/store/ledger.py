@@ -67,6 +67,9 @@ _SKIPPED_BECAUSE = {
     InteractionEvent.SUPERSEDE: "not written: the request was superseded first",
     InteractionEvent.EPOCH_ENDED: "not written: the runtime ended first",
 }
+_WRITE_NOT_KNOWN = (
+    "whether the answer was written to the agent before the gateway stopped is not known"
+)
 
 
 class InteractionLedger:
@@ -357,11 +360,17 @@ class InteractionLedger:
         epoch: int,
         *,
         runtime_outlives_gateway: bool = False,
+        gateway_restarted: bool = False,
         note: str = "runtime ended",
     ) -> list[InteractionUpdate]:
         """End every live interaction of the epoch: ORPHANED, or UNKNOWN for an answer
         delivered to a runtime that outlives the gateway. Returns the ones moved, whose
-        cards must now be edited."""
+        cards must now be edited.
+
+        ``gateway_restarted``: the gateway process that wrote this epoch's answers died. A
+        decision it committed but never recorded a write for may have reached the agent in
+        its last moment, so no "not written" delivery is recorded for it: its delivery stays
+        unknown, and the note says so."""
         async with self._db.write() as conn:
             rows = await fetch_all(
                 conn,
@@ -376,7 +385,21 @@ class InteractionLedger:
                     InteractionEvent.EPOCH_ENDED,
                     runtime_outlives_gateway=runtime_outlives_gateway,
                 )
-                updates.append(await self._apply(conn, current, moved, "gateway", note))
+                unrecorded = (
+                    gateway_restarted
+                    and current.state is InteractionState.DECIDED
+                    and current.delivery is None
+                )
+                updates.append(
+                    await self._apply(
+                        conn,
+                        current,
+                        moved,
+                        "gateway",
+                        f"{note}; {_WRITE_NOT_KNOWN}" if unrecorded else note,
+                        record_skipped=not unrecorded,
+                    )
+                )
             return updates
 
     async def list_grants(self, session_id: str) -> list[Grant]:
@@ -410,8 +433,12 @@ class InteractionLedger:
         moved: Transition,
         by: str,
         note: str,
+        *,
+        record_skipped: bool = True,
     ) -> InteractionUpdate:
-        """Write one transition (already looked up) with its facts, or audit an ignored one."""
+        """Write one transition (already looked up) with its facts, or audit an ignored one.
+        ``record_skipped=False``: a move that skips the delivery records no "skipped" fact
+        (whether the answer was written is not known)."""
         if moved.ignored:
             await self._db.audit(
                 conn,
@@ -430,7 +457,7 @@ class InteractionLedger:
         )
         if cursor.rowcount == 0:
             raise StoreError(f"interaction {current.id} was changed by another writer")
-        if moved.skips_delivery:
+        if moved.skips_delivery and record_skipped:
             reason = _SKIPPED_BECAUSE.get(moved.event, "not written")
             await self._insert_delivery(conn, current.id, DeliveryOutcome.SKIPPED, reason)
         if moved.resolution is not None:
