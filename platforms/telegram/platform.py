@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -87,6 +88,9 @@ class TelegramPlatform:
         pace: Pace | None = None,
         webhook_socket: socket.socket | None = None,
     ) -> None:
+        # PTB 22 warns on every 429 unless time periods are timedelta (its next default);
+        # outbox.retry_seconds reads either form
+        os.environ.setdefault("PTB_TIMEDELTA", "1")
         self._config = config
         self._pace = pace
         self._webhook_socket = webhook_socket

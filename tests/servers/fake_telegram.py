@@ -113,6 +113,7 @@ class FakeTelegram:
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[int] = []  # HTTP status of each webhook POST
         self.down = False  # Telegram unreachable: every method answers 502
+        self.down_at_next_card = False  # go down when the next message with buttons comes
         self.chats: dict[int, dict[str, Any]] = {}
         self.private_open: set[int] = set()
         self._sent: dict[tuple[int, int], Sent] = {}
@@ -219,7 +220,10 @@ class FakeTelegram:
             return _error(401, "Unauthorized")
         method = request.match_info["method"]
         params = await _params(request)
+        if method == "sendMessage" and self.down_at_next_card and params.get("reply_markup"):
+            self.down_at_next_card, self.down = False, True
         if self.down:
+            await self._notify()
             return _error(502, "Bad Gateway")
         if method != "getUpdates":
             self.calls.append((method, params))
