@@ -4,6 +4,9 @@ agent as a real process. Each test does what a person would and checks what they
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -148,3 +151,19 @@ async def test_a_crash_with_an_approval_pending_orphans_the_card(tmp_path: Path)
         # the next message starts the agent again, resuming the conversation
         await gw.memory.say(ROOM, YOU, "menu")
         await gw.text_where(lambda text: "Type one of these words" in text)
+
+
+def test_the_python_in_the_long_answer_runs_as_it_says(tmp_path: Path) -> None:
+    found = re.search(r"```python\n(.*?)\n```", LONG_ANSWER, re.DOTALL)
+    assert found is not None
+    done = subprocess.run(
+        [sys.executable, "-c", found.group(1)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Approved: Allow once.")
+    assert (tmp_path / "demo-data-work" / "hello.txt").read_text() == "hello\n"

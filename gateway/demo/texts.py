@@ -104,8 +104,8 @@ was written against recordings of the real binary, and the gateway cannot tell t
 ## 6. The same flow from Python
 
 The tests drive a whole gateway in one process with the in-memory platform. This is, in \
-short, how `tests/test_demo_agent.py` makes a person ask for the command, waits for the card \
-and clicks "Allow once":
+short, how `tests/test_demo_gateway.py` makes a person ask for the command, waits for the \
+card and clicks "Allow once" (a test runs this very code):
 
 ```python
 import asyncio
@@ -134,7 +134,7 @@ async def main() -> None:
         card = await memory.wait_for(approval_card)
         allow_once = card.actions[0]
         ack = await memory.click(ROOM, YOU, allow_once.token)
-        print(ack.text)  # "Approved ..."
+        print(ack.text)  # "Approved: Allow once. ..."
 
         def done():
             return any("hello.txt" in text for text in memory.texts(ROOM))
