@@ -139,6 +139,8 @@ def build_demo(
     A headless demo has the in-memory platform instead of the console. The console does not
     print its address itself: :func:`run_demo` prints it once the gateway is ready for it.
     """
+    if pace < 0:
+        raise GatewayError(f"the demo agent's pace must not be negative (got {pace:g})")
     data_dir = data_dir.expanduser().resolve()
     work_dir = demo_work_dir(data_dir)
     try:
