@@ -256,19 +256,31 @@ class FormRegistry:
         self._prompts: OrderedDict[tuple[int, int], PromptFor] = OrderedDict()
         self._next_id = 1
 
+    def new(self, conversation: ConversationRef, card: Card) -> Form | None:
+        """A form for a card about to be sent (its buttons name it); None without questions."""
+        if card.form is None:
+            return None
+        form = Form(form_id=self._next_id, conversation=conversation, card=card)
+        self._next_id += 1
+        return form
+
+    def keep(self, key: tuple[int, int], form: Form) -> None:
+        """The card of ``form`` was sent as message ``key``."""
+        self._forms[key] = form
+        while len(self._forms) > MAX_FORMS:
+            oldest, _ = self._forms.popitem(last=False)
+            self._drop_prompts(oldest)
+
     def update(self, key: tuple[int, int], conversation: ConversationRef, card: Card) -> None:
-        """A card was sent or edited: keep its form while it has one, else forget it."""
+        """A card was edited: keep its form while it has questions, else forget it."""
         if card.form is None:
             self.forget(key)
             return
         form = self._forms.get(key)
-        if form is None:
-            form = Form(form_id=self._next_id, conversation=conversation, card=card)
-            self._next_id += 1
-            self._forms[key] = form
-            while len(self._forms) > MAX_FORMS:
-                oldest, _ = self._forms.popitem(last=False)
-                self._drop_prompts(oldest)
+        if form is None:  # sent by an earlier process: its drafts are gone, its form is not
+            form = self.new(conversation, card)
+            assert form is not None
+            self.keep(key, form)
         form.card = card
         self._forms.move_to_end(key)
 

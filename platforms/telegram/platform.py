@@ -208,7 +208,8 @@ class TelegramPlatform:
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         chat_id = chat_id_of(conversation)
-        drawn = render_card(card, None, private=is_private(conversation), limit=_limit())
+        form = self.forms.new(conversation, card)
+        drawn = render_card(card, form, private=is_private(conversation), limit=_limit())
         first_file: int | None = None
         for attachment in drawn.attachments:  # the files first: what is approved is shown whole
             sent_file = await self._running().run(
@@ -225,7 +226,8 @@ class TelegramPlatform:
         sent = await self._send(
             conversation, Priority.CARD, drawn.html, ParseMode.HTML, _markup(drawn), first_file
         )
-        self.forms.update((chat_id, sent.message_id), conversation, card)
+        if form is not None:
+            self.forms.keep((chat_id, sent.message_id), form)
         return MessageRef(conversation=conversation, message_id=str(sent.message_id))
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
