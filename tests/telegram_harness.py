@@ -5,6 +5,7 @@ against the fake model, or the scripted in-process agent)."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -147,11 +148,13 @@ async def on_telegram(
     launcher: AgentLauncher | None = None,
     *,
     pace: Pace | None = None,
+    webhook_socket: socket.socket | None = None,
 ) -> AsyncIterator[OnTelegram]:
     assert config.platforms.telegram is not None
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
+    platform = TelegramPlatform(config.platforms.telegram, pace=pace, webhook_socket=webhook_socket)
     async with (
-        TelegramPlatform(config.platforms.telegram, pace=pace) as telegram,
+        platform as telegram,
         Gateway(config, platforms={"telegram": telegram}, launcher=agents) as gateway,
     ):
         yield OnTelegram(gateway=gateway, telegram=telegram, fake=fake, launcher=agents)
