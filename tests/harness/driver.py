@@ -76,17 +76,31 @@ class ProjectSpec:
     channel: str  # conversations in this memory channel go to this project
     env: Mapping[str, str] = field(default_factory=dict)
     features: Sequence[str] = ()
+    scope: str = "thread"  # "channel": one session for the channel, shown in each thread
 
 
-def codex_project(name: str, codex_bin: str, home: CodexHome, *, channel: str) -> ProjectSpec:
+def codex_project(
+    name: str, codex_bin: str, home: CodexHome, *, channel: str, scope: str = "thread"
+) -> ProjectSpec:
     """The real codex app-server, against the fake model of ``home``."""
     return ProjectSpec(
-        name=name, work_dir=home.workspace, argv=[codex_bin], channel=channel, env=home.env
+        name=name,
+        work_dir=home.workspace,
+        argv=[codex_bin],
+        channel=channel,
+        env=home.env,
+        scope=scope,
     )
 
 
 def scripted_project(
-    name: str, mode: str, work_dir: Path, *, channel: str, prompt_log: Path | None = None
+    name: str,
+    mode: str,
+    work_dir: Path,
+    *,
+    channel: str,
+    prompt_log: Path | None = None,
+    scope: str = "thread",
 ) -> ProjectSpec:
     """``tests/agents/codex_scripted.py MODE`` (see there for the modes and cues)."""
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -99,6 +113,7 @@ def scripted_project(
         argv=[sys.executable, str(SCRIPTED_AGENT), mode],
         channel=channel,
         env=env,
+        scope=scope,
     )
 
 
@@ -123,6 +138,7 @@ def write_config(
             f"[projects.{project.name}]\n"
             f"work_dir = {q(str(project.work_dir))}\n"
             'agent = "codex-app-server"\n'
+            f"scope = {q(project.scope)}\n"
             f"argv = {q([str(a) for a in project.argv])}\n"
             'approval_policy = "on-request"\n'
             'sandbox = "workspace-write"\n'
@@ -299,24 +315,17 @@ class GatewayProcess:
             "click", conversation=conv_json(conversation), user=user, token=token
         )
 
-    async def until_cards_recorded(self, conversation: ConversationRef, user: str) -> str:
-        """Ask ``/pending`` until it lists open requests all "shown": the gateway's ledger has
-        then recorded each card copy as sent, with the message ref a later edit needs. (A
-        process killed between a platform's send and that record leaves a copy the next
-        process cannot edit: it sends a new one.) Each try waits for its reply; returns the
-        last."""
+    async def until_cards_recorded(self, copies: int = 1) -> list[dict[str, Any]]:
+        """Wait until the gateway's ledger records every card copy of its open requests as
+        sent (at least ``copies`` of them), with the message ref that a later edit needs.
+        (A process killed between a platform's send and that record leaves a copy that the
+        next process cannot edit: it sends a new card instead.) Each look is a command
+        answered by the gateway; returns the copies."""
         async with asyncio.timeout(DEADLINE):
             while True:
-                seen = len(self.texts(conversation))
-                await self.say(conversation, user, "/pending")
-
-                def reply(seen: int = seen) -> str | None:
-                    fresh = self.texts(conversation)[seen:]
-                    return next((t for t in fresh if t.startswith("Open requests")), None)
-
-                text = await self.wait_for(reply, what="the reply to /pending")
-                if "shown]" in text and "NOT SEEN" not in text:
-                    return text
+                found = (await self.command("copies"))["copies"]
+                if len(found) >= copies and all(c["state"] in ("sent", "edited") for c in found):
+                    return list(found)
 
     # --- what the platform shows ----------------------------------------------------------
 

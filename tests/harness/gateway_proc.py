@@ -21,6 +21,8 @@ stdin (commands)::
     {"n": N, "cmd": "submit", ..., "token": "...", "answers": {"q": {"option_ids": [...],
      "other": null}}, "private": false}                    -> like click
     {"n": N, "cmd": "dump"}                                -> {"reply": N, "messages": [...]}
+    {"n": N, "cmd": "copies"}                              -> {"reply": N, "copies": [...]}
+        every card copy of every open interaction, as the ledger records it
     {"n": N, "cmd": "quit"}  (or stdin EOF)                the gateway shuts down, exit 0
 
 A rendered message is ``{"id", "conversation", "text", "card", "edits"}``; a card is
@@ -107,7 +109,9 @@ async def watch(memory: MemoryPlatform) -> None:
             emit({"event": "rendered", "message": message_json(shown)})
 
 
-async def handle(memory: MemoryPlatform, command: dict[str, Any]) -> dict[str, Any]:
+async def handle(
+    gateway: Gateway, memory: MemoryPlatform, command: dict[str, Any]
+) -> dict[str, Any]:
     name = command["cmd"]
     if name == "say":
         await memory.say(
@@ -137,6 +141,25 @@ async def handle(memory: MemoryPlatform, command: dict[str, Any]) -> dict[str, A
         return {"accepted": ack.accepted, "text": ack.text}
     if name == "dump":
         return {"messages": [message_json(m) for m in memory.messages()]}
+    if name == "copies":
+        store = gateway.store
+        copies = [
+            copy
+            for interaction in await store.interactions.list_open()
+            for copy in await store.cards.list_for(interaction.id)
+        ]
+        return {
+            "copies": [
+                {
+                    "interaction": c.interaction_id,
+                    "conversation": asdict(c.conversation),
+                    "message_ref": c.message_ref,
+                    "state": c.state.value,
+                    "rendered_version": c.rendered_version,
+                }
+                for c in copies
+            ]
+        }
     raise ValueError(f"unknown command {name!r}")
 
 
@@ -148,14 +171,14 @@ async def serve(config: Config, handshake_timeout: float) -> None:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     async with asyncio.TaskGroup() as tasks:
         watcher = tasks.create_task(watch(memory))
-        async with Gateway(config, platforms={"memory": memory}, launcher=launcher):
+        async with Gateway(config, platforms={"memory": memory}, launcher=launcher) as gateway:
             emit({"event": "ready", "pid": os.getpid()})
             commands: set[asyncio.Task[None]] = set()
             while line := await reader.readline():
                 command = json.loads(line)
                 if command["cmd"] == "quit":
                     break
-                task = tasks.create_task(run_command(memory, command))
+                task = tasks.create_task(run_command(gateway, memory, command))
                 commands.add(task)
                 task.add_done_callback(commands.discard)
             for task in commands:
@@ -164,9 +187,9 @@ async def serve(config: Config, handshake_timeout: float) -> None:
     emit({"event": "stopped"})
 
 
-async def run_command(memory: MemoryPlatform, command: dict[str, Any]) -> None:
+async def run_command(gateway: Gateway, memory: MemoryPlatform, command: dict[str, Any]) -> None:
     try:
-        reply = await handle(memory, command)
+        reply = await handle(gateway, memory, command)
     except Exception as exc:
         log.exception("command %s failed", command.get("cmd"))
         reply = {"error": f"{type(exc).__name__}: {exc}"}
