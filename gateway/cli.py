@@ -101,6 +101,10 @@ def _platforms(config: Config) -> dict[str, Platform]:
 
         # it prints its address with the access token once, to stderr, when it starts serving
         platforms["console"] = ConsolePlatform(config.platforms.console, announce=sys.stderr)
+    if config.platforms.telegram is not None:
+        from platforms.telegram import TelegramPlatform
+
+        platforms["telegram"] = TelegramPlatform(config.platforms.telegram)
     enabled = config.platforms.enabled()
     unavailable = [name for name in enabled if name not in platforms and name != "memory"]
     if unavailable:
@@ -124,9 +128,13 @@ async def _run(path: Path) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with AsyncExitStack() as stack:
+        telegram = platforms.get("telegram")
+        if isinstance(telegram, AbstractAsyncContextManager):
+            # connected before the gateway's recovery, which edits the cards it left there
+            await stack.enter_async_context(telegram)
         await stack.enter_async_context(Gateway(config, platforms=platforms, launcher=launcher))
         for platform in platforms.values():
-            if isinstance(platform, AbstractAsyncContextManager):
+            if platform is not telegram and isinstance(platform, AbstractAsyncContextManager):
                 # a platform that serves (the console) serves inside the gateway's block
                 await stack.enter_async_context(platform)
         log.info("agent-gateway running (data dir %s)", config.gateway.data_dir)

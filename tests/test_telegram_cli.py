@@ -1,0 +1,70 @@
+"""``agent-gateway run`` with ``[platforms.telegram]``: the gateway takes Telegram updates
+(here from the fake Bot API) and answers them; the bot token never reaches its output."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.servers.fake_telegram import TOKEN, FakeTelegram
+from tests.servers.telegram_people import message_update, private_chat
+from tests.telegram_harness import ALICE
+
+pytestmark = pytest.mark.timeout(60)
+
+DEADLINE = 30.0
+
+
+async def test_run_builds_the_telegram_platform_from_the_config(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "bot.token").write_text(TOKEN + "\n")
+    async with FakeTelegram() as fake:
+        config = tmp_path / "gateway.toml"
+        config.write_text(
+            f"""
+[gateway]
+data_dir = "{tmp_path / "data"}"
+
+[projects.demo]
+work_dir = "{tmp_path / "work"}"
+agent = "codex-app-server"
+argv = ["/nonexistent/codex"]
+
+[projects.demo.auth.telegram]
+allow_from = ["{ALICE.id}"]
+
+[platforms.telegram]
+token_file = "bot.token"
+base_url = "{fake.base_url}"
+poll_timeout_seconds = 5
+""",
+            encoding="utf-8",
+        )
+        process = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "gateway", "run", "--config", str(config)),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert process.stderr is not None and process.stdout is not None
+        try:
+            await fake.wait_for(lambda: fake.commands, DEADLINE)
+            await fake.push(message_update(fake, private_chat(ALICE), ALICE, "/help"))
+            help_text = await fake.wait_for(
+                lambda: next((m for m in fake.bot_messages(ALICE.id)), None), DEADLINE
+            )
+            assert help_text.text.startswith("Commands:")
+        finally:
+            if process.returncode is None:
+                process.send_signal(signal.SIGINT)
+            async with asyncio.timeout(DEADLINE):
+                err, out = await asyncio.gather(process.stderr.read(), process.stdout.read())
+                code = await process.wait()
+    assert code == 0, err.decode()
+    assert TOKEN not in err.decode() + out.decode()
+    assert TOKEN.split(":")[1] not in err.decode() + out.decode()
