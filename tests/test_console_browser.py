@@ -23,7 +23,13 @@ from tests.codex_env import CodexHome
 from tests.conftest import REQUIRE_REAL, ROOT
 from tests.console_harness import CONSOLE_TABLES, ConsoleRunning, console_gateway
 from tests.gateway_harness import ALICE, ROOM, gateway_config
-from tests.servers.fake_responses import FakeResponses, message, request_user_input, shell
+from tests.servers.fake_responses import (
+    FakeResponses,
+    apply_patch,
+    message,
+    request_user_input,
+    shell,
+)
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
 
@@ -83,6 +89,18 @@ async def running(
         tmp_path / "data",
         features=("default_mode_request_user_input",),
         extra=CONSOLE_TABLES,
+    )
+    async with console_gateway(config) as running:
+        yield running
+
+
+@pytest.fixture
+async def read_only(
+    codex_bin: str, codex_home: CodexHome, tmp_path: Path
+) -> AsyncIterator[ConsoleRunning]:
+    """A gateway whose agent may not write files: every file change is asked."""
+    config = gateway_config(
+        codex_bin, codex_home, tmp_path / "data", sandbox="read-only", extra=CONSOLE_TABLES
     )
     async with console_gateway(config) as running:
         yield running
@@ -254,3 +272,34 @@ async def test_a_card_is_orphaned_when_the_agent_dies(
     await expect(card.locator("ol.timeline")).to_contain_text("orphaned")
     await expect(page.locator("#head")).to_contain_text("failed")
     await page.screenshot(path=shots / "orphaned.png", full_page=True)
+
+
+async def test_a_file_change_shows_its_whole_diff_and_is_applied_when_allowed(
+    browser: Browser,
+    read_only: ConsoleRunning,
+    fake_model: FakeResponses,
+    codex_home: CodexHome,
+    shots: Path,
+) -> None:
+    running = read_only
+    (codex_home.workspace / "greeting.py").write_text('print("hello")\nprint("bye")\n')
+    patch = (
+        "*** Begin Patch\n*** Update File: greeting.py\n@@\n"
+        '-print("hello")\n+print("hello, world")\n+print("again")\n*** End Patch\n'
+    )
+    fake_model.enqueue((apply_patch(patch), message("Patched.")))
+    await running.memory.say(ROOM, ALICE, "please greet the world")
+    interaction = await first_open(running)
+    page = await open_page(browser, running, "pending")
+    card = page.locator(f"#i-{interaction.id}")
+    diff = card.locator("pre.diff")
+    await expect(diff.locator(".del")).to_have_text('-print("hello")')
+    await expect(diff.locator(".add")).to_have_text(['+print("hello, world")', '+print("again")'])
+    await expect(card).to_contain_text("greeting.py")
+    await page.screenshot(path=shots / "pending-diff.png", full_page=True)
+    await card.get_by_role("button", name="Allow once").click()
+    await expect(card.locator(".status")).to_contain_text("by local:alice", timeout=WAIT_MS)
+    await running.memory.wait_for(lambda: any("Patched." in t for t in running.memory.texts(ROOM)))
+    assert (codex_home.workspace / "greeting.py").read_text() == (
+        'print("hello, world")\nprint("again")\nprint("bye")\n'
+    )
