@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -106,8 +107,12 @@ async def cleanup(data_dir: Path) -> AsyncIterator[None]:
 
 
 def two_projects(tmp_path: Path, data_dir: Path, broken_mode: str) -> Path:
+    """The broken project's agent writes what it was asked to ``tmp_path/prompts.jsonl``."""
+    log = tmp_path / "prompts.jsonl"
     projects: list[ProjectSpec] = [
-        scripted_project("broken", broken_mode, tmp_path / "broken", channel="broken"),
+        scripted_project(
+            "broken", broken_mode, tmp_path / "broken", channel="broken", prompt_log=log
+        ),
         scripted_project("healthy", "normal", tmp_path / "healthy", channel="healthy"),
     ]
     return write_config(tmp_path / "gateway.toml", data_dir, projects)
@@ -151,6 +156,11 @@ async def test_agent_dies_with_an_approval_pending(
     ledger = await read_ledger(data_dir)
     session = session_of(ledger, "broken")
     assert session.current_epoch == 2  # the next message started a new runtime
+    asked = [json.loads(line) for line in (tmp_path / "prompts.jsonl").read_text().splitlines()]
+    assert [a["text"] for a in asked] == ["approve-then-die please", "hello again"]
+    assert asked[0]["pid"] != asked[1]["pid"]
+    # ... which resumed the thread the dead process had started
+    assert session.native_session_id == f"thread-scripted-{asked[0]['pid']}"
     [interaction] = [i for i in ledger.interactions if i.session_id == session.id]
     assert interaction.state is InteractionState.ORPHANED
     assert interaction.runtime_epoch == 1
@@ -299,7 +309,7 @@ async def every_copy_edited(gw: GatewayProcess, refs: list[str]) -> list[str]:
     Returns their status lines."""
     statuses = []
     for ref in refs:
-        edited = await gw.wait_for(lambda ref=ref: gw.messages.get(ref), what=f"card {ref} edited")
+        edited = await gw.wait_for(partial(gw.messages.get, ref), what=f"card {ref} edited")
         assert edited.card is not None and edited.card["actions"] == [], edited
         statuses.append(edited.card["status_line"])
     return statuses

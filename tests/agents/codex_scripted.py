@@ -34,7 +34,15 @@ HUGE_LINE_BYTES = 20 * 1024 * 1024
 FLOOD_BYTES = 20 * 1024 * 1024
 CHUNK = 64 * 1024
 
-state = {"thread": "thread-scripted", "turns": 0, "turn": "", "requests": 0}
+
+class State:
+    thread = "thread-scripted"
+    turns = 0  # turns started by this process
+    turn = ""  # the current turn's id
+    requests = 0  # server requests sent
+
+
+state = State()
 pending: dict[int, str] = {}  # server request id -> the turn it belongs to
 
 
@@ -51,7 +59,7 @@ def log_prompt(text: str) -> None:
 
 
 def complete_turn(turn: str, status: str, text: str | None = None) -> None:
-    thread = state["thread"]
+    thread = state.thread
     if text is not None:
         item = {"type": "agentMessage", "id": f"msg-{turn}", "text": text}
         params = {"item": item, "threadId": thread, "turnId": turn}
@@ -61,11 +69,11 @@ def complete_turn(turn: str, status: str, text: str | None = None) -> None:
 
 
 def ask_approval(turn: str) -> int:
-    request_id = int(state["requests"])
-    state["requests"] = request_id + 1
+    request_id = state.requests
+    state.requests = request_id + 1
     pending[request_id] = turn
     params = {
-        "threadId": state["thread"],
+        "threadId": state.thread,
         "turnId": turn,
         "itemId": f"call-{request_id}",
         "command": "touch scripted.txt",
@@ -80,7 +88,7 @@ def ask_approval(turn: str) -> int:
 def open_thread(msg: dict[str, object], thread: str) -> None:
     params = msg["params"]
     assert isinstance(params, dict)
-    state["thread"] = thread
+    state.thread = thread
     result = {
         "thread": {"id": thread},
         "approvalPolicy": params["approvalPolicy"],
@@ -95,11 +103,11 @@ def start_turn(msg: dict[str, object]) -> None:
     assert isinstance(params, dict)
     text = " ".join(str(part.get("text", "")) for part in params.get("input") or [])
     log_prompt(text)
-    state["turns"] = int(state["turns"]) + 1
-    turn = f"turn-{os.getpid()}-{state['turns']}"
-    state["turn"] = turn
+    state.turns += 1
+    turn = f"turn-{os.getpid()}-{state.turns}"
+    state.turn = turn
     write({"id": msg["id"], "result": {"turn": {"id": turn, "status": "inProgress"}}})
-    write({"method": "turn/started", "params": {"threadId": state["thread"], "turn": {"id": turn}}})
+    write({"method": "turn/started", "params": {"threadId": state.thread, "turn": {"id": turn}}})
     cue = text.split()[0] if text.split() else ""
     if cue == "approve":
         ask_approval(turn)
@@ -133,10 +141,10 @@ def start_turn(msg: dict[str, object]) -> None:
 def answered(msg: dict[str, object]) -> None:
     request_id = msg["id"]
     assert isinstance(request_id, int)
-    turn = pending.pop(request_id, state["turn"])
+    turn = pending.pop(request_id, state.turn)
     result = msg.get("result")
     decision = result.get("decision") if isinstance(result, dict) else None
-    params = {"threadId": state["thread"], "requestId": request_id}
+    params = {"threadId": state.thread, "requestId": request_id}
     write({"method": "serverRequest/resolved", "params": params})
     complete_turn(str(turn), "completed", f"decision: {json.dumps(decision)}")
 
@@ -164,9 +172,9 @@ def main() -> None:
             write({"id": msg["id"], "result": {}})
             for request_id in list(pending):
                 pending.pop(request_id)
-                params = {"threadId": state["thread"], "requestId": request_id}
+                params = {"threadId": state.thread, "requestId": request_id}
                 write({"method": "serverRequest/resolved", "params": params})
-            complete_turn(str(state["turn"]), "interrupted")
+            complete_turn(str(state.turn), "interrupted")
         elif method is None and "result" in msg:
             answered(msg)
     if MODE == "linger":
