@@ -135,6 +135,7 @@ def machine() -> dict[str, str]:
         "nproc": str(os.cpu_count() or "?"),
         "python": platform.python_version(),
         "implementation": sys.implementation.name,
+        "load": " ".join(f"{load:.1f}" for load in os.getloadavg()),  # 1, 5, 15 min
     }
 
 

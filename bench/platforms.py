@@ -40,12 +40,13 @@ __all__ = [
 
 Clock = Callable[[], int]
 
-# platform name in the config -> modules that only that platform may import
+# platform name in the config -> modules that only that platform may import (aiohttp is not
+# one: the console serves with it, and Telegram's webhook mode too)
 PLATFORM_IMPORTS: Mapping[str, tuple[str, ...]] = {
-    "telegram": ("platforms.telegram", "telegram", "telegram.ext"),
+    "telegram": ("platforms.telegram", "telegram"),  # python-telegram-bot is "telegram"
     "slack": ("platforms.slack", "slack_sdk", "slack_bolt"),
     "discord": ("platforms.discord", "discord"),
-    "console": ("platforms.console", "aiohttp.web"),
+    "console": ("platforms.console",),
     "memory": ("platforms.memory",),
 }
 

@@ -73,8 +73,8 @@ def delta_lines(n: int, turn: str) -> tuple[list[bytes], str]:
     """The burst's lines, in batches, and its whole text."""
     params = {"threadId": THREAD, "turnId": turn, "itemId": "msg-burst", "delta": ""}
     # every line is this prefix, the piece as a JSON string, and the closing braces
-    head = json.dumps({"method": "item/agentMessage/delta", "params": params})[: -len('""}}')]
-    head = head.encode()
+    line = json.dumps({"method": "item/agentMessage/delta", "params": params})
+    head = line[: -len('""}}')].encode()
     pieces = [delta_piece(i) for i in range(n)]
     batches = []
     for start in range(0, n, BATCH_LINES):

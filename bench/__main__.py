@@ -1,0 +1,92 @@
+"""``python -m bench``: run every benchmark, print the figures, write the markdown table.
+
+    .venv/bin/python -m bench                      # every benchmark, full size (a few minutes)
+    .venv/bin/python -m bench --quick              # toy sizes: does everything still run?
+    .venv/bin/python -m bench --only throughput --platform memory --out bench/results.md
+
+Each benchmark runs in a process of its own (``python -m bench.<name> --json``), so that its
+peak RSS and CPU are its own. The table (with the date, ``uname -m``, nproc, the Python
+version and the load average while the suite ran) is printed at the end and written to
+``--out``; README.md carries a copy. Figures, not assertions: a missed target is marked,
+never raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.figures import Figure, figure_from_json, machine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# name -> (full-size arguments, toy-size arguments)
+BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
+    "interactions": (["--count", "1000", "--warmup", "50"], ["--count", "20", "--warmup", "2"]),
+    "throughput": (["--deltas", "1000000"], ["--deltas", "2000"]),
+    "concurrency": (["--sessions", "200", "--trips", "5"], ["--sessions", "4", "--trips", "2"]),
+    "startup": (["--runs", "3"], ["--runs", "1"]),
+}
+TAKES_PLATFORM = frozenset({"interactions", "throughput", "concurrency"})
+
+
+def run_one(name: str, args: Sequence[str]) -> list[Figure]:
+    """One benchmark in its own process; a failure becomes a figure that says so."""
+    argv = [sys.executable, "-m", f"bench.{name}", *args, "--json"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
+    figures = [
+        figure_from_json(json.loads(line))
+        for line in done.stdout.splitlines()
+        if line.startswith("{")
+    ]
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        figures.append(Figure(benchmark=name, name="FAILED", value=tail[-200:], met=False))
+    return figures
+
+
+def markdown(figures: Sequence[Figure], where: dict[str, str], command: str) -> str:
+    head = (
+        f"Measured {where['date']} on {where['machine']}, {where['nproc']} cores, "
+        f"{where['implementation']} {where['python']}; load average {where['load']} "
+        f"(1, 5, 15 min) when the suite ended. `{command}`\n\n"
+    )
+    rows = ["| benchmark | figure | measured | target |", "|---|---|---|---|"]
+    for item in figures:
+        verdict = {None: "", True: " ✓", False: " ✗ missed"}[item.met]
+        value = item.value.replace("|", "\\|")
+        rows.append(f"| {item.benchmark} | {item.name} | {value} | {item.target}{verdict} |")
+    return head + "\n".join(rows) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="toy sizes (a smoke run)")
+    parser.add_argument("--only", action="append", choices=sorted(BENCHMARKS))
+    parser.add_argument("--platform", default="memory", help="the chat platform to drive")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.md")
+    args = parser.parse_args()
+    figures: list[Figure] = []
+    for name in args.only or list(BENCHMARKS):
+        full, toy = BENCHMARKS[name]
+        extra = ["--platform", args.platform] if name in TAKES_PLATFORM else []
+        print(f"== {name}", flush=True)
+        found = run_one(name, [*(toy if args.quick else full), *extra])
+        for item in found:
+            print(item.line(), flush=True)
+        figures += found
+    command = "python -m bench" + (" --quick" if args.quick else "")
+    table = markdown(figures, machine(), command)
+    args.out.write_text(table, encoding="utf-8")
+    print(f"\n{table}\n(written to {args.out})")
+    return 1 if any(item.name == "FAILED" for item in figures) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Every benchmark (bench/) still runs, at a toy size, and what it counts is right.
+
+No timing is asserted here (TESTING.md: speed and memory targets live in the benchmarks, as
+figures); only that each benchmark runs through the real gateway and that the facts it
+reports are true: every decision reached the agent exactly once, the streamed text arrived
+exactly, no platform that is not configured was imported.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import concurrency, interactions, startup, throughput
+from bench.__main__ import markdown
+from bench.figures import Figure, machine, percentile
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def figure(figures: list[Figure], name_part: str) -> Figure:
+    [found] = [item for item in figures if name_part in item.name]
+    return found
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 1001)]
+    assert (percentile(values, 0.5), percentile(values, 0.99), percentile(values, 1.0)) == (
+        500.0,
+        990.0,
+        1000.0,
+    )
+    assert percentile([7.0], 0.99) == 7.0
+
+
+async def test_interactions_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await interactions.measure(tmp_path, count=8, warmup=1)
+    assert figure(figures, "exactly once").met is True
+    assert "n=8" in figure(figures, "request line -> card").value
+    assert "n=8" in figure(figures, "click -> response").value
+
+
+async def test_throughput_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await throughput.measure(tmp_path, deltas=500)
+    assert figure(figures, "final text shown exactly").met is True
+    assert "events/s" in figure(figures, "through the gateway").value
+
+
+async def test_concurrency_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await concurrency.measure(tmp_path, sessions=3, trips=2)
+    assert figure(figures, "exactly once").met is True
+    assert "n=6" in figure(figures, "click -> response").value
+
+
+async def test_startup_imports_only_configured_platforms(tmp_path: Path) -> None:
+    figures = await startup.measure(tmp_path, runs=1)
+    checks = [item for item in figures if "other platforms imported" in item.name]
+    assert checks, "no platform module found under platforms/"
+    assert all(item.met for item in checks), [item.value for item in checks]
+    assert not [item for item in figures if item.value.startswith("does not start")]
+
+
+def test_the_table_says_where_and_when() -> None:
+    table = markdown(
+        [Figure(benchmark="b", name="n", value="1 | 2", target="t", met=False)],
+        machine(),
+        "python -m bench",
+    )
+    assert "cores" in table and "load average" in table
+    assert "| b | n | 1 \\| 2 | t ✗ missed |" in table
