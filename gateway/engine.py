@@ -69,12 +69,13 @@ class Gateway:
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
         await self.control.recover()
-        for session in await self.store.sessions.list_sessions():
-            await self.show_everywhere(session.id)
         for platform in self.platforms.values():
             attach = getattr(platform, "attach", None)
             if attach is not None:
                 attach(self)
+        # after attach: a mirroring platform may need the gateway's config to name its page
+        for session in await self.store.sessions.list_sessions():
+            await self.show_everywhere(session.id)
         return self
 
     async def __aexit__(

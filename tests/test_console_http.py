@@ -262,3 +262,28 @@ async def test_without_javascript_a_post_redirects_back_with_a_notice(
             assert response.url.path == "/pending"
             page = await response.text()
     assert "Denied: Deny." in page
+
+
+async def test_a_session_found_at_start_is_shown_on_the_console_and_takes_messages(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    config = plain_config(tmp_path / "data", work)
+    async with console_gateway(config) as first:
+        store = first.gateway.store
+        session = await store.sessions.create(
+            project="demo", agent_kind=AgentKind.CODEX_APP_SERVER, initiator=ALICE
+        )
+        await store.sessions.bind(ROOM, session.id)  # shown on the memory platform only
+    async with console_gateway(config) as second:
+        bound = await second.gateway.store.sessions.list_bindings(session.id)
+        mirror = ConversationRef(
+            platform="console", space=None, channel="console", thread=f"s-{session.id}"
+        )
+        assert bound == [ROOM, mirror]
+        async with client() as http:
+            await logged_in(http, second)
+            async with http.get(f"{second.console.url}s/{session.id}") as response:
+                page = await response.text()
+    assert f'action="/s/{session.id}/say"' in page
