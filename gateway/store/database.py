@@ -93,9 +93,17 @@ class Database:
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One read transaction: a consistent snapshot across several SELECTs."""
-        async with self._transaction("BEGIN") as conn:
-            yield conn
+        """Reads under the lock: a consistent view across several SELECTs.
+
+        No BEGIN/COMMIT (two trips to aiosqlite's thread, a third of the ledger's cost of an
+        approval; docs/decisions.md): this connection is the only writer and holds the lock
+        for every write, so nothing can change between the SELECTs of one read.
+        """
+        async with self._lock:
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise StoreError(f"ledger error: {exc}") from exc
 
     @asynccontextmanager
     async def _transaction(self, begin: str) -> AsyncIterator[aiosqlite.Connection]:
