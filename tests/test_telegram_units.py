@@ -17,7 +17,7 @@ from gateway.errors import ConfigError
 from platforms.telegram.forms import Form, FormRegistry, Redraw, Refuse, Submit
 from platforms.telegram.outbox import Outbox, Pace, Priority
 from platforms.telegram.render import parse_local_data, render_card, visible_length
-from tests.servers.telegram_html import visible_text
+from tests.servers.telegram_wire import visible_text
 
 BASE = """
 [projects.web]

@@ -100,6 +100,7 @@ class _Job:
 class _Lane:
     jobs: list[_Job] = field(default_factory=list)
     retry_until: float = 0.0
+    task: asyncio.Task[None] | None = None
 
     def best(self) -> _Job:
         job = min(self.jobs, key=lambda j: (j.priority, j.seq))
@@ -146,8 +147,9 @@ class Outbox:
             raise PlatformError("telegram platform is closed")
         lane = self._lanes.get(chat_id)
         if lane is None:
+            self._forget_quiet_chats()
             lane = self._lanes[chat_id] = _Lane()
-            self._tasks.create_task(self._drain(chat_id, lane))
+            lane.task = self._tasks.create_task(self._drain(chat_id, lane))
         job = lane.waiting(key) if key is not None else None
         if job is not None:
             job.call = call  # the newest edit of a message replaces the one still waiting
@@ -162,13 +164,22 @@ class Outbox:
         return cast(T, await asyncio.shield(job.future))
 
     def close(self) -> None:
-        """Refuse new calls and fail the waiting ones (the lanes' tasks are cancelled)."""
+        """Refuse new calls, fail the waiting ones and end the lanes."""
         self._closed = True
         for lane in self._lanes.values():
             for job in lane.jobs:
                 if not job.future.done():
                     job.future.set_exception(PlatformError("telegram platform is closed"))
             lane.jobs.clear()
+            if lane.task is not None:
+                lane.task.cancel()
+
+    def _forget_quiet_chats(self) -> None:
+        """Pacing state of chats quiet for a minute is no longer needed (bounded memory)."""
+        horizon = self._clock() - 60 - self.pace.margin_seconds
+        for chat_id in [c for c, t in self._chat_times.items() if not t or t[-1] <= horizon]:
+            if chat_id not in self._lanes:
+                del self._chat_times[chat_id]
 
     # --- the lane -------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ import logging
 import os
 import socket
 from contextlib import AsyncExitStack
+from functools import partial
 from types import TracebackType
 
 from telegram import (
@@ -209,19 +210,17 @@ class TelegramPlatform:
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         chat_id = chat_id_of(conversation)
         form = self.forms.new(conversation, card)
-        drawn = render_card(card, form, private=is_private(conversation), limit=_limit())
+        drawn = render_card(card, form, private=is_private(conversation), limit=self._max_chars)
         first_file: int | None = None
         for attachment in drawn.attachments:  # the files first: what is approved is shown whole
-            sent_file = await self._running().run(
+            send = partial(
+                self.bot.send_document,
                 chat_id,
-                Priority.CARD,
-                lambda a=attachment: self.bot.send_document(  # type: ignore[misc]
-                    chat_id,
-                    InputFile(a.content.encode(), filename=a.name),
-                    caption=f"{card.title[:200]}: {a.name}",
-                    message_thread_id=_thread(conversation),
-                ),
+                InputFile(attachment.content.encode(), filename=attachment.name),
+                caption=f"{card.title[:200]}: {attachment.name}",
+                message_thread_id=_thread(conversation),
             )
+            sent_file = await self._running().run(chat_id, Priority.CARD, send)
             first_file = first_file or sent_file.message_id
         sent = await self._send(
             conversation, Priority.CARD, drawn.html, ParseMode.HTML, _markup(drawn), first_file
@@ -335,10 +334,16 @@ class TelegramPlatform:
             # drawn when the lane gets to it: the newest card and form state win
             form = self.forms.get(key)
             shown = form.card if form is not None else card
-            drawn = render_card(shown, form, private=is_private(conversation), limit=_limit())
+            drawn = render_card(
+                shown, form, private=is_private(conversation), limit=self._max_chars
+            )
             return await _edit(self.bot, chat_id, message_id, drawn.html, "HTML", _markup(drawn))
 
         return await self._running().run(chat_id, Priority.CARD, edit, key=("card", message_id))
+
+    @property
+    def _max_chars(self) -> int:
+        return self.limits.text_max_chars
 
     def _check_length(self, text: str) -> None:
         if not text.strip() or len(text) > self.limits.text_max_chars:
@@ -394,7 +399,3 @@ def _thread(conversation: ConversationRef) -> int | None:
 
 def _str(value: int | None) -> str | None:
     return str(value) if value is not None else None
-
-
-def _limit() -> int:
-    return TelegramPlatform.limits.text_max_chars

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import math
 import os
 import time
@@ -39,7 +38,15 @@ from typing import Any, TypeVar
 import aiohttp
 from aiohttp import web
 
-from tests.servers.telegram_html import HtmlError, visible_text
+from tests.servers.telegram_wire import (
+    Refused,
+    chat_id_of,
+    check_markup,
+    check_text,
+    error,
+    params_of,
+    visible_text,
+)
 
 __all__ = ["BOT", "TOKEN", "FakeTelegram", "Sent"]
 
@@ -54,18 +61,8 @@ BOT: dict[str, Any] = {
     "can_read_all_group_messages": False,
     "supports_inline_queries": False,
 }
-_JSON_FIELDS = frozenset(
-    "reply_markup reply_parameters link_preview_options commands allowed_updates entities"
-    " scope".split()
-)
 _PER_CHAT = frozenset({"sendMessage", "sendDocument", "editMessageText", "editMessageReplyMarkup"})
 _LIMITED = _PER_CHAT | {"deleteMessage"}
-
-
-class _Refused(Exception):
-    def __init__(self, status: int, description: str, retry_after: int | None = None) -> None:
-        super().__init__(description)
-        self.status, self.description, self.retry_after = status, description, retry_after
 
 
 @dataclass
@@ -217,27 +214,27 @@ class FakeTelegram:
 
     async def _api(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self.token:
-            return _error(401, "Unauthorized")
+            return error(401, "Unauthorized")
         method = request.match_info["method"]
-        params = await _params(request)
+        params = await params_of(request)
         if method == "sendMessage" and self.down_at_next_card and params.get("reply_markup"):
             self.down_at_next_card, self.down = False, True
         if self.down:
             await self._notify()
-            return _error(502, "Bad Gateway")
+            return error(502, "Bad Gateway")
         if method != "getUpdates":
             self.calls.append((method, params))
             if os.environ.get("FAKE_TELEGRAM_TRACE"):
                 print(f"{time.monotonic():.3f} {method} {str(params)[:100]}")
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
-            return _error(404, "Not Found: method not found")
+            return error(404, "Not Found: method not found")
         try:
             if method in _LIMITED:
-                self._check_rate(method, _chat_id(params))
+                self._check_rate(method, chat_id_of(params))
             result = await handler(params)
-        except _Refused as refused:
-            return _error(refused.status, refused.description, refused.retry_after)
+        except Refused as refused:
+            return error(refused.status, refused.description, refused.retry_after)
         finally:
             await self._notify()
         return web.json_response({"ok": True, "result": result})
@@ -263,7 +260,7 @@ class FakeTelegram:
         if retry > 0:
             seconds = min(5, max(1, math.ceil(retry)))
             self.too_many.append((method, chat_id, seconds))
-            raise _Refused(429, f"Too Many Requests: retry after {seconds}", seconds)
+            raise Refused(429, f"Too Many Requests: retry after {seconds}", seconds)
         if method in _PER_CHAT:
             chat.append(now)
         bot.append(now)
@@ -288,13 +285,13 @@ class FakeTelegram:
 
     async def _m_getUpdates(self, p: dict[str, Any]) -> list[dict[str, Any]]:
         if self.webhook is not None:
-            raise _Refused(409, "Conflict: can't use getUpdates method while webhook is active")
+            raise Refused(409, "Conflict: can't use getUpdates method while webhook is active")
         offset = int(p.get("offset") or 0)
         timeout = float(p.get("timeout") or 0)
         if offset:
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
         if self._poller is not None and not self._poller.done():
-            self._poller.set_exception(_Refused(409, "Conflict: terminated by other getUpdates"))
+            self._poller.set_exception(Refused(409, "Conflict: terminated by other getUpdates"))
         poller: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._poller = poller
         deadline = time.monotonic() + timeout
@@ -316,19 +313,19 @@ class FakeTelegram:
     async def _m_sendMessage(self, p: dict[str, Any]) -> dict[str, Any]:
         chat_id = self._writable_chat(p)
         markup = p.get("reply_markup")
-        _check_markup(markup)
-        visible = _check_text(p.get("text", ""), p.get("parse_mode"))
+        check_markup(markup)
+        visible = check_text(p.get("text", ""), p.get("parse_mode"))
         return self._store_new(chat_id, p, visible, markup)
 
     async def _m_sendDocument(self, p: dict[str, Any]) -> dict[str, Any]:
         chat_id = self._writable_chat(p)
         document = p.get("document")
         if not isinstance(document, tuple):
-            raise _Refused(400, "Bad Request: there is no document in the request")
+            raise Refused(400, "Bad Request: there is no document in the request")
         caption = p.get("caption") or ""
         visible = visible_text(caption) if p.get("parse_mode") == "HTML" and caption else caption
         if len(visible) > 1024:
-            raise _Refused(400, "Bad Request: message caption is too long")
+            raise Refused(400, "Bad Request: message caption is too long")
         sent = self._store_new(chat_id, p, visible, p.get("reply_markup"))
         message = self._sent[(chat_id, sent["message_id"])]
         message.document = document
@@ -342,10 +339,10 @@ class FakeTelegram:
     async def _m_editMessageText(self, p: dict[str, Any]) -> dict[str, Any]:
         message = self._existing(p, "message to edit not found")
         markup = p.get("reply_markup")
-        _check_markup(markup)
-        visible = _check_text(p.get("text", ""), p.get("parse_mode"))
+        check_markup(markup)
+        visible = check_text(p.get("text", ""), p.get("parse_mode"))
         if message.html == p.get("text", "") and message.markup == markup:
-            raise _Refused(
+            raise Refused(
                 400,
                 "Bad Request: message is not modified: specified new message content and reply"
                 " markup are exactly the same as a current content and reply markup of the"
@@ -358,9 +355,9 @@ class FakeTelegram:
     async def _m_editMessageReplyMarkup(self, p: dict[str, Any]) -> dict[str, Any]:
         message = self._existing(p, "message to edit not found")
         markup = p.get("reply_markup")
-        _check_markup(markup)
+        check_markup(markup)
         if message.markup == markup:
-            raise _Refused(400, "Bad Request: message is not modified")
+            raise Refused(400, "Bad Request: message is not modified")
         message.markup = markup
         return self._json(message)
 
@@ -372,9 +369,9 @@ class FakeTelegram:
     async def _m_answerCallbackQuery(self, p: dict[str, Any]) -> bool:
         query_id = str(p["callback_query_id"])
         if query_id in self._answered:
-            raise _Refused(400, "Bad Request: query is too old and response timeout expired")
+            raise Refused(400, "Bad Request: query is too old and response timeout expired")
         if len(p.get("text") or "") > 200:
-            raise _Refused(400, "Bad Request: text is too long")
+            raise Refused(400, "Bad Request: text is too long")
         self._answered.add(query_id)
         self.answers.append(p)
         return True
@@ -382,18 +379,18 @@ class FakeTelegram:
     # --- state ----------------------------------------------------------------------------
 
     def _writable_chat(self, p: dict[str, Any]) -> int:
-        chat_id = _chat_id(p)
+        chat_id = chat_id_of(p)
         if chat_id not in self.chats:
-            raise _Refused(400, "Bad Request: chat not found")
+            raise Refused(400, "Bad Request: chat not found")
         if chat_id > 0 and chat_id not in self.private_open:
-            raise _Refused(403, "Forbidden: bot can't initiate conversation with a user")
+            raise Refused(403, "Forbidden: bot can't initiate conversation with a user")
         return chat_id
 
     def _existing(self, p: dict[str, Any], missing: str) -> Sent:
-        key = (_chat_id(p), int(p.get("message_id") or 0))
+        key = (chat_id_of(p), int(p.get("message_id") or 0))
         message = self._sent.get(key)
         if message is None or message.deleted:
-            raise _Refused(400, f"Bad Request: {missing}")
+            raise Refused(400, f"Bad Request: {missing}")
         return message
 
     def _store_new(
@@ -457,69 +454,3 @@ class FakeTelegram:
     async def _notify(self) -> None:
         async with self._changed:
             self._changed.notify_all()
-
-
-# --- request parsing and checks -------------------------------------------------------------
-
-
-async def _params(request: web.Request) -> dict[str, Any]:
-    if request.content_type == "application/json":
-        body = await request.json()
-        return dict(body) if isinstance(body, dict) else {}
-    if request.method == "GET":
-        raw: dict[str, Any] = dict(request.query)
-    else:
-        raw = {}
-        for key, value in (await request.post()).items():
-            if isinstance(value, web.FileField):
-                raw[key] = (value.filename, value.file.read())
-            else:
-                raw[key] = value
-    for key in _JSON_FIELDS & raw.keys():
-        if isinstance(raw[key], str):
-            raw[key] = json.loads(raw[key])
-    # a file sent by PTB as attach://name arrives as its own part
-    for key, value in list(raw.items()):
-        if isinstance(value, str) and value.startswith("attach://"):
-            raw[key] = raw.pop(value.removeprefix("attach://"), value)
-    return raw
-
-
-def _chat_id(p: dict[str, Any]) -> int:
-    try:
-        return int(p.get("chat_id") or 0)
-    except ValueError:
-        raise _Refused(400, "Bad Request: chat not found") from None
-
-
-def _check_text(text: str, parse_mode: str | None) -> str:
-    try:
-        visible = visible_text(text) if parse_mode == "HTML" else text
-    except HtmlError as exc:
-        raise _Refused(400, str(exc)) from None
-    if not visible.strip():
-        raise _Refused(400, "Bad Request: message text is empty")
-    if len(visible) > 4096:
-        raise _Refused(400, "Bad Request: message is too long")
-    return visible
-
-
-def _check_markup(markup: Any) -> None:
-    if markup is None:
-        return
-    for row in markup.get("inline_keyboard", []):
-        for button in row:
-            data = button.get("callback_data")
-            if data is not None and not 1 <= len(data.encode()) <= 64:
-                raise _Refused(400, "Bad Request: BUTTON_DATA_INVALID")
-            if not button.get("text"):
-                raise _Refused(
-                    400, "Bad Request: text buttons are unallowed in the inline keyboard"
-                )
-
-
-def _error(status: int, description: str, retry_after: int | None = None) -> web.Response:
-    body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
-    if retry_after is not None:
-        body["parameters"] = {"retry_after": retry_after}
-    return web.json_response(body, status=status)
