@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -133,7 +134,8 @@ class MemoryPlatform:
             conversation=conversation,
             actor=actor,
             text=text,
-            message_id=message_id or f"in-{self._new_id()}",
+            # unique across instances: a platform never reuses a message id after a restart
+            message_id=message_id or f"in-{uuid.uuid4().hex[:16]}",
         )
         await self._inbox_or_fail().on_message(message)
 

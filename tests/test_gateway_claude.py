@@ -10,6 +10,7 @@ import pytest
 
 import tests.servers.fake_anthropic as fm
 from gateway.config import Config, parse_config
+from gateway.domain import Answer
 from tests.claude_env import ClaudeHome
 from tests.gateway_harness import ALICE, ROOM, running_gateway
 
@@ -77,3 +78,85 @@ async def test_bash_denied_with_a_message_the_model_reads(
         assert not (claude_home.workspace / "hello.txt").exists()
     told = fake_anthropic.model_requests()[-1].tool_result()
     assert told is not None and "not in this folder" in told[0]
+
+
+COLOR = {
+    "question": "Which color should the button be?",
+    "header": "Color",
+    "options": [{"label": "Red", "description": "Warm"}, {"label": "Blue", "description": "Cool"}],
+    "multiSelect": False,
+}
+CHECKS = {
+    "question": "Which checks should run?",
+    "header": "Checks",
+    "options": [
+        {"label": "Lint", "description": "ruff"},
+        {"label": "Types", "description": "mypy"},
+        {"label": "Tests", "description": "pytest"},
+    ],
+    "multiSelect": True,
+}
+
+
+async def test_questions_answered_through_the_form_and_required_answers_enforced(
+    claude_bin: str, claude_home: ClaudeHome, fake_anthropic: fm.FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_anthropic.enqueue([fm.ask_user_question([COLOR, CHECKS]), DONE])
+    async with running_gateway(claude_config(claude_bin, claude_home, tmp_path / "d")) as gw:
+        await gw.memory.say(ROOM, ALICE, "ask me")
+        shown = await gw.card_where(lambda card: card.form is not None)
+        assert shown.card is not None and shown.card.form is not None
+        form = shown.card.form
+        asked = [q.question for q in form.questions]
+        assert [q.multi for q in asked] == [False, True]
+        incomplete = {asked[0].id: Answer(option_ids=(asked[0].options[1].id,))}
+        refused = await gw.memory.submit(ROOM, ALICE, form.submit_token, incomplete)
+        assert not refused.accepted  # a required question is unanswered: nothing is sent
+        answers = {
+            asked[0].id: Answer(option_ids=(asked[0].options[1].id,)),
+            asked[1].id: Answer(option_ids=(asked[1].options[0].id, asked[1].options[2].id)),
+        }
+        ack = await gw.memory.submit(ROOM, ALICE, form.submit_token, answers)
+        assert ack.accepted, ack.text
+        await gw.text_where(lambda text: "Done. The tool said" in text)
+    told = fake_anthropic.model_requests()[-1].tool_result()
+    assert told is not None
+    assert '"Which color should the button be?"="Blue"' in told[0]
+    assert '"Which checks should run?"="Lint, Tests"' in told[0]
+
+
+async def test_stop_with_a_request_pending_cancels_it_and_interrupts_the_turn(
+    claude_bin: str, claude_home: ClaudeHome, fake_anthropic: fm.FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_anthropic.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), DONE])
+    async with running_gateway(claude_config(claude_bin, claude_home, tmp_path / "d")) as gw:
+        await gw.memory.say(ROOM, ALICE, "please create hello.txt")
+        shown = await gw.card_where(lambda card: bool(card.actions))
+        assert shown.card is not None
+        token = shown.card.actions[0].token
+        await gw.memory.say(ROOM, ALICE, "/stop")
+        await gw.text_where(lambda text: "interrupted" in text)
+        await gw.card_where(lambda card: not card.actions and "ancel" in card.status_line)
+        late = await gw.memory.click(ROOM, ALICE, token)
+        assert not late.accepted
+        assert not (claude_home.workspace / "hello.txt").exists()
+
+
+async def test_conversation_resumes_after_a_gateway_restart(
+    claude_bin: str, claude_home: ClaudeHome, fake_anthropic: fm.FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_anthropic.enqueue([fm.text("Remembered: the sky is green.")], [fm.text("Still here.")])
+    config = claude_config(claude_bin, claude_home, tmp_path / "d")
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "remember that the sky is green")
+        await gw.text_where(lambda text: "Remembered" in text)
+        first = await gw.gateway.store.sessions.lookup(ROOM)
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "what colour is the sky?")
+        await gw.text_where(lambda text: "Still here." in text)
+        again = await gw.gateway.store.sessions.lookup(ROOM)
+    assert first is not None and again is not None
+    assert again.id == first.id and again.native_session_id == first.native_session_id
+    assert again.current_epoch == 2
+    history = " ".join(fake_anthropic.model_requests()[-1].prompts())
+    assert "the sky is green" in history  # the resumed process carried the conversation
