@@ -137,7 +137,8 @@ async def main() -> None:
         print(ack.text)  # "Approved: Allow once. ..."
 
         def done():
-            return any("hello.txt" in text for text in memory.texts(ROOM))
+            # the command's line turns to "✓ ..." once it has run
+            return any("✓" in text and "hello.txt" in text for text in memory.texts(ROOM))
 
         await memory.wait_for(done)
 
