@@ -43,3 +43,31 @@ async def test_exec_turns_resume_the_thread_and_refusals_are_plain(
         assert session is not None and session.native_session_id
     second_turn = fake_model.model_requests()[-1]
     assert "hello" in " ".join(second_turn.user_texts())  # the thread was resumed
+
+
+async def test_stop_mid_turn_ends_the_turns_process(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    _git_repo(codex_home.workspace)
+    fake_model.enqueue((shell("sleep 60"), message("Slept.")))
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data", agent="codex-exec")
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "take your time")
+        await gw.text_where(lambda text: "sleep 60" in text)  # the command is running
+        session = await gw.gateway.store.sessions.lookup(ROOM)
+        assert session is not None
+        runner = gw.gateway.existing_runner(session.id)
+        assert runner is not None and runner.agent is not None
+        pid = runner.agent.pid
+        assert pid is not None
+        await gw.memory.say(ROOM, ALICE, "/stop")
+        await gw.text_where(lambda text: "interrupted" in text)
+        assert _gone(pid)  # the turn's process group was ended
+    assert not any("Slept." in text for text in gw.memory.texts(ROOM))
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
