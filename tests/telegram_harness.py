@@ -37,7 +37,12 @@ GROUP_ID = int(GROUP["id"])
 DEADLINE = 30.0
 
 
-def telegram_config(
+def telegram_config(fake: FakeTelegram, data_dir: Path, **options: Any) -> Config:
+    """The gateway's config (see :func:`telegram_config_text` for the options)."""
+    return parse_config(telegram_config_text(fake, data_dir, **options), "telegram-test.toml")
+
+
+def telegram_config_text(
     fake: FakeTelegram,
     data_dir: Path,
     *,
@@ -49,7 +54,7 @@ def telegram_config(
     features: tuple[str, ...] = (),
     sandbox: str = "workspace-write",
     telegram: str = "",
-) -> Config:
+) -> str:
     env = "\n".join(f"{k} = {json.dumps(v)}" for k, v in (home.env if home else {}).items())
     text = f"""
 [gateway]
@@ -76,7 +81,7 @@ base_url = "{fake.base_url}"
 poll_timeout_seconds = 10
 {telegram}
 """
-    return parse_config(text, "telegram-test.toml")
+    return text
 
 
 @dataclass
@@ -171,4 +176,5 @@ __all__ = [
     "OnTelegram",
     "on_telegram",
     "telegram_config",
+    "telegram_config_text",
 ]
