@@ -10,6 +10,7 @@ delivered, and how the agent closed the request.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from functools import partial
@@ -28,6 +29,8 @@ from gateway.store import CardCopy, CopyState, Store
 __all__ = ["Broker", "Deliverer", "DeliveryRefused"]
 
 log = logging.getLogger(__name__)
+
+OPENING_FIRST_SECONDS = 0.2  # how long an edit may wait for new cards being opened
 
 
 class DeliveryRefused(GatewayError):
@@ -55,6 +58,11 @@ class Broker:
         self._deliverer = deliverer
         self._dirty: dict[str, None] = {}  # interactions whose cards need a refresh, in order
         self._dirty_event = asyncio.Event()
+        # New cards go before edits of old ones: while one is being opened the refresher
+        # waits (bounded), so that it does not take turns with the new card at the ledger
+        self._opening = 0
+        self._none_opening = asyncio.Event()
+        self._none_opening.set()
 
     # --- the agent asked ------------------------------------------------------------------
 
@@ -62,11 +70,25 @@ class Broker:
         self, session_id: str, epoch: int, request: InteractionRequest, *, turn_id: int | None
     ) -> Interaction:
         """Record the request (idempotent on its native key) and show its card everywhere."""
-        opened = await self._store.interactions.create(session_id, epoch, request, turn_id=turn_id)
-        if opened.created:
-            for conversation in await self._store.sessions.list_bindings(session_id):
-                await self._store.cards.add(opened.interaction.id, conversation)
-            await self.refresh(opened.interaction.id)
+        self._opening += 1
+        self._none_opening.clear()
+        try:
+            opened = await self._store.interactions.create(
+                session_id, epoch, request, turn_id=turn_id
+            )
+            if opened.created:
+                copies = [
+                    await self._store.cards.add(opened.interaction.id, conversation)
+                    for conversation in await self._store.sessions.list_bindings(session_id)
+                ]
+                # new copies of the record just made: shown without reading either back (the
+                # runner handles the agent's next event only after this: nothing changed them)
+                for copy in copies:
+                    await self._show(opened.interaction, copy)
+        finally:
+            self._opening -= 1
+            if not self._opening:
+                self._none_opening.set()
         return opened.interaction
 
     # --- a person decided -----------------------------------------------------------------
@@ -121,6 +143,9 @@ class Broker:
             await self._dirty_event.wait()
             self._dirty_event.clear()
             while self._dirty:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(OPENING_FIRST_SECONDS):
+                        await self._none_opening.wait()
                 interaction_id = next(iter(self._dirty))
                 del self._dirty[interaction_id]
                 await self.refresh(interaction_id)

@@ -9,6 +9,7 @@ are translated to :class:`~gateway.errors.StoreError` here, chained.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -112,6 +113,13 @@ class Database:
                 await self._conn.execute(begin)
             except sqlite3.Error as exc:
                 raise StoreError(f"could not start a transaction: {exc}") from exc
+            except BaseException:
+                # Cancelled: aiosqlite's thread runs the BEGIN all the same, and the next
+                # transaction would fail ("cannot start a transaction within a transaction").
+                # Its queue is in order, so this ROLLBACK comes after the BEGIN.
+                with contextlib.suppress(sqlite3.Error):
+                    await self._conn.execute("ROLLBACK")
+                raise
             try:
                 yield self._conn
             except sqlite3.Error as exc:
