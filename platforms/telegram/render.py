@@ -98,9 +98,14 @@ def _block_html(block: Block) -> str:
             return "\n".join(f"<b>{_e(key)}:</b> {_e(value)}" for key, value in fields)
 
 
-def _question_html(number: str, question: Question, draft: Draft | None, index: int) -> str:
-    head = f"<b>{number}{_e(question.header)}</b>\n" if question.header else f"<b>{number}</b>"
-    lines = [head + _e(question.text)]
+def _question_html(
+    number: str, question: Question, draft: Draft | None, index: int, shown: tuple[str, ...] = ()
+) -> str:
+    """The question (what the card's title and summary already say is not said again)."""
+    header = "" if question.header in shown else question.header
+    title = f"{number}{header}".strip()
+    text = "" if question.text in shown else _e(question.text)
+    lines = [((f"<b>{_e(title)}</b>\n" if title else "") + text).strip()]
     if question.secret:
         lines.append("<i>🔒 Secret: answered in a private chat, never shown.</i>")
     for option in question.options:
@@ -110,7 +115,7 @@ def _question_html(number: str, question: Question, draft: Draft | None, index: 
         lines.append(f"✎ Your answer: {_e(draft.other[index])}")
     if draft is not None and index in draft.secret:
         lines.append("🔒 Answer received (not shown).")
-    return "\n".join(lines)
+    return "\n".join(line for line in lines if line)
 
 
 def _answer_summary(item: FormQuestion, draft: Draft, index: int) -> str:
@@ -144,7 +149,7 @@ def _form_html(form: Form | None, card: Card) -> str:
             _question_html(f"Question {step + 1} of {len(items)}: ", *_at(items, step, draft))
         )
     elif items:
-        parts.append(_question_html("", items[0].question, draft, 0))
+        parts.append(_question_html("", items[0].question, draft, 0, (card.title, card.summary)))
     return "\n\n".join(parts)
 
 

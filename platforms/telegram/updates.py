@@ -88,7 +88,12 @@ class UpdateHandler:
 
     async def handle(self, update: Update) -> None:
         if update.callback_query is not None:
-            await self._callback(update.callback_query)
+            try:
+                await self._callback(update.callback_query)
+            except Exception:  # every click is answered, even when handling it failed
+                text = "Something went wrong with this click; the gateway logged it."
+                await self._out.answer(update.callback_query.id, text, alert=True)
+                raise
         elif update.message is not None:
             await self._message(update.message)
         # edited messages, channel posts and the rest are not for the gateway
