@@ -18,7 +18,7 @@ from gateway.domain import ConversationRef
 from gateway.errors import PlatformError
 from gateway.events import ToolActivity, ToolKind, ToolPhase
 from gateway.platform import MessageRef, Platform, RateLimited
-from gateway.textsplit import split_text
+from gateway.textsplit import GrowingSplit, split_text
 
 __all__ = ["Notifier", "TurnStream", "with_rate_limit"]
 
@@ -87,6 +87,7 @@ class TurnStream:
         # (a million deltas took hours; bench/throughput.py, docs/decisions.md)
         self._slots: dict[str, list[str]] = {}
         self._shown: dict[ConversationRef, list[tuple[MessageRef | None, str]]] = {}
+        self._splits: dict[int, GrowingSplit] = {}  # by the platform's text limit
         self._dirty = asyncio.Event()
         self._flushing = asyncio.Lock()  # the flusher task and the runner both flush
         self.deltas = 0
@@ -143,7 +144,9 @@ class TurnStream:
 
     async def _show(self, platform: Platform, conversation: ConversationRef, text: str) -> None:
         shown = self._shown.setdefault(conversation, [])
-        for index, chunk in enumerate(split_text(text, platform.limits.text_max_chars)):
+        limit = platform.limits.text_max_chars
+        splitter = self._splits.setdefault(limit, GrowingSplit(limit))
+        for index, chunk in enumerate(splitter.split(text)):
             try:
                 if index < len(shown):
                     ref, before = shown[index]

@@ -6,7 +6,7 @@ with the same info string, so every message renders as the agent meant it.
 
 from __future__ import annotations
 
-__all__ = ["split_text"]
+__all__ = ["GrowingSplit", "split_text"]
 
 _FENCE = "```"
 _CLOSE = "\n" + _FENCE  # worst case: a newline before the closing fence
@@ -16,6 +16,10 @@ def split_text(text: str, limit: int) -> list[str]:
     """Split ``text`` into chunks of at most ``limit`` characters, preferring line breaks."""
     if len(text) <= limit:
         return [text]
+    return _split(text, limit)
+
+
+def _split(text: str, limit: int) -> list[str]:
     if limit < 64:
         raise ValueError("limit too small to split text sensibly")
     chunks: list[str] = []
@@ -53,3 +57,44 @@ def _closed(chunk: str, fence: str | None) -> str:
     if fence is None:
         return chunk
     return chunk + _FENCE if chunk.endswith("\n") else chunk + _CLOSE
+
+
+class GrowingSplit:
+    """``split_text`` of a text that mostly grows at its end (a streamed answer), without
+    splitting its start again each time: the same chunks, in time proportional to the new
+    text instead of the whole (a million streamed deltas spent a tenth of their time here).
+
+    Chunks before the last two are settled: the greedy split closes a chunk on the length of
+    the piece that follows it, and those pieces cannot change when text is appended. A
+    settled chunk never holds a fence (whose state would carry over). Whenever the text does
+    not start with the settled chunks (an item's final text replaced its deltas), the whole
+    text is split again.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._settled: list[str] = []
+        self._settled_chars = 0
+
+    def split(self, text: str) -> list[str]:
+        if not self._starts_with_settled(text):
+            self._settled, self._settled_chars = [], 0
+        if not self._settled:
+            chunks = split_text(text, self._limit)
+        else:
+            rest = text[self._settled_chars :]
+            chunks = [*self._settled, *(_split(rest, self._limit) if rest else [])]
+        for chunk in chunks[len(self._settled) : -2]:
+            if _FENCE in chunk:
+                break
+            self._settled.append(chunk)
+            self._settled_chars += len(chunk)
+        return chunks
+
+    def _starts_with_settled(self, text: str) -> bool:
+        offset = 0
+        for chunk in self._settled:
+            if not text.startswith(chunk, offset):
+                return False
+            offset += len(chunk)
+        return True
