@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "throughput": (["--deltas", "1000000"], ["--deltas", "2000"]),
     "concurrency": (["--sessions", "200", "--trips", "5"], ["--sessions", "4", "--trips", "2"]),
     "startup": (["--runs", "3"], ["--runs", "1"]),
+    "telegram_pacing": (["--seconds", "8"], ["--seconds", "2"]),
 }
 TAKES_PLATFORM = frozenset({"interactions", "throughput", "concurrency"})
 
@@ -40,11 +41,13 @@ def run_one(name: str, args: Sequence[str]) -> list[Figure]:
     argv = [sys.executable, "-m", f"bench.{name}", *args, "--json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
-    figures = [
-        figure_from_json(json.loads(line))
-        for line in done.stdout.splitlines()
-        if line.startswith("{")
-    ]
+    figures = []
+    for line in done.stdout.splitlines():  # one figure a line, or a list of them
+        if line.startswith(("{", "[")):
+            found = json.loads(line)
+            figures += [
+                figure_from_json(raw) for raw in (found if isinstance(found, list) else [found])
+            ]
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         figures.append(Figure(benchmark=name, name="FAILED", value=tail[-200:], met=False))
