@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import partial
 from typing import Protocol
 
@@ -30,7 +30,7 @@ __all__ = ["Broker", "Deliverer", "DeliveryRefused"]
 
 log = logging.getLogger(__name__)
 
-OPENING_FIRST_SECONDS = 0.2  # how long an edit may wait for new cards being opened
+EDITS_WAIT_SECONDS = 0.2  # how long a card edit may wait for new cards and decisions
 
 
 class DeliveryRefused(GatewayError):
@@ -58,11 +58,11 @@ class Broker:
         self._deliverer = deliverer
         self._dirty: dict[str, None] = {}  # interactions whose cards need a refresh, in order
         self._dirty_event = asyncio.Event()
-        # New cards go before edits of old ones: while one is being opened the refresher
-        # waits (bounded), so that it does not take turns with the new card at the ledger
-        self._opening = 0
-        self._none_opening = asyncio.Event()
-        self._none_opening.set()
+        # New cards and decisions go before edits of older cards: while one is under way the
+        # refresher waits (bounded), so that they do not take turns at the ledger's lock
+        self._urgent = 0
+        self._none_urgent = asyncio.Event()
+        self._none_urgent.set()
 
     # --- the agent asked ------------------------------------------------------------------
 
@@ -70,9 +70,7 @@ class Broker:
         self, session_id: str, epoch: int, request: InteractionRequest, *, turn_id: int | None
     ) -> Interaction:
         """Record the request (idempotent on its native key) and show its card everywhere."""
-        self._opening += 1
-        self._none_opening.clear()
-        try:
+        with self.ahead_of_edits():
             opened = await self._store.interactions.create(
                 session_id, epoch, request, turn_id=turn_id
             )
@@ -85,10 +83,6 @@ class Broker:
                 # runner handles the agent's next event only after this: nothing changed them)
                 for copy in copies:
                     await self._show(opened.interaction, copy)
-        finally:
-            self._opening -= 1
-            if not self._opening:
-                self._none_opening.set()
         return opened.interaction
 
     # --- a person decided -----------------------------------------------------------------
@@ -132,6 +126,19 @@ class Broker:
 
     # --- cards ----------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def ahead_of_edits(self) -> Iterator[None]:
+        """Card edits wait (at most EDITS_WAIT_SECONDS) while this block runs: a new card, a
+        person's click. Its latency is what a person waits for; an edit's is not."""
+        self._urgent += 1
+        self._none_urgent.clear()
+        try:
+            yield
+        finally:
+            self._urgent -= 1
+            if not self._urgent:
+                self._none_urgent.set()
+
     def mark_dirty(self, interaction_id: str) -> None:
         """Ask the refresher to bring every copy of this card up to date."""
         self._dirty[interaction_id] = None
@@ -144,8 +151,8 @@ class Broker:
             self._dirty_event.clear()
             while self._dirty:
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(OPENING_FIRST_SECONDS):
-                        await self._none_opening.wait()
+                    async with asyncio.timeout(EDITS_WAIT_SECONDS):
+                        await self._none_urgent.wait()
                 interaction_id = next(iter(self._dirty))
                 del self._dirty[interaction_id]
                 await self.refresh(interaction_id)

@@ -157,10 +157,12 @@ class Gateway:
         await self.control.on_message(message)
 
     async def on_action(self, action: InboundAction) -> Ack:
-        return await self.desk.on_action(action)
+        with self.broker.ahead_of_edits():
+            return await self.desk.on_action(action)
 
     async def on_form(self, form: InboundForm) -> Ack:
-        return await self.desk.on_form(form)
+        with self.broker.ahead_of_edits():
+            return await self.desk.on_form(form)
 
     async def on_platform_back(self, platform: str) -> None:
         sent = await self.broker.resend_failed()
