@@ -18,7 +18,7 @@ from gateway.agents import AgentLauncher, RunningAgent
 from gateway.broker import Broker, DeliveryRefused
 from gateway.config import ProjectConfig
 from gateway.domain import ConversationRef, Decision, InteractionState, TurnStatus
-from gateway.errors import AgentError, GatewayError
+from gateway.errors import AgentError, GatewayError, StoreError
 from gateway.events import (
     AgentEvent,
     AgentExited,
@@ -215,7 +215,15 @@ class SessionRunner:
             if prompt is None:
                 await self._prompt_ready.wait()
                 continue
-            self._turn = await self._store.turns.start(self.session_id, epoch, prompt_id=prompt.id)
+            try:
+                self._turn = await self._store.turns.start(
+                    self.session_id, epoch, prompt_id=prompt.id
+                )
+            except StoreError:
+                # the epoch ended between the claim and the turn (the agent exited, or the
+                # gateway is stopping): nothing was sent, so the prompt keeps its place
+                await self._store.prompts.release(prompt.id)
+                await asyncio.Event().wait()  # the consumer ends this epoch
             self._turn_done.clear()
             self._interrupt_requested.clear()
             self._stream = TurnStream(self._platforms, await self._conversations())

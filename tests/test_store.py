@@ -275,6 +275,16 @@ async def test_one_prompt_in_flight_at_a_time(store: Store) -> None:
     assert second is not None and second.text == "second"
 
 
+async def test_a_released_prompt_keeps_its_place_in_the_queue(store: Store) -> None:
+    session, _ = await running_session(store)
+    await enqueue(store, session.id, "m1", "first")
+    await enqueue(store, session.id, "m2", "second")
+    first = await store.prompts.claim_next(session.id)
+    assert first is not None
+    await store.prompts.release(first.id)  # its turn could not start: nothing was sent
+    assert await drain(store, session.id) == ["first", "second"]
+
+
 async def test_a_redelivered_message_is_never_queued_twice(store: Store) -> None:
     session, _ = await running_session(store)
     await enqueue(store, session.id, "m0", "before")

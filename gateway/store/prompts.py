@@ -141,6 +141,16 @@ class PromptQueue:
     async def mark_interrupted(self, prompt_id: int) -> PromptRecord:
         return await self._finish(prompt_id, PromptState.INTERRUPTED)
 
+    async def release(self, prompt_id: int) -> None:
+        """Put a claimed prompt back at its place in the queue: nothing was sent yet (its
+        turn could not start because the runtime ended in between)."""
+        async with self._db.write() as conn:
+            await conn.execute(
+                "UPDATE prompts SET state = 'queued', updated_at = ?"
+                " WHERE id = ? AND state = 'in_flight'",
+                (self._db.now(), prompt_id),
+            )
+
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
         async with self._db.write() as conn:
             prompt = await _prompt(conn, prompt_id)
