@@ -2,13 +2,13 @@
 
     .venv/bin/python -m bench                      # every benchmark, full size (a few minutes)
     .venv/bin/python -m bench --quick              # toy sizes: does everything still run?
-    .venv/bin/python -m bench --only throughput --platform memory --out bench/results.md
+    .venv/bin/python -m bench --only throughput --platform memory --out /tmp/table.md
 
 Each benchmark runs in a process of its own (``python -m bench.<name> --json``), so that its
 peak RSS and CPU are its own. The table (with the date, ``uname -m``, nproc, the Python
 version and the load average while the suite ran) is printed at the end and written to
-``--out``; README.md carries a copy. Figures, not assertions: a missed target is marked,
-never raised.
+``--out`` (default ``.cache/bench-results.md``); README.md carries a copy. Figures, not
+assertions: a missed target is marked, never raised.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="toy sizes (a smoke run)")
     parser.add_argument("--only", action="append", choices=sorted(BENCHMARKS))
     parser.add_argument("--platform", default="memory", help="the chat platform to drive")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results.md")
+    parser.add_argument("--out", type=Path, default=ROOT / ".cache" / "bench-results.md")
     args = parser.parse_args()
     figures: list[Figure] = []
     for name in args.only or list(BENCHMARKS):
@@ -86,6 +86,7 @@ def main() -> int:
         figures += found
     command = "python -m bench" + (" --quick" if args.quick else "")
     table = markdown(figures, machine(), command)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(table, encoding="utf-8")
     print(f"\n{table}\n(written to {args.out})")
     return 1 if any(item.name == "FAILED" for item in figures) else 0
