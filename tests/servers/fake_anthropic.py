@@ -26,14 +26,14 @@ and :func:`http_error`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar
+
+from tests.servers.http_server import RecordingServer, decode_json
 
 __all__ = [
     "FakeAnthropic",
@@ -53,8 +53,6 @@ __all__ = [
 ]
 
 MODEL = "claude-sonnet-4-5-20250929"
-MAX_HEADER_BYTES = 64 * 1024
-MAX_BODY_BYTES = 32 * 1024 * 1024
 NOT_PROMPTS = ("<system-reminder>", "[Request interrupted")
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -232,30 +230,30 @@ def http_error(status: int, message: str = "fake failure", *, times: int | None 
     def step(request: ModelRequest, tool_use_id: str) -> Reply:
         if times is not None and next(failed) >= times:
             return Reply(content=({"type": "text", "text": "Recovered after the retry."},))
-        kind = ERROR_TYPES.get(status, "api_error")
-        body = {"type": "error", "error": {"type": kind, "message": message}}
-        return Reply(status=status, error_body=body)
+        return Reply(status=status, error_body=_api_error(status, message))
 
     return step
+
+
+def _api_error(status: int, message: str = "fake failure") -> dict[str, Any]:
+    """The Messages API's error body for ``status``."""
+    kind = ERROR_TYPES.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
 
 
 # --- the server ------------------------------------------------------------------------------
 
 
 @dataclass
-class FakeAnthropic:
+class FakeAnthropic(RecordingServer[ModelRequest]):
     """The fake model server. ``async with FakeAnthropic(scenario) as fake: fake.base_url``."""
+
+    response_headers: ClassVar[Mapping[str, str]] = {"Request-Id": "req_fake"}
 
     scenario: Scenario = (text("Hello from the fake model."),)
     choose: Chooser | None = None
-    host: str = "127.0.0.1"
-    port: int = 0
-    requests: list[ModelRequest] = field(default_factory=list)
     _queue: deque[Scenario] = field(default_factory=deque)
     _turns: dict[int, Scenario] = field(default_factory=dict)
-    _server: asyncio.Server | None = None
-    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _changed: asyncio.Condition | None = None
 
     @property
     def base_url(self) -> str:
@@ -269,53 +267,6 @@ class FakeAnthropic:
         """The main-loop requests (the ones with tools), in order."""
         return [r for r in self.requests if r.turn is not None]
 
-    async def wait_for_requests(self, count: int) -> list[ModelRequest]:
-        """Wait (under the caller's deadline) until ``count`` model requests were received."""
-        assert self._changed is not None, "server not started"
-        async with self._changed:
-            await self._changed.wait_for(lambda: len(self.model_requests()) >= count)
-        return self.model_requests()
-
-    async def start(self) -> None:
-        if not self.host.startswith("127."):
-            raise ValueError(f"the fake model listens on 127.0.0.0/8 only, not {self.host}")
-        self._changed = asyncio.Condition()
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-
-    async def __aenter__(self) -> FakeAnthropic:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    # one connection, one request (we always answer with Connection: close)
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            method, path, headers, raw = await _read_request(reader)
-            await self._handle(method, path.split("?")[0].rstrip("/"), headers, raw, writer)
-        except (_BadRequest, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-            with contextlib.suppress(ConnectionError):
-                await _write_json(writer, 400, _error_body(400, f"bad request: {exc}"))
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
-
     async def _handle(
         self,
         method: str,
@@ -324,8 +275,9 @@ class FakeAnthropic:
         raw: bytes,
         writer: asyncio.StreamWriter,
     ) -> None:
+        path = path.split("?")[0].rstrip("/")
         n = next(self._counter)
-        body = _decode_body(raw)
+        body = decode_json(raw)
         request = ModelRequest(n=n, method=method, path=path, headers=headers, body=body)
         if method == "HEAD":
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
@@ -333,14 +285,14 @@ class FakeAnthropic:
             return
         if method == "GET" and path == "/v1/models":
             model = {"type": "model", "id": MODEL, "display_name": "Fake", "created_at": ""}
-            await _write_json(writer, 200, {"data": [model], "has_more": False})
+            await self._write_json(writer, 200, {"data": [model], "has_more": False})
             return
         if method == "POST" and path == "/v1/messages/count_tokens":
-            await _write_json(writer, 200, {"input_tokens": 100})
+            await self._write_json(writer, 200, {"input_tokens": 100})
             return
         if method != "POST" or path != "/v1/messages":
             await self._record(request)
-            await _write_json(writer, 404, _error_body(404, f"fake: no {method} {path}"))
+            await self._write_json(writer, 404, _api_error(404, f"fake: no {method} {path}"))
             return
         if not body.get("tools"):  # a side query (title, summary): not part of any turn
             await self._record(request)
@@ -350,9 +302,14 @@ class FakeAnthropic:
             await self._record(request)
             reply = self._reply(request, f"toolu_fake_{n:04d}")
         if reply.status != 200:
-            await _write_json(writer, reply.status, reply.error_body or _error_body(reply.status))
+            error = reply.error_body or _api_error(reply.status)
+            await self._write_json(writer, reply.status, error)
             return
-        await _write_stream(writer, f"msg_fake_{n:04d}", str(body.get("model") or MODEL), reply)
+        events = _stream_events(f"msg_fake_{n:04d}", str(body.get("model") or MODEL), reply)
+        await self._write_sse(writer, events)
+
+    def _error_body(self, status: int, message: str) -> dict[str, Any]:
+        return _api_error(status, message)
 
     def _reply(self, request: ModelRequest, tool_use_id: str) -> Reply:
         assert request.turn is not None
@@ -371,72 +328,8 @@ class FakeAnthropic:
             return self._queue.popleft()
         return self.scenario
 
-    async def _record(self, request: ModelRequest) -> None:
-        self.requests.append(request)
-        if self._changed is not None:
-            async with self._changed:
-                self._changed.notify_all()
 
-
-# --- HTTP and SSE, just enough ---------------------------------------------------------------
-
-
-class _BadRequest(Exception):
-    pass
-
-
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:
-    head = await reader.readuntil(b"\r\n\r\n")
-    if len(head) > MAX_HEADER_BYTES:
-        raise _BadRequest("headers too large")
-    lines = head.decode("latin-1").split("\r\n")
-    try:
-        method, path, _version = lines[0].split(" ", 2)
-    except ValueError:
-        raise _BadRequest(f"request line {lines[0]!r}") from None
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(":")
-        if colon:
-            headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = bytearray()
-        while size := int((await reader.readuntil(b"\r\n")).split(b";")[0].strip() or b"0", 16):
-            if len(body) + size > MAX_BODY_BYTES:
-                raise _BadRequest("body too large")
-            body += await reader.readexactly(size)
-            await reader.readexactly(2)
-        await reader.readuntil(b"\r\n")
-        return method, path, headers, bytes(body)
-    length = int(headers.get("content-length") or 0)
-    if length > MAX_BODY_BYTES:
-        raise _BadRequest("body too large")
-    return method, path, headers, await reader.readexactly(length)
-
-
-def _decode_body(raw: bytes) -> dict[str, Any]:
-    if not raw:
-        return {}
-    try:
-        decoded = json.loads(raw)
-    except ValueError:
-        return {"_raw": raw[:2000].decode("utf-8", "replace")}
-    return decoded if isinstance(decoded, dict) else {"_json": decoded}
-
-
-def _error_body(status: int, message: str = "fake failure") -> dict[str, Any]:
-    kind = ERROR_TYPES.get(status, "api_error")
-    return {"type": "error", "error": {"type": kind, "message": message}}
-
-
-async def _write_json(writer: asyncio.StreamWriter, status: int, obj: dict[str, Any]) -> None:
-    data = json.dumps(obj).encode()
-    writer.write(
-        f"HTTP/1.1 {status} Fake\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(data)}\r\nRequest-Id: req_fake\r\nConnection: close\r\n\r\n".encode()
-        + data
-    )
-    await writer.drain()
+# --- the SSE stream --------------------------------------------------------------------------
 
 
 def _chunks(value: str, after: str, per_chunk: int) -> list[str]:
@@ -484,15 +377,3 @@ def _stream_events(message_id: str, model: str, reply: Reply) -> list[dict[str, 
     events.append({"type": "message_delta", "delta": delta, "usage": {"output_tokens": 25}})
     events.append({"type": "message_stop"})
     return events
-
-
-async def _write_stream(
-    writer: asyncio.StreamWriter, message_id: str, model: str, reply: Reply
-) -> None:
-    writer.write(
-        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-        b"Request-Id: req_fake\r\nConnection: close\r\n\r\n"
-    )
-    for event in _stream_events(message_id, model, reply):
-        writer.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-        await writer.drain()

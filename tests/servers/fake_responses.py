@@ -26,13 +26,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import itertools
 import json
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from types import TracebackType
 from typing import Any, TextIO
+
+from tests.servers.http_server import RecordingServer, decode_json
 
 __all__ = [
     "PRESETS",
@@ -55,8 +55,6 @@ TOOL_OUTPUT_TYPES = frozenset(
     "function_call_output custom_tool_call_output local_shell_call_output"
     " tool_search_output mcp_tool_call_output".split()
 )
-MAX_HEADER_BYTES = 64 * 1024
-MAX_BODY_BYTES = 32 * 1024 * 1024
 USAGE: dict[str, Any] = {
     "input_tokens": 10,
     "input_tokens_details": {"cached_tokens": 0},
@@ -256,10 +254,6 @@ def _failed(resp_id: str, message: str, code: str = "server_error") -> Reply:
 # --- the server ------------------------------------------------------------------------------
 
 
-class _BadRequest(Exception):
-    pass
-
-
 @dataclass
 class _Turn:
     scenario: Scenario
@@ -267,19 +261,13 @@ class _Turn:
 
 
 @dataclass
-class FakeResponses:
+class FakeResponses(RecordingServer[ModelRequest]):
     """The fake model server. ``async with FakeResponses(scenario) as fake: fake.base_url``."""
 
     scenario: Scenario = ()
     choose: Chooser | None = None
-    host: str = "127.0.0.1"
-    port: int = 0
-    requests: list[ModelRequest] = field(default_factory=list)
     _queue: deque[Scenario] = field(default_factory=deque)
     _turns: dict[str, _Turn] = field(default_factory=dict)
-    _server: asyncio.Server | None = None
-    _counter: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    _changed: asyncio.Condition | None = None
 
     @property
     def base_url(self) -> str:
@@ -297,53 +285,6 @@ class FakeResponses:
         outputs = (r.tool_output() for r in reversed(self.model_requests()))
         return next((out for out in outputs if out), "")
 
-    async def wait_for_requests(self, count: int) -> list[ModelRequest]:
-        """Wait (under the caller's deadline) until ``count`` model requests were received."""
-        assert self._changed is not None, "server not started"
-        async with self._changed:
-            await self._changed.wait_for(lambda: len(self.model_requests()) >= count)
-        return self.model_requests()
-
-    async def start(self) -> None:
-        if not self.host.startswith("127."):
-            raise ValueError(f"the fake model listens on 127.0.0.0/8 only, not {self.host}")
-        self._changed = asyncio.Condition()
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def close(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-
-    async def __aenter__(self) -> FakeResponses:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.close()
-
-    # one connection, one request (we always answer with Connection: close)
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            method, path, headers, raw = await _read_request(reader)
-            await self._handle(method, path, headers, raw, writer)
-        except (_BadRequest, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-            with contextlib.suppress(ConnectionError):
-                await _write_json(writer, 400, {"error": {"message": f"bad request: {exc}"}})
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
-
     async def _handle(
         self,
         method: str,
@@ -358,17 +299,17 @@ class FakeResponses:
             await self._record(
                 ModelRequest(n=n, method=method, path=path, headers=headers, body={})
             )
-            await _write_json(writer, 200, {"object": "list", "data": [], "models": []})
+            await self._write_json(writer, 200, {"object": "list", "data": [], "models": []})
             return
         if method == "POST" and path == "/_control":
             self.scenario = PRESETS.get(str(body.get("scenario")), self.scenario)
-            await _write_json(writer, 200, {"ok": True})
+            await self._write_json(writer, 200, {"ok": True})
             return
         if method != "POST" or not path.split("?")[0].rstrip("/").endswith("/responses"):
             await self._record(
                 ModelRequest(n=n, method=method, path=path, headers=headers, body=body)
             )
-            await _write_json(writer, 404, {"error": {"message": f"unhandled {method} {path}"}})
+            await self._write_json(writer, 404, self._error_body(404, f"unhandled {method} {path}"))
             return
         request = self._place(
             ModelRequest(n=n, method=method, path=path, headers=headers, body=body)
@@ -381,7 +322,7 @@ class FakeResponses:
         else:
             reply = _failed(resp_id, f"fake: the scenario has no step {request.step}")
         if reply.status != 200:
-            await _write_json(writer, reply.status, reply.error_body or {})
+            await self._write_json(writer, reply.status, reply.error_body or {})
             return
         events: list[dict[str, Any]] = [
             {"type": "response.created", "response": {"id": resp_id}},
@@ -391,13 +332,10 @@ class FakeResponses:
             events.append(
                 {"type": "response.completed", "response": {"id": resp_id, "usage": USAGE}}
             )
-        writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-            b"Cache-Control: no-cache\r\nConnection: close\r\n\r\n"
-        )
-        for event in events:
-            writer.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
-            await writer.drain()
+        await self._write_sse(writer, events)
+
+    def _error_body(self, status: int, message: str) -> dict[str, Any]:
+        return {"error": {"message": message}}
 
     def _place(self, request: ModelRequest) -> ModelRequest:
         """Find the request's turn (a new one takes the next scenario) and its step."""
@@ -416,12 +354,6 @@ class FakeResponses:
             return self._queue.popleft()
         return self.scenario
 
-    async def _record(self, request: ModelRequest) -> None:
-        self.requests.append(request)
-        if self._changed is not None:
-            async with self._changed:
-                self._changed.notify_all()
-
 
 def _turn_id(request: ModelRequest) -> str | None:
     metadata = request.body.get("client_metadata")
@@ -436,41 +368,6 @@ def _turn_id(request: ModelRequest) -> str | None:
     return None
 
 
-# --- HTTP/1.1, just enough -------------------------------------------------------------------
-
-
-async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:
-    head = await reader.readuntil(b"\r\n\r\n")
-    if len(head) > MAX_HEADER_BYTES:
-        raise _BadRequest("headers too large")
-    lines = head.decode("latin-1").split("\r\n")
-    try:
-        method, path, _version = lines[0].split(" ", 2)
-    except ValueError:
-        raise _BadRequest(f"request line {lines[0]!r}") from None
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if ":" in line:
-            name, value = line.split(":", 1)
-            headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = bytearray()
-        while True:
-            size = int((await reader.readuntil(b"\r\n")).strip().split(b";")[0] or b"0", 16)
-            if size == 0:
-                await reader.readuntil(b"\r\n")
-                break
-            if len(body) + size > MAX_BODY_BYTES:
-                raise _BadRequest("body too large")
-            body += await reader.readexactly(size)
-            await reader.readexactly(2)
-        return method, path, headers, bytes(body)
-    length = int(headers.get("content-length") or 0)
-    if length > MAX_BODY_BYTES:
-        raise _BadRequest("body too large")
-    return method, path, headers, await reader.readexactly(length)
-
-
 def _decode_body(raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
     encoding = headers.get("content-encoding", "").lower()
     if encoding == "gzip":
@@ -479,25 +376,7 @@ def _decode_body(raw: bytes, headers: dict[str, str]) -> dict[str, Any]:
         raw = gzip.decompress(raw)
     elif encoding:
         return {"_undecoded": encoding, "_len": len(raw)}
-    if not raw:
-        return {}
-    try:
-        decoded = json.loads(raw)
-    except ValueError:
-        return {"_raw": raw[:2000].decode("utf-8", "replace")}
-    return decoded if isinstance(decoded, dict) else {"_json": decoded}
-
-
-async def _write_json(writer: asyncio.StreamWriter, status: int, obj: dict[str, Any]) -> None:
-    data = json.dumps(obj).encode()
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error"}
-    writer.write(
-        f"HTTP/1.1 {status} {reason.get(status, 'Error')}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
-        "Connection: close\r\n\r\n".encode()
-        + data
-    )
-    await writer.drain()
+    return decode_json(raw)
 
 
 # --- script ----------------------------------------------------------------------------------
