@@ -20,16 +20,12 @@ scenario yet) and ``claude_home`` (a :class:`ClaudeHome` pointed at it).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -38,19 +34,7 @@ from adapters.claude_launch import ClaudeLaunch
 from adapters.codec import AgentCodec
 from adapters.runtime import AgentRuntime
 from adapters.stdio import ProcessSpec
-from gateway.domain import Decision, InteractionRequest, Resolution
-from gateway.events import (
-    AgentCommand,
-    AgentEvent,
-    AgentExited,
-    Capabilities,
-    InteractionClosed,
-    InteractionOpened,
-    Prompt,
-    Respond,
-    SessionStarted,
-    TurnCompleted,
-)
+from tests.agent_driver import DEADLINE, AgentDriver, Tap, TappedCodec, placeholders, scratch_dir
 from tests.servers.fake_anthropic import FakeAnthropic
 
 __all__ = [
@@ -64,12 +48,6 @@ __all__ = [
     "make_claude_home",
     "run_claude",
 ]
-
-DEADLINE = 30.0  # seconds for any one awaited event; a whole approval turn takes ~0.3 s
-E = TypeVar("E", bound=AgentEvent)
-Tap = Callable[[str, bytes], None]  # (">>" written to the agent | "<<" read from it, line)
-
-PREFERRED_PARENT = Path("/var/tmp")
 
 
 def claude_env(base_url: str, home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -104,16 +82,9 @@ class ClaudeHome:
     def substitutions(self) -> list[tuple[str, str]]:
         """Real paths and their placeholders, longest first, for transcripts."""
         pairs = [(str(self.home), "$HOME"), (str(self.workspace), "$WORKSPACE")]
-        resolved = [(str(Path(p).resolve()), name) for p, name in pairs]
         # Claude names its per-project directories after the cwd, every other character "-".
         mangled = [(re.sub(r"[^A-Za-z0-9]", "-", p), "-$WORKSPACE") for p, _ in pairs[1:]]
-        return sorted({*pairs, *resolved, *mangled}, key=lambda pair: -len(pair[0]))
-
-
-def _scratch_parent() -> Path | None:
-    if PREFERRED_PARENT.is_dir() and os.access(PREFERRED_PARENT, os.W_OK):
-        return PREFERRED_PARENT
-    return None
+        return placeholders(pairs, mangled)
 
 
 @contextmanager
@@ -121,117 +92,26 @@ def make_claude_home(
     base_url: str, *, extra_env: Mapping[str, str] | None = None
 ) -> Iterator[ClaudeHome]:
     """Create the directories, yield them, remove them."""
-    root = Path(tempfile.mkdtemp(prefix="agent-gateway-claude-", dir=_scratch_parent()))
-    try:
+    with scratch_dir("agent-gateway-claude-") as root:
         home = root / "home"
         workspace = root / "workspace"
         for path in (home / ".claude", workspace):
             path.mkdir(parents=True)
         env = claude_env(base_url, home, extra_env)
         yield ClaudeHome(root=root, home=home, workspace=workspace, env=env)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 # --- the agent, through the adapter ------------------------------------------------------------
 
 
-class _TappedCodec:
-    """The real codec, with each line it reads and writes shown to ``tap`` on the way."""
+class ClaudeAgent(AgentDriver):
+    """A running ``claude`` behind the adapter, its codec, and every event it emitted so far."""
 
-    def __init__(self, codec: AgentCodec, tap: Tap) -> None:
-        self.codec = codec
-        self.tap = tap
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self.codec.capabilities
-
-    def start(self) -> list[AgentEvent] | None:
-        return self.codec.start()
-
-    def feed(self, line: bytes) -> list[AgentEvent]:
-        self.tap("<<", line)
-        return self.codec.feed(line)
-
-    def send(self, command: AgentCommand) -> None:
-        self.codec.send(command)
-
-    def data_to_send(self) -> list[bytes]:
-        lines = self.codec.data_to_send()
-        for line in lines:
-            self.tap(">>", line)
-        return lines
-
-
-class ClaudeAgent:
-    """A running ``claude`` behind the adapter, and every event it emitted so far."""
+    name = "claude"
 
     def __init__(self, runtime: AgentRuntime, codec: ClaudeCodeCodec) -> None:
-        assert runtime.session is not None
-        self.runtime = runtime
+        super().__init__(runtime)
         self.codec = codec
-        self.session: SessionStarted = runtime.session
-        self.seen: list[AgentEvent] = []
-
-    async def until(self, done: Callable[[AgentEvent], bool]) -> AgentEvent:
-        """Read events until ``done`` says so (AssertionError if claude exits first)."""
-        async with asyncio.timeout(DEADLINE):
-            while True:
-                event = await self.runtime.next_event()
-                self.seen.append(event)
-                if done(event):
-                    return event
-                if isinstance(event, AgentExited):
-                    raise AssertionError(f"claude exited: {event}")
-
-    async def next(self, kind: type[E]) -> E:
-        event = await self.until(lambda e: isinstance(e, kind))
-        assert isinstance(event, kind)
-        return event
-
-    async def prompt(self, text: str) -> int:
-        """Send a prompt; returns the index in ``seen`` where its events start."""
-        await self.runtime.send(Prompt(text=text))
-        return len(self.seen)
-
-    async def asked(self) -> InteractionRequest:
-        """The next interaction the agent opens (AssertionError if the turn ends first)."""
-        event = await self.until(lambda e: isinstance(e, InteractionOpened | TurnCompleted))
-        if isinstance(event, TurnCompleted):
-            raise AssertionError(f"the turn ended without asking anything: {event}")
-        assert isinstance(event, InteractionOpened)
-        return event.request
-
-    async def decide(self, request: InteractionRequest, decision: Decision) -> None:
-        await self.runtime.send(Respond(native_key=request.native_key, decision=decision))
-
-    async def turn_end(self) -> TurnCompleted:
-        """The end of the turn, with nothing more asked on the way (else AssertionError)."""
-        event = await self.until(lambda e: isinstance(e, TurnCompleted | InteractionOpened))
-        if isinstance(event, InteractionOpened):
-            raise AssertionError(f"claude asked again: {event.request.title}: {event.request}")
-        assert isinstance(event, TurnCompleted)
-        return event
-
-    async def exited(self) -> AgentExited:
-        """Read to the end: the process is gone."""
-        async with asyncio.timeout(DEADLINE):
-            async for event in self.runtime.events():
-                self.seen.append(event)
-        assert isinstance(self.seen[-1], AgentExited)
-        return self.seen[-1]
-
-    def opened_since(self, mark: int) -> list[InteractionRequest]:
-        return [e.request for e in self.seen[mark:] if isinstance(e, InteractionOpened)]
-
-    def closed(self, request: InteractionRequest) -> list[Resolution]:
-        """How the agent closed ``request`` (empty while it is open)."""
-        return [
-            e.how
-            for e in self.seen
-            if isinstance(e, InteractionClosed) and e.native_key == request.native_key
-        ]
 
 
 @asynccontextmanager
@@ -246,7 +126,7 @@ async def run_claude(
     launch = replace(launch or ClaudeLaunch(), command=(claude_bin,))
     spec = ProcessSpec(argv=launch.argv(), cwd=home.workspace, env=home.env)
     codec = ClaudeCodeCodec(launch, cwd=str(home.workspace))
-    wired: AgentCodec = codec if tap is None else _TappedCodec(codec, tap)
+    wired: AgentCodec = codec if tap is None else TappedCodec(codec, tap)
     async with AgentRuntime(spec, wired, handshake_timeout=DEADLINE) as runtime:
         yield ClaudeAgent(runtime, codec)
 

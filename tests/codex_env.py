@@ -19,15 +19,11 @@ Loaded as a pytest plugin by ``tests/conftest.py``, it provides the fixtures ``f
 
 from __future__ import annotations
 
-import asyncio
 import os
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
@@ -35,19 +31,9 @@ from adapters.codex_app_server import CodexAppServerCodec
 from adapters.codex_launch import codex_app_server_argv
 from adapters.runtime import AgentRuntime
 from adapters.stdio import ProcessSpec
-from gateway.domain import Decision, Effect, InteractionRequest, Resolution, Scope
-from gateway.events import (
-    AgentCommand,
-    AgentEvent,
-    AgentExited,
-    Capabilities,
-    InteractionClosed,
-    InteractionOpened,
-    Prompt,
-    Respond,
-    SessionStarted,
-    TurnCompleted,
-)
+from gateway.domain import Decision, Effect, InteractionRequest, Scope
+from gateway.events import InteractionOpened
+from tests.agent_driver import DEADLINE, AgentDriver, Tap, TappedCodec, placeholders, scratch_dir
 from tests.servers.fake_responses import FakeResponses
 
 __all__ = [
@@ -62,12 +48,6 @@ __all__ = [
     "make_codex_home",
     "run_codex",
 ]
-
-DEADLINE = 30.0  # seconds for any one awaited event; a whole approval turn takes ~0.3 s
-E = TypeVar("E", bound=AgentEvent)
-Tap = Callable[[str, bytes], None]  # (">>" written to the agent | "<<" read from it, line)
-
-PREFERRED_PARENT = Path("/var/tmp")
 
 
 def config_toml(
@@ -129,14 +109,7 @@ class CodexHome:
             (str(self.workspace), "$WORKSPACE"),
             (str(self.outside), "$OUTSIDE"),
         ]
-        resolved = [(str(Path(p).resolve()), name) for p, name in pairs]
-        return sorted({*pairs, *resolved}, key=lambda pair: -len(pair[0]))
-
-
-def _scratch_parent() -> Path | None:
-    if PREFERRED_PARENT.is_dir() and os.access(PREFERRED_PARENT, os.W_OK):
-        return PREFERRED_PARENT
-    return None
+        return placeholders(pairs)
 
 
 @contextmanager
@@ -148,8 +121,7 @@ def make_codex_home(
     sandbox_mode: str = "workspace-write",
 ) -> Iterator[CodexHome]:
     """Create the directories and config, yield them, remove them."""
-    root = Path(tempfile.mkdtemp(prefix="agent-gateway-codex-", dir=_scratch_parent()))
-    try:
+    with scratch_dir("agent-gateway-codex-") as root:
         home = root / "home"
         workspace = root / "workspace"
         outside = root / "outside"
@@ -172,96 +144,20 @@ def make_codex_home(
             "NO_PROXY": "127.0.0.1,localhost",
         }
         yield CodexHome(root=root, home=home, workspace=workspace, outside=outside, env=env)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 # --- the agent, through the adapter ------------------------------------------------------------
 
 
-class _TappedCodec:
-    """The real codec, with each line it reads and writes shown to ``tap`` on the way."""
-
-    def __init__(self, codec: CodexAppServerCodec, tap: Tap) -> None:
-        self.codec = codec
-        self.tap = tap
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return self.codec.capabilities
-
-    def start(self) -> list[AgentEvent] | None:
-        self.codec.start()
-        return None
-
-    def feed(self, line: bytes) -> list[AgentEvent]:
-        self.tap("<<", line)
-        return self.codec.feed(line)
-
-    def send(self, command: AgentCommand) -> None:
-        self.codec.send(command)
-
-    def data_to_send(self) -> list[bytes]:
-        lines = self.codec.data_to_send()
-        for line in lines:
-            self.tap(">>", line)
-        return lines
-
-
-class CodexAgent:
+class CodexAgent(AgentDriver):
     """A running app-server behind the adapter, and every event it emitted so far."""
 
-    def __init__(self, runtime: AgentRuntime, session: SessionStarted) -> None:
-        self.runtime = runtime
-        self.session = session
-        self.seen: list[AgentEvent] = []
-
-    async def until(self, done: Callable[[AgentEvent], bool]) -> AgentEvent:
-        """Read events until ``done`` says so (AssertionError if codex exits first)."""
-        async with asyncio.timeout(DEADLINE):
-            while True:
-                event = await self.runtime.next_event()
-                self.seen.append(event)
-                if done(event):
-                    return event
-                if isinstance(event, AgentExited):
-                    raise AssertionError(f"codex exited: {event}")
-
-    async def next(self, kind: type[E]) -> E:
-        event = await self.until(lambda e: isinstance(e, kind))
-        assert isinstance(event, kind)
-        return event
-
-    async def prompt(self, text: str) -> int:
-        """Send a prompt; returns the index in ``seen`` where its events start."""
-        await self.runtime.send(Prompt(text=text))
-        return len(self.seen)
+    name = "codex"
 
     async def asked(self) -> InteractionRequest:
-        """The next interaction the agent opens."""
+        """The next interaction the agent opens, reading past a turn's end on the way (where
+        :meth:`AgentDriver.asked` fails)."""
         return (await self.next(InteractionOpened)).request
-
-    async def decide(self, request: InteractionRequest, decision: Decision) -> None:
-        await self.runtime.send(Respond(native_key=request.native_key, decision=decision))
-
-    async def turn_end(self) -> TurnCompleted:
-        """The end of the turn, with nothing more asked on the way (else AssertionError)."""
-        event = await self.until(lambda e: isinstance(e, TurnCompleted | InteractionOpened))
-        if isinstance(event, InteractionOpened):
-            raise AssertionError(f"codex asked again: {event.request.title}: {event.request}")
-        assert isinstance(event, TurnCompleted)
-        return event
-
-    def opened_since(self, mark: int) -> list[InteractionRequest]:
-        return [e.request for e in self.seen[mark:] if isinstance(e, InteractionOpened)]
-
-    def closed(self, request: InteractionRequest) -> list[Resolution]:
-        """How the agent closed ``request`` (empty while it is open)."""
-        return [
-            e.how
-            for e in self.seen
-            if isinstance(e, InteractionClosed) and e.native_key == request.native_key
-        ]
 
 
 @asynccontextmanager
@@ -284,10 +180,9 @@ async def run_codex(
         resume_thread_id=resume,
         experimental_api=experimental_api,
     )
-    wired = codec if tap is None else _TappedCodec(codec, tap)
+    wired = codec if tap is None else TappedCodec(codec, tap)
     async with AgentRuntime(spec, wired, handshake_timeout=DEADLINE) as runtime:
-        assert runtime.session is not None
-        yield CodexAgent(runtime, runtime.session)
+        yield CodexAgent(runtime)
 
 
 def choose(request: InteractionRequest, effect: Effect, scope: Scope = Scope.ONCE) -> Decision:
