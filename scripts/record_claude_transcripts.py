@@ -21,15 +21,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -40,36 +37,10 @@ from gateway.domain import TurnStatus as Status  # noqa: E402
 from gateway.events import Interrupt, Warning  # noqa: E402
 from tests.claude_env import ClaudeAgent, ClaudeHome, make_claude_home, run_claude  # noqa: E402
 from tests.servers import fake_anthropic as fm  # noqa: E402
+from tests.transcript_recording import ScenarioFailed, Transcript, check  # noqa: E402
 
 DEFAULT_BIN = ROOT / ".cache" / "agents" / "node_modules" / ".bin" / "claude"
 DEFAULT_OUT = ROOT / "tests" / "transcripts" / "claude-2.1.197"
-
-
-class ScenarioFailed(Exception):
-    pass
-
-
-def check(condition: bool, what: str) -> None:
-    print(f"    {'ok ' if condition else 'BAD'} {what}")
-    if not condition:
-        raise ScenarioFailed(what)
-
-
-@dataclass
-class Transcript:
-    substitutions: list[tuple[str, str]]
-    t0: float = field(default_factory=time.monotonic)
-    lines: list[str] = field(default_factory=list)
-
-    def add(self, direction: str, msg: dict[str, Any]) -> None:
-        text = json.dumps(msg)
-        for real, placeholder in self.substitutions:
-            text = text.replace(real, placeholder)
-        record = {"t": round(time.monotonic() - self.t0, 4), "dir": direction}
-        self.lines.append(json.dumps(record)[:-1] + f', "msg": {text}}}')
-
-    def tap(self, direction: str, line: bytes) -> None:
-        self.add(direction, json.loads(line))
 
 
 @dataclass
@@ -365,7 +336,7 @@ async def record(name: str, claude_bin: str, out: Path) -> None:
             transcript = Transcript(substitutions=home.substitutions())
             run = Run(claude_bin=claude_bin, fake=fake, home=home, transcript=transcript)
             await SCENARIOS[name](run)
-            (out / f"{name}.jsonl").write_text("\n".join(transcript.lines) + "\n")
+            transcript.write(out / f"{name}.jsonl")
 
 
 def main() -> None:

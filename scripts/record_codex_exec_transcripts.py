@@ -29,9 +29,8 @@ import json
 import os
 import signal
 import sys
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,35 +45,12 @@ from adapters.codex_exec_process import (  # noqa: E402
 )
 from tests.codex_env import CodexHome, make_codex_home  # noqa: E402
 from tests.servers import fake_responses as fm  # noqa: E402
+from tests.transcript_recording import ScenarioFailed, Transcript, check  # noqa: E402
 
 DEFAULT_BIN = ROOT / ".cache" / "agents" / "node_modules" / ".bin" / "codex"
 DEFAULT_OUT = ROOT / "tests" / "transcripts" / "codex-exec-0.171"
 TIMEOUT = 60.0
 Msg = dict[str, Any]
-
-
-class ScenarioFailed(Exception):
-    pass
-
-
-def check(condition: bool, what: str) -> None:
-    print(f"    {'ok ' if condition else 'BAD'} {what}")
-    if not condition:
-        raise ScenarioFailed(what)
-
-
-@dataclass
-class Transcript:
-    substitutions: list[tuple[str, str]]
-    t0: float = field(default_factory=time.monotonic)
-    lines: list[str] = field(default_factory=list)
-
-    def add(self, direction: str, msg: Any) -> None:
-        text = json.dumps(msg)
-        for real, placeholder in self.substitutions:
-            text = text.replace(real, placeholder)
-        record = {"t": round(time.monotonic() - self.t0, 4), "dir": direction}
-        self.lines.append(json.dumps(record)[:-1] + f', "msg": {text}}}')
 
 
 @dataclass
@@ -308,13 +284,8 @@ async def record(name: str, codex: str, out: Path) -> bool:
             except (ScenarioFailed, TimeoutError) as exc:
                 print(f"    FAILED: {exc!r}")
                 return False
-    write_transcript(out / f"{name}.jsonl", run.transcript.lines)
+    run.transcript.write(out / f"{name}.jsonl")
     return True
-
-
-def write_transcript(path: Path, lines: list[str]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
 
 
 async def record_all(names: list[str], codex: str, out: Path) -> bool:

@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,36 +36,10 @@ from gateway.events import InteractionOpened, Interrupt, TurnCompleted  # noqa: 
 from tests.codex_env import CodexAgent, CodexHome, choose, make_codex_home  # noqa: E402
 from tests.codex_env import run_codex as run_codex_in  # noqa: E402
 from tests.servers import fake_responses as fm  # noqa: E402
+from tests.transcript_recording import ScenarioFailed, Transcript, check  # noqa: E402
 
 DEFAULT_BIN = ROOT / ".cache" / "agents" / "node_modules" / ".bin" / "codex"
 DEFAULT_OUT = ROOT / "tests" / "transcripts" / "codex-0.171"
-
-
-class ScenarioFailed(Exception):
-    pass
-
-
-def check(condition: bool, what: str) -> None:
-    print(f"    {'ok ' if condition else 'BAD'} {what}")
-    if not condition:
-        raise ScenarioFailed(what)
-
-
-@dataclass
-class Transcript:
-    substitutions: list[tuple[str, str]]
-    t0: float = field(default_factory=time.monotonic)
-    lines: list[str] = field(default_factory=list)
-
-    def add(self, direction: str, msg: dict[str, Any]) -> None:
-        text = json.dumps(msg)
-        for real, placeholder in self.substitutions:
-            text = text.replace(real, placeholder)
-        record = {"t": round(time.monotonic() - self.t0, 4), "dir": direction}
-        self.lines.append(json.dumps(record)[:-1] + f', "msg": {text}}}')
-
-    def tap(self, direction: str, line: bytes) -> None:
-        self.add(direction, json.loads(line))
 
 
 @dataclass
@@ -392,8 +364,8 @@ SCENARIOS: dict[str, Scenario] = {
 }
 
 
-async def record(name: str, scenario: Scenario, codex_bin: str) -> list[str] | None:
-    """Run one scenario; its transcript lines, or None if the binary did not behave."""
+async def record(name: str, scenario: Scenario, codex_bin: str) -> Transcript | None:
+    """Run one scenario; its transcript, or None if the binary did not behave."""
     print(f"{name}:")
     async with fm.FakeResponses() as fake:
         with make_codex_home(fake.base_url) as home:
@@ -404,10 +376,10 @@ async def record(name: str, scenario: Scenario, codex_bin: str) -> list[str] | N
             except (ScenarioFailed, AssertionError, TimeoutError) as exc:
                 print(f"    FAILED: {exc!r}; transcript not written")
                 return None
-    return transcript.lines
+    return transcript
 
 
-async def record_all(names: Iterable[str], codex_bin: str) -> dict[str, list[str] | None]:
+async def record_all(names: Iterable[str], codex_bin: str) -> dict[str, Transcript | None]:
     return {name: await record(name, SCENARIOS[name], codex_bin) for name in names}
 
 
@@ -419,10 +391,10 @@ def main() -> int:
     args = parser.parse_args()
     recorded = asyncio.run(record_all(args.only or list(SCENARIOS), args.codex))
     args.out.mkdir(parents=True, exist_ok=True)
-    for name, lines in recorded.items():
-        if lines is not None:
-            (args.out / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return 0 if all(lines is not None for lines in recorded.values()) else 1
+    for name, transcript in recorded.items():
+        if transcript is not None:
+            transcript.write(args.out / f"{name}.jsonl")
+    return 0 if all(transcript is not None for transcript in recorded.values()) else 1
 
 
 if __name__ == "__main__":
