@@ -13,7 +13,8 @@ behaviour is in ``tests/transcripts/claude-2.1.197/``. The codec follows the
     codec.send(Prompt(text="..."))  # a stream-json user message; Respond / Interrupt likewise
     lines = codec.data_to_send()
 
-Session start (state table :data:`SESSION_TRANSITIONS`)::
+Session start (state table :data:`SESSION_TRANSITIONS`, walked by
+:class:`~adapters.session_state.SessionState`)::
 
     NEW --start()--> INITIALIZING --initialize answered--> CONFIRMING_MODE
         (sends set_permission_mode with the mode the launch asked for)
@@ -63,12 +64,11 @@ from adapters.claude_pending import OpenRequest, OpenRequests
 from adapters.claude_requests import open_can_use_tool
 from adapters.json_fields import as_object, get_object, get_text, require_text
 from adapters.jsonrpc import JsonObject, excerpt
+from adapters.session_state import SessionState
 from gateway.domain import Resolution, TurnStatus
 from gateway.errors import (
-    AgentError,
     CodecUsageError,
     MalformedMessage,
-    ProtocolError,
     RemoteError,
 )
 from gateway.events import (
@@ -168,8 +168,13 @@ class ClaudeCodeCodec:
         self.model: str | None = None
         self.policy: dict[str, str] = {}
         self.unknown_messages: Counter[str] = Counter()
-        self._state = CodecState.NEW
-        self._failure: AgentError | None = None
+        self._session = SessionState(
+            SESSION_TRANSITIONS,
+            new=CodecState.NEW,
+            ready=CodecState.READY,
+            error=CodecState.ERROR,
+            start=_SessionEvent.START,
+        )
         self._outbox: list[bytes] = []
         self._ids = itertools.count(1)
         self._our_requests: dict[str, str] = {}  # request id -> subtype, until answered
@@ -187,7 +192,7 @@ class ClaudeCodeCodec:
 
     @property
     def state(self) -> CodecState:
-        return self._state
+        return self._session.state
 
     @property
     def turn_running(self) -> bool:
@@ -200,7 +205,7 @@ class ClaudeCodeCodec:
 
     def start(self) -> list[AgentEvent]:
         """Queue ``initialize`` (no hooks: every permission goes through can_use_tool)."""
-        self._move(_SessionEvent.START)
+        self._session.move(_SessionEvent.START)
         self._control_request({"subtype": "initialize", "hooks": None})
         return []
 
@@ -209,8 +214,7 @@ class ClaudeCodeCodec:
         return lines
 
     def send(self, command: AgentCommand) -> None:
-        if self._state is not CodecState.READY:
-            raise CodecUsageError(f"cannot send {type(command).__name__} in state {self._state}")
+        self._session.check_send(command)
         match command:
             case Prompt():
                 self._prompt(command)
@@ -221,10 +225,7 @@ class ClaudeCodeCodec:
 
     def feed(self, line: bytes) -> list[AgentEvent]:
         """Events for one line from the CLI. Raises only when the session cannot go on."""
-        if self._state is CodecState.ERROR:
-            raise ProtocolError(
-                f"the codec failed earlier and takes no more input: {self._failure}"
-            )
+        self._session.check_feed()
         try:
             msg = as_object(json.loads(line), where="a stream-json line")
             kind = require_text(msg, "type", where="a stream-json message")
@@ -238,27 +239,12 @@ class ClaudeCodeCodec:
         try:
             events += self._dispatch(kind, msg)
         except MalformedMessage as exc:
-            if self._failure is not None:
+            if self._session.failure is not None:
                 raise
             events.append(self._malformed(exc.reason, exc.excerpt))
         return events
 
-    # --- state ----------------------------------------------------------------------------
-
-    def _move(self, event: _SessionEvent) -> None:
-        target = SESSION_TRANSITIONS.get((self._state, event))
-        if target is None:
-            if event is _SessionEvent.START:
-                raise CodecUsageError(f"start() in state {self._state}")
-            self._fail(ProtocolError(f"unexpected {event} in state {self._state}"))
-        else:
-            self._state = target
-
-    def _fail(self, error: AgentError) -> None:
-        """Enter ERROR and raise ``error``: the session cannot go on."""
-        self._state = CodecState.ERROR
-        self._failure = error
-        raise error
+    # --- helpers --------------------------------------------------------------------------
 
     @staticmethod
     def _malformed(reason: str, snippet: str) -> Warning:
@@ -351,10 +337,10 @@ class ClaudeCodeCodec:
         refused = get_text(body, "subtype") == "error"
         error = get_text(body, "error") or "refused"
         if subtype in ("initialize", "set_permission_mode") and refused:
-            self._fail(RemoteError(0, f"claude refused {subtype}: {error}"))
+            self._session.fail(RemoteError(0, f"claude refused {subtype}: {error}"))
         match subtype:
             case "initialize":
-                self._move(_SessionEvent.INITIALIZED)
+                self._session.move(_SessionEvent.INITIALIZED)
                 self._control_request(
                     {"subtype": "set_permission_mode", "mode": self.launch.permission_mode}
                 )
@@ -371,7 +357,7 @@ class ClaudeCodeCodec:
         return []
 
     def _on_mode_confirmed(self, response: JsonObject) -> list[AgentEvent]:
-        self._move(_SessionEvent.MODE_CONFIRMED)
+        self._session.move(_SessionEvent.MODE_CONFIRMED)
         asked = self.launch.permission_mode
         mode = get_text(response, "mode")
         events: list[AgentEvent] = []

@@ -15,7 +15,8 @@ Usage::
         write(codec.data_to_send())     # `initialized` + thread/start, error replies, ...
     codec.send(Prompt(text="..."))      # turn/start; Respond(...), Interrupt() likewise
 
-Session start (state table :data:`SESSION_TRANSITIONS`)::
+Session start (state table :data:`SESSION_TRANSITIONS`, walked by
+:class:`~adapters.session_state.SessionState`)::
 
     NEW --start()--> INITIALIZING --initialize result--> OPENING_THREAD
         (sends `initialized`, then thread/start or thread/resume with approvalsReviewer "user")
@@ -75,8 +76,9 @@ from adapters.jsonrpc import (
     Response,
     excerpt,
 )
+from adapters.session_state import SessionState
 from gateway.domain import Resolution, TurnStatus
-from gateway.errors import AgentError, CodecUsageError, MalformedMessage, ProtocolError
+from gateway.errors import CodecUsageError, MalformedMessage
 from gateway.events import (
     AgentCommand,
     AgentEvent,
@@ -175,8 +177,13 @@ class CodexAppServerCodec:
             client_version=client_version,
         )
         self._rpc = JsonRpcPeer()
-        self._state = CodecState.NEW
-        self._failure: AgentError | None = None
+        self._session = SessionState(
+            SESSION_TRANSITIONS,
+            new=CodecState.NEW,
+            ready=CodecState.READY,
+            error=CodecState.ERROR,
+            start=_SessionEvent.START,
+        )
         self.agent_version: str | None = None
         self.thread_id: str | None = None
         self.policy: dict[str, str] = {}
@@ -201,7 +208,7 @@ class CodexAppServerCodec:
 
     @property
     def state(self) -> CodecState:
-        return self._state
+        return self._session.state
 
     @property
     def turn_id(self) -> str | None:
@@ -214,7 +221,7 @@ class CodexAppServerCodec:
 
     def start(self) -> None:
         """Queue ``initialize`` (schema: InitializeParams)."""
-        self._move(_SessionEvent.START)
+        self._session.move(_SessionEvent.START)
         self._rpc.send_request("initialize", self._setup.initialize_params())
 
     def data_to_send(self) -> list[bytes]:
@@ -222,8 +229,7 @@ class CodexAppServerCodec:
         return self._rpc.data_to_send()
 
     def send(self, command: AgentCommand) -> None:
-        if self._state is not CodecState.READY:
-            raise CodecUsageError(f"cannot send {type(command).__name__} in state {self._state}")
+        self._session.check_send(command)
         match command:
             case Prompt():
                 self._prompt(command)
@@ -234,10 +240,7 @@ class CodexAppServerCodec:
 
     def feed(self, line: bytes) -> list[AgentEvent]:
         """Events for one line from the server. Raises only on a fatal protocol error."""
-        if self._state is CodecState.ERROR:
-            raise ProtocolError(
-                f"the codec failed earlier and takes no more input: {self._failure}"
-            )
+        self._session.check_feed()
         incoming = self._rpc.receive_line(line)
         try:
             match incoming:
@@ -252,27 +255,12 @@ class CodexAppServerCodec:
                 case BadMessage():
                     return [self._malformed(incoming.reason, incoming.excerpt)]
         except MalformedMessage as exc:
-            if self._failure is not None:
+            if self._session.failure is not None:
                 raise
             return [self._malformed(exc.reason, excerpt(line))]
         raise AssertionError(f"unhandled message {incoming!r}")  # pragma: no cover
 
-    # --- state ----------------------------------------------------------------------------
-
-    def _move(self, event: _SessionEvent) -> None:
-        target = SESSION_TRANSITIONS.get((self._state, event))
-        if target is None:
-            if event is _SessionEvent.START:
-                raise CodecUsageError(f"start() in state {self._state}")
-            self._fail(ProtocolError(f"unexpected {event} in state {self._state}"))
-        else:
-            self._state = target
-
-    def _fail(self, error: AgentError) -> None:
-        """Enter ERROR and raise ``error``: the session cannot go on."""
-        self._state = CodecState.ERROR
-        self._failure = error
-        raise error
+    # --- helpers --------------------------------------------------------------------------
 
     @staticmethod
     def _malformed(reason: str, snippet: str) -> Warning:
@@ -344,10 +332,10 @@ class CodexAppServerCodec:
         try:
             result = as_object(response.result, where="initialize result")
         except MalformedMessage as exc:
-            self._fail(exc)
+            self._session.fail(exc)
         match = _USER_AGENT_VERSION.match(get_text(result, "userAgent") or "")
         self.agent_version = match.group(1) if match else None
-        self._move(_SessionEvent.INITIALIZED)
+        self._session.move(_SessionEvent.INITIALIZED)
         self._rpc.send_notification("initialized")
         method, params = open_thread_params(self._setup)
         self._rpc.send_request(method, params)
@@ -361,8 +349,8 @@ class CodexAppServerCodec:
             thread = require_object(result, "thread", where=f"{response.method} result")
             thread_id = require_text(thread, "id", where="thread")
         except MalformedMessage as exc:
-            self._fail(exc)
-        self._move(_SessionEvent.THREAD_OPENED)
+            self._session.fail(exc)
+        self._session.move(_SessionEvent.THREAD_OPENED)
         self.thread_id = thread_id
         self.policy, mismatches = read_policy(self._setup, result)
         events: list[AgentEvent] = [
@@ -379,7 +367,7 @@ class CodexAppServerCodec:
     def _on_error_response(self, response: ErrorResponse) -> list[AgentEvent]:
         error = response.error
         if response.method in ("initialize", "thread/start", "thread/resume"):
-            self._fail(error.as_exception())
+            self._session.fail(error.as_exception())
         if response.method == "turn/start":
             self._turn_starting = False
             self._interrupt_pending = False
