@@ -18,6 +18,7 @@ from gateway.store import (
     DATABASE_FILE,
     MIGRATIONS,
     EnqueueOutcome,
+    EnqueueResult,
     Migration,
     PromptState,
     Store,
@@ -228,6 +229,26 @@ async def test_ending_a_runtime_interrupts_its_turn_and_prompt(store: Store) -> 
 # --- the prompt queue ----------------------------------------------------------------------
 
 
+async def enqueue_result(
+    store: Store,
+    session_id: str,
+    message_id: str,
+    text: str = "hello",
+    *,
+    max_depth: int = 10,
+    author: Actor = ALICE,
+    conversation: ConversationRef = TELEGRAM,
+) -> EnqueueResult:
+    return await store.prompts.enqueue(
+        session_id,
+        conversation=conversation,
+        platform_message_id=message_id,
+        author=author,
+        text=text,
+        max_depth=max_depth,
+    )
+
+
 async def enqueue(
     store: Store,
     session_id: str,
@@ -236,14 +257,16 @@ async def enqueue(
     *,
     max_depth: int = 10,
     author: Actor = ALICE,
+    conversation: ConversationRef = TELEGRAM,
 ) -> EnqueueOutcome:
-    result = await store.prompts.enqueue(
+    result = await enqueue_result(
+        store,
         session_id,
-        conversation=TELEGRAM,
-        platform_message_id=message_id,
-        author=author,
-        text=text,
+        message_id,
+        text,
         max_depth=max_depth,
+        author=author,
+        conversation=conversation,
     )
     return result.outcome
 
@@ -288,35 +311,13 @@ async def test_a_released_prompt_keeps_its_place_in_the_queue(store: Store) -> N
 async def test_a_redelivered_message_is_never_queued_twice(store: Store) -> None:
     session, _ = await running_session(store)
     await enqueue(store, session.id, "m0", "before")
-    first = await store.prompts.enqueue(
-        session.id,
-        conversation=TELEGRAM,
-        platform_message_id="m1",
-        author=ALICE,
-        text="run the tests",
-        max_depth=10,
-    )
-    again = await store.prompts.enqueue(
-        session.id,
-        conversation=TELEGRAM,
-        platform_message_id="m1",
-        author=ALICE,
-        text="run the tests",
-        max_depth=10,
-    )
+    first = await enqueue_result(store, session.id, "m1", "run the tests")
+    again = await enqueue_result(store, session.id, "m1", "run the tests")
     assert again.outcome is EnqueueOutcome.DUPLICATE
     assert again.prompt == first.prompt and again.ahead == 1
     # the same message id in another conversation is another message
-    assert (
-        await store.prompts.enqueue(
-            session.id,
-            conversation=SLACK,
-            platform_message_id="m1",
-            author=BOB,
-            text="other",
-            max_depth=10,
-        )
-    ).outcome is EnqueueOutcome.QUEUED
+    other = await enqueue(store, session.id, "m1", "other", author=BOB, conversation=SLACK)
+    assert other is EnqueueOutcome.QUEUED
     assert await drain(store, session.id) == ["before", "run the tests", "other"]
 
 
@@ -324,14 +325,7 @@ async def test_a_full_queue_refuses_and_says_so(store: Store) -> None:
     session, _ = await running_session(store)
     assert await enqueue(store, session.id, "m1", max_depth=2) is EnqueueOutcome.QUEUED
     assert await enqueue(store, session.id, "m2", max_depth=2) is EnqueueOutcome.QUEUED
-    full = await store.prompts.enqueue(
-        session.id,
-        conversation=TELEGRAM,
-        platform_message_id="m3",
-        author=ALICE,
-        text="one too many",
-        max_depth=2,
-    )
+    full = await enqueue_result(store, session.id, "m3", "one too many", max_depth=2)
     assert full.outcome is EnqueueOutcome.FULL and full.prompt is None and full.ahead == 2
     assert [p.platform_message_id for p in await store.prompts.list_queued(session.id)] == [
         "m1",
@@ -349,14 +343,7 @@ async def test_a_full_queue_refuses_and_says_so(store: Store) -> None:
 async def test_a_paused_queue_yields_nothing_until_resumed(store: Store) -> None:
     session, _ = await running_session(store)
     await store.prompts.pause(session.id, reason="/stop")
-    result = await store.prompts.enqueue(
-        session.id,
-        conversation=TELEGRAM,
-        platform_message_id="m1",
-        author=ALICE,
-        text="after stop",
-        max_depth=10,
-    )
+    result = await enqueue_result(store, session.id, "m1", "after stop")
     assert result.outcome is EnqueueOutcome.QUEUED and result.paused
     assert await store.prompts.claim_next(session.id) is None
     paused = await store.sessions.get(session.id)
