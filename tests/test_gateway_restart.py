@@ -30,7 +30,6 @@ from gateway.faults import CRASH_EXIT_CODE
 from gateway.interactions import DeliveryOutcome, Interaction
 from gateway.store import (
     CopyState,
-    EpochRecord,
     PromptRecord,
     PromptState,
     SessionRecord,
@@ -264,10 +263,12 @@ def runs_recorded(home: CodexHome) -> int:
     return len(path.read_text().splitlines()) if path.exists() else 0
 
 
-async def live_epoch(data_dir: Path) -> EpochRecord:
+async def live_agent(data_dir: Path) -> tuple[int, int]:
+    """The pid and start time of the one agent process the ledger records as live."""
     async with Store.open(data_dir) as store:
         [epoch] = await store.sessions.live_epochs()
-    return epoch
+    assert epoch.pid is not None and epoch.process_start_time is not None
+    return epoch.pid, int(epoch.process_start_time)
 
 
 async def turn_of_prompt(data_dir: Path, prompt_id: int) -> TurnRecord:
@@ -350,12 +351,11 @@ async def test_a_crash_between_a_commit_and_the_next_write_delivers_once_and_los
         "delivery_recorded": InteractionState.DELIVERED,
     }[point]
     assert asked.state is expected_state
-    epoch = await live_epoch(data_dir)
-    assert epoch.pid is not None and epoch.process_start_time is not None
+    agent = await live_agent(data_dir)
 
     async with gateway_process(config, logs) as gw:
         # recovery is over: the agent the dead gateway left is gone, whatever it did before
-        assert not process_alive(epoch.pid, int(epoch.process_start_time))
+        assert not process_alive(*agent)
         ran, told = runs_recorded(codex_home), outputs_of_first_turn(fake_model)
         assert told <= ran <= 1  # (it may be ended between running it and telling the model)
         if point == "decision_committed":
@@ -424,15 +424,14 @@ async def test_sigkill_with_an_approval_pending_then_resume(
         gw.kill()
         assert await gw.exited() == -9
 
-    epoch = await live_epoch(data_dir)
-    assert epoch.pid is not None and epoch.process_start_time is not None
+    agent = await live_agent(data_dir)
     [session] = (await read_ledger(data_dir)).sessions
     thread_id = session.native_session_id
     assert thread_id
     requests_at_kill = len(fake_model.model_requests())
 
     async with gateway_process(config, logs) as gw:
-        assert not process_alive(epoch.pid, int(epoch.process_start_time))
+        assert not process_alive(*agent)
         for status in await every_copy_edited(gw, refs):
             assert status == "Orphaned: the agent process ended before this was answered"
         for thread in (ROOM, SECOND_THREAD):
@@ -468,14 +467,7 @@ async def test_sigkill_with_an_approval_pending_then_resume(
 async def test_a_leftover_agent_is_ended_and_the_prompt_in_flight_is_not_resent(
     tmp_path: Path, data_dir: Path, cleanup: None
 ) -> None:
-    prompt_log = tmp_path / "prompts.jsonl"
-    projects = [
-        scripted_project(
-            "broken", "linger", tmp_path / "work", channel="broken", prompt_log=prompt_log
-        ),
-        scripted_project("healthy", "normal", tmp_path / "healthy", channel="healthy"),
-    ]
-    config = write_config(tmp_path / "gateway.toml", data_dir, projects)
+    config = two_projects(tmp_path, data_dir, "linger")
     logs = tmp_path / "logs"
 
     async with gateway_process(config, logs) as gw:
@@ -485,13 +477,11 @@ async def test_a_leftover_agent_is_ended_and_the_prompt_in_flight_is_not_resent(
         gw.kill()
         await gw.exited()
 
-    epoch = await live_epoch(data_dir)
-    assert epoch.pid is not None and epoch.process_start_time is not None
-    start_time = int(epoch.process_start_time)
-    assert process_alive(epoch.pid, start_time)  # the agent outlived its gateway
+    pid, start_time = await live_agent(data_dir)
+    assert process_alive(pid, start_time)  # the agent outlived its gateway
 
     async with gateway_process(config, logs) as gw:
-        assert not process_alive(epoch.pid, start_time)
+        assert not process_alive(pid, start_time)
         edited = await gw.wait_for(lambda: gw.messages.get(shown.id), what="the card edit")
         assert edited.card is not None and edited.card["actions"] == []
         notice = await gw.text_containing("The gateway restarted", BROKEN)
@@ -500,9 +490,10 @@ async def test_a_leftover_agent_is_ended_and_the_prompt_in_flight_is_not_resent(
         await gw.text_containing("echo: next one", BROKEN)
         await healthy_still_works(gw)
 
+    prompt_log = tmp_path / "prompts.jsonl"
     received = [json.loads(line) for line in prompt_log.read_text().splitlines()]
     assert [r["text"] for r in received] == ["approve this, then the gateway dies", "next one"]
-    assert received[0]["pid"] == epoch.pid and received[1]["pid"] != epoch.pid
+    assert received[0]["pid"] == pid and received[1]["pid"] != pid
     async with Store.open(data_dir) as store:
         outcomes = await store.audit.entries(event="recovery.leftover_agent")
     assert [e.details["outcome"] for e in outcomes] == ["terminated"]
