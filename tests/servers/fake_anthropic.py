@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
-from tests.servers.http_server import RecordingServer, decode_json
+from tests.servers.http_server import ReceivedRequest, RecordingServer, decode_json
 
 __all__ = [
     "FakeAnthropic",
@@ -85,14 +85,9 @@ def _is_prompt(block: dict[str, Any]) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelRequest:
+class ModelRequest(ReceivedRequest):
     """One request the agent made, as received; ``turn`` and ``step`` place it in a scenario."""
 
-    n: int
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
     turn: int | None = None
     step: int = 0
 

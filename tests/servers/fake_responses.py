@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, TextIO
 
-from tests.servers.http_server import RecordingServer, decode_json
+from tests.servers.http_server import ReceivedRequest, RecordingServer, decode_json
 
 __all__ = [
     "PRESETS",
@@ -68,14 +68,9 @@ USAGE: dict[str, Any] = {
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelRequest:
+class ModelRequest(ReceivedRequest):
     """One request the agent made, as received; ``step`` is its place in the turn."""
 
-    n: int
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
     turn_id: str | None = None
     step: int = 0
 

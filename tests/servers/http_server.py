@@ -25,6 +25,7 @@ __all__ = [
     "MAX_BODY_BYTES",
     "MAX_HEADER_BYTES",
     "BadRequest",
+    "ReceivedRequest",
     "RecordingServer",
     "decode_json",
     "read_request",
@@ -35,11 +36,23 @@ __all__ = [
 MAX_HEADER_BYTES = 64 * 1024
 MAX_BODY_BYTES = 32 * 1024 * 1024
 
-RequestT = TypeVar("RequestT")
-
 
 class BadRequest(Exception):
     """The client sent something this server does not read (answered with a 400)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceivedRequest:
+    """One request as received: ``n`` counts from 1 in the order they came."""
+
+    n: int
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+RequestT = TypeVar("RequestT", bound=ReceivedRequest)
 
 
 @dataclass(kw_only=True)
