@@ -9,6 +9,7 @@ import sqlite3
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -250,25 +251,10 @@ async def enqueue_result(
 
 
 async def enqueue(
-    store: Store,
-    session_id: str,
-    message_id: str,
-    text: str = "hello",
-    *,
-    max_depth: int = 10,
-    author: Actor = ALICE,
-    conversation: ConversationRef = TELEGRAM,
+    store: Store, session_id: str, message_id: str, text: str = "hello", **options: Any
 ) -> EnqueueOutcome:
-    result = await enqueue_result(
-        store,
-        session_id,
-        message_id,
-        text,
-        max_depth=max_depth,
-        author=author,
-        conversation=conversation,
-    )
-    return result.outcome
+    """Only the outcome of :func:`enqueue_result`."""
+    return (await enqueue_result(store, session_id, message_id, text, **options)).outcome
 
 
 async def drain(store: Store, session_id: str) -> list[str]:
