@@ -72,10 +72,6 @@ def act(action_id: str, message: str | None = None) -> Decision:
     return Decision(action_id=action_id, message=message)
 
 
-def done() -> fm.Step:
-    return fm.text(lambda r: f"Done. The tool said: {r.tool_result()}")
-
-
 Scenario = Callable[[Run], Awaitable[None]]
 SCENARIOS: dict[str, Scenario] = {}
 
@@ -90,7 +86,7 @@ def scenario(fn: Scenario) -> Scenario:
 
 @scenario
 async def bash_allow(run: Run) -> None:
-    run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), done()])
+    run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), fm.DONE])
     async with run.claude() as claude:
         await claude.prompt("Create hello.txt please.")
         request = await claude.asked()
@@ -103,7 +99,7 @@ async def bash_allow(run: Run) -> None:
 
 @scenario
 async def bash_deny(run: Run) -> None:
-    run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), done()])
+    run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), fm.DONE])
     async with run.claude() as claude:
         await claude.prompt("Create hello.txt please.")
         request = await claude.asked()
@@ -116,7 +112,7 @@ async def bash_deny(run: Run) -> None:
 
 @scenario
 async def bash_deny_stop(run: Run) -> None:
-    run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), done()])
+    run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), fm.DONE])
     run.fake.enqueue([fm.text("Fine, stopped.")])
     async with run.claude() as claude:
         await claude.prompt("Create hello.txt please.")
@@ -133,7 +129,7 @@ async def bash_deny_stop(run: Run) -> None:
 @scenario
 async def bash_allow_rule(run: Run) -> None:
     for _ in range(2):
-        run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), done()])
+        run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), fm.DONE])
     async with run.claude() as claude:
         await claude.prompt("Create hello.txt please.")
         request = await claude.asked()
@@ -149,7 +145,7 @@ async def bash_allow_rule(run: Run) -> None:
 
 @scenario
 async def interrupt_pending(run: Run) -> None:
-    run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), done()])
+    run.fake.enqueue([fm.bash("touch hello.txt", "Create hello.txt"), fm.DONE])
     async with run.claude() as claude:
         await claude.prompt("Create hello.txt please.")
         request = await claude.asked()
@@ -165,7 +161,7 @@ async def interrupt_pending(run: Run) -> None:
 async def edit_allow(run: Run) -> None:
     notes = run.home.workspace / "notes.txt"
     notes.write_text("alpha\nbeta\ngamma\n")
-    run.fake.enqueue([fm.read(str(notes)), fm.edit(str(notes), "beta", "BETA"), done()])
+    run.fake.enqueue([fm.read(str(notes)), fm.edit(str(notes), "beta", "BETA"), fm.DONE])
     async with run.claude() as claude:
         await claude.prompt("Capitalise beta in notes.txt.")
         request = await claude.asked()
@@ -179,7 +175,7 @@ async def edit_allow(run: Run) -> None:
 async def edit_deny(run: Run) -> None:
     notes = run.home.workspace / "notes.txt"
     notes.write_text("alpha\nbeta\n")
-    run.fake.enqueue([fm.read(str(notes)), fm.edit(str(notes), "beta", "BETA"), done()])
+    run.fake.enqueue([fm.read(str(notes)), fm.edit(str(notes), "beta", "BETA"), fm.DONE])
     async with run.claude() as claude:
         await claude.prompt("Capitalise beta in notes.txt.")
         request = await claude.asked()
@@ -192,7 +188,7 @@ async def edit_deny(run: Run) -> None:
 @scenario
 async def write_allow(run: Run) -> None:
     target = run.home.workspace / "src" / "new.py"
-    run.fake.enqueue([fm.write(str(target), "print('hi')\n"), done()])
+    run.fake.enqueue([fm.write(str(target), "print('hi')\n"), fm.DONE])
     async with run.claude() as claude:
         await claude.prompt("Write src/new.py.")
         request = await claude.asked()
@@ -203,32 +199,12 @@ async def write_allow(run: Run) -> None:
 
 # --- questions and plans -----------------------------------------------------------------------
 
-QUESTIONS = [
-    {
-        "question": "Which color should the button be?",
-        "header": "Color",
-        "options": [
-            {"label": "Red", "description": "Warm"},
-            {"label": "Blue", "description": "Cool"},
-        ],
-        "multiSelect": False,
-    },
-    {
-        "question": "Which checks should run?",
-        "header": "Checks",
-        "options": [
-            {"label": "Lint", "description": "ruff"},
-            {"label": "Types", "description": "mypy"},
-            {"label": "Tests", "description": "pytest"},
-        ],
-        "multiSelect": True,
-    },
-]
+QUESTIONS = [fm.COLOR, fm.CHECKS]
 
 
 @scenario
 async def ask_answers(run: Run) -> None:
-    run.fake.enqueue([fm.ask_user_question(QUESTIONS), done()])
+    run.fake.enqueue([fm.ask_user_question(QUESTIONS), fm.DONE])
     async with run.claude() as claude:
         await claude.prompt("Ask me about the button.")
         request = await claude.asked()
@@ -241,7 +217,7 @@ async def ask_answers(run: Run) -> None:
 
 @scenario
 async def ask_other(run: Run) -> None:
-    run.fake.enqueue([fm.ask_user_question(QUESTIONS[:1]), done()])
+    run.fake.enqueue([fm.ask_user_question(QUESTIONS[:1]), fm.DONE])
     async with run.claude() as claude:
         await claude.prompt("Ask me about the button.")
         request = await claude.asked()
@@ -257,7 +233,7 @@ PLAN = "# Plan\n\n1. Create `hello.txt`.\n2. Say done.\n"
 
 @scenario
 async def plan_approve(run: Run) -> None:
-    run.fake.enqueue([fm.exit_plan_mode(PLAN), fm.bash("touch hello.txt", "Create hello"), done()])
+    run.fake.enqueue([fm.exit_plan_mode(PLAN), fm.bash("touch hello.txt", "Create hello"), fm.DONE])
     async with run.claude(ClaudeLaunch(permission_mode="plan")) as claude:
         check(claude.session.policy["permission_mode"] == "plan", "the session runs in plan mode")
         await claude.prompt("Plan how to create hello.txt.")
@@ -276,7 +252,7 @@ async def plan_approve(run: Run) -> None:
 
 @scenario
 async def plan_keep_planning(run: Run) -> None:
-    run.fake.enqueue([fm.exit_plan_mode(PLAN), done()])
+    run.fake.enqueue([fm.exit_plan_mode(PLAN), fm.DONE])
     async with run.claude(ClaudeLaunch(permission_mode="plan")) as claude:
         await claude.prompt("Plan how to create hello.txt.")
         plan = await claude.asked()

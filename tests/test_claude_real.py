@@ -32,10 +32,9 @@ from gateway.errors import AgentExitedError, CodecUsageError
 from gateway.events import AgentMessage, Interrupt, TextDelta, Warning
 from tests.claude_env import ClaudeAgent, ClaudeHome, run_claude
 from tests.servers import fake_anthropic as fm
+from tests.servers.fake_anthropic import CHECKS, COLOR, DONE
 
 pytestmark = [pytest.mark.real_agent("claude"), pytest.mark.timeout(90)]
-
-DONE = fm.text(lambda request: f"Done. The tool said: {request.tool_result()}")
 
 
 def told(fake: fm.FakeAnthropic) -> tuple[str, bool] | None:
@@ -174,23 +173,6 @@ async def test_a_plan_is_approved_and_the_agent_leaves_plan_mode(
 
 
 # --- questions -------------------------------------------------------------------------------
-
-COLOR = {
-    "question": "Which color should the button be?",
-    "header": "Color",
-    "options": [{"label": "Red", "description": "Warm"}, {"label": "Blue", "description": "Cool"}],
-    "multiSelect": False,
-}
-CHECKS = {
-    "question": "Which checks should run?",
-    "header": "Checks",
-    "options": [
-        {"label": "Lint", "description": "ruff"},
-        {"label": "Types", "description": "mypy"},
-        {"label": "Tests", "description": "pytest"},
-    ],
-    "multiSelect": True,
-}
 
 
 async def test_single_and_multi_select_answers_reach_the_model(

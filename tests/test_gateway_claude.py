@@ -13,10 +13,9 @@ from gateway.config import Config, parse_config
 from gateway.domain import Answer
 from tests.claude_env import ClaudeHome
 from tests.gateway_harness import ALICE, ROOM, running_gateway
+from tests.servers.fake_anthropic import CHECKS, COLOR, DONE
 
 pytestmark = [pytest.mark.real_agent("claude"), pytest.mark.timeout(120)]
-
-DONE = fm.text(lambda request: f"Done. The tool said: {request.tool_result()}")
 
 
 def claude_config(claude_bin: str, home: ClaudeHome, data_dir: Path) -> Config:
@@ -78,24 +77,6 @@ async def test_bash_denied_with_a_message_the_model_reads(
         assert not (claude_home.workspace / "hello.txt").exists()
     told = fake_anthropic.model_requests()[-1].tool_result()
     assert told is not None and "not in this folder" in told[0]
-
-
-COLOR = {
-    "question": "Which color should the button be?",
-    "header": "Color",
-    "options": [{"label": "Red", "description": "Warm"}, {"label": "Blue", "description": "Cool"}],
-    "multiSelect": False,
-}
-CHECKS = {
-    "question": "Which checks should run?",
-    "header": "Checks",
-    "options": [
-        {"label": "Lint", "description": "ruff"},
-        {"label": "Types", "description": "mypy"},
-        {"label": "Tests", "description": "pytest"},
-    ],
-    "multiSelect": True,
-}
 
 
 async def test_questions_answered_through_the_form_and_required_answers_enforced(

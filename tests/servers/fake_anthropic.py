@@ -36,6 +36,9 @@ from typing import Any, ClassVar
 from tests.servers.http_server import ReceivedRequest, RecordingServer, decode_json
 
 __all__ = [
+    "CHECKS",
+    "COLOR",
+    "DONE",
     "FakeAnthropic",
     "ModelRequest",
     "Reply",
@@ -234,6 +237,27 @@ def _api_error(status: int, message: str = "fake failure") -> dict[str, Any]:
     """The Messages API's error body for ``status``."""
     kind = ERROR_TYPES.get(status, "api_error")
     return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+# --- examples the tests and the transcript recorder share ------------------------------------
+
+DONE = text(lambda request: f"Done. The tool said: {request.tool_result()}")
+COLOR = {
+    "question": "Which color should the button be?",
+    "header": "Color",
+    "options": [{"label": "Red", "description": "Warm"}, {"label": "Blue", "description": "Cool"}],
+    "multiSelect": False,
+}
+CHECKS = {
+    "question": "Which checks should run?",
+    "header": "Checks",
+    "options": [
+        {"label": "Lint", "description": "ruff"},
+        {"label": "Types", "description": "mypy"},
+        {"label": "Tests", "description": "pytest"},
+    ],
+    "multiSelect": True,
+}
 
 
 # --- the server ------------------------------------------------------------------------------
