@@ -20,6 +20,7 @@ from gateway.auth import token_factory
 from gateway.cards import Card, render_interaction
 from gateway.domain import Actor, ConversationRef, Decision, InteractionRequest
 from gateway.errors import GatewayError, PlatformError
+from gateway.expiry import ExpiryPlan
 from gateway.faults import crashpoint
 from gateway.interactions import Interaction
 from gateway.outbound import with_rate_limit
@@ -116,6 +117,37 @@ class Broker:
         update = await self._store.interactions.record_delivery(decided.id, ok=True)
         crashpoint("delivery_recorded")
         self.mark_dirty(decided.id)
+        return update.interaction
+
+    # --- nobody decided in time -----------------------------------------------------------
+
+    async def expire(self, interaction: Interaction, plan: ExpiryPlan) -> Interaction | None:
+        """The expiry policy fired: commit EXPIRE (CAS on version, like a decision), then
+        write the plan's refusal to the agent through the request's own key, then record
+        the write. None, with nothing written, when a decision (or the agent) came first.
+        """
+        update = await self._store.interactions.expire(
+            interaction.id,
+            expected_version=interaction.version,
+            outcome=plan.outcome,
+            not_written=plan.not_written,
+        )
+        if update is None:
+            return None
+        expired = update.interaction
+        self.mark_dirty(expired.id)
+        decision = plan.decision
+        if decision is None:
+            return expired
+        try:
+            await self._deliverer.deliver(expired, decision)
+        except GatewayError as exc:  # DeliveryRefused included: the write was not made
+            update = await self._store.interactions.record_delivery(
+                expired.id, ok=False, error=str(exc)
+            )
+        else:
+            update = await self._store.interactions.record_delivery(expired.id, ok=True)
+        self.mark_dirty(expired.id)
         return update.interaction
 
     async def _require(self, interaction_id: str) -> Interaction:

@@ -35,6 +35,7 @@ from gateway.domain import (
     Scope,
     Text,
 )
+from gateway.expiry import waited
 from gateway.interactions import DecisionFact, DeliveryOutcome, Interaction
 
 __all__ = [
@@ -317,6 +318,23 @@ def _decided(interaction: Interaction, fact: DecisionFact) -> str:
     return f"{verdict}{choice} by {fact.actor} at {_when(fact.at)}"
 
 
+def _expired(interaction: Interaction) -> str:
+    """Nobody decided in time: what the gateway told the agent, never "denied by" anyone."""
+    head = f"Expired after {waited(interaction)}: timed out"
+    sent = (interaction.resolution.note if interaction.resolution else "") or "a refusal"
+    delivery = interaction.delivery
+    if delivery is None:
+        return f"{head}, sending {sent} to the agent…"
+    match delivery.outcome:
+        case DeliveryOutcome.OK:
+            return f"{head}, {sent} sent to the agent"
+        case DeliveryOutcome.FAILED:
+            return f"{head}, {sent} not delivered: {delivery.error or 'the write failed'}"
+        case DeliveryOutcome.SKIPPED:
+            why = (delivery.error or "").removeprefix("not written: ")
+            return f"{head}, nothing sent to the agent" + (f": {why}" if why else "")
+
+
 def status_line(interaction: Interaction) -> str:
     """One line: the state and the three facts (decision, delivery, resolution)."""
     state = interaction.state
@@ -334,14 +352,7 @@ def status_line(interaction: Interaction) -> str:
             case InteractionState.CANCELLED:
                 return "Superseded by a newer request" if superseded else "Cancelled by the agent"
             case InteractionState.EXPIRED:
-                at = interaction.resolution.at if interaction.resolution else interaction.updated_at
-                told = (
-                    interaction.delivery is not None
-                    and interaction.delivery.outcome is DeliveryOutcome.OK
-                )
-                return f"Expired at {_when(at)}: nobody decided" + (
-                    " · the agent was told it timed out" if told else ""
-                )
+                return _expired(interaction)
             case InteractionState.ORPHANED:
                 return "Orphaned: the agent process ended before this was answered"
             case _:

@@ -185,6 +185,8 @@ class DecisionDesk:
 
 
 def _already(exc: AlreadyDecided) -> str:
+    if exc.state == InteractionState.EXPIRED.value:
+        return "Too late: nobody answered in time and this request has expired."
     return f"Already {exc.state} by {exc.decided_by}."
 
 

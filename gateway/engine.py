@@ -26,7 +26,7 @@ from gateway.domain import ConversationRef, Decision
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
 from gateway.runner import SessionRunner
-from gateway.store import SessionRecord, Store
+from gateway.store import Clock, SessionRecord, Store, utc_now
 
 __all__ = ["Gateway"]
 
@@ -41,11 +41,13 @@ class Gateway:
         platforms: Mapping[str, Platform],
         launcher: AgentLauncher,
         data_dir: Path | None = None,
+        clock: Clock = utc_now,
     ) -> None:
         self.config = config
         self.platforms = dict(platforms)
         self.launcher = launcher
         self.data_dir = data_dir or config.gateway.data_dir
+        self.clock = clock  # the ledger's times and the expiry policy's: one clock
         self._stack = AsyncExitStack()
         self._runners: dict[str, SessionRunner] = {}
         self._tasks: asyncio.TaskGroup | None = None
@@ -60,7 +62,7 @@ class Gateway:
     async def __aenter__(self) -> Gateway:
         work_dirs = [project.work_dir for project in self.config.projects.values()]
         self.store = await self._stack.enter_async_context(
-            Store.open(self.data_dir, work_dirs=work_dirs)
+            Store.open(self.data_dir, work_dirs=work_dirs, clock=self.clock)
         )
         key = load_or_create_hmac_key(self.data_dir)
         self.broker = Broker(self.store, self.platforms, key, deliverer=self)
@@ -107,6 +109,7 @@ class Gateway:
                 launcher=self.launcher,
                 platforms=self.platforms,
                 stop_grace_seconds=self.config.gateway.stop_grace_seconds,
+                clock=self.clock,
             )
             self._runners[session.id] = runner
             self._tasks.create_task(self._run(runner))

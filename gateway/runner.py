@@ -4,7 +4,8 @@ ledger moves, cards and messages.
 A :class:`SessionRunner` is one task owned by the engine. Each agent process it starts is a
 new runtime epoch, recorded (pid, process group, start time) before anything is sent to it.
 While the agent lives, three owned tasks run: the event consumer, the prompt feeder (one
-turn at a time, from the durable queue) and the turn stream's flusher.
+turn at a time, from the durable queue) and the turn stream's flusher; and, where the project
+has an expiry policy, a fourth that expires the epoch's requests nobody answered in time.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
+from datetime import datetime
 
 from gateway.agents import AgentLauncher, RunningAgent
 from gateway.broker import Broker, DeliveryRefused
@@ -35,16 +37,21 @@ from gateway.events import (
     TurnStarted,
     Warning,
 )
+from gateway.expiry import due_at, is_due, plan_expiry, waited
 from gateway.interactions import Interaction, InteractionEvent
 from gateway.outbound import Notifier, TurnStream
 from gateway.platform import Platform
-from gateway.store import Store, TurnRecord
+from gateway.store import Clock, Store, TurnRecord, utc_now
 
 __all__ = ["SessionRunner"]
 
 log = logging.getLogger(__name__)
 
 _QUIET_WARNINGS = frozenset({"config_warning"})
+# The expiry task sleeps on the event loop's monotonic time but compares the injected wall
+# clock: it looks again at least this often, so a clock that jumps (or a suspended machine)
+# delays an expiry by this much at most.
+EXPIRY_RECHECK_SECONDS = 60.0
 
 
 _EXIT_REASONS = {
@@ -78,6 +85,7 @@ class SessionRunner:
         launcher: AgentLauncher,
         platforms: Mapping[str, Platform],
         stop_grace_seconds: float,
+        clock: Clock = utc_now,
     ) -> None:
         self.session_id = session_id
         self._project = project
@@ -87,6 +95,8 @@ class SessionRunner:
         self._platforms = platforms
         self._notifier = Notifier(platforms)
         self._stop_grace = stop_grace_seconds
+        self._clock = clock
+        self._opened = asyncio.Event()  # a request was opened: the expiry task looks again
         self._wake = asyncio.Event()
         self._prompt_ready = asyncio.Event()
         self._turn_done = asyncio.Event()
@@ -179,6 +189,8 @@ class SessionRunner:
                         tasks.create_task(self._consume(agent, epoch))
                         tasks.create_task(self._feed(agent, epoch))
                         tasks.create_task(self._watch_interrupt(agent))
+                        if self._project.expiry.after_seconds is not None:
+                            tasks.create_task(self._expire_overdue(epoch))
                 except* _AgentGone:
                     pass
                 finally:
@@ -250,6 +262,53 @@ class SessionRunner:
                 await self._notify("⏹ The agent did not stop in time; ending its process.")
                 await agent.stop()
 
+    async def _expire_overdue(self, epoch: int) -> None:
+        """Expire every PENDING request of this epoch older than the project's
+        ``expiry.after_seconds``, then wait for the next one to fall due (or to be opened)."""
+        policy = self._project.expiry
+        assert policy.after_seconds is not None
+        while True:
+            self._opened.clear()
+            now = self._clock()
+            next_due: datetime | None = None
+            for interaction in await self._store.interactions.list_open(self.session_id):
+                if interaction.runtime_epoch != epoch:
+                    continue
+                if is_due(interaction, policy.after_seconds, now):
+                    await self._expire(interaction)
+                elif interaction.state is InteractionState.PENDING:
+                    due = due_at(interaction, policy.after_seconds)
+                    next_due = due if next_due is None else min(next_due, due)
+            if next_due is None:
+                await self._opened.wait()
+                continue
+            delay = (next_due - self._clock()).total_seconds()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(max(delay, 0.0), EXPIRY_RECHECK_SECONDS)):
+                    await self._opened.wait()
+
+    async def _expire(self, interaction: Interaction) -> None:
+        plan = plan_expiry(interaction, self._project.expiry.outcome)
+        expired = await self._broker.expire(interaction, plan)
+        if expired is None:
+            return  # decided (or closed by the agent) first: that one wins
+        if plan.interrupt:
+            try:
+                await self.interrupt()
+            except GatewayError as exc:  # the agent died under the write: its exit follows
+                log.warning("expiry: the turn could not be interrupted: %s", exc)
+        title = f"“{expired.title}” ({expired.id})"
+        delivery = expired.delivery
+        if plan.action is None:
+            why = (plan.not_written or "").removeprefix("not written: ")
+            told = f"nothing was sent to the agent: {why}"
+        elif delivery is not None and delivery.error:
+            told = f"{plan.outcome} could not be sent to the agent: {delivery.error}"
+        else:
+            told = f"{plan.outcome} sent to the agent"
+        after = waited(expired)
+        await self._notify(f"⌛ Nobody answered {title} within {after}: it timed out, {told}.")
+
     def _min_edit_interval(self) -> float:
         intervals = [p.limits.min_edit_interval_seconds for p in self._platforms.values()]
         return max(intervals, default=1.0)
@@ -273,6 +332,7 @@ class SessionRunner:
                     await stream.flush()  # what the agent said before asking comes first
                 turn_id = self._turn.id if self._turn is not None else None
                 await self._broker.open(self.session_id, epoch, request, turn_id=turn_id)
+                self._opened.set()
             case InteractionClosed(native_key=native_key, how=how):
                 update = await self._store.interactions.close_from_agent(
                     self.session_id, epoch, native_key, how=how

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -294,9 +294,11 @@ YES = f'Approved ("Yes") by alice at {WHEN}'
             replace(
                 interaction(state=InteractionState.EXPIRED),
                 delivery=delivered(),
-                resolution=ResolutionFact(how=Resolution.EXPIRED, at=T0, by="gateway"),
+                resolution=ResolutionFact(
+                    how=Resolution.EXPIRED, at=T0 + timedelta(seconds=30), by="gateway", note="deny"
+                ),
             ),
-            f"Expired at {NOON}: nobody decided · the agent was told it timed out",
+            "Expired after 30 s: timed out, deny sent to the agent",
         ),
         (
             interaction(state=InteractionState.ORPHANED),

@@ -333,6 +333,43 @@ class InteractionLedger:
             current = await require_interaction(conn, interaction_id)
             return await self._apply(conn, current, transition(current.state, event), by, note)
 
+    async def expire(
+        self,
+        interaction_id: str,
+        *,
+        expected_version: int,
+        outcome: str,
+        not_written: str | None = None,
+    ) -> InteractionUpdate | None:
+        """The expiry policy fired: PENDING → EXPIRED as a compare-and-set on version, like
+        a decision, so that of a person's decision and the expiry in the same instant
+        exactly one wins. None (nothing changed) when the interaction is no longer pending
+        at ``expected_version``: it was decided, or ended, first.
+
+        ``outcome`` ("deny", "deny and stop") is what the gateway writes next, kept as the
+        resolution's note; the caller records that write with :meth:`record_delivery`.
+        ``not_written``: nothing will be written, recorded now as a skipped delivery with
+        this reason.
+        """
+        async with self._db.write() as conn:
+            current = await require_interaction(conn, interaction_id)
+            if current.state is not InteractionState.PENDING or current.version != expected_version:
+                return None
+            moved = transition(current.state, InteractionEvent.EXPIRE)
+            if not_written is not None:
+                await self._insert_delivery(
+                    conn, interaction_id, DeliveryOutcome.SKIPPED, not_written
+                )
+            await self._db.audit(
+                conn,
+                "interaction.expired",
+                actor="gateway",
+                session_id=current.session_id,
+                interaction_id=interaction_id,
+                details={"outcome": outcome, "written": not_written is None},
+            )
+            return await self._apply(conn, current, moved, "gateway", outcome)
+
     async def close_from_agent(
         self, session_id: str, epoch: int, native_key: str, *, how: Resolution
     ) -> InteractionUpdate | None:
