@@ -5,10 +5,13 @@ each card (and each piece of text) was handed to the platform, and a person's me
 click. :class:`BenchPlatform` is that contract; :data:`PLATFORMS` lists the platforms that
 can be benchmarked, by the name their ``[platforms.<name>]`` table has in the config.
 
-Only the memory platform exists today. A real platform (Telegram, the web console) joins by
-adding an entry whose factory starts the platform against its local fake server (the fake
-Bot API of the tests, for instance) and stamps a card when the fake server receives it; the
-benchmarks then run on it unchanged (``python -m bench --platform telegram``).
+Only the memory platform is driven so far: it measures the gateway itself. Telegram and the
+web console join by adding an entry whose factory starts the platform against its local
+fake (the tests' fake Bot API, for instance) and stamps a card when the fake receives it;
+the benchmarks then run on it unchanged (``python -m bench --platform telegram``). On
+Telegram that mostly measures its pacing (one message a second a chat), which
+bench/telegram_pacing.py measures already; ``agent-gateway run`` is measured with every
+platform by bench/startup.py.
 
 :data:`PLATFORM_IMPORTS` names, for each platform of the config, the modules that only that
 platform may bring in: the start-up benchmark checks that a platform that is not configured
