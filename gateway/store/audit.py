@@ -33,8 +33,8 @@ class AuditLog:
         details: Mapping[str, Any] | None = None,
     ) -> None:
         """Append one entry, for example ``record("token.rejected", actor=a, details=...)``."""
-        async with self._db.write() as conn:
-            await self._db.audit(
+        await self._db.write(
+            lambda conn: self._db.audit(
                 conn,
                 event,
                 actor=actor,
@@ -42,6 +42,7 @@ class AuditLog:
                 interaction_id=interaction_id,
                 details=details,
             )
+        )
 
     async def entries(
         self,
@@ -52,14 +53,15 @@ class AuditLog:
         limit: int = 100,
     ) -> list[AuditEntry]:
         """The newest entries first, filtered by any of event, session, interaction."""
-        async with self._db.read() as conn:
-            rows = await fetch_all(
+        rows = await self._db.read(
+            lambda conn: fetch_all(
                 conn,
                 "SELECT id, at, actor, event, session_id, interaction_id, details_json"
                 " FROM audit WHERE (? IS NULL OR event = ?) AND (? IS NULL OR session_id = ?)"
                 " AND (? IS NULL OR interaction_id = ?) ORDER BY id DESC LIMIT ?",
                 (event, event, session_id, session_id, interaction_id, interaction_id, limit),
             )
+        )
         return [
             AuditEntry(
                 id=row["id"],

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import aiosqlite
-
 from gateway.domain import ConversationRef
 from gateway.errors import StoreError
 from gateway.store.database import (
@@ -42,14 +40,15 @@ class CardCopies:
     async def add(self, interaction_id: str, conversation: ConversationRef) -> CardCopy:
         """Record that the card is to be shown in ``conversation`` (state pending).
         Idempotent: one copy per interaction and conversation."""
-        async with self._db.write() as conn:
-            await conn.execute(
+
+        def add(conn: sqlite3.Connection) -> CardCopy:
+            conn.execute(
                 "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
                 " thread, state, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)"
                 " ON CONFLICT (interaction_id, platform, space, channel, thread) DO NOTHING",
                 (interaction_id, *conversation_params(conversation), self._db.now()),
             )
-            row = await fetch_one(
+            row = fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ?"
                 " AND m.platform = ? AND m.space = ? AND m.channel = ? AND m.thread = ?",
@@ -57,6 +56,8 @@ class CardCopies:
             )
             assert row is not None
             return _copy_from_row(row)
+
+        return await self._db.write(add)
 
     async def mark_sent(self, copy_id: int, *, message_ref: str, version: int) -> CardCopy:
         return await self._update(
@@ -74,14 +75,16 @@ class CardCopies:
         return await self._update(copy_id, "state = 'failed', error = ?", (error,))
 
     async def _update(self, copy_id: int, assignments: str, params: tuple[object, ...]) -> CardCopy:
-        async with self._db.write() as conn:
-            cursor = await conn.execute(
+        def update(conn: sqlite3.Connection) -> CardCopy:
+            cursor = conn.execute(
                 f"UPDATE interaction_messages SET {assignments}, updated_at = ? WHERE id = ?",
                 (*params, self._db.now(), copy_id),
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"no card copy {copy_id}")
-            return await _copy(conn, copy_id)
+            return _copy(conn, copy_id)
+
+        return await self._db.write(update)
 
     async def list_for(self, interaction_id: str) -> list[CardCopy]:
         """Every copy of one interaction's card."""
@@ -101,17 +104,19 @@ class CardCopies:
         )
 
     async def _list(self, where: str, params: tuple[object, ...]) -> list[CardCopy]:
-        async with self._db.read() as conn:
-            rows = await fetch_all(
+        def list_copies(conn: sqlite3.Connection) -> list[CardCopy]:
+            rows = fetch_all(
                 conn,
                 f"SELECT {_COLUMNS} FROM interaction_messages m WHERE {where} ORDER BY m.id",
                 params,
             )
-        return [_copy_from_row(row) for row in rows]
+            return [_copy_from_row(row) for row in rows]
+
+        return await self._db.read(list_copies)
 
 
-async def _copy(conn: aiosqlite.Connection, copy_id: int) -> CardCopy:
-    row = await fetch_one(
+def _copy(conn: sqlite3.Connection, copy_id: int) -> CardCopy:
+    row = fetch_one(
         conn, f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.id = ?", (copy_id,)
     )
     if row is None:

@@ -1,9 +1,10 @@
 """The one connection to the ledger, its lock, and the helpers every table module shares.
 
-Every public store method is one transaction taken through :meth:`Database.write` (``BEGIN
-IMMEDIATE``) or :meth:`Database.read` (``BEGIN``), under one ``asyncio.Lock``: the gateway
-has a single writer, and no method ever sees another's half-done work. ``sqlite3`` errors
-are translated to :class:`~gateway.errors.StoreError` here, chained.
+Every public store method is one plain function of the ``sqlite3`` connection, run whole on
+aiosqlite's thread by :meth:`Database.write` (in a ``BEGIN IMMEDIATE`` transaction) or
+:meth:`Database.read`, under one ``asyncio.Lock``: the gateway has a single writer, and no
+method ever sees another's half-done work. ``sqlite3`` errors are translated to
+:class:`~gateway.errors.StoreError` here, chained.
 """
 
 from __future__ import annotations
@@ -12,10 +13,9 @@ import asyncio
 import contextlib
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
@@ -38,6 +38,7 @@ Clock = Callable[[], datetime]
 """Returns the current time as an aware datetime; injected so tests control time."""
 
 JsonObject = Mapping[str, Any]
+T = TypeVar("T")
 
 
 def utc_now() -> datetime:
@@ -72,7 +73,13 @@ def conversation_from_row(row: sqlite3.Row) -> ConversationRef:
 
 
 class Database:
-    """The single aiosqlite connection (autocommit mode, so transactions are explicit)."""
+    """The single aiosqlite connection (autocommit mode, so transactions are explicit).
+
+    A transaction is one plain function of the ``sqlite3`` connection, run whole on
+    aiosqlite's thread: one trip there and back per store call, where a statement each was
+    ~50 trips per approval (docs/decisions.md). The function must not await or block on
+    the event loop; it may raise to roll back.
+    """
 
     def __init__(self, conn: aiosqlite.Connection, clock: Clock) -> None:
         self._conn = conn
@@ -86,64 +93,45 @@ class Database:
             raise StoreError("the store's clock returned a naive datetime; it must be aware")
         return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction; commits on success, rolls back on any exception."""
-        async with self._transaction("BEGIN IMMEDIATE") as conn:
-            yield conn
+    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work`` as one write transaction (``BEGIN IMMEDIATE``), in one trip to the
+        database thread: committed if it returns, rolled back if it raises."""
+        return await self._submit(_in_transaction, work)
 
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[aiosqlite.Connection]:
-        """Reads under the lock: a consistent view across several SELECTs.
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work``'s SELECTs under the lock, in one trip: a consistent view.
 
-        No BEGIN/COMMIT (two trips to aiosqlite's thread, a third of the ledger's cost of an
-        approval; docs/decisions.md): this connection is the only writer and holds the lock
-        for every write, so nothing can change between the SELECTs of one read.
+        No BEGIN/COMMIT (docs/decisions.md): this connection is the only writer and holds
+        the lock for every write, so nothing can change between the SELECTs of one read.
         """
-        async with self._lock:
-            try:
-                yield self._conn
-            except sqlite3.Error as exc:
-                raise StoreError(f"ledger error: {exc}") from exc
+        return await self._submit(_bare, work)
 
-    @asynccontextmanager
-    async def _transaction(self, begin: str) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._lock:
-            try:
-                await self._conn.execute(begin)
-            except sqlite3.Error as exc:
-                raise StoreError(f"could not start a transaction: {exc}") from exc
-            except BaseException:
-                # Cancelled: aiosqlite's thread runs the BEGIN all the same, and the next
-                # transaction would fail ("cannot start a transaction within a transaction").
-                # Its queue is in order, so this ROLLBACK comes after the BEGIN.
-                with contextlib.suppress(sqlite3.Error):
-                    await self._conn.execute("ROLLBACK")
-                raise
-            try:
-                yield self._conn
-            except sqlite3.Error as exc:
-                await self._rollback()
-                raise StoreError(f"ledger error: {exc}") from exc
-            except BaseException:
-                await self._rollback()
-                raise
-            try:
-                await self._conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                await self._rollback()
-                raise StoreError(f"could not commit: {exc}") from exc
-
-    async def _rollback(self) -> None:
-        try:
-            if self._conn.in_transaction:
-                await self._conn.execute("ROLLBACK")
-        except sqlite3.Error:
-            pass  # the original error is what the caller needs to see
-
-    async def audit(
+    async def _submit(
         self,
-        conn: aiosqlite.Connection,
+        runner: Callable[[sqlite3.Connection, Callable[[sqlite3.Connection], T], _Ticket], T],
+        work: Callable[[sqlite3.Connection], T],
+    ) -> T:
+        ticket = _Ticket()
+        async with self._lock:
+            try:
+                # aiosqlite's Connection._execute runs a callable on its thread (private:
+                # its version range is pinned in pyproject.toml, docs/decisions.md).
+                result: T = await self._conn._execute(  # type: ignore[no-untyped-call]
+                    runner, self._conn._conn, work, ticket
+                )
+                return result
+            except sqlite3.Error as exc:
+                raise StoreError(f"ledger error: {exc}") from exc
+            except BaseException:
+                # Cancelled: the function may be queued or running on the database thread.
+                # Queued, it is skipped; running, it ends (commits or rolls back) on its own,
+                # and the next transaction queues behind it: none is ever left open.
+                ticket.cancelled = True
+                raise
+
+    def audit(
+        self,
+        conn: sqlite3.Connection,
         event: str,
         *,
         actor: Actor | str | None = None,
@@ -153,7 +141,7 @@ class Database:
     ) -> None:
         """Append an audit entry inside the caller's transaction."""
         actor_text = actor.key() if isinstance(actor, Actor) else actor
-        await conn.execute(
+        conn.execute(
             "INSERT INTO audit (at, actor, event, session_id, interaction_id, details_json)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             (
@@ -167,21 +155,61 @@ class Database:
         )
 
 
-# Each aiosqlite call is one trip to its thread and back (~60 us of CPU on this kind of
-# machine); execute_fetchall is one trip where execute + fetch + close are three
-# (bench/interactions.py, docs/decisions.md). Queries given to fetch_one name one row.
+class _Ticket:
+    """Set from the event loop when the awaiter is cancelled; read on the database thread."""
+
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
 
 
-async def fetch_one(
-    conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()
+class _Skipped(Exception):
+    """A transaction whose awaiter was cancelled before it started (nobody reads this)."""
+
+
+def _bare(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], ticket: _Ticket) -> T:
+    if ticket.cancelled:
+        raise _Skipped
+    return work(conn)
+
+
+def _in_transaction(
+    conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], ticket: _Ticket
+) -> T:
+    """On the database thread: BEGIN IMMEDIATE, ``work``, COMMIT; ROLLBACK on any error."""
+    if ticket.cancelled:
+        raise _Skipped
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = work(conn)
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the original error is what matters
+                conn.execute("ROLLBACK")
+        raise
+    try:
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+        raise
+    return result
+
+
+# Statements run on the database thread, inside a function given to Database.write/read.
+# Queries given to fetch_one name one row.
+
+
+def fetch_one(
+    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
 ) -> sqlite3.Row | None:
-    rows = await conn.execute_fetchall(sql, params)
-    for row in rows:
-        return row
-    return None
+    row: sqlite3.Row | None = conn.execute(sql, params).fetchone()
+    return row
 
 
-async def fetch_all(
-    conn: aiosqlite.Connection, sql: str, params: tuple[Any, ...] = ()
+def fetch_all(
+    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
 ) -> list[sqlite3.Row]:
-    return list(await conn.execute_fetchall(sql, params))
+    return conn.execute(sql, params).fetchall()

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import aiosqlite
-
 from gateway.domain import Actor, Decision, InteractionKind, InteractionState, Resolution
 from gateway.errors import UnknownInteraction
 from gateway.interactions import (
@@ -43,17 +41,17 @@ LEFT JOIN resolutions r ON r.interaction_id = i.id
 """
 
 
-async def require_interaction(conn: aiosqlite.Connection, interaction_id: str) -> Interaction:
-    row = await fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+def require_interaction(conn: sqlite3.Connection, interaction_id: str) -> Interaction:
+    row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
     if row is None:
         raise UnknownInteraction(interaction_id)
     return interaction_from_row(row)
 
 
-async def interaction_by_native_key(
-    conn: aiosqlite.Connection, session_id: str, epoch: int, native_key: str
+def interaction_by_native_key(
+    conn: sqlite3.Connection, session_id: str, epoch: int, native_key: str
 ) -> Interaction | None:
-    row = await fetch_one(
+    row = fetch_one(
         conn,
         f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ? AND i.native_key = ?",
         (session_id, epoch, native_key),

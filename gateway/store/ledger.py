@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import aiosqlite
-
 from gateway.domain import (
     Actor,
     Decision,
@@ -94,8 +92,9 @@ class InteractionLedger:
         deduplicated. Refused for an epoch that is not live.
         """
         native_key = request.native_key or None
-        async with self._db.write() as conn:
-            epoch_row = await fetch_one(
+
+        def create(conn: sqlite3.Connection) -> Opened:
+            epoch_row = fetch_one(
                 conn,
                 "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
                 (session_id, epoch),
@@ -103,9 +102,9 @@ class InteractionLedger:
             if epoch_row is None or epoch_row["ended_at"] is not None:
                 raise StoreError(f"epoch {epoch} of session {session_id} is not live")
             if native_key is not None:
-                earlier = await interaction_by_native_key(conn, session_id, epoch, native_key)
+                earlier = interaction_by_native_key(conn, session_id, epoch, native_key)
                 if earlier is not None:
-                    await self._db.audit(
+                    self._db.audit(
                         conn,
                         "interaction.duplicate_request",
                         actor="agent",
@@ -113,8 +112,8 @@ class InteractionLedger:
                         interaction_id=earlier.id,
                     )
                     return Opened(interaction=earlier, created=False)
-            interaction_id = await self._insert(conn, session_id, epoch, request, turn_id)
-            await self._db.audit(
+            interaction_id = self._insert(conn, session_id, epoch, request, turn_id)
+            self._db.audit(
                 conn,
                 "interaction.opened",
                 actor="agent",
@@ -122,11 +121,13 @@ class InteractionLedger:
                 interaction_id=interaction_id,
                 details={"kind": request.kind.value},
             )
-            return Opened(interaction=await require_interaction(conn, interaction_id), created=True)
+            return Opened(interaction=require_interaction(conn, interaction_id), created=True)
 
-    async def _insert(
+        return await self._db.write(create)
+
+    def _insert(
         self,
-        conn: aiosqlite.Connection,
+        conn: sqlite3.Connection,
         session_id: str,
         epoch: int,
         request: InteractionRequest,
@@ -136,7 +137,7 @@ class InteractionLedger:
         for _ in range(5):  # a 50-bit id collides about never; retry rather than assume
             interaction_id = new_short_id()
             try:
-                await conn.execute(
+                conn.execute(
                     "INSERT INTO interactions (id, session_id, runtime_epoch, turn_id,"
                     " native_key, kind, title, summary, detail_json, actions_json,"
                     " questions_json, state, version, created_at, updated_at)"
@@ -165,39 +166,48 @@ class InteractionLedger:
         raise StoreError("could not draw an unused interaction id")
 
     async def get(self, interaction_id: str) -> Interaction | None:
-        async with self._db.read() as conn:
-            row = await fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
-        return None if row is None else interaction_from_row(row)
+        def get(conn: sqlite3.Connection) -> Interaction | None:
+            row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+            return None if row is None else interaction_from_row(row)
+
+        return await self._db.read(get)
 
     async def get_by_native_key(
         self, session_id: str, epoch: int, native_key: str
     ) -> Interaction | None:
-        async with self._db.read() as conn:
-            return await interaction_by_native_key(conn, session_id, epoch, native_key)
+        return await self._db.read(
+            lambda conn: interaction_by_native_key(conn, session_id, epoch, native_key)
+        )
 
     async def list_open(self, session_id: str | None = None) -> list[Interaction]:
         """Live interactions (pending, decided, delivered), oldest first."""
-        async with self._db.read() as conn:
-            rows = await fetch_all(
+
+        def list_open(conn: sqlite3.Connection) -> list[Interaction]:
+            rows = fetch_all(
                 conn,
                 f"{SELECT_INTERACTION} WHERE i.state IN {_LIVE} AND (? IS NULL OR i.session_id = ?)"
                 " ORDER BY i.created_at, i.rowid",
                 (session_id, session_id),
             )
-        return [interaction_from_row(row) for row in rows]
+            return [interaction_from_row(row) for row in rows]
+
+        return await self._db.read(list_open)
 
     async def list_recent(
         self, *, limit: int = 20, session_id: str | None = None
     ) -> list[Interaction]:
         """The newest interactions in any state, newest first."""
-        async with self._db.read() as conn:
-            rows = await fetch_all(
+
+        def list_recent(conn: sqlite3.Connection) -> list[Interaction]:
+            rows = fetch_all(
                 conn,
                 f"{SELECT_INTERACTION} WHERE (? IS NULL OR i.session_id = ?)"
                 " ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?",
                 (session_id, session_id, limit),
             )
-        return [interaction_from_row(row) for row in rows]
+            return [interaction_from_row(row) for row in rows]
+
+        return await self._db.read(list_recent)
 
     async def decide(
         self,
@@ -218,8 +228,9 @@ class InteractionLedger:
         decided first or how the interaction ended (the attempt is audited). A choice of
         scope "session" or "always" that allows is recorded as a grant, and audited.
         """
-        async with self._db.write() as conn:
-            current = await require_interaction(conn, interaction_id)
+
+        def decide(conn: sqlite3.Connection) -> Interaction | AlreadyDecided:
+            current = require_interaction(conn, interaction_id)
             validate_decision(current, decision)
             if current.state is InteractionState.PENDING:
                 if current.version != expected_version:
@@ -228,17 +239,17 @@ class InteractionLedger:
                         f"not {expected_version}: look at it again"
                     )
                 moved = transition(current.state, InteractionEvent.DECIDE)
-                cursor = await conn.execute(
+                cursor = conn.execute(
                     "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
                     " WHERE id = ? AND version = ? AND state = 'pending'",
                     (moved.after.value, self._db.now(), interaction_id, expected_version),
                 )
                 if cursor.rowcount == 1:
-                    await self._record_decision(conn, current, actor, decision)
-                    return await require_interaction(conn, interaction_id)
-                current = await require_interaction(conn, interaction_id)  # another process won
+                    self._record_decision(conn, current, actor, decision)
+                    return require_interaction(conn, interaction_id)
+                current = require_interaction(conn, interaction_id)  # another process won
             rejection = _already_decided(current)
-            await self._db.audit(
+            self._db.audit(
                 conn,
                 "interaction.decision_rejected",
                 actor=actor,
@@ -246,14 +257,19 @@ class InteractionLedger:
                 interaction_id=interaction_id,
                 details={"state": current.state.value, "decided_by": rejection.decided_by},
             )
-        raise rejection  # after the commit: the rejected attempt stays audited
+            return rejection
 
-    async def _record_decision(
-        self, conn: aiosqlite.Connection, current: Interaction, actor: Actor, decision: Decision
+        outcome = await self._db.write(decide)
+        if isinstance(outcome, AlreadyDecided):
+            raise outcome  # after the commit: the rejected attempt stays audited
+        return outcome
+
+    def _record_decision(
+        self, conn: sqlite3.Connection, current: Interaction, actor: Actor, decision: Decision
     ) -> None:
         stored = codec.redact_secret_answers(decision, current.questions)
         now = self._db.now()
-        await conn.execute(
+        conn.execute(
             "INSERT INTO decisions (interaction_id, actor_platform, actor_user_id,"
             " actor_display, action_id, answers_json, message, decided_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -268,7 +284,7 @@ class InteractionLedger:
                 now,
             ),
         )
-        await self._db.audit(
+        self._db.audit(
             conn,
             "interaction.decided",
             actor=actor,
@@ -279,7 +295,7 @@ class InteractionLedger:
         action = current.action(decision.action_id) if decision.action_id else None
         if action and action.effect is Effect.ALLOW and action.scope in _GRANT_SCOPES:
             description = f"{action.label}: {current.title}"
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO grants (session_id, interaction_id, action_id, scope, description,"
                 " actor_platform, actor_user_id, actor_display, granted_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -295,7 +311,7 @@ class InteractionLedger:
                     now,
                 ),
             )
-            await self._db.audit(
+            self._db.audit(
                 conn,
                 "grant",
                 actor=actor,
@@ -316,11 +332,14 @@ class InteractionLedger:
         """
         event = InteractionEvent.DELIVER if ok else InteractionEvent.DELIVERY_FAILED
         outcome = DeliveryOutcome.OK if ok else DeliveryOutcome.FAILED
-        async with self._db.write() as conn:
-            current = await require_interaction(conn, interaction_id)
+
+        def record_delivery(conn: sqlite3.Connection) -> InteractionUpdate:
+            current = require_interaction(conn, interaction_id)
             moved = transition(current.state, event)
-            await self._insert_delivery(conn, interaction_id, outcome, error)
-            return await self._apply(conn, current, moved, by="gateway", note=error or "")
+            self._insert_delivery(conn, interaction_id, outcome, error)
+            return self._apply(conn, current, moved, by="gateway", note=error or "")
+
+        return await self._db.write(record_delivery)
 
     async def resolve(
         self, interaction_id: str, event: InteractionEvent, *, by: str, note: str = ""
@@ -329,9 +348,12 @@ class InteractionLedger:
         "gateway", an actor key). Prefer :meth:`close_from_agent` for an agent's close."""
         if event not in _RESOLVING_EVENTS:
             raise ValueError(f"{event} is not a resolving event; see decide/record_delivery")
-        async with self._db.write() as conn:
-            current = await require_interaction(conn, interaction_id)
-            return await self._apply(conn, current, transition(current.state, event), by, note)
+
+        def resolve(conn: sqlite3.Connection) -> InteractionUpdate:
+            current = require_interaction(conn, interaction_id)
+            return self._apply(conn, current, transition(current.state, event), by, note)
+
+        return await self._db.write(resolve)
 
     async def expire(
         self,
@@ -351,16 +373,15 @@ class InteractionLedger:
         ``not_written``: nothing will be written, recorded now as a skipped delivery with
         this reason.
         """
-        async with self._db.write() as conn:
-            current = await require_interaction(conn, interaction_id)
+
+        def expire(conn: sqlite3.Connection) -> InteractionUpdate | None:
+            current = require_interaction(conn, interaction_id)
             if current.state is not InteractionState.PENDING or current.version != expected_version:
                 return None
             moved = transition(current.state, InteractionEvent.EXPIRE)
             if not_written is not None:
-                await self._insert_delivery(
-                    conn, interaction_id, DeliveryOutcome.SKIPPED, not_written
-                )
-            await self._db.audit(
+                self._insert_delivery(conn, interaction_id, DeliveryOutcome.SKIPPED, not_written)
+            self._db.audit(
                 conn,
                 "interaction.expired",
                 actor="gateway",
@@ -368,7 +389,9 @@ class InteractionLedger:
                 interaction_id=interaction_id,
                 details={"outcome": outcome, "written": not_written is None},
             )
-            return await self._apply(conn, current, moved, "gateway", outcome)
+            return self._apply(conn, current, moved, "gateway", outcome)
+
+        return await self._db.write(expire)
 
     async def close_from_agent(
         self, session_id: str, epoch: int, native_key: str, *, how: Resolution
@@ -376,10 +399,11 @@ class InteractionLedger:
         """The agent closed its request (``InteractionClosed``): confirm or withdraw it,
         choosing the event from the state in the same transaction. None (audited) when no
         interaction has that native key in that epoch."""
-        async with self._db.write() as conn:
-            current = await interaction_by_native_key(conn, session_id, epoch, native_key)
+
+        def close(conn: sqlite3.Connection) -> InteractionUpdate | None:
+            current = interaction_by_native_key(conn, session_id, epoch, native_key)
             if current is None:
-                await self._db.audit(
+                self._db.audit(
                     conn,
                     "interaction.unknown_close",
                     actor="agent",
@@ -389,7 +413,9 @@ class InteractionLedger:
                 return None
             event = event_for_agent_close(current.state, how)
             moved = transition(current.state, event)
-            return await self._apply(conn, current, moved, "agent", f"agent: {how.value}")
+            return self._apply(conn, current, moved, "agent", f"agent: {how.value}")
+
+        return await self._db.write(close)
 
     async def orphan_epoch(
         self,
@@ -408,8 +434,9 @@ class InteractionLedger:
         decision it committed but never recorded a write for may have reached the agent in
         its last moment, so no "not written" delivery is recorded for it: its delivery stays
         unknown, and the note says so."""
-        async with self._db.write() as conn:
-            rows = await fetch_all(
+
+        def orphan(conn: sqlite3.Connection) -> list[InteractionUpdate]:
+            rows = fetch_all(
                 conn,
                 f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"
                 f" AND i.state IN {_LIVE} ORDER BY i.created_at, i.rowid",
@@ -428,7 +455,7 @@ class InteractionLedger:
                     and current.delivery is None
                 )
                 updates.append(
-                    await self._apply(
+                    self._apply(
                         conn,
                         current,
                         moved,
@@ -439,16 +466,19 @@ class InteractionLedger:
                 )
             return updates
 
+        return await self._db.write(orphan)
+
     async def list_grants(self, session_id: str) -> list[Grant]:
         """Standing permissions given in the session, oldest first (for /status)."""
-        async with self._db.read() as conn:
-            rows = await fetch_all(
+        rows = await self._db.read(
+            lambda conn: fetch_all(
                 conn,
                 "SELECT id, session_id, interaction_id, action_id, scope, description,"
                 " actor_platform, actor_user_id, actor_display, granted_at"
                 " FROM grants WHERE session_id = ? ORDER BY id",
                 (session_id,),
             )
+        )
         return [
             Grant(
                 id=row["id"],
@@ -463,9 +493,9 @@ class InteractionLedger:
             for row in rows
         ]
 
-    async def _apply(
+    def _apply(
         self,
-        conn: aiosqlite.Connection,
+        conn: sqlite3.Connection,
         current: Interaction,
         moved: Transition,
         by: str,
@@ -477,7 +507,7 @@ class InteractionLedger:
         ``record_skipped=False``: a move that skips the delivery records no "skipped" fact
         (whether the answer was written is not known)."""
         if moved.ignored:
-            await self._db.audit(
+            self._db.audit(
                 conn,
                 "interaction.event_ignored",
                 actor=by,
@@ -487,7 +517,7 @@ class InteractionLedger:
             )
             return InteractionUpdate(interaction=current, transition=moved)
         now = self._db.now()
-        cursor = await conn.execute(
+        cursor = conn.execute(
             "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
             " WHERE id = ? AND version = ?",
             (moved.after.value, now, current.id, current.version),
@@ -496,25 +526,25 @@ class InteractionLedger:
             raise StoreError(f"interaction {current.id} was changed by another writer")
         if moved.skips_delivery and record_skipped:
             reason = _SKIPPED_BECAUSE.get(moved.event, "not written")
-            await self._insert_delivery(conn, current.id, DeliveryOutcome.SKIPPED, reason)
+            self._insert_delivery(conn, current.id, DeliveryOutcome.SKIPPED, reason)
         if moved.resolution is not None:
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO resolutions (interaction_id, how, by, note, at)"
                 " VALUES (?, ?, ?, ?, ?)",
                 (current.id, moved.resolution.value, by, note, now),
             )
         return InteractionUpdate(
-            interaction=await require_interaction(conn, current.id), transition=moved
+            interaction=require_interaction(conn, current.id), transition=moved
         )
 
-    async def _insert_delivery(
+    def _insert_delivery(
         self,
-        conn: aiosqlite.Connection,
+        conn: sqlite3.Connection,
         interaction_id: str,
         outcome: DeliveryOutcome,
         error: str | None,
     ) -> None:
-        await conn.execute(
+        conn.execute(
             "INSERT INTO deliveries (interaction_id, outcome, error, at) VALUES (?, ?, ?, ?)",
             (interaction_id, outcome.value, error, self._db.now()),
         )

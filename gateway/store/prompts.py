@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import aiosqlite
-
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
 from gateway.store.database import (
@@ -54,14 +52,15 @@ class PromptQueue:
         if max_depth < 1:
             raise ValueError("max_depth must be at least 1")
         key = (*conversation_params(conversation), platform_message_id)
-        async with self._db.write() as conn:
-            session = await fetch_one(
+
+        def enqueue(conn: sqlite3.Connection) -> EnqueueResult:
+            session = fetch_one(
                 conn, "SELECT closed_at, queue_paused FROM sessions WHERE id = ?", (session_id,)
             )
             if session is None or session["closed_at"] is not None:
                 raise StoreError(f"session {session_id} is closed or unknown")
             paused = bool(session["queue_paused"])
-            earlier = await fetch_one(
+            earlier = fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM prompts WHERE platform = ? AND space = ?"
                 " AND channel = ? AND thread = ? AND platform_message_id = ?",
@@ -69,13 +68,13 @@ class PromptQueue:
             )
             if earlier is not None:
                 prompt = _prompt_from_row(earlier)
-                ahead = await _queued_before(conn, prompt)
+                ahead = _queued_before(conn, prompt)
                 return EnqueueResult(
                     outcome=EnqueueOutcome.DUPLICATE, prompt=prompt, ahead=ahead, paused=paused
                 )
-            depth = await _count_queued(conn, session_id)
+            depth = _count_queued(conn, session_id)
             if depth >= max_depth:
-                await self._db.audit(
+                self._db.audit(
                     conn,
                     "prompt.refused_full",
                     actor=author,
@@ -86,7 +85,7 @@ class PromptQueue:
                     outcome=EnqueueOutcome.FULL, prompt=None, ahead=depth, paused=paused
                 )
             now = self._db.now()
-            cursor = await conn.execute(
+            cursor = conn.execute(
                 "INSERT INTO prompts (session_id, platform, space, channel, thread,"
                 " platform_message_id, author_platform, author_user_id, author_display, text,"
                 " state, position, created_at, updated_at)"
@@ -106,10 +105,12 @@ class PromptQueue:
                 ),
             )
             assert cursor.lastrowid is not None
-            prompt = await _prompt(conn, cursor.lastrowid)
+            prompt = _prompt(conn, cursor.lastrowid)
             return EnqueueResult(
                 outcome=EnqueueOutcome.QUEUED, prompt=prompt, ahead=depth, paused=paused
             )
+
+        return await self._db.write(enqueue)
 
     async def claim_next(self, session_id: str) -> PromptRecord | None:
         """Take the oldest queued prompt and mark it in flight, in one transaction.
@@ -117,8 +118,9 @@ class PromptQueue:
         None when the queue is paused, empty, or a prompt is already in flight (a new turn
         waits for the running one to end).
         """
-        async with self._db.write() as conn:
-            row = await fetch_one(
+
+        def claim_next(conn: sqlite3.Connection) -> PromptRecord | None:
+            row = fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
                 " AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = ? AND queue_paused = 1)"
@@ -129,11 +131,13 @@ class PromptQueue:
             )
             if row is None:
                 return None
-            await conn.execute(
+            conn.execute(
                 "UPDATE prompts SET state = 'in_flight', updated_at = ? WHERE id = ?",
                 (self._db.now(), row["id"]),
             )
-            return await _prompt(conn, row["id"])
+            return _prompt(conn, row["id"])
+
+        return await self._db.write(claim_next)
 
     async def mark_done(self, prompt_id: int) -> PromptRecord:
         return await self._finish(prompt_id, PromptState.DONE)
@@ -144,19 +148,20 @@ class PromptQueue:
     async def release(self, prompt_id: int) -> None:
         """Put a claimed prompt back at its place in the queue: nothing was sent yet (its
         turn could not start because the runtime ended in between)."""
-        async with self._db.write() as conn:
-            await conn.execute(
+        await self._db.write(
+            lambda conn: conn.execute(
                 "UPDATE prompts SET state = 'queued', updated_at = ?"
                 " WHERE id = ? AND state = 'in_flight'",
                 (self._db.now(), prompt_id),
             )
+        )
 
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
-        async with self._db.write() as conn:
-            prompt = await _prompt(conn, prompt_id)
+        def finish(conn: sqlite3.Connection) -> PromptRecord:
+            prompt = _prompt(conn, prompt_id)
             if prompt.state in _FINAL:
                 if prompt.state is not state:
-                    await self._db.audit(
+                    self._db.audit(
                         conn,
                         "prompt.late_end_ignored",
                         session_id=prompt.session_id,
@@ -165,72 +170,85 @@ class PromptQueue:
                 return prompt
             if prompt.state is not PromptState.IN_FLIGHT:
                 raise StoreError(f"prompt {prompt_id} is {prompt.state}, not in flight")
-            await conn.execute(
+            conn.execute(
                 "UPDATE prompts SET state = ?, updated_at = ? WHERE id = ?",
                 (state.value, self._db.now(), prompt_id),
             )
-            return await _prompt(conn, prompt_id)
+            return _prompt(conn, prompt_id)
+
+        return await self._db.write(finish)
 
     async def get(self, prompt_id: int) -> PromptRecord | None:
-        async with self._db.read() as conn:
-            row = await fetch_one(
+        row = await self._db.read(
+            lambda conn: fetch_one(
                 conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,)
             )
+        )
         return None if row is None else _prompt_from_row(row)
 
     async def list_queued(self, session_id: str) -> list[PromptRecord]:
         """What waits, in the order it will be sent."""
-        async with self._db.read() as conn:
-            rows = await fetch_all(
+        rows = await self._db.read(
+            lambda conn: fetch_all(
                 conn,
                 f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
                 " ORDER BY position",
                 (session_id,),
             )
+        )
         return [_prompt_from_row(row) for row in rows]
 
     async def pause(self, session_id: str, *, reason: str) -> None:
         """Hold the queue (/stop, a restart): nothing is claimed until :meth:`resume`."""
-        async with self._db.write() as conn:
-            cursor = await conn.execute(
+
+        def pause(conn: sqlite3.Connection) -> None:
+            cursor = conn.execute(
                 "UPDATE sessions SET queue_paused = 1, queue_pause_reason = ? WHERE id = ?",
                 (reason, session_id),
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"no session {session_id}")
 
+        await self._db.write(pause)
+
     async def resume(self, session_id: str) -> int:
         """Release the queue; return how many prompts wait to be sent, in order."""
-        async with self._db.write() as conn:
-            cursor = await conn.execute(
+
+        def resume(conn: sqlite3.Connection) -> int:
+            cursor = conn.execute(
                 "UPDATE sessions SET queue_paused = 0, queue_pause_reason = NULL WHERE id = ?",
                 (session_id,),
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"no session {session_id}")
-            return await _count_queued(conn, session_id)
+            return _count_queued(conn, session_id)
+
+        return await self._db.write(resume)
 
     async def clear(self, session_id: str, *, actor: Actor | None = None) -> int:
         """Drop every queued prompt (recorded as dropped, audited); return how many.
 
         The pause flag is left as it is: resuming is a separate, explicit step.
         """
-        async with self._db.write() as conn:
-            rows = await fetch_all(
+
+        def clear(conn: sqlite3.Connection) -> int:
+            rows = fetch_all(
                 conn,
                 "SELECT id FROM prompts WHERE session_id = ? AND state = 'queued'",
                 (session_id,),
             )
             ids = [row["id"] for row in rows]
-            await conn.execute(
+            conn.execute(
                 "UPDATE prompts SET state = 'dropped', updated_at = ?"
                 " WHERE session_id = ? AND state = 'queued'",
                 (self._db.now(), session_id),
             )
-            await self._db.audit(
+            self._db.audit(
                 conn, "queue.cleared", actor=actor, session_id=session_id, details={"ids": ids}
             )
             return len(ids)
+
+        return await self._db.write(clear)
 
     async def recover_after_restart(self) -> list[str]:
         """At start-up: every prompt left in flight is interrupted (never resent), and every
@@ -239,30 +257,33 @@ class PromptQueue:
         Returns the ids of the sessions paused.
         """
         now = self._db.now()
-        async with self._db.write() as conn:
-            await conn.execute(
+
+        def recover(conn: sqlite3.Connection) -> list[str]:
+            conn.execute(
                 "UPDATE prompts SET state = 'interrupted', updated_at = ?"
                 " WHERE state = 'in_flight'",
                 (now,),
             )
-            rows = await fetch_all(
+            rows = fetch_all(
                 conn,
                 "SELECT DISTINCT session_id FROM prompts WHERE state = 'queued'"
                 " ORDER BY session_id",
             )
             paused = [row["session_id"] for row in rows]
             for session_id in paused:
-                await conn.execute(
+                conn.execute(
                     "UPDATE sessions SET queue_paused = 1,"
                     " queue_pause_reason = 'gateway restarted' WHERE id = ?",
                     (session_id,),
                 )
-                await self._db.audit(conn, "queue.paused_after_restart", session_id=session_id)
+                self._db.audit(conn, "queue.paused_after_restart", session_id=session_id)
             return paused
 
+        return await self._db.write(recover)
 
-async def _count_queued(conn: aiosqlite.Connection, session_id: str) -> int:
-    row = await fetch_one(
+
+def _count_queued(conn: sqlite3.Connection, session_id: str) -> int:
+    row = fetch_one(
         conn,
         "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued'",
         (session_id,),
@@ -270,10 +291,10 @@ async def _count_queued(conn: aiosqlite.Connection, session_id: str) -> int:
     return 0 if row is None else int(row["n"])
 
 
-async def _queued_before(conn: aiosqlite.Connection, prompt: PromptRecord) -> int:
+def _queued_before(conn: sqlite3.Connection, prompt: PromptRecord) -> int:
     if prompt.state is not PromptState.QUEUED:
         return 0
-    row = await fetch_one(
+    row = fetch_one(
         conn,
         "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued'"
         " AND position < ?",
@@ -282,8 +303,8 @@ async def _queued_before(conn: aiosqlite.Connection, prompt: PromptRecord) -> in
     return 0 if row is None else int(row["n"])
 
 
-async def _prompt(conn: aiosqlite.Connection, prompt_id: int) -> PromptRecord:
-    row = await fetch_one(conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,))
+def _prompt(conn: sqlite3.Connection, prompt_id: int) -> PromptRecord:
+    row = fetch_one(conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,))
     if row is None:
         raise StoreError(f"no prompt {prompt_id}")
     return _prompt_from_row(row)

@@ -6,8 +6,6 @@ import json
 import sqlite3
 from collections.abc import Mapping
 
-import aiosqlite
-
 from gateway.domain import Actor, AgentKind, ConversationRef
 from gateway.errors import StoreError
 from gateway.interactions import new_short_id
@@ -58,56 +56,65 @@ class SessionLedger:
                 initiator.display,
             )
         )
-        async with self._db.write() as conn:
-            await conn.execute(
+
+        def create(conn: sqlite3.Connection) -> SessionRecord:
+            conn.execute(
                 "INSERT INTO sessions (id, project, agent_kind, created_at, initiator_platform,"
                 " initiator_user_id, initiator_display) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (session_id, project, agent_kind.value, self._db.now(), *who),
             )
-            return await _session(conn, session_id)
+            return _session(conn, session_id)
+
+        return await self._db.write(create)
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        async with self._db.read() as conn:
-            row = await fetch_one(
+        row = await self._db.read(
+            lambda conn: fetch_one(
                 conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
             )
+        )
         return None if row is None else _session_from_row(row)
 
     async def list_sessions(
         self, *, project: str | None = None, include_closed: bool = False
     ) -> list[SessionRecord]:
         """Sessions, oldest first; closed ones only when asked."""
-        async with self._db.read() as conn:
-            rows = await fetch_all(
+        rows = await self._db.read(
+            lambda conn: fetch_all(
                 conn,
                 f"SELECT {_SESSION_COLUMNS} FROM sessions"
                 " WHERE (? IS NULL OR project = ?) AND (? OR closed_at IS NULL)"
                 " ORDER BY created_at, rowid",
                 (project, project, include_closed),
             )
+        )
         return [_session_from_row(row) for row in rows]
 
     async def set_native_session_id(self, session_id: str, native_session_id: str) -> None:
         """Record the agent's own session id, what a later resume passes back."""
-        async with self._db.write() as conn:
-            await _require_update(
+        await self._db.write(
+            lambda conn: _require_update(
                 conn,
                 "UPDATE sessions SET native_session_id = ? WHERE id = ?",
                 (native_session_id, session_id),
                 f"no session {session_id}",
             )
+        )
 
     async def close(self, session_id: str, *, reason: str) -> SessionRecord:
         """Mark the session closed (for example by /new); idempotent, the first reason stays."""
-        async with self._db.write() as conn:
-            await _require_update(
+
+        def close(conn: sqlite3.Connection) -> SessionRecord:
+            _require_update(
                 conn,
                 "UPDATE sessions SET closed_at = coalesce(closed_at, ?),"
                 " close_reason = coalesce(close_reason, ?) WHERE id = ?",
                 (self._db.now(), reason, session_id),
                 f"no session {session_id}",
             )
-            return await _session(conn, session_id)
+            return _session(conn, session_id)
+
+        return await self._db.write(close)
 
     # --- runtime epochs ----------------------------------------------------------------
 
@@ -125,9 +132,10 @@ class SessionLedger:
         Refused while the session's previous epoch has not ended: two live runtimes of one
         session would answer each other's requests.
         """
-        async with self._db.write() as conn:
-            session = await _session(conn, session_id)
-            live = await fetch_one(
+
+        def begin_epoch(conn: sqlite3.Connection) -> int:
+            session = _session(conn, session_id)
+            live = fetch_one(
                 conn,
                 "SELECT epoch FROM runtime_epochs WHERE session_id = ? AND ended_at IS NULL",
                 (session_id,),
@@ -137,15 +145,15 @@ class SessionLedger:
                     f"session {session_id} still has live epoch {live['epoch']}; end it first"
                 )
             epoch = session.current_epoch + 1
-            await conn.execute(
+            conn.execute(
                 "INSERT INTO runtime_epochs (session_id, epoch, pid, pgid, process_start_time,"
                 " started_at, agent_version) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (session_id, epoch, pid, pgid, process_start_time, self._db.now(), agent_version),
             )
-            await conn.execute(
-                "UPDATE sessions SET current_epoch = ? WHERE id = ?", (epoch, session_id)
-            )
+            conn.execute("UPDATE sessions SET current_epoch = ? WHERE id = ?", (epoch, session_id))
             return epoch
+
+        return await self._db.write(begin_epoch)
 
     async def set_policy(
         self,
@@ -156,8 +164,8 @@ class SessionLedger:
         agent_version: str | None = None,
     ) -> None:
         """Record the policy actually in force (and the agent's version, once it is known)."""
-        async with self._db.write() as conn:
-            await _require_update(
+        await self._db.write(
+            lambda conn: _require_update(
                 conn,
                 "UPDATE runtime_epochs SET policy_json = ?,"
                 " agent_version = coalesce(?, agent_version)"
@@ -165,6 +173,7 @@ class SessionLedger:
                 (json.dumps(dict(policy), sort_keys=True), agent_version, session_id, epoch),
                 f"no epoch {epoch} of session {session_id}",
             )
+        )
 
     async def end_epoch(self, session_id: str, epoch: int, *, exit_description: str) -> EpochRecord:
         """Mark the runtime ended; idempotent (the first description stays).
@@ -174,54 +183,60 @@ class SessionLedger:
         :meth:`InteractionLedger.orphan_epoch`'s business.
         """
         now = self._db.now()
-        async with self._db.write() as conn:
-            epoch_row = await _epoch(conn, session_id, epoch)
+
+        def end_epoch(conn: sqlite3.Connection) -> EpochRecord:
+            epoch_row = _epoch(conn, session_id, epoch)
             if epoch_row.ended_at is not None:
                 return epoch_row
-            await conn.execute(
+            conn.execute(
                 "UPDATE runtime_epochs SET ended_at = ?, exit_description = ?"
                 " WHERE session_id = ? AND epoch = ?",
                 (now, exit_description, session_id, epoch),
             )
-            await conn.execute(
+            conn.execute(
                 "UPDATE prompts SET state = 'interrupted', updated_at = ? WHERE state = 'in_flight'"
                 " AND id IN (SELECT prompt_id FROM turns WHERE session_id = ? AND epoch = ?"
                 " AND ended_at IS NULL)",
                 (now, session_id, epoch),
             )
-            await conn.execute(
+            conn.execute(
                 "UPDATE turns SET status = 'interrupted', ended_at = ?, error = ?"
                 " WHERE session_id = ? AND epoch = ? AND ended_at IS NULL",
                 (now, f"runtime ended: {exit_description}", session_id, epoch),
             )
-            return await _epoch(conn, session_id, epoch)
+            return _epoch(conn, session_id, epoch)
+
+        return await self._db.write(end_epoch)
 
     async def get_epoch(self, session_id: str, epoch: int) -> EpochRecord | None:
-        async with self._db.read() as conn:
-            row = await fetch_one(
+        row = await self._db.read(
+            lambda conn: fetch_one(
                 conn,
                 f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
                 (session_id, epoch),
             )
+        )
         return None if row is None else _epoch_from_row(row)
 
     async def live_epochs(self) -> list[EpochRecord]:
         """Epochs never ended: after a crash, the processes a restart must find and end."""
-        async with self._db.read() as conn:
-            rows = await fetch_all(
+        rows = await self._db.read(
+            lambda conn: fetch_all(
                 conn,
                 f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE ended_at IS NULL"
                 " ORDER BY started_at, session_id",
             )
+        )
         return [_epoch_from_row(row) for row in rows]
 
     # --- conversations -----------------------------------------------------------------
 
     async def bind(self, conversation: ConversationRef, session_id: str) -> None:
         """Make ``session_id`` the conversation's current session (replacing any other)."""
-        async with self._db.write() as conn:
-            await _session(conn, session_id)
-            await conn.execute(
+
+        def bind(conn: sqlite3.Connection) -> None:
+            _session(conn, session_id)
+            conn.execute(
                 "INSERT INTO conversations (platform, space, channel, thread, session_id,"
                 " bound_at) VALUES (?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (platform, space, channel, thread)"
@@ -229,57 +244,60 @@ class SessionLedger:
                 (*conversation_params(conversation), session_id, self._db.now()),
             )
 
+        await self._db.write(bind)
+
     async def unbind(self, conversation: ConversationRef) -> None:
-        async with self._db.write() as conn:
-            await conn.execute(
+        await self._db.write(
+            lambda conn: conn.execute(
                 "DELETE FROM conversations"
                 " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?",
                 conversation_params(conversation),
             )
+        )
 
     async def lookup(self, conversation: ConversationRef) -> SessionRecord | None:
         """The conversation's current session, if it has one."""
-        async with self._db.read() as conn:
-            row = await fetch_one(
+        row = await self._db.read(
+            lambda conn: fetch_one(
                 conn,
                 f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
                 " FROM conversations"
                 " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
                 conversation_params(conversation),
             )
+        )
         return None if row is None else _session_from_row(row)
 
     async def list_bindings(self, session_id: str) -> list[ConversationRef]:
         """Every conversation that shows the session, in the order they were bound."""
-        async with self._db.read() as conn:
-            rows = await fetch_all(
+        rows = await self._db.read(
+            lambda conn: fetch_all(
                 conn,
                 "SELECT platform, space, channel, thread FROM conversations"
                 " WHERE session_id = ? ORDER BY bound_at, rowid",
                 (session_id,),
             )
+        )
         return [conversation_from_row(row) for row in rows]
 
 
-async def _require_update(
-    conn: aiosqlite.Connection, sql: str, params: tuple[object, ...], missing: str
+def _require_update(
+    conn: sqlite3.Connection, sql: str, params: tuple[object, ...], missing: str
 ) -> None:
-    cursor = await conn.execute(sql, params)
+    cursor = conn.execute(sql, params)
     if cursor.rowcount == 0:
         raise StoreError(missing)
 
 
-async def _session(conn: aiosqlite.Connection, session_id: str) -> SessionRecord:
-    row = await fetch_one(
-        conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-    )
+def _session(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+    row = fetch_one(conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
     if row is None:
         raise StoreError(f"no session {session_id}")
     return _session_from_row(row)
 
 
-async def _epoch(conn: aiosqlite.Connection, session_id: str, epoch: int) -> EpochRecord:
-    row = await fetch_one(
+def _epoch(conn: sqlite3.Connection, session_id: str, epoch: int) -> EpochRecord:
+    row = fetch_one(
         conn,
         f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
         (session_id, epoch),

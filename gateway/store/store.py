@@ -13,7 +13,7 @@ import aiosqlite
 from gateway.errors import StoreError
 from gateway.store.audit import AuditLog
 from gateway.store.cards import CardCopies
-from gateway.store.database import Clock, Database, fetch_one, utc_now
+from gateway.store.database import Clock, Database, utc_now
 from gateway.store.datadir import check_data_dir, prepare_data_dir
 from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
@@ -104,7 +104,8 @@ def _create_private_file(path: Path) -> None:
 
 async def _configure(conn: aiosqlite.Connection) -> None:
     try:
-        row = await fetch_one(conn, "PRAGMA journal_mode = WAL")
+        rows = list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
+        row = rows[0] if rows else None
         if row is None or str(row[0]).lower() != "wal":
             raise StoreError("the ledger could not switch to WAL mode")
         await conn.execute("PRAGMA synchronous = NORMAL")

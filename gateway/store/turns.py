@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 
-import aiosqlite
-
 from gateway.domain import TurnStatus
 from gateway.errors import StoreError
 from gateway.store.database import Database, fetch_one, parse_optional_time, parse_time
@@ -31,86 +29,98 @@ class TurnLedger:
         native_turn_id: str | None = None,
     ) -> TurnRecord:
         """Record a turn as running in a live epoch; refused while another turn runs."""
-        async with self._db.write() as conn:
-            live = await fetch_one(
+
+        def start(conn: sqlite3.Connection) -> TurnRecord:
+            live = fetch_one(
                 conn,
                 "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
                 (session_id, epoch),
             )
             if live is None or live["ended_at"] is not None:
                 raise StoreError(f"epoch {epoch} of session {session_id} is not live")
-            running = await fetch_one(
+            running = fetch_one(
                 conn,
                 "SELECT id FROM turns WHERE session_id = ? AND ended_at IS NULL",
                 (session_id,),
             )
             if running is not None:
                 raise StoreError(f"session {session_id} already runs turn {running['id']}")
-            cursor = await conn.execute(
+            cursor = conn.execute(
                 "INSERT INTO turns (session_id, epoch, prompt_id, native_turn_id, started_at)"
                 " VALUES (?, ?, ?, ?, ?)",
                 (session_id, epoch, prompt_id, native_turn_id, self._db.now()),
             )
             assert cursor.lastrowid is not None
-            return await _turn(conn, cursor.lastrowid)
+            return _turn(conn, cursor.lastrowid)
+
+        return await self._db.write(start)
 
     async def set_native_id(self, turn_id: int, native_turn_id: str) -> None:
-        async with self._db.write() as conn:
-            cursor = await conn.execute(
+
+        def set_native_id(conn: sqlite3.Connection) -> None:
+            cursor = conn.execute(
                 "UPDATE turns SET native_turn_id = ? WHERE id = ?", (native_turn_id, turn_id)
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"no turn {turn_id}")
+
+        await self._db.write(set_native_id)
 
     async def end(
         self, turn_id: int, status: TurnStatus, *, error: str | None = None
     ) -> TurnRecord:
         """Record how the turn ended. A turn already ended keeps its first ending (a late
         completion after the runtime died is audited, not applied)."""
-        async with self._db.write() as conn:
-            turn = await _turn(conn, turn_id)
+
+        def end(conn: sqlite3.Connection) -> TurnRecord:
+            turn = _turn(conn, turn_id)
             if turn.ended_at is not None:
-                await self._db.audit(
+                self._db.audit(
                     conn,
                     "turn.late_end_ignored",
                     session_id=turn.session_id,
                     details={"turn_id": turn_id, "status": status.value, "kept": turn.status},
                 )
                 return turn
-            await conn.execute(
+            conn.execute(
                 "UPDATE turns SET status = ?, error = ?, ended_at = ? WHERE id = ?",
                 (status.value, error, self._db.now(), turn_id),
             )
-            return await _turn(conn, turn_id)
+            return _turn(conn, turn_id)
+
+        return await self._db.write(end)
 
     async def get(self, turn_id: int) -> TurnRecord | None:
-        async with self._db.read() as conn:
-            row = await fetch_one(conn, f"SELECT {_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
+        row = await self._db.read(
+            lambda conn: fetch_one(conn, f"SELECT {_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
+        )
         return None if row is None else _turn_from_row(row)
 
     async def running(self, session_id: str) -> TurnRecord | None:
         """The session's running turn, if any."""
-        async with self._db.read() as conn:
-            row = await fetch_one(
+        row = await self._db.read(
+            lambda conn: fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM turns WHERE session_id = ? AND ended_at IS NULL",
                 (session_id,),
             )
+        )
         return None if row is None else _turn_from_row(row)
 
     async def latest(self, session_id: str) -> TurnRecord | None:
         """The session's most recent turn, running or ended (how its last turn went)."""
-        async with self._db.read() as conn:
-            row = await fetch_one(
+        row = await self._db.read(
+            lambda conn: fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                 (session_id,),
             )
+        )
         return None if row is None else _turn_from_row(row)
 
 
-async def _turn(conn: aiosqlite.Connection, turn_id: int) -> TurnRecord:
-    row = await fetch_one(conn, f"SELECT {_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
+def _turn(conn: sqlite3.Connection, turn_id: int) -> TurnRecord:
+    row = fetch_one(conn, f"SELECT {_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
     if row is None:
         raise StoreError(f"no turn {turn_id}")
     return _turn_from_row(row)
