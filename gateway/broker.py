@@ -72,17 +72,14 @@ class Broker:
     ) -> Interaction:
         """Record the request (idempotent on its native key) and show its card everywhere."""
         with self.ahead_of_edits():
-            opened = await self._store.interactions.create(
+            # the record and a pending copy for every bound conversation: one transaction
+            opened = await self._store.interactions.create_with_copies(
                 session_id, epoch, request, turn_id=turn_id
             )
             if opened.created:
-                copies = [
-                    await self._store.cards.add(opened.interaction.id, conversation)
-                    for conversation in await self._store.sessions.list_bindings(session_id)
-                ]
                 # new copies of the record just made: shown without reading either back (the
                 # runner handles the agent's next event only after this: nothing changed them)
-                for copy in copies:
+                for copy in opened.copies:
                     await self._show(opened.interaction, copy)
         return opened.interaction
 
@@ -191,8 +188,10 @@ class Broker:
 
     async def refresh(self, interaction_id: str) -> None:
         """Send or edit every copy of the card so that it shows the ledger's record."""
-        interaction = await self._require(interaction_id)
-        for copy in await self._store.cards.list_for(interaction_id):
+        interaction, copies = await self._store.interactions.get_with_copies(interaction_id)
+        if interaction is None:  # pragma: no cover - interactions are never deleted
+            raise GatewayError(f"interaction {interaction_id} vanished")
+        for copy in copies:
             if copy.rendered_version == interaction.version and copy.state is not CopyState.FAILED:
                 continue
             await self._show(interaction, copy)

@@ -23,7 +23,7 @@ from gateway.store.database import (
 )
 from gateway.store.records import CardCopy, CopyState
 
-__all__ = ["CardCopies"]
+__all__ = ["CardCopies", "add_copy", "copies_for"]
 
 _COLUMNS = (
     "m.id, m.interaction_id, m.platform, m.space, m.channel, m.thread, m.message_ref, m.state,"
@@ -41,23 +41,9 @@ class CardCopies:
         """Record that the card is to be shown in ``conversation`` (state pending).
         Idempotent: one copy per interaction and conversation."""
 
-        def add(conn: sqlite3.Connection) -> CardCopy:
-            conn.execute(
-                "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
-                " thread, state, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)"
-                " ON CONFLICT (interaction_id, platform, space, channel, thread) DO NOTHING",
-                (interaction_id, *conversation_params(conversation), self._db.now()),
-            )
-            row = fetch_one(
-                conn,
-                f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ?"
-                " AND m.platform = ? AND m.space = ? AND m.channel = ? AND m.thread = ?",
-                (interaction_id, *conversation_params(conversation)),
-            )
-            assert row is not None
-            return _copy_from_row(row)
-
-        return await self._db.write(add)
+        return await self._db.write(
+            lambda conn: add_copy(conn, interaction_id, conversation, now=self._db.now())
+        )
 
     async def mark_sent(self, copy_id: int, *, message_ref: str, version: int) -> CardCopy:
         return await self._update(
@@ -88,7 +74,7 @@ class CardCopies:
 
     async def list_for(self, interaction_id: str) -> list[CardCopy]:
         """Every copy of one interaction's card."""
-        return await self._list("m.interaction_id = ?", (interaction_id,))
+        return await self._db.read(lambda conn: copies_for(conn, interaction_id))
 
     async def list_failed(self) -> list[CardCopy]:
         """Copies whose last send or edit failed: to send (no ref) or edit again."""
@@ -113,6 +99,36 @@ class CardCopies:
             return [_copy_from_row(row) for row in rows]
 
         return await self._db.read(list_copies)
+
+
+def add_copy(
+    conn: sqlite3.Connection, interaction_id: str, conversation: ConversationRef, *, now: str
+) -> CardCopy:
+    """``CardCopies.add`` inside a caller's transaction."""
+    conn.execute(
+        "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
+        " thread, state, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)"
+        " ON CONFLICT (interaction_id, platform, space, channel, thread) DO NOTHING",
+        (interaction_id, *conversation_params(conversation), now),
+    )
+    row = fetch_one(
+        conn,
+        f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ?"
+        " AND m.platform = ? AND m.space = ? AND m.channel = ? AND m.thread = ?",
+        (interaction_id, *conversation_params(conversation)),
+    )
+    assert row is not None
+    return _copy_from_row(row)
+
+
+def copies_for(conn: sqlite3.Connection, interaction_id: str) -> list[CardCopy]:
+    """``CardCopies.list_for`` inside a caller's read or transaction."""
+    rows = fetch_all(
+        conn,
+        f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ? ORDER BY m.id",
+        (interaction_id,),
+    )
+    return [_copy_from_row(row) for row in rows]
 
 
 def _copy(conn: sqlite3.Connection, copy_id: int) -> CardCopy:

@@ -39,6 +39,7 @@ from gateway.interactions import (
     validate_decision,
 )
 from gateway.store import codec
+from gateway.store.cards import add_copy, copies_for
 from gateway.store.database import Database, fetch_all, fetch_one, parse_time
 from gateway.store.interaction_rows import (
     SELECT_INTERACTION,
@@ -47,7 +48,8 @@ from gateway.store.interaction_rows import (
     interaction_from_row,
     require_interaction,
 )
-from gateway.store.records import Grant, InteractionUpdate, Opened
+from gateway.store.records import CardCopy, Grant, InteractionUpdate, Opened
+from gateway.store.sessions import bindings_of
 
 __all__ = ["InteractionLedger"]
 
@@ -91,39 +93,73 @@ class InteractionLedger:
         ``request.native_key`` marks a plan the gateway originated: stored as NULL, never
         deduplicated. Refused for an epoch that is not live.
         """
-        native_key = request.native_key or None
+        return await self._db.write(
+            lambda conn: self._create(conn, session_id, epoch, request, turn_id)
+        )
+
+    async def create_with_copies(
+        self,
+        session_id: str,
+        epoch: int,
+        request: InteractionRequest,
+        *,
+        turn_id: int | None = None,
+    ) -> Opened:
+        """``create``, and when the interaction is new a pending card copy (``cards.add``)
+        for every conversation bound to the session (``sessions.list_bindings``), all in
+        one transaction: ``Opened.copies`` holds them, in binding order (empty when
+        ``created`` is False)."""
 
         def create(conn: sqlite3.Connection) -> Opened:
-            epoch_row = fetch_one(
-                conn,
-                "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
-                (session_id, epoch),
+            opened = self._create(conn, session_id, epoch, request, turn_id)
+            if not opened.created:
+                return opened
+            now = self._db.now()
+            copies = tuple(
+                add_copy(conn, opened.interaction.id, conversation, now=now)
+                for conversation in bindings_of(conn, session_id)
             )
-            if epoch_row is None or epoch_row["ended_at"] is not None:
-                raise StoreError(f"epoch {epoch} of session {session_id} is not live")
-            if native_key is not None:
-                earlier = interaction_by_native_key(conn, session_id, epoch, native_key)
-                if earlier is not None:
-                    self._db.audit(
-                        conn,
-                        "interaction.duplicate_request",
-                        actor="agent",
-                        session_id=session_id,
-                        interaction_id=earlier.id,
-                    )
-                    return Opened(interaction=earlier, created=False)
-            interaction_id = self._insert(conn, session_id, epoch, request, turn_id)
-            self._db.audit(
-                conn,
-                "interaction.opened",
-                actor="agent",
-                session_id=session_id,
-                interaction_id=interaction_id,
-                details={"kind": request.kind.value},
-            )
-            return Opened(interaction=require_interaction(conn, interaction_id), created=True)
+            return Opened(interaction=opened.interaction, created=True, copies=copies)
 
         return await self._db.write(create)
+
+    def _create(
+        self,
+        conn: sqlite3.Connection,
+        session_id: str,
+        epoch: int,
+        request: InteractionRequest,
+        turn_id: int | None,
+    ) -> Opened:
+        native_key = request.native_key or None
+        epoch_row = fetch_one(
+            conn,
+            "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+            (session_id, epoch),
+        )
+        if epoch_row is None or epoch_row["ended_at"] is not None:
+            raise StoreError(f"epoch {epoch} of session {session_id} is not live")
+        if native_key is not None:
+            earlier = interaction_by_native_key(conn, session_id, epoch, native_key)
+            if earlier is not None:
+                self._db.audit(
+                    conn,
+                    "interaction.duplicate_request",
+                    actor="agent",
+                    session_id=session_id,
+                    interaction_id=earlier.id,
+                )
+                return Opened(interaction=earlier, created=False)
+        interaction_id = self._insert(conn, session_id, epoch, request, turn_id)
+        self._db.audit(
+            conn,
+            "interaction.opened",
+            actor="agent",
+            session_id=session_id,
+            interaction_id=interaction_id,
+            details={"kind": request.kind.value},
+        )
+        return Opened(interaction=require_interaction(conn, interaction_id), created=True)
 
     def _insert(
         self,
@@ -169,6 +205,19 @@ class InteractionLedger:
         def get(conn: sqlite3.Connection) -> Interaction | None:
             row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
             return None if row is None else interaction_from_row(row)
+
+        return await self._db.read(get)
+
+    async def get_with_copies(
+        self, interaction_id: str
+    ) -> tuple[Interaction | None, list[CardCopy]]:
+        """``get`` and ``cards.list_for`` in one read (one consistent view)."""
+
+        def get(conn: sqlite3.Connection) -> tuple[Interaction | None, list[CardCopy]]:
+            row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+            if row is None:
+                return None, []
+            return interaction_from_row(row), copies_for(conn, interaction_id)
 
         return await self._db.read(get)
 

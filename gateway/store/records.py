@@ -178,6 +178,7 @@ class Opened:
 
     interaction: Interaction
     created: bool  # False: the same native request was seen before, this is the first one
+    copies: tuple[CardCopy, ...] = ()  # create_with_copies: the new card copies
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -20,7 +20,7 @@ from gateway.store.database import (
 )
 from gateway.store.records import EpochRecord, SessionRecord
 
-__all__ = ["SessionLedger"]
+__all__ = ["SessionLedger", "bindings_of"]
 
 _SESSION_COLUMNS = (
     "id, project, agent_kind, native_session_id, created_at, current_epoch, closed_at,"
@@ -270,15 +270,18 @@ class SessionLedger:
 
     async def list_bindings(self, session_id: str) -> list[ConversationRef]:
         """Every conversation that shows the session, in the order they were bound."""
-        rows = await self._db.read(
-            lambda conn: fetch_all(
-                conn,
-                "SELECT platform, space, channel, thread FROM conversations"
-                " WHERE session_id = ? ORDER BY bound_at, rowid",
-                (session_id,),
-            )
-        )
-        return [conversation_from_row(row) for row in rows]
+        return await self._db.read(lambda conn: bindings_of(conn, session_id))
+
+
+def bindings_of(conn: sqlite3.Connection, session_id: str) -> list[ConversationRef]:
+    """``SessionLedger.list_bindings`` inside a caller's read or transaction."""
+    rows = fetch_all(
+        conn,
+        "SELECT platform, space, channel, thread FROM conversations"
+        " WHERE session_id = ? ORDER BY bound_at, rowid",
+        (session_id,),
+    )
+    return [conversation_from_row(row) for row in rows]
 
 
 def _require_update(
