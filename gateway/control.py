@@ -33,7 +33,6 @@ from gateway.outbound import Notifier
 from gateway.platform import InboundMessage
 from gateway.routing import project_for, route_key
 from gateway.store import EnqueueOutcome, SessionRecord
-from gateway.textsplit import split_text
 
 if TYPE_CHECKING:
     from gateway.engine import Gateway
@@ -306,8 +305,4 @@ class Control:
         return "\n".join(lines)
 
     async def _reply(self, conversation: ConversationRef, text: str) -> None:
-        platform = self._gw.platforms.get(conversation.platform)
-        if platform is None:
-            return
-        for chunk in split_text(text, platform.limits.text_max_chars):
-            await self._notifier.send([conversation], chunk)
+        await self._notifier.send([conversation], text)  # it splits to the platform's limit

@@ -130,11 +130,10 @@ class DecisionDesk:
             return Rejection.FOREIGN
         copies = await self._store.cards.list_for(interaction.id)
         shown_here = any(copy.conversation == conversation for copy in copies)
-        bound = await self._store.sessions.lookup(conversation)
-        if shown_here or (bound is not None and bound.id == session.id):
-            sessions_shown = {session.id}
-        else:
-            sessions_shown = set()
+        if not shown_here:  # a conversation bound to the session may decide it too
+            bound = await self._store.sessions.lookup(conversation)
+            shown_here = bound is not None and bound.id == session.id
+        sessions_shown = {session.id} if shown_here else set()
         if token is None:
             # /approve ID names the interaction as it stands now: no epoch of its own
             token = ActionToken(
