@@ -67,9 +67,11 @@ from adapters.jsonrpc import JsonObject, excerpt
 from adapters.session_state import SessionState
 from gateway.domain import Resolution, TurnStatus
 from gateway.errors import (
+    AlreadyAnswered,
     CodecUsageError,
     MalformedMessage,
     RemoteError,
+    RequestClosed,
 )
 from gateway.events import (
     AgentCommand,
@@ -288,9 +290,9 @@ class ClaudeCodeCodec:
     def _respond(self, respond: Respond) -> None:
         opened = self._open.get(respond.native_key)
         if opened is None:
-            raise CodecUsageError(f"no open request {respond.native_key!r} (closed or unknown)")
+            raise RequestClosed(f"no open request {respond.native_key!r} (closed or unknown)")
         if opened.answered:
-            raise CodecUsageError(f"request {respond.native_key!r} was already answered")
+            raise AlreadyAnswered(f"request {respond.native_key!r} was already answered")
         encoded = opened.reply.encode(respond.decision)
         self._control_response(opened.request_id, encoded.response)
         self._open.answered(respond.native_key)

@@ -78,7 +78,7 @@ from adapters.jsonrpc import (
 )
 from adapters.session_state import SessionState
 from gateway.domain import Resolution, TurnStatus
-from gateway.errors import CodecUsageError, MalformedMessage
+from gateway.errors import AlreadyAnswered, CodecUsageError, MalformedMessage, RequestClosed
 from gateway.events import (
     AgentCommand,
     AgentEvent,
@@ -283,9 +283,9 @@ class CodexAppServerCodec:
     def _respond(self, respond: Respond) -> None:
         reply = self._replies.get(respond.native_key)
         if reply is None:
-            raise CodecUsageError(f"no open request {respond.native_key!r} (closed or unknown)")
+            raise RequestClosed(f"no open request {respond.native_key!r} (closed or unknown)")
         if respond.native_key in self._answered:
-            raise CodecUsageError(f"request {respond.native_key!r} was already answered")
+            raise AlreadyAnswered(f"request {respond.native_key!r} was already answered")
         result = reply.encode(respond.decision)
         self._rpc.send_result(self._request_id_of(respond.native_key), result)
         self._answered.add(respond.native_key)

@@ -12,37 +12,70 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
-from typing import Protocol
+from typing import Any, Protocol
 
 from gateway.auth import token_factory
 from gateway.cards import Card, render_interaction
-from gateway.domain import Actor, ConversationRef, Decision, InteractionRequest
-from gateway.errors import GatewayError, PlatformError
+from gateway.domain import Actor, ConversationRef, Decision, InteractionRequest, InteractionState
+from gateway.errors import AlreadyAnswered, GatewayError, PlatformError, RequestClosed
 from gateway.expiry import ExpiryPlan
 from gateway.faults import crashpoint
 from gateway.interactions import Interaction
 from gateway.outbound import with_rate_limit
 from gateway.platform import MessageRef, Platform
 from gateway.store import CardCopy, CopyState, Store
+from gateway.store.codec import redact_secret_answers
 
-__all__ = ["Broker", "Deliverer", "DeliveryRefused"]
+__all__ = ["Broker", "Deliverer", "DeliveryRefused", "DeliveryWork"]
 
 log = logging.getLogger(__name__)
 
 EDITS_WAIT_SECONDS = 0.2  # how long a card edit may wait for new cards and decisions
+_SECRET_NOT_KEPT = (
+    "its secret answer is never kept by the gateway, and the attempt that held it was cut off"
+)
 
 
 class DeliveryRefused(GatewayError):
     """The decision could not be written: the agent that asked is gone."""
 
 
+DeliveryWork = Callable[[], Coroutine[Any, Any, Interaction]]
+
+
 class Deliverer(Protocol):
+    """How the broker reaches the session runner whose agent asked (the engine)."""
+
     async def deliver(self, interaction: Interaction, decision: Decision) -> None:
         """Write ``decision`` to the agent of ``interaction``'s epoch, or raise
         DeliveryRefused (that runtime is gone) / another GatewayError (the write failed)."""
         ...
+
+    def own_delivery(
+        self, interaction: Interaction, work: DeliveryWork
+    ) -> asyncio.Task[Interaction]:
+        """Run ``work`` (the write and its record) as a task of the session runner whose
+        epoch asked, so that no caller's cancellation reaches it; DeliveryRefused when that
+        runtime is gone."""
+        ...
+
+    def sweep_soon(self, session_id: str) -> None:
+        """Ask the session's runner to deliver its stranded decisions now (Broker.sweep)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Unconfirmed:
+    """A decision whose commit was under way when its caller was cancelled: it may be in
+    the ledger. Kept (in memory only) so that the sweep can write it whole, secret answers
+    included, if the ledger's decision is this one."""
+
+    session_id: str
+    actor: Actor
+    decision: Decision
 
 
 class Broker:
@@ -57,6 +90,9 @@ class Broker:
         self._platforms = platforms
         self._key = hmac_key
         self._deliverer = deliverer
+        self._in_flight: set[str] = set()  # interactions whose write is under way
+        self._unconfirmed: dict[str, _Unconfirmed] = {}
+        self._closed_by_agent: dict[str, Interaction] = {}  # a write found it closed
         self._dirty: dict[str, None] = {}  # interactions whose cards need a refresh, in order
         self._dirty_event = asyncio.Event()
         # New cards and decisions go before edits of older cards: while one is under way the
@@ -88,33 +124,131 @@ class Broker:
     async def decide(
         self, interaction: Interaction, actor: Actor, decision: Decision
     ) -> Interaction:
-        """Commit the decision (CAS), then write it to the agent, then record the write.
+        """Commit the decision (CAS), then have the session write it to the agent and record
+        the write.
 
         Raises AlreadyDecided / InvalidDecision from the ledger; nothing is written then.
-        Returns the interaction as it stands after the delivery attempt.
+        Returns the interaction as it stands after the delivery attempt. From the commit on,
+        the write and its record belong to the session's runner: a caller cancelled (a
+        platform's ack deadline, a shutdown) strands nothing, and one cancelled while the
+        commit was under way has the session's sweep look for it.
         """
-        decided = await self._store.interactions.decide(
-            interaction.id, expected_version=interaction.version, actor=actor, decision=decision
-        )
+        try:
+            decided = await self._store.interactions.decide(
+                interaction.id,
+                expected_version=interaction.version,
+                actor=actor,
+                decision=decision,
+            )
+        except asyncio.CancelledError:
+            # the commit runs on the ledger's thread and may land all the same
+            self._unconfirmed[interaction.id] = _Unconfirmed(
+                interaction.session_id, actor, decision
+            )
+            self._deliverer.sweep_soon(interaction.session_id)
+            raise
         crashpoint("decision_committed")
         self.mark_dirty(decided.id)
         try:
-            await self._deliverer.deliver(decided, decision)
+            task = self._deliverer.own_delivery(
+                decided, partial(self._write_and_record, decided, decision)
+            )
         except DeliveryRefused as exc:
             # the runtime that asked is gone: the ledger's epoch handling orphans it
             log.info("decision on %s not delivered: %s", decided.id, exc)
             return await self._require(decided.id)
-        except GatewayError as exc:
-            update = await self._store.interactions.record_delivery(
-                decided.id, ok=False, error=str(exc)
-            )
-            self.mark_dirty(decided.id)
+        await asyncio.wait((task,))  # a cancelled caller leaves the task running
+        if task.cancelled():  # the epoch ended under the write: its end orphans the request
+            return await self._require(decided.id)
+        return task.result()
+
+    async def sweep(self, session_id: str, epoch: int) -> int:
+        """Deliver every decision of the epoch that was committed but has no delivery fact
+        and no write under way (its caller was cancelled as the commit landed, or its write's
+        record failed); returns how many were handled. Run by the session's runner.
+
+        It never writes twice: an answer the codec already queued comes back as
+        AlreadyAnswered, which records the earlier write as the delivery. A decision with a
+        secret answer whose clear text this process no longer holds cannot be sent (the
+        ledger keeps it redacted): that failure is recorded, and the card says so.
+        """
+        stranded = [
+            i
+            for i in await self._store.interactions.list_open(session_id)
+            if i.runtime_epoch == epoch
+            and i.state is InteractionState.DECIDED
+            and i.delivery is None
+            and i.id not in self._in_flight
+        ]
+        # what this process remembers of the session's strandings, for those still stranded
+        still = {i.id for i in stranded}
+        for memory in (self._unconfirmed, self._closed_by_agent):
+            for interaction_id in [
+                key for key, value in memory.items() if value.session_id == session_id
+            ]:
+                if interaction_id not in still:
+                    del memory[interaction_id]
+        handled = 0
+        for interaction in stranded:
+            if interaction.id in self._closed_by_agent:
+                continue
+            decision = self._committed_decision(interaction)
+            handled += 1
+            if decision is None:
+                await self._store.interactions.record_delivery(
+                    interaction.id, ok=False, error=_SECRET_NOT_KEPT
+                )
+                self.mark_dirty(interaction.id)
+                continue
+            log.info("delivering the stranded decision on %s", interaction.id)
+            await self._write_and_record(interaction, decision)
+        return handled
+
+    def _committed_decision(self, interaction: Interaction) -> Decision | None:
+        fact = interaction.decision
+        assert fact is not None
+        unconfirmed = self._unconfirmed.pop(interaction.id, None)
+        if (
+            unconfirmed is not None
+            and unconfirmed.actor.key() == fact.actor.key()
+            and redact_secret_answers(unconfirmed.decision, interaction.questions) == fact.decision
+        ):
+            return unconfirmed.decision
+        secret = {q.id for q in interaction.questions if q.secret}
+        if secret & fact.decision.answers.keys():
+            return None
+        return fact.decision
+
+    async def _write_and_record(self, interaction: Interaction, decision: Decision) -> Interaction:
+        """Write the decision to the agent, then record the write (in the session's task)."""
+        self._in_flight.add(interaction.id)
+        try:
+            try:
+                await self._deliverer.deliver(interaction, decision)
+            except AlreadyAnswered:
+                pass  # an earlier attempt queued these bytes: that write is the delivery
+            except RequestClosed as exc:
+                # the agent closed the request first: its close (already read, or queued
+                # for the session's consumer) is the fact that ends it; nothing was written
+                log.info("decision on %s not written: %s", interaction.id, exc)
+                self._closed_by_agent[interaction.id] = interaction
+                return await self._require(interaction.id)
+            except DeliveryRefused as exc:
+                log.info("decision on %s not delivered: %s", interaction.id, exc)
+                return await self._require(interaction.id)
+            except GatewayError as exc:
+                update = await self._store.interactions.record_delivery(
+                    interaction.id, ok=False, error=str(exc)
+                )
+                self.mark_dirty(interaction.id)
+                return update.interaction
+            crashpoint("response_written")
+            update = await self._store.interactions.record_delivery(interaction.id, ok=True)
+            crashpoint("delivery_recorded")
+            self.mark_dirty(interaction.id)
             return update.interaction
-        crashpoint("response_written")
-        update = await self._store.interactions.record_delivery(decided.id, ok=True)
-        crashpoint("delivery_recorded")
-        self.mark_dirty(decided.id)
-        return update.interaction
+        finally:
+            self._in_flight.discard(interaction.id)
 
     # --- nobody decided in time -----------------------------------------------------------
 
@@ -131,6 +265,7 @@ class Broker:
         )
         if update is None:
             return None
+        crashpoint("expiry_committed")
         expired = update.interaction
         self.mark_dirty(expired.id)
         decision = plan.decision

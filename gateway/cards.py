@@ -53,6 +53,7 @@ __all__ = [
     "card_text_length",
     "render_interaction",
     "status_line",
+    "undelivered",
 ]
 
 TITLE_MAX_CHARS = 200
@@ -330,9 +331,30 @@ def _expired(interaction: Interaction) -> str:
             return f"{head}, {sent} sent to the agent"
         case DeliveryOutcome.FAILED:
             return f"{head}, {sent} not delivered: {delivery.error or 'the write failed'}"
+        case DeliveryOutcome.UNKNOWN:
+            why = f" ({delivery.error})" if delivery.error else ""
+            return f"{head}; whether {sent} reached the agent is not known{why}"
         case DeliveryOutcome.SKIPPED:
             why = (delivery.error or "").removeprefix("not written: ")
             return f"{head}, nothing sent to the agent" + (f": {why}" if why else "")
+
+
+def undelivered(interaction: Interaction) -> str | None:
+    """What a person must know, and do, when a decision's write failed while the agent still
+    waits (DECIDED with a failed delivery); None otherwise. The answer is never resent on its
+    own (DESIGN.md rule 3): the person ends the turn and says what they want now."""
+    delivery = interaction.delivery
+    if (
+        interaction.state is not InteractionState.DECIDED
+        or delivery is None
+        or delivery.outcome is not DeliveryOutcome.FAILED
+    ):
+        return None
+    why = delivery.error or "the write failed"
+    return (
+        f"the answer did not reach the agent ({why}); it was not resent: "
+        "/stop the turn, then send a new message"
+    )
 
 
 def status_line(interaction: Interaction) -> str:
@@ -360,10 +382,14 @@ def status_line(interaction: Interaction) -> str:
     parts = [_decided(interaction, interaction.decision)]
     delivery = interaction.delivery
     delivered = delivery is not None and delivery.outcome is DeliveryOutcome.OK
+    failed = delivery is not None and delivery.outcome is DeliveryOutcome.FAILED
     if delivered:
         parts.append("delivered")
-    elif delivery is not None and delivery.outcome is DeliveryOutcome.FAILED:
-        parts.append("delivery failed, not resent")
+    elif failed and state is InteractionState.DECIDED:
+        parts.append(undelivered(interaction) or "")
+    elif failed:
+        error = delivery.error if delivery is not None else None
+        parts.append(f"not delivered ({error or 'the write failed'})")
     match state:
         case InteractionState.DECIDED if delivery is None:
             parts.append("delivering…")
@@ -371,9 +397,11 @@ def status_line(interaction: Interaction) -> str:
             parts.append("done")
         case InteractionState.CANCELLED:
             why = "superseded by a newer request" if superseded else "cancelled by the agent"
-            parts.append(f"then {why}" if delivered else f"not delivered: {why}")
+            parts.append(f"then {why}" if delivered or failed else f"not delivered: {why}")
         case InteractionState.ORPHANED if delivered:
             parts.append("orphaned: the agent process ended before confirming")
+        case InteractionState.ORPHANED if failed:
+            parts.append("then the agent process ended")
         case InteractionState.ORPHANED if delivery is None:
             # a gateway that died between the decision and recording its write
             parts.append("orphaned: the gateway stopped before recording whether it was delivered")

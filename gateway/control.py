@@ -12,6 +12,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from gateway.auth import may_talk
+from gateway.cards import undelivered
 from gateway.commands import (
     HELP_TEXT,
     AnswerCommand,
@@ -302,6 +303,9 @@ class Control:
             lines.append(
                 f"  · {interaction.id}: {interaction.title} [{interaction.state.value}, {seen}]"
             )
+            problem = undelivered(interaction)
+            if problem is not None:
+                lines.append(f"    ⚠ {problem[0].upper()}{problem[1:]}")
         return "\n".join(lines)
 
     async def _reply(self, conversation: ConversationRef, text: str) -> None:

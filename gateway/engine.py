@@ -18,7 +18,7 @@ from types import TracebackType
 
 from gateway.agents import AgentLauncher
 from gateway.auth import load_or_create_hmac_key
-from gateway.broker import Broker, DeliveryRefused
+from gateway.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.config import Config
 from gateway.control import Control
 from gateway.decisions import DecisionDesk
@@ -149,10 +149,23 @@ class Gateway:
     # --- Deliverer (the broker writes decisions through the session's runner) -------------
 
     async def deliver(self, interaction: Interaction, decision: Decision) -> None:
+        await self._runner_of(interaction).deliver(interaction, decision)
+
+    def own_delivery(
+        self, interaction: Interaction, work: DeliveryWork
+    ) -> asyncio.Task[Interaction]:
+        return self._runner_of(interaction).own_delivery(interaction, work)
+
+    def sweep_soon(self, session_id: str) -> None:
+        runner = self._runners.get(session_id)
+        if runner is not None:
+            runner.sweep_soon()
+
+    def _runner_of(self, interaction: Interaction) -> SessionRunner:
         runner = self._runners.get(interaction.session_id)
         if runner is None:
             raise DeliveryRefused("the agent process that asked has ended")
-        await runner.deliver(interaction, decision)
+        return runner
 
     # --- Inbox ----------------------------------------------------------------------------
 

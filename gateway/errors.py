@@ -11,6 +11,9 @@
     │   │   └── MalformedMessage     a line that is not JSON or not a valid message
     │   ├── RemoteError              the agent answered one of our requests with an error
     │   └── CodecUsageError          we misused a codec (local misuse, a bug of ours)
+    │       ├── AlreadyAnswered      a second answer to one request: the first one's bytes
+    │       │                        are already queued, nothing more is written
+    │       └── RequestClosed        no open request has this key (the agent closed it)
     ├── InteractionError             the interaction ledger refused a move
     │   ├── IllegalTransition        the state machine has no such move for a live interaction
     │   ├── AlreadyDecided           the compare-and-set lost: someone decided first
@@ -32,6 +35,7 @@ __all__ = [
     "AgentError",
     "AgentExitedError",
     "AgentStartError",
+    "AlreadyAnswered",
     "AlreadyDecided",
     "AuthorizationError",
     "CodecUsageError",
@@ -46,6 +50,7 @@ __all__ = [
     "PlatformError",
     "ProtocolError",
     "RemoteError",
+    "RequestClosed",
     "StoreError",
     "TokenRejected",
     "UnknownInteraction",
@@ -106,6 +111,16 @@ class RemoteError(AgentError):
 
 class CodecUsageError(AgentError):
     pass
+
+
+class AlreadyAnswered(CodecUsageError):
+    """The request was answered before: the codec queued that answer's bytes then, and
+    writes nothing now. For a caller that repeats a write it could not record, the first
+    write is the one that counts."""
+
+
+class RequestClosed(CodecUsageError):
+    """No open request has this key: the agent closed it (or never asked it)."""
 
 
 class InteractionError(GatewayError):

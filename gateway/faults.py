@@ -20,6 +20,7 @@ CRASHPOINTS = frozenset(
         "decision_committed",  # the decision is in the ledger, nothing written to the agent
         "response_written",  # the response line reached the agent, delivery not recorded
         "delivery_recorded",  # delivery recorded, the agent's confirmation not yet seen
+        "expiry_committed",  # an expiry is in the ledger, its "timed out" not yet written
     }
 )
 

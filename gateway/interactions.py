@@ -13,8 +13,9 @@ The machine (DESIGN.md, "Interaction state machine") as a table of (state, event
     PENDING   epoch_ended ──────▶ ORPHANED
     DECIDED   deliver ──────────▶ DELIVERED   the answer was written to the agent's channel
     DECIDED   delivery_failed ──▶ DECIDED     the write failed: the agent did not get it; the
-                                              failure is a recorded fact, nothing is resent
-                                              blindly (a retry is an explicit engine action)
+                                              failure is a recorded fact and nothing resends
+                                              it (rule 3): the card and /pending say so, and
+                                              that /stop and a new message go on from there
     DECIDED   confirm ──────────▶ RESOLVED    our write and the agent's confirmation crossed
                                               (the confirmation was read before the write was
                                               recorded); the delivery fact follows
@@ -33,6 +34,9 @@ The machine (DESIGN.md, "Interaction state machine") as a table of (state, event
                                               (it cannot say whether it received the answer)
     EXPIRED   deliver ──────────▶ EXPIRED     the "timed out" outcome was written
     EXPIRED   delivery_failed ──▶ EXPIRED
+    EXPIRED   epoch_ended ──────▶ EXPIRED     the runtime ended before the write of "timed
+                                              out" was recorded: its delivery is recorded as
+                                              unknown (the store does that), never guessed
 
 PENDING, DECIDED and DELIVERED are live; every other state is terminal. An event for a
 terminal interaction that the table does not list is a race, not an error: it comes back as
@@ -116,6 +120,7 @@ _TABLE: dict[tuple[InteractionState, InteractionEvent], InteractionState] = {
     (_S.DELIVERED, _E.EPOCH_ENDED): _S.ORPHANED,
     (_S.EXPIRED, _E.DELIVER): _S.EXPIRED,
     (_S.EXPIRED, _E.DELIVERY_FAILED): _S.EXPIRED,
+    (_S.EXPIRED, _E.EPOCH_ENDED): _S.EXPIRED,
 }
 
 # Where the runtime outlives the gateway (an external server), an answer that was written
@@ -197,6 +202,7 @@ class DeliveryOutcome(StrEnum):
     OK = "ok"  # written to the agent's channel
     FAILED = "failed"  # the write failed: the agent did not get it
     SKIPPED = "skipped"  # nothing was written (withdrawn first, runtime gone)
+    UNKNOWN = "unknown"  # the runtime ended before the write was recorded: it may have been
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from gateway.agents import AgentLauncher, RunningAgent
-from gateway.broker import Broker, DeliveryRefused
+from gateway.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.config import ProjectConfig
 from gateway.domain import ConversationRef, Decision, InteractionState, TurnStatus
 from gateway.errors import AgentError, GatewayError, StoreError
@@ -52,6 +52,9 @@ _QUIET_WARNINGS = frozenset({"config_warning"})
 # clock: it looks again at least this often, so a clock that jumps (or a suspended machine)
 # delays an expiry by this much at most.
 EXPIRY_RECHECK_SECONDS = 60.0
+# How often a live epoch looks for decisions committed but never written (Broker.sweep); it
+# also looks when it starts and when a cancelled decision asks it to.
+SWEEP_SECONDS = 30.0
 
 
 _EXIT_REASONS = {
@@ -101,6 +104,8 @@ class SessionRunner:
         self._prompt_ready = asyncio.Event()
         self._turn_done = asyncio.Event()
         self._interrupt_requested = asyncio.Event()
+        self._sweep_wanted = asyncio.Event()
+        self._epoch_tasks: asyncio.TaskGroup | None = None
         self._closing = False
         self.agent: RunningAgent | None = None
         self.epoch: int | None = None
@@ -139,6 +144,23 @@ class SessionRunner:
         await agent.send(Interrupt())
         self._interrupt_requested.set()
         return True
+
+    def own_delivery(
+        self, interaction: Interaction, work: DeliveryWork
+    ) -> asyncio.Task[Interaction]:
+        """Run a decision's write and its record as a task of the epoch that asked: it ends
+        with that epoch, never with the caller that handed it over."""
+        tasks = self._epoch_tasks
+        if tasks is None or self.agent is None or self.epoch != interaction.runtime_epoch:
+            raise DeliveryRefused("the agent process that asked has ended")
+        try:
+            return tasks.create_task(work())
+        except RuntimeError as exc:  # the epoch's task group is ending: its agent with it
+            raise DeliveryRefused("the agent process that asked is ending") from exc
+
+    def sweep_soon(self) -> None:
+        """Look for stranded decisions now (Broker.sweep), not at the next period."""
+        self._sweep_wanted.set()
 
     async def deliver(self, interaction: Interaction, decision: Decision) -> None:
         agent = self.agent
@@ -186,7 +208,9 @@ class SessionRunner:
                 await self._on_started(agent.started, epoch)
                 try:
                     async with asyncio.TaskGroup() as tasks:
+                        self._epoch_tasks = tasks
                         tasks.create_task(self._consume(agent, epoch))
+                        tasks.create_task(self._sweep_stranded(epoch))
                         tasks.create_task(self._feed(agent, epoch))
                         tasks.create_task(self._watch_interrupt(agent))
                         if self._project.expiry.after_seconds is not None:
@@ -195,6 +219,7 @@ class SessionRunner:
                     pass
                 finally:
                     self.agent = None
+                    self._epoch_tasks = None
                     if self.epoch is not None:
                         # left without AgentExited (a bug of ours, or cancelled): the process
                         # is stopped by the launcher; record that its epoch ended too
@@ -261,6 +286,15 @@ class SessionRunner:
             except TimeoutError:
                 await self._notify("⏹ The agent did not stop in time; ending its process.")
                 await agent.stop()
+
+    async def _sweep_stranded(self, epoch: int) -> None:
+        """Deliver the epoch's stranded decisions: when it starts, when asked, periodically."""
+        while True:
+            self._sweep_wanted.clear()
+            await self._broker.sweep(self.session_id, epoch)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(SWEEP_SECONDS):
+                    await self._sweep_wanted.wait()
 
     async def _expire_overdue(self, epoch: int) -> None:
         """Expire every PENDING request of this epoch older than the project's

@@ -6,6 +6,11 @@ Claude here, :class:`ScriptedLauncher` stands in at the engine's injected seam
 one of its ``requests`` opens that request and waits for the answer; any other prompt is
 answered "echo: <prompt>". Every decision it receives is kept in ``received``, and the
 message it sends back says only how many answers came (a secret must never reach the chat).
+
+Its writes behave as a real runtime's (adapters/runtime.py): the codec takes the answer (a
+second answer to one request is AlreadyAnswered, one to a closed request RequestClosed)
+before the write is awaited. A test may hold writes at that point (``writes.hold()``: each
+waiting write sets ``writes.waiting``) or make them fail (``writes.fail_with``).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from contextlib import asynccontextmanager
 
 from gateway.config import ProjectConfig
 from gateway.domain import Decision, InteractionRequest, Resolution, TurnStatus
+from gateway.errors import AgentError, AlreadyAnswered, RequestClosed
 from gateway.events import (
     AgentCommand,
     AgentEvent,
@@ -32,17 +38,40 @@ from gateway.events import (
     TurnStarted,
 )
 
-__all__ = ["ScriptedAgent", "ScriptedLauncher"]
+__all__ = ["ScriptedAgent", "ScriptedLauncher", "Writes"]
 
 _turns = itertools.count(1)
 
 
+class Writes:
+    """What happens to an answer between the codec and the agent."""
+
+    def __init__(self) -> None:
+        self.open = asyncio.Event()
+        self.open.set()
+        self.waiting = asyncio.Event()  # a write waits at the held gate
+        self.fail_with: str | None = None  # each write fails with this error
+
+    def hold(self) -> None:
+        self.open.clear()
+
+    def release(self) -> None:
+        self.open.set()
+
+
 class ScriptedAgent:
-    def __init__(self, requests: Mapping[str, InteractionRequest], received: list[Decision]):
+    def __init__(
+        self,
+        requests: Mapping[str, InteractionRequest],
+        received: list[Decision],
+        writes: Writes | None = None,
+    ):
         self._requests = requests
         self._received = received
+        self._writes = writes or Writes()
         self._events: asyncio.Queue[AgentEvent] = asyncio.Queue()
         self._asked: dict[str, str] = {}  # native key → turn id
+        self._answered: set[str] = set()
         self._ended = False
 
     pid: int | None = None
@@ -69,6 +98,16 @@ class ScriptedAgent:
                 self._asked[request.native_key] = turn
                 await self._events.put(InteractionOpened(request=request))
             case Respond(native_key=key, decision=decision):
+                if key in self._answered:
+                    raise AlreadyAnswered(f"request {key!r} was already answered")
+                if key not in self._asked:
+                    raise RequestClosed(f"no open request {key!r} (closed or unknown)")
+                if self._writes.fail_with is not None:
+                    raise AgentError(self._writes.fail_with)
+                self._answered.add(key)  # the codec took it: the bytes are queued
+                if not self._writes.open.is_set():
+                    self._writes.waiting.set()
+                    await self._writes.open.wait()
                 self._received.append(decision)
                 turn = self._asked.pop(key, "turn-?")
                 await self._events.put(InteractionClosed(native_key=key, how=Resolution.ANSWERED))
@@ -97,12 +136,13 @@ class ScriptedLauncher:
     def __init__(self, requests: Mapping[str, InteractionRequest]) -> None:
         self.requests = dict(requests)
         self.received: list[Decision] = []
+        self.writes = Writes()
 
     @asynccontextmanager
     async def launch(
         self, project: ProjectConfig, *, resume_native_id: str | None
     ) -> AsyncIterator[ScriptedAgent]:
-        agent = ScriptedAgent(self.requests, self.received)
+        agent = ScriptedAgent(self.requests, self.received, self.writes)
         try:
             yield agent
         finally:

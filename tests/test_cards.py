@@ -236,7 +236,8 @@ YES = f'Approved ("Yes") by alice at {WHEN}'
                 ALLOW,
                 delivery=delivered(DeliveryOutcome.FAILED),
             ),
-            f'Approved ("Yes") by alice at {WHEN} · delivery failed, not resent',
+            f'Approved ("Yes") by alice at {WHEN} · the answer did not reach the agent (the write'
+            " failed); it was not resent: /stop the turn, then send a new message",
         ),
         (
             decided(interaction(state=InteractionState.DELIVERED), DENY, delivery=delivered()),
@@ -299,6 +300,20 @@ YES = f'Approved ("Yes") by alice at {WHEN}'
                 ),
             ),
             "Expired after 30 s: timed out, deny sent to the agent",
+        ),
+        (
+            # the runtime ended between the expiry's commit and the record of its write
+            replace(
+                interaction(state=InteractionState.EXPIRED),
+                delivery=DeliveryFact(
+                    outcome=DeliveryOutcome.UNKNOWN, at=T1, error="the gateway restarted"
+                ),
+                resolution=ResolutionFact(
+                    how=Resolution.EXPIRED, at=T0 + timedelta(seconds=30), by="gateway", note="deny"
+                ),
+            ),
+            "Expired after 30 s: timed out; whether deny reached the agent is not known"
+            " (the gateway restarted)",
         ),
         (
             interaction(state=InteractionState.ORPHANED),

@@ -12,25 +12,19 @@ pure choice of what to write and the ledger's compare-and-set are tested at the 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from gateway.config import Config, ExpiryOutcome, ExpiryPolicy, parse_config
+from gateway.config import ExpiryOutcome, ExpiryPolicy
 from gateway.domain import (
     Action,
     ConversationRef,
     Decision,
     Effect,
     InteractionKind,
-    InteractionRequest,
     InteractionState,
-    Option,
-    Question,
     Resolution,
     Scope,
 )
@@ -39,12 +33,11 @@ from gateway.errors import AlreadyDecided
 from gateway.expiry import TIMED_OUT_MESSAGE, ExpiryPlan, plan_expiry
 from gateway.interactions import DeliveryOutcome, Interaction
 from gateway.platform import Ack
-from gateway.store import Clock, Store, utc_now
-from platforms.memory import MemoryPlatform, Rendered
+from gateway.store import Store, utc_now
 from tests.codex_env import CodexHome
-from tests.gateway_flows import DONE, Asked, ask, count_rows, interaction, session_of, settles, told
+from tests.gateway_flows import DONE, Asked, ask, count_rows, interaction, settles, told
 from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
-from tests.scripted_launcher import ScriptedLauncher
+from tests.scripted_gateway import open_card, scripted_config, scripted_gateway, with_expiry
 from tests.servers.fake_responses import FakeResponses, shell
 from tests.store_helpers import SteppingClock, approval, running_session
 
@@ -53,14 +46,6 @@ pytestmark = pytest.mark.timeout(90)
 SECONDS = r"\d+(\.\d)? s"  # how a card writes the time a request waited
 FAST = ConversationRef(platform="memory", space="team", channel="fast", thread="t1")
 COMMAND_ACTIONS = ["Allow once", "Always allow `touch hello.txt`", "Deny", "Deny and stop the turn"]
-
-
-def with_expiry(
-    config: Config, after_seconds: float | None, outcome: str = "deny", project: str = "demo"
-) -> Config:
-    policy = ExpiryPolicy(after_seconds=after_seconds, outcome=ExpiryOutcome(outcome))
-    changed = config.projects[project].model_copy(update={"expiry": policy})
-    return config.model_copy(update={"projects": {**config.projects, project: changed}})
 
 
 async def expired_ids(gw: Gateway) -> list[str]:
@@ -166,83 +151,6 @@ async def test_a_decision_made_before_the_expiry_wins(
 
 
 # --- the scripted agent --------------------------------------------------------------------
-
-ASK = InteractionRequest(
-    native_key="scripted:ask",
-    kind=InteractionKind.QUESTION,
-    title="Which colour?",
-    questions=(
-        Question(
-            id="colour",
-            header="Colour",
-            text="Which colour?",
-            options=(Option(id="0", label="Red"), Option(id="1", label="Blue")),
-        ),
-    ),
-)  # like Codex's request_user_input: no action declines it
-REQUESTS = {"approve": approval("scripted:approve", title="Run ls?"), "ask": ASK}
-
-
-def scripted_config(tmp_path: Path, fast: ExpiryPolicy, slow: ExpiryPolicy | None = None) -> Config:
-    """Project "fast" takes the channel "fast" with the ``fast`` policy; "slow" takes every
-    other channel with ``slow`` (default: never expires)."""
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
-    auth = 'allow_from = ["alice", "bob"]\napprovers = ["alice", "bob"]'
-    text = f"""
-[gateway]
-data_dir = {json.dumps(str(tmp_path / "data"))}
-stop_grace_seconds = 5
-
-[projects.fast]
-work_dir = {json.dumps(str(work))}
-agent = "codex-app-server"
-
-[projects.fast.auth.memory]
-{auth}
-channels = ["fast"]
-
-[projects.slow]
-work_dir = {json.dumps(str(work))}
-agent = "codex-app-server"
-
-[projects.slow.auth.memory]
-{auth}
-
-[platforms.memory]
-"""
-    config = parse_config(text, "test.toml")
-    config = with_expiry(config, fast.after_seconds, fast.outcome.value, "fast")
-    slow = slow or ExpiryPolicy()
-    return with_expiry(config, slow.after_seconds, slow.outcome.value, "slow")
-
-
-_starts = iter(range(1, 1000))
-
-
-@asynccontextmanager
-async def scripted_gateway(
-    config: Config, launcher: ScriptedLauncher | None = None, clock: Clock = utc_now
-) -> AsyncIterator[tuple[Running, ScriptedLauncher]]:
-    # each start has its own message ids, and edits the cards an earlier start sent
-    memory = MemoryPlatform(adopt_unknown=True, id_prefix=f"start{next(_starts)}-")
-    launcher = launcher or ScriptedLauncher(REQUESTS)
-    async with Gateway(config, platforms={"memory": memory}, launcher=launcher, clock=clock) as gw:
-        yield Running(gateway=gw, memory=memory), launcher
-
-
-async def open_card(gw: Running, conversation: ConversationRef, text: str) -> Asked:
-    """Say ``text`` (a request's name) and wait for the card the scripted agent asks."""
-    before = {shown.ref.message_id for shown in gw.cards(conversation)}
-
-    def new_card() -> Rendered | None:
-        return next((c for c in gw.cards(conversation) if c.ref.message_id not in before), None)
-
-    await gw.memory.say(conversation, ALICE, text)
-    shown = await gw.memory.wait_for(new_card)
-    session = await session_of(gw, conversation)
-    [opened] = await gw.gateway.store.interactions.list_open(session.id)
-    return Asked(shown=shown, interaction=opened)
 
 
 class AheadClock:

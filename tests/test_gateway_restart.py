@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
 import pytest
 
 from gateway.domain import InteractionState, Resolution, TurnStatus
+from gateway.expiry import waited as waited_text
 from gateway.faults import CRASH_EXIT_CODE
 from gateway.interactions import DeliveryOutcome, Interaction
 from gateway.store import (
@@ -314,6 +315,50 @@ async def every_copy_edited(gw: GatewayProcess, refs: list[str]) -> list[str]:
         assert edited.card is not None and edited.card["actions"] == [], edited
         statuses.append(edited.card["status_line"])
     return statuses
+
+
+@pytest.mark.real_agent("codex")
+async def test_a_crash_between_an_expiry_and_its_write_leaves_a_card_that_says_so(
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    tmp_path: Path,
+    data_dir: Path,
+    cleanup: None,
+) -> None:
+    fake_model.enqueue((shell("echo ran >> ran.txt", escalated=True), message("Done.")))
+    project = codex_project("demo", codex_bin, codex_home, channel="demo", scope="channel")
+    expiring = replace(project, expire_after_seconds=0.3)
+    config = write_config(tmp_path / "gateway.toml", data_dir, [expiring])
+    logs = tmp_path / "logs"
+
+    async with gateway_process(config, logs, crash_at="expiry_committed") as gw:
+        await gw.say(ROOM, "alice", FIRST_PROMPT)
+        shown = await gw.card_where(lambda card: bool(card["actions"]), ROOM)
+        # nobody answers: the expiry commits, and the gateway dies before writing "deny"
+        assert await gw.exited() == CRASH_EXIT_CODE, gw.log_tail()
+    [expired] = (await read_ledger(data_dir)).interactions
+    assert expired.state is InteractionState.EXPIRED and expired.delivery is None
+
+    # the restarted gateway cannot know whether "deny" reached the agent: it says so, once
+    restarted = write_config(tmp_path / "gateway.toml", data_dir, [project])
+    async with gateway_process(restarted, logs) as gw:
+
+        def edited_card() -> Shown | None:
+            now = gw.messages.get(shown.id)
+            return now if now and now.card and "not known" in now.card["status_line"] else None
+
+        edited = await gw.wait_for(edited_card, what="the expired card edited")
+        assert edited.card is not None and edited.card["actions"] == []
+        assert edited.card["status_line"] == (
+            f"Expired after {waited_text(expired)}: timed out; whether deny reached the agent"
+            " is not known (the gateway restarted)"
+        )
+    assert runs_recorded(codex_home) == 0  # nothing was approved
+    [after] = (await read_ledger(data_dir)).interactions
+    assert after.state is InteractionState.EXPIRED and after.decision is None
+    assert after.delivery is not None and after.delivery.outcome is DeliveryOutcome.UNKNOWN
+    await assert_every_copy_current(data_dir, after)
 
 
 @pytest.mark.real_agent("codex")

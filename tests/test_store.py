@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from gateway.domain import Actor, AgentKind, ConversationRef, TurnStatus
+from gateway.domain import Actor, AgentKind, ConversationRef, Decision, InteractionState, TurnStatus
 from gateway.errors import StoreError
+from gateway.interactions import DeliveryOutcome
 from gateway.store import (
     DATABASE_FILE,
     MIGRATIONS,
@@ -25,7 +26,15 @@ from gateway.store import (
     Store,
     check_data_dir,
 )
-from tests.store_helpers import ALICE, BOB, SLACK, TELEGRAM, SteppingClock, running_session
+from tests.store_helpers import (
+    ALICE,
+    BOB,
+    SLACK,
+    TELEGRAM,
+    SteppingClock,
+    approval,
+    running_session,
+)
 
 
 @pytest.fixture
@@ -123,19 +132,55 @@ async def test_reopening_applies_no_migration_twice_and_keeps_the_data(data_dir:
 async def test_a_new_migration_is_applied_once_after_the_old_ones(data_dir: Path) -> None:
     async with Store.open(data_dir):
         pass
-    extra = Migration(version=2, name="notes", statements=("CREATE TABLE notes (x TEXT)",))
+    after = len(MIGRATIONS) + 1
+    extra = Migration(version=after, name="notes", statements=("CREATE TABLE notes (x TEXT)",))
     for _ in range(2):
         async with Store.open(data_dir, migrations=(*MIGRATIONS, extra)):
             pass
-    assert applied_versions(data_dir) == [1, 2]
+    assert applied_versions(data_dir) == list(range(1, after + 1))
     # an older gateway refuses a ledger it does not understand instead of guessing
     with pytest.raises(StoreError, match="newer than this gateway"):
         async with Store.open(data_dir):
             pass
 
 
+async def test_a_version_1_ledger_keeps_its_deliveries_and_can_record_an_unknown_one(
+    data_dir: Path,
+) -> None:
+    async with Store.open(data_dir, migrations=MIGRATIONS[:1]) as old:
+        session, epoch = await running_session(old)
+        opened = (
+            await old.interactions.create(session.id, epoch, approval("codex:0"), turn_id=None)
+        ).interaction
+        decided = await old.interactions.decide(
+            opened.id, expected_version=1, actor=ALICE, decision=Decision(action_id="accept")
+        )
+        await old.interactions.record_delivery(decided.id, ok=True)
+        expiring = (
+            await old.interactions.create(session.id, epoch, approval("codex:1"), turn_id=None)
+        ).interaction
+        await old.interactions.expire(expiring.id, expected_version=1, outcome="deny")
+    async with Store.open(data_dir) as store:
+        assert applied_versions(data_dir) == [m.version for m in MIGRATIONS]
+        kept = await store.interactions.get(decided.id)
+        assert kept is not None and kept.delivery is not None
+        assert kept.delivery.outcome is DeliveryOutcome.OK
+        # the gateway died between the expiry and its write: the outcome is not known
+        ended = {
+            update.interaction.id: update.interaction
+            for update in await store.interactions.orphan_epoch(
+                session.id, epoch, gateway_restarted=True, note="the gateway restarted"
+            )
+        }
+        assert ended[decided.id].state is InteractionState.ORPHANED
+        assert ended[expiring.id].state is InteractionState.EXPIRED
+        delivery = ended[expiring.id].delivery
+        assert delivery is not None and delivery.outcome is DeliveryOutcome.UNKNOWN
+        assert delivery.error == "the gateway restarted"
+
+
 async def test_migrations_must_be_numbered_in_order(data_dir: Path) -> None:
-    skipped = Migration(version=3, name="gap", statements=())
+    skipped = Migration(version=len(MIGRATIONS) + 2, name="gap", statements=())
     with pytest.raises(StoreError, match=r"numbered 1\.\.N"):
         async with Store.open(data_dir, migrations=(*MIGRATIONS, skipped)):
             pass

@@ -476,8 +476,9 @@ class InteractionLedger:
         note: str = "runtime ended",
     ) -> list[InteractionUpdate]:
         """End every live interaction of the epoch: ORPHANED, or UNKNOWN for an answer
-        delivered to a runtime that outlives the gateway. Returns the ones moved, whose
-        cards must now be edited.
+        delivered to a runtime that outlives the gateway; and record, for every EXPIRED one
+        whose "timed out" write has no delivery fact, a delivery whose outcome is unknown
+        (``note`` says why). Returns the ones moved, whose cards must now be edited.
 
         ``gateway_restarted``: the gateway process that wrote this epoch's answers died. A
         decision it committed but never recorded a write for may have reached the agent in
@@ -488,11 +489,15 @@ class InteractionLedger:
             rows = fetch_all(
                 conn,
                 f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"
-                f" AND i.state IN {_LIVE} ORDER BY i.created_at, i.rowid",
+                f" AND (i.state IN {_LIVE} OR (i.state = 'expired' AND NOT EXISTS"
+                " (SELECT 1 FROM deliveries d WHERE d.interaction_id = i.id)))"
+                " ORDER BY i.created_at, i.rowid",
                 (session_id, epoch),
             )
             updates = []
             for current in (interaction_from_row(row) for row in rows):
+                if current.state is InteractionState.EXPIRED:
+                    self._insert_delivery(conn, current.id, DeliveryOutcome.UNKNOWN, note)
                 moved = transition(
                     current.state,
                     InteractionEvent.EPOCH_ENDED,

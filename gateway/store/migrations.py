@@ -213,8 +213,28 @@ _INITIAL = (
     "CREATE INDEX audit_session ON audit(session_id)",
 )
 
+# A delivery whose outcome is unknown: an expired request whose "timed out" write was not
+# recorded before its runtime ended. SQLite cannot alter a CHECK: the table is rebuilt.
+_UNKNOWN_DELIVERY = (
+    """
+    CREATE TABLE deliveries_v2 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        interaction_id TEXT NOT NULL REFERENCES interactions(id),
+        outcome TEXT NOT NULL CHECK (outcome IN ('ok', 'failed', 'skipped', 'unknown')),
+        error TEXT,
+        at TEXT NOT NULL
+    )
+    """,
+    "INSERT INTO deliveries_v2 (id, interaction_id, outcome, error, at)"
+    " SELECT id, interaction_id, outcome, error, at FROM deliveries",
+    "DROP TABLE deliveries",
+    "ALTER TABLE deliveries_v2 RENAME TO deliveries",
+    "CREATE INDEX deliveries_interaction ON deliveries(interaction_id, id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
+    Migration(version=2, name="a delivery whose outcome is unknown", statements=_UNKNOWN_DELIVERY),
 )
 
 

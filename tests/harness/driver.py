@@ -77,6 +77,7 @@ class ProjectSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     features: Sequence[str] = ()
     scope: str = "thread"  # "channel": one session for the channel, shown in each thread
+    expire_after_seconds: float | None = None  # [projects.X.expiry] after_seconds
 
 
 def codex_project(
@@ -149,6 +150,11 @@ def write_config(
             f"approvers = {q(list(approvers))}\n"
             f"channels = {q([project.channel])}\n"
         )
+        if project.expire_after_seconds is not None:
+            parts.append(
+                f"[projects.{project.name}.expiry]\n"
+                f"after_seconds = {project.expire_after_seconds}\n"
+            )
     path.write_text("\n".join(parts), encoding="utf-8")
     return path
 
