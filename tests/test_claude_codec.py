@@ -11,7 +11,13 @@ import pytest
 from adapters.claude_code import ClaudeCodeCodec, CodecState
 from adapters.claude_launch import ClaudeLaunch
 from gateway.domain import Decision, Resolution, TurnStatus
-from gateway.errors import CodecUsageError, ProtocolError, RemoteError
+from gateway.errors import (
+    AlreadyAnswered,
+    CodecUsageError,
+    ProtocolError,
+    RemoteError,
+    RequestClosed,
+)
 from gateway.events import (
     AgentEvent,
     AgentMessage,
@@ -311,7 +317,7 @@ def test_interrupt_sends_one_request_and_the_error_result_is_an_interruption() -
     assert closed == [InteractionClosed(native_key="cc:r1", how=Resolution.CANCELLED_BY_AGENT)]
     assert codec.feed(answer("gw-3")) == []
     assert codec.feed(tool_result(is_error=True)) == []  # not an answer, not a second close
-    with pytest.raises(CodecUsageError, match="closed or unknown"):
+    with pytest.raises(RequestClosed, match="closed or unknown"):
         codec.send(Respond(native_key="cc:r1", decision=Decision(action_id="allow")))
     *_, done = codec.feed(result(is_error=True, subtype="error_during_execution"))
     assert done == TurnCompleted(status=TurnStatus.INTERRUPTED)
@@ -339,7 +345,7 @@ def test_an_answer_is_written_once_and_resolved_by_its_tool_result() -> None:
         "request_id": "r1",
         "response": {"behavior": "allow", "updatedInput": {"command": "ls", "description": "List"}},
     }
-    with pytest.raises(CodecUsageError, match="already answered"):
+    with pytest.raises(AlreadyAnswered, match="already answered"):
         codec.send(respond)
     assert sent(codec) == []
     assert codec.open_interactions == ("cc:r1",)
@@ -354,7 +360,7 @@ def test_a_decision_the_request_cannot_take_writes_nothing() -> None:
     for decision in (Decision(action_id="always"), Decision(action_id=None)):
         with pytest.raises(CodecUsageError, match="not offered"):
             codec.send(Respond(native_key="cc:r1", decision=decision))
-    with pytest.raises(CodecUsageError, match="closed or unknown"):
+    with pytest.raises(RequestClosed, match="closed or unknown"):
         codec.send(Respond(native_key="cc:nope", decision=Decision(action_id="allow")))
     assert sent(codec) == []
 
