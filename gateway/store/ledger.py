@@ -375,7 +375,7 @@ class InteractionLedger:
         """Record the write of the answer (or of "timed out" after EXPIRE) to the agent.
 
         ``ok``: DECIDED → DELIVERED; a failed write keeps DECIDED with the failure recorded
-        (resending is an explicit choice of the caller, never automatic). On an interaction
+        (nothing resends it: the card says how to go on, see cards.undelivered). On an interaction
         that already ended the fact is still recorded, the state kept, the race audited.
         Raises IllegalTransition on a PENDING interaction (nothing was decided).
         """
