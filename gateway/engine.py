@@ -26,7 +26,7 @@ from gateway.domain import ConversationRef, Decision
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
 from gateway.runner import SessionRunner
-from gateway.store import Clock, SessionRecord, Store, utc_now
+from gateway.store import Clock, SessionRecord, Store, hold_data_dir, utc_now
 
 __all__ = ["Gateway"]
 
@@ -61,6 +61,8 @@ class Gateway:
 
     async def __aenter__(self) -> Gateway:
         work_dirs = [project.work_dir for project in self.config.projects.values()]
+        # one gateway per data dir, refused before its recovery could end another's agents
+        self._stack.enter_context(hold_data_dir(self.data_dir, work_dirs=work_dirs))
         self.store = await self._stack.enter_async_context(
             Store.open(self.data_dir, work_dirs=work_dirs, clock=self.clock)
         )
