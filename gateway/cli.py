@@ -12,15 +12,26 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 
 from gateway import __version__
-from gateway.config import DEFAULT_DATA_DIR, Config, check_config, load_config
+from gateway.config import DEFAULT_DATA_DIR, Config, LogLevel, check_config, load_config
 from gateway.errors import GatewayError
 from gateway.interactions import Interaction
 from gateway.platform import Platform
 
-__all__ = ["main"]
+__all__ = ["SDK_LOGGERS", "configure_logging", "main"]
 
 log = logging.getLogger("agent-gateway")
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_LEVELS = {
+    LogLevel.DEBUG: logging.DEBUG,
+    LogLevel.INFO: logging.INFO,
+    LogLevel.WARNING: logging.WARNING,
+    LogLevel.ERROR: logging.ERROR,
+}
+# SDK loggers that write secrets below WARNING, kept at WARNING (or above) at any log_level:
+# httpx logs every request's URL, and a Telegram URL carries the bot token; PTB's debug lines
+# carry that URL too, and every update it receives (secret answers typed in a DM included);
+# httpcore and aiosqlite write a debug line per request or query (noise, and message text)
+SDK_LOGGERS = ("httpx", "httpcore", "telegram", "aiosqlite")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,9 +64,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(LogLevel.INFO)  # until a config says otherwise
     try:
         if args.command == "check":
             return asyncio.run(_check(args.config))
@@ -74,10 +83,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def configure_logging(level: LogLevel) -> None:
+    """Log to stderr at ``level``; the :data:`SDK_LOGGERS` never below WARNING."""
+    logging.basicConfig(format=_LOG_FORMAT)  # a handler once (none added if one is there)
+    numeric = _LEVELS[level]
+    logging.getLogger().setLevel(numeric)
+    for name in SDK_LOGGERS:
+        logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
+
+
+def _load_config(path: Path) -> Config:
+    """Read the config and apply its ``[gateway] log_level``."""
+    config = load_config(path)
+    configure_logging(config.gateway.log_level)
+    log.debug(
+        "config %s: projects %s; platforms %s",
+        path,
+        ", ".join(config.projects),
+        ", ".join(config.platforms.enabled()) or "none",
+    )
+    return config
+
+
 async def _check(path: Path) -> int:
     from adapters.launch import probe_version
 
-    config = load_config(path)
+    config = _load_config(path)
     problems = check_config(config)
     for problem in problems:
         print(problem)
@@ -120,7 +151,7 @@ async def _run(path: Path) -> int:
     from adapters.launch import ConfiguredLauncher
     from gateway.engine import Gateway
 
-    config = load_config(path)
+    config = _load_config(path)
     platforms = _platforms(config)
     launcher = ConfiguredLauncher(stop_grace_seconds=config.gateway.stop_grace_seconds)
     stop = asyncio.Event()
@@ -147,7 +178,7 @@ async def _ledger(config_path: Path | None, data_dir: Path | None, limit: int) -
 
     if data_dir is None:
         data_dir = (
-            load_config(config_path).gateway.data_dir
+            _load_config(config_path).gateway.data_dir
             if config_path is not None
             else DEFAULT_DATA_DIR.expanduser()
         )

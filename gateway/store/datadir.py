@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import socket
 import stat
@@ -32,6 +33,8 @@ from pathlib import Path
 from gateway.errors import DataDirInUse, StoreError
 
 __all__ = ["LOCK_FILE", "check_data_dir", "hold_data_dir", "prepare_data_dir"]
+
+log = logging.getLogger(__name__)
 
 LOCK_FILE = "gateway.lock"
 _HOLDER_MAX_BYTES = 4096
@@ -99,6 +102,7 @@ def hold_data_dir(data_dir: Path, *, work_dirs: Iterable[Path] = ()) -> Iterator
         except OSError as exc:
             raise StoreError(f"cannot lock the data dir {path}: {exc}") from exc
         _write_holder(fd, lock)
+        log.debug("data dir %s locked by this process (pid %d)", path, os.getpid())
         try:
             yield path
         finally:
