@@ -12,7 +12,14 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 
 from gateway import __version__
-from gateway.config import DEFAULT_DATA_DIR, Config, LogLevel, check_config, load_config
+from gateway.config import (
+    DEFAULT_DATA_DIR,
+    Config,
+    LogLevel,
+    ProjectConfig,
+    check_config,
+    load_config,
+)
 from gateway.errors import GatewayError
 from gateway.interactions import Interaction
 from gateway.platform import Platform
@@ -45,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, required=True)
     check = commands.add_parser("check", help="validate a config and probe each agent binary")
     check.add_argument("--config", type=Path, required=True)
+    check.add_argument(
+        "--probe-timeout",
+        type=float,
+        default=20.0,
+        help="seconds each agent gets to answer --version (default 20)",
+    )
     ledger = commands.add_parser("ledger", help="pending and recent interactions")
     where = ledger.add_mutually_exclusive_group()
     where.add_argument("--config", type=Path)
@@ -67,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(LogLevel.INFO)  # until a config says otherwise
     try:
         if args.command == "check":
-            return asyncio.run(_check(args.config))
+            return asyncio.run(_check(args.config, args.probe_timeout))
         if args.command == "ledger":
             return asyncio.run(_ledger(args.config, args.data_dir, args.limit))
         if args.command == "demo":
@@ -105,22 +118,38 @@ def _load_config(path: Path) -> Config:
     return config
 
 
-async def _check(path: Path) -> int:
-    from adapters.launch import probe_version
-
+async def _check(path: Path, probe_timeout: float) -> int:
+    """Validate the config, then probe every project's agent (side by side): one line per
+    project, OK or its problem; non-zero if anything failed."""
     config = _load_config(path)
     problems = check_config(config)
     for problem in problems:
         print(problem)
-    for name, project in config.projects.items():
-        try:
-            version = await probe_version(project)
-        except GatewayError as exc:
-            print(f"{name}: {exc}")
-            return 1
-        print(f"{name}: {project.agent.value} via {' '.join(project.argv())}: {version}")
-    print("config OK" if not problems else f"{len(problems)} problem(s)")
-    return 1 if problems else 0
+    async with asyncio.TaskGroup() as tasks:
+        probes = {
+            name: tasks.create_task(_probe(name, project, probe_timeout))
+            for name, project in config.projects.items()
+        }
+    failed = 0
+    for probe in probes.values():
+        ok, line = probe.result()
+        failed += not ok
+        print(line)
+    count = len(problems) + failed
+    print("config OK" if not count else f"{count} problem(s)")
+    return 1 if count else 0
+
+
+async def _probe(name: str, project: ProjectConfig, deadline: float) -> tuple[bool, str]:
+    """Whether the project's agent answered ``--version``, and the line that says so."""
+    from adapters.launch import probe_version
+
+    agent = f"{name}: {project.agent.value} via {' '.join(project.argv())}"
+    try:
+        version = await probe_version(project, deadline=deadline)
+    except GatewayError as exc:
+        return False, f"{agent}: FAILED: {exc}"
+    return True, f"{agent}: {version}"
 
 
 def _platforms(config: Config) -> dict[str, Platform]:
