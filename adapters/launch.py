@@ -176,7 +176,11 @@ class ConfiguredLauncher:
 
 
 async def probe_version(project: ProjectConfig, *, deadline: float = 20.0) -> str:
-    """``<agent> --version`` through the stdio runtime: what ``agent-gateway check`` prints."""
+    """``<agent> --version`` through the stdio runtime: what ``agent-gateway check`` prints.
+
+    Raises AgentStartError if it cannot start, fails, or has not answered within
+    ``deadline`` seconds (it is then stopped with its process group).
+    """
     env = build_agent_env(
         (*DEFAULT_ENV_ALLOWLIST, *project.agent_options.env_allowlist),
         project.agent_options.agent_env(),
@@ -184,10 +188,15 @@ async def probe_version(project: ProjectConfig, *, deadline: float = 20.0) -> st
     spec = ProcessSpec(argv=[*project.argv(), "--version"], cwd=project.work_dir, env=env)
     async with AgentProcess.spawn(spec) as process:
         lines: list[str] = []
-        async with asyncio.timeout(deadline):
-            while (line := await process.read_line()) is not None:
-                lines.append(line.decode(errors="replace"))
-            status = await process.wait()
+        try:
+            async with asyncio.timeout(deadline):
+                while (line := await process.read_line()) is not None:
+                    lines.append(line.decode(errors="replace"))
+                status = await process.wait()
+        except TimeoutError:
+            raise AgentStartError(
+                f"{project.argv()[0]} --version did not answer within {deadline:g} s"
+            ) from None
     if status.code != 0:
         raise AgentStartError(f"{project.argv()[0]} --version failed: {status.describe()}")
     return " ".join(lines).strip() or "(no version printed)"

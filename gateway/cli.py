@@ -12,15 +12,33 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 
 from gateway import __version__
-from gateway.config import DEFAULT_DATA_DIR, Config, check_config, load_config
+from gateway.config import (
+    DEFAULT_DATA_DIR,
+    Config,
+    LogLevel,
+    ProjectConfig,
+    check_config,
+    load_config,
+)
 from gateway.errors import GatewayError
 from gateway.interactions import Interaction
 from gateway.platform import Platform
 
-__all__ = ["main"]
+__all__ = ["SDK_LOGGERS", "configure_logging", "main"]
 
 log = logging.getLogger("agent-gateway")
 _LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_LEVELS = {
+    LogLevel.DEBUG: logging.DEBUG,
+    LogLevel.INFO: logging.INFO,
+    LogLevel.WARNING: logging.WARNING,
+    LogLevel.ERROR: logging.ERROR,
+}
+# SDK loggers that write secrets below WARNING, kept at WARNING (or above) at any log_level:
+# httpx logs every request's URL, and a Telegram URL carries the bot token; PTB's debug lines
+# carry that URL too, and every update it receives (secret answers typed in a DM included);
+# httpcore and aiosqlite write a debug line per request or query (noise, and message text)
+SDK_LOGGERS = ("httpx", "httpcore", "telegram", "aiosqlite")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -34,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, required=True)
     check = commands.add_parser("check", help="validate a config and probe each agent binary")
     check.add_argument("--config", type=Path, required=True)
+    check.add_argument(
+        "--probe-timeout",
+        type=float,
+        default=20.0,
+        help="seconds each agent gets to answer --version (default 20)",
+    )
     ledger = commands.add_parser("ledger", help="pending and recent interactions")
     where = ledger.add_mutually_exclusive_group()
     where.add_argument("--config", type=Path)
@@ -53,12 +77,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(LogLevel.INFO)  # until a config says otherwise
     try:
         if args.command == "check":
-            return asyncio.run(_check(args.config))
+            return asyncio.run(_check(args.config, args.probe_timeout))
         if args.command == "ledger":
             return asyncio.run(_ledger(args.config, args.data_dir, args.limit))
         if args.command == "demo":
@@ -74,22 +96,60 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
-async def _check(path: Path) -> int:
-    from adapters.launch import probe_version
+def configure_logging(level: LogLevel) -> None:
+    """Log to stderr at ``level``; the :data:`SDK_LOGGERS` never below WARNING."""
+    logging.basicConfig(format=_LOG_FORMAT)  # a handler once (none added if one is there)
+    numeric = _LEVELS[level]
+    logging.getLogger().setLevel(numeric)
+    for name in SDK_LOGGERS:
+        logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
 
+
+def _load_config(path: Path) -> Config:
+    """Read the config and apply its ``[gateway] log_level``."""
     config = load_config(path)
+    configure_logging(config.gateway.log_level)
+    log.debug(
+        "config %s: projects %s; platforms %s",
+        path,
+        ", ".join(config.projects),
+        ", ".join(config.platforms.enabled()) or "none",
+    )
+    return config
+
+
+async def _check(path: Path, probe_timeout: float) -> int:
+    """Validate the config, then probe every project's agent (side by side): one line per
+    project, OK or its problem; non-zero if anything failed."""
+    config = _load_config(path)
     problems = check_config(config)
     for problem in problems:
         print(problem)
-    for name, project in config.projects.items():
-        try:
-            version = await probe_version(project)
-        except GatewayError as exc:
-            print(f"{name}: {exc}")
-            return 1
-        print(f"{name}: {project.agent.value} via {' '.join(project.argv())}: {version}")
-    print("config OK" if not problems else f"{len(problems)} problem(s)")
-    return 1 if problems else 0
+    async with asyncio.TaskGroup() as tasks:
+        probes = {
+            name: tasks.create_task(_probe(name, project, probe_timeout))
+            for name, project in config.projects.items()
+        }
+    failed = 0
+    for probe in probes.values():
+        ok, line = probe.result()
+        failed += not ok
+        print(line)
+    count = len(problems) + failed
+    print("config OK" if not count else f"{count} problem(s)")
+    return 1 if count else 0
+
+
+async def _probe(name: str, project: ProjectConfig, deadline: float) -> tuple[bool, str]:
+    """Whether the project's agent answered ``--version``, and the line that says so."""
+    from adapters.launch import probe_version
+
+    agent = f"{name}: {project.agent.value} via {' '.join(project.argv())}"
+    try:
+        version = await probe_version(project, deadline=deadline)
+    except GatewayError as exc:
+        return False, f"{agent}: FAILED: {exc}"
+    return True, f"{agent}: {version}"
 
 
 def _platforms(config: Config) -> dict[str, Platform]:
@@ -120,7 +180,7 @@ async def _run(path: Path) -> int:
     from adapters.launch import ConfiguredLauncher
     from gateway.engine import Gateway
 
-    config = load_config(path)
+    config = _load_config(path)
     platforms = _platforms(config)
     launcher = ConfiguredLauncher(stop_grace_seconds=config.gateway.stop_grace_seconds)
     stop = asyncio.Event()
@@ -147,7 +207,7 @@ async def _ledger(config_path: Path | None, data_dir: Path | None, limit: int) -
 
     if data_dir is None:
         data_dir = (
-            load_config(config_path).gateway.data_dir
+            _load_config(config_path).gateway.data_dir
             if config_path is not None
             else DEFAULT_DATA_DIR.expanduser()
         )

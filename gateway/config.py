@@ -7,7 +7,8 @@
 2. pydantic validates the shape (unknown keys are errors).
 3. Rules that span keys are checked: dangerous agent modes need ``allow_dangerous = true``,
    every enabled platform needs an ``allow_from`` for every project (fail closed), options
-   for another agent are refused, the data dir must not lie inside a work dir.
+   for another agent are refused, the data dir must not lie inside a work dir, a console that
+   listens beyond loopback needs an https ``public_url`` (a TLS proxy in front of it).
 
 Every problem names the dotted key and the line of the file it was found on; secrets never
 appear in a message or a repr (``SecretStr``). Checks that look at the machine (the work dir
@@ -16,6 +17,7 @@ exists, the agent binary is on PATH) are a separate step: :func:`check_config`.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shutil
@@ -70,6 +72,7 @@ __all__ = [
     "SlackConfig",
     "TelegramConfig",
     "check_config",
+    "is_loopback",
     "load_config",
     "parse_config",
 ]
@@ -323,10 +326,31 @@ class DiscordConfig(_Model):
     _secrets = field_validator("token")(_non_empty_secret)
 
 
+def _public_url(value: str) -> str:
+    if not re.fullmatch(r"https://[^\s/?#@]+/?", value):
+        raise ValueError(
+            'must be an https address with no path, such as "https://gw.example.com" (the '
+            "access token and the session cookie never cross a network in clear)"
+        )
+    return value
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback IP addresses (127.0.0.0/8, ::1)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 class ConsoleConfig(_Model):
-    host: NonEmpty = "127.0.0.1"
+    host: NonEmpty = "127.0.0.1"  # any other than loopback needs public_url
     port: int = Field(default=0, ge=0, le=65535)  # 0: a free port, printed at start
     identity: Annotated[str, StringConstraints(pattern=r"^(telegram|slack|discord|local):\S+$")]
+    # the https address people open, served by a TLS proxy in front of host:port
+    public_url: Annotated[str, AfterValidator(_public_url)] | None = None
 
     def actor(self) -> Actor:
         """Who the console acts as: the same approver rules apply to it."""
@@ -442,6 +466,17 @@ def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
         found += _auth_problems(("projects", name, "auth"), project, config.platforms)
         if data_dir.is_relative_to(project.work_dir.resolve()):
             found.append((("gateway", "data_dir"), f"lies inside the work dir of project {name}"))
+    console = config.platforms.console
+    if console is not None and console.public_url is None and not is_loopback(console.host):
+        found.append(
+            (
+                ("platforms", "console", "host"),
+                f'"{console.host}" is not a loopback address: the console would serve its '
+                "access token and session cookie over plain HTTP to the network. Listen on "
+                '127.0.0.1, or put a TLS proxy in front and set public_url = "https://..." '
+                "to the address people open",
+            )
+        )
     return found
 
 

@@ -26,7 +26,7 @@ from gateway.domain import ConversationRef, Decision
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
 from gateway.runner import SessionRunner
-from gateway.store import Clock, SessionRecord, Store, utc_now
+from gateway.store import Clock, SessionRecord, Store, hold_data_dir, utc_now
 
 __all__ = ["Gateway"]
 
@@ -60,7 +60,18 @@ class Gateway:
     # --- lifetime -------------------------------------------------------------------------
 
     async def __aenter__(self) -> Gateway:
+        try:
+            return await self._enter()
+        except BaseException as exc:
+            # a failure half-way (recovery, a platform's attach) closes what was opened: the
+            # runners and the refresher, the task group, the ledger, the data dir's lock
+            await self.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+
+    async def _enter(self) -> Gateway:
         work_dirs = [project.work_dir for project in self.config.projects.values()]
+        # one gateway per data dir, refused before its recovery could end another's agents
+        self._stack.enter_context(hold_data_dir(self.data_dir, work_dirs=work_dirs))
         self.store = await self._stack.enter_async_context(
             Store.open(self.data_dir, work_dirs=work_dirs, clock=self.clock)
         )

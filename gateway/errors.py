@@ -23,6 +23,7 @@
     ├── AuthorizationError           the actor may not do this, or the token is forged/stale
     │   └── TokenRejected            a button token failed verification (reason: auth.Rejection)
     ├── StoreError                   the SQLite ledger failed (sqlite3 errors are chained)
+    │   └── DataDirInUse             another gateway process holds the data dir's lock
     └── PlatformError                a chat platform failed (SDK errors are chained)
 
 Foreign exceptions (OSError, sqlite3.Error, SDK errors) are translated at the seams with
@@ -40,6 +41,7 @@ __all__ = [
     "AuthorizationError",
     "CodecUsageError",
     "ConfigError",
+    "DataDirInUse",
     "GatewayError",
     "HandshakeTimeout",
     "IllegalTransition",
@@ -163,6 +165,14 @@ class TokenRejected(AuthorizationError):
 
 class StoreError(GatewayError):
     pass
+
+
+class DataDirInUse(StoreError):
+    """The data dir is locked by another gateway; ``holder`` says who, as far as it wrote."""
+
+    def __init__(self, message: str, *, holder_pid: int | None) -> None:
+        super().__init__(message)
+        self.holder_pid = holder_pid
 
 
 class PlatformError(GatewayError):

@@ -23,7 +23,10 @@ install_agent() {
     local have
     have=$(cat "$marker" 2>/dev/null || true)
     if [ "$have" != "$want" ] || [ ! -x "$agents/node_modules/.bin/$3" ]; then
-        npm install --prefix "$agents" --no-audit --no-fund --silent --save-exact "$want"
+        echo "setup: installing $want into $agents (npm)"
+        # --loglevel=error, not --silent: deprecation notices are noise, a failure is not
+        npm install --prefix "$agents" --no-audit --no-fund --no-update-notifier \
+            --loglevel=error --save-exact "$want"
         echo "$want" > "$marker"
     fi
 }

@@ -69,6 +69,51 @@ def test_check_reports_a_missing_agent_binary(tmp_path: Path) -> None:
     assert "not found" in done.stdout + done.stderr
 
 
+def _script(path: Path, body: str) -> str:
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_check_reports_every_project_even_after_one_fails_or_hangs(tmp_path: Path) -> None:
+    """Each project gets its line, OK or its problem; a probe that hangs is one problem
+    among others, stopped after --probe-timeout, not a traceback that ends the check."""
+    fails = _script(tmp_path / "fails", 'echo "cannot load my config" >&2; exit 3')
+    hangs = _script(tmp_path / "hangs", "exec sleep 600")
+    works = _script(tmp_path / "works", 'echo "fake-codex 1.2.3"')
+    work = tmp_path / "work"
+    work.mkdir()
+    projects = "".join(
+        f"""
+[projects.{name}]
+work_dir = {json.dumps(str(work))}
+agent = "codex-app-server"
+argv = [{json.dumps(argv)}]
+auth.memory = {{ allow_from = ["*"] }}
+"""
+        for name, argv in (("first", fails), ("second", hangs), ("third", works))
+    )
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f"[gateway]\ndata_dir = {json.dumps(str(tmp_path / 'data'))}\n{projects}\n"
+        "[platforms.memory]\n"
+    )
+
+    done = _cli("check", "--config", str(config), "--probe-timeout", "0.5")
+
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines == [
+        f"first: codex-app-server via {fails}: FAILED: {fails} --version failed: exited with "
+        "code 3; stderr ends with: cannot load my config",
+        f"second: codex-app-server via {hangs}: FAILED: {hangs} --version did not answer "
+        "within 0.5 s",
+        f"third: codex-app-server via {works}: fake-codex 1.2.3",
+        "2 problem(s)",
+    ], done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+
+
 async def test_ledger_lists_pending_interactions(tmp_path: Path) -> None:
     data = tmp_path / "data"
     async with Store.open(data) as store:

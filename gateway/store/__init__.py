@@ -1,9 +1,10 @@
 """The SQLite ledger (DESIGN.md, "Storage"): ``async with Store.open(data_dir) as store``.
 
 Modules: ``store`` (opening), ``database`` (the connection, transactions, clock),
-``datadir`` (0700, not inside a work dir), ``migrations`` (the schema), ``codec`` (JSON
-columns, secret redaction), ``records`` (what is returned), and one module per concern:
-``sessions``, ``turns``, ``prompts``, ``ledger`` (interactions), ``cards``, ``audit``.
+``datadir`` (0700, not inside a work dir, one gateway at a time: ``hold_data_dir``),
+``migrations`` (the schema), ``codec`` (JSON columns, secret redaction), ``records`` (what is
+returned), and one module per concern: ``sessions``, ``turns``, ``prompts``, ``ledger``
+(interactions), ``cards``, ``audit``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from gateway.store.audit import AuditLog
 from gateway.store.cards import CardCopies
 from gateway.store.codec import SECRET_MARKER
 from gateway.store.database import Clock, utc_now
-from gateway.store.datadir import check_data_dir, prepare_data_dir
+from gateway.store.datadir import LOCK_FILE, check_data_dir, hold_data_dir, prepare_data_dir
 from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration
 from gateway.store.prompts import PromptQueue
@@ -37,6 +38,7 @@ from gateway.store.turns import TurnLedger
 
 __all__ = [
     "DATABASE_FILE",
+    "LOCK_FILE",
     "MIGRATIONS",
     "SECRET_MARKER",
     "AuditEntry",
@@ -62,6 +64,7 @@ __all__ = [
     "TurnLedger",
     "TurnRecord",
     "check_data_dir",
+    "hold_data_dir",
     "prepare_data_dir",
     "utc_now",
 ]

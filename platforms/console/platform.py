@@ -7,10 +7,11 @@ block, so that no page reads a ledger that is already closed::
     async with Gateway(config, platforms={"console": console, ...}, launcher=...), console:
         ...
 
-``async with console`` serves on ``settings.host:settings.port`` (port 0: a free one;
-:attr:`url` says which) and prints the address with its access token once to the terminal
-(``announce``; never through logging). Until the gateway has attached itself
-(``Gateway.__aenter__`` calls :meth:`attach`) every page answers 503.
+``async with console`` serves on ``settings.host:settings.port`` (port 0: a free one) and
+prints the address people open (:attr:`url`: the bound one, or ``public_url`` behind a TLS
+proxy) with its access token once to the terminal (``announce``; never through logging).
+Until the gateway has attached itself (``Gateway.__aenter__`` calls :meth:`attach`) every page
+answers 503.
 
 - **Conversations.** A console conversation is a page per session:
   ``ConversationRef("console", None, <routing channel>, "s-<session id>")`` for a session
@@ -43,7 +44,7 @@ from gateway.errors import PlatformError
 from gateway.platform import EditResult, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
 from platforms.console.feed import Changes, Feed
-from platforms.console.security import Guard
+from platforms.console.security import Guard, PublicAddress
 from platforms.console.views import PLATFORM, route_channel
 
 if TYPE_CHECKING:
@@ -78,6 +79,10 @@ class ConsolePlatform:
             platform=identity.platform, user_id=identity.user_id, display=settings.identity
         )
         self.guard = Guard(token)
+        # behind a TLS proxy: the only address the console answers to (security.py)
+        self.public = (
+            PublicAddress.parse(settings.public_url) if settings.public_url is not None else None
+        )
         self.feed = Feed(id_prefix=f"{secrets.token_hex(3)}-")
         self.changes = Changes()
         self._announce = announce
@@ -126,7 +131,10 @@ class ConsolePlatform:
 
     @property
     def url(self) -> str:
-        """The bound address, without the token: ``http://127.0.0.1:PORT/``."""
+        """The address people open, without the token: ``public_url`` if there is one, else
+        the bound address, ``http://127.0.0.1:PORT/``."""
+        if self.public is not None:
+            return self.public.url
         host = self.settings.host
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"

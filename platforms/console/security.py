@@ -14,6 +14,10 @@ Pure decisions on plain values; ``server.py`` does the IO.
 - The Host header must name the console by ``localhost`` or an IP address, with the console's
   port: a page of another site whose DNS name was re-pointed at 127.0.0.1 (DNS rebinding)
   is refused.
+- Behind a TLS proxy (``public_url = "https://gw.example.com"``, a :class:`PublicAddress`)
+  the console is reached by that address only: the Host header must be exactly its host (and
+  port), an Origin exactly its origin, and the session cookie is ``Secure``. The proxy must
+  pass the browser's Host header on (nginx: ``proxy_set_header Host $host``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-__all__ = ["BrowserSession", "Guard", "host_allowed", "origin_allowed"]
+__all__ = ["BrowserSession", "Guard", "PublicAddress", "host_allowed", "origin_allowed"]
 
 MAX_BROWSER_SESSIONS = 64  # the oldest is forgotten past this (its browser must log in again)
 MAX_NOTICES = 8
@@ -77,6 +81,35 @@ class Guard:
         )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PublicAddress:
+    """The https address in front of the console (``public_url``): its only name."""
+
+    host: str  # lower case; an IPv6 address without brackets
+    port: int = 443
+
+    @classmethod
+    def parse(cls, url: str) -> PublicAddress:
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError(f"not an https address: {url!r}")
+        return cls(host=parts.hostname, port=parts.port or 443)
+
+    @property
+    def origin(self) -> str:
+        """What a browser sends as Origin from a page of this address."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"https://{host}" + ("" if self.port == 443 else f":{self.port}")
+
+    @property
+    def url(self) -> str:
+        return f"{self.origin}/"
+
+    def named_by(self, host_header: str) -> bool:
+        name, given_port = _split_host(host_header)
+        return name == self.host and (given_port or 443) == self.port
+
+
 def _split_host(host: str) -> tuple[str, int | None]:
     try:
         parts = urlsplit(f"//{host}")
@@ -85,10 +118,13 @@ def _split_host(host: str) -> tuple[str, int | None]:
         return "", None
 
 
-def host_allowed(host_header: str | None, port: int) -> bool:
-    """True when the Host header names this console: localhost or an IP literal, our port."""
+def host_allowed(host_header: str | None, port: int, public: PublicAddress | None = None) -> bool:
+    """True when the Host header names this console: its public address if it has one,
+    else localhost or an IP literal with our port."""
     if not host_header:
         return False
+    if public is not None:
+        return public.named_by(host_header)
     name, given_port = _split_host(host_header)
     if given_port != port:
         return False
@@ -101,11 +137,17 @@ def host_allowed(host_header: str | None, port: int) -> bool:
     return True
 
 
-def origin_allowed(origin: str | None, referer: str | None, host_header: str | None) -> bool:
-    """A POST came from a page of this console: its Origin (else Referer) is our origin."""
+def origin_allowed(
+    origin: str | None,
+    referer: str | None,
+    host_header: str | None,
+    public: PublicAddress | None = None,
+) -> bool:
+    """A POST came from a page of this console: its Origin (else Referer) is our origin
+    (the public address's, if it has one, else ``http://<Host>``)."""
     if not host_header:
         return False
-    expected = f"http://{host_header}"
+    expected = public.origin if public is not None else f"http://{host_header}"
     if origin is not None:
         return origin != "null" and hmac.compare_digest(origin.encode(), expected.encode())
     if referer:

@@ -102,7 +102,7 @@ def _refuse(status: int, text: str) -> web.Response:
 async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     console = request.app[CONSOLE]
     guard: Guard = console.guard
-    if not host_allowed(request.headers.get("Host"), console.port):
+    if not host_allowed(request.headers.get("Host"), console.port, console.public):
         return _refuse(421, "this address does not name the console")
     token = request.query.get("token")
     if token is not None:
@@ -113,7 +113,12 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         location = request.path + (f"?{urlencode(rest)}" if rest else "")
         entered = _see_other(location)
         entered.set_cookie(
-            console.cookie_name, opened.id, httponly=True, samesite="Strict", path="/"
+            console.cookie_name,
+            opened.id,
+            httponly=True,
+            samesite="Strict",
+            path="/",
+            secure=console.public is not None,  # https in front: never sent in clear
         )
         return entered
     session = guard.session(request.cookies.get(console.cookie_name))
@@ -122,7 +127,9 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     request[SESSION] = session
     if request.method == "POST":
         headers = request.headers
-        if not origin_allowed(headers.get("Origin"), headers.get("Referer"), headers.get("Host")):
+        if not origin_allowed(
+            headers.get("Origin"), headers.get("Referer"), headers.get("Host"), console.public
+        ):
             return _refuse(403, "this form was not sent from the console's own page")
         form = await request.post()
         csrf = form.get("csrf")
