@@ -6,13 +6,15 @@ Claude here, :class:`ScriptedLauncher` stands in at the engine's injected seam
 one of its ``requests`` opens that request and waits for the answer; any other prompt is
 answered "echo: <prompt>". Every decision it receives is kept in ``received``, and the
 message it sends back says only how many answers came (a secret must never reach the chat).
+``on_stop``, if given, is awaited when an agent is told to stop (the gateway stopping, or the
+last resort of /stop), before it exits: what happens while a gateway shuts down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 from gateway.config import ProjectConfig
@@ -38,9 +40,15 @@ _turns = itertools.count(1)
 
 
 class ScriptedAgent:
-    def __init__(self, requests: Mapping[str, InteractionRequest], received: list[Decision]):
+    def __init__(
+        self,
+        requests: Mapping[str, InteractionRequest],
+        received: list[Decision],
+        on_stop: Callable[[], Awaitable[None]] | None = None,
+    ):
         self._requests = requests
         self._received = received
+        self._on_stop = on_stop
         self._events: asyncio.Queue[AgentEvent] = asyncio.Queue()
         self._asked: dict[str, str] = {}  # native key → turn id
         self._ended = False
@@ -90,19 +98,27 @@ class ScriptedAgent:
     async def stop(self) -> None:
         if not self._ended:
             self._ended = True
+            if self._on_stop is not None:
+                await self._on_stop()
             await self._events.put(AgentExited(code=0, reason="stopped"))
 
 
 class ScriptedLauncher:
-    def __init__(self, requests: Mapping[str, InteractionRequest]) -> None:
+    def __init__(
+        self,
+        requests: Mapping[str, InteractionRequest],
+        *,
+        on_stop: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.requests = dict(requests)
         self.received: list[Decision] = []
+        self.on_stop = on_stop
 
     @asynccontextmanager
     async def launch(
         self, project: ProjectConfig, *, resume_native_id: str | None
     ) -> AsyncIterator[ScriptedAgent]:
-        agent = ScriptedAgent(self.requests, self.received)
+        agent = ScriptedAgent(self.requests, self.received, self.on_stop)
         try:
             yield agent
         finally:

@@ -6,11 +6,17 @@ it has queued them, before they are handled: a crash in between loses them. The
 update is seen again, and handling is idempotent (the prompt queue keys on the Telegram
 message id; a click on a decided card is answered "already decided"). Updates of one chat
 are handled in order; chats of one batch are handled side by side.
+
+:meth:`Poller.stop` (the platform's ``stop_input``, before the gateway's runners stop): a
+``getUpdates`` in flight is dropped (whatever it brought was not confirmed, so Telegram gives
+it again, to the next gateway), a batch being handled is finished, and what was handled is
+confirmed with a last ``getUpdates(timeout=0)`` (as PTB's Updater does when it stops).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -88,31 +94,82 @@ class Poller:
         self._handler = handler
         self._health = health
         self._timeout = timeout
+        self._stopped = asyncio.Event()
+        self._call: asyncio.Future[tuple[Update, ...]] | None = None  # the getUpdates in flight
+
+    def stop(self) -> None:
+        """Take no more updates; :meth:`run` returns once the batch being handled is done
+        and what was taken is confirmed."""
+        self._stopped.set()
+        if self._call is not None:
+            self._call.cancel()  # nothing it brings is taken, nor confirmed
 
     async def run(self) -> None:
         await self._call_until_ok(lambda: self._bot.delete_webhook(drop_pending_updates=False))
-        offset: int | None = None
+        offset: int | None = None  # every update before it is handled
+        told: int | None = None  # the offset Telegram last heard
         backoff = 0.0
-        while True:
+        while not self._stopped.is_set():
+            asked = offset
             try:
-                updates = await self._bot.get_updates(
-                    offset=offset, timeout=self._timeout, allowed_updates=ALLOWED_UPDATES
-                )
+                updates = await self._fetch(asked)
             except InvalidToken:
                 log.critical("Telegram refused the bot token: no updates will be taken")
                 raise
             except RetryAfter as exc:
-                await asyncio.sleep(retry_seconds(exc))  # Telegram's own instruction
+                await self._pause(retry_seconds(exc))  # Telegram's own instruction
                 continue
             except TelegramError as exc:
                 backoff = self._failed(exc, backoff)
-                await asyncio.sleep(backoff)  # backing off from a failing server
+                await self._pause(backoff)  # backing off from a failing server
                 continue
-            backoff = 0.0
+            if updates is None:
+                break  # stopped while waiting for news
+            told, backoff = asked, 0.0
             self._health.ok()
-            if updates:
-                await handle_batch(self._handler, updates)
-                offset = updates[-1].update_id + 1  # confirmed only now that it is handled
+            if not updates:
+                continue
+            await handle_batch(self._handler, updates)
+            offset = updates[-1].update_id + 1  # confirmed by the next getUpdates
+        if offset is not None and offset != told:
+            await self._confirm(offset)
+
+    async def _fetch(self, offset: int | None) -> tuple[Update, ...] | None:
+        """The next updates (a long poll); None if :meth:`stop` cut it short."""
+        call = asyncio.ensure_future(
+            self._bot.get_updates(
+                offset=offset, timeout=self._timeout, allowed_updates=ALLOWED_UPDATES
+            )
+        )
+        self._call = call
+        try:
+            return await call
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if (
+                call.cancelled()
+                and self._stopped.is_set()
+                and not (current and current.cancelling())
+            ):
+                return None
+            raise
+        finally:
+            self._call = None
+
+    async def _confirm(self, offset: int) -> None:
+        """Tell Telegram what was handled: an offset is only heard with a getUpdates."""
+        try:
+            await self._bot.get_updates(
+                offset=offset, timeout=0, limit=1, allowed_updates=ALLOWED_UPDATES
+            )
+        except TelegramError as exc:  # they are handled again, idempotently, by the next one
+            log.warning("the updates taken last were not confirmed to Telegram: %s", exc)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait ``seconds``, or less if :meth:`stop` comes first."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._stopped.wait()
 
     def _failed(self, exc: TelegramError, backoff: float) -> float:
         if isinstance(exc, Conflict):
@@ -126,10 +183,10 @@ class Poller:
 
     async def _call_until_ok(self, call: Callable[[], Awaitable[object]]) -> None:
         backoff = 0.0
-        while True:
+        while not self._stopped.is_set():
             try:
                 await call()
                 return
             except TelegramError as exc:
                 backoff = self._failed(exc, backoff)
-                await asyncio.sleep(backoff)
+                await self._pause(backoff)
