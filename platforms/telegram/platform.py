@@ -276,12 +276,15 @@ class TelegramPlatform:
 
     # --- what the update handler asks (updates.Replies) -----------------------------------
 
-    async def answer(self, callback_id: str, text: str, *, alert: bool) -> None:
-        """Answer a click at once (not paced: it is not a message in the chat)."""
+    async def answer(self, callback_id: str, text: str, *, alert: bool) -> bool:
+        """Answer a click at once (not paced: it is not a message in the chat); whether
+        Telegram took the answer."""
         try:
             await self.bot.answer_callback_query(callback_id, text=text[:200], show_alert=alert)
         except TelegramError as exc:  # a click answered late: nothing more to do
             log.info("callback %s not answered: %s", callback_id, exc)
+            return False
+        return True
 
     async def redraw(self, form_key: tuple[int, int]) -> None:
         form = self.forms.get(form_key)
@@ -297,12 +300,14 @@ class TelegramPlatform:
             chat_id, Priority.CARD, lambda: self.bot.delete_message(chat_id, message_id)
         )
 
-    async def notice(self, chat_id: int, thread: int | None, text: str) -> None:
+    async def notice(
+        self, chat_id: int, thread: int | None, text: str, *, reply_to: int | None = None
+    ) -> None:
         conversation = ConversationRef(
             platform=PLATFORM, space=None, channel=str(chat_id), thread=_str(thread)
         )
         try:
-            await self._send(conversation, Priority.CARD, text[:4096], parse_mode=None)
+            await self._send(conversation, Priority.CARD, text[:4096], None, None, reply_to)
         except PlatformError as exc:
             log.warning("notice to chat %s failed: %s", chat_id, exc)
 

@@ -2,14 +2,14 @@
 
 python-telegram-bot's ``Updater`` confirms a batch of updates (the next ``offset``) as soon as
 it has queued them, before they are handled: a crash in between loses them. The
-:class:`Poller` here confirms an update only after it was handled, so a crash means the
-update is seen again, and handling is idempotent (the prompt queue keys on the Telegram
-message id; a click on a decided card is answered "already decided"). Updates of one chat
-are handled in order; chats of one batch are handled side by side.
+:class:`Poller` here confirms an update only once it was taken (taking.py: handled, or
+refused with a reply): the next ``getUpdates`` asks from the first update not taken, after a
+back-off when one failed. Updates of one chat are taken in order; chats of one batch side by
+side.
 
 :meth:`Poller.stop` (the platform's ``stop_input``, before the gateway's runners stop): a
 ``getUpdates`` in flight is dropped (whatever it brought was not confirmed, so Telegram gives
-it again, to the next gateway), a batch being handled is finished, and what was handled is
+it again, to the next gateway), a batch being handled is finished, and what was taken is
 confirmed with a last ``getUpdates(timeout=0)`` (as PTB's Updater does when it stops).
 """
 
@@ -18,20 +18,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 from telegram import Bot, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 
 from platforms.telegram.outbox import is_network_failure, retry_seconds
-from platforms.telegram.updates import UpdateHandler, chat_of
+from platforms.telegram.taking import Attempts, take_batch
+from platforms.telegram.updates import UpdateHandler
 
-__all__ = ["ALLOWED_UPDATES", "Health", "Poller", "handle_batch"]
+__all__ = ["ALLOWED_UPDATES", "Health", "Poller"]
 
 log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ("message", "callback_query")
 MAX_BACKOFF_SECONDS = 5.0
+FIRST_RETRY_SECONDS = 0.25  # after an update failed: the ledger may be busy for a moment
 
 
 class Health:
@@ -70,30 +72,13 @@ class Health:
                     self.ok()
 
 
-async def handle_batch(handler: UpdateHandler, updates: Sequence[Update]) -> None:
-    """Handle ``updates``: one chat's in order, chats side by side; a failure is logged."""
-    by_chat: dict[int | None, list[Update]] = {}
-    for update in updates:
-        by_chat.setdefault(chat_of(update), []).append(update)
-    async with asyncio.TaskGroup() as tasks:
-        for chat_updates in by_chat.values():
-            tasks.create_task(_in_order(handler, chat_updates))
-
-
-async def _in_order(handler: UpdateHandler, updates: list[Update]) -> None:
-    for update in updates:
-        try:
-            await handler.handle(update)
-        except Exception:  # one bad update must not stop the others
-            log.exception("update %s failed", update.update_id)
-
-
 class Poller:
     def __init__(self, bot: Bot, handler: UpdateHandler, health: Health, timeout: int) -> None:
         self._bot = bot
         self._handler = handler
         self._health = health
         self._timeout = timeout
+        self._attempts = Attempts()
         self._stopped = asyncio.Event()
         self._call: asyncio.Future[tuple[Update, ...]] | None = None  # the getUpdates in flight
 
@@ -106,9 +91,10 @@ class Poller:
 
     async def run(self) -> None:
         await self._call_until_ok(lambda: self._bot.delete_webhook(drop_pending_updates=False))
-        offset: int | None = None  # every update before it is handled
+        offset: int | None = None  # every update before it is taken
         told: int | None = None  # the offset Telegram last heard
         backoff = 0.0
+        retry = 0.0
         while not self._stopped.is_set():
             asked = offset
             try:
@@ -129,8 +115,14 @@ class Poller:
             self._health.ok()
             if not updates:
                 continue
-            await handle_batch(self._handler, updates)
-            offset = updates[-1].update_id + 1  # confirmed by the next getUpdates
+            first_left = await take_batch(self._handler, updates, self._attempts)
+            offset = updates[-1].update_id + 1 if first_left is None else first_left
+            self._attempts.confirmed_before(offset)  # the next getUpdates confirms them
+            if first_left is None:
+                retry = 0.0
+            else:  # the ledger may be busy or closing: ask again, later, from that update
+                retry = min(max(retry * 2, FIRST_RETRY_SECONDS), MAX_BACKOFF_SECONDS)
+                await self._pause(retry)
         if offset is not None and offset != told:
             await self._confirm(offset)
 
@@ -157,7 +149,7 @@ class Poller:
             self._call = None
 
     async def _confirm(self, offset: int) -> None:
-        """Tell Telegram what was handled: an offset is only heard with a getUpdates."""
+        """Tell Telegram what was taken: an offset is only heard with a getUpdates."""
         try:
             await self._bot.get_updates(
                 offset=offset, timeout=0, limit=1, allowed_updates=ALLOWED_UPDATES

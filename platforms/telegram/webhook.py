@@ -3,9 +3,10 @@
 The receiver serves the path of ``webhook_url`` on ``webhook_listen:webhook_port`` (or on a
 socket handed in), refuses (403) any request whose ``X-Telegram-Bot-Api-Secret-Token`` is
 not the configured ``secret_token`` (compared in constant time), then registers the webhook
-(setWebhook with that secret). An update is handled before the answer, so a crash makes
-Telegram deliver it again (handling is idempotent); updates of one chat are handled in
-order. From :meth:`WebhookReceiver.stop` (the platform's
+(setWebhook with that secret). An update is answered 200 only once it was taken
+(taking.py: handled, or refused with a reply after failing every attempt); one whose handling
+failed is answered 500, and a crash answers nothing, so Telegram gives it again. Updates of
+one chat are handled in order. From :meth:`WebhookReceiver.stop` (the platform's
 ``stop_input``) every update is answered 503 and left for Telegram to give again (to the next
 gateway); the updates being handled are finished before the server closes. No access log is
 written: a URL is nobody's business.
@@ -27,6 +28,7 @@ from telegram.error import TelegramError
 
 from gateway.config import TelegramConfig
 from platforms.telegram.receive import ALLOWED_UPDATES
+from platforms.telegram.taking import Attempts, take_one
 from platforms.telegram.updates import UpdateHandler, chat_of
 
 __all__ = ["SECRET_HEADER", "WebhookReceiver"]
@@ -54,6 +56,7 @@ class WebhookReceiver:
         self._bot = bot
         self._handler = handler
         self._sock = sock
+        self._attempts = Attempts()
         self._stopped = asyncio.Event()
         self._chats: weakref.WeakValueDictionary[int | None, asyncio.Lock] = (
             weakref.WeakValueDictionary()
@@ -118,10 +121,9 @@ class WebhookReceiver:
         async with lock:
             if self._stopped.is_set():  # it waited for its chat while the gateway stopped
                 return _stopping()
-            try:
-                await self._handler.handle(update)
-            except Exception:  # answered 200 all the same: a retry would fail the same way
-                log.exception("update %s failed", update.update_id)
+            taken = await take_one(self._handler, update, self._attempts)
+        if not taken:
+            return web.Response(status=500, text="not handled; give it again")
         return web.Response(text="ok")
 
 
