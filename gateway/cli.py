@@ -188,15 +188,13 @@ async def _run(path: Path) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with AsyncExitStack() as stack:
-        telegram = platforms.get("telegram")
-        if isinstance(telegram, AbstractAsyncContextManager):
-            # connected before the gateway's recovery, which edits the cards it left there
-            await stack.enter_async_context(telegram)
-        await stack.enter_async_context(Gateway(config, platforms=platforms, launcher=launcher))
         for platform in platforms.values():
-            if platform is not telegram and isinstance(platform, AbstractAsyncContextManager):
-                # a platform that serves (the console) serves inside the gateway's block
+            if isinstance(platform, AbstractAsyncContextManager):
+                # connected before the gateway's recovery (which edits the cards it left and
+                # sends its notices), closed after its ledger; the gateway tells each one to
+                # stop taking input before its runners stop (DESIGN.md, Platforms)
                 await stack.enter_async_context(platform)
+        await stack.enter_async_context(Gateway(config, platforms=platforms, launcher=launcher))
         log.info("agent-gateway running (data dir %s)", config.gateway.data_dir)
         await stop.wait()
     return 0

@@ -4,7 +4,8 @@
 recovers from whatever a previous process left (leftover agents ended, their interactions
 orphaned and every card copy edited, in-flight prompts interrupted, queues paused), and runs
 the card refresher and one :class:`SessionRunner` task per active session. Leaving the block
-stops every agent and records it.
+first tells every platform to stop taking input (``stop_input``), then stops every agent and
+records it (the runners still send notices and edit cards), then closes the ledger.
 """
 
 from __future__ import annotations
@@ -98,12 +99,27 @@ class Gateway:
         tb: TracebackType | None,
     ) -> None:
         try:
+            await self._stop_input()
             for runner in list(self._runners.values()):
                 await runner.shutdown()
             for task in self._background:
                 task.cancel()
         finally:
             await self._stack.aclose()
+
+    async def _stop_input(self) -> None:
+        """No platform hands the gateway anything once it stops (DESIGN.md, Platforms): a
+        message taken now would be queued for a runner that is stopping, or fail on a closed
+        ledger after the platform had confirmed it."""
+        for name, platform in self.platforms.items():
+            # looked up like ``attach``: the next change makes it part of the Platform protocol
+            stop_input = getattr(platform, "stop_input", None)
+            if stop_input is None:
+                continue
+            try:
+                await stop_input()
+            except Exception:  # one platform's failure must not keep the others taking input
+                log.exception("platform %s did not stop taking input", name)
 
     # --- sessions -------------------------------------------------------------------------
 

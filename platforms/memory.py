@@ -11,6 +11,10 @@ the cards the earlier process sent. ``MemoryPlatform(adopt_unknown=True, id_pref
 records an edit of a message it never sent as that message, now showing the edit (what a real
 platform, which keeps its messages, would show), and names its own messages ``b-1``, ``b-2``...
 so that they never collide with the earlier process's ids.
+
+Like every platform it stops taking input when the gateway stops (``stop_input``, before the
+gateway's runners stop): from then on what a person does is refused with PlatformError,
+while the gateway may still send and edit. Attaching it to a gateway again takes input again.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ class MemoryPlatform:
         self.refused: list[str] = []  # the outbound calls refused in an outage ("send_card"...)
         self.adopt_unknown = adopt_unknown
         self._inbox: Inbox | None = None
+        self._taking_input = False
         self._ids = itertools.count(1)
         self._id_prefix = id_prefix
         self._messages: dict[str, Rendered] = {}
@@ -77,6 +82,11 @@ class MemoryPlatform:
 
     def attach(self, inbox: Inbox) -> None:
         self._inbox = inbox
+        self._taking_input = True
+
+    async def stop_input(self) -> None:
+        """The gateway is stopping: refuse what people do from now on."""
+        self._taking_input = False
 
     # --- the platform contract ----------------------------------------------------------
 
@@ -190,6 +200,8 @@ class MemoryPlatform:
     def _inbox_or_fail(self) -> Inbox:
         if self._inbox is None:
             raise PlatformError("memory platform is not attached to a gateway")
+        if not self._taking_input:
+            raise PlatformError("memory platform takes no more input: the gateway is stopping")
         return self._inbox
 
     async def _check_up(self, call: str) -> None:

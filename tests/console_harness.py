@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from adapters.launch import ConfiguredLauncher
+from gateway.agents import AgentLauncher
 from gateway.config import Config, parse_config
 from gateway.engine import Gateway
 from platforms.console import ConsolePlatform
@@ -61,16 +62,19 @@ class ConsoleRunning:
 
 
 @asynccontextmanager
-async def console_gateway(config: Config) -> AsyncIterator[ConsoleRunning]:
+async def console_gateway(
+    config: Config, launcher: AgentLauncher | None = None
+) -> AsyncIterator[ConsoleRunning]:
     assert config.platforms.console is not None
     terminal = io.StringIO()
     memory = MemoryPlatform()
     console = ConsolePlatform(config.platforms.console, announce=terminal)
-    launcher = ConfiguredLauncher(env_source={}, handshake_timeout=60)
+    agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
     platforms = {"memory": memory, "console": console}
-    # the console serves inside the gateway's block: no page reads a ledger already closed
+    # as ``agent-gateway run`` has them: the console serves around the gateway's block (503
+    # before the gateway attaches; POSTs refused once it stops taking input)
     async with (
-        Gateway(config, platforms=platforms, launcher=launcher) as gateway,
         console,
+        Gateway(config, platforms=platforms, launcher=agents) as gateway,
     ):
         yield ConsoleRunning(gateway=gateway, memory=memory, console=console, terminal=terminal)

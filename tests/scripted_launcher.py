@@ -11,13 +11,16 @@ Its writes behave as a real runtime's (adapters/runtime.py): the codec takes the
 second answer to one request is AlreadyAnswered, one to a closed request RequestClosed)
 before the write is awaited. A test may hold writes at that point (``writes.hold()``: each
 waiting write sets ``writes.waiting``) or make them fail (``writes.fail_with``).
+
+``on_stop``, if given, is awaited when an agent is told to stop (the gateway stopping, or the
+last resort of /stop), before it exits: what happens while a gateway shuts down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
 from gateway.config import ProjectConfig
@@ -65,10 +68,12 @@ class ScriptedAgent:
         requests: Mapping[str, InteractionRequest],
         received: list[Decision],
         writes: Writes | None = None,
+        on_stop: Callable[[], Awaitable[None]] | None = None,
     ):
         self._requests = requests
         self._received = received
         self._writes = writes or Writes()
+        self._on_stop = on_stop
         self._events: asyncio.Queue[AgentEvent] = asyncio.Queue()
         self._asked: dict[str, str] = {}  # native key → turn id
         self._answered: set[str] = set()
@@ -129,20 +134,28 @@ class ScriptedAgent:
     async def stop(self) -> None:
         if not self._ended:
             self._ended = True
+            if self._on_stop is not None:
+                await self._on_stop()
             await self._events.put(AgentExited(code=0, reason="stopped"))
 
 
 class ScriptedLauncher:
-    def __init__(self, requests: Mapping[str, InteractionRequest]) -> None:
+    def __init__(
+        self,
+        requests: Mapping[str, InteractionRequest],
+        *,
+        on_stop: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.requests = dict(requests)
         self.received: list[Decision] = []
         self.writes = Writes()
+        self.on_stop = on_stop
 
     @asynccontextmanager
     async def launch(
         self, project: ProjectConfig, *, resume_native_id: str | None
     ) -> AsyncIterator[ScriptedAgent]:
-        agent = ScriptedAgent(self.requests, self.received, self.writes)
+        agent = ScriptedAgent(self.requests, self.received, self.writes, self.on_stop)
         try:
             yield agent
         finally:

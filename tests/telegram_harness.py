@@ -1,12 +1,18 @@
 """A whole gateway on Telegram in the test: the real engine and ledger, the real
 python-telegram-bot, a fake Bot API on 127.0.0.1, and an agent (the real Codex app-server
-against the fake model, or the scripted in-process agent)."""
+against the fake model, or the scripted in-process agent).
+
+Failures of the core are injected at the platform's own seam, the Inbox: ``on_telegram(...,
+inbox=lambda gateway: FlakyInbox(gateway, ...))`` puts a :class:`FlakyInbox` between the
+platform and the gateway (:class:`InboxBetween`), which fails where told as a busy ledger
+or a bug of ours would, and passes everything else on to the gateway."""
 
 from __future__ import annotations
 
 import json
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +20,21 @@ from typing import Any
 
 from adapters.launch import ConfiguredLauncher
 from gateway.agents import AgentLauncher
+from gateway.cards import Card
 from gateway.config import Config, parse_config
+from gateway.domain import ConversationRef
 from gateway.engine import Gateway
+from gateway.errors import StoreError
+from gateway.platform import (
+    Ack,
+    EditResult,
+    InboundAction,
+    InboundForm,
+    InboundMessage,
+    Inbox,
+    MessageRef,
+    PlatformLimits,
+)
 from platforms.telegram import TelegramPlatform
 from platforms.telegram.outbox import Pace
 from tests.codex_env import CodexHome
@@ -84,12 +103,99 @@ poll_timeout_seconds = 10
     return text
 
 
+class FlakyInbox:
+    """The gateway's Inbox, failing where told before anything reaches the gateway.
+
+    A message whose text is in ``busy`` raises StoreError ("database is locked": the ledger
+    is busy) as many times as its number says (lower it to let the message through); a text
+    in ``broken`` raises RuntimeError every time, as a bug of ours would. ``busy_forms`` and
+    ``broken_clicks`` do the same for form submissions and clicks. ``failures`` counts what
+    failed; ``passed`` lists the texts passed on, in order."""
+
+    def __init__(
+        self,
+        gateway: Inbox,
+        *,
+        busy: Mapping[str, int] | None = None,
+        broken: tuple[str, ...] = (),
+        busy_forms: int = 0,
+        broken_clicks: bool = False,
+    ) -> None:
+        self.gateway = gateway
+        self.busy = dict(busy or {})
+        self.broken = set(broken)
+        self.busy_forms = busy_forms
+        self.broken_clicks = broken_clicks
+        self.failures: Counter[str] = Counter()
+        self.passed: list[str] = []
+
+    async def on_message(self, message: InboundMessage) -> None:
+        text = message.text
+        if text in self.broken:
+            self.failures[text] += 1
+            raise RuntimeError("injected: a bug of ours")
+        if self.busy.get(text, 0) > 0:
+            self.busy[text] -= 1
+            self.failures[text] += 1
+            raise StoreError("ledger error: database is locked")
+        self.passed.append(text)
+        await self.gateway.on_message(message)
+
+    async def on_action(self, action: InboundAction) -> Ack:
+        if self.broken_clicks:
+            self.failures["click"] += 1
+            raise RuntimeError("injected: a bug of ours")
+        return await self.gateway.on_action(action)
+
+    async def on_form(self, form: InboundForm) -> Ack:
+        if self.busy_forms > 0:
+            self.busy_forms -= 1
+            self.failures["form"] += 1
+            raise StoreError("ledger error: database is locked")
+        return await self.gateway.on_form(form)
+
+    async def on_platform_back(self, platform: str) -> None:
+        await self.gateway.on_platform_back(platform)
+
+
+class InboxBetween:
+    """The Telegram platform as the gateway sees it, with an Inbox between the two: the
+    gateway attaches itself, and the platform is attached to ``wrap(gateway)``."""
+
+    def __init__(self, telegram: TelegramPlatform, wrap: Callable[[Inbox], Inbox]) -> None:
+        self.telegram = telegram
+        self.name: str = telegram.name
+        self.limits: PlatformLimits = telegram.limits
+        self._wrap = wrap
+        self.inbox: Inbox | None = None
+
+    def attach(self, gateway: Inbox) -> None:
+        self.inbox = self._wrap(gateway)
+        self.telegram.attach(self.inbox)
+
+    async def stop_input(self) -> None:
+        await self.telegram.stop_input()
+
+    async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
+        return await self.telegram.send_text(conversation, text)
+
+    async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
+        return await self.telegram.edit_text(ref, text)
+
+    async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
+        return await self.telegram.send_card(conversation, card)
+
+    async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
+        return await self.telegram.edit_card(ref, card)
+
+
 @dataclass
 class OnTelegram:
     gateway: Gateway
     telegram: TelegramPlatform
     fake: FakeTelegram
     launcher: AgentLauncher
+    inbox: Inbox | None = None  # what the platform hands updates to, if not the gateway
     pushed: list[dict[str, Any]] = field(default_factory=list)
 
     # --- what people do -------------------------------------------------------------------
@@ -103,10 +209,11 @@ class OnTelegram:
         thread: int | None = None,
         reply_to: Sent | None = None,
     ) -> dict[str, Any]:
-        """``person`` writes ``text`` (in their private chat unless ``chat``); the update."""
+        """``person`` writes ``text`` (in their private chat unless ``chat``); the update,
+        with its ``update_id``."""
         where = chat or private_chat(person)
         update = message_update(self.fake, where, person, text, thread=thread, reply_to=reply_to)
-        await self.fake.push(update)
+        update["update_id"] = await self.fake.push(update)
         self.pushed.append(update)
         return update
 
@@ -154,15 +261,20 @@ async def on_telegram(
     *,
     pace: Pace | None = None,
     webhook_socket: socket.socket | None = None,
+    inbox: Callable[[Inbox], Inbox] | None = None,
 ) -> AsyncIterator[OnTelegram]:
+    """The platform around the gateway, as ``agent-gateway run`` has them; with ``inbox``,
+    the platform hands its updates to ``inbox(gateway)``."""
     assert config.platforms.telegram is not None
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
     platform = TelegramPlatform(config.platforms.telegram, pace=pace, webhook_socket=webhook_socket)
-    async with (
-        platform as telegram,
-        Gateway(config, platforms={"telegram": telegram}, launcher=agents) as gateway,
-    ):
-        yield OnTelegram(gateway=gateway, telegram=telegram, fake=fake, launcher=agents)
+    async with platform as telegram:
+        seen = telegram if inbox is None else InboxBetween(telegram, inbox)
+        async with Gateway(config, platforms={"telegram": seen}, launcher=agents) as gateway:
+            between = seen.inbox if isinstance(seen, InboxBetween) else None
+            yield OnTelegram(
+                gateway=gateway, telegram=telegram, fake=fake, launcher=agents, inbox=between
+            )
 
 
 __all__ = [
@@ -173,6 +285,8 @@ __all__ = [
     "GROUP",
     "GROUP_ID",
     "MALLORY",
+    "FlakyInbox",
+    "InboxBetween",
     "OnTelegram",
     "on_telegram",
     "telegram_config",

@@ -107,6 +107,14 @@ async def test_sqlite_errors_become_store_errors(store: Store) -> None:
     assert isinstance(caught.value.__cause__, sqlite3.IntegrityError)
 
 
+async def test_a_call_after_the_ledger_closed_is_a_store_error(data_dir: Path) -> None:
+    # what a page of the console meets while the gateway stops: answered 503, not a crash
+    async with Store.open(data_dir) as store:
+        pass
+    with pytest.raises(StoreError, match="the ledger is closed"):
+        await store.sessions.list_sessions()
+
+
 # --- migrations ----------------------------------------------------------------------------
 
 

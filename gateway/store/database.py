@@ -85,6 +85,11 @@ class Database:
         self._conn = conn
         self._clock = clock
         self._lock = asyncio.Lock()
+        self._closed = False
+
+    def close(self) -> None:
+        """Refuse every later call with StoreError (the connection is being closed)."""
+        self._closed = True
 
     def now(self) -> str:
         """The clock's time as stored: ISO 8601 in UTC, microseconds."""
@@ -113,6 +118,8 @@ class Database:
     ) -> T:
         ticket = _Ticket()
         async with self._lock:
+            if self._closed:  # aiosqlite would raise a bare ValueError
+                raise StoreError("the ledger is closed")
             try:
                 # aiosqlite's Connection._execute runs a callable on its thread (private:
                 # its version range is pinned in pyproject.toml, docs/decisions.md).

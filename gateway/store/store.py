@@ -78,13 +78,14 @@ class Store:
             conn = await aiosqlite.connect(path, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the ledger {path}: {exc}") from exc
+        db = Database(conn, clock)
         try:
             conn.row_factory = sqlite3.Row
-            db = Database(conn, clock)
             await _configure(conn)
             await apply_migrations(conn, migrations, now=db.now())
             yield cls(db, path)
         finally:
+            db.close()
             try:
                 await conn.close()
             except sqlite3.Error as exc:

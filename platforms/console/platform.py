@@ -1,17 +1,20 @@
 """The local web console as a platform (platform name ``console``).
 
-Make it, hand it to the gateway with the other platforms, and serve it inside the gateway's
-block, so that no page reads a ledger that is already closed::
+Make it, hand it to the gateway with the other platforms, and serve it around the gateway's
+block, like every platform (DESIGN.md, Platforms)::
 
     console = ConsolePlatform(config.platforms.console)
-    async with Gateway(config, platforms={"console": console, ...}, launcher=...), console:
+    async with console, Gateway(config, platforms={"console": console, ...}, launcher=...):
         ...
 
-``async with console`` serves on ``settings.host:settings.port`` (port 0: a free one) and
-prints the address people open (:attr:`url`: the bound one, or ``public_url`` behind a TLS
-proxy) with its access token once to the terminal (``announce``; never through logging).
-Until the gateway has attached itself (``Gateway.__aenter__`` calls :meth:`attach`) every page
-answers 503.
+``async with console`` serves on ``settings.host:settings.port`` (port 0: a free one;
+:attr:`url` says which: the bound address, or ``public_url`` behind a TLS proxy). Once it
+serves and the gateway has attached itself (``Gateway.__aenter__`` calls :meth:`attach`),
+whichever comes last, it prints the address people open with its access token once to the
+terminal (``announce``; never through logging); until the gateway has attached, every page
+answers 503. From :meth:`stop_input` (the gateway is stopping) every POST is refused with
+503 and nothing reaches the gateway; pages and the events stream are served until the ledger
+closes (then 503 too) and the console with it.
 
 - **Conversations.** A console conversation is a page per session:
   ``ConversationRef("console", None, <routing channel>, "s-<session id>")`` for a session
@@ -87,6 +90,7 @@ class ConsolePlatform:
         self.changes = Changes()
         self._announce = announce
         self._gateway: Gateway | None = None
+        self._taking_input = False
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
 
@@ -107,9 +111,7 @@ class ConsolePlatform:
         self._runner = runner
         address = runner.addresses[0]
         self._port = int(address[1])
-        if self._announce is not None:
-            # printed once, to the terminal only: the token never goes through logging
-            print(f"agent-gateway console: {self.login_url}", file=self._announce, flush=True)
+        self._announce_once()
         return self
 
     async def __aexit__(
@@ -155,6 +157,25 @@ class ConsolePlatform:
 
     def attach(self, gateway: Gateway) -> None:
         self._gateway = gateway
+        self._taking_input = True
+        self._announce_once()
+
+    def _announce_once(self) -> None:
+        """The address with the token, once the console serves the gateway: a page opened
+        from it works at once."""
+        if self._announce is None or self._runner is None or self._gateway is None:
+            return
+        # printed once, to the terminal only: the token never goes through logging
+        print(f"agent-gateway console: {self.login_url}", file=self._announce, flush=True)
+        self._announce = None
+
+    async def stop_input(self) -> None:
+        """The gateway is stopping: refuse every POST from now on (pages are still served)."""
+        self._taking_input = False
+
+    @property
+    def taking_input(self) -> bool:
+        return self._taking_input
 
     @property
     def gateway(self) -> Gateway | None:

@@ -92,6 +92,15 @@ def _see_other(location: str) -> web.Response:
     return web.Response(status=303, headers={**_HEADERS, "Location": location})
 
 
+def _stopping(request: web.Request) -> web.Response:
+    """A POST while the gateway stops: nothing of it reached the gateway."""
+    text = "The gateway is stopping: this was not sent. Send it again once it is back."
+    if "application/json" in request.headers.get("Accept", ""):
+        body = {"accepted": False, "text": text, "location": None}
+        return web.json_response(body, status=503, headers=_HEADERS)
+    return _refuse(503, text)
+
+
 def _refuse(status: int, text: str) -> web.Response:
     return web.Response(
         status=status, text=refused_page(status, text), content_type="text/html", headers=_HEADERS
@@ -138,6 +147,8 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         request[FORM] = form
     if console.gateway is None:
         return _refuse(503, "the gateway is still starting")
+    if request.method == "POST" and not console.taking_input:
+        return _stopping(request)
     try:
         response = await handler(request)
     except StoreError:  # the ledger closed under the page: the gateway is stopping

@@ -4,12 +4,16 @@
         async with Gateway(config, platforms={"telegram": telegram}, launcher=...):
             ...
 
-Entering connects (getMe), registers the commands (setMyCommands) and starts the outbox
-(outbox.py); updates are taken only once the gateway has attached itself, by long polling
-(the default; receive.py) or a webhook (webhook.py). Outbound calls of the contract go
-through the outbox: cards and prompts before notices, notices before stream edits, every
-chat within Telegram's limits. When Telegram was unreachable and answers again, the gateway
-is told (``Inbox.on_platform_back``) so that the cards that failed are sent again.
+Its lifetime follows the gateway's (DESIGN.md, Platforms): entering connects (getMe),
+registers the commands (setMyCommands) and starts the outbox (outbox.py), before the
+gateway's recovery edits the cards it left here; updates are taken only once the gateway has
+attached itself, by long polling (the default; receive.py) or a webhook (webhook.py), and no
+more from :meth:`TelegramPlatform.stop_input` (before the gateway's runners stop; the outbox
+keeps sending their notices and card edits); leaving closes the outbox, after the gateway's
+ledger closed. Outbound calls of the contract go through the outbox: cards and prompts before
+notices, notices before stream edits, every chat within Telegram's limits. When Telegram was
+unreachable and answers again, the gateway is told (``Inbox.on_platform_back``) so that the
+cards that failed are sent again.
 
 The bot token never appears in logs: httpx, which logs every request URL (token included),
 is set to WARNING when the platform starts.
@@ -24,6 +28,7 @@ import socket
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
+from typing import Protocol
 
 from telegram import (
     Bot,
@@ -70,6 +75,15 @@ MENU = (
 )
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 _SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits
+STOP_GRACE_SECONDS = 10.0  # for the updates being handled when input stops
+
+
+class _Receiver(Protocol):
+    """The poller or the webhook receiver: takes updates until stopped."""
+
+    async def run(self) -> None: ...
+
+    def stop(self) -> None: ...
 
 
 class TelegramPlatform:
@@ -109,6 +123,8 @@ class TelegramPlatform:
         self._tasks: asyncio.TaskGroup | None = None
         self._outbox: Outbox | None = None
         self._long_tasks: list[asyncio.Task[None]] = []
+        self._receiving: asyncio.Task[None] | None = None
+        self._receiver: _Receiver | None = None
         self._inbox: Inbox | None = None
         self._attached = asyncio.Event()
         self._shown: dict[tuple[int, int], str] = {}
@@ -135,8 +151,9 @@ class TelegramPlatform:
                 on_network_failure=self.health.failed,
                 on_success=self.health.ok,
             )
+            self._receiving = self._tasks.create_task(self._receive())
             self._long_tasks = [
-                self._tasks.create_task(self._receive()),
+                self._receiving,
                 self._tasks.create_task(self.health.probe(self.bot)),
             ]
         except BaseException:
@@ -164,17 +181,40 @@ class TelegramPlatform:
         self._inbox = inbox
         self._attached.set()
 
+    async def stop_input(self) -> None:
+        """The gateway is stopping: take no more updates. Those being handled are finished
+        and confirmed (past :data:`STOP_GRACE_SECONDS`, left unconfirmed: Telegram gives
+        them again, to the next gateway); nothing more is fetched or accepted. The outbox
+        keeps sending."""
+        receiving = self._receiving
+        if receiving is None or receiving.done():
+            return
+        if self._receiver is None:
+            receiving.cancel()  # not attached yet: nothing was taken
+        else:
+            self._receiver.stop()
+        done, _ = await asyncio.wait({receiving}, timeout=STOP_GRACE_SECONDS)
+        if not done:
+            log.warning(
+                "updates still being handled after %g s are left for Telegram to give again",
+                STOP_GRACE_SECONDS,
+            )
+            receiving.cancel()
+            await asyncio.wait({receiving})
+
     async def _receive(self) -> None:
         await self._attached.wait()
         assert self._inbox is not None and self.me is not None
         handler = UpdateHandler(
             bot=self.me, config=self._config, forms=self.forms, replies=self, inbox=self._inbox
         )
+        receiver: _Receiver
         if self._config.mode == "webhook":
             receiver = WebhookReceiver(self._config, self.bot, handler, sock=self._webhook_socket)
-            await receiver.run()
         else:
-            await Poller(self.bot, handler, self.health, self._config.poll_timeout_seconds).run()
+            receiver = Poller(self.bot, handler, self.health, self._config.poll_timeout_seconds)
+        self._receiver = receiver
+        await receiver.run()
 
     def _back(self) -> None:
         if self._tasks is not None and self._inbox is not None:
@@ -236,12 +276,15 @@ class TelegramPlatform:
 
     # --- what the update handler asks (updates.Replies) -----------------------------------
 
-    async def answer(self, callback_id: str, text: str, *, alert: bool) -> None:
-        """Answer a click at once (not paced: it is not a message in the chat)."""
+    async def answer(self, callback_id: str, text: str, *, alert: bool) -> bool:
+        """Answer a click at once (not paced: it is not a message in the chat); whether
+        Telegram took the answer."""
         try:
             await self.bot.answer_callback_query(callback_id, text=text[:200], show_alert=alert)
         except TelegramError as exc:  # a click answered late: nothing more to do
             log.info("callback %s not answered: %s", callback_id, exc)
+            return False
+        return True
 
     async def redraw(self, form_key: tuple[int, int]) -> None:
         form = self.forms.get(form_key)
@@ -257,12 +300,14 @@ class TelegramPlatform:
             chat_id, Priority.CARD, lambda: self.bot.delete_message(chat_id, message_id)
         )
 
-    async def notice(self, chat_id: int, thread: int | None, text: str) -> None:
+    async def notice(
+        self, chat_id: int, thread: int | None, text: str, *, reply_to: int | None = None
+    ) -> None:
         conversation = ConversationRef(
             platform=PLATFORM, space=None, channel=str(chat_id), thread=_str(thread)
         )
         try:
-            await self._send(conversation, Priority.CARD, text[:4096], parse_mode=None)
+            await self._send(conversation, Priority.CARD, text[:4096], None, None, reply_to)
         except PlatformError as exc:
             log.warning("notice to chat %s failed: %s", chat_id, exc)
 

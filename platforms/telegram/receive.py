@@ -2,30 +2,38 @@
 
 python-telegram-bot's ``Updater`` confirms a batch of updates (the next ``offset``) as soon as
 it has queued them, before they are handled: a crash in between loses them. The
-:class:`Poller` here confirms an update only after it was handled, so a crash means the
-update is seen again, and handling is idempotent (the prompt queue keys on the Telegram
-message id; a click on a decided card is answered "already decided"). Updates of one chat
-are handled in order; chats of one batch are handled side by side.
+:class:`Poller` here confirms an update only once it was taken (taking.py: handled, or
+refused with a reply): the next ``getUpdates`` asks from the first update not taken, after a
+back-off when one failed. Updates of one chat are taken in order; chats of one batch side by
+side.
+
+:meth:`Poller.stop` (the platform's ``stop_input``, before the gateway's runners stop): a
+``getUpdates`` in flight is dropped (whatever it brought was not confirmed, so Telegram gives
+it again, to the next gateway), a batch being handled is finished, and what was taken is
+confirmed with a last ``getUpdates(timeout=0)`` (as PTB's Updater does when it stops).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 from telegram import Bot, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 
 from platforms.telegram.outbox import is_network_failure, retry_seconds
-from platforms.telegram.updates import UpdateHandler, chat_of
+from platforms.telegram.taking import Attempts, take_batch
+from platforms.telegram.updates import UpdateHandler
 
-__all__ = ["ALLOWED_UPDATES", "Health", "Poller", "handle_batch"]
+__all__ = ["ALLOWED_UPDATES", "Health", "Poller"]
 
 log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ("message", "callback_query")
 MAX_BACKOFF_SECONDS = 5.0
+FIRST_RETRY_SECONDS = 0.25  # after an update failed: the ledger may be busy for a moment
 
 
 class Health:
@@ -64,55 +72,96 @@ class Health:
                     self.ok()
 
 
-async def handle_batch(handler: UpdateHandler, updates: Sequence[Update]) -> None:
-    """Handle ``updates``: one chat's in order, chats side by side; a failure is logged."""
-    by_chat: dict[int | None, list[Update]] = {}
-    for update in updates:
-        by_chat.setdefault(chat_of(update), []).append(update)
-    async with asyncio.TaskGroup() as tasks:
-        for chat_updates in by_chat.values():
-            tasks.create_task(_in_order(handler, chat_updates))
-
-
-async def _in_order(handler: UpdateHandler, updates: list[Update]) -> None:
-    for update in updates:
-        try:
-            await handler.handle(update)
-        except Exception:  # one bad update must not stop the others
-            log.exception("update %s failed", update.update_id)
-
-
 class Poller:
     def __init__(self, bot: Bot, handler: UpdateHandler, health: Health, timeout: int) -> None:
         self._bot = bot
         self._handler = handler
         self._health = health
         self._timeout = timeout
+        self._attempts = Attempts()
+        self._stopped = asyncio.Event()
+        self._call: asyncio.Future[tuple[Update, ...]] | None = None  # the getUpdates in flight
+
+    def stop(self) -> None:
+        """Take no more updates; :meth:`run` returns once the batch being handled is done
+        and what was taken is confirmed."""
+        self._stopped.set()
+        if self._call is not None:
+            self._call.cancel()  # nothing it brings is taken, nor confirmed
 
     async def run(self) -> None:
         await self._call_until_ok(lambda: self._bot.delete_webhook(drop_pending_updates=False))
-        offset: int | None = None
+        offset: int | None = None  # every update before it is taken
+        told: int | None = None  # the offset Telegram last heard
         backoff = 0.0
-        while True:
+        retry = 0.0
+        while not self._stopped.is_set():
+            asked = offset
             try:
-                updates = await self._bot.get_updates(
-                    offset=offset, timeout=self._timeout, allowed_updates=ALLOWED_UPDATES
-                )
+                updates = await self._fetch(asked)
             except InvalidToken:
                 log.critical("Telegram refused the bot token: no updates will be taken")
                 raise
             except RetryAfter as exc:
-                await asyncio.sleep(retry_seconds(exc))  # Telegram's own instruction
+                await self._pause(retry_seconds(exc))  # Telegram's own instruction
                 continue
             except TelegramError as exc:
                 backoff = self._failed(exc, backoff)
-                await asyncio.sleep(backoff)  # backing off from a failing server
+                await self._pause(backoff)  # backing off from a failing server
                 continue
-            backoff = 0.0
+            if updates is None:
+                break  # stopped while waiting for news
+            told, backoff = asked, 0.0
             self._health.ok()
-            if updates:
-                await handle_batch(self._handler, updates)
-                offset = updates[-1].update_id + 1  # confirmed only now that it is handled
+            if not updates:
+                continue
+            first_left = await take_batch(self._handler, updates, self._attempts)
+            offset = updates[-1].update_id + 1 if first_left is None else first_left
+            self._attempts.confirmed_before(offset)  # the next getUpdates confirms them
+            if first_left is None:
+                retry = 0.0
+            else:  # the ledger may be busy or closing: ask again, later, from that update
+                retry = min(max(retry * 2, FIRST_RETRY_SECONDS), MAX_BACKOFF_SECONDS)
+                await self._pause(retry)
+        if offset is not None and offset != told:
+            await self._confirm(offset)
+
+    async def _fetch(self, offset: int | None) -> tuple[Update, ...] | None:
+        """The next updates (a long poll); None if :meth:`stop` cut it short."""
+        call = asyncio.ensure_future(
+            self._bot.get_updates(
+                offset=offset, timeout=self._timeout, allowed_updates=ALLOWED_UPDATES
+            )
+        )
+        self._call = call
+        try:
+            return await call
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if (
+                call.cancelled()
+                and self._stopped.is_set()
+                and not (current and current.cancelling())
+            ):
+                return None
+            raise
+        finally:
+            self._call = None
+
+    async def _confirm(self, offset: int) -> None:
+        """Tell Telegram what was taken: an offset is only heard with a getUpdates."""
+        try:
+            await self._bot.get_updates(
+                offset=offset, timeout=0, limit=1, allowed_updates=ALLOWED_UPDATES
+            )
+        except TelegramError as exc:  # they are handled again, idempotently, by the next one
+            log.warning("the updates taken last were not confirmed to Telegram: %s", exc)
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait ``seconds``, or less if :meth:`stop` comes first."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._stopped.wait()
 
     def _failed(self, exc: TelegramError, backoff: float) -> float:
         if isinstance(exc, Conflict):
@@ -126,10 +175,10 @@ class Poller:
 
     async def _call_until_ok(self, call: Callable[[], Awaitable[object]]) -> None:
         backoff = 0.0
-        while True:
+        while not self._stopped.is_set():
             try:
                 await call()
                 return
             except TelegramError as exc:
                 backoff = self._failed(exc, backoff)
-                await asyncio.sleep(backoff)
+                await self._pause(backoff)

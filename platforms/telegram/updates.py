@@ -6,6 +6,12 @@ action token, or a direct question's option token, goes to the core as it is
 clicking person's own draft (forms.py); Submit hands the draft to ``Inbox.on_form``. Every
 callback is answered (answerCallbackQuery) with what happened, rejections included.
 
+When the core could not take an update (the ledger busy or closing, a bug), ``handle`` raises
+and has answered nothing: the update is not confirmed, Telegram gives it again (taking.py),
+and it is answered then, or refused by :meth:`UpdateHandler.refuse` once it has failed too
+often. A typed answer keeps its prompt until the core took it, so that the message given
+again is still an answer, never a prompt for the agent.
+
 A message that replies to a ForceReply prompt of the gateway, from the person it was sent
 for, while the form is still pending, is that person's typed answer (a secret one is deleted
 once read and never echoed); any other message is a normal prompt, handed to
@@ -49,18 +55,30 @@ log = logging.getLogger(__name__)
 
 _MOVES = {"n": "next", "b": "back", "k": "skip"}
 GONE = "This form is no longer open here: /pending lists what waits, /answer ID answers it."
+MESSAGE_REFUSED = (
+    "⚠ Your message could not be handled: the gateway failed on it and logged the error. "
+    "It did not reach the agent; send it again."
+)
+CLICK_REFUSED = (
+    "⚠ Your click could not be handled: the gateway failed on it and logged the error. "
+    "Look at the card before pressing again."
+)
 
 
 class Replies(Protocol):
     """What the handler needs the platform to do (paced, through its outbox)."""
 
-    async def answer(self, callback_id: str, text: str, *, alert: bool) -> None: ...
+    async def answer(self, callback_id: str, text: str, *, alert: bool) -> bool:
+        """Answer a click; whether Telegram took the answer (a click answers once, in time)."""
+        ...
 
     async def redraw(self, form_key: tuple[int, int]) -> None: ...
 
     async def delete(self, chat_id: int, message_id: int) -> None: ...
 
-    async def notice(self, chat_id: int, thread: int | None, text: str) -> None: ...
+    async def notice(
+        self, chat_id: int, thread: int | None, text: str, *, reply_to: int | None = None
+    ) -> None: ...
 
     async def prompt(
         self, form: Form, form_key: tuple[int, int], actor: Actor, question: int, *, private: bool
@@ -87,16 +105,28 @@ class UpdateHandler:
         self._inbox = inbox
 
     async def handle(self, update: Update) -> None:
+        """Act on ``update``; raises, having answered nothing, when it could not be taken."""
         if update.callback_query is not None:
-            try:
-                await self._callback(update.callback_query)
-            except Exception:  # every click is answered, even when handling it failed
-                text = "Something went wrong with this click; the gateway logged it."
-                await self._out.answer(update.callback_query.id, text, alert=True)
-                raise
+            await self._callback(update.callback_query)
         elif update.message is not None:
             await self._message(update.message)
         # edited messages, channel posts and the rest are not for the gateway
+
+    async def refuse(self, update: Update) -> None:
+        """``update`` failed every attempt and is given up: tell the person who sent it."""
+        query, message = update.callback_query, update.message
+        if query is not None:
+            if await self._out.answer(query.id, CLICK_REFUSED, alert=True):
+                return
+            shown = query.message  # too late for an alert: say it under the card
+            if isinstance(shown, Message):
+                await self._out.notice(
+                    shown.chat.id, topic_of(shown), CLICK_REFUSED, reply_to=shown.message_id
+                )
+        elif message is not None and message.from_user is not None and not message.from_user.is_bot:
+            await self._out.notice(
+                message.chat.id, topic_of(message), MESSAGE_REFUSED, reply_to=message.message_id
+            )
 
     # --- messages -------------------------------------------------------------------------
 
@@ -145,9 +175,9 @@ class UpdateHandler:
         step = form.typed(
             actor, prompt.question, text, in_private=message.chat.type == Chat.PRIVATE
         )
-        if not isinstance(step, Refuse):
-            self._forms.take_prompt(prompt_key)
         ack = await self._act(prompt.form_key, form, actor, step, callback=None)
+        if not isinstance(step, Refuse):  # taken: the prompt is answered
+            self._forms.take_prompt(prompt_key)
         thread = topic_of(message)
         if question.secret:
             await self._out.notice(

@@ -13,13 +13,16 @@ API's envelope and reproduces the limits a bot meets (TESTING.md):
 - honest long polling: ``getUpdates`` waits up to ``timeout`` for news, an ``offset``
   confirms every older update, a second poller ends the first with 409 Conflict, and
   ``getUpdates`` is refused while a webhook is set. With a webhook set, pushed updates are
-  POSTed to it with the ``X-Telegram-Bot-Api-Secret-Token`` header instead;
+  POSTed to it with the ``X-Telegram-Bot-Api-Secret-Token`` header instead, one at a time
+  and in order; one answered other than 2xx (or not answered) is POSTed again, after a
+  growing pause, before any later one, as Telegram does;
 - a private chat exists only once the person wrote to the bot (403 otherwise).
 
-A test pushes updates (``push``; builders in ``tests/servers/telegram_people.py``), reads what
-the bot sent (``messages``, ``answers``, ``documents``), waits for a change under a deadline
-(``wait_for``), and can make Telegram unreachable (``down``) or rate-limit everything for a
-while (``storm``). ``too_many`` counts the 429s it gave.
+A test pushes updates (``push``; builders in ``tests/servers/telegram_people.py``), sees
+which are not confirmed yet (``unconfirmed``) and which each ``getUpdates`` handed out
+(``handed_out``), reads what the bot sent (``messages``, ``answers``, ``documents``), waits
+for a change under a deadline (``wait_for``), and can make Telegram unreachable (``down``) or
+rate-limit everything for a while (``storm``). ``too_many`` counts the 429s it gave.
 """
 
 from __future__ import annotations
@@ -61,6 +64,7 @@ BOT: dict[str, Any] = {
     "can_read_all_group_messages": False,
     "supports_inline_queries": False,
 }
+WEBHOOK_RETRY_SECONDS = (0.05, 1.0)  # the first pause before a POST again, and the longest
 _PER_CHAT = frozenset({"sendMessage", "sendDocument", "editMessageText", "editMessageReplyMarkup"})
 _LIMITED = _PER_CHAT | {"deleteMessage"}
 
@@ -108,7 +112,8 @@ class FakeTelegram:
         self.answers: list[dict[str, Any]] = []  # answerCallbackQuery, in order
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] | None = None
-        self.webhook_deliveries: list[int] = []  # HTTP status of each webhook POST
+        self.webhook_deliveries: list[int] = []  # HTTP status of each webhook POST (0: none)
+        self.handed_out: list[list[int]] = []  # the update ids of each getUpdates answer
         self.down = False  # Telegram unreachable: every method answers 502
         self.down_at_next_card = False  # go down when the next message with buttons comes
         self.chats: dict[int, dict[str, Any]] = {}
@@ -116,6 +121,8 @@ class FakeTelegram:
         self._sent: dict[tuple[int, int], Sent] = {}
         self._next_id: dict[int, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         self._updates: list[dict[str, Any]] = []
+        self._outgoing: deque[dict[str, Any]] = deque()  # for the webhook, oldest first
+        self._deliverer: asyncio.Task[None] | None = None
         self._update_ids = itertools.count(1)
         self._answered: set[str] = set()
         self._chat_times: dict[int, deque[float]] = defaultdict(deque)
@@ -141,6 +148,7 @@ class FakeTelegram:
         assert server is not None and server.sockets  # type: ignore[attr-defined]
         self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
         self._http = aiohttp.ClientSession()
+        self._deliverer = asyncio.create_task(self._deliver_webhooks())  # ended in __aexit__
         return self
 
     async def __aexit__(
@@ -148,6 +156,9 @@ class FakeTelegram:
     ) -> None:
         self._closing = True  # long polls return at once
         await self._notify()
+        if self._deliverer is not None:
+            self._deliverer.cancel()
+            await asyncio.wait({self._deliverer})
         if self._http is not None:
             await self._http.close()
         if self._runner is not None:
@@ -167,11 +178,16 @@ class FakeTelegram:
         if message is not None:
             self._remember_person_message(message)
         if self.webhook is not None:
-            await self._deliver_webhook(full)
+            self._outgoing.append(full)
         else:
             self._updates.append(full)
-            await self._notify()
+        await self._notify()
         return update_id
+
+    @property
+    def unconfirmed(self) -> list[int]:
+        """The ids of the updates not confirmed yet (by an offset, or a webhook's 2xx)."""
+        return [u["update_id"] for u in (*self._updates, *self._outgoing)]
 
     def storm(self, seconds: float, retry_after: int = 1) -> None:
         """Every message, edit and deletion is answered 429 for ``seconds`` from now."""
@@ -274,13 +290,14 @@ class FakeTelegram:
 
     async def _m_deleteWebhook(self, p: dict[str, Any]) -> bool:
         self.webhook = None
+        self._updates.extend(self._outgoing)  # still pending: getUpdates hands them out
+        self._outgoing.clear()
         return True
 
     async def _m_setWebhook(self, p: dict[str, Any]) -> bool:
         self.webhook = {"url": p["url"], "secret_token": p.get("secret_token")}
-        pending, self._updates = self._updates, []
-        for update in pending:
-            await self._deliver_webhook(update)
+        self._outgoing.extend(self._updates)
+        self._updates = []
         return True
 
     async def _m_getUpdates(self, p: dict[str, Any]) -> list[dict[str, Any]]:
@@ -308,7 +325,10 @@ class FakeTelegram:
             poller.result()
         poller.set_result(None)
         limit = int(p.get("limit") or 100)
-        return self._updates[:limit]
+        handed = self._updates[:limit]
+        if handed:
+            self.handed_out.append([u["update_id"] for u in handed])
+        return handed
 
     async def _m_sendMessage(self, p: dict[str, Any]) -> dict[str, Any]:
         chat_id = self._writable_chat(p)
@@ -442,14 +462,37 @@ class FakeTelegram:
             body["reply_markup"] = message.markup
         return body
 
-    async def _deliver_webhook(self, update: dict[str, Any]) -> None:
-        assert self.webhook is not None and self._http is not None
+    async def _deliver_webhooks(self) -> None:
+        """POST the oldest pending update to the webhook until it answers 2xx, then the next."""
+        first, longest = WEBHOOK_RETRY_SECONDS
+        pause = first
+        while True:
+            async with self._changed:
+                while self.webhook is None or not self._outgoing:
+                    await self._changed.wait()
+            update = self._outgoing[0]
+            status = await self._post_webhook(self.webhook, update)
+            self.webhook_deliveries.append(status)
+            if 200 <= status < 300:
+                if self._outgoing and self._outgoing[0] is update:
+                    self._outgoing.popleft()
+                pause = first
+            else:
+                await asyncio.sleep(pause)  # Telegram's own pause before it tries again
+                pause = min(pause * 2, longest)
+            await self._notify()
+
+    async def _post_webhook(self, webhook: dict[str, Any], update: dict[str, Any]) -> int:
+        """The HTTP status the webhook answered (0: no answer)."""
+        assert self._http is not None
         headers = {}
-        if self.webhook["secret_token"]:
-            headers["X-Telegram-Bot-Api-Secret-Token"] = self.webhook["secret_token"]
-        async with self._http.post(self.webhook["url"], json=update, headers=headers) as reply:
-            self.webhook_deliveries.append(reply.status)
-        await self._notify()
+        if webhook["secret_token"]:
+            headers["X-Telegram-Bot-Api-Secret-Token"] = webhook["secret_token"]
+        try:
+            async with self._http.post(webhook["url"], json=update, headers=headers) as reply:
+                return reply.status
+        except aiohttp.ClientError:
+            return 0
 
     async def _notify(self) -> None:
         async with self._changed:
