@@ -78,6 +78,17 @@ async def until_turn_completed(session: CodexExecSession) -> list[AgentEvent]:
     return [*events, event]
 
 
+async def until_command_shown(session: CodexExecSession) -> list[AgentEvent]:
+    """Every event up to and including the first command's ToolActivity STARTED: what a
+    person following the chat sees as "the command is running"."""
+    events: list[AgentEvent] = []
+    while True:
+        event = await session.next_event()
+        events.append(event)
+        if isinstance(event, ToolActivity) and event.phase is ToolPhase.STARTED:
+            return events
+
+
 def of_type(events: list[AgentEvent], kind: type[E]) -> list[E]:
     return [event for event in events if isinstance(event, kind)]
 
@@ -294,12 +305,16 @@ async def test_an_interrupt_ends_the_turn_and_leaves_no_process_behind(
         await session.send(Prompt(text="wait a long time"))
         pgid = session.pgid
         assert pgid is not None and live_members(pgid)
-        assert await running == b"running"  # the command itself is running now
+        # codex 0.171 prints a command's item.started while it spawns the command, not
+        # before: either may come first. Interrupt once the person has been shown the
+        # command and the command itself runs (it opened the FIFO), whichever came last.
+        shown = await until_command_shown(session)
+        assert await running == b"running"
         commands = pids_whose_argv_has(marker)
         assert commands
 
         await session.send(Interrupt())
-        events = await until_turn_completed(session)
+        events = [*shown, *await until_turn_completed(session)]
 
         assert ended(events).status is TurnStatus.INTERRUPTED
         assert live_members(pgid) == []  # codex and its whole process group are gone

@@ -254,6 +254,27 @@ async def test_a_decision_taken_elsewhere_updates_the_card_and_a_stale_page_is_r
     assert decided.decision.decision.action_id == interaction.actions[0].id
 
 
+async def test_a_page_holding_a_card_twice_shows_it_once_after_the_next_change(
+    browser: Browser, running: ConsoleRunning, fake_model: FakeResponses
+) -> None:
+    # What a pending page drawn while the card closed left behind (its open and its closed
+    # copy): the live update must not keep both for the rest of the page's life.
+    fake_model.enqueue((shell("touch twice.txt", escalated=True), message("ok")))
+    await running.memory.say(ROOM, ALICE, "please create twice.txt")
+    interaction = await first_open(running)
+    page = await open_page(browser, running, "pending")
+    card = page.locator(f"#i-{interaction.id}")
+    await expect(card.get_by_role("button", name="Allow once")).to_be_visible()
+    await card.evaluate("shown => shown.after(shown.cloneNode(true))")
+    shown = await memory_card(running)
+    assert shown.card is not None
+    ack = await running.memory.click(ROOM, ALICE, shown.card.actions[0].token)
+    assert ack.accepted, ack.text
+    await expect(card).to_have_count(1, timeout=WAIT_MS)
+    await expect(card.locator(".status")).to_contain_text("Approved", timeout=WAIT_MS)
+    await expect(card.get_by_role("button")).to_have_count(0)
+
+
 async def test_a_card_is_orphaned_when_the_agent_dies(
     browser: Browser, running: ConsoleRunning, fake_model: FakeResponses, shots: Path
 ) -> None:

@@ -385,6 +385,31 @@ async def test_run_state_follows_the_ledger(store: Store) -> None:
     assert derive_run_state(live, turn_running=True) is RunState.WAITING_APPROVAL
 
 
+async def test_open_and_recently_closed_are_one_view(store: Store) -> None:
+    session, epoch = await running_session(store)
+    for key in ("codex:1", "codex:2"):
+        await store.interactions.create(session.id, epoch, approval(key))
+        await store.interactions.close_from_agent(session.id, epoch, key, how=Resolution.ANSWERED)
+    waiting = (await store.interactions.create(session.id, epoch, approval("codex:3"))).interaction
+
+    def ids(read: tuple[list[Interaction], list[Interaction]]) -> tuple[list[str], list[str]]:
+        return [i.native_key for i in read[0]], [i.native_key for i in read[1]]
+
+    assert ids(await store.interactions.list_open_and_closed(closed_limit=1)) == (
+        ["codex:3"],
+        ["codex:2"],  # the newest closed one
+    )
+    # closed between two reads: open in the first, closed in the second, never both at once
+    before, _, after = await asyncio.gather(
+        store.interactions.list_open_and_closed(closed_limit=5),
+        store.interactions.close_from_agent(session.id, epoch, "codex:3", how=Resolution.ANSWERED),
+        store.interactions.list_open_and_closed(closed_limit=5),
+    )
+    assert ids(before) == (["codex:3"], ["codex:2", "codex:1"])
+    assert ids(after) == ([], ["codex:3", "codex:2", "codex:1"])
+    assert after[1][0].id == waiting.id and after[1][0].state is S.CANCELLED
+
+
 async def test_every_copy_of_a_card_is_tracked(store: Store) -> None:
     session, epoch = await running_session(store)
     item = (await store.interactions.create(session.id, epoch, approval())).interaction

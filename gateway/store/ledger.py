@@ -230,17 +230,24 @@ class InteractionLedger:
 
     async def list_open(self, session_id: str | None = None) -> list[Interaction]:
         """Live interactions (pending, decided, delivered), oldest first."""
+        return await self._db.read(lambda conn: _open(conn, session_id))
 
-        def list_open(conn: sqlite3.Connection) -> list[Interaction]:
+    async def list_open_and_closed(
+        self, *, closed_limit: int
+    ) -> tuple[list[Interaction], list[Interaction]]:
+        """``list_open()`` and the newest ``closed_limit`` interactions no longer live (newest
+        first), in one read: one that closes meanwhile is in one of the lists, never both."""
+
+        def list_both(conn: sqlite3.Connection) -> tuple[list[Interaction], list[Interaction]]:
             rows = fetch_all(
                 conn,
-                f"{SELECT_INTERACTION} WHERE i.state IN {_LIVE} AND (? IS NULL OR i.session_id = ?)"
-                " ORDER BY i.created_at, i.rowid",
-                (session_id, session_id),
+                f"{SELECT_INTERACTION} WHERE i.state NOT IN {_LIVE}"
+                " ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?",
+                (closed_limit,),
             )
-            return [interaction_from_row(row) for row in rows]
+            return _open(conn, None), [interaction_from_row(row) for row in rows]
 
-        return await self._db.read(list_open)
+        return await self._db.read(list_both)
 
     async def list_recent(
         self, *, limit: int = 20, session_id: str | None = None
@@ -615,3 +622,13 @@ def _already_decided(current: Interaction) -> AlreadyDecided:
     else:
         decided_by = "someone"
     return AlreadyDecided(current.id, decided_by, current.state.value)
+
+
+def _open(conn: sqlite3.Connection, session_id: str | None) -> list[Interaction]:
+    rows = fetch_all(
+        conn,
+        f"{SELECT_INTERACTION} WHERE i.state IN {_LIVE} AND (? IS NULL OR i.session_id = ?)"
+        " ORDER BY i.created_at, i.rowid",
+        (session_id, session_id),
+    )
+    return [interaction_from_row(row) for row in rows]

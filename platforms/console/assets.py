@@ -128,7 +128,10 @@ SCRIPT = """
       const region = document.getElementById(fresh.id);
       if (!region) continue;
       const old = new Map();
-      for (const el of region.children) old.set(el.dataset.key, el);
+      for (const el of [...region.children]) {
+        // one element per key: a second one would never be replaced nor removed
+        if (old.has(el.dataset.key)) el.remove(); else old.set(el.dataset.key, el);
+      }
       let prev = null;
       for (const el of [...fresh.children]) {
         let cur = old.get(el.dataset.key);

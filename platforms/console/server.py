@@ -47,7 +47,6 @@ from platforms.console.views import (
     console_conversations,
     conversation_items,
     pending_views,
-    recently_closed_views,
     run_state,
     session_rows,
     typing_refusal,
@@ -220,8 +219,7 @@ async def _sessions(request: web.Request) -> web.Response:
 
 async def _pending(request: web.Request) -> web.Response:
     console, gateway, session = _parts(request)
-    views = await pending_views(gateway, console)
-    closed = await recently_closed_views(gateway, console)
+    views, closed = await pending_views(gateway, console)
     page = pending_page(await _frame(request), views, closed, _context(request, session))
     return _html(page)
 

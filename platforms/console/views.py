@@ -31,7 +31,6 @@ __all__ = [
     "console_conversations",
     "conversation_items",
     "pending_views",
-    "recently_closed_views",
     "route_channel",
     "run_state",
     "session_rows",
@@ -165,21 +164,17 @@ async def card_view(gateway: Gateway, console: Platform, interaction: Interactio
     )
 
 
-async def pending_views(gateway: Gateway, console: Platform) -> list[CardView]:
-    """Every open interaction of every session, oldest first."""
-    return [
-        await card_view(gateway, console, interaction)
-        for interaction in await gateway.store.interactions.list_open()
-    ]
-
-
-async def recently_closed_views(
-    gateway: Gateway, console: Platform, limit: int = RECENTLY_CLOSED
-) -> list[CardView]:
-    """The newest interactions that are no longer open, newest first."""
-    recent = await gateway.store.interactions.list_recent(limit=limit * 2)
-    closed = [i for i in recent if not i.is_live][:limit]
-    return [await card_view(gateway, console, interaction) for interaction in closed]
+async def pending_views(
+    gateway: Gateway, console: Platform, closed_limit: int = RECENTLY_CLOSED
+) -> tuple[list[CardView], list[CardView]]:
+    """Every open interaction of every session (oldest first), and the newest that are no
+    longer open (newest first). Both lists come from one read of the ledger: read one after
+    the other, an interaction that closed in between was in both, and its card shown twice."""
+    open_, closed = await gateway.store.interactions.list_open_and_closed(closed_limit=closed_limit)
+    return (
+        [await card_view(gateway, console, interaction) for interaction in open_],
+        [await card_view(gateway, console, interaction) for interaction in closed],
+    )
 
 
 async def conversation_items(
