@@ -175,7 +175,10 @@ class Control:
             max_depth=self._gw.config.gateway.queue_depth,
         )
         if result.outcome is EnqueueOutcome.DUPLICATE:
-            return  # a platform delivered the same message again: it is queued once
+            # a platform delivered the same message again: it is queued once; the attempt
+            # that queued it may have failed before waking the runner, so wake it now
+            self._gw.runner(session).kick()
+            return
         if result.outcome is EnqueueOutcome.FULL:
             await self._reply(
                 conversation,

@@ -33,6 +33,11 @@ __all__ = ["Gateway"]
 
 log = logging.getLogger(__name__)
 
+STOPPING_NOTICE = (
+    "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
+    "message resumes the conversation."
+)
+
 
 class Gateway:
     def __init__(
@@ -101,7 +106,7 @@ class Gateway:
         try:
             await self._stop_input()
             for runner in list(self._runners.values()):
-                await runner.shutdown()
+                await runner.shutdown(notice=STOPPING_NOTICE)
             for task in self._background:
                 task.cancel()
         finally:

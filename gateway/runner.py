@@ -107,6 +107,7 @@ class SessionRunner:
         self._sweep_wanted = asyncio.Event()
         self._epoch_tasks: asyncio.TaskGroup | None = None
         self._closing = False
+        self._exit_notice: str | None = None
         self.agent: RunningAgent | None = None
         self.epoch: int | None = None
         self._turn: TurnRecord | None = None
@@ -119,9 +120,12 @@ class SessionRunner:
         self._wake.set()
         self._prompt_ready.set()
 
-    async def shutdown(self) -> None:
-        """Stop taking work and end the agent (its exit is recorded like any other)."""
+    async def shutdown(self, *, notice: str | None = None) -> None:
+        """Stop taking work and end the agent (its exit is recorded like any other);
+        ``notice`` is what the session's conversations are told then, instead of the
+        agent's exit (None: nothing, the caller says what happens)."""
         self._closing = True
+        self._exit_notice = notice
         self.kick()
         agent = self.agent
         if agent is not None:
@@ -438,10 +442,13 @@ class SessionRunner:
             self._broker.mark_dirty(update.interaction.id)
         tail = event.stderr_tail.strip().splitlines()[-5:]
         detail = ("\n```\n" + "\n".join(tail) + "\n```") if tail else ""
-        await self._notify(
-            f"⚠ The agent process ended ({description}). The next message starts it again, "
-            f"resuming the conversation.{detail}"
-        )
+        if not self._closing:
+            await self._notify(
+                f"⚠ The agent process ended ({description}). The next message starts it "
+                f"again, resuming the conversation.{detail}"
+            )
+        elif self._exit_notice is not None:
+            await self._notify(self._exit_notice)
         self._turn_done.set()
         self.epoch = None
 

@@ -75,7 +75,7 @@ async def test_a_message_sent_while_the_gateway_stops_is_answered_once_by_the_ne
             texts = [m.text for m in fake.bot_messages(ALICE.id)]
             # the runner still spoke while stopping; nothing was said about the late message
             assert texts[0] == "echo: hello"
-            assert texts[1].startswith("⚠ The agent process ended")
+            assert texts[1].startswith("⏹ The gateway is stopping: the agent was stopped.")
             assert len(texts) == 2
             assert late and late[0] in fake.unconfirmed  # Telegram gives it again
 

@@ -189,12 +189,13 @@ async def run_demo(
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
     async with AsyncExitStack() as stack:
-        # the console serves inside the gateway's block: it stops before the ledger closes
+        # like every platform, the console is entered before the gateway and closed after it:
+        # it stops taking input before the runners stop, and serves pages until the end
+        if demo.console is not None:
+            await stack.enter_async_context(demo.console)
         await stack.enter_async_context(
             Gateway(demo.config, platforms=demo.platforms, launcher=demo.launcher)
         )
-        if demo.console is not None:
-            await stack.enter_async_context(demo.console)
         log.info("agent-gateway demo running (data dir %s)", demo.config.gateway.data_dir)
         if demo.console is not None:
             # the access token: printed once, to the terminal only, never logged
