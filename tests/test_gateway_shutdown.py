@@ -75,7 +75,9 @@ async def test_while_the_agents_stop_no_platform_takes_input_and_their_notices_s
     assert seen["page"] == 200  # pages are still shown while the gateway stops
     said = running.memory.texts(ROOM)
     assert said[0] == "echo: hello"
-    assert said[1].startswith("⏹ The gateway is stopping: the agent was stopped.")  # sent after input stopped
+    assert said[1].startswith(
+        "⏹ The gateway is stopping: the agent was stopped."
+    )  # sent after input stopped
     assert len(said) == 2
     async with Store.open(tmp_path / "data") as store:
         assert await store.prompts.list_queued(session.id) == []
