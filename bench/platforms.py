@@ -31,6 +31,7 @@ from typing import Protocol
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef
 from gateway.platform import Ack, EditResult, Inbox, MessageRef, Platform, PlatformLimits
+from gateway.store import SessionRecord
 from platforms.memory import MemoryPlatform
 
 __all__ = [
@@ -143,8 +144,20 @@ class ClockedMemoryPlatform:
     def config_table(self) -> str:
         return ""
 
+    async def connect(self) -> None:
+        await self.inner.connect()
+
     def attach(self, inbox: Inbox) -> None:
         self.inner.attach(inbox)
+
+    async def stop_input(self) -> None:
+        await self.inner.stop_input()
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+    def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
+        return self.inner.mirror_conversation(session)
 
     # --- the platform contract, stamped -------------------------------------------------
 

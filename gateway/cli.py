@@ -8,7 +8,6 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from pathlib import Path
 
 from gateway import __version__
@@ -22,7 +21,7 @@ from gateway.config import (
 )
 from gateway.errors import GatewayError
 from gateway.interactions import Interaction
-from gateway.platform import Platform
+from gateway.platform import Platform, connected
 
 __all__ = ["SDK_LOGGERS", "configure_logging", "main"]
 
@@ -187,14 +186,9 @@ async def _run(path: Path) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with AsyncExitStack() as stack:
-        for platform in platforms.values():
-            if isinstance(platform, AbstractAsyncContextManager):
-                # connected before the gateway's recovery (which edits the cards it left and
-                # sends its notices), closed after its ledger; the gateway tells each one to
-                # stop taking input before its runners stop (DESIGN.md, Platforms)
-                await stack.enter_async_context(platform)
-        await stack.enter_async_context(Gateway(config, platforms=platforms, launcher=launcher))
+    # every platform is connected before the gateway's recovery and closed after its ledger;
+    # the gateway attaches them, and tells them to stop taking input before its runners stop
+    async with connected(platforms), Gateway(config, platforms=platforms, launcher=launcher):
         log.info("agent-gateway running (data dir %s)", config.gateway.data_dir)
         await stop.wait()
     return 0

@@ -23,7 +23,7 @@ from gateway.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.config import Config
 from gateway.control import Control
 from gateway.decisions import DecisionDesk
-from gateway.domain import ConversationRef, Decision
+from gateway.domain import Decision
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
 from gateway.runner import SessionRunner
@@ -89,9 +89,7 @@ class Gateway:
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
         await self.control.recover()
         for platform in self.platforms.values():
-            attach = getattr(platform, "attach", None)
-            if attach is not None:
-                attach(self)
+            platform.attach(self)
         # after attach: a mirroring platform may need the gateway's config to name its page
         for session in await self.store.sessions.list_sessions():
             await self.show_everywhere(session.id)
@@ -117,12 +115,8 @@ class Gateway:
         message taken now would be queued for a runner that is stopping, or fail on a closed
         ledger after the platform had confirmed it."""
         for name, platform in self.platforms.items():
-            # looked up like ``attach``: the next change makes it part of the Platform protocol
-            stop_input = getattr(platform, "stop_input", None)
-            if stop_input is None:
-                continue
             try:
-                await stop_input()
+                await platform.stop_input()
             except Exception:  # one platform's failure must not keep the others taking input
                 log.exception("platform %s did not stop taking input", name)
 
@@ -152,17 +146,19 @@ class Gateway:
 
     async def show_everywhere(self, session_id: str) -> None:
         """Bind the session to each platform that shows every session (the web console:
-        it has ``mirror_conversation``), with a copy of each open card there, so that the
-        session's text, notices and cards reach it and its clicks pass the FOREIGN check."""
+        its ``mirror_conversation`` names a page), with a copy of each open card there, so
+        that the session's text, notices and cards reach it and its clicks pass the FOREIGN
+        check."""
         session = await self.store.sessions.get(session_id)
         if session is None or session.is_closed:
             return
         bound = {c.platform for c in await self.store.sessions.list_bindings(session_id)}
         for name, platform in self.platforms.items():
-            mirror = getattr(platform, "mirror_conversation", None)
-            if mirror is None or name in bound:
+            if name in bound:
                 continue
-            conversation: ConversationRef = mirror(session)
+            conversation = platform.mirror_conversation(session)
+            if conversation is None:
+                continue
             await self.store.sessions.bind(conversation, session_id)
             for interaction in await self.store.interactions.list_open(session_id):
                 await self.broker.show_in(interaction, conversation)

@@ -13,13 +13,18 @@ button carries an action token (gateway/auth.py), nothing else.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gateway.cards import Card
 from gateway.domain import Actor, Answer, ConversationRef
 from gateway.errors import PlatformError
+
+if TYPE_CHECKING:
+    from gateway.store import SessionRecord
 
 __all__ = [
     "Ack",
@@ -32,6 +37,7 @@ __all__ = [
     "Platform",
     "PlatformLimits",
     "RateLimited",
+    "connected",
 ]
 
 
@@ -113,10 +119,37 @@ class Inbox(Protocol):
 
 
 class Platform(Protocol):
-    """What a platform offers the core. Errors are PlatformError (RateLimited for 429s)."""
+    """What a platform offers the core. Errors are PlatformError (RateLimited for 429s).
+
+    Its life has four phases, in this order (DESIGN.md, Platforms), the same for every
+    platform: :func:`connected` runs the first and the last around the gateway, the gateway
+    the two in between.
+
+    1. :meth:`connect` before the gateway's recovery, which edits the cards a previous
+       process left on screen and sends its notices;
+    2. :meth:`attach` once recovery is over: from then on the platform hands what people do
+       to the inbox;
+    3. :meth:`stop_input` when the gateway stops, before its runners do: nothing more is
+       taken (what was not taken is left for the platform to give again), while notices and
+       card edits still go out;
+    4. :meth:`close` after the ledger closed.
+    """
 
     name: str
     limits: PlatformLimits
+
+    async def connect(self) -> None: ...
+
+    def attach(self, inbox: Inbox) -> None: ...
+
+    async def stop_input(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
+        """Where this platform shows ``session`` although nobody started it there (the web
+        console shows every session on a page of its own); None: only where it is bound."""
+        ...
 
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef: ...
 
@@ -125,3 +158,18 @@ class Platform(Protocol):
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef: ...
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult: ...
+
+
+@asynccontextmanager
+async def connected(platforms: Mapping[str, Platform]) -> AsyncIterator[None]:
+    """Connect every platform for the block (phase 1), and close each one after it (phase 4),
+    also when a later one fails to connect. The gateway's block goes inside::
+
+        async with connected(platforms), Gateway(config, platforms=platforms, ...):
+            ...
+    """
+    async with AsyncExitStack() as stack:
+        for platform in platforms.values():
+            await platform.connect()
+            stack.push_async_callback(platform.close)
+        yield

@@ -39,6 +39,7 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
+from gateway.store import SessionRecord
 
 __all__ = ["MemoryPlatform", "Rendered"]
 
@@ -79,6 +80,17 @@ class MemoryPlatform:
         self._id_prefix = id_prefix
         self._messages: dict[str, Rendered] = {}
         self._changed = asyncio.Condition()
+
+    # --- lifetime (nothing to connect to) --------------------------------------------------
+
+    async def connect(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
+        return None  # a session is shown where it is bound
 
     def attach(self, inbox: Inbox) -> None:
         self._inbox = inbox

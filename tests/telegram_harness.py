@@ -35,6 +35,7 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
+from gateway.store import SessionRecord
 from platforms.telegram import TelegramPlatform
 from platforms.telegram.outbox import Pace
 from tests.codex_env import CodexHome
@@ -169,12 +170,21 @@ class InboxBetween:
         self._wrap = wrap
         self.inbox: Inbox | None = None
 
+    async def connect(self) -> None:
+        await self.telegram.connect()
+
     def attach(self, gateway: Inbox) -> None:
         self.inbox = self._wrap(gateway)
         self.telegram.attach(self.inbox)
 
     async def stop_input(self) -> None:
         await self.telegram.stop_input()
+
+    async def close(self) -> None:
+        await self.telegram.close()
+
+    def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
+        return self.telegram.mirror_conversation(session)
 
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
         return await self.telegram.send_text(conversation, text)

@@ -43,9 +43,11 @@ def work_dir(tmp_path: Path) -> Path:
 async def test_the_first_message_gets_the_menu(tmp_path: Path) -> None:
     async with demo_gateway(tmp_path) as gw:
         await gw.memory.say(ROOM, YOU, "hi")
-        menu = await gw.text_where(lambda text: "Type one of these words" in text)
+        # the menu streams: read it once its last line is shown
+        menu = await gw.text_where(lambda text: "start with a slash" in text)
         await gw.memory.say(ROOM, STRANGER, "command")
         refused = await gw.text_where(lambda text: "may not use this project" in text)
+    assert menu.startswith("Hi! I am the agent-gateway demo agent.")
     assert "**command**" in menu and "**crash**" in menu and str(work_dir(tmp_path)) in menu
     assert refused  # only "you" may use the demo
 

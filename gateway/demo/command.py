@@ -25,7 +25,6 @@ import logging
 import signal
 import sys
 from collections.abc import Mapping
-from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +32,7 @@ import gateway
 from adapters.launch import ConfiguredLauncher
 from gateway.config import DEFAULT_DATA_DIR, Config, parse_config
 from gateway.errors import GatewayError
-from gateway.platform import Platform
+from gateway.platform import Platform, connected
 from platforms.console import ConsolePlatform
 from platforms.memory import MemoryPlatform
 
@@ -188,14 +187,8 @@ async def run_demo(
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    async with AsyncExitStack() as stack:
-        # like every platform, the console is entered before the gateway and closed after it:
-        # it stops taking input before the runners stop, and serves pages until the end
-        if demo.console is not None:
-            await stack.enter_async_context(demo.console)
-        await stack.enter_async_context(
-            Gateway(demo.config, platforms=demo.platforms, launcher=demo.launcher)
-        )
+    gateway = Gateway(demo.config, platforms=demo.platforms, launcher=demo.launcher)
+    async with connected(demo.platforms), gateway:
         log.info("agent-gateway demo running (data dir %s)", demo.config.gateway.data_dir)
         if demo.console is not None:
             # the access token: printed once, to the terminal only, never logged

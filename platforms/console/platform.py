@@ -44,7 +44,7 @@ from gateway.cards import Card
 from gateway.config import ConsoleConfig
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
-from gateway.platform import EditResult, MessageRef, PlatformLimits
+from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
 from platforms.console.feed import Changes, Feed
 from platforms.console.security import Guard, PublicAddress
@@ -97,6 +97,19 @@ class ConsolePlatform:
     # --- lifetime -------------------------------------------------------------------------
 
     async def __aenter__(self) -> ConsolePlatform:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Serve (pages answer 503 until the gateway attaches itself)."""
         from platforms.console.server import build_app
 
         runner = web.AppRunner(build_app(self), access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
@@ -112,14 +125,8 @@ class ConsolePlatform:
         address = runner.addresses[0]
         self._port = int(address[1])
         self._announce_once()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def close(self) -> None:
         await self.changes.close()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -155,8 +162,13 @@ class ConsolePlatform:
 
     # --- the gateway ----------------------------------------------------------------------
 
-    def attach(self, gateway: Gateway) -> None:
-        self._gateway = gateway
+    def attach(self, inbox: Inbox) -> None:
+        from gateway.engine import Gateway
+
+        if not isinstance(inbox, Gateway):
+            # the console is a view of the gateway's ledger, not only a source of input
+            raise PlatformError("the web console attaches only to the gateway itself")
+        self._gateway = inbox
         self._taking_input = True
         self._announce_once()
 

@@ -52,6 +52,7 @@ from gateway.config import TelegramConfig
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import ConfigError, PlatformError
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
+from gateway.store import SessionRecord
 from platforms.telegram.forms import Form, FormRegistry
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
 from platforms.telegram.outbox import Outbox, Pace, Priority, translate
@@ -133,6 +134,17 @@ class TelegramPlatform:
     # --- lifetime -------------------------------------------------------------------------
 
     async def __aenter__(self) -> TelegramPlatform:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def connect(self) -> None:
+        """Log in (getMe), register the commands, start the outbox; updates are taken once
+        the gateway attaches itself."""
         logging.getLogger("httpx").setLevel(logging.WARNING)  # it logs URLs, token included
         try:
             await self.bot.initialize()
@@ -157,16 +169,10 @@ class TelegramPlatform:
                 self._tasks.create_task(self.health.probe(self.bot)),
             ]
         except BaseException:
-            await self._close()
+            await self.close()
             raise
-        return self
 
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self._close()
-
-    async def _close(self) -> None:
+    async def close(self) -> None:
         if self._outbox is not None:
             self._outbox.close()
         for task in self._long_tasks:
@@ -175,6 +181,9 @@ class TelegramPlatform:
             await self._stack.aclose()
         finally:
             await self.bot.shutdown()
+
+    def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
+        return None  # a session is shown in the chats it is bound to
 
     def attach(self, inbox: Inbox) -> None:
         """The gateway is ready: start taking updates."""
