@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from gateway.auth import token_factory
 from gateway.cards import Card, render_interaction
@@ -25,13 +25,14 @@ from gateway.expiry import ExpiryPlan
 from gateway.faults import crashpoint
 from gateway.interactions import Interaction
 from gateway.outbound import with_rate_limit
-from gateway.platform import MessageRef, Platform
+from gateway.platform import MessageRef, Platform, RateLimited
 from gateway.store import CardCopy, CopyState, Store
 from gateway.store.codec import redact_secret_answers
 
 __all__ = ["Broker", "Deliverer", "DeliveryRefused", "DeliveryWork"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 EDITS_WAIT_SECONDS = 0.2  # how long a card edit may wait for new cards and decisions
 _SECRET_NOT_KEPT = (
@@ -78,6 +79,22 @@ class _Unconfirmed:
     decision: Decision
 
 
+async def _once(call: Callable[[], Awaitable[T]]) -> T:
+    return await call()
+
+
+class _Lane:
+    """One platform's card refreshes: interaction ids in the order they were marked."""
+
+    def __init__(self) -> None:
+        self.dirty: dict[str, None] = {}
+        self.wanted = asyncio.Event()
+
+    def add(self, interaction_id: str) -> None:
+        self.dirty[interaction_id] = None
+        self.wanted.set()
+
+
 class Broker:
     def __init__(
         self,
@@ -93,8 +110,8 @@ class Broker:
         self._in_flight: set[str] = set()  # interactions whose write is under way
         self._unconfirmed: dict[str, _Unconfirmed] = {}
         self._closed_by_agent: dict[str, Interaction] = {}  # a write found it closed
-        self._dirty: dict[str, None] = {}  # interactions whose cards need a refresh, in order
-        self._dirty_event = asyncio.Event()
+        # one lane per platform: the interactions whose cards there need a refresh, in order
+        self._lanes = {name: _Lane() for name in platforms}
         # New cards and decisions go before edits of older cards: while one is under way the
         # refresher waits (bounded), so that they do not take turns at the ledger's lock
         self._urgent = 0
@@ -116,7 +133,7 @@ class Broker:
                 # new copies of the record just made: shown without reading either back (the
                 # runner handles the agent's next event only after this: nothing changed them)
                 for copy in opened.copies:
-                    await self._show(opened.interaction, copy)
+                    await self._show(opened.interaction, copy, wait_out_429=False)
         return opened.interaction
 
     # --- a person decided -----------------------------------------------------------------
@@ -305,28 +322,38 @@ class Broker:
 
     def mark_dirty(self, interaction_id: str) -> None:
         """Ask the refresher to bring every copy of this card up to date."""
-        self._dirty[interaction_id] = None
-        self._dirty_event.set()
+        for lane in self._lanes.values():
+            lane.add(interaction_id)
 
     async def run_refresher(self) -> None:
-        """The one task that edits cards after decisions and closes (owned by the engine)."""
+        """The tasks that edit cards after decisions and closes (owned by the engine): one
+        per platform, so that one platform's 429 (waited out in its lane) never holds back
+        another platform's edits."""
+        async with asyncio.TaskGroup() as lanes:
+            for name, lane in self._lanes.items():
+                lanes.create_task(self._run_lane(name, lane))
+
+    async def _run_lane(self, platform: str, lane: _Lane) -> None:
         while True:
-            await self._dirty_event.wait()
-            self._dirty_event.clear()
-            while self._dirty:
+            await lane.wanted.wait()
+            lane.wanted.clear()
+            while lane.dirty:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(EDITS_WAIT_SECONDS):
                         await self._none_urgent.wait()
-                interaction_id = next(iter(self._dirty))
-                del self._dirty[interaction_id]
-                await self.refresh(interaction_id)
+                interaction_id = next(iter(lane.dirty))
+                del lane.dirty[interaction_id]
+                await self.refresh(interaction_id, platform=platform)
 
-    async def refresh(self, interaction_id: str) -> None:
-        """Send or edit every copy of the card so that it shows the ledger's record."""
+    async def refresh(self, interaction_id: str, *, platform: str | None = None) -> None:
+        """Send or edit every copy of the card (on ``platform``, or everywhere) so that it
+        shows the ledger's record."""
         interaction, copies = await self._store.interactions.get_with_copies(interaction_id)
         if interaction is None:  # pragma: no cover - interactions are never deleted
             raise GatewayError(f"interaction {interaction_id} vanished")
         for copy in copies:
+            if platform is not None and copy.conversation.platform != platform:
+                continue
             if copy.rendered_version == interaction.version and copy.state is not CopyState.FAILED:
                 continue
             await self._show(interaction, copy)
@@ -345,23 +372,33 @@ class Broker:
             text_max_chars=platform.limits.text_max_chars,
         )
 
-    async def _show(self, interaction: Interaction, copy: CardCopy) -> None:
+    async def _show(
+        self, interaction: Interaction, copy: CardCopy, *, wait_out_429: bool = True
+    ) -> None:
+        """Send or edit one copy. ``wait_out_429=False`` (a new card, shown inline while the
+        agent's next event waits): a 429 leaves the copy to its platform's lane, which waits
+        it out, so that one platform's rate limit holds back neither the session nor the
+        copies on other platforms."""
         platform = self._platforms.get(copy.conversation.platform)
         if platform is None:
             await self._store.cards.mark_failed(copy.id, error="platform not running")
             return
         card = self.render(interaction, platform)
+        retry = with_rate_limit if wait_out_429 else _once
         try:
             if copy.message_ref is None:
-                ref = await with_rate_limit(lambda: platform.send_card(copy.conversation, card))
+                ref = await retry(partial(platform.send_card, copy.conversation, card))
                 await self._store.cards.mark_sent(
                     copy.id, message_ref=ref.message_id, version=interaction.version
                 )
             else:
                 ref = MessageRef(conversation=copy.conversation, message_id=copy.message_ref)
-                await with_rate_limit(partial(platform.edit_card, ref, card))
+                await retry(partial(platform.edit_card, ref, card))
                 await self._store.cards.mark_edited(copy.id, version=interaction.version)
         except PlatformError as exc:
+            if isinstance(exc, RateLimited) and not wait_out_429:
+                self._lanes[copy.conversation.platform].add(interaction.id)
+                return
             log.warning("card %s on %s failed: %s", interaction.id, platform.name, exc)
             await self._store.cards.mark_failed(copy.id, error=str(exc))
 

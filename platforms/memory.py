@@ -3,8 +3,9 @@
 Tests (and anyone embedding the gateway) use it to send messages, clicks and form answers,
 and to read what was rendered. It enforces the same limits as the strictest real platform:
 callback payloads (action tokens) limited in size, text limited in length, acknowledgements
-due within a deadline, "not modified" for identical edits, and an outage switch under which
-every send fails (to prove that failed card copies are sent again).
+due within a deadline, "not modified" for identical edits, an outage switch under which
+every send fails (to prove that failed card copies are sent again), and a rate-limit switch
+under which every outbound call is answered 429 with a retry-after (``rate_limited``).
 
 A gateway restarted in a new process starts with a new, empty platform, yet its recovery edits
 the cards the earlier process sent. ``MemoryPlatform(adopt_unknown=True, id_prefix="b-")``
@@ -38,6 +39,7 @@ from gateway.platform import (
     Inbox,
     MessageRef,
     PlatformLimits,
+    RateLimited,
 )
 from gateway.store import SessionRecord
 
@@ -73,6 +75,8 @@ class MemoryPlatform:
         self.limits = limits or PlatformLimits()
         self.down = False  # an outage: every outbound call fails
         self.refused: list[str] = []  # the outbound calls refused in an outage ("send_card"...)
+        self.rate_limited: float | None = None  # a 429 storm: every call, this retry-after
+        self.too_many: list[str] = []  # the outbound calls answered 429
         self.adopt_unknown = adopt_unknown
         self._inbox: Inbox | None = None
         self._taking_input = False
@@ -221,6 +225,10 @@ class MemoryPlatform:
             self.refused.append(call)
             await self._notify()  # a test may wait for the refusal
             raise PlatformError("memory platform is down")
+        if self.rate_limited is not None:
+            self.too_many.append(call)
+            await self._notify()
+            raise RateLimited(self.rate_limited)
 
     def _check_text(self, text: str) -> None:
         if len(text) > self.limits.text_max_chars:

@@ -7,6 +7,7 @@ never started: interactions are opened in the ledger through the broker, as a ru
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import AsyncIterator
@@ -28,7 +29,7 @@ from gateway.domain import (
     Option,
     Question,
 )
-from gateway.interactions import Interaction
+from gateway.interactions import Interaction, InteractionEvent
 from tests.console_harness import ConsoleRunning, console_gateway, plain_config
 
 pytestmark = pytest.mark.timeout(30)
@@ -287,3 +288,57 @@ async def test_a_session_found_at_start_is_shown_on_the_console_and_takes_messag
             async with http.get(f"{second.console.url}s/{session.id}") as response:
                 page = await response.text()
     assert f'action="/s/{session.id}/say"' in page
+
+
+async def test_a_429_storm_on_one_platform_holds_back_no_card_edit_on_another(
+    running: ConsoleRunning,
+) -> None:
+    asked = await ask(running, APPROVAL)
+    copies = await running.gateway.store.cards.list_for(asked.id)
+    [console_ref] = [c.message_ref for c in copies if c.conversation.platform == "console"]
+    [memory_ref] = [c.message_ref for c in copies if c.conversation.platform == "memory"]
+    assert console_ref is not None and memory_ref is not None
+    # the memory platform answers every call 429 from now on: its edits wait in its own lane
+    running.memory.rate_limited = 0.2
+    update = await running.gateway.store.interactions.resolve(
+        asked.id, InteractionEvent.WITHDRAW, by="agent"
+    )
+    running.gateway.broker.mark_dirty(asked.id)
+
+    def console_card_edited() -> str | None:
+        shown = running.console.feed.get(console_ref)
+        card = shown.card if shown is not None else None
+        return card.status_line if card is not None and not card.actions else None
+
+    seen = 0
+    async with asyncio.timeout(10):
+        while (status := console_card_edited()) is None:
+            seen = await running.console.changes.wait_past(seen)
+    assert status == "Cancelled by the agent"
+    # ...while the other platform's copy still waits out its 429s
+    assert running.memory.too_many
+    waiting = running.memory.cards(ROOM)[0].card
+    assert waiting is not None and waiting.actions
+    running.memory.rate_limited = None
+    edited = await running.memory.wait_for(
+        lambda: (card := running.memory.cards(ROOM)[0].card) and not card.actions and card
+    )
+    assert edited.status_line == "Cancelled by the agent"
+    copies = await running.gateway.store.cards.list_for(asked.id)
+    assert {c.rendered_version for c in copies} == {update.interaction.version}
+
+
+async def test_a_new_card_is_not_held_back_by_one_platforms_429_storm(
+    running: ConsoleRunning,
+) -> None:
+    running.memory.rate_limited = 0.2
+    async with asyncio.timeout(10):  # the agent's next event is not held back either
+        asked = await ask(running, APPROVAL)
+    copies = {
+        c.conversation.platform: c for c in await running.gateway.store.cards.list_for(asked.id)
+    }
+    assert copies["console"].message_ref is not None  # shown at once on the console
+    assert copies["memory"].message_ref is None and running.memory.too_many
+    running.memory.rate_limited = None
+    shown = await running.memory.wait_for(lambda: running.memory.cards(ROOM) or None)
+    assert len(shown) == 1 and shown[0].card is not None and shown[0].card.actions
