@@ -159,6 +159,9 @@ class ClockedMemoryPlatform:
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return self.inner.mirror_conversation(session)
 
+    async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
+        return await self.inner.direct_conversation(actor)
+
     # --- the platform contract, stamped -------------------------------------------------
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:

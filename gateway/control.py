@@ -27,6 +27,7 @@ from gateway.commands import (
     parse_answers,
     parse_chat_text,
 )
+from gateway.config import SessionScope
 from gateway.domain import Actor, ConversationRef, InteractionKind
 from gateway.errors import InvalidDecision
 from gateway.interactions import derive_run_state
@@ -143,24 +144,34 @@ class Control:
         async with self._routing:
             settings = self._gw.config.projects[project]
             key = route_key(settings.scope, conversation, actor)
-            session = await self._store.sessions.lookup(key)
+            session = await self._store.sessions.lookup_route(key)
             if session is not None and not session.is_closed:
-                if key != conversation:  # show the session in this thread too
-                    here = await self._store.sessions.lookup(conversation)
-                    if here is None or here.id != session.id:
-                        await self._store.sessions.bind(conversation, session.id)
-                        for waiting in await self._store.interactions.list_open(session.id):
-                            await self._gw.broker.show_in(waiting, conversation)
+                if key != conversation:  # show the session in this conversation too
+                    await self._show_here(session, conversation)
                 return session
             if not create:
                 return None
             session = await self._store.sessions.create(
                 project=project, agent_kind=settings.agent, initiator=actor
             )
-            await self._store.sessions.bind(key, session.id)
-            if key != conversation:
-                await self._store.sessions.bind(conversation, session.id)
+            await self._store.sessions.route(key, session.id)
+            await self._store.sessions.bind(conversation, session.id)
+            if settings.scope is SessionScope.USER:
+                # a person's own session is shown in their direct conversation too, which
+                # the platform knows (a Telegram private chat has the person's id; a Slack or
+                # Discord DM channel does not)
+                platform = self._gw.platforms.get(conversation.platform)
+                direct = await platform.direct_conversation(actor) if platform else None
+                if direct is not None and direct != conversation:
+                    await self._store.sessions.bind(direct, session.id)
             return session
+
+    async def _show_here(self, session: SessionRecord, conversation: ConversationRef) -> None:
+        here = await self._store.sessions.lookup(conversation)
+        if here is None or here.id != session.id:
+            await self._store.sessions.bind(conversation, session.id)
+            for waiting in await self._store.interactions.list_open(session.id):
+                await self._gw.broker.show_in(waiting, conversation)
 
     async def _prompt(self, message: InboundMessage, project: str, actor: Actor, text: str) -> None:
         conversation = message.conversation

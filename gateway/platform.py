@@ -146,6 +146,11 @@ class Platform(Protocol):
 
     async def close(self) -> None: ...
 
+    async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
+        """The person's own conversation with the bot (asked of the platform: a Slack or
+        Discord DM channel id is not the user id), or None where there is none."""
+        ...
+
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         """Where this platform shows ``session`` although nobody started it there (the web
         console shows every session on a page of its own); None: only where it is bound."""

@@ -22,10 +22,11 @@ def project_for(config: Config, conversation: ConversationRef, auth_platform: st
 
 
 def route_key(scope: SessionScope, conversation: ConversationRef, actor: Actor) -> ConversationRef:
-    """The conversation a session is looked up by, given the project's scope.
+    """The key a session is routed by, given the project's scope (a route, not a place
+    where anything is shown: the session is shown in the conversations bound to it).
 
     thread: the conversation itself; channel: the channel, whatever the thread; user: the
-    person's own conversation on that platform (their private chat).
+    person, on that platform.
     """
     if scope is SessionScope.CHANNEL:
         return ConversationRef(

@@ -96,6 +96,9 @@ class MemoryPlatform:
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return None  # a session is shown where it is bound
 
+    async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
+        return ConversationRef(platform=self.name, space=None, channel=actor.user_id)
+
     def attach(self, inbox: Inbox) -> None:
         self._inbox = inbox
         self._taking_input = True

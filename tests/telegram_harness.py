@@ -22,7 +22,7 @@ from adapters.launch import ConfiguredLauncher
 from gateway.agents import AgentLauncher
 from gateway.cards import Card
 from gateway.config import Config, parse_config
-from gateway.domain import ConversationRef
+from gateway.domain import Actor, ConversationRef
 from gateway.engine import Gateway
 from gateway.errors import StoreError
 from gateway.platform import (
@@ -185,6 +185,9 @@ class InboxBetween:
 
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return self.telegram.mirror_conversation(session)
+
+    async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
+        return await self.telegram.direct_conversation(actor)
 
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
         return await self.telegram.send_text(conversation, text)

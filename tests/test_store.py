@@ -187,6 +187,21 @@ async def test_a_version_1_ledger_keeps_its_deliveries_and_can_record_an_unknown
         assert delivery.error == "the gateway restarted"
 
 
+async def test_a_session_bound_before_routes_existed_is_still_found_by_its_route(
+    data_dir: Path,
+) -> None:
+    async with Store.open(data_dir, migrations=MIGRATIONS[:2]) as old:
+        session = await old.sessions.create(project="demo", agent_kind=AgentKind.CODEX_APP_SERVER)
+        await old.sessions.bind(TELEGRAM, session.id)  # then, a binding was its route too
+    async with Store.open(data_dir) as store:
+        found = await store.sessions.lookup_route(TELEGRAM)
+        assert found is not None and found.id == session.id
+        # a route is not a binding: a new route shows nothing new
+        other = ConversationRef(platform="telegram", space=None, channel="42")
+        await store.sessions.route(other, session.id)
+        assert await store.sessions.list_bindings(session.id) == [TELEGRAM]
+
+
 async def test_migrations_must_be_numbered_in_order(data_dir: Path) -> None:
     skipped = Migration(version=len(MIGRATIONS) + 2, name="gap", statements=())
     with pytest.raises(StoreError, match=r"numbered 1\.\.N"):

@@ -232,9 +232,31 @@ _UNKNOWN_DELIVERY = (
     "CREATE INDEX deliveries_interaction ON deliveries(interaction_id, id)",
 )
 
+# The key a session is routed by, apart from the conversations that show it: a session of
+# scope "channel" is found by its channel but shown in the thread it started in; one of scope
+# "user" by the person, shown where they talk and in their direct conversation. Every binding
+# so far was also a route: they are copied, so that existing sessions are found as before.
+_ROUTES = (
+    """
+    CREATE TABLE routes (
+        platform TEXT NOT NULL,
+        space TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        session_id TEXT NOT NULL REFERENCES sessions(id),
+        routed_at TEXT NOT NULL,
+        PRIMARY KEY (platform, space, channel, thread)
+    )
+    """,
+    "CREATE INDEX routes_session ON routes(session_id)",
+    "INSERT INTO routes (platform, space, channel, thread, session_id, routed_at)"
+    " SELECT platform, space, channel, thread, session_id, bound_at FROM conversations",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(version=2, name="a delivery whose outcome is unknown", statements=_UNKNOWN_DELIVERY),
+    Migration(version=3, name="routes apart from the conversations shown", statements=_ROUTES),
 )
 
 

@@ -268,6 +268,35 @@ class SessionLedger:
         )
         return None if row is None else _session_from_row(row)
 
+    # --- routes ------------------------------------------------------------------------
+
+    async def route(self, key: ConversationRef, session_id: str) -> None:
+        """Make ``session_id`` the session found by ``key`` (gateway/routing.py route_key),
+        replacing any other. A route is not a binding: nothing is shown there."""
+
+        def route(conn: sqlite3.Connection) -> None:
+            _session(conn, session_id)
+            conn.execute(
+                "INSERT INTO routes (platform, space, channel, thread, session_id, routed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (platform, space, channel, thread)"
+                " DO UPDATE SET session_id = excluded.session_id, routed_at = excluded.routed_at",
+                (*conversation_params(key), session_id, self._db.now()),
+            )
+
+        await self._db.write(route)
+
+    async def lookup_route(self, key: ConversationRef) -> SessionRecord | None:
+        """The session routed by ``key``, if any (it may be closed)."""
+        row = await self._db.read(
+            lambda conn: fetch_one(
+                conn,
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
+                " FROM routes WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
+                conversation_params(key),
+            )
+        )
+        return None if row is None else _session_from_row(row)
+
     async def list_bindings(self, session_id: str) -> list[ConversationRef]:
         """Every conversation that shows the session, in the order they were bound."""
         return await self._db.read(lambda conn: bindings_of(conn, session_id))

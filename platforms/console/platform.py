@@ -198,6 +198,9 @@ class ConsolePlatform:
         """Whose auth table the console's identity is checked against (local, telegram...)."""
         return self.actor.platform
 
+    async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
+        return None  # every console page is the console's own person's
+
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef:
         """The console page of a session started elsewhere (the engine binds it)."""
         channel = self._channel(session.project) or "mirror"

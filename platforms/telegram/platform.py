@@ -185,6 +185,10 @@ class TelegramPlatform:
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return None  # a session is shown in the chats it is bound to
 
+    async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
+        # a private chat's id is the person's user id (Bot API: Chat.id of a private chat)
+        return ConversationRef(platform=PLATFORM, space=None, channel=actor.user_id)
+
     def attach(self, inbox: Inbox) -> None:
         """The gateway is ready: start taking updates."""
         self._inbox = inbox
