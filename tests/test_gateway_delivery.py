@@ -37,6 +37,13 @@ async def runner_of(gw: Running) -> SessionRunner:
     return runner
 
 
+async def sweep(gw: Running) -> int:
+    """Run the session's sweep now, as its runner does; how many decisions it handled."""
+    runner = await runner_of(gw)
+    assert runner.epoch is not None
+    return await gw.gateway.broker.sweep(runner.session_id, runner.epoch)
+
+
 async def commit_only(gw: Running, asked: Asked) -> Interaction:
     """A decision committed with nothing written, as a caller cancelled while its commit
     landed (or a gateway whose write's record failed) leaves it."""
@@ -76,9 +83,7 @@ async def test_the_sweep_delivers_a_stranded_decision_once(tmp_path: Path) -> No
         await settles(gw, asked, DELIVERED)
         assert launcher.received == [APPROVE]
         # a later sweep finds nothing to do
-        runner = await runner_of(gw)
-        assert runner.epoch is not None
-        assert await gw.gateway.broker.sweep(runner.session_id, runner.epoch) == 0
+        assert await sweep(gw) == 0
         assert launcher.received == [APPROVE]
 
 
@@ -90,9 +95,7 @@ async def test_the_sweep_never_writes_a_decision_whose_write_is_under_way(
         launcher.writes.hold()
         click = asyncio.create_task(gw.memory.click(ROOM, ALICE, asked.token("Approve")))
         await launcher.writes.waiting.wait()
-        runner = await runner_of(gw)
-        assert runner.epoch is not None
-        assert await gw.gateway.broker.sweep(runner.session_id, runner.epoch) == 0
+        assert await sweep(gw) == 0
         launcher.writes.release()
         ack = await click
         assert ack.accepted
@@ -117,7 +120,7 @@ async def test_a_write_whose_record_was_lost_is_recorded_not_written_again(
         )
         await launcher.writes.waiting.wait()
         # the sweep tries again: the codec says it was answered; that write is the delivery
-        assert await gw.gateway.broker.sweep(runner.session_id, runner.epoch) == 1
+        assert await sweep(gw) == 1
         record = await interaction(gw, asked.interaction.id)
         assert record.state is InteractionState.DELIVERED
         assert record.delivery is not None and record.delivery.outcome is DeliveryOutcome.OK
@@ -151,9 +154,7 @@ async def test_a_failed_write_says_so_on_the_card_and_in_pending_and_is_not_rese
         # a new click is not a way round it: the decision stands, and is not written again
         again = await gw.memory.click(ROOM, ALICE, asked.token("Approve"))
         assert not again.accepted
-        runner = await runner_of(gw)
-        assert runner.epoch is not None
-        assert await gw.gateway.broker.sweep(runner.session_id, runner.epoch) == 0
+        assert await sweep(gw) == 0
         # what the card says to do works: /stop ends the turn, the request goes with it
         launcher.writes.fail_with = None
         await gw.memory.say(ROOM, ALICE, "/stop")
