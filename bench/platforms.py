@@ -156,6 +156,9 @@ class ClockedMemoryPlatform:
     async def close(self) -> None:
         await self.inner.close()
 
+    def spell_command(self, name: str) -> str:
+        return self.inner.spell_command(name)
+
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return self.inner.mirror_conversation(session)
 

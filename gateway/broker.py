@@ -13,12 +13,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from gateway.auth import token_factory
 from gateway.cards import Card, render_interaction
+from gateway.commands import spell_commands
 from gateway.domain import Actor, ConversationRef, Decision, InteractionRequest, InteractionState
 from gateway.errors import AlreadyAnswered, GatewayError, PlatformError, RequestClosed
 from gateway.expiry import ExpiryPlan
@@ -366,11 +367,13 @@ class Broker:
         return len(failed)
 
     def render(self, interaction: Interaction, platform: Platform) -> Card:
-        return render_interaction(
+        card = render_interaction(
             interaction,
             token_for=token_factory(self._key, interaction.id, interaction.runtime_epoch),
             text_max_chars=platform.limits.text_max_chars,
         )
+        spelled = spell_commands(card.status_line, platform.spell_command)
+        return card if spelled == card.status_line else replace(card, status_line=spelled)
 
     async def _show(
         self, interaction: Interaction, copy: CardCopy, *, wait_out_429: bool = True

@@ -12,7 +12,7 @@ may be a secret).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -36,6 +36,8 @@ __all__ = [
     "parse_answers",
     "parse_chat_text",
     "resolve_action",
+    "slash",
+    "spell_commands",
 ]
 
 
@@ -80,6 +82,23 @@ COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}
+
+# A command named in the gateway's own text: "/stop", not inside a path or a word
+_NAMED_COMMAND = re.compile(
+    r"(?<![\w/])/(" + "|".join(sorted(CommandName, key=len, reverse=True)) + r")\b(?!/)"
+)
+
+
+def slash(name: str) -> str:
+    """How commands are spelled where nothing says otherwise."""
+    return f"/{name}"
+
+
+def spell_commands(text: str, spell: Callable[[str], str]) -> str:
+    """The gateway's ``text`` with each command it names (``/stop``) spelled as the platform
+    where it is shown takes it (``spell("stop")``): a Slack thread takes no slash command."""
+    return _NAMED_COMMAND.sub(lambda match: spell(match.group(1)), text)
+
 
 HELP_TEXT = "\n".join(
     [

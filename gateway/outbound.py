@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import TypeVar
 
+from gateway.commands import spell_commands
 from gateway.domain import ConversationRef
 from gateway.errors import PlatformError
 from gateway.events import ToolActivity, ToolKind, ToolPhase
@@ -52,7 +53,8 @@ class Notifier:
             platform = self._platforms.get(conversation.platform)
             if platform is None:
                 continue
-            for chunk in split_text(text, platform.limits.text_max_chars):
+            spelled = spell_commands(text, platform.spell_command)
+            for chunk in split_text(spelled, platform.limits.text_max_chars):
                 try:
                     await with_rate_limit(partial(platform.send_text, conversation, chunk))
                 except PlatformError as exc:

@@ -151,6 +151,11 @@ class Platform(Protocol):
         Discord DM channel id is not the user id), or None where there is none."""
         ...
 
+    def spell_command(self, name: str) -> str:
+        """How a person types the gateway's command ``name`` here (``commands.slash``:
+        "/stop"); the gateway's help and replies name commands this way."""
+        ...
+
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         """Where this platform shows ``session`` although nobody started it there (the web
         console shows every session on a page of its own); None: only where it is bound."""

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from gateway.cards import Card
+from gateway.commands import slash
 from gateway.domain import Actor, Answer, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import (
@@ -92,6 +93,9 @@ class MemoryPlatform:
 
     async def close(self) -> None:
         pass
+
+    def spell_command(self, name: str) -> str:
+        return slash(name)
 
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return None  # a session is shown where it is bound

@@ -183,6 +183,9 @@ class InboxBetween:
     async def close(self) -> None:
         await self.telegram.close()
 
+    def spell_command(self, name: str) -> str:
+        return self.telegram.spell_command(name)
+
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return self.telegram.mirror_conversation(session)
 

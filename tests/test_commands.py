@@ -19,6 +19,8 @@ from gateway.commands import (
     parse_answers,
     parse_chat_text,
     resolve_action,
+    slash,
+    spell_commands,
 )
 from gateway.domain import Action, Answer, Effect, Option, Question, Scope
 from gateway.errors import InvalidDecision
@@ -215,3 +217,18 @@ def test_a_secret_question_is_only_answered_in_private() -> None:
     assert parse_answers((TOKEN,), "sk-secret-123", private=True) == {
         "token": Answer(other="sk-secret-123")
     }
+
+
+def test_commands_named_in_the_gateways_text_are_spelled_as_the_platform_takes_them() -> None:
+    def mention(name: str) -> str:
+        return f"@agent {name}"
+
+    text = "Paused: /resume to send, /clear to drop. /approve ID [action]; /stop."
+    assert spell_commands(text, mention) == (
+        "Paused: @agent resume to send, @agent clear to drop. @agent approve ID [action];"
+        " @agent stop."
+    )
+    # paths, longer words and unknown commands are not commands
+    untouched = "ran /bin/stop and a/stop, /stopping, /stop/x, /unknown"
+    assert spell_commands(untouched, mention) == untouched
+    assert spell_commands(HELP_TEXT, slash) == HELP_TEXT

@@ -98,3 +98,29 @@ async def test_a_persons_session_is_shown_in_the_direct_conversation_the_platfor
         assert len(sessions) == 2
     # nothing went to a "conversation" whose id is the person's id
     assert gw.memory.messages(ConversationRef(platform="memory", space=None, channel="alice")) == []
+
+
+class MentionedCommands(MemoryPlatform):
+    """A platform whose threads take no slash command: "@agent stop", as a Slack thread."""
+
+    def spell_command(self, name: str) -> str:
+        return f"@agent {name}"
+
+
+async def test_help_and_replies_name_commands_as_the_platform_takes_them(tmp_path: Path) -> None:
+    memory = MentionedCommands()
+    launcher = ScriptedLauncher({})
+    async with Gateway(
+        config(tmp_path, SessionScope.THREAD), platforms={"memory": memory}, launcher=launcher
+    ) as gw:
+        running = Running(gateway=gw, memory=memory)
+        await memory.say(THREAD_1, ALICE, "/help")
+        help_text = await running.text_where(lambda text: text.startswith("Commands:"), THREAD_1)
+        await memory.say(THREAD_1, ALICE, "hello")
+        await running.text_where(lambda text: text == "echo: hello", THREAD_1)
+        await memory.say(THREAD_1, ALICE, "/stop")
+        stopped = await running.text_where(lambda text: "queue is paused" in text, THREAD_1)
+    assert "@agent stop — interrupt the agent and pause the queue" in help_text
+    assert "@agent approve ID [action] — approve a request" in help_text
+    assert "/stop" not in help_text and "/approve" not in help_text
+    assert stopped.endswith("@agent resume to send, @agent clear to drop.")

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, TextIO
 from aiohttp import web
 
 from gateway.cards import Card
+from gateway.commands import slash
 from gateway.config import ConsoleConfig
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
@@ -200,6 +201,9 @@ class ConsolePlatform:
 
     async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
         return None  # every console page is the console's own person's
+
+    def spell_command(self, name: str) -> str:
+        return slash(name)
 
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef:
         """The console page of a session started elsewhere (the engine binds it)."""

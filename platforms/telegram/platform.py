@@ -47,7 +47,7 @@ from telegram.error import BadRequest, InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from gateway.cards import Card
-from gateway.commands import COMMANDS, CommandName
+from gateway.commands import COMMANDS, CommandName, slash
 from gateway.config import TelegramConfig
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import ConfigError, PlatformError
@@ -181,6 +181,9 @@ class TelegramPlatform:
             await self._stack.aclose()
         finally:
             await self.bot.shutdown()
+
+    def spell_command(self, name: str) -> str:
+        return slash(name)
 
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return None  # a session is shown in the chats it is bound to
