@@ -16,20 +16,17 @@ from gateway.config import (
     SandboxMode,
     SessionScope,
     check_config,
-    load_config,
-    parse_config,
 )
 from gateway.config_source import KeyLocator
 from gateway.domain import Actor, AgentKind
 from gateway.errors import ConfigError
+from platforms.console.config import ConsoleConfig
+from platforms.memory.config import MemoryConfig
+from platforms.registry import PLATFORMS, load_config, parse_config
+from platforms.telegram.config import TelegramConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE_ENV = {
-    "TELEGRAM_BOT_TOKEN": "123456:telegram-secret-value",
-    "SLACK_BOT_TOKEN": "xoxb-slack-secret-value",
-    "SLACK_APP_TOKEN": "xapp-slack-secret-value",
-    "DISCORD_BOT_TOKEN": "discord-secret-value",
-}
+EXAMPLE_ENV = {"TELEGRAM_BOT_TOKEN": "123456:telegram-secret-value"}
 
 MINIMAL = """\
 [projects.web]
@@ -63,7 +60,7 @@ def line_of(text: str, needle: str) -> int:
 def test_the_example_file_loads_with_every_platform_enabled() -> None:
     config = load_config(ROOT / "config.example.toml", env=EXAMPLE_ENV)
 
-    assert config.platforms.enabled() == ("telegram", "slack", "discord", "console", "memory")
+    assert config.platforms.enabled() == PLATFORMS.names() == ("console", "telegram", "memory")
     web, notes = config.projects["web"], config.projects["notes"]
     assert web.agent is AgentKind.CODEX_APP_SERVER
     assert web.work_dir == ROOT  # "." is the folder of the config file
@@ -71,33 +68,31 @@ def test_the_example_file_loads_with_every_platform_enabled() -> None:
     assert web.agent_options.sandbox is SandboxMode.WORKSPACE_WRITE
     assert web.agent_options.agent_env() == {"RUST_LOG": "warn"}
     assert web.auth["telegram"].approvers == ("123456789",)
-    assert web.auth["slack"].approvers is None  # the session's initiator
+    assert web.auth["local"].approvers is None  # the session's initiator
     # options written flat land in agent_options
     assert notes.agent is AgentKind.CLAUDE_CODE
     assert notes.scope is SessionScope.CHANNEL
     assert notes.agent_options.permission_mode is PermissionMode.DEFAULT
     assert notes.argv() == ("claude",)
-    assert config.platforms.telegram is not None
-    assert config.platforms.telegram.token.get_secret_value() == "123456:telegram-secret-value"
-    assert config.platforms.console is not None
-    assert config.platforms.console.actor() == Actor(platform="local", user_id="alice")
+    telegram = config.platforms.get("telegram", TelegramConfig)
+    assert telegram is not None
+    assert telegram.token.get_secret_value() == "123456:telegram-secret-value"
+    console = config.platforms.get("console", ConsoleConfig)
+    assert console is not None
+    assert console.actor() == Actor(platform="local", user_id="alice")
 
 
 def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
     example = (ROOT / "config.example.toml").read_text()
     written = set(re.findall(r"^#?\s*([a-z_]+)\s*=", example, flags=re.MULTILINE))
-    written |= {"token_file", "bot_token_file", "app_token_file"} & set(example.split())
+    written |= {"token_file", "secret_token_file"} & set(example.split())
     models: list[type[BaseModel]] = [
         module.GatewaySection,
         module.ProjectConfig,
         module.AgentOptions,
         module.ExpiryPolicy,
         module.PlatformAuth,
-        module.TelegramConfig,
-        module.SlackConfig,
-        module.DiscordConfig,
-        module.ConsoleConfig,
-        module.MemoryConfig,
+        *(PLATFORMS.table(name).model for name in PLATFORMS.names()),
     ]
     keys = {key for model in models for key in model.model_fields}
     keys -= {"agent_options", "env", "expiry", "auth"}  # tables, documented as headers
@@ -113,9 +108,10 @@ def test_defaults_of_a_minimal_file() -> None:
     assert web.argv() == ("codex",)
     assert web.agent_options.allow_dangerous is False
     assert web.expiry.after_seconds is None  # never expires
-    assert config.platforms.memory is not None
-    assert config.platforms.memory.callback_max_bytes == 64
-    assert config.platforms.memory.text_max_chars == 4096
+    memory = config.platforms.get("memory", MemoryConfig)
+    assert memory is not None
+    assert memory.callback_max_bytes == 64
+    assert memory.text_max_chars == 4096
 
 
 def test_env_variables_are_interpolated_and_dollar_dollar_is_literal() -> None:
@@ -128,12 +124,12 @@ def test_env_variables_are_interpolated_and_dollar_dollar_is_literal() -> None:
 
 
 def test_a_missing_env_variable_names_the_key_and_line() -> None:
-    text = MINIMAL + '\n[platforms.discord]\ntoken = "${DISCORD_TOKEN}"\n'
-    text = text.replace('["*"]', '["*"]\n[projects.web.auth.discord]\nallow_from = ["1"]')
+    text = MINIMAL + '\n[platforms.telegram]\ntoken = "${TELEGRAM_TOKEN}"\n'
+    text = text.replace('["*"]', '["*"]\n[projects.web.auth.telegram]\nallow_from = ["1"]')
     message = refusal(text)
-    line = line_of(text, "DISCORD_TOKEN")
-    assert f"gw.toml:{line}: platforms.discord.token:" in message
-    assert "DISCORD_TOKEN is not set" in message
+    line = line_of(text, "TELEGRAM_TOKEN")
+    assert f"gw.toml:{line}: platforms.telegram.token:" in message
+    assert "TELEGRAM_TOKEN is not set" in message
 
 
 def test_secret_files_are_read_relative_to_the_config_file(tmp_path: Path) -> None:
@@ -142,8 +138,9 @@ def test_secret_files_are_read_relative_to_the_config_file(tmp_path: Path) -> No
         MINIMAL.replace("memory", "telegram") + 'token_file = "tg.token"\n'
     )
     config = load_config(tmp_path / "gw.toml", env={})
-    assert config.platforms.telegram is not None
-    assert config.platforms.telegram.token.get_secret_value() == "987:file-secret"
+    telegram = config.platforms.get("telegram", TelegramConfig)
+    assert telegram is not None
+    assert telegram.token.get_secret_value() == "987:file-secret"
 
 
 def test_a_missing_secret_file_and_a_doubled_secret_are_refused(tmp_path: Path) -> None:
@@ -157,19 +154,19 @@ def test_a_missing_secret_file_and_a_doubled_secret_are_refused(tmp_path: Path) 
 
 
 def test_secrets_never_appear_in_repr_or_errors() -> None:
-    secret = "xoxb-very-secret-987654"
-    text = MINIMAL.replace("memory", "slack") + f'bot_token = "{secret}"\napp_token = 5\n'
+    secret = "987654:very-secret"
+    text = MINIMAL.replace("memory", "telegram") + f'token = "{secret}"\nsecret_token = 5\n'
     assert secret not in refusal(text)
     with pytest.raises(ConfigError) as caught:
-        parse_config(text.replace("app_token = 5", f'app_token = ["{secret}"]'), env={})
+        parse_config(text.replace(f'token = "{secret}"', f'token = ["{secret}"]'), env={})
     assert caught.value.__context__ is None  # pydantic's own message would quote the input
     assert secret not in str(caught.value)
 
-    ok = text.replace("app_token = 5", 'app_token = "${APP}"')
-    config = parse_config(ok, env={"APP": "xapp-other-secret"})
-    for shown in (repr(config), str(config), repr(config.platforms.slack)):
+    ok = text.replace("secret_token = 5", 'secret_token = "${HOOK}"')
+    config = parse_config(ok, env={"HOOK": "other-secret"})
+    for shown in (repr(config), str(config), repr(config.platforms)):
         assert secret not in shown
-        assert "xapp-other-secret" not in shown
+        assert "other-secret" not in shown
 
 
 @pytest.mark.parametrize(
