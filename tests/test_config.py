@@ -40,6 +40,9 @@ allow_from = ["*"]
 """
 
 
+KNOWN = ", ".join(sorted(PLATFORMS.names()))
+
+
 def refusal(text: str, env: dict[str, str] | None = None, **kwargs: object) -> str:
     with pytest.raises(ConfigError) as caught:
         parse_config(text, "gw.toml", env=env or {}, **kwargs)  # type: ignore[arg-type]
@@ -97,6 +100,62 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
     keys = {key for model in models for key in model.model_fields}
     keys -= {"agent_options", "env", "expiry", "auth"}  # tables, documented as headers
     assert keys - written == set()
+
+
+def test_the_example_shows_each_platform_table_as_its_config_module_documents_it() -> None:
+    example = (ROOT / "config.example.toml").read_text()
+    for name in PLATFORMS.names():
+        table = PLATFORMS.table(name)
+        assert table.help.startswith(f"[platforms.{name}]\n")
+        assert table.help in example
+
+
+def test_an_unknown_platform_table_is_refused_with_the_known_ones() -> None:
+    # Slack and Discord are not known until their packages exist
+    text = MINIMAL + '\n[platforms.slack]\nbot_token = "xoxb-1"\napp_token = "xapp-1"\n'
+    text = text.replace('["*"]', '["*"]\n[projects.web.auth.telegram]\nallow_from = ["1"]')
+    message = refusal(text)
+    line = line_of(text, "[platforms.slack]")
+    assert f"gw.toml:{line}: platforms.slack: unknown platform; one of {KNOWN}" in message
+    assert "platforms.slack.bot_token" not in message  # its keys are not looked at
+
+    not_a_table = "platforms = 1\n" + MINIMAL.replace("[platforms.memory]\n", "")
+    assert "gw.toml:1: platforms: should be a table" in refusal(not_a_table)
+
+
+def test_auth_tables_and_the_console_identity_take_only_the_registered_platforms() -> None:
+    text = MINIMAL.replace("[projects.web.auth.memory]", "[projects.web.auth.discord]")
+    message = refusal(text)
+    line = line_of(text, "auth.discord")
+    tables = ", ".join(sorted(PLATFORMS.auth_tables()))  # local, memory, telegram
+    assert (
+        f"gw.toml:{line}: projects.web.auth.discord: unknown platform; one of {tables}" in message
+    )
+
+    console = MINIMAL + '\n[platforms.console]\nidentity = "slack:U1"\n'
+    message = refusal(console)
+    line = line_of(console, "identity")
+    assert f"gw.toml:{line}: platforms.console.identity: unknown platform 'slack'" in message
+    assert f"one of {tables}" in message
+    assert 'should be "<platform>:<user id>"' in refusal(console.replace("slack:U1", "alice"))
+
+
+def test_a_platform_table_missing_a_key_is_followed_by_its_help() -> None:
+    text = MINIMAL.replace("memory", "telegram") + 'tokn = "123:abc"\n'
+    message = refusal(text)
+    assert (
+        f"gw.toml:{line_of(text, '[platforms.telegram]')}: platforms.telegram.token: required"
+        in message
+    )
+    assert f"gw.toml:{line_of(text, 'tokn')}: platforms.telegram.tokn: unknown key" in message
+    help_text = message.split(
+        "platforms.telegram: its keys, as config.example.toml documents them:\n"
+    )[1]
+    assert help_text.split() == PLATFORMS.table("telegram").help.split()
+    # a wrong value is explained by its own message
+    assert "its keys" not in refusal(
+        MINIMAL.replace("[platforms.memory]", "[platforms.memory]\ntext_max_chars = 1")
+    )
 
 
 def test_defaults_of_a_minimal_file() -> None:
