@@ -13,10 +13,10 @@ platform imported that is not configured.
 - ``python -X importtime -c "import M"`` for the core modules and each platform's config
   module (what ``check`` imports) and factory module (what ``run`` imports): the cumulative
   import time of M.
-- For each platform alone, ``python -X importtime -m gateway run`` with only that platform
-  configured: the modules of every other platform (bench/platforms.py, PLATFORM_IMPORTS)
-  must not be among the modules the process imported (-X importtime lists every module that
-  enters sys.modules).
+- For each platform alone, ``agent-gateway run`` with only that platform configured: the
+  modules of every other platform (bench/platforms.py, PLATFORM_IMPORTS) must not be among
+  the modules in its ``sys.modules``, which it writes to a file when it exits (``-X
+  importtime`` would leave out what the registry imports with ``importlib.import_module``).
 """
 
 from __future__ import annotations
@@ -212,13 +212,27 @@ async def _ready_figure(
     )
 
 
+# python -m gateway, and sys.modules written to the file named by its first argument at exit
+_CLI_SAVING_MODULES = """\
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def save():
+    with open(out, "w") as file:
+        file.write("\\n".join(sorted(sys.modules)))
+atexit.register(save)
+sys.argv[0] = "agent-gateway"
+runpy.run_module("gateway", run_name="__main__", alter_sys=True)
+"""
+
+
 async def _imported_by_run(config: Path) -> set[str]:
-    """Every module ``agent-gateway run`` imported up to ready (-X importtime lists each)."""
-    argv = [sys.executable, "-X", "importtime", "-m", "gateway", "run", "--config", str(config)]
-    started = await _until_ready(argv, "agent-gateway running", "stderr")
+    """Every module ``agent-gateway run`` imported, from ready to its stop (SIGINT)."""
+    modules = config.with_suffix(".modules")
+    argv = [sys.executable, "-c", _CLI_SAVING_MODULES, str(modules), "run", "--config"]
+    started = await _until_ready([*argv, str(config)], "agent-gateway running", "stderr")
     if started.seconds is None:
         raise RuntimeError(f"agent-gateway run did not start: {started.tail}")
-    return set(_parse_importtime(started.stderr))
+    return set(modules.read_text(encoding="utf-8").split())
 
 
 async def measure(root: Path, *, runs: int) -> list[Figure]:
