@@ -8,7 +8,7 @@
    is validated by its own platform's model, which the core gets from the
    :class:`~gateway.platform_config.PlatformRegistry` it is handed (``platforms=``): the core
    names no platform. A name the registry does not know is an error that lists the known
-   ones, and a table with problems is followed by its help in the error.
+   ones, and a table with a key missing or unknown is followed by its help in the error.
 3. Rules that span keys are checked: dangerous agent modes need ``allow_dangerous = true``,
    every enabled platform needs an ``allow_from`` for every project (fail closed), options
    for another agent are refused, the data dir must not lie inside a work dir, and each
