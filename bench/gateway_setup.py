@@ -22,9 +22,10 @@ from typing import Any
 from adapters.launch import ConfiguredLauncher
 from bench.platforms import PLATFORMS, BenchPlatform, CardSeen
 from gateway.cards import CodeBlock
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.domain import Effect
 from gateway.engine import Gateway
+from platforms.registry import parse_config
 
 __all__ = [
     "AGENT",

@@ -32,7 +32,7 @@ from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef
 from gateway.platform import Ack, EditResult, Inbox, MessageRef, Platform, PlatformLimits
 from gateway.store import SessionRecord
-from platforms.memory import MemoryPlatform
+from platforms.memory.platform import MemoryPlatform
 
 __all__ = [
     "PLATFORMS",

@@ -3,18 +3,20 @@ platform imported that is not configured.
 
     python -m bench.startup [--runs 3] [--json]
 
-- ``agent-gateway run --config F`` with every platform that has a module under platforms/
-  enabled (Telegram against the project's fake Bot API on 127.0.0.1, the console on a free
-  port): the time from spawning the command to its "agent-gateway running" log line. A
-  command that refuses to start is reported with its reason, never hidden.
+- ``agent-gateway run --config F`` with every platform of the registry
+  (platforms/registry.py) that ``run`` starts enabled (Telegram against the project's fake
+  Bot API on 127.0.0.1, the console on a free port): the time from spawning the command to
+  its "agent-gateway running" log line. A command that refuses to start is reported with its
+  reason, never hidden.
 - ``agent-gateway demo`` (the console and the demo agent): the time to the line with the
   console's address, which it prints once the gateway is ready.
-- ``python -X importtime -c "import M"`` for the core modules and each platform module: the
-  cumulative import time of M.
-- For each platform alone, ``python -X importtime -m gateway run`` with only that platform
-  configured: the modules of every other platform (bench/platforms.py, PLATFORM_IMPORTS)
-  must not be among the modules the process imported (-X importtime lists every module that
-  enters sys.modules).
+- ``python -X importtime -c "import M"`` for the core modules and each platform's config
+  module (what ``check`` imports) and factory module (what ``run`` imports): the cumulative
+  import time of M.
+- For each platform alone, ``agent-gateway run`` with only that platform configured: the
+  modules of every other platform (bench/platforms.py, PLATFORM_IMPORTS) must not be among
+  the modules in its ``sys.modules``, which it writes to a file when it exits (``-X
+  importtime`` would leave out what the registry imports with ``importlib.import_module``).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import pkgutil
 import signal
 import statistics
 import sys
@@ -34,9 +35,9 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import platforms as platform_package
 from bench.figures import Figure, emit
 from bench.platforms import PLATFORM_IMPORTS
+from platforms.registry import PLATFORMS
 
 __all__ = ["import_time_ms", "measure", "platform_modules"]
 
@@ -47,8 +48,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def platform_modules() -> list[str]:
-    """Every platform module or package under platforms/ (the config name is its name)."""
-    return sorted(info.name for info in pkgutil.iter_modules(platform_package.__path__))
+    """Every platform of the registry, by the name of its config table."""
+    return list(PLATFORMS.names())
+
+
+def _platform_import_modules() -> list[str]:
+    """Each platform's config module, and its factory's module if ``run`` starts it."""
+    found = []
+    for name in PLATFORMS.names():
+        entry = PLATFORMS.entry(name)
+        found.append(entry.config)
+        if entry.factory is not None:
+            found.append(entry.factory.partition(":")[0])
+    return found
 
 
 def _parse_importtime(stderr: str) -> dict[str, int]:
@@ -200,17 +212,31 @@ async def _ready_figure(
     )
 
 
+# python -m gateway, and sys.modules written to the file named by its first argument at exit
+_CLI_SAVING_MODULES = """\
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def save():
+    with open(out, "w") as file:
+        file.write("\\n".join(sorted(sys.modules)))
+atexit.register(save)
+sys.argv[0] = "agent-gateway"
+runpy.run_module("gateway", run_name="__main__", alter_sys=True)
+"""
+
+
 async def _imported_by_run(config: Path) -> set[str]:
-    """Every module ``agent-gateway run`` imported up to ready (-X importtime lists each)."""
-    argv = [sys.executable, "-X", "importtime", "-m", "gateway", "run", "--config", str(config)]
-    started = await _until_ready(argv, "agent-gateway running", "stderr")
+    """Every module ``agent-gateway run`` imported, from ready to its stop (SIGINT)."""
+    modules = config.with_suffix(".modules")
+    argv = [sys.executable, "-c", _CLI_SAVING_MODULES, str(modules), "run", "--config"]
+    started = await _until_ready([*argv, str(config)], "agent-gateway running", "stderr")
     if started.seconds is None:
         raise RuntimeError(f"agent-gateway run did not start: {started.tail}")
-    return set(_parse_importtime(started.stderr))
+    return set(modules.read_text(encoding="utf-8").split())
 
 
 async def measure(root: Path, *, runs: int) -> list[Figure]:
-    existing = [name for name in platform_modules() if name != "memory"]  # memory: not for run
+    existing = [name for name in platform_modules() if PLATFORMS.runs(name)]
     figures = []
     async with _config(root, existing) as config:
         figures.append(
@@ -235,7 +261,7 @@ async def measure(root: Path, *, runs: int) -> list[Figure]:
     figures.append(
         await _ready_figure("agent-gateway demo (console) -> ready", demo, "http", "stdout", runs)
     )
-    for module in [*CORE_MODULES, *(f"platforms.{name}" for name in platform_modules())]:
+    for module in [*CORE_MODULES, *_platform_import_modules()]:
         figures.append(
             Figure(
                 benchmark=NAME,

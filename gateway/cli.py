@@ -17,11 +17,11 @@ from gateway.config import (
     LogLevel,
     ProjectConfig,
     check_config,
-    load_config,
 )
 from gateway.errors import GatewayError
 from gateway.interactions import Interaction
 from gateway.platform import Platform, connected
+from platforms.registry import PLATFORMS, load_config
 
 __all__ = ["SDK_LOGGERS", "configure_logging", "main"]
 
@@ -152,26 +152,19 @@ async def _probe(name: str, project: ProjectConfig, deadline: float) -> tuple[bo
 
 
 def _platforms(config: Config) -> dict[str, Platform]:
-    """The configured platforms, unstarted; each platform's module is imported only when it
-    is configured."""
-    platforms: dict[str, Platform] = {}
-    if config.platforms.console is not None:
-        from platforms.console import ConsolePlatform
-
-        # it prints its address with the access token once, to stderr, when it starts serving
-        platforms["console"] = ConsolePlatform(config.platforms.console, announce=sys.stderr)
-    if config.platforms.telegram is not None:
-        from platforms.telegram import TelegramPlatform
-
-        platforms["telegram"] = TelegramPlatform(config.platforms.telegram)
-    enabled = config.platforms.enabled()
-    unavailable = [name for name in enabled if name not in platforms and name != "memory"]
-    if unavailable:
-        raise GatewayError(f"platform(s) not available in this version: {', '.join(unavailable)}")
+    """The configured platforms, unstarted, built by the registry in its order; a platform's
+    module (and its SDK) is imported only when it is configured. (The console prints its
+    address with the access token once, to stderr, when it starts serving.)"""
+    platforms = {
+        name: PLATFORMS.build(name, settings)
+        for name, settings in config.platforms.items()
+        if PLATFORMS.runs(name)
+    }
     if not platforms:
-        raise GatewayError(
-            "no chat platform to run: the memory platform is for tests and embedding"
-        )
+        runnable = ", ".join(name for name in PLATFORMS.names() if PLATFORMS.runs(name))
+        configured = ", ".join(config.platforms.enabled())
+        why = f"{configured}: for tests and embedding" if configured else "none configured"
+        raise GatewayError(f"no chat platform to run ({why}); add one of: {runnable}")
     return platforms
 
 

@@ -4,20 +4,26 @@
 
 1. ``tomllib`` parses the text; ``${ENV_VAR}`` references are replaced from the environment
    and ``<secret>_file`` keys are replaced by the content of the file they name.
-2. pydantic validates the shape (unknown keys are errors).
+2. pydantic validates the shape (unknown keys are errors). Each ``[platforms.<name>]`` table
+   is validated by its own platform's model, which the core gets from the
+   :class:`~gateway.platform_config.PlatformRegistry` it is handed (``platforms=``): the core
+   names no platform. A name the registry does not know is an error that lists the known
+   ones, and a table with a key missing or unknown is followed by its help in the error.
 3. Rules that span keys are checked: dangerous agent modes need ``allow_dangerous = true``,
    every enabled platform needs an ``allow_from`` for every project (fail closed), options
-   for another agent are refused, the data dir must not lie inside a work dir, a console that
-   listens beyond loopback needs an https ``public_url`` (a TLS proxy in front of it).
+   for another agent are refused, the data dir must not lie inside a work dir, and each
+   platform's own rules (``PlatformConfig.problems``).
 
 Every problem names the dotted key and the line of the file it was found on; secrets never
 appear in a message or a repr (``SecretStr``). Checks that look at the machine (the work dir
 exists, the agent binary is on PATH) are a separate step: :func:`check_config`.
+
+Callers pass the registry; ``platforms.registry`` has :func:`parse_config` and
+:func:`load_config` with the gateway's own registry bound.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import re
 import shutil
@@ -26,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -43,8 +49,16 @@ from pydantic import (
 )
 
 from gateway.config_source import KeyLocator, Loc, resolve_references
-from gateway.domain import Actor, AgentKind
+from gateway.domain import AgentKind
 from gateway.errors import ConfigError
+from gateway.platform_config import (
+    AUTH_TABLES,
+    NonEmpty,
+    PlatformConfig,
+    PlatformRegistry,
+    PlatformsSection,
+    known_auth_tables,
+)
 
 __all__ = [
     "DANGEROUS",
@@ -52,27 +66,19 @@ __all__ = [
     "DEFAULT_DATA_DIR",
     "AgentOptions",
     "ApprovalPolicy",
-    "AuthPlatform",
     "Config",
     "ConfigProblem",
-    "ConsoleConfig",
-    "DiscordConfig",
     "ExpiryOutcome",
     "ExpiryPolicy",
     "GatewaySection",
-    "GroupMode",
     "LogLevel",
-    "MemoryConfig",
     "PermissionMode",
     "PlatformAuth",
     "PlatformsSection",
     "ProjectConfig",
     "SandboxMode",
     "SessionScope",
-    "SlackConfig",
-    "TelegramConfig",
     "check_config",
-    "is_loopback",
     "load_config",
     "parse_config",
 ]
@@ -129,16 +135,6 @@ class ExpiryOutcome(StrEnum):
     CANCEL = "cancel"  # deny and stop the turn
 
 
-class AuthPlatform(StrEnum):
-    """Whose user ids an ``auth`` table lists. ``local`` is for named console users."""
-
-    TELEGRAM = "telegram"
-    SLACK = "slack"
-    DISCORD = "discord"
-    LOCAL = "local"
-    MEMORY = "memory"
-
-
 # Modes in which nobody is asked: refused unless the project says allow_dangerous = true.
 DANGEROUS: Mapping[str, frozenset[str]] = {
     "approval_policy": frozenset({ApprovalPolicy.NEVER}),
@@ -158,17 +154,17 @@ _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
 EnvName = Annotated[str, StringConstraints(pattern=_ENV_NAME)]
-NonEmpty = Annotated[str, StringConstraints(min_length=1)]
 
 
-def _auth_platform(name: str) -> str:
-    if name not in AuthPlatform.__members__.values():
-        raise ValueError(f"unknown platform; one of {', '.join(AuthPlatform)}")
+def _auth_table(name: str, info: ValidationInfo) -> str:
+    """Whose user ids an ``auth`` table lists: a name the platform registry gives."""
+    known = known_auth_tables(info)
+    if name not in known:
+        raise ValueError(f"unknown platform; one of {', '.join(sorted(known))}")
     return name
 
 
-AuthPlatformName = Annotated[str, AfterValidator(_auth_platform)]
-HttpUrl = Annotated[str, StringConstraints(pattern=r"^https?://[^\s/]+(/\S*)?$")]
+AuthTableName = Annotated[str, AfterValidator(_auth_table)]
 
 
 class _Model(BaseModel):
@@ -182,12 +178,6 @@ def _expand_path(value: Path, info: ValidationInfo) -> Path:
     if not path.is_absolute() and isinstance(base, Path):
         path = base / path
     return path
-
-
-def _non_empty_secret(value: SecretStr | None) -> SecretStr | None:
-    if value is not None and not value.get_secret_value().strip():
-        raise ValueError("is empty")
-    return value
 
 
 # --- sections ------------------------------------------------------------------------------
@@ -242,7 +232,7 @@ class ProjectConfig(_Model):
     scope: SessionScope = SessionScope.THREAD
     agent_options: AgentOptions = Field(default_factory=AgentOptions)
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
-    auth: dict[AuthPlatformName, PlatformAuth] = Field(default_factory=dict)
+    auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
 
     _paths = field_validator("work_dir", mode="after")(_expand_path)
 
@@ -269,126 +259,10 @@ class ProjectConfig(_Model):
         return self.agent_options.argv or DEFAULT_ARGV[self.agent]
 
 
-class GroupMode(StrEnum):
-    """Which messages of a Telegram group the bot takes."""
-
-    ALL = "all"  # every message
-    MENTIONS = "mentions"  # only messages that mention the bot, reply to it, or are commands
-
-
-TelegramChatId = Annotated[str, StringConstraints(pattern=r"^-?[0-9]{1,20}$")]
-
-
-class TelegramConfig(_Model):
-    token: SecretStr
-    base_url: HttpUrl = "https://api.telegram.org"
-    mode: Literal["polling", "webhook"] = "polling"
-    poll_timeout_seconds: int = Field(default=30, ge=1, le=50)
-    webhook_url: HttpUrl | None = None
-    # Telegram sends it in X-Telegram-Bot-Api-Secret-Token; a request without it is refused
-    secret_token: SecretStr | None = None
-    webhook_listen: NonEmpty = "127.0.0.1"
-    webhook_port: int = Field(default=8443, ge=0, le=65535)
-    group_mode: GroupMode = GroupMode.MENTIONS
-    groups: dict[TelegramChatId, GroupMode] = Field(default_factory=dict)
-
-    _secrets = field_validator("token", "secret_token")(_non_empty_secret)
-
-    @model_validator(mode="after")
-    def _webhook_needs_url_and_secret(self) -> TelegramConfig:
-        if self.mode == "webhook" and self.webhook_url is None:
-            raise ValueError('mode = "webhook" needs webhook_url')
-        if self.mode == "webhook" and self.secret_token is None:
-            raise ValueError('mode = "webhook" needs secret_token (or secret_token_file)')
-        if self.secret_token is not None and not re.fullmatch(
-            r"[A-Za-z0-9_-]{1,256}", self.secret_token.get_secret_value()
-        ):
-            raise ValueError("secret_token: 1-256 characters of A-Z, a-z, 0-9, _ and -")
-        return self
-
-    def group_mode_for(self, chat_id: str) -> GroupMode:
-        """The configured mode of one group chat, else the default."""
-        return self.groups.get(chat_id, self.group_mode)
-
-
-class SlackConfig(_Model):
-    bot_token: SecretStr  # xoxb-...
-    app_token: SecretStr  # xapp-... (Socket Mode)
-    base_url: HttpUrl = "https://slack.com/api/"
-
-    _secrets = field_validator("bot_token", "app_token")(_non_empty_secret)
-
-
-class DiscordConfig(_Model):
-    token: SecretStr
-    base_url: HttpUrl = "https://discord.com/api"
-
-    _secrets = field_validator("token")(_non_empty_secret)
-
-
-def _public_url(value: str) -> str:
-    if not re.fullmatch(r"https://[^\s/?#@]+/?", value):
-        raise ValueError(
-            'must be an https address with no path, such as "https://gw.example.com" (the '
-            "access token and the session cookie never cross a network in clear)"
-        )
-    return value
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost`` and loopback IP addresses (127.0.0.0/8, ::1)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-class ConsoleConfig(_Model):
-    host: NonEmpty = "127.0.0.1"  # any other than loopback needs public_url
-    port: int = Field(default=0, ge=0, le=65535)  # 0: a free port, printed at start
-    identity: Annotated[str, StringConstraints(pattern=r"^(telegram|slack|discord|local):\S+$")]
-    # the https address people open, served by a TLS proxy in front of host:port
-    public_url: Annotated[str, AfterValidator(_public_url)] | None = None
-
-    def actor(self) -> Actor:
-        """Who the console acts as: the same approver rules apply to it."""
-        platform, _, user_id = self.identity.partition(":")
-        return Actor(platform=platform, user_id=user_id)
-
-
-class MemoryConfig(_Model):
-    """The in-process platform of tests and embeddings; its limits are the strictest."""
-
-    callback_max_bytes: int = Field(default=64, ge=16, le=4096)  # Telegram callback_data
-    text_max_chars: int = Field(default=4096, ge=100)
-    ack_deadline_seconds: float = Field(default=3.0, gt=0)
-
-
-class PlatformsSection(_Model):
-    telegram: TelegramConfig | None = None
-    slack: SlackConfig | None = None
-    discord: DiscordConfig | None = None
-    console: ConsoleConfig | None = None
-    memory: MemoryConfig | None = None
-
-    def enabled(self) -> tuple[str, ...]:
-        """The platforms present in the file, in declaration order of this class."""
-        return tuple(name for name in type(self).model_fields if getattr(self, name) is not None)
-
-    def auth_platforms(self) -> dict[str, str]:
-        """Enabled platform → the ``auth`` table its people are checked against."""
-        found: dict[str, str] = {}
-        for name in self.enabled():
-            if name == "console" and self.console is not None:
-                found[name] = self.console.actor().platform
-            else:
-                found[name] = name
-        return found
-
-
 class Config(_Model):
+    # platforms: validated apart, each table by its platform's own model (parse_config)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
     gateway: GatewaySection = Field(default_factory=GatewaySection)
     projects: dict[Name, ProjectConfig] = Field(min_length=1)
     platforms: PlatformsSection = Field(default_factory=PlatformsSection)
@@ -421,10 +295,18 @@ class ConfigProblem:
         return f"{where}: {self.key}: {self.message}"
 
 
-def _raise(problems: list[ConfigProblem]) -> None:
+def _raise(problems: list[ConfigProblem], helps: Mapping[str, str] | None = None) -> None:
+    """Raise one ConfigError naming every problem, then the help of the tables in ``helps``
+    (dotted table name → its help)."""
     if problems:
-        lines = "\n".join(f"  {problem}" for problem in problems)
-        raise ConfigError(f"invalid configuration:\n{lines}")
+        in_file_order = sorted(problems, key=lambda problem: problem.line or 0)
+        lines = "\n".join(f"  {problem}" for problem in in_file_order)
+        shown = "".join(
+            f"\n\n{table}: its keys, as config.example.toml documents them:\n"
+            + "\n".join(f"    {line}" if line else "" for line in text.strip().splitlines())
+            for table, text in (helps or {}).items()
+        )
+        raise ConfigError(f"invalid configuration:\n{lines}{shown}")
 
 
 # --- pass 2: pydantic errors --------------------------------------------------------------
@@ -466,17 +348,8 @@ def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
         found += _auth_problems(("projects", name, "auth"), project, config.platforms)
         if data_dir.is_relative_to(project.work_dir.resolve()):
             found.append((("gateway", "data_dir"), f"lies inside the work dir of project {name}"))
-    console = config.platforms.console
-    if console is not None and console.public_url is None and not is_loopback(console.host):
-        found.append(
-            (
-                ("platforms", "console", "host"),
-                f'"{console.host}" is not a loopback address: the console would serve its '
-                "access token and session cookie over plain HTTP to the network. Listen on "
-                '127.0.0.1, or put a TLS proxy in front and set public_url = "https://..." '
-                "to the address people open",
-            )
-        )
+    for name, settings in config.platforms.items():
+        found += [(("platforms", name, *loc), message) for loc, message in settings.problems()]
     return found
 
 
@@ -506,7 +379,7 @@ def _auth_problems(
     found: list[tuple[Loc, str]] = []
     for platform, auth_name in platforms.auth_platforms().items():
         rules = project.auth.get(auth_name)
-        via = f" (the console acts as {auth_name})" if platform == "console" else ""
+        via = f" (it acts as a {auth_name} user)" if auth_name != platform else ""
         if rules is None or not rules.allow_from:
             found.append(
                 (
@@ -534,16 +407,47 @@ def _auth_problems(
 # --- entry points --------------------------------------------------------------------------
 
 
+def _platform_settings(
+    raw: Any, registry: PlatformRegistry, context: Mapping[str, Any]
+) -> tuple[PlatformsSection, list[tuple[Loc, str]], dict[str, str]]:
+    """The ``[platforms]`` tables, each validated by its platform's model: the settings, the
+    problems found, and the help of each table with a key missing or unknown."""
+    if not isinstance(raw, dict):
+        return PlatformsSection(), [(("platforms",), "should be a table")], {}
+    known = registry.names()
+    settings: dict[str, PlatformConfig] = {}
+    found: list[tuple[Loc, str]] = []
+    helps: dict[str, str] = {}
+    for name, table in raw.items():
+        where: Loc = ("platforms", name)
+        if name not in known:
+            found.append((where, f"unknown platform; one of {', '.join(sorted(known))}"))
+            continue
+        schema = registry.table(name)
+        try:
+            settings[name] = schema.model.model_validate(table, context=dict(context))
+        except ValidationError as exc:
+            # not chained: pydantic's own message quotes the input values, secrets included
+            errors = exc.errors(include_input=False, include_url=False)
+            found += [((*where, *_pydantic_loc(e)), _pydantic_message(e)) for e in errors]
+            if any(e.get("type") in ("missing", "extra_forbidden") for e in errors):
+                helps[f"platforms.{name}"] = schema.help  # which keys there are
+    in_order = {name: settings[name] for name in known if name in settings}
+    return PlatformsSection(in_order), found, helps
+
+
 def parse_config(
     text: str,
     source_name: str = "<config>",
     *,
+    platforms: PlatformRegistry,
     env: Mapping[str, str] | None = None,
     base_dir: Path | None = None,
 ) -> Config:
     """Parse and validate a config; raise :class:`ConfigError` naming every problem.
 
-    ``env`` defaults to ``os.environ``; ``base_dir`` is where relative paths start.
+    ``platforms`` is the registry the ``[platforms.<name>]`` and ``auth`` tables are checked
+    against; ``env`` defaults to ``os.environ``; ``base_dir`` is where relative paths start.
     """
     try:
         raw = tomllib.loads(text)
@@ -558,28 +462,35 @@ def parse_config(
 
     data, found = resolve_references(raw, os.environ if env is None else env, base_dir)
     _raise([located(loc, message) for loc, message in found])
+    context = {"base_dir": base_dir, AUTH_TABLES: platforms.auth_tables()}
+    section, in_tables, helps = _platform_settings(data.pop("platforms", {}), platforms, context)
     try:
-        config = Config.model_validate(data, context={"base_dir": base_dir})
+        config = Config.model_validate({**data, "platforms": section}, context=context)
     except ValidationError as exc:
         # not chained: pydantic's own message quotes the input values, secrets included
         errors = exc.errors(include_input=False, include_url=False)
     else:
         errors = []
-    _raise([located(_pydantic_loc(e), _pydantic_message(e)) for e in errors])
+    problems = [located(_pydantic_loc(e), _pydantic_message(e)) for e in errors]
+    _raise(problems + [located(loc, message) for loc, message in in_tables], helps)
     config._source = source_name
     config._locator = locator
     _raise([config.problem(loc, message) for loc, message in _cross_key_problems(config)])
     return config
 
 
-def load_config(path: Path | str, *, env: Mapping[str, str] | None = None) -> Config:
+def load_config(
+    path: Path | str, *, platforms: PlatformRegistry, env: Mapping[str, str] | None = None
+) -> Config:
     """Read and validate the config file at ``path`` (relative paths start at its folder)."""
     file = Path(path).expanduser()
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read config file {file}: {exc}") from exc
-    return parse_config(text, str(file), env=env, base_dir=file.resolve().parent)
+    return parse_config(
+        text, str(file), platforms=platforms, env=env, base_dir=file.resolve().parent
+    )
 
 
 def check_config(config: Config) -> tuple[ConfigProblem, ...]:

@@ -15,10 +15,12 @@ from pathlib import Path
 
 from adapters.launch import ConfiguredLauncher
 from gateway.agents import AgentLauncher
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.engine import Gateway
-from platforms.console import ConsolePlatform
-from platforms.memory import MemoryPlatform
+from platforms.console.config import ConsoleConfig
+from platforms.console.platform import ConsolePlatform
+from platforms.memory.platform import MemoryPlatform
+from platforms.registry import parse_config
 
 __all__ = ["CONSOLE_TABLES", "ConsoleRunning", "console_gateway", "plain_config"]
 
@@ -65,10 +67,11 @@ class ConsoleRunning:
 async def console_gateway(
     config: Config, launcher: AgentLauncher | None = None
 ) -> AsyncIterator[ConsoleRunning]:
-    assert config.platforms.console is not None
+    settings = config.platforms.get("console", ConsoleConfig)
+    assert settings is not None
     terminal = io.StringIO()
     memory = MemoryPlatform()
-    console = ConsolePlatform(config.platforms.console, announce=terminal)
+    console = ConsolePlatform(settings, announce=terminal)
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
     platforms = {"memory": memory, "console": console}
     # as ``agent-gateway run`` has them: the console serves around the gateway's block (503

@@ -18,7 +18,7 @@ from gateway.config import Config, SessionScope
 from gateway.domain import Actor, ConversationRef
 from gateway.interactions import Interaction
 from gateway.store import SessionRecord
-from platforms.memory import Rendered
+from platforms.memory.platform import Rendered
 from tests.gateway_harness import ALICE, ROOM, Running
 from tests.servers.fake_responses import FakeResponses, Step, message
 

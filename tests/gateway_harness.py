@@ -11,10 +11,11 @@ from pathlib import Path
 
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.domain import Actor, ConversationRef
 from gateway.engine import Gateway
-from platforms.memory import MemoryPlatform, Rendered
+from platforms.memory.platform import MemoryPlatform, Rendered
+from platforms.registry import parse_config
 from tests.codex_env import CodexHome
 
 ALICE = Actor(platform="memory", user_id="alice", display="Alice")

@@ -9,11 +9,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from gateway.config import Config, ExpiryOutcome, ExpiryPolicy, parse_config
+from gateway.config import Config, ExpiryOutcome, ExpiryPolicy
 from gateway.domain import ConversationRef, InteractionKind, InteractionRequest, Option, Question
 from gateway.engine import Gateway
 from gateway.store import Clock, utc_now
-from platforms.memory import MemoryPlatform, Rendered
+from platforms.memory.platform import MemoryPlatform, Rendered
+from platforms.registry import parse_config
 from tests.gateway_flows import Asked, session_of
 from tests.gateway_harness import ALICE, Running
 from tests.scripted_launcher import ScriptedLauncher

@@ -21,7 +21,7 @@ from typing import Any
 from adapters.launch import ConfiguredLauncher
 from gateway.agents import AgentLauncher
 from gateway.cards import Card
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.domain import Actor, ConversationRef
 from gateway.engine import Gateway
 from gateway.errors import StoreError
@@ -36,8 +36,10 @@ from gateway.platform import (
     PlatformLimits,
 )
 from gateway.store import SessionRecord
-from platforms.telegram import TelegramPlatform
+from platforms.registry import parse_config
+from platforms.telegram.config import TelegramConfig
 from platforms.telegram.outbox import Pace
+from platforms.telegram.platform import TelegramPlatform
 from tests.codex_env import CodexHome
 from tests.servers.fake_telegram import TOKEN, FakeTelegram, Sent
 from tests.servers.telegram_people import (
@@ -281,9 +283,10 @@ async def on_telegram(
 ) -> AsyncIterator[OnTelegram]:
     """The platform around the gateway, as ``agent-gateway run`` has them; with ``inbox``,
     the platform hands its updates to ``inbox(gateway)``."""
-    assert config.platforms.telegram is not None
+    settings = config.platforms.get("telegram", TelegramConfig)
+    assert settings is not None
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
-    platform = TelegramPlatform(config.platforms.telegram, pace=pace, webhook_socket=webhook_socket)
+    platform = TelegramPlatform(settings, pace=pace, webhook_socket=webhook_socket)
     async with platform as telegram:
         seen = telegram if inbox is None else InboxBetween(telegram, inbox)
         async with Gateway(config, platforms={"telegram": seen}, launcher=agents) as gateway:

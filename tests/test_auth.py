@@ -21,9 +21,11 @@ from gateway.auth import (
     token_factory,
     verify_token,
 )
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.domain import Actor, InteractionState
 from gateway.errors import AuthorizationError, ConfigError, TokenRejected
+from platforms.console.config import ConsoleConfig
+from platforms.registry import parse_config
 
 KEY = bytes(range(32))
 OTHER_KEY = bytes(range(1, 33))
@@ -149,8 +151,8 @@ AUTH = """\
 work_dir = "/srv/web"
 agent = "codex-app-server"
 auth.telegram = { allow_from = ["1", "2", "3"], approvers = ["1"] }
-auth.slack = { allow_from = ["U1", "U2"] }
-auth.discord = { allow_from = ["*"], approvers = ["*"] }
+auth.local = { allow_from = ["U1", "U2"] }
+auth.memory = { allow_from = ["*"], approvers = ["*"] }
 
 [projects.api]
 work_dir = "/srv/api"
@@ -170,8 +172,8 @@ def tg(user: str) -> Actor:
     return Actor(platform="telegram", user_id=user)
 
 
-def slack(user: str) -> Actor:
-    return Actor(platform="slack", user_id=user)
+def local(user: str) -> Actor:
+    return Actor(platform="local", user_id=user)
 
 
 def test_only_listed_people_may_talk(config: Config) -> None:
@@ -179,14 +181,14 @@ def test_only_listed_people_may_talk(config: Config) -> None:
     assert not may_talk(config, "web", tg("9"))
     assert may_talk(config, "api", tg("2"))
     assert not may_talk(config, "api", tg("1"))  # allowed on web, not on api
-    assert not may_talk(config, "api", slack("U1"))  # no rules for slack: nobody
+    assert not may_talk(config, "api", local("U1"))  # no rules for local: nobody
     assert not may_talk(config, "nope", tg("1"))  # no such project
     assert not may_talk(config, "web", Actor(platform="matrix", user_id="1"))
-    assert may_talk(config, "web", Actor(platform="discord", user_id="anyone"))
+    assert may_talk(config, "web", Actor(platform="memory", user_id="anyone"))
 
 
 def test_the_same_id_on_another_platform_is_another_person(config: Config) -> None:
-    assert not may_talk(config, "web", slack("1"))
+    assert not may_talk(config, "web", local("1"))
 
 
 def test_listed_approvers_decide_and_others_do_not(config: Config) -> None:
@@ -196,11 +198,11 @@ def test_listed_approvers_decide_and_others_do_not(config: Config) -> None:
 
 
 def test_approvers_default_to_the_initiator(config: Config) -> None:
-    assert may_decide(config, "web", slack("U1"), session_initiator=slack("U1"))
-    assert not may_decide(config, "web", slack("U2"), session_initiator=slack("U1"))
-    assert not may_decide(config, "web", slack("U1"), session_initiator=None)
+    assert may_decide(config, "web", local("U1"), session_initiator=local("U1"))
+    assert not may_decide(config, "web", local("U2"), session_initiator=local("U1"))
+    assert not may_decide(config, "web", local("U1"), session_initiator=None)
     # the initiator's id on another platform is not the initiator
-    assert not may_decide(config, "web", slack("1"), session_initiator=tg("1"))
+    assert not may_decide(config, "web", local("1"), session_initiator=tg("1"))
 
 
 def test_an_initiator_no_longer_allowed_may_not_decide(config: Config) -> None:
@@ -208,15 +210,16 @@ def test_an_initiator_no_longer_allowed_may_not_decide(config: Config) -> None:
 
 
 def test_star_approvers_are_anyone_who_may_talk(config: Config) -> None:
-    discord = Actor(platform="discord", user_id="42")
-    assert may_decide(config, "web", discord, session_initiator=None)
+    anyone = Actor(platform="memory", user_id="42")
+    assert may_decide(config, "web", anyone, session_initiator=None)
 
 
 def test_the_console_is_held_to_its_identity() -> None:
     text = AUTH.replace("[platforms.memory]", '[platforms.console]\nidentity = "telegram:1"')
     config = parse_config(text, env={})
-    assert config.platforms.console is not None
-    console = config.platforms.console.actor()
+    settings = config.platforms.get("console", ConsoleConfig)
+    assert settings is not None
+    console = settings.actor()
     assert may_decide(config, "web", console, session_initiator=tg("3"))
     assert not may_talk(config, "api", console)
 

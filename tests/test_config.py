@@ -16,20 +16,17 @@ from gateway.config import (
     SandboxMode,
     SessionScope,
     check_config,
-    load_config,
-    parse_config,
 )
 from gateway.config_source import KeyLocator
 from gateway.domain import Actor, AgentKind
 from gateway.errors import ConfigError
+from platforms.console.config import ConsoleConfig
+from platforms.memory.config import MemoryConfig
+from platforms.registry import PLATFORMS, load_config, parse_config
+from platforms.telegram.config import TelegramConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE_ENV = {
-    "TELEGRAM_BOT_TOKEN": "123456:telegram-secret-value",
-    "SLACK_BOT_TOKEN": "xoxb-slack-secret-value",
-    "SLACK_APP_TOKEN": "xapp-slack-secret-value",
-    "DISCORD_BOT_TOKEN": "discord-secret-value",
-}
+EXAMPLE_ENV = {"TELEGRAM_BOT_TOKEN": "123456:telegram-secret-value"}
 
 MINIMAL = """\
 [projects.web]
@@ -41,6 +38,9 @@ allow_from = ["*"]
 
 [platforms.memory]
 """
+
+
+KNOWN = ", ".join(sorted(PLATFORMS.names()))
 
 
 def refusal(text: str, env: dict[str, str] | None = None, **kwargs: object) -> str:
@@ -63,7 +63,7 @@ def line_of(text: str, needle: str) -> int:
 def test_the_example_file_loads_with_every_platform_enabled() -> None:
     config = load_config(ROOT / "config.example.toml", env=EXAMPLE_ENV)
 
-    assert config.platforms.enabled() == ("telegram", "slack", "discord", "console", "memory")
+    assert config.platforms.enabled() == PLATFORMS.names() == ("console", "telegram", "memory")
     web, notes = config.projects["web"], config.projects["notes"]
     assert web.agent is AgentKind.CODEX_APP_SERVER
     assert web.work_dir == ROOT  # "." is the folder of the config file
@@ -71,37 +71,91 @@ def test_the_example_file_loads_with_every_platform_enabled() -> None:
     assert web.agent_options.sandbox is SandboxMode.WORKSPACE_WRITE
     assert web.agent_options.agent_env() == {"RUST_LOG": "warn"}
     assert web.auth["telegram"].approvers == ("123456789",)
-    assert web.auth["slack"].approvers is None  # the session's initiator
+    assert web.auth["local"].approvers is None  # the session's initiator
     # options written flat land in agent_options
     assert notes.agent is AgentKind.CLAUDE_CODE
     assert notes.scope is SessionScope.CHANNEL
     assert notes.agent_options.permission_mode is PermissionMode.DEFAULT
     assert notes.argv() == ("claude",)
-    assert config.platforms.telegram is not None
-    assert config.platforms.telegram.token.get_secret_value() == "123456:telegram-secret-value"
-    assert config.platforms.console is not None
-    assert config.platforms.console.actor() == Actor(platform="local", user_id="alice")
+    telegram = config.platforms.get("telegram", TelegramConfig)
+    assert telegram is not None
+    assert telegram.token.get_secret_value() == "123456:telegram-secret-value"
+    console = config.platforms.get("console", ConsoleConfig)
+    assert console is not None
+    assert console.actor() == Actor(platform="local", user_id="alice")
 
 
 def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
     example = (ROOT / "config.example.toml").read_text()
     written = set(re.findall(r"^#?\s*([a-z_]+)\s*=", example, flags=re.MULTILINE))
-    written |= {"token_file", "bot_token_file", "app_token_file"} & set(example.split())
+    written |= {"token_file", "secret_token_file"} & set(example.split())
     models: list[type[BaseModel]] = [
         module.GatewaySection,
         module.ProjectConfig,
         module.AgentOptions,
         module.ExpiryPolicy,
         module.PlatformAuth,
-        module.TelegramConfig,
-        module.SlackConfig,
-        module.DiscordConfig,
-        module.ConsoleConfig,
-        module.MemoryConfig,
+        *(PLATFORMS.table(name).model for name in PLATFORMS.names()),
     ]
     keys = {key for model in models for key in model.model_fields}
     keys -= {"agent_options", "env", "expiry", "auth"}  # tables, documented as headers
     assert keys - written == set()
+
+
+def test_the_example_shows_each_platform_table_as_its_config_module_documents_it() -> None:
+    example = (ROOT / "config.example.toml").read_text()
+    for name in PLATFORMS.names():
+        table = PLATFORMS.table(name)
+        assert table.help.startswith(f"[platforms.{name}]\n")
+        assert table.help in example
+
+
+def test_an_unknown_platform_table_is_refused_with_the_known_ones() -> None:
+    # Slack and Discord are not known until their packages exist
+    text = MINIMAL + '\n[platforms.slack]\nbot_token = "xoxb-1"\napp_token = "xapp-1"\n'
+    text = text.replace('["*"]', '["*"]\n[projects.web.auth.telegram]\nallow_from = ["1"]')
+    message = refusal(text)
+    line = line_of(text, "[platforms.slack]")
+    assert f"gw.toml:{line}: platforms.slack: unknown platform; one of {KNOWN}" in message
+    assert "platforms.slack.bot_token" not in message  # its keys are not looked at
+
+    not_a_table = "platforms = 1\n" + MINIMAL.replace("[platforms.memory]\n", "")
+    assert "gw.toml:1: platforms: should be a table" in refusal(not_a_table)
+
+
+def test_auth_tables_and_the_console_identity_take_only_the_registered_platforms() -> None:
+    text = MINIMAL.replace("[projects.web.auth.memory]", "[projects.web.auth.discord]")
+    message = refusal(text)
+    line = line_of(text, "auth.discord")
+    tables = ", ".join(sorted(PLATFORMS.auth_tables()))  # local, memory, telegram
+    assert (
+        f"gw.toml:{line}: projects.web.auth.discord: unknown platform; one of {tables}" in message
+    )
+
+    console = MINIMAL + '\n[platforms.console]\nidentity = "slack:U1"\n'
+    message = refusal(console)
+    line = line_of(console, "identity")
+    assert f"gw.toml:{line}: platforms.console.identity: unknown platform 'slack'" in message
+    assert f"one of {tables}" in message
+    assert 'should be "<platform>:<user id>"' in refusal(console.replace("slack:U1", "alice"))
+
+
+def test_a_platform_table_missing_a_key_is_followed_by_its_help() -> None:
+    text = MINIMAL.replace("memory", "telegram") + 'tokn = "123:abc"\n'
+    message = refusal(text)
+    assert (
+        f"gw.toml:{line_of(text, '[platforms.telegram]')}: platforms.telegram.token: required"
+        in message
+    )
+    assert f"gw.toml:{line_of(text, 'tokn')}: platforms.telegram.tokn: unknown key" in message
+    help_text = message.split(
+        "platforms.telegram: its keys, as config.example.toml documents them:\n"
+    )[1]
+    assert help_text.split() == PLATFORMS.table("telegram").help.split()
+    # a wrong value is explained by its own message
+    assert "its keys" not in refusal(
+        MINIMAL.replace("[platforms.memory]", "[platforms.memory]\ntext_max_chars = 1")
+    )
 
 
 def test_defaults_of_a_minimal_file() -> None:
@@ -113,9 +167,10 @@ def test_defaults_of_a_minimal_file() -> None:
     assert web.argv() == ("codex",)
     assert web.agent_options.allow_dangerous is False
     assert web.expiry.after_seconds is None  # never expires
-    assert config.platforms.memory is not None
-    assert config.platforms.memory.callback_max_bytes == 64
-    assert config.platforms.memory.text_max_chars == 4096
+    memory = config.platforms.get("memory", MemoryConfig)
+    assert memory is not None
+    assert memory.callback_max_bytes == 64
+    assert memory.text_max_chars == 4096
 
 
 def test_env_variables_are_interpolated_and_dollar_dollar_is_literal() -> None:
@@ -128,12 +183,12 @@ def test_env_variables_are_interpolated_and_dollar_dollar_is_literal() -> None:
 
 
 def test_a_missing_env_variable_names_the_key_and_line() -> None:
-    text = MINIMAL + '\n[platforms.discord]\ntoken = "${DISCORD_TOKEN}"\n'
-    text = text.replace('["*"]', '["*"]\n[projects.web.auth.discord]\nallow_from = ["1"]')
+    text = MINIMAL + '\n[platforms.telegram]\ntoken = "${TELEGRAM_TOKEN}"\n'
+    text = text.replace('["*"]', '["*"]\n[projects.web.auth.telegram]\nallow_from = ["1"]')
     message = refusal(text)
-    line = line_of(text, "DISCORD_TOKEN")
-    assert f"gw.toml:{line}: platforms.discord.token:" in message
-    assert "DISCORD_TOKEN is not set" in message
+    line = line_of(text, "TELEGRAM_TOKEN")
+    assert f"gw.toml:{line}: platforms.telegram.token:" in message
+    assert "TELEGRAM_TOKEN is not set" in message
 
 
 def test_secret_files_are_read_relative_to_the_config_file(tmp_path: Path) -> None:
@@ -142,8 +197,9 @@ def test_secret_files_are_read_relative_to_the_config_file(tmp_path: Path) -> No
         MINIMAL.replace("memory", "telegram") + 'token_file = "tg.token"\n'
     )
     config = load_config(tmp_path / "gw.toml", env={})
-    assert config.platforms.telegram is not None
-    assert config.platforms.telegram.token.get_secret_value() == "987:file-secret"
+    telegram = config.platforms.get("telegram", TelegramConfig)
+    assert telegram is not None
+    assert telegram.token.get_secret_value() == "987:file-secret"
 
 
 def test_a_missing_secret_file_and_a_doubled_secret_are_refused(tmp_path: Path) -> None:
@@ -157,19 +213,19 @@ def test_a_missing_secret_file_and_a_doubled_secret_are_refused(tmp_path: Path) 
 
 
 def test_secrets_never_appear_in_repr_or_errors() -> None:
-    secret = "xoxb-very-secret-987654"
-    text = MINIMAL.replace("memory", "slack") + f'bot_token = "{secret}"\napp_token = 5\n'
+    secret = "987654:very-secret"
+    text = MINIMAL.replace("memory", "telegram") + f'token = "{secret}"\nsecret_token = 5\n'
     assert secret not in refusal(text)
     with pytest.raises(ConfigError) as caught:
-        parse_config(text.replace("app_token = 5", f'app_token = ["{secret}"]'), env={})
+        parse_config(text.replace(f'token = "{secret}"', f'token = ["{secret}"]'), env={})
     assert caught.value.__context__ is None  # pydantic's own message would quote the input
     assert secret not in str(caught.value)
 
-    ok = text.replace("app_token = 5", 'app_token = "${APP}"')
-    config = parse_config(ok, env={"APP": "xapp-other-secret"})
-    for shown in (repr(config), str(config), repr(config.platforms.slack)):
+    ok = text.replace("secret_token = 5", 'secret_token = "${HOOK}"')
+    config = parse_config(ok, env={"HOOK": "other-secret"})
+    for shown in (repr(config), str(config), repr(config.platforms)):
         assert secret not in shown
-        assert "xapp-other-secret" not in shown
+        assert "other-secret" not in shown
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from playwright.async_api import Browser, BrowserContext, Page, async_playwright
 
 from gateway.domain import InteractionState
 from gateway.interactions import Interaction
-from platforms.memory import Rendered
+from platforms.memory.platform import Rendered
 from tests.codex_env import CodexHome
 from tests.conftest import REQUIRE_REAL, ROOT
 from tests.console_harness import CONSOLE_TABLES, ConsoleRunning, console_gateway

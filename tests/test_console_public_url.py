@@ -23,7 +23,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.domain import (
     Action,
     Actor,
@@ -36,6 +36,8 @@ from gateway.domain import (
 )
 from gateway.errors import ConfigError
 from gateway.interactions import Interaction
+from platforms.console.config import ConsoleConfig
+from platforms.registry import parse_config
 from tests.console_harness import ConsoleRunning, console_gateway
 
 pytestmark = pytest.mark.timeout(30)
@@ -106,15 +108,16 @@ def test_public_url_must_be_https(tmp_path: Path) -> None:
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "127.0.0.2"])
 def test_loopback_needs_no_public_url(tmp_path: Path, host: str) -> None:
     config = console_config(tmp_path / "data", tmp_path / "work", f"host = {json.dumps(host)}")
-    assert config.platforms.console is not None and config.platforms.console.public_url is None
+    settings = config.platforms.get("console", ConsoleConfig)
+    assert settings is not None and settings.public_url is None
 
 
 def test_beyond_loopback_with_an_https_public_url_is_accepted(tmp_path: Path) -> None:
     config = console_config(
         tmp_path / "data", tmp_path / "work", f'host = "0.0.0.0"\npublic_url = "https://{PUBLIC}"'
     )
-    assert config.platforms.console is not None
-    assert config.platforms.console.public_url == f"https://{PUBLIC}"
+    settings = config.platforms.get("console", ConsoleConfig)
+    assert settings is not None and settings.public_url == f"https://{PUBLIC}"
 
 
 # --- over HTTP, on 127.0.0.1 with public_url set -----------------------------------------------

@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 from html import unescape
 
 from gateway.cards import render_interaction
-from gateway.config import parse_config
 from gateway.domain import (
     Action,
     AgentKind,
@@ -26,9 +25,11 @@ from gateway.interactions import Interaction
 from gateway.store import SessionRecord, TurnRecord
 from platforms.console.answers import answers_from_form
 from platforms.console.cards_html import PostContext, card_html
+from platforms.console.config import ConsoleConfig
 from platforms.console.highlight import highlight_diff, highlight_shell
 from platforms.console.security import Guard, host_allowed, origin_allowed
 from platforms.console.views import CardView, route_channel, run_state, typing_refusal
+from platforms.registry import parse_config
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 CTX = PostContext(csrf="c", back="/pending")
@@ -172,7 +173,9 @@ def test_console_conversations_route_to_their_project() -> None:
     assert route_channel(config, "web", "local") == "web"
     assert route_channel(config, "docs", "local") == "console"
     assert route_channel(config, "none", "local") is None  # "web" goes to project web first
-    actor = config.platforms.console.actor()  # type: ignore[union-attr]
+    settings = config.platforms.get("console", ConsoleConfig)
+    assert settings is not None
+    actor = settings.actor()
     web = ConversationRef(platform="console", space=None, channel="web", thread="s-s1")
     assert typing_refusal(config, web, session("web"), actor, "local") is None
     elsewhere = ConversationRef(platform="console", space=None, channel="mirror", thread="s-s1")

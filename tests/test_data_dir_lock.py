@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.domain import Actor
 from gateway.engine import Gateway
 from gateway.errors import DataDirInUse
 from gateway.store import LOCK_FILE, Store
-from platforms.memory import MemoryPlatform
+from platforms.memory.platform import MemoryPlatform
+from platforms.registry import parse_config
 from tests.harness.driver import (
     ROOT,
     end_leftover_agents,

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import tests.servers.fake_anthropic as fm
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.domain import Answer
+from platforms.registry import parse_config
 from tests.claude_env import ClaudeHome
 from tests.gateway_harness import ALICE, ROOM, running_gateway
 from tests.servers.fake_anthropic import CHECKS, COLOR, DONE

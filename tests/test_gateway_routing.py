@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config, SessionScope, parse_config
+from gateway.config import Config, SessionScope
 from gateway.domain import Actor, ConversationRef
 from gateway.engine import Gateway
-from platforms.memory import MemoryPlatform
+from platforms.memory.platform import MemoryPlatform
+from platforms.registry import parse_config
 from tests.gateway_flows import with_scope
 from tests.gateway_harness import ALICE, BOB, Running
 from tests.scripted_launcher import ScriptedLauncher

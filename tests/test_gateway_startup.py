@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.engine import Gateway
 from gateway.errors import AgentError, PlatformError
 from gateway.platform import Inbox, Platform
 from gateway.store import Store
-from platforms.memory import MemoryPlatform
+from platforms.memory.platform import MemoryPlatform
+from platforms.registry import parse_config
 from tests.scripted_launcher import ScriptedLauncher
 from tests.store_helpers import running_session
 

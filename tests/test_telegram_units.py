@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from gateway.cards import Card, CardAction, CodeBlock, FormQuestion, QuestionForm, TextBlock
-from gateway.config import GroupMode, parse_config
 from gateway.domain import Actor, ConversationRef, Option, Question
 from gateway.errors import ConfigError
+from platforms.registry import parse_config
+from platforms.telegram.config import GroupMode, TelegramConfig
 from platforms.telegram.forms import Form, FormRegistry, Redraw, Refuse, Submit
 from platforms.telegram.outbox import Outbox, Pace, Priority
 from platforms.telegram.render import parse_local_data, render_card, visible_length
@@ -37,7 +38,7 @@ HERE = ConversationRef(platform="telegram", space=None, channel="111")
 
 def test_group_modes_per_chat_and_the_default() -> None:
     config = parse_config(BASE + 'group_mode = "all"\ngroups = { "-1001" = "mentions" }\n')
-    telegram = config.platforms.telegram
+    telegram = config.platforms.get("telegram", TelegramConfig)
     assert telegram is not None
     assert telegram.group_mode_for("-1001") is GroupMode.MENTIONS
     assert telegram.group_mode_for("-1002") is GroupMode.ALL
@@ -55,9 +56,9 @@ def test_webhook_mode_needs_a_url_and_a_secret_token_which_may_come_from_a_file(
         parse_config(webhook + 'secret_token = "has spaces"\n')
     (tmp_path / "hook.secret").write_text("from-a-file_123\n")
     config = parse_config(webhook + 'secret_token_file = "hook.secret"\n', base_dir=tmp_path)
-    assert config.platforms.telegram is not None
-    assert config.platforms.telegram.secret_token is not None
-    assert config.platforms.telegram.secret_token.get_secret_value() == "from-a-file_123"
+    telegram = config.platforms.get("telegram", TelegramConfig)
+    assert telegram is not None and telegram.secret_token is not None
+    assert telegram.secret_token.get_secret_value() == "from-a-file_123"
     assert "from-a-file" not in repr(config)
 
 

@@ -5,7 +5,7 @@
 - the data dir (default ``~/.local/share/agent-gateway/demo``; the ledger and HMAC key);
 - the demo work dir, the data dir's sibling ``<data dir>-work`` (never inside each other:
   an agent must not reach the ledger), seeded with a README the first time;
-- a :class:`~gateway.config.Config` made by :func:`gateway.config.parse_config` from a
+- a :class:`~gateway.config.Config` made by :func:`platforms.registry.parse_config` from a
   generated TOML file: one ``codex-app-server`` project, ``demo``, whose argv is
   ``[sys.executable, "-m", "gateway.demo.agent"]`` (the launcher appends ``app-server``),
   with ``you`` as the only person allowed and the only approver;
@@ -30,11 +30,13 @@ from pathlib import Path
 
 import gateway
 from adapters.launch import ConfiguredLauncher
-from gateway.config import DEFAULT_DATA_DIR, Config, parse_config
+from gateway.config import DEFAULT_DATA_DIR, Config
 from gateway.errors import GatewayError
 from gateway.platform import Platform, connected
-from platforms.console import ConsolePlatform
-from platforms.memory import MemoryPlatform
+from platforms.console.config import ConsoleConfig
+from platforms.console.platform import ConsolePlatform
+from platforms.memory.platform import MemoryPlatform
+from platforms.registry import parse_config
 
 __all__ = [
     "DEFAULT_DEMO_DATA_DIR",
@@ -161,8 +163,9 @@ def build_demo(
             work_dir=work_dir,
             memory=memory,
         )
-    assert config.platforms.console is not None
-    console = ConsolePlatform(config.platforms.console, announce=None)
+    settings = config.platforms.get("console", ConsoleConfig)
+    assert settings is not None
+    console = ConsolePlatform(settings, announce=None)
     return Demo(
         config=config,
         platforms={"console": console},

@@ -1,5 +1,6 @@
-"""The local web console: a platform served over HTTP on 127.0.0.1 (see ``platform.py``)."""
+"""The local web console: a platform served over HTTP on 127.0.0.1.
 
-from platforms.console.platform import CONSOLE_LIMITS, ConsolePlatform
-
-__all__ = ["CONSOLE_LIMITS", "ConsolePlatform"]
+See platform.py (``ConsolePlatform``, ``CONSOLE_LIMITS``) and config.py for the
+``[platforms.console]`` table. Importing the package imports nothing, so that reading the
+config (config.py) never brings in aiohttp.
+"""

@@ -3,7 +3,7 @@
 Make it, hand it to the gateway with the other platforms, and serve it around the gateway's
 block, like every platform (DESIGN.md, Platforms)::
 
-    console = ConsolePlatform(config.platforms.console)
+    console = ConsolePlatform(config.platforms.get("console", ConsoleConfig))
     async with console, Gateway(config, platforms={"console": console, ...}, launcher=...):
         ...
 
@@ -42,11 +42,11 @@ from aiohttp import web
 
 from gateway.cards import Card
 from gateway.commands import slash
-from gateway.config import ConsoleConfig
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
+from platforms.console.config import ConsoleConfig
 from platforms.console.feed import Changes, Feed
 from platforms.console.security import Guard, PublicAddress
 from platforms.console.views import PLATFORM, route_channel
@@ -54,7 +54,7 @@ from platforms.console.views import PLATFORM, route_channel
 if TYPE_CHECKING:
     from gateway.engine import Gateway
 
-__all__ = ["ConsolePlatform"]
+__all__ = ["CONSOLE_LIMITS", "ConsolePlatform"]
 
 CONSOLE_LIMITS = PlatformLimits(
     callback_max_bytes=64,

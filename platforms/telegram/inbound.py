@@ -16,8 +16,8 @@ import re
 
 from telegram import Chat, Message, MessageEntity, User
 
-from gateway.config import GroupMode
 from gateway.domain import Actor, ConversationRef
+from platforms.telegram.config import GroupMode
 
 __all__ = [
     "PLATFORM",

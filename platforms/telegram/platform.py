@@ -1,6 +1,7 @@
 """The Telegram platform: the gateway's platform contract on python-telegram-bot 22.
 
-    async with TelegramPlatform(config.platforms.telegram) as telegram:
+    settings = config.platforms.get("telegram", TelegramConfig)
+    async with TelegramPlatform(settings) as telegram:
         async with Gateway(config, platforms={"telegram": telegram}, launcher=...):
             ...
 
@@ -48,11 +49,11 @@ from telegram.request import HTTPXRequest
 
 from gateway.cards import Card
 from gateway.commands import COMMANDS, CommandName, slash
-from gateway.config import TelegramConfig
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import ConfigError, PlatformError
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
+from platforms.telegram.config import TelegramConfig
 from platforms.telegram.forms import Form, FormRegistry
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
 from platforms.telegram.outbox import Outbox, Pace, Priority, translate

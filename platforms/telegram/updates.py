@@ -26,10 +26,10 @@ from typing import Protocol
 from telegram import CallbackQuery, Chat, Message, Update, User
 
 from gateway.commands import NotForUs, parse_chat_text
-from gateway.config import GroupMode, TelegramConfig
 from gateway.domain import Actor
 from gateway.errors import PlatformError
 from gateway.platform import InboundAction, InboundForm, InboundMessage, Inbox
+from platforms.telegram.config import GroupMode, TelegramConfig
 from platforms.telegram.forms import (
     Form,
     FormRegistry,

@@ -26,7 +26,7 @@ from aiohttp import web
 from telegram import Bot, Update
 from telegram.error import TelegramError
 
-from gateway.config import TelegramConfig
+from platforms.telegram.config import TelegramConfig
 from platforms.telegram.receive import ALLOWED_UPDATES
 from platforms.telegram.taking import Attempts, take_one
 from platforms.telegram.updates import UpdateHandler, chat_of

@@ -3,8 +3,8 @@
     python -m tests.harness.gateway_proc --config gateway.toml [--handshake-timeout S]
 
 It runs the real :class:`gateway.engine.Gateway` (recovery included) with a
-:class:`platforms.memory.MemoryPlatform` and the real :class:`adapters.launch.ConfiguredLauncher`,
-and talks JSON lines:
+:class:`platforms.memory.platform.MemoryPlatform` and the real
+:class:`adapters.launch.ConfiguredLauncher`, and talks JSON lines:
 
 stdout (events and replies)::
 
@@ -47,10 +47,11 @@ from typing import Any
 
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card
-from gateway.config import Config, parse_config
+from gateway.config import Config
 from gateway.domain import Actor, Answer, ConversationRef
 from gateway.engine import Gateway
-from platforms.memory import MemoryPlatform, Rendered
+from platforms.memory.platform import MemoryPlatform, Rendered
+from platforms.registry import parse_config
 
 log = logging.getLogger("gateway_proc")
 
