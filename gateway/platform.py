@@ -113,6 +113,17 @@ class Inbox(Protocol):
 
     async def on_form(self, form: InboundForm) -> Ack: ...
 
+    async def may_answer(self, action: InboundAction) -> Ack:
+        """Before opening a form or a prompt for ``action.token``: the checks and audit of a
+        click, no decision. Accepted: open it; refused: show ``text`` and open nothing (a
+        ledger too busy to answer within 2 s is a refusal asking to try again)."""
+        ...
+
+    async def has_session(self, conversation: ConversationRef) -> bool:
+        """Whether ``conversation`` is bound to an open session (a platform may then take
+        bare replies in it without a mention). Never waits behind the ledger's writer."""
+        ...
+
     async def on_platform_back(self, platform: str) -> None:
         """``platform`` reaches its servers again after failing: show what failed to send."""
         ...

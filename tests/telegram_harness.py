@@ -157,6 +157,12 @@ class FlakyInbox:
             raise StoreError("ledger error: database is locked")
         return await self.gateway.on_form(form)
 
+    async def may_answer(self, action: InboundAction) -> Ack:
+        return await self.gateway.may_answer(action)
+
+    async def has_session(self, conversation: ConversationRef) -> bool:
+        return await self.gateway.has_session(conversation)
+
     async def on_platform_back(self, platform: str) -> None:
         await self.gateway.on_platform_back(platform)
 

@@ -178,6 +178,13 @@ class MemoryPlatform:
         async with asyncio.timeout(self.limits.ack_deadline_seconds):
             return await self._inbox_or_fail().on_action(action)
 
+    async def open_form(self, conversation: ConversationRef, actor: Actor, token: str) -> Ack:
+        """Press a button that opens a form: the core's pre-check (``Inbox.may_answer``);
+        accepted, the form would open."""
+        self._check_callback(token)
+        action = InboundAction(conversation=conversation, actor=actor, token=token)
+        return await self._inbox_or_fail().may_answer(action)
+
     async def submit(
         self,
         conversation: ConversationRef,

@@ -4,7 +4,8 @@ Decide, then act. A callback is matched against the card it was clicked on: an a
 action token, or a direct question's option token, goes to the core as it is
 (``Inbox.on_action``); a form's option toggles, "other", next, back and skip move the
 clicking person's own draft (forms.py); Submit hands the draft to ``Inbox.on_form``. Every
-callback is answered (answerCallbackQuery) with what happened, rejections included.
+callback is answered (answerCallbackQuery) with what happened, rejections included. A
+ForceReply prompt is sent only to someone the core says may answer (``Inbox.may_answer``).
 
 When the core could not take an update (the ledger busy or closing, a bug), ``handle`` raises
 and has answered nothing: the update is not confirmed, Telegram gives it again (taking.py),
@@ -250,6 +251,16 @@ class UpdateHandler:
                 await self._out.redraw(form_key)
                 return ack
             case OpenPrompt(question=question, private=private):
+                # no prompt for someone who may not answer (the core's checks, audited)
+                may = await self._inbox.may_answer(
+                    InboundAction(
+                        conversation=form.conversation, actor=actor, token=form.submit_token
+                    )
+                )
+                if not may.accepted:
+                    if callback is not None:
+                        await self._out.answer(callback, may.text, alert=True)
+                    return may.text
                 ack = await self._open_prompt(form_key, form, actor, question, private=private)
                 if callback is not None:
                     await self._out.answer(callback, ack, alert=False)
