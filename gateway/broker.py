@@ -369,7 +369,12 @@ class Broker:
     def render(self, interaction: Interaction, platform: Platform) -> Card:
         card = render_interaction(
             interaction,
-            token_for=token_factory(self._key, interaction.id, interaction.runtime_epoch),
+            token_for=token_factory(
+                self._key,
+                interaction.id,
+                interaction.runtime_epoch,
+                max_bytes=platform.limits.callback_max_bytes,
+            ),
             text_max_chars=platform.limits.text_max_chars,
         )
         spelled = spell_commands(card.status_line, platform.spell_command)

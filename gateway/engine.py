@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from gateway.agents import AgentLauncher
-from gateway.auth import load_or_create_hmac_key
+from gateway.auth import load_or_create_hmac_key, require_callback_room
 from gateway.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.config import Config
 from gateway.control import Control
@@ -52,6 +52,8 @@ class Gateway:
     ) -> None:
         self.config = config
         self.platforms = dict(platforms)
+        for name, platform in self.platforms.items():  # before anything starts
+            require_callback_room(name, platform.limits.callback_max_bytes)
         self.launcher = launcher
         self.data_dir = data_dir or config.gateway.data_dir
         self.clock = clock  # the ledger's times and the expiry policy's: one clock
