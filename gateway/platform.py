@@ -43,11 +43,24 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PlatformLimits:
+    """What a platform takes; the core reads every field (docs/decisions.md).
+
+    - ``callback_max_bytes``: a button's payload; a platform whose payload cannot hold an
+      action token is refused at start (gateway.auth ``require_callback_room``).
+    - ``text_max_chars``: a message's text (split past it).
+    - ``card_max_chars``: a card's body (Discord: 4,096 in an embed, 2,000 in a message);
+      a command or diff that would not fit is attached.
+    - ``has_private_surface``: whether it can take an answer nobody else sees (a modal, a
+      DM). Without one, a card with a secret question offers no field for it and says where
+      to answer.
+    """
+
     callback_max_bytes: int = 64
     text_max_chars: int = 4096
     ack_deadline_seconds: float = 3.0
     min_edit_interval_seconds: float = 1.0  # stream edits per conversation
     has_private_surface: bool = True
+    card_max_chars: int = 4096
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from gateway.cards import Card
+from gateway.cards import Card, card_text_length
 from gateway.commands import slash
 from gateway.domain import Actor, Answer, ConversationRef
 from gateway.errors import PlatformError
@@ -255,7 +255,9 @@ class MemoryPlatform:
     def _check_card(self, card: Card) -> None:
         for action in card.actions:
             self._check_callback(action.token)
-        self._check_text(card.title + card.summary)
+        length = card_text_length(card)
+        if length > self.limits.card_max_chars:
+            raise PlatformError(f"card of {length} chars exceeds {self.limits.card_max_chars}")
 
     def _new_id(self) -> str:
         return f"{self._id_prefix}{next(self._ids)}"

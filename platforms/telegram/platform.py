@@ -93,6 +93,7 @@ class TelegramPlatform:
     limits = PlatformLimits(
         callback_max_bytes=64,
         text_max_chars=4096,
+        card_max_chars=4096,  # a card is one message
         ack_deadline_seconds=10.0,
         min_edit_interval_seconds=1.0,
         has_private_surface=True,
@@ -405,7 +406,7 @@ class TelegramPlatform:
 
     @property
     def _max_chars(self) -> int:
-        return self.limits.text_max_chars
+        return self.limits.card_max_chars
 
     def _check_length(self, text: str) -> None:
         if not text.strip() or len(text) > self.limits.text_max_chars:
