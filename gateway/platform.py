@@ -50,6 +50,9 @@ class PlatformLimits:
     - ``text_max_chars``: a message's text (split past it).
     - ``card_max_chars``: a card's body (Discord: 4,096 in an embed, 2,000 in a message);
       a command or diff that would not fit is attached.
+    - ``ack_deadline_seconds``: how soon a click must be answered. The platform waits for
+      the core's Ack until :func:`gateway.deadline.ack_wait_seconds`, then answers
+      neutrally and lets the card edit carry the outcome; the core is never cancelled.
     - ``has_private_surface``: whether it can take an answer nobody else sees (a modal, a
       DM). Without one, a card with a secret question offers no field for it and says where
       to answer.

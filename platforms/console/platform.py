@@ -69,7 +69,6 @@ SHUTDOWN_SECONDS = 2.0
 
 class ConsolePlatform:
     name = PLATFORM
-    limits = CONSOLE_LIMITS
 
     def __init__(
         self,
@@ -77,8 +76,10 @@ class ConsolePlatform:
         *,
         announce: TextIO | None = sys.stderr,
         token: str | None = None,
+        limits: PlatformLimits = CONSOLE_LIMITS,
     ) -> None:
         self.settings = settings
+        self.limits = limits
         identity = settings.actor()
         self.actor = Actor(
             platform=identity.platform, user_id=identity.user_id, display=settings.identity
