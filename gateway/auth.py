@@ -10,9 +10,12 @@ gateway's key. On the wire::
 
 Choices: ``"0"`` to ``"99"``, an action by its index in the interaction's ``actions``;
 ``"q<i>.<j>"`` option *j* of question *i* (both below 100); ``"s"`` submit a form. Epochs
-have up to 8 digits, the tag is 12 base64url characters (72 bits). Every token for an
-interaction id of up to 32 characters fits Telegram's 64-byte ``callback_data``;
-:func:`encode_token` refuses what is outside that alphabet or would not fit.
+have up to 8 digits, the tag is 12 base64url characters (72 bits). A token is at most 32
+bytes more than its interaction id (:func:`token_bytes`): 42 for the ledger's ids, and every
+token for an id of up to 32 characters fits Telegram's 64-byte ``callback_data``.
+:func:`encode_token` refuses what is outside that alphabet or would not fit the platform's
+payload; a platform whose payload cannot hold the longest token is refused at start
+(:func:`require_callback_room`), never given a shorter tag.
 
 :func:`verify_token` rejects malformed and forged tokens (:class:`TokenRejected`); whether a
 genuine token is still current (same epoch, interaction still pending), shown where it was
@@ -37,10 +40,12 @@ from pathlib import Path
 from gateway.config import Config, PlatformAuth
 from gateway.domain import Actor, InteractionState
 from gateway.errors import ConfigError, TokenRejected
+from gateway.interactions import SHORT_ID_CHARS
 
 __all__ = [
     "HMAC_KEY_BYTES",
     "HMAC_KEY_FILE",
+    "LONGEST_TOKEN_BYTES",
     "REJECTION_TEXT",
     "TOKEN_MAX_BYTES",
     "ActionToken",
@@ -51,15 +56,20 @@ __all__ = [
     "load_or_create_hmac_key",
     "may_decide",
     "may_talk",
+    "require_callback_room",
+    "token_bytes",
     "token_factory",
     "verify_token",
 ]
 
 TOKEN_VERSION = "a1"
-TOKEN_MAX_BYTES = 64  # Telegram callback_data
+TOKEN_MAX_BYTES = 64  # the longest token verified: Telegram's callback_data
 HMAC_KEY_BYTES = 32
 HMAC_KEY_FILE = "hmac.key"
 _TAG_BYTES = 9  # 72 bits: a forgery needs ~2**71 clicks, each one rejected and audited
+_TAG_CHARS = 12  # base64url of 9 bytes
+_CHOICE_MAX_CHARS = 6  # q99.99
+_EPOCH_MAX_DIGITS = 8
 _ANYONE = "*"
 
 _ID = r"[A-Za-z0-9_-]{1,48}"
@@ -138,25 +148,58 @@ def _tag(key: bytes, message: str) -> str:
     return base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
 
 
-def encode_token(key: bytes, token: ActionToken) -> str:
-    """The compact ASCII form of ``token``; ValueError if it would not fit 64 bytes."""
+def token_bytes(interaction_id_chars: int) -> int:
+    """The longest token for an interaction id of that length (``a1:``, the id, the
+    longest choice and epoch, the tag, and the separators)."""
+    return (
+        len(TOKEN_VERSION)
+        + interaction_id_chars
+        + _CHOICE_MAX_CHARS
+        + _EPOCH_MAX_DIGITS
+        + _TAG_CHARS
+        + 4
+    )
+
+
+LONGEST_TOKEN_BYTES = token_bytes(SHORT_ID_CHARS)  # for the ids the ledger makes: 42
+
+
+def require_callback_room(platform: str, callback_max_bytes: int) -> None:
+    """Refuse (ConfigError) a platform whose button payload cannot hold every action token.
+
+    The tag is never shortened to fit: its 72 bits are what makes a forgery hopeless
+    (docs/decisions.md)."""
+    if callback_max_bytes < LONGEST_TOKEN_BYTES:
+        raise ConfigError(
+            f"platform {platform} takes button payloads of {callback_max_bytes} bytes; "
+            f"action tokens need {LONGEST_TOKEN_BYTES} (a 72-bit tag is never shortened)"
+        )
+
+
+def encode_token(key: bytes, token: ActionToken, *, max_bytes: int = TOKEN_MAX_BYTES) -> str:
+    """The compact ASCII form of ``token``; ValueError if it would not fit ``max_bytes``
+    (the platform's payload limit; at most :data:`TOKEN_MAX_BYTES`)."""
     text = f"{token._message()}:{_tag(key, token._message())}"
     if _TOKEN.match(text) is None:
         raise ValueError(f"cannot encode {token!r}: id or choice outside the token alphabet")
-    if len(text) > TOKEN_MAX_BYTES:
+    limit = min(max_bytes, TOKEN_MAX_BYTES)
+    if len(text) > limit:
         raise ValueError(
             f"token for interaction {token.interaction_id!r} is {len(text)} bytes, "
-            f"more than {TOKEN_MAX_BYTES}: interaction ids must be shorter"
+            f"more than {limit}: interaction ids must be shorter"
         )
     return text
 
 
-def token_factory(key: bytes, interaction_id: str, epoch: int) -> Callable[[str], str]:
-    """``choice → token`` for one interaction: what the card renderer takes."""
+def token_factory(
+    key: bytes, interaction_id: str, epoch: int, *, max_bytes: int = TOKEN_MAX_BYTES
+) -> Callable[[str], str]:
+    """``choice → token`` for one interaction, each within ``max_bytes`` (the platform's
+    ``callback_max_bytes``): what the card renderer takes."""
 
     def make(choice: str) -> str:
         token = ActionToken(interaction_id=interaction_id, choice=choice, epoch=epoch)
-        return encode_token(key, token)
+        return encode_token(key, token, max_bytes=max_bytes)
 
     return make
 

@@ -367,10 +367,23 @@ class Broker:
         return len(failed)
 
     def render(self, interaction: Interaction, platform: Platform) -> Card:
+        """The card as ``platform`` shows it: its tokens, its card body limit, no field for
+        a secret where it has no private surface (the card says where to answer), and the
+        commands spelled its way."""
+        limits = platform.limits
         card = render_interaction(
             interaction,
-            token_for=token_factory(self._key, interaction.id, interaction.runtime_epoch),
-            text_max_chars=platform.limits.text_max_chars,
+            token_for=token_factory(
+                self._key,
+                interaction.id,
+                interaction.runtime_epoch,
+                max_bytes=limits.callback_max_bytes,
+            ),
+            text_max_chars=limits.card_max_chars,
+            private_surface=limits.has_private_surface,
+            private_places=tuple(
+                name for name, p in self._platforms.items() if p.limits.has_private_surface
+            ),
         )
         spelled = spell_commands(card.status_line, platform.spell_command)
         return card if spelled == card.status_line else replace(card, status_line=spelled)

@@ -52,6 +52,7 @@ __all__ = [
     "TextBlock",
     "card_text_length",
     "render_interaction",
+    "secret_elsewhere",
     "status_line",
     "undelivered",
 ]
@@ -433,24 +434,44 @@ def _answer_fields(interaction: Interaction) -> tuple[Block, ...]:
 # --- the card ------------------------------------------------------------------------------
 
 
+def secret_elsewhere(private_places: tuple[str, ...]) -> str:
+    """What a card says, where no answer stays private, about its secret question."""
+    if not private_places:
+        return (
+            "🔒 This asks for a secret answer, which is never typed here, and no platform "
+            "running here can take it privately."
+        )
+    where = ", ".join(private_places)
+    return (
+        "🔒 This asks for a secret answer, which is never typed here: answer it where it "
+        f"stays private ({where})."
+    )
+
+
 def render_interaction(
     interaction: Interaction,
     *,
     token_for: Callable[[str], str],
     text_max_chars: int = 4096,
+    private_surface: bool = True,
+    private_places: tuple[str, ...] = (),
 ) -> Card:
     """The card for ``interaction`` as it stands now; pure.
 
     ``token_for(choice)`` makes the signed token for a button (see ``gateway.auth``
     ``token_factory``): ``"0"``.. for actions, ``"q<i>.<j>"`` for options, ``"s"`` for submit.
+    ``text_max_chars`` is the platform's card body limit. Where the platform has no
+    ``private_surface``, a request with a secret question gets no form at all (its answers
+    are one decision, taken where the secret can be): the card names ``private_places``.
     """
     title = _clip(interaction.title, TITLE_MAX_CHARS)
     status = status_line(interaction)
     if interaction.kind is InteractionKind.AUTHENTICATION:
         return Card(title=title, summary=interaction.summary, status_line=status)
     pending = interaction.state is InteractionState.PENDING
+    secret_here = not private_surface and any(q.secret for q in interaction.questions)
     form = None
-    if pending and interaction.questions:
+    if pending and interaction.questions and not secret_here:
         form = QuestionForm(
             questions=tuple(
                 FormQuestion(
@@ -464,6 +485,9 @@ def render_interaction(
             submit_token=token_for("s"),
         )
     blocks = (*_detail_blocks(interaction.detail), *_answer_fields(interaction))
+    if pending and secret_here:  # the questions, read-only, and where to answer them
+        asked = _fields(*((q.header or "Question", q.text) for q in interaction.questions))
+        blocks = (*blocks, *asked, TextBlock(text=secret_elsewhere(private_places)))
     base = Card(title=title, summary=interaction.summary, status_line=status, form=form)
     blocks, attachments, attached = _fit(blocks, base, interaction.kind, text_max_chars)
     budget = text_max_chars - card_text_length(_with_blocks(base, list(blocks))) + len(base.summary)

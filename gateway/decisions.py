@@ -3,11 +3,20 @@
 Decide purely, then act: a token is verified and every check of ``gateway.auth`` passes
 before the ledger's compare-and-set is tried; every rejection is audited and answered with
 what happened ("not an approver", "already decided by X", "no longer open").
+
+:meth:`DecisionDesk.may_answer` is the same checks and audit without a decision, for a
+platform about to open a form (Slack's ``trigger_id`` dies 3 s after the click; a Discord
+modal must be the first response): it reads through the ledger's read-only connection, which
+never waits behind the writer, answers within :data:`MAY_ANSWER_SECONDS` or asks the person
+to try again, and writes a refusal's audit entry after answering.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from gateway.auth import REJECTION_TEXT, ActionToken, Rejection, check_click, verify_token
 from gateway.broker import Broker
@@ -18,23 +27,68 @@ from gateway.domain import Actor, Answer, ConversationRef, Decision, Effect, Int
 from gateway.errors import AlreadyDecided, InvalidDecision, TokenRejected
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm
-from gateway.store import Store
+from gateway.store import ClickView, ClickViews, Store
 
-__all__ = ["DecisionDesk"]
+__all__ = ["MAY_ANSWER_SECONDS", "MAY_ANSWER_TRY_AGAIN", "DecisionDesk", "Spawn"]
 
 log = logging.getLogger(__name__)
+
+MAY_ANSWER_SECONDS = 2.0  # within Slack's 3 s for a trigger_id, with time left to open a form
+MAY_ANSWER_TRY_AGAIN = "The gateway is busy: press the button again in a moment."
+MAY_ANSWER_YES = Ack(text="", accepted=True)
+AUDITS_IN_FLIGHT_MAX = 256  # past this, a pre-check waits for its refusal's audit entry
+
+Spawn = Callable[[Coroutine[Any, Any, None]], None]
+"""Runs a coroutine as a task someone owns (the engine's task group); RuntimeError once that
+owner takes no more tasks."""
 
 _VERDICT = {Effect.ALLOW: "Approved", Effect.DENY: "Denied", Effect.CANCEL: "Denied and stopped"}
 
 
 class DecisionDesk:
-    def __init__(self, config: Config, store: Store, broker: Broker, key: bytes) -> None:
+    def __init__(
+        self,
+        config: Config,
+        store: Store,
+        broker: Broker,
+        key: bytes,
+        *,
+        spawn: Spawn | None = None,
+    ) -> None:
         self._config = config
         self._store = store
         self._broker = broker
         self._key = key
+        self._spawn = spawn  # where a pre-check's refusal is audited after the answer
+        self._audits_in_flight = 0
 
     # --- buttons and forms ----------------------------------------------------------------
+
+    async def may_answer(self, action: InboundAction) -> Ack:
+        """May ``action.actor`` answer the interaction of ``action.token`` from
+        ``action.conversation``? Accepted: open the form; refused: say ``text``.
+
+        The checks and audit of a click, no decision. Its reads go through the read-only
+        connection (``store.peek``), so a long write does not hold it up; a refusal is
+        answered before its audit entry is committed (docs/decisions.md).
+        """
+        try:
+            async with asyncio.timeout(MAY_ANSWER_SECONDS):
+                checked = await self._check(
+                    action.token,
+                    action.actor,
+                    action.conversation,
+                    views=self._store.peek,
+                    soon=True,
+                )
+        except TimeoutError:
+            log.warning(
+                "pre-check of %s took more than %g s: asked to try again",
+                action.actor.key(),
+                MAY_ANSWER_SECONDS,
+            )
+            return Ack(text=MAY_ANSWER_TRY_AGAIN, accepted=False)
+        return checked if isinstance(checked, Ack) else MAY_ANSWER_YES
 
     async def on_action(self, action: InboundAction) -> Ack:
         checked = await self._check(action.token, action.actor, action.conversation)
@@ -85,10 +139,11 @@ class DecisionDesk:
     ) -> Ack:
         """``/approve ID [action]``, ``/deny ID [message]``, ``/answer ID ...`` (answers
         already parsed): the same checks as a click, with the interaction named by its id."""
-        interaction = await self._store.interactions.get(interaction_id)
-        if interaction is None:
+        view = await self._store.clicks.view(interaction_id, conversation)
+        if view is None:
             return Ack(text=f"No request {interaction_id}.", accepted=False)
-        rejection = await self._rejection(interaction, None, actor, conversation)
+        interaction = view.interaction
+        rejection = _rejection(self._config, view, None, actor, conversation)
         if rejection is not None:
             return await self._rejected(rejection, actor, interaction)
         try:
@@ -104,59 +159,27 @@ class DecisionDesk:
     # --- checks ---------------------------------------------------------------------------
 
     async def _check(
-        self, text: str, actor: Actor, conversation: ConversationRef
+        self,
+        text: str,
+        actor: Actor,
+        conversation: ConversationRef,
+        *,
+        views: ClickViews | None = None,
+        soon: bool = False,
     ) -> tuple[Interaction, ActionToken] | Ack:
+        """Verify the token and check the click against ``views`` (default: the writer's
+        ``store.clicks``); ``soon``: a refusal is answered before its audit is written."""
         try:
             token = verify_token(self._key, text)
         except TokenRejected as exc:
-            return await self._reject(Rejection(exc.reason), actor, None)
-        interaction = await self._store.interactions.get(token.interaction_id)
-        if interaction is None:
-            return await self._reject(Rejection.FORGED, actor, token.interaction_id)
-        rejection = await self._rejection(interaction, token, actor, conversation)
+            return await self._reject(Rejection(exc.reason), actor, None, soon=soon)
+        view = await (views or self._store.clicks).view(token.interaction_id, conversation)
+        if view is None:
+            return await self._reject(Rejection.FORGED, actor, token.interaction_id, soon=soon)
+        rejection = _rejection(self._config, view, token, actor, conversation)
         if rejection is not None:
-            return await self._rejected(rejection, actor, interaction)
-        return interaction, token
-
-    async def _rejection(
-        self,
-        interaction: Interaction,
-        token: ActionToken | None,
-        actor: Actor,
-        conversation: ConversationRef,
-    ) -> Rejection | None:
-        session = await self._store.sessions.get(interaction.session_id)
-        if session is None:  # pragma: no cover - interactions belong to sessions
-            return Rejection.FOREIGN
-        copies = await self._store.cards.list_for(interaction.id)
-        shown_here = any(copy.conversation == conversation for copy in copies)
-        if not shown_here:  # a conversation bound to the session may decide it too
-            bound = await self._store.sessions.lookup(conversation)
-            shown_here = bound is not None and bound.id == session.id
-        sessions_shown = {session.id} if shown_here else set()
-        if token is None:
-            # /approve ID names the interaction as it stands now: no epoch of its own
-            token = ActionToken(
-                interaction_id=interaction.id, choice="s", epoch=interaction.runtime_epoch
-            )
-        rejection = check_click(
-            self._config,
-            token=token,
-            actor=actor,
-            project=session.project,
-            session_id=session.id,
-            sessions_shown=sessions_shown,
-            session_initiator=session.initiator,
-            interaction_epoch=interaction.runtime_epoch,
-            interaction_state=interaction.state,
-        )
-        if rejection in (None, Rejection.NOT_OPEN) and interaction.decision is None:
-            # a request nobody decided whose agent process has ended (orphaned, or about to
-            # be): the token is stale, whatever the state says; a decided one says who decided
-            epoch = await self._store.sessions.get_epoch(session.id, interaction.runtime_epoch)
-            if epoch is None or not epoch.is_live:
-                return Rejection.STALE
-        return rejection
+            return await self._rejected(rejection, actor, view.interaction, soon=soon)
+        return view.interaction, token
 
     async def _decide(self, interaction: Interaction, actor: Actor, decision: Decision) -> Ack:
         try:
@@ -167,20 +190,81 @@ class DecisionDesk:
             return Ack(text=str(exc), accepted=False)
         return Ack(text=_outcome(after, decision), accepted=True)
 
-    async def _reject(self, rejection: Rejection, actor: Actor, interaction_id: str | None) -> Ack:
-        await self._store.audit.record(
+    async def _reject(
+        self, rejection: Rejection, actor: Actor, interaction_id: str | None, *, soon: bool = False
+    ) -> Ack:
+        record = self._store.audit.record(
             "click.rejected",
             actor=actor.key(),
             interaction_id=interaction_id,
             details={"reason": rejection.value},
         )
+        if soon and self._spawn is not None and self._audits_in_flight < AUDITS_IN_FLIGHT_MAX:
+            # the answer does not depend on the audit's commit: written after it, through the
+            # writer; logged first, so a crash before that commit still leaves a trace
+            log.info("refused %s on %s: %s", actor.key(), interaction_id or "-", rejection.value)
+            later = self._audit_later(record)
+            try:
+                self._spawn(later)
+            except RuntimeError:  # the owner takes no more tasks (stopping): write it now
+                later.close()
+            else:
+                self._audits_in_flight += 1
+                return Ack(text=REJECTION_TEXT[rejection], accepted=False)
+        await record
         return Ack(text=REJECTION_TEXT[rejection], accepted=False)
 
-    async def _rejected(self, rejection: Rejection, actor: Actor, interaction: Interaction) -> Ack:
-        ack = await self._reject(rejection, actor, interaction.id)
+    async def _audit_later(self, record: Coroutine[Any, Any, None]) -> None:
+        try:
+            await record
+        except Exception:  # the owner's other tasks must not end with it
+            log.exception("a refused pre-check was answered but not audited")
+        finally:
+            self._audits_in_flight -= 1
+
+    async def _rejected(
+        self, rejection: Rejection, actor: Actor, interaction: Interaction, *, soon: bool = False
+    ) -> Ack:
+        ack = await self._reject(rejection, actor, interaction.id, soon=soon)
         if rejection is Rejection.NOT_OPEN:
             return Ack(text=_not_open(interaction), accepted=False)
         return ack
+
+
+def _rejection(
+    config: Config,
+    view: ClickView,
+    token: ActionToken | None,
+    actor: Actor,
+    conversation: ConversationRef,
+) -> Rejection | None:
+    """Why a click on ``view``'s interaction is refused, or None; pure."""
+    interaction, session = view.interaction, view.session
+    if session is None:  # pragma: no cover - interactions belong to sessions
+        return Rejection.FOREIGN
+    sessions_shown = {session.id} if view.shown_in(conversation) else set()
+    if token is None:
+        # /approve ID names the interaction as it stands now: no epoch of its own
+        token = ActionToken(
+            interaction_id=interaction.id, choice="s", epoch=interaction.runtime_epoch
+        )
+    rejection = check_click(
+        config,
+        token=token,
+        actor=actor,
+        project=session.project,
+        session_id=session.id,
+        sessions_shown=sessions_shown,
+        session_initiator=session.initiator,
+        interaction_epoch=interaction.runtime_epoch,
+        interaction_state=interaction.state,
+    )
+    if rejection in (None, Rejection.NOT_OPEN) and interaction.decision is None:
+        # a request nobody decided whose agent process has ended (orphaned, or about to
+        # be): the token is stale, whatever the state says; a decided one says who decided
+        if view.epoch is None or not view.epoch.is_live:
+            return Rejection.STALE
+    return rejection
 
 
 def _already(exc: AlreadyDecided) -> str:

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from gateway.agents import AgentLauncher
-from gateway.auth import load_or_create_hmac_key
+from gateway.auth import load_or_create_hmac_key, require_callback_room
 from gateway.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.config import Config
 from gateway.control import Control
 from gateway.decisions import DecisionDesk
-from gateway.domain import Decision
+from gateway.domain import ConversationRef, Decision
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
 from gateway.runner import SessionRunner
@@ -51,6 +52,8 @@ class Gateway:
     ) -> None:
         self.config = config
         self.platforms = dict(platforms)
+        for name, platform in self.platforms.items():  # before anything starts
+            require_callback_room(name, platform.limits.callback_max_bytes)
         self.launcher = launcher
         self.data_dir = data_dir or config.gateway.data_dir
         self.clock = clock  # the ledger's times and the expiry policy's: one clock
@@ -83,7 +86,7 @@ class Gateway:
         )
         key = load_or_create_hmac_key(self.data_dir)
         self.broker = Broker(self.store, self.platforms, key, deliverer=self)
-        self.desk = DecisionDesk(self.config, self.store, self.broker, key)
+        self.desk = DecisionDesk(self.config, self.store, self.broker, key, spawn=self._spawn)
         self.control = Control(self)
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
@@ -207,6 +210,20 @@ class Gateway:
     async def on_form(self, form: InboundForm) -> Ack:
         with self.broker.ahead_of_edits():
             return await self.desk.on_form(form)
+
+    async def may_answer(self, action: InboundAction) -> Ack:
+        # reads only, on the ledger's read-only connection: nothing for edits to wait for
+        return await self.desk.may_answer(action)
+
+    async def has_session(self, conversation: ConversationRef) -> bool:
+        return await self.store.peek.has_open_session(conversation)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the engine's task group, which the ledger outlives (a refused
+        pre-check's audit entry); RuntimeError once the group takes no more tasks."""
+        if self._tasks is None:
+            raise RuntimeError("the gateway is not running")
+        self._tasks.create_task(work)
 
     async def on_platform_back(self, platform: str) -> None:
         sent = await self.broker.resend_failed()

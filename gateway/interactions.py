@@ -69,6 +69,7 @@ from gateway.errors import IllegalTransition, InvalidDecision
 
 __all__ = [
     "LIVE_STATES",
+    "SHORT_ID_CHARS",
     "TERMINAL_STATES",
     "DecisionFact",
     "DeliveryFact",
@@ -275,7 +276,10 @@ class Interaction:
 _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # lower case, no i/l/o/u: easy to type
 
 
-def new_short_id(length: int = 10) -> str:
+SHORT_ID_CHARS = 10  # interaction and session ids: what an action token must hold
+
+
+def new_short_id(length: int = SHORT_ID_CHARS) -> str:
     """A random URL-safe id (50 bits at the default length), easy to type in /approve ID."""
     return "".join(secrets.choice(_ID_ALPHABET) for _ in range(length))
 

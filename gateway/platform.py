@@ -43,11 +43,27 @@ __all__ = [
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PlatformLimits:
+    """What a platform takes; the core reads every field (docs/decisions.md).
+
+    - ``callback_max_bytes``: a button's payload; a platform whose payload cannot hold an
+      action token is refused at start (gateway.auth ``require_callback_room``).
+    - ``text_max_chars``: a message's text (split past it).
+    - ``card_max_chars``: a card's body (Discord: 4,096 in an embed, 2,000 in a message);
+      a command or diff that would not fit is attached.
+    - ``ack_deadline_seconds``: how soon a click must be answered. The platform waits for
+      the core's Ack until :func:`gateway.deadline.ack_wait_seconds`, then answers
+      neutrally and lets the card edit carry the outcome; the core is never cancelled.
+    - ``has_private_surface``: whether it can take an answer nobody else sees (a modal, a
+      DM). Without one, a card with a secret question offers no field for it and says where
+      to answer.
+    """
+
     callback_max_bytes: int = 64
     text_max_chars: int = 4096
     ack_deadline_seconds: float = 3.0
     min_edit_interval_seconds: float = 1.0  # stream edits per conversation
     has_private_surface: bool = True
+    card_max_chars: int = 4096
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -112,6 +128,17 @@ class Inbox(Protocol):
     async def on_action(self, action: InboundAction) -> Ack: ...
 
     async def on_form(self, form: InboundForm) -> Ack: ...
+
+    async def may_answer(self, action: InboundAction) -> Ack:
+        """Before opening a form or a prompt for ``action.token``: the checks and audit of a
+        click, no decision. Accepted: open it; refused: show ``text`` and open nothing (a
+        ledger too busy to answer within 2 s is a refusal asking to try again)."""
+        ...
+
+    async def has_session(self, conversation: ConversationRef) -> bool:
+        """Whether ``conversation`` is bound to an open session (a platform may then take
+        bare replies in it without a mention). Never waits behind the ledger's writer."""
+        ...
 
     async def on_platform_back(self, platform: str) -> None:
         """``platform`` reaches its servers again after failing: show what failed to send."""

@@ -8,21 +8,33 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import aiohttp
+
 from adapters.launch import ConfiguredLauncher
 from gateway.agents import AgentLauncher
 from gateway.config import Config
 from gateway.engine import Gateway
+from gateway.platform import PlatformLimits
 from platforms.console.config import ConsoleConfig
-from platforms.console.platform import ConsolePlatform
+from platforms.console.platform import CONSOLE_LIMITS, ConsolePlatform
 from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
 
-__all__ = ["CONSOLE_TABLES", "ConsoleRunning", "console_gateway", "plain_config"]
+__all__ = [
+    "CONSOLE_TABLES",
+    "ConsoleRunning",
+    "client",
+    "console_gateway",
+    "logged_in",
+    "origin",
+    "plain_config",
+]
 
 CONSOLE_TABLES = """
 [platforms.console]
@@ -65,13 +77,14 @@ class ConsoleRunning:
 
 @asynccontextmanager
 async def console_gateway(
-    config: Config, launcher: AgentLauncher | None = None
+    config: Config, launcher: AgentLauncher | None = None, *, limits: PlatformLimits | None = None
 ) -> AsyncIterator[ConsoleRunning]:
+    """The gateway with the console (its own ``limits``, if given) and the memory platform."""
     settings = config.platforms.get("console", ConsoleConfig)
     assert settings is not None
     terminal = io.StringIO()
     memory = MemoryPlatform()
-    console = ConsolePlatform(settings, announce=terminal)
+    console = ConsolePlatform(settings, announce=terminal, limits=limits or CONSOLE_LIMITS)
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
     platforms = {"memory": memory, "console": console}
     # as ``agent-gateway run`` has them: the console serves around the gateway's block (503
@@ -81,3 +94,22 @@ async def console_gateway(
         Gateway(config, platforms=platforms, launcher=agents) as gateway,
     ):
         yield ConsoleRunning(gateway=gateway, memory=memory, console=console, terminal=terminal)
+
+
+def client() -> aiohttp.ClientSession:
+    # unsafe: keep cookies of an IP-address host (127.0.0.1), as a browser does
+    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
+
+
+async def logged_in(http: aiohttp.ClientSession, running: ConsoleRunning) -> str:
+    """Open the console with its token; return the CSRF token of the page."""
+    async with http.get(running.console.login_url) as response:
+        assert response.status == 200
+        page = await response.text()
+    found = re.search(r'name="csrf" value="([^"]+)"', page)
+    assert found is not None
+    return found.group(1)
+
+
+def origin(running: ConsoleRunning) -> dict[str, str]:
+    return {"Origin": running.console.url.rstrip("/"), "Accept": "application/json"}

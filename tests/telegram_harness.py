@@ -39,7 +39,7 @@ from gateway.store import SessionRecord
 from platforms.registry import parse_config
 from platforms.telegram.config import TelegramConfig
 from platforms.telegram.outbox import Pace
-from platforms.telegram.platform import TelegramPlatform
+from platforms.telegram.platform import TELEGRAM_LIMITS, TelegramPlatform
 from tests.codex_env import CodexHome
 from tests.servers.fake_telegram import TOKEN, FakeTelegram, Sent
 from tests.servers.telegram_people import (
@@ -156,6 +156,12 @@ class FlakyInbox:
             self.failures["form"] += 1
             raise StoreError("ledger error: database is locked")
         return await self.gateway.on_form(form)
+
+    async def may_answer(self, action: InboundAction) -> Ack:
+        return await self.gateway.may_answer(action)
+
+    async def has_session(self, conversation: ConversationRef) -> bool:
+        return await self.gateway.has_session(conversation)
 
     async def on_platform_back(self, platform: str) -> None:
         await self.gateway.on_platform_back(platform)
@@ -280,13 +286,14 @@ async def on_telegram(
     pace: Pace | None = None,
     webhook_socket: socket.socket | None = None,
     inbox: Callable[[Inbox], Inbox] | None = None,
+    limits: PlatformLimits = TELEGRAM_LIMITS,
 ) -> AsyncIterator[OnTelegram]:
     """The platform around the gateway, as ``agent-gateway run`` has them; with ``inbox``,
     the platform hands its updates to ``inbox(gateway)``."""
     settings = config.platforms.get("telegram", TelegramConfig)
     assert settings is not None
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
-    platform = TelegramPlatform(settings, pace=pace, webhook_socket=webhook_socket)
+    platform = TelegramPlatform(settings, pace=pace, webhook_socket=webhook_socket, limits=limits)
     async with platform as telegram:
         seen = telegram if inbox is None else InboxBetween(telegram, inbox)
         async with Gateway(config, platforms={"telegram": seen}, launcher=agents) as gateway:

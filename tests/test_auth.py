@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gateway.auth import (
+    LONGEST_TOKEN_BYTES,
     REJECTION_TEXT,
     TOKEN_MAX_BYTES,
     ActionToken,
@@ -18,6 +19,8 @@ from gateway.auth import (
     load_or_create_hmac_key,
     may_decide,
     may_talk,
+    require_callback_room,
+    token_bytes,
     token_factory,
     verify_token,
 )
@@ -72,6 +75,26 @@ def test_tokens_fit_telegram_callback_data_for_long_ids() -> None:
         ActionToken.for_submit(uuid_hex, 99_999_999),
     ):
         assert len(encode_token(KEY, token).encode()) <= TOKEN_MAX_BYTES
+
+
+def test_a_token_is_32_bytes_more_than_its_id_and_fits_the_platform_or_is_refused() -> None:
+    assert LONGEST_TOKEN_BYTES == token_bytes(10) == 42  # the ledger's ids are 10 characters
+    longest = ActionToken.for_option("k3m9x2p7qa", 99, 99, 99_999_999)
+    assert len(encode_token(KEY, longest)) == LONGEST_TOKEN_BYTES
+    assert encode_token(KEY, longest, max_bytes=42) == encode_token(KEY, longest)
+    with pytest.raises(ValueError, match="more than 41"):
+        encode_token(KEY, longest, max_bytes=41)
+    make = token_factory(KEY, "k3m9x2p7qa", 99_999_999, max_bytes=41)
+    assert len(make("0")) <= 41  # a shorter choice fits...
+    with pytest.raises(ValueError, match="more than 41"):
+        make("q99.99")  # ...the longest does not: the tag is never shortened
+
+
+def test_a_platform_whose_payload_cannot_hold_every_token_is_refused() -> None:
+    require_callback_room("telegram", 64)
+    require_callback_room("tight", 42)
+    with pytest.raises(ConfigError, match="platform tight takes button payloads of 41 bytes"):
+        require_callback_room("tight", 41)
 
 
 def test_an_id_too_long_to_fit_is_refused_when_encoding() -> None:

@@ -379,3 +379,25 @@ def test_an_authentication_request_is_not_rendered_as_a_form() -> None:
     assert card.actions == ()
     assert card.form is None
     assert "not supported in chat" in card.status_line
+
+
+def test_without_a_private_surface_a_secret_is_answered_where_it_stays_private() -> None:
+    questions = (Question(id="pw", header="Password", text="The staging password?", secret=True),)
+    item = interaction(kind=InteractionKind.QUESTION, detail=None, actions=(), questions=questions)
+    kept = render_interaction(item, token_for=token_factory(KEY, item.id, item.runtime_epoch))
+    assert kept.form is not None  # a private surface (a modal, a DM) takes it
+    card = render_interaction(
+        item,
+        token_for=token_factory(KEY, item.id, item.runtime_epoch),
+        private_surface=False,
+        private_places=("console", "telegram"),
+    )
+    assert card.form is None
+    assert card.blocks[-2:] == (
+        FieldsBlock(fields=(("Password", "The staging password?"),)),
+        TextBlock(
+            text="🔒 This asks for a secret answer, which is never typed here: answer it where"
+            " it stays private (console, telegram)."
+        ),
+    )
+    assert card.status_line == "Waiting for an answer"

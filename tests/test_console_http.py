@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -30,7 +29,14 @@ from gateway.domain import (
     Question,
 )
 from gateway.interactions import Interaction, InteractionEvent
-from tests.console_harness import ConsoleRunning, console_gateway, plain_config
+from tests.console_harness import (
+    ConsoleRunning,
+    client,
+    console_gateway,
+    logged_in,
+    origin,
+    plain_config,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -84,25 +90,6 @@ async def ask(running: ConsoleRunning, request: InteractionRequest) -> Interacti
         session.id, pid=None, pgid=None, process_start_time=None
     )
     return await gateway.broker.open(session.id, epoch, request, turn_id=None)
-
-
-def client() -> aiohttp.ClientSession:
-    # unsafe: keep cookies of an IP-address host (127.0.0.1), as a browser does
-    return aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True))
-
-
-async def logged_in(http: aiohttp.ClientSession, running: ConsoleRunning) -> str:
-    """Open the console with its token; return the CSRF token of the page."""
-    async with http.get(running.console.login_url) as response:
-        assert response.status == 200
-        page = await response.text()
-    found = re.search(r'name="csrf" value="([^"]+)"', page)
-    assert found is not None
-    return found.group(1)
-
-
-def origin(running: ConsoleRunning) -> dict[str, str]:
-    return {"Origin": running.console.url.rstrip("/"), "Accept": "application/json"}
 
 
 async def test_everything_is_refused_without_the_token(running: ConsoleRunning) -> None:

@@ -15,10 +15,11 @@ import pytest
 
 from gateway.domain import Answer, InteractionKind, InteractionRequest, Option, Question
 from tests.scripted_launcher import ScriptedLauncher
-from tests.servers.fake_telegram import FakeTelegram
+from tests.servers.fake_telegram import FakeTelegram, Sent
 from tests.telegram_harness import (
     ALICE,
     BOB,
+    CAROL,
     GROUP,
     GROUP_ID,
     OnTelegram,
@@ -222,3 +223,40 @@ async def test_a_secret_is_asked_in_a_private_chat_deleted_once_read_and_never_s
         assert "(secret, not shown)" in card.text
         interaction = (await tg.gateway.store.interactions.list_recent(limit=1))[0]
         assert "hunter2" not in repr(interaction)
+
+
+async def test_no_prompt_is_sent_to_someone_who_may_not_answer(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    """Carol may talk to the project, not decide: "Other…" and the secret's private chat are
+    refused by the core's pre-check (audited), and no ForceReply prompt reaches her."""
+
+    def prompts() -> list[Sent]:
+        chats = (GROUP_ID, CAROL.id)
+        return [m for chat in chats for m in tg.fake.bot_messages(chat) if m.force_reply]
+
+    async with scripted(fake_telegram, tmp_path) as tg:
+        await tg.say(CAROL, "/start")  # her private chat is open: a prompt could go there
+        await tg.bot_message(CAROL.id, lambda m: m.text.startswith("Commands:"))
+        await tg.say(ALICE, "ask-multi", chat=GROUP)
+        card = await tg.card(GROUP_ID)
+        refused = await tg.press(CAROL, card, "Other…")
+        assert refused["text"] == "You may not decide this request."
+        assert refused["show_alert"] in (True, "true")
+        assert prompts() == []
+        # the one who may answer gets her prompt, and answers
+        await tg.press(ALICE, card, "Other…")
+        [prompt] = await tg.fake.wait_for(lambda: prompts() or None)
+        assert "@alice" in prompt.text
+        await tg.press(ALICE, card, "☐ Red")
+        await tg.fake.wait_for(lambda: "☑ Red" in [b["text"] for b in card.buttons])
+        await tg.press(ALICE, card, "Submit")
+        await tg.fake.wait_for(lambda: card.markup is None and "Answered" in card.text)
+
+        await tg.say(ALICE, "ask-secret", chat=GROUP)
+        secret = await tg.card(GROUP_ID, lambda m: "private chat" in str(m.buttons))
+        also = await tg.press(CAROL, secret, "private chat")
+        assert also["text"] == "You may not decide this request."
+        assert prompts() == [prompt]
+        audited = await tg.gateway.store.audit.entries(event="click.rejected")
+        assert [e.details["reason"] for e in audited] == ["not_approver", "not_approver"]

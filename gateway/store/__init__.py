@@ -2,6 +2,7 @@
 
 Modules: ``store`` (opening), ``database`` (the connection, transactions, clock),
 ``datadir`` (0700, not inside a work dir, one gateway at a time: ``hold_data_dir``),
+``clicks`` (what a click is checked against, in one read, on either connection),
 ``migrations`` (the schema), ``codec`` (JSON columns, secret redaction), ``records`` (what is
 returned), and one module per concern: ``sessions``, ``turns``, ``prompts``, ``ledger``
 (interactions), ``cards``, ``audit``.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from gateway.store.audit import AuditLog
 from gateway.store.cards import CardCopies
+from gateway.store.clicks import ClickView, ClickViews
 from gateway.store.codec import SECRET_MARKER
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import LOCK_FILE, check_data_dir, hold_data_dir, prepare_data_dir
@@ -45,6 +47,8 @@ __all__ = [
     "AuditLog",
     "CardCopies",
     "CardCopy",
+    "ClickView",
+    "ClickViews",
     "Clock",
     "CopyState",
     "EnqueueOutcome",

@@ -1,10 +1,12 @@
-"""The one connection to the ledger, its lock, and the helpers every table module shares.
+"""The connections to the ledger, the writer's lock, and the helpers every table module shares.
 
 Every public store method is one plain function of the ``sqlite3`` connection, run whole on
 aiosqlite's thread by :meth:`Database.write` (in a ``BEGIN IMMEDIATE`` transaction) or
 :meth:`Database.read`, under one ``asyncio.Lock``: the gateway has a single writer, and no
-method ever sees another's half-done work. ``sqlite3`` errors are translated to
-:class:`~gateway.errors.StoreError` here, chained.
+method ever sees another's half-done work. Beside it, :class:`ReadOnlyDatabase` is a second
+connection, opened read-only on a thread of its own, for the few reads that must answer while
+the writer is busy (WAL: a reader never waits for a writer). ``sqlite3`` errors are
+translated to :class:`~gateway.errors.StoreError` here, chained.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import aiosqlite
 
@@ -25,6 +27,8 @@ from gateway.errors import StoreError
 __all__ = [
     "Clock",
     "Database",
+    "ReadOnlyDatabase",
+    "Reader",
     "conversation_from_row",
     "conversation_params",
     "fetch_all",
@@ -116,25 +120,10 @@ class Database:
         runner: Callable[[sqlite3.Connection, Callable[[sqlite3.Connection], T], _Ticket], T],
         work: Callable[[sqlite3.Connection], T],
     ) -> T:
-        ticket = _Ticket()
         async with self._lock:
             if self._closed:  # aiosqlite would raise a bare ValueError
                 raise StoreError("the ledger is closed")
-            try:
-                # aiosqlite's Connection._execute runs a callable on its thread (private:
-                # its version range is pinned in pyproject.toml, docs/decisions.md).
-                result: T = await self._conn._execute(  # type: ignore[no-untyped-call]
-                    runner, self._conn._conn, work, ticket
-                )
-                return result
-            except sqlite3.Error as exc:
-                raise StoreError(f"ledger error: {exc}") from exc
-            except BaseException:
-                # Cancelled: the function may be queued or running on the database thread.
-                # Queued, it is skipped; running, it ends (commits or rolls back) on its own,
-                # and the next transaction queues behind it: none is ever left open.
-                ticket.cancelled = True
-                raise
+            return await _on_thread(self._conn, runner, work)
 
     def audit(
         self,
@@ -162,6 +151,61 @@ class Database:
         )
 
 
+class Reader(Protocol):
+    """What runs a read: the writer's connection (:class:`Database`) or the read-only one."""
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+
+
+class ReadOnlyDatabase:
+    """A second connection, opened read-only (``mode=ro``), with its own aiosqlite thread.
+
+    WAL lets it read while the writer writes: a read here never waits for the writer's lock,
+    its thread or its transaction, and sees what was committed when the read began. Each read
+    is one deferred transaction, so its SELECTs share one snapshot (on this connection the
+    writer may commit between two statements; the writer's own reads need no BEGIN because its
+    lock rules that out). Nothing can be written through it: SQLite refuses.
+    """
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._closed = False
+
+    def close(self) -> None:
+        """Refuse every later call with StoreError (the connection is being closed)."""
+        self._closed = True
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``work``'s SELECTs in one snapshot, on this connection's thread."""
+        if self._closed:
+            raise StoreError("the ledger is closed")
+        return await _on_thread(self._conn, _snapshot, work)
+
+
+async def _on_thread(
+    conn: aiosqlite.Connection,
+    runner: Callable[[sqlite3.Connection, Callable[[sqlite3.Connection], T], _Ticket], T],
+    work: Callable[[sqlite3.Connection], T],
+) -> T:
+    """Run ``runner(work)`` on ``conn``'s thread, in one trip; errors become StoreError."""
+    ticket = _Ticket()
+    try:
+        # aiosqlite's Connection._execute runs a callable on its thread (private: its
+        # version range is pinned in pyproject.toml, docs/decisions.md).
+        result: T = await conn._execute(  # type: ignore[no-untyped-call]
+            runner, conn._conn, work, ticket
+        )
+        return result
+    except sqlite3.Error as exc:
+        raise StoreError(f"ledger error: {exc}") from exc
+    except BaseException:
+        # Cancelled: the function may be queued or running on the database thread.
+        # Queued, it is skipped; running, it ends (commits or rolls back) on its own,
+        # and the next transaction queues behind it: none is ever left open.
+        ticket.cancelled = True
+        raise
+
+
 class _Ticket:
     """Set from the event loop when the awaiter is cancelled; read on the database thread."""
 
@@ -179,6 +223,21 @@ def _bare(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], tic
     if ticket.cancelled:
         raise _Skipped
     return work(conn)
+
+
+def _snapshot(
+    conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], ticket: _Ticket
+) -> T:
+    """On the read-only connection's thread: BEGIN (deferred), ``work``, then end it."""
+    if ticket.cancelled:
+        raise _Skipped
+    conn.execute("BEGIN")
+    try:
+        return work(conn)
+    finally:
+        if conn.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # nothing was written: nothing to keep
+                conn.execute("ROLLBACK")
 
 
 def _in_transaction(

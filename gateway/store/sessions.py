@@ -20,7 +20,7 @@ from gateway.store.database import (
 )
 from gateway.store.records import EpochRecord, SessionRecord
 
-__all__ = ["SessionLedger", "bindings_of"]
+__all__ = ["SessionLedger", "bindings_of", "epoch_of", "session_by_id", "session_of"]
 
 _SESSION_COLUMNS = (
     "id, project, agent_kind, native_session_id, created_at, current_epoch, closed_at,"
@@ -68,12 +68,7 @@ class SessionLedger:
         return await self._db.write(create)
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        row = await self._db.read(
-            lambda conn: fetch_one(
-                conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-            )
-        )
-        return None if row is None else _session_from_row(row)
+        return await self._db.read(lambda conn: session_by_id(conn, session_id))
 
     async def list_sessions(
         self, *, project: str | None = None, include_closed: bool = False
@@ -209,14 +204,7 @@ class SessionLedger:
         return await self._db.write(end_epoch)
 
     async def get_epoch(self, session_id: str, epoch: int) -> EpochRecord | None:
-        row = await self._db.read(
-            lambda conn: fetch_one(
-                conn,
-                f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
-                (session_id, epoch),
-            )
-        )
-        return None if row is None else _epoch_from_row(row)
+        return await self._db.read(lambda conn: epoch_of(conn, session_id, epoch))
 
     async def live_epochs(self) -> list[EpochRecord]:
         """Epochs never ended: after a crash, the processes a restart must find and end."""
@@ -257,16 +245,7 @@ class SessionLedger:
 
     async def lookup(self, conversation: ConversationRef) -> SessionRecord | None:
         """The conversation's current session, if it has one."""
-        row = await self._db.read(
-            lambda conn: fetch_one(
-                conn,
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
-                " FROM conversations"
-                " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
-                conversation_params(conversation),
-            )
-        )
-        return None if row is None else _session_from_row(row)
+        return await self._db.read(lambda conn: session_of(conn, conversation))
 
     # --- routes ------------------------------------------------------------------------
 
@@ -300,6 +279,34 @@ class SessionLedger:
     async def list_bindings(self, session_id: str) -> list[ConversationRef]:
         """Every conversation that shows the session, in the order they were bound."""
         return await self._db.read(lambda conn: bindings_of(conn, session_id))
+
+
+def session_by_id(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+    """``SessionLedger.get`` inside a caller's read or transaction."""
+    row = fetch_one(conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+    return None if row is None else _session_from_row(row)
+
+
+def session_of(conn: sqlite3.Connection, conversation: ConversationRef) -> SessionRecord | None:
+    """``SessionLedger.lookup`` inside a caller's read or transaction."""
+    row = fetch_one(
+        conn,
+        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
+        " FROM conversations"
+        " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
+        conversation_params(conversation),
+    )
+    return None if row is None else _session_from_row(row)
+
+
+def epoch_of(conn: sqlite3.Connection, session_id: str, epoch: int) -> EpochRecord | None:
+    """``SessionLedger.get_epoch`` inside a caller's read or transaction."""
+    row = fetch_one(
+        conn,
+        f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+        (session_id, epoch),
+    )
+    return None if row is None else _epoch_from_row(row)
 
 
 def bindings_of(conn: sqlite3.Connection, session_id: str) -> list[ConversationRef]:

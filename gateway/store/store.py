@@ -7,13 +7,15 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 import aiosqlite
 
 from gateway.errors import StoreError
 from gateway.store.audit import AuditLog
 from gateway.store.cards import CardCopies
-from gateway.store.database import Clock, Database, utc_now
+from gateway.store.clicks import ClickViews
+from gateway.store.database import Clock, Database, ReadOnlyDatabase, utc_now
 from gateway.store.datadir import check_data_dir, prepare_data_dir
 from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
@@ -25,12 +27,14 @@ __all__ = ["DATABASE_FILE", "Store"]
 
 DATABASE_FILE = "ledger.sqlite3"
 BUSY_TIMEOUT_MS = 5000  # another process (``agent-gateway ledger``) may hold a lock briefly
+READER_BUSY_TIMEOUT_MS = 1000  # a WAL reader waits only while a crashed writer's log is recovered
 
 
 class Store:
     """The SQLite ledger, opened with ``async with Store.open(data_dir) as store``.
 
-    One connection serves every call; each public method of its parts is one transaction:
+    One connection (``store.writer``) serves every call; each public method of its parts is
+    one transaction:
 
     - ``store.sessions``: sessions, runtime epochs, conversation bindings
     - ``store.turns``: turns
@@ -38,6 +42,11 @@ class Store:
     - ``store.interactions``: interactions, decisions, deliveries, resolutions, grants
     - ``store.cards``: every copy of every interaction card
     - ``store.audit``: the audit log
+    - ``store.clicks``: what a click is checked against, in one read
+
+    ``store.peek`` are the same reads as ``store.clicks`` through a second, read-only
+    connection (``store.reader``), which never waits behind the writer: what must answer
+    within a platform's deadline while a long write runs (``Inbox.may_answer``).
 
     At start-up, before anything resumes: for each of ``sessions.live_epochs()`` end the
     leftover process (pid, pgid and start time are recorded), then ``sessions.end_epoch``
@@ -46,14 +55,18 @@ class Store:
     ``cards.list_outdated()`` and resend ``cards.list_failed()``.
     """
 
-    def __init__(self, db: Database, path: Path) -> None:
+    def __init__(self, db: Database, path: Path, reader: ReadOnlyDatabase) -> None:
         self.path = path
+        self.writer = db
+        self.reader = reader
         self.sessions = SessionLedger(db)
         self.turns = TurnLedger(db)
         self.prompts = PromptQueue(db)
         self.interactions = InteractionLedger(db)
         self.cards = CardCopies(db)
         self.audit = AuditLog(db)
+        self.clicks = ClickViews(db)
+        self.peek = ClickViews(reader)
 
     @classmethod
     @asynccontextmanager
@@ -69,7 +82,8 @@ class Store:
 
         The data dir is refused if it lies inside any of ``work_dirs``, created 0700 (or
         tightened to it), and the database file is created 0600. WAL journal,
-        ``synchronous=NORMAL``, foreign keys on. ``clock`` returns aware datetimes.
+        ``synchronous=NORMAL``, foreign keys on. ``clock`` returns aware datetimes. The
+        read-only connection is opened once the schema is migrated, and closed first.
         """
         check_data_dir(data_dir, work_dirs)
         path = prepare_data_dir(data_dir) / DATABASE_FILE
@@ -83,13 +97,38 @@ class Store:
             conn.row_factory = sqlite3.Row
             await _configure(conn)
             await apply_migrations(conn, migrations, now=db.now())
-            yield cls(db, path)
+            async with _read_only(path) as reader:
+                yield cls(db, path, reader)
         finally:
             db.close()
             try:
                 await conn.close()
             except sqlite3.Error as exc:
                 raise StoreError(f"cannot close the ledger {path}: {exc}") from exc
+
+
+@asynccontextmanager
+async def _read_only(path: Path) -> AsyncIterator[ReadOnlyDatabase]:
+    """The second connection: ``mode=ro`` (SQLite refuses any write through it)."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    try:
+        conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the ledger {path} to read: {exc}") from exc
+    reader = ReadOnlyDatabase(conn)
+    try:
+        conn.row_factory = sqlite3.Row
+        try:
+            await conn.execute(f"PRAGMA busy_timeout = {READER_BUSY_TIMEOUT_MS}")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot configure the ledger's reader: {exc}") from exc
+        yield reader
+    finally:
+        reader.close()
+        try:
+            await conn.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot close the ledger's reader {path}: {exc}") from exc
 
 
 def _create_private_file(path: Path) -> None:

@@ -58,7 +58,8 @@ __all__ = ["CONSOLE_LIMITS", "ConsolePlatform"]
 
 CONSOLE_LIMITS = PlatformLimits(
     callback_max_bytes=64,
-    text_max_chars=100_000,  # a page shows a long diff whole; past this it is attached
+    text_max_chars=100_000,
+    card_max_chars=100_000,  # a page shows a long diff whole; past this it is attached
     ack_deadline_seconds=10.0,
     min_edit_interval_seconds=0.25,
     has_private_surface=True,
@@ -68,7 +69,6 @@ SHUTDOWN_SECONDS = 2.0
 
 class ConsolePlatform:
     name = PLATFORM
-    limits = CONSOLE_LIMITS
 
     def __init__(
         self,
@@ -76,8 +76,10 @@ class ConsolePlatform:
         *,
         announce: TextIO | None = sys.stderr,
         token: str | None = None,
+        limits: PlatformLimits = CONSOLE_LIMITS,
     ) -> None:
         self.settings = settings
+        self.limits = limits
         identity = settings.actor()
         self.actor = Actor(
             platform=identity.platform, user_id=identity.user_id, display=settings.identity

@@ -12,20 +12,24 @@
 Every request passes :func:`_guard` first (Host, token or cookie, and for a POST the
 Origin and the CSRF token; see ``security.py``). A POST answers JSON to the page's script
 (``Accept: application/json``) and otherwise redirects back with a notice, so that the
-console also works without JavaScript.
+console also works without JavaScript. A click or form the core has not answered within the
+console's ack deadline (less a margin) is answered "Received" at once, and the card on the
+page shows the outcome (gateway/deadline.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 from aiohttp import web
 from multidict import MultiDictProxy
 
+from gateway.deadline import RECEIVED, answer_in_time
 from gateway.domain import ConversationRef
 from gateway.errors import StoreError
 from gateway.interactions import Interaction
@@ -56,6 +60,8 @@ if TYPE_CHECKING:
     from gateway.engine import Gateway
 
 __all__ = ["build_app"]
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 CONSOLE = web.AppKey("console", ConsolePlatform)
@@ -355,7 +361,7 @@ async def _target(request: web.Request) -> tuple[Interaction, ConversationRef] |
     return interaction, conversation
 
 
-async def _act(request: web.Request) -> web.Response:
+async def _act(request: web.Request) -> web.StreamResponse:
     console, gateway, _ = _parts(request)
     target = await _target(request)
     if isinstance(target, Ack):
@@ -363,10 +369,10 @@ async def _act(request: web.Request) -> web.Response:
     _, conversation = target
     token = _field(request, "token")
     action = InboundAction(conversation=conversation, actor=console.actor, token=token)
-    return _answer(request, await gateway.on_action(action))
+    return await _in_time(request, gateway.on_action(action))
 
 
-async def _form(request: web.Request) -> web.Response:
+async def _form(request: web.Request) -> web.StreamResponse:
     console, gateway, _ = _parts(request)
     target = await _target(request)
     if isinstance(target, Ack):
@@ -384,4 +390,34 @@ async def _form(request: web.Request) -> web.Response:
         answers=answers_from_form(interaction.questions, values),
         private=True,  # the console is a private surface: secret answers are taken here
     )
-    return _answer(request, await gateway.on_form(submitted))
+    return await _in_time(request, gateway.on_form(submitted))
+
+
+async def _in_time(request: web.Request, work: Coroutine[Any, Any, Ack]) -> web.StreamResponse:
+    """The ack deadline rule (gateway/deadline.py): the core's Ack within the console's
+    wait, else RECEIVED, sent at once; the core's work goes on in this handler (the card on
+    the page shows what it did), and a refusal that comes late is a notice on the next page."""
+    console, _, browser = _parts(request)
+    sent: list[web.StreamResponse] = []
+
+    async def answer(ack: Ack) -> None:
+        response = _answer(request, ack)
+        sent.append(response)
+        if ack is RECEIVED:  # the handler returns later: the response goes now
+            response.headers.update(_HEADERS)
+            try:
+                await response.prepare(request)
+                await response.write_eof()
+            except ConnectionResetError:
+                pass  # the page is gone; the decision is not
+
+    try:
+        ack = await answer_in_time(work, console.limits, answer)
+    except Exception:
+        if not sent or not sent[0].prepared:
+            raise  # nothing answered yet: the guard answers the error
+        log.exception("a click answered %r failed in the core", RECEIVED.text)
+        return sent[0]
+    if sent[0].prepared and not ack.accepted:
+        browser.notify(ack.text)
+    return sent[0]

@@ -16,19 +16,26 @@ so that they never collide with the earlier process's ids.
 Like every platform it stops taking input when the gateway stops (``stop_input``, before the
 gateway's runners stop): from then on what a person does is refused with PlatformError,
 while the gateway may still send and edit. Attaching it to a gateway again takes input again.
+
+A click or a form is answered by the ack deadline rule (gateway/deadline.py): the core's Ack
+if it comes within ``ack_wait_seconds(limits)``, else the neutral ``RECEIVED``; the core's
+work then goes on in a task this platform owns, awaited by ``stop_input`` (its late Ack is
+kept in :attr:`MemoryPlatform.late`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from gateway.cards import Card
+from gateway.cards import Card, card_text_length
 from gateway.commands import slash
+from gateway.deadline import RECEIVED, ack_wait_seconds
 from gateway.domain import Actor, Answer, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import (
@@ -47,6 +54,8 @@ from gateway.store import SessionRecord
 __all__ = ["MemoryPlatform", "Rendered"]
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+STOP_GRACE_SECONDS = 10.0  # for the core's work on clicks answered "received"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -85,6 +94,9 @@ class MemoryPlatform:
         self._id_prefix = id_prefix
         self._messages: dict[str, Rendered] = {}
         self._changed = asyncio.Condition()
+        self._acting: set[asyncio.Task[Ack]] = set()  # the core's work on clicks, until done
+        self._waiting: set[asyncio.Task[Ack]] = set()  # ... whose click still waits for it
+        self.late: list[Ack] = []  # the core's Acks that came after the neutral answer
 
     # --- lifetime (nothing to connect to) --------------------------------------------------
 
@@ -108,8 +120,15 @@ class MemoryPlatform:
         self._taking_input = True
 
     async def stop_input(self) -> None:
-        """The gateway is stopping: refuse what people do from now on."""
+        """The gateway is stopping: refuse what people do from now on, and let the core
+        finish the clicks already answered (at most :data:`STOP_GRACE_SECONDS`)."""
         self._taking_input = False
+        if self._acting:
+            _, left = await asyncio.wait(set(self._acting), timeout=STOP_GRACE_SECONDS)
+            for task in left:
+                task.cancel()
+            if left:
+                await asyncio.wait(left)
 
     # --- the platform contract ----------------------------------------------------------
 
@@ -173,10 +192,17 @@ class MemoryPlatform:
         await self._inbox_or_fail().on_message(message)
 
     async def click(self, conversation: ConversationRef, actor: Actor, token: str) -> Ack:
+        """What the person sees: the core's Ack, or past the deadline ``RECEIVED``."""
         self._check_callback(token)
         action = InboundAction(conversation=conversation, actor=actor, token=token)
-        async with asyncio.timeout(self.limits.ack_deadline_seconds):
-            return await self._inbox_or_fail().on_action(action)
+        return await self._answer(self._inbox_or_fail().on_action(action))
+
+    async def open_form(self, conversation: ConversationRef, actor: Actor, token: str) -> Ack:
+        """Press a button that opens a form: the core's pre-check (``Inbox.may_answer``);
+        accepted, the form would open."""
+        self._check_callback(token)
+        action = InboundAction(conversation=conversation, actor=actor, token=token)
+        return await self._inbox_or_fail().may_answer(action)
 
     async def submit(
         self,
@@ -191,8 +217,7 @@ class MemoryPlatform:
         form = InboundForm(
             conversation=conversation, actor=actor, token=token, answers=answers, private=private
         )
-        async with asyncio.timeout(self.limits.ack_deadline_seconds):
-            return await self._inbox_or_fail().on_form(form)
+        return await self._answer(self._inbox_or_fail().on_form(form))
 
     # --- what a test reads ----------------------------------------------------------------
 
@@ -219,6 +244,32 @@ class MemoryPlatform:
                 await self._changed.wait()
 
     # --- internals ------------------------------------------------------------------------
+
+    async def _answer(self, work: Coroutine[Any, Any, Ack]) -> Ack:
+        """The ack deadline rule: the core's Ack within the wait, else RECEIVED; the core's
+        work is never cancelled by the deadline (nor by a caller that gives up: it is ours)."""
+        task = asyncio.create_task(work)
+        self._acting.add(task)
+        self._waiting.add(task)
+        task.add_done_callback(self._settled)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=ack_wait_seconds(self.limits))
+        finally:
+            self._waiting.discard(task)
+        if not done:
+            return RECEIVED
+        return task.result()
+
+    def _settled(self, task: asyncio.Task[Ack]) -> None:
+        """A click's work ended: if nobody waits for it any more, keep its late Ack."""
+        self._acting.discard(task)
+        if task in self._waiting or task.cancelled():
+            return  # the click returns its Ack (or raises its error) itself
+        error = task.exception()
+        if error is not None:
+            log.error("a click answered %r failed in the core", RECEIVED.text, exc_info=error)
+        else:
+            self.late.append(task.result())
 
     def _inbox_or_fail(self) -> Inbox:
         if self._inbox is None:
@@ -248,7 +299,9 @@ class MemoryPlatform:
     def _check_card(self, card: Card) -> None:
         for action in card.actions:
             self._check_callback(action.token)
-        self._check_text(card.title + card.summary)
+        length = card_text_length(card)
+        if length > self.limits.card_max_chars:
+            raise PlatformError(f"card of {length} chars exceeds {self.limits.card_max_chars}")
 
     def _new_id(self) -> str:
         return f"{self._id_prefix}{next(self._ids)}"

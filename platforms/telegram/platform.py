@@ -62,7 +62,7 @@ from platforms.telegram.render import Button, RenderedCard, render_card
 from platforms.telegram.updates import UpdateHandler
 from platforms.telegram.webhook import WebhookReceiver
 
-__all__ = ["MENU", "TelegramPlatform"]
+__all__ = ["MENU", "TELEGRAM_LIMITS", "TelegramPlatform"]
 
 log = logging.getLogger(__name__)
 
@@ -88,15 +88,18 @@ class _Receiver(Protocol):
     def stop(self) -> None: ...
 
 
+TELEGRAM_LIMITS = PlatformLimits(
+    callback_max_bytes=64,
+    text_max_chars=4096,
+    card_max_chars=4096,  # a card is one message
+    ack_deadline_seconds=10.0,
+    min_edit_interval_seconds=1.0,
+    has_private_surface=True,  # a private chat with the bot
+)
+
+
 class TelegramPlatform:
     name = PLATFORM
-    limits = PlatformLimits(
-        callback_max_bytes=64,
-        text_max_chars=4096,
-        ack_deadline_seconds=10.0,
-        min_edit_interval_seconds=1.0,
-        has_private_surface=True,
-    )
 
     def __init__(
         self,
@@ -104,7 +107,9 @@ class TelegramPlatform:
         *,
         pace: Pace | None = None,
         webhook_socket: socket.socket | None = None,
+        limits: PlatformLimits = TELEGRAM_LIMITS,
     ) -> None:
+        self.limits = limits
         # PTB 22 warns on every 429 unless time periods are timedelta (its next default);
         # outbox.retry_seconds reads either form
         os.environ.setdefault("PTB_TIMEDELTA", "1")
@@ -223,7 +228,12 @@ class TelegramPlatform:
         await self._attached.wait()
         assert self._inbox is not None and self.me is not None
         handler = UpdateHandler(
-            bot=self.me, config=self._config, forms=self.forms, replies=self, inbox=self._inbox
+            bot=self.me,
+            config=self._config,
+            forms=self.forms,
+            replies=self,
+            inbox=self._inbox,
+            limits=self.limits,
         )
         receiver: _Receiver
         if self._config.mode == "webhook":
@@ -405,7 +415,7 @@ class TelegramPlatform:
 
     @property
     def _max_chars(self) -> int:
-        return self.limits.text_max_chars
+        return self.limits.card_max_chars
 
     def _check_length(self, text: str) -> None:
         if not text.strip() or len(text) > self.limits.text_max_chars:

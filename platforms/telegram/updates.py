@@ -4,7 +4,13 @@ Decide, then act. A callback is matched against the card it was clicked on: an a
 action token, or a direct question's option token, goes to the core as it is
 (``Inbox.on_action``); a form's option toggles, "other", next, back and skip move the
 clicking person's own draft (forms.py); Submit hands the draft to ``Inbox.on_form``. Every
-callback is answered (answerCallbackQuery) with what happened, rejections included.
+callback is answered (answerCallbackQuery) with what happened, rejections included. A
+ForceReply prompt is sent only to someone the core says may answer (``Inbox.may_answer``).
+
+The ack deadline rule (gateway/deadline.py): a click the core has not answered within the
+platform's deadline, less a margin, is answered "Received: the card will show the outcome";
+the core's work goes on (this handler awaits it), the card edit shows what it did, and a
+refusal that comes late is said under the card.
 
 When the core could not take an update (the ledger busy or closing, a bug), ``handle`` raises
 and has answered nothing: the update is not confirmed, Telegram gives it again (taking.py),
@@ -21,14 +27,16 @@ once read and never echoed); any other message is a normal prompt, handed to
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
 from telegram import CallbackQuery, Chat, Message, Update, User
 
 from gateway.commands import NotForUs, parse_chat_text
-from gateway.domain import Actor
+from gateway.deadline import answer_in_time
+from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
-from gateway.platform import InboundAction, InboundForm, InboundMessage, Inbox
+from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, PlatformLimits
 from platforms.telegram.config import GroupMode, TelegramConfig
 from platforms.telegram.forms import (
     Form,
@@ -97,12 +105,14 @@ class UpdateHandler:
         forms: FormRegistry,
         replies: Replies,
         inbox: Inbox,
+        limits: PlatformLimits,
     ) -> None:
         self._bot = bot
         self._config = config
         self._forms = forms
         self._out = replies
         self._inbox = inbox
+        self._limits = limits
 
     async def handle(self, update: Update) -> None:
         """Act on ``update``; raises, having answered nothing, when it could not be taken."""
@@ -222,10 +232,30 @@ class UpdateHandler:
             if data == form.submit_token:
                 await self._act(form_key, form, actor, form.submit(actor), callback=query.id)
                 return
-        ack = await self._inbox.on_action(
-            InboundAction(conversation=conversation, actor=actor, token=data)
-        )
-        await self._out.answer(query.id, ack.text, alert=not ack.accepted)
+        action = InboundAction(conversation=conversation, actor=actor, token=data)
+        await self._in_time(self._inbox.on_action(action), query.id, actor, form_key, conversation)
+
+    async def _in_time(
+        self,
+        work: Coroutine[Any, Any, Ack],
+        callback: str,
+        actor: Actor,
+        card: tuple[int, int],
+        conversation: ConversationRef,
+    ) -> Ack:
+        """The core's Ack for a click, answered by the ack deadline rule; a refusal that
+        came after the neutral answer is said under the card (the card does not change)."""
+        answered: list[Ack] = []
+
+        async def answer(ack: Ack) -> None:
+            answered.append(ack)
+            await self._out.answer(callback, ack.text, alert=not ack.accepted)
+
+        ack = await answer_in_time(work, self._limits, answer)
+        if answered and answered[0] is not ack and not ack.accepted:
+            thread = int(conversation.thread) if conversation.thread else None
+            await self._out.notice(card[0], thread, f"{actor}: {ack.text}", reply_to=card[1])
+        return ack
 
     # --- acting on a form step -----------------------------------------------------------
 
@@ -250,6 +280,16 @@ class UpdateHandler:
                 await self._out.redraw(form_key)
                 return ack
             case OpenPrompt(question=question, private=private):
+                # no prompt for someone who may not answer (the core's checks, audited)
+                may = await self._inbox.may_answer(
+                    InboundAction(
+                        conversation=form.conversation, actor=actor, token=form.submit_token
+                    )
+                )
+                if not may.accepted:
+                    if callback is not None:
+                        await self._out.answer(callback, may.text, alert=True)
+                    return may.text
                 ack = await self._open_prompt(form_key, form, actor, question, private=private)
                 if callback is not None:
                     await self._out.answer(callback, ack, alert=False)
@@ -262,11 +302,14 @@ class UpdateHandler:
                     answers=answers,
                     private=private or is_private(form.conversation),
                 )
-                result = await self._inbox.on_form(inbound)
+                if callback is None:  # a typed answer: no click to answer in time
+                    result = await self._inbox.on_form(inbound)
+                else:
+                    result = await self._in_time(
+                        self._inbox.on_form(inbound), callback, actor, form_key, form.conversation
+                    )
                 if result.accepted:
                     self._forms.drop_draft(form_key, actor.user_id)
-                if callback is not None:
-                    await self._out.answer(callback, result.text, alert=not result.accepted)
                 return result.text
 
     async def _open_prompt(

@@ -1,0 +1,79 @@
+"""What a click is checked against, read in one view of the ledger.
+
+A click, a form or a pre-check (``Inbox.may_answer``) is judged by the pure checks of
+``gateway.auth`` on: the interaction, its session, where its card is shown, which session the
+clicked conversation is bound to, and whether the interaction's runtime epoch is still live.
+:meth:`ClickViews.view` reads all of them in one trip. The same reads run on the writer's
+connection (``store.clicks``, what a decision is checked against) or on the read-only one
+(``store.peek``, which answers while the writer is busy).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from gateway.domain import ConversationRef
+from gateway.interactions import Interaction
+from gateway.store.cards import copies_for
+from gateway.store.database import Reader, conversation_params, fetch_one
+from gateway.store.interaction_rows import SELECT_INTERACTION, interaction_from_row
+from gateway.store.records import CardCopy, EpochRecord, SessionRecord
+from gateway.store.sessions import epoch_of, session_by_id, session_of
+
+__all__ = ["ClickView", "ClickViews"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClickView:
+    interaction: Interaction
+    session: SessionRecord | None
+    copies: tuple[CardCopy, ...]  # every copy of the interaction's card
+    bound: SessionRecord | None  # the session the clicked conversation is bound to
+    epoch: EpochRecord | None  # the interaction's runtime epoch
+
+    def shown_in(self, conversation: ConversationRef) -> bool:
+        """The card is shown in ``conversation``, or that conversation shows its session."""
+        if any(copy.conversation == conversation for copy in self.copies):
+            return True
+        return (
+            self.session is not None and self.bound is not None and self.bound.id == self.session.id
+        )
+
+
+class ClickViews:
+    def __init__(self, reader: Reader) -> None:
+        self._reader = reader
+
+    async def view(self, interaction_id: str, conversation: ConversationRef) -> ClickView | None:
+        """The interaction as a click from ``conversation`` sees it; None if there is none."""
+
+        def read(conn: sqlite3.Connection) -> ClickView | None:
+            row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+            if row is None:
+                return None
+            interaction = interaction_from_row(row)
+            return ClickView(
+                interaction=interaction,
+                session=session_by_id(conn, interaction.session_id),
+                copies=tuple(copies_for(conn, interaction.id)),
+                bound=session_of(conn, conversation),
+                epoch=epoch_of(conn, interaction.session_id, interaction.runtime_epoch),
+            )
+
+        return await self._reader.read(read)
+
+    async def has_open_session(self, conversation: ConversationRef) -> bool:
+        """Whether ``conversation`` is bound to a session that is not closed."""
+
+        def read(conn: sqlite3.Connection) -> bool:
+            row = fetch_one(
+                conn,
+                "SELECT 1 FROM conversations c JOIN sessions s ON s.id = c.session_id"
+                " WHERE c.platform = ? AND c.space = ? AND c.channel = ? AND c.thread = ?"
+                " AND s.closed_at IS NULL",
+                conversation_params(conversation),
+            )
+            return row is not None
+
+        return await self._reader.read(read)
