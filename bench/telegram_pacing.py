@@ -10,7 +10,8 @@ message a second per chat, 20 a minute per group, 30 a second per bot) three way
 - ``retry``: plain calls; a 429 becomes RateLimited and is retried after ``retry_after``
   (the core's ``with_rate_limit``);
 - ``aioratelimiter``: python-telegram-bot's AIORateLimiter (max_retries=5);
-- ``outbox``: the Telegram platform's paced per-chat outbox (platforms/telegram/outbox.py).
+- ``outbox``: the Telegram platform's paced per-chat outbox (platforms/outbox.py with
+  Telegram's limits and errors, platforms/telegram/outbox.py).
 
 Reported: 429s received, calls that failed, and when the last call was done.
 """
@@ -29,7 +30,8 @@ from telegram.error import RetryAfter, TelegramError
 from telegram.ext import AIORateLimiter, ExtBot
 
 from bench.figures import Figure
-from platforms.telegram.outbox import Outbox, Priority, retry_seconds
+from platforms.outbox import Priority
+from platforms.telegram.outbox import TelegramOutbox, retry_seconds
 from tests.servers.fake_telegram import TOKEN, FakeTelegram
 from tests.servers.telegram_people import Person, group_chat, private_chat
 
@@ -117,7 +119,7 @@ async def measure(way: str, seconds: int) -> dict[str, Any]:
         async with bot, asyncio.TaskGroup() as tasks:
             runner: Runner = retrying if way == "retry" else plain
             if way == "outbox":
-                outbox = Outbox(tasks)
+                outbox = TelegramOutbox(tasks)
                 runner = outbox.run
             results = await asyncio.gather(
                 *(run_schedule(bot, runner, int(chat["id"]), seconds) for chat in CHATS)

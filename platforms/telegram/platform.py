@@ -53,10 +53,11 @@ from gateway.domain import Actor, ConversationRef
 from gateway.errors import ConfigError, PlatformError
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
+from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
 from platforms.telegram.forms import Form, FormRegistry
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
-from platforms.telegram.outbox import Outbox, Pace, Priority, translate
+from platforms.telegram.outbox import Pace, TelegramOutbox, translate
 from platforms.telegram.receive import Health, Poller
 from platforms.telegram.render import Button, RenderedCard, render_card
 from platforms.telegram.updates import UpdateHandler
@@ -128,7 +129,7 @@ class TelegramPlatform:
         self.health = Health(on_back=self._back)
         self._stack = AsyncExitStack()
         self._tasks: asyncio.TaskGroup | None = None
-        self._outbox: Outbox | None = None
+        self._outbox: TelegramOutbox | None = None
         self._long_tasks: list[asyncio.Task[None]] = []
         self._receiving: asyncio.Task[None] | None = None
         self._receiver: _Receiver | None = None
@@ -163,7 +164,7 @@ class TelegramPlatform:
             raise translate(exc) from exc
         try:
             self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
-            self._outbox = Outbox(
+            self._outbox = TelegramOutbox(
                 self._tasks,
                 self._pace,
                 on_network_failure=self.health.failed,
@@ -363,7 +364,7 @@ class TelegramPlatform:
 
     # --- helpers --------------------------------------------------------------------------
 
-    def _running(self) -> Outbox:
+    def _running(self) -> TelegramOutbox:
         if self._outbox is None:
             raise PlatformError("the Telegram platform is not running")
         return self._outbox
