@@ -13,10 +13,11 @@ import pytest
 from gateway.cards import Card, CardAction, CodeBlock, FormQuestion, QuestionForm, TextBlock
 from gateway.domain import Actor, ConversationRef, Option, Question
 from gateway.errors import ConfigError
+from platforms.form_drafts import Form, Redraw, Refuse, Submit
 from platforms.outbox import Priority
 from platforms.registry import parse_config
 from platforms.telegram.config import GroupMode, TelegramConfig
-from platforms.telegram.forms import Form, FormRegistry, Redraw, Refuse, Submit
+from platforms.telegram.forms import FormRegistry
 from platforms.telegram.outbox import Pace
 from platforms.telegram.outbox import TelegramOutbox as Outbox
 from platforms.telegram.render import parse_local_data, render_card, visible_length

@@ -1,317 +1,54 @@
-"""Question forms on Telegram: each person's answers in progress, and what a click does.
+"""Question forms on Telegram: the pending forms by card message, and the prompts they sent.
 
 Telegram has no forms, so a card's questions are answered with buttons, one question after
-another, and typed text where a question takes it ("other", free text, secrets: a ForceReply
-prompt). The answers in progress are platform state, kept **in memory** and bounded: a form
-lives while its card is pending here (at most :data:`MAX_FORMS` forms, :data:`MAX_DRAFTS`
-people each, oldest dropped first). A gateway restart orphans every pending interaction
-(its agent process is gone), so nothing in progress could be submitted after one anyway.
-
-A *direct* form (one question, single choice, not secret) needs no state: an option's
-button carries the option's token and the core decides on the click. Every other form keeps
-a :class:`Draft` per person; the card shows the draft of the person who acted last. Nothing
-here does IO: :class:`Form` methods return a :class:`Step` saying what the platform must do.
+another (render.py draws the acting person's draft), and typed text where a question takes
+it ("other", free text, secrets) is the reply to a ForceReply prompt the bot sent for that
+person and that question (in a private chat for a secret). Each person's draft, and what a
+click or a typed reply does to it, is the shared state machine of platforms/form_drafts.py;
+what is Telegram's is kept here: forms by (chat id, message id) of their card, and the
+prompts, by (chat id, message id) of the prompt, forgotten with their form (at most
+:data:`~platforms.form_drafts.MAX_FORMS` of them, oldest dropped first).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from gateway.cards import Card, FormQuestion
-from gateway.commands import parse_answers
-from gateway.domain import Actor, Answer, ConversationRef, Question
-from gateway.errors import InvalidDecision
+from platforms.form_drafts import MAX_FORMS, PendingForms
 
-__all__ = [
-    "MAX_DRAFTS",
-    "MAX_FORMS",
-    "Draft",
-    "Form",
-    "FormRegistry",
-    "OpenPrompt",
-    "Redraw",
-    "Refuse",
-    "Step",
-    "Submit",
-]
+__all__ = ["FormRegistry", "MessageKey", "PromptFor"]
 
-MAX_FORMS = 256
-MAX_DRAFTS = 16
-
-
-@dataclass(kw_only=True, slots=True)
-class Draft:
-    """One person's answers so far. Secret answers live here only until submitted."""
-
-    actor: Actor
-    step: int = 0
-    chosen: dict[int, tuple[int, ...]] = field(default_factory=dict)  # question → options
-    other: dict[int, str] = field(default_factory=dict)  # question → typed text
-    secret: dict[int, Answer] = field(default_factory=dict)  # question → parsed answer
-
-    def answered(self, index: int) -> bool:
-        return bool(self.chosen.get(index) or self.other.get(index) or index in self.secret)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Redraw:
-    """Show the form again (the card message, with the acting person's draft)."""
-
-    ack: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Refuse:
-    ack: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class OpenPrompt:
-    """Ask for typed text with a ForceReply prompt (in a private chat for a secret)."""
-
-    question: int
-    private: bool
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Submit:
-    answers: dict[str, Answer]
-    private: bool  # a secret answer was collected in a private chat
-
-
-Step = Redraw | Refuse | OpenPrompt | Submit
-
-
-@dataclass(kw_only=True, slots=True)
-class Form:
-    """The questions of one pending card message, and the drafts of those answering."""
-
-    form_id: int
-    conversation: ConversationRef
-    card: Card
-    drafts: OrderedDict[str, Draft] = field(default_factory=OrderedDict)
-    viewer: str | None = None  # whose draft the card shows
-
-    # --- what the card offers ---------------------------------------------------------
-
-    @property
-    def items(self) -> tuple[FormQuestion, ...]:
-        return self.card.form.questions if self.card.form is not None else ()
-
-    @property
-    def submit_token(self) -> str:
-        return self.card.form.submit_token if self.card.form is not None else ""
-
-    def question(self, index: int) -> Question:
-        return self.items[index].question
-
-    @property
-    def direct(self) -> bool:
-        """One single-choice question, not secret: its option buttons decide on a click."""
-        items = self.items
-        return len(items) == 1 and not items[0].question.multi and not items[0].question.secret
-
-    @property
-    def summary_step(self) -> int:
-        """The step after the last question (several questions: a summary with Submit)."""
-        return len(self.items)
-
-    def option_at(self, token: str) -> tuple[int, int] | None:
-        for q_index, item in enumerate(self.items):
-            if token in item.option_tokens:
-                return q_index, item.option_tokens.index(token)
-        return None
-
-    def draft_shown(self) -> Draft | None:
-        return self.drafts.get(self.viewer) if self.viewer is not None else None
-
-    def draft(self, actor: Actor) -> Draft:
-        found = self.drafts.get(actor.user_id)
-        if found is None:
-            found = Draft(actor=actor)
-            self.drafts[actor.user_id] = found
-            while len(self.drafts) > MAX_DRAFTS:
-                self.drafts.popitem(last=False)
-        self.drafts.move_to_end(actor.user_id)
-        self.viewer = actor.user_id
-        return found
-
-    # --- clicks -------------------------------------------------------------------------
-
-    def choose(self, actor: Actor, q_index: int, o_index: int) -> Step:
-        question = self.question(q_index)
-        if question.secret:
-            return Refuse(ack="Answer this question privately.")
-        draft = self.draft(actor)
-        draft.step = q_index
-        label = question.options[o_index].label
-        if question.multi:
-            chosen = set(draft.chosen.get(q_index, ()))
-            chosen.symmetric_difference_update({o_index})
-            draft.chosen[q_index] = tuple(sorted(chosen))
-            return Redraw(ack=("☑ " if o_index in chosen else "☐ ") + label)
-        draft.chosen[q_index] = (o_index,)
-        draft.other.pop(q_index, None)
-        draft.step = self._after(q_index)
-        return Redraw(ack=f"● {label}")
-
-    def ask_text(self, actor: Actor, q_index: int) -> Step:
-        if not 0 <= q_index < len(self.items):
-            return Refuse(ack="This form has changed; look at the card again.")
-        question = self.question(q_index)
-        if not (question.allow_other or question.secret or not question.options):
-            return Refuse(ack="This question takes one of its options.")
-        self.draft(actor).step = q_index
-        return OpenPrompt(question=q_index, private=question.secret)
-
-    def move(self, actor: Actor, where: str) -> Step:
-        """``next``, ``back`` or ``skip`` on the acting person's draft."""
-        draft = self.draft(actor)
-        current = draft.step
-        if where == "back":
-            draft.step = max(0, current - 1)
-            return Redraw(ack="Back")
-        if current >= len(self.items):
-            return Redraw(ack="")
-        question = self.question(current)
-        if where == "skip":
-            if question.required:
-                return Refuse(ack="This question needs an answer.")
-            draft.chosen.pop(current, None)
-            draft.other.pop(current, None)
-            draft.secret.pop(current, None)
-            draft.step = self._after(current)
-            return Redraw(ack="Skipped")
-        if question.required and not draft.answered(current):
-            return Refuse(ack="Answer this question first.")
-        draft.step = self._after(current)
-        return Redraw(ack="")
-
-    def submit(self, actor: Actor) -> Step:
-        draft = self.draft(actor)
-        for index, item in enumerate(self.items):
-            if item.question.required and not draft.answered(index):
-                draft.step = index
-                name = item.question.header or item.question.text
-                return Refuse(ack=f"Answer “{name[:60]}” first.")
-        return Submit(answers=self.answers(draft), private=bool(draft.secret))
-
-    # --- typed text ---------------------------------------------------------------------
-
-    def typed(self, actor: Actor, q_index: int, text: str, *, in_private: bool) -> Step:
-        """A reply to this person's ForceReply prompt for question ``q_index``."""
-        question = self.question(q_index)
-        draft = self.draft(actor)
-        if question.secret:
-            if not in_private:
-                return Refuse(ack="A secret answer is only taken in a private chat.")
-            try:
-                draft.secret[q_index] = parse_answers([question], text, private=True)[question.id]
-            except (InvalidDecision, KeyError) as exc:
-                return Refuse(ack=f"Not taken: {exc}")  # never echoes what was typed
-        else:
-            draft.other[q_index] = text
-            if not question.multi:
-                draft.chosen.pop(q_index, None)
-        if len(self.items) == 1 and not question.multi:
-            return Submit(answers=self.answers(draft), private=bool(draft.secret))
-        draft.step = self._after(q_index) if not question.multi else q_index
-        return Redraw(ack="Answer noted.")
-
-    # --- helpers ------------------------------------------------------------------------
-
-    def _after(self, q_index: int) -> int:
-        """The step after answering question ``q_index``; one question stays where it is."""
-        return q_index if len(self.items) == 1 else q_index + 1
-
-    def answers(self, draft: Draft) -> dict[str, Answer]:
-        found: dict[str, Answer] = {}
-        for index, item in enumerate(self.items):
-            question = item.question
-            if index in draft.secret:
-                found[question.id] = draft.secret[index]
-            elif draft.answered(index):
-                found[question.id] = Answer(
-                    option_ids=tuple(question.options[o].id for o in draft.chosen.get(index, ())),
-                    other=draft.other.get(index),
-                )
-        return found
+MessageKey = tuple[int, int]  # (chat id, message id)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PromptFor:
     """A ForceReply prompt the bot sent: whose it is, and which question it asks."""
 
-    form_key: tuple[int, int]
+    form_key: MessageKey
     user_id: str
     question: int
 
 
-class FormRegistry:
+class FormRegistry(PendingForms[MessageKey]):
     """The pending forms of this process (by card message) and the prompts they sent."""
 
     def __init__(self) -> None:
-        self._forms: OrderedDict[tuple[int, int], Form] = OrderedDict()
-        self._prompts: OrderedDict[tuple[int, int], PromptFor] = OrderedDict()
-        self._next_id = 1
+        self._prompts: OrderedDict[MessageKey, PromptFor] = OrderedDict()
+        super().__init__(on_forget=self._drop_prompts)
 
-    def new(self, conversation: ConversationRef, card: Card) -> Form | None:
-        """A form for a card about to be sent (its buttons name it); None without questions."""
-        if card.form is None:
-            return None
-        form = Form(form_id=self._next_id, conversation=conversation, card=card)
-        self._next_id += 1
-        return form
-
-    def keep(self, key: tuple[int, int], form: Form) -> None:
-        """The card of ``form`` was sent as message ``key``."""
-        self._forms[key] = form
-        while len(self._forms) > MAX_FORMS:
-            oldest, _ = self._forms.popitem(last=False)
-            self._drop_prompts(oldest)
-
-    def update(self, key: tuple[int, int], conversation: ConversationRef, card: Card) -> None:
-        """A card was edited: keep its form while it has questions, else forget it."""
-        if card.form is None:
-            self.forget(key)
-            return
-        form = self._forms.get(key)
-        if form is None:  # sent by an earlier process: its drafts are gone, its form is not
-            form = self.new(conversation, card)
-            assert form is not None
-            self.keep(key, form)
-        form.card = card
-        self._forms.move_to_end(key)
-
-    def get(self, key: tuple[int, int]) -> Form | None:
-        return self._forms.get(key)
-
-    def by_id(self, form_id: int) -> tuple[tuple[int, int], Form] | None:
-        return next(((k, f) for k, f in self._forms.items() if f.form_id == form_id), None)
-
-    def forget(self, key: tuple[int, int]) -> None:
-        if self._forms.pop(key, None) is not None:
-            self._drop_prompts(key)
-
-    def drop_draft(self, key: tuple[int, int], user_id: str) -> None:
-        form = self._forms.get(key)
-        if form is not None:
-            form.drafts.pop(user_id, None)
-            if form.viewer == user_id:
-                form.viewer = None
-
-    def add_prompt(self, prompt_key: tuple[int, int], prompt: PromptFor) -> None:
+    def add_prompt(self, prompt_key: MessageKey, prompt: PromptFor) -> None:
         self._prompts[prompt_key] = prompt
         while len(self._prompts) > MAX_FORMS:
             self._prompts.popitem(last=False)
 
-    def prompt(self, prompt_key: tuple[int, int]) -> PromptFor | None:
+    def prompt(self, prompt_key: MessageKey) -> PromptFor | None:
         return self._prompts.get(prompt_key)
 
-    def take_prompt(self, prompt_key: tuple[int, int]) -> None:
+    def take_prompt(self, prompt_key: MessageKey) -> None:
         self._prompts.pop(prompt_key, None)
 
-    def _drop_prompts(self, form_key: tuple[int, int]) -> None:
+    def _drop_prompts(self, form_key: MessageKey) -> None:
         for key in [k for k, p in self._prompts.items() if p.form_key == form_key]:
             del self._prompts[key]

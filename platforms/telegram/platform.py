@@ -53,9 +53,10 @@ from gateway.domain import Actor, ConversationRef
 from gateway.errors import ConfigError, PlatformError
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
+from platforms.form_drafts import Form
 from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
-from platforms.telegram.forms import Form, FormRegistry
+from platforms.telegram.forms import FormRegistry
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
 from platforms.telegram.outbox import Pace, TelegramOutbox, translate
 from platforms.telegram.receive import Health, Poller

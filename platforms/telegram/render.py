@@ -29,7 +29,7 @@ from gateway.cards import (
     TextBlock,
 )
 from gateway.domain import Question
-from platforms.telegram.forms import Draft, Form
+from platforms.form_drafts import Draft, Form
 
 __all__ = [
     "BUTTON_MAX_CHARS",

@@ -37,17 +37,9 @@ from gateway.deadline import answer_in_time
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, PlatformLimits
+from platforms.form_drafts import Form, OpenPrompt, Redraw, Refuse, Step, Submit
 from platforms.telegram.config import GroupMode, TelegramConfig
-from platforms.telegram.forms import (
-    Form,
-    FormRegistry,
-    OpenPrompt,
-    PromptFor,
-    Redraw,
-    Refuse,
-    Step,
-    Submit,
-)
+from platforms.telegram.forms import FormRegistry, PromptFor
 from platforms.telegram.inbound import (
     actor_of,
     addressed_text,

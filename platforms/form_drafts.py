@@ -1,0 +1,302 @@
+"""A card's question form while people answer it: each person's own draft (pure).
+
+The core sends a card whose questions (``card.form``) are answered as a whole: one submit
+token, one ``Inbox.on_form`` with every answer. Until then the answers in progress are
+platform state, kept **in memory** and bounded: a form lives while its card is pending here
+(at most :data:`MAX_FORMS` forms, :data:`MAX_DRAFTS` people each, oldest dropped first). A
+gateway restart orphans every pending interaction (its agent process is gone), so nothing
+in progress could be submitted after one anyway.
+
+A *direct* form (one question, single choice, not secret) needs no state: an option's button
+carries the option's token and the core decides on the click. Every other form keeps a
+:class:`Draft` per person: which options they chose, what they typed ("other", free text, a
+secret), which question they are at; the card shows the draft of the person who acted last.
+Nothing here does IO or knows a platform: :class:`Form` methods return a :class:`Step` saying
+what the platform must do (show the form again, refuse, ask for typed text, or hand the
+answers to ``Inbox.on_form``), and each platform draws the form its own way: Telegram one
+question at a time with buttons and ForceReply prompts (platforms/telegram/), a platform with
+modals a page of inputs whose submission it feeds to the draft.
+
+:class:`PendingForms` holds the forms of one platform by the key of the card's message there
+(Telegram: chat id and message id).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from gateway.cards import Card, FormQuestion
+from gateway.commands import parse_answers
+from gateway.domain import Actor, Answer, ConversationRef, Question
+from gateway.errors import InvalidDecision
+
+__all__ = [
+    "MAX_DRAFTS",
+    "MAX_FORMS",
+    "Draft",
+    "Form",
+    "OpenPrompt",
+    "PendingForms",
+    "Redraw",
+    "Refuse",
+    "Step",
+    "Submit",
+]
+
+K = TypeVar("K", bound=Hashable)
+
+MAX_FORMS = 256
+MAX_DRAFTS = 16
+
+
+@dataclass(kw_only=True, slots=True)
+class Draft:
+    """One person's answers so far. Secret answers live here only until submitted."""
+
+    actor: Actor
+    step: int = 0
+    chosen: dict[int, tuple[int, ...]] = field(default_factory=dict)  # question → options
+    other: dict[int, str] = field(default_factory=dict)  # question → typed text
+    secret: dict[int, Answer] = field(default_factory=dict)  # question → parsed answer
+
+    def answered(self, index: int) -> bool:
+        return bool(self.chosen.get(index) or self.other.get(index) or index in self.secret)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Redraw:
+    """Show the form again (the card message, with the acting person's draft)."""
+
+    ack: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Refuse:
+    ack: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OpenPrompt:
+    """Ask the person for typed text to question ``question`` (privately for a secret)."""
+
+    question: int
+    private: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Submit:
+    """Hand ``answers`` to ``Inbox.on_form`` with the form's submit token."""
+
+    answers: dict[str, Answer]
+    private: bool  # a secret answer was collected where only its person sees it
+
+
+Step = Redraw | Refuse | OpenPrompt | Submit
+
+
+@dataclass(kw_only=True, slots=True)
+class Form:
+    """The questions of one pending card message, and the drafts of those answering."""
+
+    form_id: int  # unique in this process (a platform's local buttons may name it)
+    conversation: ConversationRef
+    card: Card
+    drafts: OrderedDict[str, Draft] = field(default_factory=OrderedDict)
+    viewer: str | None = None  # whose draft the card shows
+
+    # --- what the card offers ---------------------------------------------------------
+
+    @property
+    def items(self) -> tuple[FormQuestion, ...]:
+        return self.card.form.questions if self.card.form is not None else ()
+
+    @property
+    def submit_token(self) -> str:
+        return self.card.form.submit_token if self.card.form is not None else ""
+
+    def question(self, index: int) -> Question:
+        return self.items[index].question
+
+    @property
+    def direct(self) -> bool:
+        """One single-choice question, not secret: its option buttons decide on a click."""
+        items = self.items
+        return len(items) == 1 and not items[0].question.multi and not items[0].question.secret
+
+    def option_at(self, token: str) -> tuple[int, int] | None:
+        for q_index, item in enumerate(self.items):
+            if token in item.option_tokens:
+                return q_index, item.option_tokens.index(token)
+        return None
+
+    def draft_shown(self) -> Draft | None:
+        return self.drafts.get(self.viewer) if self.viewer is not None else None
+
+    def draft(self, actor: Actor) -> Draft:
+        found = self.drafts.get(actor.user_id)
+        if found is None:
+            found = Draft(actor=actor)
+            self.drafts[actor.user_id] = found
+            while len(self.drafts) > MAX_DRAFTS:
+                self.drafts.popitem(last=False)
+        self.drafts.move_to_end(actor.user_id)
+        self.viewer = actor.user_id
+        return found
+
+    # --- choices ------------------------------------------------------------------------
+
+    def choose(self, actor: Actor, q_index: int, o_index: int) -> Step:
+        question = self.question(q_index)
+        if question.secret:
+            return Refuse(ack="Answer this question privately.")
+        draft = self.draft(actor)
+        draft.step = q_index
+        label = question.options[o_index].label
+        if question.multi:
+            chosen = set(draft.chosen.get(q_index, ()))
+            chosen.symmetric_difference_update({o_index})
+            draft.chosen[q_index] = tuple(sorted(chosen))
+            return Redraw(ack=("☑ " if o_index in chosen else "☐ ") + label)
+        draft.chosen[q_index] = (o_index,)
+        draft.other.pop(q_index, None)
+        draft.step = self._after(q_index)
+        return Redraw(ack=f"● {label}")
+
+    def ask_text(self, actor: Actor, q_index: int) -> Step:
+        if not 0 <= q_index < len(self.items):
+            return Refuse(ack="This form has changed; look at the card again.")
+        question = self.question(q_index)
+        if not (question.allow_other or question.secret or not question.options):
+            return Refuse(ack="This question takes one of its options.")
+        self.draft(actor).step = q_index
+        return OpenPrompt(question=q_index, private=question.secret)
+
+    def move(self, actor: Actor, where: str) -> Step:
+        """``next``, ``back`` or ``skip`` on the acting person's draft."""
+        draft = self.draft(actor)
+        current = draft.step
+        if where == "back":
+            draft.step = max(0, current - 1)
+            return Redraw(ack="Back")
+        if current >= len(self.items):
+            return Redraw(ack="")
+        question = self.question(current)
+        if where == "skip":
+            if question.required:
+                return Refuse(ack="This question needs an answer.")
+            draft.chosen.pop(current, None)
+            draft.other.pop(current, None)
+            draft.secret.pop(current, None)
+            draft.step = self._after(current)
+            return Redraw(ack="Skipped")
+        if question.required and not draft.answered(current):
+            return Refuse(ack="Answer this question first.")
+        draft.step = self._after(current)
+        return Redraw(ack="")
+
+    def submit(self, actor: Actor) -> Step:
+        draft = self.draft(actor)
+        for index, item in enumerate(self.items):
+            if item.question.required and not draft.answered(index):
+                draft.step = index
+                name = item.question.header or item.question.text
+                return Refuse(ack=f"Answer “{name[:60]}” first.")
+        return Submit(answers=self.answers(draft), private=bool(draft.secret))
+
+    # --- typed text ---------------------------------------------------------------------
+
+    def typed(self, actor: Actor, q_index: int, text: str, *, in_private: bool) -> Step:
+        """Text the person typed for question ``q_index`` (``in_private``: where only they
+        see it, which a secret needs)."""
+        question = self.question(q_index)
+        draft = self.draft(actor)
+        if question.secret:
+            if not in_private:
+                return Refuse(ack="A secret answer is only taken in a private chat.")
+            try:
+                draft.secret[q_index] = parse_answers([question], text, private=True)[question.id]
+            except (InvalidDecision, KeyError) as exc:
+                return Refuse(ack=f"Not taken: {exc}")  # never echoes what was typed
+        else:
+            draft.other[q_index] = text
+            if not question.multi:
+                draft.chosen.pop(q_index, None)
+        if len(self.items) == 1 and not question.multi:
+            return Submit(answers=self.answers(draft), private=bool(draft.secret))
+        draft.step = self._after(q_index) if not question.multi else q_index
+        return Redraw(ack="Answer noted.")
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _after(self, q_index: int) -> int:
+        """The step after answering question ``q_index``; one question stays where it is."""
+        return q_index if len(self.items) == 1 else q_index + 1
+
+    def answers(self, draft: Draft) -> dict[str, Answer]:
+        found: dict[str, Answer] = {}
+        for index, item in enumerate(self.items):
+            question = item.question
+            if index in draft.secret:
+                found[question.id] = draft.secret[index]
+            elif draft.answered(index):
+                found[question.id] = Answer(
+                    option_ids=tuple(question.options[o].id for o in draft.chosen.get(index, ())),
+                    other=draft.other.get(index),
+                )
+        return found
+
+
+class PendingForms(Generic[K]):
+    """The pending forms of this process, by the key of their card's message; ``on_forget``
+    is told each key whose form is dropped (forgotten, or the oldest past MAX_FORMS)."""
+
+    def __init__(self, *, on_forget: Callable[[K], None] = lambda key: None) -> None:
+        self._forms: OrderedDict[K, Form] = OrderedDict()
+        self._on_forget = on_forget
+        self._next_id = 1
+
+    def new(self, conversation: ConversationRef, card: Card) -> Form | None:
+        """A form for a card about to be sent (its buttons name it); None without questions."""
+        if card.form is None:
+            return None
+        form = Form(form_id=self._next_id, conversation=conversation, card=card)
+        self._next_id += 1
+        return form
+
+    def keep(self, key: K, form: Form) -> None:
+        """The card of ``form`` was sent as message ``key``."""
+        self._forms[key] = form
+        while len(self._forms) > MAX_FORMS:
+            oldest, _ = self._forms.popitem(last=False)
+            self._on_forget(oldest)
+
+    def update(self, key: K, conversation: ConversationRef, card: Card) -> None:
+        """A card was edited: keep its form while it has questions, else forget it."""
+        if card.form is None:
+            self.forget(key)
+            return
+        form = self._forms.get(key)
+        if form is None:  # sent by an earlier process: its drafts are gone, its form is not
+            form = self.new(conversation, card)
+            assert form is not None
+            self.keep(key, form)
+        form.card = card
+        self._forms.move_to_end(key)
+
+    def get(self, key: K) -> Form | None:
+        return self._forms.get(key)
+
+    def forget(self, key: K) -> None:
+        if self._forms.pop(key, None) is not None:
+            self._on_forget(key)
+
+    def drop_draft(self, key: K, user_id: str) -> None:
+        """The person's answers were taken: their draft is done."""
+        form = self._forms.get(key)
+        if form is not None:
+            form.drafts.pop(user_id, None)
+            if form.viewer == user_id:
+                form.viewer = None
