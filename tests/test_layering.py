@@ -4,7 +4,9 @@
   SDK: it is handed its platforms and its launcher;
 - a platform (``platforms/``) never imports ``adapters`` (it never sees an agent's wire);
 - an adapter (``adapters/``) never imports ``platforms`` (it never sees a chat message), nor
-  a chat platform's SDK.
+  a chat platform's SDK;
+- a module shared by the platforms (``platforms/*.py``: the outbox, the form drafts, the
+  registry) imports no SDK and no platform's package.
 
 The only exemptions are the composition root (``gateway/cli.py``, ``gateway/__main__.py``),
 which builds the platforms and the launcher, and the demo (``gateway/demo/``), an
@@ -34,6 +36,7 @@ FORBIDDEN: Mapping[str, frozenset[str]] = {  # by layer: module names, or their 
     "adapters": frozenset({"platforms"}) | PLATFORM_SDKS | APPLICATIONS,
 }
 EXEMPT = ("gateway/cli.py", "gateway/__main__.py", "gateway/demo/")
+SHARED = "platforms"  # its modules, not its packages: shared by every platform
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -83,15 +86,26 @@ def _imported(node: ast.AST, relative: str) -> Iterator[str]:
                 yield first.value
 
 
+def _forbidden(root: Path, relative: str) -> frozenset[str]:
+    """What the module at ``relative`` may not import."""
+    layer, *inside = relative.split("/")
+    forbidden = FORBIDDEN[layer]
+    if layer == SHARED and len(inside) == 1:
+        packages = {p.parent.name for p in (root / SHARED).glob("*/__init__.py")}
+        forbidden |= PLATFORM_SDKS | {f"{SHARED}.{name}" for name in packages}
+    return forbidden
+
+
 def crossings(root: Path) -> tuple[list[Crossing], int]:
     """Every import that crosses a layer under ``root``, and how many files were read."""
     found: list[Crossing] = []
     read = 0
-    for layer, forbidden in FORBIDDEN.items():
+    for layer in FORBIDDEN:
         for path in sorted((root / layer).rglob("*.py")):
             relative = path.relative_to(root).as_posix()
             if _exempt(relative):
                 continue
+            forbidden = _forbidden(root, relative)
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=relative)
             read += 1
             for node in ast.walk(tree):
@@ -141,6 +155,10 @@ def test_the_checker_finds_every_kind_of_crossing(tmp_path: Path) -> None:
     _write(tmp_path, "adapters/agent.py", "from platforms.memory import MemoryPlatform\n")
     _write(tmp_path, "adapters/fine.py", "from gateway.events import AgentEvent\n")
     _write(tmp_path, "platforms/app.py", "from gateway import demo\n")
+    # a platform's package may import its SDK; a module shared by the platforms may not
+    _write(tmp_path, "platforms/chatty/__init__.py", "")
+    _write(tmp_path, "platforms/chatty/platform.py", "import discord\nfrom platforms import app\n")
+    _write(tmp_path, "platforms/shared.py", "import discord\nimport platforms.chatty.platform\n")
     _write(tmp_path, "gateway/root.py", "def main():\n    import gateway.cli\n")
     # the composition root and the demo may import anything
     _write(tmp_path, "gateway/cli.py", "from platforms.console import ConsolePlatform\n")
@@ -162,8 +180,10 @@ def test_the_checker_finds_every_kind_of_crossing(tmp_path: Path) -> None:
         "gateway/typing_only.py:3: imports platforms",
         "platforms/app.py:1: imports gateway.demo",
         "platforms/chat.py:1: imports adapters.stdio",
+        "platforms/shared.py:1: imports discord",
+        "platforms/shared.py:2: imports platforms.chatty.platform",
     ]
-    assert read == 14  # every file but the three exempt ones
+    assert read == 17  # every file but the three exempt ones
 
 
 # --- the project -------------------------------------------------------------------------------
