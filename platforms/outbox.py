@@ -285,6 +285,7 @@ class Outbox(Generic[K]):
         job = lane.waiting(key) if key is not None else None
         if job is not None:
             job.call = call  # the newest edit of a message replaces the one still waiting
+            job.method = method
             job.priority = min(job.priority, priority)
         else:
             if len(lane.jobs) >= MAX_QUEUED:
