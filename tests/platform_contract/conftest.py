@@ -1,0 +1,30 @@
+"""Every case runs on every platform: the ``driver`` fixture is one per platform."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tests.platform_contract.console_driver import ConsoleDriver
+from tests.platform_contract.contract import Driver
+from tests.platform_contract.memory_driver import MemoryDriver
+from tests.platform_contract.telegram_driver import TelegramDriver
+from tests.servers.fake_telegram import FakeTelegram
+
+PLATFORMS = ["memory", "console", "telegram"]
+
+
+@pytest.fixture(params=PLATFORMS)
+async def driver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Driver]:
+    name = request.param
+    if name == "memory":
+        yield MemoryDriver(tmp_path)
+    elif name == "console":
+        yield ConsoleDriver(tmp_path)
+    elif name == "telegram":
+        async with FakeTelegram() as fake:
+            yield TelegramDriver(tmp_path, fake)
+    else:
+        raise AssertionError(name)

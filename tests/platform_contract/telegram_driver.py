@@ -1,0 +1,112 @@
+"""Telegram under the contract: the real python-telegram-bot against the fake Bot API
+(tests/servers/fake_telegram.py), in a forum group in "all" mode where Alice (an approver)
+and Carol (who may talk, not decide) both see the cards."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from gateway.engine import Gateway
+from platforms.telegram.platform import TELEGRAM_LIMITS
+from tests.platform_contract.contract import (
+    DEADLINE,
+    Button,
+    Driver,
+    FormAnswers,
+    Seen,
+    not_seen,
+    requests_for,
+)
+from tests.servers.fake_telegram import FakeTelegram, Sent
+from tests.servers.telegram_people import Person
+from tests.telegram_harness import ALICE, CAROL, GROUP, GROUP_ID, on_telegram, telegram_config
+
+__all__ = ["TelegramDriver"]
+
+T = TypeVar("T")
+PEOPLE = {"alice": ALICE, "carol": CAROL}
+_STATUS = re.compile(r"<i>([^<]*)</i>\s*$")
+
+
+class TelegramDriver(Driver):
+    name = "telegram"
+
+    def __init__(self, tmp_path: Path, fake: FakeTelegram) -> None:
+        self.limits = TELEGRAM_LIMITS
+        super().__init__(requests_for(self.limits))
+        self.fake = fake
+        (tmp_path / "work").mkdir()
+        self.config = telegram_config(
+            fake,
+            tmp_path / "data",
+            work_dir=tmp_path / "work",
+            approvers=("111",),
+            allow_from=("111", "333"),
+            telegram=f'groups = {{ "{GROUP_ID}" = "all" }}',
+        )
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Gateway]:
+        async with on_telegram(self.config, self.fake, self.launcher) as running:
+            self.tg = running
+            yield running.gateway
+
+    async def say(self, text: str, *, who: str = "alice") -> None:
+        await self.tg.say(PEOPLE[who], text, chat=GROUP)
+
+    async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
+        message = self.fake.message(GROUP_ID, int(card.key))
+        answer = await self.tg.click(PEOPLE[who], message, token)
+        return str(answer.get("text") or "")
+
+    async def answer_form(self, card: Seen, answers: FormAnswers, *, who: str = "alice") -> str:
+        raise NotImplementedError
+
+    def storm(self, seconds: float) -> None:
+        self.fake.storm(seconds)
+
+    async def drop(self) -> None:
+        self.fake.down = True
+
+    async def back(self) -> None:
+        self.fake.down = False  # the platform's poller finds it answers again
+
+    async def seen(self) -> list[Seen]:
+        return self._now()
+
+    def _now(self) -> list[Seen]:
+        return [_seen(m) for m in self.fake.bot_messages(GROUP_ID)]
+
+    async def wait_for(
+        self, probe: Callable[[list[Seen]], T | None], deadline: float = DEADLINE
+    ) -> T:
+        try:
+            return await self.fake.wait_for(lambda: probe(self._now()), deadline)
+        except TimeoutError:
+            raise not_seen(self.name, deadline, self._now()) from None
+
+
+def _seen(message: Sent) -> Seen:
+    buttons = tuple(
+        Button(label=b["text"], token=str(b.get("callback_data", ""))) for b in message.buttons
+    )
+    status = _STATUS.search(message.html)
+    card = bool(buttons) or status is not None
+    return Seen(
+        key=str(message.message_id),
+        text=message.text,
+        card=card and message.document is None,
+        status=html.unescape(status.group(1)) if status else "",
+        buttons=buttons,
+        files=(message.document[0],) if message.document else (),
+        edits=len(message.versions) - 1,
+    )
+
+
+def person(who: str) -> Person:
+    return PEOPLE[who]
