@@ -44,14 +44,22 @@ _ITEM = re.compile(
 _BUTTON = re.compile(r'<button type="submit" name="token"[^>]*value="([^"]*)">([^<]*)</button>')
 _STATUS = re.compile(r'<p class="status">([^<]*)</p>')
 _FILE = re.compile(r"<details open><summary>([^<]*) \(\d+ lines\)</summary>")
-_TAG = re.compile(r"<[^>]+>")
+_TAG = re.compile(r"<(/?)(\w+)[^>]*>")
+_INLINE = {"a", "b", "code", "i", "small", "span", "time", "button", "label", "input"}
 _SUBMIT = re.compile(r'<input type="hidden" name="token" value="([^"]*)">')
 
 
 def text_of(fragment: str) -> str:
     """What a browser shows of an HTML fragment; a <pre> block shown as a fenced block."""
-    fragment = fragment.replace("<pre>", "```\n").replace("</pre>", "\n```")
-    return html.unescape(_TAG.sub("", fragment)).strip()
+
+    def tag(match: re.Match[str]) -> str:
+        closing, name = match.group(1), match.group(2)
+        if name == "pre":
+            return "\n```" if closing else "```\n"
+        return "" if name in _INLINE else "\n"
+
+    lines = html.unescape(_TAG.sub(tag, fragment)).split("\n")
+    return "\n".join(line for line in lines if line.strip()).strip()
 
 
 def page_items(page: str) -> list[Seen]:
@@ -84,6 +92,7 @@ def page_items(page: str) -> list[Seen]:
 
 
 class ConsoleDriver(Driver):
+    shown_as = {"alice": "local:alice"}
     name = "console"
     not_applicable = {
         Case.NON_APPROVER: "the console acts as one configured identity, an approver here",

@@ -116,6 +116,7 @@ class Driver(abc.ABC):
     name: str
     limits: PlatformLimits
     not_applicable: Mapping[Case, str] = {}
+    shown_as: Mapping[str, str]  # how a person is named on a card ("alice" → "@alice")
 
     def __init__(self, requests: Mapping[str, InteractionRequest]) -> None:
         self.requests = requests
@@ -280,7 +281,10 @@ def requests_for(limits: PlatformLimits) -> dict[str, InteractionRequest]:
     """What the scripted agent asks, by the prompt that makes it ask."""
     return {
         "approve": approval("scripted:approve", "ls -la"),
-        "approve again": approval("scripted:again", "ls -la /tmp", "Run another command?"),
+        **{
+            f"approve {n}": approval(f"scripted:approve-{n}", f"ls -la /tmp/{n}")
+            for n in range(2, 5)
+        },
         "form": FORM,
         "secret": SECRET,
         "long": approval("scripted:long", long_command(limits), "Run a long script?"),

@@ -58,6 +58,7 @@ def card_text(card: Card) -> str:
 
 
 class MemoryDriver(Driver):
+    shown_as = {"alice": "Alice", "carol": "Carol"}
     name = "memory"
 
     def __init__(self, tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ _STATUS = re.compile(r"<i>([^<]*)</i>\s*$")
 
 
 class TelegramDriver(Driver):
+    shown_as = {"alice": "@alice", "carol": "@carol"}
     name = "telegram"
 
     def __init__(self, tmp_path: Path, fake: FakeTelegram) -> None:
