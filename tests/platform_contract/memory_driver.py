@@ -85,13 +85,17 @@ approvers = ["alice"]
             "memory-contract.toml",
         )
         self._gateway: Gateway | None = None
+        self._running = False
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
         platforms = {"memory": self.platform}
         async with Gateway(self.config, platforms=platforms, launcher=self.launcher) as gateway:
-            self._gateway = gateway
-            yield gateway
+            self._gateway, self._running = gateway, True
+            try:
+                yield gateway
+            finally:
+                self._running = False
 
     async def say(self, text: str, *, who: str = "alice") -> None:
         await self.platform.say(ROOM, PEOPLE[who], text)
@@ -114,8 +118,15 @@ approvers = ["alice"]
         ack = await self.platform.submit(ROOM, PEOPLE[who], token, given, private=False)
         return ack.text
 
-    def storm(self, seconds: float) -> None:
-        raise NotImplementedError("memory: the case switches rate_limited itself")
+    async def drop(self) -> None:
+        self.platform.down = True
+
+    async def back(self) -> None:
+        self.platform.down = False
+        if self._gateway is not None and self._running:
+            # the memory platform has no connection of its own to find back: its driver says
+            # so, as a platform does when its servers answer again
+            await self._gateway.on_platform_back(self.name)
 
     async def seen(self) -> list[Seen]:
         return self._now()
