@@ -169,6 +169,11 @@ class Driver(abc.ABC):
         """The platform can no longer be reached."""
         raise NotImplementedError
 
+    async def drop_at_next_card(self) -> None:
+        """The platform can no longer be reached from the moment the next card is sent; returns
+        once that card's send has failed."""
+        raise NotImplementedError
+
     async def back(self) -> None:
         """The platform answers again (and the gateway hears it is back)."""
         raise NotImplementedError

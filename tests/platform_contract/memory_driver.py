@@ -121,6 +121,11 @@ approvers = ["alice"]
     async def drop(self) -> None:
         self.platform.down = True
 
+    async def drop_at_next_card(self) -> None:
+        self.platform.refused.clear()
+        self.platform.down = True
+        await self.platform.wait_for(lambda: "send_card" in self.platform.refused, DEADLINE)
+
     async def back(self) -> None:
         self.platform.down = False
         if self._gateway is not None and self._running:

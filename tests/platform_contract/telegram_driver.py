@@ -74,6 +74,10 @@ class TelegramDriver(Driver):
     async def drop(self) -> None:
         self.fake.down = True
 
+    async def drop_at_next_card(self) -> None:
+        self.fake.down_at_next_card = True
+        await self.fake.wait_for(lambda: self.fake.down, DEADLINE)
+
     async def back(self) -> None:
         self.fake.down = False  # the platform's poller finds it answers again
 
