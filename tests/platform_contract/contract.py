@@ -162,7 +162,11 @@ class Driver(abc.ABC):
     # --- what the platform does -----------------------------------------------------------
 
     def storm(self, seconds: float) -> None:
-        """Answer every outbound call 429 for ``seconds``."""
+        """Answer every outbound call 429 for ``seconds`` from now."""
+        raise NotImplementedError
+
+    def too_many(self) -> int:
+        """How many calls the platform answered 429."""
         raise NotImplementedError
 
     async def drop(self) -> None:

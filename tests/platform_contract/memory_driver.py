@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -117,6 +118,14 @@ approvers = ["alice"]
         token = shown.card.form.submit_token
         ack = await self.platform.submit(ROOM, PEOPLE[who], token, given, private=False)
         return ack.text
+
+    def storm(self, seconds: float) -> None:
+        self.platform.rate_limited = 0.2  # a retry-after for every call...
+        loop = asyncio.get_running_loop()
+        loop.call_later(seconds, setattr, self.platform, "rate_limited", None)  # ...until then
+
+    def too_many(self) -> int:
+        return len(self.platform.too_many)
 
     async def drop(self) -> None:
         self.platform.down = True

@@ -69,7 +69,10 @@ class TelegramDriver(Driver):
         raise NotImplementedError
 
     def storm(self, seconds: float) -> None:
-        self.fake.storm(seconds)
+        self.fake.storm(seconds, retry_after=1)
+
+    def too_many(self) -> int:
+        return len(self.fake.too_many)
 
     async def drop(self) -> None:
         self.fake.down = True
