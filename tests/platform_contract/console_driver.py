@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from gateway.domain import InteractionRequest
 from gateway.engine import Gateway
 from platforms.console.config import ConsoleConfig
 from platforms.console.platform import CONSOLE_LIMITS, ConsolePlatform
@@ -62,8 +63,9 @@ def text_of(fragment: str) -> str:
     return "\n".join(line for line in lines if line.strip()).strip()
 
 
-def page_items(page: str) -> list[Seen]:
-    """The texts and cards of a conversation page, in order (the person's own left out)."""
+def page_items(page: str, bodies: dict[str, str] | None = None) -> list[Seen]:
+    """The texts and cards of a conversation page, in order (the person's own left out);
+    each card's HTML into ``bodies``, by its key."""
     live = page.split('<div id="live" data-live>', 1)[-1]
     items = []
     for match in _ITEM.finditer(live):
@@ -77,6 +79,8 @@ def page_items(page: str) -> list[Seen]:
             for token, label in _BUTTON.findall(card_body)
         )
         status = _STATUS.search(card_body)
+        if bodies is not None:
+            bodies[interaction] = card_body
         items.append(
             Seen(
                 key=interaction,
@@ -124,6 +128,7 @@ identity = "local:alice"
             "console-contract.toml",
         )
         self.session: str | None = None  # the conversation's session, once started
+        self._bodies: dict[str, str] = {}  # each card's HTML as last read
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
@@ -172,15 +177,34 @@ identity = "local:alice"
         reply = await self._post(f"i/{card.key}/act", {"token": token})
         return str(reply["text"])
 
-    async def answer_form(self, card: Seen, answers: FormAnswers, *, who: str = "alice") -> str:
-        raise NotImplementedError
+    async def answer_form(
+        self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
+    ) -> str:
+        assert who == "alice", "the console acts as its one identity"
+        body = self._bodies[card.key]
+        [token] = _SUBMIT.findall(body)
+        data = [("token", html.unescape(token))]
+        for question in request.questions:
+            inputs = re.findall(
+                rf'name="q\.{re.escape(question.id)}" value="([^"]*)"> ([^<]*)', body
+            )
+            by_label = {html.unescape(label): html.unescape(value) for value, label in inputs}
+            data += [
+                (f"q.{question.id}", by_label[label])
+                for label in answers.chosen.get(question.id, ())
+            ]
+            if question.id in answers.typed:
+                assert f'name="o.{question.id}"' in body, f"no field for {question.id}"
+                data.append((f"o.{question.id}", answers.typed[question.id]))
+        reply = await self._post(f"i/{card.key}/form", data)
+        return str(reply["text"])
 
     async def seen(self) -> list[Seen]:
         if self.session is None:
             return []
         async with self.http.get(f"{self.console.url}s/{self.session}") as response:
             assert response.status == 200
-            return page_items(await response.text())
+            return page_items(await response.text(), self._bodies)
 
     async def wait_for(
         self, probe: Callable[[list[Seen]], T | None], deadline: float = DEADLINE

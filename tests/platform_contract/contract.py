@@ -155,9 +155,12 @@ class Driver(abc.ABC):
         return await self.click(card, card.button(label).token, who=who)
 
     @abc.abstractmethod
-    async def answer_form(self, card: Seen, answers: FormAnswers, *, who: str = "alice") -> str:
-        """Fill in the card's form as this platform lets a person and send it; the answer
-        shown on sending (a platform's own way: fields, toggles, prompts)."""
+    async def answer_form(
+        self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
+    ) -> str | None:
+        """Fill in the card's form (asking ``request``'s questions) as this platform lets a
+        person, and send it; the answer shown on sending. None: the platform offers no way to
+        send these answers (a required one is missing and nothing lets the person past it)."""
 
     # --- what the platform does -----------------------------------------------------------
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from gateway.cards import Card, CodeBlock, DiffBlock, FieldsBlock, TextBlock
-from gateway.domain import Actor, Answer, ConversationRef
+from gateway.domain import Actor, Answer, ConversationRef, InteractionRequest
 from gateway.engine import Gateway
 from gateway.platform import PlatformLimits
 from platforms.memory.platform import MemoryPlatform, Rendered
@@ -104,7 +104,9 @@ approvers = ["alice"]
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
         return (await self.platform.click(ROOM, PEOPLE[who], token)).text
 
-    async def answer_form(self, card: Seen, answers: FormAnswers, *, who: str = "alice") -> str:
+    async def answer_form(
+        self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
+    ) -> str:
         [shown] = [m for m in self.platform.cards(ROOM) if m.ref.message_id == card.key]
         assert shown.card is not None and shown.card.form is not None, card
         given: dict[str, Answer] = {}
@@ -116,7 +118,8 @@ approvers = ["alice"]
             if ids or other is not None:
                 given[question.id] = Answer(option_ids=ids, other=other)
         token = shown.card.form.submit_token
-        ack = await self.platform.submit(ROOM, PEOPLE[who], token, given, private=False)
+        secret = any(q.secret and q.id in answers.typed for q in request.questions)
+        ack = await self.platform.submit(ROOM, PEOPLE[who], token, given, private=secret)
         return ack.text
 
     def storm(self, seconds: float) -> None:

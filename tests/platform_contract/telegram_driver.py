@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from gateway.domain import InteractionRequest
 from gateway.engine import Gateway
 from platforms.telegram.platform import TELEGRAM_LIMITS
 from tests.platform_contract.contract import (
@@ -65,8 +66,64 @@ class TelegramDriver(Driver):
         answer = await self.tg.click(PEOPLE[who], message, token)
         return str(answer.get("text") or "")
 
-    async def answer_form(self, card: Seen, answers: FormAnswers, *, who: str = "alice") -> str:
-        raise NotImplementedError
+    async def answer_form(
+        self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
+    ) -> str | None:
+        """Telegram has no forms: one question at a time on the card, an option per button
+        (toggles for a multi-select), free text by a reply to the bot's ForceReply prompt, a
+        secret by a reply in the person's private chat; then Submit."""
+        questions, key = request.questions, card.key
+        for n, question in enumerate(questions, start=1):
+            if len(questions) > 1:
+                card = await self.card(lambda s, n=n: s.key == key and f"Question {n} of" in s.text)
+            chosen = answers.chosen.get(question.id, ())
+            typed = answers.typed.get(question.id)
+            if question.secret and typed is not None:
+                return await self._secret(card, typed, who)
+            if not chosen and typed is None:
+                if question.required:
+                    offered = {
+                        label for label in card.labels if "Skip" in label or "Submit" in label
+                    }
+                    assert not offered, card  # nothing lets the person past it
+                    return None
+                await self.press(card, "Skip", who=who)
+                continue
+            if not question.multi and chosen:
+                answer = await self.press(card, chosen[0], who=who)
+                if len(questions) == 1:
+                    return answer
+                continue
+            for label in chosen:
+                await self.press(card, f"☐ {label}", who=who)
+                card = await self.card(
+                    lambda s, label=label: s.key == key and f"☑ {label}" in s.labels
+                )
+            if typed is not None:
+                await self._type(card, typed, who)
+                card = await self.card(lambda s, typed=typed: s.key == key and typed in s.text)
+            if n < len(questions):
+                await self.press(card, "Next »", who=who)
+        card = await self.card(lambda s: s.key == key and "Your answers" in s.text)
+        return await self.press(card, "Submit", who=who)
+
+    async def _type(self, card: Seen, text: str, who: str) -> None:
+        before = {m.message_id for m in self.fake.bot_messages(GROUP_ID)}
+        await self.press(card, "…", who=who)  # "✎ Other…", "✎ Answer…"
+        prompt = await self.tg.bot_message(
+            GROUP_ID, lambda m: m.force_reply and m.message_id not in before
+        )
+        await self.tg.say(PEOPLE[who], text, chat=GROUP, reply_to=prompt)
+
+    async def _secret(self, card: Seen, text: str, who: str) -> str:
+        person = PEOPLE[who]
+        if person.id not in self.fake.private_open:
+            await self.tg.say(person, "/start")  # opens the private chat
+            await self.tg.bot_message(person.id, lambda m: m.text.startswith("Commands:"))
+        answer = await self.press(card, "private chat", who=who)
+        prompt = await self.tg.bot_message(person.id, lambda m: m.force_reply)
+        await self.tg.say(person, text, reply_to=prompt)
+        return answer
 
     def storm(self, seconds: float) -> None:
         self.fake.storm(seconds, retry_after=1)
