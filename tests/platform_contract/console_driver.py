@@ -44,7 +44,9 @@ _ITEM = re.compile(
 )
 _BUTTON = re.compile(r'<button type="submit" name="token"[^>]*value="([^"]*)">([^<]*)</button>')
 _STATUS = re.compile(r'<p class="status">([^<]*)</p>')
-_FILE = re.compile(r"<details open><summary>([^<]*) \(\d+ lines\)</summary>")
+_FILE = re.compile(
+    r"<details open><summary>([^<]*) \(\d+ lines\)</summary><pre>(.*?)</pre></details>", re.DOTALL
+)
 _TAG = re.compile(r"<(/?)(\w+)[^>]*>")
 _INLINE = {"a", "b", "code", "i", "small", "span", "time", "button", "label", "input"}
 _SUBMIT = re.compile(r'<input type="hidden" name="token" value="([^"]*)">')
@@ -88,7 +90,10 @@ def page_items(page: str, bodies: dict[str, str] | None = None) -> list[Seen]:
                 card=True,
                 status=html.unescape(status.group(1)) if status else "",
                 buttons=buttons,
-                files=tuple(html.unescape(name) for name in _FILE.findall(card_body)),
+                files=tuple(
+                    (html.unescape(name), html.unescape(_TAG.sub("", content)))
+                    for name, content in _FILE.findall(card_body)
+                ),
                 edits=int(card_version) - 1,
             )
         )

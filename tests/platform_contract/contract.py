@@ -85,7 +85,7 @@ class Seen:
     card: bool = False
     status: str = ""  # a card's status line: who decided what, and what came of it
     buttons: tuple[Button, ...] = ()
-    files: tuple[str, ...] = ()  # the names of attached files
+    files: tuple[tuple[str, str], ...] = ()  # attached files: (name, content)
     edits: int = 0  # how many times it changed since it was sent
 
     def button(self, label: str) -> Button:

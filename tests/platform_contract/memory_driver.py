@@ -170,6 +170,6 @@ approvers = ["alice"]
             card=True,
             status=card.status_line,
             buttons=buttons,
-            files=tuple(a.name for a in card.attachments),
+            files=tuple((a.name, a.content) for a in card.attachments),
             edits=shown.edits,
         )

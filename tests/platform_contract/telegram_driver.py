@@ -168,9 +168,16 @@ def _seen(message: Sent) -> Seen:
         card=card and message.document is None,
         status=html.unescape(status.group(1)) if status else "",
         buttons=buttons,
-        files=(message.document[0],) if message.document else (),
+        files=_files(message),
         edits=len(message.versions) - 1,
     )
+
+
+def _files(message: Sent) -> tuple[tuple[str, str], ...]:
+    if message.document is None:
+        return ()
+    name, content = message.document
+    return ((name, content.decode()),)
 
 
 def person(who: str) -> Person:
