@@ -7,13 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from gateway.platform import PlatformLimits
 from tests.platform_contract.console_driver import ConsoleDriver
 from tests.platform_contract.contract import Driver
 from tests.platform_contract.memory_driver import MemoryDriver
 from tests.platform_contract.telegram_driver import TelegramDriver
 from tests.servers.fake_telegram import FakeTelegram
 
-PLATFORMS = ["memory", "console", "telegram"]
+# "memory-public": the memory platform without a private surface (a Discord channel's shape)
+PLATFORMS = ["memory", "memory-public", "console", "telegram"]
 
 
 @pytest.fixture(params=PLATFORMS)
@@ -21,6 +23,8 @@ async def driver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     name = request.param
     if name == "memory":
         yield MemoryDriver(tmp_path)
+    elif name == "memory-public":
+        yield MemoryDriver(tmp_path, PlatformLimits(has_private_surface=False))
     elif name == "console":
         yield ConsoleDriver(tmp_path)
     elif name == "telegram":

@@ -64,6 +64,7 @@ class Case(StrEnum):
     NON_APPROVER = "a non-approver's click"
     FORM = "form"
     SECRET = "secret answer on a private surface"
+    NO_PRIVATE_SURFACE = "a secret question where no answer stays private"
     STORM = "429 storm"
     OUTAGE = "connection dropped and back"
     RESTART = "gateway restart with a card on screen"
@@ -128,12 +129,21 @@ class Driver(abc.ABC):
         """What the agent was given, in order, over every start."""
         return self.launcher.received
 
+    @property
+    def title(self) -> str:
+        """The platform and its variant, as a report names it."""
+        return self.name
+
     def require(self, case: Case) -> None:
         """Skip with the driver's stated reason where ``case`` does not apply here."""
         reason = self.not_applicable.get(case)
+        if case is Case.SECRET and not self.limits.has_private_surface:
+            reason = "no private surface (PlatformLimits.has_private_surface): no secret here"
+        if case is Case.NO_PRIVATE_SURFACE and self.limits.has_private_surface:
+            reason = "it has a private surface (PlatformLimits.has_private_surface)"
         if reason is not None:
             assert reason.strip(), f"{self.name}: {case} is left out without a reason"
-            pytest.skip(f"{self.name}: {reason}")
+            pytest.skip(f"{self.title}: {reason}")
 
     # --- the gateway ----------------------------------------------------------------------
 

@@ -62,8 +62,8 @@ class MemoryDriver(Driver):
     shown_as = {"alice": "Alice", "carol": "Carol"}
     name = "memory"
 
-    def __init__(self, tmp_path: Path) -> None:
-        self.limits = PlatformLimits()
+    def __init__(self, tmp_path: Path, limits: PlatformLimits | None = None) -> None:
+        self.limits = limits or PlatformLimits()
         super().__init__(requests_for(self.limits))
         self.platform = MemoryPlatform(limits=self.limits)
         (tmp_path / "work").mkdir()
@@ -97,6 +97,10 @@ approvers = ["alice"]
                 yield gateway
             finally:
                 self._running = False
+
+    @property
+    def title(self) -> str:
+        return self.name if self.limits.has_private_surface else f"{self.name} (no private surface)"
 
     async def say(self, text: str, *, who: str = "alice") -> None:
         await self.platform.say(ROOM, PEOPLE[who], text)

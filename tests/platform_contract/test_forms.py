@@ -65,3 +65,16 @@ async def test_a_secret_is_taken_on_a_private_surface_and_never_shown(driver: Dr
     assert driver.received[0].answers == {"token": Answer(other=secret)}
     assert "(secret, not shown)" in done.text
     assert not [s for s in seen if secret in s.text]
+
+
+async def test_without_a_private_surface_a_secret_question_has_nothing_to_type_into(
+    driver: Driver,
+) -> None:
+    driver.require(Case.NO_PRIVATE_SURFACE)
+    async with driver.running():
+        await driver.say("secret")
+        card = await driver.card(lambda s: s.status == "Waiting for an answer")
+    assert card.buttons == ()  # no field, no button that would take it
+    assert "Paste the deploy token" in card.text  # the question is still shown
+    assert "never typed here" in card.text and "privately" in card.text
+    assert driver.received == []
