@@ -28,3 +28,23 @@ async def test_after_a_429_storm_the_final_text_is_exact_and_the_card_is_shown_o
     assert [s.text for s in seen if not s.card] == [whole]
     assert [s.key for s in seen if s.card] == [card.key]
     assert card.status == "Waiting for a decision"
+
+
+async def test_a_decision_taken_in_a_429_storm_ends_on_the_card_exactly_once(
+    driver: Driver,
+) -> None:
+    driver.require(Case.STORM)
+    alice = driver.shown_as["alice"]
+    async with driver.running():
+        await driver.say("approve")
+        card = await driver.card(lambda s: bool(s.buttons))
+        driver.storm(1.5)
+        answer = await driver.press(card, "Deny")
+        assert answer.startswith("Denied: Deny."), answer
+        done = await driver.card(lambda s: s.key == card.key and "done" in s.status)
+        await driver.text(lambda text: text == "Thanks: 0 answer(s) received.")
+        seen = await driver.seen()
+    assert driver.too_many() > 0
+    assert done.buttons == () and f'Denied ("Deny") by {alice}' in done.status
+    assert [s.text for s in seen if not s.card] == ["Thanks: 0 answer(s) received."]
+    assert [s.key for s in seen if s.card] == [card.key]
