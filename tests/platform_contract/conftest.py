@@ -1,4 +1,8 @@
-"""Every case runs on every platform: the ``driver`` fixture is one per platform."""
+"""Every case runs on every platform: the ``driver`` fixture is one per platform.
+
+A new platform joins with a driver (``<name>_driver.py``: a :class:`Driver` over its fake
+server and its real SDK, the cases it cannot take named with their reasons) and a line here.
+"""
 
 from __future__ import annotations
 

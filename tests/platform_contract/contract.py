@@ -7,7 +7,9 @@ HTTP, and does what a person does there: say something, press a button labelled 
 answer a form, read what is shown now. It can also make the platform misbehave (429s, an
 outage) and restart the gateway over the same data dir. A case is written once against this
 class; a case a platform cannot take is named in :attr:`Driver.not_applicable` with the
-reason, and the case fails (never skips silently) if a driver claims it without a reason.
+reason, which the report shows as the case's skip reason. Nothing is skipped silently: a
+driver that leaves out a misbehaviour (``storm``, ``drop``...) without naming the case fails
+it with NotImplementedError.
 
 Everything is awaited under deadlines (:data:`DEADLINE`): a driver waits on its platform's
 own change signal, never sleeps.
