@@ -42,6 +42,7 @@ class TelegramDriver(Driver):
         self.limits = TELEGRAM_LIMITS
         super().__init__(requests_for(self.limits))
         self.fake = fake
+        self.refused = False  # whether the last click was answered with a refusal
         (tmp_path / "work").mkdir()
         self.config = telegram_config(
             fake,
@@ -64,6 +65,7 @@ class TelegramDriver(Driver):
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
         message = self.fake.message(GROUP_ID, int(card.key))
         answer = await self.tg.click(PEOPLE[who], message, token)
+        self.refused = answer.get("show_alert") in (True, "true")  # a refusal is an alert
         return str(answer.get("text") or "")
 
     async def answer_form(
@@ -73,6 +75,7 @@ class TelegramDriver(Driver):
         (toggles for a multi-select), free text by a reply to the bot's ForceReply prompt, a
         secret by a reply in the person's private chat; then Submit."""
         questions, key = request.questions, card.key
+        self.refused = False
         for n, question in enumerate(questions, start=1):
             if len(questions) > 1:
                 card = await self.card(lambda s, n=n: s.key == key and f"Question {n} of" in s.text)
@@ -91,11 +94,13 @@ class TelegramDriver(Driver):
                 continue
             if not question.multi and chosen:
                 answer = await self.press(card, chosen[0], who=who)
-                if len(questions) == 1:
+                if len(questions) == 1 or self.refused:
                     return answer
                 continue
             for label in chosen:
-                await self.press(card, f"☐ {label}", who=who)
+                answer = await self.press(card, f"☐ {label}", who=who)
+                if self.refused:
+                    return answer
                 card = await self.card(
                     lambda s, label=label: s.key == key and f"☑ {label}" in s.labels
                 )
@@ -109,7 +114,8 @@ class TelegramDriver(Driver):
 
     async def _type(self, card: Seen, text: str, who: str) -> None:
         before = {m.message_id for m in self.fake.bot_messages(GROUP_ID)}
-        await self.press(card, "…", who=who)  # "✎ Other…", "✎ Answer…"
+        answer = await self.press(card, "…", who=who)  # "✎ Other…", "✎ Answer…"
+        assert not self.refused, answer
         prompt = await self.tg.bot_message(
             GROUP_ID, lambda m: m.force_reply and m.message_id not in before
         )

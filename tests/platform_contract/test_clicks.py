@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gateway.engine import Gateway
-from tests.platform_contract.contract import Case, Driver, Seen
+from tests.platform_contract.contract import FORM, Case, Driver, FormAnswers, Seen
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -73,4 +73,23 @@ async def test_a_click_on_a_card_from_before_a_restart_is_stale(driver: Driver) 
         assert await rejections(gateway) == ["stale"]
         assert (await driver.now(card.key)).status == orphaned.status
     assert orphaned.buttons == ()
+    assert driver.received == []
+
+
+async def test_a_non_approvers_answer_to_a_form_is_refused_and_decides_nothing(
+    driver: Driver,
+) -> None:
+    driver.require(Case.NON_APPROVER)
+    driver.require(Case.FORM)
+    async with driver.running() as gateway:
+        await driver.say("form", who="carol")
+        card = await driver.card(lambda s: s.status == "Waiting for an answer")
+        filled = FormAnswers(
+            chosen={"env": ("Green",), "langs": ("Red",)}, typed={"note": "from carol"}
+        )
+        answer = await driver.answer_form(card, FORM, filled, who="carol")
+        assert answer == "You may not decide this request."
+        assert await rejections(gateway) == ["not_approver"]
+        now = await driver.now(card.key)
+    assert now.text == card.text and now.labels == card.labels  # the card did not change
     assert driver.received == []
