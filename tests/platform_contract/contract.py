@@ -298,7 +298,13 @@ def long_reply(limits: PlatformLimits) -> str:
 
 def streams_for(limits: PlatformLimits) -> dict[str, tuple[str, ...]]:
     """What the scripted agent answers in parts, by the prompt that makes it."""
-    return {"stream": STREAMED, "long reply": (long_reply(limits),)}
+    whole = long_reply(limits)
+    half = limits.text_max_chars // 2
+    return {
+        "stream": STREAMED,
+        "long reply": (whole,),
+        "long stream": (whole[:half], whole[half:]),  # one message grows past the limit
+    }
 
 
 def requests_for(limits: PlatformLimits) -> dict[str, InteractionRequest]:

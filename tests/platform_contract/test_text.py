@@ -42,5 +42,23 @@ async def test_a_reply_longer_than_a_message_arrives_whole_and_fences_hold(
     assert code_lines("".join(pieces)) == code_lines(whole)  # all of it, in order, once
 
 
+async def test_a_streamed_reply_growing_past_the_limit_is_split_once_whole(
+    driver: Driver,
+) -> None:
+    driver.require(Case.TEXT)
+    whole = long_reply(driver.limits)
+    async with driver.running():
+        await driver.say("long stream")
+        first = await driver.text(lambda text: "print('line 00000" in text)
+        driver.launcher.go_on.set()
+        await driver.text(lambda text: text.endswith("That is the whole listing."))
+        pieces = await driver.seen()
+    assert pieces[0].key == first.key  # the message shown first grew, then the rest followed
+    texts = [s.text for s in pieces]
+    assert all(len(text) <= driver.limits.text_max_chars for text in texts)
+    assert all(text.count("```") % 2 == 0 for text in texts), "a fence is broken"
+    assert code_lines("".join(texts)) == code_lines(whole)
+
+
 def code_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and "```" not in line]
