@@ -193,6 +193,10 @@ class Driver(abc.ABC):
         once that card's send has failed."""
         raise NotImplementedError
 
+    async def refused_while_down(self) -> None:
+        """Returns once the platform refused a call since :meth:`drop`."""
+        raise NotImplementedError
+
     async def back(self) -> None:
         """The platform answers again (and the gateway hears it is back)."""
         raise NotImplementedError
@@ -220,9 +224,9 @@ class Driver(abc.ABC):
         [found] = [s for s in await self.seen() if s.key == key]
         return found
 
-    async def text(self, probe: Callable[[str], bool]) -> Seen:
+    async def text(self, probe: Callable[[str], bool], deadline: float = DEADLINE) -> Seen:
         return await self.wait_for(
-            lambda seen: next((s for s in seen if not s.card and probe(s.text)), None)
+            lambda seen: next((s for s in seen if not s.card and probe(s.text)), None), deadline
         )
 
 

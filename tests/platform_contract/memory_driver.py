@@ -135,7 +135,11 @@ approvers = ["alice"]
         return len(self.platform.too_many)
 
     async def drop(self) -> None:
+        self.platform.refused.clear()
         self.platform.down = True
+
+    async def refused_while_down(self) -> None:
+        await self.platform.wait_for(lambda: bool(self.platform.refused), DEADLINE)
 
     async def drop_at_next_card(self) -> None:
         self.platform.refused.clear()

@@ -138,7 +138,11 @@ class TelegramDriver(Driver):
         return len(self.fake.too_many)
 
     async def drop(self) -> None:
+        self.fake.refused.clear()
         self.fake.down = True
+
+    async def refused_while_down(self) -> None:
+        await self.fake.wait_for(lambda: bool(self.fake.refused), DEADLINE)
 
     async def drop_at_next_card(self) -> None:
         self.fake.down_at_next_card = True
