@@ -14,7 +14,8 @@ waiting write sets ``writes.waiting``) or make them fail (``writes.fail_with``).
 
 A prompt that names one of its ``streams`` is answered in parts (``TextDelta``), the whole
 text last; after the first part the agent waits until the test opens ``launcher.go_on``
-(a text is shown, then edited as it grows).
+(a text is shown, then edited as it grows); ``launcher.turn_over`` is set once the gateway has
+taken a turn's end (its final text flushed) and asks for more.
 
 ``on_stop``, if given, is awaited when an agent is told to stop (the gateway stopping, or the
 last resort of /stop), before it exits: what happens while a gateway shuts down.
@@ -76,10 +77,12 @@ class ScriptedAgent:
         on_stop: Callable[[], Awaitable[None]] | None = None,
         streams: Mapping[str, tuple[str, ...]] | None = None,
         go_on: asyncio.Event | None = None,
+        turn_over: asyncio.Event | None = None,
     ):
         self._requests = requests
         self._streams = streams or {}
         self._go_on = go_on or asyncio.Event()
+        self._turn_over = turn_over or asyncio.Event()
         self._received = received
         self._writes = writes or Writes()
         self._on_stop = on_stop
@@ -152,6 +155,8 @@ class ScriptedAgent:
                 await event.wait()
                 continue
             yield event
+            if isinstance(event, TurnCompleted):
+                self._turn_over.set()  # asked for more: the gateway is done with the turn
             if isinstance(event, AgentExited):
                 return
 
@@ -174,6 +179,7 @@ class ScriptedLauncher:
         self.requests = dict(requests)
         self.streams = dict(streams or {})
         self.go_on = asyncio.Event()
+        self.turn_over = asyncio.Event()  # set once the gateway is done with a turn
         self.received: list[Decision] = []
         self.writes = Writes()
         self.on_stop = on_stop
@@ -189,6 +195,7 @@ class ScriptedLauncher:
             self.on_stop,
             streams=self.streams,
             go_on=self.go_on,
+            turn_over=self.turn_over,
         )
         try:
             yield agent

@@ -53,7 +53,10 @@ async def test_a_reply_finished_while_the_platform_was_down_ends_exact_when_it_i
         await driver.say("stream")
         first = await driver.text(lambda text: text == STREAMED[0])
         await driver.drop()
+        driver.launcher.turn_over.clear()
         driver.launcher.go_on.set()
+        async with asyncio.timeout(DEADLINE):
+            await driver.launcher.turn_over.wait()  # the turn ended while the platform was down
         await driver.refused_while_down()
         await driver.back()
         # nothing more can come where the text is lost: the platform is back and was told
