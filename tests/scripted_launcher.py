@@ -12,6 +12,11 @@ second answer to one request is AlreadyAnswered, one to a closed request Request
 before the write is awaited. A test may hold writes at that point (``writes.hold()``: each
 waiting write sets ``writes.waiting``) or make them fail (``writes.fail_with``).
 
+A prompt that names one of its ``streams`` is answered in parts (``TextDelta``), the whole
+text last; after the first part the agent waits until the test opens ``launcher.go_on``
+(a text is shown, then edited as it grows); ``launcher.turn_over`` is set once the gateway has
+taken a turn's end (its final text flushed) and asks for more.
+
 ``on_stop``, if given, is awaited when an agent is told to stop (the gateway stopping, or the
 last resort of /stop), before it exits: what happens while a gateway shuts down.
 """
@@ -37,6 +42,7 @@ from gateway.events import (
     Prompt,
     Respond,
     SessionStarted,
+    TextDelta,
     TurnCompleted,
     TurnStarted,
 )
@@ -69,12 +75,18 @@ class ScriptedAgent:
         received: list[Decision],
         writes: Writes | None = None,
         on_stop: Callable[[], Awaitable[None]] | None = None,
+        streams: Mapping[str, tuple[str, ...]] | None = None,
+        go_on: asyncio.Event | None = None,
+        turn_over: asyncio.Event | None = None,
     ):
         self._requests = requests
+        self._streams = streams or {}
+        self._go_on = go_on or asyncio.Event()
+        self._turn_over = turn_over or asyncio.Event()
         self._received = received
         self._writes = writes or Writes()
         self._on_stop = on_stop
-        self._events: asyncio.Queue[AgentEvent] = asyncio.Queue()
+        self._events: asyncio.Queue[AgentEvent | asyncio.Event] = asyncio.Queue()
         self._asked: dict[str, str] = {}  # native key → turn id
         self._answered: set[str] = set()
         self._ended = False
@@ -96,6 +108,10 @@ class ScriptedAgent:
             case Prompt(text=text):
                 turn = f"turn-{next(_turns)}"
                 await self._events.put(TurnStarted(turn_native_id=turn))
+                parts = self._streams.get(text.strip())
+                if parts is not None:
+                    await self._stream(turn, parts)
+                    return
                 request = self._requests.get(text.strip())
                 if request is None:
                     await self._finish(turn, f"echo: {text}")
@@ -124,10 +140,23 @@ class ScriptedAgent:
         await self._events.put(AgentMessage(item_id=f"msg-{turn}", text=text))
         await self._events.put(TurnCompleted(status=TurnStatus.COMPLETED, turn_native_id=turn))
 
+    async def _stream(self, turn: str, parts: tuple[str, ...]) -> None:
+        item = f"msg-{turn}"
+        await self._events.put(TextDelta(item_id=item, text=parts[0]))
+        await self._events.put(self._go_on)  # the stream pauses here until the test goes on
+        for part in parts[1:]:
+            await self._events.put(TextDelta(item_id=item, text=part))
+        await self._finish(turn, "".join(parts))
+
     async def events(self) -> AsyncIterator[AgentEvent]:
         while True:
             event = await self._events.get()
+            if isinstance(event, asyncio.Event):
+                await event.wait()
+                continue
             yield event
+            if isinstance(event, TurnCompleted):
+                self._turn_over.set()  # asked for more: the gateway is done with the turn
             if isinstance(event, AgentExited):
                 return
 
@@ -145,8 +174,12 @@ class ScriptedLauncher:
         requests: Mapping[str, InteractionRequest],
         *,
         on_stop: Callable[[], Awaitable[None]] | None = None,
+        streams: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.requests = dict(requests)
+        self.streams = dict(streams or {})
+        self.go_on = asyncio.Event()
+        self.turn_over = asyncio.Event()  # set once the gateway is done with a turn
         self.received: list[Decision] = []
         self.writes = Writes()
         self.on_stop = on_stop
@@ -155,7 +188,15 @@ class ScriptedLauncher:
     async def launch(
         self, project: ProjectConfig, *, resume_native_id: str | None
     ) -> AsyncIterator[ScriptedAgent]:
-        agent = ScriptedAgent(self.requests, self.received, self.writes, self.on_stop)
+        agent = ScriptedAgent(
+            self.requests,
+            self.received,
+            self.writes,
+            self.on_stop,
+            streams=self.streams,
+            go_on=self.go_on,
+            turn_over=self.turn_over,
+        )
         try:
             yield agent
         finally:

@@ -5,7 +5,8 @@ action token, or a direct question's option token, goes to the core as it is
 (``Inbox.on_action``); a form's option toggles, "other", next, back and skip move the
 clicking person's own draft (forms.py); Submit hands the draft to ``Inbox.on_form``. Every
 callback is answered (answerCallbackQuery) with what happened, rejections included. A
-ForceReply prompt is sent only to someone the core says may answer (``Inbox.may_answer``).
+draft (which the card then shows to the whole chat) is started, and a ForceReply prompt
+sent, only for someone the core says may answer (``Inbox.may_answer``).
 
 The ack deadline rule (gateway/deadline.py): a click the core has not answered within the
 platform's deadline, less a margin, is answered "Received: the card will show the outcome";
@@ -210,6 +211,8 @@ class UpdateHandler:
             if form is None or form.form_id != form_id:
                 await self._out.answer(query.id, GONE, alert=True)
                 return
+            if not await self._may_draft(form, actor, query.id):
+                return
             if op.startswith("t"):
                 step = form.ask_text(actor, int(op[1:]))
             else:
@@ -219,6 +222,8 @@ class UpdateHandler:
         if form is not None and not form.direct:
             option = form.option_at(data)
             if option is not None:
+                if not await self._may_draft(form, actor, query.id):
+                    return
                 await self._act(form_key, form, actor, form.choose(actor, *option), query.id)
                 return
             if data == form.submit_token:
@@ -226,6 +231,19 @@ class UpdateHandler:
                 return
         action = InboundAction(conversation=conversation, actor=actor, token=data)
         await self._in_time(self._inbox.on_action(action), query.id, actor, form_key, conversation)
+
+    async def _may_draft(self, form: Form, actor: Actor, callback: str) -> bool:
+        """A person's first press on a form starts their draft, which the card then shows to
+        everyone in the chat: only for someone the core says may answer (its checks and
+        audit); anyone else is told why and the card does not change."""
+        if actor.user_id in form.drafts:
+            return True
+        may = await self._inbox.may_answer(
+            InboundAction(conversation=form.conversation, actor=actor, token=form.submit_token)
+        )
+        if not may.accepted:
+            await self._out.answer(callback, may.text, alert=True)
+        return may.accepted
 
     async def _in_time(
         self,

@@ -115,6 +115,7 @@ class FakeTelegram:
         self.webhook_deliveries: list[int] = []  # HTTP status of each webhook POST (0: none)
         self.handed_out: list[list[int]] = []  # the update ids of each getUpdates answer
         self.down = False  # Telegram unreachable: every method answers 502
+        self.refused: list[str] = []  # the methods (but getUpdates) answered 502 while down
         self.down_at_next_card = False  # go down when the next message with buttons comes
         self.chats: dict[int, dict[str, Any]] = {}
         self.private_open: set[int] = set()
@@ -236,6 +237,8 @@ class FakeTelegram:
         if method == "sendMessage" and self.down_at_next_card and params.get("reply_markup"):
             self.down_at_next_card, self.down = False, True
         if self.down:
+            if method != "getUpdates":
+                self.refused.append(method)
             await self._notify()
             return error(502, "Bad Gateway")
         if method != "getUpdates":

@@ -1,0 +1,228 @@
+"""The web console under the contract: real HTTP on 127.0.0.1 (a free port), its pages read
+as a browser gets them and its forms posted as a browser posts them (CSRF token and Origin).
+
+The console acts as one configured identity (``local:alice``, an approver); it is served
+by the gateway's own process, so it has no connection to lose and nothing answers 429."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import io
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gateway.domain import InteractionRequest
+from gateway.engine import Gateway
+from platforms.console.config import ConsoleConfig
+from platforms.console.platform import CONSOLE_LIMITS, ConsolePlatform
+from platforms.registry import parse_config
+from tests.console_harness import client, logged_in, origin
+from tests.platform_contract.contract import (
+    DEADLINE,
+    Button,
+    Case,
+    Driver,
+    FormAnswers,
+    Seen,
+    not_seen,
+    requests_for,
+)
+
+__all__ = ["ConsoleDriver", "page_items"]
+
+T = TypeVar("T")
+_ITEM = re.compile(
+    r'<div class="msg( mine)?" data-key="(t-[^"]+)" data-version="(\d+)">(.*?)</div>'
+    r'|<article class="card [^"]*" id="i-([^"]+)" data-key="[^"]*" data-version="(\d+)">'
+    r"(.*?)</article>",
+    re.DOTALL,
+)
+_BUTTON = re.compile(r'<button type="submit" name="token"[^>]*value="([^"]*)">([^<]*)</button>')
+_STATUS = re.compile(r'<p class="status">([^<]*)</p>')
+_FILE = re.compile(
+    r"<details open><summary>([^<]*) \(\d+ lines\)</summary><pre>(.*?)</pre></details>", re.DOTALL
+)
+_TAG = re.compile(r"<(/?)(\w+)[^>]*>")
+_INLINE = {"a", "b", "code", "i", "small", "span", "time", "button", "label", "input"}
+_SUBMIT = re.compile(r'<input type="hidden" name="token" value="([^"]*)">')
+
+
+def text_of(fragment: str) -> str:
+    """What a browser shows of an HTML fragment; a <pre> block shown as a fenced block."""
+
+    def tag(match: re.Match[str]) -> str:
+        closing, name = match.group(1), match.group(2)
+        if name == "pre":
+            return "\n```" if closing else "```\n"
+        return "" if name in _INLINE else "\n"
+
+    lines = html.unescape(_TAG.sub(tag, fragment)).split("\n")
+    return "\n".join(line for line in lines if line.strip()).strip()
+
+
+def page_items(page: str, bodies: dict[str, str] | None = None) -> list[Seen]:
+    """The texts and cards of a conversation page, in order (the person's own left out);
+    each card's HTML into ``bodies``, by its key."""
+    live = page.split('<div id="live" data-live>', 1)[-1]
+    items = []
+    for match in _ITEM.finditer(live):
+        mine, key, version, body, interaction, card_version, card_body = match.groups()
+        if key is not None:
+            if not mine:
+                items.append(Seen(key=key, text=text_of(body), edits=int(version) - 1))
+            continue
+        buttons = tuple(
+            Button(label=html.unescape(label), token=html.unescape(token))
+            for token, label in _BUTTON.findall(card_body)
+        )
+        status = _STATUS.search(card_body)
+        if bodies is not None:
+            bodies[interaction] = card_body
+        items.append(
+            Seen(
+                key=interaction,
+                text=text_of(card_body),
+                card=True,
+                status=html.unescape(status.group(1)) if status else "",
+                buttons=buttons,
+                files=tuple(
+                    (html.unescape(name), html.unescape(_TAG.sub("", content)))
+                    for name, content in _FILE.findall(card_body)
+                ),
+                edits=int(card_version) - 1,
+            )
+        )
+    return items
+
+
+class ConsoleDriver(Driver):
+    shown_as = {"alice": "local:alice"}
+    name = "console"
+    not_applicable = {
+        Case.NON_APPROVER: "the console acts as one configured identity, an approver here",
+        Case.STORM: "served by the gateway's own process: nothing answers 429",
+        Case.OUTAGE: "served by the gateway's own process: no connection to lose",
+    }
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.limits = CONSOLE_LIMITS
+        super().__init__(requests_for(self.limits))
+        (tmp_path / "work").mkdir()
+        self.config = parse_config(
+            f"""
+[gateway]
+data_dir = {json.dumps(str(tmp_path / "data"))}
+stop_grace_seconds = 5
+
+[projects.demo]
+work_dir = {json.dumps(str(tmp_path / "work"))}
+agent = "codex-app-server"
+
+[projects.demo.auth.local]
+allow_from = ["alice"]
+approvers = ["alice"]
+
+[platforms.console]
+identity = "local:alice"
+""",
+            "console-contract.toml",
+        )
+        self.session: str | None = None  # the conversation's session, once started
+        self._bodies: dict[str, str] = {}  # each card's HTML as last read
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[Gateway]:
+        settings = self.config.platforms.get("console", ConsoleConfig)
+        assert settings is not None
+        console = ConsolePlatform(settings, announce=io.StringIO(), limits=self.limits)
+        platforms = {"console": console}
+        async with (
+            console,
+            Gateway(self.config, platforms=platforms, launcher=self.launcher) as gateway,
+            client() as http,
+        ):
+            self.console, self.http = console, http
+            self.csrf = await logged_in(http, self)  # type: ignore[arg-type]
+            yield gateway
+
+    @property
+    def gateway(self) -> Gateway:
+        gateway = self.console.gateway
+        assert gateway is not None
+        return gateway
+
+    async def _post(self, path: str, data: Any) -> dict[str, Any]:
+        if isinstance(data, dict):
+            data = [*data.items(), ("csrf", self.csrf)]
+        else:
+            data = [*data, ("csrf", self.csrf)]
+        headers = origin(self)  # type: ignore[arg-type]
+        async with self.http.post(self.console.url + path, data=data, headers=headers) as response:
+            assert response.status == 200, await response.text()
+            reply: dict[str, Any] = await response.json()
+            return reply
+
+    async def say(self, text: str, *, who: str = "alice") -> None:
+        assert who == "alice", "the console acts as its one identity"
+        if self.session is None:
+            reply = await self._post("new", {"project": "demo", "text": text})
+            assert reply["accepted"], reply
+            self.session = reply["location"].rsplit("/", 1)[-1]
+        else:
+            reply = await self._post(f"s/{self.session}/say", {"text": text})
+            assert reply["accepted"], reply
+
+    async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
+        assert who == "alice", "the console acts as its one identity"
+        reply = await self._post(f"i/{card.key}/act", {"token": token})
+        return str(reply["text"])
+
+    async def answer_form(
+        self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
+    ) -> str:
+        assert who == "alice", "the console acts as its one identity"
+        body = self._bodies[card.key]
+        [token] = _SUBMIT.findall(body)
+        data = [("token", html.unescape(token))]
+        for question in request.questions:
+            inputs = re.findall(
+                rf'name="q\.{re.escape(question.id)}" value="([^"]*)"> ([^<]*)', body
+            )
+            by_label = {html.unescape(label): html.unescape(value) for value, label in inputs}
+            data += [
+                (f"q.{question.id}", by_label[label])
+                for label in answers.chosen.get(question.id, ())
+            ]
+            if question.id in answers.typed:
+                assert f'name="o.{question.id}"' in body, f"no field for {question.id}"
+                data.append((f"o.{question.id}", answers.typed[question.id]))
+        reply = await self._post(f"i/{card.key}/form", data)
+        return str(reply["text"])
+
+    async def seen(self) -> list[Seen]:
+        if self.session is None:
+            return []
+        async with self.http.get(f"{self.console.url}s/{self.session}") as response:
+            assert response.status == 200
+            return page_items(await response.text(), self._bodies)
+
+    async def wait_for(
+        self, probe: Callable[[list[Seen]], T | None], deadline: float = DEADLINE
+    ) -> T:
+        last: list[Seen] = []
+        try:
+            async with asyncio.timeout(deadline):
+                while True:
+                    count = self.console.changes.count
+                    last = await self.seen()
+                    found = probe(last)
+                    if found is not None and found is not False:
+                        return found
+                    await self.console.changes.wait_past(count)
+        except TimeoutError:
+            raise not_seen(self.name, deadline, last) from None

@@ -1,0 +1,329 @@
+"""The platform contract as a person meets it: what a driver does for a case, and what every
+case reads.
+
+A :class:`Driver` starts a whole gateway (the real engine and ledger, the scripted agent of
+tests/scripted_launcher.py) on one platform, served by that platform's own fake or its own
+HTTP, and does what a person does there: say something, press a button labelled L on a card,
+answer a form, read what is shown now. It can also make the platform misbehave (429s, an
+outage) and restart the gateway over the same data dir. A case is written once against this
+class; a case a platform cannot take is named in :attr:`Driver.not_applicable` with the
+reason, which the report shows as the case's skip reason. Nothing is skipped silently: a
+driver that leaves out a misbehaviour (``storm``, ``drop``...) without naming the case fails
+it with NotImplementedError.
+
+Everything is awaited under deadlines (:data:`DEADLINE`): a driver waits on its platform's
+own change signal, never sleeps.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TypeVar
+
+import pytest
+
+from gateway.domain import (
+    Action,
+    Answer,
+    Command,
+    Decision,
+    Effect,
+    InteractionKind,
+    InteractionRequest,
+    Option,
+    Question,
+    Scope,
+)
+from gateway.engine import Gateway
+from gateway.platform import PlatformLimits
+from tests.scripted_launcher import ScriptedLauncher
+
+__all__ = [
+    "DEADLINE",
+    "Button",
+    "Case",
+    "Driver",
+    "FormAnswers",
+    "Seen",
+    "not_seen",
+    "requests_for",
+]
+
+T = TypeVar("T")
+DEADLINE = 20.0
+
+
+class Case(StrEnum):
+    """The cases of the suite, for a driver's :attr:`Driver.not_applicable`."""
+
+    TEXT = "text"
+    CARD_ROUND_TRIP = "card round trip"
+    CLICKS = "signed, forged, stale and foreign clicks"
+    NON_APPROVER = "a non-approver's click"
+    FORM = "form"
+    SECRET = "secret answer on a private surface"
+    NO_PRIVATE_SURFACE = "a secret question where no answer stays private"
+    STORM = "429 storm"
+    OUTAGE = "connection dropped and back"
+    RESTART = "gateway restart with a card on screen"
+    ATTACHMENT = "a command too long for a card"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Button:
+    label: str
+    token: str  # what the platform sends back when it is pressed
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Seen:
+    """One message of the bot as the person sees it now."""
+
+    key: str  # stable across edits
+    text: str  # everything it says (a card: title, body, answers, status)
+    card: bool = False
+    status: str = ""  # a card's status line: who decided what, and what came of it
+    buttons: tuple[Button, ...] = ()
+    files: tuple[tuple[str, str], ...] = ()  # attached files: (name, content)
+    edits: int = 0  # how many times it changed since it was sent
+
+    def button(self, label: str) -> Button:
+        found = [b for b in self.buttons if b.label == label] or [
+            b for b in self.buttons if label in b.label
+        ]
+        if len(found) != 1:
+            raise AssertionError(f"{len(found)} buttons labelled {label!r} on {self}")
+        return found[0]
+
+    @property
+    def labels(self) -> list[str]:
+        return [b.label for b in self.buttons]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FormAnswers:
+    """What a person fills in: chosen option labels, free text, per question id."""
+
+    chosen: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    typed: Mapping[str, str] = field(default_factory=dict)
+
+
+class Driver(abc.ABC):
+    """One platform, driven as a person uses it. People: ``alice`` talks and approves,
+    ``carol`` may talk and may not decide."""
+
+    name: str
+    limits: PlatformLimits
+    not_applicable: Mapping[Case, str] = {}
+    shown_as: Mapping[str, str]  # how a person is named on a card ("alice" → "@alice")
+
+    def __init__(self, requests: Mapping[str, InteractionRequest]) -> None:
+        self.requests = requests
+        # one agent script over every start
+        self.launcher = ScriptedLauncher(requests, streams=streams_for(self.limits))
+
+    @property
+    def received(self) -> list[Decision]:
+        """What the agent was given, in order, over every start."""
+        return self.launcher.received
+
+    @property
+    def title(self) -> str:
+        """The platform and its variant, as a report names it."""
+        return self.name
+
+    def require(self, case: Case) -> None:
+        """Skip with the driver's stated reason where ``case`` does not apply here."""
+        reason = self.not_applicable.get(case)
+        if case is Case.SECRET and not self.limits.has_private_surface:
+            reason = "no private surface (PlatformLimits.has_private_surface): no secret here"
+        if case is Case.NO_PRIVATE_SURFACE and self.limits.has_private_surface:
+            reason = "it has a private surface (PlatformLimits.has_private_surface)"
+        if reason is not None:
+            assert reason.strip(), f"{self.name}: {case} is left out without a reason"
+            pytest.skip(f"{self.title}: {reason}")
+
+    # --- the gateway ----------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def running(self) -> AbstractAsyncContextManager[Gateway]:
+        """A gateway on this platform; entered again after it left: a restart over the same
+        data dir (the platform keeps what it showed)."""
+
+    # --- what a person does ---------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def say(self, text: str, *, who: str = "alice") -> None: ...
+
+    @abc.abstractmethod
+    async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
+        """Send ``token`` as a press on ``card``; the answer the person is shown."""
+
+    async def press(self, card: Seen, label: str, *, who: str = "alice") -> str:
+        return await self.click(card, card.button(label).token, who=who)
+
+    @abc.abstractmethod
+    async def answer_form(
+        self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
+    ) -> str | None:
+        """Fill in the card's form (asking ``request``'s questions) as this platform lets a
+        person, and send it; the answer shown on sending. None: the platform offers no way to
+        send these answers (a required one is missing and nothing lets the person past it)."""
+
+    # --- what the platform does -----------------------------------------------------------
+
+    def storm(self, seconds: float) -> None:
+        """Answer every outbound call 429 for ``seconds`` from now."""
+        raise NotImplementedError
+
+    def too_many(self) -> int:
+        """How many calls the platform answered 429."""
+        raise NotImplementedError
+
+    async def drop(self) -> None:
+        """The platform can no longer be reached."""
+        raise NotImplementedError
+
+    async def drop_at_next_card(self) -> None:
+        """The platform can no longer be reached from the moment the next card is sent; returns
+        once that card's send has failed."""
+        raise NotImplementedError
+
+    async def refused_while_down(self) -> None:
+        """Returns once the platform refused a call since :meth:`drop`."""
+        raise NotImplementedError
+
+    async def back(self) -> None:
+        """The platform answers again (and the gateway hears it is back)."""
+        raise NotImplementedError
+
+    # --- what a person sees ---------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def seen(self) -> list[Seen]:
+        """The bot's messages in the person's conversation, oldest first."""
+
+    @abc.abstractmethod
+    async def wait_for(
+        self, probe: Callable[[list[Seen]], T | None], deadline: float = DEADLINE
+    ) -> T:
+        """Wait on the platform's own change signal until ``probe(what is shown)`` returns
+        something other than None or False."""
+
+    async def card(self, probe: Callable[[Seen], bool] = lambda s: True) -> Seen:
+        """The first card ``probe`` accepts, once shown."""
+        return await self.wait_for(
+            lambda seen: next((s for s in seen if s.card and probe(s)), None)
+        )
+
+    async def now(self, key: str) -> Seen:
+        [found] = [s for s in await self.seen() if s.key == key]
+        return found
+
+    async def text(self, probe: Callable[[str], bool], deadline: float = DEADLINE) -> Seen:
+        return await self.wait_for(
+            lambda seen: next((s for s in seen if not s.card and probe(s.text)), None), deadline
+        )
+
+
+def not_seen(name: str, deadline: float, last: list[Seen]) -> AssertionError:
+    shown = "\n".join(f"  {s}" for s in last)
+    return AssertionError(f"{name}: not seen within {deadline} s; shown now:\n{shown}")
+
+
+# --- what the scripted agent asks -----------------------------------------------------------
+
+ACTIONS = (
+    Action(id="accept", label="Allow once", effect=Effect.ALLOW),
+    Action(
+        id="acceptForSession", label="Allow for session", effect=Effect.ALLOW, scope=Scope.SESSION
+    ),
+    Action(id="decline", label="Deny", effect=Effect.DENY),
+    Action(id="cancel", label="Deny and stop", effect=Effect.CANCEL),
+)
+COLOURS = (
+    Option(id="red", label="Red"),
+    Option(id="green", label="Green"),
+    Option(id="blue", label="Blue"),
+)
+
+
+def approval(key: str, command: str, title: str = "Run a command?") -> InteractionRequest:
+    return InteractionRequest(
+        native_key=key,
+        kind=InteractionKind.APPROVAL,
+        title=title,
+        detail=Command(command=command, cwd="/srv/project", reason="look around"),
+        actions=ACTIONS,
+    )
+
+
+FORM = InteractionRequest(
+    native_key="scripted:form",
+    kind=InteractionKind.QUESTION,
+    title="The agent asks",
+    questions=(
+        Question(id="env", header="Env", text="Which environment?", options=COLOURS[:2]),
+        Question(id="langs", header="Langs", text="Which colours?", options=COLOURS, multi=True),
+        Question(id="note", header="Note", text="A note?", allow_other=True),
+    ),
+)
+SECRET = InteractionRequest(
+    native_key="scripted:secret",
+    kind=InteractionKind.QUESTION,
+    title="The agent needs a token",
+    questions=(
+        Question(
+            id="token", header="Token", text="Paste the deploy token", allow_other=True, secret=True
+        ),
+    ),
+)
+
+
+def long_command(limits: PlatformLimits) -> str:
+    """A command longer than the card body takes: it must be attached, whole."""
+    line = "echo 'a line of a long generated script that goes on and on' && \\\n"
+    return line * (limits.card_max_chars // len(line) + 2) + "true"
+
+
+STREAMED = ("The answer is coming", ", and here is all of it.")
+
+
+def long_reply(limits: PlatformLimits) -> str:
+    """A reply longer than a message takes, a code fence open across the limit."""
+    head = "Here is the listing:\n\n```python\n"
+    lines = [f"print('line {n:05d} of the listing')\n" for n in range(limits.text_max_chars // 20)]
+    return head + "".join(lines) + "```\n\nThat is the whole listing."
+
+
+def streams_for(limits: PlatformLimits) -> dict[str, tuple[str, ...]]:
+    """What the scripted agent answers in parts, by the prompt that makes it."""
+    whole = long_reply(limits)
+    half = limits.text_max_chars // 2
+    return {
+        "stream": STREAMED,
+        "long reply": (whole,),
+        "long stream": (whole[:half], whole[half:]),  # one message grows past the limit
+    }
+
+
+def requests_for(limits: PlatformLimits) -> dict[str, InteractionRequest]:
+    """What the scripted agent asks, by the prompt that makes it ask."""
+    return {
+        "approve": approval("scripted:approve", "ls -la"),
+        **{
+            f"approve {n}": approval(f"scripted:approve-{n}", f"ls -la /tmp/{n}")
+            for n in range(2, 5)
+        },
+        "form": FORM,
+        "secret": SECRET,
+        "long": approval("scripted:long", long_command(limits), "Run a long script?"),
+    }
+
+
+def answers_of(driver: Driver) -> list[dict[str, Answer]]:
+    return [decision.answers for decision in driver.received]
