@@ -4,8 +4,9 @@ Modules: ``store`` (opening), ``database`` (the connection, transactions, clock)
 ``datadir`` (0700, not inside a work dir, one gateway at a time: ``hold_data_dir``),
 ``clicks`` (what a click is checked against, in one read, on either connection),
 ``migrations`` (the schema), ``codec`` (JSON columns, secret redaction), ``records`` (what is
-returned), and one module per concern: ``sessions``, ``turns``, ``prompts``, ``ledger``
-(interactions), ``cards``, ``audit``.
+returned), and one module per concern: ``sessions``, ``turns``, ``timeline`` (each turn's
+text, tool lines and requests, in order), ``prompts``, ``ledger`` (interactions), ``cards``,
+``audit``.
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ from gateway.store.records import (
     PromptRecord,
     PromptState,
     SessionRecord,
+    TimelineEntry,
     TurnRecord,
+    TurnTimeline,
 )
 from gateway.store.sessions import SessionLedger
 from gateway.store.store import DATABASE_FILE, Store
+from gateway.store.timeline import TimelineLedger
 from gateway.store.turns import TurnLedger
 
 __all__ = [
@@ -65,8 +69,11 @@ __all__ = [
     "SessionLedger",
     "SessionRecord",
     "Store",
+    "TimelineEntry",
+    "TimelineLedger",
     "TurnLedger",
     "TurnRecord",
+    "TurnTimeline",
     "check_data_dir",
     "hold_data_dir",
     "prepare_data_dir",

@@ -97,7 +97,10 @@ class Database:
 
     def now(self) -> str:
         """The clock's time as stored: ISO 8601 in UTC, microseconds."""
-        moment = self._clock()
+        return self.stored_time(self._clock())
+
+    def stored_time(self, moment: datetime) -> str:
+        """A time as stored: ISO 8601 in UTC, microseconds."""
         if moment.tzinfo is None:
             raise StoreError("the store's clock returned a naive datetime; it must be aware")
         return moment.astimezone(UTC).isoformat(timespec="microseconds")

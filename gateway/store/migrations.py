@@ -253,10 +253,40 @@ _ROUTES = (
     " SELECT platform, space, channel, thread, session_id, bound_at FROM conversations",
 )
 
+# A turn as an ordered timeline (gateway/timeline.py): its entries under one sequence (seq,
+# per turn), and each entry's text in parts: a streamed answer is saved as the text that came
+# since the last save, appended, never rewritten whole (docs/decisions.md).
+_TIMELINE = (
+    """
+    CREATE TABLE timeline_entries (
+        turn_id INTEGER NOT NULL REFERENCES turns(id),
+        seq INTEGER NOT NULL CHECK (seq >= 0),
+        kind TEXT NOT NULL CHECK (kind IN ('text', 'tool', 'interaction')),
+        item_id TEXT,
+        interaction_id TEXT REFERENCES interactions(id),
+        at TEXT NOT NULL,
+        PRIMARY KEY (turn_id, seq),
+        CHECK ((kind = 'interaction') = (interaction_id IS NOT NULL))
+    )
+    """,
+    """
+    CREATE TABLE timeline_text (
+        turn_id INTEGER NOT NULL,
+        seq INTEGER NOT NULL,
+        part INTEGER NOT NULL CHECK (part >= 0),
+        text TEXT NOT NULL,
+        PRIMARY KEY (turn_id, seq, part),
+        FOREIGN KEY (turn_id, seq) REFERENCES timeline_entries(turn_id, seq)
+    )
+    """,
+    "CREATE INDEX turns_session ON turns(session_id, id)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(version=2, name="a delivery whose outcome is unknown", statements=_UNKNOWN_DELIVERY),
     Migration(version=3, name="routes apart from the conversations shown", statements=_ROUTES),
+    Migration(version=4, name="turn timelines", statements=_TIMELINE),
 )
 
 

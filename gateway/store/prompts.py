@@ -22,7 +22,7 @@ from gateway.store.database import (
 )
 from gateway.store.records import EnqueueOutcome, EnqueueResult, PromptRecord, PromptState
 
-__all__ = ["PromptQueue"]
+__all__ = ["PromptQueue", "prompt_by_id"]
 
 _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
@@ -308,6 +308,12 @@ def _prompt(conn: sqlite3.Connection, prompt_id: int) -> PromptRecord:
     if row is None:
         raise StoreError(f"no prompt {prompt_id}")
     return _prompt_from_row(row)
+
+
+def prompt_by_id(conn: sqlite3.Connection, prompt_id: int) -> PromptRecord | None:
+    """A prompt, read inside another module's transaction (None if there is none)."""
+    row = fetch_one(conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,))
+    return None if row is None else _prompt_from_row(row)
 
 
 def _prompt_from_row(row: sqlite3.Row) -> PromptRecord:

@@ -11,6 +11,7 @@ from enum import StrEnum
 
 from gateway.domain import Actor, AgentKind, ConversationRef, Scope, TurnStatus
 from gateway.interactions import Interaction, Transition
+from gateway.timeline import EntryKind
 
 __all__ = [
     "AuditEntry",
@@ -25,7 +26,9 @@ __all__ = [
     "PromptRecord",
     "PromptState",
     "SessionRecord",
+    "TimelineEntry",
     "TurnRecord",
+    "TurnTimeline",
 ]
 
 
@@ -90,6 +93,18 @@ class TurnRecord:
         return self.ended_at is None
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TimelineEntry:
+    """One entry of a turn's timeline (gateway/timeline.py), its text whole."""
+
+    seq: int  # its place in the turn: the order things happened
+    kind: EntryKind
+    at: datetime
+    text: str  # TEXT: what the agent said; TOOL: the tool's line; INTERACTION: ''
+    item_id: str | None = None
+    interaction_id: str | None = None  # INTERACTION: the request the agent made then
+
+
 class PromptState(StrEnum):
     QUEUED = "queued"
     IN_FLIGHT = "in_flight"
@@ -110,6 +125,15 @@ class PromptRecord:
     position: int
     created_at: datetime
     updated_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnTimeline:
+    """A turn, the prompt it answered (if any), and its timeline in order."""
+
+    turn: TurnRecord
+    prompt: PromptRecord | None
+    entries: tuple[TimelineEntry, ...]
 
 
 class EnqueueOutcome(StrEnum):

@@ -21,6 +21,7 @@ from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
 from gateway.store.prompts import PromptQueue
 from gateway.store.sessions import SessionLedger
+from gateway.store.timeline import TimelineLedger
 from gateway.store.turns import TurnLedger
 
 __all__ = ["DATABASE_FILE", "Store"]
@@ -38,6 +39,7 @@ class Store:
 
     - ``store.sessions``: sessions, runtime epochs, conversation bindings
     - ``store.turns``: turns
+    - ``store.timeline``: each turn's timeline (text, tool lines, requests, in order)
     - ``store.prompts``: the prompt queue of each session
     - ``store.interactions``: interactions, decisions, deliveries, resolutions, grants
     - ``store.cards``: every copy of every interaction card
@@ -61,6 +63,7 @@ class Store:
         self.reader = reader
         self.sessions = SessionLedger(db)
         self.turns = TurnLedger(db)
+        self.timeline = TimelineLedger(db)
         self.prompts = PromptQueue(db)
         self.interactions = InteractionLedger(db)
         self.cards = CardCopies(db)

@@ -9,9 +9,11 @@ from gateway.errors import StoreError
 from gateway.store.database import Database, fetch_one, parse_optional_time, parse_time
 from gateway.store.records import TurnRecord
 
-__all__ = ["TurnLedger"]
+__all__ = ["TURN_COLUMNS", "TurnLedger", "turn_from_row"]
 
-_COLUMNS = "id, session_id, epoch, prompt_id, native_turn_id, status, error, started_at, ended_at"
+TURN_COLUMNS = (
+    "id, session_id, epoch, prompt_id, native_turn_id, status, error, started_at, ended_at"
+)
 
 
 class TurnLedger:
@@ -92,41 +94,43 @@ class TurnLedger:
 
     async def get(self, turn_id: int) -> TurnRecord | None:
         row = await self._db.read(
-            lambda conn: fetch_one(conn, f"SELECT {_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
+            lambda conn: fetch_one(
+                conn, f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,)
+            )
         )
-        return None if row is None else _turn_from_row(row)
+        return None if row is None else turn_from_row(row)
 
     async def running(self, session_id: str) -> TurnRecord | None:
         """The session's running turn, if any."""
         row = await self._db.read(
             lambda conn: fetch_one(
                 conn,
-                f"SELECT {_COLUMNS} FROM turns WHERE session_id = ? AND ended_at IS NULL",
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? AND ended_at IS NULL",
                 (session_id,),
             )
         )
-        return None if row is None else _turn_from_row(row)
+        return None if row is None else turn_from_row(row)
 
     async def latest(self, session_id: str) -> TurnRecord | None:
         """The session's most recent turn, running or ended (how its last turn went)."""
         row = await self._db.read(
             lambda conn: fetch_one(
                 conn,
-                f"SELECT {_COLUMNS} FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                 (session_id,),
             )
         )
-        return None if row is None else _turn_from_row(row)
+        return None if row is None else turn_from_row(row)
 
 
 def _turn(conn: sqlite3.Connection, turn_id: int) -> TurnRecord:
-    row = fetch_one(conn, f"SELECT {_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
+    row = fetch_one(conn, f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
     if row is None:
         raise StoreError(f"no turn {turn_id}")
-    return _turn_from_row(row)
+    return turn_from_row(row)
 
 
-def _turn_from_row(row: sqlite3.Row) -> TurnRecord:
+def turn_from_row(row: sqlite3.Row) -> TurnRecord:
     return TurnRecord(
         id=row["id"],
         session_id=row["session_id"],

@@ -1,0 +1,112 @@
+"""Turn timelines: what the agent said, the tools it ran and the moments it asked, in order.
+
+Written by the session's runner as the turn goes (gateway/timeline.py computes what changed
+since the last save); read by the surfaces that show a conversation's history, after a
+restart too (the web console).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+from gateway.errors import StoreError
+from gateway.store.database import Database, fetch_all, parse_time
+from gateway.store.prompts import prompt_by_id
+from gateway.store.records import TimelineEntry, TurnTimeline
+from gateway.store.turns import TURN_COLUMNS, turn_from_row
+from gateway.timeline import EntryKind, EntryWrite
+
+__all__ = ["TimelineLedger"]
+
+
+class TimelineLedger:
+    """``store.timeline``: each turn's entries under one sequence."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def save(self, turn_id: int, writes: Sequence[EntryWrite]) -> None:
+        """Record new entries and their text: appended as a new part, or replacing the
+        entry's parts. One transaction: nothing of it, or all of it."""
+        if not writes:
+            return
+
+        def save(conn: sqlite3.Connection) -> None:
+            for write in writes:
+                if write.new:
+                    conn.execute(
+                        "INSERT INTO timeline_entries"
+                        " (turn_id, seq, kind, item_id, interaction_id, at)"
+                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            turn_id,
+                            write.seq,
+                            write.kind.value,
+                            write.item_id,
+                            write.interaction_id,
+                            self._db.stored_time(write.at),
+                        ),
+                    )
+                if write.replace:
+                    conn.execute(
+                        "DELETE FROM timeline_text WHERE turn_id = ? AND seq = ?",
+                        (turn_id, write.seq),
+                    )
+                if write.text:
+                    conn.execute(
+                        "INSERT INTO timeline_text (turn_id, seq, part, text) VALUES (?, ?, ?, ?)",
+                        (turn_id, write.seq, write.part, write.text),
+                    )
+
+        try:
+            await self._db.write(save)
+        except StoreError as exc:
+            raise StoreError(f"turn {turn_id}'s timeline was not saved: {exc}") from exc
+
+    async def of_session(self, session_id: str, *, turns: int = 50) -> list[TurnTimeline]:
+        """The session's latest ``turns`` turns, oldest first, each with its prompt and its
+        timeline (one read)."""
+
+        def of_session(conn: sqlite3.Connection) -> list[TurnTimeline]:
+            rows = fetch_all(
+                conn,
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT ?",
+                (session_id, turns),
+            )
+            found = []
+            for row in reversed(rows):
+                turn = turn_from_row(row)
+                prompt = None if turn.prompt_id is None else prompt_by_id(conn, turn.prompt_id)
+                entries = _entries(conn, turn.id)
+                found.append(TurnTimeline(turn=turn, prompt=prompt, entries=entries))
+            return found
+
+        return await self._db.read(of_session)
+
+
+def _entries(conn: sqlite3.Connection, turn_id: int) -> tuple[TimelineEntry, ...]:
+    texts: dict[int, list[str]] = {}
+    for row in fetch_all(
+        conn,
+        "SELECT seq, text FROM timeline_text WHERE turn_id = ? ORDER BY seq, part",
+        (turn_id,),
+    ):
+        texts.setdefault(row["seq"], []).append(row["text"])
+    rows = fetch_all(
+        conn,
+        "SELECT seq, kind, item_id, interaction_id, at FROM timeline_entries"
+        " WHERE turn_id = ? ORDER BY seq",
+        (turn_id,),
+    )
+    return tuple(
+        TimelineEntry(
+            seq=row["seq"],
+            kind=EntryKind(row["kind"]),
+            at=parse_time(row["at"]),
+            text="".join(texts.get(row["seq"], ())),
+            item_id=row["item_id"],
+            interaction_id=row["interaction_id"],
+        )
+        for row in rows
+    )

@@ -1,0 +1,164 @@
+"""A turn's timeline (gateway/timeline.py) and its place in the ledger (store.timeline): the
+order things happened, the sections a surface shows as messages, and saves that write only
+what is new."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from gateway.domain import TurnStatus
+from gateway.store import MIGRATIONS, Store, TurnTimeline
+from gateway.timeline import EntryKind, Timeline
+from tests.store_helpers import SteppingClock, approval, running_session
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    async with Store.open(tmp_path / "data", clock=SteppingClock()) as store:
+        yield store
+
+
+async def a_turn(store: Store) -> tuple[int, int, str]:
+    """A running turn; its id, its epoch and its session."""
+    session, epoch = await running_session(store)
+    turn = await store.turns.start(session.id, epoch)
+    return turn.id, epoch, session.id
+
+
+async def save(store: Store, turn_id: int, timeline: Timeline) -> int:
+    """Save what the ledger lacks; the number of entries written."""
+    unsaved = timeline.unsaved()
+    await store.timeline.save(turn_id, unsaved.writes)
+    timeline.saved(unsaved)
+    return len(unsaved.writes)
+
+
+async def stored(store: Store, session_id: str) -> TurnTimeline:
+    [turn] = await store.timeline.of_session(session_id)
+    return turn
+
+
+def text_parts(store: Store, turn_id: int) -> list[tuple[int, int, str]]:
+    with sqlite3.connect(store.path) as raw:
+        rows = raw.execute(
+            "SELECT seq, part, text FROM timeline_text WHERE turn_id = ? ORDER BY seq, part",
+            (turn_id,),
+        ).fetchall()
+    return [(seq, part, text) for seq, part, text in rows]
+
+
+def test_what_is_said_after_a_card_is_a_section_after_it() -> None:
+    timeline = Timeline()
+    timeline.delta("m1", "I will ")
+    timeline.delta("m1", "look.")
+    timeline.tool("c1", "▸ `ls`")
+    assert timeline.interaction_opened("i1")
+    timeline.tool("c1", "✓ `ls`")  # the command's line stays where it started
+    timeline.delta("m1", " Then more.")  # the same message, after the card: a new entry
+    timeline.delta("m2", "Done.")
+    assert not timeline.interaction_opened("i1")  # the same request again: nothing new
+    assert timeline.sections == 2
+    assert timeline.section_text(0) == "I will look.\n\n✓ `ls`"
+    assert timeline.section_text(1) == " Then more.\n\nDone."
+    assert [(e.kind, e.item_id) for e in timeline.entries] == [
+        (EntryKind.TEXT, "m1"),
+        (EntryKind.TOOL, "c1"),
+        (EntryKind.INTERACTION, None),
+        (EntryKind.TEXT, "m1"),
+        (EntryKind.TEXT, "m2"),
+    ]
+
+
+def test_a_final_message_split_by_a_card_keeps_each_part_in_its_place() -> None:
+    timeline = Timeline()
+    timeline.delta("m1", "Before the card.")
+    timeline.interaction_opened("i1")
+    timeline.delta("m1", " After i")
+    timeline.message("m1", "Before the card. After it.")
+    assert [timeline.section_text(0), timeline.section_text(1)] == [
+        "Before the card.",
+        " After it.",
+    ]
+    timeline.message("m1", "Something else entirely.")  # not a continuation: one place
+    assert [timeline.section_text(0), timeline.section_text(1)] == [
+        "Something else entirely.",
+        "",
+    ]
+
+
+def test_text_that_comes_while_a_save_is_written_is_in_the_next_save() -> None:
+    timeline = Timeline()
+    timeline.delta("m1", "one")
+    first = timeline.unsaved()
+    timeline.delta("m1", " two")  # while the first save is being written...
+    timeline.section_text(0)  # ...a surface shows it...
+    timeline.interaction_opened("i1")  # ...and a card closes the message
+    timeline.saved(first)
+    [write] = [w for w in timeline.unsaved().writes if w.kind is EntryKind.TEXT]
+    assert (write.new, write.replace, write.part, write.text) == (False, False, 1, " two")
+
+
+async def test_a_streamed_text_is_saved_as_appended_parts_and_read_back_whole(
+    store: Store,
+) -> None:
+    turn_id, _, session_id = await a_turn(store)
+    timeline = Timeline()
+    timeline.delta("m1", "one")
+    timeline.delta("m1", " two")
+    assert await save(store, turn_id, timeline) == 1
+    assert await save(store, turn_id, timeline) == 0  # nothing new: nothing written
+    timeline.delta("m1", " three")
+    timeline.delta("m1", " four")
+    assert await save(store, turn_id, timeline) == 1
+    # the second save wrote the new text only, never the whole again
+    assert text_parts(store, turn_id) == [(0, 0, "one two"), (0, 1, " three four")]
+    assert [e.text for e in (await stored(store, session_id)).entries] == ["one two three four"]
+    timeline.message("m1", "One, two, three, four.")  # the final text replaces the deltas
+    assert await save(store, turn_id, timeline) == 1
+    assert text_parts(store, turn_id) == [(0, 0, "One, two, three, four.")]
+
+
+async def test_a_turn_reads_back_in_the_order_it_happened(store: Store) -> None:
+    turn_id, epoch, session_id = await a_turn(store)
+    timeline = Timeline(clock=SteppingClock())
+    timeline.delta("m1", "Let me look.")
+    timeline.tool("c1", "▸ `ls`")
+    await save(store, turn_id, timeline)
+    opened = await store.interactions.create(
+        session_id, epoch, approval("codex:0"), turn_id=turn_id
+    )
+    timeline.interaction_opened(opened.interaction.id)
+    timeline.tool("c1", "✓ `ls`")
+    timeline.delta("m2", "Three files.")
+    await save(store, turn_id, timeline)
+    await store.turns.end(turn_id, TurnStatus.COMPLETED)
+    turn = await stored(store, session_id)
+    assert turn.turn.status is TurnStatus.COMPLETED and turn.prompt is None
+    assert [(e.seq, e.kind, e.text, e.interaction_id) for e in turn.entries] == [
+        (0, EntryKind.TEXT, "Let me look.", None),
+        (1, EntryKind.TOOL, "✓ `ls`", None),
+        (2, EntryKind.INTERACTION, "", opened.interaction.id),
+        (3, EntryKind.TEXT, "Three files.", None),
+    ]
+    times = [e.at for e in turn.entries]
+    assert times == sorted(times)
+
+
+async def test_a_ledger_of_the_last_schema_gets_timelines(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    async with Store.open(data_dir, migrations=MIGRATIONS[:-1]) as old:
+        session, epoch = await running_session(old)
+        await old.turns.start(session.id, epoch)
+    async with Store.open(data_dir) as store:
+        [turn] = await store.timeline.of_session(session.id)
+        assert turn.entries == ()  # a turn from before: no timeline, still read
+        timeline = Timeline()
+        timeline.delta("m1", "hello")
+        await save(store, turn.turn.id, timeline)
+        assert [e.text for e in (await stored(store, session.id)).entries] == ["hello"]
