@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gateway.cards import Card
-from gateway.domain import Actor, ConversationRef
+from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.platform import Ack, EditResult, Inbox, MessageRef, Platform, PlatformLimits
 from gateway.store import SessionRecord
 from platforms.memory.platform import MemoryPlatform
@@ -187,6 +187,12 @@ class ClockedMemoryPlatform:
         result = await self.inner.edit_text(ref, text)
         self._shown(ref.conversation, ref.message_id, text)
         return result
+
+    async def turn_started(self, conversation: ConversationRef) -> None:
+        await self.inner.turn_started(conversation)
+
+    async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
+        await self.inner.turn_ended(conversation, status)
 
     # --- what a person does and sees ------------------------------------------------------
 

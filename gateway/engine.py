@@ -226,6 +226,8 @@ class Gateway:
         self._tasks.create_task(work)
 
     async def on_platform_back(self, platform: str) -> None:
+        for runner in list(self._runners.values()):
+            runner.platform_back(platform)  # a turn's final text that failed there
         sent = await self.broker.resend_failed()
         if sent:
             log.info("%s is back: %d card(s) that had failed were sent again", platform, sent)

@@ -1,16 +1,19 @@
-"""Outbound text: notices to every conversation of a session, and the live turn message.
+"""Outbound text: a turn's live text (:class:`TurnStream`), notices sent outside a session's
+runner (:class:`Notifier`), and a 429's wait (:func:`with_rate_limit`).
 
-The agent's text of a turn is one message per conversation, edited as it streams, at most
-once per ``min_edit_interval_seconds`` of the platform (coalesced; identical edits skipped),
-split without breaking code fences when it grows past the platform's limit; the final text
-is always delivered whole. A 429 is honoured by waiting what the platform says.
+A turn's text is its timeline's sections (gateway/timeline.py), each shown as its own
+message, split without breaking code fences when it grows past the platform's limit: what
+the agent says after a card comes after it. Each conversation shows it through its own outlet
+(gateway/outlets.py), at its own platform's pace.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from functools import partial
 from typing import TypeVar
 
@@ -18,15 +21,16 @@ from gateway.commands import spell_commands
 from gateway.domain import ConversationRef
 from gateway.errors import PlatformError
 from gateway.events import ToolActivity, ToolKind, ToolPhase
-from gateway.platform import MessageRef, Platform, RateLimited
+from gateway.platform import Platform, RateLimited
 from gateway.textsplit import GrowingSplit, split_text
+from gateway.timeline import Timeline
 
-__all__ = ["Notifier", "TurnStream", "with_rate_limit"]
+__all__ = ["MAX_RATE_LIMIT_WAIT", "Notifier", "TurnStream", "with_rate_limit"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-MAX_RATE_LIMIT_WAIT = 60.0
+MAX_RATE_LIMIT_WAIT = 60.0  # seconds of 429s waited out for one notice, or a turn's end
 
 
 async def with_rate_limit(call: Callable[[], Awaitable[T]]) -> T:
@@ -43,22 +47,28 @@ async def with_rate_limit(call: Callable[[], Awaitable[T]]) -> T:
 
 
 class Notifier:
-    """Sends a notice to conversations; a platform failure is logged, never raised."""
+    """Sends a notice to conversations, side by side (a 429 in one does not hold the others);
+    a platform failure is logged, never raised. For replies made outside a session's runner
+    (commands, recovery); a runner's notices go through its :class:`Outbound`."""
 
     def __init__(self, platforms: Mapping[str, Platform]) -> None:
         self._platforms = platforms
 
     async def send(self, conversations: list[ConversationRef], text: str) -> None:
-        for conversation in conversations:
-            platform = self._platforms.get(conversation.platform)
-            if platform is None:
-                continue
-            spelled = spell_commands(text, platform.spell_command)
-            for chunk in split_text(spelled, platform.limits.text_max_chars):
-                try:
-                    await with_rate_limit(partial(platform.send_text, conversation, chunk))
-                except PlatformError as exc:
-                    log.warning("notice to %s failed: %s", conversation.key(), exc)
+        async with asyncio.TaskGroup() as tasks:
+            for conversation in conversations:
+                platform = self._platforms.get(conversation.platform)
+                if platform is not None:
+                    tasks.create_task(self._send(platform, conversation, text))
+
+    async def _send(self, platform: Platform, conversation: ConversationRef, text: str) -> None:
+        spelled = spell_commands(text, platform.spell_command)
+        for chunk in split_text(spelled, platform.limits.text_max_chars):
+            try:
+                await with_rate_limit(partial(platform.send_text, conversation, chunk))
+            except PlatformError as exc:
+                log.warning("notice to %s failed: %s", conversation.key(), exc)
+                return
 
 
 def _activity_line(event: ToolActivity) -> str:
@@ -78,96 +88,63 @@ def _activity_line(event: ToolActivity) -> str:
     return f"✓ {subject}"
 
 
-class TurnStream:
-    """The live message of one turn in every conversation of the session."""
+def _now() -> datetime:
+    return datetime.now(UTC)
 
-    def __init__(self, platforms: Mapping[str, Platform], conversations: list[ConversationRef]):
-        self._platforms = platforms
-        self._conversations = conversations
-        # item id → its text in pieces, in order of appearance; the pieces are joined when the
-        # text is shown: appending each delta to one string copies the whole text every time
-        # (a million deltas took hours; bench/throughput.py, docs/decisions.md)
-        self._slots: dict[str, list[str]] = {}
-        self._shown: dict[ConversationRef, list[tuple[MessageRef | None, str]]] = {}
-        self._splits: dict[int, GrowingSplit] = {}  # by the platform's text limit
-        self._dirty = asyncio.Event()
-        self._flushing = asyncio.Lock()  # the flusher task and the runner both flush
-        self.deltas = 0
+
+class TurnStream:
+    """The live text of one turn: its timeline, and the outlets that show it."""
+
+    def __init__(self, *, clock: Callable[[], datetime] = _now) -> None:
+        self.timeline = Timeline(clock=clock)
+        # the hot path, one call per streamed delta: the timeline's own method, which sets
+        # the wake of every outlet showing the turn (its watchers)
+        self.delta: Callable[[str, str], None] = self.timeline.delta
+        self.saving = asyncio.Lock()  # one save of the timeline at a time (the runner's)
+        self._splits: dict[tuple[int, int], GrowingSplit] = {}  # by section and text limit
+        self._chunks: dict[tuple[int, int], tuple[int, list[str]]] = {}
 
     # --- what the agent did (synchronous, cheap: called for every event) ------------------
 
-    def delta(self, item_id: str, text: str) -> None:
-        pieces = self._slots.get(item_id)
-        if pieces is None:
-            self._slots[item_id] = [text]
-        else:
-            pieces.append(text)
-        self.deltas += 1
-        self._dirty.set()
-
     def message(self, item_id: str, text: str) -> None:
         """The item's final text: authoritative over the deltas seen."""
-        self._slots[item_id] = [text]
-        self._dirty.set()
+        self.timeline.message(item_id, text)
 
     def activity(self, event: ToolActivity) -> None:
-        self._slots[f"tool:{event.item_id}"] = [_activity_line(event)]
-        self._dirty.set()
+        self.timeline.tool(f"tool:{event.item_id}", _activity_line(event))
+
+    def interaction_opened(self, interaction_id: str) -> None:
+        """A card opened: what comes next is a new message, after it."""
+        self.timeline.interaction_opened(interaction_id)
+
+    # --- reading it -----------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        return self.timeline.version
 
     def text(self) -> str:
-        parts = []
-        for pieces in self._slots.values():
-            if len(pieces) > 1:
-                pieces[:] = ["".join(pieces)]
-            if pieces[0].strip():
-                parts.append(pieces[0])
-        return "\n\n".join(parts)
+        return self.timeline.text()
 
-    # --- showing it -----------------------------------------------------------------------
+    def chunks(self, section: int, limit: int) -> list[str]:
+        """The messages of a section for a platform whose texts hold ``limit`` characters."""
+        key = (section, limit)
+        version = self.timeline.version
+        cached = self._chunks.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        text = self.timeline.section_text(section)
+        splitter = self._splits.get(key)
+        if splitter is None:
+            splitter = self._splits[key] = GrowingSplit(limit)
+        chunks = splitter.split(text) if text else []
+        self._chunks[key] = (version, chunks)
+        return chunks
 
-    async def run(self, min_interval: float) -> None:
-        """Flush at most once per ``min_interval`` while the turn runs (an owned task)."""
-        while True:
-            await self._dirty.wait()
-            await self.flush()
-            await asyncio.sleep(min_interval)  # the platform's edit rate, not a wait for state
+    def watch(self, wake: asyncio.Event) -> None:
+        self.timeline.watchers.append(wake)
+        wake.set()
 
-    async def flush(self) -> None:
-        # one flush at a time: two at once would both send the first message of the turn
-        async with self._flushing:
-            self._dirty.clear()
-            text = self.text()
-            if not text:
-                return
-            for conversation in self._conversations:
-                platform = self._platforms.get(conversation.platform)
-                if platform is not None:
-                    await self._show(platform, conversation, text)
-
-    async def _show(self, platform: Platform, conversation: ConversationRef, text: str) -> None:
-        shown = self._shown.setdefault(conversation, [])
-        limit = platform.limits.text_max_chars
-        splitter = self._splits.setdefault(limit, GrowingSplit(limit))
-        for index, chunk in enumerate(splitter.split(text)):
-            try:
-                if index < len(shown):
-                    ref, before = shown[index]
-                    if before == chunk:
-                        continue
-                    if ref is None:
-                        ref = await with_rate_limit(
-                            partial(platform.send_text, conversation, chunk)
-                        )
-                    else:
-                        await with_rate_limit(partial(platform.edit_text, ref, chunk))
-                    shown[index] = (ref, chunk)
-                else:
-                    ref = await with_rate_limit(partial(platform.send_text, conversation, chunk))
-                    shown.append((ref, chunk))
-            except PlatformError as exc:
-                # keep what was shown; the next flush (or the final one) tries again
-                log.warning("stream to %s failed: %s", conversation.key(), exc)
-                if index >= len(shown):
-                    shown.append((None, ""))
-                self._dirty.set()
-                return
+    def unwatch(self, wake: asyncio.Event) -> None:
+        with contextlib.suppress(ValueError):
+            self.timeline.watchers.remove(wake)

@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.cards import Card
-from gateway.domain import Actor, Answer, ConversationRef
+from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ __all__ = [
     "MessageRef",
     "Platform",
     "PlatformLimits",
+    "PlatformUnreachable",
     "RateLimited",
     "connected",
 ]
@@ -81,6 +82,11 @@ class RateLimited(PlatformError):
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"rate limited, retry after {retry_after:g} s")
         self.retry_after = retry_after
+
+
+class PlatformUnreachable(PlatformError):
+    """The platform could not be reached (an outage, as opposed to a refusal): the platform
+    calls ``Inbox.on_platform_back`` once it reaches its servers again."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -195,6 +201,21 @@ class Platform(Protocol):
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef: ...
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult: ...
+
+    async def turn_started(self, conversation: ConversationRef) -> None:
+        """The agent started a turn of the session shown in ``conversation`` (before any of
+        its text): a typing indicator may start, a native stream may open. The turn's text
+        then comes as whole snapshots (``send_text``, ``edit_text``), one message per
+        section: what follows a card is a new message after it."""
+        ...
+
+    async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
+        """The turn ended (``completed``, ``interrupted``, ``failed``). Called after the last
+        send or edit of its text in ``conversation``: what was sent last is final (a stream
+        may be finalized, a typing indicator stopped). Notices about the turn's end follow.
+
+        For both calls a PlatformError (RateLimited too) is logged, never retried."""
+        ...
 
 
 @asynccontextmanager

@@ -3,9 +3,12 @@ ledger moves, cards and messages.
 
 A :class:`SessionRunner` is one task owned by the engine. Each agent process it starts is a
 new runtime epoch, recorded (pid, process group, start time) before anything is sent to it.
-While the agent lives, three owned tasks run: the event consumer, the prompt feeder (one
-turn at a time, from the durable queue) and the turn stream's flusher; and, where the project
-has an expiry policy, a fourth that expires the epoch's requests nobody answered in time.
+While the agent lives, owned tasks run: the event consumer, the prompt feeder (one turn at a
+time, from the durable queue), the interrupt watch, the sweep of stranded decisions, and,
+where the project has an expiry policy, one that expires the epoch's requests nobody answered
+in time. What the session says goes through its :class:`~gateway.outlets.Outbound`: one
+outlet task per conversation, paced by that conversation's platform alone. Each turn is kept
+as an ordered timeline (gateway/timeline.py), saved to the ledger as it goes.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from gateway.events import (
 from gateway.expiry import due_at, is_due, plan_expiry, waited
 from gateway.interactions import Interaction, InteractionEvent
 from gateway.outbound import Notifier, TurnStream
+from gateway.outlets import Outbound
 from gateway.platform import Platform
 from gateway.store import Clock, Store, TurnRecord, utc_now
 
@@ -55,6 +59,12 @@ EXPIRY_RECHECK_SECONDS = 60.0
 # How often a live epoch looks for decisions committed but never written (Broker.sweep); it
 # also looks when it starts and when a cancelled decision asks it to.
 SWEEP_SECONDS = 30.0
+# How long the text before a card may hold the card up (Outbound.settle): a platform slower
+# than that shows its text after the card, rather than every platform getting the card late.
+SETTLE_SECONDS = 1.0
+# How often a running turn's timeline is saved (what came since the last save, appended); it
+# is also saved when the turn ends.
+TIMELINE_SAVE_SECONDS = 1.0
 
 
 _EXIT_REASONS = {
@@ -96,7 +106,8 @@ class SessionRunner:
         self._broker = broker
         self._launcher = launcher
         self._platforms = platforms
-        self._notifier = Notifier(platforms)
+        self._notifier = Notifier(platforms)  # once the runner's outbound has ended
+        self._outbound = Outbound(platforms)
         self._stop_grace = stop_grace_seconds
         self._clock = clock
         self._opened = asyncio.Event()  # a request was opened: the expiry task looks again
@@ -162,6 +173,11 @@ class SessionRunner:
         except RuntimeError as exc:  # the epoch's task group is ending: its agent with it
             raise DeliveryRefused("the agent process that asked is ending") from exc
 
+    def platform_back(self, platform: str) -> None:
+        """``platform`` reaches its servers again: a turn's final text that failed there in
+        the outage is shown now."""
+        self._outbound.platform_back(platform)
+
     def sweep_soon(self) -> None:
         """Look for stranded decisions now (Broker.sweep), not at the next period."""
         self._sweep_wanted.set()
@@ -177,13 +193,14 @@ class SessionRunner:
     # --- the task -------------------------------------------------------------------------
 
     async def run(self) -> None:
-        while not self._closing:
-            await self._wake.wait()
-            self._wake.clear()
-            if self._closing:
-                return
-            if await self._has_work():
-                await self._run_epoch()
+        async with self._outbound.running():  # what is queued to each conversation is sent
+            while not self._closing:
+                await self._wake.wait()
+                self._wake.clear()
+                if self._closing:
+                    return
+                if await self._has_work():
+                    await self._run_epoch()
 
     async def _has_work(self) -> bool:
         session = await self._store.sessions.get(self.session_id)
@@ -257,7 +274,7 @@ class SessionRunner:
                 await self._prompt_ready.wait()
                 continue
             try:
-                self._turn = await self._store.turns.start(
+                turn = self._turn = await self._store.turns.start(
                     self.session_id, epoch, prompt_id=prompt.id
                 )
             except StoreError:
@@ -267,13 +284,14 @@ class SessionRunner:
                 await asyncio.Event().wait()  # the consumer ends this epoch
             self._turn_done.clear()
             self._interrupt_requested.clear()
-            self._stream = TurnStream(self._platforms, await self._conversations())
+            stream = self._stream = TurnStream(clock=self._clock)
+            self._outbound.start_turn(stream, await self._conversations())
             try:
                 async with asyncio.TaskGroup() as turn_tasks:
-                    flusher = turn_tasks.create_task(self._stream.run(self._min_edit_interval()))
+                    saver = turn_tasks.create_task(self._keep_saving(turn, stream))
                     await agent.send(Prompt(text=prompt.text))
                     await self._turn_done.wait()
-                    flusher.cancel()
+                    saver.cancel()
             except* GatewayError as group:
                 # the agent died under our write; the consumer reports AgentExited
                 log.warning("prompt not sent: %s", group.exceptions[0])
@@ -347,9 +365,21 @@ class SessionRunner:
         after = waited(expired)
         await self._notify(f"⌛ Nobody answered {title} within {after}: it timed out, {told}.")
 
-    def _min_edit_interval(self) -> float:
-        intervals = [p.limits.min_edit_interval_seconds for p in self._platforms.values()]
-        return max(intervals, default=1.0)
+    # --- the turn's timeline --------------------------------------------------------------
+
+    async def _keep_saving(self, turn: TurnRecord, stream: TurnStream) -> None:
+        """Save the running turn's timeline every TIMELINE_SAVE_SECONDS (an owned task)."""
+        while True:
+            await asyncio.sleep(TIMELINE_SAVE_SECONDS)  # a cadence, not a wait for state
+            await self._save(turn, stream)
+
+    async def _save(self, turn: TurnRecord, stream: TurnStream) -> None:
+        """What the ledger lacks of the turn's timeline: new entries, text appended since."""
+        async with stream.saving:
+            unsaved = stream.timeline.unsaved()
+            if unsaved.writes:
+                await self._store.timeline.save(turn.id, unsaved.writes)
+                stream.timeline.saved(unsaved)
 
     # --- events ---------------------------------------------------------------------------
 
@@ -367,10 +397,13 @@ class SessionRunner:
                     stream.activity(event)
             case InteractionOpened(request=request):
                 if stream is not None:
-                    await stream.flush()  # what the agent said before asking comes first
+                    # what the agent said before asking comes first
+                    await self._outbound.settle(stream, SETTLE_SECONDS)
                 turn_id = self._turn.id if self._turn is not None else None
-                await self._broker.open(self.session_id, epoch, request, turn_id=turn_id)
+                opened = await self._broker.open(self.session_id, epoch, request, turn_id=turn_id)
                 self._opened.set()
+                if stream is not None:
+                    stream.interaction_opened(opened.id)  # what follows comes after the card
             case InteractionClosed(native_key=native_key, how=how):
                 update = await self._store.interactions.close_from_agent(
                     self.session_id, epoch, native_key, how=how
@@ -395,10 +428,15 @@ class SessionRunner:
     async def _end_turn(self, status: TurnStatus, error: str | None) -> None:
         turn, self._turn = self._turn, None
         stream, self._stream = self._stream, None
-        if stream is not None:
-            await stream.flush()  # the final text, always complete
         if turn is not None:
+            if stream is not None:
+                await self._save(turn, stream)
             await self._store.turns.end(turn.id, status, error=error)
+        if stream is not None:
+            # the final text, then the platform told (after the ledger: a page drawn then
+            # shows the turn ended)
+            self._outbound.end_turn(stream, status)
+        if turn is not None:
             if turn.prompt_id is not None:
                 if status is TurnStatus.COMPLETED:
                     await self._store.prompts.mark_done(turn.prompt_id)
@@ -427,14 +465,16 @@ class SessionRunner:
     async def _on_exit(self, event: AgentExited, epoch: int) -> None:
         description = describe_exit(event)
         turn = self._turn
+        stream, self._stream = self._stream, None
         if turn is not None:
+            if stream is not None:
+                await self._save(turn, stream)
             await self._store.turns.end(turn.id, TurnStatus.FAILED, error=description)
             if turn.prompt_id is not None:
                 await self._store.prompts.mark_interrupted(turn.prompt_id)
             self._turn = None
-        if self._stream is not None:
-            await self._stream.flush()
-            self._stream = None
+        if stream is not None:
+            self._outbound.end_turn(stream, TurnStatus.FAILED)
         await self._store.sessions.end_epoch(self.session_id, epoch, exit_description=description)
         for update in await self._store.interactions.orphan_epoch(
             self.session_id, epoch, note=description
@@ -455,7 +495,9 @@ class SessionRunner:
     async def _end_epoch_quietly(self, epoch: int) -> None:
         self.epoch = None
         self._turn = None
-        self._stream = None
+        stream, self._stream = self._stream, None
+        if stream is not None and self._outbound.is_running:
+            self._outbound.end_turn(stream, TurnStatus.FAILED)
         with contextlib.suppress(GatewayError):
             await self._store.sessions.end_epoch(
                 self.session_id, epoch, exit_description="the gateway stopped tracking it"
@@ -466,4 +508,8 @@ class SessionRunner:
                 self._broker.mark_dirty(update.interaction.id)
 
     async def _notify(self, text: str) -> None:
-        await self._notifier.send(await self._conversations(), text)
+        conversations = await self._conversations()
+        if self._outbound.is_running:
+            self._outbound.notice(conversations, text)  # sent by each conversation's outlet
+        else:  # the runner has ended (report_crash)
+            await self._notifier.send(conversations, text)

@@ -77,13 +77,18 @@ class ConsoleRunning:
 
 @asynccontextmanager
 async def console_gateway(
-    config: Config, launcher: AgentLauncher | None = None, *, limits: PlatformLimits | None = None
+    config: Config,
+    launcher: AgentLauncher | None = None,
+    *,
+    limits: PlatformLimits | None = None,
+    memory: MemoryPlatform | None = None,
 ) -> AsyncIterator[ConsoleRunning]:
-    """The gateway with the console (its own ``limits``, if given) and the memory platform."""
+    """The gateway with the console (its own ``limits``, if given) and the memory platform
+    (``memory``, if given)."""
     settings = config.platforms.get("console", ConsoleConfig)
     assert settings is not None
     terminal = io.StringIO()
-    memory = MemoryPlatform()
+    memory = memory or MemoryPlatform()
     console = ConsolePlatform(settings, announce=terminal, limits=limits or CONSOLE_LIMITS)
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
     platforms = {"memory": memory, "console": console}

@@ -22,7 +22,7 @@ from adapters.launch import ConfiguredLauncher
 from gateway.agents import AgentLauncher
 from gateway.cards import Card
 from gateway.config import Config
-from gateway.domain import Actor, ConversationRef
+from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.engine import Gateway
 from gateway.errors import StoreError
 from gateway.platform import (
@@ -211,6 +211,12 @@ class InboxBetween:
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
         return await self.telegram.edit_card(ref, card)
+
+    async def turn_started(self, conversation: ConversationRef) -> None:
+        await self.telegram.turn_started(conversation)
+
+    async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
+        await self.telegram.turn_ended(conversation, status)
 
 
 @dataclass

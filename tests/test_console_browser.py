@@ -21,8 +21,9 @@ from gateway.interactions import Interaction
 from platforms.memory.platform import Rendered
 from tests.codex_env import CodexHome
 from tests.conftest import REQUIRE_REAL, ROOT
-from tests.console_harness import CONSOLE_TABLES, ConsoleRunning, console_gateway
+from tests.console_harness import CONSOLE_TABLES, ConsoleRunning, console_gateway, plain_config
 from tests.gateway_harness import ALICE, ROOM, gateway_config
+from tests.puppet_launcher import PuppetLauncher
 from tests.servers.fake_responses import (
     FakeResponses,
     apply_patch,
@@ -324,3 +325,26 @@ async def test_a_file_change_shows_its_whole_diff_and_is_applied_when_allowed(
     assert (codex_home.workspace / "greeting.py").read_text() == (
         'print("hello, world")\nprint("again")\nprint("bye")\n'
     )
+
+
+async def test_a_page_shows_a_turn_running_before_any_text(
+    browser: Browser, tmp_path: Path, shots: Path
+) -> None:
+    puppet = PuppetLauncher()
+    puppet.hold()  # the session exists, its agent is still starting: no turn yet
+    work = tmp_path / "work"
+    work.mkdir()
+    async with console_gateway(plain_config(tmp_path / "data", work), launcher=puppet) as running:
+        await running.memory.say(ROOM, ALICE, "think it through")
+        session = await running.gateway.store.sessions.lookup(ROOM)
+        assert session is not None
+        page = await open_page(browser, running, f"s/{session.id}")
+        head = page.locator("#head")
+        await expect(head).to_contain_text("idle")
+        puppet.release()
+        agent, _ = await puppet.prompt()
+        agent.start_turn()  # the agent works and says nothing yet
+        await expect(head).to_contain_text("running", timeout=5_000)
+        await page.screenshot(path=shots / "conversation-running.png", full_page=True)
+        agent.complete()
+        await expect(head).to_contain_text("idle", timeout=5_000)

@@ -29,6 +29,8 @@ closes (then 503 too) and the console with it.
 - **Outbound.** Texts are kept in memory (:class:`~platforms.console.feed.Feed`); cards are
   drawn from the ledger on every page, so a card edit only has to tell live pages that
   something changed.
+- **Turns.** A turn's start and end tell live pages too: a page shows "running" as soon as
+  the agent starts, before any text.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from aiohttp import web
 
 from gateway.cards import Card
 from gateway.commands import slash
-from gateway.domain import Actor, ConversationRef
+from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
@@ -269,6 +271,12 @@ class ConsolePlatform:
             shown.version += 1
         await self.changes.bump()
         return EditResult.EDITED
+
+    async def turn_started(self, conversation: ConversationRef) -> None:
+        await self.changes.bump()  # the page shows the turn running before any text
+
+    async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
+        await self.changes.bump()  # the ledger has the turn's end: the page shows it
 
     def _check(self, conversation: ConversationRef) -> None:
         if conversation.platform != PLATFORM:

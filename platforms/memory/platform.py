@@ -5,7 +5,9 @@ and to read what was rendered. It enforces the same limits as the strictest real
 callback payloads (action tokens) limited in size, text limited in length, acknowledgements
 due within a deadline, "not modified" for identical edits, an outage switch under which
 every send fails (to prove that failed card copies are sent again), and a rate-limit switch
-under which every outbound call is answered 429 with a retry-after (``rate_limited``).
+under which every outbound call is answered 429 with a retry-after (``rate_limited``). It
+records when it is told that a turn started or ended, with what the conversation showed then
+(:attr:`MemoryPlatform.turns`).
 
 A gateway restarted in a new process starts with a new, empty platform, yet its recovery edits
 the cards the earlier process sent. ``MemoryPlatform(adopt_unknown=True, id_prefix="b-")``
@@ -36,7 +38,7 @@ from typing import Any, TypeVar
 from gateway.cards import Card, card_text_length
 from gateway.commands import slash
 from gateway.deadline import RECEIVED, ack_wait_seconds
-from gateway.domain import Actor, Answer, ConversationRef
+from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.platform import (
     Ack,
@@ -47,11 +49,12 @@ from gateway.platform import (
     Inbox,
     MessageRef,
     PlatformLimits,
+    PlatformUnreachable,
     RateLimited,
 )
 from gateway.store import SessionRecord
 
-__all__ = ["MemoryPlatform", "Rendered"]
+__all__ = ["MemoryPlatform", "Rendered", "TurnSignal"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -72,6 +75,19 @@ class Rendered:
         return len(self.versions) - 1
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnSignal:
+    """The platform was told that a turn started (``status`` None) or ended."""
+
+    conversation: ConversationRef
+    status: TurnStatus | None
+    texts: tuple[str, ...]  # the conversation's text messages at that moment
+
+    @property
+    def name(self) -> str:
+        return "started" if self.status is None else f"ended {self.status.value}"
+
+
 class MemoryPlatform:
     def __init__(
         self,
@@ -87,6 +103,7 @@ class MemoryPlatform:
         self.refused: list[str] = []  # the outbound calls refused in an outage ("send_card"...)
         self.rate_limited: float | None = None  # a 429 storm: every call, this retry-after
         self.too_many: list[str] = []  # the outbound calls answered 429
+        self.turns: list[TurnSignal] = []
         self.adopt_unknown = adopt_unknown
         self._inbox: Inbox | None = None
         self._taking_input = False
@@ -158,6 +175,12 @@ class MemoryPlatform:
         ref = MessageRef(conversation=conversation, message_id=self._new_id())
         await self._store(Rendered(ref=ref, card=card, versions=[card]))
         return ref
+
+    async def turn_started(self, conversation: ConversationRef) -> None:
+        await self._signal(conversation, None)
+
+    async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
+        await self._signal(conversation, status)
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
         await self._check_up("edit_card")
@@ -234,6 +257,11 @@ class MemoryPlatform:
     def texts(self, conversation: ConversationRef | None = None) -> list[str]:
         return [m.text for m in self.messages(conversation) if m.text is not None]
 
+    def turn_signals(self, conversation: ConversationRef) -> list[str]:
+        """What the platform was told of turns in ``conversation``: "started", "ended
+        completed"..."""
+        return [t.name for t in self.turns if t.conversation == conversation]
+
     async def wait_for(self, probe: Callable[[], T | None], deadline: float = 30.0) -> T:
         """Wait until ``probe()`` returns something other than None (or False)."""
         async with asyncio.timeout(deadline), self._changed:
@@ -282,11 +310,16 @@ class MemoryPlatform:
         if self.down:
             self.refused.append(call)
             await self._notify()  # a test may wait for the refusal
-            raise PlatformError("memory platform is down")
+            raise PlatformUnreachable("memory platform is down")
         if self.rate_limited is not None:
             self.too_many.append(call)
             await self._notify()
             raise RateLimited(self.rate_limited)
+
+    async def _signal(self, conversation: ConversationRef, status: TurnStatus | None) -> None:
+        texts = tuple(self.texts(conversation))
+        self.turns.append(TurnSignal(conversation=conversation, status=status, texts=texts))
+        await self._notify()
 
     def _check_text(self, text: str) -> None:
         if len(text) > self.limits.text_max_chars:

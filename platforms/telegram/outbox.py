@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
 
 from gateway.errors import PlatformError
-from gateway.platform import RateLimited
+from gateway.platform import PlatformUnreachable, RateLimited
 from platforms.outbox import (
     MONOTONIC,
     Clock,
@@ -90,6 +90,8 @@ def translate(exc: TelegramError) -> PlatformError:
         error: PlatformError = RateLimited(retry_seconds(exc))
     elif isinstance(exc, Forbidden):
         error = PlatformError(f"telegram refused: {exc.message}")
+    elif is_network_failure(exc):
+        error = PlatformUnreachable(f"telegram: {exc.message}")
     else:
         error = PlatformError(f"telegram: {exc.message}")
     error.__cause__ = exc

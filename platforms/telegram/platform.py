@@ -14,7 +14,9 @@ keeps sending their notices and card edits); leaving closes the outbox, after th
 ledger closed. Outbound calls of the contract go through the outbox: cards and prompts before
 notices, notices before stream edits, every chat within Telegram's limits. When Telegram was
 unreachable and answers again, the gateway is told (``Inbox.on_platform_back``) so that the
-cards that failed are sent again.
+cards that failed are sent again. While a turn runs in a chat, the chat shows "typing…"
+(``sendChatAction``, again every :data:`TYPING_SECONDS`, at the priority of stream edits);
+it stops when the turn ends.
 
 The bot token never appears in logs: httpx, which logs every request URL (token included),
 is set to WARNING when the platform starts.
@@ -23,6 +25,7 @@ is set to WARNING when the platform starts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -43,13 +46,13 @@ from telegram import (
     ReplyParameters,
     User,
 )
-from telegram.constants import ParseMode
+from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from gateway.cards import Card
 from gateway.commands import COMMANDS, CommandName, slash
-from gateway.domain import Actor, ConversationRef
+from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
@@ -80,6 +83,9 @@ MENU = (
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 _SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits
 STOP_GRACE_SECONDS = 10.0  # for the updates being handled when input stops
+TYPING_SECONDS = 4.5  # Telegram shows "typing…" for 5 s, or until the bot sends a message
+MAX_TYPING = 256  # chats showing it at once; more running turns go without
+TYPING_MAX_SECONDS = 3600.0
 
 
 class _Receiver(Protocol):
@@ -137,6 +143,8 @@ class TelegramPlatform:
         self._inbox: Inbox | None = None
         self._attached = asyncio.Event()
         self._shown: dict[tuple[int, int], str] = {}
+        self.typing: dict[tuple[int, int | None], asyncio.Event] = {}  # (chat, topic): ended
+        self._typing_tasks: set[asyncio.Task[None]] = set()
         self.me: User | None = None
 
     # --- lifetime -------------------------------------------------------------------------
@@ -183,7 +191,7 @@ class TelegramPlatform:
     async def close(self) -> None:
         if self._outbox is not None:
             self._outbox.close()
-        for task in self._long_tasks:
+        for task in [*self._long_tasks, *self._typing_tasks]:
             task.cancel()
         try:
             await self._stack.aclose()
@@ -302,6 +310,52 @@ class TelegramPlatform:
         chat_id, message_id = chat_id_of(ref.conversation), int(ref.message_id)
         self.forms.update((chat_id, message_id), ref.conversation, card)
         return await self._edit_card(ref.conversation, (chat_id, message_id), card)
+
+    async def turn_started(self, conversation: ConversationRef) -> None:
+        key = (chat_id_of(conversation), _thread(conversation))
+        if self._tasks is None or key in self.typing or len(self.typing) >= MAX_TYPING:
+            return
+        ended = self.typing[key] = asyncio.Event()
+        task = self._tasks.create_task(self._keep_typing(key, ended))
+        self._typing_tasks.add(task)
+        task.add_done_callback(self._typing_tasks.discard)
+
+    async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
+        ended = self.typing.pop((chat_id_of(conversation), _thread(conversation)), None)
+        if ended is not None:
+            ended.set()
+
+    async def _keep_typing(self, key: tuple[int, int | None], ended: asyncio.Event) -> None:
+        """Show "typing…" in the chat until the turn ends, so the person sees the agent at
+        work while it says nothing (a long command, a long think). It goes at the priority
+        of stream edits, one waiting at most; one still waiting when the turn ends is
+        skipped. Past :data:`TYPING_MAX_SECONDS` it stops (a turn whose end never came).
+        Never cancelled while its call waits in the outbox (the call's failure would be
+        left unread): the turn's end is an event."""
+        chat_id, thread = key
+
+        async def typing() -> None:
+            if not ended.is_set():
+                await self.bot.send_chat_action(
+                    chat_id, ChatAction.TYPING, message_thread_id=thread
+                )
+
+        loop = asyncio.get_running_loop()
+        until = loop.time() + TYPING_MAX_SECONDS
+        try:
+            while not ended.is_set() and loop.time() < until:
+                try:
+                    await self._running().run(
+                        chat_id, Priority.STREAM, typing, key=("typing", thread)
+                    )
+                except PlatformError as exc:  # not worth more than a line
+                    log.info("typing in chat %s not shown: %s", chat_id, exc)
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(TYPING_SECONDS):  # how long Telegram shows it
+                        await ended.wait()
+        finally:
+            if self.typing.get(key) is ended:
+                del self.typing[key]
 
     # --- what the update handler asks (updates.Replies) -----------------------------------
 

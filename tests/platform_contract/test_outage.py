@@ -32,22 +32,12 @@ async def test_a_card_that_failed_to_send_is_sent_again_when_the_platform_is_bac
     assert [d.action_id for d in driver.received] == ["accept"]
 
 
-# A defect of the core, not fixed here (gateway/outbound.py is being reworked with the turn
-# timeline): a stream whose last flush fails with PlatformError keeps its text dirty, but
-# nothing flushes it again once the turn is over, and Inbox.on_platform_back only sends the
-# failed cards again. Telegram's outbox retries an unreachable Bot API itself, so it shows
-# the final text; a platform whose outage raises (memory here; Slack and Discord will) keeps
-# the partial text forever.
-FINAL_TEXT_LOST = "defect: a turn's final text that failed in an outage is never sent again"
-
-
 async def test_a_reply_finished_while_the_platform_was_down_ends_exact_when_it_is_back(
-    driver: Driver, request: pytest.FixtureRequest
+    driver: Driver,
 ) -> None:
+    # the turn's end waits for the platform to be back (Inbox.on_platform_back), then shows
+    # the final text that failed in the outage (gateway/outlets.py)
     driver.require(Case.OUTAGE)
-    lost = driver.name == "memory"
-    if lost:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=FINAL_TEXT_LOST))
     whole = "".join(STREAMED)
     async with driver.running():
         await driver.say("stream")
@@ -59,8 +49,7 @@ async def test_a_reply_finished_while_the_platform_was_down_ends_exact_when_it_i
             await driver.launcher.turn_over.wait()  # the turn ended while the platform was down
         await driver.refused_while_down()
         await driver.back()
-        # nothing more can come where the text is lost: the platform is back and was told
-        final = await driver.text(lambda text: text == whole, deadline=3 if lost else DEADLINE)
+        final = await driver.text(lambda text: text == whole)
         seen = await driver.seen()
     assert final.key == first.key
     assert [s.text for s in seen] == [whole]

@@ -67,6 +67,10 @@ BOT: dict[str, Any] = {
 WEBHOOK_RETRY_SECONDS = (0.05, 1.0)  # the first pause before a POST again, and the longest
 _PER_CHAT = frozenset({"sendMessage", "sendDocument", "editMessageText", "editMessageReplyMarkup"})
 _LIMITED = _PER_CHAT | {"deleteMessage"}
+_CHAT_ACTIONS = frozenset(
+    "typing upload_photo record_video upload_video record_voice upload_voice upload_document"
+    " choose_sticker find_location record_video_note upload_video_note".split()
+)
 
 
 @dataclass
@@ -383,6 +387,12 @@ class FakeTelegram:
             raise Refused(400, "Bad Request: message is not modified")
         message.markup = markup
         return self._json(message)
+
+    async def _m_sendChatAction(self, p: dict[str, Any]) -> bool:
+        self._writable_chat(p)
+        if p.get("action") not in _CHAT_ACTIONS:
+            raise Refused(400, "Bad Request: wrong parameter action in request")
+        return True
 
     async def _m_deleteMessage(self, p: dict[str, Any]) -> bool:
         message = self._existing(p, "message to delete not found")
