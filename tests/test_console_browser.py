@@ -327,6 +327,43 @@ async def test_a_file_change_shows_its_whole_diff_and_is_applied_when_allowed(
     )
 
 
+async def test_a_conversation_reads_the_same_after_a_restart(
+    browser: Browser,
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    tmp_path: Path,
+    shots: Path,
+) -> None:
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data", extra=CONSOLE_TABLES)
+    fake_model.enqueue((shell("touch hello.txt", escalated=True), message("Created hello.txt.")))
+    async with console_gateway(config) as first:
+        await first.memory.say(ROOM, ALICE, "please create hello.txt")
+        shown = await memory_card(first)
+        assert shown.card is not None
+        ack = await first.memory.click(ROOM, ALICE, shown.card.actions[0].token)
+        assert ack.accepted, ack.text
+        memory = first.memory
+        await memory.wait_for(lambda: any("Created hello.txt." in t for t in memory.texts(ROOM)))
+        session = await first.gateway.store.sessions.lookup(ROOM)
+        assert session is not None
+    async with console_gateway(config) as second:  # a new gateway, a new console
+        page = await open_page(browser, second, f"s/{session.id}")
+        live = page.locator("#live")
+        answer = live.locator(".msg", has_text="Created hello.txt.")
+        await expect(answer).to_be_visible()
+        await expect(live.locator(".msg", has_text="touch hello.txt")).to_be_visible()
+        await expect(live.locator("article.card .status")).to_contain_text("by Alice")
+        # the text after the decision reads after its card
+        order = await live.evaluate(
+            "live => [...live.children].map(e => e.matches('article.card') ? 'card'"
+            " : e.textContent.includes('Created hello.txt.') ? 'answer'"
+            " : e.textContent.includes('touch hello.txt') ? 'command' : 'other')"
+        )
+        assert [o for o in order if o != "other"] == ["command", "card", "answer"]
+        await page.screenshot(path=shots / "conversation-after-restart.png", full_page=True)
+
+
 async def test_a_page_shows_a_turn_running_before_any_text(
     browser: Browser, tmp_path: Path, shots: Path
 ) -> None:

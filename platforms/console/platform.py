@@ -28,7 +28,8 @@ closes (then 503 too) and the console with it.
   surface (secret answers are collected in masked inputs, ``InboundForm(private=True)``).
 - **Outbound.** Texts are kept in memory (:class:`~platforms.console.feed.Feed`); cards are
   drawn from the ledger on every page, so a card edit only has to tell live pages that
-  something changed.
+  something changed. The text of turns that began before the console was attached (an
+  earlier gateway's) comes from the ledger's turn timelines (:attr:`since`).
 - **Turns.** A turn's start and end tell live pages too: a page shows "running" as soon as
   the agent starts, before any text.
 """
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import secrets
 import sys
+from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
 
@@ -95,6 +97,7 @@ class ConsolePlatform:
         self.changes = Changes()
         self._announce = announce
         self._gateway: Gateway | None = None
+        self.since: datetime | None = None  # attached then (the gateway's clock)
         self._taking_input = False
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -174,6 +177,8 @@ class ConsolePlatform:
             # the console is a view of the gateway's ledger, not only a source of input
             raise PlatformError("the web console attaches only to the gateway itself")
         self._gateway = inbox
+        # the feed holds the text sent from now on; what came before is in the ledger
+        self.since = inbox.clock()
         self._taking_input = True
         self._announce_once()
 

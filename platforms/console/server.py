@@ -51,6 +51,7 @@ from platforms.console.views import (
     console_conversations,
     conversation_items,
     pending_views,
+    remembered_texts,
     run_state,
     session_rows,
     typing_refusal,
@@ -236,7 +237,8 @@ async def _conversation(request: web.Request) -> web.Response:
     if record is None:
         raise web.HTTPNotFound(text="no such session")
     conversations = await console_conversations(gateway, record.id)
-    texts = [
+    texts = await remembered_texts(gateway, record, conversations, console.since)
+    texts += [
         TextItem(id=m.id, at=m.at, text=m.text, version=m.version, author=m.author)
         for m in console.feed.messages(conversations)
         if m.text is not None

@@ -2,12 +2,14 @@
 
 Every page is drawn from the ledger when it is asked for: sessions and their run state,
 every open interaction of every session, a session's interactions with their three facts.
-Only the text the core sent the console (the agent's streamed text, tool activity, notices)
-comes from the console's own memory (:mod:`platforms.console.feed`).
+The text the core sent the console (the agent's streamed text, tool activity, notices) comes
+from the console's own memory (:mod:`platforms.console.feed`); the text of turns from before
+the console was attached (an earlier gateway's) from the ledger's turn timelines.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -17,7 +19,8 @@ from gateway.config import Config, SessionScope
 from gateway.domain import Actor, ConversationRef, RunState, TurnStatus
 from gateway.interactions import Interaction, derive_run_state
 from gateway.routing import project_for, route_key
-from gateway.store import CardCopy, SessionRecord, TurnRecord
+from gateway.store import CardCopy, SessionRecord, TurnRecord, TurnTimeline
+from gateway.timeline import EntryKind
 
 if TYPE_CHECKING:
     from gateway.engine import Gateway
@@ -31,15 +34,18 @@ __all__ = [
     "console_conversations",
     "conversation_items",
     "pending_views",
+    "remembered_texts",
     "route_channel",
     "run_state",
     "session_rows",
+    "timeline_texts",
     "typing_refusal",
 ]
 
 PLATFORM = "console"
 RECENT_INTERACTIONS = 100
 RECENTLY_CLOSED = 10
+RECENT_TURNS = 50
 _STATE_NAMES = {
     RunState.WAITING_APPROVAL: "waiting for approval",
     RunState.WAITING_INPUT: "waiting for input",
@@ -128,7 +134,55 @@ def typing_refusal(
     return None
 
 
+def timeline_texts(
+    turns: Sequence[TurnTimeline], conversations: Sequence[ConversationRef]
+) -> list[TextItem]:
+    """Turns as the console shows them: what was typed on the console (one of
+    ``conversations``), then each section of the turn's timeline (the text between two
+    requests) as one message, at the time its first entry happened."""
+    items = []
+    for turn in turns:
+        prompt = turn.prompt
+        if prompt is not None and prompt.conversation in conversations:
+            items.append(
+                TextItem(
+                    id=f"p{prompt.id}",
+                    at=prompt.created_at,
+                    text=prompt.text,
+                    version=1,
+                    author=prompt.author.display,
+                )
+            )
+        section, texts, at = 0, list[str](), None
+        for entry in (*turn.entries, None):
+            if entry is None or entry.kind is EntryKind.INTERACTION:
+                if texts and at is not None:
+                    text = "\n\n".join(texts)
+                    items.append(
+                        TextItem(id=f"turn{turn.turn.id}-{section}", at=at, text=text, version=1)
+                    )
+                section, texts, at = section + 1, [], None
+            elif entry.text.strip():
+                texts.append(entry.text)
+                at = at or entry.at
+    return items
+
+
 # --- reads ---------------------------------------------------------------------------------
+
+
+async def remembered_texts(
+    gateway: Gateway,
+    session: SessionRecord,
+    conversations: Sequence[ConversationRef],
+    before: datetime | None,
+) -> list[TextItem]:
+    """The text of the session's turns that began ``before`` (when this console was
+    attached: an earlier gateway's turns, whose text the console's memory never held)."""
+    if before is None:
+        return []
+    turns = await gateway.store.timeline.of_session(session.id, turns=RECENT_TURNS)
+    return timeline_texts([t for t in turns if t.turn.started_at < before], conversations)
 
 
 async def console_conversations(gateway: Gateway, session_id: str) -> list[ConversationRef]:
