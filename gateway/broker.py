@@ -346,14 +346,14 @@ class Broker:
                 del lane.dirty[interaction_id]
                 await self.refresh(interaction_id, platform=platform)
 
-    async def refresh(self, interaction_id: str, *, platform: str | None = None) -> None:
-        """Send or edit every copy of the card (on ``platform``, or everywhere) so that it
-        shows the ledger's record."""
+    async def refresh(self, interaction_id: str, *, platform: str) -> None:
+        """Send or edit every copy of the card on ``platform`` so that it shows the ledger's
+        record (a lane's work: each platform refreshes its own copies)."""
         interaction, copies = await self._store.interactions.get_with_copies(interaction_id)
         if interaction is None:  # pragma: no cover - interactions are never deleted
             raise GatewayError(f"interaction {interaction_id} vanished")
         for copy in copies:
-            if platform is not None and copy.conversation.platform != platform:
+            if copy.conversation.platform != platform:
                 continue
             if copy.rendered_version == interaction.version and copy.state is not CopyState.FAILED:
                 continue
