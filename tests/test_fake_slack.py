@@ -15,10 +15,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.socket_mode.aiohttp import SocketModeClient
@@ -308,7 +311,8 @@ async def test_a_submitted_modal_shows_the_apps_errors_in_place_then_closes() ->
                 channel=GENERAL, text="card", blocks=card_blocks()
             )
             await fake.click(ALICE, fake.message(GENERAL, posted["ts"]), "Allow")
-            modal = await fake.wait_for(lambda: next(iter(fake.modals(ALICE)), None), 5)
+            await fake.wait_for(lambda: fake.modals(ALICE), 5)
+            modal = fake.modal(ALICE)
 
             assert await fake.submit(ALICE, {"Why": "because"}) is None  # Colour is required
             assert modal.errors == {"colour": "Please complete this required field."}
@@ -564,3 +568,80 @@ async def test_a_slash_command_answer_is_shown_to_its_sender_only() -> None:
         "/nope is not a valid command.",
     ]
     assert fake.ephemerals(ALICE) == [] and fake.messages(GENERAL) == []
+
+
+async def test_http_mode_retries_carry_x_slack_retry_num() -> None:
+    async with FakeSlack(pacing=FAST) as fake:
+        app = AsyncApp(client=web_client(fake), signing_secret=SECRET)
+        retries: list[str | None] = []
+        heard: list[str] = []
+
+        @app.middleware
+        async def busy_at_first(
+            request: AsyncBoltRequest, response: BoltResponse, next: Callable[[], Awaitable[Any]]
+        ) -> Any:
+            if request.body.get("type") == "url_verification":
+                return await next()
+            retry = request.headers.get("x-slack-retry-num", [None])[0]
+            retries.append(retry)
+            if retry is None:
+                return BoltResponse(status=503, body="busy")
+            return await next()
+
+        @app.event("message")
+        async def on_message(event: dict[str, Any]) -> None:
+            heard.append(event["text"])
+
+        async with http_app(app) as url:
+            assert await fake.use_request_url(url, SECRET)
+            await fake.say(ALICE, fake.dm(ALICE).id, "once")
+            delivery = fake.delivered("message")[0]
+            await asyncio.wait_for(delivery.settled(), 5)
+            await fake.wait_for(lambda: heard, 5)
+
+    assert retries == [None, "1"]
+    assert [a.status for a in delivery.attempts] == [503, 200]
+    assert heard == ["once"]
+
+
+# --- storms and outages ---------------------------------------------------------------------
+
+
+async def test_a_storm_answers_every_write_429_until_it_passes() -> None:
+    async with FakeSlack() as fake:
+        client = web_client(fake, retry_handlers=[])
+        fake.storm(10, retry_after=7)
+        for call in (
+            client.chat_postMessage(channel=GENERAL, text="card"),
+            client.chat_postEphemeral(channel=GENERAL, user=ALICE.id, text="only you"),
+        ):
+            with pytest.raises(SlackApiError) as limited:
+                await call
+            assert limited.value.response.headers["Retry-After"] == "7"
+        assert (await client.auth_test())["ok"]  # reads are not writes
+        fake.advance(10)
+        await client.chat_postMessage(channel=GENERAL, text="card")
+        await client.chat_postEphemeral(channel=GENERAL, user=ALICE.id, text="only you")
+        assert [m.text for m in fake.messages(GENERAL)] == ["card"]
+        assert [e.text for e in fake.ephemerals(ALICE, GENERAL)] == ["only you"]
+        assert fake.ephemerals(BOB) == []
+
+
+async def test_when_slack_is_down_calls_fail_and_socket_mode_comes_back_after() -> None:
+    async with FakeSlack() as fake:
+        app = AsyncApp(client=web_client(fake))
+        handler = AsyncSocketModeHandler(app, app_token=APP_TOKEN, ping_interval=0.1)
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        try:
+            await fake.wait_for(lambda: fake.connected, 5)
+            await fake.go_down()
+            assert fake.connected == 0
+            with pytest.raises(aiohttp.ClientError):
+                await web_client(fake).chat_postMessage(channel=GENERAL, text="lost")
+            await fake.come_back()
+            await fake.wait_for(lambda: fake.connected, 10)
+            assert fake.connections_opened >= 2
+            await web_client(fake).chat_postMessage(channel=GENERAL, text="back")
+        finally:
+            await handler.close_async()  # type: ignore[no-untyped-call]
+        assert [m.text for m in fake.messages(GENERAL)] == ["back"]

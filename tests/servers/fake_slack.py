@@ -659,12 +659,21 @@ class FakeSlack:
     def message(self, channel_id: str, ts: str) -> Posted:
         return self._messages[(channel_id, ts)]
 
-    def ephemerals(self, person: Person, channel_id: str | None = None) -> list[Ephemeral]:
+    def ephemerals(
+        self, person: Person, channel_id: str | None = None, thread_ts: str | None = None
+    ) -> list[Ephemeral]:
+        """What only ``person`` was shown (in one channel, one thread), oldest first."""
         return [
             e
             for e in self.ephemeral
-            if e.user == person.id and (channel_id is None or e.channel == channel_id)
+            if e.user == person.id
+            and (channel_id is None or e.channel == channel_id)
+            and (thread_ts is None or e.thread_ts == thread_ts)
         ]
+
+    def files_in(self, channel_id: str, thread_ts: str | None = None) -> list[UploadedFile]:
+        """The files shared in a channel (top level) or one of its threads, in order."""
+        return [f for f in self.files if f.channel == channel_id and f.thread_ts == thread_ts]
 
     def modals(self, person: Person) -> list[Modal]:
         """``person``'s open modals, the one in front last."""
@@ -689,11 +698,11 @@ class FakeSlack:
         return [d for d in self.deliveries if kind is None or d.type == kind]
 
     async def wait_for(self, probe: Callable[[], T | None], deadline: float = 30.0) -> T:
-        """Wait until ``probe()`` returns something other than None or False."""
+        """Wait until ``probe()`` returns something true (not None, 0, False, empty)."""
         async with asyncio.timeout(deadline), self._changed:
             while True:
                 value = probe()
-                if value is not None and value is not False:
+                if value:
                     return value
                 await self._changed.wait()
 
@@ -739,9 +748,7 @@ class FakeSlack:
         now = self._now()
         channel = str(params.get("channel") or params.get("channel_id") or "") or None
         pacing = self.pacing
-        wait = self._storm_until - now if now < self._storm_until else 0.0
-        if wait:
-            wait = max(wait, float(self._storm_retry_after))
+        wait = float(self._storm_retry_after) if now < self._storm_until else 0.0
         times: deque[float] | None = None
         limit, window = 0, 0.0
         if method == "chat.postMessage" and channel is not None:
