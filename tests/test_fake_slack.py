@@ -37,6 +37,7 @@ from tests.servers.fake_slack import (
     BOT_USER_ID,
     FakeSlack,
     Pacing,
+    Person,
     Posted,
 )
 
@@ -645,3 +646,54 @@ async def test_when_slack_is_down_calls_fail_and_socket_mode_comes_back_after() 
         finally:
             await handler.close_async()  # type: ignore[no-untyped-call]
         assert [m.text for m in fake.messages(GENERAL)] == ["back"]
+
+
+# --- conversations --------------------------------------------------------------------------
+
+
+async def test_thread_replies_and_a_shared_channels_guest_read_as_slack_sends_them() -> None:
+    guest = Person("U0GUEST", "guest", team="T0OTHER")
+    async with FakeSlack() as fake:
+        fake.add_person(guest)
+        fake.add_channel("C0SHARED", "shared", members={ALICE.id, guest.id}, shared=True)
+        fake.add_channel("C0QUIET", "quiet", members={ALICE.id}, bot_member=False)
+        client = web_client(fake)
+        top = await fake.say(ALICE, "C0SHARED", f"<@{BOT_USER_ID}> start")
+        card = await client.chat_postMessage(channel="C0SHARED", thread_ts=top.ts, text="card")
+        reply = await fake.say(guest, "C0SHARED", "me too", thread_ts=card["ts"])
+        await fake.say(ALICE, "C0QUIET", f"<@{BOT_USER_ID}> not here")
+        with pytest.raises(SlackApiError) as outside:
+            await client.chat_postMessage(channel="C0QUIET", text="hi")
+        assert outside.value.response["error"] == "not_in_channel"
+
+        assert reply.thread_ts == top.ts  # a reply to a reply is in the same thread
+        assert [m.text for m in fake.replies("C0SHARED", top.ts)] == ["card", "me too"]
+        assert [m.text for m in fake.messages("C0SHARED")] == [f"<@{BOT_USER_ID}> start"]
+        people = [d.payload for d in fake.deliveries if not d.payload["event"].get("bot_id")]
+        assert [(p["event"]["type"], p["event"]["channel"]) for p in people] == [
+            ("message", "C0SHARED"),
+            ("app_mention", "C0SHARED"),
+            ("message", "C0SHARED"),
+        ]
+        guest_event = people[2]
+        assert guest_event["is_ext_shared_channel"] is True
+        assert guest_event["event"]["user_team"] == "T0OTHER"
+        assert guest_event["event"]["thread_ts"] == top.ts
+        assert guest_event["event"]["parent_user_id"] == ALICE.id
+
+
+async def test_closing_a_modal_tells_the_app_only_if_it_asked() -> None:
+    async with FakeSlack() as fake:
+        client = web_client(fake)
+        posted = await client.chat_postMessage(channel=GENERAL, text="card", blocks=card_blocks())
+        card = fake.message(GENERAL, posted["ts"])
+        for notify in (False, True):
+            await fake.click(ALICE, card, "Allow")
+            trigger = fake.delivered("block_actions")[-1].payload["trigger_id"]
+            await client.views_open(
+                trigger_id=trigger, view=modal_view() | {"notify_on_close": notify}
+            )
+            closed = await fake.dismiss(ALICE)
+            assert fake.modals(ALICE) == []
+            assert (closed is not None) is notify
+        assert [d.type for d in fake.delivered("view_closed")] == ["view_closed"]

@@ -29,7 +29,8 @@ Slack is (docs.slack.dev):
   (``X-Slack-Signature`` v0, ``X-Slack-Request-Timestamp``), retried with
   ``X-Slack-Retry-Num``/``X-Slack-Retry-Reason``.
 
-A test acts as people (:meth:`say`, :meth:`click`, :meth:`submit`, :meth:`slash`) and reads
+A test acts as people (:meth:`say`, :meth:`click`, :meth:`submit`, :meth:`dismiss`,
+:meth:`slash`) and reads
 what they see: :meth:`messages`/:meth:`replies` (each :class:`Posted` with its text, blocks
 and earlier versions), :meth:`ephemerals`, :meth:`modals`, :attr:`files`; it waits with
 :meth:`wait_for`. The bot's own posts and edits come back as ``message`` events, as on Slack.
@@ -61,6 +62,7 @@ from tests.servers.slack_people import (
     BOT_USER_ID,
     TEAM_DOMAIN,
     TEAM_ID,
+    VERIFICATION_TOKEN,
     Answer,
     Person,
     block_actions_payload,
@@ -104,6 +106,7 @@ __all__ = [
     "FakeSlack",
     "Modal",
     "Pacing",
+    "Person",
     "Posted",
     "UploadedFile",
     "Version",
@@ -387,6 +390,26 @@ class FakeSlack:
         payload = view_submission_payload(
             person, view=modal.view, values=values, trigger_id=self._trigger(person)
         )
+        return self._deliver("interactive", payload)
+
+    async def dismiss(self, person: Person) -> Delivery | None:
+        """``person`` closes the modal in front of them (its X); the app hears
+        ``view_closed`` only if the view asked (``notify_on_close``)."""
+        modal = self.modal(person)
+        modal.closed = True
+        await self._notify()
+        if not modal.view.get("notify_on_close"):
+            return None
+        payload = {
+            "type": "view_closed",
+            "team": {"id": TEAM_ID, "domain": TEAM_DOMAIN},
+            "user": person.payload_user(),
+            "api_app_id": APP_ID,
+            "token": VERIFICATION_TOKEN,
+            "view": modal.view,
+            "is_cleared": False,
+            "is_enterprise_install": False,
+        }
         return self._deliver("interactive", payload)
 
     async def slash(
