@@ -165,8 +165,9 @@ async def test_start_a_conversation_and_approve_its_command(
     await page.get_by_role("button", name="Start").click()
     await expect(page).to_have_url(re.compile(r"/s/[0-9a-z]+$"), timeout=WAIT_MS)
     mine = page.locator(".msg.mine")
-    await expect(mine.locator(".who")).to_have_text("local:alice")
+    await expect(mine.locator(".who")).to_have_text("You")  # not "local:alice"
     await expect(mine).to_contain_text("please create hello.txt")
+    await expect(page.locator("h1")).to_contain_text("demo: please create hello.txt")
     card = page.locator("article.card")
     await expect(card.get_by_role("button", name="Allow once")).to_be_visible(timeout=WAIT_MS)
     await expect(card.locator("pre.sh")).to_contain_text("touch hello.txt")
@@ -210,7 +211,7 @@ async def test_answer_a_multi_question_form_and_be_stopped_while_one_is_missing(
     card = page.locator(f"#i-{interaction.id}")
     await card.get_by_label("Blue").check()
     await card.get_by_role("button", name="Submit answers").click()
-    await expect(page.locator("#notice")).to_contain_text("Answer every required question first")
+    await expect(card.get_by_role("alert")).to_have_text("Name needs an answer.")
     await expect(card.locator("fieldset.missing legend")).to_contain_text("Name")
     await page.screenshot(path=shots / "pending-form-missing.png", full_page=True)
     stored = await running.gateway.store.interactions.get(interaction.id)
@@ -247,7 +248,10 @@ async def test_a_decision_taken_elsewhere_updates_the_card_and_a_stale_page_is_r
     await expect(card.get_by_role("button")).to_have_count(0)
     # the page without live updates still shows the buttons: its click is refused
     await stale.get_by_role("button", name="Deny", exact=True).click()
-    await expect(stale.locator("#notice")).to_contain_text("Already decided by Alice")
+    # the refusal is an error next to the card it concerns, not a notice at the top
+    refused = stale.locator(f"#i-{interaction.id}").get_by_role("alert")
+    await expect(refused).to_contain_text("Already decided by Alice")
+    await expect(stale.locator("#notice")).to_be_empty()
     await stale.screenshot(path=shots / "stale-refused.png", full_page=True)
     decided = await running.gateway.store.interactions.get(interaction.id)
     assert decided is not None and decided.decision is not None

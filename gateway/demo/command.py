@@ -31,6 +31,7 @@ from pathlib import Path
 import gateway
 from adapters.launch import ConfiguredLauncher
 from gateway.config import DEFAULT_DATA_DIR, Config
+from gateway.demo.scenarios import SCENARIOS
 from gateway.errors import GatewayError
 from gateway.platform import Platform, connected
 from platforms.console.config import ConsoleConfig
@@ -165,7 +166,8 @@ def build_demo(
         )
     settings = config.platforms.get("console", ConsoleConfig)
     assert settings is not None
-    console = ConsolePlatform(settings, announce=None)
+    words = [(scenario.name, scenario.about) for scenario in SCENARIOS]
+    console = ConsolePlatform(settings, announce=None, words=words)
     return Demo(
         config=config,
         platforms={"console": console},
