@@ -32,7 +32,7 @@ text-overflow:ellipsis}
 .count{display:inline-block;min-width:20px;padding:0 6px;border-radius:10px;background:#374151;
 font-size:12px;text-align:center;margin-left:4px}
 .count.hot{background:#b45309;color:#fff}
-main{max-width:1000px;margin:0 auto;padding:18px 22px 60px}
+main{max-width:1000px;margin:0 auto;padding:18px 22px 60px;overflow-wrap:break-word}
 h1{font-size:21px;margin:4px 0 14px}
 h2{font-size:17px;margin:22px 0 10px}
 #notice:empty{display:none}
@@ -74,7 +74,7 @@ pre .hd{color:#d2a8ff;font-weight:600}pre .prog{color:#ffa657;font-weight:600}
 pre .flag{color:#79c0ff}pre .string{color:#a5d6ff}pre .op{color:#ff7b72}
 pre .var{color:#d2a8ff}pre .comment{color:#8b949e}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:8px 0}
-dl.fields dt{color:var(--mut)}dl.fields dd{margin:0}
+dl.fields dt{color:var(--mut)}dl.fields dd{margin:0;min-width:0;overflow-wrap:anywhere}
 .actions{display:flex;flex-direction:column;gap:8px;margin:12px 0 4px}
 .action{display:flex;gap:12px;align-items:baseline}
 .action .effect{color:var(--mut);font-size:13px}
