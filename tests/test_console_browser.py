@@ -2,13 +2,12 @@
 whole gateway: the real codex app-server and the fake model, the memory platform, the console.
 
 Missing chromium skips these tests, and fails them under AGENT_GATEWAY_REQUIRE_REAL_AGENTS=1
-(scripts/setup.sh installs it). With AGENT_GATEWAY_SCREENSHOTS=1 the main screens are saved
-to docs/screenshots/ for the README; otherwise to the test's temporary directory.
+(scripts/setup.sh installs it). The main screens are saved to the test's temporary directory;
+the README's screenshots come from the demo instead (scripts/screenshots.py).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from gateway.domain import InteractionState
 from gateway.interactions import Interaction
 from platforms.memory.platform import Rendered
 from tests.codex_env import CodexHome
-from tests.conftest import REQUIRE_REAL, ROOT
+from tests.conftest import REQUIRE_REAL
 from tests.console_harness import CONSOLE_TABLES, ConsoleRunning, console_gateway, plain_config
 from tests.gateway_harness import ALICE, ROOM, gateway_config
 from tests.puppet_launcher import PuppetLauncher
@@ -73,10 +72,6 @@ async def browser(chromium: Path) -> AsyncIterator[Browser]:
 
 @pytest.fixture
 def shots(tmp_path: Path) -> Path:
-    if os.environ.get("AGENT_GATEWAY_SCREENSHOTS") == "1":
-        folder = ROOT / "docs" / "screenshots"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
     return tmp_path
 
 

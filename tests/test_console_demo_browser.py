@@ -9,6 +9,7 @@ answer is given, and a phone-sized page that neither wraps its header nor scroll
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,7 +23,7 @@ from gateway.demo.scenarios import SCENARIOS
 from gateway.engine import Gateway
 from gateway.platform import connected
 from platforms.console.platform import ConsolePlatform
-from tests.conftest import REQUIRE_REAL
+from tests.conftest import REQUIRE_REAL, ROOT
 from tests.test_console_browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.timeout(60)
@@ -210,3 +211,31 @@ async def test_on_a_phone_the_header_keeps_one_line_and_nothing_scrolls_sideways
             await page.goto(f"{console.url}{path}")
             await expect(page.locator("main")).to_contain_text("demo: command")
             await _fits_a_phone(page)
+
+
+def _png_width(path: Path) -> int:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return int.from_bytes(head[16:20], "big")
+
+
+@pytest.mark.timeout(120)
+async def test_the_readme_screenshots_are_taken_from_the_demo(
+    browser: Browser, tmp_path: Path
+) -> None:
+    # scripts/screenshots.py, run as the README's pictures are made: every screen, at a
+    # desktop's width and a phone's
+    spec = importlib.util.spec_from_file_location("screenshots", ROOT / "scripts/screenshots.py")
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    written = await script.take(tmp_path / "shots", tmp_path / "work", chromium=CHROMIUM)
+    widths = {path.name: _png_width(path) for path in written}
+    assert set(widths) == set(script.SHOTS)
+    assert {w for name, w in widths.items() if name.endswith("-phone.png")} == {PHONE["width"]}
+    assert {w for name, w in widths.items() if not name.endswith("-phone.png")} == {
+        DESKTOP["width"]
+    }
+    readme = (ROOT / "README.md").read_text()
+    shown = re.findall(r"\(docs/screenshots/([\w.-]+\.png)\)", readme)
+    assert shown and set(shown) <= set(script.SHOTS)  # the README shows what the script takes
