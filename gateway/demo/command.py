@@ -200,7 +200,8 @@ async def run_demo(
             print(f"agent-gateway demo: {demo.console.login_url}", flush=True)
         print(
             "Open the address above in your browser (it carries the access token and is shown "
-            "only once), start a conversation with the demo project and type anything.\n"
+            "only once) and click one of the demo's words (command, patch, form, ...) or type "
+            "anything.\n"
             f"The demo agent works in {demo.work_dir}. Ctrl-C stops the demo.",
             flush=True,
         )
