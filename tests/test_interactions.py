@@ -29,6 +29,7 @@ from gateway.interactions import (
     InteractionEvent,
     derive_run_state,
     event_for_agent_close,
+    missing_answers,
     new_short_id,
     transition,
     validate_decision,
@@ -359,3 +360,11 @@ def test_refusals_never_echo_a_secret_answer() -> None:
             Decision(answers={"token": Answer(other=secret), "color": Answer(other=secret)}),
         )
     assert secret not in str(caught.value)
+
+
+def test_missing_answers_are_named_as_the_form_shows_them_all_at_once() -> None:
+    unnamed = Question(id="q7", header="", text="Which branch?")
+    assert missing_answers([COLOR]) == "Color needs an answer."
+    assert missing_answers([COLOR, NAME, unnamed]) == (
+        "Color, Name and Which branch? need an answer."
+    )
