@@ -48,7 +48,7 @@ it is never rewritten blindly.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -80,6 +80,7 @@ __all__ = [
     "Transition",
     "derive_run_state",
     "event_for_agent_close",
+    "missing_answers",
     "new_short_id",
     "transition",
     "validate_decision",
@@ -338,6 +339,7 @@ def _validate_answers(interaction: Interaction, decision: Decision) -> None:
     for question_id in decision.answers:
         if interaction.question(question_id) is None:
             raise InvalidDecision(f"unknown question {question_id!r}")
+    missing: list[Question] = []
     for question in interaction.questions:
         answer = decision.answers.get(question.id)
         option_ids = answer.option_ids if answer else ()
@@ -355,4 +357,15 @@ def _validate_answers(interaction: Interaction, decision: Decision) -> None:
         if has_text and option_ids and not question.multi:
             raise InvalidDecision(f"question {question.id!r} takes an option or text, not both")
         if question.required and not option_ids and not has_text:
-            raise InvalidDecision(f"question {question.id!r} needs an answer")
+            missing.append(question)
+    if missing:
+        raise InvalidDecision(missing_answers(missing))
+
+
+def missing_answers(questions: Sequence[Question]) -> str:
+    """What a person is told when required answers are missing: every one of them at once,
+    by the name the form shows (its header, else its text), never by its internal id."""
+    names = [q.header.strip() or q.text.strip() or q.id for q in questions]
+    if len(names) == 1:
+        return f"{names[0]} needs an answer."
+    return f"{', '.join(names[:-1])} and {names[-1]} need an answer."

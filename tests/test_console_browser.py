@@ -2,13 +2,12 @@
 whole gateway: the real codex app-server and the fake model, the memory platform, the console.
 
 Missing chromium skips these tests, and fails them under AGENT_GATEWAY_REQUIRE_REAL_AGENTS=1
-(scripts/setup.sh installs it). With AGENT_GATEWAY_SCREENSHOTS=1 the main screens are saved
-to docs/screenshots/ for the README; otherwise to the test's temporary directory.
+(scripts/setup.sh installs it). The main screens are saved to the test's temporary directory;
+the README's screenshots come from the demo instead (scripts/screenshots.py).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +19,7 @@ from gateway.domain import InteractionState
 from gateway.interactions import Interaction
 from platforms.memory.platform import Rendered
 from tests.codex_env import CodexHome
-from tests.conftest import REQUIRE_REAL, ROOT
+from tests.conftest import REQUIRE_REAL
 from tests.console_harness import CONSOLE_TABLES, ConsoleRunning, console_gateway, plain_config
 from tests.gateway_harness import ALICE, ROOM, gateway_config
 from tests.puppet_launcher import PuppetLauncher
@@ -73,10 +72,6 @@ async def browser(chromium: Path) -> AsyncIterator[Browser]:
 
 @pytest.fixture
 def shots(tmp_path: Path) -> Path:
-    if os.environ.get("AGENT_GATEWAY_SCREENSHOTS") == "1":
-        folder = ROOT / "docs" / "screenshots"
-        folder.mkdir(parents=True, exist_ok=True)
-        return folder
     return tmp_path
 
 
@@ -165,8 +160,9 @@ async def test_start_a_conversation_and_approve_its_command(
     await page.get_by_role("button", name="Start").click()
     await expect(page).to_have_url(re.compile(r"/s/[0-9a-z]+$"), timeout=WAIT_MS)
     mine = page.locator(".msg.mine")
-    await expect(mine.locator(".who")).to_have_text("local:alice")
+    await expect(mine.locator(".who")).to_have_text("You")  # not "local:alice"
     await expect(mine).to_contain_text("please create hello.txt")
+    await expect(page.locator("h1")).to_contain_text("demo: please create hello.txt")
     card = page.locator("article.card")
     await expect(card.get_by_role("button", name="Allow once")).to_be_visible(timeout=WAIT_MS)
     await expect(card.locator("pre.sh")).to_contain_text("touch hello.txt")
@@ -210,7 +206,7 @@ async def test_answer_a_multi_question_form_and_be_stopped_while_one_is_missing(
     card = page.locator(f"#i-{interaction.id}")
     await card.get_by_label("Blue").check()
     await card.get_by_role("button", name="Submit answers").click()
-    await expect(page.locator("#notice")).to_contain_text("Answer every required question first")
+    await expect(card.get_by_role("alert")).to_have_text("Name needs an answer.")
     await expect(card.locator("fieldset.missing legend")).to_contain_text("Name")
     await page.screenshot(path=shots / "pending-form-missing.png", full_page=True)
     stored = await running.gateway.store.interactions.get(interaction.id)
@@ -247,7 +243,10 @@ async def test_a_decision_taken_elsewhere_updates_the_card_and_a_stale_page_is_r
     await expect(card.get_by_role("button")).to_have_count(0)
     # the page without live updates still shows the buttons: its click is refused
     await stale.get_by_role("button", name="Deny", exact=True).click()
-    await expect(stale.locator("#notice")).to_contain_text("Already decided by Alice")
+    # the refusal is an error next to the card it concerns, not a notice at the top
+    refused = stale.locator(f"#i-{interaction.id}").get_by_role("alert")
+    await expect(refused).to_contain_text("Already decided by Alice")
+    await expect(stale.locator("#notice")).to_be_empty()
     await stale.screenshot(path=shots / "stale-refused.png", full_page=True)
     decided = await running.gateway.store.interactions.get(interaction.id)
     assert decided is not None and decided.decision is not None

@@ -329,3 +329,73 @@ async def test_a_new_card_is_not_held_back_by_one_platforms_429_storm(
     running.memory.rate_limited = None
     shown = await running.memory.wait_for(lambda: running.memory.cards(ROOM) or None)
     assert len(shown) == 1 and shown[0].card is not None and shown[0].card.actions
+
+
+def _part(page: str, start: str, end: str) -> str:
+    """The page from ``start`` to the first ``end`` after it ("" if it has no ``start``)."""
+    at = page.find(start)
+    return "" if at < 0 else page[at : page.index(end, at) + len(end)]
+
+
+async def test_without_javascript_a_refusal_is_an_error_next_to_its_form_naming_every_gap(
+    running: ConsoleRunning,
+) -> None:
+    form = await ask(running, QUESTIONS)
+    approval = await ask(running, APPROVAL)
+    submit = running.gateway.broker.render(form, running.console).form
+    deny = running.gateway.broker.render(approval, running.console).actions[1].token
+    assert submit is not None
+    headers = {"Origin": running.console.url.rstrip("/")}  # a plain form post: no script
+    async with client() as http:
+        csrf = await logged_in(http, running)
+        empty = {"token": submit.submit_token, "csrf": csrf, "back": "/pending"}
+        async with http.post(
+            f"{running.console.url}i/{form.id}/form", data=empty, headers=headers
+        ) as response:
+            assert response.url.path == "/pending"
+            refused = await response.text()
+        denied = {"token": deny, "csrf": csrf, "back": "/pending"}
+        async with http.post(
+            f"{running.console.url}i/{approval.id}/act", data=denied, headers=headers
+        ) as response:
+            accepted = await response.text()
+    card = _part(refused, f'id="i-{form.id}"', "</article>")
+    # both missing answers, by the names the form shows (not "question 'langs'"), in the card
+    said = "Languages and API key need an answer."
+    assert f'<p class="refusal" role="alert">{said}</p>' in card
+    assert "'langs'" not in refused and said not in _part(refused, 'id="notice"', "</main>")[:300]
+    assert refused.count(said) == 1
+    stored = await running.gateway.store.interactions.get(form.id)
+    assert stored is not None and stored.state is InteractionState.PENDING
+    # a success is still a status at the top, not an alert
+    notice = _part(accepted, '<div id="notice" role="status">', "</div></div>")
+    assert "Denied: Deny." in notice and 'role="alert"' not in notice
+
+
+async def test_a_session_is_titled_by_its_first_words_or_when_it_started(
+    running: ConsoleRunning,
+) -> None:
+    asked = await ask(running, APPROVAL)
+    quiet = await ask(running, APPROVAL)
+    words = "please   tidy the build folder and then run every test that we have, twice over"
+    await running.gateway.store.prompts.enqueue(
+        asked.session_id,
+        conversation=ROOM,
+        platform_message_id="m1",
+        author=ALICE,
+        text=words,
+        max_depth=10,
+    )
+    session = await running.gateway.store.sessions.get(quiet.session_id)
+    assert session is not None
+    async with client() as http:
+        await logged_in(http, running)
+        async with http.get(running.console.url) as response:
+            listed = await response.text()
+        async with http.get(f"{running.console.url}s/{asked.session_id}") as response:
+            page = await response.text()
+    title = "demo: please tidy the build folder and then run every test that we…"
+    assert f'<a href="/s/{asked.session_id}">{title}</a>' in listed
+    assert f"<h1>{title} " in page and f"<title>{title} · agent-gateway</title>" in page
+    started = f"demo, started {session.created_at:%Y-%m-%d %H:%M} UTC"
+    assert f'<a href="/s/{quiet.session_id}">{started}</a>' in listed

@@ -29,6 +29,7 @@ from gateway.interactions import (
     InteractionEvent,
     derive_run_state,
     event_for_agent_close,
+    missing_answers,
     new_short_id,
     transition,
     validate_decision,
@@ -318,8 +319,9 @@ def test_complete_answers_are_valid() -> None:
         ({"color": Answer(option_ids=("red", "blue"))}, "takes a single option"),
         ({"color": Answer(option_ids=("red", "red"))}, "chosen twice"),
         ({"color": Answer(other="green")}, "takes no free text"),
-        ({"name": Answer(other="Ada")}, "'color' needs an answer"),
-        ({"color": Answer(option_ids=("red",)), "name": Answer(other="   ")}, "'name' needs"),
+        ({"name": Answer(other="Ada")}, "^Color needs an answer"),
+        ({"color": Answer(option_ids=("red",)), "name": Answer(other="   ")}, "^Name needs"),
+        ({}, "^Color and Name need an answer"),
     ],
 )
 def test_answers_that_do_not_fit_are_refused(answers: dict[str, Answer], message: str) -> None:
@@ -341,7 +343,7 @@ def test_a_question_form_can_be_declined_without_answers() -> None:
     accept = Action(id="accept", label="Submit", effect=Effect.ALLOW)
     interaction = form(COLOR, actions=(accept, decline))
     validate_decision(interaction, Decision(action_id="decline"))
-    with pytest.raises(InvalidDecision, match="'color' needs an answer"):
+    with pytest.raises(InvalidDecision, match=r"^Color needs an answer"):
         validate_decision(interaction, Decision(action_id="accept"))
     with pytest.raises(InvalidDecision, match="takes no answers"):
         validate_decision(
@@ -358,3 +360,11 @@ def test_refusals_never_echo_a_secret_answer() -> None:
             Decision(answers={"token": Answer(other=secret), "color": Answer(other=secret)}),
         )
     assert secret not in str(caught.value)
+
+
+def test_missing_answers_are_named_as_the_form_shows_them_all_at_once() -> None:
+    unnamed = Question(id="q7", header="", text="Which branch?")
+    assert missing_answers([COLOR]) == "Color needs an answer."
+    assert missing_answers([COLOR, NAME, unnamed]) == (
+        "Color, Name and Which branch? need an answer."
+    )

@@ -31,6 +31,7 @@ from pathlib import Path
 import gateway
 from adapters.launch import ConfiguredLauncher
 from gateway.config import DEFAULT_DATA_DIR, Config
+from gateway.demo.scenarios import SCENARIOS
 from gateway.errors import GatewayError
 from gateway.platform import Platform, connected
 from platforms.console.config import ConsoleConfig
@@ -165,7 +166,8 @@ def build_demo(
         )
     settings = config.platforms.get("console", ConsoleConfig)
     assert settings is not None
-    console = ConsolePlatform(settings, announce=None)
+    words = [(scenario.name, scenario.about) for scenario in SCENARIOS]
+    console = ConsolePlatform(settings, announce=None, words=words)
     return Demo(
         config=config,
         platforms={"console": console},
@@ -198,7 +200,8 @@ async def run_demo(
             print(f"agent-gateway demo: {demo.console.login_url}", flush=True)
         print(
             "Open the address above in your browser (it carries the access token and is shown "
-            "only once), start a conversation with the demo project and type anything.\n"
+            "only once) and click one of the demo's words (command, patch, form, ...) or type "
+            "anything.\n"
             f"The demo agent works in {demo.work_dir}. Ctrl-C stops the demo.",
             flush=True,
         )

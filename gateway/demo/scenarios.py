@@ -59,6 +59,7 @@ class Scenario:
     name: str
     words: tuple[str, ...]  # what the person may type to pick it (with its number)
     run: Callable[[Turn], Awaitable[None]]
+    about: str = ""  # what it shows, in a few words (the console's start page offers it)
 
 
 def _approved(decision: object) -> bool:
@@ -335,12 +336,29 @@ async def crash(turn: Turn) -> None:
 # --- picking ----------------------------------------------------------------------------------
 
 SCENARIOS: tuple[Scenario, ...] = (
-    Scenario(name="command", words=("1", "command"), run=command),
-    Scenario(name="patch", words=("2", "patch", "diff", "edit"), run=patch),
-    Scenario(name="form", words=("3", "form", "question", "questions"), run=form),
-    Scenario(name="long", words=("4", "long"), run=long),
-    Scenario(name="stop", words=("5", "stop", "slow"), run=slow),
-    Scenario(name="crash", words=("6", "crash", "die"), run=crash),
+    Scenario(name="command", words=("1", "command"), run=command, about="a command to approve"),
+    Scenario(
+        name="patch", words=("2", "patch", "diff", "edit"), run=patch, about="a diff to apply"
+    ),
+    Scenario(
+        name="form",
+        words=("3", "form", "question", "questions"),
+        run=form,
+        about="three questions, one secret",
+    ),
+    Scenario(name="long", words=("4", "long"), run=long, about="a long answer, streamed"),
+    Scenario(
+        name="stop",
+        words=("5", "stop", "slow"),
+        run=slow,
+        about="a slow answer to interrupt with /stop",
+    ),
+    Scenario(
+        name="crash",
+        words=("6", "crash", "die"),
+        run=crash,
+        about="the agent dies while a card waits",
+    ),
 )
 MENU_SCENARIO = Scenario(name="menu", words=("menu", "help"), run=menu)
 

@@ -9,6 +9,7 @@ twice, and past the configured depth nothing is queued and the caller is told.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Sequence
 
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
@@ -28,6 +29,7 @@ _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
     " author_user_id, author_display, text, state, position, created_at, updated_at"
 )
+_IDS_PER_QUERY = 500  # well under SQLite's limit of bound parameters
 _FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
 
 
@@ -185,6 +187,29 @@ class PromptQueue:
             )
         )
         return None if row is None else _prompt_from_row(row)
+
+    async def first_texts(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """The text of each session's first prompt (the first words a person said to it,
+        whatever became of the prompt), keyed by session id; a session without one is left
+        out. One read, whatever the number of sessions: how the console titles sessions."""
+        ids = list(dict.fromkeys(session_ids))
+
+        def read(conn: sqlite3.Connection) -> dict[str, str]:
+            found: dict[str, str] = {}
+            for at in range(0, len(ids), _IDS_PER_QUERY):
+                chunk = ids[at : at + _IDS_PER_QUERY]
+                marks = ", ".join("?" * len(chunk))
+                rows = fetch_all(
+                    conn,
+                    "SELECT p.session_id, p.text FROM prompts p JOIN (SELECT min(id) AS id"
+                    f" FROM prompts WHERE session_id IN ({marks}) GROUP BY session_id) f"
+                    " ON p.id = f.id",
+                    tuple(chunk),
+                )
+                found.update((row["session_id"], row["text"]) for row in rows)
+            return found
+
+        return await self._db.read(read) if ids else {}
 
     async def list_queued(self, session_id: str) -> list[PromptRecord]:
         """What waits, in the order it will be sent."""

@@ -24,20 +24,24 @@ STYLE = """
 body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
 background:var(--bg);color:var(--fg)}
 header.top{display:flex;gap:18px;align-items:center;padding:10px 22px;background:#111827;
-color:#e5e7eb}
+color:#e5e7eb;white-space:nowrap}
 header.top a{color:#e5e7eb;text-decoration:none;font-weight:600}
 header.top a.here{border-bottom:2px solid #60a5fa}
-header.top .who{margin-left:auto;color:#9ca3af;font-size:13px}
+header.top .who{margin-left:auto;color:#9ca3af;font-size:13px;min-width:0;overflow:hidden;
+text-overflow:ellipsis}
 .count{display:inline-block;min-width:20px;padding:0 6px;border-radius:10px;background:#374151;
 font-size:12px;text-align:center;margin-left:4px}
 .count.hot{background:#b45309;color:#fff}
-main{max-width:1000px;margin:0 auto;padding:18px 22px 60px}
+main{max-width:1000px;margin:0 auto;padding:18px 22px 60px;overflow-wrap:break-word}
 h1{font-size:21px;margin:4px 0 14px}
 h2{font-size:17px;margin:22px 0 10px}
 #notice:empty{display:none}
-#notice{margin:0 0 14px;padding:10px 14px;border-radius:8px;background:#eef4ff;
-border:1px solid #bfd3ff}
-#notice.refused{background:#fff3f0;border-color:#f3b7a8}
+#notice{margin:0 0 14px}
+#notice>div{padding:10px 14px;border-radius:8px;background:#eef4ff;border:1px solid #bfd3ff}
+#notice>div+div{margin-top:6px}
+#notice>.refused,.refusal{background:#fff3f0;border:1px solid #f3b7a8;color:#8a1c1c}
+.refusal{margin:8px 0;padding:8px 12px;border-radius:6px;font-weight:600}
+.refusal::before{content:"✗ "}
 table.sessions{width:100%;border-collapse:collapse;background:var(--card);
 border:1px solid var(--line);border-radius:8px}
 table.sessions th,table.sessions td{padding:9px 12px;border-bottom:1px solid var(--line);
@@ -70,7 +74,7 @@ pre .hd{color:#d2a8ff;font-weight:600}pre .prog{color:#ffa657;font-weight:600}
 pre .flag{color:#79c0ff}pre .string{color:#a5d6ff}pre .op{color:#ff7b72}
 pre .var{color:#d2a8ff}pre .comment{color:#8b949e}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:8px 0}
-dl.fields dt{color:var(--mut)}dl.fields dd{margin:0}
+dl.fields dt{color:var(--mut)}dl.fields dd{margin:0;min-width:0;overflow-wrap:anywhere}
 .actions{display:flex;flex-direction:column;gap:8px;margin:12px 0 4px}
 .action{display:flex;gap:12px;align-items:baseline}
 .action .effect{color:var(--mut);font-size:13px}
@@ -101,6 +105,23 @@ margin:0 0 14px;white-space:pre-wrap;word-break:break-word}
 form.say{display:flex;gap:10px;margin-top:18px}
 form.say select{width:auto;max-width:220px}
 form.say textarea{max-width:none;min-height:60px}
+form.say.start{flex-wrap:wrap;margin-top:0}
+form.say.start textarea{flex:1}
+.try{flex-basis:100%}
+.try button{min-width:0;padding:2px 12px;margin:2px 4px 2px 0;border-radius:14px;
+font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13.5px}
+.try .meta{margin:6px 0 0}
+@media (max-width:600px){
+header.top{gap:10px;padding:10px 12px}
+header.top .who{display:none}
+main{padding:14px 12px 48px}
+.msg.mine{margin-left:24px}
+form.say{flex-direction:column}
+form.say select{max-width:none;width:100%}
+form.say button[type=submit].primary{align-self:flex-end}
+table.sessions .wide{display:none}
+.action{flex-direction:column;gap:2px}
+}
 .empty{color:var(--mut)}
 details summary{cursor:pointer;color:var(--pri)}
 """
@@ -109,8 +130,25 @@ SCRIPT = """
 (() => {
   const notice = document.getElementById('notice');
   function say(text, ok) {
-    notice.textContent = text;
-    notice.className = ok ? '' : 'refused';
+    const line = document.createElement('div');
+    line.textContent = text;
+    if (!ok) { line.className = 'refused'; line.setAttribute('role', 'alert'); }
+    notice.replaceChildren(line);
+  }
+  // a refusal goes next to the form it concerns (as the page without script has it)
+  function refuse(form, text) {
+    let line = form.nextElementSibling;
+    if (!line || !line.matches('.refusal')) {
+      line = document.createElement('p');
+      line.className = 'refusal';
+      line.setAttribute('role', 'alert');
+      form.after(line);
+    }
+    line.textContent = text;
+  }
+  function unrefuse(form) {
+    const line = form.nextElementSibling;
+    if (line && line.matches('.refusal')) line.remove();
   }
   let busy = false, again = false;
   async function refresh() {
@@ -149,29 +187,51 @@ SCRIPT = """
       for (const el of old.values()) el.remove();
     }
   }
-  function missing(form) {
-    let first = null;
-    for (const q of form.querySelectorAll('fieldset.question[data-required]')) {
-      const chosen = q.querySelector('input:checked');
-      const typed = [...q.querySelectorAll('input[type=text],input[type=password],textarea')]
+  function answered(q) {
+    return !!q.querySelector('input:checked') ||
+      [...q.querySelectorAll('input[type=text],input[type=password],textarea')]
         .some(i => i.value.trim() !== '');
-      const ok = chosen || typed;
-      q.classList.toggle('missing', !ok);
-      const why = q.querySelector('.why');
-      if (why) why.textContent = ok ? '' : 'This question needs an answer.';
-      if (!ok && !first) first = q;
-    }
-    return first;
   }
+  function mark(q, gap) {
+    q.classList.toggle('missing', gap);
+    const why = q.querySelector('.why');
+    if (why) why.textContent = gap ? 'This question needs an answer.' : '';
+  }
+  function named(qs) {
+    const names = qs.map(q => q.querySelector('legend').firstChild.textContent.trim());
+    if (names.length === 1) return names[0] + ' needs an answer.';
+    return names.slice(0, -1).join(', ') + ' and ' + names[names.length - 1] +
+      ' need an answer.';
+  }
+  function missing(form) {
+    const gaps = [];
+    for (const q of form.querySelectorAll('fieldset.question[data-required]')) {
+      const gap = !answered(q);
+      mark(q, gap);
+      if (gap) gaps.push(q);
+    }
+    return gaps;
+  }
+  // a question marked missing is cleared as soon as it is answered, and so is the form's
+  // refusal once no question is left missing (not only at the next Submit)
+  function recheck(ev) {
+    const q = ev.target.closest('fieldset.question.missing');
+    if (!q || !answered(q)) return;
+    mark(q, false);
+    const form = q.closest('form');
+    const gaps = [...form.querySelectorAll('fieldset.question.missing')];
+    if (gaps.length) refuse(form, named(gaps)); else unrefuse(form);
+  }
+  document.addEventListener('input', recheck);
+  document.addEventListener('change', recheck);
   document.addEventListener('submit', async (ev) => {
     const form = ev.target;
     if (!form.matches('form[data-enhance]')) return;
     ev.preventDefault();
-    const gap = form.matches('.qform') ? missing(form) : null;
-    if (gap) {
-      const name = gap.querySelector('legend').textContent.replace(/\\s*\\(required\\)/, '');
-      say('Answer every required question first: ' + name, false);
-      gap.scrollIntoView({block: 'center'});
+    const gaps = form.matches('.qform') ? missing(form) : [];
+    if (gaps.length) {
+      refuse(form, named(gaps));
+      gaps[0].scrollIntoView({block: 'center'});
       return;
     }
     const body = new URLSearchParams(new FormData(form, ev.submitter));
@@ -182,7 +242,8 @@ SCRIPT = """
         headers: {'Accept': 'application/json'}});
       if (r.status === 401) { location.reload(); return; }
       const reply = await r.json();
-      say(reply.text, reply.accepted);
+      if (reply.accepted) { unrefuse(form); say(reply.text, true); }
+      else refuse(form, reply.text);
       if (reply.location) { location.href = reply.location; return; }
       if (form.matches('.say') && reply.accepted) form.reset();
     } catch (e) {

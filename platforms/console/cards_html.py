@@ -8,6 +8,7 @@ so secret questions are asked here in masked inputs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
@@ -208,9 +209,10 @@ def _where(view: CardView) -> str:
     session = view.session
     parts = []
     if session is not None:
+        title = escape(view.session_title or f"session {session.id}")
         parts.append(
-            f'session <a href="/s/{escape(session.id)}">{escape(session.id)}</a>'
-            f" · project {escape(session.project)} · {escape(session.agent_kind.value)}"
+            f'<a href="/s/{escape(session.id)}">{title}</a>'
+            f" · {escape(session.agent_kind.value)} · session {escape(session.id)}"
         )
     shown = sorted({c.conversation.platform for c in view.copies})
     if shown:
@@ -218,7 +220,19 @@ def _where(view: CardView) -> str:
     return f'<p class="meta">{" · ".join(parts)}</p>' if parts else ""
 
 
-def card_html(view: CardView, ctx: PostContext, *, with_session: bool = False) -> str:
+def _refusals(texts: Sequence[str]) -> str:
+    """Why a click or a form of this card was refused: next to its buttons or form, as an
+    error, so a page without script says it where the person looks (see server.py)."""
+    return "".join(f'<p class="refusal" role="alert">{escape(text)}</p>' for text in texts)
+
+
+def card_html(
+    view: CardView,
+    ctx: PostContext,
+    *,
+    with_session: bool = False,
+    refusals: Sequence[str] = (),
+) -> str:
     interaction, card = view.interaction, view.card
     state = interaction.state
     frame = "live" if state in _LIVE else "done" if state in _GOOD else "gone"
@@ -234,6 +248,6 @@ def card_html(view: CardView, ctx: PostContext, *, with_session: bool = False) -
         f"<h3>{escape(card.title)}</h3>"
         f'<span class="state {state.value}">{state.value}</span></div>'
         f"{_where(view) if with_session else ''}{summary}{blocks}{attachments}"
-        f"{_actions(view, ctx)}{_form(interaction, card.form, ctx)}"
+        f"{_actions(view, ctx)}{_form(interaction, card.form, ctx)}{_refusals(refusals)}"
         f'<p class="status">{escape(card.status_line)}</p>{_timeline(interaction)}</article>'
     )

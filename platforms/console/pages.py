@@ -14,10 +14,12 @@ from html import escape
 from gateway.store import SessionRecord
 from platforms.console.assets import SCRIPT, STYLE
 from platforms.console.cards_html import PostContext, card_html, clock, state_class
+from platforms.console.security import Notice
 from platforms.console.views import CardView, SessionRow, TextItem
 
 __all__ = [
     "Frame",
+    "Notices",
     "conversation_page",
     "message_html",
     "pending_page",
@@ -26,16 +28,43 @@ __all__ = [
 ]
 
 
+class Notices:
+    """What the POSTs of a browser without script answered, shown once: each refusal next to
+    the form it concerns (taken by the part of the page that draws that form), the rest at
+    the top of the page (successes as a status, refusals as an alert)."""
+
+    def __init__(self, notices: Sequence[Notice] = ()) -> None:
+        self._left = list(notices)
+
+    def take(self, about: str) -> list[str]:
+        """The refusals about ``about`` (a card's ``i-<id>``, or ``say``), now placed."""
+        taken = [n.text for n in self._left if n.refused and n.about == about]
+        self._left = [n for n in self._left if not (n.refused and n.about == about)]
+        return taken
+
+    def html(self) -> str:
+        return "".join(
+            f'<div class="refused" role="alert">{escape(n.text)}</div>'
+            if n.refused
+            else f"<div>{escape(n.text)}</div>"
+            for n in self._left
+        )
+
+
+def refusals_html(texts: Sequence[str]) -> str:
+    return "".join(f'<p class="refusal" role="alert">{escape(text)}</p>' for text in texts)
+
+
 class Frame:
     """What every page shows around its content."""
 
     def __init__(
-        self, *, identity: str, pending: int, sessions: int, notices: Sequence[str] = ()
+        self, *, identity: str, pending: int, sessions: int, notices: Sequence[Notice] = ()
     ) -> None:
         self.identity = identity
         self.pending = pending
         self.sessions = sessions
-        self.notices = notices
+        self.notices = Notices(notices)
 
     def page(self, title: str, here: str, body: str) -> str:
         def link(href: str, label: str, count: int, hot: bool = False) -> str:
@@ -48,13 +77,13 @@ class Frame:
             f"{link('/', 'Sessions', self.sessions)} &nbsp; "
             f"{link('/pending', 'Pending', self.pending, hot=True)}</span>"
         )
-        notice = "".join(f"<div>{escape(n)}</div>" for n in self.notices)
+        notice = self.notices.html()  # after the body took the refusals it places
         return (
             "<!doctype html><html lang=en><head><meta charset=utf-8>"
             '<meta name="viewport" content="width=device-width,initial-scale=1">'
             f'<link rel="icon" href="data:,"><title>{escape(title)} · agent-gateway</title>'
             f"<style>{STYLE}</style></head><body>"
-            '<header class="top"><strong>agent-gateway</strong>'
+            '<header class="top"><strong class="brand">agent-gateway</strong>'
             f'<nav id="nav" data-live>{counts}</nav>'
             f'<span class="who">acting as {escape(self.identity)}</span></header>'
             f'<main><div id="notice" role="status">{notice}</div>{body}</main>'
@@ -82,14 +111,33 @@ def _session_row(row: SessionRow) -> str:
     version = f"{row.state}-{row.open_count}-{len(row.shown_on)}"
     return (
         f'<tr data-key="s-{escape(session.id)}" data-version="{escape(version)}">'
-        f'<td><a href="/s/{escape(session.id)}">{escape(session.id)}</a></td>'
-        f"<td>{escape(session.project)}</td><td>{escape(session.agent_kind.value)}</td>"
+        f'<td><a href="/s/{escape(session.id)}">{escape(row.title)}</a></td>'
+        f'<td class="wide">{escape(session.agent_kind.value)}</td>'
         f'<td><span class="state {state_class(row.state)}">{state}</span> {waiting}</td>'
-        f"<td>{shown}</td><td>{clock(session.created_at)}</td></tr>"
+        f'<td class="wide">{shown}</td><td>{clock(session.created_at)}</td></tr>'
     )
 
 
-def _new_form(projects: Sequence[str], ctx: PostContext) -> str:
+def _suggestions(words: Sequence[tuple[str, str]]) -> str:
+    """Words the agent answers to (the demo's scenarios), each a button that starts the
+    conversation with it: a newcomer sees what to type, and can just click."""
+    if not words:
+        return ""
+    buttons = "".join(
+        f'<button type="submit" name="word" value="{escape(word)}" formnovalidate'
+        f' title="{escape(about)}">{escape(word)}</button>'
+        for word, about in words
+    )
+    told = "; ".join(f"<b>{escape(word)}</b>: {escape(about)}" for word, about in words)
+    return (
+        f'<div class="try"><span>Try one of the agent\'s words:</span> {buttons}</div>'
+        f'<p class="meta">{told}. Anything else shows its menu.</p>'
+    )
+
+
+def _new_form(
+    projects: Sequence[str], ctx: PostContext, words: Sequence[tuple[str, str]], refused: str
+) -> str:
     if not projects:
         return (
             '<p class="empty">No project takes messages from the console: list its identity '
@@ -97,27 +145,35 @@ def _new_form(projects: Sequence[str], ctx: PostContext) -> str:
         )
     options = "".join(f"<option>{escape(p)}</option>" for p in projects)
     return (
-        '<h2>Start a conversation</h2><form class="say" method="post" action="/new"'
+        '<h2>Start a conversation</h2><form class="say start" method="post" action="/new"'
         f' data-enhance>{ctx.hidden()}<select name="project" aria-label="project">{options}'
         '</select><textarea name="text" aria-label="first message" required'
         ' placeholder="What should the agent do?"></textarea>'
-        '<button type="submit" class="primary">Start</button></form>'
+        f'<button type="submit" class="primary">Start</button>{_suggestions(words)}</form>'
+        f"{refused}"
     )
 
 
 def sessions_page(
-    frame: Frame, rows: Sequence[SessionRow], projects: Sequence[str], ctx: PostContext
+    frame: Frame,
+    rows: Sequence[SessionRow],
+    projects: Sequence[str],
+    ctx: PostContext,
+    *,
+    words: Sequence[tuple[str, str]] = (),
 ) -> str:
     body = "".join(_session_row(row) for row in rows)
     if not rows:
-        body = '<tr data-key="none" data-version="0"><td colspan=6 class="empty">No sessions yet.'
+        body = '<tr data-key="none" data-version="0"><td colspan=5 class="empty">No sessions yet.'
         body += "</td></tr>"
     table = (
-        '<table class="sessions"><thead><tr><th>Session</th><th>Project</th><th>Agent</th>'
-        f'<th>State</th><th>Shown on</th><th>Started</th></tr></thead><tbody id="rows" data-live>'
-        f"{body}</tbody></table>"
+        '<table class="sessions"><thead><tr><th>Session</th><th class="wide">Agent</th>'
+        '<th>State</th><th class="wide">Shown on</th><th>Started</th></tr></thead>'
+        f'<tbody id="rows" data-live>{body}</tbody></table>'
     )
-    return frame.page("Sessions", "/", f"<h1>Sessions</h1>{table}{_new_form(projects, ctx)}")
+    start = _new_form(projects, ctx, words, refusals_html(frame.notices.take("say")))
+    listed = "<h2>Every session</h2>" if projects else ""
+    return frame.page("Sessions", "/", f"<h1>Sessions</h1>{start}{listed}{table}")
 
 
 # --- pending -------------------------------------------------------------------------------
@@ -126,12 +182,16 @@ def sessions_page(
 def pending_page(
     frame: Frame, views: Sequence[CardView], closed: Sequence[CardView], ctx: PostContext
 ) -> str:
-    cards = "".join(card_html(view, ctx, with_session=True) for view in views)
+    def card(view: CardView) -> str:
+        refused = frame.notices.take(f"i-{view.interaction.id}")
+        return card_html(view, ctx, with_session=True, refusals=refused)
+
+    cards = "".join(card(view) for view in views)
     if not views:
         cards = '<p class="empty" data-key="none" data-version="0">Nothing waits for anyone.</p>'
     if closed:
         cards += '<h2 data-key="closed" data-version="0">Recently closed</h2>'
-        cards += "".join(card_html(view, ctx, with_session=True) for view in closed)
+        cards += "".join(card(view) for view in closed)
     intro = (
         '<p class="meta">Every open request of every session, on every platform. A decision '
         "taken here is the same decision everywhere: the first one counts.</p>"
@@ -179,14 +239,18 @@ def message_html(item: TextItem) -> str:
 def conversation_page(
     frame: Frame,
     session: SessionRecord,
+    title: str,
     state: str,
     items: Sequence[TextItem | CardView],
     ctx: PostContext,
     *,
     typing_refused: str | None,
 ) -> str:
+    def card(view: CardView) -> str:
+        return card_html(view, ctx, refusals=frame.notices.take(f"i-{view.interaction.id}"))
+
     feed = "".join(
-        message_html(item) if isinstance(item, TextItem) else card_html(item, ctx) for item in items
+        message_html(item) if isinstance(item, TextItem) else card(item) for item in items
     )
     if not items:
         feed = '<p class="empty" data-key="none" data-version="0">Nothing here yet.</p>'
@@ -194,22 +258,25 @@ def conversation_page(
         f'<span data-key="state" data-version="{escape(state)}" class="state '
         f'{state_class(state)}">{escape(state)}</span>'
     )
-    title = (
-        f'<h1>Session {escape(session.id)} <span id="head" data-live>{head}</span></h1>'
+    heading = (
+        f'<h1>{escape(title)} <span id="head" data-live>{head}</span></h1>'
         f'<p class="meta">project {escape(session.project)} · '
-        f"{escape(session.agent_kind.value)} · started {clock(session.created_at)}</p>"
+        f"{escape(session.agent_kind.value)} · started {clock(session.created_at)}"
+        f" · session {escape(session.id)}</p>"
     )
     if typing_refused is None:
+        # the placeholder stays short: on a phone it shares a line with nothing else
         box = (
             f'<form class="say" method="post" action="/s/{escape(session.id)}/say" data-enhance>'
-            f'{ctx.hidden()}<textarea name="text" aria-label="message" required placeholder='
-            '"A message for the agent (never a decision: use the buttons for that)"></textarea>'
+            f'{ctx.hidden()}<textarea name="text" aria-label="message" required'
+            ' aria-describedby="say-note" placeholder="A message for the agent"></textarea>'
             '<button type="submit" class="primary">Send</button></form>'
+            f"{refusals_html(frame.notices.take('say'))}"
+            '<p class="meta" id="say-note">A message is never a decision: use the buttons on'
+            " a card for that.</p>"
         )
     else:
         box = f'<p class="meta">{escape(typing_refused)}</p>'
     return frame.page(
-        f"Session {session.id}",
-        f"/s/{session.id}",
-        f'{title}<div id="live" data-live>{feed}</div>{box}',
+        title, f"/s/{session.id}", f'{heading}<div id="live" data-live>{feed}</div>{box}'
     )

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import secrets
 import sys
+from collections.abc import Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
@@ -81,9 +82,13 @@ class ConsolePlatform:
         announce: TextIO | None = sys.stderr,
         token: str | None = None,
         limits: PlatformLimits = CONSOLE_LIMITS,
+        words: Sequence[tuple[str, str]] = (),
     ) -> None:
         self.settings = settings
         self.limits = limits
+        # words the agent answers to, with what each does: the start page offers them (the
+        # demo's scenarios), so a newcomer knows what to type
+        self.words = tuple(words)
         identity = settings.actor()
         self.actor = Actor(
             platform=identity.platform, user_id=identity.user_id, display=settings.identity

@@ -29,10 +29,21 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-__all__ = ["BrowserSession", "Guard", "PublicAddress", "host_allowed", "origin_allowed"]
+__all__ = ["BrowserSession", "Guard", "Notice", "PublicAddress", "host_allowed", "origin_allowed"]
 
 MAX_BROWSER_SESSIONS = 64  # the oldest is forgotten past this (its browser must log in again)
 MAX_NOTICES = 8
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Notice:
+    """What a POST answered, shown once on the page a browser without script comes back to:
+    a refusal next to the form it concerns (``about``: ``"i-<interaction id>"`` for a card,
+    ``"say"`` for the message box), a success at the top of the page."""
+
+    text: str
+    refused: bool = False
+    about: str | None = None
 
 
 @dataclass(kw_only=True, slots=True)
@@ -41,13 +52,13 @@ class BrowserSession:
 
     id: str
     csrf: str
-    notices: list[str] = field(default_factory=list)  # shown once, after a redirect
+    notices: list[Notice] = field(default_factory=list)  # shown once, after a redirect
 
-    def notify(self, text: str) -> None:
-        self.notices.append(text)
+    def notify(self, text: str, *, refused: bool = False, about: str | None = None) -> None:
+        self.notices.append(Notice(text=text, refused=refused, about=about))
         del self.notices[:-MAX_NOTICES]
 
-    def take_notices(self) -> list[str]:
+    def take_notices(self) -> list[Notice]:
         taken, self.notices = self.notices, []
         return taken
 

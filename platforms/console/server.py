@@ -47,6 +47,7 @@ from platforms.console.pages import (
 from platforms.console.platform import ConsolePlatform
 from platforms.console.security import BrowserSession, Guard, host_allowed, origin_allowed
 from platforms.console.views import (
+    YOU,
     TextItem,
     console_conversations,
     conversation_items,
@@ -54,6 +55,7 @@ from platforms.console.views import (
     remembered_texts,
     run_state,
     session_rows,
+    session_title,
     typing_refusal,
 )
 
@@ -200,12 +202,19 @@ def _html(text: str) -> web.Response:
     return web.Response(text=text, content_type="text/html")
 
 
+def _about(request: web.Request) -> str:
+    """Which form of the page a POST came from: a card's (``i-<id>``) or the message box."""
+    interaction = request.match_info.get("interaction")
+    return f"i-{interaction}" if interaction is not None else "say"
+
+
 def _answer(request: web.Request, ack: Ack, *, location: str | None = None) -> web.Response:
-    """JSON for the page's script; otherwise a redirect back, with the ack as a notice."""
+    """JSON for the page's script; otherwise a redirect back, with the ack as a notice (a
+    refusal is shown next to the form it concerns, see pages.Notices)."""
     if "application/json" in request.headers.get("Accept", ""):
         body = {"accepted": ack.accepted, "text": ack.text, "location": location}
         return web.json_response(body)
-    request[SESSION].notify(ack.text)
+    request[SESSION].notify(ack.text, refused=not ack.accepted, about=_about(request))
     back = location or _field(request, "back")
     if not back.startswith("/") or back.startswith("//"):
         back = "/"
@@ -219,7 +228,11 @@ async def _sessions(request: web.Request) -> web.Response:
     console, gateway, session = _parts(request)
     rows = await session_rows(gateway)
     page = sessions_page(
-        await _frame(request), rows, console.projects(), _context(request, session)
+        await _frame(request),
+        rows,
+        console.projects(),
+        _context(request, session),
+        words=console.words,
     )
     return _html(page)
 
@@ -253,9 +266,11 @@ async def _conversation(request: web.Request) -> web.Response:
         if conversations
         else "This session is not shown on the console."
     )
+    first = await gateway.store.prompts.first_texts([record.id])
     page = conversation_page(
         await _frame(request),
         record,
+        session_title(record, first.get(record.id)),
         state,
         items,
         _context(request, browser),
@@ -291,7 +306,9 @@ async def _events(request: web.Request) -> web.StreamResponse:
 
 async def _new(request: web.Request) -> web.Response:
     console, gateway, _ = _parts(request)
-    project, text = _field(request, "project"), _field(request, "text").strip()
+    # one of the words the start page offers (the submit button pressed), else the text
+    project = _field(request, "project")
+    text = _field(request, "word").strip() or _field(request, "text").strip()
     conversation = console.new_conversation(project) if project in console.projects() else None
     if conversation is None:
         return _answer(request, Ack(text=f"No project {project!r} here.", accepted=False))
@@ -310,7 +327,7 @@ async def _new(request: web.Request) -> web.Response:
 
 def _message(console: ConsolePlatform, conversation: ConversationRef, text: str) -> InboundMessage:
     """What the person typed: shown in the conversation, then handed to the gateway."""
-    console.feed.add(conversation, text=text, card=None, author=console.settings.identity)
+    console.feed.add(conversation, text=text, card=None, author=YOU)
     return InboundMessage(
         conversation=conversation,
         actor=console.actor,
@@ -421,5 +438,5 @@ async def _in_time(request: web.Request, work: Coroutine[Any, Any, Ack]) -> web.
         log.exception("a click answered %r failed in the core", RECEIVED.text)
         return sent[0]
     if sent[0].prepared and not ack.accepted:
-        browser.notify(ack.text)
+        browser.notify(ack.text, refused=True, about=_about(request))
     return sent[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from gateway.cards import Card
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gateway.platform import Platform
 
 __all__ = [
+    "YOU",
     "CardView",
     "SessionRow",
     "TextItem",
@@ -38,6 +39,7 @@ __all__ = [
     "route_channel",
     "run_state",
     "session_rows",
+    "session_title",
     "timeline_texts",
     "typing_refusal",
 ]
@@ -46,6 +48,10 @@ PLATFORM = "console"
 RECENT_INTERACTIONS = 100
 RECENTLY_CLOSED = 10
 RECENT_TURNS = 50
+TITLE_CHARS = 60  # of the first prompt, in a session's title
+# How the console labels what its own person typed: the page is theirs (it acts as one
+# identity), so their messages read as their own, not as an account id ("local:alice").
+YOU = "You"
 _STATE_NAMES = {
     RunState.WAITING_APPROVAL: "waiting for approval",
     RunState.WAITING_INPUT: "waiting for input",
@@ -55,6 +61,7 @@ _STATE_NAMES = {
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SessionRow:
     session: SessionRecord
+    title: str  # session_title: what a person calls it
     state: str
     open_count: int
     shown_on: tuple[str, ...]  # platforms of the conversations bound to it
@@ -66,6 +73,7 @@ class CardView:
     card: Card
     session: SessionRecord | None
     copies: tuple[CardCopy, ...]
+    session_title: str | None = None  # of ``session``: see session_title
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -93,6 +101,21 @@ def run_state(
         if latest_turn.status is TurnStatus.FAILED:
             state = RunState.FAILED
     return _STATE_NAMES.get(state, state.value.replace("_", " "))
+
+
+def session_title(session: SessionRecord, first_prompt: str | None) -> str:
+    """A session as a person would name it: its project and the first words they said to it
+    (cut at a word, about :data:`TITLE_CHARS` long), or, before anyone said anything, the
+    time it started. Its id stays on the page, beside the title, for commands and logs."""
+    words = " ".join((first_prompt or "").split())
+    if not words:
+        started = session.created_at.astimezone(UTC)
+        return f"{session.project}, started {started:%Y-%m-%d %H:%M} UTC"
+    if len(words) > TITLE_CHARS:
+        cut = words[: TITLE_CHARS + 1].rsplit(" ", 1)[0]
+        words = (cut if len(cut) >= TITLE_CHARS // 2 else words[:TITLE_CHARS]).rstrip(" ,.;:")
+        words += "…"
+    return f"{session.project}: {words}"
 
 
 def route_channel(config: Config, project: str, auth_platform: str) -> str | None:
@@ -150,7 +173,7 @@ def timeline_texts(
                     at=prompt.created_at,
                     text=prompt.text,
                     version=1,
-                    author=prompt.author.display,
+                    author=YOU,
                 )
             )
         section, texts, at = 0, list[str](), None
@@ -193,13 +216,16 @@ async def console_conversations(gateway: Gateway, session_id: str) -> list[Conve
 async def session_rows(gateway: Gateway) -> list[SessionRow]:
     store = gateway.store
     rows = []
-    for session in await store.sessions.list_sessions(include_closed=True):
+    sessions = await store.sessions.list_sessions(include_closed=True)
+    first = await store.prompts.first_texts([s.id for s in sessions])
+    for session in sessions:
         open_ = await store.interactions.list_open(session.id)
         latest = await store.turns.latest(session.id)
         bound = await store.sessions.list_bindings(session.id)
         rows.append(
             SessionRow(
                 session=session,
+                title=session_title(session, first.get(session.id)),
                 state=run_state(open_, latest, closed=session.is_closed),
                 open_count=len(open_),
                 shown_on=tuple(dict.fromkeys(c.platform for c in bound)),
@@ -210,11 +236,14 @@ async def session_rows(gateway: Gateway) -> list[SessionRow]:
 
 
 async def card_view(gateway: Gateway, console: Platform, interaction: Interaction) -> CardView:
+    session = await gateway.store.sessions.get(interaction.session_id)
+    first = await gateway.store.prompts.first_texts([interaction.session_id])
     return CardView(
         interaction=interaction,
         card=gateway.broker.render(interaction, console),
-        session=await gateway.store.sessions.get(interaction.session_id),
+        session=session,
         copies=tuple(await gateway.store.cards.list_for(interaction.id)),
+        session_title=(None if session is None else session_title(session, first.get(session.id))),
     )
 
 
