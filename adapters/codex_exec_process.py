@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from adapters.codex_launch import ConfigValue, toml_value
+from adapters.codex_launch import ConfigValue, quieted, toml_value
 from gateway.errors import CodecUsageError, ConfigError
 from gateway.events import Warning
 
@@ -89,6 +89,7 @@ def exec_argv(settings: CodexExecSettings, *, resume_thread_id: str | None = Non
     Options go before ``resume`` (``codex exec resume --help`` has no --cd/--sandbox/--color;
     exec's own options before the subcommand apply to it). ``-`` makes exec read the prompt
     from stdin until EOF. Values are attached with ``=`` so that none is read as an option.
+    Enabled features come with Codex's warning about them silenced (codex_launch.quieted).
     """
     argv = [*settings.command, "exec", "--json", "--color=never", f"--cd={settings.cwd}"]
     argv.append(f"--sandbox={settings.sandbox}")
@@ -97,7 +98,7 @@ def exec_argv(settings: CodexExecSettings, *, resume_thread_id: str | None = Non
     if settings.skip_git_repo_check:
         argv.append("--skip-git-repo-check")
     argv += [f"--enable={feature}" for feature in settings.enable]
-    for key, value in (settings.config or {}).items():
+    for key, value in quieted(settings.enable, settings.config).items():
         argv += ["-c", f"{key}={toml_value(value)}"]
     if resume_thread_id is not None:
         if not _THREAD_ID.fullmatch(resume_thread_id):

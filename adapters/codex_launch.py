@@ -3,13 +3,20 @@
     codex_app_server_argv(["npx", "codex"], enable=["default_mode_request_user_input"],
                           config={"model": "gpt-5.5", "features.plugins": False})
     == ["npx", "codex", "app-server", "--enable", "default_mode_request_user_input",
-        "-c", 'model="gpt-5.5"', "-c", "features.plugins=false"]
+        "-c", 'model="gpt-5.5"', "-c", "features.plugins=false",
+        "-c", "suppress_unstable_features_warning=true"]
 
 ``command`` is the configured binary or argv prefix (DESIGN.md: every agent takes an argv
 prefix). ``--enable`` / ``--disable FEATURE`` and ``-c key=value`` are the app-server's own
 options (``codex app-server --help``, 0.171: "The value portion is parsed as TOML"), so every
 value is written as TOML here: a string is always quoted, never left to Codex's fallback of
 reading an unparsable value as a raw string.
+
+A feature the gateway enables may be one Codex calls under development: Codex then warns
+("Under-development features enabled … set `suppress_unstable_features_warning = true` in
+<CODEX_HOME>/config.toml"), a warning the person would read in their chat, about a file they
+never chose. Whoever enables features here silences that warning too
+(:data:`QUIET_UNSTABLE_FEATURES`, unless the caller's config says otherwise).
 """
 
 from __future__ import annotations
@@ -22,12 +29,33 @@ from typing import TypeAlias
 
 from gateway.errors import ConfigError
 
-__all__ = ["ConfigValue", "codex_app_server_argv", "toml_value"]
+__all__ = [
+    "QUIET_UNSTABLE_FEATURES",
+    "ConfigValue",
+    "codex_app_server_argv",
+    "quieted",
+    "toml_value",
+]
 
 ConfigValue: TypeAlias = str | int | float | bool | Sequence["ConfigValue"]
 
 _FEATURE = re.compile(r"^[a-z0-9_]+$")
 _CONFIG_KEY = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+
+
+# codex 0.171: the config key that silences the warning about under-development features
+QUIET_UNSTABLE_FEATURES = "suppress_unstable_features_warning"
+
+
+def quieted(
+    enable: Sequence[str], config: Mapping[str, ConfigValue] | None
+) -> dict[str, ConfigValue]:
+    """``config`` with :data:`QUIET_UNSTABLE_FEATURES` set when features are enabled: the
+    gateway does not make Codex warn the person about features the gateway itself enabled."""
+    overrides = dict(config or {})
+    if enable:
+        overrides.setdefault(QUIET_UNSTABLE_FEATURES, True)
+    return overrides
 
 
 def toml_value(value: ConfigValue) -> str:
@@ -52,16 +80,18 @@ def codex_app_server_argv(
     disable: Iterable[str] = (),
     config: Mapping[str, ConfigValue] | None = None,
 ) -> list[str]:
-    """``[*command, "app-server", --enable F..., --disable F..., -c key=value...]``."""
+    """``[*command, "app-server", --enable F..., --disable F..., -c key=value...]``, with
+    Codex's warning about enabled features silenced (:func:`quieted`)."""
     if isinstance(command, str) or not command:
         raise ConfigError("the codex command must be a non-empty list of arguments")
+    enable = list(enable)
     argv = [*command, "app-server"]
     for flag, features in (("--enable", enable), ("--disable", disable)):
         for feature in features:
             if not _FEATURE.fullmatch(feature):
                 raise ConfigError(f"not a codex feature name: {feature!r}")
             argv += [flag, feature]
-    for key, value in (config or {}).items():
+    for key, value in quieted(enable, config).items():
         if not _CONFIG_KEY.fullmatch(key):
             raise ConfigError(f"not a codex config key: {key!r}")
         argv += ["-c", f"{key}={toml_value(value)}"]

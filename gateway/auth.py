@@ -57,6 +57,7 @@ __all__ = [
     "may_decide",
     "may_talk",
     "require_callback_room",
+    "stranger_refusal",
     "token_bytes",
     "token_factory",
     "verify_token",
@@ -243,6 +244,19 @@ def may_talk(config: Config, project: str, actor: Actor) -> bool:
     if rules is None:
         return False
     return _ANYONE in rules.allow_from or actor.user_id in rules.allow_from
+
+
+def stranger_refusal(actor: Actor) -> str:
+    """What a person who may not talk is told in their private conversation with the bot:
+    their id on that platform, which is what ``allow_from`` takes and what they have no
+    other way to find (no project name: a stranger learns nothing of the config). In a
+    shared conversation they are told nothing (gateway/control.py)."""
+    platform = actor.platform.capitalize()
+    return (
+        f"You are not allowed to use this bot. Your {platform} id is {actor.user_id}: ask its "
+        f'owner to add "{actor.user_id}" to allow_from in the project\'s auth.{actor.platform} '
+        "settings."
+    )
 
 
 def may_decide(config: Config, project: str, actor: Actor, session_initiator: Actor | None) -> bool:

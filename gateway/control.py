@@ -11,7 +11,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from gateway.auth import may_talk
+from gateway.auth import may_talk, stranger_refusal
 from gateway.cards import undelivered
 from gateway.commands import (
     HELP_TEXT,
@@ -106,10 +106,7 @@ class Control:
             return  # not a conversation of ours: say nothing
         checked = Actor(platform=auth_platform, user_id=actor.user_id, display=actor.display)
         if not may_talk(self._gw.config, project, checked):
-            await self._store.audit.record(
-                "message.refused", actor=actor.key(), details={"project": project}
-            )
-            await self._reply(conversation, "You may not use this project here.")
+            await self._refuse_stranger(message, project, checked)
             return
         parsed = parse_chat_text(message.text)
         match parsed:
@@ -133,6 +130,25 @@ class Control:
                 await self._reply(conversation, f"Unknown command /{name}.\n\n{HELP_TEXT}")
             case NotForUs():
                 pass
+
+    async def _refuse_stranger(self, message: InboundMessage, project: str, actor: Actor) -> None:
+        """``actor`` (named as the project's auth rules name people) is not in allow_from:
+        in their private conversation with the bot, one reply with their id (what allow_from
+        takes); in a shared one nothing (a group would hear the bot answer every stranger),
+        logged without the text."""
+        await self._store.audit.record(
+            "message.refused",
+            actor=message.actor.key(),
+            details={"project": project, "answered": message.private},
+        )
+        if message.private:
+            await self._reply(message.conversation, stranger_refusal(actor))
+        else:
+            log.info(
+                "a message from %s, who is not in allow_from, in %s: not answered",
+                message.actor.key(),
+                message.conversation.key(),
+            )
 
     def _auth_platform(self, platform: str) -> str:
         return self._gw.config.platforms.auth_platforms().get(platform, platform)

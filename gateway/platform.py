@@ -212,7 +212,10 @@ class Platform(Protocol):
     async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
         """The turn ended (``completed``, ``interrupted``, ``failed``). Called after the last
         send or edit of its text in ``conversation``: what was sent last is final (a stream
-        may be finalized, a typing indicator stopped). Notices about the turn's end follow.
+        may be finalized, a typing indicator stopped). Notices about the turn's end follow:
+        a turn that did not complete is always followed by one that says why. A platform
+        whose edits notify nobody sends a short new message here when the turn completed
+        with its last words shown by an edit (platforms/turn_end.py), never one per edit.
 
         For both calls a PlatformError (RateLimited too) is logged, never retried."""
         ...

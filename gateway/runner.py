@@ -40,6 +40,7 @@ from gateway.events import (
     TurnStarted,
     Warning,
 )
+from gateway.exit_notice import exit_notice
 from gateway.expiry import due_at, is_due, plan_expiry, waited
 from gateway.interactions import Interaction, InteractionEvent
 from gateway.outbound import Notifier, TurnStream
@@ -465,6 +466,7 @@ class SessionRunner:
     async def _on_exit(self, event: AgentExited, epoch: int) -> None:
         description = describe_exit(event)
         turn = self._turn
+        turn_cut = turn is not None
         stream, self._stream = self._stream, None
         if turn is not None:
             if stream is not None:
@@ -480,13 +482,8 @@ class SessionRunner:
             self.session_id, epoch, note=description
         ):
             self._broker.mark_dirty(update.interaction.id)
-        tail = event.stderr_tail.strip().splitlines()[-5:]
-        detail = ("\n```\n" + "\n".join(tail) + "\n```") if tail else ""
         if not self._closing:
-            await self._notify(
-                f"⚠ The agent process ended ({description}). The next message starts it "
-                f"again, resuming the conversation.{detail}"
-            )
+            await self._notify(exit_notice(description, event.stderr_tail, turn_cut=turn_cut))
         elif self._exit_notice is not None:
             await self._notify(self._exit_notice)
         self._turn_done.set()

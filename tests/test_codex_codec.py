@@ -473,7 +473,12 @@ def test_the_app_server_argv_takes_a_prefix_features_and_toml_overrides() -> Non
         "model_providers.mock.request_max_retries=0",
         "-c",
         'sandbox_workspace_write.writable_roots=["/a", "/b"]',
+        "-c",
+        "suppress_unstable_features_warning=true",  # the gateway enabled a feature
     ]
+    assert "suppress_unstable_features_warning=true" not in codex_app_server_argv(["codex"])
+    quiet_off = {"suppress_unstable_features_warning": False}
+    assert codex_app_server_argv(["codex"], enable=["x"], config=quiet_off)[-1].endswith("false")
 
 
 @pytest.mark.parametrize(

@@ -206,8 +206,15 @@ def test_a_refusal_by_policy_is_one_denied_warning_before_the_turn_ends(name: st
 def test_a_question_exec_answered_by_itself_is_reported() -> None:
     (events,) = replay("question_in_exec")
     codes = [w.code for w in of_type(events, Warning)]
-    assert codes == ["agent_warning", "question_unsupported"]
-    assert "Under-development features" in of_type(events, Warning)[0].message
+    # no "Under-development features enabled" warning: the gateway silenced it
+    assert codes == ["question_unsupported"]
+
+
+def test_an_error_item_is_a_warning() -> None:
+    codec = CodexExecCodec(CodexExecSettings(command=["codex"], cwd="/w"))
+    codec.begin_turn()
+    line = b'{"type": "item.completed", "item": {"type": "error", "id": "i", "message": "odd"}}'
+    assert codec.feed(line) == [Warning(message="odd", code="agent_warning")]
 
 
 def test_a_failing_model_fails_the_turn_with_its_message() -> None:
@@ -396,6 +403,8 @@ def test_the_argv_puts_every_option_before_resume_and_reads_the_prompt_from_stdi
         "--enable=web_search",
         "-c",
         'model_reasoning_effort="low"',
+        "-c",
+        "suppress_unstable_features_warning=true",
         "resume",
         "t-1",
         "-",

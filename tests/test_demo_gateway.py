@@ -17,7 +17,7 @@ from gateway.cards import CodeBlock, DiffBlock, FieldsBlock
 from gateway.demo.command import build_demo
 from gateway.demo.scenarios import PATCH_TARGET, patched_greeting
 from gateway.demo.texts import LONG_ANSWER
-from gateway.domain import Actor, Answer
+from gateway.domain import Actor, Answer, ConversationRef
 from gateway.engine import Gateway
 from gateway.textsplit import split_text
 from tests.gateway_harness import ROOM, Running
@@ -45,11 +45,14 @@ async def test_the_first_message_gets_the_menu(tmp_path: Path) -> None:
         await gw.memory.say(ROOM, YOU, "hi")
         # the menu streams: read it once its last line is shown
         menu = await gw.text_where(lambda text: "start with a slash" in text)
-        await gw.memory.say(ROOM, STRANGER, "command")
-        refused = await gw.text_where(lambda text: "may not use this project" in text)
+        await gw.memory.say(ROOM, STRANGER, "command")  # a stranger in a shared room: silence
+        alone = ConversationRef(platform="memory", space=None, channel=STRANGER.user_id)
+        await gw.memory.say(alone, STRANGER, "command", private=True)
+        refused = await gw.text_where(lambda text: "not allowed" in text, alone)
     assert menu.startswith("Hi! I am the agent-gateway demo agent.")
     assert "**command**" in menu and "**crash**" in menu and str(work_dir(tmp_path)) in menu
-    assert refused  # only "you" may use the demo
+    assert "Your Memory id is someone-else" in refused  # only "you" may use the demo
+    assert not any("not allowed" in text for text in gw.memory.texts(ROOM))
 
 
 async def test_an_approved_command_creates_the_file(tmp_path: Path) -> None:

@@ -227,11 +227,16 @@ async def test_a_token_of_an_ended_agent_process_is_stale_even_once_a_new_one_as
 
 
 async def reply_to(
-    gw: Running, actor: Actor, text: str, conversation: ConversationRef = ROOM
+    gw: Running,
+    actor: Actor,
+    text: str,
+    conversation: ConversationRef = ROOM,
+    *,
+    private: bool = False,
 ) -> str:
     """What the gateway answers in the chat to ``text``."""
     before = len(gw.memory.texts(conversation))
-    await gw.memory.say(conversation, actor, text)
+    await gw.memory.say(conversation, actor, text, private=private)
     [reply] = await gw.memory.wait_for(lambda: gw.memory.texts(conversation)[before:] or None)
     return reply
 
@@ -244,8 +249,14 @@ async def test_approve_command_follows_the_same_rules_as_a_click(
         iid = asked.interaction.id
         assert await reply_to(gw, ALICE, "/approve nosuchid") == "No request nosuchid."
         assert await reply_to(gw, CAROL, f"/approve {iid}") == "You may not decide this request."
-        assert (
-            await reply_to(gw, MALLORY, f"/approve {iid}") == "You may not use this project here."
+        # a stranger: nothing said in the shared room; in their own chat, their id
+        room_before = gw.memory.texts(ROOM)
+        await gw.memory.say(ROOM, MALLORY, f"/approve {iid}")  # handled when it returns
+        assert gw.memory.texts(ROOM) == room_before
+        own = ConversationRef(platform="memory", space=None, channel=MALLORY.user_id)
+        assert await reply_to(gw, MALLORY, f"/approve {iid}", own, private=True) == (
+            "You are not allowed to use this bot. Your Memory id is mallory: ask its owner to"
+            ' add "mallory" to allow_from in the project\'s auth.memory settings.'
         )
         assert (
             await reply_to(gw, ALICE, f"/approve {iid}", ROOM_T2)
@@ -254,7 +265,7 @@ async def test_approve_command_follows_the_same_rules_as_a_click(
         assert await rejections(gw, CAROL) == ["not_approver"]
         assert await rejections(gw, ALICE) == ["foreign"]
         refused = await gw.gateway.store.audit.entries(event="message.refused")
-        assert [e.actor for e in refused] == [MALLORY.key()]
+        assert [e.actor for e in refused] == [MALLORY.key()] * 2
         await still_pending(gw, asked, fake_model)
 
         reply = await reply_to(gw, BOB, f"/approve {iid}")

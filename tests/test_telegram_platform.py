@@ -3,6 +3,7 @@ which group messages are for the bot, and commands meant for another bot."""
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -71,12 +72,20 @@ async def test_webhook_mode_takes_updates_only_with_the_secret_token(
     assert fake_telegram.webhook_deliveries == [200, 200]
 
 
-async def test_strangers_are_refused_and_allowed_people_are_known_by_their_id(
+REFUSED_444 = (
+    "You are not allowed to use this bot. Your Telegram id is 444: ask its owner to add"
+    ' "444" to allow_from in the project\'s auth.telegram settings.'
+)
+
+
+async def test_a_stranger_is_told_their_id_once_in_private_and_allowed_people_are_known_by_it(
     fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
     async with scripted(fake_telegram, tmp_path) as tg:
         await tg.say(MALLORY, "let me in")
-        await tg.bot_message(MALLORY.id, lambda m: m.text == "You may not use this project here.")
+        await tg.bot_message(MALLORY.id, lambda m: m.text == REFUSED_444)
+        await tg.say(MALLORY, "/status")  # a command too: the same one refusal
+        await tg.fake.wait_for(lambda: tg.texts(MALLORY.id) == [REFUSED_444] * 2)
         await tg.say(BOB, "hello")
         await tg.bot_message(BOB.id, lambda m: m.text == "echo: hello")
         private = ConversationRef(platform="telegram", space=None, channel=str(BOB.id))
@@ -100,3 +109,25 @@ async def test_a_group_in_mentions_mode_takes_mentions_replies_and_its_own_comma
         await tg.bot_message(-100777, lambda m: m.text.startswith("Commands:"))
         texts = tg.texts(-100777)
         assert not any("among themselves" in t or "No session" in t for t in texts)
+
+
+async def test_in_a_group_a_stranger_hears_nothing_and_the_log_keeps_no_text(
+    fake_telegram: FakeTelegram, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    group = group_chat(-100888, "Open group")
+    async with scripted(fake_telegram, tmp_path, 'group_mode = "all"') as tg:
+        await tg.say(MALLORY, "anyone listening? my secret plan", chat=group)
+        await tg.say(MALLORY, "@gateway_bot do it", chat=group)
+        await tg.say(MALLORY, "/help", chat=group)
+        # one chat's updates are handled in order: Alice's answer comes after Mallory's
+        await tg.say(ALICE, "hello", chat=group)
+        await tg.bot_message(-100888, lambda m: m.text == "echo: hello")
+        assert tg.texts(-100888) == ["echo: hello"]
+        refused = await tg.gateway.store.audit.entries(event="message.refused")
+        assert [e.actor for e in refused] == ["telegram:444"] * 3
+        assert all(e.details["answered"] is False for e in refused)
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "telegram:444" in logged and "not answered" in logged
+    assert "secret plan" not in logged and "do it" not in logged
+    assert fake_telegram.rejected == []

@@ -204,13 +204,17 @@ class MemoryPlatform:
         text: str,
         *,
         message_id: str | None = None,
+        private: bool = False,
     ) -> None:
+        """``actor`` writes ``text`` in ``conversation``: a shared one, or with ``private``
+        their own conversation with the bot (where a stranger is told their id)."""
         message = InboundMessage(
             conversation=conversation,
             actor=actor,
             text=text,
             # unique across instances: a platform never reuses a message id after a restart
             message_id=message_id or f"in-{uuid.uuid4().hex[:16]}",
+            private=private,
         )
         await self._inbox_or_fail().on_message(message)
 

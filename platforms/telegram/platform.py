@@ -16,7 +16,8 @@ notices, notices before stream edits, every chat within Telegram's limits. When 
 unreachable and answers again, the gateway is told (``Inbox.on_platform_back``) so that the
 cards that failed are sent again. While a turn runs in a chat, the chat shows "typing…"
 (``sendChatAction``, again every :data:`TYPING_SECONDS`, at the priority of stream edits);
-it stops when the turn ends.
+it stops when the turn ends. A turn that completed with its last words shown by an edit,
+which no phone is told of, ends with one short new message ("✓ Done.", platforms/turn_end.py).
 
 The bot token never appears in logs: httpx, which logs every request URL (token included),
 is set to WARNING when the platform starts.
@@ -66,6 +67,7 @@ from platforms.telegram.receive import Health, Poller
 from platforms.telegram.render import Button, RenderedCard, render_card
 from platforms.telegram.updates import UpdateHandler
 from platforms.telegram.webhook import WebhookReceiver
+from platforms.turn_end import TurnEnds
 
 __all__ = ["MENU", "TELEGRAM_LIMITS", "TelegramPlatform"]
 
@@ -145,6 +147,7 @@ class TelegramPlatform:
         self._shown: dict[tuple[int, int], str] = {}
         self.typing: dict[tuple[int, int | None], asyncio.Event] = {}  # (chat, topic): ended
         self._typing_tasks: set[asyncio.Task[None]] = set()
+        self.turn_ends = TurnEnds()  # whether a turn's end needs a message that notifies
         self.me: User | None = None
 
     # --- lifetime -------------------------------------------------------------------------
@@ -313,6 +316,7 @@ class TelegramPlatform:
 
     async def turn_started(self, conversation: ConversationRef) -> None:
         key = (chat_id_of(conversation), _thread(conversation))
+        self.turn_ends.started(key)
         if self._tasks is None or key in self.typing or len(self.typing) >= MAX_TYPING:
             return
         ended = self.typing[key] = asyncio.Event()
@@ -321,9 +325,15 @@ class TelegramPlatform:
         task.add_done_callback(self._typing_tasks.discard)
 
     async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
-        ended = self.typing.pop((chat_id_of(conversation), _thread(conversation)), None)
+        """Stop "typing…"; and where the turn's last words came by an edit, which no phone
+        is told of, send one short line that notifies (platforms/turn_end.py)."""
+        key = (chat_id_of(conversation), _thread(conversation))
+        ended = self.typing.pop(key, None)
         if ended is not None:
             ended.set()
+        line = self.turn_ends.ended(key, status)
+        if line is not None:
+            await self._send(conversation, Priority.TEXT, line, None)
 
     async def _keep_typing(self, key: tuple[int, int | None], ended: asyncio.Event) -> None:
         """Show "typing…" in the chat until the turn ends, so the person sees the agent at
@@ -439,7 +449,7 @@ class TelegramPlatform:
             if reply_to is not None
             else None
         )
-        return await self._running().run(
+        sent: Message = await self._running().run(
             chat_id,
             priority,
             lambda: self.bot.send_message(
@@ -452,6 +462,8 @@ class TelegramPlatform:
                 link_preview_options=_NO_PREVIEW,
             ),
         )
+        self.turn_ends.sent((chat_id, _thread(conversation)), (chat_id, sent.message_id))
+        return sent
 
     async def _edit_card(
         self, conversation: ConversationRef, key: tuple[int, int], card: Card
@@ -478,9 +490,15 @@ class TelegramPlatform:
             raise PlatformError(f"text of {len(text)} characters cannot be sent to Telegram")
 
     def _remember(self, message: Message, text: str) -> None:
-        self._remember_key((message.chat.id, message.message_id), text)
+        """A new message shows ``text``."""
+        self._keep_shown((message.chat.id, message.message_id), text)
 
     def _remember_key(self, key: tuple[int, int], text: str) -> None:
+        """An edit of the message ``key`` shows ``text`` (which no phone is told of)."""
+        self._keep_shown(key, text)
+        self.turn_ends.edited(key)
+
+    def _keep_shown(self, key: tuple[int, int], text: str) -> None:
         self._shown.pop(key, None)
         self._shown[key] = text
         while len(self._shown) > _SHOWN_TEXTS:

@@ -20,7 +20,9 @@ API's envelope and reproduces the limits a bot meets (TESTING.md):
 
 A test pushes updates (``push``; builders in ``tests/servers/telegram_people.py``), sees
 which are not confirmed yet (``unconfirmed``) and which each ``getUpdates`` handed out
-(``handed_out``), reads what the bot sent (``messages``, ``answers``, ``documents``), waits
+(``handed_out``), reads what the bot sent (``messages``, ``answers``, ``documents``) and
+what it refused (``rejected``: every call but getUpdates refused other than by a 429, which
+``too_many`` counts), waits
 for a change under a deadline (``wait_for``), and can make Telegram unreachable (``down``) or
 rate-limit everything for a while (``storm``). ``too_many`` counts the 429s it gave.
 """
@@ -113,6 +115,8 @@ class FakeTelegram:
         self.port = 0
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.too_many: list[tuple[str, int | None, int]] = []  # (method, chat, retry_after)
+        self.rejected: list[tuple[str, str]] = []  # (method, why): the bot's calls refused
+
         self.answers: list[dict[str, Any]] = []  # answerCallbackQuery, in order
         self.commands: list[dict[str, Any]] = []
         self.webhook: dict[str, Any] | None = None
@@ -257,6 +261,8 @@ class FakeTelegram:
                 self._check_rate(method, chat_id_of(params))
             result = await handler(params)
         except Refused as refused:
+            if refused.status != 429 and method != "getUpdates":
+                self.rejected.append((method, refused.description))
             return error(refused.status, refused.description, refused.retry_after)
         finally:
             await self._notify()
