@@ -36,8 +36,9 @@ _LEVELS = {
 # SDK loggers that write secrets below WARNING, kept at WARNING (or above) at any log_level:
 # httpx logs every request's URL, and a Telegram URL carries the bot token; PTB's debug lines
 # carry that URL too, and every update it receives (secret answers typed in a DM included);
-# httpcore and aiosqlite write a debug line per request or query (noise, and message text)
-SDK_LOGGERS = ("httpx", "httpcore", "telegram", "aiosqlite")
+# httpcore and aiosqlite write a debug line per request or query (noise, and message text);
+# slack_sdk and slack_bolt write every Socket Mode envelope, modal answers included
+SDK_LOGGERS = ("httpx", "httpcore", "telegram", "aiosqlite", "slack_sdk", "slack_bolt")
 
 
 def _parser() -> argparse.ArgumentParser:

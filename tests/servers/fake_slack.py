@@ -354,12 +354,17 @@ class FakeSlack:
         await self._notify()
         return posted
 
-    async def click(self, person: Person, message: Posted, label: str) -> Delivery:
-        """``person`` clicks the button ``label`` on ``message`` (confirming its dialog)."""
+    async def click(
+        self, person: Person, message: Posted, label: str, *, value: str | None = None
+    ) -> Delivery:
+        """``person`` clicks the button ``label`` on ``message`` (confirming its dialog);
+        with ``value``, a click forged to carry that value instead of the button's."""
         current = self._messages[(message.channel, message.ts)]
         if current.deleted:
             raise AssertionError("the message was deleted: there is nothing to click")
         block, button = current.button(label)
+        if value is not None:
+            button = {**button, "value": value}
         channel = self.channels[current.channel]
         payload = block_actions_payload(
             person,
