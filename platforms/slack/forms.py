@@ -45,7 +45,6 @@ LABEL_MAX = 2000
 TEXT_MAX = 3000
 MAX_MODAL_BLOCKS = 100
 SMALL_CHOICE = 10  # radio buttons and checkboxes hold at most this many options
-_VALUE = "v"  # every input's action_id (block ids differ)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -63,6 +62,11 @@ class Errors:
     """Refused in place: a message per input block (``response_action: "errors"``)."""
 
     errors: dict[str, str]
+
+
+def _action_id(block_id: str) -> str:
+    """An input's action_id: unique in the view, as Slack requires."""
+    return f"{block_id}.v"
 
 
 def _plain(text: str) -> dict[str, Any]:
@@ -87,7 +91,7 @@ def _input(
         "type": "input",
         "block_id": block_id,
         "label": _plain(label),
-        "element": {**element, "action_id": _VALUE},
+        "element": {**element, "action_id": _action_id(block_id)},
         "optional": optional,
     }
     if hint:
@@ -163,7 +167,7 @@ def place_of(view: dict[str, Any]) -> FormPlace | None:
 
 
 def _state(values: dict[str, Any], block_id: str) -> dict[str, Any]:
-    found = values.get(block_id, {}).get(_VALUE)
+    found = values.get(block_id, {}).get(_action_id(block_id))
     return found if isinstance(found, dict) else {}
 
 
