@@ -165,6 +165,8 @@ class FakeSlack:
         self.ephemeral: list[Ephemeral] = []
         self.files: list[UploadedFile] = []
         self.connections_opened = 0
+        self.down_at_next_card = False  # go down at the next card (a post with blocks), unposted
+        self.cut = 0  # Web API calls cut while down
         self.request_url: str | None = None
         self.signing_secret = ""
         self._messages: dict[tuple[str, str], Posted] = {}
@@ -300,6 +302,10 @@ class FakeSlack:
             await connection.ws.close(code=1011)
         await self._notify()
 
+    @property
+    def down(self) -> bool:
+        return self._down
+
     async def come_back(self) -> None:
         self._down = False
         await self._notify()
@@ -355,14 +361,25 @@ class FakeSlack:
         return posted
 
     async def click(
-        self, person: Person, message: Posted, label: str, *, value: str | None = None
+        self,
+        person: Person,
+        message: Posted,
+        label: str,
+        *,
+        value: str | None = None,
+        shown: dict[str, Any] | None = None,
     ) -> Delivery:
         """``person`` clicks the button ``label`` on ``message`` (confirming its dialog);
-        with ``value``, a click forged to carry that value instead of the button's."""
+        with ``value``, a click forged to carry that value instead of the button's; with
+        ``shown``, a button the person's screen still shows although the message no longer
+        has it (a copy not yet redrawn)."""
         current = self._messages[(message.channel, message.ts)]
         if current.deleted:
             raise AssertionError("the message was deleted: there is nothing to click")
-        block, button = current.button(label)
+        if shown is not None:
+            block, button = {"block_id": "shown-earlier"}, shown
+        else:
+            block, button = current.button(label)
         if value is not None:
             button = {**button, "value": value}
         channel = self.channels[current.channel]
@@ -523,7 +540,13 @@ class FakeSlack:
 
     async def _api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
+        if self.down_at_next_card and method == "chat.postMessage":
+            if (await _params_of(request)).get("blocks"):
+                self._down, self.down_at_next_card = True, False
+                for connection in list(self._connections):
+                    await connection.ws.close(code=1011)
         if self._down:
+            self.cut += 1
             assert request.transport is not None
             request.transport.close()
             return web.Response(status=503)
