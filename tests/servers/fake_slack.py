@@ -454,6 +454,12 @@ class FakeSlack:
         )
         return self._deliver("slash_commands", payload)
 
+    async def deliver_again(self, delivery: Delivery) -> Delivery:
+        """Slack delivers the same thing again (as it does when it missed the ack)."""
+        again = self._deliver(delivery.kind, delivery.payload)
+        await self._notify()
+        return again
+
     async def disconnect(self, reason: str = "refresh_requested") -> None:
         """Tell every connection to go (``disconnect``): the SDK opens a new one first."""
         for connection in list(self._connections):
