@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -146,6 +147,7 @@ async def on_slack(
     *,
     pacing: Pacing[str] | None = None,
     limits: PlatformLimits = SLACK_LIMITS,
+    http_socket: socket.socket | None = None,
 ) -> AsyncIterator[OnSlack]:
     """The platform around the gateway, as ``agent-gateway run`` has them."""
     settings = config.platforms.get("slack", SlackConfig)
@@ -155,11 +157,12 @@ async def on_slack(
             fake.add_person(person)
             fake.channels[GENERAL].members.add(person.id)
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
-    slack = SlackPlatform(settings, pacing=pacing, limits=limits)
+    slack = SlackPlatform(settings, pacing=pacing, limits=limits, http_socket=http_socket)
     platforms = {"slack": slack}
     async with (
         connected(platforms),  # type: ignore[arg-type]
         Gateway(config, platforms=platforms, launcher=agents) as gateway,  # type: ignore[arg-type]
     ):
-        await fake.wait_for(lambda: fake.connected, DEADLINE)
+        if settings.mode == "socket":
+            await fake.wait_for(lambda: fake.connected, DEADLINE)
         yield OnSlack(gateway=gateway, slack=slack, fake=fake)
