@@ -110,6 +110,15 @@ async def _platform_table(name: str) -> AsyncIterator[tuple[str, str]]:
         async with FakeTelegram() as fake:
             table = f'token = "{TOKEN}"\nbase_url = "{fake.base_url}"\npoll_timeout_seconds = 1'
             yield table, "telegram"
+    elif name == "slack":
+        from tests.servers.fake_slack import APP_TOKEN, BOT_TOKEN, TEAM_ID, FakeSlack
+
+        async with FakeSlack() as fake:
+            table = (
+                f'bot_token = "{BOT_TOKEN}"\napp_token = "{APP_TOKEN}"\n'
+                f'base_url = "{fake.base_url}"\nteam_id = "{TEAM_ID}"'
+            )
+            yield table, "slack"
     elif name == "console":
         yield 'host = "127.0.0.1"\nport = 0\nidentity = "local:alice"', "local"
     else:

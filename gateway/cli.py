@@ -1,4 +1,5 @@
-"""``agent-gateway``: run, check, ledger, demo (``python -m gateway`` is the same program)."""
+"""``agent-gateway``: run, check, ledger, demo, slack-manifest (``python -m gateway`` is the
+same program)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ _LEVELS = {
 # SDK loggers that write secrets below WARNING, kept at WARNING (or above) at any log_level:
 # httpx logs every request's URL, and a Telegram URL carries the bot token; PTB's debug lines
 # carry that URL too, and every update it receives (secret answers typed in a DM included);
-# httpcore and aiosqlite write a debug line per request or query (noise, and message text)
-SDK_LOGGERS = ("httpx", "httpcore", "telegram", "aiosqlite")
+# httpcore and aiosqlite write a debug line per request or query (noise, and message text);
+# slack_sdk and slack_bolt write every Socket Mode envelope, modal answers included
+SDK_LOGGERS = ("httpx", "httpcore", "telegram", "aiosqlite", "slack_sdk", "slack_bolt")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--host", default="127.0.0.1", help="the console's address")
     demo.add_argument("--port", type=int, default=0, help="the console's port (0: a free one)")
     demo.add_argument("--pace", type=float, default=1.0, help="demo agent speed (0: no pauses)")
+    manifest = commands.add_parser(
+        "slack-manifest", help="print the Slack app manifest to paste into api.slack.com/apps"
+    )
+    manifest.add_argument("--name", default="Agent Gateway", help="the app's name in Slack")
+    manifest.add_argument("--command", dest="slash", default="/agent", help="its slash command")
+    manifest.add_argument(
+        "--request-url", help="HTTP mode: the public https address Slack posts to"
+    )
     return parser
 
 
@@ -82,6 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_check(args.config, args.probe_timeout))
         if args.command == "ledger":
             return asyncio.run(_ledger(args.config, args.data_dir, args.limit))
+        if args.command == "slack-manifest":
+            from platforms.slack.manifest import manifest_json
+
+            print(manifest_json(name=args.name, command=args.slash, request_url=args.request_url))
+            return 0
         if args.command == "demo":
             from gateway.demo.command import DEFAULT_DEMO_DATA_DIR, run_demo
 

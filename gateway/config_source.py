@@ -38,7 +38,7 @@ _SPLIT = re.compile(rf"\s*({_PART})\s*(?:\.|$)")
 _ALIASES = ("agent_options",)
 
 # each may be given as <key>_file
-SECRET_KEYS = frozenset({"token", "bot_token", "app_token", "secret_token"})
+SECRET_KEYS = frozenset({"token", "bot_token", "app_token", "secret_token", "signing_secret"})
 _ENV_REF = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 

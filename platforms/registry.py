@@ -98,6 +98,12 @@ PLATFORMS = Registry(
             auth_table="telegram",
         ),
         PlatformEntry(
+            name="slack",
+            config="platforms.slack.config",
+            factory="platforms.slack.platform:SlackPlatform",
+            auth_table="slack",
+        ),
+        PlatformEntry(
             name="memory",
             config="platforms.memory.config",
             factory=None,

@@ -192,7 +192,7 @@ def test_run_refuses_a_config_with_no_platform_it_starts(tmp_path: Path) -> None
     )
     assert done.returncode == 2
     assert "no chat platform to run (memory: for tests and embedding)" in done.stderr
-    assert "add one of: console, telegram" in done.stderr
+    assert "add one of: console, telegram, slack" in done.stderr
 
 
 def _string_constants(path: Path) -> list[tuple[int, str]]:

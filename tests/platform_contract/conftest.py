@@ -15,11 +15,13 @@ from gateway.platform import PlatformLimits
 from tests.platform_contract.console_driver import ConsoleDriver
 from tests.platform_contract.contract import Driver
 from tests.platform_contract.memory_driver import MemoryDriver
+from tests.platform_contract.slack_driver import SlackDriver
 from tests.platform_contract.telegram_driver import TelegramDriver
+from tests.servers.fake_slack import FakeSlack
 from tests.servers.fake_telegram import FakeTelegram
 
 # "memory-public": the memory platform without a private surface (a Discord channel's shape)
-PLATFORMS = ["memory", "memory-public", "console", "telegram"]
+PLATFORMS = ["memory", "memory-public", "console", "telegram", "slack"]
 
 
 @pytest.fixture(params=PLATFORMS)
@@ -34,5 +36,8 @@ async def driver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     elif name == "telegram":
         async with FakeTelegram() as fake:
             yield TelegramDriver(tmp_path, fake)
+    elif name == "slack":
+        async with FakeSlack() as fake:
+            yield SlackDriver(tmp_path, fake)
     else:
         raise AssertionError(name)

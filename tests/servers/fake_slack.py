@@ -165,6 +165,8 @@ class FakeSlack:
         self.ephemeral: list[Ephemeral] = []
         self.files: list[UploadedFile] = []
         self.connections_opened = 0
+        self.down_at_next_card = False  # go down at the next card (a post with blocks), unposted
+        self.cut = 0  # Web API calls cut while down
         self.request_url: str | None = None
         self.signing_secret = ""
         self._messages: dict[tuple[str, str], Posted] = {}
@@ -300,6 +302,10 @@ class FakeSlack:
             await connection.ws.close(code=1011)
         await self._notify()
 
+    @property
+    def down(self) -> bool:
+        return self._down
+
     async def come_back(self) -> None:
         self._down = False
         await self._notify()
@@ -354,12 +360,28 @@ class FakeSlack:
         await self._notify()
         return posted
 
-    async def click(self, person: Person, message: Posted, label: str) -> Delivery:
-        """``person`` clicks the button ``label`` on ``message`` (confirming its dialog)."""
+    async def click(
+        self,
+        person: Person,
+        message: Posted,
+        label: str,
+        *,
+        value: str | None = None,
+        shown: dict[str, Any] | None = None,
+    ) -> Delivery:
+        """``person`` clicks the button ``label`` on ``message`` (confirming its dialog);
+        with ``value``, a click forged to carry that value instead of the button's; with
+        ``shown``, a button the person's screen still shows although the message no longer
+        has it (a copy not yet redrawn)."""
         current = self._messages[(message.channel, message.ts)]
         if current.deleted:
             raise AssertionError("the message was deleted: there is nothing to click")
-        block, button = current.button(label)
+        if shown is not None:
+            block, button = {"block_id": "shown-earlier"}, shown
+        else:
+            block, button = current.button(label)
+        if value is not None:
+            button = {**button, "value": value}
         channel = self.channels[current.channel]
         payload = block_actions_payload(
             person,
@@ -431,6 +453,12 @@ class FakeSlack:
             response_url=self._response_url(channel_id, person, None, None),
         )
         return self._deliver("slash_commands", payload)
+
+    async def deliver_again(self, delivery: Delivery) -> Delivery:
+        """Slack delivers the same thing again (as it does when it missed the ack)."""
+        again = self._deliver(delivery.kind, delivery.payload)
+        await self._notify()
+        return again
 
     async def disconnect(self, reason: str = "refresh_requested") -> None:
         """Tell every connection to go (``disconnect``): the SDK opens a new one first."""
@@ -518,7 +546,13 @@ class FakeSlack:
 
     async def _api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
+        if self.down_at_next_card and method == "chat.postMessage":
+            if (await _params_of(request)).get("blocks"):
+                self._down, self.down_at_next_card = True, False
+                for connection in list(self._connections):
+                    await connection.ws.close(code=1011)
         if self._down:
+            self.cut += 1
             assert request.transport is not None
             request.transport.close()
             return web.Response(status=503)

@@ -1,0 +1,155 @@
+"""Slack's limits and errors for the shared paced outbox (platforms/outbox.py).
+
+Slack (docs.slack.dev/apis/web-api/rate-limits) allows ``chat.postMessage`` about one a
+second per channel, and ``chat.update`` is Tier 3: about 50 a minute per method for the
+workspace, for every conversation together. A write past them is answered HTTP 429 with
+``Retry-After``. One lane per channel id (a thread is its channel's), one budget of
+``chat.update`` for them all; cards before notices before stream edits, a waiting edit of a
+message replaced by the newer one (the shared outbox does both).
+
+What a failed call means (:func:`classify`):
+
+- 429: wait ``Retry-After`` and try again, first in its lane (``RetryLater``);
+- the network (aiohttp's errors, a timeout): Slack is unreachable (``Unreachable``), the
+  platform probes until it answers and then tells the gateway;
+- a refusal that can never succeed (:data:`PERMANENT`: a revoked token, an uninstalled app,
+  a message that may no longer be edited, an archived or deleted channel): refused at once,
+  never retried (:class:`PermanentRefusal`), said once in the log;
+- any other error Slack answers: refused (``Refused``).
+
+slack-sdk's own retry of 429s (``AsyncRateLimitErrorRetryHandler``) is not installed: it
+sleeps inside the call, holding every other call of its lane without the priorities.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import aiohttp
+from slack_sdk.errors import SlackApiError, SlackClientError
+
+from gateway.errors import PlatformError
+from gateway.platform import PlatformUnreachable
+from platforms.outbox import (
+    MONOTONIC,
+    Clock,
+    Outbox,
+    Pacing,
+    Refused,
+    RetryLater,
+    Unreachable,
+    Verdict,
+    Window,
+)
+
+__all__ = [
+    "PERMANENT",
+    "PermanentRefusal",
+    "SlackOutbox",
+    "classify",
+    "error_of",
+    "slack_pacing",
+]
+
+log = logging.getLogger(__name__)
+
+# Slack's answers that no retry will change
+PERMANENT = frozenset(
+    {
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "token_expired",
+        "app_uninstalled",
+        "team_access_not_granted",
+        "cant_update_message",
+        "is_archived",
+        "channel_not_found",
+        "not_in_channel",
+        "message_not_found",
+    }
+)
+
+
+class PermanentRefusal(PlatformError):
+    """Slack refused a call for good (``error``, one of :data:`PERMANENT`)."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(f"slack refused for good: {error}")
+        self.error = error
+
+
+def slack_pacing(*, per_channel_seconds: float = 1.0, updates_per_minute: int = 50) -> Pacing[str]:
+    return Pacing(
+        lane=(Window(calls=1, seconds=per_channel_seconds),),
+        shared=(
+            Window(calls=updates_per_minute, seconds=60.0, methods=frozenset({"chat.update"})),
+        ),
+    )
+
+
+def error_of(exc: SlackApiError) -> str:
+    response = exc.response
+    try:
+        return str(response.get("error") or "")
+    except Exception:  # an answer that is not JSON
+        return ""
+
+
+def _retry_after(exc: SlackApiError) -> float:
+    headers = exc.response.headers or {}
+    value = headers.get("Retry-After") or headers.get("retry-after")
+    if isinstance(value, list):
+        value = value[0] if value else None
+    try:
+        return max(0.0, float(value)) if value is not None else 1.0
+    except ValueError:
+        return 1.0
+
+
+_said: set[str] = set()  # permanent errors already in the log (once each)
+
+
+def classify(exc: Exception) -> Verdict | None:
+    """What a Web API call's exception means to the outbox; None if it is not Slack's."""
+    if isinstance(exc, SlackApiError):
+        if exc.response.status_code == 429:
+            return RetryLater(seconds=_retry_after(exc))
+        error = error_of(exc) or f"HTTP {exc.response.status_code}"
+        if error in PERMANENT:
+            if error not in _said:
+                _said.add(error)
+                log.error("slack refused a call for good (%s): not retried", error)
+            return Refused(error=PermanentRefusal(error))
+        return Refused(error=PlatformError(f"slack refused: {error}"))
+    if isinstance(exc, aiohttp.ClientError | asyncio.TimeoutError | ConnectionError):
+        return Unreachable(error=PlatformUnreachable(f"slack: {type(exc).__name__}"))
+    if isinstance(exc, SlackClientError):
+        return Refused(error=PlatformError(f"slack: {exc}"))
+    return None
+
+
+class SlackOutbox(Outbox[str]):
+    """The shared outbox with a lane per channel id and Slack's limits and errors."""
+
+    def __init__(
+        self,
+        tasks: asyncio.TaskGroup,
+        pacing: Pacing[str] | None = None,
+        *,
+        on_unreachable: Callable[[], None] = lambda: None,
+        on_success: Callable[[], None] = lambda: None,
+        clock: Clock = MONOTONIC,
+    ) -> None:
+        super().__init__(
+            tasks,
+            pacing or slack_pacing(),
+            classify=classify,
+            name="slack",
+            on_unreachable=on_unreachable,
+            on_success=on_success,
+            clock=clock,
+        )

@@ -1,0 +1,294 @@
+"""A card as a Slack message: Block Kit blocks within Slack's limits (pure).
+
+Block Kit's limits (docs.slack.dev/reference/block-kit) are checked here before Slack
+refuses a message with ``invalid_blocks``: a header's text at most :data:`HEADER_MAX`
+characters, a section's :data:`SECTION_MAX` (counted on the string as sent, after ``&<>``
+are escaped), ten fields of :data:`FIELD_MAX` each, a button's label :data:`BUTTON_MAX`, at
+most :data:`MAX_BLOCKS` blocks. Everything from the agent is escaped, so ``<!channel>`` or
+``<@U…>`` in a command or in the agent's text pings no one.
+
+A pending card has one button per :class:`~gateway.cards.CardAction` (``value`` = its action
+token, ``action_id`` unique in the message), primary or danger as the core styled it, and a
+confirm dialog on a grant that reaches beyond this once (the core styles only the one-time
+allow as primary: an allow drawn in the default style is a grant for the turn, the session or
+always). A question form is one button per option where one click decides (one single-choice
+question, not secret: the option tokens), else one "Answer…" button (``value`` = the submit
+token) that opens a modal (forms.py). A decided card has no buttons; its status line is a
+context block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from gateway.cards import (
+    Block,
+    ButtonStyle,
+    Card,
+    CardAction,
+    CodeBlock,
+    DiffBlock,
+    FieldsBlock,
+    TextBlock,
+)
+from gateway.domain import Effect
+
+__all__ = [
+    "ACTION_PREFIX",
+    "ANSWER_ACTION",
+    "BUTTON_MAX",
+    "FIELD_MAX",
+    "HEADER_MAX",
+    "MAX_BLOCKS",
+    "OPTION_PREFIX",
+    "SECTION_MAX",
+    "RenderedCard",
+    "clip",
+    "escape",
+    "mrkdwn",
+    "render_card",
+    "text_blocks",
+]
+
+HEADER_MAX = 150
+SECTION_MAX = 3000
+FIELD_MAX = 2000
+FIELDS_PER_SECTION = 10
+BUTTON_MAX = 75
+MAX_BLOCKS = 50
+ACTIONS_PER_BLOCK = 25
+FALLBACK_MAX = 3000  # the notification text beside the blocks
+
+# action_ids: unique within a message; what a click means is only ever its value (a token)
+ACTION_PREFIX = "gw.act."
+OPTION_PREFIX = "gw.opt."
+ANSWER_ACTION = "gw.answer"
+
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters escaped: the text links and pings nothing."""
+    return text.translate(_ESCAPES)
+
+
+def mrkdwn(markdown: str) -> str:
+    """The agent's Markdown as Slack mrkdwn.
+
+    For now only ``&<>`` are escaped (so nothing in the agent's text pings or links); at the
+    merge with gateway/markdown.py this becomes ``gateway.markdown.slack_mrkdwn(markdown)``,
+    which converts the Markdown itself (and escapes the same way). Every text of the agent
+    that Slack shows goes through here.
+    """
+    return escape(markdown)
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RenderedCard:
+    text: str  # the notification text (shown where blocks are not: a phone's banner)
+    blocks: list[dict[str, Any]]
+
+
+# --- pieces --------------------------------------------------------------------------------
+
+
+def _plain(text: str) -> dict[str, Any]:
+    return {"type": "plain_text", "text": text, "emoji": True}
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def _escaped_pieces(raw: str, limit: int) -> Iterator[str]:
+    """``raw`` escaped, in pieces of at most ``limit`` characters each, cut at line ends
+    where it can be and never inside an escape."""
+    piece = ""
+    for line in raw.splitlines(keepends=True):
+        escaped = escape(line)
+        if len(piece) + len(escaped) <= limit:
+            piece += escaped
+            continue
+        if piece:
+            yield piece
+            piece = ""
+        while len(escaped) > limit:  # one line longer than a piece: cut between escapes
+            cut = limit
+            amp = escaped.rfind("&", cut - 4, cut)
+            if amp != -1 and escaped.find(";", amp) >= cut:
+                cut = amp
+            yield escaped[:cut]
+            escaped = escaped[cut:]
+        piece = escaped
+    if piece:
+        yield piece
+
+
+def text_blocks(raw: str, *, markdown: bool) -> list[dict[str, Any]]:
+    """Sections showing ``raw`` (the agent's Markdown if ``markdown``), each within
+    :data:`SECTION_MAX` as sent."""
+    if not raw.strip():
+        return []
+    if markdown:
+        converted = mrkdwn(raw)
+        if len(converted) <= SECTION_MAX:
+            return [_section(converted)]
+    # too long for one section (or literal text): escaped pieces, each within the limit
+    return [_section(piece) for piece in _escaped_pieces(raw, SECTION_MAX) if piece.strip()]
+
+
+def _code_blocks(code: str) -> list[dict[str, Any]]:
+    fence = "```"
+    limit = SECTION_MAX - 2 * len(fence) - 2
+    return [
+        _section(f"{fence}\n{piece}\n{fence}")
+        for piece in _escaped_pieces(code.replace(fence, "``\u200b`"), limit)
+        if piece
+    ]
+
+
+def _fields(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    fields = [
+        {"type": "mrkdwn", "text": clip(f"*{escape(key)}*\n{escape(value)}", FIELD_MAX)}
+        for key, value in pairs
+    ]
+    return [
+        {"type": "section", "fields": fields[i : i + FIELDS_PER_SECTION]}
+        for i in range(0, len(fields), FIELDS_PER_SECTION)
+    ]
+
+
+def _block(block: Block) -> list[dict[str, Any]]:
+    match block:
+        case CodeBlock(code=code):
+            return _code_blocks(code)
+        case DiffBlock(diff=diff):
+            return _code_blocks(diff)
+        case TextBlock(text=text, markdown=markdown):
+            return text_blocks(text, markdown=markdown)
+        case FieldsBlock(fields=fields):
+            return _fields(fields)
+
+
+def _confirm(action: CardAction) -> dict[str, Any] | None:
+    """A grant beyond this once asks again: the core styles only a one-time allow primary."""
+    if action.effect is not Effect.ALLOW or action.style is not ButtonStyle.DEFAULT:
+        return None
+    return {
+        "title": _plain("Allow beyond this once?"),
+        "text": {"type": "mrkdwn", "text": clip(escape(action.label), 300)},
+        "confirm": _plain("Allow"),
+        "deny": _plain("Cancel"),
+    }
+
+
+def _button(label: str, value: str, action_id: str, style: ButtonStyle) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "text": _plain(clip(label, BUTTON_MAX)),
+        "value": value,
+        "action_id": action_id,
+    }
+    if style is not ButtonStyle.DEFAULT:
+        button["style"] = style.value
+    return button
+
+
+def _buttons(card: Card) -> list[dict[str, Any]]:
+    buttons: list[dict[str, Any]] = []
+    for index, action in enumerate(card.actions):
+        button = _button(action.label, action.token, f"{ACTION_PREFIX}{index}", action.style)
+        confirm = _confirm(action)
+        if confirm is not None:
+            button["confirm"] = confirm
+        buttons.append(button)
+    form = card.form
+    if form is not None:
+        items = form.questions
+        question = items[0].question if len(items) == 1 else None
+        direct = (
+            question is not None
+            and not question.multi
+            and not question.secret
+            and bool(question.options)
+        )
+        if direct:
+            for j, option in enumerate(items[0].question.options):
+                token = items[0].option_tokens[j]
+                buttons.append(
+                    _button(option.label, token, f"{OPTION_PREFIX}{j}", ButtonStyle.DEFAULT)
+                )
+        if not direct or (question is not None and question.allow_other):
+            buttons.append(
+                _button("Answer…", form.submit_token, ANSWER_ACTION, ButtonStyle.PRIMARY)
+            )
+    return buttons
+
+
+def _questions(card: Card) -> list[dict[str, Any]]:
+    if card.form is None:
+        return []
+    lines: list[str] = []
+    for item in card.form.questions:
+        question = item.question
+        head = f"*{escape(question.header)}* " if question.header else ""
+        secret = " :lock: (secret: only you see what you type)" if question.secret else ""
+        lines.append(f"{head}{escape(question.text)}{secret}")
+        for option in question.options:
+            about = f": {escape(option.description)}" if option.description else ""
+            lines.append(f"  • {escape(option.label)}{about}")
+    return [_section(piece) for piece in _split_lines(lines)]
+
+
+def _split_lines(lines: list[str]) -> list[str]:
+    pieces: list[str] = []
+    current = ""
+    for line in lines:
+        line = clip(line, SECTION_MAX)
+        if current and len(current) + 1 + len(line) > SECTION_MAX:
+            pieces.append(current)
+            current = ""
+        current = f"{current}\n{line}" if current else line
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+# --- the card ------------------------------------------------------------------------------
+
+
+def render_card(card: Card, *, mention: str = "") -> RenderedCard:
+    """The blocks of ``card``; pure. ``mention`` (``<@U…>`` of its approvers, for a new
+    card only) is said once, under the header. Past :data:`MAX_BLOCKS` the body is cut and
+    the card says so; the header, buttons and status always stay."""
+    title = card.title.strip() or "Request"
+    head: list[dict[str, Any]] = [{"type": "header", "text": _plain(clip(title, HEADER_MAX))}]
+    body: list[dict[str, Any]] = []
+    if mention:
+        body.append(_section(mention))
+    body.extend(text_blocks(card.summary, markdown=True))
+    for block in card.blocks:
+        body.extend(_block(block))
+    body.extend(_questions(card))
+    tail: list[dict[str, Any]] = []
+    buttons = _buttons(card)
+    for i in range(0, len(buttons), ACTIONS_PER_BLOCK):
+        tail.append({"type": "actions", "elements": buttons[i : i + ACTIONS_PER_BLOCK]})
+    if card.status_line:
+        status = clip(escape(card.status_line), SECTION_MAX)
+        tail.append({"type": "context", "elements": [{"type": "mrkdwn", "text": status}]})
+    room = MAX_BLOCKS - len(head) - len(tail)
+    if len(body) > room:
+        cut = len(body) - (room - 1)
+        body = [
+            *body[: room - 1],
+            _section(f"_… {cut} more part(s) not shown: Slack shows {MAX_BLOCKS} blocks._"),
+        ]
+    fallback = clip(f"{title}: {card.status_line}" if card.status_line else title, FALLBACK_MAX)
+    return RenderedCard(text=escape(fallback), blocks=[*head, *body, *tail])

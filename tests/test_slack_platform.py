@@ -1,0 +1,98 @@
+"""The Slack platform through the gateway, with the scripted agent: a mention starts a session
+in its thread, the card is approved by a click acked at once, the clicker is told in an
+ephemeral and the card is edited for everyone."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from platforms.slack.platform import SLACK_LIMITS
+from tests.platform_contract.contract import requests_for
+from tests.scripted_launcher import ScriptedLauncher
+from tests.servers.fake_slack import FakeSlack
+from tests.slack_harness import ALICE, CAROL, GENERAL, on_slack, read, slack_config
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack() as fake:
+        yield fake
+
+
+async def test_a_mention_gets_a_card_in_its_thread_and_a_click_decides(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+    async with on_slack(config, fake, launcher) as slack:
+        said = await slack.mention(ALICE, "approve")
+        card = await slack.card(GENERAL, said.ts)
+        assert card.thread_ts == said.ts
+        assert card.labels == ["Allow once", "Allow for session", "Deny", "Deny and stop"]
+        refused = await slack.click(CAROL, card, "Allow once")
+        assert read(refused.text) == "You may not decide this request."
+        answer = await slack.click(ALICE, card, "Allow once")
+        assert read(answer.text).startswith("Approved")
+        await fake.wait_for(lambda: not card.labels and "Approved" in card.seen)
+        assert [d.action_id for d in launcher.received] == ["accept"]
+        assert fake.ephemerals(ALICE, GENERAL) == [answer]  # only the clicker saw it
+        assert all(d.state == "acked" for d in fake.delivered("block_actions"))
+
+
+async def test_after_a_disconnect_with_a_card_pending_a_click_still_decides(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+    async with on_slack(config, fake, launcher) as slack:
+        said = await slack.mention(ALICE, "approve")
+        card = await slack.card(GENERAL, said.ts)
+        await fake.disconnect()
+        await fake.wait_for(lambda: fake.connections_opened == 2 and fake.connected == 1)
+        answer = await slack.click(ALICE, card, "Deny")
+        assert read(answer.text).startswith("Denied")
+        await fake.wait_for(lambda: not card.labels and "Denied" in card.seen)
+    assert [d.action_id for d in launcher.received] == ["decline"]
+
+
+async def test_a_card_edit_slack_refuses_for_good_is_tried_once(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+    async with on_slack(config, fake, launcher) as slack:
+        said = await slack.mention(ALICE, "approve")
+        card = await slack.card(GENERAL, said.ts)
+        fake.lock(card)
+        await slack.click(ALICE, card, "Allow once")
+        await fake.wait_for(lambda: ("chat.update", "cant_update_message") in fake.refused)
+        await fake.wait_for(lambda: launcher.received)
+    assert fake.refused.count(("chat.update", "cant_update_message")) == 1
+    assert card.labels  # Slack kept the old card: nothing more could be done there
+
+
+def test_the_sdk_loggers_stay_at_warning(fake: FakeSlack, tmp_path: Path) -> None:
+    import logging
+
+    from platforms.slack.config import SlackConfig
+    from platforms.slack.platform import SlackPlatform
+
+    for name in ("slack_sdk", "slack_bolt"):
+        logging.getLogger(name).setLevel(logging.DEBUG)
+    (tmp_path / "work").mkdir()
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    settings = config.platforms.get("slack", SlackConfig)
+    assert settings is not None
+    SlackPlatform(settings)
+    assert all(
+        logging.getLogger(name).getEffectiveLevel() >= logging.WARNING
+        for name in ("slack_sdk", "slack_bolt")
+    )
