@@ -394,16 +394,38 @@ async def test_a_full_queue_refuses_and_says_so(store: Store) -> None:
     assert await enqueue(store, session.id, "m3", max_depth=2) is EnqueueOutcome.QUEUED
 
 
-async def test_a_paused_queue_yields_nothing_until_resumed(store: Store) -> None:
+async def test_held_prompts_wait_and_what_came_after_the_stop_goes_first(store: Store) -> None:
     session, _ = await running_session(store)
-    await store.prompts.pause(session.id, reason="/stop")
-    result = await enqueue_result(store, session.id, "m1", "after stop")
-    assert result.outcome is EnqueueOutcome.QUEUED and result.paused
+    await enqueue(store, session.id, "m1", "before stop 1")
+    await enqueue(store, session.id, "m2", "before stop 2")
+    assert await store.prompts.hold(session.id, reason="/stop") == 2
+    result = await enqueue_result(store, session.id, "m3", "after stop")
+    assert result.outcome is EnqueueOutcome.QUEUED and result.held == 2 and result.ahead == 0
+    held = await store.sessions.get(session.id)
+    assert held is not None and held.queue_paused and held.queue_pause_reason == "/stop"
+    assert [p.text for p in await store.prompts.list_held(session.id)] == [
+        "before stop 1",
+        "before stop 2",
+    ]
+    assert await drain(store, session.id) == ["after stop"]  # the held ones wait
     assert await store.prompts.claim_next(session.id) is None
-    paused = await store.sessions.get(session.id)
-    assert paused is not None and paused.queue_paused and paused.queue_pause_reason == "/stop"
-    assert await store.prompts.resume(session.id) == 1
-    assert await drain(store, session.id) == ["after stop"]
+    await enqueue(store, session.id, "m4", "typed later")
+    claimed = await store.prompts.claim_next(session.id)
+    assert claimed is not None and claimed.text == "typed later"
+    # /resume while that one runs: the held ones go after it, in their order
+    assert await store.prompts.resume(session.id) == 2
+    await enqueue(store, session.id, "m5", "after resume")
+    await store.prompts.mark_done(claimed.id)
+    assert await drain(store, session.id) == ["before stop 1", "before stop 2", "after resume"]
+    resumed = await store.sessions.get(session.id)
+    assert resumed is not None and not resumed.queue_paused
+
+
+async def test_holding_an_empty_queue_holds_nothing(store: Store) -> None:
+    session, _ = await running_session(store)
+    assert await store.prompts.hold(session.id, reason="/stop") == 0
+    record = await store.sessions.get(session.id)
+    assert record is not None and not record.queue_paused
 
 
 async def test_clear_drops_what_waits_and_records_it(store: Store) -> None:
@@ -429,7 +451,9 @@ async def test_after_a_restart_nothing_is_resent_on_its_own(data_dir: Path) -> N
         assert await store.prompts.recover_after_restart() == [session.id]
         interrupted = await store.prompts.get(in_flight.id)
         assert interrupted is not None and interrupted.state is PromptState.INTERRUPTED
-        assert await store.prompts.claim_next(session.id) is None  # paused until /resume
+        assert await store.prompts.claim_next(session.id) is None  # held until /resume
+        await enqueue(store, session.id, "m3", "typed after the restart")
+        assert await drain(store, session.id) == ["typed after the restart"]
         assert await store.prompts.resume(session.id) == 1
         assert await drain(store, session.id) == ["waiting"]
 

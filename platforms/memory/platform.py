@@ -104,6 +104,7 @@ class MemoryPlatform:
         self.rate_limited: float | None = None  # a 429 storm: every call, this retry-after
         self.too_many: list[str] = []  # the outbound calls answered 429
         self.turns: list[TurnSignal] = []
+        self.marks: list[tuple[ConversationRef, str]] = []  # messages marked "queued"
         self.adopt_unknown = adopt_unknown
         self._inbox: Inbox | None = None
         self._taking_input = False
@@ -176,6 +177,12 @@ class MemoryPlatform:
         await self._store(Rendered(ref=ref, card=card, versions=[card]))
         return ref
 
+    async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
+        await self._check_up("mark_queued")
+        self.marks.append((conversation, message_id))
+        await self._notify()
+        return True
+
     async def turn_started(self, conversation: ConversationRef) -> None:
         await self._signal(conversation, None)
 
@@ -204,15 +211,19 @@ class MemoryPlatform:
         text: str,
         *,
         message_id: str | None = None,
-    ) -> None:
+        reply_to: str | None = None,
+    ) -> str:
+        """``actor`` writes ``text`` (as a reply to the message ``reply_to``); its id."""
         message = InboundMessage(
             conversation=conversation,
             actor=actor,
             text=text,
             # unique across instances: a platform never reuses a message id after a restart
             message_id=message_id or f"in-{uuid.uuid4().hex[:16]}",
+            reply_to=reply_to,
         )
         await self._inbox_or_fail().on_message(message)
+        return message.message_id
 
     async def click(self, conversation: ConversationRef, actor: Actor, token: str) -> Ack:
         """What the person sees: the core's Ack, or past the deadline ``RECEIVED``."""
