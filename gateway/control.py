@@ -105,7 +105,6 @@ class Control:
             text = "↻ The gateway restarted; the agent process it ran was ended."
             if held:
                 text += " " + held_note(len(held), typed_now=False)
-                self._held_told[session_id] = tuple(p.id for p in held)
             text += " Your next message resumes the conversation."
             await self._notifier.send(await store.sessions.list_bindings(session_id), text)
 
@@ -269,8 +268,8 @@ class Control:
             await self._reply(conversation, QUEUED_MARK)
 
     async def _note_held(self, session_id: str, conversation: ConversationRef) -> None:
-        """Under a message typed while earlier ones are held: one line on them, once for
-        the same held messages (a new /stop or a restart says it again)."""
+        """Under the first message typed while earlier ones are held: one line on them (the
+        same held messages are not told of again; more held by a new /stop are)."""
         held = tuple(p.id for p in await self._store.prompts.list_held(session_id))
         if not held or self._held_told.get(session_id) == held:
             return
@@ -314,9 +313,6 @@ class Control:
         store = self._store
         if name is CommandName.STOP:
             held = await store.prompts.hold(session.id, reason=f"/stop by {actor}")
-            self._held_told[session.id] = tuple(
-                p.id for p in await store.prompts.list_held(session.id)
-            )
             if runner is not None and await runner.interrupt(by=actor):
                 return  # the turn's end is the one notice: who stopped it, what is held
             text = "Nothing is running."
