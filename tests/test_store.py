@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 import stat
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,53 @@ async def test_a_session_bound_before_routes_existed_is_still_found_by_its_route
         other = ConversationRef(platform="telegram", space=None, channel="42")
         await store.sessions.route(other, session.id)
         assert await store.sessions.list_bindings(session.id) == [TELEGRAM]
+
+
+async def test_a_queue_paused_before_holds_existed_is_held_and_cards_keep_their_copies(
+    data_dir: Path,
+) -> None:
+    async with Store.open(data_dir, migrations=MIGRATIONS[:4]) as old:
+        session, epoch = await running_session(old)
+        opened = await old.interactions.create(session.id, epoch, approval("codex:0"), turn_id=None)
+    with closing(sqlite3.connect(data_dir / DATABASE_FILE)) as raw, raw:
+        raw.execute(  # the card, shown in one chat as message 7
+            "INSERT INTO interaction_messages (interaction_id, platform, space, channel, thread,"
+            " message_ref, state, rendered_version, updated_at) VALUES (?, 'telegram', '-1001',"
+            " '-1001', '7', '7', 'sent', 1, '2026-01-01T00:00:00Z')",
+            (opened.interaction.id,),
+        )
+        for n in (1, 2):  # two messages waited in a queue /stop had paused
+            raw.execute(
+                "INSERT INTO prompts (session_id, platform, space, channel, thread,"
+                " platform_message_id, author_platform, author_user_id, author_display, text,"
+                " state, position, created_at, updated_at) VALUES (?, 'telegram', '', '100',"
+                " '', ?, 'telegram', '100', 'alice', ?, 'queued', ?, '2026-01-01T00:00:00Z',"
+                " '2026-01-01T00:00:00Z')",
+                (session.id, f"m{n}", f"waiting {n}", n),
+            )
+        raw.execute(
+            "UPDATE sessions SET queue_paused = 1, queue_pause_reason = 'stopped by /stop'"
+            " WHERE id = ?",
+            (session.id,),
+        )
+    async with Store.open(data_dir) as store:
+        assert [p.text for p in await store.prompts.list_held(session.id)] == [
+            "waiting 1",
+            "waiting 2",
+        ]
+        await enqueue(store, session.id, "m3", "typed after")
+        assert await drain(store, session.id) == ["typed after"]
+        kept = await store.cards.shown_by(TELEGRAM, "7")
+        assert kept is not None and kept.interaction_id == opened.interaction.id
+        assert kept.again == 0 and kept.rendered_version == 1
+        again = await store.cards.add_again(opened.interaction.id, TELEGRAM)
+        assert again.again == 1 and again.message_ref is None
+        assert [c.id for c in await store.cards.list_for(opened.interaction.id)] == [
+            kept.id,
+            again.id,
+        ]
+        assert await store.prompts.resume(session.id) == 2
+        assert await drain(store, session.id) == ["waiting 1", "waiting 2"]
 
 
 async def test_migrations_must_be_numbered_in_order(data_dir: Path) -> None:
