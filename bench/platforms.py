@@ -188,6 +188,9 @@ class ClockedMemoryPlatform:
         self._shown(ref.conversation, ref.message_id, text)
         return result
 
+    async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
+        return await self.inner.mark_queued(conversation, message_id)
+
     async def turn_started(self, conversation: ConversationRef) -> None:
         await self.inner.turn_started(conversation)
 

@@ -429,6 +429,14 @@ class Broker:
                 result.append(interaction)
         return result
 
+    async def show_again(self, interaction: Interaction, conversation: ConversationRef) -> None:
+        """Draw the card once more in ``conversation``, below what was said there last (a
+        reply to the card): a copy of its own, sent now, whose buttons decide the same
+        interaction (one decision: the compare-and-set) and which every later edit reaches."""
+        with self.ahead_of_edits():
+            copy = await self._store.cards.add_again(interaction.id, conversation)
+            await self._show(await self._require(interaction.id), copy)
+
     async def show_in(self, interaction: Interaction, conversation: ConversationRef) -> None:
         """Show an existing interaction in one more conversation (a new binding)."""
         copies = await self._store.cards.list_for(interaction.id)

@@ -358,6 +358,14 @@ def undelivered(interaction: Interaction) -> str | None:
     )
 
 
+def _stopped_by(interaction: Interaction) -> str | None:
+    """ "stopped by @alice at …" when a person's /stop ended it (the agent did not cancel it)."""
+    resolution = interaction.resolution
+    if resolution is None or resolution.how is not Resolution.STOPPED:
+        return None
+    return f"stopped by {resolution.note or resolution.by} at {_when(resolution.at)}"
+
+
 def status_line(interaction: Interaction) -> str:
     """One line: the state and the three facts (decision, delivery, resolution)."""
     state = interaction.state
@@ -370,8 +378,11 @@ def status_line(interaction: Interaction) -> str:
     superseded = (
         interaction.resolution is not None and interaction.resolution.how is Resolution.SUPERSEDED
     )
+    stopped = _stopped_by(interaction)
     if interaction.decision is None:
         match state:
+            case InteractionState.CANCELLED if stopped is not None:
+                return f"{stopped[0].upper()}{stopped[1:]}: nothing was sent to the agent"
             case InteractionState.CANCELLED:
                 return "Superseded by a newer request" if superseded else "Cancelled by the agent"
             case InteractionState.EXPIRED:
@@ -398,6 +409,7 @@ def status_line(interaction: Interaction) -> str:
             parts.append("done")
         case InteractionState.CANCELLED:
             why = "superseded by a newer request" if superseded else "cancelled by the agent"
+            why = stopped or why
             parts.append(f"then {why}" if delivered or failed else f"not delivered: {why}")
         case InteractionState.ORPHANED if delivered:
             parts.append("orphaned: the agent process ended before confirming")

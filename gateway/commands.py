@@ -67,9 +67,11 @@ class CommandInfo:
 
 COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo(
-        name=CommandName.STOP, args="", description="interrupt the agent and pause the queue"
+        name=CommandName.STOP,
+        args="",
+        description="interrupt the agent and hold what is queued",
     ),
-    CommandInfo(name=CommandName.RESUME, args="", description="send the queued messages, in order"),
+    CommandInfo(name=CommandName.RESUME, args="", description="send the held messages, in order"),
     CommandInfo(name=CommandName.CLEAR, args="", description="drop the queued messages"),
     CommandInfo(
         name=CommandName.STATUS, args="", description="the session, its policy and what waits"

@@ -1,14 +1,21 @@
 """The prompt queue and the control channel: chat messages and commands, and recovery.
 
 Chat text is never a decision: anything that is not a command is queued as a prompt, and
-when an approval or question is waiting the person is told that its card still waits.
-Commands (/stop, /status, ...) are never queued.
+when an approval or question is waiting the person is told that its card still waits: in
+full once per card in each conversation, then with a short mark on their message (a
+reaction where the platform has one). A reply to a waiting card always gets the full notice,
+and the card is drawn again under it, its buttons live (a copy of its own, edited like the
+others after the decision: still one decision, by compare-and-set). Commands (/stop,
+/status, ...) are never queued. /stop holds what was queued before it; a message typed
+afterwards runs next (gateway/queue_notes.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gateway.auth import may_talk, stranger_refusal
@@ -28,11 +35,12 @@ from gateway.commands import (
     parse_chat_text,
 )
 from gateway.config import SessionScope
-from gateway.domain import Actor, ConversationRef, InteractionKind
-from gateway.errors import InvalidDecision
-from gateway.interactions import derive_run_state
+from gateway.domain import Actor, ConversationRef, InteractionKind, InteractionState
+from gateway.errors import InvalidDecision, PlatformError
+from gateway.interactions import Interaction, derive_run_state
 from gateway.outbound import Notifier
 from gateway.platform import InboundMessage
+from gateway.queue_notes import held_note
 from gateway.routing import project_for, route_key
 from gateway.store import EnqueueOutcome, SessionRecord
 
@@ -43,6 +51,11 @@ __all__ = ["Control"]
 
 log = logging.getLogger(__name__)
 
+# the cards whose full "queued, not a decision" notice each conversation was given: bounded,
+# in memory (a restart orphans every card, so nothing here outlives its cards)
+MAX_TOLD = 4096
+QUEUED_MARK = "✍ Queued for the agent."  # where a platform has no mark of its own
+
 
 class Control:
     def __init__(self, gateway: Gateway) -> None:
@@ -50,6 +63,8 @@ class Control:
         self._store = gateway.store
         self._notifier = Notifier(gateway.platforms)
         self._routing = asyncio.Lock()  # finding, creating and binding sessions
+        self._told: OrderedDict[tuple[ConversationRef, str], None] = OrderedDict()
+        self._held_told: dict[str, tuple[int, ...]] = {}  # session: the held prompts last told
 
     # --- recovery -------------------------------------------------------------------------
 
@@ -81,18 +96,15 @@ class Control:
                 self._gw.broker.mark_dirty(update.interaction.id)
             touched[epoch.session_id] = "stopped"
         for session_id in await store.prompts.recover_after_restart():
-            touched.setdefault(session_id, "paused")
+            touched.setdefault(session_id, "held")
         for copy in await store.cards.list_outdated():
             self._gw.broker.mark_dirty(copy.interaction_id)
         await self._gw.broker.resend_failed()
         for session_id in touched:
-            waiting = len(await store.prompts.list_queued(session_id))
+            held = await store.prompts.list_held(session_id)
             text = "↻ The gateway restarted; the agent process it ran was ended."
-            if waiting:
-                text += (
-                    f" {waiting} message(s) wait, paused: /resume to send them, /clear to drop"
-                    " them."
-                )
+            if held:
+                text += " " + held_note(len(held), typed_now=False)
             text += " Your next message resumes the conversation."
             await self._notifier.send(await store.sessions.list_bindings(session_id), text)
 
@@ -218,20 +230,67 @@ class Control:
             for i in await self._store.interactions.list_open(session.id)
             if i.kind in (InteractionKind.APPROVAL, InteractionKind.QUESTION, InteractionKind.PLAN)
         ]
-        if waiting:
-            names = ", ".join(f"{i.title} ({i.id})" for i in waiting)
-            await self._reply(
-                conversation,
-                f"Queued as a message for the agent, not as a decision. Still waiting for a "
-                f"decision on: {names}. Use the card's buttons, or /approve ID, /deny ID.",
-            )
-        elif result.paused:
-            await self._reply(
-                conversation,
-                f"Queued ({result.ahead} ahead). The queue is paused: /resume to send, "
-                "/clear to drop.",
-            )
+        replied = await self._replied_card(message, waiting)
+        if replied is not None:  # the full notice, and the card again under it
+            await self._reply(conversation, _not_a_decision([replied], replying=True))
+            self._tell(conversation, [replied])
+            await self._gw.broker.show_again(replied, conversation)
+        elif waiting and not all((conversation, i.id) in self._told for i in waiting):
+            await self._reply(conversation, _not_a_decision(waiting, replying=False))
+            self._tell(conversation, waiting)
+        elif waiting:
+            await self._mark_queued(message)
+        if result.held:
+            await self._note_held(session.id, conversation)
         self._gw.runner(session).kick()
+
+    async def _replied_card(
+        self, message: InboundMessage, waiting: Sequence[Interaction]
+    ) -> Interaction | None:
+        """The card ``message`` replies to (one of its copies here), if that card still
+        waits for a decision."""
+        if message.reply_to is None or not waiting:
+            return None
+        copy = await self._store.cards.shown_by(message.conversation, message.reply_to)
+        if copy is None:
+            return None
+        return next(
+            (
+                i
+                for i in waiting
+                if i.id == copy.interaction_id and i.state is InteractionState.PENDING
+            ),
+            None,
+        )
+
+    def _tell(self, conversation: ConversationRef, interactions: Sequence[Interaction]) -> None:
+        for interaction in interactions:
+            self._told[(conversation, interaction.id)] = None
+            self._told.move_to_end((conversation, interaction.id))
+        while len(self._told) > MAX_TOLD:
+            self._told.popitem(last=False)
+
+    async def _mark_queued(self, message: InboundMessage) -> None:
+        """The short mark of a message queued while a card waits (its notice was given)."""
+        conversation = message.conversation
+        platform = self._gw.platforms.get(conversation.platform)
+        marked = False
+        if platform is not None:
+            try:
+                marked = await platform.mark_queued(conversation, message.message_id)
+            except PlatformError as exc:
+                log.info("queued mark in %s not shown: %s", conversation.key(), exc)
+        if not marked:
+            await self._reply(conversation, QUEUED_MARK)
+
+    async def _note_held(self, session_id: str, conversation: ConversationRef) -> None:
+        """Under the first message typed while earlier ones are held: one line on them (the
+        same held messages are not told of again; more held by a new /stop are)."""
+        held = tuple(p.id for p in await self._store.prompts.list_held(session_id))
+        if not held or self._held_told.get(session_id) == held:
+            return
+        self._held_told[session_id] = held
+        await self._reply(conversation, held_note(len(held), typed_now=True))
 
     async def _answer(
         self,
@@ -269,20 +328,25 @@ class Control:
         runner = self._gw.existing_runner(session.id)
         store = self._store
         if name is CommandName.STOP:
-            await store.prompts.pause(session.id, reason="stopped by /stop")
-            interrupted = runner is not None and await runner.interrupt()
-            waiting = len(await store.prompts.list_queued(session.id))
-            head = "⏹ Stopping the turn." if interrupted else "Nothing is running."
+            held = await store.prompts.hold(session.id, reason=f"/stop by {actor}")
+            if runner is not None and await runner.interrupt(by=actor):
+                return  # the turn's end is the one notice: who stopped it, what is held
+            text = "Nothing is running."
             await self._reply(
-                conversation,
-                f"{head} The queue is paused ({waiting} waiting): /resume to send, /clear to drop.",
+                conversation, f"{text} {held_note(held, typed_now=False)}" if held else text
             )
         elif name is CommandName.RESUME:
-            waiting = await store.prompts.resume(session.id)
+            resumed = await store.prompts.resume(session.id)
+            self._held_told.pop(session.id, None)
             self._gw.runner(session).kick()
-            await self._reply(conversation, f"▶ Resumed: {waiting} queued message(s) to send.")
+            if not resumed:
+                await self._reply(conversation, "Nothing is held.")
+            else:
+                messages = "1 held message runs" if resumed == 1 else f"{resumed} held messages run"
+                await self._reply(conversation, f"▶ Resumed: {messages} next, in order.")
         elif name is CommandName.CLEAR:
             dropped = await store.prompts.clear(session.id, actor=actor)
+            self._held_told.pop(session.id, None)
             await self._reply(conversation, f"Cleared {dropped} queued message(s).")
         elif name is CommandName.NEW:
             await store.sessions.close(session.id, reason=f"/new by {actor.key()}")
@@ -313,9 +377,11 @@ class Control:
             lines.append(f"Policy in force: {policy or 'not reported'}")
         else:
             lines.append("Agent: not started yet")
-        queued = len(await store.prompts.list_queued(session.id))
-        paused = f", paused ({session.queue_pause_reason})" if session.queue_paused else ""
-        lines.append(f"Queue: {queued} waiting{paused}")
+        queued = await store.prompts.list_queued(session.id)
+        held = sum(p.held for p in queued)
+        why = f" ({session.queue_pause_reason})" if session.queue_pause_reason else ""
+        held_text = f", {held} held{why}: /resume or /clear" if held else ""
+        lines.append(f"Queue: {len(queued) - held} waiting{held_text}")
         grants = await store.interactions.list_grants(session.id)
         lines.append("Grants: " + ("none" if not grants else ""))
         lines += [f"  · {g.description} ({g.scope.value}, by {g.actor})" for g in grants]
@@ -340,3 +406,19 @@ class Control:
 
     async def _reply(self, conversation: ConversationRef, text: str) -> None:
         await self._notifier.send([conversation], text)  # it splits to the platform's limit
+
+
+def _not_a_decision(waiting: Sequence[Interaction], *, replying: bool) -> str:
+    """The full notice: chat text is a message for the agent, never a decision."""
+    names = ", ".join(f"{i.title} ({i.id})" for i in waiting)
+    questions = all(i.kind is InteractionKind.QUESTION for i in waiting)
+    how = "/answer ID" if questions else "/approve ID, /deny ID"
+    if replying:
+        return (
+            f"Queued as a message for the agent, not as a decision. Still waiting for a "
+            f"decision on: {names}. Decide with the buttons below, or {how}."
+        )
+    return (
+        "Queued as a message for the agent, not as a decision. Still waiting for a decision "
+        f"on: {names}. Use the card's buttons, or {how}."
+    )

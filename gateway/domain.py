@@ -65,6 +65,7 @@ class Resolution(StrEnum):
 
     ANSWERED = "answered"
     CANCELLED_BY_AGENT = "cancelled_by_agent"
+    STOPPED = "stopped"  # a person stopped the turn (/stop); the agent withdrew it then
     SUPERSEDED = "superseded"
     EXPIRED = "expired"
     ORPHANED = "orphaned"

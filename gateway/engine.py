@@ -2,7 +2,7 @@
 
 ``async with Gateway(config, platforms=..., launcher=...) as gateway`` opens the ledger,
 recovers from whatever a previous process left (leftover agents ended, their interactions
-orphaned and every card copy edited, in-flight prompts interrupted, queues paused), and runs
+orphaned and every card copy edited, in-flight prompts interrupted, waiting ones held), and runs
 the card refresher and one :class:`SessionRunner` task per active session. Leaving the block
 first tells every platform to stop taking input (``stop_input``), then stops every agent and
 records it (the runners still send notices and edit cards), then closes the ledger.

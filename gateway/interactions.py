@@ -9,6 +9,8 @@ The machine (DESIGN.md, "Interaction state machine") as a table of (state, event
     PENDING   withdraw ─────────▶ CANCELLED   the agent cancelled, interrupted, or resolved
                                               it elsewhere before we answered
     PENDING   supersede ────────▶ CANCELLED   replaced (how: superseded)
+    PENDING   stop ─────────────▶ CANCELLED   a person stopped the turn (/stop) and the agent
+                                              withdrew it (how: stopped, by that person)
     PENDING   expire ───────────▶ EXPIRED     expiry policy fired; "timed out" is written next
     PENDING   epoch_ended ──────▶ ORPHANED
     DECIDED   deliver ──────────▶ DELIVERED   the answer was written to the agent's channel
@@ -22,6 +24,7 @@ The machine (DESIGN.md, "Interaction state machine") as a table of (state, event
     DECIDED   withdraw ─────────▶ CANCELLED   before our write: the decision stays recorded,
                                               nothing is written
     DECIDED   supersede ────────▶ CANCELLED
+    DECIDED   stop ─────────────▶ CANCELLED
     DECIDED   epoch_ended ──────▶ ORPHANED
     DELIVERED confirm ──────────▶ RESOLVED
     DELIVERED withdraw ─────────▶ CANCELLED   the agent closed the request without confirming
@@ -30,6 +33,7 @@ The machine (DESIGN.md, "Interaction state machine") as a table of (state, event
                                               word is the last fact; the delivery fact stays,
                                               so a card says "delivered, then withdrawn"
     DELIVERED supersede ────────▶ CANCELLED
+    DELIVERED stop ─────────────▶ CANCELLED
     DELIVERED epoch_ended ──────▶ ORPHANED, or UNKNOWN for a runtime that outlives the gateway
                                               (it cannot say whether it received the answer)
     EXPIRED   deliver ──────────▶ EXPIRED     the "timed out" outcome was written
@@ -94,6 +98,7 @@ class InteractionEvent(StrEnum):
     CONFIRM = "confirm"  # the agent closed the request as answered
     WITHDRAW = "withdraw"  # the agent cancelled/interrupted/resolved it without our answer
     SUPERSEDE = "supersede"  # replaced by a newer request or, for a gateway plan, a new prompt
+    STOP = "stop"  # withdrawn because a person stopped the turn (/stop): not the agent's doing
     EXPIRE = "expire"  # the project's expiry policy fired
     EPOCH_ENDED = "epoch_ended"  # the runtime instance that asked is gone
 
@@ -108,6 +113,7 @@ _TABLE: dict[tuple[InteractionState, InteractionEvent], InteractionState] = {
     (_S.PENDING, _E.DECIDE): _S.DECIDED,
     (_S.PENDING, _E.WITHDRAW): _S.CANCELLED,
     (_S.PENDING, _E.SUPERSEDE): _S.CANCELLED,
+    (_S.PENDING, _E.STOP): _S.CANCELLED,
     (_S.PENDING, _E.EXPIRE): _S.EXPIRED,
     (_S.PENDING, _E.EPOCH_ENDED): _S.ORPHANED,
     (_S.DECIDED, _E.DELIVER): _S.DELIVERED,
@@ -115,10 +121,12 @@ _TABLE: dict[tuple[InteractionState, InteractionEvent], InteractionState] = {
     (_S.DECIDED, _E.CONFIRM): _S.RESOLVED,
     (_S.DECIDED, _E.WITHDRAW): _S.CANCELLED,
     (_S.DECIDED, _E.SUPERSEDE): _S.CANCELLED,
+    (_S.DECIDED, _E.STOP): _S.CANCELLED,
     (_S.DECIDED, _E.EPOCH_ENDED): _S.ORPHANED,
     (_S.DELIVERED, _E.CONFIRM): _S.RESOLVED,
     (_S.DELIVERED, _E.WITHDRAW): _S.CANCELLED,
     (_S.DELIVERED, _E.SUPERSEDE): _S.CANCELLED,
+    (_S.DELIVERED, _E.STOP): _S.CANCELLED,
     (_S.DELIVERED, _E.EPOCH_ENDED): _S.ORPHANED,
     (_S.EXPIRED, _E.DELIVER): _S.EXPIRED,
     (_S.EXPIRED, _E.DELIVERY_FAILED): _S.EXPIRED,
@@ -137,6 +145,12 @@ _RESOLUTION_OF: dict[InteractionState, Resolution] = {
     _S.EXPIRED: Resolution.EXPIRED,
     _S.ORPHANED: Resolution.ORPHANED,
     _S.UNKNOWN: Resolution.UNKNOWN,
+}
+
+# events whose own resolution says more than the state they lead to
+_RESOLUTION_BY_EVENT: dict[InteractionEvent, Resolution] = {
+    _E.SUPERSEDE: Resolution.SUPERSEDED,
+    _E.STOP: Resolution.STOPPED,
 }
 
 
@@ -180,21 +194,25 @@ def transition(
         raise IllegalTransition(f"no move {event.value!r} for an interaction {state.value}")
     resolution = None
     if state in LIVE_STATES and after in TERMINAL_STATES:
-        resolution = Resolution.SUPERSEDED if event is _E.SUPERSEDE else _RESOLUTION_OF[after]
+        resolution = _RESOLUTION_BY_EVENT.get(event) or _RESOLUTION_OF[after]
     return Transition(event=event, before=state, after=after, resolution=resolution)
 
 
-def event_for_agent_close(state: InteractionState, how: Resolution) -> InteractionEvent:
+def event_for_agent_close(
+    state: InteractionState, how: Resolution, *, stopped: bool = False
+) -> InteractionEvent:
     """Map an adapter's ``InteractionClosed(how)`` to an event for an interaction in ``state``.
 
     "Answered" confirms our answer once we decided; before that the request was resolved
-    elsewhere (or by the agent itself), which is a withdrawal: we never answered it.
+    elsewhere (or by the agent itself), which is a withdrawal: we never answered it. A
+    withdrawal while a person's /stop is under way (``stopped``) is that person's stop.
     """
     if how is Resolution.ANSWERED:
-        return _E.CONFIRM if state in (_S.DECIDED, _S.DELIVERED) else _E.WITHDRAW
-    if how is Resolution.SUPERSEDED:
+        if state in (_S.DECIDED, _S.DELIVERED):
+            return _E.CONFIRM
+    elif how is Resolution.SUPERSEDED:
         return _E.SUPERSEDE
-    return _E.WITHDRAW
+    return _E.STOP if stopped else _E.WITHDRAW
 
 
 # --- the record ----------------------------------------------------------------------------
@@ -227,7 +245,8 @@ class DeliveryFact:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ResolutionFact:
-    """How the interaction ended; ``by`` is "agent", "gateway" or an actor key."""
+    """How the interaction ended; ``by`` is "agent", "gateway" or an actor key. For
+    STOPPED, ``by`` is the key of the person who stopped the turn, ``note`` their name."""
 
     how: Resolution
     at: datetime

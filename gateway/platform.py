@@ -96,6 +96,7 @@ class InboundMessage:
     text: str
     message_id: str  # the platform's own id: the prompt queue is idempotent on it
     private: bool = False
+    reply_to: str | None = None  # the platform's id of the message this one replies to
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -199,6 +200,13 @@ class Platform(Protocol):
     async def edit_text(self, ref: MessageRef, text: str) -> EditResult: ...
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef: ...
+
+    async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
+        """Mark the person's message ``message_id`` as queued for the agent without a new
+        message (Telegram: a reaction), where the platform has such a mark: after the first
+        full notice, each message typed while a card waits gets this mark instead. False
+        where it has none: the core then says it in a short text."""
+        ...
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult: ...
 

@@ -22,7 +22,7 @@ from datetime import datetime
 from gateway.agents import AgentLauncher, RunningAgent
 from gateway.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.config import ProjectConfig
-from gateway.domain import ConversationRef, Decision, InteractionState, TurnStatus
+from gateway.domain import Actor, ConversationRef, Decision, InteractionState, TurnStatus
 from gateway.errors import AgentError, GatewayError, StoreError
 from gateway.events import (
     AgentEvent,
@@ -46,6 +46,7 @@ from gateway.interactions import Interaction, InteractionEvent
 from gateway.outbound import Notifier, TurnStream
 from gateway.outlets import Outbound
 from gateway.platform import Platform
+from gateway.queue_notes import stopped_notice
 from gateway.store import Clock, Store, TurnRecord, utc_now
 
 __all__ = ["SessionRunner"]
@@ -124,6 +125,7 @@ class SessionRunner:
         self.epoch: int | None = None
         self._turn: TurnRecord | None = None
         self._stream: TurnStream | None = None
+        self._stopped_by: Actor | None = None  # the person whose /stop the turn is ending on
 
     # --- what the engine asks -------------------------------------------------------------
 
@@ -151,12 +153,16 @@ class SessionRunner:
     def turn_running(self) -> bool:
         return self._turn is not None
 
-    async def interrupt(self) -> bool:
-        """/stop: the native interrupt; the agent is killed if the turn does not end within
-        the grace period. False when no turn runs."""
+    async def interrupt(self, *, by: Actor | None = None) -> bool:
+        """The native interrupt; the agent is killed if the turn does not end within the
+        grace period. False when no turn runs. ``by``: a person's /stop. What the turn's end
+        withdraws is then recorded as stopped by them, and the turn's end is the one notice
+        of it ("⏹ Stopped by …", with what is held)."""
         agent = self.agent
         if agent is None or self._turn is None:
             return False
+        if by is not None and self._stopped_by is None:
+            self._stopped_by = by
         await agent.send(Interrupt())
         self._interrupt_requested.set()
         return True
@@ -205,9 +211,9 @@ class SessionRunner:
 
     async def _has_work(self) -> bool:
         session = await self._store.sessions.get(self.session_id)
-        if session is None or session.is_closed or session.queue_paused:
+        if session is None or session.is_closed:
             return False
-        return bool(await self._store.prompts.list_queued(self.session_id))
+        return any(not p.held for p in await self._store.prompts.list_queued(self.session_id))
 
     async def _conversations(self) -> list[ConversationRef]:
         return await self._store.sessions.list_bindings(self.session_id)
@@ -247,10 +253,10 @@ class SessionRunner:
                         # is stopped by the launcher; record that its epoch ended too
                         await self._end_epoch_quietly(epoch)
         except AgentError as exc:
-            await self._store.prompts.pause(self.session_id, reason="the agent failed to start")
+            await self._store.prompts.hold(self.session_id, reason="the agent failed to start")
             await self._notify(
-                f"⚠ The agent could not start: {exc}\nYour messages stay queued: "
-                "/resume to try again, /clear to drop them."
+                f"⚠ The agent could not start: {exc}\nYour messages are held: "
+                "/resume to try again, /clear to drop them; a new message tries again first."
             )
 
     async def _on_started(self, started: SessionStarted, epoch: int) -> None:
@@ -285,6 +291,7 @@ class SessionRunner:
                 await asyncio.Event().wait()  # the consumer ends this epoch
             self._turn_done.clear()
             self._interrupt_requested.clear()
+            self._stopped_by = None
             stream = self._stream = TurnStream(clock=self._clock)
             self._outbound.start_turn(stream, await self._conversations())
             try:
@@ -407,7 +414,7 @@ class SessionRunner:
                     stream.interaction_opened(opened.id)  # what follows comes after the card
             case InteractionClosed(native_key=native_key, how=how):
                 update = await self._store.interactions.close_from_agent(
-                    self.session_id, epoch, native_key, how=how
+                    self.session_id, epoch, native_key, how=how, stopped_by=self._stopped_by
                 )
                 if update is not None:
                     self._broker.mark_dirty(update.interaction.id)
@@ -427,6 +434,7 @@ class SessionRunner:
                 pass  # Usage: not shown yet
 
     async def _end_turn(self, status: TurnStatus, error: str | None) -> None:
+        stopped_by, self._stopped_by = self._stopped_by, None
         turn, self._turn = self._turn, None
         stream, self._stream = self._stream, None
         if turn is not None:
@@ -443,24 +451,37 @@ class SessionRunner:
                     await self._store.prompts.mark_done(turn.prompt_id)
                 else:
                     await self._store.prompts.mark_interrupted(turn.prompt_id)
-            await self._withdraw_leftovers(turn.id)
+            await self._withdraw_leftovers(turn.id, stopped_by)
         if status is TurnStatus.FAILED:
             await self._notify(f"⚠ The turn failed: {error or 'no reason given'}")
+        elif stopped_by is not None:  # the one notice of a person's /stop
+            held = len(await self._store.prompts.list_held(self.session_id))
+            interrupted = status is TurnStatus.INTERRUPTED
+            await self._notify(stopped_notice(str(stopped_by), held=held, interrupted=interrupted))
         elif status is TurnStatus.INTERRUPTED:
             await self._notify("⏹ The turn was interrupted.")
         self._turn_done.set()
         self._prompt_ready.set()
 
-    async def _withdraw_leftovers(self, turn_id: int) -> None:
-        """A request cannot outlive its turn: what is still open was withdrawn."""
+    async def _withdraw_leftovers(self, turn_id: int, stopped_by: Actor | None) -> None:
+        """A request cannot outlive its turn: what is still open was withdrawn, by the
+        person who stopped the turn if one did."""
         for interaction in await self._store.interactions.list_open(self.session_id):
             if interaction.turn_id == turn_id and interaction.state in (
                 InteractionState.PENDING,
                 InteractionState.DECIDED,
             ):
-                update = await self._store.interactions.resolve(
-                    interaction.id, InteractionEvent.WITHDRAW, by="agent", note="the turn ended"
-                )
+                if stopped_by is not None:
+                    update = await self._store.interactions.resolve(
+                        interaction.id,
+                        InteractionEvent.STOP,
+                        by=stopped_by.key(),
+                        note=str(stopped_by),
+                    )
+                else:
+                    update = await self._store.interactions.resolve(
+                        interaction.id, InteractionEvent.WITHDRAW, by="agent", note="the turn ended"
+                    )
                 self._broker.mark_dirty(update.interaction.id)
 
     async def _on_exit(self, event: AgentExited, epoch: int) -> None:

@@ -212,6 +212,9 @@ class InboxBetween:
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
         return await self.telegram.edit_card(ref, card)
 
+    async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
+        return await self.telegram.mark_queued(conversation, message_id)
+
     async def turn_started(self, conversation: ConversationRef) -> None:
         await self.telegram.turn_started(conversation)
 

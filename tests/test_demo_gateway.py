@@ -141,7 +141,7 @@ async def test_stop_interrupts_the_slow_answer(tmp_path: Path) -> None:
         await gw.memory.say(ROOM, YOU, "stop")
         await gw.text_where(lambda text: "1…" in text)
         await gw.memory.say(ROOM, YOU, "/stop")
-        await gw.text_where(lambda text: text == "⏹ The turn was interrupted.")
+        await gw.text_where(lambda text: text == "⏹ Stopped by You.")
         counted = next(text for text in gw.memory.texts(ROOM) if "1…" in text)
     assert "40…" not in counted and "nobody stopped me" not in counted
 

@@ -61,7 +61,7 @@ async def test_stop_mid_turn_ends_the_turns_process(
         pid = runner.agent.pid
         assert pid is not None
         await gw.memory.say(ROOM, ALICE, "/stop")
-        await gw.text_where(lambda text: "interrupted" in text)
+        await gw.text_where(lambda text: text == "⏹ Stopped by Alice.")
         assert _gone(pid)  # the turn's process group was ended
     assert not any("Slept." in text for text in gw.memory.texts(ROOM))
 

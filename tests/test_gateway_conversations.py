@@ -63,12 +63,16 @@ async def test_ok_yes_approve_typed_while_an_approval_waits_are_prompts_not_deci
         iid = asked.interaction.id
         session = await session_of(gw)
         fake_model.enqueue(*([message(f"Noted: {w}")] for w in ("ok", "yes", "approve")))
-        for by, word in [(ALICE, "ok"), (BOB, "yes"), (ALICE, "approve")]:
-            assert await reply_to(gw, word, by=by) == (
-                "Queued as a message for the agent, not as a decision. Still waiting for a "
-                f"decision on: Run a command ({iid}). Use the card's buttons, or /approve ID, "
-                "/deny ID."
-            )
+        assert await reply_to(gw, "ok", by=ALICE) == (
+            "Queued as a message for the agent, not as a decision. Still waiting for a "
+            f"decision on: Run a command ({iid}). Use the card's buttons, or /approve ID, "
+            "/deny ID."
+        )
+        told = len(gw.memory.texts(ROOM))
+        for by, word in [(BOB, "yes"), (ALICE, "approve")]:  # said once: then a mark
+            said = await gw.memory.say(ROOM, by, word)
+            await gw.memory.wait_for(lambda said=said: (ROOM, said) in gw.memory.marks)
+        assert len(gw.memory.texts(ROOM)) == told
         queued = await gw.gateway.store.prompts.list_queued(session.id)
         assert [(p.author, p.text) for p in queued] == [
             (ALICE, "ok"),

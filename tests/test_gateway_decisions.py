@@ -192,18 +192,20 @@ async def test_stop_while_an_approval_waits_withdraws_it_and_a_late_click_is_ref
     async with running_gateway(gateway_config(codex_bin, codex_home, tmp_path / "data")) as gw:
         asked = await ask_to_touch(gw, fake_model)
         await gw.memory.say(ROOM, ALICE, "/stop")
-        record = await settles(gw, asked, "Cancelled by the agent")
-        await gw.text_where(lambda text: text == "⏹ The turn was interrupted.")
+        stopped = rf"Stopped by Alice at {WHEN}: nothing was sent to the agent"
+        record = await settles(gw, asked, stopped)
+        await gw.text_where(lambda text: text == "⏹ Stopped by Alice.")
         ack, _ = await click(gw, asked, "Allow once")
-        assert ack == Ack(
-            text="This request is no longer open. Cancelled by the agent", accepted=False
-        )
+        assert not ack.accepted
+        assert ack.text.startswith("This request is no longer open. Stopped by Alice at ")
+        assert not any("Stopping" in t or "interrupted" in t for t in gw.memory.texts(ROOM))
         assert count_rows(gw, "decisions", record.id) == 0
     assert record.state is InteractionState.CANCELLED
     assert record.decision is None
     assert record.delivery is not None and record.delivery.outcome is DeliveryOutcome.SKIPPED
     assert record.resolution is not None
-    assert record.resolution.how is Resolution.CANCELLED_BY_AGENT
+    assert record.resolution.how is Resolution.STOPPED
+    assert record.resolution.by == ALICE.key()
     assert not (codex_home.workspace / "hello.txt").exists()
     assert len(fake_model.model_requests()) == 1
 

@@ -161,6 +161,6 @@ async def test_a_failed_write_says_so_on_the_card_and_in_pending_and_is_not_rese
         await settles(
             gw,
             asked,
-            r'Approved \("Approve"\) by Alice at .* · not delivered: cancelled by the agent',
+            r'Approved \("Approve"\) by Alice at .* · not delivered: stopped by Alice at .*',
         )
         assert launcher.received == []

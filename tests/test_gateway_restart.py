@@ -481,13 +481,13 @@ async def test_sigkill_with_an_approval_pending_then_resume(
             assert status == "Orphaned: the agent process ended before this was answered"
         for thread in (ROOM, SECOND_THREAD):
             notice = await gw.text_containing("The gateway restarted", thread)
-            assert "1 message(s) wait, paused" in notice and "/resume" in notice
+            assert "1 earlier message is held: /resume runs it" in notice
         await gw.say(ROOM, "alice", "/status")
         status = await gw.text_containing("Queue:", ROOM)
-        assert "Queue: 1 waiting, paused" in status, status
+        assert "Queue: 0 waiting, 1 held (the gateway restarted)" in status, status
         assert len(fake_model.model_requests()) == requests_at_kill  # nothing sent on its own
         await gw.say(ROOM, "alice", "/resume")
-        await gw.text_containing("Resumed: 1 queued message(s)", ROOM)
+        await gw.text_containing("Resumed: 1 held message runs next", ROOM)
         await gw.text_containing("Resumed, and I remember.", ROOM)
         assert runs_recorded(codex_home) == 0
 

@@ -22,6 +22,7 @@ from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
 from tests.gateway_flows import with_scope
 from tests.gateway_harness import ALICE, BOB, Running
+from tests.puppet_launcher import PuppetLauncher
 from tests.scripted_launcher import ScriptedLauncher
 
 pytestmark = pytest.mark.timeout(30)
@@ -110,7 +111,7 @@ class MentionedCommands(MemoryPlatform):
 
 async def test_help_and_replies_name_commands_as_the_platform_takes_them(tmp_path: Path) -> None:
     memory = MentionedCommands()
-    launcher = ScriptedLauncher({})
+    launcher = PuppetLauncher()
     async with Gateway(
         config(tmp_path, SessionScope.THREAD), platforms={"memory": memory}, launcher=launcher
     ) as gw:
@@ -118,10 +119,14 @@ async def test_help_and_replies_name_commands_as_the_platform_takes_them(tmp_pat
         await memory.say(THREAD_1, ALICE, "/help")
         help_text = await running.text_where(lambda text: text.startswith("Commands:"), THREAD_1)
         await memory.say(THREAD_1, ALICE, "hello")
-        await running.text_where(lambda text: text == "echo: hello", THREAD_1)
+        agent, _ = await launcher.prompt()
+        agent.start_turn()
+        await memory.say(THREAD_1, ALICE, "and then")  # waits behind the turn
         await memory.say(THREAD_1, ALICE, "/stop")
-        stopped = await running.text_where(lambda text: "queue is paused" in text, THREAD_1)
-    assert "@agent stop — interrupt the agent and pause the queue" in help_text
+        stopped = await running.text_where(lambda text: "is held" in text, THREAD_1)
+    assert "@agent stop — interrupt the agent and hold what is queued" in help_text
     assert "@agent approve ID [action] — approve a request" in help_text
     assert "/stop" not in help_text and "/approve" not in help_text
-    assert stopped.endswith("@agent resume to send, @agent clear to drop.")
+    assert stopped.endswith(
+        "@agent resume runs it, @agent clear drops it; a new message runs first."
+    )

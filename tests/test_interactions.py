@@ -45,6 +45,7 @@ LEGAL: dict[
     (S.PENDING, E.DECIDE): (S.DECIDED, None),
     (S.PENDING, E.WITHDRAW): (S.CANCELLED, Resolution.CANCELLED_BY_AGENT),
     (S.PENDING, E.SUPERSEDE): (S.CANCELLED, Resolution.SUPERSEDED),
+    (S.PENDING, E.STOP): (S.CANCELLED, Resolution.STOPPED),
     (S.PENDING, E.EXPIRE): (S.EXPIRED, Resolution.EXPIRED),
     (S.PENDING, E.EPOCH_ENDED): (S.ORPHANED, Resolution.ORPHANED),
     (S.DECIDED, E.DELIVER): (S.DELIVERED, None),
@@ -52,10 +53,12 @@ LEGAL: dict[
     (S.DECIDED, E.CONFIRM): (S.RESOLVED, Resolution.ANSWERED),
     (S.DECIDED, E.WITHDRAW): (S.CANCELLED, Resolution.CANCELLED_BY_AGENT),
     (S.DECIDED, E.SUPERSEDE): (S.CANCELLED, Resolution.SUPERSEDED),
+    (S.DECIDED, E.STOP): (S.CANCELLED, Resolution.STOPPED),
     (S.DECIDED, E.EPOCH_ENDED): (S.ORPHANED, Resolution.ORPHANED),
     (S.DELIVERED, E.CONFIRM): (S.RESOLVED, Resolution.ANSWERED),
     (S.DELIVERED, E.WITHDRAW): (S.CANCELLED, Resolution.CANCELLED_BY_AGENT),
     (S.DELIVERED, E.SUPERSEDE): (S.CANCELLED, Resolution.SUPERSEDED),
+    (S.DELIVERED, E.STOP): (S.CANCELLED, Resolution.STOPPED),
     (S.DELIVERED, E.EPOCH_ENDED): (S.ORPHANED, Resolution.ORPHANED),
     (S.EXPIRED, E.DELIVER): (S.EXPIRED, None),
     (S.EXPIRED, E.DELIVERY_FAILED): (S.EXPIRED, None),
@@ -171,6 +174,22 @@ def test_an_agent_close_maps_to_an_event(
     state: InteractionState, how: Resolution, event: InteractionEvent
 ) -> None:
     assert event_for_agent_close(state, how) is event
+
+
+@pytest.mark.parametrize(
+    ("state", "how", "event"),
+    [
+        (S.PENDING, Resolution.CANCELLED_BY_AGENT, E.STOP),  # a person's /stop is why
+        (S.DELIVERED, Resolution.CANCELLED_BY_AGENT, E.STOP),
+        (S.PENDING, Resolution.ANSWERED, E.STOP),
+        (S.DELIVERED, Resolution.ANSWERED, E.CONFIRM),  # answered is answered
+        (S.PENDING, Resolution.SUPERSEDED, E.SUPERSEDE),
+    ],
+)
+def test_an_agent_close_while_a_person_stops_the_turn_is_their_stop(
+    state: InteractionState, how: Resolution, event: InteractionEvent
+) -> None:
+    assert event_for_agent_close(state, how, stopped=True) is event
 
 
 def test_short_ids_are_url_safe_and_random() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sqlite3
 import stat
 from collections.abc import AsyncIterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +203,53 @@ async def test_a_session_bound_before_routes_existed_is_still_found_by_its_route
         assert await store.sessions.list_bindings(session.id) == [TELEGRAM]
 
 
+async def test_a_queue_paused_before_holds_existed_is_held_and_cards_keep_their_copies(
+    data_dir: Path,
+) -> None:
+    async with Store.open(data_dir, migrations=MIGRATIONS[:4]) as old:
+        session, epoch = await running_session(old)
+        opened = await old.interactions.create(session.id, epoch, approval("codex:0"), turn_id=None)
+    with closing(sqlite3.connect(data_dir / DATABASE_FILE)) as raw, raw:
+        raw.execute(  # the card, shown in one chat as message 7
+            "INSERT INTO interaction_messages (interaction_id, platform, space, channel, thread,"
+            " message_ref, state, rendered_version, updated_at) VALUES (?, 'telegram', '-1001',"
+            " '-1001', '7', '7', 'sent', 1, '2026-01-01T00:00:00Z')",
+            (opened.interaction.id,),
+        )
+        for n in (1, 2):  # two messages waited in a queue /stop had paused
+            raw.execute(
+                "INSERT INTO prompts (session_id, platform, space, channel, thread,"
+                " platform_message_id, author_platform, author_user_id, author_display, text,"
+                " state, position, created_at, updated_at) VALUES (?, 'telegram', '', '100',"
+                " '', ?, 'telegram', '100', 'alice', ?, 'queued', ?, '2026-01-01T00:00:00Z',"
+                " '2026-01-01T00:00:00Z')",
+                (session.id, f"m{n}", f"waiting {n}", n),
+            )
+        raw.execute(
+            "UPDATE sessions SET queue_paused = 1, queue_pause_reason = 'stopped by /stop'"
+            " WHERE id = ?",
+            (session.id,),
+        )
+    async with Store.open(data_dir) as store:
+        assert [p.text for p in await store.prompts.list_held(session.id)] == [
+            "waiting 1",
+            "waiting 2",
+        ]
+        await enqueue(store, session.id, "m3", "typed after")
+        assert await drain(store, session.id) == ["typed after"]
+        kept = await store.cards.shown_by(TELEGRAM, "7")
+        assert kept is not None and kept.interaction_id == opened.interaction.id
+        assert kept.again == 0 and kept.rendered_version == 1
+        again = await store.cards.add_again(opened.interaction.id, TELEGRAM)
+        assert again.again == 1 and again.message_ref is None
+        assert [c.id for c in await store.cards.list_for(opened.interaction.id)] == [
+            kept.id,
+            again.id,
+        ]
+        assert await store.prompts.resume(session.id) == 2
+        assert await drain(store, session.id) == ["waiting 1", "waiting 2"]
+
+
 async def test_migrations_must_be_numbered_in_order(data_dir: Path) -> None:
     skipped = Migration(version=len(MIGRATIONS) + 2, name="gap", statements=())
     with pytest.raises(StoreError, match=r"numbered 1\.\.N"):
@@ -394,16 +442,38 @@ async def test_a_full_queue_refuses_and_says_so(store: Store) -> None:
     assert await enqueue(store, session.id, "m3", max_depth=2) is EnqueueOutcome.QUEUED
 
 
-async def test_a_paused_queue_yields_nothing_until_resumed(store: Store) -> None:
+async def test_held_prompts_wait_and_what_came_after_the_stop_goes_first(store: Store) -> None:
     session, _ = await running_session(store)
-    await store.prompts.pause(session.id, reason="/stop")
-    result = await enqueue_result(store, session.id, "m1", "after stop")
-    assert result.outcome is EnqueueOutcome.QUEUED and result.paused
+    await enqueue(store, session.id, "m1", "before stop 1")
+    await enqueue(store, session.id, "m2", "before stop 2")
+    assert await store.prompts.hold(session.id, reason="/stop") == 2
+    result = await enqueue_result(store, session.id, "m3", "after stop")
+    assert result.outcome is EnqueueOutcome.QUEUED and result.held == 2 and result.ahead == 0
+    held = await store.sessions.get(session.id)
+    assert held is not None and held.queue_paused and held.queue_pause_reason == "/stop"
+    assert [p.text for p in await store.prompts.list_held(session.id)] == [
+        "before stop 1",
+        "before stop 2",
+    ]
+    assert await drain(store, session.id) == ["after stop"]  # the held ones wait
     assert await store.prompts.claim_next(session.id) is None
-    paused = await store.sessions.get(session.id)
-    assert paused is not None and paused.queue_paused and paused.queue_pause_reason == "/stop"
-    assert await store.prompts.resume(session.id) == 1
-    assert await drain(store, session.id) == ["after stop"]
+    await enqueue(store, session.id, "m4", "typed later")
+    claimed = await store.prompts.claim_next(session.id)
+    assert claimed is not None and claimed.text == "typed later"
+    # /resume while that one runs: the held ones go after it, in their order
+    assert await store.prompts.resume(session.id) == 2
+    await enqueue(store, session.id, "m5", "after resume")
+    await store.prompts.mark_done(claimed.id)
+    assert await drain(store, session.id) == ["before stop 1", "before stop 2", "after resume"]
+    resumed = await store.sessions.get(session.id)
+    assert resumed is not None and not resumed.queue_paused
+
+
+async def test_holding_an_empty_queue_holds_nothing(store: Store) -> None:
+    session, _ = await running_session(store)
+    assert await store.prompts.hold(session.id, reason="/stop") == 0
+    record = await store.sessions.get(session.id)
+    assert record is not None and not record.queue_paused
 
 
 async def test_clear_drops_what_waits_and_records_it(store: Store) -> None:
@@ -429,7 +499,9 @@ async def test_after_a_restart_nothing_is_resent_on_its_own(data_dir: Path) -> N
         assert await store.prompts.recover_after_restart() == [session.id]
         interrupted = await store.prompts.get(in_flight.id)
         assert interrupted is not None and interrupted.state is PromptState.INTERRUPTED
-        assert await store.prompts.claim_next(session.id) is None  # paused until /resume
+        assert await store.prompts.claim_next(session.id) is None  # held until /resume
+        await enqueue(store, session.id, "m3", "typed after the restart")
+        assert await drain(store, session.id) == ["typed after the restart"]
         assert await store.prompts.resume(session.id) == 1
         assert await drain(store, session.id) == ["waiting"]
 

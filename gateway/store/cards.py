@@ -27,7 +27,7 @@ __all__ = ["CardCopies", "add_copy", "copies_for"]
 
 _COLUMNS = (
     "m.id, m.interaction_id, m.platform, m.space, m.channel, m.thread, m.message_ref, m.state,"
-    " m.rendered_version, m.error, m.updated_at"
+    " m.rendered_version, m.error, m.updated_at, m.again"
 )
 
 
@@ -44,6 +44,46 @@ class CardCopies:
         return await self._db.write(
             lambda conn: add_copy(conn, interaction_id, conversation, now=self._db.now())
         )
+
+    async def add_again(self, interaction_id: str, conversation: ConversationRef) -> CardCopy:
+        """Record one more copy of the card in ``conversation`` (state pending), beside the
+        ones it has there: the card drawn again under a reply to it. Every copy is edited
+        after the decision, like any other."""
+
+        def add_again(conn: sqlite3.Connection) -> CardCopy:
+            row = fetch_one(
+                conn,
+                "SELECT coalesce(max(again), -1) + 1 AS next FROM interaction_messages"
+                " WHERE interaction_id = ? AND platform = ? AND space = ? AND channel = ?"
+                " AND thread = ?",
+                (interaction_id, *conversation_params(conversation)),
+            )
+            again = 0 if row is None else int(row["next"])
+            cursor = conn.execute(
+                "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
+                " thread, again, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                (interaction_id, *conversation_params(conversation), again, self._db.now()),
+            )
+            assert cursor.lastrowid is not None
+            return _copy(conn, cursor.lastrowid)
+
+        return await self._db.write(add_again)
+
+    async def shown_by(self, conversation: ConversationRef, message_ref: str) -> CardCopy | None:
+        """The copy of a card that is the message ``message_ref`` in ``conversation`` (a
+        reply to a card names it), or None when that message is no card."""
+
+        def shown_by(conn: sqlite3.Connection) -> CardCopy | None:
+            row = fetch_one(
+                conn,
+                f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.platform = ?"
+                " AND m.space = ? AND m.channel = ? AND m.thread = ? AND m.message_ref = ?"
+                " ORDER BY m.id DESC LIMIT 1",
+                (*conversation_params(conversation), message_ref),
+            )
+            return None if row is None else _copy_from_row(row)
+
+        return await self._db.read(shown_by)
 
     async def mark_sent(self, copy_id: int, *, message_ref: str, version: int) -> CardCopy:
         return await self._update(
@@ -108,13 +148,14 @@ def add_copy(
     conn.execute(
         "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
         " thread, state, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)"
-        " ON CONFLICT (interaction_id, platform, space, channel, thread) DO NOTHING",
+        " ON CONFLICT (interaction_id, platform, space, channel, thread, again) DO NOTHING",
         (interaction_id, *conversation_params(conversation), now),
     )
     row = fetch_one(
         conn,
         f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ?"
-        " AND m.platform = ? AND m.space = ? AND m.channel = ? AND m.thread = ?",
+        " AND m.platform = ? AND m.space = ? AND m.channel = ? AND m.thread = ?"
+        " AND m.again = 0",
         (interaction_id, *conversation_params(conversation)),
     )
     assert row is not None
@@ -150,4 +191,5 @@ def _copy_from_row(row: sqlite3.Row) -> CardCopy:
         rendered_version=row["rendered_version"],
         error=row["error"],
         updated_at=parse_time(row["updated_at"]),
+        again=row["again"],
     )

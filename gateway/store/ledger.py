@@ -59,12 +59,14 @@ _RESOLVING_EVENTS = frozenset(
         InteractionEvent.CONFIRM,
         InteractionEvent.WITHDRAW,
         InteractionEvent.SUPERSEDE,
+        InteractionEvent.STOP,
         InteractionEvent.EXPIRE,
     }
 )
 _SKIPPED_BECAUSE = {
     InteractionEvent.WITHDRAW: "not written: the agent withdrew the request first",
     InteractionEvent.SUPERSEDE: "not written: the request was superseded first",
+    InteractionEvent.STOP: "not written: the turn was stopped first",
     InteractionEvent.EPOCH_ENDED: "not written: the runtime ended first",
 }
 _WRITE_NOT_KNOWN = (
@@ -450,11 +452,18 @@ class InteractionLedger:
         return await self._db.write(expire)
 
     async def close_from_agent(
-        self, session_id: str, epoch: int, native_key: str, *, how: Resolution
+        self,
+        session_id: str,
+        epoch: int,
+        native_key: str,
+        *,
+        how: Resolution,
+        stopped_by: Actor | None = None,
     ) -> InteractionUpdate | None:
         """The agent closed its request (``InteractionClosed``): confirm or withdraw it,
         choosing the event from the state in the same transaction. None (audited) when no
-        interaction has that native key in that epoch."""
+        interaction has that native key in that epoch. ``stopped_by``: a person's /stop is
+        under way, so a withdrawal is theirs (STOP, by them), not the agent's."""
 
         def close(conn: sqlite3.Connection) -> InteractionUpdate | None:
             current = interaction_by_native_key(conn, session_id, epoch, native_key)
@@ -467,8 +476,10 @@ class InteractionLedger:
                     details={"epoch": epoch, "how": how.value},
                 )
                 return None
-            event = event_for_agent_close(current.state, how)
+            event = event_for_agent_close(current.state, how, stopped=stopped_by is not None)
             moved = transition(current.state, event)
+            if event is InteractionEvent.STOP and stopped_by is not None:
+                return self._apply(conn, current, moved, stopped_by.key(), str(stopped_by))
             return self._apply(conn, current, moved, "agent", f"agent: {how.value}")
 
         return await self._db.write(close)

@@ -282,11 +282,54 @@ _TIMELINE = (
     "CREATE INDEX turns_session ON turns(session_id, id)",
 )
 
+# /stop holds the messages queued before it, each prompt on its own (``held``), instead of
+# pausing the whole queue: a message typed after /stop runs next, the held ones wait for
+# /resume or /clear (docs/decisions.md). Queues paused by an earlier gateway become holds.
+# A card may be drawn again in the same conversation (a reply to it: the card again under
+# the notice), each drawing a copy of its own that later edits reach: ``again`` numbers
+# them (0: the conversation's first copy). SQLite cannot alter a UNIQUE: the table is rebuilt.
+_HOLDS_AND_CARDS_AGAIN = (
+    "ALTER TABLE prompts ADD COLUMN held INTEGER NOT NULL DEFAULT 0 CHECK (held IN (0, 1))",
+    "UPDATE prompts SET held = 1 WHERE state = 'queued'"
+    " AND session_id IN (SELECT id FROM sessions WHERE queue_paused = 1)",
+    "UPDATE sessions SET queue_paused = 0, queue_pause_reason = NULL WHERE NOT EXISTS"
+    " (SELECT 1 FROM prompts p WHERE p.session_id = sessions.id AND p.held = 1)",
+    """
+    CREATE TABLE interaction_messages_v2 (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        interaction_id TEXT NOT NULL REFERENCES interactions(id),
+        platform TEXT NOT NULL,
+        space TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        again INTEGER NOT NULL DEFAULT 0 CHECK (again >= 0),
+        message_ref TEXT,
+        state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'failed', 'edited')),
+        rendered_version INTEGER,
+        error TEXT,
+        updated_at TEXT NOT NULL,
+        UNIQUE (interaction_id, platform, space, channel, thread, again)
+    )
+    """,
+    "INSERT INTO interaction_messages_v2 (id, interaction_id, platform, space, channel, thread,"
+    " message_ref, state, rendered_version, error, updated_at)"
+    " SELECT id, interaction_id, platform, space, channel, thread, message_ref, state,"
+    " rendered_version, error, updated_at FROM interaction_messages",
+    "DROP TABLE interaction_messages",
+    "ALTER TABLE interaction_messages_v2 RENAME TO interaction_messages",
+    "CREATE INDEX interaction_messages_state ON interaction_messages(state)",
+    "CREATE INDEX interaction_messages_ref ON interaction_messages(platform, space, channel,"
+    " thread, message_ref)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(version=2, name="a delivery whose outcome is unknown", statements=_UNKNOWN_DELIVERY),
     Migration(version=3, name="routes apart from the conversations shown", statements=_ROUTES),
     Migration(version=4, name="turn timelines", statements=_TIMELINE),
+    Migration(
+        version=5, name="held prompts, a card drawn again", statements=_HOLDS_AND_CARDS_AGAIN
+    ),
 )
 
 

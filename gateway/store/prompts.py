@@ -4,6 +4,11 @@ A prompt moves ``queued → in_flight → done | interrupted``, or ``queued → 
 /clear. The first ending stays: a late "done" for a prompt whose runtime died is audited and
 ignored. The same platform message (platform, conversation, message id) is never queued
 twice, and past the configured depth nothing is queued and the caller is told.
+
+A queued prompt may be *held* (/stop, a restart, an agent that failed to start): it keeps its
+place among the held ones but is not sent until :meth:`PromptQueue.resume`, which puts the
+held prompts, in their order, after every prompt queued since. A prompt queued while others
+are held is not held: what a person types after /stop is what they want now, and runs next.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ __all__ = ["PromptQueue", "prompt_by_id"]
 
 _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
-    " author_user_id, author_display, text, state, position, created_at, updated_at"
+    " author_user_id, author_display, text, state, position, created_at, updated_at, held"
 )
 _IDS_PER_QUERY = 500  # well under SQLite's limit of bound parameters
 _FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
@@ -56,12 +61,10 @@ class PromptQueue:
         key = (*conversation_params(conversation), platform_message_id)
 
         def enqueue(conn: sqlite3.Connection) -> EnqueueResult:
-            session = fetch_one(
-                conn, "SELECT closed_at, queue_paused FROM sessions WHERE id = ?", (session_id,)
-            )
+            session = fetch_one(conn, "SELECT closed_at FROM sessions WHERE id = ?", (session_id,))
             if session is None or session["closed_at"] is not None:
                 raise StoreError(f"session {session_id} is closed or unknown")
-            paused = bool(session["queue_paused"])
+            held = _count_held(conn, session_id)
             earlier = fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM prompts WHERE platform = ? AND space = ?"
@@ -72,7 +75,7 @@ class PromptQueue:
                 prompt = _prompt_from_row(earlier)
                 ahead = _queued_before(conn, prompt)
                 return EnqueueResult(
-                    outcome=EnqueueOutcome.DUPLICATE, prompt=prompt, ahead=ahead, paused=paused
+                    outcome=EnqueueOutcome.DUPLICATE, prompt=prompt, ahead=ahead, held=held
                 )
             depth = _count_queued(conn, session_id)
             if depth >= max_depth:
@@ -84,7 +87,7 @@ class PromptQueue:
                     details={"platform_message_id": platform_message_id, "depth": depth},
                 )
                 return EnqueueResult(
-                    outcome=EnqueueOutcome.FULL, prompt=None, ahead=depth, paused=paused
+                    outcome=EnqueueOutcome.FULL, prompt=None, ahead=depth, held=held
                 )
             now = self._db.now()
             cursor = conn.execute(
@@ -109,27 +112,28 @@ class PromptQueue:
             assert cursor.lastrowid is not None
             prompt = _prompt(conn, cursor.lastrowid)
             return EnqueueResult(
-                outcome=EnqueueOutcome.QUEUED, prompt=prompt, ahead=depth, paused=paused
+                outcome=EnqueueOutcome.QUEUED, prompt=prompt, ahead=depth - held, held=held
             )
 
         return await self._db.write(enqueue)
 
     async def claim_next(self, session_id: str) -> PromptRecord | None:
-        """Take the oldest queued prompt and mark it in flight, in one transaction.
+        """Take the oldest queued prompt that is not held and mark it in flight, in one
+        transaction.
 
-        None when the queue is paused, empty, or a prompt is already in flight (a new turn
-        waits for the running one to end).
+        None when nothing but held prompts waits, or a prompt is already in flight (a new
+        turn waits for the running one to end).
         """
 
         def claim_next(conn: sqlite3.Connection) -> PromptRecord | None:
             row = fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
-                " AND NOT EXISTS (SELECT 1 FROM sessions WHERE id = ? AND queue_paused = 1)"
+                " AND held = 0"
                 " AND NOT EXISTS (SELECT 1 FROM prompts"
                 "                 WHERE session_id = ? AND state = 'in_flight')"
                 " ORDER BY position LIMIT 1",
-                (session_id, session_id, session_id),
+                (session_id, session_id),
             )
             if row is None:
                 return None
@@ -223,21 +227,23 @@ class PromptQueue:
         )
         return [_prompt_from_row(row) for row in rows]
 
-    async def pause(self, session_id: str, *, reason: str) -> None:
-        """Hold the queue (/stop, a restart): nothing is claimed until :meth:`resume`."""
+    async def list_held(self, session_id: str) -> list[PromptRecord]:
+        """The prompts held by /stop or a restart, in the order /resume sends them."""
+        return [p for p in await self.list_queued(session_id) if p.held]
 
-        def pause(conn: sqlite3.Connection) -> None:
-            cursor = conn.execute(
-                "UPDATE sessions SET queue_paused = 1, queue_pause_reason = ? WHERE id = ?",
-                (reason, session_id),
-            )
-            if cursor.rowcount == 0:
-                raise StoreError(f"no session {session_id}")
+    async def hold(self, session_id: str, *, reason: str) -> int:
+        """Hold every prompt queued now (/stop, a restart, a failed start): none is sent
+        until :meth:`resume`; a prompt queued later is not held. Returns how many are held
+        (those held before included)."""
 
-        await self._db.write(pause)
+        def hold(conn: sqlite3.Connection) -> int:
+            return _hold(self._db, conn, session_id, reason)
+
+        return await self._db.write(hold)
 
     async def resume(self, session_id: str) -> int:
-        """Release the queue; return how many prompts wait to be sent, in order."""
+        """Release the held prompts: they are sent in their order, after every prompt queued
+        since they were held (what was typed after /stop runs first). Returns how many."""
 
         def resume(conn: sqlite3.Connection) -> int:
             cursor = conn.execute(
@@ -246,15 +252,31 @@ class PromptQueue:
             )
             if cursor.rowcount == 0:
                 raise StoreError(f"no session {session_id}")
-            return _count_queued(conn, session_id)
+            rows = fetch_all(
+                conn,
+                "SELECT id FROM prompts WHERE session_id = ? AND state = 'queued' AND held = 1"
+                " ORDER BY position",
+                (session_id,),
+            )
+            last = fetch_one(
+                conn,
+                "SELECT coalesce(max(position), 0) AS last FROM prompts WHERE session_id = ?",
+                (session_id,),
+            )
+            after = 0 if last is None else int(last["last"])
+            now = self._db.now()
+            for offset, row in enumerate(rows, start=1):
+                conn.execute(
+                    "UPDATE prompts SET held = 0, position = ?, updated_at = ? WHERE id = ?",
+                    (after + offset, now, row["id"]),
+                )
+            return len(rows)
 
         return await self._db.write(resume)
 
     async def clear(self, session_id: str, *, actor: Actor | None = None) -> int:
-        """Drop every queued prompt (recorded as dropped, audited); return how many.
-
-        The pause flag is left as it is: resuming is a separate, explicit step.
-        """
+        """Drop every queued prompt, held or not (recorded as dropped, audited); return how
+        many. Nothing is held any more."""
 
         def clear(conn: sqlite3.Connection) -> int:
             rows = fetch_all(
@@ -264,9 +286,13 @@ class PromptQueue:
             )
             ids = [row["id"] for row in rows]
             conn.execute(
-                "UPDATE prompts SET state = 'dropped', updated_at = ?"
+                "UPDATE prompts SET state = 'dropped', held = 0, updated_at = ?"
                 " WHERE session_id = ? AND state = 'queued'",
                 (self._db.now(), session_id),
+            )
+            conn.execute(
+                "UPDATE sessions SET queue_paused = 0, queue_pause_reason = NULL WHERE id = ?",
+                (session_id,),
             )
             self._db.audit(
                 conn, "queue.cleared", actor=actor, session_id=session_id, details={"ids": ids}
@@ -277,9 +303,9 @@ class PromptQueue:
 
     async def recover_after_restart(self) -> list[str]:
         """At start-up: every prompt left in flight is interrupted (never resent), and every
-        session that still has queued prompts is paused until a person sends /resume.
+        prompt still queued is held until a person sends /resume (a new message runs first).
 
-        Returns the ids of the sessions paused.
+        Returns the ids of the sessions that hold prompts.
         """
         now = self._db.now()
 
@@ -294,17 +320,43 @@ class PromptQueue:
                 "SELECT DISTINCT session_id FROM prompts WHERE state = 'queued'"
                 " ORDER BY session_id",
             )
-            paused = [row["session_id"] for row in rows]
-            for session_id in paused:
-                conn.execute(
-                    "UPDATE sessions SET queue_paused = 1,"
-                    " queue_pause_reason = 'gateway restarted' WHERE id = ?",
-                    (session_id,),
-                )
-                self._db.audit(conn, "queue.paused_after_restart", session_id=session_id)
-            return paused
+            held = [row["session_id"] for row in rows]
+            for session_id in held:
+                _hold(self._db, conn, session_id, "the gateway restarted")
+                self._db.audit(conn, "queue.held_after_restart", session_id=session_id)
+            return held
 
         return await self._db.write(recover)
+
+
+def _hold(db: Database, conn: sqlite3.Connection, session_id: str, reason: str) -> int:
+    cursor = conn.execute(
+        "UPDATE sessions SET queue_paused = 1, queue_pause_reason = ? WHERE id = ?",
+        (reason, session_id),
+    )
+    if cursor.rowcount == 0:
+        raise StoreError(f"no session {session_id}")
+    conn.execute(
+        "UPDATE prompts SET held = 1, updated_at = ?"
+        " WHERE session_id = ? AND state = 'queued' AND held = 0",
+        (db.now(), session_id),
+    )
+    held = _count_held(conn, session_id)
+    if not held:  # nothing to hold: nothing is said to be held
+        conn.execute(
+            "UPDATE sessions SET queue_paused = 0, queue_pause_reason = NULL WHERE id = ?",
+            (session_id,),
+        )
+    return held
+
+
+def _count_held(conn: sqlite3.Connection, session_id: str) -> int:
+    row = fetch_one(
+        conn,
+        "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued' AND held = 1",
+        (session_id,),
+    )
+    return 0 if row is None else int(row["n"])
 
 
 def _count_queued(conn: sqlite3.Connection, session_id: str) -> int:
@@ -322,7 +374,7 @@ def _queued_before(conn: sqlite3.Connection, prompt: PromptRecord) -> int:
     row = fetch_one(
         conn,
         "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued'"
-        " AND position < ?",
+        " AND held = 0 AND position < ?",
         (prompt.session_id, prompt.position),
     )
     return 0 if row is None else int(row["n"])
@@ -357,4 +409,5 @@ def _prompt_from_row(row: sqlite3.Row) -> PromptRecord:
         position=row["position"],
         created_at=parse_time(row["created_at"]),
         updated_at=parse_time(row["updated_at"]),
+        held=bool(row["held"]),
     )

@@ -42,8 +42,8 @@ class SessionRecord:
     current_epoch: int  # 0 until the first runtime starts
     closed_at: datetime | None  # set by /new or close: the session takes no more prompts
     close_reason: str | None
-    queue_paused: bool
-    queue_pause_reason: str | None
+    queue_paused: bool  # some queued prompts are held (/stop, a restart, a failed start)
+    queue_pause_reason: str | None  # why they are held
     initiator: Actor | None = None  # who started it: the default approver
 
     @property
@@ -125,6 +125,7 @@ class PromptRecord:
     position: int
     created_at: datetime
     updated_at: datetime
+    held: bool = False  # queued before a /stop (or a restart): waits for /resume or /clear
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -147,7 +148,7 @@ class EnqueueResult:
     outcome: EnqueueOutcome
     prompt: PromptRecord | None  # the new or the earlier prompt; None when FULL
     ahead: int  # queued prompts before this one (or, when FULL, the queue's depth)
-    paused: bool  # the queue is paused: the reply should say "/resume to send"
+    held: int  # earlier prompts held by /stop or a restart (this one runs before them)
 
 
 class CopyState(StrEnum):
@@ -169,6 +170,7 @@ class CardCopy:
     rendered_version: int | None  # the interaction version the copy shows
     error: str | None
     updated_at: datetime
+    again: int = 0  # 0: the conversation's copy; 1, 2...: the card drawn again there
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -53,7 +53,7 @@ class Store:
     At start-up, before anything resumes: for each of ``sessions.live_epochs()`` end the
     leftover process (pid, pgid and start time are recorded), then ``sessions.end_epoch``
     and ``interactions.orphan_epoch``; then ``prompts.recover_after_restart()`` (in-flight
-    prompts interrupted, queues with waiting prompts paused) and edit every card of
+    prompts interrupted, waiting prompts held) and edit every card of
     ``cards.list_outdated()`` and resend ``cards.list_failed()``.
     """
 

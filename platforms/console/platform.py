@@ -282,6 +282,9 @@ class ConsolePlatform:
         await self.changes.bump()
         return EditResult.EDITED
 
+    async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
+        return False  # the page has no mark on a message: a short notice says it
+
     async def turn_started(self, conversation: ConversationRef) -> None:
         await self.changes.bump()  # the page shows the turn running before any text
 

@@ -104,6 +104,7 @@ class MemoryPlatform:
         self.rate_limited: float | None = None  # a 429 storm: every call, this retry-after
         self.too_many: list[str] = []  # the outbound calls answered 429
         self.turns: list[TurnSignal] = []
+        self.marks: list[tuple[ConversationRef, str]] = []  # messages marked "queued"
         self.adopt_unknown = adopt_unknown
         self._inbox: Inbox | None = None
         self._taking_input = False
@@ -176,6 +177,12 @@ class MemoryPlatform:
         await self._store(Rendered(ref=ref, card=card, versions=[card]))
         return ref
 
+    async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
+        await self._check_up("mark_queued")
+        self.marks.append((conversation, message_id))
+        await self._notify()
+        return True
+
     async def turn_started(self, conversation: ConversationRef) -> None:
         await self._signal(conversation, None)
 
@@ -205,9 +212,11 @@ class MemoryPlatform:
         *,
         message_id: str | None = None,
         private: bool = False,
-    ) -> None:
-        """``actor`` writes ``text`` in ``conversation``: a shared one, or with ``private``
-        their own conversation with the bot (where a stranger is told their id)."""
+        reply_to: str | None = None,
+    ) -> str:
+        """``actor`` writes ``text`` in ``conversation`` (as a reply to the message
+        ``reply_to``): a shared one, or with ``private`` their own conversation with the bot
+        (where a stranger is told their id). Returns the message's id."""
         message = InboundMessage(
             conversation=conversation,
             actor=actor,
@@ -215,8 +224,10 @@ class MemoryPlatform:
             # unique across instances: a platform never reuses a message id after a restart
             message_id=message_id or f"in-{uuid.uuid4().hex[:16]}",
             private=private,
+            reply_to=reply_to,
         )
         await self._inbox_or_fail().on_message(message)
+        return message.message_id
 
     async def click(self, conversation: ConversationRef, actor: Actor, token: str) -> Ack:
         """What the person sees: the core's Ack, or past the deadline ``RECEIVED``."""

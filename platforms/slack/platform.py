@@ -631,6 +631,11 @@ class SlackPlatform:
             channel, Priority.CARD, edit, key=("card", ts), method="chat.update"
         )
 
+    async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
+        """No mark yet (``reactions.add`` needs the reactions:write scope): the core says it
+        in a short text."""
+        return False
+
     async def turn_started(self, conversation: ConversationRef) -> None:
         """Nothing: a bot in Slack has no typing indicator outside AI-app threads."""
 

@@ -26,6 +26,7 @@ __all__ = [
     "chat_id_of",
     "conversation_of",
     "is_private",
+    "replied_id",
     "topic_of",
 ]
 
@@ -80,6 +81,15 @@ def _replies_to_bot(message: Message, bot: User) -> bool:
         return False
     # in a forum topic every message "replies" to the topic's creation notice
     return replied.from_user.id == bot.id and replied.forum_topic_created is None
+
+
+def replied_id(message: Message) -> str | None:
+    """The id of the message ``message`` replies to (a card, for instance); None when it
+    replies to none, or only to its forum topic's creation notice."""
+    replied = message.reply_to_message
+    if replied is None or replied.forum_topic_created is not None:
+        return None
+    return str(replied.message_id)
 
 
 def _starts_with_command(message: Message) -> bool:

@@ -88,6 +88,9 @@ STOP_GRACE_SECONDS = 10.0  # for the updates being handled when input stops
 TYPING_SECONDS = 4.5  # Telegram shows "typing…" for 5 s, or until the bot sends a message
 MAX_TYPING = 256  # chats showing it at once; more running turns go without
 TYPING_MAX_SECONDS = 3600.0
+# A message queued while a card waits, once its full notice was given: a reaction on it (one
+# of the emoji a bot may react with), which a phone does not ring for, instead of a message
+QUEUED_REACTION = "✍"
 
 
 class _Receiver(Protocol):
@@ -313,6 +316,17 @@ class TelegramPlatform:
         chat_id, message_id = chat_id_of(ref.conversation), int(ref.message_id)
         self.forms.update((chat_id, message_id), ref.conversation, card)
         return await self._edit_card(ref.conversation, (chat_id, message_id), card)
+
+    async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
+        chat_id = chat_id_of(conversation)
+
+        async def react() -> bool:
+            return await self.bot.set_message_reaction(
+                chat_id, int(message_id), reaction=QUEUED_REACTION
+            )
+
+        await self._running().run(chat_id, Priority.TEXT, react)
+        return True
 
     async def turn_started(self, conversation: ConversationRef) -> None:
         key = (chat_id_of(conversation), _thread(conversation))

@@ -22,7 +22,8 @@ again is still an answer, never a prompt for the agent.
 A message that replies to a ForceReply prompt of the gateway, from the person it was sent
 for, while the form is still pending, is that person's typed answer (a secret one is deleted
 once read and never echoed); any other message is a normal prompt, handed to
-``Inbox.on_message`` with the Telegram message id, on which the prompt queue is idempotent.
+``Inbox.on_message`` with the Telegram message id, on which the prompt queue is idempotent,
+and the id of the message it replies to (a reply to a card: the core offers the card again).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from platforms.telegram.inbound import (
     addressed_text,
     conversation_of,
     is_private,
+    replied_id,
     topic_of,
 )
 from platforms.telegram.render import parse_local_data
@@ -160,6 +162,7 @@ class UpdateHandler:
             text=taken,
             message_id=str(message.message_id),
             private=private,
+            reply_to=replied_id(message),
         )
         await self._inbox.on_message(inbound)
 

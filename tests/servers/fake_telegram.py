@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import math
 import os
 import time
@@ -68,7 +69,13 @@ BOT: dict[str, Any] = {
 }
 WEBHOOK_RETRY_SECONDS = (0.05, 1.0)  # the first pause before a POST again, and the longest
 _PER_CHAT = frozenset({"sendMessage", "sendDocument", "editMessageText", "editMessageReplyMarkup"})
-_LIMITED = _PER_CHAT | {"deleteMessage"}
+_LIMITED = _PER_CHAT | {"deleteMessage", "setMessageReaction"}
+# the emoji a bot may react with (Bot API, ReactionTypeEmoji); anything else is refused
+REACTION_EMOJI = frozenset(
+    "👍 👎 ❤ 🔥 🥰 👏 😁 🤔 🤯 😱 🤬 😢 🎉 🤩 🤮 💩 🙏 👌 🕊 🤡 🥱 🥴 😍 🐳 ❤‍🔥 🌚 🌭 💯 🤣 ⚡"
+    " 🍌 🏆 💔 🤨 😐 🍓 🍾 💋 🖕 😈 😴 😭 🤓 👻 👨‍💻 👀 🎃 🙈 😇 😨 🤝 ✍ 🤗 🫡 🎅 🎄 ☃ 💅 🤪"
+    " 🗿 🆒 💘 🙉 🦄 😘 💊 🙊 😎 👾 🤷‍♂ 🤷 🤷‍♀ 😡".split()
+)
 _CHAT_ACTIONS = frozenset(
     "typing upload_photo record_video upload_video record_voice upload_voice upload_document"
     " choose_sticker find_location record_video_note upload_video_note".split()
@@ -90,6 +97,7 @@ class Sent:
     deleted: bool = False
     html: str = ""
     versions: list[str] = field(default_factory=list)
+    reactions: list[str] = field(default_factory=list)  # the bot's reaction on it (emoji)
 
     @property
     def buttons(self) -> list[dict[str, Any]]:
@@ -398,6 +406,21 @@ class FakeTelegram:
         self._writable_chat(p)
         if p.get("action") not in _CHAT_ACTIONS:
             raise Refused(400, "Bad Request: wrong parameter action in request")
+        return True
+
+    async def _m_setMessageReaction(self, p: dict[str, Any]) -> bool:
+        message = self._existing(p, "message to react not found")
+        reaction = p.get("reaction") or []
+        if isinstance(reaction, str):
+            reaction = json.loads(reaction)
+        emoji = []
+        for item in reaction:
+            if item.get("type") != "emoji" or item.get("emoji") not in REACTION_EMOJI:
+                raise Refused(400, "Bad Request: REACTION_INVALID")
+            emoji.append(item["emoji"])
+        if len(emoji) > 1:
+            raise Refused(400, "Bad Request: REACTIONS_TOO_MANY")
+        message.reactions = emoji
         return True
 
     async def _m_deleteMessage(self, p: dict[str, Any]) -> bool:
