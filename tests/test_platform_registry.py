@@ -226,3 +226,30 @@ def test_the_core_config_code_names_no_platform() -> None:
         if word.search(text)
     ]
     assert named == []
+
+
+def test_every_platform_the_registry_builds_has_every_method_of_the_contract() -> None:
+    """A method added to the Platform protocol must be added to every platform: the
+    registry imports factories by name, so the type checker never sees this."""
+    import importlib
+    import inspect
+
+    from gateway.platform import Platform
+
+    members = [
+        name
+        for name, value in vars(Platform).items()
+        if not name.startswith("_") and inspect.isfunction(value)
+    ]
+    assert "mark_queued" in members and "send_card" in members
+    for name in PLATFORMS.names():
+        factory = PLATFORMS.entry(name).factory
+        if factory is None:
+            continue
+        module, _, attribute = factory.partition(":")
+        cls = getattr(importlib.import_module(module), attribute)
+        for member in members:
+            method = getattr(cls, member, None)
+            assert method is not None, f"{name} has no {member}"
+            wanted = inspect.iscoroutinefunction(getattr(Platform, member))
+            assert inspect.iscoroutinefunction(method) == wanted, f"{name}.{member}"
