@@ -336,7 +336,7 @@ class AgentProcess:
             raise CodecUsageError("a line written to an agent must not contain a newline")
         async with self._write_lock:
             if not self.running or self._stopping:
-                raise self._exited_error("cannot write to agent")
+                raise await self._exited_error("cannot write to agent")
             if self._stdin_closed:
                 raise CodecUsageError("write_line after close_stdin")
             try:
@@ -344,7 +344,7 @@ class AgentProcess:
                 self._stdin.write(b"\n")
                 await self._stdin.drain()
             except (BrokenPipeError, ConnectionResetError) as exc:
-                raise self._exited_error("agent closed its stdin") from exc
+                raise await self._exited_error("agent closed its stdin") from exc
 
     async def close_stdin(self) -> None:
         """Send EOF after any line being written, for agents that read their input to EOF."""
@@ -356,7 +356,10 @@ class AgentProcess:
         self._stdin_closed = True
         self._stdin.close()
 
-    def _exited_error(self, message: str) -> AgentExitedError:
+    async def _exited_error(self, message: str) -> AgentExitedError:
+        """The error, with the end of the agent's stderr: a process that exited may have
+        written why a moment ago (the drain catches up first, bounded as in :meth:`wait`)."""
+        await self._settle_stderr()
         returncode = self._transport.get_returncode()
         code = returncode if returncode is not None and returncode >= 0 else None
         return AgentExitedError(
