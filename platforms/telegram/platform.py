@@ -54,6 +54,7 @@ from gateway.cards import Card
 from gateway.commands import COMMANDS, CommandName, slash
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
+from gateway.markdown import telegram_html
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
 from platforms.form_drafts import Form
@@ -267,7 +268,8 @@ class TelegramPlatform:
 
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
         self._check_length(text)
-        sent = await self._send(conversation, Priority.TEXT, text, parse_mode=None)
+        html = telegram_html(text)  # what a person sees of it is no longer than text
+        sent = await self._send(conversation, Priority.TEXT, html, ParseMode.HTML)
         self._remember(sent, text)
         return MessageRef(conversation=conversation, message_id=str(sent.message_id))
 
@@ -278,7 +280,8 @@ class TelegramPlatform:
             return EditResult.NOT_MODIFIED
 
         async def edit() -> EditResult:
-            result = await _edit(self.bot, chat_id, message_id, text, None, None)
+            html = telegram_html(text)
+            result = await _edit(self.bot, chat_id, message_id, html, ParseMode.HTML, None)
             self._remember_key((chat_id, message_id), text)
             return result
 
