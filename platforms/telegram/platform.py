@@ -393,7 +393,8 @@ class TelegramPlatform:
             platform=PLATFORM, space=None, channel=str(chat_id), thread=_str(thread)
         )
         try:
-            await self._send(conversation, Priority.CARD, text[:4096], None, None, reply_to)
+            html = telegram_html(text[:4096])  # a reply to a click or a typed answer
+            await self._send(conversation, Priority.CARD, html, ParseMode.HTML, None, reply_to)
         except PlatformError as exc:
             log.warning("notice to chat %s failed: %s", chat_id, exc)
 
