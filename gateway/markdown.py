@@ -58,11 +58,13 @@ _PARSER = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographe
     ["table", "strikethrough"]
 )
 _LANGUAGE = re.compile(r"[^a-z0-9+#._-]")
+_NEWLINES = re.compile(r"\r\n?")  # markdown-it's own line breaks
 _CACHED = 512  # rendered texts kept per renderer: a page or a flush draws the same again
 
 
 def _tree(md: str) -> tuple[SyntaxTreeNode, list[str]]:
-    return SyntaxTreeNode(_PARSER.parse(md)), md.splitlines()
+    """The token tree, and the source lines as the parser numbers them (its ``map``)."""
+    return SyntaxTreeNode(_PARSER.parse(md)), _NEWLINES.sub("\n", md).split("\n")
 
 
 def _language(info: str) -> str:

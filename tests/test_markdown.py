@@ -50,6 +50,7 @@ HOSTILE = [
     "***\n---\n___",
     "\u200b\u202e reversed \ufeff \x00 nul",
     "😀 emoji **😀** `😀`",
+    "form\x0bfeed\x0c and \u2028 breaks\r\n\r\n- crlf\r\n- list\r\rold mac",
     FENCE_5000,
 ]
 
