@@ -231,3 +231,12 @@ def test_the_slash_command_spells_the_gateways_commands() -> None:
     assert command_text("stop") == "/stop"
     assert command_text("  ") == "/help"
     assert command_text("/new fix it") == "/new fix it"
+
+
+def test_the_agents_markdown_is_slack_mrkdwn_and_pings_no_one() -> None:
+    from platforms.slack.render import mrkdwn
+
+    shown = mrkdwn("**Done**: see `hello.txt` <!channel> <@U1>")
+    assert shown.startswith("*Done*: see `hello.txt`")
+    assert "<!channel>" not in shown and "<@U1>" not in shown
+    assert "&lt;!channel&gt;" in shown

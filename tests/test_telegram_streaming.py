@@ -47,7 +47,8 @@ async def test_5000_deltas_are_one_growing_text_with_no_429_and_the_exact_end(
     )
     async with on_telegram(config, fake_telegram) as tg:
         await tg.say(ALICE, "explain at length")
-        shown = await tg.fake.wait_for(lambda: "".join(tg.texts(ALICE.id)) == LONG or None, 90)
+        # each part ends at a line break, which a message does not show
+        shown = await tg.fake.wait_for(lambda: "\n".join(tg.texts(ALICE.id)) == LONG or None, 90)
         messages = tg.fake.bot_messages(ALICE.id)
         assert shown
         assert len(messages) == 4 and all(len(m.text) <= 4096 for m in messages)
@@ -80,7 +81,7 @@ async def test_a_429_storm_in_the_middle_of_a_turn_loses_nothing(
 
         def whole() -> bool:
             texts = [m.text for m in tg.fake.bot_messages(ALICE.id) if m is not card]
-            return LONG in "".join(texts).split("touch storm.txt'`\n\n", 1)[-1]
+            return LONG in "\n".join(texts).split("touch storm.txt'\n\n", 1)[-1]
 
         await tg.fake.wait_for(whole, 90)
         await tg.fake.wait_for(lambda: card.markup is None and "done" in card.text, 60)

@@ -101,6 +101,17 @@ margin:0 0 14px;white-space:pre-wrap;word-break:break-word}
 .msg .tool{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:13px;color:#374151}
 .msg code{background:#eef0f4;padding:0 4px;border-radius:4px;font-size:13px}
 .msg.mine{background:#eef4ff;border-color:#bfd3ff;margin-left:80px}
+.msg.md p,.msg.md ul,.msg.md ol,.msg.md blockquote,.msg.md table,.msg.md pre{margin:0 0 8px}
+.msg.md>:last-child,.msg.md li>:last-child{margin-bottom:0}
+.msg.md ul,.msg.md ol{padding-left:22px}
+.msg.md h4,.msg.md h5,.msg.md h6{margin:2px 0 6px;font-size:15px}.msg.md h4{font-size:16px}
+.msg.md blockquote{padding:0 0 0 10px;border-left:3px solid var(--line);color:var(--mut)}
+.msg.md table{border-collapse:collapse;display:block;overflow-x:auto}
+.msg.md th,.msg.md td{border:1px solid var(--line);padding:3px 8px;text-align:left}
+.msg.md .right{text-align:right}.msg.md .center{text-align:center}
+.msg.md hr{border:0;border-top:1px solid var(--line);margin:8px 0}
+.msg.md a{color:var(--pri)}
+.msg pre code{background:none;padding:0;border-radius:0;font-size:inherit;color:inherit}
 .msg .who{display:block;font-size:12px;color:var(--mut);margin-bottom:2px}
 form.say{display:flex;gap:10px;margin-top:18px}
 form.say select{width:auto;max-width:220px}

@@ -26,7 +26,8 @@ from gateway.cards import (
 )
 from gateway.domain import Action, Effect, InteractionState, Question, Scope
 from gateway.interactions import DeliveryOutcome, Interaction
-from platforms.console.highlight import highlight_diff, highlight_shell
+from gateway.markdown import console_html
+from platforms.console.highlight import highlight_code, highlight_diff, highlight_shell
 from platforms.console.views import CardView
 
 __all__ = ["PostContext", "card_html", "clock", "state_class"]
@@ -78,6 +79,8 @@ def _block(block: Block) -> str:
             return f'<pre class="{css}">{body}</pre>'
         case DiffBlock(diff=diff):
             return f'<pre class="diff">{highlight_diff(diff)}</pre>'
+        case TextBlock(text=text, markdown=True):
+            return f'<div class="msg md">{console_html(text, highlight_code)}</div>'
         case TextBlock(text=text):
             return f'<div class="msg">{escape(text)}</div>'
         case FieldsBlock(fields=fields):

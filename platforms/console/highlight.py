@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from html import escape
 
-__all__ = ["highlight_diff", "highlight_shell"]
+__all__ = ["highlight_code", "highlight_diff", "highlight_shell"]
 
 _DIFF_CLASSES = (
     ("diff --git", "hd"),
@@ -70,3 +70,16 @@ def highlight_shell(command: str) -> str:
             else:
                 at_start = at_start and kind == "comment"
     return "".join(out)
+
+
+_SHELLS = frozenset({"sh", "bash", "shell", "zsh", "console"})
+
+
+def highlight_code(code: str, language: str) -> str | None:
+    """A code block of the agent's Markdown, coloured if it is a diff or a shell script
+    (None: left plain); gateway.markdown.console_html's highlighter."""
+    if language in ("diff", "patch"):
+        return highlight_diff(code)
+    if language in _SHELLS:
+        return highlight_shell(code)
+    return None

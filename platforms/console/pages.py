@@ -11,9 +11,11 @@ import re
 from collections.abc import Sequence
 from html import escape
 
+from gateway.markdown import console_html
 from gateway.store import SessionRecord
 from platforms.console.assets import SCRIPT, STYLE
 from platforms.console.cards_html import PostContext, card_html, clock, state_class
+from platforms.console.highlight import highlight_code
 from platforms.console.security import Notice
 from platforms.console.views import CardView, SessionRow, TextItem
 
@@ -203,36 +205,21 @@ def pending_page(
 
 # --- one conversation ----------------------------------------------------------------------
 
-_FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|$)", re.DOTALL)
-_CODE = re.compile(r"`([^`\n]+)`")
-_TOOL_MARKS = ("▸", "✓", "✗")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # terminal colours
 
 
-def _inline(text: str) -> str:
-    lines = []
-    for line in text.split("\n"):
-        safe = _CODE.sub(r"<code>\1</code>", escape(line))
-        if line.startswith(_TOOL_MARKS):
-            safe = f'<span class="tool">{safe}</span>'
-        lines.append(safe)
-    return "\n".join(lines)
-
-
 def message_html(item: TextItem) -> str:
+    """A message: the agent's (its text, tool lines, notices) drawn from its Markdown by
+    the shared renderer, the person's own as they typed it."""
     text = _ANSI.sub("", item.text)
-    parts, at = [], 0
-    for match in _FENCE.finditer(text):
-        parts.append(_inline(text[at : match.start()]))
-        parts.append(f"<pre>{escape(match.group(1))}</pre>")
-        at = match.end()
-    parts.append(_inline(text[at:]))
-    css, who = "msg", ""
-    if item.author is not None:
+    if item.author is None:
+        css, who, body = "msg md", "", console_html(text.strip(), highlight_code)
+    else:
         css, who = "msg mine", f'<span class="who">{escape(item.author)}</span>'
+        body = escape(text.strip())
     return (
         f'<div class="{css}" data-key="t-{escape(item.id)}" data-version="{item.version}">'
-        f"{who}{''.join(parts).strip()}</div>"
+        f"{who}{body}</div>"
     )
 
 

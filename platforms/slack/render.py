@@ -34,6 +34,7 @@ from gateway.cards import (
     TextBlock,
 )
 from gateway.domain import Effect
+from gateway.markdown import slack_mrkdwn
 
 __all__ = [
     "ACTION_PREFIX",
@@ -75,14 +76,10 @@ def escape(text: str) -> str:
 
 
 def mrkdwn(markdown: str) -> str:
-    """The agent's Markdown as Slack mrkdwn.
-
-    For now only ``&<>`` are escaped (so nothing in the agent's text pings or links); at the
-    merge with gateway/markdown.py this becomes ``gateway.markdown.slack_mrkdwn(markdown)``,
-    which converts the Markdown itself (and escapes the same way). Every text of the agent
-    that Slack shows goes through here.
-    """
-    return escape(markdown)
+    """The agent's Markdown as Slack mrkdwn, by the shared renderer (gateway/markdown.py):
+    ``&<>`` escaped, so nothing in the agent's text pings or links. Every text of the agent
+    that Slack shows goes through here."""
+    return slack_mrkdwn(markdown)
 
 
 def clip(text: str, limit: int) -> str:

@@ -55,6 +55,7 @@ from gateway.cards import Card
 from gateway.commands import COMMANDS, CommandName, slash
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
+from gateway.markdown import telegram_html
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
 from platforms.form_drafts import Form
@@ -273,7 +274,8 @@ class TelegramPlatform:
 
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
         self._check_length(text)
-        sent = await self._send(conversation, Priority.TEXT, text, parse_mode=None)
+        html = telegram_html(text)  # what a person sees of it is no longer than text
+        sent = await self._send(conversation, Priority.TEXT, html, ParseMode.HTML)
         self._remember(sent, text)
         return MessageRef(conversation=conversation, message_id=str(sent.message_id))
 
@@ -284,7 +286,8 @@ class TelegramPlatform:
             return EditResult.NOT_MODIFIED
 
         async def edit() -> EditResult:
-            result = await _edit(self.bot, chat_id, message_id, text, None, None)
+            html = telegram_html(text)
+            result = await _edit(self.bot, chat_id, message_id, html, ParseMode.HTML, None)
             self._remember_key((chat_id, message_id), text)
             return result
 
@@ -414,7 +417,8 @@ class TelegramPlatform:
             platform=PLATFORM, space=None, channel=str(chat_id), thread=_str(thread)
         )
         try:
-            await self._send(conversation, Priority.CARD, text[:4096], None, None, reply_to)
+            html = telegram_html(text[:4096])  # a reply to a click or a typed answer
+            await self._send(conversation, Priority.CARD, html, ParseMode.HTML, None, reply_to)
         except PlatformError as exc:
             log.warning("notice to chat %s failed: %s", chat_id, exc)
 

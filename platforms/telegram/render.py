@@ -1,7 +1,8 @@
 """A card as a Telegram message: HTML text, an inline keyboard, and files (pure).
 
 The text uses the Bot API's HTML mode (``<b>``, ``<i>``, ``<pre><code>``); everything from
-the agent is escaped. A command is shown in a code block, a diff in a ``diff`` code block.
+the agent is escaped, its Markdown (a plan) drawn by gateway/markdown.py. A command is
+shown in a code block, a diff in a ``diff`` code block.
 The Bot API counts its 4096 characters after the markup is parsed: when the text would be
 longer, the largest command or diff (or plan) goes as a file (sendDocument) and the card
 says so, then long prose is clipped. A pending card has one button per action the agent
@@ -29,6 +30,7 @@ from gateway.cards import (
     TextBlock,
 )
 from gateway.domain import Question
+from gateway.markdown import telegram_html
 from platforms.form_drafts import Draft, Form
 
 __all__ = [
@@ -92,6 +94,8 @@ def _block_html(block: Block) -> str:
             return f"<pre><code{attribute}>{_e(code)}</code></pre>"
         case DiffBlock(diff=diff):
             return f'<pre><code class="language-diff">{_e(diff)}</code></pre>'
+        case TextBlock(text=text, markdown=True):
+            return telegram_html(text)
         case TextBlock(text=text):
             return _e(text)
         case FieldsBlock(fields=fields):

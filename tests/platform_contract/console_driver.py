@@ -37,7 +37,7 @@ __all__ = ["ConsoleDriver", "page_items"]
 
 T = TypeVar("T")
 _ITEM = re.compile(
-    r'<div class="msg( mine)?" data-key="(t-[^"]+)" data-version="(\d+)">(.*?)</div>'
+    r'<div class="msg( mine)?(?: md)?" data-key="(t-[^"]+)" data-version="(\d+)">(.*?)</div>'
     r'|<article class="card [^"]*" id="i-([^"]+)" data-key="[^"]*" data-version="(\d+)">'
     r"(.*?)</article>",
     re.DOTALL,
@@ -49,6 +49,7 @@ _FILE = re.compile(
 )
 _TAG = re.compile(r"<(/?)(\w+)[^>]*>")
 _INLINE = {"a", "b", "code", "i", "small", "span", "time", "button", "label", "input"}
+_INLINE |= {"strong", "em", "s"}  # the agent's Markdown, drawn
 _SUBMIT = re.compile(r'<input type="hidden" name="token" value="([^"]*)">')
 
 

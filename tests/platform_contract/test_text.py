@@ -39,7 +39,8 @@ async def test_a_reply_longer_than_a_message_arrives_whole_and_fences_hold(
     assert len(pieces) >= 2
     assert all(len(piece) <= driver.limits.text_max_chars for piece in pieces)
     assert all(piece.count("```") % 2 == 0 for piece in pieces), "a fence is broken"
-    assert code_lines("".join(pieces)) == code_lines(whole)  # all of it, in order, once
+    # all of it, in order, once (each message ends at a line break, which it does not show)
+    assert code_lines("\n".join(pieces)) == code_lines(whole)
 
 
 async def test_a_streamed_reply_growing_past_the_limit_is_split_once_whole(
@@ -57,7 +58,7 @@ async def test_a_streamed_reply_growing_past_the_limit_is_split_once_whole(
     texts = [s.text for s in pieces]
     assert all(len(text) <= driver.limits.text_max_chars for text in texts)
     assert all(text.count("```") % 2 == 0 for text in texts), "a fence is broken"
-    assert code_lines("".join(texts)) == code_lines(whole)
+    assert code_lines("\n".join(texts)) == code_lines(whole)
 
 
 def code_lines(text: str) -> list[str]:

@@ -47,8 +47,8 @@ from aiohttp import web
 from tests.servers.telegram_wire import (
     Refused,
     chat_id_of,
+    check_entities,
     check_markup,
-    check_text,
     error,
     params_of,
     visible_text,
@@ -98,6 +98,17 @@ class Sent:
     html: str = ""
     versions: list[str] = field(default_factory=list)
     reactions: list[str] = field(default_factory=list)  # the bot's reaction on it (emoji)
+    parse_mode: str | None = None
+    entities: list[dict[str, Any]] = field(default_factory=list)  # as the Bot API parsed them
+
+    def entities_of(self, kind: str) -> list[str]:
+        """The text of each entity of ``kind`` (code, pre, bold, text_link, ...)."""
+        units = self.text.encode("utf-16-le")
+        return [
+            units[2 * e["offset"] : 2 * (e["offset"] + e["length"])].decode("utf-16-le")
+            for e in self.entities
+            if e["type"] == kind
+        ]
 
     @property
     def buttons(self) -> list[dict[str, Any]]:
@@ -355,8 +366,11 @@ class FakeTelegram:
         chat_id = self._writable_chat(p)
         markup = p.get("reply_markup")
         check_markup(markup)
-        visible = check_text(p.get("text", ""), p.get("parse_mode"))
-        return self._store_new(chat_id, p, visible, markup)
+        visible, entities = check_entities(p.get("text", ""), p.get("parse_mode"))
+        sent = self._store_new(chat_id, p, visible, markup)
+        stored = self._sent[(chat_id, sent["message_id"])]
+        stored.parse_mode, stored.entities = p.get("parse_mode"), entities
+        return sent
 
     async def _m_sendDocument(self, p: dict[str, Any]) -> dict[str, Any]:
         chat_id = self._writable_chat(p)
@@ -381,7 +395,7 @@ class FakeTelegram:
         message = self._existing(p, "message to edit not found")
         markup = p.get("reply_markup")
         check_markup(markup)
-        visible = check_text(p.get("text", ""), p.get("parse_mode"))
+        visible, entities = check_entities(p.get("text", ""), p.get("parse_mode"))
         if message.html == p.get("text", "") and message.markup == markup:
             raise Refused(
                 400,
@@ -390,6 +404,7 @@ class FakeTelegram:
                 " message",
             )
         message.text, message.html, message.markup = visible, p.get("text", ""), markup
+        message.parse_mode, message.entities = p.get("parse_mode"), entities
         message.versions.append(visible)
         return self._json(message)
 

@@ -1,17 +1,29 @@
 """What the Bot API accepts: its request parameters, its HTML parse mode and its limits.
 
-Telegram's HTML parse mode (https://core.telegram.org/bots/api#html-style) is checked as the
-Bot API checks it.
+Telegram's HTML parse mode (https://core.telegram.org/bots/api#html-style) is parsed as the
+Bot API parses it (tdlib's ``parse_html``, td/telegram/MessageEntity.cpp), with its errors:
+an unsupported tag, an end tag that does not match, a start tag never closed, a ``<`` that
+does not start a tag. :func:`parse_html` gives what a person sees and the message entities.
 
-Only the tags the Bot API supports are allowed, every ``<`` and ``&`` outside a tag or one of
-the four named entities (or a numeric one) is an error ("can't parse entities"), tags must
-nest properly, and the length limits apply to the text *after* the entities are parsed:
-:func:`visible_text` is what a person sees.
+Stricter than the real server where it would silently change the message, so that
+everything the gateway sends reads exactly as meant (each refusal says "strict"):
+
+- a ``&`` that is not one of the documented entities (``&lt; &gt; &amp; &quot;`` and numeric
+  ones; the server shows it as written, the documentation says to escape it);
+- an attribute Telegram ignores, or a language on a ``<code>`` that is not a ``<pre>``'s;
+- a link to anything but http(s) or tg:// (the server drops the link);
+- entities nested as Telegram does not allow ("Formatting options", tdlib's
+  ``are_entities_valid``; the server drops or splits them): nothing inside ``<code>`` or
+  ``<pre>`` but the ``<code class="language-…">`` spanning a ``<pre>``; ``<code>`` and
+  ``<pre>`` inside nothing but a blockquote; no link in a link; no blockquote in a blockquote
+  or a link; no entity inside another of its own kind.
+
+The limits apply to the text *after* the entities are parsed, its surrounding white space
+trimmed: :func:`visible_text` is what a person sees.
 """
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from typing import Any
@@ -22,10 +34,12 @@ __all__ = [
     "HtmlError",
     "Refused",
     "chat_id_of",
+    "check_entities",
     "check_markup",
     "check_text",
     "error",
     "params_of",
+    "parse_html",
     "visible_text",
 ]
 
@@ -34,49 +48,251 @@ _JSON_FIELDS = frozenset(
     " scope".split()
 )
 
-_TAGS = frozenset(
-    "b strong i em u ins s strike del code pre a tg-spoiler span blockquote tg-emoji".split()
-)
-_TOKEN = re.compile(
-    r"<(?P<close>/)?(?P<tag>[a-z-]+)(?P<attrs>\s[^<>]*)?>"
-    r"|&(?P<entity>lt|gt|amp|quot|#[0-9]{1,7}|#x[0-9a-fA-F]{1,6});"
-    r"|(?P<bad>[<&])"
-)
+_ENTITY_OF_TAG = {
+    "b": "bold",
+    "strong": "bold",
+    "i": "italic",
+    "em": "italic",
+    "u": "underline",
+    "ins": "underline",
+    "s": "strikethrough",
+    "strike": "strikethrough",
+    "del": "strikethrough",
+    "tg-spoiler": "spoiler",
+    "span": "spoiler",
+    "tg-emoji": "custom_emoji",
+    "code": "code",
+    "pre": "pre",
+    "a": "text_link",
+    "blockquote": "blockquote",
+}
+_ATTRIBUTES = {
+    "a": {"href"},
+    "code": {"class"},
+    "span": {"class"},
+    "tg-emoji": {"emoji-id"},
+    "blockquote": {"expandable"},
+}
+_CHAR_ENTITY = re.compile(r"&(?:(lt|gt|amp|quot)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
+_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
+_LINK = re.compile(r"(?i)^(https?://[^\s]+|tg://[^\s]+)$")
+_SPACE = " \t\n\r\f\v"
 
 
 class HtmlError(ValueError):
     pass
 
 
+def _refuse(why: str) -> HtmlError:
+    return HtmlError(f"Bad Request: can't parse entities: {why}")
+
+
+def _utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+class _Open:
+    __slots__ = ("argument", "kind", "start", "tag", "text_at")
+
+    def __init__(self, tag: str, argument: str, start: int, text_at: int) -> None:
+        self.tag, self.kind, self.argument = tag, _ENTITY_OF_TAG[tag], argument
+        self.start, self.text_at = start, text_at
+
+
+def _decode_entity(text: str, at: int) -> tuple[str, int] | None:
+    match = _CHAR_ENTITY.match(text, at)
+    if match is None:
+        return None
+    if match[1]:
+        return _NAMED[match[1]], match.end()
+    code = int(match[2]) if match[2] else int(match[3], 16)
+    if code == 0 or code >= 0x10FFFF:
+        return None
+    return chr(code), match.end()
+
+
+def _attributes(text: str, i: int, tag: str, begin: int) -> tuple[dict[str, str], int]:
+    """The attributes of a start tag from ``i`` (tdlib's reading), and where its ``>`` is."""
+    found: dict[str, str] = {}
+    while text[i : i + 1] != ">":
+        while i < len(text) and text[i] in _SPACE:
+            i += 1
+        if text[i : i + 1] == ">":
+            break
+        name_at = i
+        while i < len(text) and text[i] not in _SPACE + "=>/\"'":
+            i += 1
+        name = text[name_at:i]
+        if not name:
+            raise _refuse(f'Empty attribute name in the tag "{tag}" at byte offset {begin}')
+        while i < len(text) and text[i] in _SPACE:
+            i += 1
+        if text[i : i + 1] != "=":
+            if i >= len(text):
+                raise _refuse(f'Unclosed start tag "{tag}" at byte offset {begin}')
+            found[name] = ""
+            continue
+        i += 1
+        while i < len(text) and text[i] in _SPACE:
+            i += 1
+        if i >= len(text):
+            raise _refuse(f'Unclosed start tag "{tag}" at byte offset {begin}')
+        if text[i] not in "\"'":
+            value_at = i
+            while i < len(text) and (text[i].isalnum() or text[i] in ".-"):
+                i += 1
+            value = text[value_at:i].lower()
+            if i >= len(text) or (text[i] not in _SPACE and text[i] != ">"):
+                raise _refuse(f"Unexpected end of name token at byte offset {value_at}")
+        else:
+            end_character = text[i]
+            i += 1
+            value_chars = []
+            while i < len(text) and text[i] != end_character:
+                decoded = _decode_entity(text, i) if text[i] == "&" else None
+                if decoded is not None:
+                    value_chars.append(decoded[0])
+                    i = decoded[1]
+                else:
+                    value_chars.append(text[i])
+                    i += 1
+            i += 1  # the closing quote
+            value = "".join(value_chars)
+        if i >= len(text):
+            raise _refuse(f"Unclosed start tag at byte offset {begin}")
+        found[name] = value
+    return found, i
+
+
+def _check_start(tag: str, attributes: dict[str, str], stack: list[_Open], text_at: int) -> str:
+    """The entity's argument; the strict checks of a start tag against what is open."""
+    allowed = _ATTRIBUTES.get(tag, set())
+    unknown = set(attributes) - allowed
+    if unknown:
+        raise _refuse(f"(strict) attribute {sorted(unknown)[0]!r} of <{tag}> is ignored")
+    argument = ""
+    if tag == "a":
+        argument = attributes.get("href", "")
+        if not _LINK.match(argument):
+            raise _refuse(f"(strict) the link {argument!r} would be dropped")
+    elif tag == "code" and "class" in attributes:
+        css = attributes["class"]
+        if not css.startswith("language-"):
+            raise _refuse(f"(strict) class {css!r} of <code> is ignored")
+        argument = css.removeprefix("language-")
+    elif tag == "span":
+        if attributes.get("class") != "tg-spoiler":
+            raise _refuse('Tag "span" must have class "tg-spoiler"')
+    kind = _ENTITY_OF_TAG[tag]
+    parent = stack[-1] if stack else None
+    in_pre = parent is not None and parent.kind == "pre" and parent.text_at == text_at
+    if tag == "code" and argument and not in_pre:
+        raise _refuse("(strict) a language is only given to a <code> spanning a <pre>")
+    for outer in stack:
+        if outer.kind in ("code", "pre") and not (tag == "code" and in_pre and outer is parent):
+            raise _refuse(f"(strict) <{tag}> inside <{outer.tag}> would be dropped")
+        if kind in ("code", "pre") and outer.kind != "blockquote" and not in_pre:
+            raise _refuse(f"(strict) <{tag}> may be inside a blockquote only, not <{outer.tag}>")
+        if outer.kind == kind:
+            raise _refuse(f"(strict) <{tag}> inside <{outer.tag}>: the same entity twice")
+        if kind == "blockquote" and outer.kind == "text_link":
+            raise _refuse("(strict) a blockquote inside a link would be dropped")
+    return argument
+
+
+def parse_html(text: str) -> tuple[str, list[dict[str, Any]]]:
+    """What a person sees of an HTML message, and its entities (offsets in UTF-16 units);
+    HtmlError where the Bot API (or the strict checks above) refuse it."""
+    out: list[str] = []
+    entities: list[dict[str, Any]] = []
+    stack: list[_Open] = []
+    offset = 0  # UTF-16 units of visible text so far
+    seen = 0  # characters of visible text so far
+    i, size = 0, len(text)
+    while i < size:
+        char = text[i]
+        if char == "&":
+            decoded = _decode_entity(text, i)
+            if decoded is None:
+                raise _refuse(f"(strict) an unescaped '&' at byte offset {i}")
+            out.append(decoded[0])
+            offset += _utf16(decoded[0])
+            seen += 1
+            i = decoded[1]
+            continue
+        if char != "<":
+            out.append(char)
+            offset += _utf16(char)
+            seen += 1
+            i += 1
+            continue
+        begin = i
+        i += 1
+        if text[i : i + 1] != "/":
+            name_at = i
+            while i < size and text[i] not in _SPACE and text[i] != ">":
+                i += 1
+            if i >= size:
+                raise _refuse(f"Unclosed start tag at byte offset {begin}")
+            tag = text[name_at:i].lower()
+            if tag not in _ENTITY_OF_TAG:
+                raise _refuse(f'Unsupported start tag "{tag}" at byte offset {begin}')
+            attributes, i = _attributes(text, i, tag, begin)
+            argument = _check_start(tag, attributes, stack, seen)
+            stack.append(_Open(tag, argument, offset, seen))
+            i += 1  # the ">"
+            continue
+        if not stack:
+            raise _refuse(f"Unexpected end tag at byte offset {begin}")
+        name_at = i + 1
+        while i < size and text[i] not in _SPACE and text[i] != ">":
+            i += 1
+        end_tag = text[name_at:i].lower()
+        while i < size and text[i] in _SPACE:
+            i += 1
+        if i >= size or text[i] != ">":
+            raise _refuse(f"Unclosed end tag at byte offset {begin}")
+        i += 1
+        opened = stack.pop()
+        if end_tag and end_tag != opened.tag:
+            raise _refuse(
+                f'Unmatched end tag at byte offset {begin}, expected "</{opened.tag}>", '
+                f'found "</{end_tag}>"'
+            )
+        if offset > opened.start:
+            entity: dict[str, Any] = {
+                "type": opened.kind,
+                "offset": opened.start,
+                "length": offset - opened.start,
+            }
+            if opened.kind == "text_link":
+                entity["url"] = opened.argument
+            last = entities[-1] if entities else None
+            same_span = (
+                last is not None
+                and last["offset"] == entity["offset"]
+                and last["length"] == entity["length"]
+            )
+            if opened.kind == "pre" and same_span and last is not None and last["type"] == "code":
+                last["type"] = "pre"  # <pre><code class="language-x">: one pre entity
+                if not last.get("language"):
+                    last.pop("language", None)
+                continue
+            if opened.kind == "code" and opened.argument:
+                entity["language"] = opened.argument
+            entities.append(entity)
+    if stack:
+        raise _refuse(f'Can\'t find end tag corresponding to start tag "{stack[-1].tag}"')
+    for entity in entities:
+        if entity["type"] == "code":
+            entity.pop("language", None)  # a language only counts on a pre
+    entities.sort(key=lambda e: (e["offset"], -e["length"]))
+    return "".join(out), entities
+
+
 def visible_text(text: str) -> str:
     """The text a person sees; HtmlError where the Bot API would refuse to parse it."""
-    out: list[str] = []
-    stack: list[str] = []
-    position = 0
-    for match in _TOKEN.finditer(text):
-        out.append(text[position : match.start()])
-        position = match.end()
-        if match["bad"] is not None:
-            raise HtmlError(
-                f"Bad Request: can't parse entities: unsupported start tag or unescaped "
-                f"{match['bad']!r} at byte offset {match.start()}"
-            )
-        if match["entity"] is not None:
-            out.append(html.unescape(match.group(0)))
-            continue
-        tag = match["tag"]
-        if tag not in _TAGS:
-            raise HtmlError(f'Bad Request: can\'t parse entities: unsupported start tag "{tag}"')
-        if match["close"]:
-            if not stack or stack[-1] != tag:
-                raise HtmlError(f"Bad Request: can't parse entities: unexpected end tag {tag}")
-            stack.pop()
-        else:
-            stack.append(tag)
-    if stack:
-        raise HtmlError(f"Bad Request: can't parse entities: unclosed start tag {stack[-1]}")
-    out.append(text[position:])
-    return "".join(out)
+    return parse_html(text)[0]
 
 
 class Refused(Exception):
@@ -120,16 +336,24 @@ def chat_id_of(p: dict[str, Any]) -> int:
         raise Refused(400, "Bad Request: chat not found") from None
 
 
-def check_text(text: str, parse_mode: str | None) -> str:
+def check_entities(text: str, parse_mode: str | None) -> tuple[str, list[dict[str, Any]]]:
+    """A message's text as Telegram keeps it (what a person sees, and its entities), or
+    the Bot API's refusal. Only the HTML parse mode is understood (the gateway's)."""
+    if parse_mode not in (None, "", "HTML"):
+        raise Refused(400, f"Bad Request: unsupported parse_mode {parse_mode!r} in this fake")
     try:
-        visible = visible_text(text) if parse_mode == "HTML" else text
+        visible, entities = parse_html(text) if parse_mode == "HTML" else (text, [])
     except HtmlError as exc:
         raise Refused(400, str(exc)) from None
     if not visible.strip():
         raise Refused(400, "Bad Request: message text is empty")
-    if len(visible) > 4096:
+    if len(visible.strip()) > 4096:
         raise Refused(400, "Bad Request: message is too long")
-    return visible
+    return visible, entities
+
+
+def check_text(text: str, parse_mode: str | None) -> str:
+    return check_entities(text, parse_mode)[0]
 
 
 def check_markup(markup: Any) -> None:
