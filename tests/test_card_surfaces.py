@@ -242,3 +242,16 @@ def test_the_status_line_and_the_timeline_write_times_and_names_alike() -> None:
     assert 'chose "Allow once"' in console  # the same straight quotes
     assert "09:16 UTC" in console and "09:16:37" not in console  # the same clock
     assert "“" not in console and "”" not in console
+
+
+def test_a_rule_too_long_for_a_telegram_message_goes_whole_as_a_file() -> None:
+    rule = "python3 -c " + "x" * 5000
+    item = interaction(command_request(["python3", "-c", "x" * 5000]))
+    drawn, phone = telegram(item)
+    assert len(phone) <= 4096
+    [attached] = [a for a in drawn.attachments if a.name == "rule.txt"]
+    assert attached.content == rule
+    assert "(the rule is attached as rule.txt)" in phone
+    assert [b.label for row in drawn.keyboard for b in row][1].startswith(
+        "Always allow commands like this"
+    )
