@@ -1,6 +1,6 @@
 """The ack deadline rule on every platform: a click the core has not answered within the
 platform's deadline (less a margin) is answered neutrally, and the core's work goes on to the
-end: the decision reaches the agent once and the card ends "delivered".
+end: the decision reaches the agent once and the card ends "sent to the agent".
 
 The decision is made slow by the scripted agent (tests/scripted_launcher.py), whose write is
 held (``writes.hold()``) until the person has had the neutral answer. Each platform is given

@@ -118,7 +118,9 @@ async def test_stop_with_a_request_pending_cancels_it_and_interrupts_the_turn(
         token = shown.card.actions[0].token
         await gw.memory.say(ROOM, ALICE, "/stop")
         await gw.text_where(lambda text: "interrupted" in text)
-        await gw.card_where(lambda card: not card.actions and "ancel" in card.status_line)
+        await gw.card_where(
+            lambda card: not card.actions and "before anyone answered" in card.status_line
+        )
         late = await gw.memory.click(ROOM, ALICE, token)
         assert not late.accepted
         assert not (claude_home.workspace / "hello.txt").exists()
