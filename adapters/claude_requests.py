@@ -296,7 +296,7 @@ def _open_approval(
         path, diff = file_change_diff(tool, tool_input, cwd)
         detail = FileChange(paths=(path,), diff=diff)
         title = "Write a file" if tool == "Write" else f"Edit {_relative(path, cwd)}"
-        summary.insert(0, f"{name}: {_relative(path, cwd)}")
+        # the diff's header names the file: the summary does not again
     else:
         shown = json.dumps(tool_input, indent=2, ensure_ascii=False)
         if len(shown) > TOOL_INPUT_SHOWN:

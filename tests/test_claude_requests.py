@@ -158,6 +158,7 @@ def test_an_edit_shows_the_file_and_a_diff_of_the_replacement() -> None:
     }
     request = opened(tool("Edit", edit, permission_suggestions=[ACCEPT_EDITS])).request
     assert request.title == "Edit src/a.py"
+    assert "a.py" not in request.summary  # the title and the diff name it already
     assert request.detail == FileChange(
         paths=(f"{CWD}/src/a.py",),
         diff="--- a/src/a.py\n+++ b/src/a.py\n@@ one occurrence @@\n x = 1\n-y = 2\n+y = 3\n",
