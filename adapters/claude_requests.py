@@ -196,14 +196,20 @@ def describe_suggestion(
         if scope is Scope.ALWAYS
         else "until this session ends"
     )
+    rule_text = ""
     if kind == "addRules" and get_text(suggestion, "behavior") == "allow":
         rules = [r for r in get_array(suggestion, "rules") or () if isinstance(r, dict)]
         if not rules:
             return None
         shown = ", ".join(_rule_text(rule) for rule in rules)
-        prefix = "Always allow" if scope is Scope.ALWAYS else "Allow for this session:"
-        label = f"{prefix} {shown}"
-        description = f"Allow it now, and calls matching {shown} run without asking {lasting}."
+        # a short label (a button on a phone); the rules go whole beside the description
+        label = (
+            "Always allow calls like this"
+            if scope is Scope.ALWAYS
+            else "Allow calls like this for this session"
+        )
+        description = f"Allow it now, and calls matching these rules run without asking {lasting}:"
+        rule_text = shown
     elif kind == "addDirectories":
         directories = get_strings(suggestion, "directories")
         if not directories:
@@ -220,7 +226,12 @@ def describe_suggestion(
     else:
         return None
     action = Action(
-        id=action_id, label=label, effect=Effect.ALLOW, scope=scope, description=description
+        id=action_id,
+        label=label,
+        effect=Effect.ALLOW,
+        scope=scope,
+        description=description,
+        rule=rule_text,
     )
     return action, update
 
@@ -285,7 +296,7 @@ def _open_approval(
         path, diff = file_change_diff(tool, tool_input, cwd)
         detail = FileChange(paths=(path,), diff=diff)
         title = "Write a file" if tool == "Write" else f"Edit {_relative(path, cwd)}"
-        summary.insert(0, f"{name}: {_relative(path, cwd)}")
+        # the diff's header names the file: the summary does not again
     else:
         shown = json.dumps(tool_input, indent=2, ensure_ascii=False)
         if len(shown) > TOOL_INPUT_SHOWN:

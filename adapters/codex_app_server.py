@@ -450,7 +450,7 @@ class CodexAppServerCodec:
         return []
 
     def _on_item(self, item: JsonObject, *, completed: bool) -> list[AgentEvent]:
-        event = codex_events.item_event(item, completed=completed)
+        event = codex_events.item_event(item, completed=completed, cwd=self._setup.cwd)
         if not isinstance(event, ToolActivity):
             return [] if event is None else [event]
         # Remember what later messages about the item need: the changes a

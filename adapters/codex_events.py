@@ -70,7 +70,7 @@ _TURN_STATUS: Final = {
 }
 
 
-def item_event(item: JsonObject, *, completed: bool) -> AgentEvent | None:
+def item_event(item: JsonObject, *, completed: bool, cwd: str | None = None) -> AgentEvent | None:
     """Schema: ThreadItem. agentMessage (on completion), commandExecution and fileChange
     (started and completed); None for the other item types."""
     item_type = get_text(item, "type")
@@ -93,7 +93,7 @@ def item_event(item: JsonObject, *, completed: bool) -> AgentEvent | None:
         )
     if item_type == "fileChange":
         # FileChangeThreadItem {changes: [FileUpdateChange {path, kind, diff}], status}.
-        changes = file_changes_from_item(item)
+        changes = file_changes_from_item(item, cwd)
         return ToolActivity(
             item_id=item_id,
             tool=ToolKind.FILE_CHANGE,

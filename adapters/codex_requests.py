@@ -26,7 +26,7 @@ written. Malformed params raise :class:`gateway.errors.MalformedMessage`.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from adapters.codex_replies import (
     ApprovalReply,
@@ -70,8 +70,6 @@ __all__ = [
     "open_user_input",
 ]
 
-LABEL_PREFIX_LIMIT = 40
-
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OpenedRequest:
@@ -83,48 +81,98 @@ class OpenedRequest:
 # --- command execution approval ------------------------------------------------------------
 
 
-def _shown_prefix(words: tuple[str, ...]) -> str:
-    shown = shlex.join(words)
-    if len(shown) > LABEL_PREFIX_LIMIT:
-        return shown[: LABEL_PREFIX_LIMIT - 1] + "…"
-    return shown
+def _command_rule(prefix: tuple[str, ...], command: str) -> Action:
+    """The action adding a lasting command rule. Its label is short (a button on a phone:
+    Telegram cuts at 60 characters, Slack at 75); the rule goes whole in ``rule``, shown
+    beside the description, unless it is the whole command, shown on the card already."""
+    try:
+        whole = tuple(shlex.split(command)) == prefix
+    except ValueError:
+        whole = False
+    if whole:
+        return Action(
+            id="rule",
+            label="Always allow this command",
+            effect=Effect.ALLOW,
+            scope=Scope.ALWAYS,
+            description=(
+                "Run it, and add a lasting rule: this command, and any command that starts "
+                "with it, runs without asking, now and in later sessions."
+            ),
+        )
+    return Action(
+        id="rule",
+        label="Always allow commands like this",
+        effect=Effect.ALLOW,
+        scope=Scope.ALWAYS,
+        description=(
+            "Run it, and add a lasting rule: commands starting with these words run without "
+            "asking, now and in later sessions:"
+        ),
+        rule=shlex.join(prefix),
+    )
 
 
-def _describe_command_decision(value: JsonValue) -> tuple[str, str, Effect, Scope, str] | None:
-    """(action id, label, effect, scope, description) for one CommandExecutionApprovalDecision.
+def _describe_command_decision(value: JsonValue, command: str = "") -> Action | None:
+    """The action for one CommandExecutionApprovalDecision (its id not yet made unique).
 
     Schema: CommandExecutionApprovalDecision (all six variants); None for anything else.
     """
     match value:
         case "accept":
-            return "accept", "Allow once", Effect.ALLOW, Scope.ONCE, "Run it this time."
+            return Action(
+                id="accept",
+                label="Allow once",
+                effect=Effect.ALLOW,
+                description="Run it this time.",
+            )
         case "acceptForSession":
             description = "Run it, and similar commands without asking for the rest of the session."
-            return "session", "Allow for this session", Effect.ALLOW, Scope.SESSION, description
+            return Action(
+                id="session",
+                label="Allow for this session",
+                effect=Effect.ALLOW,
+                scope=Scope.SESSION,
+                description=description,
+            )
         case "decline":
             description = "Do not run it; the agent continues the turn."
-            return "decline", "Deny", Effect.DENY, Scope.ONCE, description
+            return Action(id="decline", label="Deny", effect=Effect.DENY, description=description)
         case "cancel":
             description = "Do not run it, and stop the turn."
-            return "cancel", "Deny and stop the turn", Effect.CANCEL, Scope.ONCE, description
+            return Action(
+                id="cancel",
+                label="Deny and stop the turn",
+                effect=Effect.CANCEL,
+                description=description,
+            )
         # An empty prefix would be a rule allowing every command: never offered.
         case {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": list(words)}} if words:
-            prefix = tuple(str(word) for word in words)
-            label = f"Always allow `{_shown_prefix(prefix)}`"
-            description = (
-                f"Run it, and add a persistent rule: commands starting with "
-                f"`{shlex.join(prefix)}` run without asking, now and in later sessions."
-            )
-            return "rule", label, Effect.ALLOW, Scope.ALWAYS, description
+            return _command_rule(tuple(str(word) for word in words), command)
         case {"applyNetworkPolicyAmendment": {"network_policy_amendment": dict(amendment)}}:
             host, rule = amendment.get("host"), amendment.get("action")
             if not isinstance(host, str) or rule not in ("allow", "deny"):
                 return None
+            # the host is the card's own subject (its title, its Host field): not said again
             if rule == "allow":
-                description = f"Add a persistent rule allowing network access to {host}."
-                return "net-allow", f"Always allow {host}", Effect.ALLOW, Scope.ALWAYS, description
-            description = f"Add a persistent rule blocking network access to {host}."
-            return "net-deny", f"Always block {host}", Effect.DENY, Scope.ALWAYS, description
+                description = (
+                    "Allow it, and add a lasting rule allowing network access to this host."
+                )
+                return Action(
+                    id="net-allow",
+                    label="Always allow this host",
+                    effect=Effect.ALLOW,
+                    scope=Scope.ALWAYS,
+                    description=description,
+                )
+            description = "Refuse it, and add a lasting rule blocking network access to this host."
+            return Action(
+                id="net-deny",
+                label="Always block this host",
+                effect=Effect.DENY,
+                scope=Scope.ALWAYS,
+                description=description,
+            )
     return None
 
 
@@ -150,7 +198,7 @@ def _default_command_decisions(params: JsonObject, kind: str) -> list[JsonValue]
 
 
 def _approval_actions(
-    offered: list[JsonValue],
+    offered: list[JsonValue], command: str = ""
 ) -> tuple[tuple[Action, ...], ApprovalReply, tuple[str, ...]]:
     actions: list[Action] = []
     decisions: list[tuple[str, JsonValue]] = []
@@ -161,19 +209,16 @@ def _approval_actions(
         at = offered.index("cancel") if "cancel" in offered else len(offered)
         offered = [*offered[:at], "decline", *offered[at:]]
     for value in offered:
-        described = _describe_command_decision(value)
+        described = _describe_command_decision(value, command)
         if described is None:
             warnings.append(f"the agent offered a decision this gateway does not know: {value!r}")
             continue
-        action_id, label, effect, scope, description = described
         taken = {action.id for action in actions}
-        unique_id, n = action_id, 1
+        unique_id, n = described.id, 1
         while unique_id in taken:
             n += 1
-            unique_id = f"{action_id}-{n}"
-        actions.append(
-            Action(id=unique_id, label=label, effect=effect, scope=scope, description=description)
-        )
+            unique_id = f"{described.id}-{n}"
+        actions.append(replace(described, id=unique_id))
         decisions.append((unique_id, value))
     return tuple(actions), ApprovalReply(decisions=tuple(decisions)), tuple(warnings)
 
@@ -196,7 +241,7 @@ def open_command_approval(native_key: str, params: JsonObject) -> OpenedRequest:
     offered = get_array(params, "availableDecisions")
     if offered is None:
         offered = _default_command_decisions(params, kind)
-    actions, reply, warnings = _approval_actions(offered)
+    actions, reply, warnings = _approval_actions(offered, command or "")
     summary_parts = [reason or ""]
     detail: Command | Network
     if network is not None:
@@ -239,11 +284,30 @@ class FileChangeSet:
     diff: str
 
 
-def file_changes_from_item(item: JsonObject) -> FileChangeSet:
+def _shown_path(path: str, cwd: str | None, side: str) -> str:
+    """``a/rel`` or ``b/rel`` for a path under the work dir, else the path as it is."""
+    root = cwd.rstrip("/") if cwd else ""
+    if root and path.startswith(root + "/"):
+        return f"{side}/{path[len(root) + 1 :]}"
+    return path
+
+
+def _lines(text: str, mark: str) -> str:
+    return "".join(f"{mark}{line}\n" for line in text.splitlines())
+
+
+def _count(text: str) -> str:
+    lines = len(text.splitlines())
+    return "0,0" if lines == 0 else f"1,{lines}"
+
+
+def file_changes_from_item(item: JsonObject, cwd: str | None = None) -> FileChangeSet:
     """Schema: FileChangeThreadItem ``changes`` (FileUpdateChange: path, kind, diff).
 
-    The diff is shown in apply_patch's own framing: an ``add`` carries the new content, an
-    ``update`` a unified diff, a ``delete`` the removed content.
+    The diff is a unified diff, as a person reads every other change: an ``add`` carries the
+    new content (shown as ``+`` lines from ``/dev/null``), an ``update`` a unified diff's
+    hunks, a ``delete`` the removed content (``-`` lines). A path under ``cwd`` (the work
+    dir) is shown relative to it (``a/…``, ``b/…``); ``paths`` stay as the agent gave them.
     """
     paths: list[str] = []
     sections: list[str] = []
@@ -254,15 +318,22 @@ def file_changes_from_item(item: JsonObject) -> FileChangeSet:
         kind_type = get_text(kind, "type") or "update"
         move_path = get_text(kind, "move_path")
         paths.append(path)
-        header = {"add": "Add File", "delete": "Delete File"}.get(kind_type, "Update File")
-        heading = f"*** {header}: {path}"
+        body = get_text(change, "diff") or ""
+        before, after = _shown_path(path, cwd, "a"), _shown_path(path, cwd, "b")
+        if kind_type == "add":
+            hunk = f"@@ -0,0 +{_count(body)} @@\n" if body else ""
+            sections.append(f"--- /dev/null\n+++ {after}\n{hunk}{_lines(body, '+')}")
+            continue
+        if kind_type == "delete":
+            hunk = f"@@ -{_count(body)} +0,0 @@\n" if body else ""
+            sections.append(f"--- {before}\n+++ /dev/null\n{hunk}{_lines(body, '-')}")
+            continue
         if move_path:
             paths.append(move_path)
-            heading += f"\n*** Move to: {move_path}"
-        body = get_text(change, "diff") or ""
+            after = _shown_path(move_path, cwd, "b")
         if body and not body.endswith("\n"):
             body += "\n"
-        sections.append(f"{heading}\n{body}")
+        sections.append(f"--- {before}\n+++ {after}\n{body}")
     return FileChangeSet(paths=tuple(paths), diff="".join(sections))
 
 
@@ -304,16 +375,14 @@ def open_file_change_approval(
     )
     wire = ("accept", "acceptForSession", "decline", "cancel")
     reply = ApprovalReply(decisions=tuple(zip((a.id for a in actions), wire, strict=True)))
+    # the diff names each file (relative to the work dir): the summary does not again
+    summary = reason or ""
     if changes is None:
         changes = FileChangeSet(paths=(), diff="")
-        summary = "The agent did not announce which files it wants to change."
-    else:
-        count = len(changes.paths)
-        summary = f"{count} file{'s' if count != 1 else ''}: {', '.join(changes.paths)}"
-    if reason:
-        summary = f"{reason} {summary}"
+        summary += " The agent did not announce which files it wants to change."
     if grant_root:
         summary += f" It also asks to write anywhere under {grant_root} for the session."
+    summary = summary.strip()
     request = InteractionRequest(
         native_key=native_key,
         kind=InteractionKind.APPROVAL,

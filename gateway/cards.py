@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from enum import StrEnum
 
+from gateway.card_status import action_label, status_line, undelivered
 from gateway.domain import (
     Action,
     Command,
@@ -31,12 +31,10 @@ from gateway.domain import (
     Permissions,
     Plan,
     Question,
-    Resolution,
     Scope,
     Text,
 )
-from gateway.expiry import waited
-from gateway.interactions import DecisionFact, DeliveryOutcome, Interaction
+from gateway.interactions import Interaction
 
 __all__ = [
     "Attachment",
@@ -60,6 +58,10 @@ __all__ = [
 TITLE_MAX_CHARS = 200
 FIELD_MAX_CHARS = 500
 LABEL_MAX_CHARS = 75  # Slack's limit for button text, the strictest
+# A label longer than this is not kept: it would wrap to several lines on a phone (and be cut
+# at Telegram's 60 characters). The action's own short words stand in, and the whole label
+# goes to its explanation, shown in full beside the button.
+LABEL_SHORT_CHARS = 40
 
 
 class ButtonStyle(StrEnum):
@@ -96,12 +98,19 @@ Block = CodeBlock | DiffBlock | TextBlock | FieldsBlock
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CardAction:
-    """One button: the token is the only thing the platform sends back."""
+    """One button: the token is the only thing the platform sends back.
+
+    ``label`` is short; ``explanation`` says what it does (never the label again);
+    ``rule`` is the exact lasting rule it adds (a command prefix), whole: a platform shows
+    it beside the explanation, never in the label, where it would be cut."""
 
     label: str
     token: str
     style: ButtonStyle = ButtonStyle.DEFAULT
     effect: Effect | None = None
+    scope: Scope = Scope.ONCE
+    explanation: str = ""
+    rule: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -178,7 +187,13 @@ def _fields(*pairs: tuple[str, str | None]) -> tuple[FieldsBlock, ...]:
     return (FieldsBlock(fields=kept),) if kept else ()
 
 
-def _detail_blocks(detail: Detail | None) -> tuple[Block, ...]:
+def _detail_blocks(detail: Detail | None, summary: str) -> tuple[Block, ...]:
+    """The blocks of what is asked. A field that says what the summary already says (the
+    agent's reason, often its summary too) is left out: each fact is shown once."""
+
+    def fields(*pairs: tuple[str, str | None]) -> tuple[FieldsBlock, ...]:
+        return _fields(*((key, value) for key, value in pairs if not _said(value, summary)))
+
     match detail:
         case None:
             return ()
@@ -186,29 +201,31 @@ def _detail_blocks(detail: Detail | None) -> tuple[Block, ...]:
             label = "Input for the running process" if detail.stdin_for_running_process else ""
             return (
                 CodeBlock(code=detail.command, language="sh"),
-                *_fields(("Note", label), ("Directory", detail.cwd), ("Reason", detail.reason)),
+                *fields(("Note", label), ("Directory", detail.cwd), ("Reason", detail.reason)),
             )
         case Network():
             port = None if detail.port is None else str(detail.port)
-            return _fields(
+            return fields(
                 ("Host", detail.host),
                 ("Protocol", detail.protocol),
                 ("Port", port),
                 ("Reason", detail.reason),
             )
         case FileChange():
+            # the diff's headers name each file: a list of them would say it again
+            files = None if detail.diff else ", ".join(detail.paths)
             return (
-                *_fields(
-                    ("Files", ", ".join(detail.paths)),
+                *fields(
+                    ("Files", files),
                     ("Reason", detail.reason),
                     ("Write access to", detail.grant_root),
                 ),
-                DiffBlock(diff=detail.diff, paths=detail.paths),
+                *((DiffBlock(diff=detail.diff, paths=detail.paths),) if detail.diff else ()),
             )
         case Permissions():
             return (
                 TextBlock(text=detail.description),
-                *_fields(
+                *fields(
                     ("For", _SCOPE_PHRASE[detail.scope]),
                     ("Requested", ", ".join(detail.requested)),
                     ("Reason", detail.reason),
@@ -220,18 +237,36 @@ def _detail_blocks(detail: Detail | None) -> tuple[Block, ...]:
             return (TextBlock(text=detail.text),)
 
 
+def _said(value: str | None, summary: str) -> bool:
+    return bool(value) and value is not None and value.strip() in summary
+
+
 _SCOPE_PHRASE = {
     Scope.ONCE: "this time only",
     Scope.TURN: "this turn",
     Scope.SESSION: "this session",
     Scope.ALWAYS: "always",
 }
-_SCOPE_HINT = {
-    Scope.TURN: "for this turn",
-    Scope.SESSION: "for this session",
-    Scope.ALWAYS: "always",
+# What a button does, where the agent gave no description of its own.
+_EFFECT_PHRASE = {
+    Effect.ALLOW: "Allows it",
+    Effect.DENY: "Refuses it; the agent carries on",
+    Effect.CANCEL: "Refuses it and stops the agent's turn",
 }
-_SCOPE_WORDS = ("turn", "session", "always", "forever", "permanent")
+_GRANT_PHRASE = {
+    Scope.ONCE: "this time only",
+    Scope.TURN: "for the rest of this turn",
+    Scope.SESSION: "for the rest of this session",
+    Scope.ALWAYS: "always, as a lasting rule",
+}
+# The short words a label too long for a button gives way to.
+_SHORT_LABEL = {
+    (Effect.ALLOW, Scope.ONCE): "Allow once",
+    (Effect.ALLOW, Scope.TURN): "Allow for this turn",
+    (Effect.ALLOW, Scope.SESSION): "Allow for this session",
+    (Effect.ALLOW, Scope.ALWAYS): "Always allow",
+    (Effect.DENY, Scope.ALWAYS): "Always block",
+}
 
 
 def _attachable(block: Block, kind: InteractionKind) -> tuple[str, str, str] | None:
@@ -277,152 +312,45 @@ def _with_blocks(card: Card, blocks: list[Block]) -> Card:
     return replace(card, blocks=tuple(blocks))
 
 
-def _action_label(action: Action) -> str:
-    """The agent's label, plus how far the grant reaches where the label does not say."""
-    hint = _SCOPE_HINT.get(action.scope)
-    if hint and not any(word in action.label.lower() for word in _SCOPE_WORDS):
-        return f"{action.label} ({hint})"
-    return action.label
+def _explanation(action: Action) -> str:
+    """What the button does, said once: the agent's description, else the effect and reach."""
+    if action.description:
+        return action.description
+    if action.effect is Effect.ALLOW:
+        return f"{_EFFECT_PHRASE[action.effect]}, {_GRANT_PHRASE[action.scope]}."
+    return f"{_EFFECT_PHRASE[action.effect]}."
+
+
+def _short(action: Action) -> tuple[str, str]:
+    """(label, explanation): the label as it is where it is short, else the action's short
+    words, the whole label then leading its explanation."""
+    label = action_label(action.label, action.scope)
+    explanation = _explanation(action)
+    if len(label) <= LABEL_SHORT_CHARS:
+        return label, explanation
+    short = _SHORT_LABEL.get((action.effect, action.scope))
+    if short is None:
+        short = "Deny and stop the turn" if action.effect is Effect.CANCEL else "Deny"
+    return short, f"{action.label.replace('`', '')}: {explanation}"
 
 
 def _button(action: Action, token: str, attached: tuple[str, ...]) -> CardAction:
-    label = _action_label(action)
+    label, explanation = _short(action)
     suffix = "".join(f" (see attached {what})" for what in attached)
     label = _clip(label, LABEL_MAX_CHARS - len(suffix)) + suffix
     if action.effect is Effect.ALLOW:
         style = ButtonStyle.PRIMARY if action.scope is Scope.ONCE else ButtonStyle.DEFAULT
     else:
         style = ButtonStyle.DANGER
-    return CardAction(label=label, token=token, style=style, effect=action.effect)
-
-
-# --- status --------------------------------------------------------------------------------
-
-
-def _when(at: datetime) -> str:
-    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-_VERDICT = {Effect.ALLOW: "Approved", Effect.DENY: "Denied", Effect.CANCEL: "Denied and stopped"}
-
-
-def _decided(interaction: Interaction, fact: DecisionFact) -> str:
-    action = interaction.action(fact.decision.action_id) if fact.decision.action_id else None
-    if interaction.kind is InteractionKind.QUESTION and (
-        action is None or action.effect is Effect.ALLOW
-    ):
-        verdict = "Answered"
-    elif action is not None:
-        verdict = _VERDICT[action.effect]
-    else:
-        verdict = "Decided"
-    choice = f' ("{_action_label(action)}")' if action is not None and verdict != "Answered" else ""
-    return f"{verdict}{choice} by {fact.actor} at {_when(fact.at)}"
-
-
-def _expired(interaction: Interaction) -> str:
-    """Nobody decided in time: what the gateway told the agent, never "denied by" anyone."""
-    head = f"Expired after {waited(interaction)}: timed out"
-    sent = (interaction.resolution.note if interaction.resolution else "") or "a refusal"
-    delivery = interaction.delivery
-    if delivery is None:
-        return f"{head}, sending {sent} to the agent…"
-    match delivery.outcome:
-        case DeliveryOutcome.OK:
-            return f"{head}, {sent} sent to the agent"
-        case DeliveryOutcome.FAILED:
-            return f"{head}, {sent} not delivered: {delivery.error or 'the write failed'}"
-        case DeliveryOutcome.UNKNOWN:
-            why = f" ({delivery.error})" if delivery.error else ""
-            return f"{head}; whether {sent} reached the agent is not known{why}"
-        case DeliveryOutcome.SKIPPED:
-            why = (delivery.error or "").removeprefix("not written: ")
-            return f"{head}, nothing sent to the agent" + (f": {why}" if why else "")
-
-
-def undelivered(interaction: Interaction) -> str | None:
-    """What a person must know, and do, when a decision's write failed while the agent still
-    waits (DECIDED with a failed delivery); None otherwise. The answer is never resent on its
-    own (DESIGN.md rule 3): the person ends the turn and says what they want now."""
-    delivery = interaction.delivery
-    if (
-        interaction.state is not InteractionState.DECIDED
-        or delivery is None
-        or delivery.outcome is not DeliveryOutcome.FAILED
-    ):
-        return None
-    why = delivery.error or "the write failed"
-    return (
-        f"the answer did not reach the agent ({why}); it was not resent: "
-        "/stop the turn, then send a new message"
+    return CardAction(
+        label=label,
+        token=token,
+        style=style,
+        effect=action.effect,
+        scope=action.scope,
+        explanation=explanation,
+        rule=action.rule,
     )
-
-
-def _stopped_by(interaction: Interaction) -> str | None:
-    """ "stopped by @alice at …" when a person's /stop ended it (the agent did not cancel it)."""
-    resolution = interaction.resolution
-    if resolution is None or resolution.how is not Resolution.STOPPED:
-        return None
-    return f"stopped by {resolution.note or resolution.by} at {_when(resolution.at)}"
-
-
-def status_line(interaction: Interaction) -> str:
-    """One line: the state and the three facts (decision, delivery, resolution)."""
-    state = interaction.state
-    if interaction.kind is InteractionKind.AUTHENTICATION:
-        return "Sign-in requests are not supported in chat: answer it where the agent runs"
-    if state is InteractionState.PENDING:
-        if interaction.kind is InteractionKind.QUESTION:
-            return "Waiting for an answer"
-        return "Waiting for a decision"
-    superseded = (
-        interaction.resolution is not None and interaction.resolution.how is Resolution.SUPERSEDED
-    )
-    stopped = _stopped_by(interaction)
-    if interaction.decision is None:
-        match state:
-            case InteractionState.CANCELLED if stopped is not None:
-                return f"{stopped[0].upper()}{stopped[1:]}: nothing was sent to the agent"
-            case InteractionState.CANCELLED:
-                return "Superseded by a newer request" if superseded else "Cancelled by the agent"
-            case InteractionState.EXPIRED:
-                return _expired(interaction)
-            case InteractionState.ORPHANED:
-                return "Orphaned: the agent process ended before this was answered"
-            case _:
-                return f"Closed ({state.value})"
-    parts = [_decided(interaction, interaction.decision)]
-    delivery = interaction.delivery
-    delivered = delivery is not None and delivery.outcome is DeliveryOutcome.OK
-    failed = delivery is not None and delivery.outcome is DeliveryOutcome.FAILED
-    if delivered:
-        parts.append("delivered")
-    elif failed and state is InteractionState.DECIDED:
-        parts.append(undelivered(interaction) or "")
-    elif failed:
-        error = delivery.error if delivery is not None else None
-        parts.append(f"not delivered ({error or 'the write failed'})")
-    match state:
-        case InteractionState.DECIDED if delivery is None:
-            parts.append("delivering…")
-        case InteractionState.RESOLVED:
-            parts.append("done")
-        case InteractionState.CANCELLED:
-            why = "superseded by a newer request" if superseded else "cancelled by the agent"
-            why = stopped or why
-            parts.append(f"then {why}" if delivered or failed else f"not delivered: {why}")
-        case InteractionState.ORPHANED if delivered:
-            parts.append("orphaned: the agent process ended before confirming")
-        case InteractionState.ORPHANED if failed:
-            parts.append("then the agent process ended")
-        case InteractionState.ORPHANED if delivery is None:
-            # a gateway that died between the decision and recording its write
-            parts.append("orphaned: the gateway stopped before recording whether it was delivered")
-        case InteractionState.ORPHANED:
-            parts.append("orphaned: the agent process ended before it was delivered")
-        case InteractionState.UNKNOWN:
-            parts.append("unknown whether the agent received it (its runtime outlived the gateway)")
-    return " · ".join(parts)
 
 
 def _answer_fields(interaction: Interaction) -> tuple[Block, ...]:
@@ -496,7 +424,10 @@ def render_interaction(
             ),
             submit_token=token_for("s"),
         )
-    blocks = (*_detail_blocks(interaction.detail), *_answer_fields(interaction))
+    blocks = (
+        *_detail_blocks(interaction.detail, interaction.summary),
+        *_answer_fields(interaction),
+    )
     if pending and secret_here:  # the questions, read-only, and where to answer them
         asked = _fields(*((q.header or "Question", q.text) for q in interaction.questions))
         blocks = (*blocks, *asked, TextBlock(text=secret_elsewhere(private_places)))

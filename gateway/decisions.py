@@ -20,7 +20,7 @@ from typing import Any
 
 from gateway.auth import REJECTION_TEXT, ActionToken, Rejection, check_click, verify_token
 from gateway.broker import Broker
-from gateway.cards import status_line
+from gateway.card_status import action_label, status_line
 from gateway.commands import resolve_action
 from gateway.config import Config
 from gateway.domain import Actor, Answer, ConversationRef, Decision, Effect, InteractionState
@@ -283,7 +283,9 @@ def _outcome(interaction: Interaction, decision: Decision) -> str:
     if decision.action_id is not None:
         action = interaction.action(decision.action_id)
         verdict = _VERDICT[action.effect] if action is not None else "Decided"
-        label = action.label if action is not None else decision.action_id
+        label = (
+            action_label(action.label, action.scope) if action is not None else decision.action_id
+        )
         head = f"{verdict}: {label}."
     else:
         head = "Answer sent."

@@ -181,13 +181,18 @@ Detail = Command | Network | FileChange | Permissions | Plan | Text
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Action:
-    """One choice the agent offers; ``id`` is what a decision names."""
+    """One choice the agent offers; ``id`` is what a decision names.
+
+    ``label`` is short (a button on a phone); ``description`` says what it does; ``rule`` is
+    the exact lasting rule it adds where it adds one (a command prefix, a permission rule),
+    shown whole beside the description, never in the label, where it would be cut."""
 
     id: str
     label: str
     effect: Effect
     scope: Scope = Scope.ONCE
     description: str = ""
+    rule: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

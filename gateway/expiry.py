@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from gateway.config import ExpiryOutcome
 from gateway.domain import Action, Decision, Effect, InteractionState, Scope
 from gateway.interactions import Interaction
+from gateway.wording import duration
 
 __all__ = [
     "TIMED_OUT_MESSAGE",
@@ -72,11 +73,10 @@ def is_due(interaction: Interaction, after_seconds: float, now: datetime) -> boo
 
 
 def waited(interaction: Interaction) -> str:
-    """How long an expired interaction waited, as a card says it: "30 s", "0.5 s"."""
+    """How long an expired interaction waited, as a card and a notice say it: "30 s",
+    "1 min 35 s" (gateway/wording.py)."""
     end = interaction.resolution.at if interaction.resolution else interaction.updated_at
-    seconds = max(0.0, (end - interaction.created_at).total_seconds())
-    text = f"{seconds:.1f}".removesuffix(".0") if seconds < 10 else f"{seconds:.0f}"
-    return f"{text} s"
+    return duration((end - interaction.created_at).total_seconds())
 
 
 def _refusal(interaction: Interaction, effect: Effect) -> Action | None:

@@ -18,14 +18,21 @@ from functools import partial
 from typing import TypeVar
 
 from gateway.commands import spell_commands
-from gateway.domain import ConversationRef
+from gateway.domain import ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.events import ToolActivity, ToolKind, ToolPhase
 from gateway.platform import Platform, RateLimited
 from gateway.textsplit import GrowingSplit, split_text
 from gateway.timeline import Timeline
 
-__all__ = ["MAX_RATE_LIMIT_WAIT", "Notifier", "TurnStream", "with_rate_limit"]
+__all__ = [
+    "AGENT_ENDED_WORDS",
+    "MAX_RATE_LIMIT_WAIT",
+    "TOOL_ENDED_WORDS",
+    "Notifier",
+    "TurnStream",
+    "with_rate_limit",
+]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -71,13 +78,19 @@ class Notifier:
                 return
 
 
-def _activity_line(event: ToolActivity) -> str:
+def _activity_line(event: ToolActivity, *, ended: str | None = None) -> str:
+    """A tool's line, in Markdown (a command in backticks): "▸" while it runs, "✓" or "✗"
+    once it ended. ``ended`` says, in a person's words, how it ended where the agent's own
+    word would mislead: a refusal sent because nobody answered ("expired: nobody answered",
+    where Codex says "declined"), a tool still running when its turn ended."""
     if event.tool is ToolKind.COMMAND:
         subject = f"`{event.title}`"
     elif event.tool is ToolKind.FILE_CHANGE:
         subject = ", ".join(event.paths) or event.title
     else:
         subject = event.title
+    if ended is not None:
+        return f"✗ {subject} ({ended})"
     if event.phase is not ToolPhase.COMPLETED:
         return f"▸ {subject}"
     if event.status in ("declined", "rejected", "denied"):
@@ -86,6 +99,16 @@ def _activity_line(event: ToolActivity) -> str:
         code = f"exit {event.exit_code}" if event.exit_code is not None else "failed"
         return f"✗ {subject} ({code})"
     return f"✓ {subject}"
+
+
+EXPIRED_WORDS = "expired: nobody answered"
+# how a tool still running when its turn ended is shown (it never reports its end)
+TOOL_ENDED_WORDS = {
+    TurnStatus.COMPLETED: "not finished when the turn ended",
+    TurnStatus.INTERRUPTED: "stopped: the turn was interrupted",
+    TurnStatus.FAILED: "stopped: the turn failed",
+}
+AGENT_ENDED_WORDS = "stopped: the agent process ended"
 
 
 def _now() -> datetime:
@@ -103,6 +126,10 @@ class TurnStream:
         self.saving = asyncio.Lock()  # one save of the timeline at a time (the runner's)
         self._splits: dict[tuple[int, int], GrowingSplit] = {}  # by section and text limit
         self._chunks: dict[tuple[int, int], tuple[int, list[str]]] = {}
+        self._tools: dict[str, ToolActivity] = {}  # each tool's last event, by item
+        self._running: dict[str, None] = {}  # tools not completed, in the order they started
+        self._waiting_on: dict[str, str] = {}  # interaction -> the tool that waits for it
+        self._ended: dict[str, str] = {}  # item -> how it ended, in a person's words
 
     # --- what the agent did (synchronous, cheap: called for every event) ------------------
 
@@ -111,11 +138,40 @@ class TurnStream:
         self.timeline.message(item_id, text)
 
     def activity(self, event: ToolActivity) -> None:
-        self.timeline.tool(f"tool:{event.item_id}", _activity_line(event))
+        item = event.item_id
+        self._tools[item] = event
+        if event.phase is ToolPhase.COMPLETED:
+            self._running.pop(item, None)
+        else:
+            self._running[item] = None
+        line = _activity_line(event, ended=self._ended.get(item))
+        self.timeline.tool(f"tool:{item}", line)
 
     def interaction_opened(self, interaction_id: str) -> None:
-        """A card opened: what comes next is a new message, after it."""
+        """A card opened: what comes next is a new message, after it. The tool started last
+        and still running is the one that waits for it (Codex announces the command, then
+        asks)."""
+        if self._running:
+            self._waiting_on[interaction_id] = next(reversed(self._running))
         self.timeline.interaction_opened(interaction_id)
+
+    def interaction_expired(self, interaction_id: str) -> None:
+        """Nobody answered the card in time: the tool that waited for it is refused because
+        of that, not by anyone (the agent reports it "declined")."""
+        item = self._waiting_on.get(interaction_id)
+        if item is None:
+            return
+        self._ended[item] = EXPIRED_WORDS
+        event = self._tools.get(item)
+        if event is not None and event.phase is ToolPhase.COMPLETED:
+            self.timeline.tool(f"tool:{item}", _activity_line(event, ended=EXPIRED_WORDS))
+
+    def end_running_tools(self, words: str) -> None:
+        """The turn is over: a tool still shown running ended with it (``words`` say how)."""
+        for item in list(self._running):
+            ended = self._ended.setdefault(item, words)
+            self.timeline.tool(f"tool:{item}", _activity_line(self._tools[item], ended=ended))
+        self._running.clear()
 
     # --- reading it -----------------------------------------------------------------------
 

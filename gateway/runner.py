@@ -21,6 +21,7 @@ from datetime import datetime
 
 from gateway.agents import AgentLauncher, RunningAgent
 from gateway.broker import Broker, DeliveryRefused, DeliveryWork
+from gateway.card_status import status_line
 from gateway.config import ProjectConfig
 from gateway.domain import Actor, ConversationRef, Decision, InteractionState, TurnStatus
 from gateway.errors import AgentError, GatewayError, StoreError
@@ -41,13 +42,14 @@ from gateway.events import (
     Warning,
 )
 from gateway.exit_notice import exit_notice
-from gateway.expiry import due_at, is_due, plan_expiry, waited
+from gateway.expiry import due_at, is_due, plan_expiry
 from gateway.interactions import Interaction, InteractionEvent
-from gateway.outbound import Notifier, TurnStream
+from gateway.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
 from gateway.outlets import Outbound
 from gateway.platform import Platform
 from gateway.queue_notes import stopped_notice
 from gateway.store import Clock, Store, TurnRecord, utc_now
+from gateway.wording import quoted
 
 __all__ = ["SessionRunner"]
 
@@ -356,22 +358,17 @@ class SessionRunner:
         expired = await self._broker.expire(interaction, plan)
         if expired is None:
             return  # decided (or closed by the agent) first: that one wins
+        if self._stream is not None:
+            self._stream.interaction_expired(expired.id)  # its tool line: not "declined"
         if plan.interrupt:
             try:
                 await self.interrupt()
             except GatewayError as exc:  # the agent died under the write: its exit follows
                 log.warning("expiry: the turn could not be interrupted: %s", exc)
-        title = f"“{expired.title}” ({expired.id})"
-        delivery = expired.delivery
-        if plan.action is None:
-            why = (plan.not_written or "").removeprefix("not written: ")
-            told = f"nothing was sent to the agent: {why}"
-        elif delivery is not None and delivery.error:
-            told = f"{plan.outcome} could not be sent to the agent: {delivery.error}"
-        else:
-            told = f"{plan.outcome} sent to the agent"
-        after = waited(expired)
-        await self._notify(f"⌛ Nobody answered {title} within {after}: it timed out, {told}.")
+        # in the card's words (gateway/card_status.py): "nobody answered within 2 min · a
+        # refusal was sent to the agent"
+        told = status_line(expired).removeprefix("Timed out: ")
+        await self._notify(f"⌛ {quoted(expired.title)} ({expired.id}) timed out: {told}.")
 
     # --- the turn's timeline --------------------------------------------------------------
 
@@ -437,6 +434,8 @@ class SessionRunner:
         stopped_by, self._stopped_by = self._stopped_by, None
         turn, self._turn = self._turn, None
         stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.end_running_tools(TOOL_ENDED_WORDS[status])
         if turn is not None:
             if stream is not None:
                 await self._save(turn, stream)
@@ -489,6 +488,8 @@ class SessionRunner:
         turn = self._turn
         turn_cut = turn is not None
         stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.end_running_tools(AGENT_ENDED_WORDS)
         if turn is not None:
             if stream is not None:
                 await self._save(turn, stream)
@@ -515,6 +516,7 @@ class SessionRunner:
         self._turn = None
         stream, self._stream = self._stream, None
         if stream is not None and self._outbound.is_running:
+            stream.end_running_tools(AGENT_ENDED_WORDS)
             self._outbound.end_turn(stream, TurnStatus.FAILED)
         with contextlib.suppress(GatewayError):
             await self._store.sessions.end_epoch(

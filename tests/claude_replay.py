@@ -78,7 +78,7 @@ def _labels_chosen(request: InteractionRequest, answers: dict[str, str]) -> Deci
 
 
 def _grant_for(request: InteractionRequest, update: Message) -> str:
-    """The action whose label names what ``update`` changes."""
+    """The action whose rule (or label) names what ``update`` changes."""
     match update["type"]:
         case "addRules":
             named = ", ".join(
@@ -89,7 +89,11 @@ def _grant_for(request: InteractionRequest, update: Message) -> str:
             named = ", ".join(update["directories"])
         case _:
             named = f"{update['mode']} mode"
-    [action] = [a for a in request.actions if a.id.startswith("grant-") and named in a.label]
+    [action] = [
+        a
+        for a in request.actions
+        if a.id.startswith("grant-") and (named == a.rule or named in a.label)
+    ]
     return action.id
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "DEADLINE",
     "DONE",
     "ELSEWHERE",
+    "ORPHANED",
     "ROOM_T2",
     "WHEN",
     "Asked",
@@ -44,7 +45,12 @@ DEADLINE = 30.0  # seconds for any one awaited thing; a whole approval turn take
 CAROL = Actor(platform="memory", user_id="carol", display="Carol")  # may talk, not decide
 ROOM_T2 = ConversationRef(platform="memory", space="team", channel="room", thread="t2")
 ELSEWHERE = ConversationRef(platform="memory", space="team", channel="other", thread="t9")
-WHEN = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"  # how a status line writes a time
+WHEN = r"\d\d:\d\d UTC"  # how a status line writes a time (gateway/wording.py)
+# a card whose agent process ended before anyone answered (a regex, the whole status line)
+ORPHANED = (
+    r"The (agent process ended( \(.*\))?|gateway ended the agent process) before anyone"
+    r" answered: no answer can reach it now · your next message starts the agent again"
+)
 DONE = message(lambda request: f"Done. Tool said: {request.tool_output() or ''}")
 
 

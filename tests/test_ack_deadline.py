@@ -1,6 +1,6 @@
 """The ack deadline rule on every platform: a click the core has not answered within the
 platform's deadline (less a margin) is answered neutrally, and the core's work goes on to the
-end: the decision reaches the agent once and the card ends "delivered".
+end: the decision reaches the agent once and the card ends "sent to the agent".
 
 The decision is made slow by the scripted agent (tests/scripted_launcher.py), whose write is
 held (``writes.hold()``) until the person has had the neutral answer. Each platform is given
@@ -36,7 +36,7 @@ pytestmark = pytest.mark.timeout(60)
 
 DEADLINE_SECONDS = 0.5
 APPROVE = Decision(action_id="accept")
-DELIVERED = rf'Approved \("Approve"\) by Alice at {WHEN} · delivered · done'
+DELIVERED = rf'Approved \("Approve"\) by Alice at {WHEN} · sent to the agent · done'
 DELIVERED_FROM_CONSOLE = DELIVERED.replace("by Alice", "by local:alice")
 
 
@@ -88,7 +88,7 @@ async def test_telegram_a_click_past_the_deadline_is_received_and_the_card_ends_
         assert answer.get("show_alert") in (None, False, "false")
         assert launcher.writes.waiting.is_set()
         launcher.writes.release()
-        await tg.fake.wait_for(lambda: card.markup is None and "delivered" in card.text)
+        await tg.fake.wait_for(lambda: card.markup is None and "sent to the agent" in card.text)
         assert launcher.received == [APPROVE]
 
 

@@ -218,136 +218,209 @@ def test_a_question_card_has_a_form_with_a_token_per_option() -> None:
 
 # --- after the decision --------------------------------------------------------------------
 
-WHEN = "2026-11-30 09:17 UTC"
-NOON = "2026-11-30 09:15 UTC"
+WHEN = "09:17 UTC"
 YES = f'Approved ("Yes") by alice at {WHEN}'
+NEXT_START = "your next message starts the agent again"
 
 
-@pytest.mark.parametrize(
-    ("item", "expected"),
-    [
-        (
-            decided(interaction(state=InteractionState.DECIDED), ALLOW),
-            f'Approved ("Yes") by alice at {WHEN} · delivering…',
+def ended(how: Resolution, note: str = "", by: str = "agent", seconds: int = 120) -> ResolutionFact:
+    return ResolutionFact(how=how, at=T0 + timedelta(seconds=seconds), by=by, note=note)
+
+
+def expired(
+    outcome: DeliveryOutcome | None, error: str | None = None, note: str = "deny"
+) -> Interaction:
+    delivery = None if outcome is None else DeliveryFact(outcome=outcome, at=T1, error=error)
+    return replace(
+        interaction(state=InteractionState.EXPIRED),
+        delivery=delivery,
+        resolution=ended(Resolution.EXPIRED, note=note, by="gateway", seconds=95),
+    )
+
+
+# Every state a card can end in, in a person's words: what happened, what the agent was told
+# (or that nothing reached it), and what to do next.
+STATUS_LINES = [
+    (
+        decided(interaction(state=InteractionState.DECIDED), ALLOW),
+        f"{YES} · sending it to the agent…",
+    ),
+    (
+        decided(
+            interaction(state=InteractionState.DECIDED),
+            ALLOW,
+            delivery=delivered(DeliveryOutcome.FAILED),
         ),
-        (
-            decided(
-                interaction(state=InteractionState.DECIDED),
-                ALLOW,
-                delivery=delivered(DeliveryOutcome.FAILED),
+        f"{YES} · the answer did not reach the agent (the write failed) and was not resent:"
+        " /stop the turn, then send a new message",
+    ),
+    (
+        decided(interaction(state=InteractionState.DELIVERED), DENY, delivery=delivered()),
+        f'Denied ("No") by alice at {WHEN} · sent to the agent',
+    ),
+    (
+        decided(
+            interaction(state=InteractionState.RESOLVED, actions=(ALLOW_SESSION, DENY)),
+            ALLOW_SESSION,
+            delivery=delivered(),
+            resolution=resolved(Resolution.ANSWERED),
+        ),
+        f'Approved ("Yes (for this session)") by alice at {WHEN} · sent to the agent · done',
+    ),
+    (
+        decided(
+            interaction(state=InteractionState.RESOLVED, actions=(ALLOW, CANCEL)),
+            CANCEL,
+            delivery=delivered(),
+        ),
+        f'Denied and stopped ("No, and stop") by alice at {WHEN} · sent to the agent · done',
+    ),
+    (
+        replace(
+            interaction(state=InteractionState.CANCELLED),
+            resolution=resolved(Resolution.CANCELLED_BY_AGENT),
+        ),
+        "Closed before anyone answered: the agent withdrew the request · nothing was sent to"
+        " the agent",
+    ),
+    (
+        replace(
+            interaction(state=InteractionState.CANCELLED),
+            resolution=ended(Resolution.CANCELLED_BY_AGENT, note="the turn ended"),
+        ),
+        "Closed before anyone answered: the turn ended · nothing was sent to the agent",
+    ),
+    (
+        replace(
+            interaction(state=InteractionState.CANCELLED),
+            resolution=resolved(Resolution.SUPERSEDED),
+        ),
+        "Closed before anyone answered: a newer request replaced it · nothing was sent to the"
+        " agent",
+    ),
+    (
+        decided(
+            interaction(state=InteractionState.CANCELLED),
+            ALLOW,
+            delivery=DeliveryFact(
+                outcome=DeliveryOutcome.SKIPPED,
+                at=T1,
+                error="not written: the agent withdrew the request first",
             ),
-            f'Approved ("Yes") by alice at {WHEN} · the answer did not reach the agent (the write'
-            " failed); it was not resent: /stop the turn, then send a new message",
+            resolution=resolved(Resolution.CANCELLED_BY_AGENT),
         ),
-        (
-            decided(interaction(state=InteractionState.DELIVERED), DENY, delivery=delivered()),
-            f'Denied ("No") by alice at {WHEN} · delivered',
+        f"{YES} · nothing reached the agent: the agent withdrew the request first",
+    ),
+    (
+        decided(
+            interaction(state=InteractionState.CANCELLED),
+            ALLOW,
+            delivery=delivered(),
+            resolution=resolved(Resolution.CANCELLED_BY_AGENT),
         ),
-        (
-            decided(
-                interaction(state=InteractionState.RESOLVED, actions=(ALLOW_SESSION, DENY)),
-                ALLOW_SESSION,
-                delivery=delivered(),
-                resolution=resolved(Resolution.ANSWERED),
-            ),
-            f'Approved ("Yes (for this session)") by alice at {WHEN} · delivered · done',
+        f"{YES} · sent to the agent, then the agent withdrew the request",
+    ),
+    (
+        expired(DeliveryOutcome.OK),
+        "Timed out: nobody answered within 1 min 35 s · a refusal was sent to the agent",
+    ),
+    (
+        expired(DeliveryOutcome.OK, note="deny and stop"),
+        "Timed out: nobody answered within 1 min 35 s · a refusal that stops the turn was sent"
+        " to the agent",
+    ),
+    (
+        expired(None),
+        "Timed out: nobody answered within 1 min 35 s · sending a refusal to the agent…",
+    ),
+    (
+        expired(DeliveryOutcome.FAILED, error="the agent process that asked has ended"),
+        "Timed out: nobody answered within 1 min 35 s · a refusal did not reach the agent (the"
+        " agent process that asked has ended) · /stop the turn, then send a new message",
+    ),
+    (
+        # the runtime ended between the expiry's commit and the record of its write
+        expired(DeliveryOutcome.UNKNOWN, error="the gateway restarted"),
+        "Timed out: nobody answered within 1 min 35 s · whether a refusal reached the agent is"
+        " not known: the gateway restarted and ended the agent process",
+    ),
+    (
+        expired(
+            DeliveryOutcome.SKIPPED,
+            error="not written: the agent offers no way to decline this question",
+            note="",
         ),
-        (
-            decided(
-                interaction(state=InteractionState.RESOLVED, actions=(ALLOW, CANCEL)),
-                CANCEL,
-                delivery=delivered(),
-            ),
-            f'Denied and stopped ("No, and stop") by alice at {WHEN} · delivered · done',
-        ),
-        (
-            replace(
-                interaction(state=InteractionState.CANCELLED),
-                resolution=resolved(Resolution.CANCELLED_BY_AGENT),
-            ),
-            "Cancelled by the agent",
-        ),
-        (
-            replace(
-                interaction(state=InteractionState.CANCELLED),
-                resolution=resolved(Resolution.SUPERSEDED),
-            ),
-            "Superseded by a newer request",
-        ),
-        (
-            decided(
-                interaction(state=InteractionState.CANCELLED),
-                ALLOW,
-                resolution=resolved(Resolution.CANCELLED_BY_AGENT),
-            ),
-            f'Approved ("Yes") by alice at {WHEN} · not delivered: cancelled by the agent',
-        ),
-        (
-            decided(
-                interaction(state=InteractionState.CANCELLED),
-                ALLOW,
-                delivery=delivered(),
-                resolution=resolved(Resolution.CANCELLED_BY_AGENT),
-            ),
-            f'Approved ("Yes") by alice at {WHEN} · delivered · then cancelled by the agent',
-        ),
-        (
-            replace(
-                interaction(state=InteractionState.EXPIRED),
-                delivery=delivered(),
-                resolution=ResolutionFact(
-                    how=Resolution.EXPIRED, at=T0 + timedelta(seconds=30), by="gateway", note="deny"
-                ),
-            ),
-            "Expired after 30 s: timed out, deny sent to the agent",
-        ),
-        (
-            # the runtime ended between the expiry's commit and the record of its write
-            replace(
-                interaction(state=InteractionState.EXPIRED),
-                delivery=DeliveryFact(
-                    outcome=DeliveryOutcome.UNKNOWN, at=T1, error="the gateway restarted"
-                ),
-                resolution=ResolutionFact(
-                    how=Resolution.EXPIRED, at=T0 + timedelta(seconds=30), by="gateway", note="deny"
-                ),
-            ),
-            "Expired after 30 s: timed out; whether deny reached the agent is not known"
-            " (the gateway restarted)",
-        ),
-        (
+        "Timed out: nobody answered within 1 min 35 s · nothing was sent to the agent: the"
+        " agent offers no way to decline this question",
+    ),
+    (
+        replace(
             interaction(state=InteractionState.ORPHANED),
-            "Orphaned: the agent process ended before this was answered",
-        ),
-        (
-            decided(
-                interaction(state=InteractionState.ORPHANED),
-                ALLOW,
-                delivery=delivered(DeliveryOutcome.SKIPPED),
+            delivery=DeliveryFact(
+                outcome=DeliveryOutcome.SKIPPED, at=T1, error="not written: the runtime ended first"
             ),
-            f"{YES} · orphaned: the agent process ended before it was delivered",
+            resolution=ended(Resolution.ORPHANED, note="exited with code 17", by="gateway"),
         ),
-        (
-            # the gateway died between committing the decision and recording its write
-            decided(interaction(state=InteractionState.ORPHANED), ALLOW),
-            f"{YES} · orphaned: the gateway stopped before recording whether it was delivered",
+        "The agent process ended (exited with code 17) before anyone answered: no answer can"
+        f" reach it now · {NEXT_START}",
+    ),
+    (
+        replace(
+            interaction(state=InteractionState.ORPHANED),
+            resolution=ended(Resolution.ORPHANED, note="the gateway restarted", by="gateway"),
         ),
-        (
-            decided(interaction(state=InteractionState.ORPHANED), ALLOW, delivery=delivered()),
-            f"{YES} · delivered · orphaned: the agent process ended before confirming",
+        "The gateway restarted and ended the agent process before anyone answered: no answer"
+        f" can reach it now · {NEXT_START}",
+    ),
+    (
+        decided(
+            interaction(state=InteractionState.ORPHANED),
+            ALLOW,
+            delivery=delivered(DeliveryOutcome.SKIPPED),
         ),
-        (
-            decided(interaction(state=InteractionState.UNKNOWN), ALLOW, delivery=delivered()),
-            f"{YES} · delivered · unknown whether the agent received it "
-            "(its runtime outlived the gateway)",
+        f"{YES} · nothing reached the agent: the agent process ended first · {NEXT_START}",
+    ),
+    (
+        # the gateway died between committing the decision and recording its write
+        decided(
+            interaction(state=InteractionState.ORPHANED),
+            ALLOW,
+            resolution=ended(
+                Resolution.ORPHANED,
+                note="the gateway restarted; whether the answer was written to the agent before"
+                " the gateway stopped is not known",
+                by="gateway",
+            ),
         ),
-    ],
-)
+        f"{YES} · whether it reached the agent is not known: the gateway stopped before"
+        f" recording it, and the agent process was ended · {NEXT_START}",
+    ),
+    (
+        decided(interaction(state=InteractionState.ORPHANED), ALLOW, delivery=delivered()),
+        f"{YES} · sent to the agent, then the agent process ended · {NEXT_START}",
+    ),
+    (
+        decided(interaction(state=InteractionState.UNKNOWN), ALLOW, delivery=delivered()),
+        f"{YES} · sent to the agent, but whether it got it is not known: the agent's runtime"
+        " outlived the gateway, which cannot ask it",
+    ),
+]
+
+
+@pytest.mark.parametrize(("item", "expected"), STATUS_LINES)
 def test_the_status_line_tells_the_three_facts(item: Interaction, expected: str) -> None:
     card = render(item)
     assert card.status_line == expected
     assert card.actions == ()  # buttons are gone once it is no longer pending
     assert card.form is None
+
+
+@pytest.mark.parametrize(("item", "expected"), STATUS_LINES)
+def test_a_status_line_never_shows_the_ledgers_own_words(item: Interaction, expected: str) -> None:
+    line = render(item).status_line.lower()
+    for internal in ("not written", "orphaned", "superseded", "runtime ended", "delivering"):
+        assert internal not in line
+    assert "“" not in line and "”" not in line  # one style of quotes: straight
 
 
 def test_answers_are_shown_after_the_decision_except_secret_ones() -> None:
@@ -365,7 +438,7 @@ def test_answers_are_shown_after_the_decision_except_secret_ones() -> None:
         delivery=delivered(),
     )
     card = render(item)
-    assert card.status_line == f"Answered by alice at {WHEN} · delivered"
+    assert card.status_line == f"Answered by alice at {WHEN} · sent to the agent"
     assert (
         FieldsBlock(fields=(("Database", "Postgres"), ("Password", "(secret, not shown)")))
         in card.blocks

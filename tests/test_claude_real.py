@@ -105,7 +105,7 @@ async def test_a_session_rule_means_the_same_command_is_not_asked_again(
 ) -> None:
     async with run_claude(claude_bin, claude_home) as agent:
         request = await ask_to_touch(agent, fake_anthropic)
-        [rule] = [a for a in request.actions if "Bash(touch hello.txt)" in a.label]
+        [rule] = [a for a in request.actions if a.rule == "Bash(touch hello.txt)"]
         assert rule.scope is Scope.SESSION
         await agent.decide(request, Decision(action_id=rule.id))
         assert (await agent.turn_end()).status is TurnStatus.COMPLETED

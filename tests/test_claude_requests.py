@@ -87,12 +87,13 @@ def test_a_bash_call_shows_the_command_and_every_suggestion_as_its_own_action() 
     offered = [(a.id, a.effect, a.scope, a.label) for a in request.actions]
     assert offered == [
         ("allow", Effect.ALLOW, Scope.ONCE, "Allow once"),
-        ("grant-1", Effect.ALLOW, Scope.SESSION, "Allow for this session: Bash(touch hello.txt)"),
+        ("grant-1", Effect.ALLOW, Scope.SESSION, "Allow calls like this for this session"),
         ("grant-2", Effect.ALLOW, Scope.SESSION, "Allow, and give access to /work/project"),
         ("grant-3", Effect.ALLOW, Scope.SESSION, "Allow, and switch to acceptEdits mode"),
         ("deny", Effect.DENY, Scope.ONCE, "Deny"),
         ("stop", Effect.CANCEL, Scope.ONCE, "Deny and stop the turn"),
     ]
+    assert request.actions[1].rule == "Bash(touch hello.txt)"  # shown whole beside it
     assert made.warnings == ()
 
 
@@ -124,7 +125,8 @@ def test_deny_carries_the_message_and_stop_also_interrupts() -> None:
 def test_a_rule_saved_in_user_settings_is_offered_as_always() -> None:
     user_rule = {**RULE, "destination": "userSettings"}
     [_, grant, *_] = opened({**BASH, "permission_suggestions": [user_rule]}).request.actions
-    assert grant.scope is Scope.ALWAYS and grant.label == "Always allow Bash(touch hello.txt)"
+    assert grant.scope is Scope.ALWAYS and grant.label == "Always allow calls like this"
+    assert grant.rule == "Bash(touch hello.txt)"
     assert "later session" in grant.description
 
 
@@ -156,6 +158,7 @@ def test_an_edit_shows_the_file_and_a_diff_of_the_replacement() -> None:
     }
     request = opened(tool("Edit", edit, permission_suggestions=[ACCEPT_EDITS])).request
     assert request.title == "Edit src/a.py"
+    assert "a.py" not in request.summary  # the title and the diff name it already
     assert request.detail == FileChange(
         paths=(f"{CWD}/src/a.py",),
         diff="--- a/src/a.py\n+++ b/src/a.py\n@@ one occurrence @@\n x = 1\n-y = 2\n+y = 3\n",

@@ -198,7 +198,7 @@ def test_replay_of_a_patch_shows_paths_and_diff_from_the_file_change_item() -> N
     [asked] = [e.request for e in replay(segment).events if isinstance(e, InteractionOpened)]
     assert asked.detail == FileChange(
         paths=("$WORKSPACE/patched.txt",),
-        diff="*** Add File: $WORKSPACE/patched.txt\npatched by fake model\n",
+        diff="--- /dev/null\n+++ b/patched.txt\n@@ -0,0 +1,1 @@\n+patched by fake model\n",
     )
 
 

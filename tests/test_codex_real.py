@@ -100,7 +100,7 @@ async def test_always_allowed_prefix_is_not_asked_again_in_the_next_turn(
         await agent.prompt("please create hello.txt")
         request = await agent.asked()
         always = choose(request, Effect.ALLOW, Scope.ALWAYS)
-        assert "touch" in next(a.label for a in request.actions if a.id == always.action_id)
+        assert next(a.rule for a in request.actions if a.id == always.action_id) == "touch"
         await agent.decide(request, always)
         assert (await agent.turn_end()).status is TurnStatus.COMPLETED
         mark = await agent.prompt("now create second.txt")

@@ -38,7 +38,9 @@ def test_command_approval_offers_exactly_the_available_decisions_plus_decline() 
         ("cancel", Effect.CANCEL, Scope.ONCE),
     ]
     rule = request.actions[1]
-    assert "touch hello.txt" in rule.label and "touch hello.txt" in rule.description
+    # a short label (a phone's button), the rule whole beside its description
+    assert rule.label == "Always allow commands like this" and "`" not in rule.label
+    assert rule.rule == "touch hello.txt" and "lasting rule" in rule.description
     shown = dataclasses.replace(request, native_key="")
     assert "rpc:0" not in repr(shown) and "'id': 0" not in repr(shown)
 
@@ -96,7 +98,9 @@ def test_every_command_decision_variant_of_the_schema_becomes_an_action() -> Non
         ("decline", Effect.DENY, Scope.ONCE),
         ("cancel", Effect.CANCEL, Scope.ONCE),
     ]
-    assert "pypi.org" in request.actions[3].label and "evil.test" in request.actions[4].label
+    assert request.actions[2].rule == "git status"
+    assert request.actions[3].label == "Always allow this host"  # the card's own subject
+    assert request.actions[4].label == "Always block this host"
     [reply] = session.send(Respond(native_key="rpc:0", decision=Decision(action_id="net-deny")))
     assert reply["result"]["decision"] == params["availableDecisions"][4]
 
@@ -184,8 +188,10 @@ def test_a_file_change_approval_shows_the_changes_of_its_item() -> None:
     )
     assert isinstance(request.detail, FileChange)
     assert request.detail.paths == ("/w/new.txt", "/w/old.txt", "/w/moved.txt")
-    assert "*** Add File: /w/new.txt\nhello\n" in request.detail.diff
-    assert "*** Move to: /w/moved.txt\n@@ -1 +1 @@\n-a\n+b\n" in request.detail.diff
+    # a new file is a diff like any other change: added lines, from /dev/null
+    assert "--- /dev/null\n+++ /w/new.txt\n@@ -0,0 +1,1 @@\n+hello\n" in request.detail.diff
+    assert "--- /w/old.txt\n+++ /w/moved.txt\n@@ -1 +1 @@\n-a\n+b\n" in request.detail.diff
+    assert "***" not in request.detail.diff
     assert [(a.id, a.scope) for a in request.actions] == [
         ("accept", Scope.ONCE),
         ("session", Scope.SESSION),
@@ -194,6 +200,25 @@ def test_a_file_change_approval_shows_the_changes_of_its_item() -> None:
     ]
     [reply] = session.send(Respond(native_key="rpc:0", decision=Decision(action_id="session")))
     assert reply["result"] == {"decision": "acceptForSession"}
+
+
+def test_changes_in_the_work_dir_are_shown_relative_to_it_and_the_summary_names_none() -> None:
+    session = running()  # its work dir: /work/project
+    changes = [
+        {"path": "/work/project/src/app.py", "kind": {"type": "add"}, "diff": "a\nb\n"},
+        {"path": "/work/project/old.py", "kind": {"type": "delete"}, "diff": "gone\n"},
+    ]
+    item = {"type": "fileChange", "id": "p1", "changes": changes, "status": "inProgress"}
+    session.feed({"method": "item/started", "params": {"item": item, "turnId": TURN}})
+    request = session.asked(
+        PATCH, {"threadId": THREAD, "turnId": TURN, "itemId": "p1", "reason": "Tidy up"}
+    )
+    assert isinstance(request.detail, FileChange)
+    assert request.detail.diff == (
+        "--- /dev/null\n+++ b/src/app.py\n@@ -0,0 +1,2 @@\n+a\n+b\n"
+        "--- a/old.py\n+++ /dev/null\n@@ -1,1 +0,0 @@\n-gone\n"
+    )
+    assert request.summary == "Tidy up"  # the diff names the files: the summary does not
 
 
 def test_a_file_change_approval_without_its_item_says_the_changes_are_unknown() -> None:

@@ -166,15 +166,19 @@ async def test_start_a_conversation_and_approve_its_command(
     card = page.locator("article.card")
     await expect(card.get_by_role("button", name="Allow once")).to_be_visible(timeout=WAIT_MS)
     await expect(card.locator("pre.sh")).to_contain_text("touch hello.txt")
-    await expect(card).to_contain_text("allows it, this time only")
-    await expect(card).to_contain_text("refuses it and stops the agent's turn")
+    # each button's explanation said once, the rule "always" adds shown whole beside it
+    await expect(card).to_contain_text("Run it this time.")
+    await expect(card).not_to_contain_text("allows it, this time only")
+    rule = card.get_by_role("button", name="Always allow commands like this")
+    await expect(rule).to_be_visible()
+    await expect(card.locator("code.rule")).to_have_text("touch hello.txt")
     await page.screenshot(path=shots / "conversation-approval.png", full_page=True)
     await card.get_by_role("button", name="Allow once").click()
     await expect(card.locator(".status")).to_contain_text("by local:alice", timeout=WAIT_MS)
     await expect(card.get_by_role("button")).to_have_count(0)
     await expect(page.locator(".msg").last).to_contain_text("Created hello.txt.", timeout=WAIT_MS)
-    await expect(card.locator("ol.timeline")).to_contain_text("written to the agent")
-    await expect(card.locator("ol.timeline")).to_contain_text("Resolved", timeout=WAIT_MS)
+    await expect(card.locator("ol.timeline")).to_contain_text("sent to the agent")
+    await expect(card.locator("ol.timeline")).to_contain_text("Done", timeout=WAIT_MS)
     assert (codex_home.workspace / "hello.txt").exists()
     await page.screenshot(path=shots / "conversation-approved.png", full_page=True)
     sessions = await open_page(browser, running, "")
@@ -288,9 +292,19 @@ async def test_a_card_is_orphaned_when_the_agent_dies(
     runner = running.gateway.existing_runner(interaction.session_id)
     assert runner is not None and runner.agent is not None
     await runner.agent.stop()
-    await expect(card.locator(".status")).to_contain_text("Orphaned", timeout=WAIT_MS)
+    # what happened, that nothing reached the agent, and what to do next, once
+    await expect(card.locator(".status")).to_have_text(
+        "The gateway ended the agent process before anyone answered: no answer can reach it"
+        " now · your next message starts the agent again",
+        timeout=WAIT_MS,
+    )
     await expect(card.get_by_role("button")).to_have_count(0)
-    await expect(card.locator("ol.timeline")).to_contain_text("orphaned")
+    timeline = card.locator("ol.timeline")
+    await expect(timeline).to_contain_text("Ended")
+    await expect(timeline).not_to_contain_text("Resolved")
+    await expect(timeline).not_to_contain_text("not written")
+    await expect(timeline).not_to_contain_text("by gateway")
+    await expect(card).not_to_contain_text("nothing written")
     await expect(page.locator("#head")).to_contain_text("failed")
     await page.screenshot(path=shots / "orphaned.png", full_page=True)
 

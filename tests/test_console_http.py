@@ -198,7 +198,7 @@ async def test_pending_center_shows_every_open_request_with_its_whole_command(
             page = await response.text()
     assert f'id="i-{interaction.id}"' in page
     assert '<span class="prog">rm</span> <span class="flag">-rf</span> build' in page
-    assert "Allow once" in page and "allows it, this time only" in page
+    assert "Allow once" in page and "Allows it, this time only." in page
     assert "shown on console, memory" in page
 
 
@@ -301,7 +301,11 @@ async def test_a_429_storm_on_one_platform_holds_back_no_card_edit_on_another(
     async with asyncio.timeout(10):
         while (status := console_card_edited()) is None:
             seen = await running.console.changes.wait_past(seen)
-    assert status == "Cancelled by the agent"
+    withdrawn = (
+        "Closed before anyone answered: the agent withdrew the request · nothing was sent to the"
+        " agent"
+    )
+    assert status == withdrawn
     # ...while the other platform's copy still waits out its 429s
     assert running.memory.too_many
     waiting = running.memory.cards(ROOM)[0].card
@@ -310,7 +314,7 @@ async def test_a_429_storm_on_one_platform_holds_back_no_card_edit_on_another(
     edited = await running.memory.wait_for(
         lambda: (card := running.memory.cards(ROOM)[0].card) and not card.actions and card
     )
-    assert edited.status_line == "Cancelled by the agent"
+    assert edited.status_line == withdrawn
     copies = await running.gateway.store.cards.list_for(asked.id)
     assert {c.rendered_version for c in copies} == {update.interaction.version}
 

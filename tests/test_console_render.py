@@ -202,8 +202,8 @@ def test_a_card_shows_the_whole_diff_each_action_and_a_form_with_masked_secrets(
     )
     html = card_html(view(change), CTX)
     assert html.count('<span class="add">+print(&#x27;hello&#x27;)</span>') == 300
-    assert "allows it, for the rest of this session" in html
-    assert "refuses it and stops the agent&#x27;s turn" in html
+    assert "Allows it, for the rest of this session." in html
+    assert "Refuses it and stops the agent&#x27;s turn." in html
     assert 'value="tok-1"' in html and 'name="back" value="/pending"' in html
     asked = interaction(
         kind=InteractionKind.QUESTION,

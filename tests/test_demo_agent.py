@@ -16,7 +16,7 @@ import pytest
 from gateway.agents import RunningAgent
 from gateway.demo.agent import VERSION
 from gateway.demo.command import DEMO_PROJECT, build_demo
-from gateway.demo.scenarios import COMMAND_ARGV, CRASH_EXIT_CODE, PATCH_TARGET, patched_greeting
+from gateway.demo.scenarios import CRASH_EXIT_CODE, PATCH_TARGET, patched_greeting
 from gateway.demo.texts import LONG_ANSWER
 from gateway.domain import (
     Answer,
@@ -152,7 +152,8 @@ async def test_always_allow_adds_a_rule_and_the_next_command_is_not_asked(tmp_pa
     async with demo_agent(tmp_path) as talk:
         request = await talk.ask("command")
         [rule] = [a for a in request.actions if a.id == "rule"]
-        assert rule.label == f"Always allow `{' '.join(COMMAND_ARGV[:2])} '{COMMAND_ARGV[2]}'`"
+        # the rule is the whole command, shown on the card: the label stays short
+        assert rule.label == "Always allow this command" and rule.rule == ""
         events = await talk.decide(request, Decision(action_id="rule"))
         assert "I added your rule" in said(events)
         (talk.work_dir / "hello.txt").unlink()
@@ -183,7 +184,9 @@ async def test_a_patch_shows_its_diff_and_is_applied_when_allowed(tmp_path: Path
         request = await talk.ask("patch")
         assert isinstance(request.detail, FileChange)
         assert request.detail.paths == (str(target),)
-        assert request.detail.diff == f"*** Add File: {target}\n{patched_greeting(None)}"
+        added = "".join(f"+{line}\n" for line in patched_greeting(None).splitlines())
+        assert request.detail.diff.startswith(f"--- /dev/null\n+++ b/{PATCH_TARGET}\n")
+        assert request.detail.diff.endswith(added)
         assert [a.id for a in request.actions] == ["accept", "session", "decline", "cancel"]
         await talk.decide(request, Decision(action_id="accept"))
         first = patched_greeting(None)
@@ -191,7 +194,7 @@ async def test_a_patch_shows_its_diff_and_is_applied_when_allowed(tmp_path: Path
 
         update = await talk.ask("patch again")
         assert isinstance(update.detail, FileChange)
-        assert update.detail.diff.startswith(f"*** Update File: {target}\n@@ ")
+        assert update.detail.diff.startswith(f"--- a/{PATCH_TARGET}\n+++ b/{PATCH_TARGET}\n@@ ")
         assert '+print("Hello again: change number 2")\n' in update.detail.diff
         await talk.decide(update, Decision(action_id="session"))
         assert target.read_text() == patched_greeting(first)

@@ -62,7 +62,7 @@ async def test_an_approved_command_creates_the_file(tmp_path: Path) -> None:
         assert shown.card is not None
         assert [action.label for action in shown.card.actions] == [
             "Allow once",
-            "Always allow `/bin/sh -c 'echo hello | tee hello.txt'`",
+            "Always allow this command",
             "Deny",
             "Deny and stop the turn",
         ]
@@ -87,7 +87,10 @@ async def test_an_approved_patch_with_its_diff_is_applied(tmp_path: Path) -> Non
         assert shown.card is not None
         [diff] = [block for block in shown.card.blocks if isinstance(block, DiffBlock)]
         assert diff.paths == (str(target),)
-        assert diff.diff == f"*** Add File: {target}\n{patched_greeting(None)}"
+        # a new file is a diff of added lines, its path relative to the work dir
+        added = "".join(f"+{line}\n" for line in patched_greeting(None).splitlines())
+        assert diff.diff.startswith(f"--- /dev/null\n+++ b/{PATCH_TARGET}\n@@ -0,0 +")
+        assert diff.diff.endswith(added)
         assert not target.exists()
         ack = await gw.memory.click(ROOM, YOU, shown.card.actions[0].token)
         assert ack.accepted, ack.text
@@ -151,10 +154,20 @@ async def test_stop_interrupts_the_slow_answer(tmp_path: Path) -> None:
 async def test_a_crash_with_an_approval_pending_orphans_the_card(tmp_path: Path) -> None:
     async with demo_gateway(tmp_path) as gw:
         await gw.memory.say(ROOM, YOU, "crash")
-        orphaned = await gw.card_where(lambda card: card.status_line.startswith("Orphaned"))
+        orphaned = await gw.card_where(
+            lambda card: "before anyone answered: no answer can reach it now" in card.status_line
+        )
         notice = await gw.text_where(lambda text: "The agent process ended" in text)
         assert orphaned.card is not None and not orphaned.card.actions
+        assert orphaned.card.status_line == (
+            "The agent process ended (exited with code 17) before anyone answered: no answer"
+            " can reach it now · your next message starts the agent again"
+        )
         assert "crashing on purpose" in notice
+        # the command it asked for is not shown running any more: it ended with the agent
+        said = await gw.text_where(lambda text: "echo this never runs" in text)
+        assert "✗ `/bin/sh -c 'echo this never runs'` (stopped: the agent process ended)" in said
+        assert "▸" not in said
         # the next message starts the agent again, resuming the conversation
         await gw.memory.say(ROOM, YOU, "menu")
         await gw.text_where(lambda text: "Type one of these words" in text)

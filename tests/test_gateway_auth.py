@@ -23,6 +23,7 @@ from tests.codex_env import CodexHome
 from tests.gateway_flows import (
     CAROL,
     DONE,
+    ORPHANED,
     ROOM_T2,
     WHEN,
     Asked,
@@ -46,7 +47,7 @@ from tests.servers.fake_responses import FakeResponses, shell
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(90)]
 
-ALLOWED = rf'Approved \("Allow once"\) by Alice at {WHEN} · delivered · done'
+ALLOWED = rf'Approved \("Allow once"\) by Alice at {WHEN} · sent to the agent · done'
 NOT_VALID = "This button is not valid."
 STALE = "This request belongs to an agent process that has ended."
 NOT_ALLOWED = "You may not use this project here."
@@ -199,9 +200,7 @@ async def test_a_token_of_an_ended_agent_process_is_stale_even_once_a_new_one_as
         runner = gw.gateway.existing_runner(session.id)
         assert runner is not None and runner.agent is not None
         await runner.agent.stop()  # the epoch ends: its interactions are orphaned
-        orphaned = await settles(
-            gw, old, "Orphaned: the agent process ended before this was answered"
-        )
+        orphaned = await settles(gw, old, ORPHANED)
         assert orphaned.state is InteractionState.ORPHANED
         assert await gw.memory.click(ROOM, ALICE, old.token("Allow once")) == Ack(
             text=STALE, accepted=False
@@ -270,7 +269,9 @@ async def test_approve_command_follows_the_same_rules_as_a_click(
 
         reply = await reply_to(gw, BOB, f"/approve {iid}")
         assert reply == "Approved: Allow once. Delivered to the agent."
-        await settles(gw, asked, rf'Approved \("Allow once"\) by Bob at {WHEN} · delivered · done')
+        await settles(
+            gw, asked, rf'Approved \("Allow once"\) by Bob at {WHEN} · sent to the agent · done'
+        )
         await gw.text_where(lambda text: "Done." in text)
         again = await reply_to(gw, ALICE, f"/deny {iid}")
         assert again.startswith('Already decided by Bob. Approved ("Allow once") by Bob')
@@ -285,15 +286,19 @@ async def test_deny_command_declines_and_approve_takes_an_action_by_number(
         first = await ask_to_touch(gw, fake_model)
         reply = await reply_to(gw, ALICE, f"/deny {first.interaction.id} not now")
         assert reply == "Denied: Deny. Delivered to the agent."
-        await settles(gw, first, rf'Denied \("Deny"\) by Alice at {WHEN} · delivered · done')
+        await settles(
+            gw, first, rf'Denied \("Deny"\) by Alice at {WHEN} · sent to the agent · done'
+        )
         await gw.text_where(lambda text: "Done." in text)
         assert "rejected by user" in told(fake_model)
 
         second = await ask_to_touch(gw, fake_model, "second.txt")
         reply = await reply_to(gw, ALICE, f"/approve {second.interaction.id} 2")
-        assert reply == "Approved: Always allow `touch second.txt`. Delivered to the agent."
-        rule = "Always allow `touch second.txt`"
-        await settles(gw, second, rf'Approved \("{rule}"\) by Alice at {WHEN} · delivered · done')
+        assert reply == "Approved: Always allow commands like this. Delivered to the agent."
+        rule = "Always allow commands like this"
+        await settles(
+            gw, second, rf'Approved \("{rule}"\) by Alice at {WHEN} · sent to the agent · done'
+        )
         await gw.memory.wait_for(lambda: sum("Done." in t for t in gw.memory.texts(ROOM)) == 2)
     assert not (codex_home.workspace / "hello.txt").exists()
     assert (codex_home.workspace / "second.txt").exists()
@@ -307,7 +312,7 @@ async def test_an_approval_of_an_ended_agent_process_by_command_is_stale(
         runner = gw.gateway.existing_runner((await session_of(gw)).id)
         assert runner is not None and runner.agent is not None
         await runner.agent.stop()
-        await settles(gw, asked, "Orphaned: the agent process ended before this was answered")
+        await settles(gw, asked, ORPHANED)
         assert await reply_to(gw, ALICE, f"/approve {asked.interaction.id}") == STALE
         assert await rejections(gw, ALICE) == ["stale"]
         assert count_rows(gw, "decisions", asked.interaction.id) == 0
@@ -338,7 +343,7 @@ async def test_two_approvers_clicking_at_once_make_one_decision(
         assert loser.text.startswith(f"Already decided by {winner.display}."), loser.text
         verdict = r'Approved \("Allow once"\)' if winner == ALICE else r'Denied \("Deny"\)'
         record = await settles(
-            gw, asked, rf"{verdict} by {winner.display} at {WHEN} · delivered · done"
+            gw, asked, rf"{verdict} by {winner.display} at {WHEN} · sent to the agent · done"
         )
         await gw.text_where(lambda text: "Done." in text)
         assert count_rows(gw, "decisions", record.id) == 1

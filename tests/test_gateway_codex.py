@@ -26,7 +26,7 @@ async def test_command_approval_round_trip(
         labels = [action.label for action in shown.card.actions]
         assert labels == [
             "Allow once",
-            "Always allow `touch hello.txt`",
+            "Always allow commands like this",
             "Deny",
             "Deny and stop the turn",
         ]

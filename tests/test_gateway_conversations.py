@@ -32,7 +32,7 @@ from tests.servers.fake_responses import FakeResponses, message, shell
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(90)]
 
-ALLOWED = rf'Approved \("Allow once"\) by Alice at {WHEN} · delivered · done'
+ALLOWED = rf'Approved \("Allow once"\) by Alice at {WHEN} · sent to the agent · done'
 
 
 async def ask_to_touch(
@@ -151,7 +151,7 @@ async def test_a_thread_that_joins_while_a_card_waits_is_shown_the_card(
         )
         ack = await gw.memory.click(ROOM_T2, BOB, there.token("Allow once"))
         assert ack == Ack(text="Approved: Allow once. Delivered to the agent.", accepted=True)
-        final = rf'Approved \("Allow once"\) by Bob at {WHEN} · delivered · done'
+        final = rf'Approved \("Allow once"\) by Bob at {WHEN} · sent to the agent · done'
         await settles(gw, there, final)
         await settles(gw, asked, final)
         await gw.text_where(lambda text: "Done." in text)

@@ -44,7 +44,12 @@ from tests.servers.fake_responses import (
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(90)]
 
 # what codex 0.171 offers for an escalated command ("decline" is accepted though not listed)
-COMMAND_ACTIONS = ["Allow once", "Always allow `touch hello.txt`", "Deny", "Deny and stop the turn"]
+COMMAND_ACTIONS = [
+    "Allow once",
+    "Always allow commands like this",
+    "Deny",
+    "Deny and stop the turn",
+]
 SESSION_FILES = "Allow these files for this session"
 FILE_ACTIONS = ["Allow once", SESSION_FILES, "Deny", "Deny and stop the turn"]
 QUESTIONS_FEATURE = ("default_mode_request_user_input",)
@@ -105,7 +110,7 @@ async def test_accepted_command_runs_and_every_fact_is_recorded(
         ack, since = await click(gw, asked, "Allow once")
         assert ack == Ack(text="Approved: Allow once. Delivered to the agent.", accepted=True)
         record = await settles(
-            gw, asked, rf'Approved \("Allow once"\) by Alice at {WHEN} · delivered · done'
+            gw, asked, rf'Approved \("Allow once"\) by Alice at {WHEN} · sent to the agent · done'
         )
         await gw.text_where(lambda text: "Done." in text)
         assert len(gw.cards()) == 1  # one card, edited; never a second one
@@ -124,7 +129,7 @@ async def test_declined_command_is_not_run_and_the_model_is_told(
         ack, since = await click(gw, asked, "Deny")
         assert ack == Ack(text="Denied: Deny. Delivered to the agent.", accepted=True)
         record = await settles(
-            gw, asked, rf'Denied \("Deny"\) by Alice at {WHEN} · delivered · done'
+            gw, asked, rf'Denied \("Deny"\) by Alice at {WHEN} · sent to the agent · done'
         )
         await gw.text_where(lambda text: "Done." in text)  # the turn went on
         # the command's line stays where it started, before the card, marked declined
@@ -148,7 +153,7 @@ async def test_deny_and_stop_interrupts_the_turn_and_the_model_hears_nothing(
             gw,
             asked,
             rf'Denied and stopped \("Deny and stop the turn"\) by Alice at {WHEN}'
-            " · delivered · done",
+            " · sent to the agent · done",
         )
         await gw.text_where(lambda text: text == "⏹ The turn was interrupted.")
     assert_answered(record, ALICE, since, "cancel")
@@ -163,16 +168,20 @@ async def test_always_allowed_prefix_is_not_asked_again_and_status_lists_the_rul
         asked = await ask_to_touch(gw, fake_model, ["touch"])
         assert asked.labels == [
             "Allow once",
-            "Always allow `touch`",
+            "Always allow commands like this",
             "Deny",
             "Deny and stop the turn",
         ]
-        ack, since = await click(gw, asked, "Always allow `touch`")
+        ack, since = await click(gw, asked, "Always allow commands like this")
         assert ack == Ack(
-            text="Approved: Always allow `touch`. Delivered to the agent.", accepted=True
+            text="Approved: Always allow commands like this. Delivered to the agent.",
+            accepted=True,
         )
         record = await settles(
-            gw, asked, rf'Approved \("Always allow `touch`"\) by Alice at {WHEN} · delivered · done'
+            gw,
+            asked,
+            rf'Approved \("Always allow commands like this"\) by Alice at {WHEN}'
+            " · sent to the agent · done",
         )
         await gw.text_where(lambda text: "Done." in text)
         fake_model.enqueue([shell("touch second.txt", escalated=True, prefix_rule=["touch"]), DONE])
@@ -183,7 +192,11 @@ async def test_always_allowed_prefix_is_not_asked_again_and_status_lists_the_rul
     assert_answered(record, ALICE, since, "rule")
     assert (codex_home.workspace / "second.txt").exists()
     assert "Process exited with code 0" in told(fake_model)
-    assert "Grants: \n  · Always allow `touch`: Run a command (always, by Alice)" in shown
+    # the rule it added, whole
+    assert (
+        "Grants: \n  · Always allow commands like this `touch`: Run a command (always, by Alice)"
+        in shown
+    )
 
 
 async def test_stop_while_an_approval_waits_withdraws_it_and_a_late_click_is_refused(
@@ -192,7 +205,9 @@ async def test_stop_while_an_approval_waits_withdraws_it_and_a_late_click_is_ref
     async with running_gateway(gateway_config(codex_bin, codex_home, tmp_path / "data")) as gw:
         asked = await ask_to_touch(gw, fake_model)
         await gw.memory.say(ROOM, ALICE, "/stop")
-        stopped = rf"Stopped by Alice at {WHEN}: nothing was sent to the agent"
+        stopped = (
+            rf"Stopped by Alice at {WHEN} before anyone answered · nothing was sent to the agent"
+        )
         record = await settles(gw, asked, stopped)
         await gw.text_where(lambda text: text == "⏹ Stopped by Alice.")
         ack, _ = await click(gw, asked, "Allow once")
@@ -233,7 +248,7 @@ async def test_accepted_file_change_is_written(
         ack, since = await click(gw, asked, "Allow once")
         assert ack == Ack(text="Approved: Allow once. Delivered to the agent.", accepted=True)
         record = await settles(
-            gw, asked, rf'Approved \("Allow once"\) by Alice at {WHEN} · delivered · done'
+            gw, asked, rf'Approved \("Allow once"\) by Alice at {WHEN} · sent to the agent · done'
         )
         await gw.text_where(lambda text: "Done." in text)
     assert_answered(record, ALICE, since, "accept")
@@ -251,7 +266,9 @@ async def test_file_changes_allowed_for_the_session_are_not_asked_again(
         ack, since = await click(gw, asked, SESSION_FILES)
         assert ack == Ack(text=f"Approved: {SESSION_FILES}. Delivered to the agent.", accepted=True)
         record = await settles(
-            gw, asked, rf'Approved \("{SESSION_FILES}"\) by Alice at {WHEN} · delivered · done'
+            gw,
+            asked,
+            rf'Approved \("{SESSION_FILES}"\) by Alice at {WHEN} · sent to the agent · done',
         )
         await gw.text_where(lambda text: "Done." in text)
         assert len(gw.cards()) == 1  # the second patch was applied without asking
@@ -273,7 +290,7 @@ async def test_declined_file_change_is_not_written_and_the_model_is_told(
         ack, since = await click(gw, asked, "Deny")
         assert ack == Ack(text="Denied: Deny. Delivered to the agent.", accepted=True)
         record = await settles(
-            gw, asked, rf'Denied \("Deny"\) by Alice at {WHEN} · delivered · done'
+            gw, asked, rf'Denied \("Deny"\) by Alice at {WHEN} · sent to the agent · done'
         )
         await gw.text_where(lambda text: "Done." in text)
         shown = await status(gw)
@@ -316,7 +333,9 @@ async def test_questions_answered_in_the_form_with_an_option_and_free_text(
         since = datetime.now(UTC)
         ack = await gw.memory.submit(ROOM, ALICE, form.submit_token, answers)
         assert ack == Ack(text="Answer sent. Delivered to the agent.", accepted=True)
-        record = await settles(gw, asked, rf"Answered by Alice at {WHEN} · delivered · done")
+        record = await settles(
+            gw, asked, rf"Answered by Alice at {WHEN} · sent to the agent · done"
+        )
         [fields] = [b for b in asked.now.blocks if isinstance(b, FieldsBlock)]
         assert fields.fields == (("Color", "Blue"), ("Name", "call it shopping-list.txt"))
         await gw.text_where(lambda text: "Done." in text)
@@ -338,7 +357,7 @@ async def test_a_single_question_is_answered_by_its_option_button(
         [color] = asked.first.form.questions
         ack = await gw.memory.click(ROOM, ALICE, color.option_tokens[0])  # "Red"
         assert ack == Ack(text="Answer sent. Delivered to the agent.", accepted=True)
-        await settles(gw, asked, rf"Answered by Alice at {WHEN} · delivered · done")
+        await settles(gw, asked, rf"Answered by Alice at {WHEN} · sent to the agent · done")
         await gw.text_where(lambda text: "Done." in text)
     assert '"color":{"answers":["Red"]}' in told(fake_model)
 
@@ -382,7 +401,9 @@ async def test_a_secret_answer_is_taken_only_in_a_private_form_and_never_shown_o
         since = datetime.now(UTC)
         ack = await gw.memory.submit(ROOM, ALICE, form.submit_token, answers, private=True)
         assert ack == Ack(text="Answer sent. Delivered to the agent.", accepted=True)
-        record = await settles(gw, asked, rf"Answered by Alice at {WHEN} · delivered · done")
+        record = await settles(
+            gw, asked, rf"Answered by Alice at {WHEN} · sent to the agent · done"
+        )
         [fields] = [b for b in asked.now.blocks if isinstance(b, FieldsBlock)]
         assert fields.fields == (("Color", "Red"), ("Deploy token", "(secret, not shown)"))
         await gw.text_where(lambda text: "Deployed." in text)

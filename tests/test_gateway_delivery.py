@@ -27,7 +27,7 @@ pytestmark = pytest.mark.timeout(60)
 
 NEVER = ExpiryPolicy()  # no request expires here
 APPROVE = Decision(action_id="accept")
-DELIVERED = r'Approved \("Approve"\) by Alice at .* · delivered · done'
+DELIVERED = r'Approved \("Approve"\) by Alice at .* · sent to the agent · done'
 
 
 async def runner_of(gw: Running) -> SessionRunner:
@@ -139,7 +139,7 @@ async def test_a_failed_write_says_so_on_the_card_and_in_pending_and_is_not_rese
         ack = await gw.memory.click(ROOM, ALICE, asked.token("Approve"))
         failed = (
             r'Approved \("Approve"\) by Alice at .* · the answer did not reach the agent '
-            r"\(the agent's stdin is closed\); it was not resent: /stop the turn, then send a"
+            r"\(the agent's stdin is closed\) and was not resent: /stop the turn, then send a"
             " new message"
         )
         assert ack.text.startswith("Approved: Approve. ") and "did not reach" in ack.text
@@ -148,7 +148,7 @@ async def test_a_failed_write_says_so_on_the_card_and_in_pending_and_is_not_rese
         pending = await gw.text_where(lambda text: text.startswith("Open requests:"))
         assert pending.splitlines()[1:] == [
             f"  · {asked.interaction.id}: Run ls? [decided, shown]",
-            "    ⚠ The answer did not reach the agent (the agent's stdin is closed); it was not"
+            "    ⚠ The answer did not reach the agent (the agent's stdin is closed) and was not"
             " resent: /stop the turn, then send a new message",
         ]
         # a new click is not a way round it: the decision stands, and is not written again
@@ -161,6 +161,7 @@ async def test_a_failed_write_says_so_on_the_card_and_in_pending_and_is_not_rese
         await settles(
             gw,
             asked,
-            r'Approved \("Approve"\) by Alice at .* · not delivered: stopped by Alice at .*',
+            r'Approved \("Approve"\) by Alice at .* · nothing reached the agent: Alice stopped the turn'
+            " first",
         )
         assert launcher.received == []

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.card_status import status_line
 from gateway.config import ExpiryOutcome, ExpiryPolicy
 from gateway.domain import (
     Action,
@@ -43,15 +44,25 @@ from tests.store_helpers import SteppingClock, approval, running_session
 
 pytestmark = pytest.mark.timeout(90)
 
-SECONDS = r"\d+(\.\d)? s"  # how a card writes the time a request waited
+WAITED = r"\d+(\.\d)? s"  # how a card writes the time a request waited (gateway/wording.py)
 FAST = ConversationRef(platform="memory", space="team", channel="fast", thread="t1")
-COMMAND_ACTIONS = ["Allow once", "Always allow `touch hello.txt`", "Deny", "Deny and stop the turn"]
+COMMAND_ACTIONS = [
+    "Allow once",
+    "Always allow commands like this",
+    "Deny",
+    "Deny and stop the turn",
+]
 
 
 async def expired_ids(gw: Gateway) -> list[str]:
     return [
         e.interaction_id or "" for e in await gw.store.audit.entries(event="interaction.expired")
     ]
+
+
+def record_said(record: Interaction) -> str:
+    """What a card says of an expired request, after its "Timed out: "."""
+    return status_line(record).removeprefix("Timed out: ")
 
 
 def assert_expired(record: Interaction, after_seconds: float, outcome: str) -> None:
@@ -85,22 +96,25 @@ async def test_an_approval_nobody_answers_expires_denied_and_the_model_is_told(
         asked = await ask_to_touch(gw, fake_model)
         assert asked.labels == COMMAND_ACTIONS
         record = await settles(
-            gw, asked, rf"Expired after {SECONDS}: timed out, deny sent to the agent"
+            gw,
+            asked,
+            rf"Timed out: nobody answered within {WAITED} · a refusal was sent to the agent",
         )
         notice = await gw.text_where(lambda text: text.startswith("⌛"))
         await gw.text_where(lambda text: "Done." in text)  # the turn went on
-        # the command's line stays where it started, before the card, marked declined
-        await gw.text_where(lambda text: "(declined)" in text)
+        # the command's line stays where it started, before the card: it expired (Codex
+        # reports the item "declined", but nobody declined it)
+        line = await gw.text_where(lambda text: "(expired: nobody answered)" in text)
         late = await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
         assert count_rows(gw, "decisions", record.id) == 0
         assert count_rows(gw, "deliveries", record.id) == 1
         assert await expired_ids(gw.gateway) == [record.id]
     assert_expired(record, 0.5, "deny")
     assert " by " not in asked.now.status_line  # nobody is said to have denied it
-    assert notice == (
-        f"⌛ Nobody answered “Run a command” ({record.id}) within "
-        f"{asked.now.status_line.split()[2]} s: it timed out, deny sent to the agent."
-    )
+    assert "✗ `" in line and "(declined)" not in line
+    # the notice in the card's words: the same time, the same quotes
+    assert notice == f'⌛ "Run a command" ({record.id}) timed out: {record_said(record)}.'
+    assert record_said(record) in asked.now.status_line
     assert late == Ack(
         text=f"This request is no longer open. {asked.now.status_line}", accepted=False
     )
@@ -116,10 +130,15 @@ async def test_outcome_cancel_interrupts_the_turn(
     async with running_gateway(config) as gw:
         asked = await ask_to_touch(gw, fake_model)
         record = await settles(
-            gw, asked, rf"Expired after {SECONDS}: timed out, deny and stop sent to the agent"
+            gw,
+            asked,
+            rf"Timed out: nobody answered within {WAITED} · a refusal that stops the turn was sent"
+            " to the agent",
         )
         await gw.text_where(lambda text: text == "⏹ The turn was interrupted.")
-        await gw.text_where(lambda text: text.startswith("⌛") and "deny and stop" in text)
+        await gw.text_where(
+            lambda text: text.startswith("⌛") and "a refusal that stops the turn" in text
+        )
     assert_expired(record, 0.5, "deny and stop")
     assert not (codex_home.workspace / "hello.txt").exists()
     assert len(fake_model.model_requests()) == 1  # the model never heard back in that turn
@@ -139,7 +158,9 @@ async def test_a_decision_made_before_the_expiry_wins(
         # a second request nobody answers expires: by then the first was overdue too
         second = await ask_to_touch(gw, fake_model, "second.txt")
         expired = await settles(
-            gw, second, rf"Expired after {SECONDS}: timed out, deny sent to the agent"
+            gw,
+            second,
+            rf"Timed out: nobody answered within {WAITED} · a refusal was sent to the agent",
         )
         first = await interaction(gw, decided.id)
         assert await expired_ids(gw.gateway) == [expired.id]
@@ -169,7 +190,9 @@ async def test_the_default_never_expires_while_an_expiring_project_does(tmp_path
         waiting = await open_card(gw, ROOM, "approve")  # project "slow": no after_seconds
         expiring = await open_card(gw, FAST, "approve")
         record = await settles(
-            gw, expiring, rf"Expired after {SECONDS}: timed out, deny sent to the agent"
+            gw,
+            expiring,
+            rf"Timed out: nobody answered within {WAITED} · a refusal was sent to the agent",
         )
         # older than the one that expired, and still waiting for a person
         still = await interaction(gw, waiting.interaction.id)
@@ -195,10 +218,13 @@ async def test_a_question_with_no_way_to_decline_expires_and_nothing_is_written(
         asked = await open_card(gw, FAST, "ask")
         why = "the agent offers no way to decline this question"
         record = await settles(
-            gw, asked, rf"Expired after {SECONDS}: timed out, nothing sent to the agent: {why}"
+            gw,
+            asked,
+            rf"Timed out: nobody answered within {WAITED} · nothing was sent to the agent: {why}",
         )
         notice = await gw.text_where(lambda text: text.startswith("⌛"), FAST)
-    assert notice.endswith(f"it timed out, nothing was sent to the agent: {why}.")
+    assert notice.endswith(f" timed out: {record_said(record)}.")
+    assert notice.endswith(f"nothing was sent to the agent: {why}.")
     assert record.state is InteractionState.EXPIRED and record.decision is None
     assert record.delivery is not None
     assert record.delivery.outcome is DeliveryOutcome.SKIPPED
@@ -216,14 +242,17 @@ async def test_cancel_with_no_deny_and_stop_action_refuses_and_interrupts(
         await settles(
             gw,
             asked,
-            rf"Expired after {SECONDS}: timed out, nothing sent to the agent: .*"
+            rf"Timed out: nobody answered within {WAITED} · nothing was sent to the agent: .*"
             "; the turn is stopped instead",
         )
         await gw.text_where(lambda text: text == "⏹ The turn was interrupted.", FAST)
         # the approval offers a plain deny only: it is written, saying it timed out
         denied = await open_card(gw, FAST, "approve")
         record = await settles(
-            gw, denied, rf"Expired after {SECONDS}: timed out, deny and stop sent to the agent"
+            gw,
+            denied,
+            rf"Timed out: nobody answered within {WAITED} · a refusal that stops the turn was sent"
+            " to the agent",
         )
     assert_expired(record, 0.2, "deny and stop")
     assert launcher.received == [Decision(action_id="decline", message=TIMED_OUT_MESSAGE)]
@@ -238,7 +267,9 @@ async def test_after_a_restart_nothing_is_expired_twice(tmp_path: Path) -> None:
         orphaned = await interaction(gw, left.interaction.id)
         asked = await open_card(gw, FAST, "approve")
         record = await settles(
-            gw, asked, rf"Expired after {SECONDS}: timed out, deny sent to the agent"
+            gw,
+            asked,
+            rf"Timed out: nobody answered within {WAITED} · a refusal was sent to the agent",
         )
         assert await expired_ids(gw.gateway) == [record.id]
     async with scripted_gateway(expiring) as (gw, launcher):

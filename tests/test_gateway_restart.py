@@ -146,7 +146,9 @@ async def test_agent_dies_with_an_approval_pending(
     config = two_projects(tmp_path, data_dir, "normal")
     async with gateway_process(config, tmp_path / "logs") as gw:
         await gw.say(BROKEN, "alice", "approve-then-die please")
-        orphaned = await gw.card_where(lambda card: "rphaned" in card["status_line"], BROKEN)
+        orphaned = await gw.card_where(
+            lambda card: "before anyone answered" in card["status_line"], BROKEN
+        )
         assert orphaned.card is not None and orphaned.card["actions"] == []
         notice = await gw.text_containing("agent process ended", BROKEN)
         assert "exited with code 9" in notice and "dying on purpose" in notice, notice
@@ -351,8 +353,8 @@ async def test_a_crash_between_an_expiry_and_its_write_leaves_a_card_that_says_s
         edited = await gw.wait_for(edited_card, what="the expired card edited")
         assert edited.card is not None and edited.card["actions"] == []
         assert edited.card["status_line"] == (
-            f"Expired after {waited_text(expired)}: timed out; whether deny reached the agent"
-            " is not known (the gateway restarted)"
+            f"Timed out: nobody answered within {waited_text(expired)} · whether a refusal"
+            " reached the agent is not known: the gateway restarted and ended the agent process"
         )
     assert runs_recorded(codex_home) == 0  # nothing was approved
     [after] = (await read_ledger(data_dir)).interactions
@@ -410,11 +412,14 @@ async def test_a_crash_between_a_commit_and_the_next_write_delivers_once_and_los
             assert status.startswith('Approved ("Allow once") by Alice'), status
             if point == "delivery_recorded":
                 assert status.endswith(
-                    "delivered · orphaned: the agent process ended before confirming"
+                    "sent to the agent, then the gateway restarted and ended the agent process"
+                    " · your next message starts the agent again"
                 )
             else:
                 assert status.endswith(
-                    "orphaned: the gateway stopped before recording whether it was delivered"
+                    "whether it reached the agent is not known: the gateway stopped before"
+                    " recording it, and the agent process was ended · your next message starts"
+                    " the agent again"
                 ), status
         await gw.text_containing("The gateway restarted", ROOM)
         # the conversation goes on; nothing of the first turn is replayed
@@ -478,7 +483,10 @@ async def test_sigkill_with_an_approval_pending_then_resume(
     async with gateway_process(config, logs) as gw:
         assert not process_alive(*agent)
         for status in await every_copy_edited(gw, refs):
-            assert status == "Orphaned: the agent process ended before this was answered"
+            assert status == (
+                "The gateway restarted and ended the agent process before anyone answered: no"
+                " answer can reach it now · your next message starts the agent again"
+            )
         for thread in (ROOM, SECOND_THREAD):
             notice = await gw.text_containing("The gateway restarted", thread)
             assert "1 earlier message is held: /resume runs it" in notice

@@ -68,11 +68,12 @@ async def test_a_command_is_approved_from_a_phone(
     async with on_telegram(config, fake_telegram) as tg:
         await tg.say(ALICE, "please create hello.txt")
         card = await tg.card(ALICE.id)
-        assert "touch hello.txt" in card.text and "Reason:" in card.text
+        assert "touch hello.txt" in card.text
+        assert "Reason:" not in card.text  # the summary says it: not twice
         assert "<pre><code" in card.html  # the command in a code block
         assert [b["text"] for b in card.buttons] == [
             "Allow once",
-            "Always allow `touch hello.txt`",
+            "Always allow commands like this",
             "Deny",
             "Deny and stop the turn",
         ]
@@ -83,7 +84,7 @@ async def test_a_command_is_approved_from_a_phone(
         assert answer["text"] == "Approved: Allow once. Delivered to the agent."
         await tg.bot_message(ALICE.id, lambda m: m.text.endswith("Done."))
         text = await decided(tg, ALICE.id, card.message_id, "done")
-        assert 'Approved ("Allow once") by @alice' in text and "delivered" in text
+        assert 'Approved ("Allow once") by @alice' in text and "sent to the agent" in text
         assert (codex_home.workspace / "hello.txt").exists()
 
         late = await tg.click(ALICE, card, deny)

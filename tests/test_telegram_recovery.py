@@ -73,7 +73,9 @@ async def test_a_card_left_by_a_stopped_gateway_is_edited_when_it_starts_again(
         allow = card.button("Allow once")["callback_data"]
 
     async with on_telegram(config, fake_telegram) as tg:  # a new process: same ledger
-        await tg.fake.wait_for(lambda: card.markup is None and "rphaned" in card.text)
+        await tg.fake.wait_for(
+            lambda: card.markup is None and "before anyone answered" in card.text
+        )
         answer = await tg.click(ALICE, card, allow)  # an old client still shows the button
         assert answer["text"] == "This request belongs to an agent process that has ended."
     assert not (codex_home.workspace / "never.txt").exists()

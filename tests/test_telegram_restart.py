@@ -89,7 +89,9 @@ async def test_a_card_on_screen_when_the_gateway_is_killed_is_edited_by_the_next
 
             fake.commands = []
             async with gateway_process(config):
-                await fake.wait_for(lambda: card.markup is None and "rphaned" in card.text)
+                await fake.wait_for(
+                    lambda: card.markup is None and "before anyone answered" in card.text
+                )
                 await fake.wait_for(
                     lambda: any("gateway restarted" in m.text for m in fake.bot_messages(ALICE.id))
                 )

@@ -69,7 +69,10 @@ async def test_stop_is_one_notice_naming_who_stopped_and_the_card_says_so(
         notice = await tg.bot_message(ALICE.id, lambda m: m.text.startswith("⏹"))
         assert notice.text == "⏹ Stopped by @alice."
         await tg.fake.wait_for(lambda: card.markup is None)
-        assert re.search(rf"Stopped by @alice at {WHEN}: nothing was sent to the agent", card.text)
+        assert re.search(
+            rf"Stopped by @alice at {WHEN} before anyone answered · nothing was sent to the agent",
+            card.text,
+        )
         assert "Cancelled by the agent" not in card.text
         # after /stop, a new message runs at once: no /resume needed
         await tg.say(ALICE, "say hi instead")

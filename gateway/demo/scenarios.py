@@ -300,7 +300,7 @@ async def slow(turn: Turn) -> None:
 async def crash(turn: Turn) -> None:
     await turn.say(
         "I will ask to run a command, then my process dies before you answer. The card will "
-        "say *orphaned*: the process that asked is gone, so no answer can reach it. Your next "
+        "say so: the process that asked is gone, so no answer can reach it. Your next "
         "message starts me again."
     )
     call, started = turn.memory.next_call_id(), now_ms()

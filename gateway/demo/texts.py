@@ -155,7 +155,8 @@ reads its JSON lines, and the ledger is a real SQLite file in the data dir.
 `/stop` is not a decision and never waits behind a turn: it goes to the agent at once as its \
 native interrupt (`turn/interrupt` for Codex). The turn ends *interrupted*, and a request \
 the agent withdrew is shown as cancelled by the agent. When an agent process dies, its open \
-requests cannot be answered any more: their cards say *orphaned*, their buttons are removed, \
+requests cannot be answered any more: their cards say that the agent process ended before \
+anyone answered, their buttons are removed, \
 and the next message starts the agent again and resumes the conversation from its thread id. \
 No prompt and no decision is replayed on its own.
 """,

@@ -140,6 +140,7 @@ def encode_actions(actions: tuple[Action, ...]) -> str:
                 "effect": a.effect.value,
                 "scope": a.scope.value,
                 "description": a.description,
+                **({"rule": a.rule} if a.rule else {}),
             }
             for a in actions
         ]
@@ -154,6 +155,7 @@ def decode_actions(text: str) -> tuple[Action, ...]:
             effect=Effect(a["effect"]),
             scope=Scope(a["scope"]),
             description=a["description"],
+            rule=a.get("rule", ""),
         )
         for a in json.loads(text)
     )

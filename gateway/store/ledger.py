@@ -352,7 +352,9 @@ class InteractionLedger:
         )
         action = current.action(decision.action_id) if decision.action_id else None
         if action and action.effect is Effect.ALLOW and action.scope in _GRANT_SCOPES:
-            description = f"{action.label}: {current.title}"
+            # the rule it adds, whole, where the label (short, for a button) does not say it
+            named = f"{action.label} `{action.rule}`" if action.rule else action.label
+            description = f"{named}: {current.title}"
             conn.execute(
                 "INSERT INTO grants (session_id, interaction_id, action_id, scope, description,"
                 " actor_platform, actor_user_id, actor_display, granted_at)"

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
+from gateway.card_status import action_label, delivery_words, ending
 from gateway.cards import (
     Attachment,
     Block,
@@ -24,9 +25,10 @@ from gateway.cards import (
     QuestionForm,
     TextBlock,
 )
-from gateway.domain import Action, Effect, InteractionState, Question, Scope
-from gateway.interactions import DeliveryOutcome, Interaction
+from gateway.domain import InteractionState, Question
+from gateway.interactions import Interaction
 from gateway.markdown import console_html
+from gateway.wording import clock_time, quoted
 from platforms.console.highlight import highlight_code, highlight_diff, highlight_shell
 from platforms.console.views import CardView
 
@@ -47,17 +49,6 @@ class PostContext:
         )
 
 
-_EFFECT = {
-    Effect.ALLOW: "allows it",
-    Effect.DENY: "refuses it; the agent carries on",
-    Effect.CANCEL: "refuses it and stops the agent's turn",
-}
-_SCOPE = {
-    Scope.ONCE: "this time only",
-    Scope.TURN: "for the rest of this turn",
-    Scope.SESSION: "for the rest of this session",
-    Scope.ALWAYS: "always, as a lasting rule",
-}
 _LIVE = {InteractionState.PENDING, InteractionState.DECIDED, InteractionState.DELIVERED}
 _GOOD = {InteractionState.RESOLVED}
 
@@ -67,8 +58,9 @@ def state_class(text: str) -> str:
 
 
 def clock(at: datetime) -> str:
+    """A clock time as every surface writes it (gateway/wording.py), machine-readable too."""
     utc = at.astimezone(UTC)
-    return f'<time datetime="{utc.isoformat()}">{utc:%H:%M:%S} UTC</time>'
+    return f'<time datetime="{utc.isoformat()}">{clock_time(utc)}</time>'
 
 
 def _block(block: Block) -> str:
@@ -106,26 +98,21 @@ def _actions(view: CardView, ctx: PostContext) -> str:
     interaction, buttons = view.interaction, view.card.actions
     if not buttons:
         return ""
-    rows = []
-    for button, action in zip(buttons, interaction.actions, strict=False):
-        rows.append(_action_row(button, action))
+    rows = "".join(_action_row(button) for button in buttons)
     return (
         f'<form class="actions" method="post" action="/i/{escape(interaction.id)}/act"'
-        f" data-enhance>{ctx.hidden()}{''.join(rows)}</form>"
+        f" data-enhance>{ctx.hidden()}{rows}</form>"
     )
 
 
-def _action_row(button: CardAction, action: Action) -> str:
+def _action_row(button: CardAction) -> str:
+    """The button, what it does (said once), and the exact rule it adds, whole."""
     css = {ButtonStyle.PRIMARY: "primary", ButtonStyle.DANGER: "danger"}.get(button.style, "")
-    effect = f"{_EFFECT[action.effect]}, {_SCOPE[action.scope]}"
-    if action.effect is not Effect.ALLOW:
-        effect = _EFFECT[action.effect]
-    if action.description:
-        effect += f" — {action.description}"
+    rule = f' <code class="rule">{escape(button.rule)}</code>' if button.rule else ""
     return (
         f'<div class="action"><button type="submit" name="token" class="{css}"'
         f' value="{escape(button.token)}">{escape(button.label)}</button>'
-        f'<span class="effect">{escape(effect)}</span></div>'
+        f'<span class="effect">{escape(button.explanation)}{rule}</span></div>'
     )
 
 
@@ -179,32 +166,27 @@ def _decided_what(interaction: Interaction) -> str:
         return ""
     if fact.decision.action_id is not None:
         action = interaction.action(fact.decision.action_id)
-        return f"chose “{action.label if action else fact.decision.action_id}”"
+        if action is None:
+            return f"chose {quoted(fact.decision.action_id)}"
+        return f"chose {quoted(action_label(action.label, action.scope))}"
     return f"answered {len(fact.decision.answers)} question(s)"
 
 
 def _timeline(interaction: Interaction) -> str:
+    """The facts one by one, in the words of the status line (gateway/card_status.py)."""
     items = [f"<li><b>Asked</b> {clock(interaction.created_at)}</li>"]
     if (fact := interaction.decision) is not None:
         what = escape(_decided_what(interaction))
         items.append(
             f"<li><b>Decided</b> {clock(fact.at)} by {escape(str(fact.actor))}: {what}</li>"
         )
-    if (delivery := interaction.delivery) is not None:
-        said = {
-            DeliveryOutcome.OK: "written to the agent",
-            DeliveryOutcome.FAILED: "the write failed; not resent",
-            DeliveryOutcome.SKIPPED: "nothing written",
-        }[delivery.outcome]
-        error = f" ({escape(delivery.error)})" if delivery.error else ""
-        items.append(f"<li><b>Delivery</b> {clock(delivery.at)}: {said}{error}</li>")
-    if (end := interaction.resolution) is not None:
-        how = escape(end.how.value.replace("_", " "))
-        echo = end.note.endswith(end.how.value)  # "agent: answered" says nothing more
-        note = f" — {escape(end.note)}" if end.note and not echo else ""
-        items.append(f"<li><b>Resolved</b> {clock(end.at)}: {how}, by {escape(end.by)}{note}</li>")
-    state = interaction.state.value
-    items.append(f'<li><b>Now</b> <span class="state {state}">{state}</span></li>')
+    delivery, said = interaction.delivery, delivery_words(interaction)
+    if delivery is not None and said is not None:
+        items.append(f"<li><b>Delivery</b> {clock(delivery.at)}: {escape(said)}</li>")
+    end, ended = interaction.resolution, ending(interaction)
+    if end is not None and ended is not None:
+        heading, words = ended
+        items.append(f"<li><b>{escape(heading)}</b> {clock(end.at)}: {escape(words)}</li>")
     return f'<ol class="timeline">{"".join(items)}</ol>'
 
 

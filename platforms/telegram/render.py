@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gateway.cards import (
     Attachment,
@@ -29,7 +29,7 @@ from gateway.cards import (
     FormQuestion,
     TextBlock,
 )
-from gateway.domain import Question
+from gateway.domain import Question, Scope
 from gateway.markdown import telegram_html
 from platforms.form_drafts import Draft, Form
 
@@ -164,18 +164,39 @@ def _at(
 
 
 @dataclass(kw_only=True, slots=True)
+class _Rule:
+    """A button whose grant lasts (always) or adds a rule: its label, what it does, and the
+    rule, whole (a label is cut at 60 characters; the body is not)."""
+
+    label: str
+    explanation: str
+    rule: str
+    attached: str = ""  # the file the rule went to, where it did not fit
+
+    def html(self) -> str:
+        head = f"<b>{_e(self.label)}</b>: {_e(self.explanation)}"
+        if not self.rule:
+            return head
+        if self.attached:
+            return f"{head} (the rule is attached as {_e(self.attached)})"
+        return f"{head}\n<code>{_e(self.rule)}</code>"
+
+
+@dataclass(kw_only=True, slots=True)
 class _Parts:
     title: str
     summary: str
     blocks: list[Block]
     form: str
     status: str
+    rules: list[_Rule] = field(default_factory=list)
 
     def html(self) -> str:
         pieces = [f"<b>{_e(self.title)}</b>"]
         if self.summary and self.summary != self.title:
             pieces.append(_e(self.summary))
         pieces += [_block_html(block) for block in self.blocks]
+        pieces += [rule.html() for rule in self.rules]
         if self.form:
             pieces.append(self.form)
         if self.status:
@@ -193,6 +214,12 @@ def _attach_largest(parts: _Parts) -> Attachment | None:
         for i, b in enumerate(parts.blocks)
         if isinstance(b, CodeBlock | DiffBlock)
     ]
+    rules = [(len(r.rule), i) for i, r in enumerate(parts.rules) if not r.attached]
+    if rules and (not found or max(rules)[0] > max(f[0] for f in found)):
+        _, at = max(rules)
+        name = "rule.txt" if at == 0 else f"rule-{at + 1}.txt"
+        parts.rules[at].attached = name
+        return Attachment(name=name, content=parts.rules[at].rule)
     if not found:
         return None
     _, index, block = max(found, key=lambda f: (f[0], f[1]))
@@ -301,6 +328,11 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
         blocks=list(card.blocks),
         form=_form_html(form, card),
         status=card.status_line,
+        rules=[
+            _Rule(label=action.label, explanation=action.explanation, rule=action.rule)
+            for action in card.actions
+            if action.rule or action.scope is Scope.ALWAYS
+        ],
     )
     text, extra = _fit(parts, limit)
     attached = tuple(a.name for a in extra)

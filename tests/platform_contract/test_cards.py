@@ -20,7 +20,11 @@ async def settled(driver: Driver, card: Seen) -> Seen:
     """``card`` once its decision is delivered and its buttons are gone."""
     return await driver.wait_for(
         lambda seen: next(
-            (s for s in seen if s.key == card.key and not s.buttons and "delivered" in s.status),
+            (
+                s
+                for s in seen
+                if s.key == card.key and not s.buttons and "sent to the agent" in s.status
+            ),
             None,
         )
     )

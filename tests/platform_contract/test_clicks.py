@@ -67,7 +67,9 @@ async def test_a_click_on_a_card_from_before_a_restart_is_stale(driver: Driver) 
         await driver.say("approve")
         card = await driver.card(lambda s: bool(s.buttons))
     async with driver.running() as gateway:
-        orphaned = await driver.card(lambda s: s.key == card.key and "rphaned" in s.status)
+        orphaned = await driver.card(
+            lambda s: s.key == card.key and "before anyone answered" in s.status
+        )
         answer = await driver.click(card, card.button("Allow once").token)
         assert answer == "This request belongs to an agent process that has ended."
         assert await rejections(gateway) == ["stale"]

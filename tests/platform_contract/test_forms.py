@@ -25,7 +25,7 @@ async def test_single_multi_and_other_answers_reach_the_agent_and_the_card(
         )
         answer = await driver.answer_form(card, FORM, filled)
         assert answer is not None and answer.startswith("Answer sent."), answer
-        done = await driver.card(lambda s: s.key == card.key and "delivered" in s.status)
+        done = await driver.card(lambda s: s.key == card.key and "sent to the agent" in s.status)
         await driver.text(lambda text: text == "Thanks: 3 answer(s) received.")
     assert driver.received[0].answers == {
         "env": Answer(option_ids=("green",)),
@@ -59,7 +59,7 @@ async def test_a_secret_is_taken_on_a_private_surface_and_never_shown(driver: Dr
         await driver.say("secret")
         card = await driver.card(lambda s: s.status == "Waiting for an answer")
         await driver.answer_form(card, SECRET, FormAnswers(typed={"token": secret}))
-        done = await driver.card(lambda s: s.key == card.key and "delivered" in s.status)
+        done = await driver.card(lambda s: s.key == card.key and "sent to the agent" in s.status)
         await driver.text(lambda text: text == "Thanks: 1 answer(s) received.")
         seen = await driver.seen()
     assert driver.received[0].answers == {"token": Answer(other=secret)}

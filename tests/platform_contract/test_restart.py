@@ -16,10 +16,15 @@ async def test_a_card_on_screen_at_a_restart_is_edited_to_say_orphaned(driver: D
         await driver.say("approve")
         card = await driver.card(lambda s: bool(s.buttons))
     async with driver.running():
-        orphaned = await driver.card(lambda s: s.key == card.key and "rphaned" in s.status)
+        orphaned = await driver.card(
+            lambda s: s.key == card.key and "before anyone answered" in s.status
+        )
         seen = await driver.seen()
     assert orphaned.buttons == ()
-    assert orphaned.status == "Orphaned: the agent process ended before this was answered"
+    assert orphaned.status == (
+        "The gateway ended the agent process before anyone answered: no answer can reach it"
+        " now · your next message starts the agent again"
+    )
     assert [s.key for s in seen if s.card] == [card.key]  # the same card, not a new one
     assert sum(orphaned.status in s.text for s in seen) == 1
 
@@ -38,7 +43,9 @@ async def test_a_card_the_stopping_gateway_could_not_edit_is_edited_by_the_next(
     assert (await driver.now(card.key)).buttons == card.buttons  # left as it was
     await driver.back()
     async with driver.running():
-        orphaned = await driver.card(lambda s: s.key == card.key and "rphaned" in s.status)
+        orphaned = await driver.card(
+            lambda s: s.key == card.key and "before anyone answered" in s.status
+        )
         seen = await driver.seen()
     assert orphaned.buttons == ()
     assert [s.key for s in seen if s.card] == [card.key]

@@ -1,0 +1,49 @@
+"""How every surface writes a time, a duration and a quoted name: one style everywhere.
+
+A card's status line, the console's card timeline and the notices the runner sends said the
+same things in different ways ("at 09:17 UTC" and "09:17:03 UTC", "after 2 min" and "after
+95 s", "Allow once" in straight quotes here and curly ones there). They all write through
+these helpers now. Pure.
+
+- A clock time is hours and minutes in UTC: "09:17 UTC" (the gateway's clock is UTC; a
+  platform that can show each reader their own local time may do so from the datetime).
+- A duration is seconds under a minute ("0.5 s", "42 s"), then minutes and seconds ("1 min
+  35 s"), then minutes ("12 min"), then hours ("2 h 5 min").
+- A name a person chose or reads on a button (a label, a card's title) is in straight double
+  quotes; a command is in backticks (Markdown), only where the text is rendered as Markdown
+  (the turn's tool lines), never on a card, whose text is drawn as plain text.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+__all__ = ["clock_time", "duration", "quoted"]
+
+
+def clock_time(at: datetime) -> str:
+    """ "09:17 UTC"."""
+    return f"{at.astimezone(UTC):%H:%M} UTC"
+
+
+def duration(seconds: float) -> str:
+    """ "0.5 s", "42 s", "1 min 35 s", "12 min", "2 h 5 min"."""
+    seconds = max(0.0, seconds)
+    if seconds < 10:
+        return f"{seconds:.1f}".removesuffix(".0") + " s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, rest = divmod(whole, 60)
+    if minutes < 10:
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+
+
+def quoted(text: str) -> str:
+    """A name in straight double quotes: "Allow once"."""
+    return f'"{text}"'
