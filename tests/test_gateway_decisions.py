@@ -213,7 +213,8 @@ async def test_stop_while_an_approval_waits_withdraws_it_and_a_late_click_is_ref
         ack, _ = await click(gw, asked, "Allow once")
         assert not ack.accepted
         assert ack.text.startswith("This request is no longer open. Stopped by Alice at ")
-        assert not any("Stopping" in t or "interrupted" in t for t in gw.memory.texts(ROOM))
+        notices = [t for t in gw.memory.texts(ROOM) if t.startswith("⏹")]
+        assert notices == ["⏹ Stopped by Alice."]
         assert count_rows(gw, "decisions", record.id) == 0
     assert record.state is InteractionState.CANCELLED
     assert record.decision is None

@@ -161,7 +161,7 @@ async def test_a_failed_write_says_so_on_the_card_and_in_pending_and_is_not_rese
         await settles(
             gw,
             asked,
-            r'Approved \("Approve"\) by Alice at .* · nothing reached the agent: Alice stopped the turn'
-            " first",
+            r'Approved \("Approve"\) by Alice at .* · nothing reached the agent: '
+            "Alice stopped the turn first",
         )
         assert launcher.received == []
