@@ -290,7 +290,7 @@ def _outcome(interaction: Interaction, decision: Decision) -> str:
     else:
         head = "Answer sent."
     if interaction.state is InteractionState.DELIVERED:
-        return f"{head} Delivered to the agent."
+        return f"{head} Sent to the agent."
     if interaction.state is InteractionState.ORPHANED:
         return f"{head} But the agent process has ended: nothing was delivered."
     return f"{head} {status_line(interaction)}"

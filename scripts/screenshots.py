@@ -155,7 +155,9 @@ async def take(out: Path, work: Path, *, chromium: Path = CHROMIUM) -> list[Path
             # crash: the agent dies with its card open
             await desk.start("crash")
             card = desk.page.locator("#live article.card").last
-            await expect(card.locator(".status")).to_contain_text("rphaned", timeout=WAIT_MS)
+            await expect(card.locator(".status")).to_contain_text(
+                "no answer can reach it now", timeout=WAIT_MS
+            )
             await desk.shot("orphaned.png")
 
             await desk.go("")

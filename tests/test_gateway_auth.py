@@ -79,7 +79,7 @@ async def still_pending(gw: Running, asked: Asked, fake: FakeResponses) -> None:
 async def approve_at_last(gw: Running, asked: Asked, home: CodexHome) -> None:
     """The person who may decide still can, and the answer reaches the agent once."""
     ack = await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
-    assert ack == Ack(text="Approved: Allow once. Delivered to the agent.", accepted=True)
+    assert ack == Ack(text="Approved: Allow once. Sent to the agent.", accepted=True)
     await settles(gw, asked, ALLOWED)
     await gw.text_where(lambda text: "Done." in text)
     assert (home.workspace / "hello.txt").exists()
@@ -268,7 +268,7 @@ async def test_approve_command_follows_the_same_rules_as_a_click(
         await still_pending(gw, asked, fake_model)
 
         reply = await reply_to(gw, BOB, f"/approve {iid}")
-        assert reply == "Approved: Allow once. Delivered to the agent."
+        assert reply == "Approved: Allow once. Sent to the agent."
         await settles(
             gw, asked, rf'Approved \("Allow once"\) by Bob at {WHEN} · sent to the agent · done'
         )
@@ -285,7 +285,7 @@ async def test_deny_command_declines_and_approve_takes_an_action_by_number(
     async with running_gateway(gateway_config(codex_bin, codex_home, tmp_path / "data")) as gw:
         first = await ask_to_touch(gw, fake_model)
         reply = await reply_to(gw, ALICE, f"/deny {first.interaction.id} not now")
-        assert reply == "Denied: Deny. Delivered to the agent."
+        assert reply == "Denied: Deny. Sent to the agent."
         await settles(
             gw, first, rf'Denied \("Deny"\) by Alice at {WHEN} · sent to the agent · done'
         )
@@ -294,7 +294,7 @@ async def test_deny_command_declines_and_approve_takes_an_action_by_number(
 
         second = await ask_to_touch(gw, fake_model, "second.txt")
         reply = await reply_to(gw, ALICE, f"/approve {second.interaction.id} 2")
-        assert reply == "Approved: Always allow commands like this. Delivered to the agent."
+        assert reply == "Approved: Always allow commands like this. Sent to the agent."
         rule = "Always allow commands like this"
         await settles(
             gw, second, rf'Approved \("{rule}"\) by Alice at {WHEN} · sent to the agent · done'

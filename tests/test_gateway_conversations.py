@@ -122,7 +122,7 @@ async def test_a_decision_in_one_thread_updates_the_card_in_the_other(
         assert there.labels == asked.labels
 
         ack = await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
-        assert ack == Ack(text="Approved: Allow once. Delivered to the agent.", accepted=True)
+        assert ack == Ack(text="Approved: Allow once. Sent to the agent.", accepted=True)
         final = ALLOWED
         await settles(gw, asked, final)
         await settles(gw, there, final)
@@ -150,7 +150,7 @@ async def test_a_thread_that_joins_while_a_card_waits_is_shown_the_card(
             interaction=asked.interaction,
         )
         ack = await gw.memory.click(ROOM_T2, BOB, there.token("Allow once"))
-        assert ack == Ack(text="Approved: Allow once. Delivered to the agent.", accepted=True)
+        assert ack == Ack(text="Approved: Allow once. Sent to the agent.", accepted=True)
         final = rf'Approved \("Allow once"\) by Bob at {WHEN} · sent to the agent · done'
         await settles(gw, there, final)
         await settles(gw, asked, final)
@@ -241,7 +241,7 @@ async def test_pending_flags_a_request_no_one_could_see_and_approve_by_id_still_
         assert pending in status
 
         reply = await reply_to(gw, f"/approve {waiting.id}")
-        assert reply == "Approved: Allow once. Delivered to the agent."
+        assert reply == "Approved: Allow once. Sent to the agent."
         # the copy that failed is sent again, showing how it ended
         [shown] = await gw.memory.wait_for(lambda: gw.cards() or None)
         await settles(

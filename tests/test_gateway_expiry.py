@@ -152,7 +152,7 @@ async def test_a_decision_made_before_the_expiry_wins(
     async with running_gateway(config) as gw:
         asked = await ask_to_touch(gw, fake_model)
         ack = await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
-        assert ack == Ack(text="Approved: Allow once. Delivered to the agent.", accepted=True)
+        assert ack == Ack(text="Approved: Allow once. Sent to the agent.", accepted=True)
         decided = await settles(gw, asked, r'Approved \("Allow once"\) by Alice at .* · done')
         await gw.text_where(lambda text: "Done." in text)
         # a second request nobody answers expires: by then the first was overdue too
@@ -199,7 +199,7 @@ async def test_the_default_never_expires_while_an_expiring_project_does(tmp_path
         assert still.state is InteractionState.PENDING
         assert waiting.now.status_line == "Waiting for a decision"
         ack = await gw.memory.click(ROOM, ALICE, waiting.token("Approve"))
-        assert ack == Ack(text="Approved: Approve. Delivered to the agent.", accepted=True)
+        assert ack == Ack(text="Approved: Approve. Sent to the agent.", accepted=True)
         assert await expired_ids(gw.gateway) == [record.id]
     assert_expired(record, 0.2, "deny")
     assert still.created_at < record.created_at

@@ -97,7 +97,9 @@ async def test_an_expired_command_says_nobody_answered_on_its_card_and_its_line(
         r"Timed out: nobody answered within \d+(\.\d)? s · a refusal was sent to the agent",
         card.text,
     )
-    assert "✗ `/bin/bash -c 'touch hello.txt'` (expired: nobody answered)" in line.text
+    # the command in monospace (a code entity), not in backticks
+    assert "✗ /bin/bash -c 'touch hello.txt' (expired: nobody answered)" in line.text
+    assert line.entities_of("code") == ["/bin/bash -c 'touch hello.txt'"]
     assert not any("(declined)" in text for text in tg.texts(ALICE.id))
     assert "timed out: nobody answered within" in notice.text and "“" not in notice.text
     assert not (codex_home.workspace / "hello.txt").exists()

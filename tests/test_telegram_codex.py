@@ -81,7 +81,7 @@ async def test_a_command_is_approved_from_a_phone(
         deny = card.button("Deny")["callback_data"]
 
         answer = await tg.press(ALICE, card, "Allow once")
-        assert answer["text"] == "Approved: Allow once. Delivered to the agent."
+        assert answer["text"] == "Approved: Allow once. Sent to the agent."
         await tg.bot_message(ALICE.id, lambda m: m.text.endswith("Done."))
         text = await decided(tg, ALICE.id, card.message_id, "done")
         assert 'Approved ("Allow once") by @alice' in text and "sent to the agent" in text

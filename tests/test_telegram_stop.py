@@ -155,7 +155,7 @@ async def test_a_reply_to_a_card_gets_the_notice_and_its_buttons_again_which_dec
 
         deny = card.button("Deny")["callback_data"]  # the first copy's, for later
         answer = await tg.press(BOB, again, "Allow once")
-        assert answer["text"] == "Approved: Allow once. Delivered to the agent."
+        assert answer["text"] == "Approved: Allow once. Sent to the agent."
         for copy in (card, again):  # both copies end the same, no buttons left
             await tg.fake.wait_for(
                 lambda copy=copy: (

@@ -93,6 +93,7 @@ border:1px solid #b6bcc8;border-radius:6px;width:100%;max-width:520px}
 .other{margin-top:6px}
 .why{color:var(--danger);font-size:13px;margin:4px 0}
 .status{margin:10px 0 4px;font-weight:600}
+details.history{font-size:13px;color:var(--mut)}details.history summary{cursor:pointer}
 ol.timeline{list-style:none;margin:8px 0 0;padding:8px 0 0;border-top:1px dashed var(--line);
 font-size:13px;color:var(--mut)}
 ol.timeline li{margin:2px 0}ol.timeline b{color:var(--fg);font-weight:600}

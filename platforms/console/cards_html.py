@@ -51,6 +51,17 @@ class PostContext:
 
 _LIVE = {InteractionState.PENDING, InteractionState.DECIDED, InteractionState.DELIVERED}
 _GOOD = {InteractionState.RESOLVED}
+# the badge beside a card's title: the state in a person's words (the class keeps its name)
+_BADGE = {
+    InteractionState.PENDING: "waiting",
+    InteractionState.DECIDED: "sending",
+    InteractionState.DELIVERED: "sent",
+    InteractionState.RESOLVED: "done",
+    InteractionState.CANCELLED: "closed",
+    InteractionState.EXPIRED: "timed out",
+    InteractionState.ORPHANED: "agent ended",
+    InteractionState.UNKNOWN: "not known",
+}
 
 
 def state_class(text: str) -> str:
@@ -187,7 +198,11 @@ def _timeline(interaction: Interaction) -> str:
     if end is not None and ended is not None:
         heading, words = ended
         items.append(f"<li><b>{escape(heading)}</b> {clock(end.at)}: {escape(words)}</li>")
-    return f'<ol class="timeline">{"".join(items)}</ol>'
+    # the status line above says it whole: the facts with their times are there on demand
+    return (
+        '<details class="history"><summary>History</summary>'
+        f'<ol class="timeline">{"".join(items)}</ol></details>'
+    )
 
 
 def _where(view: CardView) -> str:
@@ -231,7 +246,7 @@ def card_html(
         f' data-key="i-{escape(interaction.id)}" data-version="{interaction.version}">'
         f'<div class="head"><span class="kind">{escape(interaction.kind.value)}</span>'
         f"<h3>{escape(card.title)}</h3>"
-        f'<span class="state {state.value}">{state.value}</span></div>'
+        f'<span class="state {state.value}">{_BADGE.get(state, state.value)}</span></div>'
         f"{_where(view) if with_session else ''}{summary}{blocks}{attachments}"
         f"{_actions(view, ctx)}{_form(interaction, card.form, ctx)}{_refusals(refusals)}"
         f'<p class="status">{escape(card.status_line)}</p>{_timeline(interaction)}</article>'

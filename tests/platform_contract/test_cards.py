@@ -43,7 +43,7 @@ async def test_every_action_kind_round_trip(driver: Driver) -> None:
             assert card.labels == [action.label for action in ACTIONS]
             assert card.status == "Waiting for a decision"
             answer = await driver.press(card, label)
-            assert label in answer and "Delivered to the agent" in answer, answer
+            assert label in answer and "Sent to the agent" in answer, answer
             done = await settled(driver, card)
             assert f'("{label}") by {alice}' in done.status, done
             assert done.text.count(done.status) == 1, done  # one status line: the new one
