@@ -111,7 +111,9 @@ async def test_the_launcher_starts_it_as_codex_app_server(tmp_path: Path) -> Non
     project = demo.config.projects[DEMO_PROJECT]
     _, argv = demo.launcher.codec_and_argv(project, resume_native_id=None)
     assert argv[1:3] == ["-m", "gateway.demo.agent"]
-    assert argv[-3:] == ["app-server", "--enable", "default_mode_request_user_input"]
+    assert argv[-5:-2] == ["app-server", "--enable", "default_mode_request_user_input"]
+    # the warning about the features the gateway enables is the gateway's to silence
+    assert argv[-2:] == ["-c", "suppress_unstable_features_warning=true"]
     async with demo_agent(tmp_path) as talk:
         started = talk.agent.started
         assert started.agent_version == VERSION

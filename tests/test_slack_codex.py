@@ -81,7 +81,7 @@ async def test_a_command_is_allowed_once_in_a_thread(
         await delivery.settled()
         assert delivery.state == "acked"  # within Slack's 3 s
         text = await decided(slack, card, "done")
-        assert "by @alice" in text and "delivered" in text
+        assert "by @alice" in text and "sent to the agent" in text
         await bot_says(slack, said.ts, "Done.")
     assert (codex_home.workspace / "hello.txt").exists()
 
