@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.servers.fake_telegram import FakeTelegram
 
 pytest_plugins = [
     "tests.codex_env",  # fake_model, codex_home
@@ -76,3 +78,10 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "work"
     path.mkdir()
     yield path
+
+
+@pytest.fixture
+async def fake_telegram() -> AsyncIterator[FakeTelegram]:
+    """The fake Bot API on loopback (tests/servers/fake_telegram.py), for one test."""
+    async with FakeTelegram() as fake:
+        yield fake

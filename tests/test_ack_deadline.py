@@ -9,7 +9,6 @@ a short deadline through its own ``limits``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -64,12 +63,6 @@ async def test_memory_a_click_past_the_deadline_is_received_and_the_card_ends_de
         assert launcher.received == [APPROVE]
     # the core's own answer came after the neutral one, and nothing cut it short
     assert memory.late == [Ack(text="Approved: Approve. Sent to the agent.", accepted=True)]
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_telegram_a_click_past_the_deadline_is_received_and_the_card_ends_delivered(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,6 @@ from tests.telegram_harness import ALICE, on_telegram, telegram_config
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
 
 BUTTON_MAX = 60  # Telegram cuts a button's text past this
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_the_rule_always_would_add_is_shown_whole_and_its_button_is_short(

@@ -3,7 +3,6 @@ is refused what it may not do; every click is answered; every card tells how it 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +32,6 @@ from tests.telegram_harness import (
 )
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def config_for(

@@ -7,7 +7,6 @@ fake Bot API, the real console, the scripted agent."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -26,12 +25,6 @@ from tests.servers.fake_telegram import FakeTelegram, Sent
 from tests.telegram_harness import ALICE, OnTelegram, telegram_config_text
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_with_telegram_in_a_429_storm_the_consoles_card_edits_still_land(

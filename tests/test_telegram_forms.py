@@ -86,12 +86,6 @@ REQUESTS = {
 }
 
 
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
 @asynccontextmanager
 async def scripted(fake: FakeTelegram, tmp_path: Path) -> AsyncIterator[OnTelegram]:
     """The gateway on Telegram with the scripted agent (entered in the test's own task:

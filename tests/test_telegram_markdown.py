@@ -5,7 +5,6 @@ in parts, each with its code block whole."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -28,12 +27,6 @@ ANSWER = (
     f"```python\n{CODE}```\n\n"
     "Run it with `python steps.py`."
 )
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_a_tool_line_arrives_as_code_not_backticks(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,6 @@ pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
 
 # a command that runs in the sandbox until the test lets it end
 WAIT_FOR_GO = "while [ ! -e go ]; do sleep 0.05; done; echo found"
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def config_for(

@@ -30,12 +30,6 @@ pytestmark = pytest.mark.timeout(60)
 SECRET = "s3cret-Token_for-webhooks"
 
 
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
 @asynccontextmanager
 async def scripted(
     fake: FakeTelegram, tmp_path: Path, telegram: str = "", sock: socket.socket | None = None

@@ -3,7 +3,6 @@ answers again, and a card left on screen by a gateway that stopped is edited to 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -14,12 +13,6 @@ from tests.servers.fake_telegram import FakeTelegram
 from tests.telegram_harness import ALICE, on_telegram, telegram_config
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 async def test_a_card_that_failed_to_send_is_sent_when_telegram_is_back(

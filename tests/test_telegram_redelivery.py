@@ -63,12 +63,6 @@ REQUESTS = {
 }
 
 
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
-
-
 @asynccontextmanager
 async def flaky(
     fake: FakeTelegram,

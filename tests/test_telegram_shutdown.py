@@ -9,7 +9,7 @@ dir gets it and the agent answers it once."""
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -24,12 +24,6 @@ pytestmark = pytest.mark.timeout(90)
 
 SECRET = "s3cret-Token_for-webhooks"
 LATE = "sent while the gateway stops"
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 @contextmanager

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
 
@@ -25,12 +24,6 @@ pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
 
 WHEN = r"\d\d:\d\d UTC"  # how a status line writes a time (gateway/wording.py)
 NOT_A_DECISION = "Queued as a message for the agent, not as a decision."
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def asking(fake_model: FakeResponses) -> None:

@@ -4,7 +4,6 @@ split at 4096 characters, the final text exact, Telegram's limits never crossed 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -17,12 +16,6 @@ from tests.telegram_harness import ALICE, on_telegram, telegram_config
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(150)]
 
 LONG = "\n".join(f"line {n:04d}: the agent explains step {n} at some length." for n in range(280))
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def heard(fake_model: FakeResponses) -> None:

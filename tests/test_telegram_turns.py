@@ -4,7 +4,6 @@ turn's end."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,6 @@ from tests.servers.fake_telegram import FakeTelegram
 from tests.telegram_harness import ALICE, on_telegram, telegram_config
 
 pytestmark = pytest.mark.timeout(60)
-
-
-@pytest.fixture
-async def fake_telegram() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram() as fake:
-        yield fake
 
 
 def typing_in(fake: FakeTelegram, chat_id: int) -> list[dict[str, Any]]:
