@@ -86,6 +86,7 @@ from platforms.slack.inbound import (
 from platforms.slack.outbox import SlackOutbox, classify, error_of
 from platforms.slack.receive import Lanes
 from platforms.slack.render import ANSWER_ACTION, mrkdwn, render_card
+from platforms.turn_end import TurnEnds
 
 __all__ = ["SDK_LOGGERS", "SLACK_LIMITS", "SlackPlatform"]
 
@@ -153,6 +154,7 @@ class SlackPlatform:
         self._shown: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._names: OrderedDict[str, str] = OrderedDict()
         self._foreign_said: set[str] = set()
+        self.turn_ends = TurnEnds()  # whether a turn's end needs a message that notifies
         self.http_port: int | None = None
 
     # --- lifetime -------------------------------------------------------------------------
@@ -555,6 +557,7 @@ class SlackPlatform:
             conversation.channel, Priority.TEXT, post, method="chat.postMessage"
         )
         self._remember((conversation.channel, ts), shown)
+        self.turn_ends.sent(_turn_key(conversation), (conversation.channel, ts))
         return MessageRef(conversation=conversation, message_id=ts)
 
     async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
@@ -567,6 +570,7 @@ class SlackPlatform:
         async def edit() -> EditResult:
             await self.client.chat_update(channel=channel, ts=ts, text=shown)
             self._remember((channel, ts), shown)
+            self.turn_ends.edited((channel, ts))  # an edit: no phone is told of it
             return EditResult.EDITED
 
         return await self._running().run(
@@ -606,6 +610,7 @@ class SlackPlatform:
 
         ts = await self._running().run(channel, Priority.CARD, post, method="chat.postMessage")
         self._remember((channel, ts), _drawn_key(drawn.text, drawn.blocks))
+        self.turn_ends.sent(_turn_key(conversation), (channel, ts))  # a new card notifies
         if form is not None:
             self.forms.keep((channel, ts), form)
         return MessageRef(conversation=conversation, message_id=ts)
@@ -632,10 +637,20 @@ class SlackPlatform:
         )
 
     async def turn_started(self, conversation: ConversationRef) -> None:
-        """Nothing: a bot in Slack has no typing indicator outside AI-app threads."""
+        """What the turn shows is followed from now on (a bot in Slack has no typing
+        indicator outside AI-app threads)."""
+        self.turn_ends.started(_turn_key(conversation))
 
     async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
-        """Nothing: the last ``chat.update`` is the final text (no stream to stop)."""
+        """The last ``chat.update`` is the final text (no stream to stop); where the turn's
+        last words came by an edit, which no phone is told of, one short new message that
+        notifies (platforms/turn_end.py)."""
+        line = self.turn_ends.ended(_turn_key(conversation), status)
+        if line is not None:
+            try:
+                await self.send_text(conversation, line)
+            except PlatformError as exc:
+                log.info("slack turn end in %s not told: %s", conversation.channel, exc)
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -666,6 +681,10 @@ class SlackPlatform:
 
 
 _OURS = re.compile(r"^gw\.")
+
+
+def _turn_key(conversation: ConversationRef) -> tuple[str, str | None]:
+    return conversation.channel, conversation.thread
 
 
 def _drawn_key(text: str, blocks: list[dict[str, Any]]) -> str:
