@@ -48,6 +48,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.cards import Card
+from gateway.commands import HELP_TEXT
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
 from gateway.platform import (
@@ -340,16 +341,40 @@ class SlackPlatform:
         if str(command.get("team_id") or "") != self.team_id:
             self._foreign(Foreign(team=str(command.get("team_id")), user=""))
             return
-        where = conversation(self.team_id, str(command.get("channel_id") or ""))
+        channel = str(command.get("channel_id") or "")
+        where = conversation(self.team_id, channel)
         actor = actor_of(str(command.get("user_id") or ""), str(command.get("user_name") or ""))
         message = InboundMessage(
             conversation=where,
             actor=actor,
             text=command_text(str(command.get("text") or "")),
             message_id=f"command:{command.get('trigger_id')}",
-            private=str(command.get("channel_id") or "").startswith("D"),
+            private=channel.startswith("D"),
         )
-        self._running_lanes().put(where.key(), lambda: self._hand_over(message))
+        if message.private:
+            self._running_lanes().put(where.key(), lambda: self._hand_over(message))
+        else:
+            self._running_lanes().put(where.key(), lambda: self._command_in_channel(message))
+
+    async def _command_in_channel(self, message: InboundMessage) -> None:
+        """``/agent stop`` in a channel: Slack sends a slash command without the thread it
+        was typed in (it has none in threads), and a channel's sessions live in threads. So
+        a command is the channel's own only where a session is bound to the channel itself;
+        else the person alone is told to write ``@app /stop`` in the session's thread
+        (docs/decisions.md, Slack: commands in threads)."""
+        if await self._attached().has_session(message.conversation):
+            await self._hand_over(message)
+            return
+        me = f"<@{self.bot_user_id}>"
+        word = message.text.split()[0] if message.text.split() else "/help"
+        hint = (
+            f"{mrkdwn('Slack does not tell the app which thread a command comes from. In the')}"
+            f" {mrkdwn('thread of the session you mean, write')} *{me} {mrkdwn(word)}*"
+            f"{mrkdwn(' (a mention, then the command), e.g. ')}{me} /stop{mrkdwn('.')}"
+        )
+        if word == "/help":
+            hint = f"{mrkdwn(HELP_TEXT)}\n\n{hint}"
+        await self._ephemeral(message.conversation, message.actor.user_id, hint, escaped=True)
 
     async def _on_click(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()  # at once: the outcome comes as an ephemeral and on the card
@@ -452,13 +477,17 @@ class SlackPlatform:
         if answer.text:
             await self._ephemeral(where, actor.user_id, answer.text)
 
-    async def _ephemeral(self, where: ConversationRef, user: str, text: str) -> None:
+    async def _ephemeral(
+        self, where: ConversationRef, user: str, text: str, *, escaped: bool = False
+    ) -> None:
         """Only ``user`` sees it (it may not reach a phone and is gone on reload: the card
-        carries every outcome; this repeats it to the person who acted)."""
+        carries every outcome; this repeats it to the person who acted). ``escaped``: the
+        text is mrkdwn already (a mention of the app in it)."""
+        shown = text if escaped else mrkdwn(text)
 
         async def post() -> None:
             await self.client.chat_postEphemeral(
-                channel=where.channel, user=user, text=mrkdwn(text), thread_ts=where.thread
+                channel=where.channel, user=user, text=shown, thread_ts=where.thread
             )
 
         try:
