@@ -96,3 +96,48 @@ def test_the_sdk_loggers_stay_at_warning(fake: FakeSlack, tmp_path: Path) -> Non
         logging.getLogger(name).getEffectiveLevel() >= logging.WARNING
         for name in ("slack_sdk", "slack_bolt")
     )
+
+
+async def test_a_persons_own_session_is_shown_in_their_dm_opened_by_conversations_open(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    config = slack_config(
+        fake, tmp_path / "data", work_dir=tmp_path / "work", project='scope = "user"'
+    )
+    launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+    async with on_slack(config, fake, launcher) as slack:
+        said = await slack.mention(ALICE, "approve")
+        in_thread = await slack.card(GENERAL, said.ts)
+        # Alice's DM is not her user id: the platform asked Slack for it
+        assert [p.get("users") for p in fake.calls_to("conversations.open")] == [ALICE.id]
+        dm = fake.dm(ALICE)
+        in_dm = await fake.wait_for(
+            lambda: next((m for m in fake.messages(dm.id) if m.from_bot and m.labels), None)
+        )
+        assert in_dm.labels == in_thread.labels
+        answer = await slack.click(ALICE, in_dm, "Allow once")
+        assert read(answer.text).startswith("Approved")
+        for copy in (in_dm, in_thread):  # every copy edited: decided, no buttons
+            await fake.wait_for(lambda c=copy: not c.labels and "Approved" in c.seen)
+        assert [d.action_id for d in launcher.received] == ["accept"]
+    assert ("conversations.open", "missing_scope") not in fake.refused
+
+
+async def test_without_im_write_the_session_is_shown_where_it_started_only(
+    tmp_path: Path,
+) -> None:
+    from tests.servers.fake_slack import SCOPES
+
+    (tmp_path / "work").mkdir()
+    async with FakeSlack(scopes=SCOPES - {"im:write"}) as fake:
+        config = slack_config(
+            fake, tmp_path / "data", work_dir=tmp_path / "work", project='scope = "user"'
+        )
+        launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+        async with on_slack(config, fake, launcher) as slack:
+            said = await slack.mention(ALICE, "approve")
+            card = await slack.card(GENERAL, said.ts)
+            assert ("conversations.open", "missing_scope") in fake.refused
+            await slack.click(ALICE, card, "Allow once")
+            await fake.wait_for(lambda: not card.labels and "Approved" in card.seen)
