@@ -58,6 +58,7 @@ from gateway.platform import (
     InboundForm,
     InboundMessage,
     Inbox,
+    KnowsApprovers,
     MessageRef,
     PlatformLimits,
 )
@@ -624,7 +625,7 @@ class SlackPlatform:
                 )
 
             await self._running().run(channel, Priority.CARD, upload, method="files.upload")
-        drawn = render_card(card)
+        drawn = render_card(card, mention=await self._approvers_of(conversation))
 
         async def post() -> str:
             sent = await self.client.chat_postMessage(
@@ -643,6 +644,20 @@ class SlackPlatform:
         if form is not None:
             self.forms.keep((channel, ts), form)
         return MessageRef(conversation=conversation, message_id=ts)
+
+    async def _approvers_of(self, conversation: ConversationRef) -> str:
+        """``<@U…>`` of who may decide, for a new card only (their phones are told once;
+        an edit notifies nobody and drops it). Agent text never pings: it is escaped."""
+        inbox = self._inbox
+        if not isinstance(inbox, KnowsApprovers):
+            return ""
+        try:
+            people = await inbox.approvers(conversation)
+        except Exception:
+            log.exception("slack: the approvers of a card in %s not found", conversation.channel)
+            return ""
+        named = " ".join(f"<@{user}>" for user in people if _USER_ID.fullmatch(user))
+        return f"{named}: waiting for you." if named else ""
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
         channel, ts = ref.conversation.channel, ref.message_id
@@ -710,6 +725,7 @@ class SlackPlatform:
 
 
 _OURS = re.compile(r"^gw\.")
+_USER_ID = re.compile(r"[UW][A-Z0-9]+")
 
 
 def _turn_key(conversation: ConversationRef) -> tuple[str, str | None]:

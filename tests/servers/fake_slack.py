@@ -44,6 +44,7 @@ import copy
 import itertools
 import json
 import math
+import re
 import secrets
 import time
 import urllib.parse
@@ -134,6 +135,7 @@ _NEEDS = {
     "files.getUploadURLExternal": "files:write",
     "files.completeUploadExternal": "files:write",
 }
+_PING = re.compile(r"<(?:@([UW][A-Z0-9]+)|!(channel|here|everyone))(?:\|[^>]*)?>")
 _WRITES = frozenset(
     "chat.postMessage chat.update chat.postEphemeral chat.delete views.open views.update"
     " views.push files.getUploadURLExternal files.completeUploadExternal".split()
@@ -179,6 +181,7 @@ class FakeSlack:
         self.people: dict[str, Person] = {}
         self.channels: dict[str, Channel] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.pings: list[tuple[str, str]] = []  # (ts, user id or "!channel") a post notified
         self.too_many: list[tuple[str, str | None, int]] = []  # (method, channel, Retry-After)
         self.refused: list[tuple[str, str]] = []  # (method, error) of every refusal but 429s
         self.deliveries: list[Delivery] = []
@@ -700,6 +703,7 @@ class FakeSlack:
         )
         self._messages[(channel.id, posted.ts)] = posted
         self._post_times[channel.id].append(self._now())
+        self._ping(posted, [text, *_mrkdwn_texts(p.get("blocks"))])
         self._echo(channel, posted.json())
         return {"channel": channel.id, "ts": posted.ts, "message": posted.json()}
 
@@ -828,6 +832,14 @@ class FakeSlack:
         return {"files": [f.json() for f in done]}
 
     # --- checks and state -----------------------------------------------------------------
+
+    def _ping(self, posted: Posted, texts: list[str]) -> None:
+        """A new message notifies the people its mrkdwn mentions (``<@U…>``) and, for
+        ``<!channel>``, ``<!here>`` or ``<!everyone>``, everyone there (plain_text is never
+        parsed); an edit notifies nobody."""
+        for text in texts:
+            for match in _PING.finditer(text):
+                self.pings.append((posted.ts, match.group(1) or f"!{match.group(2)}"))
 
     def _resolve(self, channel_id: str) -> str:
         """A user id names the DM with them (chat.postMessage allows it)."""
@@ -1249,6 +1261,16 @@ def _with_ids(blocks: Any) -> list[dict[str, Any]]:
             ):
                 element.setdefault("action_id", secrets.token_urlsafe(4))
     return out
+
+
+def _mrkdwn_texts(found: Any) -> list[str]:
+    """Every mrkdwn text object's text in blocks (what Slack parses for mentions)."""
+    if isinstance(found, list):
+        return [text for item in found for text in _mrkdwn_texts(item)]
+    if not isinstance(found, dict):
+        return []
+    own = [str(found.get("text"))] if found.get("type") == "mrkdwn" else []
+    return own + [text for value in found.values() for text in _mrkdwn_texts(value)]
 
 
 def _bearer(request: web.Request) -> str:
