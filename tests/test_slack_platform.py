@@ -141,3 +141,38 @@ async def test_without_im_write_the_session_is_shown_where_it_started_only(
             assert ("conversations.open", "missing_scope") in fake.refused
             await slack.click(ALICE, card, "Allow once")
             await fake.wait_for(lambda: not card.labels and "Approved" in card.seen)
+
+
+async def test_a_refusal_for_good_is_said_once_per_channel_and_its_card_copy_is_failed(
+    fake: FakeSlack, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    from gateway.store.store import DATABASE_FILE
+
+    (tmp_path / "work").mkdir()
+    fake.add_channel("C0OTHER", "other", members={ALICE.id})
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+    caplog.set_level("ERROR", logger="platforms.slack.outbox")
+    async with on_slack(config, fake, launcher) as slack:
+        for n, (channel, prompt) in enumerate(
+            ((GENERAL, "approve"), (GENERAL, "approve 2"), ("C0OTHER", "approve 3")), 1
+        ):
+            said = await slack.mention(ALICE, prompt, channel=channel)
+            card = await slack.card(channel, said.ts)
+            fake.lock(card)  # Slack will not let the app edit it any more
+            await slack.click(ALICE, card, "Allow once")
+            await fake.wait_for(
+                lambda n=n: fake.refused.count(("chat.update", "cant_update_message")) == n
+            )
+            await fake.wait_for(lambda n=n: len(launcher.received) == n)
+    said = [r.getMessage() for r in caplog.records if "cant_update_message" in r.getMessage()]
+    assert len(said) == 2, said  # once in each channel, not once per card nor per process
+    assert "channel C0GENERAL" in said[0] and "channel C0OTHER" in said[1]
+    assert fake.refused.count(("chat.update", "cant_update_message")) == 3  # never retried
+    with closing(sqlite3.connect(tmp_path / "data" / DATABASE_FILE)) as ledger:
+        copies = ledger.execute("SELECT channel, state, error FROM interaction_messages").fetchall()
+    assert len(copies) == 3
+    assert all(state == "failed" and "cant_update_message" in error for _, state, error in copies)

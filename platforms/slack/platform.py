@@ -35,6 +35,7 @@ import logging
 import re
 import socket
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
@@ -85,7 +86,7 @@ from platforms.slack.inbound import (
     conversation,
     heard,
 )
-from platforms.slack.outbox import SlackOutbox, classify, error_of
+from platforms.slack.outbox import PermanentRefusal, SlackOutbox, classify, error_of
 from platforms.slack.receive import Lanes
 from platforms.slack.render import ANSWER_ACTION, mrkdwn, render_card
 from platforms.turn_end import TurnEnds
@@ -154,6 +155,7 @@ class SlackPlatform:
         self._stopped = False
         self._down = False
         self._shown: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._uneditable: OrderedDict[tuple[str, str], str] = OrderedDict()  # message: error
         self._names: OrderedDict[str, str] = OrderedDict()
         self._foreign_said: set[str] = set()
         self.turn_ends = TurnEnds()  # whether a turn's end needs a message that notifies
@@ -603,9 +605,7 @@ class SlackPlatform:
             self.turn_ends.edited((channel, ts))  # an edit: no phone is told of it
             return EditResult.EDITED
 
-        return await self._running().run(
-            channel, Priority.STREAM, edit, key=("text", ts), method="chat.update"
-        )
+        return await self._edit(channel, ts, Priority.STREAM, edit, "text")
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         channel = conversation.channel
@@ -676,9 +676,31 @@ class SlackPlatform:
             self._remember((channel, ts), key)
             return EditResult.EDITED
 
-        return await self._running().run(
-            channel, Priority.CARD, edit, key=("card", ts), method="chat.update"
-        )
+        return await self._edit(channel, ts, Priority.CARD, edit, "card")
+
+    async def _edit(
+        self,
+        channel: str,
+        ts: str,
+        priority: Priority,
+        edit: Callable[[], Awaitable[EditResult]],
+        kind: str,
+    ) -> EditResult:
+        """A ``chat.update`` in the channel's lane; a message Slack refused to edit for good
+        (no longer editable, deleted) is not asked again: refused here at once."""
+        refused = self._uneditable.get((channel, ts))
+        if refused is not None:
+            raise PermanentRefusal(refused)
+        try:
+            return await self._running().run(
+                channel, priority, edit, key=(kind, ts), method="chat.update"
+            )
+        except PermanentRefusal as exc:
+            if exc.error in _MESSAGE_GONE:
+                self._uneditable[(channel, ts)] = exc.error
+                while len(self._uneditable) > _SHOWN:
+                    self._uneditable.popitem(last=False)
+            raise
 
     async def turn_started(self, conversation: ConversationRef) -> None:
         """What the turn shows is followed from now on (a bot in Slack has no typing
@@ -725,6 +747,7 @@ class SlackPlatform:
 
 
 _OURS = re.compile(r"^gw\.")
+_MESSAGE_GONE = frozenset({"cant_update_message", "message_not_found"})
 _USER_ID = re.compile(r"[UW][A-Z0-9]+")
 
 
