@@ -4,6 +4,7 @@ ephemeral and the card is edited for everyone."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -168,6 +169,9 @@ async def test_a_refusal_for_good_is_said_once_per_channel_and_its_card_copy_is_
                 lambda n=n: fake.refused.count(("chat.update", "cant_update_message")) == n
             )
             await fake.wait_for(lambda n=n: len(launcher.received) == n)
+        async with asyncio.timeout(30):  # each look is a read of the ledger, answered
+            while len(await slack.gateway.store.cards.list_failed()) < 3:
+                pass
     said = [r.getMessage() for r in caplog.records if "cant_update_message" in r.getMessage()]
     assert len(said) == 2, said  # once in each channel, not once per card nor per process
     assert "channel C0GENERAL" in said[0] and "channel C0OTHER" in said[1]
@@ -175,4 +179,6 @@ async def test_a_refusal_for_good_is_said_once_per_channel_and_its_card_copy_is_
     with closing(sqlite3.connect(tmp_path / "data" / DATABASE_FILE)) as ledger:
         copies = ledger.execute("SELECT channel, state, error FROM interaction_messages").fetchall()
     assert len(copies) == 3
-    assert all(state == "failed" and "cant_update_message" in error for _, state, error in copies)
+    assert all(
+        state == "failed" and "cant_update_message" in error for _, state, error in copies
+    ), copies
