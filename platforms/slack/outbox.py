@@ -106,7 +106,11 @@ class PermanentRefusal(PlatformError):
 
 def slack_pacing(*, per_channel_seconds: float = 1.0, updates_per_minute: int = 50) -> Pacing[str]:
     return Pacing(
-        lane=(Window(calls=1, seconds=per_channel_seconds),),
+        # the channel's pace counts posts only: chat.update has no per-channel limit (bench
+        # slack: a card waited for the edit of the one before it, 2 s a card instead of 1)
+        lane=(
+            Window(calls=1, seconds=per_channel_seconds, methods=frozenset({"chat.postMessage"})),
+        ),
         shared=(
             Window(calls=updates_per_minute, seconds=60.0, methods=frozenset({"chat.update"})),
         ),

@@ -384,6 +384,13 @@ class FakeSlack:
         await self._notify()
         return posted
 
+    def seed(self, person: Person, channel_id: str, text: str) -> Posted:
+        """A message ``person`` wrote in the channel before now: the app was never told of
+        it (a thread to start talking in)."""
+        posted = Posted(channel_id, self._ts(), text, [], person.id, None)
+        self._messages[(channel_id, posted.ts)] = posted
+        return posted
+
     async def click(
         self,
         person: Person,
