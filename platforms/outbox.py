@@ -343,22 +343,37 @@ class Outbox(Generic[K]):
     async def _drain(self, lane_key: K, lane: _Lane) -> None:
         try:
             while lane.jobs:
-                # chosen again after every wait: a card that came meanwhile goes first
-                job = lane.best()
+                # chosen again after every wait: a card that came meanwhile goes first; the
+                # most urgent call that may go now goes (one waiting for a window that counts
+                # only its method, Slack's chat.update budget, holds back no other call)
                 now = self._clock.now()
-                at = self._ready_at(lane_key, job, now)
-                if at is None:
-                    await self._returned.wait()
-                elif at > now:
-                    await self._clock.sleep(at - now)
-                else:
+                job, at = self._next(lane_key, lane, now)
+                if job is not None:
                     lane.jobs.remove(job)
                     await self._attempt(lane_key, lane, job)
+                elif at is None:
+                    await self._returned.wait()
+                else:
+                    await self._clock.sleep(at - now)
         finally:
             if self._lanes.get(lane_key) is lane:
                 del self._lanes[lane_key]
             for job in lane.jobs:  # only when cancelled
                 self._fail_closed(job)
+
+    def _next(self, lane_key: K, lane: _Lane, now: float) -> tuple[_Job | None, float | None]:
+        """The most urgent call that may start now, else (None, when the first may; None
+        while only a call in flight can make room). Where every window counts every
+        method (Telegram), that is the most urgent call or nothing, in order."""
+        soonest: float | None = None
+        for job in sorted(lane.jobs, key=lambda j: (j.priority, j.seq)):
+            at = self._ready_at(lane_key, job, now)
+            if at is None:
+                continue
+            if at <= now:
+                return job, None
+            soonest = at if soonest is None else min(soonest, at)
+        return None, soonest
 
     def _counting(self, lane_key: K, job: _Job) -> list[_Log]:
         logs = (*self._pace_of(lane_key).logs, *self._shared)

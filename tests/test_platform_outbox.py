@@ -221,6 +221,33 @@ async def test_a_window_of_one_method_counts_only_its_calls() -> None:
     assert sorted(time for time, name in calls.made if name != "post") == [0.0, 0.0, 60.5]
 
 
+async def test_an_edit_waiting_for_its_methods_budget_holds_back_no_post_of_its_lane() -> None:
+    clock = ManualClock()
+    calls = Calls(clock)
+    slack = pacing(
+        lane=(Window(calls=1, seconds=1, methods=frozenset({"chat.postMessage"})),),
+        shared=(Window(calls=1, seconds=60, methods=frozenset({"chat.update"})),),
+    )
+    async with asyncio.TaskGroup() as tasks:
+        outbox = Outbox(tasks, slack, classify=classify, name="chat", clock=clock)
+        await outbox.run("C1", Priority.CARD, calls("edit"), method="chat.update")
+        # the budget is spent: the next edit waits a minute, the card posted after it does not
+        edit = tasks.create_task(
+            outbox.run("C1", Priority.CARD, calls("edit"), method="chat.update")
+        )
+        card = tasks.create_task(
+            outbox.run("C1", Priority.CARD, calls("card"), method="chat.postMessage")
+        )
+        text = tasks.create_task(
+            outbox.run("C1", Priority.TEXT, calls("text"), method="chat.postMessage")
+        )
+        await clock.run(card, text)
+        assert not edit.done()
+        await clock.run(edit)
+    assert calls.at("card") == [0.0] and calls.at("text") == [1.5]  # posts in order, paced
+    assert calls.at("edit") == [0.0, 60.5]
+
+
 async def test_a_429_holds_the_lane_and_the_call_goes_again_before_the_next() -> None:
     clock = ManualClock()
     calls = Calls(clock)

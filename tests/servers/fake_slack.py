@@ -586,6 +586,7 @@ class FakeSlack:
             self.cut += 1
             assert request.transport is not None
             request.transport.close()
+            await self._notify()  # a test waiting for a call cut is told
             return web.Response(status=503)
         params = await _params_of(request)
         token = _bearer(request) or str(params.pop("token", "") or "")
