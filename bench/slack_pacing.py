@@ -169,7 +169,7 @@ async def measure(way: str, seconds: float, threads: int) -> dict[str, Any]:
 
             failed = sum(failed for failed, _ in results)
             try:
-                await fake.wait_for(shown, 180)
+                await fake.wait_for(shown, 90)  # a way that has not shown it by then never will
                 final_after: float | None = time.monotonic() - start
             except TimeoutError:
                 final_after = None
