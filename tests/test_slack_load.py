@@ -193,6 +193,7 @@ async def test_clicks_are_acked_in_time_while_another_connection_locks_the_ledge
         assert told[0].startswith("Already decided by @alice") and told[1].startswith("Approved"), (
             told
         )
+        await final_text(slack, said.ts, "Made it.")  # the command ran, the turn went on
     assert (codex_home.workspace / "locked.txt").exists()
 
 
