@@ -53,6 +53,12 @@ class ManualClock:
             if entry in self._sleepers:
                 self._sleepers.remove(entry)
 
+    async def sleeping(self) -> None:
+        """Wait until something sleeps."""
+        while not self._sleepers:
+            self._slept.clear()
+            await self._slept.wait()
+
     async def wake(self) -> float:
         """Wait until something sleeps, then move time to when it wakes and wake it."""
         while not self._sleepers:
@@ -245,6 +251,24 @@ async def test_an_edit_waiting_for_its_methods_budget_holds_back_no_post_of_its_
         assert not edit.done()
         await clock.run(edit)
     assert calls.at("card") == [0.0] and calls.at("text") == [1.5]  # posts in order, paced
+    assert calls.at("edit") == [0.0, 60.5]
+
+
+async def test_a_call_queued_while_its_lane_waits_for_a_later_window_goes_at_once() -> None:
+    clock = ManualClock()
+    calls = Calls(clock)
+    slack = pacing(shared=(Window(calls=1, seconds=60, methods=frozenset({"chat.update"})),))
+    async with asyncio.TaskGroup() as tasks:
+        outbox = Outbox(tasks, slack, classify=classify, name="chat", clock=clock)
+        await outbox.run("C1", Priority.CARD, calls("edit"), method="chat.update")
+        edit = tasks.create_task(
+            outbox.run("C1", Priority.CARD, calls("edit"), method="chat.update")
+        )
+        await clock.sleeping()  # the lane sleeps until the budget has room
+        card = await outbox.run("C1", Priority.CARD, calls("card"), method="chat.postMessage")
+        assert card == "card" and not edit.done()
+        await clock.run(edit)
+    assert calls.at("card") == [0.0]  # not at 60.5, when the lane's sleep would have ended
     assert calls.at("edit") == [0.0, 60.5]
 
 

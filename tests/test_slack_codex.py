@@ -133,6 +133,7 @@ async def test_only_approvers_decide_and_forged_buttons_do_nothing(
         answer = await slack.click(BOB, card, "Allow once")
         assert read(answer.text).startswith("Approved")
         assert "by @bob" in await decided(slack, card, "done")
+        await bot_says(slack, said.ts, "Made it.")  # the command ran before the turn went on
     assert (codex_home.workspace / "team.txt").exists()
 
 
