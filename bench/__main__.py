@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "concurrency": (["--sessions", "200", "--trips", "5"], ["--sessions", "4", "--trips", "2"]),
     "startup": (["--runs", "3"], ["--runs", "1"]),
     "telegram_pacing": (["--seconds", "8"], ["--seconds", "2"]),
+    "slack_pacing": (["--seconds", "20"], ["--seconds", "2"]),
 }
 TAKES_PLATFORM = frozenset({"interactions", "throughput", "concurrency"})
 

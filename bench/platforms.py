@@ -5,10 +5,11 @@ each card (and each piece of text) was handed to the platform, and a person's me
 click. :class:`BenchPlatform` is that contract; :data:`PLATFORMS` lists the platforms that
 can be benchmarked, by the name their ``[platforms.<name>]`` table has in the config.
 
-Only the memory platform is driven so far: it measures the gateway itself. Telegram and the
-web console join by adding an entry whose factory starts the platform against its local
-fake (the tests' fake Bot API, for instance) and stamps a card when the fake receives it;
-the benchmarks then run on it unchanged (``python -m bench --platform telegram``). On
+The memory platform measures the gateway itself; ``slack`` is the real Slack platform
+against the tests' fake Slack (bench/slack_bench.py: a card stamped once Slack has it).
+Telegram and the web console join the same way, by an entry whose factory starts the
+platform against its local fake; the benchmarks then run on it unchanged
+(``python -m bench --platform slack``). On
 Telegram that mostly measures its pacing (one message a second a chat), which
 bench/telegram_pacing.py measures already; ``agent-gateway run`` is measured with every
 platform by bench/startup.py.
@@ -253,7 +254,18 @@ async def memory_platform() -> AsyncIterator[BenchPlatform]:
     yield ClockedMemoryPlatform()
 
 
+@asynccontextmanager
+async def slack_platform() -> AsyncIterator[BenchPlatform]:
+    """The real Slack platform against the fake Slack (bench/slack_bench.py), imported only
+    when asked for."""
+    from bench.slack_bench import slack_platform as started
+
+    async with started() as platform:
+        yield platform
+
+
 # config name -> a factory of the platform, started for one benchmark run
 PLATFORMS: Mapping[str, Callable[[], AbstractAsyncContextManager[BenchPlatform]]] = {
     "memory": memory_platform,
+    "slack": slack_platform,
 }

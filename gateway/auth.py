@@ -271,6 +271,31 @@ def may_decide(config: Config, project: str, actor: Actor, session_initiator: Ac
     return _ANYONE in rules.approvers or actor.user_id in rules.approvers
 
 
+def approver_ids(
+    config: Config, project: str, platform: str, session_initiator: Actor | None
+) -> tuple[str, ...]:
+    """Who may decide the session's requests on ``platform`` (its auth table's name), by
+    their ids there: the listed approvers who may talk, else (none listed) the initiator;
+    nobody for ``"*"`` (anyone: a platform mentions nobody then)."""
+    settings = config.projects.get(project)
+    rules = None if settings is None else settings.auth.get(platform)
+    if rules is None:
+        return ()
+    if rules.approvers is None:
+        if session_initiator is None or session_initiator.platform != platform:
+            return ()
+        listed: tuple[str, ...] = (session_initiator.user_id,)
+    elif _ANYONE in rules.approvers:
+        return ()
+    else:
+        listed = tuple(dict.fromkeys(rules.approvers))
+    return tuple(
+        user
+        for user in listed
+        if may_talk(config, project, Actor(platform=platform, user_id=user, display=user))
+    )
+
+
 def check_click(
     config: Config,
     *,

@@ -22,6 +22,7 @@ from gateway.config import (
 from gateway.errors import GatewayError
 from gateway.interactions import Interaction
 from gateway.platform import Platform, connected
+from gateway.platform_config import PlatformConfig
 from platforms.registry import PLATFORMS, load_config
 
 __all__ = ["SDK_LOGGERS", "configure_logging", "main"]
@@ -144,11 +145,22 @@ async def _check(path: Path, probe_timeout: float) -> int:
             name: tasks.create_task(_probe(name, project, probe_timeout))
             for name, project in config.projects.items()
         }
+        asked = {
+            name: tasks.create_task(_ask_platform(name, settings))
+            for name, settings in config.platforms.items()
+        }
     failed = 0
     for probe in probes.values():
         ok, line = probe.result()
         failed += not ok
         print(line)
+    for answer in asked.values():  # what each platform's servers say of its settings
+        said = answer.result()
+        if said is not None:
+            ok, lines = said
+            failed += 0 if ok else len(lines)
+            for line in lines:
+                print(line)
     count = len(problems) + failed
     print("config OK" if not count else f"{count} problem(s)")
     return 1 if count else 0
@@ -164,6 +176,15 @@ async def _probe(name: str, project: ProjectConfig, deadline: float) -> tuple[bo
     except GatewayError as exc:
         return False, f"{agent}: FAILED: {exc}"
     return True, f"{agent}: {version}"
+
+
+async def _ask_platform(name: str, settings: PlatformConfig) -> tuple[bool, list[str]] | None:
+    """What the platform's servers say of its settings (Slack: the tokens, scopes, Socket
+    Mode); None for a platform that asks nothing. Never raises: a failure is a line."""
+    try:
+        return await PLATFORMS.probe(name, settings)
+    except Exception as exc:
+        return False, [f"{name}: could not be asked: {type(exc).__name__}: {exc}"]
 
 
 def _platforms(config: Config) -> dict[str, Platform]:

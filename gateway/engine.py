@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from gateway.agents import AgentLauncher
-from gateway.auth import load_or_create_hmac_key, require_callback_room
+from gateway.auth import approver_ids, load_or_create_hmac_key, require_callback_room
 from gateway.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.config import Config
 from gateway.control import Control
@@ -217,6 +217,17 @@ class Gateway:
 
     async def has_session(self, conversation: ConversationRef) -> bool:
         return await self.store.peek.has_open_session(conversation)
+
+    async def approvers(self, conversation: ConversationRef) -> tuple[str, ...]:
+        """Who may decide the requests of the session bound to ``conversation`` (read-only:
+        nothing waits behind the ledger's writer), by their ids on its platform."""
+        session = await self.store.peek.bound(conversation)
+        if session is None or session.is_closed:
+            return ()
+        platform = self.config.platforms.auth_platforms().get(
+            conversation.platform, conversation.platform
+        )
+        return approver_ids(self.config, session.project, platform, session.initiator)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the engine's task group, which the ledger outlives (a refused

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from gateway.cards import Card
 from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
@@ -33,6 +33,7 @@ __all__ = [
     "InboundForm",
     "InboundMessage",
     "Inbox",
+    "KnowsApprovers",
     "MessageRef",
     "Platform",
     "PlatformLimits",
@@ -149,6 +150,18 @@ class Inbox(Protocol):
 
     async def on_platform_back(self, platform: str) -> None:
         """``platform`` reaches its servers again after failing: show what failed to send."""
+        ...
+
+
+@runtime_checkable
+class KnowsApprovers(Protocol):
+    """What the gateway's inbox also tells a platform that mentions people on a new card
+    (Slack: ``<@U…>``, so that their phones are told); a platform checks for it, an inbox
+    without it is still an :class:`Inbox`."""
+
+    async def approvers(self, conversation: ConversationRef) -> tuple[str, ...]:
+        """The ids, on ``conversation``'s platform, of who may decide the requests of the
+        session bound there (none for a conversation without one, or where anyone may)."""
         ...
 
 

@@ -226,6 +226,9 @@ class _Job:
 class _Lane:
     jobs: list[_Job] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
+    # set when a call is queued: a lane waiting for a later call's window looks again (the
+    # new call may go now)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
 
     def best(self) -> _Job:
         return min(self.jobs, key=lambda j: (j.priority, j.seq))
@@ -300,6 +303,7 @@ class Outbox(Generic[K]):
                 method=method,
             )
             lane.jobs.append(job)
+        lane.arrived.set()
         # shielded: a caller that gives up must not cancel a call others wait for
         return cast(T, await asyncio.shield(job.future))
 
@@ -343,22 +347,55 @@ class Outbox(Generic[K]):
     async def _drain(self, lane_key: K, lane: _Lane) -> None:
         try:
             while lane.jobs:
-                # chosen again after every wait: a card that came meanwhile goes first
-                job = lane.best()
+                # chosen again after every wait: a card that came meanwhile goes first; the
+                # most urgent call that may go now goes (one waiting for a window that counts
+                # only its method, Slack's chat.update budget, holds back no other call)
                 now = self._clock.now()
-                at = self._ready_at(lane_key, job, now)
-                if at is None:
-                    await self._returned.wait()
-                elif at > now:
-                    await self._clock.sleep(at - now)
-                else:
+                lane.arrived.clear()
+                job, at = self._next(lane_key, lane, now)
+                if job is not None:
                     lane.jobs.remove(job)
                     await self._attempt(lane_key, lane, job)
+                elif at is None:
+                    await self._until_either(self._returned.wait(), lane)
+                else:
+                    await self._until_either(self._clock.sleep(at - now), lane)
         finally:
             if self._lanes.get(lane_key) is lane:
                 del self._lanes[lane_key]
             for job in lane.jobs:  # only when cancelled
                 self._fail_closed(job)
+
+    async def _until_either(self, waiting: Awaitable[Any], lane: _Lane) -> None:
+        """Wait for ``waiting`` (a window's time, a call's return) or a new call in the
+        lane, whichever comes first."""
+        if lane.arrived.is_set():
+            close = getattr(waiting, "close", None)
+            if close is not None:
+                close()  # a coroutine never awaited
+            return
+        first = asyncio.ensure_future(waiting)
+        arrival = asyncio.ensure_future(lane.arrived.wait())
+        try:
+            await asyncio.wait({first, arrival}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (first, arrival):
+                task.cancel()
+            await asyncio.wait({first, arrival})
+
+    def _next(self, lane_key: K, lane: _Lane, now: float) -> tuple[_Job | None, float | None]:
+        """The most urgent call that may start now, else (None, when the first may; None
+        while only a call in flight can make room). Where every window counts every
+        method (Telegram), that is the most urgent call or nothing, in order."""
+        soonest: float | None = None
+        for job in sorted(lane.jobs, key=lambda j: (j.priority, j.seq)):
+            at = self._ready_at(lane_key, job, now)
+            if at is None:
+                continue
+            if at <= now:
+                return job, None
+            soonest = at if soonest is None else min(soonest, at)
+        return None, soonest
 
     def _counting(self, lane_key: K, job: _Job) -> list[_Log]:
         logs = (*self._pace_of(lane_key).logs, *self._shared)

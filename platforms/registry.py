@@ -15,7 +15,7 @@ its help in ``config.example.toml``, and the factory that builds it from its set
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,9 @@ class PlatformEntry:
     factory: str | None
     # the [projects.<p>.auth.<name>] table that lists this platform's user ids
     auth_table: str
+    # "module:callable" that `agent-gateway check` awaits with the settings: asks the
+    # platform's servers what the config may do, (OK, lines to print); None: nothing asked
+    probe: str | None = None
 
 
 class Registry:
@@ -81,6 +84,18 @@ class Registry:
         make: Callable[[Any], Platform] = getattr(importlib.import_module(module), attribute)
         return make(settings)
 
+    async def probe(self, name: str, settings: PlatformConfig) -> tuple[bool, list[str]] | None:
+        """What the platform's servers say of ``settings`` (``agent-gateway check``): OK and
+        the lines to print; None for a platform that asks nothing. Imports only its probe."""
+        probe = self.entry(name).probe
+        if probe is None:
+            return None
+        module, _, attribute = probe.partition(":")
+        ask: Callable[[Any], Awaitable[tuple[bool, list[str]]]] = getattr(
+            importlib.import_module(module), attribute
+        )
+        return await ask(settings)
+
 
 # the order in which `agent-gateway run` builds and starts them
 PLATFORMS = Registry(
@@ -102,6 +117,7 @@ PLATFORMS = Registry(
             config="platforms.slack.config",
             factory="platforms.slack.platform:SlackPlatform",
             auth_table="slack",
+            probe="platforms.slack.probe:check",
         ),
         PlatformEntry(
             name="memory",

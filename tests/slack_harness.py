@@ -66,6 +66,7 @@ def slack_config_text(
     approvers: tuple[str, ...] = (ALICE.id, BOB.id),
     allow_from: tuple[str, ...] = (ALICE.id, BOB.id, CAROL.id),
     slack: str = "",
+    project: str = "",
 ) -> str:
     env = "\n".join(f"{k} = {json.dumps(v)}" for k, v in (home.env if home else {}).items())
     return f"""
@@ -78,6 +79,7 @@ work_dir = {json.dumps(str(work_dir))}
 agent = "codex-app-server"
 argv = [{json.dumps(codex_bin)}]
 sandbox = "workspace-write"
+{project}
 
 [projects.demo.agent_options.env]
 {env}

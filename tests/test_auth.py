@@ -13,6 +13,7 @@ from gateway.auth import (
     TOKEN_MAX_BYTES,
     ActionToken,
     Rejection,
+    approver_ids,
     check_click,
     check_token_current,
     encode_token,
@@ -226,6 +227,16 @@ def test_approvers_default_to_the_initiator(config: Config) -> None:
     assert not may_decide(config, "web", local("U1"), session_initiator=None)
     # the initiator's id on another platform is not the initiator
     assert not may_decide(config, "web", local("1"), session_initiator=tg("1"))
+
+
+def test_who_a_new_card_mentions_is_who_may_decide_it(config: Config) -> None:
+    assert approver_ids(config, "web", "telegram", tg("2")) == ("1",)  # listed
+    assert approver_ids(config, "web", "local", local("U2")) == ("U2",)  # the initiator
+    assert approver_ids(config, "web", "local", None) == ()
+    assert approver_ids(config, "web", "local", tg("1")) == ()  # another platform's id
+    assert approver_ids(config, "web", "memory", local("U1")) == ()  # anyone: nobody named
+    assert approver_ids(config, "api", "telegram", tg("7")) == ()  # may no longer talk
+    assert approver_ids(config, "api", "slack", tg("2")) == ()  # no rules there
 
 
 def test_an_initiator_no_longer_allowed_may_not_decide(config: Config) -> None:

@@ -69,3 +69,17 @@ def test_the_table_says_where_and_when() -> None:
     )
     assert "cores" in table and "load average" in table
     assert "| b | n | 1 \\| 2 | t ✗ missed |" in table
+
+
+async def test_interactions_on_slack_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await interactions.measure(tmp_path, count=3, warmup=1, platform="slack")
+    assert figure(figures, "exactly once").met is True
+    assert "n=3" in figure(figures, "click -> response").value
+
+
+async def test_slack_pacing_at_a_toy_size() -> None:
+    from bench import slack_pacing
+
+    found = await slack_pacing.measure("outbox", 2, 2)
+    assert (found["429s"], found["failed"]) == (0, 0), found
+    assert found["final_after_s"] is not None  # every thread's exact final text shown

@@ -53,6 +53,12 @@ class ManualClock:
             if entry in self._sleepers:
                 self._sleepers.remove(entry)
 
+    async def sleeping(self) -> None:
+        """Wait until something sleeps."""
+        while not self._sleepers:
+            self._slept.clear()
+            await self._slept.wait()
+
     async def wake(self) -> float:
         """Wait until something sleeps, then move time to when it wakes and wake it."""
         while not self._sleepers:
@@ -219,6 +225,51 @@ async def test_a_window_of_one_method_counts_only_its_calls() -> None:
         await clock.run(*updates)
     assert calls.at("post") == [0.0] * 3
     assert sorted(time for time, name in calls.made if name != "post") == [0.0, 0.0, 60.5]
+
+
+async def test_an_edit_waiting_for_its_methods_budget_holds_back_no_post_of_its_lane() -> None:
+    clock = ManualClock()
+    calls = Calls(clock)
+    slack = pacing(
+        lane=(Window(calls=1, seconds=1, methods=frozenset({"chat.postMessage"})),),
+        shared=(Window(calls=1, seconds=60, methods=frozenset({"chat.update"})),),
+    )
+    async with asyncio.TaskGroup() as tasks:
+        outbox = Outbox(tasks, slack, classify=classify, name="chat", clock=clock)
+        await outbox.run("C1", Priority.CARD, calls("edit"), method="chat.update")
+        # the budget is spent: the next edit waits a minute, the card posted after it does not
+        edit = tasks.create_task(
+            outbox.run("C1", Priority.CARD, calls("edit"), method="chat.update")
+        )
+        card = tasks.create_task(
+            outbox.run("C1", Priority.CARD, calls("card"), method="chat.postMessage")
+        )
+        text = tasks.create_task(
+            outbox.run("C1", Priority.TEXT, calls("text"), method="chat.postMessage")
+        )
+        await clock.run(card, text)
+        assert not edit.done()
+        await clock.run(edit)
+    assert calls.at("card") == [0.0] and calls.at("text") == [1.5]  # posts in order, paced
+    assert calls.at("edit") == [0.0, 60.5]
+
+
+async def test_a_call_queued_while_its_lane_waits_for_a_later_window_goes_at_once() -> None:
+    clock = ManualClock()
+    calls = Calls(clock)
+    slack = pacing(shared=(Window(calls=1, seconds=60, methods=frozenset({"chat.update"})),))
+    async with asyncio.TaskGroup() as tasks:
+        outbox = Outbox(tasks, slack, classify=classify, name="chat", clock=clock)
+        await outbox.run("C1", Priority.CARD, calls("edit"), method="chat.update")
+        edit = tasks.create_task(
+            outbox.run("C1", Priority.CARD, calls("edit"), method="chat.update")
+        )
+        await clock.sleeping()  # the lane sleeps until the budget has room
+        card = await outbox.run("C1", Priority.CARD, calls("card"), method="chat.postMessage")
+        assert card == "card" and not edit.done()
+        await clock.run(edit)
+    assert calls.at("card") == [0.0]  # not at 60.5, when the lane's sleep would have ended
+    assert calls.at("edit") == [0.0, 60.5]
 
 
 async def test_a_429_holds_the_lane_and_the_call_goes_again_before_the_next() -> None:

@@ -133,6 +133,7 @@ async def test_only_approvers_decide_and_forged_buttons_do_nothing(
         answer = await slack.click(BOB, card, "Allow once")
         assert read(answer.text).startswith("Approved")
         assert "by @bob" in await decided(slack, card, "done")
+        await bot_says(slack, said.ts, "Made it.")  # the command ran before the turn went on
     assert (codex_home.workspace / "team.txt").exists()
 
 
@@ -190,3 +191,31 @@ async def test_a_disconnect_with_a_card_pending_then_a_click_that_works(
         await decided(slack, card, "done")
         await bot_says(slack, said.ts, "After.")
     assert (codex_home.workspace / "after.txt").exists()
+
+
+async def test_a_new_card_mentions_its_approvers_once_and_the_agents_text_pings_nobody(
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    fake_slack: FakeSlack,
+    tmp_path: Path,
+) -> None:
+    fake_model.enqueue(
+        (
+            shell("echo '<!here>' > ping.txt", escalated=True),
+            message(f"Wrote it, <!channel> and <@{CAROL.id}>."),
+        )
+    )
+    config = config_for(fake_slack, codex_home, codex_bin, tmp_path)
+    async with on_slack(config, fake_slack) as slack:
+        said = await slack.mention(ALICE, "please write ping.txt")
+        card = await slack.card(GENERAL, said.ts)
+        # the approvers (alice and bob), once, on the new card: their phones are told
+        assert fake_slack.pings == [(card.ts, ALICE.id), (card.ts, BOB.id)]
+        assert "<!here>" in read(card.seen)  # the command is shown as typed, pinging no one
+        await slack.click(ALICE, card, "Allow once")
+        await decided(slack, card, "done")
+        answer = await bot_says(slack, said.ts, f"<!channel> and <@{CAROL.id}>.")
+        assert f"&lt;@{CAROL.id}&gt;" in answer.seen  # escaped: Slack shows it as text
+        assert f"<@{ALICE.id}>" not in card.seen  # the decided card no longer mentions
+    assert fake_slack.pings == [(card.ts, ALICE.id), (card.ts, BOB.id)]

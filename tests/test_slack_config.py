@@ -3,8 +3,8 @@ without importing slack-sdk or slack-bolt."""
 
 from __future__ import annotations
 
+import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +13,7 @@ import pytest
 from gateway.errors import ConfigError
 from platforms.registry import parse_config
 from platforms.slack.config import ChannelMode, SlackConfig
+from tests.servers.fake_slack import APP_TOKEN, BOT_TOKEN, SCOPES, FakeSlack
 from tests.test_platform_registry import CLI, ROOT, _under
 
 BASE = """\
@@ -86,31 +87,81 @@ def test_team_id_is_required() -> None:
     assert "platforms.slack.team_id: required" in str(caught.value)
 
 
-def test_check_with_slack_reads_its_config_without_its_sdk(tmp_path: Path) -> None:
+def check_config_file(tmp_path: Path, table: str, team: str = "T0FAKE") -> Path:
     work = tmp_path / "work"
-    work.mkdir()
+    work.mkdir(exist_ok=True)
     path = tmp_path / "gateway.toml"
     path.write_text(
         f"[gateway]\ndata_dir = {json.dumps(str(tmp_path / 'data'))}\n\n"
-        + BASE.replace('"/srv/web"', json.dumps(str(work))).replace(
+        + BASE.replace('"/srv/web"', json.dumps(str(work)))
+        .replace('"T0FAKE"', json.dumps(team))
+        .replace(
             'agent = "codex-app-server"',
             f'agent = "codex-app-server"\nargv = [{json.dumps(sys.executable)}]',
         )
-        + 'bot_token = "xoxb-1-fake"\napp_token = "xapp-1-fake"\n',
+        + table,
         encoding="utf-8",
     )
+    return path
+
+
+async def run_check(
+    tmp_path: Path, fake: FakeSlack, *, team: str = "T0FAKE"
+) -> tuple[int, str, set[str]]:
+    """``agent-gateway check`` (its own process) on a config whose Slack is ``fake``: its
+    exit code, what it printed, the modules it imported."""
+    table = f'bot_token = "{BOT_TOKEN}"\napp_token = "{APP_TOKEN}"\nbase_url = "{fake.base_url}"\n'
+    path = check_config_file(tmp_path, table, team)
     modules = tmp_path / "modules"
-    done = subprocess.run(
-        [sys.executable, "-c", CLI, str(modules), "check", "--config", str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CLI,
+        str(modules),
+        "check",
+        "--config",
+        str(path),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
         cwd=ROOT,
     )
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "config OK" in done.stdout
-    assert "xoxb-1-fake" not in done.stdout + done.stderr
-    imported = set(modules.read_text().split())
+    async with asyncio.timeout(60):
+        out, _ = await proc.communicate()
+    return proc.returncode or 0, out.decode(), set(modules.read_text().split())
+
+
+async def test_check_asks_slack_and_reads_its_config_without_its_sdk(tmp_path: Path) -> None:
+    async with FakeSlack() as fake:
+        code, out, imported = await run_check(tmp_path, fake)
+    assert code == 0, out
+    assert "config OK" in out
+    assert "slack: OK (team T0FAKE, bot @gateway; scopes OK; Socket Mode on)" in out
+    assert BOT_TOKEN not in out and APP_TOKEN not in out
+    assert [m for m, _ in fake.calls] == ["auth.test", "apps.connections.open"]
     assert "platforms.slack.config" in imported
     assert not _under(imported, "slack_sdk") and not _under(imported, "slack_bolt")
+
+
+async def test_check_names_a_missing_scope_and_socket_mode_off_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    async with FakeSlack(scopes=SCOPES - {"im:write", "files:write"}, socket_mode=False) as fake:
+        code, out, _ = await run_check(tmp_path, fake)
+    assert code == 1, out
+    assert "slack: the bot token lacks the scope(s) im:write, files:write" in out
+    assert "reinstall the app" in out
+    assert "slack: Socket Mode: apps.connections.open refused the app token" in out
+    assert "turn Socket Mode on" in out
+    assert "2 problem(s)" in out
+    assert not fake.connected  # nothing ran: no socket opened
+
+
+async def test_check_says_a_revoked_token_and_another_team(tmp_path: Path) -> None:
+    async with FakeSlack() as fake:
+        fake.revoke()
+        code, out, _ = await run_check(tmp_path, fake)
+    assert code == 1 and "slack: bot_token: it was revoked" in out, out
+    assert "(token_revoked)" in out
+    async with FakeSlack() as fake:
+        code, out, _ = await run_check(tmp_path, fake, team="T0OTHER")
+    assert code == 1 and "slack: team_id: the bot token is of team T0FAKE, not T0OTHER" in out

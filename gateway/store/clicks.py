@@ -63,6 +63,10 @@ class ClickViews:
 
         return await self._reader.read(read)
 
+    async def bound(self, conversation: ConversationRef) -> SessionRecord | None:
+        """The session ``conversation`` is bound to (closed or not), or None."""
+        return await self._reader.read(lambda conn: session_of(conn, conversation))
+
     async def has_open_session(self, conversation: ConversationRef) -> bool:
         """Whether ``conversation`` is bound to a session that is not closed."""
 

@@ -14,7 +14,9 @@ What a failed call means (:func:`classify`):
   platform probes until it answers and then tells the gateway;
 - a refusal that can never succeed (:data:`PERMANENT`: a revoked token, an uninstalled app,
   a message that may no longer be edited, an archived or deleted channel): refused at once,
-  never retried (:class:`PermanentRefusal`), said once in the log;
+  never retried (:class:`PermanentRefusal`), said in the log once per channel and error,
+  with what to do (the broker marks the card copy failed; the platform asks no more edits
+  of a message Slack refused to edit);
 - any other error Slack answers: refused (``Refused``).
 
 slack-sdk's own retry of 429s (``AsyncRateLimitErrorRetryHandler``) is not installed: it
@@ -25,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Hashable
+from typing import TypeVar
 
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
@@ -37,6 +40,7 @@ from platforms.outbox import (
     Clock,
     Outbox,
     Pacing,
+    Priority,
     Refused,
     RetryLater,
     Unreachable,
@@ -54,6 +58,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Slack's answers that no retry will change
 PERMANENT = frozenset(
@@ -74,6 +79,23 @@ PERMANENT = frozenset(
 )
 
 
+_SAID_MAX = 4096
+_WHAT_TO_DO = {
+    "invalid_auth": "check platforms.slack.bot_token",
+    "not_authed": "check platforms.slack.bot_token",
+    "token_revoked": "the bot token was revoked: install the app again, put the new token in",
+    "token_expired": "the bot token expired: put a new one in platforms.slack.bot_token",
+    "account_inactive": "the app's account is deactivated",
+    "app_uninstalled": "the app was uninstalled: install it again",
+    "team_access_not_granted": "the app has no access to this workspace",
+    "is_archived": "the channel is archived",
+    "channel_not_found": "the channel is gone, or the app cannot see it",
+    "not_in_channel": "invite the app to the channel",
+    "cant_update_message": "the message can no longer be edited: the card copy is failed",
+    "message_not_found": "the message was deleted: the card copy is failed",
+}
+
+
 class PermanentRefusal(PlatformError):
     """Slack refused a call for good (``error``, one of :data:`PERMANENT`)."""
 
@@ -84,7 +106,11 @@ class PermanentRefusal(PlatformError):
 
 def slack_pacing(*, per_channel_seconds: float = 1.0, updates_per_minute: int = 50) -> Pacing[str]:
     return Pacing(
-        lane=(Window(calls=1, seconds=per_channel_seconds),),
+        # the channel's pace counts posts only: chat.update has no per-channel limit (bench
+        # slack: a card waited for the edit of the one before it, 2 s a card instead of 1)
+        lane=(
+            Window(calls=1, seconds=per_channel_seconds, methods=frozenset({"chat.postMessage"})),
+        ),
         shared=(
             Window(calls=updates_per_minute, seconds=60.0, methods=frozenset({"chat.update"})),
         ),
@@ -110,9 +136,6 @@ def _retry_after(exc: SlackApiError) -> float:
         return 1.0
 
 
-_said: set[str] = set()  # permanent errors already in the log (once each)
-
-
 def classify(exc: Exception) -> Verdict | None:
     """What a Web API call's exception means to the outbox; None if it is not Slack's."""
     if isinstance(exc, SlackApiError):
@@ -120,10 +143,7 @@ def classify(exc: Exception) -> Verdict | None:
             return RetryLater(seconds=_retry_after(exc))
         error = error_of(exc) or f"HTTP {exc.response.status_code}"
         if error in PERMANENT:
-            if error not in _said:
-                _said.add(error)
-                log.error("slack refused a call for good (%s): not retried", error)
-            return Refused(error=PermanentRefusal(error))
+            return Refused(error=PermanentRefusal(error))  # said in the log by the outbox
         return Refused(error=PlatformError(f"slack refused: {error}"))
     if isinstance(exc, aiohttp.ClientError | asyncio.TimeoutError | ConnectionError):
         return Unreachable(error=PlatformUnreachable(f"slack: {type(exc).__name__}"))
@@ -153,3 +173,33 @@ class SlackOutbox(Outbox[str]):
             on_success=on_success,
             clock=clock,
         )
+        self._said: set[tuple[str, str]] = set()  # (channel, error) already in the log
+
+    async def run(
+        self,
+        lane_key: str,
+        priority: Priority,
+        call: Callable[[], Awaitable[T]],
+        *,
+        key: Hashable | None = None,
+        method: str = "",
+    ) -> T:
+        """The shared outbox's ``run``; a refusal for good is said in the log once per
+        channel and error (a revoked token is said in each channel it silences: which ones
+        the person has to look at), never retried."""
+        try:
+            return await super().run(lane_key, priority, call, key=key, method=method)
+        except PermanentRefusal as exc:
+            channel = lane_key.split("/", 1)[0]
+            if (channel, exc.error) not in self._said:
+                if len(self._said) >= _SAID_MAX:
+                    self._said.clear()
+                self._said.add((channel, exc.error))
+                log.error(
+                    "slack refused %s in channel %s for good (%s): not retried; %s",
+                    method or "a call",
+                    channel,
+                    exc.error,
+                    _WHAT_TO_DO.get(exc.error, "what it was for is marked failed"),
+                )
+            raise

@@ -35,6 +35,7 @@ import logging
 import re
 import socket
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
@@ -48,6 +49,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.cards import Card
+from gateway.commands import HELP_TEXT
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
 from gateway.platform import (
@@ -57,6 +59,7 @@ from gateway.platform import (
     InboundForm,
     InboundMessage,
     Inbox,
+    KnowsApprovers,
     MessageRef,
     PlatformLimits,
 )
@@ -83,9 +86,10 @@ from platforms.slack.inbound import (
     conversation,
     heard,
 )
-from platforms.slack.outbox import SlackOutbox, classify, error_of
+from platforms.slack.outbox import PermanentRefusal, SlackOutbox, classify, error_of
 from platforms.slack.receive import Lanes
 from platforms.slack.render import ANSWER_ACTION, mrkdwn, render_card
+from platforms.turn_end import TurnEnds
 
 __all__ = ["SDK_LOGGERS", "SLACK_LIMITS", "SlackPlatform"]
 
@@ -151,8 +155,10 @@ class SlackPlatform:
         self._stopped = False
         self._down = False
         self._shown: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._uneditable: OrderedDict[tuple[str, str], str] = OrderedDict()  # message: error
         self._names: OrderedDict[str, str] = OrderedDict()
         self._foreign_said: set[str] = set()
+        self.turn_ends = TurnEnds()  # whether a turn's end needs a message that notifies
         self.http_port: int | None = None
 
     # --- lifetime -------------------------------------------------------------------------
@@ -338,16 +344,40 @@ class SlackPlatform:
         if str(command.get("team_id") or "") != self.team_id:
             self._foreign(Foreign(team=str(command.get("team_id")), user=""))
             return
-        where = conversation(self.team_id, str(command.get("channel_id") or ""))
+        channel = str(command.get("channel_id") or "")
+        where = conversation(self.team_id, channel)
         actor = actor_of(str(command.get("user_id") or ""), str(command.get("user_name") or ""))
         message = InboundMessage(
             conversation=where,
             actor=actor,
             text=command_text(str(command.get("text") or "")),
             message_id=f"command:{command.get('trigger_id')}",
-            private=str(command.get("channel_id") or "").startswith("D"),
+            private=channel.startswith("D"),
         )
-        self._running_lanes().put(where.key(), lambda: self._hand_over(message))
+        if message.private:
+            self._running_lanes().put(where.key(), lambda: self._hand_over(message))
+        else:
+            self._running_lanes().put(where.key(), lambda: self._command_in_channel(message))
+
+    async def _command_in_channel(self, message: InboundMessage) -> None:
+        """``/agent stop`` in a channel: Slack sends a slash command without the thread it
+        was typed in (it has none in threads), and a channel's sessions live in threads. So
+        a command is the channel's own only where a session is bound to the channel itself;
+        else the person alone is told to write ``@app /stop`` in the session's thread
+        (docs/decisions.md, Slack: commands in threads)."""
+        if await self._attached().has_session(message.conversation):
+            await self._hand_over(message)
+            return
+        me = f"<@{self.bot_user_id}>"
+        word = message.text.split()[0] if message.text.split() else "/help"
+        hint = (
+            f"{mrkdwn('Slack does not tell the app which thread a command comes from. In the')}"
+            f" {mrkdwn('thread of the session you mean, write')} *{me} {mrkdwn(word)}*"
+            f"{mrkdwn(' (a mention, then the command), e.g. ')}{me} /stop{mrkdwn('.')}"
+        )
+        if word == "/help":
+            hint = f"{mrkdwn(HELP_TEXT)}\n\n{hint}"
+        await self._ephemeral(message.conversation, message.actor.user_id, hint, escaped=True)
 
     async def _on_click(self, ack: Any, body: dict[str, Any]) -> None:
         await ack()  # at once: the outcome comes as an ephemeral and on the card
@@ -450,13 +480,17 @@ class SlackPlatform:
         if answer.text:
             await self._ephemeral(where, actor.user_id, answer.text)
 
-    async def _ephemeral(self, where: ConversationRef, user: str, text: str) -> None:
+    async def _ephemeral(
+        self, where: ConversationRef, user: str, text: str, *, escaped: bool = False
+    ) -> None:
         """Only ``user`` sees it (it may not reach a phone and is gone on reload: the card
-        carries every outcome; this repeats it to the person who acted)."""
+        carries every outcome; this repeats it to the person who acted). ``escaped``: the
+        text is mrkdwn already (a mention of the app in it)."""
+        shown = text if escaped else mrkdwn(text)
 
         async def post() -> None:
             await self.client.chat_postEphemeral(
-                channel=where.channel, user=user, text=mrkdwn(text), thread_ts=where.thread
+                channel=where.channel, user=user, text=shown, thread_ts=where.thread
             )
 
         try:
@@ -555,6 +589,7 @@ class SlackPlatform:
             conversation.channel, Priority.TEXT, post, method="chat.postMessage"
         )
         self._remember((conversation.channel, ts), shown)
+        self.turn_ends.sent(_turn_key(conversation), (conversation.channel, ts))
         return MessageRef(conversation=conversation, message_id=ts)
 
     async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
@@ -567,11 +602,10 @@ class SlackPlatform:
         async def edit() -> EditResult:
             await self.client.chat_update(channel=channel, ts=ts, text=shown)
             self._remember((channel, ts), shown)
+            self.turn_ends.edited((channel, ts))  # an edit: no phone is told of it
             return EditResult.EDITED
 
-        return await self._running().run(
-            channel, Priority.STREAM, edit, key=("text", ts), method="chat.update"
-        )
+        return await self._edit(channel, ts, Priority.STREAM, edit, "text")
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         channel = conversation.channel
@@ -591,7 +625,7 @@ class SlackPlatform:
                 )
 
             await self._running().run(channel, Priority.CARD, upload, method="files.upload")
-        drawn = render_card(card)
+        drawn = render_card(card, mention=await self._approvers_of(conversation))
 
         async def post() -> str:
             sent = await self.client.chat_postMessage(
@@ -606,9 +640,24 @@ class SlackPlatform:
 
         ts = await self._running().run(channel, Priority.CARD, post, method="chat.postMessage")
         self._remember((channel, ts), _drawn_key(drawn.text, drawn.blocks))
+        self.turn_ends.sent(_turn_key(conversation), (channel, ts))  # a new card notifies
         if form is not None:
             self.forms.keep((channel, ts), form)
         return MessageRef(conversation=conversation, message_id=ts)
+
+    async def _approvers_of(self, conversation: ConversationRef) -> str:
+        """``<@U…>`` of who may decide, for a new card only (their phones are told once;
+        an edit notifies nobody and drops it). Agent text never pings: it is escaped."""
+        inbox = self._inbox
+        if not isinstance(inbox, KnowsApprovers):
+            return ""
+        try:
+            people = await inbox.approvers(conversation)
+        except Exception:
+            log.exception("slack: the approvers of a card in %s not found", conversation.channel)
+            return ""
+        named = " ".join(f"<@{user}>" for user in people if _USER_ID.fullmatch(user))
+        return f"{named}: waiting for you." if named else ""
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
         channel, ts = ref.conversation.channel, ref.message_id
@@ -627,9 +676,31 @@ class SlackPlatform:
             self._remember((channel, ts), key)
             return EditResult.EDITED
 
-        return await self._running().run(
-            channel, Priority.CARD, edit, key=("card", ts), method="chat.update"
-        )
+        return await self._edit(channel, ts, Priority.CARD, edit, "card")
+
+    async def _edit(
+        self,
+        channel: str,
+        ts: str,
+        priority: Priority,
+        edit: Callable[[], Awaitable[EditResult]],
+        kind: str,
+    ) -> EditResult:
+        """A ``chat.update`` in the channel's lane; a message Slack refused to edit for good
+        (no longer editable, deleted) is not asked again: refused here at once."""
+        refused = self._uneditable.get((channel, ts))
+        if refused is not None:
+            raise PermanentRefusal(refused)
+        try:
+            return await self._running().run(
+                channel, priority, edit, key=(kind, ts), method="chat.update"
+            )
+        except PermanentRefusal as exc:
+            if exc.error in _MESSAGE_GONE:
+                self._uneditable[(channel, ts)] = exc.error
+                while len(self._uneditable) > _SHOWN:
+                    self._uneditable.popitem(last=False)
+            raise
 
     async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
         """No mark yet (``reactions.add`` needs the reactions:write scope): the core says it
@@ -637,10 +708,20 @@ class SlackPlatform:
         return False
 
     async def turn_started(self, conversation: ConversationRef) -> None:
-        """Nothing: a bot in Slack has no typing indicator outside AI-app threads."""
+        """What the turn shows is followed from now on (a bot in Slack has no typing
+        indicator outside AI-app threads)."""
+        self.turn_ends.started(_turn_key(conversation))
 
     async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
-        """Nothing: the last ``chat.update`` is the final text (no stream to stop)."""
+        """The last ``chat.update`` is the final text (no stream to stop); where the turn's
+        last words came by an edit, which no phone is told of, one short new message that
+        notifies (platforms/turn_end.py)."""
+        line = self.turn_ends.ended(_turn_key(conversation), status)
+        if line is not None:
+            try:
+                await self.send_text(conversation, line)
+            except PlatformError as exc:
+                log.info("slack turn end in %s not told: %s", conversation.channel, exc)
 
     # --- helpers --------------------------------------------------------------------------
 
@@ -671,6 +752,12 @@ class SlackPlatform:
 
 
 _OURS = re.compile(r"^gw\.")
+_MESSAGE_GONE = frozenset({"cant_update_message", "message_not_found"})
+_USER_ID = re.compile(r"[UW][A-Z0-9]+")
+
+
+def _turn_key(conversation: ConversationRef) -> tuple[str, str | None]:
+    return conversation.channel, conversation.thread
 
 
 def _drawn_key(text: str, blocks: list[dict[str, Any]]) -> str:

@@ -44,6 +44,7 @@ import copy
 import itertools
 import json
 import math
+import re
 import secrets
 import time
 import urllib.parse
@@ -99,6 +100,7 @@ __all__ = [
     "BOB",
     "BOT_TOKEN",
     "BOT_USER_ID",
+    "SCOPES",
     "TEAM_ID",
     "Channel",
     "Delivery",
@@ -117,6 +119,23 @@ BOT_TOKEN = "xoxb-1-fake-bot-token"
 APP_TOKEN = "xapp-1-A0FAKE-1-fake-app-token"
 ALICE = Person("U0ALICE", "alice")
 BOB = Person("U0BOB", "bob")
+# the bot scopes an app has unless a test says otherwise (what the manifest asks for)
+SCOPES = frozenset(
+    "app_mentions:read channels:history groups:history im:history im:write chat:write"
+    " commands files:write users:read".split()
+)
+# the scope each method needs (Slack answers missing_scope without it)
+_NEEDS = {
+    "chat.postMessage": "chat:write",
+    "chat.update": "chat:write",
+    "chat.postEphemeral": "chat:write",
+    "chat.delete": "chat:write",
+    "conversations.open": "im:write",
+    "users.info": "users:read",
+    "files.getUploadURLExternal": "files:write",
+    "files.completeUploadExternal": "files:write",
+}
+_PING = re.compile(r"<(?:@([UW][A-Z0-9]+)|!(channel|here|everyone))(?:\|[^>]*)?>")
 _WRITES = frozenset(
     "chat.postMessage chat.update chat.postEphemeral chat.delete views.open views.update"
     " views.push files.getUploadURLExternal files.completeUploadExternal".split()
@@ -148,16 +167,21 @@ class FakeSlack:
         events: frozenset[str] = frozenset(
             {"message.channels", "message.groups", "message.im", "app_mention"}
         ),
+        scopes: frozenset[str] = SCOPES,
+        socket_mode: bool = True,
     ) -> None:
         self.bot_token = bot_token
         self.app_token = app_token
         self.pacing = pacing or Pacing()
         self.commands = commands
         self.events = events  # the app's event subscriptions
+        self.scopes = scopes  # the bot token's scopes (x-oauth-scopes on every answer)
+        self.socket_mode = socket_mode  # off: apps.connections.open is refused
         self.port = 0
         self.people: dict[str, Person] = {}
         self.channels: dict[str, Channel] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.pings: list[tuple[str, str]] = []  # (ts, user id or "!channel") a post notified
         self.too_many: list[tuple[str, str | None, int]] = []  # (method, channel, Retry-After)
         self.refused: list[tuple[str, str]] = []  # (method, error) of every refusal but 429s
         self.deliveries: list[Delivery] = []
@@ -360,6 +384,13 @@ class FakeSlack:
         await self._notify()
         return posted
 
+    def seed(self, person: Person, channel_id: str, text: str) -> Posted:
+        """A message ``person`` wrote in the channel before now: the app was never told of
+        it (a thread to start talking in)."""
+        posted = Posted(channel_id, self._ts(), text, [], person.id, None)
+        self._messages[(channel_id, posted.ts)] = posted
+        return posted
+
     async def click(
         self,
         person: Person,
@@ -556,24 +587,37 @@ class FakeSlack:
             await self._notify()  # a test may wait for the cut (wait_for)
             assert request.transport is not None
             request.transport.close()
+            await self._notify()  # a test waiting for a call cut is told
             return web.Response(status=503)
         params = await _params_of(request)
         token = _bearer(request) or str(params.pop("token", "") or "")
         self.calls.append((method, params))
+        # Slack names the token's scopes on every answer to a bot token
+        scopes = (
+            {"x-oauth-scopes": ",".join(sorted(self.scopes))} if token == self.bot_token else {}
+        )
         try:
             self._authenticate(method, token)
             handler = getattr(self, "_m_" + method.replace(".", "_"), None)
             if handler is None:
                 raise SlackError("unknown_method")
+            needed = _NEEDS.get(method)
+            if needed is not None and needed not in self.scopes:
+                raise SlackError(
+                    "missing_scope",
+                    extra={"needed": needed, "provided": ",".join(sorted(self.scopes))},
+                )
             self._check_rate(method, params)
             result = handler(params)
         except SlackError as refusal:
             if refusal.status != 429:
                 self.refused.append((method, refusal.error))
-            return web.json_response(refusal.body(), status=refusal.status, headers=refusal.headers)
+            return web.json_response(
+                refusal.body(), status=refusal.status, headers={**refusal.headers, **scopes}
+            )
         finally:
             await self._notify()
-        return web.json_response({"ok": True, **result})
+        return web.json_response({"ok": True, **result}, headers=scopes)
 
     def _authenticate(self, method: str, token: str) -> None:
         if not token:
@@ -624,6 +668,8 @@ class FakeSlack:
         }
 
     def _m_apps_connections_open(self, p: dict[str, Any]) -> dict[str, Any]:
+        if not self.socket_mode:
+            raise SlackError("socket_mode_disabled")  # on the app's page, Socket Mode is off
         ticket = secrets.token_hex(8)
         self._tickets.add(ticket)
         host = f"127.0.0.1:{self.port}"
@@ -634,6 +680,22 @@ class FakeSlack:
         if person is None:
             raise SlackError("user_not_found")
         return {"user": person.user_json()}
+
+    def _m_conversations_open(self, p: dict[str, Any]) -> dict[str, Any]:
+        """The DM with one person (``users``); a DM's id is not the person's id."""
+        if p.get("channel"):
+            return {"channel": {"id": self._channel(str(p["channel"])).id}}
+        users = [u for u in str(p.get("users") or "").split(",") if u]
+        if not users:
+            raise SlackError("users_list_not_supplied")
+        if len(users) > 1:
+            raise SlackError("not_supported")  # group DMs: the gateway opens none
+        person = self.people.get(users[0])
+        if person is None:
+            raise SlackError("user_not_found")
+        known = any(c.kind == "im" and c.peer == person.id for c in self.channels.values())
+        channel = self.dm(person)
+        return {"channel": {"id": channel.id}, "already_open": known, "no_op": known}
 
     def _m_conversations_info(self, p: dict[str, Any]) -> dict[str, Any]:
         return {"channel": self._channel(str(p.get("channel") or "")).json()}
@@ -650,6 +712,7 @@ class FakeSlack:
         )
         self._messages[(channel.id, posted.ts)] = posted
         self._post_times[channel.id].append(self._now())
+        self._ping(posted, [text, *_mrkdwn_texts(p.get("blocks"))])
         self._echo(channel, posted.json())
         return {"channel": channel.id, "ts": posted.ts, "message": posted.json()}
 
@@ -778,6 +841,14 @@ class FakeSlack:
         return {"files": [f.json() for f in done]}
 
     # --- checks and state -----------------------------------------------------------------
+
+    def _ping(self, posted: Posted, texts: list[str]) -> None:
+        """A new message notifies the people its mrkdwn mentions (``<@U…>``) and, for
+        ``<!channel>``, ``<!here>`` or ``<!everyone>``, everyone there (plain_text is never
+        parsed); an edit notifies nobody."""
+        for text in texts:
+            for match in _PING.finditer(text):
+                self.pings.append((posted.ts, match.group(1) or f"!{match.group(2)}"))
 
     def _resolve(self, channel_id: str) -> str:
         """A user id names the DM with them (chat.postMessage allows it)."""
@@ -1199,6 +1270,16 @@ def _with_ids(blocks: Any) -> list[dict[str, Any]]:
             ):
                 element.setdefault("action_id", secrets.token_urlsafe(4))
     return out
+
+
+def _mrkdwn_texts(found: Any) -> list[str]:
+    """Every mrkdwn text object's text in blocks (what Slack parses for mentions)."""
+    if isinstance(found, list):
+        return [text for item in found for text in _mrkdwn_texts(item)]
+    if not isinstance(found, dict):
+        return []
+    own = [str(found.get("text"))] if found.get("type") == "mrkdwn" else []
+    return own + [text for value in found.values() for text in _mrkdwn_texts(value)]
 
 
 def _bearer(request: web.Request) -> str:

@@ -70,15 +70,17 @@ class SlackError(Exception):
         status: int = 200,
         messages: list[str] | None = None,
         headers: Mapping[str, str] | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(error if not messages else f"{error}: {'; '.join(messages)}")
         self.error = error
         self.status = status
         self.messages = messages or []
         self.headers = dict(headers or {})
+        self.extra = dict(extra or {})  # more fields of the answer (missing_scope's needed)
 
     def body(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"ok": False, "error": self.error}
+        body: dict[str, Any] = {"ok": False, "error": self.error, **self.extra}
         if self.messages:
             body["response_metadata"] = {"messages": self.messages}
         return body
