@@ -128,6 +128,9 @@ class ClockedSlack:
         await self._shown(ref.conversation, ref.message_id, text)
         return result
 
+    async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
+        return await self._slack().mark_queued(conversation, message_id)
+
     async def turn_started(self, conversation: ConversationRef) -> None:
         await self._slack().turn_started(conversation)
 

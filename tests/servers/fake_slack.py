@@ -584,7 +584,6 @@ class FakeSlack:
                     await connection.ws.close(code=1011)
         if self._down:
             self.cut += 1
-            await self._notify()  # a test may wait for the cut (wait_for)
             assert request.transport is not None
             request.transport.close()
             await self._notify()  # a test waiting for a call cut is told
