@@ -269,7 +269,9 @@ async def test_a_gateway_killed_with_a_card_on_screen_and_started_again(
             assert card.labels, "a killed gateway edits nothing"
 
             async with gateway_process(config):
-                await fake.wait_for(lambda: not card.labels and "rphaned" in card.seen)
+                await fake.wait_for(
+                    lambda: not card.labels and "no answer can reach it now" in card.seen
+                )
                 await fake.wait_for(lambda: fake.connected, DEADLINE)
                 before = len(fake.ephemerals(ALICE, GENERAL))
                 # a person whose screen still shows the old buttons clicks one
