@@ -64,6 +64,16 @@ def telegram_config(fake: FakeTelegram, data_dir: Path, **options: Any) -> Confi
     return parse_config(telegram_config_text(fake, data_dir, **options), "telegram-test.toml")
 
 
+def codex_telegram_config(
+    fake: FakeTelegram, tmp_path: Path, codex_bin: str, home: CodexHome
+) -> Config:
+    """The usual config of a test with the real Codex: its home's workspace as the work dir,
+    the ledger in ``tmp_path / "data"``."""
+    return telegram_config(
+        fake, tmp_path / "data", work_dir=home.workspace, codex_bin=codex_bin, home=home
+    )
+
+
 def telegram_config_text(
     fake: FakeTelegram,
     data_dir: Path,

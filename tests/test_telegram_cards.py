@@ -15,7 +15,7 @@ from tests.codex_env import CodexHome
 from tests.scripted_gateway import with_expiry
 from tests.servers.fake_responses import FakeResponses, message, shell
 from tests.servers.fake_telegram import FakeTelegram
-from tests.telegram_harness import ALICE, on_telegram, telegram_config
+from tests.telegram_harness import ALICE, codex_telegram_config, on_telegram
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
 
@@ -34,13 +34,7 @@ async def test_the_rule_always_would_add_is_shown_whole_and_its_button_is_short(
     rule = f'python3 -c "{prefix[2]}"'
     assert len(rule) > BUTTON_MAX
     fake_model.enqueue((shell(command, escalated=True, prefix_rule=prefix), message("Done.")))
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         await tg.say(ALICE, "please create the file")
         card = await tg.card(ALICE.id)
@@ -72,13 +66,7 @@ async def test_an_expired_command_says_nobody_answered_on_its_card_and_its_line(
     tmp_path: Path,
 ) -> None:
     fake_model.enqueue((shell("touch hello.txt", escalated=True), message("Done.")))
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(with_expiry(config, 0.5), fake_telegram) as tg:
         await tg.say(ALICE, "please create hello.txt")
         card = await tg.card(ALICE.id)

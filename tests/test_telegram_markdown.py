@@ -12,7 +12,7 @@ import pytest
 from tests.codex_env import CodexHome
 from tests.servers.fake_responses import FakeResponses, message, shell
 from tests.servers.fake_telegram import FakeTelegram, Sent
-from tests.telegram_harness import ALICE, on_telegram, telegram_config
+from tests.telegram_harness import ALICE, codex_telegram_config, on_telegram
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(150)]
 
@@ -37,13 +37,7 @@ async def test_a_tool_line_arrives_as_code_not_backticks(
     tmp_path: Path,
 ) -> None:
     fake_model.enqueue((shell("touch hello.txt", escalated=True), message("**Done**.")))
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         await tg.say(ALICE, "please create hello.txt")
         card = await tg.card(ALICE.id)
@@ -70,13 +64,7 @@ async def test_a_long_answer_with_code_arrives_in_parts_each_with_its_code_block
 ) -> None:
     assert 11_000 < len(ANSWER) < 13_000
     fake_model.enqueue((message(ANSWER, chunks=300),))
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         await tg.say(ALICE, "write me the steps module")
 

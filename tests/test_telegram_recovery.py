@@ -10,7 +10,7 @@ import pytest
 from tests.codex_env import CodexHome
 from tests.servers.fake_responses import FakeResponses, message, shell
 from tests.servers.fake_telegram import FakeTelegram
-from tests.telegram_harness import ALICE, on_telegram, telegram_config
+from tests.telegram_harness import ALICE, codex_telegram_config, on_telegram
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
 
@@ -23,13 +23,7 @@ async def test_a_card_that_failed_to_send_is_sent_when_telegram_is_back(
     tmp_path: Path,
 ) -> None:
     fake_model.enqueue((shell("touch later.txt", escalated=True), message("Done.")))
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         tg.fake.down_at_next_card = True
         await tg.say(ALICE, "please create later.txt")
@@ -53,13 +47,7 @@ async def test_a_card_left_by_a_stopped_gateway_is_edited_when_it_starts_again(
     tmp_path: Path,
 ) -> None:
     fake_model.enqueue((shell("touch never.txt", escalated=True), message("Done.")))
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         await tg.say(ALICE, "please create never.txt")
         card = await tg.card(ALICE.id)

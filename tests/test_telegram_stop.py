@@ -18,7 +18,13 @@ from platforms.telegram.platform import QUEUED_REACTION
 from tests.codex_env import CodexHome
 from tests.servers.fake_responses import FakeResponses, message, shell
 from tests.servers.fake_telegram import FakeTelegram, Sent
-from tests.telegram_harness import ALICE, BOB, OnTelegram, on_telegram, telegram_config
+from tests.telegram_harness import (
+    ALICE,
+    BOB,
+    OnTelegram,
+    codex_telegram_config,
+    on_telegram,
+)
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
 
@@ -49,13 +55,7 @@ async def test_stop_is_one_notice_naming_who_stopped_and_the_card_says_so(
     tmp_path: Path,
 ) -> None:
     asking(fake_model)
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         card = await waiting_card(tg)
         stop = await tg.say(ALICE, "/stop")
@@ -88,13 +88,7 @@ async def test_the_notice_is_said_once_per_card_then_a_reaction_marks_each_messa
     tmp_path: Path,
 ) -> None:
     asking(fake_model)
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         card = await waiting_card(tg)
         await tg.say(ALICE, "ok")
@@ -123,13 +117,7 @@ async def test_a_reply_to_a_card_gets_the_notice_and_its_buttons_again_which_dec
     tmp_path: Path,
 ) -> None:
     asking(fake_model)
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         card = await waiting_card(tg)
         await tg.say(ALICE, "ok")  # the notice for this card is said once...

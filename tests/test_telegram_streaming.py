@@ -11,7 +11,7 @@ import pytest
 from tests.codex_env import CodexHome
 from tests.servers.fake_responses import FakeResponses, message, shell
 from tests.servers.fake_telegram import FakeTelegram
-from tests.telegram_harness import ALICE, on_telegram, telegram_config
+from tests.telegram_harness import ALICE, codex_telegram_config, on_telegram
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(150)]
 
@@ -31,13 +31,7 @@ async def test_5000_deltas_are_one_growing_text_with_no_429_and_the_exact_end(
 ) -> None:
     assert len(LONG) > 3 * 4096
     fake_model.enqueue((message(LONG, chunks=5000),))
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         await tg.say(ALICE, "explain at length")
         # each part ends at a line break, which a message does not show
@@ -58,13 +52,7 @@ async def test_a_429_storm_in_the_middle_of_a_turn_loses_nothing(
     tmp_path: Path,
 ) -> None:
     fake_model.enqueue((shell("touch storm.txt", escalated=True), message(LONG, chunks=400)))
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         await tg.say(ALICE, "create storm.txt then explain")
         card = await tg.card(ALICE.id)
@@ -90,13 +78,7 @@ async def test_a_message_delivered_twice_is_one_prompt(
     tmp_path: Path,
 ) -> None:
     heard(fake_model)
-    config = telegram_config(
-        fake_telegram,
-        tmp_path / "data",
-        work_dir=codex_home.workspace,
-        codex_bin=codex_bin,
-        home=codex_home,
-    )
+    config = codex_telegram_config(fake_telegram, tmp_path, codex_bin, codex_home)
     async with on_telegram(config, fake_telegram) as tg:
         update = await tg.say(ALICE, "first")
         await tg.fake.push(update)  # Telegram delivers it again (the offset was not confirmed)
