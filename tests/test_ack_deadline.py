@@ -36,7 +36,7 @@ pytestmark = pytest.mark.timeout(60)
 DEADLINE_SECONDS = 0.5
 APPROVE = Decision(action_id="accept")
 DELIVERED = rf'Approved \("Approve"\) by Alice at {WHEN} · sent to the agent · done'
-DELIVERED_FROM_CONSOLE = DELIVERED.replace("by Alice", "by local:alice")
+DELIVERED_FROM_CONSOLE = DELIVERED.replace("by Alice", "by alice")
 
 
 def test_a_platform_waits_for_the_core_until_its_deadline_less_a_margin() -> None:

@@ -174,7 +174,7 @@ async def test_start_a_conversation_and_approve_its_command(
     await expect(card.locator("code.rule")).to_have_text("touch hello.txt")
     await page.screenshot(path=shots / "conversation-approval.png", full_page=True)
     await card.get_by_role("button", name="Allow once").click()
-    await expect(card.locator(".status")).to_contain_text("by local:alice", timeout=WAIT_MS)
+    await expect(card.locator(".status")).to_contain_text("by alice", timeout=WAIT_MS)
     await expect(card.get_by_role("button")).to_have_count(0)
     await expect(page.locator(".msg").last).to_contain_text("Created hello.txt.", timeout=WAIT_MS)
     await expect(card.locator("ol.timeline")).to_contain_text("sent to the agent")
@@ -217,9 +217,7 @@ async def test_answer_a_multi_question_form_and_be_stopped_while_one_is_missing(
     assert stored is not None and stored.state is InteractionState.PENDING
     await card.locator('input[name="o.name"]').fill("shopping-list.txt")
     await card.get_by_role("button", name="Submit answers").click()
-    await expect(card.locator(".status")).to_contain_text(
-        "Answered by local:alice", timeout=WAIT_MS
-    )
+    await expect(card.locator(".status")).to_contain_text("Answered by alice", timeout=WAIT_MS)
     await expect(card.locator("dl.fields")).to_contain_text("shopping-list.txt")
     await expect(page.locator("#live")).to_contain_text("Nothing waits", timeout=WAIT_MS)
     await running.memory.wait_for(lambda: any("Thanks, noted." in t for t in memory_texts()))
@@ -333,7 +331,7 @@ async def test_a_file_change_shows_its_whole_diff_and_is_applied_when_allowed(
     await expect(card).to_contain_text("greeting.py")
     await page.screenshot(path=shots / "pending-diff.png", full_page=True)
     await card.get_by_role("button", name="Allow once").click()
-    await expect(card.locator(".status")).to_contain_text("by local:alice", timeout=WAIT_MS)
+    await expect(card.locator(".status")).to_contain_text("by alice", timeout=WAIT_MS)
     await running.memory.wait_for(lambda: any("Patched." in t for t in running.memory.texts(ROOM)))
     assert (codex_home.workspace / "greeting.py").read_text() == (
         'print("hello, world")\nprint("again")\nprint("bye")\n'

@@ -91,7 +91,7 @@ class ConsolePlatform:
         self.words = tuple(words)
         identity = settings.actor()
         self.actor = Actor(
-            platform=identity.platform, user_id=identity.user_id, display=settings.identity
+            platform=identity.platform, user_id=identity.user_id, display=identity.user_id
         )
         self.guard = Guard(token)
         # behind a TLS proxy: the only address the console answers to (security.py)
