@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -144,6 +145,7 @@ async def _check(path: Path, probe_timeout: float) -> int:
         probes = {
             name: tasks.create_task(_probe(name, project, probe_timeout))
             for name, project in config.projects.items()
+            if shutil.which(project.argv()[0]) is not None  # else said once above
         }
         asked = {
             name: tasks.create_task(_ask_platform(name, settings))

@@ -79,7 +79,9 @@ def test_check_names_the_key_and_line_of_a_platform_table_problem(tmp_path: Path
 def test_check_reports_a_missing_agent_binary(tmp_path: Path) -> None:
     done = _cli("check", "--config", str(_config(tmp_path, [str(tmp_path / "no-codex")])))
     assert done.returncode != 0
-    assert "not found" in done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("no-codex") == 1, said  # said once, not again by a probe
+    assert "not found" in said and "1 problem(s)" in said
 
 
 def _script(path: Path, body: str) -> str:
