@@ -11,7 +11,7 @@ import pytest
 from discord import ui
 
 from tests.discord_harness import connected
-from tests.servers.fake_discord import ALICE, BOT, FakeDiscord
+from tests.servers.fake_discord import ALICE, BOT, FakeDiscord, Interaction
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -316,3 +316,198 @@ async def test_upload_past_the_size_limit_is_refused(fake_discord: FakeDiscord) 
             await channel.send(file=discord.File(io.BytesIO(b"x" * 1001), filename="b.txt"))
     assert refused.value.code == 40005
     assert fake_discord.message(str(ok.id)).attachments[0]["filename"] == "a.txt"
+
+
+async def _raw_callback(fake: FakeDiscord, interaction: Interaction, body: Any) -> dict[str, Any]:
+    """A callback as sent on the wire (discord.py checks some limits itself first)."""
+    url = f"{fake.api_base}/interactions/{interaction.id}/{interaction.token}/callback"
+    async with aiohttp.ClientSession() as http, http.post(url, json=body) as answer:
+        body = await answer.json() if answer.status != 204 else {}
+        return {"status": answer.status, **body}
+
+
+def _modal(**overrides: Any) -> dict[str, Any]:
+    radio = {
+        "type": 21,
+        "custom_id": "pick",
+        "options": [{"label": "A", "value": "a"}, {"label": "B", "value": "b"}],
+    }
+    data: dict[str, Any] = {
+        "custom_id": "agw:form",
+        "title": "Questions",
+        "components": [{"type": 18, "label": "Pick", "description": "One", "component": radio}],
+    }
+    return {"type": 9, "data": {**data, **overrides}}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"title": "x" * 46},
+        {"custom_id": "agw:" + "x" * 97},
+        {"components": [{"type": 10, "content": "note"}] * 6},
+        {
+            "components": [
+                {"type": 18, "label": "x" * 46, "component": {"type": 4, "custom_id": "a"}}
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 18,
+                    "label": "L",
+                    "description": "d" * 101,
+                    "component": {"type": 4, "custom_id": "a"},
+                }
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 18,
+                    "label": "L",
+                    "component": {
+                        "type": 21,
+                        "custom_id": "r",
+                        "options": [{"label": "A", "value": "a"}],
+                    },
+                }
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 18,
+                    "label": "L",
+                    "component": {
+                        "type": 22,
+                        "custom_id": "c",
+                        "options": [{"label": str(n), "value": str(n)} for n in range(11)],
+                    },
+                }
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 18,
+                    "label": "L",
+                    "component": {
+                        "type": 3,
+                        "custom_id": "s",
+                        "options": [{"label": str(n), "value": str(n)} for n in range(26)],
+                    },
+                }
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 1,
+                    "components": [{"type": 4, "custom_id": "t", "label": "T", "max_length": 4001}],
+                }
+            ]
+        },
+    ],
+)
+async def test_modal_limits_are_refused_with_50035(
+    fake_discord: FakeDiscord, overrides: dict[str, Any]
+) -> None:
+    click = await fake_discord.forge(
+        ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+    )
+    answer = await _raw_callback(fake_discord, click, _modal(**overrides))
+    assert (answer["status"], answer["code"]) == (400, 50035)
+    assert click.modal is None and click.callback is None
+    opened = await _raw_callback(fake_discord, click, _modal())  # a valid one still may
+    assert opened["status"] == 204 and click.modal is not None
+
+
+async def test_a_modal_only_as_the_first_answer_and_never_to_a_modal(
+    fake_discord: FakeDiscord,
+) -> None:
+    click = await fake_discord.forge(
+        ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+    )
+    assert (await _raw_callback(fake_discord, click, {"type": 5}))["status"] == 204
+    assert (await _raw_callback(fake_discord, click, _modal()))["code"] == 40060
+    other = await fake_discord.forge(
+        ALICE, fake_discord.general, {"custom_id": "b", "component_type": 2}
+    )
+    await _raw_callback(fake_discord, other, _modal())
+    submit = await fake_discord.submit(ALICE, other, {"pick": "b"})
+    assert submit.data["components"][0]["component"] == {
+        "type": 21,
+        "custom_id": "pick",
+        "id": 1,
+        "value": "b",
+    }
+    assert (await _raw_callback(fake_discord, submit, _modal()))["code"] == 50035
+
+
+async def test_missing_permission_is_refused_and_visible_to_the_client(
+    fake_discord: FakeDiscord,
+) -> None:
+    from tests.servers.discord_records import SEND_MESSAGES
+
+    quiet = fake_discord.add_channel("1600000000000000002", "quiet", bot_denied=SEND_MESSAGES)
+    client = Bare()
+    async with connected(client, fake_discord):
+        channel = client.get_channel(int(quiet.id))
+        assert isinstance(channel, discord.TextChannel)
+        assert not channel.permissions_for(channel.guild.me).send_messages
+        assert _channel(client, fake_discord).permissions_for(channel.guild.me).send_messages
+        with pytest.raises(discord.Forbidden) as refused:
+            await channel.send("hello")
+    assert refused.value.code == 50013
+
+
+async def test_a_click_while_away_is_replayed_and_answered_once(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        await fake_discord.drop()
+        click = await fake_discord.forge(
+            ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+        )
+        interaction = await client.wait_interaction(1)
+        await interaction.response.send_message("done", ephemeral=True)
+    assert fake_discord.resumed == 1 and fake_discord.identified == 1
+    assert click.callback_type == 4 and click.refused == []
+
+
+async def test_non_ephemeral_responses_reach_the_gateway(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        await fake_discord.forge(
+            ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+        )
+        interaction = await client.wait_interaction(1)
+        await interaction.response.send_message("for everyone")
+        await interaction.followup.send("just you", ephemeral=True)
+        await interaction.followup.send("and again for everyone")
+        seen = await client.wait_seen(2)
+    assert [m.content for m in seen] == ["for everyone", "and again for everyone"]
+
+
+async def test_a_sixth_edit_in_five_seconds_gets_429_with_via(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        sent = await _channel(client, fake_discord).send("v0")
+    url = f"{fake_discord.api_base}/channels/{fake_discord.general.id}/messages/{sent.id}"
+    auth = {"Authorization": f"Bot {fake_discord.token}"}
+    remaining = []
+    async with aiohttp.ClientSession(headers=auth) as http:
+        for n in range(1, 6):
+            async with http.patch(url, json={"content": f"v{n}"}) as answer:
+                assert answer.status == 200
+                remaining.append(answer.headers["X-RateLimit-Remaining"])
+        async with http.patch(url, json={"content": "v6"}) as answer:
+            assert answer.status == 429
+            assert answer.headers["Via"]
+            assert 0 < (await answer.json())["retry_after"] <= 5
+        async with http.patch(
+            url, json={"content": "v7"}, headers={"Authorization": "Bot x"}
+        ) as bad:
+            assert bad.status == 401
+    assert remaining == ["4", "3", "2", "1", "0"]
+    assert fake_discord.message(str(sent.id)).content == "v5"

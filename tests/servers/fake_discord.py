@@ -362,8 +362,8 @@ class FakeDiscord:
         ws, session.ws = session.ws, None
         await ws.send_str(json.dumps({"op": 7, "d": None, "s": None, "t": None}))
 
-    async def drop(self, *, keep: int = 0) -> None:
-        """Lose the connection (close 1006-like, 4000) without saying so first."""
+    async def drop(self) -> None:
+        """Lose the connection (close 4000) without a RECONNECT first: the client RESUMEs."""
         session = self.session
         assert session is not None and session.ws is not None, "no client connected"
         ws, session.ws = session.ws, None
@@ -650,9 +650,9 @@ class FakeDiscord:
             case ("PUT", "applications", _, "guilds", gid, "commands"):
                 return 200, self._sync(gid, body)
             case ("POST", "interactions", iid, token, "callback"):
-                return self._callback(iid, token, body, bool(query.get("with_response")))
+                return await self._callback(iid, token, body, bool(query.get("with_response")))
             case ("POST", "webhooks", _, token):
-                return 200, self._followup(token, body, files)
+                return 200, await self._followup(token, body, files)
             case ("PATCH", "webhooks", _, token, "messages", mid):
                 return 200, await self._webhook_edit(token, mid, body, files)
             case ("GET", "webhooks", _, token, "messages", mid):
@@ -842,7 +842,9 @@ class FakeDiscord:
             raise DiscordError(404, 10062, "Unknown interaction")
         return found
 
-    def _callback(self, iid: str, token: str, body: Any, with_response: bool) -> tuple[int, Any]:
+    async def _callback(
+        self, iid: str, token: str, body: Any, with_response: bool
+    ) -> tuple[int, Any]:
         interaction = self._interaction(iid, token)
         try:
             if interaction.callback is not None:
@@ -853,7 +855,7 @@ class FakeDiscord:
                 raise DiscordError.invalid({"type": "This field is required"})
             kind, data = body["type"], body.get("data") or {}
             if kind in (6, 7) and interaction.message is None:
-                raise DiscordError(400, 40060, "Interaction has no message to update")
+                raise DiscordError.invalid({"type": "This interaction has no message to update."})
             if kind == 9:
                 if interaction.type == 5:
                     raise DiscordError.invalid({"type": "A modal cannot answer a modal submit."})
@@ -868,6 +870,8 @@ class FakeDiscord:
             interaction.original = self._store(
                 self._bot_message(interaction.channel.id, data, [], interaction)
             )
+            if not interaction.original.ephemeral:
+                await self.dispatch("MESSAGE_CREATE", interaction.original)
         elif kind == 7:
             assert interaction.message is not None
             message = interaction.message
@@ -876,6 +880,8 @@ class FakeDiscord:
                 if key in data:
                     setattr(message, key, data[key] or ([] if key != "content" else ""))
             interaction.original = message
+            if not message.ephemeral:
+                await self.dispatch("MESSAGE_UPDATE", message)
         elif kind == 9:
             interaction.modal = data
         if not with_response:
@@ -902,12 +908,14 @@ class FakeDiscord:
             raise DiscordError(401, 50027, "Invalid Webhook Token")
         return interaction
 
-    def _followup(self, token: str, body: Any, files: list[dict[str, Any]]) -> Any:
+    async def _followup(self, token: str, body: Any, files: list[dict[str, Any]]) -> Any:
         interaction = self._by_token(token)
         _check_body(body, check_message)
         self._check_files(files)
         message = self._store(self._bot_message(interaction.channel.id, body, files, interaction))
         interaction.followups.append(message)
+        if not message.ephemeral:
+            await self.dispatch("MESSAGE_CREATE", message)
         return message.json()
 
     def _webhook_message(self, token: str, mid: str) -> Sent:
