@@ -64,6 +64,7 @@ async def test_connects_and_sees_messages_as_the_intents_allow(fake_discord: Fak
         assert fake_discord.gateway_query["v"] == "10"
         assert fake_discord.gateway_query["encoding"] == "json"
         assert [g.name for g in client.guilds] == ["Fake Guild"]
+        assert [f["op"] for f in fake_discord.gateway_frames[:2]] == [1, 2]  # beat, IDENTIFY
         await fake_discord.say(ALICE, fake_discord.general, "hello there")
         await fake_discord.say(ALICE, fake_discord.general, "hi bot", mentions=(BOT,))
         await fake_discord.say(ALICE, fake_discord.dm(ALICE), "in private")
@@ -280,6 +281,15 @@ async def test_archived_thread_refuses_edits_until_unarchived(fake_discord: Fake
         assert refused.value.code == 50083
         await thread.edit(archived=False)
         await card.edit(content="decided")
+        in_thread = fake_discord.channels[str(thread.id)]
+        await fake_discord.say(ALICE, in_thread, "thanks", mentions=(BOT,))
+        seen = await client.wait_seen(3)  # the mention, the bot's own card, the reply
+        reply = seen[2]
+    assert [m.author.bot for m in seen] == [False, True, False]
+    assert (
+        isinstance(reply.channel, discord.Thread) and reply.channel.parent_id == message.channel.id
+    )
+    assert reply.content == "thanks"
     assert fake_discord.message(str(card.id)).content == "decided"
 
 
@@ -297,11 +307,13 @@ async def test_command_sync_and_slash(fake_discord: FakeDiscord) -> None:
         guild = discord.Object(int(fake_discord.general.guild_id or 0))
         tree.copy_global_to(guild=guild)
         await tree.sync(guild=guild)
+        await tree.sync()
         slash = await fake_discord.slash(ALICE, fake_discord.general, "status")
         await fake_discord.wait_for(lambda: slash.original)
     assert ran == ["alice"]
     assert slash.original is not None and slash.original.ephemeral
     assert [c["name"] for c in fake_discord.commands[fake_discord.general.guild_id]] == ["status"]
+    assert [c["name"] for c in fake_discord.commands[None]] == ["status"]
 
 
 async def test_upload_past_the_size_limit_is_refused(fake_discord: FakeDiscord) -> None:

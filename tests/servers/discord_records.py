@@ -198,7 +198,7 @@ class Sent:
 
     def button(self, label: str) -> dict[str, Any]:
         """The button with this label (exactly, else the one containing it)."""
-        found = [
+        found: list[dict[str, Any]] = [
             child
             for row in self.components
             for child in row.get("components") or []

@@ -297,7 +297,7 @@ class FakeDiscord:
         self, person: Person, channel: Channel, data: dict[str, Any], kind: int = 3
     ) -> Interaction:
         """An interaction with any data (a custom_id no message carries, say)."""
-        return await self._interact(kind, person, channel, data, None)  # type: ignore[arg-type]
+        return await self._interact(kind, person, channel, data, None)
 
     async def submit(
         self, person: Person, opened_by: Interaction, answers: dict[str, Any]
