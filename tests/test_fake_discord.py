@@ -11,7 +11,7 @@ import pytest
 from discord import ui
 
 from tests.discord_harness import connected
-from tests.servers.fake_discord import ALICE, BOT, FakeDiscord, Interaction
+from tests.servers.fake_discord import ALICE, BOB, BOT, FakeDiscord, Interaction
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -523,3 +523,38 @@ async def test_a_sixth_edit_in_five_seconds_gets_429_with_via(fake_discord: Fake
             assert bad.status == 401
     assert remaining == ["4", "3", "2", "1", "0"]
     assert fake_discord.message(str(sent.id)).content == "v5"
+
+
+async def test_allowed_mentions_decide_who_is_pinged(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        channel = _channel(client, fake_discord)
+        text = f"@everyone <@{ALICE.id}> <@&{ALICE.roles[0]}> <@{BOB.id}>"
+        quiet = await channel.send(text, allowed_mentions=discord.AllowedMentions.none())
+        alice = await channel.send(
+            text,
+            allowed_mentions=discord.AllowedMentions(
+                everyone=False, roles=False, users=[discord.Object(int(ALICE.id))]
+            ),
+        )
+        loud = await channel.send(text)  # discord.py sends no allowed_mentions by default
+    assert fake_discord.message(str(quiet.id)).pinged == []
+    assert fake_discord.message(str(alice.id)).pinged == [ALICE.id]
+    assert fake_discord.message(str(loud.id)).pinged == [
+        "@everyone",
+        ALICE.id,
+        f"role:{ALICE.roles[0]}",
+        BOB.id,
+    ]
+
+
+async def test_a_dm_is_opened_by_user_id(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        user = await client.fetch_user(int(BOB.id))
+        member = await _channel(client, fake_discord).guild.fetch_member(int(ALICE.id))
+        sent = await user.send("hello bob")
+    assert [r.id for r in member.roles][1:] == [int(ALICE.roles[0])]  # after @everyone
+    dm = fake_discord.dm(BOB)
+    assert [m.content for m in fake_discord.bot_messages(dm)] == ["hello bob"]
+    assert sent.channel.id == int(dm.id)

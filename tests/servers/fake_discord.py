@@ -25,7 +25,9 @@ Discord is:
 - uploads (multipart) past ``attachment_size_limit`` answer 40005; threads from a message
   (a thread's id is its message's); an archived thread refuses edits (50083) until a
   PATCH of the channel unarchives it; permissions by channel overwrite (50013);
-- application commands: PUT/GET global and per guild (validated, recorded).
+- application commands: PUT/GET global and per guild (validated, recorded);
+- ``allowed_mentions`` applied to what a new message pings (``Sent.pinged``: user ids,
+  ``role:<id>``, ``@everyone``); edits ping no one, as on Discord.
 
 A test acts as people (:meth:`say`, :meth:`click`, :meth:`submit`, :meth:`slash`) and reads
 what they see (:meth:`messages`, :attr:`interactions`, :attr:`commands`), waiting with
@@ -73,6 +75,7 @@ from tests.servers.discord_wire import (
     check_commands,
     check_message,
     check_modal,
+    pings,
 )
 
 __all__ = [
@@ -618,6 +621,15 @@ class FakeDiscord:
                         "max_concurrency": 1,
                     },
                 }
+            case ("GET", "users", uid):
+                return 200, self._person(uid).json()
+            case ("GET", "guilds", gid):
+                return 200, self._guild(self._guild_id(gid))
+            case ("GET", "guilds", gid, "channels"):
+                return 200, self._guild(self._guild_id(gid))["channels"]
+            case ("GET", "guilds", gid, "members", uid):
+                self._guild_id(gid)
+                return 200, self._person(uid).member_json()
             case ("POST", "users", "@me", "channels"):
                 person = self.people.get(str(body.get("recipient_id")))
                 if person is None:
@@ -664,6 +676,19 @@ class FakeDiscord:
 
     # --- channels and messages ------------------------------------------------------------
 
+    def _person(self, uid: str) -> Person:
+        if uid == BOT_ID:
+            return BOT
+        person = self.people.get(uid)
+        if person is None:
+            raise DiscordError(404, 10013, "Unknown User")
+        return person
+
+    def _guild_id(self, gid: str) -> str:
+        if not any(c.guild_id == gid for c in self.channels.values()):
+            raise DiscordError(404, 10004, "Unknown Guild")
+        return gid
+
     def _channel(self, cid: str) -> Channel:
         channel = self.channels.get(cid)
         if channel is None:
@@ -706,11 +731,13 @@ class FakeDiscord:
         interaction: Interaction | None = None,
     ) -> Sent:
         channel = self.channels[channel_id]
+        content = body.get("content") or ""
+        pinged = pings(content, body.get("allowed_mentions"))
         return Sent(
             self._id(),
             channel_id,
             BOT,
-            body.get("content") or "",
+            content,
             embeds=list(body.get("embeds") or []),
             components=list(body.get("components") or []),
             allowed_mentions=body.get("allowed_mentions"),
@@ -718,6 +745,8 @@ class FakeDiscord:
             attachments=self._attachments(files),
             guild_id=channel.guild_id,
             interaction_id=None if interaction is None else interaction.id,
+            pinged=pinged,
+            mentions=[self.people[p] for p in pinged if p in self.people],
         )
 
     async def _edit(self, message: Sent, body: Any, files: list[dict[str, Any]]) -> Any:
@@ -831,6 +860,7 @@ class FakeDiscord:
             data,
             self._now(),
             message=message,
+            attachment_size_limit=self.attachment_size_limit,
         )
         self.interactions.append(interaction)
         await self.dispatch("INTERACTION_CREATE", interaction.json())
