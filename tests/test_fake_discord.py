@@ -558,3 +558,32 @@ async def test_a_dm_is_opened_by_user_id(fake_discord: FakeDiscord) -> None:
     dm = fake_discord.dm(BOB)
     assert [m.content for m in fake_discord.bot_messages(dm)] == ["hello bob"]
     assert sent.channel.id == int(dm.id)
+
+
+async def test_a_click_replayed_past_its_deadline_cannot_be_answered(
+    fake_discord: FakeDiscord,
+) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        await fake_discord.drop()
+        click = await fake_discord.forge(
+            ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+        )
+        fake_discord.advance(4)  # the client was away past the 3 s
+        interaction = await client.wait_interaction(1)
+        with pytest.raises(discord.NotFound):
+            await interaction.response.defer()
+        await fake_discord.deliver_again(click)
+        again = await client.wait_interaction(2)
+        assert again.id == interaction.id
+    assert click.callback is None and click.refused == [10062]
+
+
+async def test_application_flags_say_whether_message_content_is_enabled(
+    fake_discord: FakeDiscord,
+) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        assert not (await client.application_info()).flags.gateway_message_content_limited
+        fake_discord.message_content_enabled = True
+        assert (await client.application_info()).flags.gateway_message_content_limited

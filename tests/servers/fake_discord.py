@@ -357,6 +357,16 @@ class FakeDiscord:
             data["guild_id"] = channel.guild_id
         return await self._interact(2, person, channel, data, None)
 
+    @property
+    def application_flags(self) -> int:
+        """The app's flags: GATEWAY_MESSAGE_CONTENT_LIMITED (1 << 19) when the portal's
+        message content toggle is on (what ``check`` can read before connecting)."""
+        return 1 << 19 if self.message_content_enabled else 0
+
+    async def deliver_again(self, interaction: Interaction) -> None:
+        """Dispatch the same INTERACTION_CREATE again (a duplicate delivery)."""
+        await self.dispatch("INTERACTION_CREATE", interaction.json())
+
     async def reconnect(self) -> None:
         """Send RECONNECT (op 7): the client comes back with RESUME; what is dispatched
         meanwhile waits in the session and is replayed."""
@@ -486,7 +496,7 @@ class FakeDiscord:
                 "session_id": self.session.id,
                 "resume_gateway_url": self.gateway_url,
                 "shard": [0, 1],
-                "application": {"id": APP_ID, "flags": 0},
+                "application": {"id": APP_ID, "flags": self.application_flags},
                 "private_channels": [],
                 "relationships": [],
             },
@@ -609,7 +619,7 @@ class FakeDiscord:
             case ("GET", "users", "@me"):
                 return 200, {**BOT.json(), "verified": True, "mfa_enabled": False, "flags": 0}
             case ("GET", "oauth2", "applications", "@me"):
-                return 200, _application()
+                return 200, _application(self.application_flags)
             case ("GET", "gateway") | ("GET", "gateway", "bot"):
                 return 200, {
                     "url": self.gateway_url,
@@ -625,6 +635,8 @@ class FakeDiscord:
                 return 200, self._person(uid).json()
             case ("GET", "guilds", gid):
                 return 200, self._guild(self._guild_id(gid))
+            case ("GET", "guilds", gid, "roles"):
+                return 200, self._guild(self._guild_id(gid))["roles"]
             case ("GET", "guilds", gid, "channels"):
                 return 200, self._guild(self._guild_id(gid))["channels"]
             case ("GET", "guilds", gid, "members", uid):
@@ -1039,7 +1051,7 @@ async def _body_of(request: web.Request) -> tuple[Any, list[dict[str, Any]]]:
     raise DiscordError(400, 50109, "The request body contains invalid JSON.")
 
 
-def _application() -> dict[str, Any]:
+def _application(flags: int) -> dict[str, Any]:
     return {
         "id": APP_ID,
         "name": "Fake Gateway App",
@@ -1049,7 +1061,7 @@ def _application() -> dict[str, Any]:
         "bot_require_code_grant": False,
         "owner": ALICE.json(),
         "verify_key": "00" * 32,
-        "flags": 0,
+        "flags": flags,
         "team": None,
         "summary": "",
     }
