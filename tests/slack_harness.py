@@ -22,6 +22,7 @@ from platforms.outbox import Pacing
 from platforms.registry import parse_config
 from platforms.slack.config import SlackConfig
 from platforms.slack.platform import SLACK_LIMITS, SlackPlatform
+from tests.claude_env import ClaudeHome
 from tests.codex_env import CodexHome
 from tests.servers.fake_slack import (
     ALICE,
@@ -62,13 +63,15 @@ def slack_config_text(
     *,
     work_dir: Path,
     codex_bin: str = "codex",
-    home: CodexHome | None = None,
+    home: CodexHome | ClaudeHome | None = None,
+    agent: str = "codex-app-server",
     approvers: tuple[str, ...] = (ALICE.id, BOB.id),
     allow_from: tuple[str, ...] = (ALICE.id, BOB.id, CAROL.id),
     slack: str = "",
     project: str = "",
 ) -> str:
     env = "\n".join(f"{k} = {json.dumps(v)}" for k, v in (home.env if home else {}).items())
+    sandbox = 'sandbox = "workspace-write"' if agent == "codex-app-server" else ""
     return f"""
 [gateway]
 data_dir = {json.dumps(str(data_dir))}
@@ -76,9 +79,9 @@ stop_grace_seconds = 5
 
 [projects.demo]
 work_dir = {json.dumps(str(work_dir))}
-agent = "codex-app-server"
+agent = {json.dumps(agent)}
 argv = [{json.dumps(codex_bin)}]
-sandbox = "workspace-write"
+{sandbox}
 {project}
 
 [projects.demo.agent_options.env]
