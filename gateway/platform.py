@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Ack",
     "EditResult",
+    "HearsProblems",
     "InboundAction",
     "InboundForm",
     "InboundMessage",
@@ -162,6 +163,17 @@ class KnowsApprovers(Protocol):
     async def approvers(self, conversation: ConversationRef) -> tuple[str, ...]:
         """The ids, on ``conversation``'s platform, of who may decide the requests of the
         session bound there (none for a conversation without one, or where anyone may)."""
+        ...
+
+
+@runtime_checkable
+class HearsProblems(Protocol):
+    """What the gateway's inbox also takes from a platform: a problem no retry will mend (a
+    revoked token, an archived channel), said once, for the people at the web console; a
+    platform checks for it, an inbox without it is still an :class:`Inbox`."""
+
+    def platform_problem(self, platform: str, text: str) -> None:
+        """Keep ``text`` (a person's words, with what to do; never a secret) to show."""
         ...
 
 

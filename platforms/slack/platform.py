@@ -55,6 +55,7 @@ from gateway.errors import ConfigError, PlatformError
 from gateway.platform import (
     Ack,
     EditResult,
+    HearsProblems,
     InboundAction,
     InboundForm,
     InboundMessage,
@@ -198,6 +199,7 @@ class SlackPlatform:
                 self._pacing,
                 on_unreachable=self._unreachable,
                 on_success=self._reached,
+                on_refused_for_good=self._tell_problem,
             )
             self._lanes = Lanes(self._tasks)
             self._app = self._bolt_app()
@@ -734,6 +736,11 @@ class SlackPlatform:
         if self._lanes is None:
             raise PlatformError("the Slack platform is not running")
         return self._lanes
+
+    def _tell_problem(self, text: str) -> None:
+        """A refusal for good, already in the log, to the gateway (its console shows it)."""
+        if isinstance(self._inbox, HearsProblems):
+            self._inbox.platform_problem("slack", text)
 
     def _attached(self) -> Inbox:
         if self._inbox is None:
