@@ -40,6 +40,7 @@ __all__ = [
     "PlatformLimits",
     "PlatformUnreachable",
     "RateLimited",
+    "RefusedForGood",
     "connected",
 ]
 
@@ -84,6 +85,12 @@ class RateLimited(PlatformError):
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"rate limited, retry after {retry_after:g} s")
         self.retry_after = retry_after
+
+
+class RefusedForGood(PlatformError):
+    """The platform refused and will refuse again however often it is asked (a revoked token,
+    a channel archived or gone, a message it will no longer edit): the core does not ask
+    again for that card copy while it runs (``Broker.resend_failed`` leaves it out)."""
 
 
 class PlatformUnreachable(PlatformError):

@@ -95,3 +95,33 @@ async def test_an_archived_channel_is_said_once_in_the_log_and_on_the_console(
     assert len(shown) == 1 and shown[0].endswith(said_in_log[0]), shown  # after its time
     assert card.labels  # Slack kept the card as it was: nothing more could be done there
     assert all(c.state is CopyState.FAILED and "is_archived" in (c.error or "") for c in failed)
+
+
+async def test_a_card_copy_refused_for_good_is_not_offered_again_when_slack_is_back(
+    fake: FakeSlack, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "work").mkdir()
+    fake.add_channel("C0OTHER", "other", members={ALICE.id})
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+    caplog.set_level(logging.INFO, logger="gateway.engine")
+    async with on_slack(config, fake, launcher) as slack:
+        said = await slack.mention(ALICE, "approve")
+        locked = await slack.card(GENERAL, said.ts)
+        fake.lock(locked)  # Slack will never let the app edit this message
+        await fake.click(ALICE, locked, "Allow once")
+        await fake.wait_for(lambda: ("chat.update", "cant_update_message") in fake.refused)
+        elsewhere = await slack.mention(ALICE, "approve", channel="C0OTHER")
+        archived = await slack.card("C0OTHER", elsewhere.ts)
+        fake.archive("C0OTHER")  # nor post nor edit anything there
+        await fake.click(ALICE, archived, "Deny")
+        await fake.wait_for(lambda: ("chat.update", "is_archived") in fake.refused)
+        await failed_copies(slack, 2)
+        asked = len(fake.calls_to("chat.update"))
+        # what the platform says once Slack answers again after an outage
+        await slack.gateway.on_platform_back("slack")
+        assert await slack.gateway.broker.resend_failed() == 0
+        assert len(fake.calls_to("chat.update")) == asked  # neither was asked again
+        assert len(await slack.gateway.store.cards.list_failed()) == 2  # still failed
+    assert [r for r in caplog.records if "is back" in r.getMessage()] == []  # no resend said
+    assert locked.labels and archived.labels  # as Slack kept them

@@ -34,7 +34,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from gateway.errors import PlatformError
-from gateway.platform import PlatformUnreachable
+from gateway.platform import PlatformUnreachable, RefusedForGood
 from platforms.outbox import (
     MONOTONIC,
     Clock,
@@ -97,7 +97,7 @@ _WHAT_TO_DO = {
 }
 
 
-class PermanentRefusal(PlatformError):
+class PermanentRefusal(RefusedForGood):
     """Slack refused a call for good (``error``, one of :data:`PERMANENT`)."""
 
     def __init__(self, error: str) -> None:
