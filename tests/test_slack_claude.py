@@ -42,7 +42,8 @@ def config_for(fake: FakeSlack, home: ClaudeHome, claude_bin: str, tmp_path: Pat
 async def questions_card(slack: OnSlack) -> tuple[Posted, Posted]:
     said = await slack.mention(ALICE, "ask me")
     card = await slack.card(GENERAL, said.ts)
-    assert card.labels[-1] == "Answer…"  # two questions, one of them multi: a modal
+    # two questions, one of them multi: a modal; no "Answer" without answers beside it
+    assert card.labels == ["Do not answer", "Do not answer and stop the turn", "Answer…"]
     assert "Which checks should run?" in read(card.seen)
     return said, card
 
