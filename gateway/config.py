@@ -59,6 +59,7 @@ from gateway.platform_config import (
     PlatformsSection,
     known_auth_tables,
 )
+from gateway.policy_config import PolicyRule, policy_problems
 
 __all__ = [
     "DANGEROUS",
@@ -233,6 +234,7 @@ class ProjectConfig(_Model):
     agent_options: AgentOptions = Field(default_factory=AgentOptions)
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
+    policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
 
     _paths = field_validator("work_dir", mode="after")(_expand_path)
 
@@ -266,6 +268,8 @@ class Config(_Model):
     gateway: GatewaySection = Field(default_factory=GatewaySection)
     projects: dict[Name, ProjectConfig] = Field(min_length=1)
     platforms: PlatformsSection = Field(default_factory=PlatformsSection)
+    groups: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # policy approvers
+    people: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # accounts of one
 
     _source: str = PrivateAttr(default="<config>")
     _locator: KeyLocator | None = PrivateAttr(default=None)
@@ -348,6 +352,11 @@ def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
         found += _auth_problems(("projects", name, "auth"), project, config.platforms)
         if data_dir.is_relative_to(project.work_dir.resolve()):
             found.append((("gateway", "data_dir"), f"lies inside the work dir of project {name}"))
+    found += policy_problems(
+        {name: project.policy for name, project in config.projects.items()},
+        config.groups,
+        config.people,
+    )
     for name, settings in config.platforms.items():
         found += [(("platforms", name, *loc), message) for loc, message in settings.problems()]
     return found
