@@ -159,9 +159,9 @@ async def test_a_crash_with_an_approval_pending_orphans_the_card(tmp_path: Path)
         )
         notice = await gw.text_where(lambda text: "The agent process ended" in text)
         assert orphaned.card is not None and not orphaned.card.actions
-        assert orphaned.card.status_line == (
+        assert orphaned.card.status_line.startswith(
             "The agent process ended (exited with code 17) before anyone answered: no answer"
-            " can reach it now · your next message starts the agent again"
+            " can reach it now · your next message starts the agent again · content hash "
         )
         assert "crashing on purpose" in notice
         # the command it asked for is not shown running any more: it ended with the agent
