@@ -14,6 +14,7 @@ people, never fewer than one.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -26,6 +27,7 @@ from gateway.domain import (
     InteractionKind,
     Network,
     Permissions,
+    Scope,
 )
 from gateway.interactions import Interaction
 from gateway.people import People
@@ -35,6 +37,7 @@ __all__ = [
     "Requirement",
     "Tally",
     "Vote",
+    "command_texts",
     "governing_rule",
     "requirement",
     "rule_kind",
@@ -67,10 +70,12 @@ def _matches(rule: PolicyRule, interaction: Interaction) -> bool:
     if rule.command_prefix is not None or rule.command_regex is not None:
         if not isinstance(detail, Command):
             return False
-        if rule.command_prefix is not None and not detail.command.startswith(rule.command_prefix):
+        texts = command_texts(detail.command)
+        prefix = rule.command_prefix
+        if prefix is not None and not any(text.startswith(prefix) for text in texts):
             return False
         pattern = rule.compiled()
-        if pattern is not None and pattern.search(detail.command) is None:
+        if pattern is not None and not any(pattern.search(text) for text in texts):
             return False
     if rule.path_glob is not None:
         if not isinstance(detail, FileChange) or not detail.paths:
@@ -81,6 +86,21 @@ def _matches(rule: PolicyRule, interaction: Interaction) -> bool:
         if not isinstance(detail, Network) or not fnmatchcase(detail.host, rule.host):
             return False
     return True
+
+
+_SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
+
+
+def command_texts(command: str) -> tuple[str, ...]:
+    """The command as the agent gave it and, where it wraps a script in a shell (Codex sends
+    ``/bin/bash -lc 'touch x'``), the script too: a rule on ``touch`` matches both."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes: only the text as given
+        return (command,)
+    if len(words) == 3 and words[0].rsplit("/", 1)[-1] in _SHELLS and words[1] in ("-c", "-lc"):
+        return (command, words[2].strip())
+    return (command,)
 
 
 def governing_rule(rules: Sequence[PolicyRule], interaction: Interaction) -> PolicyRule | None:
@@ -153,13 +173,11 @@ def _verb(actions: Sequence[Action], action_id: str) -> str:
     action = next((a for a in actions if a.id == action_id), None)
     if action is None:
         return f"chose {action_id}"
-    if action.effect is Effect.ALLOW:
-        return (
-            "approved"
-            if action.label.lower() in ("approve", "allow", "accept")
-            else (f'chose "{action.label}"')
-        )
-    return "denied"
+    if action.effect is not Effect.ALLOW:
+        return "denied"
+    if action.scope is Scope.ONCE:
+        return "approved"
+    return f'approved "{action.label}"'  # a wider grant: which one, since votes differ
 
 
 def tally(votes: Sequence[Vote], actions: Sequence[Action], req: Requirement) -> Tally:

@@ -125,12 +125,14 @@ async def ask(
 
 
 async def settles(gw: Running, asked: Asked, status: str) -> Interaction:
-    """Wait until the card's status line matches ``status`` (a regex, whole line); the card
-    has no buttons or form left then. Returns the ledger's record at that point."""
+    """Wait until the card's status line matches ``status`` (a regex, the whole line before
+    the content hash every card ends with); the card has no buttons or form left then.
+    Returns the ledger's record at that point."""
+    whole = rf"(?:{status}) · content hash [0-9a-f]{{10}}"
 
     def final() -> Card | None:
         card = asked.shown.card
-        return card if card is not None and re.fullmatch(status, card.status_line) else None
+        return card if card is not None and re.fullmatch(whole, card.status_line) else None
 
     try:
         card = await gw.memory.wait_for(final, deadline=DEADLINE)

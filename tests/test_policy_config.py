@@ -110,6 +110,10 @@ def test_rules_load_and_first_match_wins() -> None:
     assert needed.approvals == 2
     assert needed.approvers == frozenset({"alice", "bob", "memory:carol"})
     assert governing_rule(rules, interaction(Command(command="ls"))) is None
+    # Codex wraps commands in a shell: the script inside is matched too
+    wrapped = interaction(Command(command="/bin/bash -lc 'rm -rf build'"))
+    assert governing_rule(rules, wrapped) is rules[0]
+    assert governing_rule(rules, interaction(Command(command="bash -c 'git push'"))) is rules[1]
     patch = interaction(FileChange(paths=("infra/main.tf",), diff=""))
     assert governing_rule(rules, patch) is rules[2]
     assert governing_rule(rules, interaction(FileChange(paths=("src/a",), diff=""))) is None
