@@ -72,7 +72,7 @@ async def test_an_approved_command_creates_the_file(tmp_path: Path) -> None:
         ack = await gw.memory.click(ROOM, YOU, shown.card.actions[0].token)
         assert ack.accepted, ack.text
         reply = await gw.text_where(lambda text: "is in my work dir now" in text)
-        done = await gw.card_where(lambda card: card.status_line.endswith("done"))
+        done = await gw.card_where(lambda card: "· done · content hash " in card.status_line)
     assert "```\nhello\n```" in reply
     assert (work_dir(tmp_path) / "hello.txt").read_text() == "hello\n"
     assert done.card is not None and not done.card.actions
@@ -119,7 +119,7 @@ async def test_the_form_takes_other_and_a_private_secret_and_never_shows_it(
         ack = await gw.memory.submit(ROOM, YOU, form.submit_token, answers, private=True)
         assert ack.accepted, ack.text
         reply = await gw.text_where(lambda text: "got a secret of" in text)
-        answered = await gw.card_where(lambda card: card.status_line.endswith("done"))
+        answered = await gw.card_where(lambda card: "· done · content hash " in card.status_line)
     assert f"got a secret of {len(secret)} characters" in reply
     assert "Teal (Recommended) (an option)" in reply
     assert '"my-own-name" (your own words)' in reply

@@ -116,7 +116,8 @@ async def test_an_approval_nobody_answers_expires_denied_and_the_model_is_told(
     assert notice == f'⌛ "Run a command" ({record.id}) timed out: {record_said(record)}.'
     assert record_said(record) in asked.now.status_line
     assert late == Ack(
-        text=f"This request is no longer open. {asked.now.status_line}", accepted=False
+        text=f"This request is no longer open. {before_hash(asked.now.status_line)}",
+        accepted=False,
     )
     assert not (codex_home.workspace / "hello.txt").exists()
     assert "rejected" in told(fake_model)
@@ -400,3 +401,8 @@ async def test_a_decision_and_an_expiry_in_the_same_instant_exactly_one_wins(
             )
             assert again is None
     assert winners == {"decision", "expiry"}
+
+
+def before_hash(card_status: str) -> str:
+    """A card's status line without the content hash it ends with (replies do not repeat it)."""
+    return card_status.rsplit(" · content hash ", 1)[0]
