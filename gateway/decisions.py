@@ -190,7 +190,8 @@ class DecisionDesk:
             after = await self._broker.withdraw_vote(view.interaction, actor, person)
         except AlreadyDecided as exc:
             return Ack(text=_already(exc), accepted=False)
-        return Ack(text=f"Your vote is withdrawn. {votes_line(after) or '0 votes'}.", accepted=True)
+        left = votes_line(after) or "no votes now"
+        return Ack(text=f"Your vote is withdrawn: {left}.", accepted=True)
 
     # --- checks ---------------------------------------------------------------------------
 

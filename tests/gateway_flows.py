@@ -39,6 +39,7 @@ __all__ = [
     "settles",
     "told",
     "with_scope",
+    "without_hash",
 ]
 
 DEADLINE = 30.0  # seconds for any one awaited thing; a whole approval turn takes ~0.3 s
@@ -141,6 +142,13 @@ async def settles(gw: Running, asked: Asked, status: str) -> Interaction:
     assert card.actions == ()
     assert card.form is None
     return await interaction(gw, asked.interaction.id)
+
+
+def without_hash(card_status: str) -> str:
+    """A card's status line without the content hash every card ends with (which it must)."""
+    head, hashed = card_status.rsplit(" · content hash ", 1)
+    assert re.fullmatch(r"[0-9a-f]{10}", hashed), card_status
+    return head
 
 
 async def interaction(gw: Running, interaction_id: str) -> Interaction:

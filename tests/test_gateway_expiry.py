@@ -36,7 +36,16 @@ from gateway.interactions import DeliveryOutcome, Interaction
 from gateway.platform import Ack
 from gateway.store import Store, utc_now
 from tests.codex_env import CodexHome
-from tests.gateway_flows import DONE, Asked, ask, count_rows, interaction, settles, told
+from tests.gateway_flows import (
+    DONE,
+    Asked,
+    ask,
+    count_rows,
+    interaction,
+    settles,
+    told,
+    without_hash,
+)
 from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
 from tests.scripted_gateway import open_card, scripted_config, scripted_gateway, with_expiry
 from tests.servers.fake_responses import FakeResponses, shell
@@ -116,7 +125,7 @@ async def test_an_approval_nobody_answers_expires_denied_and_the_model_is_told(
     assert notice == f'⌛ "Run a command" ({record.id}) timed out: {record_said(record)}.'
     assert record_said(record) in asked.now.status_line
     assert late == Ack(
-        text=f"This request is no longer open. {before_hash(asked.now.status_line)}",
+        text=f"This request is no longer open. {without_hash(asked.now.status_line)}",
         accepted=False,
     )
     assert not (codex_home.workspace / "hello.txt").exists()
@@ -401,8 +410,3 @@ async def test_a_decision_and_an_expiry_in_the_same_instant_exactly_one_wins(
             )
             assert again is None
     assert winners == {"decision", "expiry"}
-
-
-def before_hash(card_status: str) -> str:
-    """A card's status line without the content hash it ends with (replies do not repeat it)."""
-    return card_status.rsplit(" · content hash ", 1)[0]

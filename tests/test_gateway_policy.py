@@ -150,6 +150,45 @@ async def test_the_same_person_counts_once_whatever_the_account(
     assert (codex_home.workspace / "hello.txt").exists()
 
 
+async def test_a_vote_withdrawn_no_longer_counts(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    async with running_gateway(config(codex_bin, codex_home, tmp_path, TWO_OF_THREE)) as gw:
+        asked = await ask_to_touch(gw, fake_model)
+        allow = asked.token("Allow once")
+        await gw.memory.click(ROOM, ALICE, allow)
+        await tally_shown(gw, asked, "1 of 2: Alice approved")
+        before = len(gw.memory.texts(ROOM))
+        await gw.memory.say(ROOM, ALICE, f"/withdraw {asked.interaction.id}")
+        reply = await gw.memory.wait_for(
+            lambda: next((t for t in gw.memory.texts(ROOM)[before:] if "withdrawn" in t), None)
+        )
+        assert reply == "Your vote is withdrawn: no votes now."
+        await gw.memory.wait_for(
+            lambda: (
+                (card := asked.shown.card) is not None
+                and card.actions
+                and " of 2" not in card.status_line
+            )
+        )
+        # Bob alone is one of two: still waiting
+        assert (await gw.memory.click(ROOM, BOB, allow)).text == (
+            "Your vote is counted: 1 of 2: Bob approved."
+        )
+        done = await gw.memory.click(ROOM, ALICE, allow)
+        assert done.text == "Approved: Allow once. Sent to the agent."
+        await gw.text_where(lambda text: "Done." in text)
+        # the withdrawal stays in the ledger, as audit
+        entries = await gw.gateway.store.audit.entries(interaction_id=asked.interaction.id)
+        said = [(e.event, e.details.get("person")) for e in reversed(entries)]
+        assert [entry for entry in said if entry[0].startswith("vote.")] == [
+            ("vote.cast", "alice"),
+            ("vote.withdrawn", "alice"),
+            ("vote.cast", "memory:bob"),
+            ("vote.cast", "alice"),
+        ]
+
+
 async def test_a_deny_rule_refuses_at_once(
     codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
 ) -> None:
