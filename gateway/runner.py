@@ -252,7 +252,9 @@ class SessionRunner:
                         tasks.create_task(self._sweep_stranded(epoch))
                         tasks.create_task(self._feed(agent, epoch))
                         tasks.create_task(self._watch_interrupt(agent))
-                        if self._project.expiry.after_seconds is not None:
+                        if self._project.expiry.after_seconds is not None or any(
+                            rule.expiry is not None for rule in self._project.policy
+                        ):
                             tasks.create_task(self._expire_overdue(epoch))
                 except* _AgentGone:
                     pass
@@ -338,21 +340,21 @@ class SessionRunner:
                     await self._sweep_wanted.wait()
 
     async def _expire_overdue(self, epoch: int) -> None:
-        """Expire every PENDING request of this epoch older than the project's
-        ``expiry.after_seconds``, then wait for the next one to fall due (or to be opened)."""
-        policy = self._project.expiry
-        assert policy.after_seconds is not None
+        """Expire every PENDING request of this epoch older than its expiry (its policy
+        rule's ``expiry``, else the project's ``expiry.after_seconds``), then wait for the
+        next one to fall due (or to be opened)."""
         while True:
             self._opened.clear()
             now = self._clock()
             next_due: datetime | None = None
             for interaction in await self._store.interactions.list_open(self.session_id):
-                if interaction.runtime_epoch != epoch:
+                after_seconds = self._expires_after(interaction)
+                if interaction.runtime_epoch != epoch or after_seconds is None:
                     continue
-                if is_due(interaction, policy.after_seconds, now):
+                if is_due(interaction, after_seconds, now):
                     await self._expire(interaction)
                 elif interaction.state is InteractionState.PENDING:
-                    due = due_at(interaction, policy.after_seconds)
+                    due = due_at(interaction, after_seconds)
                     next_due = due if next_due is None else min(next_due, due)
             if next_due is None:
                 await self._opened.wait()
@@ -361,6 +363,13 @@ class SessionRunner:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(max(delay, 0.0), EXPIRY_RECHECK_SECONDS)):
                     await self._opened.wait()
+
+    def _expires_after(self, interaction: Interaction) -> float | None:
+        """Seconds a request may wait: its policy rule's ``expiry``, else the project's."""
+        rule = governing_rule(self._project.policy, interaction)
+        if rule is not None and rule.expiry is not None:
+            return rule.expiry
+        return self._project.expiry.after_seconds
 
     async def _refuse_by_policy(self, interaction: Interaction) -> None:
         """A rule with ``action = "deny"`` refuses the request at once, with its message

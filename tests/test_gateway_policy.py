@@ -209,6 +209,25 @@ async def test_a_deny_rule_refuses_at_once(
     assert "rejected by user" in told(fake_model)
 
 
+async def test_a_rules_expiry_overrides_the_projects(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    # the project never expires; the rule for "touch" gives nobody more than half a second
+    rule = TWO_OF_THREE.replace("approvals = 2", "approvals = 2\nexpiry = 0.5")
+    async with running_gateway(config(codex_bin, codex_home, tmp_path, rule)) as gw:
+        asked = await ask_to_touch(gw, fake_model)
+        await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
+        record = await settles(
+            gw,
+            asked,
+            r"Timed out: nobody answered within 0\.5 s · a refusal was sent to the agent"
+            r" · 1 of 2: Alice approved",
+        )
+        await gw.text_where(lambda text: "Done." in text)
+    assert record.state is InteractionState.EXPIRED and record.decision is None
+    assert not (codex_home.workspace / "hello.txt").exists()
+
+
 HEAD = """\
 [gateway]
 data_dir = "{data}"
