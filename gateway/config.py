@@ -357,6 +357,8 @@ def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
         config.groups,
         config.people,
     )
+    for name, project in config.projects.items():
+        found += _unreachable_approvals(("projects", name, "policy"), project, config.people)
     for name, settings in config.platforms.items():
         found += [(("platforms", name, *loc), message) for loc, message in settings.problems()]
     return found
@@ -378,6 +380,36 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
     codex = project.agent is not AgentKind.CLAUDE_CODE
     wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
     found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
+    return found
+
+
+def _unreachable_approvals(
+    where: Loc, project: ProjectConfig, people: Mapping[str, tuple[str, ...]]
+) -> list[tuple[Loc, str]]:
+    """A rule asking N people with no approvers of its own takes the project's: refused
+    where they are fewer than N (by default only the session's initiator decides)."""
+    found: list[tuple[Loc, str]] = []
+    owners = {account: person for person, accounts in people.items() for account in accounts}
+    deciders: set[str] = set()
+    for auth_name, rules in project.auth.items():
+        if rules.approvers is None:
+            deciders.add("the session's initiator")
+        elif "*" in rules.approvers:
+            return found  # anyone who may talk: no count to check
+        else:
+            deciders |= {
+                owners.get(f"{auth_name}:{user}", f"{auth_name}:{user}") for user in rules.approvers
+            }
+    for index, rule in enumerate(project.policy):
+        if rule.approvers or rule.approvals <= max(len(deciders), 1):
+            continue
+        found.append(
+            (
+                (*where, index, "approvals"),
+                f"{rule.approvals} approvals asked of the project's approvers, who are "
+                f"{len(deciders) or 1}: list approvers in the rule",
+            )
+        )
     return found
 
 

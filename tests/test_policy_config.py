@@ -187,3 +187,15 @@ def test_votes_count_per_action_and_deny_wins() -> None:
     mixed = tally(denied, actions, Requirement(approvals=2, deny_wins=False))
     assert mixed.decided_action is None
     assert mixed.line(actions) == "1 of 2: alice approved; bob denied"
+
+
+def test_n_approvals_the_projects_approvers_cannot_give_is_refused() -> None:
+    # no approvers in the rule, and the project's are the session's initiator alone
+    text = BASE + "\n[[projects.web.policy]]\nkind = 'command'\napprovals = 2\n"
+    where = line_of(text, "approvals = 2")
+    assert (
+        f"gw.toml:{where}: projects.web.policy.0.approvals: 2 approvals asked of the project's"
+        " approvers, who are 1: list approvers in the rule"
+    ) in refusal(text)
+    listed = text.replace('allow_from = ["*"]', 'allow_from = ["*"]\napprovers = ["alice", "bob"]')
+    assert parse_config(listed, "gw.toml", env={}).projects["web"].policy[0].approvals == 2
