@@ -28,8 +28,10 @@ from gateway.faults import crashpoint
 from gateway.interactions import Interaction
 from gateway.outbound import with_rate_limit
 from gateway.platform import MessageRef, Platform, RateLimited, RefusedForGood
+from gateway.policy import Requirement
 from gateway.store import CardCopy, CopyState, Store
 from gateway.store.codec import redact_secret_answers
+from gateway.store.votes import VoteOutcome
 
 __all__ = ["Broker", "Deliverer", "DeliveryRefused", "DeliveryWork"]
 
@@ -171,6 +173,47 @@ class Broker:
             )
             self._deliverer.sweep_soon(interaction.session_id)
             raise
+        return await self._deliver_committed(decided, decision)
+
+    async def vote(
+        self,
+        interaction: Interaction,
+        actor: Actor,
+        *,
+        person: str,
+        action_id: str,
+        requirement: Requirement,
+        surface: str,
+    ) -> VoteOutcome:
+        """Record a person's vote (issue 17). Every copy of the card is drawn again with the
+        tally; the vote that reaches N committed the decision in its own transaction, and it
+        is written to the agent here, once, exactly as :meth:`decide` writes one.
+
+        Raises AlreadyDecided / InvalidDecision from the ledger.
+        """
+        outcome = await self._store.votes.cast(
+            interaction.id,
+            person=person,
+            actor=actor,
+            action_id=action_id,
+            requirement=requirement,
+            surface=surface,
+        )
+        if outcome.decision is None:
+            if outcome.counted:
+                self.mark_dirty(interaction.id)
+            return outcome
+        after = await self._deliver_committed(outcome.interaction, outcome.decision)
+        return replace(outcome, interaction=after)
+
+    async def withdraw_vote(
+        self, interaction: Interaction, actor: Actor, person: str
+    ) -> Interaction:
+        after = await self._store.votes.withdraw(interaction.id, person=person, actor=actor)
+        self.mark_dirty(interaction.id)
+        return after
+
+    async def _deliver_committed(self, decided: Interaction, decision: Decision) -> Interaction:
         crashpoint("decision_committed")
         self.mark_dirty(decided.id)
         try:

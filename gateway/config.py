@@ -59,6 +59,7 @@ from gateway.platform_config import (
     PlatformsSection,
     known_auth_tables,
 )
+from gateway.policy_config import PolicyRule, policy_problems
 
 __all__ = [
     "DANGEROUS",
@@ -233,6 +234,7 @@ class ProjectConfig(_Model):
     agent_options: AgentOptions = Field(default_factory=AgentOptions)
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
+    policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
 
     _paths = field_validator("work_dir", mode="after")(_expand_path)
 
@@ -266,6 +268,8 @@ class Config(_Model):
     gateway: GatewaySection = Field(default_factory=GatewaySection)
     projects: dict[Name, ProjectConfig] = Field(min_length=1)
     platforms: PlatformsSection = Field(default_factory=PlatformsSection)
+    groups: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # policy approvers
+    people: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # accounts of one
 
     _source: str = PrivateAttr(default="<config>")
     _locator: KeyLocator | None = PrivateAttr(default=None)
@@ -348,6 +352,13 @@ def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
         found += _auth_problems(("projects", name, "auth"), project, config.platforms)
         if data_dir.is_relative_to(project.work_dir.resolve()):
             found.append((("gateway", "data_dir"), f"lies inside the work dir of project {name}"))
+    found += policy_problems(
+        {name: project.policy for name, project in config.projects.items()},
+        config.groups,
+        config.people,
+    )
+    for name, project in config.projects.items():
+        found += _unreachable_approvals(("projects", name, "policy"), project, config.people)
     for name, settings in config.platforms.items():
         found += [(("platforms", name, *loc), message) for loc, message in settings.problems()]
     return found
@@ -369,6 +380,36 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
     codex = project.agent is not AgentKind.CLAUDE_CODE
     wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
     found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
+    return found
+
+
+def _unreachable_approvals(
+    where: Loc, project: ProjectConfig, people: Mapping[str, tuple[str, ...]]
+) -> list[tuple[Loc, str]]:
+    """A rule asking N people with no approvers of its own takes the project's: refused
+    where they are fewer than N (by default only the session's initiator decides)."""
+    found: list[tuple[Loc, str]] = []
+    owners = {account: person for person, accounts in people.items() for account in accounts}
+    deciders: set[str] = set()
+    for auth_name, rules in project.auth.items():
+        if rules.approvers is None:
+            deciders.add("the session's initiator")
+        elif "*" in rules.approvers:
+            return found  # anyone who may talk: no count to check
+        else:
+            deciders |= {
+                owners.get(f"{auth_name}:{user}", f"{auth_name}:{user}") for user in rules.approvers
+            }
+    for index, rule in enumerate(project.policy):
+        if rule.approvers or rule.approvals <= max(len(deciders), 1):
+            continue
+        found.append(
+            (
+                (*where, index, "approvals"),
+                f"{rule.approvals} approvals asked of the project's approvers, who are "
+                f"{len(deciders) or 1}: list approvers in the rule",
+            )
+        )
     return found
 
 

@@ -20,6 +20,7 @@ from gateway.config import (
 from gateway.config_source import KeyLocator
 from gateway.domain import Actor, AgentKind
 from gateway.errors import ConfigError
+from gateway.policy_config import PolicyRule
 from platforms.console.config import ConsoleConfig
 from platforms.memory.config import MemoryConfig
 from platforms.registry import PLATFORMS, load_config, parse_config
@@ -103,10 +104,11 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
         module.AgentOptions,
         module.ExpiryPolicy,
         module.PlatformAuth,
+        PolicyRule,
         *(PLATFORMS.table(name).model for name in PLATFORMS.names()),
     ]
     keys = {key for model in models for key in model.model_fields}
-    keys -= {"agent_options", "env", "expiry", "auth"}  # tables, documented as headers
+    keys -= {"agent_options", "env", "expiry", "auth", "policy"}  # tables, as headers
     assert keys - written == set()
 
 
