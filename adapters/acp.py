@@ -226,6 +226,8 @@ class AcpCodec:
         self._turn_count = 0
         self._permissions: dict[str, _Permission] = {}
         self._closing: list[AgentEvent] = []  # answered permissions, closed on the next line
+        # tool_call_update repeats only what changed: the title and kind of each call so far
+        self._tools: dict[str, tuple[str, ToolKind]] = {}
 
     # --- public surface -------------------------------------------------------------------
 
@@ -370,7 +372,8 @@ class AcpCodec:
         capabilities = get_object(result, "agentCapabilities") or {}
         self.load_session = get_bool(capabilities, "loadSession")
         info = get_object(result, "agentInfo") or {}
-        self.agent_version = get_text(info, "version")
+        label = " ".join(filter(None, (get_text(info, "name"), get_text(info, "version"))))
+        self.agent_version = label or None
         self._session.move(_Move.INITIALIZED)
         events: list[AgentEvent] = []
         if self._resume is not None and self.load_session:
@@ -434,6 +437,12 @@ class AcpCodec:
             self._rpc.send_error(request.id, InvalidParams(message=exc.reason))
             text = f"the agent sent an unreadable permission request; it was refused: {exc.reason}"
             return [Warning(message=text, code="malformed_message")]
+        tool_call = get_object(params, "toolCall") or {}
+        call_id = get_text(tool_call, "toolCallId")
+        if call_id is not None:
+            wire_kind = get_text(tool_call, "kind") or ""
+            tool_title = get_text(tool_call, "title") or _command_text(tool_call) or ""
+            self._tools[call_id] = (tool_title, _TOOL_KINDS.get(wire_kind, ToolKind.TOOL_CALL))
         self._permissions[key] = _Permission(
             request_id=request.id, option_ids=tuple(action.id for action in opened.actions)
         )
@@ -459,12 +468,34 @@ class AcpCodec:
                 item_id = get_text(update, "messageId") or f"message-{self._turn_count}"
                 return [TextDelta(item_id=item_id, text=text)]
             case "tool_call" | "tool_call_update":
-                return [_tool_activity(update, started=kind == "tool_call")]
+                return [self._tool_activity(update, started=kind == "tool_call")]
             case "usage_update":
                 return [_usage(update)]
         if kind not in _QUIET_UPDATES:
             self.unknown_updates[kind] += 1
         return []
+
+    def _tool_activity(self, update: JsonObject, *, started: bool) -> ToolActivity:
+        call_id = get_text(update, "toolCallId") or ""
+        known_title, known_kind = self._tools.get(call_id, ("", ToolKind.TOOL_CALL))
+        wire_kind = get_text(update, "kind")
+        kind = _TOOL_KINDS.get(wire_kind, ToolKind.TOOL_CALL) if wire_kind else known_kind
+        title = get_text(update, "title") or _command_text(update) or known_title
+        status = get_text(update, "status")
+        if status in ("completed", "failed"):
+            phase = ToolPhase.COMPLETED
+            self._tools.pop(call_id, None)
+        else:
+            phase = ToolPhase.STARTED if started else ToolPhase.OUTPUT
+            self._tools[call_id] = (title, kind)
+        return ToolActivity(
+            item_id=call_id,
+            tool=kind,
+            phase=phase,
+            title=title,
+            status=status,
+            paths=_paths(update),
+        )
 
 
 # --- mapping helpers -------------------------------------------------------------------------
@@ -479,15 +510,19 @@ def _permission_request(key: str, params: JsonObject) -> InteractionRequest:
     if len(set(ids)) != len(ids):
         raise MalformedMessage("permission options with the same id", repr(ids)[:200])
     tool_call = get_object(params, "toolCall") or {}
-    title = get_text(tool_call, "title") or "The agent asks for permission"
+    tool_title = get_text(tool_call, "title") or ""
     kind = _TOOL_KINDS.get(get_text(tool_call, "kind") or "", ToolKind.TOOL_CALL)
     detail: Command | FileChange | Text
     if kind is ToolKind.COMMAND:
-        detail = Command(command=_command_text(tool_call) or title, cwd=_raw_cwd(tool_call))
+        title = "Run a command"
+        command = _command_text(tool_call) or tool_title
+        detail = Command(command=command, cwd=_raw_cwd(tool_call))
     elif kind is ToolKind.FILE_CHANGE:
+        title = "Apply file changes"
         detail = FileChange(paths=_paths(tool_call), diff=_diff(tool_call))
     else:
-        detail = Text(text=title)
+        title = tool_title or "Use a tool"
+        detail = Text(text=tool_title or "The agent asks to use a tool.")
     return InteractionRequest(
         native_key=key,
         kind=InteractionKind.APPROVAL,
@@ -538,26 +573,6 @@ def _diff(tool_call: JsonObject) -> str:
             parts.append(f"--- {path}\n+++ {path}")
             parts += [f"-{line}" for line in old_lines] + [f"+{line}" for line in new_lines]
     return "\n".join(parts)
-
-
-def _tool_activity(update: JsonObject, *, started: bool) -> ToolActivity:
-    status = get_text(update, "status")
-    kind = _TOOL_KINDS.get(get_text(update, "kind") or "", ToolKind.TOOL_CALL)
-    if status in ("completed", "failed"):
-        phase = ToolPhase.COMPLETED
-    elif started:
-        phase = ToolPhase.STARTED
-    else:
-        phase = ToolPhase.OUTPUT
-    title = get_text(update, "title") or _command_text(update) or ""
-    return ToolActivity(
-        item_id=get_text(update, "toolCallId") or "",
-        tool=kind,
-        phase=phase,
-        title=title,
-        status=status,
-        paths=_paths(update),
-    )
 
 
 def _usage(update: JsonObject) -> Usage:
