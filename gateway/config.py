@@ -514,6 +514,8 @@ def check_config(config: Config) -> tuple[ConfigProblem, ...]:
                     ("projects", name, "work_dir"), f"{project.work_dir} is not a directory"
                 )
             )
+        if not project.argv():
+            continue  # an ACP project without argv: refused by _agent_problems already
         program = project.argv()[0]
         if shutil.which(program) is None:
             configured = project.agent_options.argv is not None
