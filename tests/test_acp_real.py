@@ -107,6 +107,8 @@ async def test_approved_runs_the_command(
         await gw.text_where(lambda text: "Done." in text)
         assert (acp_home.workspace / "hi.txt").read_text() == "hi\n"
         assert "Grants: none" in await status(gw)
+    # the npm launcher and the native binary it started were stopped as one group
+    assert agent_groups(acp_home.workspace) == set()
 
 
 async def test_always_allow_is_a_grant_in_status(
