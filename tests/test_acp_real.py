@@ -131,7 +131,9 @@ async def test_deny_is_abort_and_nothing_runs(
     async with running_gateway(acp_config(codex_acp_bin, acp_home, tmp_path / "d")) as gw:
         tokens = await ask(gw, "make hi.txt")
         await gw.memory.click(ROOM, ALICE, tokens["Deny"])
-        await gw.memory.wait_for(lambda: gw.memory.turn_signals(ROOM) or None)
+        # codex-acp's "abort" denies and ends the turn
+        await gw.memory.wait_for(lambda: "ended interrupted" in gw.memory.turn_signals(ROOM))
+        await gw.card_where(lambda card: card.status_line.startswith("Denied"))
         assert not (acp_home.workspace / "hi.txt").exists()
 
 
