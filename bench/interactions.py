@@ -1,8 +1,10 @@
 """Interaction overhead: what the gateway adds to one approval, ledger writes included.
 
-    python -m bench.interactions [--count 1000] [--warmup 50] [--platform memory] [--json]
+    python -m bench.interactions [--count 1000] [--warmup 50] [--platform memory]
+                                 [--agent codex|acp] [--json]
 
-One session, one bench agent, ``count`` command approvals in a row (after ``warmup`` that are
+One session, one bench agent (bench/agents/: the Codex app-server one, or with ``--agent acp``
+the ACP one), ``count`` command approvals in a row (after ``warmup`` that are
 not counted): from the agent's request line to the card at the platform, and from the click
 to the response line read by the agent (bench/approvals.py says where each clock is read).
 Target: p99 under 10 ms for both.
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from bench.approvals import approve_all, round_trip_figures
 from bench.figures import Figure, Usage, emit
-from bench.gateway_setup import bench_gateway, count_ok_deliveries, read_stamps
+from bench.gateway_setup import AGENTS, bench_gateway, count_ok_deliveries, read_stamps
 
 __all__ = ["measure"]
 
@@ -25,8 +27,10 @@ NAME = "interactions"
 TARGET_MS = 10.0
 
 
-async def measure(root: Path, *, count: int, warmup: int, platform: str = "memory") -> list[Figure]:
-    async with bench_gateway(root, platform) as gw:
+async def measure(
+    root: Path, *, count: int, warmup: int, platform: str = "memory", agent: str = "codex"
+) -> list[Figure]:
+    async with bench_gateway(root, platform, agent=agent) as gw:
         room = gw.platform.room(0)
         if warmup:
             await approve_all(gw, room, warmup, "warmup")
@@ -55,11 +59,18 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--platform", default="memory")
+    parser.add_argument("--agent", choices=sorted(AGENTS), default="codex")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-interactions-") as root:
         figures = asyncio.run(
-            measure(Path(root), count=args.count, warmup=args.warmup, platform=args.platform)
+            measure(
+                Path(root),
+                count=args.count,
+                warmup=args.warmup,
+                platform=args.platform,
+                agent=args.agent,
+            )
         )
     emit(figures, as_json=args.json)
 

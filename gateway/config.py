@@ -147,10 +147,20 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
     AgentKind.CODEX_APP_SERVER: ("codex",),
     AgentKind.CODEX_EXEC: ("codex",),
     AgentKind.CLAUDE_CODE: ("claude",),
+    AgentKind.OPENCODE: ("opencode",),
+    # AgentKind.ACP: none; an ACP agent is named by its argv (_agent_problems)
 }
 
 _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
+# the agent options each kind does not take (ACP's session/new has no policy or model)
+_NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
+    AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY,
+    AgentKind.CODEX_EXEC: _CLAUDE_ONLY,
+    AgentKind.CLAUDE_CODE: _CODEX_ONLY,
+    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
+    AgentKind.OPENCODE: _CLAUDE_ONLY,
+}
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
@@ -258,7 +268,7 @@ class ProjectConfig(_Model):
 
     def argv(self) -> tuple[str, ...]:
         """The agent's argv prefix: the configured one, or the agent's usual binary name."""
-        return self.agent_options.argv or DEFAULT_ARGV[self.agent]
+        return self.agent_options.argv or DEFAULT_ARGV.get(self.agent, ())
 
 
 class Config(_Model):
@@ -377,8 +387,9 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
                     "the project sets allow_dangerous = true",
                 )
             )
-    codex = project.agent is not AgentKind.CLAUDE_CODE
-    wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
+    wrong = _NOT_FOR[project.agent] & options.model_fields_set
+    if project.agent not in DEFAULT_ARGV and options.argv is None:
+        found.append(((*where, "argv"), f"agent {project.agent} needs an argv: the command to run"))
     found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
     return found
 
@@ -544,6 +555,8 @@ def check_config(config: Config) -> tuple[ConfigProblem, ...]:
                     ("projects", name, "work_dir"), f"{project.work_dir} is not a directory"
                 )
             )
+        if not project.argv():
+            continue  # an ACP project without argv: refused by _agent_problems already
         program = project.argv()[0]
         if shutil.which(program) is None:
             configured = project.agent_options.argv is not None

@@ -277,6 +277,22 @@ def test_options_of_another_agent_are_refused() -> None:
     assert "does not apply to agent claude-code" in message
 
 
+def test_an_acp_agent_needs_an_argv_and_takes_no_codex_or_model_options() -> None:
+    text = MINIMAL.replace('agent = "codex-app-server"', 'agent = "acp"\nsandbox = "read-only"')
+    message = refusal(text)
+    assert "projects.web.agent_options.argv: agent acp needs an argv" in message
+    assert "projects.web.agent_options.sandbox: does not apply to agent acp" in message
+    assert "does not apply to agent acp" in refusal(
+        MINIMAL.replace('agent = "codex-app-server"', 'agent = "acp"\nargv = ["a"]\nmodel = "m"')
+    )
+    config = parse_config(
+        MINIMAL.replace('agent = "codex-app-server"', 'agent = "acp"\nargv = ["codex-acp"]'),
+        "gw.toml",
+        env={},
+    )
+    assert config.projects["web"].argv() == ("codex-acp",)
+
+
 def test_an_enabled_platform_without_allow_from_refuses_to_start() -> None:
     text = MINIMAL + '\n[platforms.console]\nidentity = "telegram:42"\n'
     message = refusal(text)
