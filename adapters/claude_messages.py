@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.claude_requests import FILE_TOOLS, file_change_diff
+from adapters.claude_requests import CARD_TOOLS, FILE_TOOLS, file_change_diff
 from adapters.json_fields import get_array, get_bool, get_int, get_object, get_text
 from adapters.jsonrpc import JsonObject, JsonValue
 from gateway.errors import MalformedMessage
@@ -193,8 +193,8 @@ class MessageMapper:
         tool_use_id = get_text(block, "id")
         name = get_text(block, "name") or "tool"
         tool_input = get_object(block, "input") or {}
-        if tool_use_id is None:
-            return None
+        if tool_use_id is None or name in CARD_TOOLS:
+            return None  # a card shows it: an activity line would say it twice
         diff = None
         if name == "Bash":
             use = _ToolUse(kind=ToolKind.COMMAND, title=get_text(tool_input, "command") or name)

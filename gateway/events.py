@@ -16,6 +16,7 @@ __all__ = [
     "InteractionClosed",
     "InteractionOpened",
     "Interrupt",
+    "PolicyChanged",
     "Prompt",
     "Respond",
     "SessionStarted",
@@ -122,6 +123,15 @@ class Usage:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PolicyChanged:
+    """The agent now runs under another policy (a plan approved, a mode granted): the whole
+    policy in force, as ``SessionStarted.policy``, and what a person is told."""
+
+    policy: dict[str, str]
+    message: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Warning:
     message: str
     code: str = "warning"
@@ -144,6 +154,7 @@ AgentEvent = (
     | InteractionClosed
     | TurnCompleted
     | Usage
+    | PolicyChanged
     | Warning
     | AgentExited
 )

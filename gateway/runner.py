@@ -38,6 +38,7 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    PolicyChanged,
     Prompt,
     Respond,
     SessionStarted,
@@ -458,6 +459,9 @@ class SessionRunner:
                 await self._end_turn(status, error)
             case SessionStarted():
                 await self._on_started(event, epoch)
+            case PolicyChanged(policy=policy, message=message):
+                await self._store.sessions.set_policy(self.session_id, epoch, policy)
+                await self._notify(message)
             case Warning(message=message, code=code):
                 if code not in _QUIET_WARNINGS:
                     await self._notify(f"⚠ {message}")
