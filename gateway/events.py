@@ -166,6 +166,9 @@ AgentEvent = (
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Prompt:
     text: str
+    # Codex's collaboration mode for this turn: "plan" or "default"; None: the agent's own
+    # (the project's setting). Agents without modes refuse a mode (CodecUsageError).
+    mode: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
