@@ -67,6 +67,7 @@ __all__ = [
     "DEFAULT_DATA_DIR",
     "AgentOptions",
     "ApprovalPolicy",
+    "CollaborationMode",
     "Config",
     "ConfigProblem",
     "ExpiryOutcome",
@@ -129,6 +130,13 @@ class PermissionMode(StrEnum):
     BYPASS_PERMISSIONS = "bypassPermissions"
 
 
+class CollaborationMode(StrEnum):
+    """Codex ``ModeKind`` (app-server schema 0.171): the mode a project's turns run in."""
+
+    DEFAULT = "default"
+    PLAN = "plan"  # the agent proposes a plan, shown as a card, and changes nothing
+
+
 class ExpiryOutcome(StrEnum):
     """What the agent is told when a pending interaction expires ("timed out")."""
 
@@ -149,7 +157,7 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
     AgentKind.CLAUDE_CODE: ("claude",),
 }
 
-_CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features"})
+_CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features", "collaboration_mode"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -205,6 +213,9 @@ class AgentOptions(_Model):
     disallowed_tools: tuple[NonEmpty, ...] = ()  # Claude --disallowedTools
     extra_args: tuple[NonEmpty, ...] = ()  # Claude: more arguments for its command line
     features: tuple[NonEmpty, ...] = ()
+    # Codex: the mode of a turn that asks for none ("plan": every request is planned first).
+    # None: the thread's own (default, or the last mode a turn asked for)
+    collaboration_mode: CollaborationMode | None = None
     allow_dangerous: bool = False
 
     def agent_env(self) -> dict[str, str]:

@@ -53,6 +53,7 @@ from gateway.expiry import due_at, is_due, plan_expiry
 from gateway.interactions import Interaction, InteractionEvent
 from gateway.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
 from gateway.outlets import Outbound
+from gateway.plans import next_turn
 from gateway.platform import Platform
 from gateway.policy import governing_rule
 from gateway.policy_config import RuleAction
@@ -72,6 +73,8 @@ _QUIET_WARNINGS = frozenset({"config_warning"})
 EXPIRY_RECHECK_SECONDS = 60.0
 # How often a live epoch looks for decisions committed but never written (Broker.sweep); it
 # also looks when it starts and when a cancelled decision asks it to.
+# A decision on a plan card is queued even when the queue is full: it is the next turn.
+PLAN_QUEUE_DEPTH = 1_000_000
 SWEEP_SECONDS = 30.0
 # How long the text before a card may hold the card up (Outbound.settle): a platform slower
 # than that shows its text after the card, rather than every platform getting the card late.
@@ -206,8 +209,44 @@ class SessionRunner:
         if agent is None or self.epoch != interaction.runtime_epoch:
             raise DeliveryRefused("the agent process that asked has ended")
         if interaction.native_key is None:
-            raise DeliveryRefused("the gateway's own plan has no agent request to answer")
+            await self._plan_decided(interaction, decision)
+            return
         await agent.send(Respond(native_key=interaction.native_key, decision=decision))
+
+    async def _plan_decided(self, interaction: Interaction, decision: Decision) -> None:
+        """A decision on the gateway's own plan card is the next turn (gateway/plans.py),
+        queued once (keyed by the interaction) as the decider's message in the session's first
+        conversation; the card is resolved when that turn starts."""
+        turn = next_turn(decision)
+        fact = interaction.decision
+        conversations = await self._conversations()
+        if not conversations or fact is None:
+            raise DeliveryRefused("the plan's session is shown nowhere")
+        await self._store.prompts.enqueue(
+            self.session_id,
+            conversation=conversations[0],
+            platform_message_id=f"plan:{interaction.id}",
+            author=fact.actor,
+            text=turn.text,
+            max_depth=PLAN_QUEUE_DEPTH,
+            mode=turn.mode,
+        )
+        self._prompt_ready.set()
+
+    async def _close_gateway_plans(self) -> None:
+        """A turn starts: the gateway's plan cards are done with. One whose decision was
+        queued is answered; one still waiting is replaced by the message that runs now (a
+        message is never a decision on it)."""
+        for waiting in await self._store.interactions.list_open(self.session_id):
+            if waiting.native_key is not None:
+                continue
+            event = (
+                InteractionEvent.CONFIRM
+                if waiting.state is InteractionState.DELIVERED
+                else InteractionEvent.SUPERSEDE
+            )
+            update = await self._store.interactions.resolve(waiting.id, event, by="gateway")
+            self._broker.mark_dirty(update.interaction.id)
 
     # --- the task -------------------------------------------------------------------------
 
@@ -311,7 +350,8 @@ class SessionRunner:
             try:
                 async with asyncio.TaskGroup() as turn_tasks:
                     saver = turn_tasks.create_task(self._keep_saving(turn, stream))
-                    await agent.send(Prompt(text=prompt.text))
+                    await self._close_gateway_plans()
+                    await agent.send(Prompt(text=prompt.text, mode=prompt.mode))
                     await self._turn_done.wait()
                     saver.cancel()
             except* GatewayError as group:

@@ -212,21 +212,8 @@ PLAN_TEXT = "# Plan\n\n1. Create `hello.txt`\n2. Say done\n"
 PROPOSED = f"Here is my plan.\n\n<proposed_plan>\n{PLAN_TEXT}</proposed_plan>\n"
 
 
-def mode_told(request: fm.ModelRequest) -> str:
-    """The first line of the last collaboration-mode instructions the model was given."""
-    told = ""
-    for item in request.input:
-        if item.get("role") != "developer":
-            continue
-        for part in item.get("content") or []:
-            text = part.get("text") if isinstance(part, dict) else None
-            if isinstance(text, str) and text.startswith("<collaboration_mode>"):
-                told = text.removeprefix("<collaboration_mode>").splitlines()[0]
-    return told
-
-
 def in_plan_mode(request: fm.ModelRequest) -> bool:
-    return "Plan" in mode_told(request)
+    return "Plan" in request.mode_told()
 
 
 async def plan_turn(agent: CodexAgent, text: str, mode: str | None) -> InteractionRequest:
@@ -250,7 +237,7 @@ async def plan_implement(run: Run) -> None:
         check(again.detail == plan.detail, "a plan again")
         await agent.prompt("Implement the plan.", mode="default")
         turn = await agent.turn_end()  # the workspace may be written: nothing is asked
-    told = mode_told(run.fake.model_requests()[-1])
+    told = run.fake.model_requests()[-1].mode_told()
     check(told == "# Collaboration Mode: Default", f"default mode told: {told!r}")
     check(turn.status == "completed", "implementing turn completed")
     check(run.exists("hello.txt"), "file created")
