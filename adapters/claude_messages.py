@@ -84,6 +84,14 @@ def _text_of(content: JsonValue) -> str:
     return ""
 
 
+def _tokens_in(usage: JsonObject) -> int:
+    """Anthropic usage: the input counted three ways (fresh, written to and read from cache)."""
+    return sum(
+        get_int(usage, key) or 0
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+
+
 def _bounded(text: str) -> str:
     return text if len(text) <= OUTPUT_LIMIT else text[:OUTPUT_LIMIT] + "\n… (output truncated)"
 
@@ -130,6 +138,7 @@ class MessageMapper:
         self._stream_texts: dict[str, int] = {}  # message id -> text blocks started
         self._message_texts: dict[str, int] = {}  # message id -> text blocks finished
         self._tools: dict[str, _ToolUse] = {}
+        self._context: int | None = None  # tokens the last main model call's context held
 
     def reset_turn(self) -> None:
         self._streaming = None
@@ -173,6 +182,9 @@ class MessageMapper:
         if msg.get("parent_tool_use_id") or get_text(message, "model") == SYNTHETIC_MODEL:
             return []
         message_id = get_text(message, "id") or get_text(msg, "uuid") or "message"
+        usage = get_object(message, "usage")
+        if usage is not None:  # what this model call's context held
+            self._context = _tokens_in(usage) + (get_int(usage, "output_tokens") or 0)
         events: list[AgentEvent] = []
         for block in get_array(message, "content") or ():
             if not isinstance(block, dict):
@@ -250,13 +262,16 @@ class MessageMapper:
 
     # --- result ----------------------------------------------------------------------------
 
-    @staticmethod
-    def on_result(msg: JsonObject) -> TurnResult:
+    def on_result(self, msg: JsonObject) -> TurnResult:
         usage = get_object(msg, "usage") or {}
-        tokens_in = sum(
-            get_int(usage, key) or 0
-            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
+        tokens_in = _tokens_in(usage)
+        # modelUsage {model: {contextWindow, ...}}: the largest window of the turn's models
+        windows = [
+            get_int(as_model, "contextWindow") or 0
+            for as_model in (get_object(msg, "modelUsage") or {}).values()
+            if isinstance(as_model, dict)
+        ]
+        context, self._context = self._context, None
         cost = msg.get("total_cost_usd")
         is_error = get_bool(msg, "is_error")
         return TurnResult(
@@ -268,5 +283,7 @@ class MessageMapper:
                 cost_usd=float(cost)
                 if isinstance(cost, int | float) and not isinstance(cost, bool)
                 else None,
+                context_tokens=context,
+                context_window=max(windows, default=0) or None,
             ),
         )

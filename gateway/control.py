@@ -398,6 +398,8 @@ class Control:
             lines.append(f"Agent: {epoch.agent_version or 'version unknown'}, {running}")
             policy = ", ".join(f"{k} = {v}" for k, v in sorted(epoch.policy.items()))
             lines.append(f"Policy in force: {policy or 'not reported'}")
+            if runner is not None:
+                lines.append(runner.usage.describe())
         else:
             lines.append("Agent: not started yet")
         queued = await store.prompts.list_queued(session.id)

@@ -117,9 +117,14 @@ class TurnCompleted:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Usage:
+    """Tokens used since the last Usage event (an increment), and how full the model's
+    context is now: ``context_tokens`` of ``context_window`` (None where not reported)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+    context_tokens: int | None = None
+    context_window: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -46,6 +46,7 @@ from gateway.events import (
     ToolActivity,
     TurnCompleted,
     TurnStarted,
+    Usage,
     Warning,
 )
 from gateway.exit_notice import exit_notice
@@ -59,6 +60,7 @@ from gateway.policy import governing_rule
 from gateway.policy_config import RuleAction
 from gateway.queue_notes import stopped_notice
 from gateway.store import Clock, Store, TurnRecord, utc_now
+from gateway.usage import SessionUsage
 from gateway.votes import POLICY_ACTOR, refusal
 from gateway.wording import quoted
 
@@ -141,6 +143,7 @@ class SessionRunner:
         self._turn: TurnRecord | None = None
         self._stream: TurnStream | None = None
         self._stopped_by: Actor | None = None  # the person whose /stop the turn is ending on
+        self.usage = SessionUsage()  # since this gateway started the session's runner
 
     # --- what the engine asks -------------------------------------------------------------
 
@@ -507,8 +510,8 @@ class SessionRunner:
                     await self._notify(f"⚠ {message}")
             case AgentExited():
                 await self._on_exit(event, epoch)
-            case _:
-                pass  # Usage: not shown yet
+            case Usage():
+                self.usage = self.usage.add(event)
 
     async def _end_turn(self, status: TurnStatus, error: str | None) -> None:
         stopped_by, self._stopped_by = self._stopped_by, None

@@ -6,6 +6,7 @@ that is a prompt and never an approval, and a card orphaned by a restart."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -85,6 +86,7 @@ async def test_a_plan_card_approved_continues_in_the_same_process(
         await gw.memory.say(ROOM, ALICE, "/status")
         status = await gw.text_where(lambda text: "permission_mode = default" in text)
         assert status.startswith("Session ")
+        assert re.search(r"Tokens: [\d,]+ in, [\d,]+ out · context [\d,]+ of 1,000,000", status)
         said = gw.memory.texts(ROOM)
         assert "Claude now runs in permission mode default (was plan)." in said
         assert not any("ExitPlanMode" in text for text in said)  # the card says it, once

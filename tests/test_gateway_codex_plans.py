@@ -6,6 +6,7 @@ card; a project can plan by default."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,12 @@ async def test_plan_then_implement_runs_a_default_mode_turn(
         await gw.text_where(lambda text: text.endswith("Done."))
         closed = await closed_plan(gw)
         assert closed.status_line.startswith("Approved") and "Alice" in closed.status_line
+        await gw.memory.say(ROOM, ALICE, "/status")
+        status = await gw.text_where(lambda text: text.startswith("Session "))
+        # the fake model reports 10 in and 5 out a call; Codex knows the model's window
+        assert re.search(
+            r"Tokens: [\d,]+ in, [\d,]+ out · context 15 of [\d,]+ \(0% used\)", status
+        )
     assert (codex_home.workspace / "hello.txt").exists()
     implementing = fake_model.model_requests()[-1]
     assert implementing.mode_told() == DEFAULT_MODE
