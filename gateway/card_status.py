@@ -97,6 +97,8 @@ def _decided(interaction: Interaction, fact: DecisionFact) -> str:
         action is None or action.effect is Effect.ALLOW
     ):
         verdict = "Answered"
+    elif interaction.kind is InteractionKind.PLAN and action is not None:
+        verdict = "Sent back" if action.effect is Effect.DENY else _VERDICT[action.effect]
     elif action is not None:
         verdict = _VERDICT[action.effect]
     else:

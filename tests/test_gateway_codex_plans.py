@@ -97,7 +97,7 @@ async def test_keep_planning_sends_the_message_in_plan_mode(
         await gw.memory.say(ROOM, ALICE, f"/deny {interaction_id} use two files instead")
         await waiting_plan(gw, 2)  # the agent planned again
         first = await closed_plan(gw)
-        assert "Keep planning" in first.status_line
+        assert first.status_line.startswith('Sent back ("Keep planning") by Alice')
     again = fake_model.model_requests()[-1]
     assert again.mode_told().startswith(PLAN_MODE)
     assert again.user_texts()[-1] == "use two files instead"
