@@ -14,11 +14,12 @@ import pytest
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card, TextBlock
 from gateway.config import CollaborationMode
+from gateway.domain import Answer
 from gateway.engine import Gateway
 from platforms.memory.platform import MemoryPlatform
 from tests.codex_env import CodexHome
 from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
-from tests.servers.fake_responses import FakeResponses, message, shell
+from tests.servers.fake_responses import COLOR, FakeResponses, message, request_user_input, shell
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
 
@@ -161,4 +162,24 @@ async def test_a_project_that_plans_by_default_plans_a_plain_message(
     async with running_gateway(config) as gw:
         await gw.memory.say(ROOM, ALICE, "create hello.txt")
         await waiting_plan(gw)
+    assert fake_model.model_requests()[-1].mode_told().startswith(PLAN_MODE)
+
+
+async def test_a_question_asked_while_planning_is_answered_through_its_form(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue([request_user_input([COLOR]), PROPOSED])
+    async with running_gateway(gateway_config(codex_bin, codex_home, tmp_path / "d")) as gw:
+        await gw.memory.say(ROOM, ALICE, "/plan create hello.txt")
+        shown = await gw.card_where(lambda card: card.form is not None)
+        assert shown.card is not None and shown.card.form is not None
+        form = shown.card.form
+        [color] = [q.question for q in form.questions]
+        [blue] = [option.id for option in color.options if option.label == "Blue"]
+        ack = await gw.memory.submit(
+            ROOM, ALICE, form.submit_token, {color.id: Answer(option_ids=(blue,))}
+        )
+        assert ack.accepted, ack.text
+        await waiting_plan(gw)
+    assert "Blue" in (fake_model.model_requests()[-1].tool_output() or "")
     assert fake_model.model_requests()[-1].mode_told().startswith(PLAN_MODE)
