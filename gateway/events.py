@@ -172,7 +172,8 @@ AgentEvent = (
 class Prompt:
     text: str
     # Codex's collaboration mode for this turn: "plan" or "default"; None: the agent's own
-    # (the project's setting). Agents without modes refuse a mode (CodecUsageError).
+    # (the project's setting). Only Codex app-server has modes: the gateway asks a mode of
+    # no other agent (/plan is refused there), and their codecs ignore it.
     mode: str | None = None
 
 
