@@ -158,6 +158,7 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
 }
 
 _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features", "collaboration_mode"})
+_APP_SERVER_ONLY = frozenset({"collaboration_mode"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -390,6 +391,8 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
             )
     codex = project.agent is not AgentKind.CLAUDE_CODE
     wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
+    if project.agent is AgentKind.CODEX_EXEC:
+        wrong |= _APP_SERVER_ONLY & options.model_fields_set  # exec has no modes
     found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
     return found
 
