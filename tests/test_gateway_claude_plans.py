@@ -158,3 +158,13 @@ async def test_a_plan_card_orphaned_by_a_restart_loses_its_buttons(
     assert not (claude_home.workspace / "hello.txt").exists()
     told = [r.tool_result() for r in fake_anthropic.model_requests()]
     assert not any(t and "approved" in t[0] for t in told)
+
+
+async def test_the_plan_command_in_a_claude_project_says_how_claude_plans(
+    claude_bin: str, claude_home: ClaudeHome, fake_anthropic: fm.FakeAnthropic, tmp_path: Path
+) -> None:
+    async with running_gateway(plan_config(claude_bin, claude_home, tmp_path / "d")) as gw:
+        await gw.memory.say(ROOM, ALICE, "/plan create hello.txt")
+        said = await gw.text_where(lambda text: text.startswith("/plan works with Codex"))
+        assert 'permission_mode = "plan"' in said and "was not sent" in said
+    assert fake_anthropic.model_requests() == []
