@@ -398,7 +398,7 @@ class Control:
             lines.append(f"Agent: {epoch.agent_version or 'version unknown'}, {running}")
             policy = ", ".join(f"{k} = {v}" for k, v in sorted(epoch.policy.items()))
             lines.append(f"Policy in force: {policy or 'not reported'}")
-            if runner is not None:
+            if runner is not None and runner.usage.reported:
                 lines.append(runner.usage.describe())
         else:
             lines.append("Agent: not started yet")
