@@ -28,7 +28,7 @@ with the first turn), so the codec asks it for something that has an answer: the
 ``set_permission_mode`` reply is the agent's own word on the permission mode, which is what
 ``/status`` shows. Each ``system/init`` and ``system/status`` that reports another mode (plan
 approved, "switch to acceptEdits" granted) updates :attr:`ClaudeCodeCodec.policy` and is
-reported as ``Warning(code="policy_changed")``.
+reported as ``PolicyChanged`` (the whole policy then in force).
 
 Commands (only in READY; :class:`gateway.errors.CodecUsageError` otherwise):
 
@@ -79,6 +79,7 @@ from gateway.events import (
     Capabilities,
     InteractionOpened,
     Interrupt,
+    PolicyChanged,
     Prompt,
     Respond,
     SessionStarted,
@@ -445,8 +446,8 @@ class ClaudeCodeCodec:
         self.policy["permission_mode"] = mode
         if before is None or before == mode:
             return []
-        text = f"claude now runs with permission mode {mode!r} (was {before!r})"
-        return [Warning(message=text, code="policy_changed")]
+        text = f"Claude now runs in permission mode {mode} (was {before})."
+        return [PolicyChanged(policy=dict(self.policy), message=text)]
 
     def _on_user(self, msg: JsonObject) -> list[AgentEvent]:
         events, results = self._mapper.on_user(msg)

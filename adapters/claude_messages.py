@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapters.claude_requests import FILE_TOOLS, file_change_diff
+from adapters.claude_requests import CARD_TOOLS, FILE_TOOLS, file_change_diff
 from adapters.json_fields import get_array, get_bool, get_int, get_object, get_text
 from adapters.jsonrpc import JsonObject, JsonValue
 from gateway.errors import MalformedMessage
@@ -84,6 +84,14 @@ def _text_of(content: JsonValue) -> str:
     return ""
 
 
+def _tokens_in(usage: JsonObject) -> int:
+    """Anthropic usage: the input counted three ways (fresh, written to and read from cache)."""
+    return sum(
+        get_int(usage, key) or 0
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )
+
+
 def _bounded(text: str) -> str:
     return text if len(text) <= OUTPUT_LIMIT else text[:OUTPUT_LIMIT] + "\n… (output truncated)"
 
@@ -130,6 +138,7 @@ class MessageMapper:
         self._stream_texts: dict[str, int] = {}  # message id -> text blocks started
         self._message_texts: dict[str, int] = {}  # message id -> text blocks finished
         self._tools: dict[str, _ToolUse] = {}
+        self._context: int | None = None  # tokens the last main model call's context held
 
     def reset_turn(self) -> None:
         self._streaming = None
@@ -173,6 +182,9 @@ class MessageMapper:
         if msg.get("parent_tool_use_id") or get_text(message, "model") == SYNTHETIC_MODEL:
             return []
         message_id = get_text(message, "id") or get_text(msg, "uuid") or "message"
+        usage = get_object(message, "usage")
+        if usage is not None:  # what this model call's context held
+            self._context = _tokens_in(usage) + (get_int(usage, "output_tokens") or 0)
         events: list[AgentEvent] = []
         for block in get_array(message, "content") or ():
             if not isinstance(block, dict):
@@ -193,8 +205,8 @@ class MessageMapper:
         tool_use_id = get_text(block, "id")
         name = get_text(block, "name") or "tool"
         tool_input = get_object(block, "input") or {}
-        if tool_use_id is None:
-            return None
+        if tool_use_id is None or name in CARD_TOOLS:
+            return None  # a card shows it: an activity line would say it twice
         diff = None
         if name == "Bash":
             use = _ToolUse(kind=ToolKind.COMMAND, title=get_text(tool_input, "command") or name)
@@ -250,13 +262,16 @@ class MessageMapper:
 
     # --- result ----------------------------------------------------------------------------
 
-    @staticmethod
-    def on_result(msg: JsonObject) -> TurnResult:
+    def on_result(self, msg: JsonObject) -> TurnResult:
         usage = get_object(msg, "usage") or {}
-        tokens_in = sum(
-            get_int(usage, key) or 0
-            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
+        tokens_in = _tokens_in(usage)
+        # modelUsage {model: {contextWindow, ...}}: the largest window of the turn's models
+        windows = [
+            get_int(as_model, "contextWindow") or 0
+            for as_model in (get_object(msg, "modelUsage") or {}).values()
+            if isinstance(as_model, dict)
+        ]
+        context, self._context = self._context, None
         cost = msg.get("total_cost_usd")
         is_error = get_bool(msg, "is_error")
         return TurnResult(
@@ -268,5 +283,7 @@ class MessageMapper:
                 cost_usd=float(cost)
                 if isinstance(cost, int | float) and not isinstance(cost, bool)
                 else None,
+                context_tokens=context,
+                context_window=max(windows, default=0) or None,
             ),
         )

@@ -70,6 +70,7 @@ from gateway.domain import (
 from gateway.errors import MalformedMessage
 
 __all__ = [
+    "CARD_TOOLS",
     "FILE_TOOLS",
     "OpenedRequest",
     "describe_suggestion",
@@ -78,6 +79,8 @@ __all__ = [
 ]
 
 FILE_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+# Tools that only ask the person something: their card is all that is shown of them.
+CARD_TOOLS = frozenset({"AskUserQuestion", "ExitPlanMode"})
 TOOL_INPUT_SHOWN = 4000  # characters of an unknown tool's input shown on the card
 # Permission modes a suggestion may switch to only where the project allows an agent to act
 # without a person (adapters.claude_launch.DANGEROUS_PERMISSION_MODES).

@@ -95,6 +95,7 @@ from gateway.events import (
     TurnStarted,
     Warning,
 )
+from gateway.plans import proposed_plan
 
 __all__ = [
     "CODEX_CAPABILITIES",
@@ -163,6 +164,7 @@ class CodexAppServerCodec:
         model: str | None = None,
         resume_thread_id: str | None = None,
         experimental_api: bool = False,
+        collaboration_mode: str | None = None,
         client_name: str = "agent-gateway",
         client_version: str = "0.1.0",
     ) -> None:
@@ -184,8 +186,10 @@ class CodexAppServerCodec:
             error=CodecState.ERROR,
             start=_SessionEvent.START,
         )
+        self._default_mode = collaboration_mode
         self.agent_version: str | None = None
         self.thread_id: str | None = None
+        self.model: str | None = model  # the thread's model, once thread/start says it
         self.policy: dict[str, str] = {}
         self.unknown_notifications: Counter[str] = Counter()
         # the turn: id once known; "starting" between turn/start and its result
@@ -199,6 +203,7 @@ class CodexAppServerCodec:
         # thread items remembered for later requests and output deltas
         self._file_changes: dict[str, requests.FileChangeSet] = {}
         self._command_titles: dict[str, str] = {}
+        self._plan: str | None = None  # the running turn's proposed plan (a plan item)
 
     # --- public surface -------------------------------------------------------------------
 
@@ -276,6 +281,16 @@ class CodexAppServerCodec:
         # Schema: TurnStartParams, UserInput {"type": "text", text, text_elements}.
         text_input: JsonObject = {"type": "text", "text": prompt.text, "text_elements": []}
         params: JsonObject = {"threadId": self.thread_id, "input": [text_input]}
+        mode = prompt.mode or self._default_mode
+        if mode is not None:
+            # Schema: CollaborationMode {mode: ModeKind, settings: Settings {model (required),
+            # reasoning_effort, developer_instructions}}; null instructions: the mode's own.
+            settings: JsonObject = {
+                "model": self.model or "",
+                "reasoning_effort": None,
+                "developer_instructions": None,
+            }
+            params["collaborationMode"] = {"mode": mode, "settings": settings}
         self._rpc.send_request("turn/start", params)
         self._turn_starting = True
         self._interrupt_pending = False
@@ -352,6 +367,7 @@ class CodexAppServerCodec:
             self._session.fail(exc)
         self._session.move(_SessionEvent.THREAD_OPENED)
         self.thread_id = thread_id
+        self.model = get_text(result, "model") or get_text(thread, "model") or self.model
         self.policy, mismatches = read_policy(self._setup, result)
         events: list[AgentEvent] = [
             SessionStarted(
@@ -435,8 +451,11 @@ class CodexAppServerCodec:
                 return [TurnStarted(turn_native_id=turn_id)]
             case "turn/completed":
                 completed = codex_events.turn_completed(params)
+                plan, self._plan = self._plan, None
                 self._turn_ended()
-                return [completed]
+                if plan is None or completed.status is not TurnStatus.COMPLETED:
+                    return [completed]
+                return [completed, InteractionOpened(request=proposed_plan(plan))]
             case "serverRequest/resolved":
                 return self._on_request_resolved(params)
             case "thread/tokenUsage/updated":
@@ -450,6 +469,12 @@ class CodexAppServerCodec:
         return []
 
     def _on_item(self, item: JsonObject, *, completed: bool) -> list[AgentEvent]:
+        if get_text(item, "type") == "plan":
+            # Schema: PlanThreadItem {id, text}: the completed item is authoritative (the
+            # deltas may not add up to it). Shown as a card when the turn ends.
+            if completed:
+                self._plan = require_text(item, "text", where="plan item")
+            return []
         event = codex_events.item_event(item, completed=completed, cwd=self._setup.cwd)
         if not isinstance(event, ToolActivity):
             return [] if event is None else [event]

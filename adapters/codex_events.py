@@ -153,6 +153,9 @@ def usage(params: JsonObject) -> Usage:
     return Usage(
         input_tokens=get_int(last, "inputTokens") or 0,
         output_tokens=get_int(last, "outputTokens") or 0,
+        # the last model call's tokens are what its context held
+        context_tokens=get_int(last, "totalTokens"),
+        context_window=get_int(token_usage, "modelContextWindow"),
     )
 
 

@@ -100,6 +100,11 @@ class ConfiguredLauncher:
                 sandbox=options.sandbox.value,
                 model=options.model,
                 resume_thread_id=resume_native_id,
+                collaboration_mode=(
+                    options.collaboration_mode.value if options.collaboration_mode else None
+                ),
+                # turn/start's collaborationMode is EXPERIMENTAL in 0.171 (schema)
+                experimental_api=True,
             )
             return codec, codex_app_server_argv(project.argv(), enable=options.features)
         if project.agent is AgentKind.CLAUDE_CODE:

@@ -72,6 +72,8 @@ def ended_because(interaction: Interaction) -> str:
     note = end.note if end is not None else ""
     match interaction.state:
         case InteractionState.CANCELLED if end is not None and end.how is Resolution.SUPERSEDED:
+            if interaction.native_key is None:  # the gateway's own plan
+                return "a message to the agent came first"
             return "a newer request replaced it"
         case InteractionState.CANCELLED if end is not None and end.how is Resolution.STOPPED:
             return f"{end.note or end.by} stopped the turn"
@@ -95,6 +97,8 @@ def _decided(interaction: Interaction, fact: DecisionFact) -> str:
         action is None or action.effect is Effect.ALLOW
     ):
         verdict = "Answered"
+    elif interaction.kind is InteractionKind.PLAN and action is not None:
+        verdict = "Sent back" if action.effect is Effect.DENY else _VERDICT[action.effect]
     elif action is not None:
         verdict = _VERDICT[action.effect]
     else:

@@ -54,6 +54,7 @@ class CommandName(StrEnum):
     DENY = "deny"
     ANSWER = "answer"
     WITHDRAW = "withdraw"
+    PLAN = "plan"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -85,6 +86,11 @@ COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo(name=CommandName.ANSWER, args="ID answer", description="answer a question"),
     CommandInfo(
         name=CommandName.WITHDRAW, args="ID", description="take back your vote on a request"
+    ),
+    CommandInfo(
+        name=CommandName.PLAN,
+        args="TEXT",
+        description="ask the agent for a plan first: it changes nothing until you choose",
     ),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
@@ -122,9 +128,10 @@ HELP_TEXT = "\n".join(
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ChatPrompt:
-    """Text for the agent's prompt queue."""
+    """Text for the agent's prompt queue (``mode`` "plan": ``/plan TEXT``)."""
 
     text: str
+    mode: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -214,6 +221,10 @@ def parse_chat_text(text: str, *, bot_username: str | None = None) -> ChatInput:
     if name is None:
         return UnknownCommand(name=word)
     rest = match["rest"].strip()
+    if name is CommandName.PLAN:
+        if not rest:
+            return CommandUsage(name=name, message=f"Usage: {_INFO[name].usage}")
+        return ChatPrompt(text=rest, mode="plan")
     if name not in (
         CommandName.APPROVE,
         CommandName.DENY,

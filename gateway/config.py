@@ -67,6 +67,7 @@ __all__ = [
     "DEFAULT_DATA_DIR",
     "AgentOptions",
     "ApprovalPolicy",
+    "CollaborationMode",
     "Config",
     "ConfigProblem",
     "ExpiryOutcome",
@@ -129,6 +130,13 @@ class PermissionMode(StrEnum):
     BYPASS_PERMISSIONS = "bypassPermissions"
 
 
+class CollaborationMode(StrEnum):
+    """Codex ``ModeKind`` (app-server schema 0.171): the mode a project's turns run in."""
+
+    DEFAULT = "default"
+    PLAN = "plan"  # the agent proposes a plan, shown as a card, and changes nothing
+
+
 class ExpiryOutcome(StrEnum):
     """What the agent is told when a pending interaction expires ("timed out")."""
 
@@ -151,15 +159,16 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
     # AgentKind.ACP: none; an ACP agent is named by its argv (_agent_problems)
 }
 
-_CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features"})
+_CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features", "collaboration_mode"})
+_APP_SERVER_ONLY = frozenset({"collaboration_mode"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
 # the agent options each kind does not take (ACP's session/new has no policy or model)
 _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
     AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY,
-    AgentKind.CODEX_EXEC: _CLAUDE_ONLY,
+    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY,  # exec has no modes
     AgentKind.CLAUDE_CODE: _CODEX_ONLY,
     AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
-    AgentKind.OPENCODE: _CLAUDE_ONLY,
+    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY,
 }
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -215,6 +224,9 @@ class AgentOptions(_Model):
     disallowed_tools: tuple[NonEmpty, ...] = ()  # Claude --disallowedTools
     extra_args: tuple[NonEmpty, ...] = ()  # Claude: more arguments for its command line
     features: tuple[NonEmpty, ...] = ()
+    # Codex: the mode of a turn that asks for none ("plan": every request is planned first).
+    # None: the thread's own (default, or the last mode a turn asked for)
+    collaboration_mode: CollaborationMode | None = None
     allow_dangerous: bool = False
 
     def agent_env(self) -> dict[str, str]:

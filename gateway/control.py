@@ -36,7 +36,7 @@ from gateway.commands import (
     parse_chat_text,
 )
 from gateway.config import SessionScope
-from gateway.domain import Actor, ConversationRef, InteractionKind, InteractionState
+from gateway.domain import Actor, AgentKind, ConversationRef, InteractionKind, InteractionState
 from gateway.errors import InvalidDecision, PlatformError
 from gateway.interactions import Interaction, derive_run_state
 from gateway.outbound import Notifier
@@ -123,8 +123,11 @@ class Control:
             return
         parsed = parse_chat_text(message.text)
         match parsed:
-            case ChatPrompt(text=text):
-                await self._prompt(message, project, checked, text)
+            case ChatPrompt(text=text, mode=mode):
+                if mode is not None and not self._has_modes(project):
+                    await self._reply(conversation, _NO_PLAN_MODE)
+                    return
+                await self._prompt(message, project, checked, text, mode=mode)
             case ControlCommand(name=name):
                 await self._command(name, conversation, project, checked)
             case ApproveCommand(interaction_id=iid, action=spec):
@@ -205,7 +208,18 @@ class Control:
             for waiting in await self._store.interactions.list_open(session.id):
                 await self._gw.broker.show_in(waiting, conversation)
 
-    async def _prompt(self, message: InboundMessage, project: str, actor: Actor, text: str) -> None:
+    def _has_modes(self, project: str) -> bool:
+        return self._gw.config.projects[project].agent is AgentKind.CODEX_APP_SERVER
+
+    async def _prompt(
+        self,
+        message: InboundMessage,
+        project: str,
+        actor: Actor,
+        text: str,
+        *,
+        mode: str | None = None,
+    ) -> None:
         conversation = message.conversation
         session = await self._session(conversation, project, actor, create=True)
         assert session is not None
@@ -216,6 +230,7 @@ class Control:
             author=actor,
             text=text,
             max_depth=self._gw.config.gateway.queue_depth,
+            mode=mode,
         )
         if result.outcome is EnqueueOutcome.DUPLICATE:
             # a platform delivered the same message again: it is queued once; the attempt
@@ -229,10 +244,14 @@ class Control:
                 "Wait for the agent, or /clear the queue.",
             )
             return
+        open_ = await self._store.interactions.list_open(session.id)
+        if any(i.native_key is None and i.state is InteractionState.PENDING for i in open_):
+            await self._reply(conversation, _PLAN_SET_ASIDE)
         waiting = [
             i
-            for i in await self._store.interactions.list_open(session.id)
+            for i in open_
             if i.kind in (InteractionKind.APPROVAL, InteractionKind.QUESTION, InteractionKind.PLAN)
+            and i.native_key is not None  # the gateway's own plan: set aside, said above
         ]
         replied = await self._replied_card(message, waiting)
         if replied is not None:  # the full notice, and the card again under it
@@ -379,6 +398,8 @@ class Control:
             lines.append(f"Agent: {epoch.agent_version or 'version unknown'}, {running}")
             policy = ", ".join(f"{k} = {v}" for k, v in sorted(epoch.policy.items()))
             lines.append(f"Policy in force: {policy or 'not reported'}")
+            if runner is not None and runner.usage.reported:
+                lines.append(runner.usage.describe())
         else:
             lines.append("Agent: not started yet")
         queued = await store.prompts.list_queued(session.id)
@@ -410,6 +431,16 @@ class Control:
 
     async def _reply(self, conversation: ConversationRef, text: str) -> None:
         await self._notifier.send([conversation], text)  # it splits to the platform's limit
+
+
+_PLAN_SET_ASIDE = (
+    "Queued as a message for the agent, not as a decision: the plan is not implemented. "
+    "The plan card closes when your message runs."
+)
+_NO_PLAN_MODE = (
+    "/plan works with Codex (app-server) projects. Claude Code plans when the project says "
+    'permission_mode = "plan"; your message was not sent.'
+)
 
 
 def _not_a_decision(waiting: Sequence[Interaction], *, replying: bool) -> str:

@@ -16,6 +16,7 @@ __all__ = [
     "InteractionClosed",
     "InteractionOpened",
     "Interrupt",
+    "PolicyChanged",
     "Prompt",
     "Respond",
     "SessionStarted",
@@ -116,9 +117,23 @@ class TurnCompleted:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Usage:
+    """Tokens used since the last Usage event (an increment), and how full the model's
+    context is now: ``context_tokens`` of ``context_window`` (None where not reported)."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+    context_tokens: int | None = None
+    context_window: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PolicyChanged:
+    """The agent now runs under another policy (a plan approved, a mode granted): the whole
+    policy in force, as ``SessionStarted.policy``, and what a person is told."""
+
+    policy: dict[str, str]
+    message: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -144,6 +159,7 @@ AgentEvent = (
     | InteractionClosed
     | TurnCompleted
     | Usage
+    | PolicyChanged
     | Warning
     | AgentExited
 )
@@ -155,6 +171,10 @@ AgentEvent = (
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Prompt:
     text: str
+    # Codex's collaboration mode for this turn: "plan" or "default"; None: the agent's own
+    # (the project's setting). Only Codex app-server has modes: the gateway asks a mode of
+    # no other agent (/plan is refused there), and their codecs ignore it.
+    mode: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

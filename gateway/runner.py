@@ -38,6 +38,7 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    PolicyChanged,
     Prompt,
     Respond,
     SessionStarted,
@@ -45,6 +46,7 @@ from gateway.events import (
     ToolActivity,
     TurnCompleted,
     TurnStarted,
+    Usage,
     Warning,
 )
 from gateway.exit_notice import exit_notice
@@ -52,11 +54,13 @@ from gateway.expiry import due_at, is_due, plan_expiry
 from gateway.interactions import Interaction, InteractionEvent
 from gateway.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
 from gateway.outlets import Outbound
+from gateway.plans import next_turn
 from gateway.platform import Platform
 from gateway.policy import governing_rule
 from gateway.policy_config import RuleAction
 from gateway.queue_notes import stopped_notice
 from gateway.store import Clock, Store, TurnRecord, utc_now
+from gateway.usage import SessionUsage
 from gateway.votes import POLICY_ACTOR, refusal
 from gateway.wording import quoted
 
@@ -71,6 +75,8 @@ _QUIET_WARNINGS = frozenset({"config_warning"})
 EXPIRY_RECHECK_SECONDS = 60.0
 # How often a live epoch looks for decisions committed but never written (Broker.sweep); it
 # also looks when it starts and when a cancelled decision asks it to.
+# A decision on a plan card is queued even when the queue is full: it is the next turn.
+PLAN_QUEUE_DEPTH = 1_000_000
 SWEEP_SECONDS = 30.0
 # How long the text before a card may hold the card up (Outbound.settle): a platform slower
 # than that shows its text after the card, rather than every platform getting the card late.
@@ -137,6 +143,7 @@ class SessionRunner:
         self._turn: TurnRecord | None = None
         self._stream: TurnStream | None = None
         self._stopped_by: Actor | None = None  # the person whose /stop the turn is ending on
+        self.usage = SessionUsage()  # since this gateway started the session's runner
 
     # --- what the engine asks -------------------------------------------------------------
 
@@ -205,8 +212,44 @@ class SessionRunner:
         if agent is None or self.epoch != interaction.runtime_epoch:
             raise DeliveryRefused("the agent process that asked has ended")
         if interaction.native_key is None:
-            raise DeliveryRefused("the gateway's own plan has no agent request to answer")
+            await self._plan_decided(interaction, decision)
+            return
         await agent.send(Respond(native_key=interaction.native_key, decision=decision))
+
+    async def _plan_decided(self, interaction: Interaction, decision: Decision) -> None:
+        """A decision on the gateway's own plan card is the next turn (gateway/plans.py),
+        queued once (keyed by the interaction) as the decider's message in the session's first
+        conversation; the card is resolved when that turn starts."""
+        turn = next_turn(decision)
+        fact = interaction.decision
+        conversations = await self._conversations()
+        if not conversations or fact is None:
+            raise DeliveryRefused("the plan's session is shown nowhere")
+        await self._store.prompts.enqueue(
+            self.session_id,
+            conversation=conversations[0],
+            platform_message_id=f"plan:{interaction.id}",
+            author=fact.actor,
+            text=turn.text,
+            max_depth=PLAN_QUEUE_DEPTH,
+            mode=turn.mode,
+        )
+        self._prompt_ready.set()
+
+    async def _close_gateway_plans(self) -> None:
+        """A turn starts: the gateway's plan cards are done with. One whose decision was
+        queued is answered; one still waiting is replaced by the message that runs now (a
+        message is never a decision on it)."""
+        for waiting in await self._store.interactions.list_open(self.session_id):
+            if waiting.native_key is not None:
+                continue
+            event = (
+                InteractionEvent.CONFIRM
+                if waiting.state is InteractionState.DELIVERED
+                else InteractionEvent.SUPERSEDE
+            )
+            update = await self._store.interactions.resolve(waiting.id, event, by="gateway")
+            self._broker.mark_dirty(update.interaction.id)
 
     # --- the task -------------------------------------------------------------------------
 
@@ -310,7 +353,8 @@ class SessionRunner:
             try:
                 async with asyncio.TaskGroup() as turn_tasks:
                     saver = turn_tasks.create_task(self._keep_saving(turn, stream))
-                    await agent.send(Prompt(text=prompt.text))
+                    await self._close_gateway_plans()
+                    await agent.send(Prompt(text=prompt.text, mode=prompt.mode))
                     await self._turn_done.wait()
                     saver.cancel()
             except* GatewayError as group:
@@ -458,13 +502,16 @@ class SessionRunner:
                 await self._end_turn(status, error)
             case SessionStarted():
                 await self._on_started(event, epoch)
+            case PolicyChanged(policy=policy, message=message):
+                await self._store.sessions.set_policy(self.session_id, epoch, policy)
+                await self._notify(message)
             case Warning(message=message, code=code):
                 if code not in _QUIET_WARNINGS:
                     await self._notify(f"⚠ {message}")
             case AgentExited():
                 await self._on_exit(event, epoch)
-            case _:
-                pass  # Usage: not shown yet
+            case Usage():
+                self.usage = self.usage.add(event)
 
     async def _end_turn(self, status: TurnStatus, error: str | None) -> None:
         stopped_by, self._stopped_by = self._stopped_by, None

@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gateway.domain import Answer, Decision, Effect, InteractionRequest, Scope  # noqa: E402
+from gateway.domain import Answer, Decision, Effect, InteractionRequest, Plan, Scope  # noqa: E402
 from gateway.events import InteractionOpened, Interrupt, TurnCompleted  # noqa: E402
 from tests.codex_env import CodexAgent, CodexHome, choose, make_codex_home  # noqa: E402
 from tests.codex_env import run_codex as run_codex_in  # noqa: E402
@@ -208,6 +208,53 @@ async def user_input_other(run: Run) -> None:
     check("shopping-list.txt" in run.told(), f"model told: {run.told()!r}")
 
 
+PLAN_TEXT = "# Plan\n\n1. Create `hello.txt`\n2. Say done\n"
+PROPOSED = f"Here is my plan.\n\n<proposed_plan>\n{PLAN_TEXT}</proposed_plan>\n"
+
+
+def in_plan_mode(request: fm.ModelRequest) -> bool:
+    return "Plan" in request.mode_told()
+
+
+async def plan_turn(agent: CodexAgent, text: str, mode: str | None) -> InteractionRequest:
+    """A turn that ends with a proposed plan: the plan card comes after the turn's end."""
+    await agent.prompt(text, mode=mode)
+    turn = await agent.turn_end()
+    check(turn.status == "completed", "plan turn completed")
+    return await agent.asked()
+
+
+async def plan_implement(run: Run) -> None:
+    """/plan, then Implement as Codex's TUI does it: a default-mode turn, "Implement the plan."
+    A turn with no collaborationMode keeps the thread's last mode."""
+    run.fake.enqueue([fm.message(PROPOSED)], [fm.message(PROPOSED)], [fm.shell(TOUCH), DONE])
+    async with run.codex(experimental_api=True) as agent:
+        plan = await plan_turn(agent, "plan hello.txt", "plan")
+        check(plan.detail == Plan(markdown=PLAN_TEXT), f"plan: {plan.detail!r}")
+        check(in_plan_mode(run.fake.model_requests()[-1]), "plan-mode instructions sent")
+        again = await plan_turn(agent, "ok", None)
+        check(in_plan_mode(run.fake.model_requests()[-1]), "no mode given: still plan mode")
+        check(again.detail == plan.detail, "a plan again")
+        await agent.prompt("Implement the plan.", mode="default")
+        turn = await agent.turn_end()  # the workspace may be written: nothing is asked
+    told = run.fake.model_requests()[-1].mode_told()
+    check(told == "# Collaboration Mode: Default", f"default mode told: {told!r}")
+    check(turn.status == "completed", "implementing turn completed")
+    check(run.exists("hello.txt"), "file created")
+
+
+async def plan_keep_planning(run: Run) -> None:
+    """Keep planning: a plan-mode turn with the person's message."""
+    run.fake.enqueue([fm.message(PROPOSED)], [fm.message(PROPOSED)])
+    async with run.codex(experimental_api=True) as agent:
+        await plan_turn(agent, "plan hello.txt", "plan")
+        again = await plan_turn(agent, "use two files instead", "plan")
+    check(isinstance(again.detail, Plan), "a new plan")
+    check(in_plan_mode(run.fake.model_requests()[-1]), "still plan mode")
+    check("use two files instead" in run.fake.model_requests()[-1].user_texts(), "message read")
+    check(not run.exists("hello.txt"), "nothing created")
+
+
 async def interrupt_pending_approval(run: Run) -> None:
     run.fake.enqueue([fm.shell(TOUCH, escalated=True), DONE])
     async with run.codex() as agent:
@@ -360,6 +407,8 @@ SCENARIOS: dict[str, Scenario] = {
         permissions_deny,
         permissions_tool_off,
         shell_additional_permissions,
+        plan_implement,
+        plan_keep_planning,
     )
 }
 

@@ -134,9 +134,9 @@ class AgentDriver:
         assert isinstance(event, kind)
         return event
 
-    async def prompt(self, text: str) -> int:
+    async def prompt(self, text: str, *, mode: str | None = None) -> int:
         """Send a prompt; returns the index in ``seen`` where its events start."""
-        await self.runtime.send(Prompt(text=text))
+        await self.runtime.send(Prompt(text=text, mode=mode))
         return len(self.seen)
 
     async def asked(self) -> InteractionRequest:

@@ -29,7 +29,7 @@ from gateway.domain import (
     TurnStatus,
 )
 from gateway.errors import AgentExitedError, CodecUsageError
-from gateway.events import AgentMessage, Interrupt, TextDelta, Warning
+from gateway.events import AgentMessage, Interrupt, PolicyChanged, TextDelta, Warning
 from tests.claude_env import ClaudeAgent, ClaudeHome, run_claude
 from tests.servers import fake_anthropic as fm
 from tests.servers.fake_anthropic import CHECKS, COLOR, DONE
@@ -167,7 +167,7 @@ async def test_a_plan_is_approved_and_the_agent_leaves_plan_mode(
         await agent.decide(request, Decision(action_id="approve"))
         assert (await agent.turn_end()).status is TurnStatus.COMPLETED
         assert agent.codec.policy["permission_mode"] == "default"
-    assert any(isinstance(e, Warning) and e.code == "policy_changed" for e in agent.seen)
+    assert any(isinstance(e, PolicyChanged) for e in agent.seen)
     result = told(fake_anthropic)
     assert result is not None and "User has approved your plan" in result[0]
 

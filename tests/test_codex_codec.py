@@ -13,6 +13,8 @@ from adapters.codex_launch import codex_app_server_argv
 from gateway.domain import (
     Command,
     FileChange,
+    InteractionKind,
+    Plan,
     TurnStatus,
 )
 from gateway.errors import CodecUsageError, ConfigError, ProtocolError, RemoteError
@@ -160,7 +162,7 @@ def test_every_recorded_transcript_replays_consistently(name: str) -> None:
     assert not codes & {"malformed_message", "unknown_decision", "unknown_request_resolved"}
     opened = {e.request.native_key for e in events if isinstance(e, InteractionOpened)}
     closed = {e.native_key for e in events if isinstance(e, InteractionClosed)}
-    assert opened == closed
+    assert opened - {""} == closed  # "": a proposed plan, the gateway's own (nothing waits)
     sessions = [event for event in events if isinstance(event, SessionStarted)]
     assert sessions and all(s.agent_version == "0.171.0" for s in sessions)
     assert all(s.policy["approvals_reviewer"] == "user" for s in sessions)
@@ -495,3 +497,54 @@ def test_the_app_server_argv_takes_a_prefix_features_and_toml_overrides() -> Non
 def test_a_bad_command_line_setting_is_a_config_error(command: Any, options: Any) -> None:
     with pytest.raises(ConfigError):
         codex_app_server_argv(command, **options)
+
+
+# --- plans (collaboration mode) -------------------------------------------------------------
+
+
+def test_a_prompt_in_plan_mode_names_the_mode_and_the_threads_model() -> None:
+    session = Session()
+    session.feed({"id": 1, "result": {"userAgent": USER_AGENT}})
+    session.feed(thread_result(model="gpt-5.5"))
+    session.sent()
+    [turn_start] = session.send(Prompt(text="plan it", mode="plan"))
+    assert turn_start["params"]["collaborationMode"] == {
+        "mode": "plan",
+        "settings": {"model": "gpt-5.5", "reasoning_effort": None, "developer_instructions": None},
+    }
+
+
+def test_a_prompt_without_a_mode_keeps_the_threads_own_unless_the_project_says_plan() -> None:
+    [plain] = ready().send(Prompt(text="go"))
+    assert "collaborationMode" not in plain["params"]
+    [planned] = ready(collaboration_mode="plan").send(Prompt(text="go"))
+    assert planned["params"]["collaborationMode"]["mode"] == "plan"
+    [chosen] = ready(collaboration_mode="plan").send(Prompt(text="go", mode="default"))
+    assert chosen["params"]["collaborationMode"]["mode"] == "default"
+
+
+def test_a_proposed_plan_becomes_the_gateways_plan_card_after_the_turn_ends() -> None:
+    session = running()
+    plan_item = {"type": "plan", "id": "p1", "text": ""}
+    assert session.feed({"method": "item/started", "params": {"item": plan_item}}) == []
+    delta = {"itemId": "p1", "delta": "# Pl", "threadId": THREAD, "turnId": TURN}
+    assert session.feed({"method": "item/plan/delta", "params": delta}) == []
+    done_item = {**plan_item, "text": "# Plan\n\n1. Create hello.txt\n"}
+    assert session.feed({"method": "item/completed", "params": {"item": done_item}}) == []
+    turn = {"id": TURN, "status": "completed", "items": []}
+    ended, opened = session.feed({"method": "turn/completed", "params": {"turn": turn}})
+    assert isinstance(ended, TurnCompleted) and isinstance(opened, InteractionOpened)
+    request = opened.request
+    assert request.native_key == "" and request.kind is InteractionKind.PLAN
+    assert request.detail == Plan(markdown="# Plan\n\n1. Create hello.txt\n")
+    assert [a.id for a in request.actions] == ["implement", "keep-planning"]
+    assert session.codec.open_interactions == ()  # nothing in the agent waits for it
+
+
+def test_no_plan_card_for_a_turn_that_did_not_complete() -> None:
+    session = running()
+    item = {"type": "plan", "id": "p1", "text": "# Plan"}
+    session.feed({"method": "item/completed", "params": {"item": item}})
+    turn = {"id": TURN, "status": "interrupted", "items": []}
+    [ended] = session.feed({"method": "turn/completed", "params": {"turn": turn}})
+    assert isinstance(ended, TurnCompleted)

@@ -125,6 +125,18 @@ def test_decision_commands_without_what_they_need_say_how_to_use_them(
     assert result.message.startswith(f"Usage: /{name}")
 
 
+def test_plan_is_a_prompt_in_plan_mode_and_needs_its_text() -> None:
+    assert parse_chat_text("/plan add a dark theme\nand tests") == ChatPrompt(
+        text="add a dark theme\nand tests", mode="plan"
+    )
+    assert parse_chat_text("/plan@bot tidy up", bot_username="bot") == ChatPrompt(
+        text="tidy up", mode="plan"
+    )
+    usage = parse_chat_text("/plan   ")
+    assert isinstance(usage, CommandUsage) and usage.message == "Usage: /plan TEXT"
+    assert parse_chat_text("ok") == ChatPrompt(text="ok")  # no mode: never a plan decision
+
+
 def test_an_unknown_command_is_not_sent_to_the_agent() -> None:
     assert parse_chat_text("/aprove k3") == UnknownCommand(name="aprove")
 

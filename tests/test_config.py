@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from gateway import config as module
 from gateway.config import (
     ApprovalPolicy,
+    CollaborationMode,
     ConfigProblem,
     PermissionMode,
     SandboxMode,
@@ -291,6 +292,18 @@ def test_an_acp_agent_needs_an_argv_and_takes_no_codex_or_model_options() -> Non
         env={},
     )
     assert config.projects["web"].argv() == ("codex-acp",)
+
+
+def test_plan_mode_by_default_is_a_codex_app_server_setting() -> None:
+    text = MINIMAL.replace(
+        'agent = "codex-app-server"', 'agent = "codex-app-server"\ncollaboration_mode = "plan"'
+    )
+    options = parse_config(text, env={}).projects["web"].agent_options
+    assert options.collaboration_mode is CollaborationMode.PLAN
+    for agent in ("codex-exec", "claude-code"):
+        message = refusal(text.replace("codex-app-server", agent))
+        assert f"{line_of(text, 'collaboration_mode')}: projects.web.agent_options" in message
+        assert f"does not apply to agent {agent}" in message
 
 
 def test_an_enabled_platform_without_allow_from_refuses_to_start() -> None:

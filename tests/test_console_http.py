@@ -28,6 +28,7 @@ from gateway.domain import (
     Option,
     Question,
 )
+from gateway.events import Usage
 from gateway.interactions import Interaction, InteractionEvent
 from tests.console_harness import (
     ConsoleRunning,
@@ -403,3 +404,21 @@ async def test_a_session_is_titled_by_its_first_words_or_when_it_started(
     assert f"<h1>{title} " in page and f"<title>{title} · agent-gateway</title>" in page
     started = f"demo, started {session.created_at:%Y-%m-%d %H:%M} UTC"
     assert f'<a href="/s/{quiet.session_id}">{started}</a>' in listed
+
+
+async def test_the_session_view_shows_the_tokens_and_the_context_used(
+    running: ConsoleRunning,
+) -> None:
+    interaction = await ask(running, APPROVAL)
+    session = await running.gateway.store.sessions.get(interaction.session_id)
+    assert session is not None
+    runner = running.gateway.runner(session)
+    # what the runner adds up from the agent's Usage events (gateway/runner.py)
+    runner.usage = runner.usage.add(
+        Usage(input_tokens=1200, output_tokens=300, context_tokens=1500, context_window=200_000)
+    )
+    async with client() as http:
+        await logged_in(http, running)
+        async with http.get(f"{running.console.url}s/{session.id}") as response:
+            page = await response.text()
+    assert "Tokens: 1,200 in, 300 out · context 1,500 of 200,000 (1% used)" in page

@@ -28,7 +28,7 @@ from gateway.events import AgentEvent, InteractionOpened, Interrupt, Prompt, Res
 TRANSCRIPTS = Path(__file__).parent / "transcripts" / "codex-0.171"
 
 # Params a recording client sent that the gateway does not (its own client name, Plan mode).
-RECORDER_ONLY_PARAMS = frozenset({"clientInfo", "collaborationMode"})
+RECORDER_ONLY_PARAMS = frozenset({"clientInfo"})
 
 # Wire decision -> the action id the codec gives it (adapters/codex_requests.py).
 ACTION_IDS = {
@@ -145,7 +145,8 @@ def replay(segment: Segment, codec: CodexAppServerCodec | None = None) -> Replay
             drain()
             continue
         if msg.get("method") == "turn/start":
-            run.codec.send(Prompt(text=msg["params"]["input"][0]["text"]))
+            mode = (msg["params"].get("collaborationMode") or {}).get("mode")
+            run.codec.send(Prompt(text=msg["params"]["input"][0]["text"], mode=mode))
         elif msg.get("method") == "turn/interrupt":
             run.codec.send(Interrupt())
         elif "result" in msg and "method" not in msg:

@@ -342,6 +342,12 @@ VOTES_TABLE = """
 """
 _VOTES = (VOTES_TABLE,)
 
+# A prompt may ask for a collaboration mode (Codex): "/plan TEXT", or a decision on a plan
+# card (Implement: "default", Keep planning: "plan"); NULL: the agent's own.
+_PROMPT_MODE = (
+    "ALTER TABLE prompts ADD COLUMN mode TEXT CHECK (mode IS NULL OR mode IN ('plan', 'default'))",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(version=2, name="a delivery whose outcome is unknown", statements=_UNKNOWN_DELIVERY),
@@ -351,6 +357,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         version=5, name="held prompts, a card drawn again", statements=_HOLDS_AND_CARDS_AGAIN
     ),
     Migration(version=6, name="votes and the content a decision saw", statements=_VOTES),
+    Migration(version=7, name="a prompt's collaboration mode", statements=_PROMPT_MODE),
 )
 
 

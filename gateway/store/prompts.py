@@ -32,7 +32,7 @@ __all__ = ["PromptQueue", "prompt_by_id"]
 
 _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
-    " author_user_id, author_display, text, state, position, created_at, updated_at, held"
+    " author_user_id, author_display, text, state, position, created_at, updated_at, held, mode"
 )
 _IDS_PER_QUERY = 500  # well under SQLite's limit of bound parameters
 _FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
@@ -53,6 +53,7 @@ class PromptQueue:
         author: Actor,
         text: str,
         max_depth: int,
+        mode: str | None = None,
     ) -> EnqueueResult:
         """Queue a message, unless it was queued before (DUPLICATE) or the queue holds
         ``max_depth`` prompts already (FULL, audited). Never raises for either."""
@@ -93,8 +94,8 @@ class PromptQueue:
             cursor = conn.execute(
                 "INSERT INTO prompts (session_id, platform, space, channel, thread,"
                 " platform_message_id, author_platform, author_user_id, author_display, text,"
-                " state, position, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
+                " mode, state, position, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
                 " (SELECT coalesce(max(position), 0) + 1 FROM prompts WHERE session_id = ?),"
                 " ?, ?)",
                 (
@@ -104,6 +105,7 @@ class PromptQueue:
                     author.user_id,
                     author.display,
                     text,
+                    mode,
                     session_id,
                     now,
                     now,
@@ -410,4 +412,5 @@ def _prompt_from_row(row: sqlite3.Row) -> PromptRecord:
         created_at=parse_time(row["created_at"]),
         updated_at=parse_time(row["updated_at"]),
         held=bool(row["held"]),
+        mode=row["mode"],
     )

@@ -126,6 +126,7 @@ class PromptRecord:
     created_at: datetime
     updated_at: datetime
     held: bool = False  # queued before a /stop (or a restart): waits for /resume or /clear
+    mode: str | None = None  # Codex collaboration mode asked for ("plan", "default")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

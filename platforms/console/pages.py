@@ -253,6 +253,7 @@ def conversation_page(
     ctx: PostContext,
     *,
     typing_refused: str | None,
+    usage: str | None = None,
 ) -> str:
     def card(view: CardView) -> str:
         return card_html(view, ctx, refusals=frame.notices.take(f"i-{view.interaction.id}"))
@@ -266,6 +267,11 @@ def conversation_page(
         f'<span data-key="state" data-version="{escape(state)}" class="state '
         f'{state_class(state)}">{escape(state)}</span>'
     )
+    if usage is not None:  # tokens in and out, the context used (gateway/usage.py)
+        head += (
+            f' <span data-key="usage" data-version="{escape(usage)}" class="usage meta">'
+            f"{escape(usage)}</span>"
+        )
     heading = (
         f'<h1>{escape(title)} <span id="head" data-live>{head}</span></h1>'
         f'<p class="meta">project {escape(session.project)} · '

@@ -268,6 +268,8 @@ async def _conversation(request: web.Request) -> web.Response:
         else "This session is not shown on the console."
     )
     first = await gateway.store.prompts.first_texts([record.id])
+    runner = gateway.existing_runner(record.id)
+    usage = runner.usage.describe() if runner is not None and runner.usage.reported else None
     page = conversation_page(
         await _frame(request),
         record,
@@ -276,6 +278,7 @@ async def _conversation(request: web.Request) -> web.Response:
         items,
         _context(request, browser),
         typing_refused=refused,
+        usage=usage,
     )
     return _html(page)
 

@@ -98,6 +98,19 @@ class ModelRequest(ReceivedRequest):
         out = outputs[-1].get("output")
         return out if isinstance(out, str) else json.dumps(out)
 
+    def mode_told(self) -> str:
+        """The first line of the last collaboration-mode instructions Codex gave the model
+        ("# Collaboration Mode: Default"; "" if none)."""
+        told = ""
+        for item in self.input:
+            if item.get("role") != "developer":
+                continue
+            for part in item.get("content") or []:
+                text = part.get("text") if isinstance(part, dict) else None
+                if isinstance(text, str) and text.startswith("<collaboration_mode>"):
+                    told = text.removeprefix("<collaboration_mode>").splitlines()[0]
+        return told
+
     def user_texts(self) -> list[str]:
         texts = []
         for item in self.input:
