@@ -120,6 +120,12 @@ PLATFORMS = Registry(
             probe="platforms.slack.probe:check",
         ),
         PlatformEntry(
+            name="discord",
+            config="platforms.discord.config",
+            factory=None,  # not started by `run` yet: the platform is the next step
+            auth_table="discord",
+        ),
+        PlatformEntry(
             name="memory",
             config="platforms.memory.config",
             factory=None,
