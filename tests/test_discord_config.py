@@ -130,3 +130,17 @@ def test_roles_are_not_who_someone_is() -> None:
 
 def test_a_new_card_mentions_approver_roles_that_may_talk(config: Config) -> None:
     assert approver_ids(config, "web", "discord", None) == ("111", "role:901")
+
+
+def test_discord_invite_prints_the_url_from_the_config_or_an_id(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from gateway.cli import main
+
+    assert main(["discord-invite", "--application-id", "424242"]) == 0
+    printed = capsys.readouterr().out.strip()
+    assert printed == invite_url("424242")
+    path = tmp_path / "gateway.toml"
+    path.write_text(BASE.replace(', "role:901"', "").replace("${DISCORD_BOT_TOKEN}", "x.y.z"))
+    assert main(["discord-invite", "--config", str(path)]) == 0
+    assert capsys.readouterr().out.strip() == printed
+    assert main(["discord-invite", "--application-id", "abc"]) == 2
+    assert "is a number" in capsys.readouterr().err
