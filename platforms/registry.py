@@ -124,6 +124,7 @@ PLATFORMS = Registry(
             config="platforms.discord.config",
             factory=None,  # not started by `run` yet: the platform is the next step
             auth_table="discord",
+            probe="platforms.discord.probe:check",
         ),
         PlatformEntry(
             name="memory",
