@@ -22,6 +22,7 @@ from tests.servers.fake_telegram import FakeTelegram
 pytest_plugins = [
     "tests.codex_env",  # fake_model, codex_home
     "tests.claude_env",  # fake_anthropic, claude_home
+    "tests.discord_harness",  # fake_discord
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
