@@ -122,7 +122,7 @@ PLATFORMS = Registry(
         PlatformEntry(
             name="discord",
             config="platforms.discord.config",
-            factory=None,  # not started by `run` yet: the platform is the next step
+            factory="platforms.discord.platform:DiscordPlatform",
             auth_table="discord",
             probe="platforms.discord.probe:check",
         ),
