@@ -177,6 +177,8 @@ class _Client(discord.Client):
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
         if interaction.type is discord.InteractionType.modal_submit:
             await self.platform.on_modal(interaction)
+        elif interaction.type is discord.InteractionType.component:
+            await self.platform.on_unlisted_click(interaction)
 
 
 class DiscordPlatform:
@@ -404,6 +406,27 @@ class DiscordPlatform:
         ack = await inbox.on_action(action)
         await self._followup(interaction, ack.text)
 
+    async def on_unlisted_click(self, interaction: discord.Interaction[Any]) -> None:
+        """A press of a button the message no longer carries (a screen not yet redrawn, or
+        forged data): discord.py's DynamicItems only take buttons that are on the message,
+        so it is taken here, and the core says what it means."""
+        data: Any = interaction.data or {}
+        custom = str(data.get("custom_id") or "")
+        message = interaction.message
+        listed = message is not None and any(
+            getattr(child, "custom_id", None) == custom
+            for row in message.components
+            for child in getattr(row, "children", [])
+        )
+        if listed:
+            return  # the DynamicItem takes it
+        if custom.startswith(_PAGE_PREFIX):
+            page, _, token = custom[len(_PAGE_PREFIX) :].partition(":")
+            if page.isdigit() and token:
+                await self.open_page(interaction, token, int(page))
+        elif custom.startswith(CUSTOM_ID_PREFIX) and len(custom) <= CUSTOM_ID_MAX:
+            await self.on_button(interaction, custom[len(CUSTOM_ID_PREFIX) :])
+
     def _form_of(self, token: str) -> tuple[ConversationRef, Card, QuestionForm] | None:
         for where, card in reversed(self._cards.values()):
             if card.form is not None and card.form.submit_token == token:
@@ -465,8 +488,7 @@ class DiscordPlatform:
         read = read_page(form, page, values, draft)
         if not read.complete:
             lines = [*read.refused]
-            if read.missing:
-                lines.append("Still to answer: " + ", ".join(f"“{m}”" for m in read.missing) + ".")
+            lines += [f"“{name}” needs an answer." for name in read.missing]
             view = ui.View(timeout=None)
             view.add_item(PageButton(page_number, token, "Answer again"))
             await interaction.response.send_message("\n".join(lines), view=view, ephemeral=True)
