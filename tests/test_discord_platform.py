@@ -141,3 +141,40 @@ async def test_message_content_without_the_intent_is_a_config_error(fake: FakeDi
 
 def test_actor_of_a_member_keeps_its_roles() -> None:
     assert Actor(platform="discord", user_id="1", roles=("2",)).roles == ("2",)
+
+
+async def test_commands_in_a_thread_dms_and_an_archived_threads_card(fake: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with DiscordPlatform(settings(fake)) as platform:
+        platform.attach(inbox)
+        said = await fake.say(ALICE, fake.general, f"<@{BOT.id}> hello", mentions=(BOT,))
+        (first,) = await inbox.wait(lambda: inbox.messages)
+        thread = await fake.wait_for(lambda: fake.channels.get(said.id))
+
+        command = await fake.slash(ALICE, thread, "stop")
+        await inbox.wait(lambda: len(inbox.messages) == 2)
+        stop = inbox.messages[1]
+        assert stop.text == "/stop" and stop.conversation == first.conversation
+        assert command.callback is not None and command.callback["type"] == 4  # at once
+        assert command.original is not None and command.original.ephemeral
+
+        card = Card(
+            title="Run?",
+            actions=(CardAction(label="Allow once", token=TOKEN_A, style=ButtonStyle.PRIMARY),),
+        )
+        ref = await platform.send_card(first.conversation, card)
+        await fake.archive(thread)
+        await platform.edit_card(ref, Card(title="Run?", status_line="Allowed by @alice"))
+        assert fake.message(ref.message_id).components == []  # unarchived, then edited
+        assert not thread.archived
+
+        dm = await platform.direct_conversation(message_actor(first))
+        assert dm is not None and dm.space is None
+        await platform.send_text(dm, "Only for you @everyone")
+        (sent,) = fake.bot_messages(fake.channels[dm.channel])
+        assert "@everyone" not in sent.content  # defused
+        assert (sent.allowed_mentions or {}).get("parse") == []
+
+
+def message_actor(message: InboundMessage) -> Actor:
+    return message.actor

@@ -663,8 +663,7 @@ class DiscordPlatform:
     async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
         client = self._running_client_or_fail()
         try:
-            user = await client.fetch_user(int(actor.user_id))
-            dm = await user.create_dm()
+            dm = await client.create_dm(discord.Object(id=int(actor.user_id)))
         except (discord.HTTPException, ValueError) as exc:
             log.info("discord: no DM with %s (%s)", actor.user_id, exc)
             return None
