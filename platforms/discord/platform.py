@@ -88,7 +88,9 @@ log = logging.getLogger(__name__)
 CONTENT_MAX = 2000
 DISCORD_LIMITS = PlatformLimits(
     callback_max_bytes=CUSTOM_ID_MAX - len(CUSTOM_ID_PREFIX),  # "agw:" + token
-    text_max_chars=CONTENT_MAX,
+    # Discord counts the content as sent, escapes included: the core's parts leave room for
+    # them (a part that still grows past 2,000 is cut, and the log says so)
+    text_max_chars=1800,
     card_max_chars=4096,  # the embed's description
     ack_deadline_seconds=3.0,
     min_edit_interval_seconds=1.0,
@@ -304,10 +306,13 @@ class DiscordPlatform:
         self._attached_event.set()
 
     async def stop_input(self) -> None:
+        """Take nothing more; events waiting for :meth:`attach` are let go (not taken)."""
         self._stopped = True
+        self._attached_event.set()
 
     async def close(self) -> None:
         self._stopped = True
+        self._attached_event.set()
         if self._outbox is not None:
             self._outbox.close()
         if self._client is not None:
@@ -699,7 +704,10 @@ class DiscordPlatform:
     def _shown_text(self, text: str) -> str:
         if not text.strip() or len(text) > self.limits.text_max_chars:
             raise PlatformError(f"text of {len(text)} characters cannot be sent to Discord")
-        return clip(discord_markdown(text), CONTENT_MAX)
+        shown = discord_markdown(text)
+        if len(shown) > CONTENT_MAX:
+            log.warning("discord: a text of %d characters once escaped was cut", len(shown))
+        return clip(shown, CONTENT_MAX)
 
     def _keep_card(self, message_id: str, conversation: ConversationRef, card: Card) -> None:
         self._cards.pop(message_id, None)
