@@ -41,7 +41,6 @@ import yarl
 from discord import app_commands, ui
 
 from gateway.cards import Card, QuestionForm
-from gateway.commands import HELP_TEXT
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
 from gateway.markdown import discord_markdown
@@ -100,6 +99,8 @@ READY_SECONDS = 30.0
 _CARDS = 512  # the cards (and their forms) remembered by message id
 _PAGE_PREFIX = "agwp:"  # "Next" / "Answer again" buttons: agwp:<page>:<token>
 _THREAD_EXISTS = 160004
+TAKE_ATTEMPTS = 5  # a message the gateway failed to take is tried again this often
+_BUSY = "The gateway could not take your message; send it again in a moment."
 
 
 def _quiet_sdk_logger() -> None:
@@ -209,6 +210,7 @@ class DiscordPlatform:
         self._shown: OrderedDict[str, str] = OrderedDict()
         self.drafts = ModalDrafts()
         self.turn_ends = TurnEnds()
+        self._order: dict[str, asyncio.Lock] = {}
         self.bot_id = ""
 
     # --- lifetime -------------------------------------------------------------------------
@@ -344,21 +346,53 @@ class DiscordPlatform:
         )
         if found is None:
             return
-        inbox = await self._inbox_when_attached()
-        if inbox is None:
-            return
-        if found.needs_session and not await inbox.has_session(found.conversation):
-            return
-        where = await self._thread_for(message, found) if found.start_thread else found.conversation
-        await inbox.on_message(
-            InboundMessage(
-                conversation=where,
-                actor=found.actor,
-                text=found.text,
-                message_id=found.message_id,
-                private=found.direct,
+        # discord.py runs each event in a task of its own: a conversation's messages are
+        # taken one after another, in the order they came (the lock is FIFO)
+        async with self._order_of(found.conversation.key()):
+            inbox = await self._inbox_when_attached()
+            if inbox is None:
+                return
+            if found.needs_session and not await inbox.has_session(found.conversation):
+                return
+            where = (
+                await self._thread_for(message, found) if found.start_thread else found.conversation
             )
-        )
+            await self._hand_over(
+                inbox,
+                InboundMessage(
+                    conversation=where,
+                    actor=found.actor,
+                    text=found.text,
+                    message_id=found.message_id,
+                    private=found.direct,
+                ),
+            )
+
+    def _order_of(self, key: str) -> asyncio.Lock:
+        lock = self._order.get(key)
+        if lock is None:
+            if len(self._order) >= _CARDS:
+                for idle in [k for k, held in self._order.items() if not held.locked()]:
+                    del self._order[idle]
+            lock = self._order[key] = asyncio.Lock()
+        return lock
+
+    async def _hand_over(self, inbox: Inbox, message: InboundMessage) -> None:
+        """The message to the gateway, tried again while it fails (a busy ledger); the
+        person is told when it could not be taken."""
+        delay = 0.25
+        for attempt in range(1, TAKE_ATTEMPTS + 1):
+            try:
+                await inbox.on_message(message)
+                return
+            except Exception:
+                if attempt == TAKE_ATTEMPTS:
+                    log.exception("discord message %s not taken", message.message_id)
+                    break
+                await asyncio.sleep(delay)  # a back-off, not a wait for state
+                delay = min(delay * 2, 5.0)
+        with contextlib.suppress(PlatformError):
+            await self.send_text(message.conversation, _BUSY)
 
     async def _thread_for(self, message: discord.Message, found: Heard) -> ConversationRef:
         """The thread made from the message that starts a session (the one made before, for
@@ -373,22 +407,23 @@ class DiscordPlatform:
             return found.conversation
 
     async def on_slash(self, interaction: discord.Interaction[Any], name: str, text: str) -> None:
-        """Answered at once (only its person sees it); the command goes to the gateway."""
-        said = HELP_TEXT if name == "help" else f"/{name}: sent."
-        await interaction.response.send_message(clip(said, CONTENT_MAX), ephemeral=True)
+        """Answered at once (only its person sees it); the command goes to the gateway, which
+        answers it where it was typed (the help too: said once, there)."""
+        await interaction.response.send_message(f"/{name}: sent.", ephemeral=True)
         inbox = await self._inbox_when_attached()
         if inbox is None:
             return
         place = place_of(interaction.channel, interaction.guild_id)
         user = interaction.user
-        await inbox.on_message(
+        await self._hand_over(
+            inbox,
             InboundMessage(
                 conversation=conversation_of(place),
                 actor=actor_of(str(user.id), user.name, roles_of(user)),
                 text=command_text(name, text),
                 message_id=f"command:{interaction.id}",
                 private=interaction.guild_id is None,
-            )
+            ),
         )
 
     # --- clicks and forms -----------------------------------------------------------------
