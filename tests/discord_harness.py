@@ -1,9 +1,10 @@
 """The fake Discord as a fixture, and a real discord.py client run against it.
 
-``fake_discord`` starts :class:`tests.servers.fake_discord.FakeDiscord` on loopback and points
-discord.py's ``Route.BASE`` and ``DiscordWebSocket.DEFAULT_GATEWAY`` at it for one test (put
-back after). :func:`connected` runs a ``discord.Client`` in a task until the block ends,
-READY (with its guilds) seen first.
+``fake_discord`` (a fixture of this plugin, listed in conftest's ``pytest_plugins``) starts
+:class:`tests.servers.fake_discord.FakeDiscord` on loopback and points discord.py's
+``Route.BASE`` and ``DiscordWebSocket.DEFAULT_GATEWAY`` at it for one test (put back after).
+:func:`connected` runs a ``discord.Client`` in a task until the block ends, READY (with its
+guilds) seen first.
 """
 
 from __future__ import annotations
@@ -52,3 +53,10 @@ async def connected(
         await client.close()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(task, deadline)
+
+
+# A platform under test takes the fake's URLs from its config instead of redirect():
+#   api_base = fake_discord.api_base        -> discord.http.Route.BASE
+#   gateway  = fake_discord.gateway_url     -> DiscordWebSocket.DEFAULT_GATEWAY (yarl.URL)
+#   token    = tests.servers.fake_discord.TOKEN
+# and Client(guild_ready_timeout=...) small, or READY waits 2 s after the last GUILD_CREATE.

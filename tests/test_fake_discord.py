@@ -11,7 +11,7 @@ import pytest
 from discord import ui
 
 from tests.discord_harness import connected
-from tests.servers.fake_discord import ALICE, BOT, FakeDiscord
+from tests.servers.fake_discord import ALICE, BOB, BOT, FakeDiscord, Interaction
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -64,6 +64,7 @@ async def test_connects_and_sees_messages_as_the_intents_allow(fake_discord: Fak
         assert fake_discord.gateway_query["v"] == "10"
         assert fake_discord.gateway_query["encoding"] == "json"
         assert [g.name for g in client.guilds] == ["Fake Guild"]
+        assert [f["op"] for f in fake_discord.gateway_frames[:2]] == [1, 2]  # beat, IDENTIFY
         await fake_discord.say(ALICE, fake_discord.general, "hello there")
         await fake_discord.say(ALICE, fake_discord.general, "hi bot", mentions=(BOT,))
         await fake_discord.say(ALICE, fake_discord.dm(ALICE), "in private")
@@ -280,6 +281,15 @@ async def test_archived_thread_refuses_edits_until_unarchived(fake_discord: Fake
         assert refused.value.code == 50083
         await thread.edit(archived=False)
         await card.edit(content="decided")
+        in_thread = fake_discord.channels[str(thread.id)]
+        await fake_discord.say(ALICE, in_thread, "thanks", mentions=(BOT,))
+        seen = await client.wait_seen(3)  # the mention, the bot's own card, the reply
+        reply = seen[2]
+    assert [m.author.bot for m in seen] == [False, True, False]
+    assert (
+        isinstance(reply.channel, discord.Thread) and reply.channel.parent_id == message.channel.id
+    )
+    assert reply.content == "thanks"
     assert fake_discord.message(str(card.id)).content == "decided"
 
 
@@ -297,11 +307,13 @@ async def test_command_sync_and_slash(fake_discord: FakeDiscord) -> None:
         guild = discord.Object(int(fake_discord.general.guild_id or 0))
         tree.copy_global_to(guild=guild)
         await tree.sync(guild=guild)
+        await tree.sync()
         slash = await fake_discord.slash(ALICE, fake_discord.general, "status")
         await fake_discord.wait_for(lambda: slash.original)
     assert ran == ["alice"]
     assert slash.original is not None and slash.original.ephemeral
     assert [c["name"] for c in fake_discord.commands[fake_discord.general.guild_id]] == ["status"]
+    assert [c["name"] for c in fake_discord.commands[None]] == ["status"]
 
 
 async def test_upload_past_the_size_limit_is_refused(fake_discord: FakeDiscord) -> None:
@@ -316,3 +328,262 @@ async def test_upload_past_the_size_limit_is_refused(fake_discord: FakeDiscord) 
             await channel.send(file=discord.File(io.BytesIO(b"x" * 1001), filename="b.txt"))
     assert refused.value.code == 40005
     assert fake_discord.message(str(ok.id)).attachments[0]["filename"] == "a.txt"
+
+
+async def _raw_callback(fake: FakeDiscord, interaction: Interaction, body: Any) -> dict[str, Any]:
+    """A callback as sent on the wire (discord.py checks some limits itself first)."""
+    url = f"{fake.api_base}/interactions/{interaction.id}/{interaction.token}/callback"
+    async with aiohttp.ClientSession() as http, http.post(url, json=body) as answer:
+        body = await answer.json() if answer.status != 204 else {}
+        return {"status": answer.status, **body}
+
+
+def _modal(**overrides: Any) -> dict[str, Any]:
+    radio = {
+        "type": 21,
+        "custom_id": "pick",
+        "options": [{"label": "A", "value": "a"}, {"label": "B", "value": "b"}],
+    }
+    data: dict[str, Any] = {
+        "custom_id": "agw:form",
+        "title": "Questions",
+        "components": [{"type": 18, "label": "Pick", "description": "One", "component": radio}],
+    }
+    return {"type": 9, "data": {**data, **overrides}}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"title": "x" * 46},
+        {"custom_id": "agw:" + "x" * 97},
+        {"components": [{"type": 10, "content": "note"}] * 6},
+        {
+            "components": [
+                {"type": 18, "label": "x" * 46, "component": {"type": 4, "custom_id": "a"}}
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 18,
+                    "label": "L",
+                    "description": "d" * 101,
+                    "component": {"type": 4, "custom_id": "a"},
+                }
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 18,
+                    "label": "L",
+                    "component": {
+                        "type": 21,
+                        "custom_id": "r",
+                        "options": [{"label": "A", "value": "a"}],
+                    },
+                }
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 18,
+                    "label": "L",
+                    "component": {
+                        "type": 22,
+                        "custom_id": "c",
+                        "options": [{"label": str(n), "value": str(n)} for n in range(11)],
+                    },
+                }
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 18,
+                    "label": "L",
+                    "component": {
+                        "type": 3,
+                        "custom_id": "s",
+                        "options": [{"label": str(n), "value": str(n)} for n in range(26)],
+                    },
+                }
+            ]
+        },
+        {
+            "components": [
+                {
+                    "type": 1,
+                    "components": [{"type": 4, "custom_id": "t", "label": "T", "max_length": 4001}],
+                }
+            ]
+        },
+    ],
+)
+async def test_modal_limits_are_refused_with_50035(
+    fake_discord: FakeDiscord, overrides: dict[str, Any]
+) -> None:
+    click = await fake_discord.forge(
+        ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+    )
+    answer = await _raw_callback(fake_discord, click, _modal(**overrides))
+    assert (answer["status"], answer["code"]) == (400, 50035)
+    assert click.modal is None and click.callback is None
+    opened = await _raw_callback(fake_discord, click, _modal())  # a valid one still may
+    assert opened["status"] == 204 and click.modal is not None
+
+
+async def test_a_modal_only_as_the_first_answer_and_never_to_a_modal(
+    fake_discord: FakeDiscord,
+) -> None:
+    click = await fake_discord.forge(
+        ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+    )
+    assert (await _raw_callback(fake_discord, click, {"type": 5}))["status"] == 204
+    assert (await _raw_callback(fake_discord, click, _modal()))["code"] == 40060
+    other = await fake_discord.forge(
+        ALICE, fake_discord.general, {"custom_id": "b", "component_type": 2}
+    )
+    await _raw_callback(fake_discord, other, _modal())
+    submit = await fake_discord.submit(ALICE, other, {"pick": "b"})
+    assert submit.data["components"][0]["component"] == {
+        "type": 21,
+        "custom_id": "pick",
+        "id": 1,
+        "value": "b",
+    }
+    assert (await _raw_callback(fake_discord, submit, _modal()))["code"] == 50035
+
+
+async def test_missing_permission_is_refused_and_visible_to_the_client(
+    fake_discord: FakeDiscord,
+) -> None:
+    from tests.servers.discord_records import SEND_MESSAGES
+
+    quiet = fake_discord.add_channel("1600000000000000002", "quiet", bot_denied=SEND_MESSAGES)
+    client = Bare()
+    async with connected(client, fake_discord):
+        channel = client.get_channel(int(quiet.id))
+        assert isinstance(channel, discord.TextChannel)
+        assert not channel.permissions_for(channel.guild.me).send_messages
+        assert _channel(client, fake_discord).permissions_for(channel.guild.me).send_messages
+        with pytest.raises(discord.Forbidden) as refused:
+            await channel.send("hello")
+    assert refused.value.code == 50013
+
+
+async def test_a_click_while_away_is_replayed_and_answered_once(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        await fake_discord.drop()
+        click = await fake_discord.forge(
+            ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+        )
+        interaction = await client.wait_interaction(1)
+        await interaction.response.send_message("done", ephemeral=True)
+    assert fake_discord.resumed == 1 and fake_discord.identified == 1
+    assert click.callback_type == 4 and click.refused == []
+
+
+async def test_non_ephemeral_responses_reach_the_gateway(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        await fake_discord.forge(
+            ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+        )
+        interaction = await client.wait_interaction(1)
+        await interaction.response.send_message("for everyone")
+        await interaction.followup.send("just you", ephemeral=True)
+        await interaction.followup.send("and again for everyone")
+        seen = await client.wait_seen(2)
+    assert [m.content for m in seen] == ["for everyone", "and again for everyone"]
+
+
+async def test_a_sixth_edit_in_five_seconds_gets_429_with_via(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        sent = await _channel(client, fake_discord).send("v0")
+    url = f"{fake_discord.api_base}/channels/{fake_discord.general.id}/messages/{sent.id}"
+    auth = {"Authorization": f"Bot {fake_discord.token}"}
+    remaining = []
+    async with aiohttp.ClientSession(headers=auth) as http:
+        for n in range(1, 6):
+            async with http.patch(url, json={"content": f"v{n}"}) as answer:
+                assert answer.status == 200
+                remaining.append(answer.headers["X-RateLimit-Remaining"])
+        async with http.patch(url, json={"content": "v6"}) as answer:
+            assert answer.status == 429
+            assert answer.headers["Via"]
+            assert 0 < (await answer.json())["retry_after"] <= 5
+        async with http.patch(
+            url, json={"content": "v7"}, headers={"Authorization": "Bot x"}
+        ) as bad:
+            assert bad.status == 401
+    assert remaining == ["4", "3", "2", "1", "0"]
+    assert fake_discord.message(str(sent.id)).content == "v5"
+
+
+async def test_allowed_mentions_decide_who_is_pinged(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        channel = _channel(client, fake_discord)
+        text = f"@everyone <@{ALICE.id}> <@&{ALICE.roles[0]}> <@{BOB.id}>"
+        quiet = await channel.send(text, allowed_mentions=discord.AllowedMentions.none())
+        alice = await channel.send(
+            text,
+            allowed_mentions=discord.AllowedMentions(
+                everyone=False, roles=False, users=[discord.Object(int(ALICE.id))]
+            ),
+        )
+        loud = await channel.send(text)  # discord.py sends no allowed_mentions by default
+    assert fake_discord.message(str(quiet.id)).pinged == []
+    assert fake_discord.message(str(alice.id)).pinged == [ALICE.id]
+    assert fake_discord.message(str(loud.id)).pinged == [
+        "@everyone",
+        ALICE.id,
+        f"role:{ALICE.roles[0]}",
+        BOB.id,
+    ]
+
+
+async def test_a_dm_is_opened_by_user_id(fake_discord: FakeDiscord) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        user = await client.fetch_user(int(BOB.id))
+        member = await _channel(client, fake_discord).guild.fetch_member(int(ALICE.id))
+        sent = await user.send("hello bob")
+    assert [r.id for r in member.roles][1:] == [int(ALICE.roles[0])]  # after @everyone
+    dm = fake_discord.dm(BOB)
+    assert [m.content for m in fake_discord.bot_messages(dm)] == ["hello bob"]
+    assert sent.channel.id == int(dm.id)
+
+
+async def test_a_click_replayed_past_its_deadline_cannot_be_answered(
+    fake_discord: FakeDiscord,
+) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        await fake_discord.drop()
+        click = await fake_discord.forge(
+            ALICE, fake_discord.general, {"custom_id": "a", "component_type": 2}
+        )
+        fake_discord.advance(4)  # the client was away past the 3 s
+        interaction = await client.wait_interaction(1)
+        with pytest.raises(discord.NotFound):
+            await interaction.response.defer()
+        await fake_discord.deliver_again(click)
+        again = await client.wait_interaction(2)
+        assert again.id == interaction.id
+    assert click.callback is None and click.refused == [10062]
+
+
+async def test_application_flags_say_whether_message_content_is_enabled(
+    fake_discord: FakeDiscord,
+) -> None:
+    client = Bare()
+    async with connected(client, fake_discord):
+        assert not (await client.application_info()).flags.gateway_message_content_limited
+        fake_discord.message_content_enabled = True
+        assert (await client.application_info()).flags.gateway_message_content_limited

@@ -176,6 +176,7 @@ class Sent:
     mentions: list[Person] = field(default_factory=list)
     guild_id: str | None = GUILD_ID
     interaction_id: str | None = None  # an interaction's response or followup
+    pinged: list[str] = field(default_factory=list)  # whom its posting notified (wire.pings)
     edits: list[Version] = field(default_factory=list)  # earlier versions, oldest first
     deleted: bool = False
 
@@ -198,7 +199,7 @@ class Sent:
 
     def button(self, label: str) -> dict[str, Any]:
         """The button with this label (exactly, else the one containing it)."""
-        found = [
+        found: list[dict[str, Any]] = [
             child
             for row in self.components
             for child in row.get("components") or []
@@ -255,6 +256,7 @@ class Interaction:
     followups: list[Sent] = field(default_factory=list)
     modal: dict[str, Any] | None = None  # the modal opened in reply (callback type 9)
     refused: list[int] = field(default_factory=list)  # codes of refused callbacks
+    attachment_size_limit: int = 10 * 1024 * 1024
 
     @property
     def callback_type(self) -> int | None:
@@ -273,7 +275,7 @@ class Interaction:
             "locale": "en-US",
             "app_permissions": str(ALL_PERMISSIONS & ~self.channel.bot_denied),
             "entitlements": [],
-            "attachment_size_limit": 10 * 1024 * 1024,  # discord.py 2.7 reads it unguarded
+            "attachment_size_limit": self.attachment_size_limit,  # discord.py 2.7 needs it
             "context": 1 if self.channel.kind == 1 else 0,
         }
         if self.channel.guild_id is not None:

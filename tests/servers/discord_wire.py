@@ -9,6 +9,7 @@ answers them (``{"code": 50035, "message": "Invalid Form Body", "errors": ...}``
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "check_commands",
     "check_message",
     "check_modal",
+    "pings",
     "walk_components",
 ]
 
@@ -214,3 +216,26 @@ def walk_components(components: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if isinstance(component.get("component"), dict):
             found.extend(walk_components([component["component"]]))
     return found
+
+
+_MENTION = re.compile(r"<@!?(\d+)>|<@&(\d+)>|@(everyone|here)")
+
+
+def pings(content: str, allowed_mentions: dict[str, Any] | None) -> list[str]:
+    """Whom a new message's content notifies, as Discord applies ``allowed_mentions``: user
+    ids, ``role:<id>``, ``@everyone``/``@here`` (embeds never ping; no ``allowed_mentions``
+    lets every mention ping)."""
+    rules = allowed_mentions
+    parse = {"users", "roles", "everyone"} if rules is None else set(rules.get("parse") or [])
+    users = set() if rules is None else {str(u) for u in rules.get("users") or []}
+    roles = set() if rules is None else {str(r) for r in rules.get("roles") or []}
+    found: list[str] = []
+    for match in _MENTION.finditer(content or ""):
+        user, role, everyone = match.groups()
+        if user and ("users" in parse or user in users):
+            found.append(user)
+        elif role and ("roles" in parse or role in roles):
+            found.append(f"role:{role}")
+        elif everyone and "everyone" in parse:
+            found.append(f"@{everyone}")
+    return list(dict.fromkeys(found))

@@ -25,7 +25,9 @@ Discord is:
 - uploads (multipart) past ``attachment_size_limit`` answer 40005; threads from a message
   (a thread's id is its message's); an archived thread refuses edits (50083) until a
   PATCH of the channel unarchives it; permissions by channel overwrite (50013);
-- application commands: PUT/GET global and per guild (validated, recorded).
+- application commands: PUT/GET global and per guild (validated, recorded);
+- ``allowed_mentions`` applied to what a new message pings (``Sent.pinged``: user ids,
+  ``role:<id>``, ``@everyone``); edits ping no one, as on Discord.
 
 A test acts as people (:meth:`say`, :meth:`click`, :meth:`submit`, :meth:`slash`) and reads
 what they see (:meth:`messages`, :attr:`interactions`, :attr:`commands`), waiting with
@@ -73,6 +75,7 @@ from tests.servers.discord_wire import (
     check_commands,
     check_message,
     check_modal,
+    pings,
 )
 
 __all__ = [
@@ -297,7 +300,7 @@ class FakeDiscord:
         self, person: Person, channel: Channel, data: dict[str, Any], kind: int = 3
     ) -> Interaction:
         """An interaction with any data (a custom_id no message carries, say)."""
-        return await self._interact(kind, person, channel, data, None)  # type: ignore[arg-type]
+        return await self._interact(kind, person, channel, data, None)
 
     async def submit(
         self, person: Person, opened_by: Interaction, answers: dict[str, Any]
@@ -354,6 +357,16 @@ class FakeDiscord:
             data["guild_id"] = channel.guild_id
         return await self._interact(2, person, channel, data, None)
 
+    @property
+    def application_flags(self) -> int:
+        """The app's flags: GATEWAY_MESSAGE_CONTENT_LIMITED (1 << 19) when the portal's
+        message content toggle is on (what ``check`` can read before connecting)."""
+        return 1 << 19 if self.message_content_enabled else 0
+
+    async def deliver_again(self, interaction: Interaction) -> None:
+        """Dispatch the same INTERACTION_CREATE again (a duplicate delivery)."""
+        await self.dispatch("INTERACTION_CREATE", interaction.json())
+
     async def reconnect(self) -> None:
         """Send RECONNECT (op 7): the client comes back with RESUME; what is dispatched
         meanwhile waits in the session and is replayed."""
@@ -362,8 +375,8 @@ class FakeDiscord:
         ws, session.ws = session.ws, None
         await ws.send_str(json.dumps({"op": 7, "d": None, "s": None, "t": None}))
 
-    async def drop(self, *, keep: int = 0) -> None:
-        """Lose the connection (close 1006-like, 4000) without saying so first."""
+    async def drop(self) -> None:
+        """Lose the connection (close 4000) without a RECONNECT first: the client RESUMEs."""
         session = self.session
         assert session is not None and session.ws is not None, "no client connected"
         ws, session.ws = session.ws, None
@@ -483,7 +496,7 @@ class FakeDiscord:
                 "session_id": self.session.id,
                 "resume_gateway_url": self.gateway_url,
                 "shard": [0, 1],
-                "application": {"id": APP_ID, "flags": 0},
+                "application": {"id": APP_ID, "flags": self.application_flags},
                 "private_channels": [],
                 "relationships": [],
             },
@@ -606,7 +619,7 @@ class FakeDiscord:
             case ("GET", "users", "@me"):
                 return 200, {**BOT.json(), "verified": True, "mfa_enabled": False, "flags": 0}
             case ("GET", "oauth2", "applications", "@me"):
-                return 200, _application()
+                return 200, _application(self.application_flags)
             case ("GET", "gateway") | ("GET", "gateway", "bot"):
                 return 200, {
                     "url": self.gateway_url,
@@ -618,6 +631,17 @@ class FakeDiscord:
                         "max_concurrency": 1,
                     },
                 }
+            case ("GET", "users", uid):
+                return 200, self._person(uid).json()
+            case ("GET", "guilds", gid):
+                return 200, self._guild(self._guild_id(gid))
+            case ("GET", "guilds", gid, "roles"):
+                return 200, self._guild(self._guild_id(gid))["roles"]
+            case ("GET", "guilds", gid, "channels"):
+                return 200, self._guild(self._guild_id(gid))["channels"]
+            case ("GET", "guilds", gid, "members", uid):
+                self._guild_id(gid)
+                return 200, self._person(uid).member_json()
             case ("POST", "users", "@me", "channels"):
                 person = self.people.get(str(body.get("recipient_id")))
                 if person is None:
@@ -650,9 +674,9 @@ class FakeDiscord:
             case ("PUT", "applications", _, "guilds", gid, "commands"):
                 return 200, self._sync(gid, body)
             case ("POST", "interactions", iid, token, "callback"):
-                return self._callback(iid, token, body, bool(query.get("with_response")))
+                return await self._callback(iid, token, body, bool(query.get("with_response")))
             case ("POST", "webhooks", _, token):
-                return 200, self._followup(token, body, files)
+                return 200, await self._followup(token, body, files)
             case ("PATCH", "webhooks", _, token, "messages", mid):
                 return 200, await self._webhook_edit(token, mid, body, files)
             case ("GET", "webhooks", _, token, "messages", mid):
@@ -663,6 +687,19 @@ class FakeDiscord:
         raise DiscordError(404, 0, "404: Not Found")
 
     # --- channels and messages ------------------------------------------------------------
+
+    def _person(self, uid: str) -> Person:
+        if uid == BOT_ID:
+            return BOT
+        person = self.people.get(uid)
+        if person is None:
+            raise DiscordError(404, 10013, "Unknown User")
+        return person
+
+    def _guild_id(self, gid: str) -> str:
+        if not any(c.guild_id == gid for c in self.channels.values()):
+            raise DiscordError(404, 10004, "Unknown Guild")
+        return gid
 
     def _channel(self, cid: str) -> Channel:
         channel = self.channels.get(cid)
@@ -706,11 +743,13 @@ class FakeDiscord:
         interaction: Interaction | None = None,
     ) -> Sent:
         channel = self.channels[channel_id]
+        content = body.get("content") or ""
+        pinged = pings(content, body.get("allowed_mentions"))
         return Sent(
             self._id(),
             channel_id,
             BOT,
-            body.get("content") or "",
+            content,
             embeds=list(body.get("embeds") or []),
             components=list(body.get("components") or []),
             allowed_mentions=body.get("allowed_mentions"),
@@ -718,6 +757,8 @@ class FakeDiscord:
             attachments=self._attachments(files),
             guild_id=channel.guild_id,
             interaction_id=None if interaction is None else interaction.id,
+            pinged=pinged,
+            mentions=[self.people[p] for p in pinged if p in self.people],
         )
 
     async def _edit(self, message: Sent, body: Any, files: list[dict[str, Any]]) -> Any:
@@ -831,6 +872,7 @@ class FakeDiscord:
             data,
             self._now(),
             message=message,
+            attachment_size_limit=self.attachment_size_limit,
         )
         self.interactions.append(interaction)
         await self.dispatch("INTERACTION_CREATE", interaction.json())
@@ -842,7 +884,9 @@ class FakeDiscord:
             raise DiscordError(404, 10062, "Unknown interaction")
         return found
 
-    def _callback(self, iid: str, token: str, body: Any, with_response: bool) -> tuple[int, Any]:
+    async def _callback(
+        self, iid: str, token: str, body: Any, with_response: bool
+    ) -> tuple[int, Any]:
         interaction = self._interaction(iid, token)
         try:
             if interaction.callback is not None:
@@ -853,7 +897,7 @@ class FakeDiscord:
                 raise DiscordError.invalid({"type": "This field is required"})
             kind, data = body["type"], body.get("data") or {}
             if kind in (6, 7) and interaction.message is None:
-                raise DiscordError(400, 40060, "Interaction has no message to update")
+                raise DiscordError.invalid({"type": "This interaction has no message to update."})
             if kind == 9:
                 if interaction.type == 5:
                     raise DiscordError.invalid({"type": "A modal cannot answer a modal submit."})
@@ -868,6 +912,8 @@ class FakeDiscord:
             interaction.original = self._store(
                 self._bot_message(interaction.channel.id, data, [], interaction)
             )
+            if not interaction.original.ephemeral:
+                await self.dispatch("MESSAGE_CREATE", interaction.original)
         elif kind == 7:
             assert interaction.message is not None
             message = interaction.message
@@ -876,6 +922,8 @@ class FakeDiscord:
                 if key in data:
                     setattr(message, key, data[key] or ([] if key != "content" else ""))
             interaction.original = message
+            if not message.ephemeral:
+                await self.dispatch("MESSAGE_UPDATE", message)
         elif kind == 9:
             interaction.modal = data
         if not with_response:
@@ -902,12 +950,14 @@ class FakeDiscord:
             raise DiscordError(401, 50027, "Invalid Webhook Token")
         return interaction
 
-    def _followup(self, token: str, body: Any, files: list[dict[str, Any]]) -> Any:
+    async def _followup(self, token: str, body: Any, files: list[dict[str, Any]]) -> Any:
         interaction = self._by_token(token)
         _check_body(body, check_message)
         self._check_files(files)
         message = self._store(self._bot_message(interaction.channel.id, body, files, interaction))
         interaction.followups.append(message)
+        if not message.ephemeral:
+            await self.dispatch("MESSAGE_CREATE", message)
         return message.json()
 
     def _webhook_message(self, token: str, mid: str) -> Sent:
@@ -1001,7 +1051,7 @@ async def _body_of(request: web.Request) -> tuple[Any, list[dict[str, Any]]]:
     raise DiscordError(400, 50109, "The request body contains invalid JSON.")
 
 
-def _application() -> dict[str, Any]:
+def _application(flags: int) -> dict[str, Any]:
     return {
         "id": APP_ID,
         "name": "Fake Gateway App",
@@ -1011,7 +1061,7 @@ def _application() -> dict[str, Any]:
         "bot_require_code_grant": False,
         "owner": ALICE.json(),
         "verify_key": "00" * 32,
-        "flags": 0,
+        "flags": flags,
         "team": None,
         "summary": "",
     }
