@@ -178,3 +178,22 @@ async def test_commands_in_a_thread_dms_and_an_archived_threads_card(fake: FakeD
 
 def message_actor(message: InboundMessage) -> Actor:
     return message.actor
+
+
+async def test_a_click_given_again_is_handed_on_and_answered_once(fake: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with DiscordPlatform(settings(fake)) as platform:
+        platform.attach(inbox)
+        await fake.say(ALICE, fake.general, f"<@{BOT.id}> go", mentions=(BOT,))
+        (message,) = await inbox.wait(lambda: inbox.messages)
+        card = Card(
+            title="Run?",
+            actions=(CardAction(label="Allow once", token=TOKEN_A, style=ButtonStyle.PRIMARY),),
+        )
+        ref = await platform.send_card(message.conversation, card)
+        click = await fake.click(ALICE, fake.message(ref.message_id), "Allow once")
+        await fake.wait_for(lambda: click.followups)
+        await fake.deliver_again(click)
+        await inbox.wait(lambda: len(inbox.actions) == 2)  # the core decides it once
+        assert click.refused == [40060]  # Discord took one answer
+        assert len(click.followups) == 1

@@ -439,12 +439,13 @@ class DiscordPlatform:
         if _choice(token) == "s":  # "Answer…": a modal must be the first response
             await self.open_page(interaction, token, 0)
             return
-        await interaction.response.defer(ephemeral=True, thinking=False)
+        answerable = await self._defer(interaction, thinking=False)
         inbox = await self._inbox_when_attached()
         if inbox is None:
             return
-        ack = await inbox.on_action(action)
-        await self._followup(interaction, ack.text)
+        ack = await inbox.on_action(action)  # decided even when it can no longer be answered
+        if answerable:
+            await self._followup(interaction, ack.text)
 
     async def on_unlisted_click(self, interaction: discord.Interaction[Any]) -> None:
         """A press of a button the message no longer carries (a screen not yet redrawn, or
@@ -466,6 +467,17 @@ class DiscordPlatform:
                 await self.open_page(interaction, token, int(page))
         elif custom.startswith(CUSTOM_ID_PREFIX) and len(custom) <= CUSTOM_ID_MAX:
             await self.on_button(interaction, custom[len(CUSTOM_ID_PREFIX) :])
+
+    async def _defer(self, interaction: discord.Interaction[Any], *, thinking: bool) -> bool:
+        """Acknowledge at once; False when Discord no longer takes an answer (given again
+        past its 3 s, or answered already): the click is still handed to the core, and the
+        card's edit tells everyone what came of it."""
+        try:
+            await interaction.response.defer(ephemeral=True, thinking=thinking)
+        except discord.HTTPException as exc:
+            log.info("discord: interaction %s not answerable (%s)", interaction.id, exc.code)
+            return False
+        return True
 
     def _form_of(self, token: str) -> tuple[ConversationRef, Card, QuestionForm] | None:
         for where, card in reversed(self._cards.values()):
@@ -511,7 +523,7 @@ class DiscordPlatform:
         values = modal_values(data)
         found = self._form_of(token)
         if found is None:  # an earlier process's modal: the core says what became of it
-            await interaction.response.defer(ephemeral=True, thinking=True)
+            await self._defer(interaction, thinking=True)
             await self._hand_form(
                 interaction,
                 InboundForm(conversation=where, actor=actor, token=token, answers={}, private=True),
@@ -540,7 +552,7 @@ class DiscordPlatform:
                 f"Page {page_number + 1} of {len(pages)} taken.", view=view, ephemeral=True
             )
             return
-        await interaction.response.defer(ephemeral=True, thinking=True)
+        await self._defer(interaction, thinking=True)
         answers = answers_of(form, draft)
         self.drafts.done(token, actor.user_id)
         await self._hand_form(
