@@ -47,6 +47,7 @@ __all__ = [
     "HMAC_KEY_FILE",
     "LONGEST_TOKEN_BYTES",
     "REJECTION_TEXT",
+    "ROLE_PREFIX",
     "TOKEN_MAX_BYTES",
     "ActionToken",
     "Rejection",
@@ -72,6 +73,7 @@ _TAG_CHARS = 12  # base64url of 9 bytes
 _CHOICE_MAX_CHARS = 6  # q99.99
 _EPOCH_MAX_DIGITS = 8
 _ANYONE = "*"
+ROLE_PREFIX = "role:"  # an auth entry naming a role (Discord): everyone who holds it
 
 _ID = r"[A-Za-z0-9_-]{1,48}"
 _CHOICE = r"[0-9]{1,2}|q[0-9]{1,2}\.[0-9]{1,2}|s"
@@ -238,12 +240,25 @@ def _rules(config: Config, project: str, actor: Actor) -> PlatformAuth | None:
     return None if settings is None else settings.auth.get(actor.platform)
 
 
+def _listed(entries: Collection[str], actor: Actor) -> bool:
+    """``actor`` is in ``entries``: by user id, or by a role they hold (``role:<id>``).
+
+    Roles fail closed: an actor seen without a member (a DM) holds none, and a user id
+    that looks like a role entry never matches one."""
+    if _ANYONE in entries:
+        return True
+    if not actor.user_id.startswith(ROLE_PREFIX) and actor.user_id in entries:
+        return True
+    return any(f"{ROLE_PREFIX}{role}" in entries for role in actor.roles if role)
+
+
 def may_talk(config: Config, project: str, actor: Actor) -> bool:
-    """Fail closed: only people listed in the project's allow_from for their platform."""
+    """Fail closed: only people listed in the project's allow_from for their platform
+    (by user id, or ``role:<id>`` for a role they hold)."""
     rules = _rules(config, project, actor)
     if rules is None:
         return False
-    return _ANYONE in rules.allow_from or actor.user_id in rules.allow_from
+    return _listed(rules.allow_from, actor)
 
 
 def stranger_refusal(actor: Actor) -> str:
@@ -260,7 +275,8 @@ def stranger_refusal(actor: Actor) -> str:
 
 
 def may_decide(config: Config, project: str, actor: Actor, session_initiator: Actor | None) -> bool:
-    """May talk, and is an approver: listed, or ``"*"``, or (by default) the initiator."""
+    """May talk, and is an approver: listed (by id or role), or ``"*"``, or (by default)
+    the initiator."""
     if not may_talk(config, project, actor):
         return False
     rules = _rules(config, project, actor)
@@ -268,7 +284,7 @@ def may_decide(config: Config, project: str, actor: Actor, session_initiator: Ac
         return False
     if rules.approvers is None:
         return session_initiator is not None and session_initiator.key() == actor.key()
-    return _ANYONE in rules.approvers or actor.user_id in rules.approvers
+    return _listed(rules.approvers, actor)
 
 
 def approver_ids(
@@ -276,7 +292,9 @@ def approver_ids(
 ) -> tuple[str, ...]:
     """Who may decide the session's requests on ``platform`` (its auth table's name), by
     their ids there: the listed approvers who may talk, else (none listed) the initiator;
-    nobody for ``"*"`` (anyone: a platform mentions nobody then)."""
+    nobody for ``"*"`` (anyone: a platform mentions nobody then). A listed role stays as
+    ``role:<id>`` when allow_from lets it talk (``"*"`` or the same role): the platform
+    mentions the role."""
     settings = config.projects.get(project)
     rules = None if settings is None else settings.auth.get(platform)
     if rules is None:
@@ -292,7 +310,11 @@ def approver_ids(
     return tuple(
         user
         for user in listed
-        if may_talk(config, project, Actor(platform=platform, user_id=user, display=user))
+        if (
+            _ANYONE in rules.allow_from or user in rules.allow_from
+            if user.startswith(ROLE_PREFIX)
+            else may_talk(config, project, Actor(platform=platform, user_id=user, display=user))
+        )
     )
 
 

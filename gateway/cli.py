@@ -1,5 +1,5 @@
-"""``agent-gateway``: run, check, ledger, demo, slack-manifest (``python -m gateway`` is the
-same program)."""
+"""``agent-gateway``: run, check, ledger, demo, slack-manifest, discord-invite (``python -m
+gateway`` is the same program)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from gateway.config import (
     ProjectConfig,
     check_config,
 )
-from gateway.errors import GatewayError
+from gateway.errors import ConfigError, GatewayError
 from gateway.interactions import Interaction
 from gateway.platform import Platform, connected
 from gateway.platform_config import PlatformConfig
@@ -40,8 +40,17 @@ _LEVELS = {
 # httpx logs every request's URL, and a Telegram URL carries the bot token; PTB's debug lines
 # carry that URL too, and every update it receives (secret answers typed in a DM included);
 # httpcore and aiosqlite write a debug line per request or query (noise, and message text);
-# slack_sdk and slack_bolt write every Socket Mode envelope, modal answers included
-SDK_LOGGERS = ("httpx", "httpcore", "telegram", "aiosqlite", "slack_sdk", "slack_bolt")
+# slack_sdk and slack_bolt write every Socket Mode envelope, modal answers included;
+# discord.py logs gateway events and request bodies (modal answers, tokens) at DEBUG
+SDK_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "telegram",
+    "aiosqlite",
+    "slack_sdk",
+    "slack_bolt",
+    "discord",
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -83,6 +92,13 @@ def _parser() -> argparse.ArgumentParser:
     manifest.add_argument(
         "--request-url", help="HTTP mode: the public https address Slack posts to"
     )
+    invite = commands.add_parser(
+        "discord-invite",
+        help="print the URL that adds the Discord bot to a server, with the permissions it needs",
+    )
+    whose = invite.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--config", type=Path, help="take application_id from [platforms.discord]")
+    whose.add_argument("--application-id", help="the application's id (Developer Portal)")
     return parser
 
 
@@ -99,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(manifest_json(name=args.name, command=args.slash, request_url=args.request_url))
             return 0
+        if args.command == "discord-invite":
+            print(_discord_invite(args.config, args.application_id))
+            return 0
         if args.command == "demo":
             from gateway.demo.command import DEFAULT_DEMO_DATA_DIR, run_demo
 
@@ -110,6 +129,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _discord_invite(path: Path | None, application_id: str | None) -> str:
+    from platforms.discord.config import DiscordConfig, invite_url
+
+    if path is not None:
+        settings = load_config(path).platforms.get("discord", DiscordConfig)
+        if settings is None:
+            raise ConfigError(f"{path} has no [platforms.discord] table")
+        application_id = settings.application_id
+    if not application_id or not application_id.isdigit():
+        raise ConfigError("--application-id: the application's id is a number (a snowflake)")
+    return invite_url(application_id)
 
 
 def configure_logging(level: LogLevel) -> None:

@@ -117,7 +117,9 @@ class Control:
         project = project_for(self._gw.config, conversation, auth_platform)
         if project is None:
             return  # not a conversation of ours: say nothing
-        checked = Actor(platform=auth_platform, user_id=actor.user_id, display=actor.display)
+        checked = Actor(
+            platform=auth_platform, user_id=actor.user_id, display=actor.display, roles=actor.roles
+        )
         if not may_talk(self._gw.config, project, checked):
             await self._refuse_stranger(message, project, checked)
             return

@@ -116,9 +116,15 @@ class ConversationRef:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Actor:
+    """A person on a platform. ``roles`` are the ids of the roles they hold where the
+    platform has roles (a Discord member's), as seen with the message or click that
+    brought them; empty elsewhere and in direct messages. They are not part of who the
+    person is (not compared, never stored): only ``role:<id>`` auth entries read them."""
+
     platform: str
     user_id: str
     display: str = ""
+    roles: tuple[str, ...] = field(default=(), compare=False)
 
     def key(self) -> str:
         return f"{self.platform}:{self.user_id}"

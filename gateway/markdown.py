@@ -40,6 +40,7 @@ __all__ = [
     "ACTIVITY_MARKS",
     "Highlighter",
     "console_html",
+    "discord_escape",
     "discord_markdown",
     "discord_time",
     "plain_text",
@@ -555,6 +556,11 @@ def discord_markdown(md: str) -> str:
     """The agent's Markdown as Discord shows it, mentions defused and stray marks escaped."""
     root, lines = _tree(md)
     return _DiscordMarkdown(lines).blocks(root.children)
+
+
+def discord_escape(text: str) -> str:
+    """Literal text as Discord shows it: every mark escaped, mentions defused."""
+    return _discord_escape(text)
 
 
 # --- splitting and times -------------------------------------------------------------------

@@ -120,6 +120,13 @@ PLATFORMS = Registry(
             probe="platforms.slack.probe:check",
         ),
         PlatformEntry(
+            name="discord",
+            config="platforms.discord.config",
+            factory="platforms.discord.platform:DiscordPlatform",
+            auth_table="discord",
+            probe="platforms.discord.probe:check",
+        ),
+        PlatformEntry(
             name="memory",
             config="platforms.memory.config",
             factory=None,

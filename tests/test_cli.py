@@ -77,13 +77,13 @@ def test_check_names_the_key_and_line_of_a_platform_table_problem(tmp_path: Path
     path = _config(tmp_path, ["codex"])
     with path.open("a") as file:
         file.write('\n[platforms.console]\nidentity = "local:alice"\nhots = "x"\n')
-        file.write("\n[platforms.discord]\n")  # not known until its package exists
+        file.write("\n[platforms.matrix]\n")  # no such platform
     lines = path.read_text().splitlines()
     done = _cli("check", "--config", str(path))
     assert done.returncode == 2
-    hots, discord = lines.index('hots = "x"') + 1, lines.index("[platforms.discord]") + 1
+    hots, matrix = lines.index('hots = "x"') + 1, lines.index("[platforms.matrix]") + 1
     assert f"gateway.toml:{hots}: platforms.console.hots: unknown key" in done.stderr
-    assert f"gateway.toml:{discord}: platforms.discord: unknown platform" in done.stderr
+    assert f"gateway.toml:{matrix}: platforms.matrix: unknown platform" in done.stderr
 
 
 def test_check_reports_a_missing_agent_binary(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ EXAMPLE_ENV = {
     "TELEGRAM_BOT_TOKEN": "123456:telegram-secret-value",
     "SLACK_BOT_TOKEN": "xoxb-1-slack-secret-value",
     "SLACK_APP_TOKEN": "xapp-1-A1-1-slack-app-secret",
+    "DISCORD_BOT_TOKEN": "MTIz.discord.secret-value",
 }
 
 MINIMAL = """\
@@ -72,7 +73,7 @@ def test_the_example_file_loads_with_every_platform_enabled() -> None:
     assert (
         config.platforms.enabled()
         == PLATFORMS.names()
-        == ("console", "telegram", "slack", "memory")
+        == ("console", "telegram", "slack", "discord", "memory")
     )
     web, notes = config.projects["web"], config.projects["notes"]
     assert web.agent is AgentKind.CODEX_APP_SERVER
@@ -122,33 +123,30 @@ def test_the_example_shows_each_platform_table_as_its_config_module_documents_it
 
 
 def test_an_unknown_platform_table_is_refused_with_the_known_ones() -> None:
-    # Discord is not known until its package exists
-    text = MINIMAL + '\n[platforms.discord]\nbot_token = "xoxb-1"\napp_token = "xapp-1"\n'
+    text = MINIMAL + '\n[platforms.matrix]\nbot_token = "xoxb-1"\napp_token = "xapp-1"\n'
     text = text.replace('["*"]', '["*"]\n[projects.web.auth.telegram]\nallow_from = ["1"]')
     message = refusal(text)
-    line = line_of(text, "[platforms.discord]")
-    assert f"gw.toml:{line}: platforms.discord: unknown platform; one of {KNOWN}" in message
-    assert "platforms.discord.bot_token" not in message  # its keys are not looked at
+    line = line_of(text, "[platforms.matrix]")
+    assert f"gw.toml:{line}: platforms.matrix: unknown platform; one of {KNOWN}" in message
+    assert "platforms.matrix.bot_token" not in message  # its keys are not looked at
 
     not_a_table = "platforms = 1\n" + MINIMAL.replace("[platforms.memory]\n", "")
     assert "gw.toml:1: platforms: should be a table" in refusal(not_a_table)
 
 
 def test_auth_tables_and_the_console_identity_take_only_the_registered_platforms() -> None:
-    text = MINIMAL.replace("[projects.web.auth.memory]", "[projects.web.auth.discord]")
+    text = MINIMAL.replace("[projects.web.auth.memory]", "[projects.web.auth.matrix]")
     message = refusal(text)
-    line = line_of(text, "auth.discord")
-    tables = ", ".join(sorted(PLATFORMS.auth_tables()))  # local, memory, slack, telegram
-    assert (
-        f"gw.toml:{line}: projects.web.auth.discord: unknown platform; one of {tables}" in message
-    )
+    line = line_of(text, "auth.matrix")
+    tables = ", ".join(sorted(PLATFORMS.auth_tables()))  # discord, local, memory, slack, telegram
+    assert f"gw.toml:{line}: projects.web.auth.matrix: unknown platform; one of {tables}" in message
 
-    console = MINIMAL + '\n[platforms.console]\nidentity = "discord:U1"\n'
+    console = MINIMAL + '\n[platforms.console]\nidentity = "matrix:U1"\n'
     message = refusal(console)
     line = line_of(console, "identity")
-    assert f"gw.toml:{line}: platforms.console.identity: unknown platform 'discord'" in message
+    assert f"gw.toml:{line}: platforms.console.identity: unknown platform 'matrix'" in message
     assert f"one of {tables}" in message
-    assert 'should be "<platform>:<user id>"' in refusal(console.replace("discord:U1", "alice"))
+    assert 'should be "<platform>:<user id>"' in refusal(console.replace("matrix:U1", "alice"))
 
 
 def test_a_platform_table_missing_a_key_is_followed_by_its_help() -> None:

@@ -14,14 +14,16 @@ import pytest
 from gateway.platform import PlatformLimits
 from tests.platform_contract.console_driver import ConsoleDriver
 from tests.platform_contract.contract import Driver
+from tests.platform_contract.discord_driver import DiscordDriver
 from tests.platform_contract.memory_driver import MemoryDriver
 from tests.platform_contract.slack_driver import SlackDriver
 from tests.platform_contract.telegram_driver import TelegramDriver
+from tests.servers.fake_discord import FakeDiscord
 from tests.servers.fake_slack import FakeSlack
 from tests.servers.fake_telegram import FakeTelegram
 
 # "memory-public": the memory platform without a private surface (a Discord channel's shape)
-PLATFORMS = ["memory", "memory-public", "console", "telegram", "slack"]
+PLATFORMS = ["memory", "memory-public", "console", "telegram", "slack", "discord"]
 
 
 @pytest.fixture(params=PLATFORMS)
@@ -39,5 +41,8 @@ async def driver(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
     elif name == "slack":
         async with FakeSlack() as fake:
             yield SlackDriver(tmp_path, fake)
+    elif name == "discord":
+        async with FakeDiscord() as fake:
+            yield DiscordDriver(tmp_path, fake)
     else:
         raise AssertionError(name)

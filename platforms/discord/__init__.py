@@ -1,0 +1,1 @@
+"""Discord: team channels and DMs through discord.py (gateway websocket + REST v10)."""
