@@ -20,6 +20,7 @@ from adapters.codex_app_server import CodexAppServerCodec
 from adapters.codex_exec_process import CodexExecSettings
 from adapters.codex_exec_session import CodexExecSession
 from adapters.codex_launch import codex_app_server_argv
+from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
 from adapters.stdio import DEFAULT_ENV_ALLOWLIST, AgentProcess, ProcessSpec, build_agent_env
@@ -122,6 +123,8 @@ class ConfiguredLauncher:
     ) -> AbstractAsyncContextManager[RunningAgent]:
         if project.agent is AgentKind.CODEX_EXEC:
             return self._launch_exec(project, resume_native_id=resume_native_id)
+        if project.agent is AgentKind.OPENCODE:
+            return self._launch_opencode(project, resume_native_id=resume_native_id)
         return self._launch_runtime(project, resume_native_id=resume_native_id)
 
     @asynccontextmanager
@@ -146,6 +149,21 @@ class ConfiguredLauncher:
             stop_grace_seconds=self._stop_grace,
         ) as session:
             yield session
+
+    @asynccontextmanager
+    async def _launch_opencode(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> AsyncIterator[RunningAgent]:
+        settings = OpenCodeSettings(
+            command=project.argv(),
+            cwd=project.work_dir,
+            env=self._env(project),
+            resume_session_id=resume_native_id,
+            handshake_timeout=self._handshake_timeout,
+            stop_grace_seconds=self._stop_grace,
+        )
+        async with OpenCodeAgent(settings) as agent:
+            yield agent
 
     @asynccontextmanager
     async def _launch_runtime(

@@ -146,6 +146,7 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
     AgentKind.CODEX_APP_SERVER: ("codex",),
     AgentKind.CODEX_EXEC: ("codex",),
     AgentKind.CLAUDE_CODE: ("claude",),
+    AgentKind.OPENCODE: ("opencode",),
 }
 
 _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features"})
@@ -366,8 +367,13 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
                     "the project sets allow_dangerous = true",
                 )
             )
-    codex = project.agent is not AgentKind.CLAUDE_CODE
-    wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
+    if project.agent is AgentKind.OPENCODE:
+        # OpenCode's own rules are replaced by the session's (every tool asks): neither the
+        # Codex nor the Claude options mean anything to it
+        wrong = (_CLAUDE_ONLY | _CODEX_ONLY) & options.model_fields_set
+    else:
+        codex = project.agent is not AgentKind.CLAUDE_CODE
+        wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
     found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
     return found
 

@@ -1,7 +1,8 @@
 """Shared test plumbing.
 
 Tests that need a real agent binary are marked ``@pytest.mark.real_agent("codex")`` (or
-``"claude"``) and take the binary's path from the ``codex_bin`` (``claude_bin``) fixture.
+``"claude"``, ``"opencode"``) and take the binary's path from the ``codex_bin``
+(``claude_bin``, ``opencode_bin``) fixture.
 They skip when the binary is missing, except
 under ``AGENT_GATEWAY_REQUIRE_REAL_AGENTS=1`` (what ``.ci/run`` sets), where they fail. The
 number of real-binary tests that passed is written to ``.cache/real-agent-tests.txt`` so that
@@ -22,6 +23,7 @@ from tests.servers.fake_telegram import FakeTelegram
 pytest_plugins = [
     "tests.codex_env",  # fake_model, codex_home
     "tests.claude_env",  # fake_anthropic, claude_home
+    "tests.opencode_env",  # fake_chat, opencode_home
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +61,11 @@ def codex_bin() -> str:
 @pytest.fixture(scope="session")
 def claude_bin() -> str:
     return _require_binary("AGENT_GATEWAY_CLAUDE_BIN", "claude")
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> str:
+    return _require_binary("AGENT_GATEWAY_OPENCODE_BIN", "opencode")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
