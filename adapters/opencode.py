@@ -177,6 +177,8 @@ class _State:
     aborted: bool = False
     roles: dict[str, str] = field(default_factory=dict)  # message id -> role
     tools_started: set[str] = field(default_factory=set)
+    tools_done: set[str] = field(default_factory=set)
+    said: set[str] = field(default_factory=set)  # text parts whose final text was emitted
     asked: dict[str, _Asked] = field(default_factory=dict)  # native key -> request
     forgotten: set[str] = field(default_factory=set)  # ended with their turn: never reopened
 
@@ -376,12 +378,20 @@ class OpenCodeCodec:
         if part_type == "text":
             text = part.get("text")
             ended = isinstance(part.get("time"), dict) and "end" in part["time"]
-            if ended and isinstance(text, str) and text:
-                return [AgentMessage(item_id=str(part.get("id")), text=text)]
+            part_id = str(part.get("id"))
+            if ended and isinstance(text, str) and text and part_id not in self._s.said:
+                self._s.said.add(part_id)
+                return [AgentMessage(item_id=part_id, text=text)]
             return []
         if part_type == "tool":
             return self._on_tool(part)
-        if part_type == "step-finish" and isinstance(part.get("tokens"), dict):
+        step_id = str(part.get("id"))
+        if (
+            part_type == "step-finish"
+            and isinstance(part.get("tokens"), dict)
+            and step_id not in self._s.said
+        ):
+            self._s.said.add(step_id)
             tokens = part["tokens"]
             cost = part.get("cost")
             return [
@@ -417,7 +427,8 @@ class OpenCodeCodec:
                     item_id=item_id, tool=kind, phase=ToolPhase.STARTED, title=title, paths=paths
                 )
             )
-        if status in ("completed", "error"):
+        if status in ("completed", "error") and item_id not in self._s.tools_done:
+            self._s.tools_done.add(item_id)
             meta = _obj(state.get("metadata"))
             exit_code = meta.get("exit")
             output = state.get("output") if status == "completed" else state.get("error")
@@ -466,6 +477,19 @@ class OpenCodeCodec:
             return []
         return [InteractionClosed(native_key=key, how=Resolution.ANSWERED)]
 
+    def _catch_up(self, messages: list[Any]) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
+        for message in _turn_messages(messages):
+            info = _obj(message.get("info"))
+            if isinstance(info.get("id"), str):
+                self._s.roles[info["id"]] = str(info.get("role"))
+            for part in message.get("parts") or []:
+                if isinstance(part, dict):
+                    events += self._on_part(part)
+            if isinstance(info.get("error"), dict):
+                events += self._on_error(info["error"])
+        return events
+
     def _on_error(self, error: object) -> list[AgentEvent]:
         name = error.get("name") if isinstance(error, dict) else None
         if name == "MessageAbortedError":
@@ -495,11 +519,19 @@ class OpenCodeCodec:
     # --- after the event stream was lost ---------------------------------------------------
 
     def reconcile(
-        self, permissions: object, questions: object, statuses: object
+        self,
+        permissions: object,
+        questions: object,
+        statuses: object,
+        messages: object = None,
     ) -> list[AgentEvent]:
-        """What happened while no events came: ``GET /permission``, ``GET /question`` and
-        ``GET /session/status`` as the server answers them now."""
+        """What happened while no events came: ``GET /permission``, ``GET /question``,
+        ``GET /session/status`` and, while a turn runs, ``GET /session/{id}/message`` as the
+        server answers them now. The turn's messages (those after the last user message)
+        bring the text and tool ends that were missed; what was already said is not again."""
         events: list[AgentEvent] = []
+        if self._s.running and isinstance(messages, list):
+            events += self._catch_up(messages)
         listed: set[str] = set()
         for item in _ours(permissions, self._s.session_id):
             listed.add(_PERMISSION + str(item.get("id")))
@@ -516,6 +548,13 @@ class OpenCodeCodec:
         if self._s.running and not busy:
             events += self._turn_over()
         return events
+
+
+def _turn_messages(messages: list[Any]) -> list[JsonObject]:
+    """The messages after the last user message: the running turn's."""
+    items = [m for m in messages if isinstance(m, dict)]
+    users = [i for i, m in enumerate(items) if _obj(m.get("info")).get("role") == "user"]
+    return items[users[-1] + 1 :] if users else items
 
 
 def _obj(value: object) -> JsonObject:

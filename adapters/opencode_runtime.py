@@ -283,7 +283,7 @@ class OpenCodeAgent:
                         f"opencode refused to {request.purpose or request.path}: "
                         f"HTTP {response.status} {text}"
                     )
-        except (aiohttp.ClientError, TimeoutError) as exc:
+        except (aiohttp.ClientError, OSError) as exc:  # TimeoutError is an OSError
             raise AgentError(
                 f"could not reach opencode to {request.purpose or request.path}: {exc!r}"
             ) from exc
@@ -302,7 +302,8 @@ class OpenCodeAgent:
             try:
                 await self._read_stream(first)
                 attempts = 0
-            except (aiohttp.ClientError, ValueError, AgentError) as exc:
+            except (aiohttp.ClientError, OSError, ValueError, AgentError) as exc:
+                # OSError: a socket aborted under aiohttp's reader is not always translated
                 log.debug("opencode event stream broke: %r", exc)
                 attempts += 1
             if self._stopping or self._exit_queued or self._proc is None:
@@ -348,7 +349,17 @@ class OpenCodeAgent:
         statuses = await self._call(
             HttpRequest(method="GET", path="/session/status", purpose="read the session status")
         )
-        for event in self.codec.reconcile(permissions, questions, statuses):
+        messages = None
+        if self.codec.turn_running and self.codec.session_id is not None:
+            # what the turn said and did while no events came (it may even have ended)
+            messages = await self._call(
+                HttpRequest(
+                    method="GET",
+                    path=f"/session/{self.codec.session_id}/message",
+                    purpose="read the turn's messages",
+                )
+            )
+        for event in self.codec.reconcile(permissions, questions, statuses, messages):
             await self._events.put(event)
 
     async def _drain_stdout(self, proc: AgentProcess) -> None:

@@ -8,11 +8,15 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 import tests.servers.fake_chat_completions as fc
+from adapters.opencode import SERVER_USER
+from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
 from gateway.config import Config
 from gateway.domain import Answer
 from platforms.registry import parse_config
@@ -234,3 +238,62 @@ async def test_server_killed_orphans_the_pending_permission(
         os.killpg(epoch.pgid, signal.SIGKILL)
         await gw.card_where(lambda card: not card.actions and "agent" in card.status_line.lower())
         assert not (opencode_home.workspace / "made.txt").exists()
+
+
+def _cut_connections_to(port: int) -> None:
+    """Abort every TCP connection to ``port`` on loopback (the kernel's socket destroy)."""
+    done = subprocess.run(
+        ["ss", "-K", "dst", "127.0.0.1", "dport", "=", f":{port}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0 or f":{port}" not in done.stdout:
+        pytest.skip(f"cannot cut loopback connections here (ss -K): {done.stderr.strip()}")
+
+
+def _server_port(pid: int) -> int:
+    argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    return int(argv[argv.index(b"--port") + 1])
+
+
+async def test_event_stream_cut_mid_turn_is_reopened_and_the_turn_goes_on(
+    opencode_bin: str, opencode_home: OpenCodeHome, fake_chat: FakeChatCompletions, tmp_path: Path
+) -> None:
+    fake_chat.enqueue([fc.bash("echo hi > made.txt", "Write made.txt"), DONE])
+    config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "please make a file")
+        shown = await gw.card_where(lambda card: bool(card.actions))
+        assert shown.card is not None
+        session = await gw.gateway.store.sessions.lookup(ROOM)
+        assert session is not None
+        epoch = await gw.gateway.store.sessions.get_epoch(session.id, session.current_epoch)
+        assert epoch is not None and epoch.pid is not None
+        _cut_connections_to(_server_port(epoch.pid))
+        ack = await gw.memory.click(ROOM, ALICE, shown.card.actions[0].token)
+        assert ack.accepted, ack.text
+        await gw.text_where(lambda text: "Done. The tool said" in text)
+        await gw.card_where(lambda card: not card.actions and "done" in card.status_line)
+        assert (opencode_home.workspace / "made.txt").exists()
+        assert len([c for c in gw.cards() if c.card is not None]) == 1  # not reopened
+
+
+async def test_a_wrong_password_or_user_is_refused(
+    opencode_bin: str, opencode_home: OpenCodeHome
+) -> None:
+    settings = OpenCodeSettings(
+        command=[opencode_bin], cwd=opencode_home.workspace, env=opencode_home.env
+    )
+    async with OpenCodeAgent(settings, password="the-right-one") as agent:
+        url = f"{agent.base_url}/session/status"
+        async with aiohttp.ClientSession() as http:
+            for user, password in (("opencode", "a-wrong-one"), ("someone", "the-right-one")):
+                headers = {"Authorization": aiohttp.encode_basic_auth(user, password)}
+                async with http.get(url, headers=headers) as answer:
+                    assert answer.status == 401, user
+            async with http.get(url) as answer:
+                assert answer.status == 401
+            headers = {"Authorization": aiohttp.encode_basic_auth(SERVER_USER, "the-right-one")}
+            async with http.get(url, headers=headers) as answer:
+                assert answer.status == 200
