@@ -20,7 +20,6 @@ from adapters.codex_app_server import CodexAppServerCodec
 from adapters.codex_exec_process import CodexExecSettings
 from adapters.codex_exec_session import CodexExecSession
 from adapters.codex_launch import codex_app_server_argv
-from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
 from adapters.stdio import DEFAULT_ENV_ALLOWLIST, AgentProcess, ProcessSpec, build_agent_env
@@ -154,6 +153,9 @@ class ConfiguredLauncher:
     async def _launch_opencode(
         self, project: ProjectConfig, *, resume_native_id: str | None
     ) -> AsyncIterator[RunningAgent]:
+        # imported here: `agent-gateway check` (probe_version) must not load aiohttp
+        from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
+
         settings = OpenCodeSettings(
             command=project.argv(),
             cwd=project.work_dir,
