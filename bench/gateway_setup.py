@@ -40,12 +40,18 @@ __all__ = [
 ]
 
 AGENT = Path(__file__).resolve().parent / "agents" / "codex_bench_agent.py"
+# the scripted agent for each agent kind a benchmark can drive
+AGENTS = {
+    "codex": ("codex-app-server", AGENT),
+    "opencode": ("opencode", AGENT.with_name("opencode_bench_agent.py")),
+}
 _STAMP = re.compile(r"^bench (\S+) (\d+) t=(\d+)$")
 
 
-def bench_config(root: Path, platform: BenchPlatform) -> Config:
-    """One codex-app-server project run by the bench agent; the platform's person may talk
-    and decide."""
+def bench_config(root: Path, platform: BenchPlatform, agent: str = "codex") -> Config:
+    """One project run by the bench agent of ``agent`` (``AGENTS``); the platform's person
+    may talk and decide."""
+    kind, script = AGENTS[agent]
     work, data, stamps = root / "work", root / "data", root / "stamps"
     for folder in (work, stamps):
         folder.mkdir(parents=True, exist_ok=True)
@@ -58,8 +64,8 @@ stop_grace_seconds = 5
 
 [projects.bench]
 work_dir = {json.dumps(str(work))}
-agent = "codex-app-server"
-argv = [{json.dumps(sys.executable)}, {json.dumps(str(AGENT))}]
+agent = "{kind}"
+argv = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]
 
 [projects.bench.agent_options.env]
 BENCH_STAMP_DIR = {json.dumps(str(stamps))}
@@ -84,10 +90,14 @@ class BenchGateway:
 
 @asynccontextmanager
 async def bench_gateway(
-    root: Path, platform_name: str = "memory", *, handshake_timeout: float = 120.0
+    root: Path,
+    platform_name: str = "memory",
+    *,
+    handshake_timeout: float = 120.0,
+    agent: str = "codex",
 ) -> AsyncIterator[BenchGateway]:
     async with PLATFORMS[platform_name]() as platform:
-        config = bench_config(root, platform)
+        config = bench_config(root, platform, agent)
         launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
         async with Gateway(
             config, platforms={platform.name: platform.platform}, launcher=launcher

@@ -1,11 +1,14 @@
 """Interaction overhead: what the gateway adds to one approval, ledger writes included.
 
-    python -m bench.interactions [--count 1000] [--warmup 50] [--platform memory] [--json]
+    python -m bench.interactions [--count 1000] [--warmup 50] [--platform memory]
+                                 [--agent codex|opencode] [--json]
 
 One session, one bench agent, ``count`` command approvals in a row (after ``warmup`` that are
 not counted): from the agent's request line to the card at the platform, and from the click
 to the response line read by the agent (bench/approvals.py says where each clock is read).
-Target: p99 under 10 ms for both.
+Target: p99 under 10 ms for both. ``--agent opencode`` drives the scripted OpenCode server
+(bench/agents/opencode_bench_agent.py) instead: a request is an SSE event, a response an HTTP
+POST.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ NAME = "interactions"
 TARGET_MS = 10.0
 
 
-async def measure(root: Path, *, count: int, warmup: int, platform: str = "memory") -> list[Figure]:
-    async with bench_gateway(root, platform) as gw:
+async def measure(
+    root: Path, *, count: int, warmup: int, platform: str = "memory", agent: str = "codex"
+) -> list[Figure]:
+    async with bench_gateway(root, platform, agent=agent) as gw:
         room = gw.platform.room(0)
         if warmup:
             await approve_all(gw, room, warmup, "warmup")
@@ -55,11 +60,18 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--platform", default="memory")
+    parser.add_argument("--agent", choices=("codex", "opencode"), default="codex")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-interactions-") as root:
         figures = asyncio.run(
-            measure(Path(root), count=args.count, warmup=args.warmup, platform=args.platform)
+            measure(
+                Path(root),
+                count=args.count,
+                warmup=args.warmup,
+                platform=args.platform,
+                agent=args.agent,
+            )
         )
     emit(figures, as_json=args.json)
 

@@ -41,6 +41,12 @@ async def test_interactions_at_a_toy_size(tmp_path: Path) -> None:
     assert "n=8" in figure(figures, "click -> response").value
 
 
+async def test_interactions_with_the_opencode_bench_server_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await interactions.measure(tmp_path, count=5, warmup=1, agent="opencode")
+    assert figure(figures, "exactly once").met is True
+    assert "n=5" in figure(figures, "click -> response").value
+
+
 async def test_throughput_at_a_toy_size(tmp_path: Path) -> None:
     figures = await throughput.measure(tmp_path, deltas=500)
     assert figure(figures, "final text shown exactly").met is True
