@@ -29,7 +29,7 @@ import json
 import logging
 import secrets
 import socket
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -90,8 +90,17 @@ class OpenCodeSettings:
 class OpenCodeAgent:
     """One ``opencode serve`` process and one session on it, for one ``async with``."""
 
-    def __init__(self, settings: OpenCodeSettings, *, password: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: OpenCodeSettings,
+        *,
+        password: str | None = None,
+        tap: Callable[[str, object], None] | None = None,
+    ) -> None:
+        """``tap(direction, message)`` sees every request made (``">>"``), every answer and
+        every event (``"<<"``): the transcript recorder's seam. Never the password."""
         self.settings = settings
+        self._tap = tap
         self.codec = OpenCodeCodec(resume_session_id=settings.resume_session_id)
         self._password = password or secrets.token_urlsafe(24)
         self._events: asyncio.Queue[AgentEvent] = asyncio.Queue(maxsize=settings.event_buffer)
@@ -269,6 +278,8 @@ class OpenCodeAgent:
     async def _call(self, request: HttpRequest) -> Any:
         assert self._http is not None
         url = self._base_url + request.path
+        if self._tap is not None:
+            self._tap(">>", {"method": request.method, "path": request.path, "body": request.body})
         try:
             async with self._http.request(
                 request.method,
@@ -287,12 +298,13 @@ class OpenCodeAgent:
             raise AgentError(
                 f"could not reach opencode to {request.purpose or request.path}: {exc!r}"
             ) from exc
-        if not raw:
-            return None
         try:
-            return json.loads(raw)
+            answer = json.loads(raw) if raw else None
         except ValueError as exc:
             raise AgentError(f"opencode answered {request.path} with no JSON") from exc
+        if self._tap is not None:
+            self._tap("<<", {"status": response.status, "path": request.path, "body": answer})
+        return answer
 
     async def _stream(self) -> None:
         """Read ``GET /event`` for as long as the server lives, reopening it if it breaks."""
@@ -330,6 +342,8 @@ class OpenCodeAgent:
                 raise AgentError(f"opencode refused its event stream: HTTP {response.status}")
             async for chunk in response.content.iter_any():
                 for item in decoder.feed(chunk):
+                    if self._tap is not None:
+                        self._tap("<<", {"event": item})
                     if isinstance(item, dict) and item.get("type") == "server.connected":
                         if first:
                             self._connected.set()
