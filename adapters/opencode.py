@@ -176,6 +176,9 @@ class _State:
     error: str | None = None
     aborted: bool = False
     roles: dict[str, str] = field(default_factory=dict)  # message id -> role
+    parents: dict[str, str] = field(default_factory=dict)  # assistant message -> its prompt's
+    users: set[str] = field(default_factory=set)  # user messages seen (the prompts)
+    prompt_message: str | None = None  # the running turn's user message, once seen
     tools_started: set[str] = field(default_factory=set)
     tools_done: set[str] = field(default_factory=set)
     said: set[str] = field(default_factory=set)  # text parts whose final text was emitted
@@ -253,6 +256,7 @@ class OpenCodeCodec:
                 self._s.turn += 1
                 self._s.running, self._s.aborting, self._s.aborted = True, False, False
                 self._s.error = None
+                self._s.prompt_message = None
                 body: JsonObject = {"parts": [{"type": "text", "text": text}]}
                 request = HttpRequest(
                     method="POST",
@@ -342,9 +346,7 @@ class OpenCodeCodec:
             return []  # another session on the same server
         match kind:
             case "message.updated":
-                info = props.get("info")
-                if isinstance(info, dict) and isinstance(info.get("id"), str):
-                    self._s.roles[info["id"]] = str(info.get("role"))
+                self._note_message(_obj(props.get("info")))
                 return []
             case "message.part.delta":
                 return self._on_delta(props)
@@ -357,24 +359,50 @@ class OpenCodeCodec:
                 return self._on_question(props)
             case "permission.replied" | "question.replied" | "question.rejected":
                 return self._closed(kind.split(".")[0], props.get("requestID"))
-            case "session.error":
+            case "session.error" if self._current():
                 return self._on_error(props.get("error"))
-            case "session.idle":
+            case "session.idle" if self._current():
                 return self._turn_over()
         return []
 
+    def _note_message(self, info: JsonObject) -> None:
+        message_id = info.get("id")
+        if not isinstance(message_id, str):
+            return
+        role = str(info.get("role"))
+        self._s.roles[message_id] = role
+        if role == "assistant" and isinstance(info.get("parentID"), str):
+            self._s.parents[message_id] = info["parentID"]
+        elif role == "user" and message_id not in self._s.users:
+            self._s.users.add(message_id)
+            if self._s.running and self._s.prompt_message is None:
+                self._s.prompt_message = message_id
+
+    def _current(self) -> bool:
+        """Whether what the server says now is about the running turn. After an abort,
+        1.18.33 may still send the aborted turn's last events (a second ``session.idle``,
+        its tool's end) after the next prompt was sent: until the server has shown that
+        prompt's user message, they belong to the turn before."""
+        return self._s.prompt_message is not None or self._s.aborting
+
+    def _ours_now(self, message_id: object) -> bool:
+        """An assistant message of the running turn (the prompt itself is a user message)."""
+        key = str(message_id)
+        if self._s.roles.get(key) != "assistant":
+            return False
+        parent = self._s.parents.get(key)
+        return parent is None or parent == self._s.prompt_message
+
     def _on_delta(self, props: JsonObject) -> list[AgentEvent]:
-        if props.get("field") != "text" or self._s.roles.get(str(props.get("messageID"))) != (
-            "assistant"
-        ):
+        if props.get("field") != "text" or not self._ours_now(props.get("messageID")):
             return []
         delta = props.get("delta")
         return [TextDelta(item_id=str(props.get("partID")), text=delta)] if delta else []
 
     def _on_part(self, part: JsonObject) -> list[AgentEvent]:
         part_type = part.get("type")
-        if self._s.roles.get(str(part.get("messageID"))) != "assistant":
-            return []  # the prompt, echoed as a user message's part
+        if not self._ours_now(part.get("messageID")):
+            return []  # the prompt, echoed as a user message's part, or the turn before
         if part_type == "text":
             text = part.get("text")
             ended = isinstance(part.get("time"), dict) and "end" in part["time"]
@@ -479,10 +507,16 @@ class OpenCodeCodec:
 
     def _catch_up(self, messages: list[Any]) -> list[AgentEvent]:
         events: list[AgentEvent] = []
+        users: list[str] = []
+        for message in messages:
+            info = _obj(message.get("info")) if isinstance(message, dict) else {}
+            self._note_message(info)
+            if info.get("role") == "user" and isinstance(info.get("id"), str):
+                users.append(info["id"])
+        if users:  # the running turn's prompt is the last user message
+            self._s.prompt_message = users[-1]
         for message in _turn_messages(messages):
             info = _obj(message.get("info"))
-            if isinstance(info.get("id"), str):
-                self._s.roles[info["id"]] = str(info.get("role"))
             for part in message.get("parts") or []:
                 if isinstance(part, dict):
                     events += self._on_part(part)

@@ -158,6 +158,46 @@ def test_abort_ends_the_turn_interrupted_and_its_permission_is_never_reopened() 
     codec.request_for(Prompt(text="again"))  # the next prompt works
 
 
+def test_the_aborted_turns_late_events_do_not_end_the_next_one() -> None:
+    # seen on 1.18.33 (tests/transcripts/opencode-1.18.33/abort_pending.jsonl): a prompt sent
+    # right after the abort's idle is followed by the aborted tool's end and a second idle
+    codec = started()
+    codec.request_for(Prompt(text="go"))
+    codec.feed_event(role("msg_u1", "user"))
+    codec.feed_event(
+        event("message.updated", info={"id": "msg_a1", "role": "assistant", "parentID": "msg_u1"})
+    )
+    codec.request_for(Interrupt())
+    assert codec.feed_event(event("session.idle")) == [TurnCompleted(status=TurnStatus.INTERRUPTED)]
+    codec.request_for(Prompt(text="again"))
+    late_tool = {
+        "id": "prt_t",
+        "messageID": "msg_a1",
+        "type": "tool",
+        "tool": "bash",
+        "state": {"status": "error", "input": {"command": "x"}, "error": "aborted"},
+    }
+    assert codec.feed_event(event("message.part.updated", part=late_tool)) == []
+    assert codec.feed_event(event("session.idle")) == []  # the turn before's
+    codec.feed_event(role("msg_u1", "user"))  # an old prompt updated: still not this turn's
+    assert codec.feed_event(event("session.idle")) == []
+    codec.feed_event(role("msg_u2", "user"))
+    codec.feed_event(
+        event("message.updated", info={"id": "msg_a2", "role": "assistant", "parentID": "msg_u2"})
+    )
+    text = {
+        "id": "prt_2",
+        "messageID": "msg_a2",
+        "type": "text",
+        "text": "Fresh.",
+        "time": {"start": 1, "end": 2},
+    }
+    assert codec.feed_event(event("message.part.updated", part=text)) == [
+        AgentMessage(item_id="prt_2", text="Fresh.")
+    ]
+    assert codec.feed_event(event("session.idle")) == [TurnCompleted(status=TurnStatus.COMPLETED)]
+
+
 def test_reconcile_closes_what_was_answered_away_and_ends_an_idle_turn() -> None:
     codec = started()
     codec.request_for(Prompt(text="go"))
@@ -194,6 +234,7 @@ def test_reconcile_closes_what_was_answered_away_and_ends_an_idle_turn() -> None
 def test_a_failed_turn_says_why() -> None:
     codec = started()
     codec.request_for(Prompt(text="go"))
+    codec.feed_event(role("msg_u", "user"))
     error = {"name": "APIError", "data": {"message": "the model is down"}}
     codec.feed_event(event("session.error", error=error))
     assert codec.feed_event(event("session.idle")) == [

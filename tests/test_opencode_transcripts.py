@@ -67,6 +67,8 @@ def test_transcript_replays_to_what_the_gateway_saw(name: str) -> None:
         assert closed == set(opened)
     said = "".join(e.text for e in events if isinstance(e, AgentMessage | TextDelta))
     assert not any(prompt in said for prompt in prompts)  # the prompt is never echoed back
+    if name == "abort_pending":  # the next prompt's own answer, after the aborted turn's end
+        assert said.endswith("Fresh start.")
 
 
 def test_every_recording_is_replayed() -> None:
