@@ -17,6 +17,7 @@ import pytest
 import tests.servers.fake_chat_completions as fc
 from adapters.opencode import SERVER_USER
 from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
+from gateway.cards import DiffBlock
 from gateway.config import Config
 from gateway.domain import Answer
 from platforms.registry import parse_config
@@ -96,6 +97,26 @@ async def test_command_allowed_once_runs_and_status_shows_the_rules(
         assert "* * → ask" in status
     texts = gw.memory.texts(ROOM)
     assert not any("please make a file" in t for t in texts)  # the prompt is not echoed back
+
+
+async def test_a_file_write_shows_its_path_and_diff(
+    opencode_bin: str, opencode_home: OpenCodeHome, fake_chat: FakeChatCompletions, tmp_path: Path
+) -> None:
+    target = opencode_home.workspace / "notes.md"
+    fake_chat.enqueue([fc.write(str(target), "# Notes\nhello\n"), DONE])
+    config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "write notes")
+        shown = await gw.card_where(lambda card: bool(card.actions))
+        assert shown.card is not None
+        assert shown.card.title == "Change a file?"
+        [diff] = [b for b in shown.card.blocks if isinstance(b, DiffBlock)]
+        assert diff.paths == (str(target),) and "+# Notes\n+hello" in diff.diff
+        assert shown.card.actions[1].rule == "*"  # "always" would allow every edit: said whole
+        ack = await gw.memory.click(ROOM, ALICE, shown.card.actions[0].token)
+        assert ack.accepted, ack.text
+        await gw.text_where(lambda text: "Done. The tool said" in text)
+        assert target.read_text() == "# Notes\nhello\n"
 
 
 async def test_command_denied_with_a_message_the_model_reads(

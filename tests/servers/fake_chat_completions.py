@@ -33,6 +33,7 @@ __all__ = [
     "bash",
     "question",
     "text",
+    "write",
 ]
 
 MODEL = "fake-model"
@@ -85,6 +86,10 @@ def text(body: str | Callable[[ChatRequest], str]) -> Step:
 
 def bash(command: str, description: str = "Run a command") -> Step:
     return lambda request: Reply(tool=("bash", {"command": command, "description": description}))
+
+
+def write(file_path: str, content: str) -> Step:
+    return lambda request: Reply(tool=("write", {"filePath": file_path, "content": content}))
 
 
 def question(questions: list[dict[str, Any]]) -> Step:
