@@ -259,7 +259,13 @@ async def test_server_killed_orphans_the_pending_permission(
         epoch = await gw.gateway.store.sessions.get_epoch(session.id, session.current_epoch)
         assert epoch is not None and epoch.pgid is not None
         os.killpg(epoch.pgid, signal.SIGKILL)
-        await gw.card_where(lambda card: not card.actions and "agent" in card.status_line.lower())
+        ended = await gw.card_where(
+            lambda card: not card.actions and "agent" in card.status_line.lower()
+        )
+        assert ended.card is not None
+        assert ended.card.status_line.startswith("The agent process ended (killed by a signal)")
+        assert "no answer can reach it now" in ended.card.status_line
+        await gw.text_where(lambda text: text.startswith("⚠ The agent process ended"))
         assert not (opencode_home.workspace / "made.txt").exists()
 
 
