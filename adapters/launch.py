@@ -13,6 +13,7 @@ import os
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+from adapters.acp import AcpCodec
 from adapters.claude_code import ClaudeCodeCodec
 from adapters.claude_launch import ClaudeLaunch
 from adapters.codec import AgentCodec
@@ -20,6 +21,7 @@ from adapters.codex_app_server import CodexAppServerCodec
 from adapters.codex_exec_process import CodexExecSettings
 from adapters.codex_exec_session import CodexExecSession
 from adapters.codex_launch import codex_app_server_argv
+from adapters.jsonrpc import ErrorResponse, JsonRpcPeer, Response
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
 from adapters.stdio import DEFAULT_ENV_ALLOWLIST, AgentProcess, ProcessSpec, build_agent_env
@@ -29,7 +31,13 @@ from gateway.domain import AgentKind
 from gateway.errors import AgentStartError, ConfigError
 from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
 
-__all__ = ["ConfiguredLauncher", "RuntimeAgent", "probe_version"]
+__all__ = [
+    "ConfiguredLauncher",
+    "RuntimeAgent",
+    "probe_acp",
+    "probe_cli_version",
+    "probe_version",
+]
 
 
 class RuntimeAgent:
@@ -107,6 +115,9 @@ class ConfiguredLauncher:
             if resume_native_id is not None:
                 launch = launch.resumed(resume_native_id)
             return ClaudeCodeCodec(launch, cwd=str(project.work_dir)), launch.argv()
+        if project.agent is AgentKind.ACP:
+            codec_acp = AcpCodec(cwd=str(project.work_dir), resume_session_id=resume_native_id)
+            return codec_acp, list(project.argv())
         raise ConfigError(f"agent {project.agent.value} cannot be started by this gateway yet")
 
     def _env(self, project: ProjectConfig) -> dict[str, str]:
@@ -196,6 +207,57 @@ class ConfiguredLauncher:
 
 
 async def probe_version(project: ProjectConfig, *, deadline: float = 20.0) -> str:
+    """What ``agent-gateway check`` prints of the agent: :func:`probe_acp` for an ACP agent,
+    else :func:`probe_cli_version`."""
+    if project.agent is AgentKind.ACP:
+        return await probe_acp(project, deadline=deadline)
+    return await probe_cli_version(project, deadline=deadline)
+
+
+async def probe_acp(project: ProjectConfig, *, deadline: float = 20.0) -> str:
+    """An ACP agent's answer to ``initialize`` (it has no ``--version``): its name and
+    version, and whether it can load a session. The process group is stopped after."""
+    env = build_agent_env(
+        (*DEFAULT_ENV_ALLOWLIST, *project.agent_options.env_allowlist),
+        project.agent_options.agent_env(),
+    )
+    spec = ProcessSpec(argv=list(project.argv()), cwd=project.work_dir, env=env)
+    peer = JsonRpcPeer()
+    peer.send_request("initialize", AcpCodec.initialize_params())
+    name = project.argv()[0]
+    async with AgentProcess.spawn(spec) as process:
+        try:
+            async with asyncio.timeout(deadline):
+                for outgoing in peer.data_to_send():
+                    await process.write_line(outgoing)
+                while (answer := await process.read_line()) is not None:
+                    incoming = peer.receive_line(answer)
+                    if isinstance(incoming, ErrorResponse):
+                        raise AgentStartError(
+                            f"{name} refused initialize: {incoming.error.message}"
+                        )
+                    if isinstance(incoming, Response):
+                        return _describe_acp(incoming.result)
+        except TimeoutError:
+            raise AgentStartError(
+                f"{name} did not answer initialize within {deadline:g} s"
+            ) from None
+    raise AgentStartError(f"{name} ended without answering initialize")
+
+
+def _describe_acp(result: object) -> str:
+    if not isinstance(result, dict):
+        return "ACP agent (initialize answered without a result object)"
+    info = result.get("agentInfo") if isinstance(result.get("agentInfo"), dict) else {}
+    assert isinstance(info, dict)
+    label = " ".join(str(info[key]) for key in ("name", "version") if info.get(key)) or "ACP agent"
+    version = result.get("protocolVersion")
+    capabilities = result.get("agentCapabilities")
+    loads = isinstance(capabilities, dict) and capabilities.get("loadSession") is True
+    return f"{label} (ACP v{version}{', loads sessions' if loads else ''})"
+
+
+async def probe_cli_version(project: ProjectConfig, *, deadline: float = 20.0) -> str:
     """``<agent> --version`` through the stdio runtime: what ``agent-gateway check`` prints.
 
     Raises AgentStartError if it cannot start, fails, or has not answered within

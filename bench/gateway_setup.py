@@ -29,6 +29,7 @@ from platforms.registry import parse_config
 
 __all__ = [
     "AGENT",
+    "AGENTS",
     "BenchGateway",
     "Stamped",
     "allow_token",
@@ -40,17 +41,21 @@ __all__ = [
 ]
 
 AGENT = Path(__file__).resolve().parent / "agents" / "codex_bench_agent.py"
-# the scripted agent for each agent kind a benchmark can drive
+# --agent NAME -> (the project's agent kind, the scripted bench agent that plays it)
 AGENTS = {
     "codex": ("codex-app-server", AGENT),
-    "opencode": ("opencode", AGENT.with_name("opencode_bench_agent.py")),
+    "acp": ("acp", Path(__file__).resolve().parent / "agents" / "acp_bench_agent.py"),
+    "opencode": (
+        "opencode",
+        Path(__file__).resolve().parent / "agents" / "opencode_bench_agent.py",
+    ),
 }
 _STAMP = re.compile(r"^bench (\S+) (\d+) t=(\d+)$")
 
 
 def bench_config(root: Path, platform: BenchPlatform, agent: str = "codex") -> Config:
-    """One project run by the bench agent of ``agent`` (``AGENTS``); the platform's person
-    may talk and decide."""
+    """One project run by the bench agent of ``agent`` (:data:`AGENTS`); the platform's
+    person may talk and decide."""
     kind, script = AGENTS[agent]
     work, data, stamps = root / "work", root / "data", root / "stamps"
     for folder in (work, stamps):

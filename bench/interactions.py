@@ -1,9 +1,10 @@
 """Interaction overhead: what the gateway adds to one approval, ledger writes included.
 
     python -m bench.interactions [--count 1000] [--warmup 50] [--platform memory]
-                                 [--agent codex|opencode] [--json]
+                                 [--agent codex|acp|opencode] [--json]
 
-One session, one bench agent, ``count`` command approvals in a row (after ``warmup`` that are
+One session, one bench agent (bench/agents/: the Codex app-server one, or with ``--agent acp``
+the ACP one), ``count`` command approvals in a row (after ``warmup`` that are
 not counted): from the agent's request line to the card at the platform, and from the click
 to the response line read by the agent (bench/approvals.py says where each clock is read).
 Target: p99 under 10 ms for both. ``--agent opencode`` drives the scripted OpenCode server
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from bench.approvals import approve_all, round_trip_figures
 from bench.figures import Figure, Usage, emit
-from bench.gateway_setup import bench_gateway, count_ok_deliveries, read_stamps
+from bench.gateway_setup import AGENTS, bench_gateway, count_ok_deliveries, read_stamps
 
 __all__ = ["measure"]
 
@@ -60,7 +61,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--platform", default="memory")
-    parser.add_argument("--agent", choices=("codex", "opencode"), default="codex")
+    parser.add_argument("--agent", choices=sorted(AGENTS), default="codex")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-interactions-") as root:

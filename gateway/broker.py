@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
@@ -26,9 +27,11 @@ from gateway.expiry import ExpiryPlan
 from gateway.faults import crashpoint
 from gateway.interactions import Interaction
 from gateway.outbound import with_rate_limit
-from gateway.platform import MessageRef, Platform, RateLimited
+from gateway.platform import MessageRef, Platform, RateLimited, RefusedForGood
+from gateway.policy import Requirement
 from gateway.store import CardCopy, CopyState, Store
 from gateway.store.codec import redact_secret_answers
+from gateway.store.votes import VoteOutcome
 
 __all__ = ["Broker", "Deliverer", "DeliveryRefused", "DeliveryWork"]
 
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 EDITS_WAIT_SECONDS = 0.2  # how long a card edit may wait for new cards and decisions
+REFUSED_KEPT = 4096  # copies refused for good remembered (the oldest are tried again)
 _SECRET_NOT_KEPT = (
     "its secret answer is never kept by the gateway, and the attempt that held it was cut off"
 )
@@ -111,6 +115,10 @@ class Broker:
         self._in_flight: set[str] = set()  # interactions whose write is under way
         self._unconfirmed: dict[str, _Unconfirmed] = {}
         self._closed_by_agent: dict[str, Interaction] = {}  # a write found it closed
+        # copies a platform refused for good (an archived channel, a message it will not
+        # edit): not asked again while this process runs (a restart tries each once more:
+        # the config, a token, may have changed)
+        self._refused_for_good: OrderedDict[int, None] = OrderedDict()
         # one lane per platform: the interactions whose cards there need a refresh, in order
         self._lanes = {name: _Lane() for name in platforms}
         # New cards and decisions go before edits of older cards: while one is under way the
@@ -165,6 +173,47 @@ class Broker:
             )
             self._deliverer.sweep_soon(interaction.session_id)
             raise
+        return await self._deliver_committed(decided, decision)
+
+    async def vote(
+        self,
+        interaction: Interaction,
+        actor: Actor,
+        *,
+        person: str,
+        action_id: str,
+        requirement: Requirement,
+        surface: str,
+    ) -> VoteOutcome:
+        """Record a person's vote (issue 17). Every copy of the card is drawn again with the
+        tally; the vote that reaches N committed the decision in its own transaction, and it
+        is written to the agent here, once, exactly as :meth:`decide` writes one.
+
+        Raises AlreadyDecided / InvalidDecision from the ledger.
+        """
+        outcome = await self._store.votes.cast(
+            interaction.id,
+            person=person,
+            actor=actor,
+            action_id=action_id,
+            requirement=requirement,
+            surface=surface,
+        )
+        if outcome.decision is None:
+            if outcome.counted:
+                self.mark_dirty(interaction.id)
+            return outcome
+        after = await self._deliver_committed(outcome.interaction, outcome.decision)
+        return replace(outcome, interaction=after)
+
+    async def withdraw_vote(
+        self, interaction: Interaction, actor: Actor, person: str
+    ) -> Interaction:
+        after = await self._store.votes.withdraw(interaction.id, person=person, actor=actor)
+        self.mark_dirty(interaction.id)
+        return after
+
+    async def _deliver_committed(self, decided: Interaction, decision: Decision) -> Interaction:
         crashpoint("decision_committed")
         self.mark_dirty(decided.id)
         try:
@@ -357,11 +406,16 @@ class Broker:
                 continue
             if copy.rendered_version == interaction.version and copy.state is not CopyState.FAILED:
                 continue
+            if copy.id in self._refused_for_good:
+                continue
             await self._show(interaction, copy)
 
     async def resend_failed(self) -> int:
-        """Send again every copy that failed (the platform was down); returns how many."""
-        failed = await self._store.cards.list_failed()
+        """Send again every copy that failed (the platform was down), but those its platform
+        refused for good (they would be refused again); returns how many were tried."""
+        failed = [
+            c for c in await self._store.cards.list_failed() if c.id not in self._refused_for_good
+        ]
         for copy in failed:
             await self._show(await self._require(copy.interaction_id), copy)
         return len(failed)
@@ -416,6 +470,10 @@ class Broker:
                 self._lanes[copy.conversation.platform].add(interaction.id)
                 return
             log.warning("card %s on %s failed: %s", interaction.id, platform.name, exc)
+            if isinstance(exc, RefusedForGood):
+                self._refused_for_good[copy.id] = None
+                while len(self._refused_for_good) > REFUSED_KEPT:
+                    self._refused_for_good.popitem(last=False)
             await self._store.cards.mark_failed(copy.id, error=str(exc))
 
     # --- what people can see --------------------------------------------------------------

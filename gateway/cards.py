@@ -35,6 +35,7 @@ from gateway.domain import (
     Text,
 )
 from gateway.interactions import Interaction
+from gateway.tally_line import card_status_line
 
 __all__ = [
     "Attachment",
@@ -405,7 +406,7 @@ def render_interaction(
     are one decision, taken where the secret can be): the card names ``private_places``.
     """
     title = _clip(interaction.title, TITLE_MAX_CHARS)
-    status = status_line(interaction)
+    status = card_status_line(interaction, status_line(interaction))
     if interaction.kind is InteractionKind.AUTHENTICATION:
         return Card(title=title, summary=interaction.summary, status_line=status)
     pending = interaction.state is InteractionState.PENDING

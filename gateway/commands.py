@@ -33,6 +33,7 @@ __all__ = [
     "DenyCommand",
     "NotForUs",
     "UnknownCommand",
+    "WithdrawCommand",
     "parse_answers",
     "parse_chat_text",
     "resolve_action",
@@ -52,6 +53,7 @@ class CommandName(StrEnum):
     APPROVE = "approve"
     DENY = "deny"
     ANSWER = "answer"
+    WITHDRAW = "withdraw"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -81,6 +83,9 @@ COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo(name=CommandName.APPROVE, args="ID [action]", description="approve a request"),
     CommandInfo(name=CommandName.DENY, args="ID [message]", description="deny a request"),
     CommandInfo(name=CommandName.ANSWER, args="ID answer", description="answer a question"),
+    CommandInfo(
+        name=CommandName.WITHDRAW, args="ID", description="take back your vote on a request"
+    ),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}
@@ -149,6 +154,11 @@ class AnswerCommand:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class WithdrawCommand:
+    interaction_id: str  # the request whose vote (under a policy rule) is taken back
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class UnknownCommand:
     """A slash command the gateway does not know: answered with help, not sent to the agent."""
 
@@ -176,6 +186,7 @@ ChatInput = (
     | ApproveCommand
     | DenyCommand
     | AnswerCommand
+    | WithdrawCommand
     | UnknownCommand
     | CommandUsage
     | NotForUs
@@ -203,7 +214,12 @@ def parse_chat_text(text: str, *, bot_username: str | None = None) -> ChatInput:
     if name is None:
         return UnknownCommand(name=word)
     rest = match["rest"].strip()
-    if name not in (CommandName.APPROVE, CommandName.DENY, CommandName.ANSWER):
+    if name not in (
+        CommandName.APPROVE,
+        CommandName.DENY,
+        CommandName.ANSWER,
+        CommandName.WITHDRAW,
+    ):
         return ControlCommand(name=name, args=rest)
     parts = rest.split(maxsplit=1)
     if not parts or not _ID.match(parts[0]):
@@ -214,6 +230,8 @@ def parse_chat_text(text: str, *, bot_username: str | None = None) -> ChatInput:
         return ApproveCommand(interaction_id=interaction_id, action=argument or None)
     if name is CommandName.DENY:
         return DenyCommand(interaction_id=interaction_id, message=argument or None)
+    if name is CommandName.WITHDRAW:
+        return WithdrawCommand(interaction_id=interaction_id)
     if not argument:
         return CommandUsage(name=name, message=f"Usage: {_INFO[name].usage}")
     return AnswerCommand(interaction_id=interaction_id, text=argument)

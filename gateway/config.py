@@ -59,6 +59,7 @@ from gateway.platform_config import (
     PlatformsSection,
     known_auth_tables,
 )
+from gateway.policy_config import PolicyRule, policy_problems
 
 __all__ = [
     "DANGEROUS",
@@ -147,10 +148,21 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
     AgentKind.CODEX_EXEC: ("codex",),
     AgentKind.CLAUDE_CODE: ("claude",),
     AgentKind.OPENCODE: ("opencode",),
+    # AgentKind.ACP: none; an ACP agent is named by its argv (_agent_problems)
 }
 
 _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
+# the agent options each kind does not take (ACP's session/new has no policy or model)
+_NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
+    AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY,
+    AgentKind.CODEX_EXEC: _CLAUDE_ONLY,
+    AgentKind.CLAUDE_CODE: _CODEX_ONLY,
+    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
+    # OpenCode: its model and provider are its own config; the session's rules ask for every
+    # tool, so no Codex or Claude option means anything to it
+    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
+}
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
@@ -234,6 +246,7 @@ class ProjectConfig(_Model):
     agent_options: AgentOptions = Field(default_factory=AgentOptions)
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
+    policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
 
     _paths = field_validator("work_dir", mode="after")(_expand_path)
 
@@ -257,7 +270,7 @@ class ProjectConfig(_Model):
 
     def argv(self) -> tuple[str, ...]:
         """The agent's argv prefix: the configured one, or the agent's usual binary name."""
-        return self.agent_options.argv or DEFAULT_ARGV[self.agent]
+        return self.agent_options.argv or DEFAULT_ARGV.get(self.agent, ())
 
 
 class Config(_Model):
@@ -267,6 +280,8 @@ class Config(_Model):
     gateway: GatewaySection = Field(default_factory=GatewaySection)
     projects: dict[Name, ProjectConfig] = Field(min_length=1)
     platforms: PlatformsSection = Field(default_factory=PlatformsSection)
+    groups: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # policy approvers
+    people: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # accounts of one
 
     _source: str = PrivateAttr(default="<config>")
     _locator: KeyLocator | None = PrivateAttr(default=None)
@@ -349,6 +364,13 @@ def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
         found += _auth_problems(("projects", name, "auth"), project, config.platforms)
         if data_dir.is_relative_to(project.work_dir.resolve()):
             found.append((("gateway", "data_dir"), f"lies inside the work dir of project {name}"))
+    found += policy_problems(
+        {name: project.policy for name, project in config.projects.items()},
+        config.groups,
+        config.people,
+    )
+    for name, project in config.projects.items():
+        found += _unreachable_approvals(("projects", name, "policy"), project, config.people)
     for name, settings in config.platforms.items():
         found += [(("platforms", name, *loc), message) for loc, message in settings.problems()]
     return found
@@ -367,14 +389,40 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
                     "the project sets allow_dangerous = true",
                 )
             )
-    if project.agent is AgentKind.OPENCODE:
-        # OpenCode's own rules are replaced by the session's (every tool asks): neither the
-        # Codex nor the Claude options mean anything to it
-        wrong = (_CLAUDE_ONLY | _CODEX_ONLY) & options.model_fields_set
-    else:
-        codex = project.agent is not AgentKind.CLAUDE_CODE
-        wrong = (_CLAUDE_ONLY if codex else _CODEX_ONLY) & options.model_fields_set
+    wrong = _NOT_FOR[project.agent] & options.model_fields_set
+    if project.agent not in DEFAULT_ARGV and options.argv is None:
+        found.append(((*where, "argv"), f"agent {project.agent} needs an argv: the command to run"))
     found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
+    return found
+
+
+def _unreachable_approvals(
+    where: Loc, project: ProjectConfig, people: Mapping[str, tuple[str, ...]]
+) -> list[tuple[Loc, str]]:
+    """A rule asking N people with no approvers of its own takes the project's: refused
+    where they are fewer than N (by default only the session's initiator decides)."""
+    found: list[tuple[Loc, str]] = []
+    owners = {account: person for person, accounts in people.items() for account in accounts}
+    deciders: set[str] = set()
+    for auth_name, rules in project.auth.items():
+        if rules.approvers is None:
+            deciders.add("the session's initiator")
+        elif "*" in rules.approvers:
+            return found  # anyone who may talk: no count to check
+        else:
+            deciders |= {
+                owners.get(f"{auth_name}:{user}", f"{auth_name}:{user}") for user in rules.approvers
+            }
+    for index, rule in enumerate(project.policy):
+        if rule.approvers or rule.approvals <= max(len(deciders), 1):
+            continue
+        found.append(
+            (
+                (*where, index, "approvals"),
+                f"{rule.approvals} approvals asked of the project's approvers, who are "
+                f"{len(deciders) or 1}: list approvers in the rule",
+            )
+        )
     return found
 
 
@@ -509,6 +557,8 @@ def check_config(config: Config) -> tuple[ConfigProblem, ...]:
                     ("projects", name, "work_dir"), f"{project.work_dir} is not a directory"
                 )
             )
+        if not project.argv():
+            continue  # an ACP project without argv: refused by _agent_problems already
         program = project.argv()[0]
         if shutil.which(program) is None:
             configured = project.agent_options.argv is not None

@@ -58,6 +58,7 @@ class KeyLocator:
     def __init__(self, text: str) -> None:
         self.entries: list[tuple[tuple[str, ...], int]] = []
         table: tuple[str, ...] = ()
+        arrays: dict[tuple[str, ...], int] = {}
         fence: str | None = None
         for number, line in enumerate(text.splitlines(), start=1):
             if fence is not None:
@@ -67,6 +68,11 @@ class KeyLocator:
             header = _HEADER.match(line)
             if header:
                 table = _split(header.group("key"))
+                if line.lstrip().startswith("[["):
+                    # an array of tables: its Nth header is element N, as pydantic counts
+                    index = arrays.get(table, -1) + 1
+                    arrays[table] = index
+                    table = (*table, str(index))
                 self.entries.append((table, number))
                 continue
             key_line = _KEY_LINE.match(line)

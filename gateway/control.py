@@ -31,6 +31,7 @@ from gateway.commands import (
     DenyCommand,
     NotForUs,
     UnknownCommand,
+    WithdrawCommand,
     parse_answers,
     parse_chat_text,
 )
@@ -133,6 +134,9 @@ class Control:
                 ack = await self._gw.desk.by_command(
                     iid, checked, conversation, deny=True, message=feedback
                 )
+                await self._reply(conversation, ack.text)
+            case WithdrawCommand(interaction_id=iid):
+                ack = await self._gw.desk.withdraw(iid, checked, conversation)
                 await self._reply(conversation, ack.text)
             case AnswerCommand(interaction_id=iid, text=text):
                 await self._answer(iid, text, checked, conversation, private=message.private)

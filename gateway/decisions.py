@@ -18,16 +18,26 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from gateway.auth import REJECTION_TEXT, ActionToken, Rejection, check_click, verify_token
+from gateway.auth import (
+    REJECTION_TEXT,
+    ActionToken,
+    Rejection,
+    check_click,
+    check_token_current,
+    verify_token,
+)
 from gateway.broker import Broker
 from gateway.card_status import action_label, status_line
 from gateway.commands import resolve_action
 from gateway.config import Config
 from gateway.domain import Actor, Answer, ConversationRef, Decision, Effect, InteractionState
-from gateway.errors import AlreadyDecided, InvalidDecision, TokenRejected
+from gateway.errors import AlreadyDecided, InvalidDecision, TokenRejected, VersionMoved
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm
+from gateway.policy import Requirement
 from gateway.store import ClickView, ClickViews, Store
+from gateway.tally_line import votes_line
+from gateway.votes import PolicyBook, surface_of
 
 __all__ = ["MAY_ANSWER_SECONDS", "MAY_ANSWER_TRY_AGAIN", "DecisionDesk", "Spawn"]
 
@@ -37,6 +47,7 @@ MAY_ANSWER_SECONDS = 2.0  # within Slack's 3 s for a trigger_id, with time left 
 MAY_ANSWER_TRY_AGAIN = "The gateway is busy: press the button again in a moment."
 MAY_ANSWER_YES = Ack(text="", accepted=True)
 AUDITS_IN_FLIGHT_MAX = 256  # past this, a pre-check waits for its refusal's audit entry
+VERSION_RETRIES = 5  # a decision re-read after votes moved the version, at most this often
 
 Spawn = Callable[[Coroutine[Any, Any, None]], None]
 """Runs a coroutine as a task someone owns (the engine's task group); RuntimeError once that
@@ -60,6 +71,7 @@ class DecisionDesk:
         self._broker = broker
         self._key = key
         self._spawn = spawn  # where a pre-check's refusal is audited after the answer
+        self._policy = PolicyBook(config)
         self._audits_in_flight = 0
 
     # --- buttons and forms ----------------------------------------------------------------
@@ -94,12 +106,15 @@ class DecisionDesk:
         checked = await self._check(action.token, action.actor, action.conversation)
         if isinstance(checked, Ack):
             return checked
-        interaction, token = checked
+        interaction, token, project = checked
+        where = action.conversation
         if token.action_index is not None:
             if token.action_index >= len(interaction.actions):
                 return await self._reject(Rejection.MALFORMED, action.actor, interaction.id)
             chosen = interaction.actions[token.action_index]
-            return await self._decide(interaction, action.actor, Decision(action_id=chosen.id))
+            return await self._decide(
+                interaction, action.actor, Decision(action_id=chosen.id), project, where
+            )
         option = token.option
         if option is not None and len(interaction.questions) == 1:
             question_index, option_index = option
@@ -108,7 +123,7 @@ class DecisionDesk:
                 return Ack(text="Choose your answers in the form, then submit it.", accepted=False)
             answer = Answer(option_ids=(question.options[option_index].id,))
             return await self._decide(
-                interaction, action.actor, Decision(answers={question.id: answer})
+                interaction, action.actor, Decision(answers={question.id: answer}), project, where
             )
         return Ack(text="Choose your answers in the form, then submit it.", accepted=False)
 
@@ -116,13 +131,14 @@ class DecisionDesk:
         checked = await self._check(form.token, form.actor, form.conversation)
         if isinstance(checked, Ack):
             return checked
-        interaction, token = checked
+        interaction, token, project = checked
         if not token.is_submit:
             return await self._reject(Rejection.MALFORMED, form.actor, interaction.id)
         secret = [q for q in interaction.questions if q.secret and q.id in form.answers]
         if secret and not form.private:
             return Ack(text="A secret answer is only taken in a private form.", accepted=False)
-        return await self._decide(interaction, form.actor, Decision(answers=dict(form.answers)))
+        decision = Decision(answers=dict(form.answers))
+        return await self._decide(interaction, form.actor, decision, project, form.conversation)
 
     # --- the command fallback -------------------------------------------------------------
 
@@ -143,9 +159,10 @@ class DecisionDesk:
         if view is None:
             return Ack(text=f"No request {interaction_id}.", accepted=False)
         interaction = view.interaction
-        rejection = _rejection(self._config, view, None, actor, conversation)
+        rejection = _rejection(self._config, self._policy, view, None, actor, conversation)
         if rejection is not None:
             return await self._rejected(rejection, actor, interaction)
+        project = view.session.project if view.session is not None else ""
         try:
             if answers is not None:
                 decision = Decision(answers=answers)
@@ -154,7 +171,27 @@ class DecisionDesk:
                 decision = Decision(action_id=chosen.id, message=message if deny else None)
         except InvalidDecision as exc:
             return Ack(text=str(exc), accepted=False)
-        return await self._decide(interaction, actor, decision)
+        return await self._decide(interaction, actor, decision, project, conversation)
+
+    async def withdraw(
+        self, interaction_id: str, actor: Actor, conversation: ConversationRef
+    ) -> Ack:
+        """``/withdraw ID``: take back one's vote while the request is pending."""
+        view = await self._store.clicks.view(interaction_id, conversation)
+        if view is None:
+            return Ack(text=f"No request {interaction_id}.", accepted=False)
+        rejection = _rejection(self._config, self._policy, view, None, actor, conversation)
+        if rejection is not None:
+            return await self._rejected(rejection, actor, view.interaction)
+        person = self._policy.person(actor)
+        if not any(vote.person == person for vote in view.interaction.votes):
+            return Ack(text="You have no vote on this request to withdraw.", accepted=False)
+        try:
+            after = await self._broker.withdraw_vote(view.interaction, actor, person)
+        except AlreadyDecided as exc:
+            return Ack(text=_already(exc), accepted=False)
+        left = votes_line(after) or "no votes now"
+        return Ack(text=f"Your vote is withdrawn: {left}.", accepted=True)
 
     # --- checks ---------------------------------------------------------------------------
 
@@ -166,7 +203,7 @@ class DecisionDesk:
         *,
         views: ClickViews | None = None,
         soon: bool = False,
-    ) -> tuple[Interaction, ActionToken] | Ack:
+    ) -> tuple[Interaction, ActionToken, str] | Ack:
         """Verify the token and check the click against ``views`` (default: the writer's
         ``store.clicks``); ``soon``: a refusal is answered before its audit is written."""
         try:
@@ -176,19 +213,68 @@ class DecisionDesk:
         view = await (views or self._store.clicks).view(token.interaction_id, conversation)
         if view is None:
             return await self._reject(Rejection.FORGED, actor, token.interaction_id, soon=soon)
-        rejection = _rejection(self._config, view, token, actor, conversation)
+        rejection = _rejection(self._config, self._policy, view, token, actor, conversation)
         if rejection is not None:
             return await self._rejected(rejection, actor, view.interaction, soon=soon)
-        return view.interaction, token
+        project = view.session.project if view.session is not None else ""
+        return view.interaction, token, project
 
-    async def _decide(self, interaction: Interaction, actor: Actor, decision: Decision) -> Ack:
+    async def _decide(
+        self,
+        interaction: Interaction,
+        actor: Actor,
+        decision: Decision,
+        project: str,
+        conversation: ConversationRef,
+    ) -> Ack:
+        needed = self._policy.requirement(project, interaction)
+        if needed.counts_votes and decision.action_id is not None:
+            return await self._vote(interaction, actor, decision, needed, conversation)
+        for _ in range(VERSION_RETRIES):
+            try:
+                after = await self._broker.decide(interaction, actor, decision)
+            except VersionMoved:
+                # still pending, moved by a vote since it was read: read it again, try again
+                fresh = await self._store.interactions.get(interaction.id)
+                if fresh is None:  # pragma: no cover - interactions are never deleted
+                    break
+                interaction = fresh
+                continue
+            except AlreadyDecided as exc:
+                return Ack(text=_already(exc), accepted=False)
+            except InvalidDecision as exc:
+                return Ack(text=str(exc), accepted=False)
+            return Ack(text=_outcome(after, decision), accepted=True)
+        return Ack(text=MAY_ANSWER_TRY_AGAIN, accepted=False)
+
+    async def _vote(
+        self,
+        interaction: Interaction,
+        actor: Actor,
+        decision: Decision,
+        needed: Requirement,
+        conversation: ConversationRef,
+    ) -> Ack:
+        assert decision.action_id is not None
         try:
-            after = await self._broker.decide(interaction, actor, decision)
+            outcome = await self._broker.vote(
+                interaction,
+                actor,
+                person=self._policy.person(actor),
+                action_id=decision.action_id,
+                requirement=needed,
+                surface=surface_of(conversation),
+            )
         except AlreadyDecided as exc:
             return Ack(text=_already(exc), accepted=False)
         except InvalidDecision as exc:
             return Ack(text=str(exc), accepted=False)
-        return Ack(text=_outcome(after, decision), accepted=True)
+        counted = outcome.tally.line(interaction.actions)
+        if outcome.decision is not None:
+            return Ack(text=_outcome(outcome.interaction, outcome.decision), accepted=True)
+        if not outcome.counted:
+            return Ack(text=f"Your vote was already counted: {counted}.", accepted=False)
+        return Ack(text=f"Your vote is counted: {counted}.", accepted=True)
 
     async def _reject(
         self, rejection: Rejection, actor: Actor, interaction_id: str | None, *, soon: bool = False
@@ -233,6 +319,7 @@ class DecisionDesk:
 
 def _rejection(
     config: Config,
+    policy: PolicyBook,
     view: ClickView,
     token: ActionToken | None,
     actor: Actor,
@@ -259,6 +346,14 @@ def _rejection(
         interaction_epoch=interaction.runtime_epoch,
         interaction_state=interaction.state,
     )
+    needed = policy.requirement(session.project, interaction)
+    listed = policy.approves(needed, actor)
+    if listed is not None:
+        # the rule's approvers replace the project's; talking to the project is still needed
+        if rejection is Rejection.NOT_APPROVER and listed:
+            rejection = check_token_current(token, interaction.runtime_epoch, interaction.state)
+        elif rejection is None and not listed:
+            rejection = Rejection.NOT_APPROVER
     if rejection in (None, Rejection.NOT_OPEN) and interaction.decision is None:
         # a request nobody decided whose agent process has ended (orphaned, or about to
         # be): the token is stale, whatever the state says; a decided one says who decided

@@ -40,6 +40,7 @@ class AgentKind(StrEnum):
     CODEX_APP_SERVER = "codex-app-server"
     CODEX_EXEC = "codex-exec"
     CLAUDE_CODE = "claude-code"
+    ACP = "acp"
     OPENCODE = "opencode"
 
 

@@ -27,6 +27,7 @@ from gateway.decisions import DecisionDesk
 from gateway.domain import ConversationRef, Decision
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
+from gateway.platform_problems import PlatformProblems
 from gateway.runner import SessionRunner
 from gateway.store import Clock, SessionRecord, Store, hold_data_dir, utc_now
 
@@ -57,6 +58,7 @@ class Gateway:
         self.launcher = launcher
         self.data_dir = data_dir or config.gateway.data_dir
         self.clock = clock  # the ledger's times and the expiry policy's: one clock
+        self.platform_problems = PlatformProblems(clock)  # what the console shows at the top
         self._stack = AsyncExitStack()
         self._runners: dict[str, SessionRunner] = {}
         self._tasks: asyncio.TaskGroup | None = None
@@ -217,6 +219,10 @@ class Gateway:
 
     async def has_session(self, conversation: ConversationRef) -> bool:
         return await self.store.peek.has_open_session(conversation)
+
+    def platform_problem(self, platform: str, text: str) -> None:
+        """A problem ``platform`` said once in the log, for the console (``HearsProblems``)."""
+        self.platform_problems.add(platform, text)
 
     async def approvers(self, conversation: ConversationRef) -> tuple[str, ...]:
         """Who may decide the requests of the session bound to ``conversation`` (read-only:

@@ -19,6 +19,7 @@
     │   ├── AlreadyDecided           the compare-and-set lost: someone decided first
     │   ├── InvalidDecision          the decision does not fit the interaction (unknown action,
     │   │                            missing required answer)
+    │   │   └── VersionMoved         still pending, but moved (a vote) since it was read
     │   └── UnknownInteraction       no interaction has this id (a typo in /approve ID)
     ├── AuthorizationError           the actor may not do this, or the token is forged/stale
     │   └── TokenRejected            a button token failed verification (reason: auth.Rejection)
@@ -56,6 +57,7 @@ __all__ = [
     "StoreError",
     "TokenRejected",
     "UnknownInteraction",
+    "VersionMoved",
 ]
 
 
@@ -143,6 +145,11 @@ class AlreadyDecided(InteractionError):
 
 class InvalidDecision(InteractionError):
     pass
+
+
+class VersionMoved(InvalidDecision):
+    """The interaction is still PENDING at another version (a vote moved it): read it
+    again and retry; a person is never asked to "look again" for it."""
 
 
 class UnknownInteraction(InteractionError):

@@ -82,6 +82,7 @@ __all__ = [
     "InteractionEvent",
     "ResolutionFact",
     "Transition",
+    "VoteFact",
     "derive_run_state",
     "event_for_agent_close",
     "missing_answers",
@@ -235,6 +236,19 @@ class DecisionFact:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class VoteFact:
+    """One person's standing vote under a policy rule that asks for ``needed`` people."""
+
+    person: str
+    actor: Actor
+    action_id: str
+    needed: int
+    surface: str  # the card copy (or command) it was cast on
+    content_hash: str  # what they saw
+    at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class DeliveryFact:
     """The latest write (or non-write) of an answer to the agent."""
 
@@ -281,6 +295,8 @@ class Interaction:
     decision: DecisionFact | None = None
     delivery: DeliveryFact | None = None
     resolution: ResolutionFact | None = None
+    votes: tuple[VoteFact, ...] = ()  # standing votes, oldest first (withdrawn ones left out)
+    content_hash: str = ""  # sha256 of what a person is asked to approve (content_hash.py)
 
     @property
     def is_live(self) -> bool:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Ack",
     "EditResult",
+    "HearsProblems",
     "InboundAction",
     "InboundForm",
     "InboundMessage",
@@ -39,6 +40,7 @@ __all__ = [
     "PlatformLimits",
     "PlatformUnreachable",
     "RateLimited",
+    "RefusedForGood",
     "connected",
 ]
 
@@ -83,6 +85,12 @@ class RateLimited(PlatformError):
     def __init__(self, retry_after: float) -> None:
         super().__init__(f"rate limited, retry after {retry_after:g} s")
         self.retry_after = retry_after
+
+
+class RefusedForGood(PlatformError):
+    """The platform refused and will refuse again however often it is asked (a revoked token,
+    a channel archived or gone, a message it will no longer edit): the core does not ask
+    again for that card copy while it runs (``Broker.resend_failed`` leaves it out)."""
 
 
 class PlatformUnreachable(PlatformError):
@@ -162,6 +170,17 @@ class KnowsApprovers(Protocol):
     async def approvers(self, conversation: ConversationRef) -> tuple[str, ...]:
         """The ids, on ``conversation``'s platform, of who may decide the requests of the
         session bound there (none for a conversation without one, or where anyone may)."""
+        ...
+
+
+@runtime_checkable
+class HearsProblems(Protocol):
+    """What the gateway's inbox also takes from a platform: a problem no retry will mend (a
+    revoked token, an archived channel), said once, for the people at the web console; a
+    platform checks for it, an inbox without it is still an :class:`Inbox`."""
+
+    def platform_problem(self, platform: str, text: str) -> None:
+        """Keep ``text`` (a person's words, with what to do; never a secret) to show."""
         ...
 
 

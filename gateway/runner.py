@@ -24,7 +24,13 @@ from gateway.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.card_status import status_line
 from gateway.config import ProjectConfig
 from gateway.domain import Actor, ConversationRef, Decision, InteractionState, TurnStatus
-from gateway.errors import AgentError, GatewayError, StoreError
+from gateway.errors import (
+    AgentError,
+    AlreadyDecided,
+    GatewayError,
+    InvalidDecision,
+    StoreError,
+)
 from gateway.events import (
     AgentEvent,
     AgentExited,
@@ -47,8 +53,11 @@ from gateway.interactions import Interaction, InteractionEvent
 from gateway.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
 from gateway.outlets import Outbound
 from gateway.platform import Platform
+from gateway.policy import governing_rule
+from gateway.policy_config import RuleAction
 from gateway.queue_notes import stopped_notice
 from gateway.store import Clock, Store, TurnRecord, utc_now
+from gateway.votes import POLICY_ACTOR, refusal
 from gateway.wording import quoted
 
 __all__ = ["SessionRunner"]
@@ -243,7 +252,9 @@ class SessionRunner:
                         tasks.create_task(self._sweep_stranded(epoch))
                         tasks.create_task(self._feed(agent, epoch))
                         tasks.create_task(self._watch_interrupt(agent))
-                        if self._project.expiry.after_seconds is not None:
+                        if self._project.expiry.after_seconds is not None or any(
+                            rule.expiry is not None for rule in self._project.policy
+                        ):
                             tasks.create_task(self._expire_overdue(epoch))
                 except* _AgentGone:
                     pass
@@ -329,21 +340,21 @@ class SessionRunner:
                     await self._sweep_wanted.wait()
 
     async def _expire_overdue(self, epoch: int) -> None:
-        """Expire every PENDING request of this epoch older than the project's
-        ``expiry.after_seconds``, then wait for the next one to fall due (or to be opened)."""
-        policy = self._project.expiry
-        assert policy.after_seconds is not None
+        """Expire every PENDING request of this epoch older than its expiry (its policy
+        rule's ``expiry``, else the project's ``expiry.after_seconds``), then wait for the
+        next one to fall due (or to be opened)."""
         while True:
             self._opened.clear()
             now = self._clock()
             next_due: datetime | None = None
             for interaction in await self._store.interactions.list_open(self.session_id):
-                if interaction.runtime_epoch != epoch:
+                after_seconds = self._expires_after(interaction)
+                if interaction.runtime_epoch != epoch or after_seconds is None:
                     continue
-                if is_due(interaction, policy.after_seconds, now):
+                if is_due(interaction, after_seconds, now):
                     await self._expire(interaction)
                 elif interaction.state is InteractionState.PENDING:
-                    due = due_at(interaction, policy.after_seconds)
+                    due = due_at(interaction, after_seconds)
                     next_due = due if next_due is None else min(next_due, due)
             if next_due is None:
                 await self._opened.wait()
@@ -352,6 +363,29 @@ class SessionRunner:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(min(max(delay, 0.0), EXPIRY_RECHECK_SECONDS)):
                     await self._opened.wait()
+
+    def _expires_after(self, interaction: Interaction) -> float | None:
+        """Seconds a request may wait: its policy rule's ``expiry``, else the project's."""
+        rule = governing_rule(self._project.policy, interaction)
+        if rule is not None and rule.expiry is not None:
+            return rule.expiry
+        return self._project.expiry.after_seconds
+
+    async def _refuse_by_policy(self, interaction: Interaction) -> None:
+        """A rule with ``action = "deny"`` refuses the request at once, with its message
+        (issue 17); a rule never approves. Committed like any decision, so a person's click
+        in between is told who decided first."""
+        rule = governing_rule(self._project.policy, interaction)
+        if rule is None or rule.action is not RuleAction.DENY or rule.message is None:
+            return
+        decision = refusal(interaction, rule.message)
+        if decision is None:
+            log.warning("a deny rule matches %s, which offers no refusal", interaction.id)
+            return
+        try:
+            await self._broker.decide(interaction, POLICY_ACTOR, decision)
+        except (AlreadyDecided, InvalidDecision) as exc:  # a person was quicker
+            log.info("policy refusal of %s not committed: %s", interaction.id, exc)
 
     async def _expire(self, interaction: Interaction) -> None:
         plan = plan_expiry(interaction, self._project.expiry.outcome)
@@ -406,6 +440,8 @@ class SessionRunner:
                     await self._outbound.settle(stream, SETTLE_SECONDS)
                 turn_id = self._turn.id if self._turn is not None else None
                 opened = await self._broker.open(self.session_id, epoch, request, turn_id=turn_id)
+                if opened.state is InteractionState.PENDING:
+                    await self._refuse_by_policy(opened)
                 self._opened.set()
                 if stream is not None:
                     stream.interaction_opened(opened.id)  # what follows comes after the card

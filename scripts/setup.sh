@@ -37,6 +37,19 @@ install_agent @anthropic-ai/claude-code "$CLAUDE_NPM_VERSION" claude
 # OpenCode's launcher picks its native binary from a platform optional dependency
 # (opencode-linux-x64, ...), as Claude Code does.
 install_agent opencode-ai "$OPENCODE_NPM_VERSION" opencode
+# codex-acp ships its native binary in @zed-industries/codex-acp-linux-x64 (optional dep)
+install_agent @zed-industries/codex-acp "$CODEX_ACP_NPM_VERSION" codex-acp
+# codex-acp runs approved commands in Codex's Linux sandbox, which needs Debian's bubblewrap
+# (without it an approved command fails: "Process exited with code 101").
+if ! command -v bwrap >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
+    else
+        echo "setup: bwrap is missing (apt-get install bubblewrap as root);" \
+            "codex-acp's approved commands need it" >&2
+    fi
+fi
 # The console's browser tests drive Debian's chromium (never a browser build of Playwright's
 # own: `playwright install` downloads one). Installed when missing and we may.
 if [ ! -x /usr/bin/chromium ]; then

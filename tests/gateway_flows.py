@@ -39,6 +39,7 @@ __all__ = [
     "settles",
     "told",
     "with_scope",
+    "without_hash",
 ]
 
 DEADLINE = 30.0  # seconds for any one awaited thing; a whole approval turn takes ~0.3 s
@@ -125,12 +126,14 @@ async def ask(
 
 
 async def settles(gw: Running, asked: Asked, status: str) -> Interaction:
-    """Wait until the card's status line matches ``status`` (a regex, whole line); the card
-    has no buttons or form left then. Returns the ledger's record at that point."""
+    """Wait until the card's status line matches ``status`` (a regex, the whole line before
+    the content hash every card ends with); the card has no buttons or form left then.
+    Returns the ledger's record at that point."""
+    whole = rf"(?:{status}) · content hash [0-9a-f]{{10}}"
 
     def final() -> Card | None:
         card = asked.shown.card
-        return card if card is not None and re.fullmatch(status, card.status_line) else None
+        return card if card is not None and re.fullmatch(whole, card.status_line) else None
 
     try:
         card = await gw.memory.wait_for(final, deadline=DEADLINE)
@@ -139,6 +142,13 @@ async def settles(gw: Running, asked: Asked, status: str) -> Interaction:
     assert card.actions == ()
     assert card.form is None
     return await interaction(gw, asked.interaction.id)
+
+
+def without_hash(card_status: str) -> str:
+    """A card's status line without the content hash every card ends with (which it must)."""
+    head, hashed = card_status.rsplit(" · content hash ", 1)
+    assert re.fullmatch(r"[0-9a-f]{10}", hashed), card_status
+    return head
 
 
 async def interaction(gw: Running, interaction_id: str) -> Interaction:

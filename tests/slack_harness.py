@@ -8,7 +8,7 @@ import html
 import json
 import socket
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,10 +18,12 @@ from gateway.agents import AgentLauncher
 from gateway.config import Config
 from gateway.engine import Gateway
 from gateway.platform import PlatformLimits, connected
+from platforms.console.platform import ConsolePlatform
 from platforms.outbox import Pacing
 from platforms.registry import parse_config
 from platforms.slack.config import SlackConfig
 from platforms.slack.platform import SLACK_LIMITS, SlackPlatform
+from tests.claude_env import ClaudeHome
 from tests.codex_env import CodexHome
 from tests.servers.fake_slack import (
     ALICE,
@@ -62,13 +64,15 @@ def slack_config_text(
     *,
     work_dir: Path,
     codex_bin: str = "codex",
-    home: CodexHome | None = None,
+    home: CodexHome | ClaudeHome | None = None,
+    agent: str = "codex-app-server",
     approvers: tuple[str, ...] = (ALICE.id, BOB.id),
     allow_from: tuple[str, ...] = (ALICE.id, BOB.id, CAROL.id),
     slack: str = "",
     project: str = "",
 ) -> str:
     env = "\n".join(f"{k} = {json.dumps(v)}" for k, v in (home.env if home else {}).items())
+    sandbox = 'sandbox = "workspace-write"' if agent == "codex-app-server" else ""
     return f"""
 [gateway]
 data_dir = {json.dumps(str(data_dir))}
@@ -76,9 +80,9 @@ stop_grace_seconds = 5
 
 [projects.demo]
 work_dir = {json.dumps(str(work_dir))}
-agent = "codex-app-server"
+agent = {json.dumps(agent)}
 argv = [{json.dumps(codex_bin)}]
-sandbox = "workspace-write"
+{sandbox}
 {project}
 
 [projects.demo.agent_options.env]
@@ -150,8 +154,10 @@ async def on_slack(
     pacing: Pacing[str] | None = None,
     limits: PlatformLimits = SLACK_LIMITS,
     http_socket: socket.socket | None = None,
+    console: ConsolePlatform | None = None,
 ) -> AsyncIterator[OnSlack]:
-    """The platform around the gateway, as ``agent-gateway run`` has them."""
+    """The platform around the gateway, as ``agent-gateway run`` has them (with the web
+    console beside it, if given)."""
     settings = config.platforms.get("slack", SlackConfig)
     assert settings is not None
     for person in (CAROL, MALLORY):
@@ -160,11 +166,14 @@ async def on_slack(
             fake.channels[GENERAL].members.add(person.id)
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
     slack = SlackPlatform(settings, pacing=pacing, limits=limits, http_socket=http_socket)
-    platforms = {"slack": slack}
-    async with (
-        connected(platforms),  # type: ignore[arg-type]
-        Gateway(config, platforms=platforms, launcher=agents) as gateway,  # type: ignore[arg-type]
-    ):
+    platforms: dict[str, Any] = {"slack": slack}
+    async with AsyncExitStack() as stack:
+        if console is not None:
+            platforms["console"] = await stack.enter_async_context(console)
+        await stack.enter_async_context(connected({"slack": slack}))
+        gateway = await stack.enter_async_context(
+            Gateway(config, platforms=platforms, launcher=agents)
+        )
         if settings.mode == "socket":
             await fake.wait_for(lambda: fake.connected, DEADLINE)
         yield OnSlack(gateway=gateway, slack=slack, fake=fake)

@@ -19,6 +19,7 @@ from gateway.domain import (
     Scope,
 )
 from gateway.store import SessionRecord, Store
+from gateway.store.migrations import VOTES_TABLE
 
 __all__ = [
     "ALICE",
@@ -30,6 +31,7 @@ __all__ = [
     "approval",
     "question_form",
     "running_session",
+    "todays_reads",
 ]
 
 ALICE = Actor(platform="telegram", user_id="100", display="Alice")
@@ -97,3 +99,10 @@ async def running_session(store: Store, project: str = "demo") -> tuple[SessionR
 
 def all_bytes(directory: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file())
+
+
+async def todays_reads(store: Store) -> Store:
+    """``store``, opened at an older schema, with what today's reads of an interaction need
+    (the votes table, which migration 6 creates only where it is missing)."""
+    await store.writer.write(lambda conn: conn.execute(VOTES_TABLE))
+    return store

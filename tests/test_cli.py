@@ -71,6 +71,16 @@ def test_check_probes_opencode_and_refuses_codex_options_for_it(
     assert "does not apply to agent opencode" in done.stdout + done.stderr
 
 
+def test_check_asks_an_acp_agent_initialize(tmp_path: Path) -> None:
+    agent = Path(__file__).parent / "agents" / "acp_scripted.py"
+    path = _config(tmp_path, [sys.executable, str(agent)])
+    path.write_text(path.read_text().replace('"codex-app-server"', '"acp"'))
+    done = _cli("check", "--config", str(path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "p: acp via" in done.stdout
+    assert "acp-scripted 0.0.1 (ACP v1, loads sessions)" in done.stdout
+
+
 def test_check_names_the_key_and_line_of_a_bad_value(tmp_path: Path) -> None:
     path = _config(tmp_path, ["codex"], extra='sandbox = "danger-full-access"')
     done = _cli("check", "--config", str(path))

@@ -16,6 +16,7 @@ from gateway.commands import (
     DenyCommand,
     NotForUs,
     UnknownCommand,
+    WithdrawCommand,
     parse_answers,
     parse_chat_text,
     resolve_action,
@@ -232,3 +233,8 @@ def test_commands_named_in_the_gateways_text_are_spelled_as_the_platform_takes_t
     untouched = "ran /bin/stop and a/stop, /stopping, /stop/x, /unknown"
     assert spell_commands(untouched, mention) == untouched
     assert spell_commands(HELP_TEXT, slash) == HELP_TEXT
+
+
+def test_withdraw_names_a_request() -> None:
+    assert parse_chat_text("/withdraw ab12cd34ef") == WithdrawCommand(interaction_id="ab12cd34ef")
+    assert isinstance(parse_chat_text("/withdraw"), CommandUsage)

@@ -20,6 +20,7 @@ from gateway.config import (
 from gateway.config_source import KeyLocator
 from gateway.domain import Actor, AgentKind
 from gateway.errors import ConfigError
+from gateway.policy_config import PolicyRule
 from platforms.console.config import ConsoleConfig
 from platforms.memory.config import MemoryConfig
 from platforms.registry import PLATFORMS, load_config, parse_config
@@ -103,10 +104,11 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
         module.AgentOptions,
         module.ExpiryPolicy,
         module.PlatformAuth,
+        PolicyRule,
         *(PLATFORMS.table(name).model for name in PLATFORMS.names()),
     ]
     keys = {key for model in models for key in model.model_fields}
-    keys -= {"agent_options", "env", "expiry", "auth"}  # tables, documented as headers
+    keys -= {"agent_options", "env", "expiry", "auth", "policy"}  # tables, as headers
     assert keys - written == set()
 
 
@@ -273,6 +275,22 @@ def test_options_of_another_agent_are_refused() -> None:
     message = refusal(text)
     assert f"gw.toml:{line_of(text, 'sandbox')}: projects.web.agent_options.sandbox:" in message
     assert "does not apply to agent claude-code" in message
+
+
+def test_an_acp_agent_needs_an_argv_and_takes_no_codex_or_model_options() -> None:
+    text = MINIMAL.replace('agent = "codex-app-server"', 'agent = "acp"\nsandbox = "read-only"')
+    message = refusal(text)
+    assert "projects.web.agent_options.argv: agent acp needs an argv" in message
+    assert "projects.web.agent_options.sandbox: does not apply to agent acp" in message
+    assert "does not apply to agent acp" in refusal(
+        MINIMAL.replace('agent = "codex-app-server"', 'agent = "acp"\nargv = ["a"]\nmodel = "m"')
+    )
+    config = parse_config(
+        MINIMAL.replace('agent = "codex-app-server"', 'agent = "acp"\nargv = ["codex-acp"]'),
+        "gw.toml",
+        env={},
+    )
+    assert config.projects["web"].argv() == ("codex-acp",)
 
 
 def test_an_enabled_platform_without_allow_from_refuses_to_start() -> None:

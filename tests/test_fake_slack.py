@@ -35,6 +35,7 @@ from tests.servers.fake_slack import (
     BOB,
     BOT_TOKEN,
     BOT_USER_ID,
+    SCOPES,
     FakeSlack,
     Pacing,
     Person,
@@ -437,6 +438,47 @@ async def test_tokens_and_permanent_failures() -> None:
             await client.auth_test()
         assert revoked.value.response["error"] == "token_revoked"
         assert fake.message(GENERAL, posted["ts"]).text == "v1"
+
+
+async def test_reactions_are_checked_as_slack_checks_them() -> None:
+    async with FakeSlack() as fake:
+        client = web_client(fake)
+        said = await fake.say(ALICE, GENERAL, "hello")
+        mark = {"channel": GENERAL, "timestamp": said.ts, "name": "writing_hand"}
+        await client.reactions_add(**mark)
+        assert said.reactions == {"writing_hand": [BOT_USER_ID]}
+        assert fake.message(GENERAL, said.ts).json()["reactions"][0]["count"] == 1
+        cases: list[tuple[Callable[[], Awaitable[Any]], str]] = [
+            (lambda: client.reactions_add(**mark), "already_reacted"),
+            (lambda: client.reactions_add(**{**mark, "name": "no-such-emoji"}), "invalid_name"),
+            (
+                lambda: client.reactions_add(**{**mark, "timestamp": "1.000009"}),
+                "message_not_found",
+            ),
+            (
+                lambda: client.api_call("reactions.add", json={"channel": GENERAL, "name": "eyes"}),
+                "no_item_specified",
+            ),
+            (lambda: client.reactions_remove(**{**mark, "name": "eyes"}), "no_reaction"),
+        ]
+        for call, error in cases:
+            with pytest.raises(SlackApiError) as refused:
+                await call()
+            assert refused.value.response["error"] == error
+        await client.reactions_remove(**mark)
+        assert said.reactions == {}
+    async with FakeSlack(scopes=SCOPES - {"reactions:write"}) as fake:
+        said = await fake.say(ALICE, GENERAL, "hello")
+        with pytest.raises(SlackApiError) as unscoped:
+            await web_client(fake).reactions_add(
+                channel=GENERAL, timestamp=said.ts, name="writing_hand"
+            )
+        assert unscoped.value.response["error"] == "missing_scope"
+        assert unscoped.value.response["needed"] == "reactions:write"
+        revoked = AsyncWebClient(token="xoxb-not-ours", base_url=fake.base_url)
+        with pytest.raises(SlackApiError) as stranger:
+            await revoked.reactions_add(channel=GENERAL, timestamp=said.ts, name="eyes")
+        assert stranger.value.response["error"] == "invalid_auth"
 
 
 # --- rates --------------------------------------------------------------------------------

@@ -36,7 +36,16 @@ from gateway.interactions import DeliveryOutcome, Interaction
 from gateway.platform import Ack
 from gateway.store import Store, utc_now
 from tests.codex_env import CodexHome
-from tests.gateway_flows import DONE, Asked, ask, count_rows, interaction, settles, told
+from tests.gateway_flows import (
+    DONE,
+    Asked,
+    ask,
+    count_rows,
+    interaction,
+    settles,
+    told,
+    without_hash,
+)
 from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
 from tests.scripted_gateway import open_card, scripted_config, scripted_gateway, with_expiry
 from tests.servers.fake_responses import FakeResponses, shell
@@ -83,7 +92,7 @@ def assert_expired(record: Interaction, after_seconds: float, outcome: str) -> N
 async def ask_to_touch(gw: Running, fake: FakeResponses, name: str = "hello.txt") -> Asked:
     steps = [shell(f"touch {name}", escalated=True), DONE]
     asked = await ask(gw, fake, steps, f"please create {name}")
-    assert asked.first.status_line == "Waiting for a decision"
+    assert asked.first.status_line.startswith("Waiting for a decision · content hash ")
     return asked
 
 
@@ -116,7 +125,8 @@ async def test_an_approval_nobody_answers_expires_denied_and_the_model_is_told(
     assert notice == f'⌛ "Run a command" ({record.id}) timed out: {record_said(record)}.'
     assert record_said(record) in asked.now.status_line
     assert late == Ack(
-        text=f"This request is no longer open. {asked.now.status_line}", accepted=False
+        text=f"This request is no longer open. {without_hash(asked.now.status_line)}",
+        accepted=False,
     )
     assert not (codex_home.workspace / "hello.txt").exists()
     assert "rejected" in told(fake_model)
@@ -197,7 +207,7 @@ async def test_the_default_never_expires_while_an_expiring_project_does(tmp_path
         # older than the one that expired, and still waiting for a person
         still = await interaction(gw, waiting.interaction.id)
         assert still.state is InteractionState.PENDING
-        assert waiting.now.status_line == "Waiting for a decision"
+        assert waiting.now.status_line.startswith("Waiting for a decision · content hash ")
         ack = await gw.memory.click(ROOM, ALICE, waiting.token("Approve"))
         assert ack == Ack(text="Approved: Approve. Sent to the agent.", accepted=True)
         assert await expired_ids(gw.gateway) == [record.id]

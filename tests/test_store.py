@@ -35,6 +35,7 @@ from tests.store_helpers import (
     SteppingClock,
     approval,
     running_session,
+    todays_reads,
 )
 
 
@@ -157,6 +158,7 @@ async def test_a_version_1_ledger_keeps_its_deliveries_and_can_record_an_unknown
     data_dir: Path,
 ) -> None:
     async with Store.open(data_dir, migrations=MIGRATIONS[:1]) as old:
+        await todays_reads(old)
         session, epoch = await running_session(old)
         opened = (
             await old.interactions.create(session.id, epoch, approval("codex:0"), turn_id=None)
@@ -192,6 +194,7 @@ async def test_a_session_bound_before_routes_existed_is_still_found_by_its_route
     data_dir: Path,
 ) -> None:
     async with Store.open(data_dir, migrations=MIGRATIONS[:2]) as old:
+        await todays_reads(old)
         session = await old.sessions.create(project="demo", agent_kind=AgentKind.CODEX_APP_SERVER)
         await old.sessions.bind(TELEGRAM, session.id)  # then, a binding was its route too
     async with Store.open(data_dir) as store:
@@ -207,6 +210,7 @@ async def test_a_queue_paused_before_holds_existed_is_held_and_cards_keep_their_
     data_dir: Path,
 ) -> None:
     async with Store.open(data_dir, migrations=MIGRATIONS[:4]) as old:
+        await todays_reads(old)
         session, epoch = await running_session(old)
         opened = await old.interactions.create(session.id, epoch, approval("codex:0"), turn_id=None)
     with closing(sqlite3.connect(data_dir / DATABASE_FILE)) as raw, raw:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
+from gateway.content_hash import content_hash
 from gateway.domain import Actor, Decision, InteractionKind, InteractionState, Resolution
 from gateway.errors import UnknownInteraction
 from gateway.interactions import (
@@ -12,6 +14,7 @@ from gateway.interactions import (
     DeliveryOutcome,
     Interaction,
     ResolutionFact,
+    VoteFact,
 )
 from gateway.store import codec
 from gateway.store.database import fetch_one, parse_time
@@ -32,7 +35,12 @@ SELECT i.id, i.session_id, i.runtime_epoch, i.turn_id, i.native_key, i.kind, i.t
        d.actor_platform, d.actor_user_id, d.actor_display, d.action_id, d.answers_json,
        d.message, d.decided_at,
        v.outcome AS delivery_outcome, v.error AS delivery_error, v.at AS delivered_at,
-       r.how, r.by AS resolved_by, r.note AS resolution_note, r.at AS resolved_at
+       r.how, r.by AS resolved_by, r.note AS resolution_note, r.at AS resolved_at,
+       (SELECT json_group_array(json_array(s.person, s.actor_platform, s.actor_user_id,
+                    s.actor_display, s.action_id, s.needed, s.surface, s.content_hash,
+                    s.voted_at))
+        FROM (SELECT * FROM votes WHERE interaction_id = i.id AND withdrawn_at IS NULL
+              ORDER BY voted_at, rowid) s) AS votes_json
 FROM interactions i
 LEFT JOIN decisions d ON d.interaction_id = i.id
 LEFT JOIN deliveries v
@@ -113,4 +121,32 @@ def interaction_from_row(row: sqlite3.Row) -> Interaction:
         decision=decision,
         delivery=delivery,
         resolution=resolution,
+        votes=_votes(row["votes_json"]),
+        content_hash=content_hash(
+            kind=row["kind"],
+            title=row["title"],
+            summary=row["summary"],
+            detail_json=row["detail_json"] or "",
+            actions_json=row["actions_json"] or "",
+            questions_json=row["questions_json"] or "",
+        ),
+    )
+
+
+def _votes(text: str | None) -> tuple[VoteFact, ...]:
+    if not text:
+        return ()
+    return tuple(
+        VoteFact(
+            person=person,
+            actor=Actor(platform=platform, user_id=user_id, display=display),
+            action_id=action_id,
+            needed=needed,
+            surface=surface,
+            content_hash=seen,
+            at=parse_time(at),
+        )
+        for person, platform, user_id, display, action_id, needed, surface, seen, at in json.loads(
+            text
+        )
     )

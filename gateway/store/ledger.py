@@ -26,7 +26,7 @@ from gateway.domain import (
     Resolution,
     Scope,
 )
-from gateway.errors import AlreadyDecided, InvalidDecision, StoreError
+from gateway.errors import AlreadyDecided, StoreError, VersionMoved
 from gateway.interactions import (
     LIVE_STATES,
     DeliveryOutcome,
@@ -292,21 +292,15 @@ class InteractionLedger:
             validate_decision(current, decision)
             if current.state is InteractionState.PENDING:
                 if current.version != expected_version:
-                    raise InvalidDecision(
+                    raise VersionMoved(
                         f"interaction {interaction_id} is at version {current.version}, "
                         f"not {expected_version}: look at it again"
                     )
-                moved = transition(current.state, InteractionEvent.DECIDE)
-                cursor = conn.execute(
-                    "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
-                    " WHERE id = ? AND version = ? AND state = 'pending'",
-                    (moved.after.value, self._db.now(), interaction_id, expected_version),
-                )
-                if cursor.rowcount == 1:
-                    self._record_decision(conn, current, actor, decision)
-                    return require_interaction(conn, interaction_id)
+                decided = self.decide_in(conn, current, actor, decision)
+                if decided is not None:
+                    return decided
                 current = require_interaction(conn, interaction_id)  # another process won
-            rejection = _already_decided(current)
+            rejection = already_decided(current)
             self._db.audit(
                 conn,
                 "interaction.decision_rejected",
@@ -322,8 +316,37 @@ class InteractionLedger:
             raise outcome  # after the commit: the rejected attempt stays audited
         return outcome
 
+    def decide_in(
+        self,
+        conn: sqlite3.Connection,
+        current: Interaction,
+        actor: Actor,
+        decision: Decision,
+        *,
+        surface: str | None = None,
+    ) -> Interaction | None:
+        """Inside a write transaction: PENDING → DECIDED, a compare-and-set on
+        ``current.version``, and the decision recorded (with the content hash ``current``
+        shows). None: the interaction moved since ``current`` was read."""
+        moved = transition(current.state, InteractionEvent.DECIDE)
+        cursor = conn.execute(
+            "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
+            " WHERE id = ? AND version = ? AND state = 'pending'",
+            (moved.after.value, self._db.now(), current.id, current.version),
+        )
+        if cursor.rowcount != 1:
+            return None
+        self._record_decision(conn, current, actor, decision, surface=surface)
+        return require_interaction(conn, current.id)
+
     def _record_decision(
-        self, conn: sqlite3.Connection, current: Interaction, actor: Actor, decision: Decision
+        self,
+        conn: sqlite3.Connection,
+        current: Interaction,
+        actor: Actor,
+        decision: Decision,
+        *,
+        surface: str | None = None,
     ) -> None:
         stored = codec.redact_secret_answers(decision, current.questions)
         now = self._db.now()
@@ -348,7 +371,13 @@ class InteractionLedger:
             actor=actor,
             session_id=current.session_id,
             interaction_id=current.id,
-            details={"action_id": decision.action_id, "answered": sorted(decision.answers)},
+            details={
+                "action_id": decision.action_id,
+                "answered": sorted(decision.answers),
+                # what was decided on, and where (issue 17: nothing approved unseen)
+                "content_hash": current.content_hash,
+                "surface": surface,
+            },
         )
         action = current.action(decision.action_id) if decision.action_id else None
         if action and action.effect is Effect.ALLOW and action.scope in _GRANT_SCOPES:
@@ -627,7 +656,7 @@ class InteractionLedger:
 _GRANT_SCOPES = (Scope.SESSION, Scope.ALWAYS)
 
 
-def _already_decided(current: Interaction) -> AlreadyDecided:
+def already_decided(current: Interaction) -> AlreadyDecided:
     if current.decision is not None:
         decided_by = str(current.decision.actor)
     elif current.resolution is not None:

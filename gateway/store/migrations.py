@@ -322,6 +322,26 @@ _HOLDS_AND_CARDS_AGAIN = (
     " thread, message_ref)",
 )
 
+# issue 17: one vote per person and interaction (a withdrawn vote stays, as audit). IF NOT
+# EXISTS: the tests that run today's code on an older schema create it first (tests/test_store)
+VOTES_TABLE = """
+    CREATE TABLE IF NOT EXISTS votes (
+        interaction_id TEXT NOT NULL REFERENCES interactions(id),
+        person TEXT NOT NULL,
+        actor_platform TEXT NOT NULL,
+        actor_user_id TEXT NOT NULL,
+        actor_display TEXT NOT NULL,
+        action_id TEXT NOT NULL,
+        needed INTEGER NOT NULL CHECK (needed >= 1),
+        surface TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        voted_at TEXT NOT NULL,
+        withdrawn_at TEXT,
+        PRIMARY KEY (interaction_id, person)
+    )
+"""
+_VOTES = (VOTES_TABLE,)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(version=2, name="a delivery whose outcome is unknown", statements=_UNKNOWN_DELIVERY),
@@ -330,6 +350,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         version=5, name="held prompts, a card drawn again", statements=_HOLDS_AND_CARDS_AGAIN
     ),
+    Migration(version=6, name="votes and the content a decision saw", statements=_VOTES),
 )
 
 

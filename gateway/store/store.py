@@ -23,6 +23,7 @@ from gateway.store.prompts import PromptQueue
 from gateway.store.sessions import SessionLedger
 from gateway.store.timeline import TimelineLedger
 from gateway.store.turns import TurnLedger
+from gateway.store.votes import VoteLedger
 
 __all__ = ["DATABASE_FILE", "Store"]
 
@@ -66,6 +67,7 @@ class Store:
         self.timeline = TimelineLedger(db)
         self.prompts = PromptQueue(db)
         self.interactions = InteractionLedger(db)
+        self.votes = VoteLedger(db, self.interactions)
         self.cards = CardCopies(db)
         self.audit = AuditLog(db)
         self.clicks = ClickViews(db)

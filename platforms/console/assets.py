@@ -36,6 +36,10 @@ main{max-width:1000px;margin:0 auto;padding:18px 22px 60px;overflow-wrap:break-w
 h1{font-size:21px;margin:4px 0 14px}
 h2{font-size:17px;margin:22px 0 10px}
 #notice:empty{display:none}
+.problems{margin:0 0 14px;padding:10px 14px;border-radius:8px;background:#fff3f0;
+border:1px solid #f3b7a8;color:#8a1c1c}
+.problems ul{margin:6px 0 0;padding-left:18px}
+.problems time{color:#6b7280;font-size:13px}
 #notice{margin:0 0 14px}
 #notice>div{padding:10px 14px;border-radius:8px;background:#eef4ff;border:1px solid #bfd3ff}
 #notice>div+div{margin-top:6px}

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from html import escape
 
 from gateway.markdown import console_html
+from gateway.platform_problems import PlatformProblem
 from gateway.store import SessionRecord
 from platforms.console.assets import SCRIPT, STYLE
 from platforms.console.cards_html import PostContext, card_html, clock, state_class
@@ -61,12 +62,19 @@ class Frame:
     """What every page shows around its content."""
 
     def __init__(
-        self, *, identity: str, pending: int, sessions: int, notices: Sequence[Notice] = ()
+        self,
+        *,
+        identity: str,
+        pending: int,
+        sessions: int,
+        notices: Sequence[Notice] = (),
+        problems: Sequence[PlatformProblem] = (),
     ) -> None:
         self.identity = identity
         self.pending = pending
         self.sessions = sessions
         self.notices = Notices(notices)
+        self.problems = tuple(problems)
 
     def page(self, title: str, here: str, body: str) -> str:
         def link(href: str, label: str, count: int, hot: bool = False) -> str:
@@ -88,9 +96,22 @@ class Frame:
             '<header class="top"><strong class="brand">agent-gateway</strong>'
             f'<nav id="nav" data-live>{counts}</nav>'
             f'<span class="who">acting as {escape(self.identity)}</span></header>'
-            f'<main><div id="notice" role="status">{notice}</div>{body}</main>'
+            f'<main>{problems_html(self.problems)}<div id="notice" role="status">{notice}</div>'
+            f"{body}</main>"
             f"<script>{SCRIPT}</script></body></html>"
         )
+
+
+def problems_html(problems: Sequence[PlatformProblem]) -> str:
+    """What the platforms refused for good (platform_problems.py), on every page until the
+    gateway restarts: a person at the console learns why a chat shows nothing new."""
+    if not problems:
+        return ""
+    items = "".join(f"<li>{clock(p.at)} {escape(p.text)}</li>" for p in problems)
+    return (
+        '<section class="problems" role="alert"><strong>A platform refused for good</strong>'
+        f"<ul>{items}</ul></section>"
+    )
 
 
 def refused_page(status: int, text: str) -> str:

@@ -195,6 +195,7 @@ async def _frame(request: web.Request) -> Frame:
         pending=len(pending),
         sessions=len(sessions),
         notices=session.take_notices(),
+        problems=gateway.platform_problems.listed(),
     )
 
 

@@ -25,6 +25,7 @@ BOT_SCOPES = (
     "commands",
     "files:write",
     "users:read",
+    "reactions:write",  # the mark on a message queued behind a card (mark_queued)
 )
 BOT_EVENTS = ("app_mention", "message.channels", "message.groups", "message.im")
 

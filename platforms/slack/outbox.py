@@ -34,7 +34,7 @@ import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError
 
 from gateway.errors import PlatformError
-from gateway.platform import PlatformUnreachable
+from gateway.platform import PlatformUnreachable, RefusedForGood
 from platforms.outbox import (
     MONOTONIC,
     Clock,
@@ -54,6 +54,7 @@ __all__ = [
     "SlackOutbox",
     "classify",
     "error_of",
+    "refused_for_good",
     "slack_pacing",
 ]
 
@@ -96,7 +97,7 @@ _WHAT_TO_DO = {
 }
 
 
-class PermanentRefusal(PlatformError):
+class PermanentRefusal(RefusedForGood):
     """Slack refused a call for good (``error``, one of :data:`PERMANENT`)."""
 
     def __init__(self, error: str) -> None:
@@ -162,6 +163,7 @@ class SlackOutbox(Outbox[str]):
         *,
         on_unreachable: Callable[[], None] = lambda: None,
         on_success: Callable[[], None] = lambda: None,
+        on_refused_for_good: Callable[[str], None] = lambda text: None,
         clock: Clock = MONOTONIC,
     ) -> None:
         super().__init__(
@@ -174,6 +176,7 @@ class SlackOutbox(Outbox[str]):
             clock=clock,
         )
         self._said: set[tuple[str, str]] = set()  # (channel, error) already in the log
+        self._on_refused_for_good = on_refused_for_good  # the same words, for the console
 
     async def run(
         self,
@@ -186,7 +189,8 @@ class SlackOutbox(Outbox[str]):
     ) -> T:
         """The shared outbox's ``run``; a refusal for good is said in the log once per
         channel and error (a revoked token is said in each channel it silences: which ones
-        the person has to look at), never retried."""
+        the person has to look at), and the same words go to ``on_refused_for_good`` (the
+        console shows them); never retried."""
         try:
             return await super().run(lane_key, priority, call, key=key, method=method)
         except PermanentRefusal as exc:
@@ -195,11 +199,16 @@ class SlackOutbox(Outbox[str]):
                 if len(self._said) >= _SAID_MAX:
                     self._said.clear()
                 self._said.add((channel, exc.error))
-                log.error(
-                    "slack refused %s in channel %s for good (%s): not retried; %s",
-                    method or "a call",
-                    channel,
-                    exc.error,
-                    _WHAT_TO_DO.get(exc.error, "what it was for is marked failed"),
-                )
+                said = refused_for_good(method, channel, exc.error)
+                log.error("%s", said)
+                self._on_refused_for_good(said)
             raise
+
+
+def refused_for_good(method: str, channel: str, error: str) -> str:
+    """The one sentence of a refusal for good, for the log and the console."""
+    what_to_do = _WHAT_TO_DO.get(error, "what it was for is marked failed")
+    return (
+        f"Slack refused {method or 'a call'} in channel {channel} for good ({error}): "
+        f"not retried; {what_to_do}."
+    )

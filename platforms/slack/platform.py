@@ -55,6 +55,7 @@ from gateway.errors import ConfigError, PlatformError
 from gateway.platform import (
     Ack,
     EditResult,
+    HearsProblems,
     InboundAction,
     InboundForm,
     InboundMessage,
@@ -91,7 +92,7 @@ from platforms.slack.receive import Lanes
 from platforms.slack.render import ANSWER_ACTION, mrkdwn, render_card
 from platforms.turn_end import TurnEnds
 
-__all__ = ["SDK_LOGGERS", "SLACK_LIMITS", "SlackPlatform"]
+__all__ = ["QUEUED_REACTION", "SDK_LOGGERS", "SLACK_LIMITS", "SlackPlatform"]
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,7 @@ class SlackPlatform:
         self._down = False
         self._shown: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._uneditable: OrderedDict[tuple[str, str], str] = OrderedDict()  # message: error
+        self._no_reactions = False  # no reactions:write scope: no mark, said in the log once
         self._names: OrderedDict[str, str] = OrderedDict()
         self._foreign_said: set[str] = set()
         self.turn_ends = TurnEnds()  # whether a turn's end needs a message that notifies
@@ -198,6 +200,7 @@ class SlackPlatform:
                 self._pacing,
                 on_unreachable=self._unreachable,
                 on_success=self._reached,
+                on_refused_for_good=self._tell_problem,
             )
             self._lanes = Lanes(self._tasks)
             self._app = self._bolt_app()
@@ -703,9 +706,38 @@ class SlackPlatform:
             raise
 
     async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
-        """No mark yet (``reactions.add`` needs the reactions:write scope): the core says it
-        in a short text."""
-        return False
+        """A reaction on the person's message (:data:`QUEUED_REACTION`, as Telegram's ✍),
+        which notifies nobody and stays once the message runs: it says "noted", which stays
+        true. An app installed before it asked for reactions:write (missing_scope) has no
+        mark: False, and the core says it in a short text (and the log, once, what to add);
+        Slack is not asked again until a restart."""
+        if self._no_reactions:
+            return False
+
+        async def react() -> bool:
+            try:
+                await self.client.reactions_add(
+                    channel=conversation.channel, timestamp=message_id, name=QUEUED_REACTION
+                )
+            except SlackApiError as exc:
+                error = error_of(exc)
+                if error == "already_reacted":  # a retried call that had reached Slack
+                    return True
+                if error == "missing_scope":
+                    if not self._no_reactions:
+                        self._no_reactions = True
+                        log.warning(
+                            "slack: the app lacks the reactions:write scope, so a queued "
+                            "message is marked with a short reply instead; add the scope "
+                            "(agent-gateway slack-manifest lists it) and reinstall the app"
+                        )
+                    return False
+                raise
+            return True
+
+        return await self._running().run(
+            conversation.channel, Priority.TEXT, react, method="reactions.add"
+        )
 
     async def turn_started(self, conversation: ConversationRef) -> None:
         """What the turn shows is followed from now on (a bot in Slack has no typing
@@ -735,6 +767,11 @@ class SlackPlatform:
             raise PlatformError("the Slack platform is not running")
         return self._lanes
 
+    def _tell_problem(self, text: str) -> None:
+        """A refusal for good, already in the log, to the gateway (its console shows it)."""
+        if isinstance(self._inbox, HearsProblems):
+            self._inbox.platform_problem("slack", text)
+
     def _attached(self) -> Inbox:
         if self._inbox is None:
             raise PlatformError("the Slack platform is not attached")
@@ -752,6 +789,8 @@ class SlackPlatform:
 
 
 _OURS = re.compile(r"^gw\.")
+# the mark of a message queued behind a card (an emoji every workspace has: ✍)
+QUEUED_REACTION = "writing_hand"
 _MESSAGE_GONE = frozenset({"cant_update_message", "message_not_found"})
 _USER_ID = re.compile(r"[UW][A-Z0-9]+")
 

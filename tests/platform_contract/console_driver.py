@@ -102,7 +102,7 @@ def page_items(page: str, bodies: dict[str, str] | None = None) -> list[Seen]:
 
 
 class ConsoleDriver(Driver):
-    shown_as = {"alice": "local:alice"}
+    shown_as = {"alice": "alice"}
     name = "console"
     not_applicable = {
         Case.NON_APPROVER: "the console acts as one configured identity, an approver here",

@@ -18,6 +18,7 @@ own change signal, never sleeps.
 from __future__ import annotations
 
 import abc
+import re
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ __all__ = [
     "Driver",
     "FormAnswers",
     "Seen",
+    "before_hash",
     "not_seen",
     "requests_for",
 ]
@@ -327,3 +329,10 @@ def requests_for(limits: PlatformLimits) -> dict[str, InteractionRequest]:
 
 def answers_of(driver: Driver) -> list[dict[str, Answer]]:
     return [decision.answers for decision in driver.received]
+
+
+def before_hash(status: str) -> str:
+    """A card's status line as drawn, without the content hash every card ends with; ""
+    where the hash is missing (so that an equality fails)."""
+    head, _, hashed = status.rpartition(" · content hash ")
+    return head if re.fullmatch(r"[0-9a-f]{10}", hashed) else ""

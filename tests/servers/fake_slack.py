@@ -122,7 +122,7 @@ BOB = Person("U0BOB", "bob")
 # the bot scopes an app has unless a test says otherwise (what the manifest asks for)
 SCOPES = frozenset(
     "app_mentions:read channels:history groups:history im:history im:write chat:write"
-    " commands files:write users:read".split()
+    " commands files:write users:read reactions:write".split()
 )
 # the scope each method needs (Slack answers missing_scope without it)
 _NEEDS = {
@@ -134,7 +134,11 @@ _NEEDS = {
     "users.info": "users:read",
     "files.getUploadURLExternal": "files:write",
     "files.completeUploadExternal": "files:write",
+    "reactions.add": "reactions:write",
+    "reactions.remove": "reactions:write",
 }
+# the emoji every workspace has that the gateway may use (Slack: invalid_name for others)
+EMOJI = frozenset({"writing_hand", "hourglass_flowing_sand", "white_check_mark", "eyes"})
 _PING = re.compile(r"<(?:@([UW][A-Z0-9]+)|!(channel|here|everyone))(?:\|[^>]*)?>")
 _WRITES = frozenset(
     "chat.postMessage chat.update chat.postEphemeral chat.delete views.open views.update"
@@ -757,6 +761,39 @@ class FakeSlack:
         posted.deleted = True
         self._echo(channel, None, subtype="message_deleted", previous=posted.json())
         return {"channel": channel.id, "ts": posted.ts}
+
+    def _m_reactions_add(self, p: dict[str, Any]) -> dict[str, Any]:
+        posted, name = self._reactable(p)
+        users = posted.reactions.setdefault(name, [])
+        if BOT_USER_ID in users:
+            raise SlackError("already_reacted")
+        if len(posted.reactions) > 23 and not users:
+            raise SlackError("too_many_reactions")
+        users.append(BOT_USER_ID)
+        return {}
+
+    def _m_reactions_remove(self, p: dict[str, Any]) -> dict[str, Any]:
+        posted, name = self._reactable(p)
+        users = posted.reactions.get(name, [])
+        if BOT_USER_ID not in users:
+            raise SlackError("no_reaction")
+        users.remove(BOT_USER_ID)
+        if not users:
+            del posted.reactions[name]
+        return {}
+
+    def _reactable(self, p: dict[str, Any]) -> tuple[Posted, str]:
+        """The message ``channel``/``timestamp`` and the emoji ``name`` (without colons)."""
+        if not p.get("channel") or not p.get("timestamp"):
+            raise SlackError("no_item_specified")
+        channel = self._writable(str(p["channel"]))
+        posted = self._messages.get((channel.id, str(p["timestamp"])))
+        if posted is None or posted.deleted:
+            raise SlackError("message_not_found")
+        name = str(p.get("name") or "")
+        if name not in EMOJI:
+            raise SlackError("invalid_name")
+        return posted, name
 
     def _m_views_open(self, p: dict[str, Any]) -> dict[str, Any]:
         view = p.get("view")

@@ -129,6 +129,7 @@ class Posted:
     deleted: bool = False
     locked: bool = False  # chat.update answers cant_update_message
     files: list[UploadedFile] = field(default_factory=list)
+    reactions: dict[str, list[str]] = field(default_factory=dict)  # emoji name: user ids
 
     @property
     def from_bot(self) -> bool:
@@ -174,6 +175,11 @@ class Posted:
         if self.files:
             body["files"] = [f.json() for f in self.files]
             body["upload"] = False
+        if self.reactions:
+            body["reactions"] = [
+                {"name": name, "users": list(users), "count": len(users)}
+                for name, users in self.reactions.items()
+            ]
         return body
 
 

@@ -1,0 +1,586 @@
+"""Sans-IO codec for an Agent Client Protocol (ACP v1) agent over stdio JSON-RPC.
+
+Evidence: ``../shared/labs/oc-acp-lab/codex-acp-run.log`` (codex-acp 0.16.0). The runtime
+(:mod:`adapters.runtime`) moves the bytes; this codec does no IO.
+
+Session start::
+
+    NEW --start()--> INITIALIZING: `initialize {protocolVersion: 1}`, fs and terminal off
+    INITIALIZING --result--> OPENING: `session/load {sessionId, cwd, mcpServers: []}` when a
+        session is resumed and the agent says `loadSession`, else `session/new {cwd, ...}`
+    OPENING --result--> READY: SessionStarted(native_id=sessionId); the history session/load
+        replays before its result is not shown again
+
+Commands (READY only): ``Prompt`` -> ``session/prompt``, whose ``stopReason`` ends the turn;
+``Respond`` -> ``{outcome: {outcome: "selected", optionId}}`` with the option the person
+chose (its id exactly as the agent sent it); ``Interrupt`` -> ``session/cancel`` and every
+open permission answered ``{outcome: "cancelled"}``, as the protocol requires, then closed
+as withdrawn. ACP has no "request resolved" message: an answered permission is closed with
+the next line from the agent.
+
+``session/request_permission`` -> an approval whose actions are the agent's ``options`` in
+order (effect from ``allow_*`` / ``reject_*``, scope from ``*_once`` / ``*_always``). Every
+other agent request (``fs/*``, ``terminal/*``, ``elicitation/create``, unknown) is answered
+-32601 and reported as a Warning: never approved.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from adapters.json_fields import (
+    as_object,
+    get_array,
+    get_bool,
+    get_int,
+    get_object,
+    get_text,
+    require_text,
+)
+from adapters.jsonrpc import (
+    BadMessage,
+    ErrorResponse,
+    InvalidParams,
+    JsonObject,
+    JsonRpcPeer,
+    MethodNotFound,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    excerpt,
+)
+from adapters.session_state import SessionState
+from gateway.domain import (
+    Action,
+    Command,
+    Effect,
+    FileChange,
+    InteractionKind,
+    InteractionRequest,
+    Resolution,
+    Scope,
+    Text,
+    TurnStatus,
+)
+from gateway.errors import AlreadyAnswered, CodecUsageError, MalformedMessage, RequestClosed
+from gateway.events import (
+    AgentCommand,
+    AgentEvent,
+    Capabilities,
+    InteractionClosed,
+    InteractionOpened,
+    Interrupt,
+    Prompt,
+    Respond,
+    SessionStarted,
+    TextDelta,
+    ToolActivity,
+    ToolKind,
+    ToolPhase,
+    TurnCompleted,
+    Usage,
+    Warning,
+)
+
+__all__ = [
+    "ACP_CAPABILITIES",
+    "PROTOCOL_VERSION",
+    "AcpCodec",
+    "AcpState",
+    "native_key_for",
+    "option_action",
+    "stop_reason_outcome",
+]
+
+PROTOCOL_VERSION: Final = 1
+
+ACP_CAPABILITIES: Final = Capabilities(
+    structured_events=True,
+    bidirectional_control=True,
+    interactive_questions=False,
+    human_approval=True,
+    session_resume=True,
+    interrupt=True,
+    sandbox=False,
+)
+
+_UNSUPPORTED_REQUEST_WARNING = (
+    "The agent asked for {method}, which agent-gateway does not support; it was refused."
+)
+
+# ACP ToolKind -> what the gateway shows
+_TOOL_KINDS: Final[Mapping[str, ToolKind]] = {
+    "execute": ToolKind.COMMAND,
+    "edit": ToolKind.FILE_CHANGE,
+    "delete": ToolKind.FILE_CHANGE,
+    "move": ToolKind.FILE_CHANGE,
+}
+
+# stopReason -> (status, what the person reads); "end_turn" is the plain end
+_STOP_REASONS: Final[Mapping[str, tuple[TurnStatus, str | None]]] = {
+    "end_turn": (TurnStatus.COMPLETED, None),
+    "cancelled": (TurnStatus.INTERRUPTED, None),
+    "max_tokens": (TurnStatus.FAILED, "the agent reached its token limit"),
+    "max_turn_requests": (TurnStatus.FAILED, "the agent reached its limit of model requests"),
+    "refusal": (TurnStatus.FAILED, "the agent refused to go on"),
+}
+
+# session/update kinds the codec knows and does not show
+_QUIET_UPDATES: Final = frozenset(
+    {"agent_thought_chunk", "user_message_chunk", "available_commands_update"}
+)
+
+
+class AcpState(StrEnum):
+    NEW = "new"
+    INITIALIZING = "initializing"
+    OPENING = "opening"
+    READY = "ready"
+    ERROR = "error"
+
+
+class _Move(StrEnum):
+    START = "start"
+    INITIALIZED = "initialized"
+    OPENED = "opened"
+
+
+_TRANSITIONS: Final[Mapping[tuple[AcpState, _Move], AcpState]] = {
+    (AcpState.NEW, _Move.START): AcpState.INITIALIZING,
+    (AcpState.INITIALIZING, _Move.INITIALIZED): AcpState.OPENING,
+    (AcpState.OPENING, _Move.OPENED): AcpState.READY,
+}
+
+
+def native_key_for(request_id: RequestId) -> str:
+    """``rpc:<id>``, or ``rpc:s:<id>`` for a string id."""
+    if isinstance(request_id, str):
+        return f"rpc:s:{request_id}"
+    return f"rpc:{request_id}"
+
+
+def option_action(option: JsonObject) -> Action:
+    """One ``PermissionOption {optionId, name, kind}`` as a button: its own id and label,
+    effect and scope from its kind."""
+    option_id = require_text(option, "optionId", where="permission option")
+    kind = get_text(option, "kind") or ""
+    effect_word, _, scope_word = kind.partition("_")
+    effects = {"allow": Effect.ALLOW, "reject": Effect.DENY}
+    scopes = {"once": Scope.ONCE, "always": Scope.ALWAYS}
+    if effect_word not in effects or scope_word not in scopes:
+        raise MalformedMessage(f"permission option of unknown kind {kind!r}", repr(option)[:200])
+    return Action(
+        id=option_id,
+        label=get_text(option, "name") or option_id,
+        effect=effects[effect_word],
+        scope=scopes[scope_word],
+    )
+
+
+def stop_reason_outcome(stop_reason: str) -> TurnCompleted:
+    status, text = _STOP_REASONS.get(
+        stop_reason, (TurnStatus.FAILED, f"the agent stopped ({stop_reason})")
+    )
+    return TurnCompleted(status=status, error=text)
+
+
+@dataclass(slots=True)
+class _Permission:
+    request_id: RequestId
+    option_ids: tuple[str, ...]
+    answered: bool = False
+
+
+class AcpCodec:
+    """One ACP agent connection, one session. Not thread-safe; no IO."""
+
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        resume_session_id: str | None = None,
+        client_name: str = "agent-gateway",
+        client_version: str = "0.1.0",
+    ) -> None:
+        self._cwd = cwd
+        self._resume = resume_session_id
+        self._client = {"name": client_name, "version": client_version}
+        self._rpc = JsonRpcPeer()
+        self._session = SessionState(
+            _TRANSITIONS,
+            new=AcpState.NEW,
+            ready=AcpState.READY,
+            error=AcpState.ERROR,
+            start=_Move.START,
+        )
+        self.session_id: str | None = None
+        self.agent_version: str | None = None
+        self.load_session = False
+        self.unknown_updates: Counter[str] = Counter()
+        self._turn_running = False
+        self._turn_count = 0
+        self._permissions: dict[str, _Permission] = {}
+        self._closing: list[AgentEvent] = []  # answered permissions, closed on the next line
+        # tool_call_update repeats only what changed: the title and kind of each call so far
+        self._tools: dict[str, tuple[str, ToolKind]] = {}
+
+    # --- public surface -------------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return ACP_CAPABILITIES
+
+    @property
+    def state(self) -> AcpState:
+        return self._session.state
+
+    @property
+    def open_interactions(self) -> tuple[str, ...]:
+        return tuple(self._permissions)
+
+    @staticmethod
+    def initialize_params(
+        client_name: str = "agent-gateway", client_version: str = "0.1.0"
+    ) -> JsonObject:
+        """``initialize``: protocol 1, no fs, no terminal, no elicitation."""
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": {
+                "fs": {"readTextFile": False, "writeTextFile": False},
+                "terminal": False,
+            },
+            "clientInfo": {"name": client_name, "version": client_version},
+        }
+
+    def start(self) -> None:
+        self._session.move(_Move.START)
+        params = self.initialize_params(self._client["name"], self._client["version"])
+        self._rpc.send_request("initialize", params)
+
+    def data_to_send(self) -> list[bytes]:
+        return self._rpc.data_to_send()
+
+    def send(self, command: AgentCommand) -> None:
+        self._session.check_send(command)
+        match command:
+            case Prompt():
+                self._prompt(command)
+            case Respond():
+                self._respond(command)
+            case Interrupt():
+                self._interrupt()
+
+    def feed(self, line: bytes) -> list[AgentEvent]:
+        self._session.check_feed()
+        incoming = self._rpc.receive_line(line)
+        events, self._closing = self._closing, []
+        try:
+            match incoming:
+                case Notification():
+                    events += self._on_notification(incoming)
+                case Request():
+                    events += self._on_request(incoming)
+                case Response():
+                    events += self._on_response(incoming)
+                case ErrorResponse():
+                    events += self._on_error(incoming)
+                case BadMessage():
+                    events.append(self._malformed(incoming.reason, incoming.excerpt))
+        except MalformedMessage as exc:
+            if self._session.failure is not None:
+                raise
+            events.append(self._malformed(exc.reason, excerpt(line)))
+        return events
+
+    @staticmethod
+    def _malformed(reason: str, snippet: str) -> Warning:
+        return Warning(
+            message=f"malformed message from the ACP agent: {reason}: {snippet}",
+            code="malformed_message",
+        )
+
+    # --- commands -------------------------------------------------------------------------
+
+    def _prompt(self, prompt: Prompt) -> None:
+        if self._turn_running:
+            raise CodecUsageError("a turn is running: wait for TurnCompleted before prompting")
+        params: JsonObject = {
+            "sessionId": self.session_id,
+            "prompt": [{"type": "text", "text": prompt.text}],
+        }
+        self._rpc.send_request("session/prompt", params)
+        self._turn_running = True
+        self._turn_count += 1
+
+    def _respond(self, respond: Respond) -> None:
+        permission = self._permissions.get(respond.native_key)
+        if permission is None:
+            raise RequestClosed(f"no open request {respond.native_key!r} (closed or unknown)")
+        if permission.answered:
+            raise AlreadyAnswered(f"request {respond.native_key!r} was already answered")
+        chosen = respond.decision.action_id
+        if chosen not in permission.option_ids:
+            offered = ", ".join(permission.option_ids)
+            raise CodecUsageError(f"action {chosen!r} was not offered (offered: {offered})")
+        outcome: JsonObject = {"outcome": "selected", "optionId": chosen}
+        self._rpc.send_result(permission.request_id, {"outcome": outcome})
+        permission.answered = True
+        del self._permissions[respond.native_key]
+        self._closing.append(
+            InteractionClosed(native_key=respond.native_key, how=Resolution.ANSWERED)
+        )
+
+    def _interrupt(self) -> None:
+        if not self._turn_running:
+            return
+        self._rpc.send_notification("session/cancel", {"sessionId": self.session_id})
+        self._cancel_open_permissions()
+
+    def _cancel_open_permissions(self) -> None:
+        for key, permission in list(self._permissions.items()):
+            if not permission.answered:
+                self._rpc.send_result(permission.request_id, {"outcome": {"outcome": "cancelled"}})
+            self._closing.append(
+                InteractionClosed(native_key=key, how=Resolution.CANCELLED_BY_AGENT)
+            )
+        self._permissions.clear()
+
+    # --- responses ------------------------------------------------------------------------
+
+    def _on_response(self, response: Response) -> list[AgentEvent]:
+        match response.method:
+            case "initialize":
+                return self._on_initialized(response)
+            case "session/new" | "session/load":
+                return self._on_opened(response)
+            case "session/prompt":
+                result = as_object(response.result, where="session/prompt result")
+                stop_reason = get_text(result, "stopReason") or "end_turn"
+                return self._turn_ended(stop_reason_outcome(stop_reason))
+        return []
+
+    def _on_initialized(self, response: Response) -> list[AgentEvent]:
+        try:
+            result = as_object(response.result, where="initialize result")
+        except MalformedMessage as exc:
+            self._session.fail(exc)
+        capabilities = get_object(result, "agentCapabilities") or {}
+        self.load_session = get_bool(capabilities, "loadSession")
+        info = get_object(result, "agentInfo") or {}
+        label = " ".join(filter(None, (get_text(info, "name"), get_text(info, "version"))))
+        self.agent_version = label or None
+        self._session.move(_Move.INITIALIZED)
+        events: list[AgentEvent] = []
+        if self._resume is not None and self.load_session:
+            params: JsonObject = {"sessionId": self._resume, "cwd": self._cwd, "mcpServers": []}
+            self._rpc.send_request("session/load", params)
+        else:
+            if self._resume is not None:
+                text = "The agent cannot load an earlier session; a new session was started."
+                events.append(Warning(message=text, code="resume_unsupported"))
+            self._rpc.send_request("session/new", {"cwd": self._cwd, "mcpServers": []})
+        return events
+
+    def _on_opened(self, response: Response) -> list[AgentEvent]:
+        loaded = response.method == "session/load"
+        try:
+            if loaded:
+                assert self._resume is not None
+                session_id = self._resume
+            else:
+                result = as_object(response.result, where="session/new result")
+                session_id = require_text(result, "sessionId", where="session/new result")
+        except MalformedMessage as exc:
+            self._session.fail(exc)
+        self._session.move(_Move.OPENED)
+        self.session_id = session_id
+        return [
+            SessionStarted(native_id=session_id, agent_version=self.agent_version, resumed=loaded)
+        ]
+
+    def _on_error(self, response: ErrorResponse) -> list[AgentEvent]:
+        error = response.error
+        if response.method in ("initialize", "session/new", "session/load"):
+            self._session.fail(error.as_exception())
+        if response.method == "session/prompt":
+            text = f"the agent refused the prompt: {error.message}"
+            return self._turn_ended(TurnCompleted(status=TurnStatus.FAILED, error=text))
+        message = f"the agent refused {response.method}: {error.message} ({error.code})"
+        return [Warning(message=message, code="request_failed")]
+
+    def _turn_ended(self, completed: TurnCompleted) -> list[AgentEvent]:
+        self._turn_running = False
+        # a permission cannot outlive its turn: one still open is withdrawn
+        self._cancel_open_permissions()
+        closing, self._closing = self._closing, []
+        return [*closing, completed]
+
+    # --- agent requests -------------------------------------------------------------------
+
+    def _on_request(self, request: Request) -> list[AgentEvent]:
+        if request.method != "session/request_permission":
+            self._rpc.send_error(
+                request.id, MethodNotFound(message=f"unsupported: {request.method}")
+            )
+            text = _UNSUPPORTED_REQUEST_WARNING.format(method=request.method)
+            return [Warning(message=text, code="unsupported_request")]
+        key = native_key_for(request.id)
+        try:
+            params = as_object(request.params, where="session/request_permission params")
+            opened = _permission_request(key, params)
+        except MalformedMessage as exc:
+            self._rpc.send_error(request.id, InvalidParams(message=exc.reason))
+            text = f"the agent sent an unreadable permission request; it was refused: {exc.reason}"
+            return [Warning(message=text, code="malformed_message")]
+        tool_call = get_object(params, "toolCall") or {}
+        call_id = get_text(tool_call, "toolCallId")
+        if call_id is not None:
+            wire_kind = get_text(tool_call, "kind") or ""
+            tool_title = get_text(tool_call, "title") or _command_text(tool_call) or ""
+            self._tools[call_id] = (tool_title, _TOOL_KINDS.get(wire_kind, ToolKind.TOOL_CALL))
+        self._permissions[key] = _Permission(
+            request_id=request.id, option_ids=tuple(action.id for action in opened.actions)
+        )
+        return [InteractionOpened(request=opened)]
+
+    # --- notifications --------------------------------------------------------------------
+
+    def _on_notification(self, note: Notification) -> list[AgentEvent]:
+        if note.method != "session/update":
+            self.unknown_updates[note.method] += 1
+            return []
+        if self._session.state is not AcpState.READY:
+            return []  # session/load replays the history before its result: shown already
+        params = as_object(note.params if note.params is not None else {}, where=note.method)
+        update = get_object(params, "update") or {}
+        kind = get_text(update, "sessionUpdate") or ""
+        match kind:
+            case "agent_message_chunk":
+                content = get_object(update, "content") or {}
+                text = get_text(content, "text")
+                if get_text(content, "type") != "text" or not text:
+                    return []
+                item_id = get_text(update, "messageId") or f"message-{self._turn_count}"
+                return [TextDelta(item_id=item_id, text=text)]
+            case "tool_call" | "tool_call_update":
+                return [self._tool_activity(update, started=kind == "tool_call")]
+            case "usage_update":
+                return [_usage(update)]
+        if kind not in _QUIET_UPDATES:
+            self.unknown_updates[kind] += 1
+        return []
+
+    def _tool_activity(self, update: JsonObject, *, started: bool) -> ToolActivity:
+        call_id = get_text(update, "toolCallId") or ""
+        known_title, known_kind = self._tools.get(call_id, ("", ToolKind.TOOL_CALL))
+        wire_kind = get_text(update, "kind")
+        kind = _TOOL_KINDS.get(wire_kind, ToolKind.TOOL_CALL) if wire_kind else known_kind
+        title = get_text(update, "title") or _command_text(update) or known_title
+        status = get_text(update, "status")
+        if status in ("completed", "failed"):
+            phase = ToolPhase.COMPLETED
+            self._tools.pop(call_id, None)
+        else:
+            phase = ToolPhase.STARTED if started else ToolPhase.OUTPUT
+            self._tools[call_id] = (title, kind)
+        return ToolActivity(
+            item_id=call_id,
+            tool=kind,
+            phase=phase,
+            title=title,
+            status=status,
+            paths=_paths(update),
+        )
+
+
+# --- mapping helpers -------------------------------------------------------------------------
+
+
+def _permission_request(key: str, params: JsonObject) -> InteractionRequest:
+    options = get_array(params, "options") or []
+    actions = tuple(option_action(as_object(option, where="option")) for option in options)
+    if not actions:
+        raise MalformedMessage("a permission request without options", repr(params)[:200])
+    ids = [action.id for action in actions]
+    if len(set(ids)) != len(ids):
+        raise MalformedMessage("permission options with the same id", repr(ids)[:200])
+    tool_call = get_object(params, "toolCall") or {}
+    tool_title = get_text(tool_call, "title") or ""
+    kind = _TOOL_KINDS.get(get_text(tool_call, "kind") or "", ToolKind.TOOL_CALL)
+    detail: Command | FileChange | Text
+    if kind is ToolKind.COMMAND:
+        title = "Run a command"
+        command = _command_text(tool_call) or tool_title
+        detail = Command(command=command, cwd=_raw_cwd(tool_call))
+    elif kind is ToolKind.FILE_CHANGE:
+        title = "Apply file changes"
+        detail = FileChange(paths=_paths(tool_call), diff=_diff(tool_call))
+    else:
+        title = tool_title or "Use a tool"
+        detail = Text(text=tool_title or "The agent asks to use a tool.")
+    return InteractionRequest(
+        native_key=key,
+        kind=InteractionKind.APPROVAL,
+        title=title,
+        detail=detail,
+        actions=actions,
+    )
+
+
+def _command_text(tool_call: JsonObject) -> str | None:
+    raw = get_object(tool_call, "rawInput") or {}
+    command = raw.get("command")
+    if isinstance(command, list) and all(isinstance(part, str) for part in command):
+        parts = [part for part in command if isinstance(part, str)]
+        # codex-acp: ["/bin/bash", "-lc", "<script>"]: the script is what the person reads
+        if len(parts) == 3 and parts[1] in ("-c", "-lc"):
+            return parts[2]
+        return " ".join(parts)
+    return command if isinstance(command, str) else None
+
+
+def _raw_cwd(tool_call: JsonObject) -> str | None:
+    return get_text(get_object(tool_call, "rawInput") or {}, "cwd")
+
+
+def _paths(tool_call: JsonObject) -> tuple[str, ...]:
+    paths: list[str] = []
+    for location in get_array(tool_call, "locations") or []:
+        if isinstance(location, dict) and isinstance(location.get("path"), str):
+            paths.append(str(location["path"]))
+    for content in get_array(tool_call, "content") or []:
+        if isinstance(content, dict) and content.get("type") == "diff":
+            path = content.get("path")
+            if isinstance(path, str) and path not in paths:
+                paths.append(path)
+    return tuple(paths)
+
+
+def _diff(tool_call: JsonObject) -> str:
+    parts: list[str] = []
+    for content in get_array(tool_call, "content") or []:
+        if isinstance(content, dict) and content.get("type") == "diff":
+            path = str(content.get("path") or "")
+            old = content.get("oldText")
+            new = content.get("newText")
+            old_lines = old.splitlines() if isinstance(old, str) else []
+            new_lines = new.splitlines() if isinstance(new, str) else []
+            parts.append(f"--- {path}\n+++ {path}")
+            parts += [f"-{line}" for line in old_lines] + [f"+{line}" for line in new_lines]
+    return "\n".join(parts)
+
+
+def _usage(update: JsonObject) -> Usage:
+    cost = get_object(update, "cost") or {}
+    amount = cost.get("amount")
+    usd = (
+        float(amount)
+        if get_text(cost, "currency") == "USD" and isinstance(amount, int | float)
+        else None
+    )
+    return Usage(input_tokens=get_int(update, "used") or 0, cost_usd=usd)

@@ -1,0 +1,58 @@
+"""The policy in force for a request, as the desk and the runner need it (issue 17).
+
+:class:`PolicyBook` is built once from the config: which rule governs a request of a
+project, what it requires, whether an actor is one of its approvers (counted as people,
+through ``[people]``), and the refusal a ``action = "deny"`` rule sends at once. Pure.
+"""
+
+from __future__ import annotations
+
+from gateway.config import Config
+from gateway.domain import Actor, ConversationRef, Decision, Effect
+from gateway.interactions import Interaction
+from gateway.people import People
+from gateway.policy import Requirement, governing_rule, requirement
+
+__all__ = ["POLICY_ACTOR", "PolicyBook", "refusal", "surface_of"]
+
+# who "decided" a request a rule refused at once: no person, and said so on the card
+POLICY_ACTOR = Actor(platform="policy", user_id="rule", display="a policy rule")
+
+
+class PolicyBook:
+    def __init__(self, config: Config) -> None:
+        self._config = config
+        self.people = People(config.people)
+
+    def requirement(self, project: str, interaction: Interaction) -> Requirement:
+        settings = self._config.projects.get(project)
+        if settings is None or not settings.policy:
+            return Requirement()
+        rule = governing_rule(settings.policy, interaction)
+        return requirement(rule, interaction, self._config.groups, self.people)
+
+    def person(self, actor: Actor) -> str:
+        return self.people.of(actor)
+
+    def approves(self, requirement: Requirement, actor: Actor) -> bool | None:
+        """Is ``actor`` one of the rule's approvers? None: the rule names none (the
+        project's approvers decide)."""
+        if requirement.approvers is None:
+            return None
+        return self.person(actor) in requirement.approvers
+
+
+def refusal(interaction: Interaction, message: str) -> Decision | None:
+    """The decision an ``action = "deny"`` rule sends: the request's plain deny (else its
+    deny-and-stop), with the rule's message. None where the request offers no refusal."""
+    for effect in (Effect.DENY, Effect.CANCEL):
+        for action in interaction.actions:
+            if action.effect is effect:
+                return Decision(action_id=action.id, message=message)
+    return None
+
+
+def surface_of(conversation: ConversationRef) -> str:
+    """The card copy a vote was cast on, as the votes table records it."""
+    parts = (conversation.platform, conversation.space, conversation.channel, conversation.thread)
+    return ":".join(part or "-" for part in parts)

@@ -1,0 +1,172 @@
+"""The real ``@zed-industries/codex-acp`` 0.16.0 (an ACP agent over Codex) through the whole
+gateway, against the fake Responses API on loopback, ``approval_policy = "untrusted"``.
+
+codex-acp offers its own option ids: ``approved`` (allow_once), ``approved-execpolicy-amendment``
+(allow_always) and ``abort`` (reject_once; there is no reject_always). An approved command runs
+in Codex's sandbox, which needs Debian's bubblewrap (scripts/setup.sh installs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gateway.config import Config
+from platforms.registry import parse_config
+from tests.codex_env import CodexHome, make_codex_home
+from tests.gateway_harness import ALICE, ROOM, Running, running_gateway
+from tests.servers.fake_responses import FakeResponses, message, shell
+
+pytestmark = [pytest.mark.real_agent("codex-acp"), pytest.mark.timeout(120)]
+
+LABELS = ["Yes, proceed", "Always allow", "Deny"]
+
+
+@pytest.fixture
+def acp_home(fake_model: FakeResponses) -> Iterator[CodexHome]:
+    with make_codex_home(fake_model.base_url, approval_policy="untrusted") as home:
+        yield home
+
+
+def acp_config(binary: str, home: CodexHome, data_dir: Path) -> Config:
+    env = "\n".join(f"{name} = {json.dumps(value)}" for name, value in home.env.items())
+    text = f"""
+[gateway]
+data_dir = {json.dumps(str(data_dir))}
+stop_grace_seconds = 5
+
+[projects.demo]
+work_dir = {json.dumps(str(home.workspace))}
+agent = "acp"
+argv = [{json.dumps(binary)}]
+
+[projects.demo.agent_options.env]
+{env}
+
+[projects.demo.auth.memory]
+allow_from = ["alice"]
+approvers = ["alice"]
+
+[platforms.memory]
+"""
+    return parse_config(text, "test.toml")
+
+
+async def ask(gw: Running, prompt: str) -> dict[str, str]:
+    """Say ``prompt``; the labels and tokens of the card it brings."""
+    before = len(gw.cards())
+    await gw.memory.say(ROOM, ALICE, prompt)
+
+    def fresh() -> dict[str, str] | None:
+        for shown in gw.cards()[before:]:
+            if shown.card is not None and shown.card.actions:
+                return {action.label: action.token for action in shown.card.actions}
+        return None
+
+    return await gw.memory.wait_for(fresh, deadline=60)
+
+
+async def status(gw: Running) -> str:
+    before = len(gw.memory.texts(ROOM))
+    await gw.memory.say(ROOM, ALICE, "/status")
+    return await gw.memory.wait_for(
+        lambda: next((t for t in gw.memory.texts(ROOM)[before:] if t.startswith("Session")), None)
+    )
+
+
+def agent_groups(workspace: Path) -> set[int]:
+    """The process groups of the codex-acp processes working in ``workspace``."""
+    groups: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            cwd = os.readlink(entry / "cwd")
+            if b"codex-acp" in cmdline and Path(cwd) == workspace:
+                groups.add(os.getpgid(int(entry.name)))
+        except OSError:
+            continue
+    return groups
+
+
+async def test_approved_runs_the_command(
+    codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((shell("echo hi > hi.txt"), message("Done.")))
+    async with running_gateway(acp_config(codex_acp_bin, acp_home, tmp_path / "d")) as gw:
+        tokens = await ask(gw, "make hi.txt")
+        assert list(tokens) == LABELS
+        ack = await gw.memory.click(ROOM, ALICE, tokens["Yes, proceed"])
+        assert ack.accepted, ack.text
+        await gw.text_where(lambda text: "Done." in text)
+        assert (acp_home.workspace / "hi.txt").read_text() == "hi\n"
+        assert "Grants: none" in await status(gw)
+    # the npm launcher and the native binary it started were stopped as one group
+    assert agent_groups(acp_home.workspace) == set()
+
+
+async def test_always_allow_is_a_grant_in_status(
+    codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((shell("echo hi > hi.txt"), message("Done.")))
+    async with running_gateway(acp_config(codex_acp_bin, acp_home, tmp_path / "d")) as gw:
+        tokens = await ask(gw, "make hi.txt")
+        await gw.memory.click(ROOM, ALICE, tokens["Always allow"])
+        await gw.text_where(lambda text: "Done." in text)
+        said = await status(gw)
+        # the grant names the agent's own option, the rule it keeps
+        assert "don't ask again" in said and "always, by Alice" in said, said
+
+
+async def test_deny_is_abort_and_nothing_runs(
+    codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((shell("echo hi > hi.txt"), message("Understood.")))
+    async with running_gateway(acp_config(codex_acp_bin, acp_home, tmp_path / "d")) as gw:
+        tokens = await ask(gw, "make hi.txt")
+        await gw.memory.click(ROOM, ALICE, tokens["Deny"])
+        # codex-acp's "abort" denies and ends the turn
+        await gw.memory.wait_for(lambda: "ended interrupted" in gw.memory.turn_signals(ROOM))
+        await gw.card_where(lambda card: card.status_line.startswith("Denied"))
+        assert not (acp_home.workspace / "hi.txt").exists()
+
+
+async def test_stop_while_pending_cancels_and_the_next_prompt_works(
+    codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((shell("echo hi > hi.txt"), message("Done.")))
+    fake_model.enqueue((message("Still here."),))
+    async with running_gateway(acp_config(codex_acp_bin, acp_home, tmp_path / "d")) as gw:
+        await ask(gw, "make hi.txt")
+        await gw.memory.say(ROOM, ALICE, "/stop")
+        await gw.memory.wait_for(lambda: "ended interrupted" in gw.memory.turn_signals(ROOM))
+        await gw.card_where(lambda card: card.status_line.startswith("Stopped by Alice"))
+        assert not (acp_home.workspace / "hi.txt").exists()
+        await gw.memory.say(ROOM, ALICE, "hello")
+        await gw.text_where(lambda text: "Still here." in text)
+
+
+async def test_a_killed_agent_orphans_its_card_and_the_session_is_loaded_again(
+    codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((shell("echo hi > hi.txt"), message("Done.")))
+    fake_model.enqueue((message("Back again."),))
+    async with running_gateway(acp_config(codex_acp_bin, acp_home, tmp_path / "d")) as gw:
+        await ask(gw, "make hi.txt")
+        groups = agent_groups(acp_home.workspace)
+        assert len(groups) == 1, groups
+        os.killpg(groups.pop(), signal.SIGKILL)
+        await gw.card_where(lambda card: "before anyone answered" in card.status_line)
+        await gw.memory.say(ROOM, ALICE, "hello")
+        await gw.text_where(lambda text: "Back again." in text)
+        said = await status(gw)
+        assert "Open requests: none" in said
+    # the new process loaded the session: the model saw the first turn's prompt again
+    last = fake_model.requests[-1]
+    assert "make hi.txt" in json.dumps(last.body)
