@@ -34,18 +34,12 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile([7.0], 0.99) == 7.0
 
 
-@pytest.mark.parametrize("agent", ["codex", "acp"])
+@pytest.mark.parametrize("agent", ["codex", "acp", "opencode"])
 async def test_interactions_at_a_toy_size(tmp_path: Path, agent: str) -> None:
     figures = await interactions.measure(tmp_path, count=8, warmup=1, agent=agent)
     assert figure(figures, "exactly once").met is True
     assert "n=8" in figure(figures, "request line -> card").value
     assert "n=8" in figure(figures, "click -> response").value
-
-
-async def test_interactions_with_the_opencode_bench_server_at_a_toy_size(tmp_path: Path) -> None:
-    figures = await interactions.measure(tmp_path, count=5, warmup=1, agent="opencode")
-    assert figure(figures, "exactly once").met is True
-    assert "n=5" in figure(figures, "click -> response").value
 
 
 async def test_throughput_at_a_toy_size(tmp_path: Path) -> None:
