@@ -138,6 +138,8 @@ class ConfiguredLauncher:
     ) -> AbstractAsyncContextManager[RunningAgent]:
         if project.agent is AgentKind.CODEX_EXEC:
             return self._launch_exec(project, resume_native_id=resume_native_id)
+        if project.agent is AgentKind.OPENCODE:
+            return self._launch_opencode(project, resume_native_id=resume_native_id)
         return self._launch_runtime(project, resume_native_id=resume_native_id)
 
     @asynccontextmanager
@@ -162,6 +164,24 @@ class ConfiguredLauncher:
             stop_grace_seconds=self._stop_grace,
         ) as session:
             yield session
+
+    @asynccontextmanager
+    async def _launch_opencode(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> AsyncIterator[RunningAgent]:
+        # imported here: `agent-gateway check` (probe_version) must not load aiohttp
+        from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
+
+        settings = OpenCodeSettings(
+            command=project.argv(),
+            cwd=project.work_dir,
+            env=self._env(project),
+            resume_session_id=resume_native_id,
+            handshake_timeout=self._handshake_timeout,
+            stop_grace_seconds=self._stop_grace,
+        )
+        async with OpenCodeAgent(settings) as agent:
+            yield agent
 
     @asynccontextmanager
     async def _launch_runtime(

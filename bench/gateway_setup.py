@@ -45,6 +45,10 @@ AGENT = Path(__file__).resolve().parent / "agents" / "codex_bench_agent.py"
 AGENTS = {
     "codex": ("codex-app-server", AGENT),
     "acp": ("acp", Path(__file__).resolve().parent / "agents" / "acp_bench_agent.py"),
+    "opencode": (
+        "opencode",
+        Path(__file__).resolve().parent / "agents" / "opencode_bench_agent.py",
+    ),
 }
 _STAMP = re.compile(r"^bench (\S+) (\d+) t=(\d+)$")
 

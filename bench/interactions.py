@@ -1,13 +1,15 @@
 """Interaction overhead: what the gateway adds to one approval, ledger writes included.
 
     python -m bench.interactions [--count 1000] [--warmup 50] [--platform memory]
-                                 [--agent codex|acp] [--json]
+                                 [--agent codex|acp|opencode] [--json]
 
 One session, one bench agent (bench/agents/: the Codex app-server one, or with ``--agent acp``
 the ACP one), ``count`` command approvals in a row (after ``warmup`` that are
 not counted): from the agent's request line to the card at the platform, and from the click
 to the response line read by the agent (bench/approvals.py says where each clock is read).
-Target: p99 under 10 ms for both.
+Target: p99 under 10 ms for both. ``--agent opencode`` drives the scripted OpenCode server
+(bench/agents/opencode_bench_agent.py) instead: a request is an SSE event, a response an HTTP
+POST.
 """
 
 from __future__ import annotations

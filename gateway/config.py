@@ -168,7 +168,9 @@ _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
     AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY,  # exec has no modes
     AgentKind.CLAUDE_CODE: _CODEX_ONLY,
     AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
-    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY,
+    # OpenCode: its model and provider are its own config; the session's rules ask for every
+    # tool, so no Codex or Claude option means anything to it
+    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
 }
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 

@@ -34,6 +34,9 @@ install_agent @openai/codex "$CODEX_NPM_VERSION" codex
 # Claude Code ships its native binary in a platform optional dependency
 # (@anthropic-ai/claude-code-linux-x64, ...): --omit=optional would leave no binary.
 install_agent @anthropic-ai/claude-code "$CLAUDE_NPM_VERSION" claude
+# OpenCode's launcher picks its native binary from a platform optional dependency
+# (opencode-linux-x64, ...), as Claude Code does.
+install_agent opencode-ai "$OPENCODE_NPM_VERSION" opencode
 # codex-acp ships its native binary in @zed-industries/codex-acp-linux-x64 (optional dep)
 install_agent @zed-industries/codex-acp "$CODEX_ACP_NPM_VERSION" codex-acp
 # codex-acp runs approved commands in Codex's Linux sandbox, which needs Debian's bubblewrap
@@ -59,4 +62,5 @@ if [ ! -x /usr/bin/chromium ]; then
     fi
 fi
 echo "agent-gateway set up: .venv, codex $("$agents/node_modules/.bin/codex" --version)," \
-    "claude $("$agents/node_modules/.bin/claude" --version)"
+    "claude $("$agents/node_modules/.bin/claude" --version)," \
+    "opencode $("$agents/node_modules/.bin/opencode" --version)"

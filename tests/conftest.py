@@ -1,8 +1,8 @@
 """Shared test plumbing.
 
 Tests that need a real agent binary are marked ``@pytest.mark.real_agent("codex")`` (or
-``"claude"``, ``"codex-acp"``) and take the binary's path from the ``codex_bin``
-(``claude_bin``, ``codex_acp_bin``) fixture.
+``"claude"``, ``"codex-acp"``, ``"opencode"``) and take the binary's path from the
+``codex_bin`` (``claude_bin``, ``codex_acp_bin``, ``opencode_bin``) fixture.
 They skip when the binary is missing, except
 under ``AGENT_GATEWAY_REQUIRE_REAL_AGENTS=1`` (what ``.ci/run`` sets), where they fail. The
 number of real-binary tests that passed is written to ``.cache/real-agent-tests.txt`` so that
@@ -24,6 +24,7 @@ pytest_plugins = [
     "tests.codex_env",  # fake_model, codex_home
     "tests.claude_env",  # fake_anthropic, claude_home
     "tests.discord_harness",  # fake_discord
+    "tests.opencode_env",  # fake_chat, opencode_home
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +67,11 @@ def claude_bin() -> str:
 @pytest.fixture(scope="session")
 def codex_acp_bin() -> str:
     return _require_binary("AGENT_GATEWAY_CODEX_ACP_BIN", "codex-acp")
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> str:
+    return _require_binary("AGENT_GATEWAY_OPENCODE_BIN", "opencode")
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import concurrency, interactions, startup, throughput
+from bench import concurrency, interactions, opencode_startup, startup, throughput
 from bench.__main__ import markdown
 from bench.figures import Figure, machine, percentile
 
@@ -34,7 +34,7 @@ def test_percentile_is_nearest_rank() -> None:
     assert percentile([7.0], 0.99) == 7.0
 
 
-@pytest.mark.parametrize("agent", ["codex", "acp"])
+@pytest.mark.parametrize("agent", ["codex", "acp", "opencode"])
 async def test_interactions_at_a_toy_size(tmp_path: Path, agent: str) -> None:
     figures = await interactions.measure(tmp_path, count=8, warmup=1, agent=agent)
     assert figure(figures, "exactly once").met is True
@@ -52,6 +52,13 @@ async def test_concurrency_at_a_toy_size(tmp_path: Path) -> None:
     figures = await concurrency.measure(tmp_path, sessions=3, trips=2)
     assert figure(figures, "exactly once").met is True
     assert "n=6" in figure(figures, "click -> response").value
+
+
+@pytest.mark.real_agent("opencode")
+async def test_opencode_startup_at_a_toy_size(opencode_bin: str, tmp_path: Path) -> None:
+    figures = await opencode_startup.measure(tmp_path, runs=1, binary=Path(opencode_bin))
+    assert "median of 1" in figure(figures, "listening, events, session").value
+    assert "MB" in figure(figures, "RSS").value
 
 
 async def test_startup_imports_only_configured_platforms(tmp_path: Path) -> None:

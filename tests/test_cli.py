@@ -13,7 +13,9 @@ from gateway.domain import AgentKind, InteractionKind, InteractionRequest
 from gateway.store import Store
 
 
-def _config(tmp_path: Path, argv: list[str], extra: str = "") -> Path:
+def _config(
+    tmp_path: Path, argv: list[str], extra: str = "", agent: str = "codex-app-server"
+) -> Path:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     path = tmp_path / "gateway.toml"
@@ -24,7 +26,7 @@ data_dir = {json.dumps(str(tmp_path / "data"))}
 
 [projects.p]
 work_dir = {json.dumps(str(work))}
-agent = "codex-app-server"
+agent = "{agent}"
 argv = {json.dumps(argv)}
 {extra}
 
@@ -53,6 +55,20 @@ def test_check_probes_the_agent_version(codex_bin: str, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "codex-cli 0.171.0" in done.stdout
     assert "config OK" in done.stdout
+
+
+@pytest.mark.real_agent("opencode")
+def test_check_probes_opencode_and_refuses_codex_options_for_it(
+    opencode_bin: str, tmp_path: Path
+) -> None:
+    done = _cli("check", "--config", str(_config(tmp_path, [opencode_bin], agent="opencode")))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1.18.33" in done.stdout and "config OK" in done.stdout
+    wrong = _config(tmp_path, [opencode_bin], 'sandbox = "read-only"', agent="opencode")
+    done = _cli("check", "--config", str(wrong))
+    assert done.returncode != 0
+    assert "projects.p.agent_options.sandbox" in done.stdout + done.stderr
+    assert "does not apply to agent opencode" in done.stdout + done.stderr
 
 
 def test_check_asks_an_acp_agent_initialize(tmp_path: Path) -> None:

@@ -33,7 +33,8 @@ APPLICATIONS = frozenset({"gateway.cli", "gateway.__main__", "gateway.demo"})
 FORBIDDEN: Mapping[str, frozenset[str]] = {  # by layer: module names, or their packages
     "gateway": frozenset({"platforms", "adapters"}) | PLATFORM_SDKS | APPLICATIONS,
     "platforms": frozenset({"adapters"}) | APPLICATIONS,
-    "adapters": frozenset({"platforms"}) | PLATFORM_SDKS | APPLICATIONS,
+    # aiohttp is OpenCode's transport (HTTP + SSE to `opencode serve`), not a platform there
+    "adapters": frozenset({"platforms"}) | (PLATFORM_SDKS - {"aiohttp"}) | APPLICATIONS,
 }
 EXEMPT = ("gateway/cli.py", "gateway/__main__.py", "gateway/demo/")
 SHARED = "platforms"  # its modules, not its packages: shared by every platform

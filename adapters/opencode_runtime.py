@@ -1,0 +1,414 @@
+"""``opencode serve`` as a running agent: the process, its HTTP API and its event stream.
+
+    settings = OpenCodeSettings(command=["opencode"], cwd=work_dir, env=env)
+    async with OpenCodeAgent(settings) as agent:       # listening, events subscribed,
+        await agent.send(Prompt(text="..."))           #   session created (or resumed)
+        async for event in agent.events():             # ... ends after AgentExited
+            ...
+
+Managed mode (the only one so far): one ``opencode serve --hostname 127.0.0.1 --port N`` per
+session epoch, through ``adapters/stdio.py`` (its own process group; pid, group and start time
+recorded, so a leftover is ended like any agent). The port is picked here (1.18.33 was seen
+listening on 4096 with ``--port 0``) and checked against its "listening on" line. A fresh
+``OPENCODE_SERVER_PASSWORD`` guards it (basic auth, user ``opencode``), never logged or put in
+argv. ``GET /event`` is subscribed, and its first ``server.connected`` seen, before the
+session is created, so that no event of ours is missed.
+
+If the event stream breaks while the server lives, it is opened again and what was missed is
+reconciled (``GET /permission``, ``GET /question``, ``GET /session/status``;
+:meth:`adapters.opencode.OpenCodeCodec.reconcile`). When the process ends, ``AgentExited``
+is the last event. Ownership (STYLE.md, principle 4): the process belongs to the ``async with``
+block; the stdout drain, the event stream and the exit watcher are tasks of its TaskGroup.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import aiohttp
+
+from adapters.opencode import (
+    HttpRequest,
+    OpenCodeCodec,
+    SseDecoder,
+    basic_auth,
+    parse_listening_line,
+)
+from adapters.stdio import DEFAULT_STOP_GRACE_SECONDS, AgentProcess, ExitStatus, ProcessSpec
+from gateway.errors import AgentError, AgentExitedError, AgentStartError, HandshakeTimeout
+from gateway.events import (
+    AgentCommand,
+    AgentEvent,
+    AgentExited,
+    Capabilities,
+    SessionStarted,
+    Warning,
+)
+
+__all__ = ["OpenCodeAgent", "OpenCodeSettings", "free_loopback_port", "serve_argv"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_EVENT_BUFFER = 1024
+RECONNECT_ATTEMPTS = 20
+RECONNECT_PAUSE = 0.2  # seconds between attempts: the server is alive, the stream hiccupped
+
+
+def free_loopback_port() -> int:
+    """A port free on 127.0.0.1 now (the kernel's pick), for the server to listen on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def serve_argv(command: Sequence[str], port: int) -> list[str]:
+    return [*command, "serve", "--hostname", "127.0.0.1", "--port", str(port)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenCodeSettings:
+    command: Sequence[str]
+    cwd: str | Path
+    env: Mapping[str, str]
+    resume_session_id: str | None = None
+    handshake_timeout: float = 60.0
+    stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS
+    event_buffer: int = DEFAULT_EVENT_BUFFER
+
+
+class OpenCodeAgent:
+    """One ``opencode serve`` process and one session on it, for one ``async with``."""
+
+    def __init__(
+        self,
+        settings: OpenCodeSettings,
+        *,
+        password: str | None = None,
+        tap: Callable[[str, object], None] | None = None,
+    ) -> None:
+        """``tap(direction, message)`` sees every request made (``">>"``), every answer and
+        every event (``"<<"``): the transcript recorder's seam. Never the password."""
+        self.settings = settings
+        self._tap = tap
+        self.codec = OpenCodeCodec(resume_session_id=settings.resume_session_id)
+        self._password = password or secrets.token_urlsafe(24)
+        self._events: asyncio.Queue[AgentEvent] = asyncio.Queue(maxsize=settings.event_buffer)
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._proc: AgentProcess | None = None
+        self._http: aiohttp.ClientSession | None = None
+        self._connected = asyncio.Event()
+        self._base_url = ""
+        self._session: SessionStarted | None = None
+        self._exit_queued = False
+        self._exit_delivered = False
+        self._stopping = False
+        self._stream_task: asyncio.Task[None] | None = None
+        self._owned: list[asyncio.Task[None]] = []
+        self.exit_status: ExitStatus | None = None
+        self.stream_breaks = 0  # how often the event stream was opened again
+
+    # --- what the core reads ---------------------------------------------------------------
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.codec.capabilities
+
+    @property
+    def started(self) -> SessionStarted:
+        if self._session is None:
+            raise AgentExitedError("the OpenCode session has not started")
+        return self._session
+
+    @property
+    def base_url(self) -> str:
+        return self._base_url
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def pgid(self) -> int | None:
+        return self._proc.pgid if self._proc else None
+
+    @property
+    def start_time(self) -> int | None:
+        return self._proc.start_time if self._proc else None
+
+    # --- lifetime -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        if self._stack is not None:
+            raise RuntimeError("an OpenCodeAgent is entered once")
+        stack = contextlib.AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            port = free_loopback_port()
+            spec = ProcessSpec(
+                argv=serve_argv(self.settings.command, port),
+                cwd=self.settings.cwd,
+                env={**self.settings.env, "OPENCODE_SERVER_PASSWORD": self._password},
+                stop_grace_seconds=self.settings.stop_grace_seconds,
+                eof_grace_seconds=0,  # a server does not read stdin: EOF cannot end it
+            )
+            self._proc = proc = await stack.enter_async_context(AgentProcess.spawn(spec))
+            stack.push_async_callback(self._stop_process)
+            self._base_url = await self._await_listening(proc, port)
+            self._http = await stack.enter_async_context(
+                aiohttp.ClientSession(
+                    headers={"Authorization": basic_auth(self._password)},
+                    timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+                )
+            )
+            tasks = await stack.enter_async_context(asyncio.TaskGroup())
+            stack.callback(self._cancel_tasks)  # runs first: they may wait on a full queue
+            self._owned = [
+                tasks.create_task(self._drain_stdout(proc), name=f"opencode-{proc.pid}-stdout"),
+                tasks.create_task(self._stream(), name=f"opencode-{proc.pid}-sse"),
+                tasks.create_task(self._watch_exit(proc), name=f"opencode-{proc.pid}-exit"),
+            ]
+            self._stream_task = self._owned[1]
+            await self._handshake()
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stopping = True
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+        self._queue_exit_nowait("stopped")
+
+    def _cancel_tasks(self) -> None:
+        for task in self._owned:
+            task.cancel()
+
+    async def _stop_process(self) -> None:
+        if self._proc is not None:
+            self.exit_status = await self._proc.stop()
+
+    async def _await_listening(self, proc: AgentProcess, port: int) -> str:
+        """The URL of its "listening on" line, which must name the port it was given."""
+        try:
+            async with asyncio.timeout(self.settings.handshake_timeout):
+                while (line := await proc.read_line()) is not None:
+                    url = parse_listening_line(line.decode("utf-8", "replace"))
+                    if url is None:
+                        continue
+                    if url != f"http://127.0.0.1:{port}":
+                        raise AgentStartError(f"opencode listens on {url}, not on port {port}")
+                    return url
+        except TimeoutError as exc:
+            raise HandshakeTimeout(
+                f"opencode serve was not listening within {self.settings.handshake_timeout:g} s"
+                + _tail(proc)
+            ) from exc
+        status = await proc.stop()
+        raise AgentStartError(
+            f"opencode serve ended before it listened: {status.describe()}" + _tail(proc)
+        )
+
+    async def _handshake(self) -> None:
+        try:
+            async with asyncio.timeout(self.settings.handshake_timeout):
+                await self._connected.wait()
+                if self._exit_queued:
+                    raise AgentStartError("opencode ended before its events could be read")
+                opened = await self._call(self.codec.open_session())
+        except TimeoutError as exc:
+            raise HandshakeTimeout("opencode did not open its event stream in time") from exc
+        except AgentError as exc:
+            raise AgentStartError(str(exc)) from exc
+        self._session = self.codec.created(opened)
+
+    # --- events ---------------------------------------------------------------------------
+
+    async def next_event(self) -> AgentEvent:
+        if self._exit_delivered:
+            raise AgentExitedError("the OpenCode server has ended")
+        event = await self._events.get()
+        if isinstance(event, AgentExited):
+            self._exit_delivered = True
+        return event
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        while not self._exit_delivered:
+            yield await self.next_event()
+
+    async def send(self, command: AgentCommand) -> None:
+        """Perform the command's requests; AgentError (its delivery failed) if refused."""
+        if self._exit_queued or self._http is None:
+            raise AgentExitedError("the OpenCode server has ended")
+        requests, events = self.codec.request_for(command)
+        for event in events:
+            await self._events.put(event)
+        for request in requests:
+            try:
+                await self._call(request)
+            except AgentError as exc:
+                if request.path.endswith("/prompt_async"):
+                    for event in self.codec.prompt_refused(str(exc)):
+                        await self._events.put(event)
+                raise
+
+    async def stop(self) -> None:
+        """End the server now (its group: TERM, then KILL); AgentExited follows."""
+        self._stopping = True
+        await self._stop_process()
+
+    async def _call(self, request: HttpRequest) -> Any:
+        assert self._http is not None
+        url = self._base_url + request.path
+        if self._tap is not None:
+            self._tap(">>", {"method": request.method, "path": request.path, "body": request.body})
+        try:
+            async with self._http.request(
+                request.method,
+                url,
+                json=request.body,
+                timeout=aiohttp.ClientTimeout(total=30),
+            ) as response:
+                raw = await response.read()
+                if response.status >= 400:
+                    text = raw.decode("utf-8", "replace")[:300]
+                    raise AgentError(
+                        f"opencode refused to {request.purpose or request.path}: "
+                        f"HTTP {response.status} {text}"
+                    )
+        except (aiohttp.ClientError, OSError) as exc:  # TimeoutError is an OSError
+            raise AgentError(
+                f"could not reach opencode to {request.purpose or request.path}: {exc!r}"
+            ) from exc
+        try:
+            answer = json.loads(raw) if raw else None
+        except ValueError as exc:
+            raise AgentError(f"opencode answered {request.path} with no JSON") from exc
+        if self._tap is not None:
+            self._tap("<<", {"status": response.status, "path": request.path, "body": answer})
+        return answer
+
+    async def _stream(self) -> None:
+        """Read ``GET /event`` for as long as the server lives, reopening it if it breaks."""
+        attempts = 0
+        first = True
+        while not self._stopping and not self._exit_queued:
+            try:
+                await self._read_stream(first)
+                attempts = 0
+            except (aiohttp.ClientError, OSError, ValueError, AgentError) as exc:
+                # OSError: a socket aborted under aiohttp's reader is not always translated
+                log.debug("opencode event stream broke: %r", exc)
+                attempts += 1
+            if self._stopping or self._exit_queued or self._proc is None:
+                return
+            if not self._proc.running:
+                return  # the exit watcher says how it ended
+            if attempts > RECONNECT_ATTEMPTS:
+                await self._events.put(
+                    Warning(message="the OpenCode event stream could not be reopened")
+                )
+                await self.stop()
+                return
+            first = False
+            self.stream_breaks += 1
+            await asyncio.sleep(RECONNECT_PAUSE if attempts else 0)
+
+    async def _read_stream(self, first: bool) -> None:
+        assert self._http is not None
+        decoder = SseDecoder()
+        async with self._http.get(
+            self._base_url + "/event", headers={"Accept": "text/event-stream"}
+        ) as response:
+            if response.status != 200:
+                raise AgentError(f"opencode refused its event stream: HTTP {response.status}")
+            async for chunk in response.content.iter_any():
+                for item in decoder.feed(chunk):
+                    if self._tap is not None:
+                        self._tap("<<", {"event": item})
+                    if isinstance(item, dict) and item.get("type") == "server.connected":
+                        if first:
+                            self._connected.set()
+                        else:
+                            await self._reconcile()
+                        continue
+                    for event in self.codec.feed_event(item):
+                        await self._events.put(event)
+
+    async def _reconcile(self) -> None:
+        permissions = await self._call(
+            HttpRequest(method="GET", path="/permission", purpose="list permissions")
+        )
+        questions = await self._call(
+            HttpRequest(method="GET", path="/question", purpose="list questions")
+        )
+        statuses = await self._call(
+            HttpRequest(method="GET", path="/session/status", purpose="read the session status")
+        )
+        messages = None
+        if self.codec.turn_running and self.codec.session_id is not None:
+            # what the turn said and did while no events came (it may even have ended)
+            messages = await self._call(
+                HttpRequest(
+                    method="GET",
+                    path=f"/session/{self.codec.session_id}/message",
+                    purpose="read the turn's messages",
+                )
+            )
+        for event in self.codec.reconcile(permissions, questions, statuses, messages):
+            await self._events.put(event)
+
+    async def _drain_stdout(self, proc: AgentProcess) -> None:
+        # The server logs to stdout now and then: read it so that it never blocks on a pipe.
+        with contextlib.suppress(AgentError):
+            while await proc.read_line() is not None:
+                pass
+
+    async def _watch_exit(self, proc: AgentProcess) -> None:
+        status = await proc.wait()
+        self.exit_status = status
+        self._connected.set()  # a handshake waiting for the stream must not wait on
+        reason = "stopped" if self._stopping else ("killed" if status.signal else "exited")
+        if not self._exit_queued:
+            self._exit_queued = True
+            await self._events.put(
+                AgentExited(code=status.code, stderr_tail=status.stderr_tail, reason=reason)
+            )
+        if self._stream_task is not None:
+            self._stream_task.cancel()
+
+    def _queue_exit_nowait(self, reason: str) -> None:
+        if self._exit_queued:
+            return
+        self._exit_queued = True
+        status = self.exit_status
+        final = AgentExited(
+            code=status.code if status else None,
+            stderr_tail=status.stderr_tail if status else "",
+            reason=reason,
+        )
+        with contextlib.suppress(asyncio.QueueFull):
+            self._events.put_nowait(final)
+
+
+def _tail(proc: AgentProcess) -> str:
+    tail = proc.stderr_tail().strip()[-500:]
+    return f"; stderr ends with: {tail}" if tail else ""

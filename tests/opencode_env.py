@@ -1,0 +1,92 @@
+"""A hermetic home for the real ``opencode serve``, pointed at the fake Chat Completions API.
+
+``OpenCodeHome`` is a throw-away directory holding ``home/`` (``HOME``, with the global
+config in ``home/.config/opencode/opencode.json``: one ``@ai-sdk/openai-compatible`` provider
+whose ``baseURL`` is the fake on 127.0.0.1, no auto-update, no sharing) and ``workspace/``
+(the agent's cwd). Its ``env`` is the whole environment the agent gets: nothing is inherited
+but ``PATH``. The config sets ``bash`` and ``edit`` to ``allow`` on purpose: the gateway's
+session rules must still ask (tests/test_gateway_opencode.py).
+
+Loaded as a pytest plugin by ``tests/conftest.py``: fixtures ``fake_chat`` and
+``opencode_home``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.agent_driver import scratch_dir
+from tests.servers.fake_chat_completions import MODEL, FakeChatCompletions
+
+__all__ = ["OpenCodeHome", "fake_chat", "make_opencode_home", "opencode_home"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpenCodeHome:
+    root: Path
+    home: Path
+    workspace: Path
+    env: dict[str, str]
+
+
+def opencode_config(base_url: str) -> dict[str, object]:
+    if not base_url.startswith("http://127."):
+        raise ValueError(f"the model API must stay on 127.0.0.0/8, not {base_url}")
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {
+            "fake": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Fake local",
+                "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-fake"},
+                "models": {MODEL: {"name": "Fake model", "tool_call": True}},
+            }
+        },
+        "model": f"fake/{MODEL}",
+        "small_model": f"fake/{MODEL}",
+        # what a careless project might say: the gateway's session rules must win
+        "permission": {"bash": "allow", "edit": "allow"},
+        "autoupdate": False,
+        "share": "disabled",
+    }
+
+
+@contextmanager
+def make_opencode_home(base_url: str) -> Iterator[OpenCodeHome]:
+    with scratch_dir("agent-gateway-opencode-") as root:
+        home = root / "home"
+        workspace = root / "workspace"
+        config_dir = home / ".config" / "opencode"
+        for path in (config_dir, workspace):
+            path.mkdir(parents=True)
+        (config_dir / "opencode.json").write_text(json.dumps(opencode_config(base_url)))
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local" / "share"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "XDG_STATE_HOME": str(home / ".local" / "state"),
+            "NO_PROXY": "127.0.0.1,localhost",
+            "LANG": "C.UTF-8",
+        }
+        yield OpenCodeHome(root=root, home=home, workspace=workspace, env=env)
+
+
+@pytest.fixture
+async def fake_chat() -> AsyncIterator[FakeChatCompletions]:
+    async with FakeChatCompletions() as fake:
+        yield fake
+
+
+@pytest.fixture
+def opencode_home(fake_chat: FakeChatCompletions) -> Iterator[OpenCodeHome]:
+    with make_opencode_home(fake_chat.base_url) as made:
+        yield made
