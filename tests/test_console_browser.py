@@ -292,8 +292,10 @@ async def test_a_card_is_orphaned_when_the_agent_dies(
     await runner.agent.stop()
     # what happened, that nothing reached the agent, and what to do next, once
     await expect(card.locator(".status")).to_have_text(
-        "The gateway ended the agent process before anyone answered: no answer can reach it"
-        " now · your next message starts the agent again",
+        re.compile(
+            "^The gateway ended the agent process before anyone answered: no answer can reach it"
+            " now · your next message starts the agent again · content hash [0-9a-f]{10}$"
+        ),
         timeout=WAIT_MS,
     )
     await expect(card.get_by_role("button")).to_have_count(0)
