@@ -54,6 +54,8 @@ class CommandName(StrEnum):
     DENY = "deny"
     ANSWER = "answer"
     WITHDRAW = "withdraw"
+    GRANTS = "grants"
+    REVOKE = "revoke"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -86,6 +88,10 @@ COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo(
         name=CommandName.WITHDRAW, args="ID", description="take back your vote on a request"
     ),
+    CommandInfo(
+        name=CommandName.GRANTS, args="", description="what was granted beyond one request"
+    ),
+    CommandInfo(name=CommandName.REVOKE, args="ID", description="take a grant back"),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}

@@ -18,6 +18,7 @@ from gateway.store.clicks import ClickViews
 from gateway.store.database import Clock, Database, ReadOnlyDatabase, utc_now
 from gateway.store.datadir import check_data_dir, prepare_data_dir
 from gateway.store.escalations import Escalations
+from gateway.store.grants import GrantBook
 from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
 from gateway.store.prompts import PromptQueue
@@ -71,6 +72,7 @@ class Store:
         self.votes = VoteLedger(db, self.interactions)
         self.cards = CardCopies(db)
         self.escalations = Escalations(db)
+        self.grants = GrantBook(db)
         self.audit = AuditLog(db)
         self.clicks = ClickViews(db)
         self.peek = ClickViews(reader)
