@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from gateway.auth import may_decide
@@ -33,7 +34,7 @@ from gateway.store import Store
 from gateway.store.grants import ProjectGrant
 from gateway.store.records import SessionRecord
 
-__all__ = ["GrantDesk"]
+__all__ = ["GrantDesk", "GrantLine"]
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,19 @@ ENDS_PROCESS = (
     "the agent process is ended (there is no call to take it back); your next message "
     "resumes the conversation without it"
 )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GrantLine:
+    """One grant in force, as /grants and the console list it."""
+
+    id: int
+    description: str
+    by: str
+    when: str
+    where: str  # where it lives
+    then: str | None  # the word /revoke ID takes to go on ("confirm", "remove"); None: by hand
+    button: str  # what the console's button says
 
 
 def _when(at: datetime) -> str:
@@ -74,17 +88,35 @@ class GrantDesk:
             kept.append(entry)
         return kept
 
+    async def listing(self, session: SessionRecord) -> list[GrantLine]:
+        lines = []
+        for entry in await self.in_force(session):
+            grant = entry.grant
+            kind = grant_kind(session.agent_kind, grant)
+            then, button = {
+                GrantKind.PROCESS: ("confirm", "Revoke: end the agent process"),
+                GrantKind.CODEX_RULE: ("remove", "Revoke: remove the line"),
+                GrantKind.AGENT_SETTINGS: (None, ""),
+            }[kind]
+            lines.append(
+                GrantLine(
+                    id=grant.id,
+                    description=grant.description,
+                    by=str(grant.actor),
+                    when=_when(grant.granted_at),
+                    where=await self._where(session, entry),
+                    then=then,
+                    button=button,
+                )
+            )
+        return lines
+
     async def list_text(self, session: SessionRecord) -> str:
-        grants = await self.in_force(session)
+        grants = await self.listing(session)
         if not grants:
             return "Grants in force: none."
         lines = ["Grants in force:"]
-        for entry in grants:
-            grant = entry.grant
-            lines.append(
-                f"{grant.id}. {grant.description} — by {grant.actor}, {_when(grant.granted_at)}"
-                f" · {await self._where(session, entry)}"
-            )
+        lines += [f"{g.id}. {g.description} — by {g.by}, {g.when} · {g.where}" for g in grants]
         lines.append("/revoke ID takes one back.")
         return "\n".join(lines)
 

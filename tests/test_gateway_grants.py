@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.codex_env import CodexHome
+from tests.console_harness import CONSOLE_TABLES, client, console_gateway, logged_in, origin
 from tests.gateway_flows import DONE, add_file, ask
 from tests.gateway_harness import ALICE, MALLORY, ROOM, Running, gateway_config, running_gateway
 from tests.servers.fake_responses import FakeResponses, apply_patch, shell
@@ -92,3 +93,39 @@ async def test_an_exec_policy_amendment_names_its_line_and_revoking_removes_it(
         assert done.startswith(f"Grant 1 revoked: line {number} removed from {rules}")
         assert not any('["touch"]' in line for line in rules.read_text().splitlines())
         assert await said(gw, "/grants", "Grants in force") == "Grants in force: none."
+
+
+async def test_the_console_lists_the_grants_with_a_button_that_revokes(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    config = gateway_config(
+        codex_bin, codex_home, tmp_path / "data", sandbox="read-only", extra=CONSOLE_TABLES
+    )
+    async with console_gateway(config) as running:
+        gw = Running(gateway=running.gateway, memory=running.memory)
+        steps = [apply_patch(add_file("one.txt")), DONE]
+        asked = await ask(gw, fake_model, steps, "please write the file")
+        await gw.memory.click(ROOM, ALICE, asked.token(SESSION_FILES))
+        await gw.text_where(lambda text: "Done." in text)
+        session = await gw.gateway.store.sessions.lookup(ROOM)
+        assert session is not None
+        page_url = f"{running.console.url}s/{session.id}/grants"
+        async with client() as http:
+            csrf = await logged_in(http, running)
+            async with http.get(page_url) as response:
+                page = await response.text()
+            assert f"1. {SESSION_FILES}: Apply file changes" in page
+            assert "by Alice" in page and "held by the agent process, until it ends" in page
+            assert "Revoke: end the agent process" in page
+            form = {"csrf": csrf, "grant": "1", "then": "confirm"}
+            async with http.post(
+                f"{running.console.url}s/{session.id}/revoke", data=form, headers=origin(running)
+            ) as response:
+                reply = await response.json()
+            async with http.get(page_url) as response:
+                after = await response.text()
+        assert reply["accepted"], reply
+        assert reply["text"].startswith("Grant 1 revoked: the agent process is ended")
+        assert "No grant is in force." in after
+        [entry] = await gw.gateway.store.audit.entries(event="grant.revoked")
+        assert entry.actor == "local:alice"
