@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card
 from gateway.config import Config
 from gateway.domain import Actor, ConversationRef, InteractionState
+from gateway.engine import Gateway
 from gateway.platform import Ack
 from gateway.store.escalations import ESCALATED
-from platforms.memory.platform import Rendered
+from platforms.memory.platform import MemoryPlatform, Rendered
 from tests.codex_env import CodexHome
 from tests.gateway_flows import WHEN, Asked, count_rows, settles
 from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
@@ -166,3 +168,30 @@ escalate_to = ["oncall", "slack:#"]
         'unknown group or person "oncall"' in said
     ), said
     assert 'projects.demo.policy.1.escalate_to: "slack:#" names no account or channel' in said
+
+
+@pytest.mark.real_agent("codex")
+@pytest.mark.timeout(90)
+async def test_after_a_restart_the_escalated_copies_are_recovered_and_not_posted_again(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    settings = config(codex_bin, codex_home, tmp_path, ESCALATING)
+    memory = MemoryPlatform()  # the same chat before and after the restart
+    launcher = ConfiguredLauncher(env_source={}, handshake_timeout=60)
+    async with Gateway(settings, platforms={"memory": memory}, launcher=launcher) as gateway:
+        gw = Running(gateway=gateway, memory=memory)
+        asked = await ask_to_touch(gw, fake_model)
+        await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
+        in_dm = await copy_in(gw, CAROLS_DM)
+        in_channel = await copy_in(gw, ESCALATIONS)
+    async with Gateway(settings, platforms={"memory": memory}, launcher=launcher) as gateway:
+        # the restart ended the agent process: every copy, escalated ones too, says so
+        for copy in (asked.shown, in_dm, in_channel):
+            await memory.wait_for(lambda copy=copy: copy.card is not None and not copy.card.actions)
+        late = await memory.click(CAROLS_DM, CAROL, token(in_dm, "Allow once"))
+        escalated = await gateway.store.audit.entries(event=ESCALATED)
+    assert not late.accepted
+    assert len(escalated) == 1  # recorded once, never repeated
+    assert len(memory.cards(CAROLS_DM)) == 1 and len(memory.cards(ESCALATIONS)) == 1
+    assert in_dm.card is not None and in_dm.card.status_line == asked.now.status_line
+    assert not (codex_home.workspace / "hello.txt").exists()
