@@ -102,7 +102,7 @@ class GrantDesk:
                 GrantLine(
                     id=grant.id,
                     description=grant.description,
-                    by=str(grant.actor),
+                    by=await self._granted_by(entry),
                     when=_when(grant.granted_at),
                     where=await self._where(session, entry),
                     then=then,
@@ -110,6 +110,18 @@ class GrantDesk:
                 )
             )
         return lines
+
+    async def _granted_by(self, entry: ProjectGrant) -> str:
+        """Who granted it: the decider, or every voter where a rule asked several people."""
+        interaction = await self._store.interactions.get(entry.grant.interaction_id)
+        voters = [
+            str(vote.actor)
+            for vote in (interaction.votes if interaction is not None else ())
+            if vote.action_id == entry.grant.action_id
+        ]
+        if len(voters) < 2:
+            return str(entry.grant.actor)
+        return f"{', '.join(voters[:-1])} and {voters[-1]}"
 
     async def list_text(self, session: SessionRecord) -> str:
         grants = await self.listing(session)

@@ -12,7 +12,15 @@ import pytest
 from tests.codex_env import CodexHome
 from tests.console_harness import CONSOLE_TABLES, client, console_gateway, logged_in, origin
 from tests.gateway_flows import DONE, add_file, ask
-from tests.gateway_harness import ALICE, MALLORY, ROOM, Running, gateway_config, running_gateway
+from tests.gateway_harness import (
+    ALICE,
+    BOB,
+    MALLORY,
+    ROOM,
+    Running,
+    gateway_config,
+    running_gateway,
+)
 from tests.servers.fake_responses import FakeResponses, apply_patch, shell
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
@@ -74,16 +82,20 @@ async def test_an_exec_policy_amendment_names_its_line_and_revoking_removes_it(
     codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
 ) -> None:
     rules = codex_home.home / "rules" / "default.rules"
-    config = gateway_config(codex_bin, codex_home, tmp_path / "data")
+    # two people must agree: the grant names both
+    two = '[[projects.demo.policy]]\ncommand_prefix = "touch"\napprovals = 2\n'
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data", extra=two)
     async with running_gateway(config) as gw:
         steps = [shell("touch hello.txt", escalated=True, prefix_rule=["touch"]), DONE]
         asked = await ask(gw, fake_model, steps, "please create hello.txt")
-        await gw.memory.click(ROOM, ALICE, asked.token("Always allow commands like this"))
+        always = asked.token("Always allow commands like this")
+        await gw.memory.click(ROOM, ALICE, always)
+        await gw.memory.click(ROOM, BOB, always)
         await gw.text_where(lambda text: "Done." in text)
         written = rules.read_text().splitlines()
         [number] = [n for n, line in enumerate(written, 1) if '["touch"]' in line]
         listed = await said(gw, "/grants", "Grants in force")
-        assert "— by Alice, " in listed
+        assert "— by Alice and Bob, " in listed
         assert f" · line {number} of {rules}\n" in listed, listed
         shown = await said(gw, "/revoke 1", "Grant 1 is line")
         assert shown.startswith(f"Grant 1 is line {number} of {rules}:\n{written[number - 1]}")
