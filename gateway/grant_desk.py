@@ -33,6 +33,7 @@ from gateway.runner import SessionRunner
 from gateway.store import Store
 from gateway.store.grants import ProjectGrant
 from gateway.store.records import SessionRecord
+from gateway.wording import quoted
 
 __all__ = ["GrantDesk", "GrantLine"]
 
@@ -176,7 +177,7 @@ class GrantDesk:
         if kind is GrantKind.PROCESS:
             if then != "confirm":
                 return (
-                    f"Revoking {grant.description!r}: {ENDS_PROCESS}. "
+                    f"Revoking {quoted(grant.description)}: {ENDS_PROCESS}. "
                     f"To go on: /revoke {grant_id} confirm"
                 )
             await self._store.grants.revoke(grant, actor, how="agent process ended")
