@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # name -> (full-size arguments, toy-size arguments)
 BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "interactions": (["--count", "1000", "--warmup", "50"], ["--count", "20", "--warmup", "2"]),
+    "policy": (["--count", "1000", "--warmup", "50"], ["--count", "20", "--warmup", "2"]),
     "throughput": (["--deltas", "1000000"], ["--deltas", "2000"]),
     "concurrency": (["--sessions", "200", "--trips", "5"], ["--sessions", "4", "--trips", "2"]),
     "startup": (["--runs", "3"], ["--runs", "1"]),
@@ -35,7 +36,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "telegram_pacing": (["--seconds", "8"], ["--seconds", "2"]),
     "slack_pacing": (["--seconds", "20"], ["--seconds", "2"]),
 }
-TAKES_PLATFORM = frozenset({"interactions", "throughput", "concurrency"})
+TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency"})
 
 
 def run_one(name: str, args: Sequence[str]) -> list[Figure]:

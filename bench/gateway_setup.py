@@ -13,9 +13,11 @@ import json
 import re
 import sqlite3
 import sys
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,9 @@ from adapters.launch import ConfiguredLauncher
 from bench.platforms import PLATFORMS, BenchPlatform, CardSeen
 from gateway.cards import CodeBlock
 from gateway.config import Config
-from gateway.domain import Effect
+from gateway.domain import Action, Command, Effect, InteractionKind, InteractionState
 from gateway.engine import Gateway
+from gateway.interactions import Interaction
 from platforms.registry import parse_config
 
 __all__ = [
@@ -53,9 +56,78 @@ AGENTS = {
 _STAMP = re.compile(r"^bench (\S+) (\d+) t=(\d+)$")
 
 
-def bench_config(root: Path, platform: BenchPlatform, agent: str = "codex") -> Config:
+def policy_rules(count: int, person: str) -> str:
+    """``count`` ``[[projects.bench.policy]]`` rules, every one of them walked for each
+    request (first match wins, and only the last matches the bench agent's commands): command
+    prefixes and regexes, path globs and hosts that never match, then one rule asking the
+    bench's person (one approval: a click still decides)."""
+    kinds = (
+        'kind = "command"\ncommand_prefix = "deploy-{n} "',
+        'command_regex = "^(terraform|kubectl)-{n} (apply|delete)"',
+        'kind = "file_change"\npath_glob = "infra/{n}/*.tf"',
+        'kind = "network"\nhost = "*.internal-{n}.example.com"',
+    )
+    rules = [
+        "[[projects.bench.policy]]\n"
+        + kinds[n % len(kinds)].format(n=n)
+        + '\naction = "deny"\nmessage = "not here"'
+        for n in range(count - 1)
+    ]
+    if count:
+        rules.append(
+            f'[[projects.bench.policy]]\ncommand_prefix = "bench "\napprovers = [{person}]'
+        )
+    return "\n\n".join(rules)
+
+
+def bench_rules_config(rules: int) -> Config:
+    """A config with only the bench's ``rules`` (no platform started): for timing the walk."""
+    text = f"""
+[gateway]
+data_dir = "/nonexistent/bench-data"
+
+[projects.bench]
+work_dir = "/nonexistent/bench-work"
+agent = "codex-app-server"
+
+[projects.bench.auth.memory]
+allow_from = ["p"]
+approvers = ["p"]
+
+[platforms.memory]
+
+{policy_rules(rules, json.dumps("memory:p"))}
+"""
+    return parse_config(text, "bench.toml")
+
+
+def bench_interaction() -> Interaction:
+    """A request shaped like the bench agent's: a command approval."""
+    now = datetime.now(UTC)
+    return Interaction(
+        id="bench",
+        session_id="bench",
+        runtime_epoch=1,
+        turn_id=None,
+        native_key="rpc:1",
+        kind=InteractionKind.APPROVAL,
+        title="Run a command",
+        summary="",
+        detail=Command(command=f"bench measured 1 t={time.monotonic_ns()}", cwd="/"),
+        actions=(Action(id="accept", label="Allow once", effect=Effect.ALLOW),),
+        questions=(),
+        state=InteractionState.PENDING,
+        version=1,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def bench_config(
+    root: Path, platform: BenchPlatform, agent: str = "codex", *, rules: int = 0
+) -> Config:
     """One project run by the bench agent of ``agent`` (:data:`AGENTS`); the platform's
-    person may talk and decide."""
+    person may talk and decide; ``rules`` policy rules in force (:func:`policy_rules`)."""
     kind, script = AGENTS[agent]
     work, data, stamps = root / "work", root / "data", root / "stamps"
     for folder in (work, stamps):
@@ -81,6 +153,8 @@ approvers = [{person}]
 
 [platforms.{platform.name}]
 {platform.config_table()}
+
+{policy_rules(rules, json.dumps(f"{platform.person.platform}:{platform.person.user_id}"))}
 """
     return parse_config(text, "bench.toml")
 
@@ -100,9 +174,10 @@ async def bench_gateway(
     *,
     handshake_timeout: float = 120.0,
     agent: str = "codex",
+    rules: int = 0,
 ) -> AsyncIterator[BenchGateway]:
     async with PLATFORMS[platform_name]() as platform:
-        config = bench_config(root, platform, agent)
+        config = bench_config(root, platform, agent, rules=rules)
         launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
         async with Gateway(
             config, platforms={platform.name: platform.platform}, launcher=launcher

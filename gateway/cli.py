@@ -10,6 +10,7 @@ import shutil
 import signal
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from gateway import __version__
@@ -75,6 +76,15 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--config", type=Path)
     where.add_argument("--data-dir", type=Path)
     ledger.add_argument("--limit", type=int, default=20)
+    audit = commands.add_parser(
+        "audit", help="export every interaction since a date (votes, decisions, escalations)"
+    )
+    where = audit.add_mutually_exclusive_group()
+    where.add_argument("--config", type=Path)
+    where.add_argument("--data-dir", type=Path)
+    audit.add_argument("--since", required=True, help="a date or time: 2026-12-01[T09:00]")
+    audit.add_argument("--project", help="only this project's interactions")
+    audit.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     demo = commands.add_parser(
         "demo", help="the web console with a built-in demo agent: no account, no API key"
     )
@@ -110,6 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_check(args.config, args.probe_timeout))
         if args.command == "ledger":
             return asyncio.run(_ledger(args.config, args.data_dir, args.limit))
+        if args.command == "audit":
+            return asyncio.run(
+                _audit(args.config, args.data_dir, args.since, args.project, args.format)
+            )
         if args.command == "slack-manifest":
             from platforms.slack.manifest import manifest_json
 
@@ -278,6 +292,39 @@ async def _ledger(config_path: Path | None, data_dir: Path | None, limit: int) -
         print(f"\nRecent ({len(recent)}):")
         for interaction in recent:
             print(_describe(interaction))
+    return 0
+
+
+async def _audit(
+    config_path: Path | None,
+    data_dir: Path | None,
+    since_text: str,
+    project: str | None,
+    form: str,
+) -> int:
+    from gateway.audit_export import audit_records, to_csv, to_jsonl
+    from gateway.store import Store
+
+    try:
+        since = datetime.fromisoformat(since_text)
+    except ValueError:
+        said = f"--since {since_text!r} is not a date (2026-12-01 or 2026-12-01T09:00)"
+        print(f"agent-gateway: {said}", file=sys.stderr)
+        return 2
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    if data_dir is None:
+        data_dir = (
+            _load_config(config_path).gateway.data_dir
+            if config_path is not None
+            else DEFAULT_DATA_DIR.expanduser()
+        )
+    if not data_dir.is_dir():
+        print(f"agent-gateway: no ledger in {data_dir}", file=sys.stderr)
+        return 1
+    async with Store.open(data_dir) as store:
+        records = await audit_records(store, since.astimezone(UTC), project)
+    sys.stdout.write(to_csv(records) if form == "csv" else to_jsonl(records))
     return 0
 
 

@@ -55,6 +55,8 @@ class CommandName(StrEnum):
     ANSWER = "answer"
     WITHDRAW = "withdraw"
     PLAN = "plan"
+    GRANTS = "grants"
+    REVOKE = "revoke"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -92,6 +94,10 @@ COMMANDS: tuple[CommandInfo, ...] = (
         args="TEXT",
         description="ask the agent for a plan first: it changes nothing until you choose",
     ),
+    CommandInfo(
+        name=CommandName.GRANTS, args="", description="what was granted beyond one request"
+    ),
+    CommandInfo(name=CommandName.REVOKE, args="ID", description="take a grant back"),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}

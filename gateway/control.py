@@ -38,6 +38,7 @@ from gateway.commands import (
 from gateway.config import SessionScope
 from gateway.domain import Actor, AgentKind, ConversationRef, InteractionKind, InteractionState
 from gateway.errors import InvalidDecision, PlatformError
+from gateway.grant_desk import GrantDesk
 from gateway.interactions import Interaction, derive_run_state
 from gateway.outbound import Notifier
 from gateway.platform import InboundMessage
@@ -66,6 +67,7 @@ class Control:
         self._routing = asyncio.Lock()  # finding, creating and binding sessions
         self._told: OrderedDict[tuple[ConversationRef, str], None] = OrderedDict()
         self._held_told: dict[str, tuple[int, ...]] = {}  # session: the held prompts last told
+        self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
 
     # --- recovery -------------------------------------------------------------------------
 
@@ -130,8 +132,8 @@ class Control:
                     await self._reply(conversation, _NO_PLAN_MODE)
                     return
                 await self._prompt(message, project, checked, text, mode=mode)
-            case ControlCommand(name=name):
-                await self._command(name, conversation, project, checked)
+            case ControlCommand(name=name, args=args):
+                await self._command(name, conversation, project, checked, args)
             case ApproveCommand(interaction_id=iid, action=spec):
                 ack = await self._gw.desk.by_command(iid, checked, conversation, action=spec)
                 await self._reply(conversation, ack.text)
@@ -341,7 +343,12 @@ class Control:
     # --- commands -------------------------------------------------------------------------
 
     async def _command(
-        self, name: CommandName, conversation: ConversationRef, project: str, actor: Actor
+        self,
+        name: CommandName,
+        conversation: ConversationRef,
+        project: str,
+        actor: Actor,
+        args: str = "",
     ) -> None:
         if name is CommandName.HELP:
             await self._reply(conversation, HELP_TEXT)
@@ -382,6 +389,10 @@ class Control:
             await self._reply(conversation, await self.status_text(session))
         elif name is CommandName.PENDING:
             await self._reply(conversation, await self.pending_text(session))
+        elif name is CommandName.GRANTS:
+            await self._reply(conversation, await self._grants.list_text(session))
+        elif name is CommandName.REVOKE:
+            await self._reply(conversation, await self._grants.revoke(session, args, actor))
 
     async def status_text(self, session: SessionRecord) -> str:
         store = self._store

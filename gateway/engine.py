@@ -141,6 +141,8 @@ class Gateway:
                 platforms=self.platforms,
                 stop_grace_seconds=self.config.gateway.stop_grace_seconds,
                 clock=self.clock,
+                groups=self.config.groups,
+                people=self.config.people,
             )
             self._runners[session.id] = runner
             self._tasks.create_task(self._run(runner))

@@ -15,7 +15,7 @@ people, never fewer than one.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -63,19 +63,23 @@ def rule_kind(interaction: Interaction) -> RuleKind | None:
     return None
 
 
-def _matches(rule: PolicyRule, interaction: Interaction) -> bool:
-    if rule.kind is not None and rule.kind is not rule_kind(interaction):
+def _matches(
+    rule: PolicyRule,
+    interaction: Interaction,
+    kind: RuleKind | None,
+    texts: Callable[[], tuple[str, ...]],
+) -> bool:
+    if rule.kind is not None and rule.kind is not kind:
         return False
     detail = interaction.detail
     if rule.command_prefix is not None or rule.command_regex is not None:
         if not isinstance(detail, Command):
             return False
-        texts = command_texts(detail.command)
         prefix = rule.command_prefix
-        if prefix is not None and not any(text.startswith(prefix) for text in texts):
+        if prefix is not None and not any(text.startswith(prefix) for text in texts()):
             return False
         pattern = rule.compiled()
-        if pattern is not None and not any(pattern.search(text) for text in texts):
+        if pattern is not None and not any(pattern.search(text) for text in texts()):
             return False
     if rule.path_glob is not None:
         if not isinstance(detail, FileChange) or not detail.paths:
@@ -104,9 +108,19 @@ def command_texts(command: str) -> tuple[str, ...]:
 
 
 def governing_rule(rules: Sequence[PolicyRule], interaction: Interaction) -> PolicyRule | None:
-    """The first rule that matches (first match wins), or None."""
+    """The first rule that matches (first match wins), or None. The command's texts are
+    split once for all the rules (shlex is the walk's one slow step)."""
+    split: list[tuple[str, ...]] = []
+
+    def texts() -> tuple[str, ...]:
+        if not split:
+            detail = interaction.detail
+            split.append(command_texts(detail.command) if isinstance(detail, Command) else ())
+        return split[0]
+
+    kind = rule_kind(interaction)
     for rule in rules:
-        if _matches(rule, interaction):
+        if _matches(rule, interaction, kind, texts):
             return rule
     return None
 

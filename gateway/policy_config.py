@@ -145,7 +145,32 @@ def policy_problems(
                             f"{'person' if len(resolved) == 1 else 'people'}",
                         )
                     )
-            if rule.escalate_after is not None or rule.escalate_to:
-                key = "escalate_after" if rule.escalate_after is not None else "escalate_to"
-                found.append(((*where, key), "escalation is not built yet: remove this key"))
+            found += _escalation_problems(where, rule, groups, people)
+    return found
+
+
+def _escalation_problems(
+    where: Loc, rule: PolicyRule, groups: Mapping[str, Sequence[str]], people: People
+) -> list[tuple[Loc, str]]:
+    """``escalate_after`` and ``escalate_to`` go together; each target is a group, a person,
+    an account (its direct conversation) or a channel written ``"platform:#channel"``."""
+    found: list[tuple[Loc, str]] = []
+    if rule.escalate_after is not None and not rule.escalate_to:
+        found.append(((*where, "escalate_after"), "set escalate_to too: where to ask next"))
+    if rule.escalate_to and rule.escalate_after is None:
+        found.append(((*where, "escalate_to"), "set escalate_after too: after how many seconds"))
+    if rule.escalate_to and rule.action is RuleAction.DENY:
+        found.append(((*where, "escalate_to"), 'a rule with action = "deny" asks nobody'))
+    if rule.escalate_after is not None and rule.expiry is not None:
+        if rule.escalate_after >= rule.expiry:
+            found.append(
+                ((*where, "escalate_after"), "the request expires first: make it less than expiry")
+            )
+    for entry in rule.escalate_to:
+        platform, colon, rest = entry.partition(":")
+        if colon:
+            if not platform or not rest.lstrip("#").rpartition("/")[2]:
+                found.append(((*where, "escalate_to"), f'"{entry}" names no account or channel'))
+        elif entry not in groups and entry not in people:
+            found.append(((*where, "escalate_to"), f'unknown group or person "{entry}"'))
     return found

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from gateway.agents import AgentLauncher, RunningAgent
@@ -31,6 +31,8 @@ from gateway.errors import (
     InvalidDecision,
     StoreError,
 )
+from gateway.escalation import Escalation, channel_conversation, escalation_notice, escalation_of
+from gateway.escalation import due_at as escalation_due_at
 from gateway.events import (
     AgentEvent,
     AgentExited,
@@ -118,6 +120,8 @@ class SessionRunner:
         platforms: Mapping[str, Platform],
         stop_grace_seconds: float,
         clock: Clock = utc_now,
+        groups: Mapping[str, Sequence[str]] | None = None,
+        people: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
         self.session_id = session_id
         self._project = project
@@ -130,6 +134,9 @@ class SessionRunner:
         self._stop_grace = stop_grace_seconds
         self._clock = clock
         self._opened = asyncio.Event()  # a request was opened: the expiry task looks again
+        self._opened_unanswered = asyncio.Event()  # ... and the escalation task
+        self._groups = groups or {}  # [groups] and [people]: whom an escalation asks
+        self._people = people or {}
         self._wake = asyncio.Event()
         self._prompt_ready = asyncio.Event()
         self._turn_done = asyncio.Event()
@@ -299,6 +306,8 @@ class SessionRunner:
                             rule.expiry is not None for rule in self._project.policy
                         ):
                             tasks.create_task(self._expire_overdue(epoch))
+                        if any(rule.escalate_after is not None for rule in self._project.policy):
+                            tasks.create_task(self._escalate_overdue(epoch))
                 except* _AgentGone:
                     pass
                 finally:
@@ -408,6 +417,73 @@ class SessionRunner:
                 async with asyncio.timeout(min(max(delay, 0.0), EXPIRY_RECHECK_SECONDS)):
                     await self._opened.wait()
 
+    async def _escalate_overdue(self, epoch: int) -> None:
+        """Escalate every PENDING request of this epoch whose rule's ``escalate_after`` has
+        passed and that was never escalated (the ledger says: a restart does not repeat
+        it), then wait for the next one to fall due (or to be opened)."""
+        while True:
+            self._opened_unanswered.clear()
+            now = self._clock()
+            next_due: datetime | None = None
+            for interaction in await self._store.interactions.list_open(self.session_id):
+                if (
+                    interaction.runtime_epoch != epoch
+                    or interaction.state is not InteractionState.PENDING
+                ):
+                    continue
+                escalation = escalation_of(
+                    self._project.policy, interaction, self._groups, self._people
+                )
+                if escalation is None:
+                    continue
+                due = escalation_due_at(interaction, escalation)
+                if due > now:
+                    next_due = due if next_due is None else min(next_due, due)
+                elif not await self._store.escalations.escalated(interaction.id):
+                    await self._escalate(interaction, escalation)
+            if next_due is None:
+                await self._opened_unanswered.wait()
+                continue
+            delay = (next_due - self._clock()).total_seconds()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(max(delay, 0.0), EXPIRY_RECHECK_SECONDS)):
+                    await self._opened_unanswered.wait()
+
+    async def _escalate(self, interaction: Interaction, escalation: Escalation) -> None:
+        """Post the card also in each person's direct conversation and each channel the rule
+        names (copies, not bindings), and tell the conversations it was first asked in."""
+        targets: list[ConversationRef] = []
+        people: list[str] = []
+        for account in escalation.accounts:
+            name, _, user_id = account.partition(":")
+            platform = self._platforms.get(name)
+            if platform is None:
+                log.info("escalation of %s: platform %s is not running", interaction.id, name)
+                continue
+            try:
+                direct = await platform.direct_conversation(Actor(platform=name, user_id=user_id))
+            except Exception:  # a platform's own failure: the other targets are still asked
+                log.exception("escalation of %s: no direct conversation", interaction.id)
+                continue
+            if direct is not None:
+                targets.append(direct)
+                owner = next((p for p, a in self._people.items() if account in a), account)
+                people.append(owner)
+        bound = await self._conversations()
+        channels: list[str] = []
+        for channel in escalation.channels:
+            if channel.platform in self._platforms:
+                targets.append(channel_conversation(channel, bound))
+                channels.append(f"#{channel.channel}")
+        asked = list(dict.fromkeys(people)) + channels
+        copies = await self._store.escalations.record(
+            interaction.id, targets, after_seconds=escalation.after_seconds, asked=asked
+        )
+        if copies is None:
+            return  # decided first, or escalated already
+        self._broker.mark_dirty(interaction.id)
+        await self._notify(escalation_notice(interaction, escalation, people, channels))
+
     def _expires_after(self, interaction: Interaction) -> float | None:
         """Seconds a request may wait: its policy rule's ``expiry``, else the project's."""
         rule = governing_rule(self._project.policy, interaction)
@@ -487,6 +563,7 @@ class SessionRunner:
                 if opened.state is InteractionState.PENDING:
                     await self._refuse_by_policy(opened)
                 self._opened.set()
+                self._opened_unanswered.set()
                 if stream is not None:
                     stream.interaction_opened(opened.id)  # what follows comes after the card
             case InteractionClosed(native_key=native_key, how=how):

@@ -7,6 +7,8 @@ through ``[people]``), and the refusal a ``action = "deny"`` rule sends at once.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from gateway.config import Config
 from gateway.domain import Actor, ConversationRef, Decision, Effect
 from gateway.interactions import Interaction
@@ -19,17 +21,30 @@ __all__ = ["POLICY_ACTOR", "PolicyBook", "refusal", "surface_of"]
 POLICY_ACTOR = Actor(platform="policy", user_id="rule", display="a policy rule")
 
 
+# requirements remembered per interaction: a request's rule never changes (its kind and
+# detail are stored once, the config is the process's), and a click asks twice
+REMEMBERED = 4096
+
+
 class PolicyBook:
     def __init__(self, config: Config) -> None:
         self._config = config
         self.people = People(config.people)
+        self._known: OrderedDict[tuple[str, str], Requirement] = OrderedDict()
 
     def requirement(self, project: str, interaction: Interaction) -> Requirement:
         settings = self._config.projects.get(project)
         if settings is None or not settings.policy:
             return Requirement()
-        rule = governing_rule(settings.policy, interaction)
-        return requirement(rule, interaction, self._config.groups, self.people)
+        key = (project, interaction.id)
+        known = self._known.get(key)
+        if known is None:
+            rule = governing_rule(settings.policy, interaction)
+            known = requirement(rule, interaction, self._config.groups, self.people)
+            self._known[key] = known
+            if len(self._known) > REMEMBERED:
+                self._known.popitem(last=False)
+        return known
 
     def person(self, actor: Actor) -> str:
         return self.people.of(actor)

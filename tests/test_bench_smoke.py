@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import concurrency, interactions, opencode_startup, startup, throughput
+from bench import concurrency, interactions, opencode_startup, policy, startup, throughput
 from bench.__main__ import markdown
 from bench.figures import Figure, machine, percentile
 
@@ -40,6 +40,13 @@ async def test_interactions_at_a_toy_size(tmp_path: Path, agent: str) -> None:
     assert figure(figures, "exactly once").met is True
     assert "n=8" in figure(figures, "request line -> card").value
     assert "n=8" in figure(figures, "click -> response").value
+
+
+async def test_policy_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await policy.measure(tmp_path, count=4, warmup=1, rules=50)
+    assert figure(figures, "exactly once").met is True  # the rules in force: each still decided
+    assert "n=4" in figure(figures, "click -> response line read by the agent, 50 rules").value
+    assert figure(figures, "walk of 50 rules").value.endswith(" µs")
 
 
 async def test_throughput_at_a_toy_size(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ from gateway.store.cards import CardCopies
 from gateway.store.clicks import ClickViews
 from gateway.store.database import Clock, Database, ReadOnlyDatabase, utc_now
 from gateway.store.datadir import check_data_dir, prepare_data_dir
+from gateway.store.escalations import Escalations
+from gateway.store.grants import GrantBook
 from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
 from gateway.store.prompts import PromptQueue
@@ -69,6 +71,8 @@ class Store:
         self.interactions = InteractionLedger(db)
         self.votes = VoteLedger(db, self.interactions)
         self.cards = CardCopies(db)
+        self.escalations = Escalations(db)
+        self.grants = GrantBook(db)
         self.audit = AuditLog(db)
         self.clicks = ClickViews(db)
         self.peek = ClickViews(reader)

@@ -276,7 +276,8 @@ def conversation_page(
         f'<h1>{escape(title)} <span id="head" data-live>{head}</span></h1>'
         f'<p class="meta">project {escape(session.project)} · '
         f"{escape(session.agent_kind.value)} · started {clock(session.created_at)}"
-        f" · session {escape(session.id)}</p>"
+        f" · session {escape(session.id)}"
+        f' · <a href="/s/{escape(session.id)}/grants">grants</a></p>'
     )
     if typing_refused is None:
         # the placeholder stays short: on a phone it shares a line with nothing else

@@ -30,13 +30,15 @@ from aiohttp import web
 from multidict import MultiDictProxy
 
 from gateway.deadline import RECEIVED, answer_in_time
-from gateway.domain import ConversationRef
+from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
+from gateway.grant_desk import GrantDesk
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage
 from platforms.console.answers import answers_from_form
 from platforms.console.assets import CSP
 from platforms.console.cards_html import PostContext
+from platforms.console.grants_page import grants_page
 from platforms.console.pages import (
     Frame,
     conversation_page,
@@ -91,6 +93,8 @@ def build_app(console: ConsolePlatform) -> web.Application:
     app.router.add_get("/events", _events)
     app.router.add_post("/new", _new)
     app.router.add_post("/s/{session}/say", _say)
+    app.router.add_get("/s/{session}/grants", _grants)
+    app.router.add_post("/s/{session}/revoke", _revoke)
     app.router.add_post("/i/{interaction}/act", _act)
     app.router.add_post("/i/{interaction}/form", _form)
     return app
@@ -327,6 +331,37 @@ async def _new(request: web.Request) -> web.Response:
     return _answer(
         request, Ack(text="Conversation started.", accepted=True), location=f"/s/{started.id}"
     )
+
+
+def _grant_desk(gateway: Gateway) -> GrantDesk:
+    return GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
+
+
+async def _grants(request: web.Request) -> web.Response:
+    _, gateway, browser = _parts(request)
+    record = await gateway.store.sessions.get(request.match_info["session"])
+    if record is None:
+        raise web.HTTPNotFound(text="no such session")
+    first = await gateway.store.prompts.first_texts([record.id])
+    lines = await _grant_desk(gateway).listing(record)
+    title = session_title(record, first.get(record.id))
+    page = grants_page(await _frame(request), record.id, title, lines, _context(request, browser))
+    return _html(page)
+
+
+async def _revoke(request: web.Request) -> web.Response:
+    console, gateway, _ = _parts(request)
+    record = await gateway.store.sessions.get(request.match_info["session"])
+    if record is None:
+        return _answer(request, Ack(text="No such session.", accepted=False))
+    grant, then = _field(request, "grant"), _field(request, "then")
+    actor = Actor(
+        platform=console.auth_platform,
+        user_id=console.actor.user_id,
+        display=console.actor.display,
+    )
+    said = await _grant_desk(gateway).revoke(record, f"{grant} {then}", actor)
+    return _answer(request, Ack(text=said, accepted=said.startswith(f"Grant {grant} revoked")))
 
 
 def _message(console: ConsolePlatform, conversation: ConversationRef, text: str) -> InboundMessage:
