@@ -61,6 +61,25 @@ if [ ! -x /usr/bin/chromium ]; then
             "the console's browser tests need it" >&2
     fi
 fi
+# The ledger's PostgreSQL tests and bench start a throwaway cluster of their own (initdb and
+# pg_ctl from /usr/lib/postgresql/*/bin, tests/pg_cluster.py); the package's own cluster
+# service is not used, and is stopped again if installing it started one.
+if ! compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+        if command -v pg_ctlcluster >/dev/null; then
+            for cluster in /etc/postgresql/*/*/; do
+                [ -d "$cluster" ] || continue
+                version=$(basename "$(dirname "$cluster")")
+                pg_ctlcluster "$version" "$(basename "$cluster")" stop 2>/dev/null || true
+            done
+        fi
+    else
+        echo "setup: PostgreSQL is missing (apt-get install postgresql as root);" \
+            "the ledger's PostgreSQL tests need it" >&2
+    fi
+fi
 echo "agent-gateway set up: .venv, codex $("$agents/node_modules/.bin/codex" --version)," \
     "claude $("$agents/node_modules/.bin/claude" --version)," \
     "opencode $("$agents/node_modules/.bin/opencode" --version)"

@@ -25,6 +25,7 @@ pytest_plugins = [
     "tests.claude_env",  # fake_anthropic, claude_home
     "tests.discord_harness",  # fake_discord
     "tests.opencode_env",  # fake_chat, opencode_home
+    "tests.pg_cluster",  # pg_cluster: a throwaway PostgreSQL server (issue 18)
 ]
 
 ROOT = Path(__file__).resolve().parent.parent

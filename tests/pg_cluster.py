@@ -1,0 +1,138 @@
+"""A throwaway PostgreSQL cluster for tests and benchmarks (issue 18).
+
+``initdb`` and ``pg_ctl`` from Debian's ``postgresql`` package (``/usr/lib/postgresql/*/bin``,
+the newest version; ``AGENT_GATEWAY_PG_BINDIR`` names another directory) make a cluster in a
+temp dir, listening only on a Unix socket in that dir (``listen_addresses = ''``: no TCP port),
+with trust authentication for the role ``gateway`` (its superuser). It is stopped and removed
+when the ``with`` block (or the test session) ends: no service is left running.
+
+initdb refuses to run as root: as root, the cluster is made and run by the ``postgres``
+system user (created by the Debian package), through ``runuser``, in a temp dir it owns.
+
+The ``pg_cluster`` fixture (session-scoped) skips when the binaries are missing, and fails
+instead under ``AGENT_GATEWAY_REQUIRE_REAL_AGENTS=1``, as the real-agent fixtures do
+(tests/conftest.py); ``scripts/setup.sh`` installs the package.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+__all__ = ["PgCluster", "find_pg_bindir", "pg_cluster", "throwaway_cluster"]
+
+ROLE = "gateway"
+DATABASE = "postgres"
+SERVICE_USER = "postgres"  # the Debian package's system user: who runs the server as root
+PG_LIB = Path("/usr/lib/postgresql")
+REQUIRE_REAL = os.environ.get("AGENT_GATEWAY_REQUIRE_REAL_AGENTS") == "1"
+
+
+@dataclass(frozen=True, slots=True)
+class PgCluster:
+    """A running cluster: connect as ``user`` to ``dbname`` through the socket in ``host``."""
+
+    host: str  # the directory holding the Unix socket
+    port: int  # names the socket file (.s.PGSQL.<port>); nothing listens on TCP
+    user: str = ROLE
+    dbname: str = DATABASE
+
+    @property
+    def dsn(self) -> str:
+        """A libpq URL both asyncpg and psycopg take: the socket dir as ``host=``."""
+        return f"postgresql://{self.user}@/{self.dbname}?host={quote(self.host)}&port={self.port}"
+
+    def dsn_for(self, dbname: str) -> str:
+        return f"postgresql://{self.user}@/{dbname}?host={quote(self.host)}&port={self.port}"
+
+
+def find_pg_bindir() -> Path | None:
+    """The directory with ``initdb`` and ``pg_ctl``, or None when PostgreSQL is not installed."""
+    configured = os.environ.get("AGENT_GATEWAY_PG_BINDIR")
+    candidates = [Path(configured)] if configured else _installed_bindirs()
+    for bindir in candidates:
+        if (bindir / "initdb").is_file() and (bindir / "pg_ctl").is_file():
+            return bindir
+    return None
+
+
+def _installed_bindirs() -> list[Path]:
+    if not PG_LIB.is_dir():
+        return []
+    versions = [p for p in PG_LIB.iterdir() if p.name.isdigit()]
+    return [p / "bin" for p in sorted(versions, key=lambda p: int(p.name), reverse=True)]
+
+
+@contextlib.contextmanager
+def throwaway_cluster(bindir: Path, *, port: int = 5432) -> Iterator[PgCluster]:
+    """initdb + pg_ctl start in a fresh temp dir; pg_ctl stop and remove it at the end."""
+    as_root = os.geteuid() == 0
+    root = Path(tempfile.mkdtemp(prefix="agpg-"))  # short: a socket path has ~107 bytes
+    try:
+        root.chmod(0o700)
+        if as_root:
+            owner = pwd.getpwnam(SERVICE_USER)
+            os.chown(root, owner.pw_uid, owner.pw_gid)
+        data, log = root / "data", root / "server.log"
+
+        def run(*argv: str) -> None:
+            command = ["runuser", "-u", SERVICE_USER, "--", *argv] if as_root else list(argv)
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                detail = (done.stderr or done.stdout).strip()
+                tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                raise RuntimeError(f"{Path(argv[0]).name} failed: {detail}\n{tail}".rstrip())
+
+        run(
+            str(bindir / "initdb"),
+            "--pgdata",
+            str(data),
+            "--username",
+            ROLE,
+            "--auth",
+            "trust",
+            "--encoding",
+            "UTF8",
+            "--no-locale",
+            "--no-sync",
+            "--no-instructions",
+        )
+        server_options = (
+            f"-c listen_addresses='' -c unix_socket_directories='{root}' -p {port}"
+            " -c fsync=off -c full_page_writes=off"
+        )
+        pg_ctl = str(bindir / "pg_ctl")
+        # -w: pg_ctl returns once the server accepts connections (it waits on the server)
+        run(pg_ctl, "--pgdata", str(data), "--log", str(log), "-w", "-o", server_options, "start")
+        try:
+            yield PgCluster(host=str(root), port=port)
+        finally:
+            run(pg_ctl, "--pgdata", str(data), "-w", "-m", "fast", "stop")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[PgCluster]:
+    """One throwaway cluster for the test session (see the module's docstring)."""
+    bindir = find_pg_bindir()
+    if bindir is None:
+        message = (
+            "PostgreSQL's initdb/pg_ctl not found under /usr/lib/postgresql/*/bin"
+            " (set AGENT_GATEWAY_PG_BINDIR or run scripts/setup.sh as root)"
+        )
+        if REQUIRE_REAL:
+            pytest.fail(message)
+        pytest.skip(message)
+    with throwaway_cluster(bindir) as cluster:
+        yield cluster

@@ -1,0 +1,46 @@
+"""The throwaway PostgreSQL cluster (tests/pg_cluster.py) that the ledger's PostgreSQL tests use."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.pg_cluster import PgCluster, find_pg_bindir, throwaway_cluster
+
+
+async def test_the_cluster_answers_on_its_socket_and_nowhere_else(pg_cluster: PgCluster) -> None:
+    async with await psycopg.AsyncConnection.connect(pg_cluster.dsn, autocommit=True) as conn:
+        cur = await conn.execute("SELECT 1")
+        assert await cur.fetchone() == (1,)
+        cur = await conn.execute("SHOW listen_addresses")
+        assert await cur.fetchone() == ("",)  # no TCP port
+        cur = await conn.execute("SELECT current_user")
+        assert await cur.fetchone() == (pg_cluster.user,)
+    assert (Path(pg_cluster.host) / f".s.PGSQL.{pg_cluster.port}").is_socket()
+
+
+def _running(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie nobody has reaped yet has stopped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    state = next(line for line in status.splitlines() if line.startswith("State:"))
+    return "zombie" not in state
+
+
+def test_a_cluster_leaves_no_server_and_no_files_behind(pg_cluster: PgCluster) -> None:
+    bindir = find_pg_bindir()  # pg_cluster ran: the binaries are there
+    assert bindir is not None
+    with throwaway_cluster(bindir, port=5433) as cluster:
+        root = Path(cluster.host)
+        pid = int((root / "data" / "postmaster.pid").read_text().split()[0])
+        assert _running(pid)
+        with psycopg.connect(cluster.dsn) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+    assert not _running(pid)
+    assert not root.exists()
+    with pytest.raises(psycopg.OperationalError):
+        psycopg.connect(cluster.dsn, connect_timeout=2)
