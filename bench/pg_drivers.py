@@ -1,6 +1,6 @@
 """asyncpg or psycopg 3: the ledger's approval path on PostgreSQL, driver against driver.
 
-    python -m bench.pg_drivers [--count 500] [--warmup 50] [--json]
+    python -m bench.pg_drivers [--count 250] [--warmup 30] [--rounds 4] [--json]
 
 Starts a throwaway cluster (tests/pg_cluster.py: ``initdb`` + ``pg_ctl`` on a Unix socket in a
 temp dir, ``fsync = off`` so that the disk does not drown the drivers' own cost) and runs, for
@@ -32,6 +32,8 @@ import argparse
 import asyncio
 import functools
 import re
+import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +49,7 @@ from tests.pg_cluster import PgCluster, find_pg_bindir, throwaway_cluster
 __all__ = ["measure"]
 
 NAME = "pg_drivers"
+RTT_MS = 0.5  # a round trip to a database on another host in the same network (estimate)
 
 SCHEMA = """
 CREATE TABLE sessions (
@@ -588,16 +591,17 @@ async def _prepare(cluster: PgCluster, dbname: str) -> str:
     return dsn
 
 
-@dataclass(frozen=True, slots=True)
-class Run:
-    latency: Latency
-    trips: float  # per approval
-    rate: float  # approvals a second
-    cpu_ms: float  # this process's CPU per approval: the driver's own cost, and ours
+@dataclass(slots=True)
+class Runs:
+    """One driver's approvals, pooled over the rounds."""
+
+    durations: list[int] = field(default_factory=list)  # ns, one approval each
+    trips: int = 0
+    wall: float = 0.0  # seconds
+    cpu: float = 0.0  # this process's CPU seconds: the driver's own cost, and ours
 
 
-async def _one_driver(driver: Driver, *, count: int, warmup: int) -> Run:
-    durations = []
+async def _one_driver(driver: Driver, runs: Runs, *, count: int, warmup: int) -> None:
     for k in range(warmup):
         approval = Approval(k)
         for call in APPROVAL:
@@ -609,17 +613,23 @@ async def _one_driver(driver: Driver, *, count: int, warmup: int) -> Run:
         t0 = time.perf_counter_ns()
         for call in APPROVAL:
             await driver.run(call, approval)
-        durations.append(time.perf_counter_ns() - t0)
-    wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    return Run(
-        latency=Latency.of_ns(durations),
-        trips=driver.trips / count,
-        rate=count / wall,
-        cpu_ms=1000 * cpu / count,
-    )
+        runs.durations.append(time.perf_counter_ns() - t0)
+    runs.wall += time.perf_counter() - started
+    runs.cpu += time.process_time() - cpu
+    runs.trips += driver.trips
 
 
-async def measure(cluster: PgCluster, *, count: int, warmup: int) -> list[Figure]:
+DRIVERS: Sequence[tuple[str, Callable[[PgCluster], Any]]] = (
+    ("asyncpg", AsyncpgDriver.connect),
+    ("psycopg", lambda c: PsycopgDriver.connect(c, pipeline=False)),
+    ("psycopg_pipeline", lambda c: PsycopgDriver.connect(c, pipeline=True)),
+    ("psycopg_thread", ThreadDriver.connect),
+)
+
+
+async def measure(cluster: PgCluster, *, count: int, warmup: int, rounds: int) -> list[Figure]:
+    """``rounds`` rounds of ``count`` approvals per driver, each round in another order (the
+    machine is shared: whoever runs first must not be the only one to find it quiet)."""
     figures = [
         Figure(
             benchmark=NAME,
@@ -631,28 +641,31 @@ async def measure(cluster: PgCluster, *, count: int, warmup: int) -> list[Figure
             ),
         )
     ]
-    makers: list[tuple[str, Callable[[PgCluster], Any]]] = [
-        ("asyncpg", AsyncpgDriver.connect),
-        ("psycopg", lambda c: PsycopgDriver.connect(c, pipeline=False)),
-        ("psycopg_pipeline", lambda c: PsycopgDriver.connect(c, pipeline=True)),
-        ("psycopg_thread", ThreadDriver.connect),
-    ]
-    for dbname, make in makers:
-        dsn_cluster = PgCluster(host=cluster.host, port=cluster.port, dbname=dbname)
-        await _prepare(cluster, dbname)
-        driver: Driver = await make(dsn_cluster)
-        try:
-            run = await _one_driver(driver, count=count, warmup=warmup)
-        finally:
-            await driver.close()
+    pooled = {label: Runs() for label, _ in DRIVERS}
+    names: dict[str, str] = {}
+    for r in range(rounds):
+        shift = r % len(DRIVERS)
+        for label, make in [*DRIVERS[shift:], *DRIVERS[:shift]]:
+            dbname = f"{label}_{r}"
+            await _prepare(cluster, dbname)
+            driver: Driver = await make(PgCluster(cluster.host, cluster.port, dbname=dbname))
+            names[label] = driver.name
+            try:
+                await _one_driver(driver, pooled[label], count=count, warmup=warmup)
+            finally:
+                await driver.close()
+    for label, _ in DRIVERS:
+        runs, n = pooled[label], count * rounds
+        latency, trips = Latency.of_ns(runs.durations), runs.trips / n
         figures.append(
             Figure(
                 benchmark=NAME,
-                name=f"{driver.name}: one approval's store work",
+                name=f"{names[label]}: one approval's store work",
                 value=(
-                    f"p50 {run.latency.p50:.2f} ms, p99 {run.latency.p99:.2f} ms;"
-                    f" {run.trips:.0f} trips per approval; {run.rate:.0f} approvals/s;"
-                    f" client CPU {run.cpu_ms:.2f} ms per approval"
+                    f"p50 {latency.p50:.2f} ms, p99 {latency.p99:.2f} ms;"
+                    f" {trips:.0f} trips per approval; {n / runs.wall:.0f} approvals/s;"
+                    f" client CPU {1000 * runs.cpu / n:.2f} ms per approval; a {RTT_MS} ms"
+                    f" network round trip (another host) would add {trips * RTT_MS:.0f} ms"
                 ),
             )
         )
@@ -661,15 +674,20 @@ async def measure(cluster: PgCluster, *, count: int, warmup: int) -> list[Figure
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.pg_drivers", description=__doc__)
-    parser.add_argument("--count", type=int, default=500)
-    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--count", type=int, default=250)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     bindir = find_pg_bindir()
     if bindir is None:
         parser.error("PostgreSQL is not installed (scripts/setup.sh installs it, as root)")
+    # a SIGTERM ends the run through the ``with`` (the cluster is stopped), not around it
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     with throwaway_cluster(bindir) as cluster:
-        figures = asyncio.run(measure(cluster, count=args.count, warmup=args.warmup))
+        figures = asyncio.run(
+            measure(cluster, count=args.count, warmup=args.warmup, rounds=args.rounds)
+        )
     emit(figures, as_json=args.json)
 
 
