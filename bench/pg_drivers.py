@@ -646,7 +646,7 @@ async def measure(cluster: PgCluster, *, count: int, warmup: int, rounds: int) -
     for r in range(rounds):
         shift = r % len(DRIVERS)
         for label, make in [*DRIVERS[shift:], *DRIVERS[:shift]]:
-            dbname = f"{label}_{r}"
+            dbname = f"bench_{label}_{r}"
             await _prepare(cluster, dbname)
             driver: Driver = await make(PgCluster(cluster.host, cluster.port, dbname=dbname))
             names[label] = driver.name
