@@ -17,6 +17,7 @@ instead under ``AGENT_GATEWAY_REQUIRE_REAL_AGENTS=1``, as the real-agent fixture
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import pwd
 import shutil
@@ -27,9 +28,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+import psycopg
 import pytest
 
-__all__ = ["PgCluster", "find_pg_bindir", "pg_cluster", "throwaway_cluster"]
+__all__ = [
+    "PgCluster",
+    "find_pg_bindir",
+    "fresh_database",
+    "pg_cluster",
+    "pg_database",
+    "throwaway_cluster",
+]
 
 ROLE = "gateway"
 DATABASE = "postgres"
@@ -136,3 +145,27 @@ def pg_cluster() -> Iterator[PgCluster]:
         pytest.skip(message)
     with throwaway_cluster(bindir) as cluster:
         yield cluster
+
+
+_numbers = itertools.count(1)
+
+
+@contextlib.contextmanager
+def fresh_database(cluster: PgCluster) -> Iterator[PgCluster]:
+    """An empty database of its own on ``cluster`` (``CREATE DATABASE``), dropped at the end
+    even while a connection to it is still open."""
+    name = f"t{os.getpid()}_{next(_numbers)}"
+    with psycopg.connect(cluster.dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield PgCluster(host=cluster.host, port=cluster.port, user=cluster.user, dbname=name)
+    finally:
+        with psycopg.connect(cluster.dsn, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def pg_database(pg_cluster: PgCluster) -> Iterator[PgCluster]:
+    """An empty database for one test, on the session's cluster (its ``dsn`` names it)."""
+    with fresh_database(pg_cluster) as database:
+        yield database

@@ -7,7 +7,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.pg_cluster import PgCluster, find_pg_bindir, throwaway_cluster
+from tests.pg_cluster import PgCluster, find_pg_bindir, fresh_database, throwaway_cluster
 
 
 async def test_the_cluster_answers_on_its_socket_and_nowhere_else(pg_cluster: PgCluster) -> None:
@@ -44,3 +44,20 @@ def test_a_cluster_leaves_no_server_and_no_files_behind(pg_cluster: PgCluster) -
     assert not root.exists()
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(cluster.dsn, connect_timeout=2)
+
+
+def test_a_fresh_database_is_empty_and_dropped_after(pg_cluster: PgCluster) -> None:
+    with fresh_database(pg_cluster) as first, fresh_database(pg_cluster) as second:
+        assert first.dbname != second.dbname
+        with psycopg.connect(first.dsn, autocommit=True) as conn:
+            conn.execute("CREATE TABLE notes (body text)")
+            conn.execute("INSERT INTO notes VALUES ('only here')")
+            with psycopg.connect(second.dsn) as other:  # another database sees none of it
+                found = other.execute("SELECT count(*) FROM pg_tables WHERE tablename = 'notes'")
+                assert found.fetchone() == (0,)
+    with psycopg.connect(pg_cluster.dsn) as admin:
+        names = admin.execute(
+            "SELECT count(*) FROM pg_database WHERE datname IN (%s, %s)",
+            (first.dbname, second.dbname),
+        ).fetchone()
+    assert names == (0,)
