@@ -7,7 +7,8 @@ own blocks, keyboards or components.
 What a person approves is shown whole (DESIGN.md, Platforms): a command, diff or plan too
 long for the message goes as an :class:`Attachment`, the card says so, and every button
 says "(see attached diff)". A card offers exactly the actions the agent offered, one button
-each, labelled with what it does and how far it reaches; once the interaction is no longer
+each, labelled with what it does and how far it reaches (where there is a form, an action that
+gives the answers is the form's submit, not a button of its own); once the interaction is no longer
 pending the buttons are gone and the status line tells who decided what, whether it was
 delivered, and how it ended.
 """
@@ -354,6 +355,13 @@ def _button(action: Action, token: str, attached: tuple[str, ...]) -> CardAction
     )
 
 
+def _answered_by_form(action: Action, form: QuestionForm | None) -> bool:
+    """An action that gives the agent the answers (Claude's "Answer") is the form's own
+    submit where there is a form: as a button of its own it carries no answers and could only
+    be refused, beside the form's "Answer…". Refusing and stopping stay buttons."""
+    return form is not None and action.effect is Effect.ALLOW
+
+
 def _answer_fields(interaction: Interaction) -> tuple[Block, ...]:
     if interaction.decision is None or not interaction.decision.decision.answers:
         return ()
@@ -441,6 +449,7 @@ def render_interaction(
         actions = tuple(
             _button(action, token_for(str(index)), attached)
             for index, action in enumerate(interaction.actions)
+            if not _answered_by_form(action, form)
         )
     return Card(
         title=title,
