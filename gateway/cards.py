@@ -113,6 +113,9 @@ class CardAction:
     scope: Scope = Scope.ONCE
     explanation: str = ""
     rule: str = ""
+    # the person may add a message the agent reads (a plan's Keep planning): a platform
+    # asks for it with the button (a text field, a modal), and sends it with the click
+    takes_message: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -336,12 +339,18 @@ def _short(action: Action) -> tuple[str, str]:
     return short, f"{action.label.replace('`', '')}: {explanation}"
 
 
-def _button(action: Action, token: str, attached: tuple[str, ...]) -> CardAction:
+def _button(
+    action: Action, token: str, attached: tuple[str, ...], kind: InteractionKind
+) -> CardAction:
     label, explanation = _short(action)
     suffix = "".join(f" (see attached {what})" for what in attached)
     label = _clip(label, LABEL_MAX_CHARS - len(suffix)) + suffix
+    # sending a plan back refuses nothing for good: the agent plans again
+    sends_back = kind is InteractionKind.PLAN and action.effect is Effect.DENY
     if action.effect is Effect.ALLOW:
         style = ButtonStyle.PRIMARY if action.scope is Scope.ONCE else ButtonStyle.DEFAULT
+    elif sends_back:
+        style = ButtonStyle.DEFAULT
     else:
         style = ButtonStyle.DANGER
     return CardAction(
@@ -352,6 +361,7 @@ def _button(action: Action, token: str, attached: tuple[str, ...]) -> CardAction
         scope=action.scope,
         explanation=explanation,
         rule=action.rule,
+        takes_message=sends_back,
     )
 
 
@@ -447,7 +457,7 @@ def render_interaction(
     actions: tuple[CardAction, ...] = ()
     if pending:
         actions = tuple(
-            _button(action, token_for(str(index)), attached)
+            _button(action, token_for(str(index)), attached, interaction.kind)
             for index, action in enumerate(interaction.actions)
             if not _answered_by_form(action, form)
         )

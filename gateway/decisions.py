@@ -120,9 +120,11 @@ class DecisionDesk:
             if token.action_index >= len(interaction.actions):
                 return await self._reject(Rejection.MALFORMED, action.actor, interaction.id)
             chosen = interaction.actions[token.action_index]
-            return await self._decide(
-                interaction, action.actor, Decision(action_id=chosen.id), project, where
+            message = (action.message or "").strip() or None
+            decision = Decision(
+                action_id=chosen.id, message=message if chosen.effect is Effect.DENY else None
             )
+            return await self._decide(interaction, action.actor, decision, project, where)
         option = token.option
         if option is not None and len(interaction.questions) == 1:
             question_index, option_index = option

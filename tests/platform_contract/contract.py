@@ -77,6 +77,7 @@ class Case(StrEnum):
     RESTART = "gateway restart with a card on screen"
     ATTACHMENT = "a command too long for a card"
     PLAN = "a plan card"
+    PLAN_MESSAGE = "Keep planning with a message"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -171,6 +172,12 @@ class Driver(abc.ABC):
 
     async def press(self, card: Seen, label: str, *, who: str = "alice") -> str:
         return await self.click(card, card.button(label).token, who=who)
+
+    async def press_with_message(
+        self, card: Seen, label: str, message: str, *, who: str = "alice"
+    ) -> str:
+        """Press ``label`` with ``message`` in the field (or modal) the card asks it in."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     async def answer_form(

@@ -50,6 +50,7 @@ class DiscordDriver(Driver):
     name = "discord"
     not_applicable = {
         Case.OUTAGE: "the fake Discord cannot be made unreachable yet (REST stays up)",
+        Case.PLAN_MESSAGE: "not built yet: Keep planning sends no message here (use /deny ID)",
     }
 
     def __init__(self, tmp_path: Path, fake: FakeDiscord) -> None:

@@ -16,6 +16,7 @@ from platforms.slack.platform import SLACK_LIMITS
 from tests.platform_contract.contract import (
     DEADLINE,
     Button,
+    Case,
     Driver,
     FormAnswers,
     Seen,
@@ -35,6 +36,9 @@ PEOPLE = {"alice": ALICE, "carol": CAROL}
 class SlackDriver(Driver):
     shown_as = {"alice": "@alice", "carol": "@carol"}
     name = "slack"
+    not_applicable = {
+        Case.PLAN_MESSAGE: "not built yet: Keep planning sends no message here (use /deny ID)",
+    }
 
     def __init__(self, tmp_path: Path, fake: FakeSlack) -> None:
         self.limits = SLACK_LIMITS

@@ -70,5 +70,19 @@ async def test_a_plan_too_long_for_a_card_is_attached_whole(driver: Driver) -> N
     assert [d.action_id for d in driver.received] == ["keep-planning"]
 
 
+async def test_keep_planning_sends_the_persons_message_with_it(driver: Driver) -> None:
+    driver.require(Case.PLAN_MESSAGE)
+    alice = driver.shown_as["alice"]
+    async with driver.running():
+        await driver.say("plan")
+        card = await driver.card(lambda s: bool(s.buttons))
+        answer = await driver.press_with_message(card, "Keep planning", "  Tag it first.  ")
+        assert answer.startswith("Sent back: Keep planning."), answer
+        done = await driver.wait_for(lambda seen: _settled(seen, card))
+    assert f'Sent back ("Keep planning") by {alice}' in done.status, done.status
+    [decision] = driver.received
+    assert (decision.action_id, decision.message) == ("keep-planning", "Tag it first.")
+
+
 def _settled(seen: list[Seen], card: Seen) -> Seen | None:
     return next((s for s in seen if s.key == card.key and not s.buttons and s.status), None)
