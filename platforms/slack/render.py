@@ -44,6 +44,7 @@ __all__ = [
     "FIELD_MAX",
     "HEADER_MAX",
     "MAX_BLOCKS",
+    "MESSAGE_PREFIX",
     "OPTION_PREFIX",
     "SECTION_MAX",
     "RenderedCard",
@@ -67,6 +68,7 @@ FALLBACK_MAX = 3000  # the notification text beside the blocks
 ACTION_PREFIX = "gw.act."
 OPTION_PREFIX = "gw.opt."
 ANSWER_ACTION = "gw.answer"
+MESSAGE_PREFIX = "gw.msg."  # a button that asks for a message first (Keep planning)
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
@@ -201,7 +203,8 @@ def _button(label: str, value: str, action_id: str, style: ButtonStyle) -> dict[
 def _buttons(card: Card) -> list[dict[str, Any]]:
     buttons: list[dict[str, Any]] = []
     for index, action in enumerate(card.actions):
-        button = _button(action.label, action.token, f"{ACTION_PREFIX}{index}", action.style)
+        prefix = MESSAGE_PREFIX if action.takes_message else ACTION_PREFIX
+        button = _button(action.label, action.token, f"{prefix}{index}", action.style)
         confirm = _confirm(action)
         if confirm is not None:
             button["confirm"] = confirm
