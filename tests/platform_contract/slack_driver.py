@@ -35,6 +35,7 @@ PEOPLE = {"alice": ALICE, "carol": CAROL}
 class SlackDriver(Driver):
     shown_as = {"alice": "@alice", "carol": "@carol"}
     name = "slack"
+
     def __init__(self, tmp_path: Path, fake: FakeSlack) -> None:
         self.limits = SLACK_LIMITS
         super().__init__(requests_for(self.limits))
