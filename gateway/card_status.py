@@ -22,6 +22,7 @@ from gateway.wording import clock_time, quoted
 
 __all__ = [
     "action_label",
+    "delivered_words",
     "delivery_words",
     "ended_because",
     "ending",
@@ -51,6 +52,18 @@ def action_label(label: str, scope: Scope) -> str:
     if hint and not any(word in label.lower() for word in _SCOPE_WORDS):
         return f"{label} ({hint})"
     return label
+
+
+def _gateway_plan(interaction: Interaction) -> bool:
+    """The gateway's own plan card (a Codex plan): its decision is the next turn, queued, and
+    reaches the agent when that turn starts (gateway/plans.py)."""
+    return interaction.kind is InteractionKind.PLAN and interaction.native_key is None
+
+
+def delivered_words(interaction: Interaction) -> str:
+    """What a delivered decision became: "sent to the agent", or for the gateway's own plan
+    "queued as the next turn" (nothing reached the agent yet)."""
+    return "queued as the next turn" if _gateway_plan(interaction) else "sent to the agent"
 
 
 def _process_end(note: str) -> str:
@@ -183,13 +196,16 @@ def _after_decision(interaction: Interaction) -> str:
     outcome = delivery.outcome if delivery is not None else None
     error = (delivery.error if delivery is not None else None) or "the write failed"
     why = ended_because(interaction)
+    plan = _gateway_plan(interaction)
     match state:
         case InteractionState.DECIDED if outcome is DeliveryOutcome.FAILED:
             return undelivered(interaction) or ""
         case InteractionState.DECIDED:
-            return "sending it to the agent…"
+            return "queuing it as the next turn…" if plan else "sending it to the agent…"
         case InteractionState.DELIVERED:
-            return "sent to the agent"
+            return delivered_words(interaction)
+        case InteractionState.RESOLVED if plan:
+            return "sent to the agent as the next turn"
         case InteractionState.RESOLVED:
             return "sent to the agent · done" if outcome is DeliveryOutcome.OK else "done"
         case InteractionState.UNKNOWN:
@@ -197,7 +213,7 @@ def _after_decision(interaction: Interaction) -> str:
         case InteractionState.CANCELLED | InteractionState.ORPHANED:
             next_step = f" · {_NEXT_START}" if state is InteractionState.ORPHANED else ""
             if outcome is DeliveryOutcome.OK:
-                return f"sent to the agent, then {why}{next_step}"
+                return f"{delivered_words(interaction)}, then {why}{next_step}"
             if outcome is DeliveryOutcome.FAILED:
                 return f"it did not reach the agent ({error}), then {why}{next_step}"
             if outcome is None and state is InteractionState.ORPHANED:
@@ -237,7 +253,7 @@ def delivery_words(interaction: Interaction) -> str | None:
         return None
     match delivery.outcome:
         case DeliveryOutcome.OK:
-            return "sent to the agent"
+            return delivered_words(interaction)
         case DeliveryOutcome.FAILED:
             return f"did not reach the agent ({delivery.error or 'the write failed'}); not resent"
         case DeliveryOutcome.UNKNOWN:
@@ -255,6 +271,8 @@ def ending(interaction: Interaction) -> tuple[str, str] | None:
     end = interaction.resolution
     if end is None:
         return None
+    if end.how is Resolution.ANSWERED and _gateway_plan(interaction):
+        return "Sent", "the next turn started"
     if end.how is Resolution.ANSWERED:
         return "Done", "the agent went on with the answer"
     if interaction.state is InteractionState.EXPIRED:

@@ -7,7 +7,8 @@ own blocks, keyboards or components.
 What a person approves is shown whole (DESIGN.md, Platforms): a command, diff or plan too
 long for the message goes as an :class:`Attachment`, the card says so, and every button
 says "(see attached diff)". A card offers exactly the actions the agent offered, one button
-each, labelled with what it does and how far it reaches; once the interaction is no longer
+each, labelled with what it does and how far it reaches (where there is a form, an action that
+gives the answers is the form's submit, not a button of its own); once the interaction is no longer
 pending the buttons are gone and the status line tells who decided what, whether it was
 delivered, and how it ended.
 """
@@ -112,6 +113,9 @@ class CardAction:
     scope: Scope = Scope.ONCE
     explanation: str = ""
     rule: str = ""
+    # the person may add a message the agent reads (a plan's Keep planning): a platform
+    # asks for it with the button (a text field, a modal), and sends it with the click
+    takes_message: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -335,12 +339,18 @@ def _short(action: Action) -> tuple[str, str]:
     return short, f"{action.label.replace('`', '')}: {explanation}"
 
 
-def _button(action: Action, token: str, attached: tuple[str, ...]) -> CardAction:
+def _button(
+    action: Action, token: str, attached: tuple[str, ...], kind: InteractionKind
+) -> CardAction:
     label, explanation = _short(action)
     suffix = "".join(f" (see attached {what})" for what in attached)
     label = _clip(label, LABEL_MAX_CHARS - len(suffix)) + suffix
+    # sending a plan back refuses nothing for good: the agent plans again
+    sends_back = kind is InteractionKind.PLAN and action.effect is Effect.DENY
     if action.effect is Effect.ALLOW:
         style = ButtonStyle.PRIMARY if action.scope is Scope.ONCE else ButtonStyle.DEFAULT
+    elif sends_back:
+        style = ButtonStyle.DEFAULT
     else:
         style = ButtonStyle.DANGER
     return CardAction(
@@ -351,7 +361,15 @@ def _button(action: Action, token: str, attached: tuple[str, ...]) -> CardAction
         scope=action.scope,
         explanation=explanation,
         rule=action.rule,
+        takes_message=sends_back,
     )
+
+
+def _answered_by_form(action: Action, form: QuestionForm | None) -> bool:
+    """An action that gives the agent the answers (Claude's "Answer") is the form's own
+    submit where there is a form: as a button of its own it carries no answers and could only
+    be refused, beside the form's "Answer…". Refusing and stopping stay buttons."""
+    return form is not None and action.effect is Effect.ALLOW
 
 
 def _answer_fields(interaction: Interaction) -> tuple[Block, ...]:
@@ -439,8 +457,9 @@ def render_interaction(
     actions: tuple[CardAction, ...] = ()
     if pending:
         actions = tuple(
-            _button(action, token_for(str(index)), attached)
+            _button(action, token_for(str(index)), attached, interaction.kind)
             for index, action in enumerate(interaction.actions)
+            if not _answered_by_form(action, form)
         )
     return Card(
         title=title,

@@ -27,10 +27,18 @@ from gateway.auth import (
     verify_token,
 )
 from gateway.broker import Broker
-from gateway.card_status import action_label, status_line
+from gateway.card_status import action_label, delivered_words, status_line
 from gateway.commands import resolve_action
 from gateway.config import Config
-from gateway.domain import Actor, Answer, ConversationRef, Decision, Effect, InteractionState
+from gateway.domain import (
+    Actor,
+    Answer,
+    ConversationRef,
+    Decision,
+    Effect,
+    InteractionKind,
+    InteractionState,
+)
 from gateway.errors import AlreadyDecided, InvalidDecision, TokenRejected, VersionMoved
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm
@@ -112,9 +120,11 @@ class DecisionDesk:
             if token.action_index >= len(interaction.actions):
                 return await self._reject(Rejection.MALFORMED, action.actor, interaction.id)
             chosen = interaction.actions[token.action_index]
-            return await self._decide(
-                interaction, action.actor, Decision(action_id=chosen.id), project, where
+            message = (action.message or "").strip() or None
+            decision = Decision(
+                action_id=chosen.id, message=message if chosen.effect is Effect.DENY else None
             )
+            return await self._decide(interaction, action.actor, decision, project, where)
         option = token.option
         if option is not None and len(interaction.questions) == 1:
             question_index, option_index = option
@@ -378,6 +388,9 @@ def _outcome(interaction: Interaction, decision: Decision) -> str:
     if decision.action_id is not None:
         action = interaction.action(decision.action_id)
         verdict = _VERDICT[action.effect] if action is not None else "Decided"
+        plan = interaction.kind is InteractionKind.PLAN
+        if plan and action is not None and action.effect is Effect.DENY:
+            verdict = "Sent back"  # as the card says: the plan goes back to the agent
         label = (
             action_label(action.label, action.scope) if action is not None else decision.action_id
         )
@@ -385,7 +398,7 @@ def _outcome(interaction: Interaction, decision: Decision) -> str:
     else:
         head = "Answer sent."
     if interaction.state is InteractionState.DELIVERED:
-        return f"{head} Sent to the agent."
+        return f"{head} {delivered_words(interaction).capitalize()}."
     if interaction.state is InteractionState.ORPHANED:
         return f"{head} But the agent process has ended: nothing was delivered."
     return f"{head} {status_line(interaction)}"

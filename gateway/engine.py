@@ -140,6 +140,7 @@ class Gateway:
                 launcher=self.launcher,
                 platforms=self.platforms,
                 stop_grace_seconds=self.config.gateway.stop_grace_seconds,
+                queue_depth=self.config.gateway.queue_depth,
                 clock=self.clock,
                 groups=self.config.groups,
                 people=self.config.people,

@@ -31,6 +31,7 @@ __all__ = [
     "PLAN_MODE",
     "NextTurn",
     "next_turn",
+    "plan_prompt_key",
     "proposed_plan",
 ]
 
@@ -75,6 +76,12 @@ def proposed_plan(markdown: str) -> InteractionRequest:
         detail=Plan(markdown=markdown),
         actions=actions,
     )
+
+
+def plan_prompt_key(interaction_id: str) -> str:
+    """The queued turn a decision on the plan card ``interaction_id`` becomes is keyed by it:
+    queued once, and known again when it starts."""
+    return f"plan:{interaction_id}"
 
 
 def next_turn(decision: Decision) -> NextTurn:

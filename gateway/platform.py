@@ -110,11 +110,15 @@ class InboundMessage:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class InboundAction:
-    """A button click: the token is all the core trusts."""
+    """A button click: the token is all the core trusts. ``message`` is what the person
+    typed with it where the card asks for one (:attr:`gateway.cards.CardAction.takes_message`:
+    Keep planning's "what to change"); it reaches the agent only with a refusal, as with
+    ``/deny ID message``."""
 
     conversation: ConversationRef
     actor: Actor
     token: str
+    message: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -56,12 +56,12 @@ from gateway.expiry import due_at, is_due, plan_expiry
 from gateway.interactions import Interaction, InteractionEvent
 from gateway.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
 from gateway.outlets import Outbound
-from gateway.plans import next_turn
+from gateway.plans import next_turn, plan_prompt_key
 from gateway.platform import Platform
 from gateway.policy import governing_rule
 from gateway.policy_config import RuleAction
 from gateway.queue_notes import stopped_notice
-from gateway.store import Clock, Store, TurnRecord, utc_now
+from gateway.store import Clock, PromptRecord, Store, TurnRecord, utc_now
 from gateway.usage import SessionUsage
 from gateway.votes import POLICY_ACTOR, refusal
 from gateway.wording import quoted
@@ -77,8 +77,11 @@ _QUIET_WARNINGS = frozenset({"config_warning"})
 EXPIRY_RECHECK_SECONDS = 60.0
 # How often a live epoch looks for decisions committed but never written (Broker.sweep); it
 # also looks when it starts and when a cancelled decision asks it to.
-# A decision on a plan card is queued even when the queue is full: it is the next turn.
-PLAN_QUEUE_DEPTH = 1_000_000
+# A decision on a plan card is queued even when the queue of messages is full: the person
+# decided on a card the agent is waiting on, and refusing it would lose the decision. It is
+# still bounded: one plan card waits per session at most (the next turn closes it), so the
+# queue holds at most its depth plus this one.
+PLAN_QUEUE_EXTRA = 1
 SWEEP_SECONDS = 30.0
 # How long the text before a card may hold the card up (Outbound.settle): a platform slower
 # than that shows its text after the card, rather than every platform getting the card late.
@@ -119,6 +122,7 @@ class SessionRunner:
         launcher: AgentLauncher,
         platforms: Mapping[str, Platform],
         stop_grace_seconds: float,
+        queue_depth: int,
         clock: Clock = utc_now,
         groups: Mapping[str, Sequence[str]] | None = None,
         people: Mapping[str, Sequence[str]] | None = None,
@@ -132,6 +136,7 @@ class SessionRunner:
         self._notifier = Notifier(platforms)  # once the runner's outbound has ended
         self._outbound = Outbound(platforms)
         self._stop_grace = stop_grace_seconds
+        self._queue_depth = queue_depth
         self._clock = clock
         self._opened = asyncio.Event()  # a request was opened: the expiry task looks again
         self._opened_unanswered = asyncio.Event()  # ... and the escalation task
@@ -235,26 +240,28 @@ class SessionRunner:
         await self._store.prompts.enqueue(
             self.session_id,
             conversation=conversations[0],
-            platform_message_id=f"plan:{interaction.id}",
+            platform_message_id=plan_prompt_key(interaction.id),
             author=fact.actor,
             text=turn.text,
-            max_depth=PLAN_QUEUE_DEPTH,
+            max_depth=self._queue_depth + PLAN_QUEUE_EXTRA,
             mode=turn.mode,
         )
         self._prompt_ready.set()
 
-    async def _close_gateway_plans(self) -> None:
-        """A turn starts: the gateway's plan cards are done with. One whose decision was
-        queued is answered; one still waiting is replaced by the message that runs now (a
-        message is never a decision on it)."""
+    async def _close_gateway_plans(self, prompt: PromptRecord) -> None:
+        """A turn starts: the gateway's plan cards are done with. The one whose decision
+        this turn is, is answered (its card says "sent" now, no longer "queued"); one still
+        waiting is replaced by the message that runs now (a message is never a decision on
+        it). A decision queued behind this message waits for its own turn."""
         for waiting in await self._store.interactions.list_open(self.session_id):
             if waiting.native_key is not None:
                 continue
-            event = (
-                InteractionEvent.CONFIRM
-                if waiting.state is InteractionState.DELIVERED
-                else InteractionEvent.SUPERSEDE
-            )
+            if waiting.state is InteractionState.DELIVERED:
+                if prompt.platform_message_id != plan_prompt_key(waiting.id):
+                    continue
+                event = InteractionEvent.CONFIRM
+            else:
+                event = InteractionEvent.SUPERSEDE
             update = await self._store.interactions.resolve(waiting.id, event, by="gateway")
             self._broker.mark_dirty(update.interaction.id)
 
@@ -362,7 +369,7 @@ class SessionRunner:
             try:
                 async with asyncio.TaskGroup() as turn_tasks:
                     saver = turn_tasks.create_task(self._keep_saving(turn, stream))
-                    await self._close_gateway_plans()
+                    await self._close_gateway_plans(prompt)
                     await agent.send(Prompt(text=prompt.text, mode=prompt.mode))
                     await self._turn_done.wait()
                     saver.cancel()

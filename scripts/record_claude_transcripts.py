@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from adapters.claude_launch import ClaudeLaunch  # noqa: E402
 from gateway.domain import Answer, Decision, Resolution  # noqa: E402
 from gateway.domain import TurnStatus as Status  # noqa: E402
-from gateway.events import Interrupt, Warning  # noqa: E402
+from gateway.events import Interrupt, PolicyChanged, Warning  # noqa: E402
 from tests.claude_env import ClaudeAgent, ClaudeHome, make_claude_home, run_claude  # noqa: E402
 from tests.servers import fake_anthropic as fm  # noqa: E402
 from tests.transcript_recording import ScenarioFailed, Transcript, check  # noqa: E402
@@ -244,10 +244,13 @@ async def plan_approve(run: Run) -> None:
         check(request.title == "Run a command", "after the plan, the command is asked")
         await claude.decide(request, act("allow"))
         turn = await claude.turn_end()
-    changed = [e for e in claude.seen if isinstance(e, Warning) and e.code == "policy_changed"]
-    check(bool(changed), f"the mode change was reported: {[w.message for w in changed]}")
+    changed = [e for e in claude.seen if isinstance(e, PolicyChanged)]
+    check(bool(changed), f"the mode change was reported: {[c.message for c in changed]}")
     check(turn.status is Status.COMPLETED, f"turn {turn.status}")
     check((run.home.workspace / "hello.txt").exists(), "hello.txt was created")
+    result = run.fake.model_requests()[1].tool_result()
+    told = result[0] if result is not None else ""
+    check("approved" in told, f"the model was told the plan is approved: {told!r}")
 
 
 @scenario

@@ -50,6 +50,9 @@ SHOTS = (
     "pending-form-missing.png",
     "pending-form-missing-phone.png",
     "orphaned.png",
+    "plan.png",
+    "plan-phone.png",
+    "plan-implemented.png",
     "sessions.png",
 )
 
@@ -159,6 +162,20 @@ async def take(out: Path, work: Path, *, chromium: Path = CHROMIUM) -> list[Path
                 "no answer can reach it now", timeout=WAIT_MS
             )
             await desk.shot("orphaned.png")
+
+            # plan: the plan drawn, Implement and Keep planning; then the decision's turn
+            await desk.start("plan")
+            await desk.card_waits()
+            await desk.shot("plan.png")
+            await phone.go(desk.page.url.removeprefix(console.url))
+            await phone.card_waits()
+            await phone.shot("plan-phone.png", around="#live article.card")
+            await desk.page.get_by_role("button", name="Implement").click()
+            await expect(desk.page.locator("#live")).to_contain_text(
+                "You approved the plan", timeout=WAIT_MS
+            )
+            await expect(desk.page.locator("#head")).to_contain_text("idle", timeout=WAIT_MS)
+            await desk.shot("plan-implemented.png")
 
             await desk.go("")
             await desk.shot("sessions.png")

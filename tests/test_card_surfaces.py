@@ -10,6 +10,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from html import unescape
 
+from adapters.claude_requests import open_can_use_tool
 from adapters.codex_requests import (
     file_changes_from_item,
     open_command_approval,
@@ -27,6 +28,8 @@ from gateway.interactions import (
 )
 from platforms.console.cards_html import PostContext, card_html
 from platforms.console.views import CardView
+from platforms.discord.render import render_card as discord_render
+from platforms.slack.render import render_card as slack_render
 from platforms.telegram.render import BUTTON_MAX_CHARS, RenderedCard, render_card
 from tests.servers.telegram_wire import visible_text
 
@@ -255,3 +258,60 @@ def test_a_rule_too_long_for_a_telegram_message_goes_whole_as_a_file() -> None:
     assert [b.label for row in drawn.keyboard for b in row][1].startswith(
         "Always allow commands like this"
     )
+
+
+# --- a question's buttons ------------------------------------------------------------------
+
+
+def claude_question() -> InteractionRequest:
+    """Claude's AskUserQuestion, through the real parser: its actions are "Answer" (which
+    gives the answers), "Do not answer" and "Do not answer and stop the turn"."""
+    tool_input = {
+        "questions": [
+            {
+                "question": "Which database?",
+                "header": "Database",
+                "options": [{"label": "Postgres"}, {"label": "SQLite"}],
+                "multiSelect": True,
+            }
+        ]
+    }
+    request = {"tool_name": "AskUserQuestion", "input": tool_input}
+    return open_can_use_tool("ctl:1", request).request
+
+
+def test_a_question_card_offers_one_way_to_answer_on_every_surface() -> None:
+    """Claude's own "Answer" carries no answers: beside the form's "Answer…" it could only be
+    refused. The core leaves it out, so no surface draws both."""
+    item = interaction(claude_question())
+    assert [a.label for a in card(item).actions] == [
+        "Do not answer",
+        "Do not answer and stop the turn",
+    ]
+    html, _ = console_text(item)
+    console_buttons = [unescape(b) for b in re.findall(r"<button[^>]*>([^<]*)</button>", html)]
+    drawn, _ = telegram(item)
+    telegram_buttons = [button.label for row in drawn.keyboard for button in row]
+    slack_blocks = slack_render(card(item)).blocks
+    slack_buttons = [
+        element["text"]["text"]
+        for block in slack_blocks
+        if block["type"] == "actions"
+        for element in block["elements"]
+    ]
+    discord_buttons = [
+        button["label"]
+        for row in discord_render(card(item)).components
+        for button in row["components"]
+    ]
+    for surface, labels in [
+        ("console", console_buttons),
+        ("telegram", telegram_buttons),
+        ("slack", slack_buttons),
+        ("discord", discord_buttons),
+    ]:
+        assert "Answer" not in labels, (surface, labels)
+        assert "Do not answer" in labels, (surface, labels)
+        # the form's own way: a button that opens it, or the submit of a form drawn inline
+        answering = [label for label in labels if label.endswith(("Answer…", "answers", "Submit"))]
+        assert len(answering) == 1, (surface, labels)

@@ -42,6 +42,7 @@ from gateway.interactions import (
     Interaction,
     ResolutionFact,
 )
+from gateway.plans import proposed_plan
 
 KEY = bytes(32)
 T0 = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
@@ -421,6 +422,46 @@ def test_a_status_line_never_shows_the_ledgers_own_words(item: Interaction, expe
     for internal in ("not written", "orphaned", "superseded", "runtime ended", "delivering"):
         assert internal not in line
     assert "“" not in line and "”" not in line  # one style of quotes: straight
+
+
+def gateway_plan(state: InteractionState) -> Interaction:
+    """A Codex plan card: the gateway's own (no native key), from gateway/plans.py."""
+    request = proposed_plan("1. Read\n2. Write")
+    return replace(
+        interaction(
+            kind=request.kind,
+            detail=request.detail,
+            actions=request.actions,
+            state=state,
+            title=request.title,
+            summary=request.summary,
+        ),
+        native_key=None,
+    )
+
+
+def test_a_decision_on_a_codex_plan_is_queued_then_sent_when_its_turn_starts() -> None:
+    """The decision is the next turn: "queued" until that turn starts, never "sent" before."""
+    implement, keep = gateway_plan(InteractionState.PENDING).actions
+    lines = [
+        render(decided(gateway_plan(InteractionState.DECIDED), implement)).status_line,
+        render(
+            decided(gateway_plan(InteractionState.DELIVERED), implement, delivery=delivered())
+        ).status_line,
+        render(
+            decided(
+                gateway_plan(InteractionState.RESOLVED),
+                keep,
+                delivery=delivered(),
+                resolution=resolved(Resolution.ANSWERED),
+            )
+        ).status_line,
+    ]
+    assert lines == [
+        f'Approved ("Implement") by alice at {WHEN} · queuing it as the next turn…',
+        f'Approved ("Implement") by alice at {WHEN} · queued as the next turn',
+        f'Sent back ("Keep planning") by alice at {WHEN} · sent to the agent as the next turn',
+    ]
 
 
 def test_answers_are_shown_after_the_decision_except_secret_ones() -> None:

@@ -73,8 +73,11 @@ async def test_plan_then_implement_runs_a_default_mode_turn(
         ack = await gw.memory.click(ROOM, ALICE, card.actions[0].token)
         assert ack.accepted, ack.text
         await gw.text_where(lambda text: text.endswith("Done."))
+        assert "Queued as the next turn" in ack.text or "as the next turn" in ack.text, ack
         closed = await closed_plan(gw)
         assert closed.status_line.startswith("Approved") and "Alice" in closed.status_line
+        # queued until its turn starts, then sent: never "sent" while it only waits
+        assert "· sent to the agent as the next turn · " in closed.status_line
         await gw.memory.say(ROOM, ALICE, "/status")
         status = await gw.text_where(lambda text: text.startswith("Session "))
         # the fake model reports 10 in and 5 out a call; Codex knows the model's window

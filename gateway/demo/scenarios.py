@@ -31,6 +31,7 @@ from pathlib import Path
 from gateway.demo.texts import LONG_ANSWER, MENU, SLOW_INTRO
 from gateway.demo.turn import Turn, TurnCancelled
 from gateway.demo.wire import Json, command_item, file_change_item, now_ms
+from gateway.plans import IMPLEMENT_TEXT
 
 __all__ = [
     "COMMAND_ARGV",
@@ -333,6 +334,37 @@ async def crash(turn: Turn) -> None:
     os._exit(CRASH_EXIT_CODE)
 
 
+# --- plan -----------------------------------------------------------------------------------
+
+DEMO_PLAN = """\
+# Add a farewell to `greeting.py`
+
+1. Add a `farewell(name)` function next to `greet`.
+2. Print it after the greeting:
+
+```python
+print(farewell("world"))
+```
+
+3. Run `python greeting.py` and check **both** lines.
+"""
+
+
+async def plan(turn: Turn) -> None:
+    """A plan item, as Codex's plan mode ends a turn: the gateway shows it as a card with
+    Implement and Keep planning, and its decision is the next turn."""
+    if turn.prompt.startswith(IMPLEMENT_TEXT):
+        await turn.say(
+            "You approved the plan. A real agent would carry it out now; "
+            "I am the demo, so I leave `greeting.py` as it is."
+        )
+        return
+    await turn.say("Here is my plan. I change nothing until you decide.")
+    item: Json = {"type": "plan", "id": turn.memory.next_message_id(), "text": DEMO_PLAN}
+    turn.item_started({**item, "text": ""})
+    turn.item_completed(item)
+
+
 # --- picking ----------------------------------------------------------------------------------
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -359,6 +391,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         run=crash,
         about="the agent dies while a card waits",
     ),
+    Scenario(name="plan", words=("7", "plan"), run=plan, about="a plan to implement or send back"),
 )
 MENU_SCENARIO = Scenario(name="menu", words=("menu", "help"), run=menu)
 

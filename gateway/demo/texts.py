@@ -16,6 +16,7 @@ Type one of these words (or its number):
 4. **long**: a long markdown answer with code, streamed and split into several messages.
 5. **stop**: a slow answer; send /stop while it streams and I stop at once.
 6. **crash**: I ask for an approval, then my process dies before you answer.
+7. **plan**: I propose a plan; implement it or send it back with what to change.
 
 My work dir is `{cwd}`. Commands for the gateway itself start with a slash: /help, /status.
 """

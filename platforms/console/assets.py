@@ -81,6 +81,8 @@ dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin
 dl.fields dt{color:var(--mut)}dl.fields dd{margin:0;min-width:0;overflow-wrap:anywhere}
 .actions{display:flex;flex-direction:column;gap:8px;margin:12px 0 4px}
 .action{display:flex;gap:12px;align-items:baseline}
+label.message{display:flex;flex-direction:column;gap:4px;font-size:13px;color:var(--mut)}
+label.message textarea{max-width:none;min-height:44px}
 .action .effect{color:var(--mut);font-size:13px}
 button{font:inherit;padding:6px 14px;border-radius:6px;border:1px solid #9ca3af;
 background:#f9fafb;cursor:pointer;min-width:120px;text-align:left}

@@ -32,7 +32,9 @@ from gateway.wording import clock_time, quoted
 from platforms.console.highlight import highlight_code, highlight_diff, highlight_shell
 from platforms.console.views import CardView
 
-__all__ = ["PostContext", "card_html", "clock", "state_class"]
+__all__ = ["MESSAGE_MAX_CHARS", "PostContext", "card_html", "clock", "state_class"]
+
+MESSAGE_MAX_CHARS = 4000  # a message sent with a button (Keep planning's "what to change")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -109,10 +111,22 @@ def _actions(view: CardView, ctx: PostContext) -> str:
     interaction, buttons = view.interaction, view.card.actions
     if not buttons:
         return ""
-    rows = "".join(_action_row(button) for button in buttons)
+    rows = "".join(_message_field(button) + _action_row(button) for button in buttons)
     return (
         f'<form class="actions" method="post" action="/i/{escape(interaction.id)}/act"'
         f" data-enhance>{ctx.hidden()}{rows}</form>"
+    )
+
+
+def _message_field(button: CardAction) -> str:
+    """Where a button takes a message (Keep planning), the field for it, just above it."""
+    if not button.takes_message:
+        return ""
+    label = f"Your message with {quoted(button.label)} (optional)"
+    return (
+        f'<label class="message">{escape(label)}'
+        f'<textarea name="message" rows="2" maxlength="{MESSAGE_MAX_CHARS}"'
+        ' placeholder="What should the agent change?"></textarea></label>'
     )
 
 

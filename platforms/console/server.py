@@ -37,7 +37,7 @@ from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage
 from platforms.console.answers import answers_from_form
 from platforms.console.assets import CSP
-from platforms.console.cards_html import PostContext
+from platforms.console.cards_html import MESSAGE_MAX_CHARS, PostContext
 from platforms.console.grants_page import grants_page
 from platforms.console.pages import (
     Frame,
@@ -426,7 +426,10 @@ async def _act(request: web.Request) -> web.StreamResponse:
         return _answer(request, target)
     _, conversation = target
     token = _field(request, "token")
-    action = InboundAction(conversation=conversation, actor=console.actor, token=token)
+    message = _field(request, "message")[:MESSAGE_MAX_CHARS] or None
+    action = InboundAction(
+        conversation=conversation, actor=console.actor, token=token, message=message
+    )
     return await _in_time(request, gateway.on_action(action))
 
 

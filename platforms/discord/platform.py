@@ -72,6 +72,7 @@ from platforms.discord.receive import modal_values, place_of, roles_of, seen_of
 from platforms.discord.render import (
     CUSTOM_ID_MAX,
     CUSTOM_ID_PREFIX,
+    MESSAGE_ID_PREFIX,
     RenderedCard,
     answers_by_buttons,
     clip,
@@ -98,6 +99,8 @@ DISCORD_LIMITS = PlatformLimits(
 READY_SECONDS = 30.0
 _CARDS = 512  # the cards (and their forms) remembered by message id
 _PAGE_PREFIX = "agwp:"  # "Next" / "Answer again" buttons: agwp:<page>:<token>
+_MESSAGE_INPUT = "message"
+MESSAGE_MAX = 4000  # a paragraph text input's most
 _THREAD_EXISTS = 160004
 TAKE_ATTEMPTS = 5  # a message the gateway failed to take is tried again this often
 _BUSY = "The gateway could not take your message; send it again in a moment."
@@ -136,6 +139,32 @@ class CardButton(ui.DynamicItem[ui.Button[Any]], template=r"agw:(?P<token>[A-Za-
             await platform.on_button(interaction, self.token)
 
 
+class MessageButton(
+    ui.DynamicItem[ui.Button[Any]], template=r"agwm:(?P<token>[A-Za-z0-9:_.-]{1,95})"
+):
+    """A button that asks for a message first (Keep planning), whatever process sent it:
+    ``agwm:<token>``; pressed, it opens the modal for the message."""
+
+    def __init__(self, token: str, label: str = "…", style: int = 2) -> None:
+        super().__init__(
+            ui.Button(
+                label=label, style=discord.ButtonStyle(style), custom_id=MESSAGE_ID_PREFIX + token
+            )
+        )
+        self.token = token
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: ui.Item[Any], match: re.Match[str], /
+    ) -> MessageButton:
+        return cls(match["token"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        platform = getattr(interaction.client, "platform", None)
+        if isinstance(platform, DiscordPlatform):
+            await platform.ask_message(interaction, self.token)
+
+
 class PageButton(
     ui.DynamicItem[ui.Button[Any]],
     template=r"agwp:(?P<page>[0-9]{1,2}):(?P<token>[A-Za-z0-9:_.-]{1,90})",
@@ -171,7 +200,7 @@ class _Client(discord.Client):
         self.tree = app_commands.CommandTree(self)
 
     async def setup_hook(self) -> None:
-        self.add_dynamic_items(CardButton, PageButton)
+        self.add_dynamic_items(CardButton, MessageButton, PageButton)
         await self.platform.setup_commands(self.tree)
 
     async def on_message(self, message: discord.Message) -> None:
@@ -465,6 +494,8 @@ class DiscordPlatform:
             page, _, token = custom[len(_PAGE_PREFIX) :].partition(":")
             if page.isdigit() and token:
                 await self.open_page(interaction, token, int(page))
+        elif custom.startswith(MESSAGE_ID_PREFIX) and len(custom) <= CUSTOM_ID_MAX:
+            await self.ask_message(interaction, custom[len(MESSAGE_ID_PREFIX) :])
         elif custom.startswith(CUSTOM_ID_PREFIX) and len(custom) <= CUSTOM_ID_MAX:
             await self.on_button(interaction, custom[len(CUSTOM_ID_PREFIX) :])
 
@@ -478,6 +509,48 @@ class DiscordPlatform:
             log.info("discord: interaction %s not answerable (%s)", interaction.id, exc.code)
             return False
         return True
+
+    async def ask_message(self, interaction: discord.Interaction[Any], token: str) -> None:
+        """A button that takes a message (Keep planning): may they decide? Then a modal for
+        the message, which must be the first response; its submit is the press."""
+        actor, where = self._who_where(interaction)
+        action = InboundAction(conversation=where, actor=actor, token=token)
+        inbox = self._inbox
+        if inbox is None or self._stopped:
+            await interaction.response.send_message(
+                "The gateway is starting; try again.", ephemeral=True
+            )
+            return
+        verdict = await inbox.may_answer(action)
+        if not verdict.accepted:
+            await interaction.response.send_message(verdict.text, ephemeral=True)
+            return
+        modal = ui.Modal(
+            title="What should change?", custom_id=MESSAGE_ID_PREFIX + token, timeout=None
+        )
+        text: ui.TextInput[Any] = ui.TextInput(
+            custom_id=_MESSAGE_INPUT,
+            style=discord.TextStyle.paragraph,
+            required=False,
+            placeholder="What should the agent change?",
+            max_length=MESSAGE_MAX,
+        )
+        modal.add_item(ui.Label(text="Your message (optional)", description=None, component=text))
+        await interaction.response.send_modal(modal)
+
+    async def _on_message_modal(self, interaction: discord.Interaction[Any], token: str) -> None:
+        actor, where = self._who_where(interaction)
+        typed = modal_values(interaction.data or {}).get(_MESSAGE_INPUT)
+        message = typed.strip() if isinstance(typed, str) else ""
+        answerable = await self._defer(interaction, thinking=True)
+        inbox = await self._inbox_when_attached()
+        if inbox is None:
+            return
+        ack = await inbox.on_action(
+            InboundAction(conversation=where, actor=actor, token=token, message=message or None)
+        )
+        if answerable:
+            await self._followup(interaction, ack.text)
 
     def _form_of(self, token: str) -> tuple[ConversationRef, Card, QuestionForm] | None:
         for where, card in reversed(self._cards.values()):
@@ -516,6 +589,9 @@ class DiscordPlatform:
     async def on_modal(self, interaction: discord.Interaction[Any]) -> None:
         data: Any = interaction.data or {}
         custom = str(data.get("custom_id") or "")
+        if custom.startswith(MESSAGE_ID_PREFIX):
+            await self._on_message_modal(interaction, custom[len(MESSAGE_ID_PREFIX) :])
+            return
         if not custom.startswith(CUSTOM_ID_PREFIX):
             return
         token = custom[len(CUSTOM_ID_PREFIX) :]
@@ -803,9 +879,13 @@ def _view(drawn: RenderedCard) -> ui.View | None:
     view = ui.View(timeout=None)
     for row_number, row in enumerate(drawn.components):
         for button in row["components"]:
-            item = CardButton(
-                button["custom_id"][len(CUSTOM_ID_PREFIX) :], button["label"], button["style"]
-            )
+            custom: str = button["custom_id"]
+            item: ui.DynamicItem[ui.Button[Any]]
+            if custom.startswith(MESSAGE_ID_PREFIX):
+                token = custom[len(MESSAGE_ID_PREFIX) :]
+                item = MessageButton(token, button["label"], button["style"])
+            else:
+                item = CardButton(custom[len(CUSTOM_ID_PREFIX) :], button["label"], button["style"])
             item.row = row_number
             view.add_item(item)
     return view

@@ -48,6 +48,7 @@ __all__ = [
     "DESCRIPTION_MAX",
     "EMBED_TOTAL_MAX",
     "LABEL_MAX",
+    "MESSAGE_ID_PREFIX",
     "ROWS_MAX",
     "RenderedCard",
     "answers_by_buttons",
@@ -70,6 +71,8 @@ BUTTONS_PER_ROW = 5
 LABEL_MAX = 80
 CUSTOM_ID_MAX = 100
 CUSTOM_ID_PREFIX = "agw:"
+# a button that asks for a message first (Keep planning: a modal), whatever process sent it
+MESSAGE_ID_PREFIX = "agwm:"
 CONTENT_MAX = 2000
 
 # Discord's button styles
@@ -79,9 +82,9 @@ _COLOUR_PENDING = 0x5865F2  # blurple: waiting for someone
 _COLOUR_DONE = 0x4F545C  # grey: decided, nothing to click
 
 
-def custom_id(token: str) -> str:
+def custom_id(token: str, prefix: str = CUSTOM_ID_PREFIX) -> str:
     """The ``custom_id`` of a button or modal that carries ``token``."""
-    made = CUSTOM_ID_PREFIX + token
+    made = prefix + token
     if len(made) > CUSTOM_ID_MAX:
         raise ValueError(f"a custom_id takes {CUSTOM_ID_MAX} characters; this one is {len(made)}")
     return made
@@ -266,17 +269,27 @@ def answers_by_buttons(card: Card) -> bool:
     return not question.multi and not question.secret and 0 < len(question.options) <= room
 
 
-def _button(label: str, token: str, style: ButtonStyle) -> dict[str, Any]:
+def _button(
+    label: str, token: str, style: ButtonStyle, prefix: str = CUSTOM_ID_PREFIX
+) -> dict[str, Any]:
     return {
         "type": 2,
         "style": _STYLE[style],
         "label": clip(label.strip() or "…", LABEL_MAX),
-        "custom_id": custom_id(token),
+        "custom_id": custom_id(token, prefix),
     }
 
 
 def _buttons(card: Card) -> list[dict[str, Any]]:
-    buttons = [_button(action.label, action.token, action.style) for action in card.actions]
+    buttons = [
+        _button(
+            action.label,
+            action.token,
+            action.style,
+            MESSAGE_ID_PREFIX if action.takes_message else CUSTOM_ID_PREFIX,
+        )
+        for action in card.actions
+    ]
     form = card.form
     if form is not None:
         direct = answers_by_buttons(card)

@@ -229,10 +229,13 @@ class MemoryPlatform:
         await self._inbox_or_fail().on_message(message)
         return message.message_id
 
-    async def click(self, conversation: ConversationRef, actor: Actor, token: str) -> Ack:
-        """What the person sees: the core's Ack, or past the deadline ``RECEIVED``."""
+    async def click(
+        self, conversation: ConversationRef, actor: Actor, token: str, message: str | None = None
+    ) -> Ack:
+        """What the person sees: the core's Ack, or past the deadline ``RECEIVED``.
+        ``message``: typed with the button, where its card takes one (``takes_message``)."""
         self._check_callback(token)
-        action = InboundAction(conversation=conversation, actor=actor, token=token)
+        action = InboundAction(conversation=conversation, actor=actor, token=token, message=message)
         return await self._answer(self._inbox_or_fail().on_action(action))
 
     async def open_form(self, conversation: ConversationRef, actor: Actor, token: str) -> Ack:

@@ -31,14 +31,19 @@ from platforms.slack.render import clip, escape
 
 __all__ = [
     "CALLBACK_ID",
+    "MESSAGE_CALLBACK_ID",
     "Errors",
     "FormPlace",
+    "build_message_modal",
     "build_modal",
+    "message_of",
     "place_of",
     "read_submission",
 ]
 
 CALLBACK_ID = "gw.form"
+MESSAGE_CALLBACK_ID = "gw.message"  # the modal of a button that takes a message
+_MESSAGE_BLOCK = "message"
 TITLE_MAX = 24
 OPTION_MAX = 75
 LABEL_MAX = 2000
@@ -149,6 +154,34 @@ def build_modal(form: QuestionForm, place: FormPlace, *, title: str) -> dict[str
         "private_metadata": json.dumps(metadata, separators=(",", ":")),
         "blocks": blocks,
     }
+
+
+def build_message_modal(place: FormPlace) -> dict[str, Any]:
+    """The modal a button that takes a message opens (Keep planning): one optional
+    paragraph; sending it is the press of ``place.token``."""
+    metadata = {"t": place.token, "c": place.channel, "h": place.thread, "m": place.message_ts}
+    element = {
+        "type": "plain_text_input",
+        "multiline": True,
+        "max_length": TEXT_MAX,
+        "placeholder": _plain("What should the agent change?"),
+    }
+    return {
+        "type": "modal",
+        "callback_id": MESSAGE_CALLBACK_ID,
+        "title": _plain("What should change?"),
+        "submit": _plain("Send"),
+        "close": _plain("Cancel"),
+        "private_metadata": json.dumps(metadata, separators=(",", ":")),
+        "blocks": [_input(_MESSAGE_BLOCK, "Your message (optional)", element, optional=True)],
+    }
+
+
+def message_of(state: dict[str, Any]) -> str | None:
+    """What was typed in a message modal (None: nothing)."""
+    field = (state.get(_MESSAGE_BLOCK) or {}).get(_action_id(_MESSAGE_BLOCK)) or {}
+    typed = field.get("value") if isinstance(field, dict) else None
+    return typed.strip() or None if isinstance(typed, str) else None
 
 
 def place_of(view: dict[str, Any]) -> FormPlace | None:

@@ -70,9 +70,12 @@ from platforms.outbox import Pacing, Priority
 from platforms.slack.config import SlackConfig
 from platforms.slack.forms import (
     CALLBACK_ID,
+    MESSAGE_CALLBACK_ID,
     Errors,
     FormPlace,
+    build_message_modal,
     build_modal,
+    message_of,
     place_of,
     read_submission,
 )
@@ -89,7 +92,7 @@ from platforms.slack.inbound import (
 )
 from platforms.slack.outbox import PermanentRefusal, SlackOutbox, classify, error_of
 from platforms.slack.receive import Lanes
-from platforms.slack.render import ANSWER_ACTION, mrkdwn, render_card
+from platforms.slack.render import ANSWER_ACTION, MESSAGE_PREFIX, mrkdwn, render_card
 from platforms.turn_end import TurnEnds
 
 __all__ = ["QUEUED_REACTION", "SDK_LOGGERS", "SLACK_LIMITS", "SlackPlatform"]
@@ -287,6 +290,7 @@ class SlackPlatform:
         app.event("app_mention")(self._on_mention)
         app.action({"type": "block_actions", "action_id": _OURS})(self._on_click)
         app.view(CALLBACK_ID)(self._on_submission)
+        app.view(MESSAGE_CALLBACK_ID)(self._on_message_submission)
         app.command(self._config.command)(self._on_command)
         return app
 
@@ -392,6 +396,8 @@ class SlackPlatform:
             return
         if click.action_id == ANSWER_ACTION:
             self._running_lanes().spawn(lambda: self._open_form(click))
+        elif click.action_id.startswith(MESSAGE_PREFIX):
+            self._running_lanes().spawn(lambda: self._ask_message(click))
         else:
             self._running_lanes().spawn(lambda: self._act(click))
 
@@ -440,6 +446,58 @@ class SlackPlatform:
                     accepted=False,
                 ),
             )
+
+    async def _ask_message(self, click: Click) -> None:
+        """A button that takes a message (Keep planning): may they decide? Then a modal for
+        the message, within the 3 s the click's trigger lives; its submit is the press."""
+        action = InboundAction(
+            conversation=click.conversation, actor=click.actor, token=click.token
+        )
+        verdict = await self._attached().may_answer(action)
+        if not verdict.accepted:
+            await self._tell(click.conversation, click.actor, verdict)
+            return
+        place = FormPlace(
+            token=click.token,
+            channel=click.conversation.channel,
+            thread=click.conversation.thread,
+            message_ts=click.message_ts,
+        )
+        view = build_message_modal(place)
+        try:
+            await self.client.views_open(trigger_id=click.trigger_id, view=view)
+        except SlackApiError as exc:
+            log.warning("slack modal not opened: %s", error_of(exc))
+            await self._tell(
+                click.conversation,
+                click.actor,
+                Ack(
+                    text="The message box could not be opened in time: press again.", accepted=False
+                ),
+            )
+
+    async def _on_message_submission(
+        self, ack: Any, body: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        user = body.get("user") or {}
+        team = str(user.get("team_id") or (body.get("team") or {}).get("id") or "")
+        place = place_of(view)
+        if team != self.team_id or place is None:
+            await ack(response_action="errors", errors={"message": "This is not taken here."})
+            return
+        await ack()  # the modal closes; the outcome goes to the person and on the card
+        where = conversation(self.team_id, place.channel, place.thread)
+        actor = actor_of(
+            str(user.get("id") or ""), str(user.get("username") or user.get("name") or "")
+        )
+        message = message_of((view.get("state") or {}).get("values") or {})
+        pressed = InboundAction(conversation=where, actor=actor, token=place.token, message=message)
+
+        async def hand_over() -> None:
+            answer = await self._attached().on_action(pressed)
+            await self._tell(where, actor, answer)
+
+        self._running_lanes().spawn(hand_over)
 
     async def _on_submission(self, ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
         user = body.get("user") or {}

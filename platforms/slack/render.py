@@ -13,8 +13,8 @@ confirm dialog on a grant that reaches beyond this once (the core styles only th
 allow as primary: an allow drawn in the default style is a grant for the turn, the session or
 always). A question form is one button per option where one click decides (one single-choice
 question, not secret: the option tokens), else one "Answer…" button (``value`` = the submit
-token) that opens a modal (forms.py); beside a form, an allow action (Claude's "Answer") is
-not drawn, since its answers come with the form. A decided card has no buttons; its status
+token) that opens a modal (forms.py); the core leaves out an allow action beside a form
+(Claude's "Answer": gateway/cards.py). A decided card has no buttons; its status
 line is a context block.
 """
 
@@ -44,6 +44,7 @@ __all__ = [
     "FIELD_MAX",
     "HEADER_MAX",
     "MAX_BLOCKS",
+    "MESSAGE_PREFIX",
     "OPTION_PREFIX",
     "SECTION_MAX",
     "RenderedCard",
@@ -67,6 +68,7 @@ FALLBACK_MAX = 3000  # the notification text beside the blocks
 ACTION_PREFIX = "gw.act."
 OPTION_PREFIX = "gw.opt."
 ANSWER_ACTION = "gw.answer"
+MESSAGE_PREFIX = "gw.msg."  # a button that asks for a message first (Keep planning)
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
@@ -201,11 +203,8 @@ def _button(label: str, value: str, action_id: str, style: ButtonStyle) -> dict[
 def _buttons(card: Card) -> list[dict[str, Any]]:
     buttons: list[dict[str, Any]] = []
     for index, action in enumerate(card.actions):
-        if card.form is not None and action.effect is Effect.ALLOW:
-            # the answers come with the form ("Answer…" or an option's button): Claude's
-            # "Answer" alone carries none and could only be refused
-            continue
-        button = _button(action.label, action.token, f"{ACTION_PREFIX}{index}", action.style)
+        prefix = MESSAGE_PREFIX if action.takes_message else ACTION_PREFIX
+        button = _button(action.label, action.token, f"{prefix}{index}", action.style)
         confirm = _confirm(action)
         if confirm is not None:
             button["confirm"] = confirm

@@ -183,6 +183,15 @@ identity = "local:alice"
         reply = await self._post(f"i/{card.key}/act", {"token": token})
         return str(reply["text"])
 
+    async def press_with_message(
+        self, card: Seen, label: str, message: str, *, who: str = "alice"
+    ) -> str:
+        assert who == "alice", "the console acts as its one identity"
+        assert 'name="message"' in self._bodies[card.key], "no message field on the card"
+        data = {"token": card.button(label).token, "message": message}
+        reply = await self._post(f"i/{card.key}/act", data)
+        return str(reply["text"])
+
     async def answer_form(
         self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
     ) -> str:

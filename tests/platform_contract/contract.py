@@ -36,6 +36,7 @@ from gateway.domain import (
     InteractionKind,
     InteractionRequest,
     Option,
+    Plan,
     Question,
     Scope,
 )
@@ -45,12 +46,14 @@ from tests.scripted_launcher import ScriptedLauncher
 
 __all__ = [
     "DEADLINE",
+    "PLAN_MARKDOWN",
     "Button",
     "Case",
     "Driver",
     "FormAnswers",
     "Seen",
     "before_hash",
+    "long_plan",
     "not_seen",
     "requests_for",
 ]
@@ -73,6 +76,8 @@ class Case(StrEnum):
     OUTAGE = "connection dropped and back"
     RESTART = "gateway restart with a card on screen"
     ATTACHMENT = "a command too long for a card"
+    PLAN = "a plan card"
+    PLAN_MESSAGE = "Keep planning with a message"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -167,6 +172,12 @@ class Driver(abc.ABC):
 
     async def press(self, card: Seen, label: str, *, who: str = "alice") -> str:
         return await self.click(card, card.button(label).token, who=who)
+
+    async def press_with_message(
+        self, card: Seen, label: str, message: str, *, who: str = "alice"
+    ) -> str:
+        """Press ``label`` with ``message`` in the field (or modal) the card asks it in."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     async def answer_form(
@@ -286,6 +297,48 @@ SECRET = InteractionRequest(
 )
 
 
+# A plan as Claude's ExitPlanMode brings it: Markdown with a heading, a list, inline code and
+# a fenced block, which every surface must draw, never show raw.
+PLAN_MARKDOWN = (
+    "# Ship the release\n\n"
+    "1. Bump the **version** in `pyproject.toml`\n"
+    "2. Run the tests:\n\n"
+    "```sh\npytest -q\n```\n\n"
+    "- Tag it *after* the tests pass\n"
+)
+PLAN_ACTIONS = (
+    Action(
+        id="approve-plan",
+        label="Approve the plan",
+        effect=Effect.ALLOW,
+        description="The agent leaves plan mode and starts on the plan.",
+    ),
+    Action(
+        id="keep-planning",
+        label="Keep planning",
+        effect=Effect.DENY,
+        description="The agent stays in plan mode; your message tells it what to change.",
+    ),
+)
+
+
+def plan(key: str, markdown: str) -> InteractionRequest:
+    return InteractionRequest(
+        native_key=key,
+        kind=InteractionKind.PLAN,
+        title="Approve the plan",
+        summary="The agent has a plan and asks to start on it.",
+        detail=Plan(markdown=markdown),
+        actions=PLAN_ACTIONS,
+    )
+
+
+def long_plan(limits: PlatformLimits) -> str:
+    """A plan longer than the card body takes: it must be attached, whole."""
+    step = "1. A step of a long plan that goes on and on, with `code` and **bold** words\n"
+    return "# A long plan\n\n" + step * (limits.card_max_chars // len(step) + 2)
+
+
 def long_command(limits: PlatformLimits) -> str:
     """A command longer than the card body takes: it must be attached, whole."""
     line = "echo 'a line of a long generated script that goes on and on' && \\\n"
@@ -324,6 +377,8 @@ def requests_for(limits: PlatformLimits) -> dict[str, InteractionRequest]:
         "form": FORM,
         "secret": SECRET,
         "long": approval("scripted:long", long_command(limits), "Run a long script?"),
+        "plan": plan("scripted:plan", PLAN_MARKDOWN),
+        "long plan": plan("scripted:long-plan", long_plan(limits)),
     }
 
 

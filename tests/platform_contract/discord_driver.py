@@ -120,6 +120,13 @@ gateway_url = "{fake.gateway_url}"
 
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
         message = self.fake.message(card.key)
+        asks = [b for b in _buttons(message) if b.get("custom_id") == "agwm:" + token]
+        if asks:  # a button that asks for a message first: its modal, sent empty
+            opened = await self.fake.click(PEOPLE[who], message, asks[0]["custom_id"])
+            await self._opened(opened)
+            if opened.modal is None:
+                return await self._answer(opened)
+            return await self._answer(await self.fake.submit(PEOPLE[who], opened, {}))
         data = {"custom_id": "agw:" + token, "component_type": 2}
         mine = [b for b in _buttons(message) if b.get("custom_id") == data["custom_id"]]
         if mine:
@@ -129,6 +136,16 @@ gateway_url = "{fake.gateway_url}"
                 3, PEOPLE[who], self.fake.channels[message.channel_id], data, message
             )
         return await self._answer(clicked)
+
+    async def press_with_message(
+        self, card: Seen, label: str, message: str, *, who: str = "alice"
+    ) -> str:
+        person = PEOPLE[who]
+        opened = await self.fake.click(person, self.fake.message(card.key), label)
+        await self._opened(opened)
+        assert opened.modal is not None, "no modal for the message"
+        sent = await self.fake.submit(person, opened, {"message": message})
+        return await self._answer(sent)
 
     async def answer_form(
         self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
@@ -226,7 +243,10 @@ gateway_url = "{fake.gateway_url}"
             card=embed is not None,
             status=status,
             buttons=tuple(
-                Button(label=b.get("label", ""), token=str(b.get("custom_id", ""))[4:])
+                Button(
+                    label=b.get("label", ""),
+                    token=str(b.get("custom_id", "")).split(":", 1)[-1],  # agw: or agwm:
+                )
                 for b in _buttons(message)
             ),
             files=files,

@@ -108,6 +108,15 @@ approvers = ["alice"]
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
         return (await self.platform.click(ROOM, PEOPLE[who], token)).text
 
+    async def press_with_message(
+        self, card: Seen, label: str, message: str, *, who: str = "alice"
+    ) -> str:
+        [shown] = [m for m in self.platform.cards(ROOM) if m.ref.message_id == card.key]
+        assert shown.card is not None
+        [action] = [a for a in shown.card.actions if a.label == label]
+        assert action.takes_message, f"{label!r} takes no message"
+        return (await self.platform.click(ROOM, PEOPLE[who], action.token, message)).text
+
     async def answer_form(
         self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
     ) -> str:

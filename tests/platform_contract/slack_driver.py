@@ -67,6 +67,9 @@ class SlackDriver(Driver):
         message = self.fake.message(GENERAL, card.key)
         before = len(self.fake.ephemerals(person, GENERAL))
         mine = [b for _, b in buttons_of(message.blocks) if b.get("value") == token]
+        if mine and str(mine[0].get("action_id", "")).startswith("gw.msg."):
+            # a button that asks for a message first: its modal, sent empty
+            return await self.press_with_message(card, text_of(mine[0]["text"]), "", who=who)
         if mine:
             await self.fake.click(person, message, text_of(mine[0]["text"]))
         elif token in self.buttons:  # a copy on the person's screen not yet redrawn
@@ -118,6 +121,19 @@ class SlackDriver(Driver):
         await sent.settled()
         if modal.errors:
             return " ".join(modal.errors.values())
+        return await self._answer(person, before)
+
+    async def press_with_message(
+        self, card: Seen, label: str, message: str, *, who: str = "alice"
+    ) -> str:
+        person = PEOPLE[who]
+        before = len(self.fake.ephemerals(person, GENERAL))
+        opened = len(self.fake.modals(person))
+        await self.fake.click(person, self.fake.message(GENERAL, card.key), label)
+        await self.fake.wait_for(lambda: len(self.fake.modals(person)) > opened, DEADLINE)
+        sent = await self.fake.submit(person, {"Your message (optional)": message})
+        assert sent is not None
+        await sent.settled()
         return await self._answer(person, before)
 
     def storm(self, seconds: float) -> None:

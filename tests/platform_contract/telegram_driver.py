@@ -17,6 +17,7 @@ from platforms.telegram.platform import TELEGRAM_LIMITS
 from tests.platform_contract.contract import (
     DEADLINE,
     Button,
+    Case,
     Driver,
     FormAnswers,
     Seen,
@@ -37,6 +38,9 @@ _STATUS = re.compile(r"<i>([^<]*)</i>\s*$")
 class TelegramDriver(Driver):
     shown_as = {"alice": "@alice", "carol": "@carol"}
     name = "telegram"
+    not_applicable = {
+        Case.PLAN_MESSAGE: "not built yet: Keep planning sends no message here (use /deny ID)",
+    }
 
     def __init__(self, tmp_path: Path, fake: FakeTelegram) -> None:
         self.limits = TELEGRAM_LIMITS
