@@ -297,10 +297,17 @@ class FakeDiscord:
         return await self._interact(3, person, self.channels[message.channel_id], data, message)
 
     async def forge(
-        self, person: Person, channel: Channel, data: dict[str, Any], kind: int = 3
+        self,
+        person: Person,
+        channel: Channel,
+        data: dict[str, Any],
+        kind: int = 3,
+        *,
+        message: Sent | None = None,
     ) -> Interaction:
-        """An interaction with any data (a custom_id no message carries, say)."""
-        return await self._interact(kind, person, channel, data, None)
+        """An interaction with any data (a custom_id no message carries, say), on
+        ``message`` if given (a component click always comes from one)."""
+        return await self._interact(kind, person, channel, data, message)
 
     async def submit(
         self, person: Person, opened_by: Interaction, answers: dict[str, Any]
