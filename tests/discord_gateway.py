@@ -28,9 +28,24 @@ def discord_codex_config(
     allow_from: tuple[str, ...] = (ALICE.id,),
     features: tuple[str, ...] = (),
 ) -> Config:
+    text = discord_codex_config_text(
+        fake, home, codex_bin, data_dir, allow_from=allow_from, features=features
+    )
+    return parse_config(text, "discord-codex.toml")
+
+
+def discord_codex_config_text(
+    fake: FakeDiscord,
+    home: CodexHome,
+    codex_bin: str,
+    data_dir: Path,
+    *,
+    allow_from: tuple[str, ...] = (ALICE.id,),
+    features: tuple[str, ...] = (),
+) -> str:
+    """A gateway's config: one Codex project, Discord on the fake, ``allow_from`` user ids."""
     env = "\n".join(f"{k} = {json.dumps(v)}" for k, v in home.env.items())
-    return parse_config(
-        f"""
+    return f"""
 [gateway]
 data_dir = {json.dumps(str(data_dir))}
 stop_grace_seconds = 5
@@ -54,9 +69,7 @@ application_id = "{APP_ID}"
 channels = ["{fake.general.id}"]
 api_base_url = "{fake.api_base}"
 gateway_url = "{fake.gateway_url}"
-""",
-        "discord-codex.toml",
-    )
+"""
 
 
 @asynccontextmanager
