@@ -15,36 +15,45 @@ from gateway.platform import connected
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DiscordPlatform
 from platforms.registry import parse_config
+from tests.claude_env import ClaudeHome
 from tests.codex_env import CodexHome
 from tests.servers.fake_discord import ALICE, APP_ID, TOKEN, FakeDiscord, Sent
 
 
-def discord_codex_config(
+def discord_gateway_config(
     fake: FakeDiscord,
-    home: CodexHome,
-    codex_bin: str,
+    home: CodexHome | ClaudeHome,
+    agent_bin: str,
     data_dir: Path,
     *,
     allow_from: tuple[str, ...] = (ALICE.id,),
     features: tuple[str, ...] = (),
+    agent: str = "codex-app-server",
 ) -> Config:
-    text = discord_codex_config_text(
-        fake, home, codex_bin, data_dir, allow_from=allow_from, features=features
+    text = discord_gateway_config_text(
+        fake, home, agent_bin, data_dir, allow_from=allow_from, features=features, agent=agent
     )
     return parse_config(text, "discord-codex.toml")
 
 
-def discord_codex_config_text(
+def discord_gateway_config_text(
     fake: FakeDiscord,
-    home: CodexHome,
-    codex_bin: str,
+    home: CodexHome | ClaudeHome,
+    agent_bin: str,
     data_dir: Path,
     *,
     allow_from: tuple[str, ...] = (ALICE.id,),
     features: tuple[str, ...] = (),
+    agent: str = "codex-app-server",
 ) -> str:
-    """A gateway's config: one Codex project, Discord on the fake, ``allow_from`` user ids."""
+    """A gateway's config: one project (Codex unless ``agent`` says otherwise, run as
+    ``agent_bin``), Discord on the fake, ``allow_from`` user ids."""
     env = "\n".join(f"{k} = {json.dumps(v)}" for k, v in home.env.items())
+    codex_only = (
+        f'sandbox = "workspace-write"\nfeatures = {json.dumps(list(features))}'
+        if agent == "codex-app-server"
+        else ""
+    )
     return f"""
 [gateway]
 data_dir = {json.dumps(str(data_dir))}
@@ -52,10 +61,9 @@ stop_grace_seconds = 5
 
 [projects.demo]
 work_dir = {json.dumps(str(home.workspace))}
-agent = "codex-app-server"
-argv = [{json.dumps(codex_bin)}]
-sandbox = "workspace-write"
-features = {json.dumps(list(features))}
+agent = {json.dumps(agent)}
+argv = [{json.dumps(agent_bin)}]
+{codex_only}
 
 [projects.demo.agent_options.env]
 {env}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.codex_env import CodexHome
-from tests.discord_gateway import bot_says, card_in, discord_codex_config, on_discord, seen
+from tests.discord_gateway import bot_says, card_in, discord_gateway_config, on_discord, seen
 from tests.servers.fake_discord import ALICE, BOT, FakeDiscord
 from tests.servers.fake_responses import FakeResponses, message, shell
 
@@ -31,7 +31,7 @@ async def test_a_command_is_allowed_once_in_a_thread(
     tmp_path: Path,
 ) -> None:
     fake_model.enqueue((shell("touch hello.txt", escalated=True), message("Done.")))
-    async with on_discord(discord_codex_config(fake, codex_home, codex_bin, tmp_path / "data")):
+    async with on_discord(discord_gateway_config(fake, codex_home, codex_bin, tmp_path / "data")):
         said = await fake.say(
             ALICE, fake.general, f"<@{BOT.id}> please create hello.txt", mentions=(BOT,)
         )
@@ -61,7 +61,7 @@ async def test_a_denied_command_does_not_run(
     tmp_path: Path,
 ) -> None:
     fake_model.enqueue((shell("touch denied.txt", escalated=True), message("Understood.")))
-    async with on_discord(discord_codex_config(fake, codex_home, codex_bin, tmp_path / "data")):
+    async with on_discord(discord_gateway_config(fake, codex_home, codex_bin, tmp_path / "data")):
         said = await fake.say(
             ALICE, fake.general, f"<@{BOT.id}> please create denied.txt", mentions=(BOT,)
         )

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.codex_env import CodexHome
-from tests.discord_gateway import bot_says, card_in, discord_codex_config, on_discord, seen
+from tests.discord_gateway import bot_says, card_in, discord_gateway_config, on_discord, seen
 from tests.gateway_flows import told
 from tests.servers.fake_discord import ALICE, BOB, BOT, FakeDiscord, Interaction
 from tests.servers.fake_responses import FakeResponses, message, request_user_input
@@ -76,7 +76,7 @@ async def test_a_form_over_two_modal_pages_with_a_secret(
     # the model's reply does not repeat what it was told
     fake_model.enqueue((request_user_input(QUESTIONS), message("Deployed.")))
     data = tmp_path / "data"
-    config = discord_codex_config(fake, codex_home, codex_bin, data, features=QUESTIONS_FEATURE)
+    config = discord_gateway_config(fake, codex_home, codex_bin, data, features=QUESTIONS_FEATURE)
     async with on_discord(config):
         said = await fake.say(ALICE, fake.general, f"<@{BOT.id}> deploy it", mentions=(BOT,))
         thread = await fake.wait_for(lambda: fake.channels.get(said.id))

@@ -16,7 +16,7 @@ import pytest
 
 from gateway.store.store import DATABASE_FILE
 from tests.codex_env import CodexHome
-from tests.discord_gateway import card_in, discord_codex_config, on_discord, seen
+from tests.discord_gateway import card_in, discord_gateway_config, on_discord, seen
 from tests.servers.fake_discord import ALICE, BOT, FakeDiscord, Sent
 from tests.servers.fake_responses import FakeResponses, ModelRequest, message, shell
 
@@ -76,7 +76,7 @@ async def test_5000_deltas_in_three_threads_within_discords_rate_and_exact_at_th
 ) -> None:
     deltas = 5000 // 3 + 1  # per thread: 5,001 in all
     fake_model.enqueue(*[(message(answer_for, chunks=deltas),) for _ in range(3)])
-    config = discord_codex_config(fake, codex_home, codex_bin, tmp_path / "data")
+    config = discord_gateway_config(fake, codex_home, codex_bin, tmp_path / "data")
     async with on_discord(config):
         threads = {
             word: (await mention(fake, f"please write {word}")).id
@@ -100,7 +100,7 @@ async def test_a_429_storm_loses_nothing(
 ) -> None:
     answer = long_answer("storm")
     fake_model.enqueue((shell("touch storm.txt", escalated=True), message(answer, chunks=300)))
-    config = discord_codex_config(fake, codex_home, codex_bin, tmp_path / "data")
+    config = discord_gateway_config(fake, codex_home, codex_bin, tmp_path / "data")
     async with on_discord(config):
         fake.storm(3.0, retry_after=1)  # every write refused 429 for 3 s
         said = await mention(fake, "please create storm.txt")
@@ -151,7 +151,7 @@ async def test_clicks_are_deferred_in_time_while_another_connection_locks_the_le
 ) -> None:
     fake_model.enqueue((shell("touch locked.txt", escalated=True), message("Made it.")))
     data_dir = tmp_path / "data"
-    config = discord_codex_config(fake, codex_home, codex_bin, data_dir)
+    config = discord_gateway_config(fake, codex_home, codex_bin, data_dir)
     async with on_discord(config):
         said = await mention(fake, "please create locked.txt")
         card = await card_in(fake, said.id)
@@ -184,7 +184,7 @@ async def test_a_click_replayed_after_reconnect_past_its_3_s_is_decided_once(
 ) -> None:
     fake_model.enqueue((shell("touch replayed.txt", escalated=True), message("Made it.")))
     data_dir = tmp_path / "data"
-    config = discord_codex_config(fake, codex_home, codex_bin, data_dir)
+    config = discord_gateway_config(fake, codex_home, codex_bin, data_dir)
     async with on_discord(config):
         said = await mention(fake, "please create replayed.txt")
         card = await card_in(fake, said.id)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.codex_env import CodexHome
-from tests.discord_gateway import card_in, discord_codex_config_text, seen
+from tests.discord_gateway import card_in, discord_gateway_config_text, seen
 from tests.harness.driver import end_leftover_agents
 from tests.servers.fake_discord import ALICE, BOT, Channel, FakeDiscord, Interaction
 from tests.servers.fake_responses import FakeResponses, message, request_user_input, shell
@@ -88,7 +88,7 @@ async def test_a_killed_gateways_card_and_open_modal_are_answered_by_the_next_on
     data_dir = tmp_path / "data"
     async with FakeDiscord() as fake:
         config = tmp_path / "gateway.toml"
-        text = discord_codex_config_text(
+        text = discord_gateway_config_text(
             fake,
             codex_home,
             codex_bin,

@@ -32,13 +32,14 @@ from gateway.cards import (
     Block,
     ButtonStyle,
     Card,
+    CardAction,
     CodeBlock,
     DiffBlock,
     FieldsBlock,
     QuestionForm,
     TextBlock,
 )
-from gateway.domain import Scope
+from gateway.domain import Effect, Scope
 from gateway.markdown import discord_escape, discord_markdown
 
 __all__ = [
@@ -262,7 +263,7 @@ def answers_by_buttons(card: Card) -> bool:
         return False
     question = form.questions[0].question
     other = 1 if question.allow_other else 0
-    room = ROWS_MAX * BUTTONS_PER_ROW - len(card.actions) - other
+    room = ROWS_MAX * BUTTONS_PER_ROW - len(_actions(card)) - other
     return not question.multi and not question.secret and 0 < len(question.options) <= room
 
 
@@ -275,8 +276,16 @@ def _button(label: str, token: str, style: ButtonStyle) -> dict[str, Any]:
     }
 
 
+def _actions(card: Card) -> list[CardAction]:
+    """The card's actions as buttons: beside a form, not an allow action (Claude's
+    "Answer"), which carries no answers and could only be refused; they come with the form."""
+    return [
+        action for action in card.actions if card.form is None or action.effect is not Effect.ALLOW
+    ]
+
+
 def _buttons(card: Card) -> list[dict[str, Any]]:
-    buttons = [_button(action.label, action.token, action.style) for action in card.actions]
+    buttons = [_button(action.label, action.token, action.style) for action in _actions(card)]
     form = card.form
     if form is not None:
         direct = answers_by_buttons(card)
