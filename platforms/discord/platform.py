@@ -67,7 +67,7 @@ from platforms.discord.inbound import (
     heard,
     in_thread,
 )
-from platforms.discord.outbox import ARCHIVED_THREAD, DiscordOutbox
+from platforms.discord.outbox import ARCHIVED_THREAD, DiscordOutbox, classify
 from platforms.discord.receive import modal_values, place_of, roles_of, seen_of
 from platforms.discord.render import (
     CUSTOM_ID_MAX,
@@ -99,6 +99,7 @@ READY_SECONDS = 30.0
 _CARDS = 512  # the cards (and their forms) remembered by message id
 _PAGE_PREFIX = "agwp:"  # "Next" / "Answer again" buttons: agwp:<page>:<token>
 _THREAD_EXISTS = 160004
+PROBE_SECONDS = 1.0  # while Discord is unreachable, how often GET /oauth2/applications/@me asks
 TAKE_ATTEMPTS = 5  # a message the gateway failed to take is tried again this often
 _BUSY = "The gateway could not take your message; send it again in a moment."
 
@@ -211,6 +212,8 @@ class DiscordPlatform:
         self.drafts = ModalDrafts()
         self.turn_ends = TurnEnds()
         self._order: dict[str, asyncio.Lock] = {}
+        self._down = False
+        self._probe: asyncio.Task[None] | None = None
         self.bot_id = ""
 
     # --- lifetime -------------------------------------------------------------------------
@@ -264,7 +267,12 @@ class DiscordPlatform:
             if ready not in done:
                 raise PlatformError(f"discord: not ready after {READY_SECONDS:g} s")
             self.bot_id = str(client.user.id) if client.user is not None else ""
-            self._outbox = DiscordOutbox(self._tasks, self._pacing)
+            self._outbox = DiscordOutbox(
+                self._tasks,
+                self._pacing,
+                on_unreachable=self._unreachable,
+                on_success=self._reached,
+            )
         except BaseException:
             await self.close()
             raise
@@ -317,6 +325,8 @@ class DiscordPlatform:
         self._attached_event.set()
         if self._outbox is not None:
             self._outbox.close()
+        if self._probe is not None:
+            self._probe.cancel()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.close()
@@ -709,6 +719,43 @@ class DiscordPlatform:
         if self._outbox is None:
             raise PlatformError("the Discord platform is not running")
         return await self._outbox.run(self._lane(conversation), priority, call, key=key)
+
+    # --- back after an outage -------------------------------------------------------------
+
+    def _unreachable(self) -> None:
+        if self._down or self._tasks is None or self._stopped:
+            return
+        self._down = True
+        self._probe = self._tasks.create_task(self._probe_until_back())
+
+    def _reached(self) -> None:
+        if self._down:
+            self._back()
+
+    def _back(self) -> None:
+        if not self._down:
+            return
+        self._down = False
+        if self._tasks is not None and self._inbox is not None and not self._stopped:
+            self._tasks.create_task(self._announce_back(self._inbox))
+
+    async def _probe_until_back(self) -> None:
+        client = self._client
+        while self._down and client is not None:
+            await asyncio.sleep(PROBE_SECONDS)  # Discord's pace, not a wait for our state
+            try:
+                await client.application_info()
+            except Exception as exc:
+                if classify(exc) is None:
+                    raise
+                continue
+            self._back()
+
+    async def _announce_back(self, inbox: Inbox) -> None:
+        try:
+            await inbox.on_platform_back(PLATFORM)
+        except Exception:
+            log.exception("resending failed cards after Discord came back")
 
     # --- the rest of the contract ---------------------------------------------------------
 

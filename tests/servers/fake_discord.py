@@ -150,6 +150,9 @@ class FakeDiscord:
         self.gateway_frames: list[dict[str, Any]] = []  # every frame the client sent
         self.gateway_query: dict[str, str] = {}
         self.closes: list[int] = []  # close codes the fake sent
+        self.down = False  # unreachable: the gateway socket dropped, every request cut
+        self.down_at_next_card = False  # go down when the bot posts its next embed
+        self.cut = 0  # requests cut while down
         self.identified = 0
         self.resumed = 0
         self.session: _Session | None = None
@@ -247,6 +250,20 @@ class FakeDiscord:
         if requests is not None:
             self._storm_requests = requests
         self._storm_retry_after = retry_after
+
+    async def go_down(self) -> None:
+        """Discord unreachable: the gateway socket dropped, every request and connection cut
+        without an answer until :meth:`come_back`."""
+        self.down = True
+        session = self.session
+        if session is not None and session.ws is not None:
+            ws, session.ws = session.ws, None
+            await ws.close(code=1011, message=b"gone")
+        await self._notify()
+
+    async def come_back(self) -> None:
+        self.down = False
+        await self._notify()
 
     def advance(self, seconds: float) -> None:
         """Move the fake's clock (interaction deadlines, followup lifetimes) on."""
@@ -456,7 +473,9 @@ class FakeDiscord:
         )
         return message.json(content_visible=visible)
 
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+    async def _gateway(self, request: web.Request) -> web.StreamResponse:
+        if self.down:
+            return await self._cut(request)
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
         await ws.prepare(request)
         self.gateway_query = dict(request.query)
@@ -565,8 +584,15 @@ class FakeDiscord:
         parts = path.strip("/").split("/")
         open_route = parts[0] in ("interactions", "webhooks")
         headers: dict[str, str] = {}
+        if self.down:
+            return await self._cut(request)
         try:
             body, files = await _body_of(request)
+            if self.down_at_next_card and request.method == "POST" and isinstance(body, dict):
+                if body.get("embeds") and parts[-1] == "messages":
+                    self.down_at_next_card = False
+                    await self.go_down()
+                    return await self._cut(request)
             self.calls.append((request.method, path, body))
             if not open_route and request.headers.get("Authorization") != f"Bot {self.token}":
                 raise DiscordError(401, 0, "401: Unauthorized")
@@ -694,6 +720,14 @@ class FakeDiscord:
         raise DiscordError(404, 0, "404: Not Found")
 
     # --- channels and messages ------------------------------------------------------------
+
+    async def _cut(self, request: web.Request) -> web.StreamResponse:
+        """A request while down: the connection closed without an answer."""
+        self.cut += 1
+        if request.transport is not None:
+            request.transport.close()
+        await self._notify()
+        return web.Response(status=503)
 
     def _person(self, uid: str) -> Person:
         if uid == BOT_ID:
