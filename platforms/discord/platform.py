@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
+import aiohttp
 import discord
 import yarl
 from discord import app_commands, ui
@@ -99,6 +100,7 @@ READY_SECONDS = 30.0
 _CARDS = 512  # the cards (and their forms) remembered by message id
 _PAGE_PREFIX = "agwp:"  # "Next" / "Answer again" buttons: agwp:<page>:<token>
 _THREAD_EXISTS = 160004
+QUEUED_REACTION = "✍"  # the mark of a message queued behind a card, as on Telegram
 PROBE_SECONDS = 1.0  # while Discord is unreachable, how often GET /oauth2/applications/@me asks
 TAKE_ATTEMPTS = 5  # a message the gateway failed to take is tried again this often
 _BUSY = "The gateway could not take your message; send it again in a moment."
@@ -775,10 +777,40 @@ class DiscordPlatform:
         return None
 
     async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
-        return False
+        """A reaction (:data:`QUEUED_REACTION`, ✍ as on Telegram and Slack) on the person's
+        message, which notifies nobody and stays true once the message runs. A mention that
+        made the thread is in the parent channel (the thread takes the message's id). No
+        permission to react (50013): False, and the core says it in a short text."""
+        client = self._running_client_or_fail()
+        in_parent = conversation.thread is None or conversation.thread == message_id
+        where = conversation.channel if in_parent else conversation.thread
+        try:
+            target = client.get_partial_messageable(int(where or conversation.channel))
+            message = target.get_partial_message(int(message_id))
+        except ValueError:
+            return False
+
+        async def react() -> bool:
+            await message.add_reaction(QUEUED_REACTION)
+            return True
+
+        try:
+            return bool(await self._run(conversation, Priority.TEXT, react))
+        except PlatformError as exc:
+            log.info("discord: queued mark not shown in %s: %s", conversation.channel, exc)
+            return False
 
     async def turn_started(self, conversation: ConversationRef) -> None:
         self.turn_ends.started(_turn_key(conversation))
+        if self._tasks is not None and not self._down and not self._stopped:
+            self._tasks.create_task(self._typing(conversation))  # never holds the turn up
+
+    async def _typing(self, conversation: ConversationRef) -> None:
+        """ "typing…" for up to 10 s or until the bot's next message: a hint, best effort."""
+        try:
+            await self._channel(conversation).typing()
+        except (discord.HTTPException, aiohttp.ClientError, PlatformError, ValueError) as exc:
+            log.info("discord: no typing indicator in %s (%s)", conversation.channel, exc)
 
     async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
         line = self.turn_ends.ended(_turn_key(conversation), status)

@@ -46,11 +46,13 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import yarl
 from aiohttp import WSMsgType, web
 
 from tests.servers.discord_records import (
+    ADD_REACTIONS,
     ALL_PERMISSIONS,
     APP_ID,
     BOT,
@@ -153,6 +155,7 @@ class FakeDiscord:
         self.down = False  # unreachable: the gateway socket dropped, every request cut
         self.down_at_next_card = False  # go down when the bot posts its next embed
         self.cut = 0  # requests cut while down
+        self.typing: list[str] = []  # channel ids the bot showed "typing…" in
         self.identified = 0
         self.resumed = 0
         self.session: _Session | None = None
@@ -695,6 +698,15 @@ class FakeDiscord:
                 return 200, await self._edit(self._message(cid, mid), body, files)
             case ("DELETE", "channels", cid, "messages", mid):
                 self._message(cid, mid).deleted = True
+                return 204, None
+            case ("PUT", "channels", cid, "messages", mid, "reactions", emoji, "@me"):
+                self._allowed(self._channel(cid), ADD_REACTIONS)
+                users = self._message(cid, mid).reactions.setdefault(unquote(emoji), [])
+                if BOT.id not in users:
+                    users.append(BOT.id)
+                return 204, None
+            case ("POST", "channels", cid, "typing"):
+                self.typing.append(self._channel(cid).id)
                 return 204, None
             case ("POST", "channels", cid, "messages", mid, "threads"):
                 return 200, await self._thread_from(self._message(cid, mid), body)
