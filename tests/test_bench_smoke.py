@@ -78,6 +78,11 @@ async def test_interactions_on_slack_at_a_toy_size(tmp_path: Path) -> None:
     assert "n=3" in figure(figures, "click -> response").value
 
 
+async def test_interactions_on_discord_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await interactions.measure(tmp_path, count=3, warmup=1, platform="discord")
+    assert figure(figures, "exactly once").met is True
+
+
 async def test_slack_pacing_at_a_toy_size() -> None:
     from bench import slack_pacing
 

@@ -239,6 +239,17 @@ class FakeDiscord:
         self.channels[channel.id] = channel
         return channel
 
+    def thread_of(self, person: Person, channel: Channel, name: str) -> Channel:
+        """A thread ``person`` made in ``channel`` (from a message of theirs), not yet told
+        to the bot: :meth:`announce` dispatches its THREAD_CREATE."""
+        message = self._store(Sent(self._id(), channel.id, person, name, guild_id=channel.guild_id))
+        thread = Channel(message.id, name, kind=11, parent_id=channel.id)
+        self.channels[thread.id] = thread
+        return thread
+
+    async def announce(self, thread: Channel) -> None:
+        await self.dispatch("THREAD_CREATE", {**thread.json(), "newly_created": True})
+
     async def archive(self, thread: Channel) -> None:
         """Discord archives an idle thread (and tells the bot)."""
         thread.archived = True
