@@ -119,6 +119,16 @@ async def _platform_table(name: str) -> AsyncIterator[tuple[str, str]]:
                 f'base_url = "{fake.base_url}"\nteam_id = "{TEAM_ID}"'
             )
             yield table, "slack"
+    elif name == "discord":
+        from tests.servers.fake_discord import APP_ID, TOKEN, FakeDiscord
+
+        async with FakeDiscord() as fake:
+            table = (
+                f'token = "{TOKEN}"\napplication_id = "{APP_ID}"\n'
+                f'channels = ["{fake.general.id}"]\napi_base_url = "{fake.api_base}"\n'
+                f'gateway_url = "{fake.gateway_url}"'
+            )
+            yield table, "discord"
     elif name == "console":
         yield 'host = "127.0.0.1"\nport = 0\nidentity = "local:alice"', "local"
     else:
