@@ -89,3 +89,11 @@ async def test_slack_pacing_at_a_toy_size() -> None:
     found = await slack_pacing.measure("outbox", 2, 2)
     assert (found["429s"], found["failed"]) == (0, 0), found
     assert found["final_after_s"] is not None  # every thread's exact final text shown
+
+
+async def test_discord_pacing_at_a_toy_size() -> None:
+    from bench import discord_pacing
+
+    found = await discord_pacing.measure("outbox", 2, 2)
+    assert (found["429s"], found["failed"]) == (0, 0), found
+    assert found["final_after_s"] is not None  # every thread's exact final text shown
