@@ -264,8 +264,19 @@ async def slack_platform() -> AsyncIterator[BenchPlatform]:
         yield platform
 
 
+@asynccontextmanager
+async def discord_platform() -> AsyncIterator[BenchPlatform]:
+    """The real Discord platform against the fake Discord (bench/discord_bench.py), imported
+    only when asked for."""
+    from bench.discord_bench import discord_platform as started
+
+    async with started() as platform:
+        yield platform
+
+
 # config name -> a factory of the platform, started for one benchmark run
 PLATFORMS: Mapping[str, Callable[[], AbstractAsyncContextManager[BenchPlatform]]] = {
     "memory": memory_platform,
     "slack": slack_platform,
+    "discord": discord_platform,
 }

@@ -92,9 +92,22 @@ async def test_interactions_on_slack_at_a_toy_size(tmp_path: Path) -> None:
     assert "n=3" in figure(figures, "click -> response").value
 
 
+async def test_interactions_on_discord_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await interactions.measure(tmp_path, count=3, warmup=1, platform="discord")
+    assert figure(figures, "exactly once").met is True
+
+
 async def test_slack_pacing_at_a_toy_size() -> None:
     from bench import slack_pacing
 
     found = await slack_pacing.measure("outbox", 2, 2)
+    assert (found["429s"], found["failed"]) == (0, 0), found
+    assert found["final_after_s"] is not None  # every thread's exact final text shown
+
+
+async def test_discord_pacing_at_a_toy_size() -> None:
+    from bench import discord_pacing
+
+    found = await discord_pacing.measure("outbox", 2, 2)
     assert (found["429s"], found["failed"]) == (0, 0), found
     assert found["final_after_s"] is not None  # every thread's exact final text shown

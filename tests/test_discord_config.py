@@ -90,7 +90,8 @@ def test_the_invite_asks_for_exactly_the_permissions_the_bot_uses() -> None:
     granted = Permission(int(query["permissions"][0]))
     assert granted == NEEDED_PERMISSIONS
     assert Permission.CREATE_PUBLIC_THREADS in granted
-    assert int(granted) == 309237763072  # no administrator, no manage-anything
+    assert Permission.ADD_REACTIONS in granted  # the queued mark
+    assert int(granted) == 309237763136  # no administrator, no manage-anything
 
 
 # --- roles -----------------------------------------------------------------------------

@@ -57,6 +57,7 @@ WsUrl = Annotated[str, StringConstraints(pattern=r"^wss?://[^\s/]+(/\S*)?$")]
 class Permission(IntFlag):
     """The Discord permission bits the bot uses (discord.com/developers/docs/topics/permissions)."""
 
+    ADD_REACTIONS = 1 << 6  # ✍ on a message queued behind a card
     VIEW_CHANNEL = 1 << 10  # see the channel and its messages arriving
     SEND_MESSAGES = 1 << 11  # replies, cards, notices in a channel
     EMBED_LINKS = 1 << 14  # a card is an embed
@@ -67,7 +68,8 @@ class Permission(IntFlag):
 
 
 NEEDED_PERMISSIONS = (
-    Permission.VIEW_CHANNEL
+    Permission.ADD_REACTIONS
+    | Permission.VIEW_CHANNEL
     | Permission.SEND_MESSAGES
     | Permission.EMBED_LINKS
     | Permission.ATTACH_FILES

@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
+import aiohttp
 import discord
 import yarl
 from discord import app_commands, ui
@@ -67,7 +68,7 @@ from platforms.discord.inbound import (
     heard,
     in_thread,
 )
-from platforms.discord.outbox import ARCHIVED_THREAD, DiscordOutbox
+from platforms.discord.outbox import ARCHIVED_THREAD, DiscordOutbox, classify
 from platforms.discord.receive import modal_values, place_of, roles_of, seen_of
 from platforms.discord.render import (
     CUSTOM_ID_MAX,
@@ -102,6 +103,8 @@ _PAGE_PREFIX = "agwp:"  # "Next" / "Answer again" buttons: agwp:<page>:<token>
 _MESSAGE_INPUT = "message"
 MESSAGE_MAX = 4000  # a paragraph text input's most
 _THREAD_EXISTS = 160004
+QUEUED_REACTION = "✍"  # the mark of a message queued behind a card, as on Telegram
+PROBE_SECONDS = 1.0  # while Discord is unreachable, how often GET /oauth2/applications/@me asks
 TAKE_ATTEMPTS = 5  # a message the gateway failed to take is tried again this often
 _BUSY = "The gateway could not take your message; send it again in a moment."
 
@@ -240,6 +243,8 @@ class DiscordPlatform:
         self.drafts = ModalDrafts()
         self.turn_ends = TurnEnds()
         self._order: dict[str, asyncio.Lock] = {}
+        self._down = False
+        self._probe: asyncio.Task[None] | None = None
         self.bot_id = ""
 
     # --- lifetime -------------------------------------------------------------------------
@@ -293,7 +298,12 @@ class DiscordPlatform:
             if ready not in done:
                 raise PlatformError(f"discord: not ready after {READY_SECONDS:g} s")
             self.bot_id = str(client.user.id) if client.user is not None else ""
-            self._outbox = DiscordOutbox(self._tasks, self._pacing)
+            self._outbox = DiscordOutbox(
+                self._tasks,
+                self._pacing,
+                on_unreachable=self._unreachable,
+                on_success=self._reached,
+            )
         except BaseException:
             await self.close()
             raise
@@ -346,6 +356,8 @@ class DiscordPlatform:
         self._attached_event.set()
         if self._outbox is not None:
             self._outbox.close()
+        if self._probe is not None:
+            self._probe.cancel()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.close()
@@ -786,6 +798,43 @@ class DiscordPlatform:
             raise PlatformError("the Discord platform is not running")
         return await self._outbox.run(self._lane(conversation), priority, call, key=key)
 
+    # --- back after an outage -------------------------------------------------------------
+
+    def _unreachable(self) -> None:
+        if self._down or self._tasks is None or self._stopped:
+            return
+        self._down = True
+        self._probe = self._tasks.create_task(self._probe_until_back())
+
+    def _reached(self) -> None:
+        if self._down:
+            self._back()
+
+    def _back(self) -> None:
+        if not self._down:
+            return
+        self._down = False
+        if self._tasks is not None and self._inbox is not None and not self._stopped:
+            self._tasks.create_task(self._announce_back(self._inbox))
+
+    async def _probe_until_back(self) -> None:
+        client = self._client
+        while self._down and client is not None:
+            await asyncio.sleep(PROBE_SECONDS)  # Discord's pace, not a wait for our state
+            try:
+                await client.application_info()
+            except Exception as exc:
+                if classify(exc) is None:
+                    raise
+                continue
+            self._back()
+
+    async def _announce_back(self, inbox: Inbox) -> None:
+        try:
+            await inbox.on_platform_back(PLATFORM)
+        except Exception:
+            log.exception("resending failed cards after Discord came back")
+
     # --- the rest of the contract ---------------------------------------------------------
 
     async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
@@ -804,10 +853,40 @@ class DiscordPlatform:
         return None
 
     async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
-        return False
+        """A reaction (:data:`QUEUED_REACTION`, ✍ as on Telegram and Slack) on the person's
+        message, which notifies nobody and stays true once the message runs. A mention that
+        made the thread is in the parent channel (the thread takes the message's id). No
+        permission to react (50013): False, and the core says it in a short text."""
+        client = self._running_client_or_fail()
+        in_parent = conversation.thread is None or conversation.thread == message_id
+        where = conversation.channel if in_parent else conversation.thread
+        try:
+            target = client.get_partial_messageable(int(where or conversation.channel))
+            message = target.get_partial_message(int(message_id))
+        except ValueError:
+            return False
+
+        async def react() -> bool:
+            await message.add_reaction(QUEUED_REACTION)
+            return True
+
+        try:
+            return bool(await self._run(conversation, Priority.TEXT, react))
+        except PlatformError as exc:
+            log.info("discord: queued mark not shown in %s: %s", conversation.channel, exc)
+            return False
 
     async def turn_started(self, conversation: ConversationRef) -> None:
         self.turn_ends.started(_turn_key(conversation))
+        if self._tasks is not None and not self._down and not self._stopped:
+            self._tasks.create_task(self._typing(conversation))  # never holds the turn up
+
+    async def _typing(self, conversation: ConversationRef) -> None:
+        """ "typing…" for up to 10 s or until the bot's next message: a hint, best effort."""
+        try:
+            await self._channel(conversation).typing()
+        except (discord.HTTPException, aiohttp.ClientError, PlatformError, ValueError) as exc:
+            log.info("discord: no typing indicator in %s (%s)", conversation.channel, exc)
 
     async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
         line = self.turn_ends.ended(_turn_key(conversation), status)

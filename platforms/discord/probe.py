@@ -34,6 +34,7 @@ ALL = (1 << 53) - 1
 MESSAGE_CONTENT_FLAGS = (1 << 18) | (1 << 19)
 
 _NAMES = {
+    Permission.ADD_REACTIONS: "Add Reactions",
     Permission.VIEW_CHANNEL: "View Channel",
     Permission.SEND_MESSAGES: "Send Messages",
     Permission.EMBED_LINKS: "Embed Links",

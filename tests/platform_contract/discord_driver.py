@@ -20,7 +20,6 @@ from platforms.registry import parse_config
 from tests.platform_contract.contract import (
     DEADLINE,
     Button,
-    Case,
     Driver,
     FormAnswers,
     Seen,
@@ -48,9 +47,6 @@ PEOPLE = {"alice": ALICE, "carol": CAROL}
 class DiscordDriver(Driver):
     shown_as = {"alice": "@alice", "carol": "@carol"}
     name = "discord"
-    not_applicable = {
-        Case.OUTAGE: "the fake Discord cannot be made unreachable yet (REST stays up)",
-    }
 
     def __init__(self, tmp_path: Path, fake: FakeDiscord) -> None:
         self.limits = DISCORD_LIMITS
@@ -209,6 +205,20 @@ gateway_url = "{fake.gateway_url}"
 
     def too_many(self) -> int:
         return len(self.fake.too_many)
+
+    async def drop(self) -> None:
+        self.fake.cut = 0
+        await self.fake.go_down()
+
+    async def drop_at_next_card(self) -> None:
+        self.fake.down_at_next_card = True
+        await self.fake.wait_for(lambda: self.fake.down and self.fake.cut, DEADLINE)
+
+    async def refused_while_down(self) -> None:
+        await self.fake.wait_for(lambda: self.fake.cut, DEADLINE)
+
+    async def back(self) -> None:
+        await self.fake.come_back()
 
     async def seen(self) -> list[Seen]:
         return self._now()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "ADD_REACTIONS",
     "ALL_PERMISSIONS",
     "APP_ID",
     "BOT",
@@ -34,6 +35,7 @@ APP_ID = "1100000000000000001"
 BOT_ID = APP_ID  # a bot user's id is its application's
 GUILD_ID = "1200000000000000001"
 TS = "2026-01-01T00:00:00.000000+00:00"
+ADD_REACTIONS = 1 << 6
 VIEW_CHANNEL = 1 << 10
 SEND_MESSAGES = 1 << 11
 CREATE_PUBLIC_THREADS = 1 << 35
@@ -178,6 +180,7 @@ class Sent:
     interaction_id: str | None = None  # an interaction's response or followup
     pinged: list[str] = field(default_factory=list)  # whom its posting notified (wire.pings)
     edits: list[Version] = field(default_factory=list)  # earlier versions, oldest first
+    reactions: dict[str, list[str]] = field(default_factory=dict)  # emoji -> user ids
     deleted: bool = False
 
     @property

@@ -46,11 +46,13 @@ from collections import defaultdict, deque
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import yarl
 from aiohttp import WSMsgType, web
 
 from tests.servers.discord_records import (
+    ADD_REACTIONS,
     ALL_PERMISSIONS,
     APP_ID,
     BOT,
@@ -150,6 +152,10 @@ class FakeDiscord:
         self.gateway_frames: list[dict[str, Any]] = []  # every frame the client sent
         self.gateway_query: dict[str, str] = {}
         self.closes: list[int] = []  # close codes the fake sent
+        self.down = False  # unreachable: the gateway socket dropped, every request cut
+        self.down_at_next_card = False  # go down when the bot posts its next embed
+        self.cut = 0  # requests cut while down
+        self.typing: list[str] = []  # channel ids the bot showed "typing…" in
         self.identified = 0
         self.resumed = 0
         self.session: _Session | None = None
@@ -233,6 +239,17 @@ class FakeDiscord:
         self.channels[channel.id] = channel
         return channel
 
+    def thread_of(self, person: Person, channel: Channel, name: str) -> Channel:
+        """A thread ``person`` made in ``channel`` (from a message of theirs), not yet told
+        to the bot: :meth:`announce` dispatches its THREAD_CREATE."""
+        message = self._store(Sent(self._id(), channel.id, person, name, guild_id=channel.guild_id))
+        thread = Channel(message.id, name, kind=11, parent_id=channel.id)
+        self.channels[thread.id] = thread
+        return thread
+
+    async def announce(self, thread: Channel) -> None:
+        await self.dispatch("THREAD_CREATE", {**thread.json(), "newly_created": True})
+
     async def archive(self, thread: Channel) -> None:
         """Discord archives an idle thread (and tells the bot)."""
         thread.archived = True
@@ -247,6 +264,20 @@ class FakeDiscord:
         if requests is not None:
             self._storm_requests = requests
         self._storm_retry_after = retry_after
+
+    async def go_down(self) -> None:
+        """Discord unreachable: the gateway socket dropped, every request and connection cut
+        without an answer until :meth:`come_back`."""
+        self.down = True
+        session = self.session
+        if session is not None and session.ws is not None:
+            ws, session.ws = session.ws, None
+            await ws.close(code=1011, message=b"gone")
+        await self._notify()
+
+    async def come_back(self) -> None:
+        self.down = False
+        await self._notify()
 
     def advance(self, seconds: float) -> None:
         """Move the fake's clock (interaction deadlines, followup lifetimes) on."""
@@ -297,10 +328,17 @@ class FakeDiscord:
         return await self._interact(3, person, self.channels[message.channel_id], data, message)
 
     async def forge(
-        self, person: Person, channel: Channel, data: dict[str, Any], kind: int = 3
+        self,
+        person: Person,
+        channel: Channel,
+        data: dict[str, Any],
+        kind: int = 3,
+        *,
+        message: Sent | None = None,
     ) -> Interaction:
-        """An interaction with any data (a custom_id no message carries, say)."""
-        return await self._interact(kind, person, channel, data, None)
+        """An interaction with any data (a custom_id no message carries, say), on
+        ``message`` if given (a component click always comes from one)."""
+        return await self._interact(kind, person, channel, data, message)
 
     async def submit(
         self, person: Person, opened_by: Interaction, answers: dict[str, Any]
@@ -449,7 +487,9 @@ class FakeDiscord:
         )
         return message.json(content_visible=visible)
 
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+    async def _gateway(self, request: web.Request) -> web.StreamResponse:
+        if self.down:
+            return await self._cut(request)
         ws = web.WebSocketResponse(autoping=True, max_msg_size=0)
         await ws.prepare(request)
         self.gateway_query = dict(request.query)
@@ -558,8 +598,15 @@ class FakeDiscord:
         parts = path.strip("/").split("/")
         open_route = parts[0] in ("interactions", "webhooks")
         headers: dict[str, str] = {}
+        if self.down:
+            return await self._cut(request)
         try:
             body, files = await _body_of(request)
+            if self.down_at_next_card and request.method == "POST" and isinstance(body, dict):
+                if body.get("embeds") and parts[-1] == "messages":
+                    self.down_at_next_card = False
+                    await self.go_down()
+                    return await self._cut(request)
             self.calls.append((request.method, path, body))
             if not open_route and request.headers.get("Authorization") != f"Bot {self.token}":
                 raise DiscordError(401, 0, "401: Unauthorized")
@@ -663,6 +710,15 @@ class FakeDiscord:
             case ("DELETE", "channels", cid, "messages", mid):
                 self._message(cid, mid).deleted = True
                 return 204, None
+            case ("PUT", "channels", cid, "messages", mid, "reactions", emoji, "@me"):
+                self._allowed(self._channel(cid), ADD_REACTIONS)
+                users = self._message(cid, mid).reactions.setdefault(unquote(emoji), [])
+                if BOT.id not in users:
+                    users.append(BOT.id)
+                return 204, None
+            case ("POST", "channels", cid, "typing"):
+                self.typing.append(self._channel(cid).id)
+                return 204, None
             case ("POST", "channels", cid, "messages", mid, "threads"):
                 return 200, await self._thread_from(self._message(cid, mid), body)
             case ("GET", "applications", _, "commands"):
@@ -687,6 +743,14 @@ class FakeDiscord:
         raise DiscordError(404, 0, "404: Not Found")
 
     # --- channels and messages ------------------------------------------------------------
+
+    async def _cut(self, request: web.Request) -> web.StreamResponse:
+        """A request while down: the connection closed without an answer."""
+        self.cut += 1
+        if request.transport is not None:
+            request.transport.close()
+        await self._notify()
+        return web.Response(status=503)
 
     def _person(self, uid: str) -> Person:
         if uid == BOT_ID:
