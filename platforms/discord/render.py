@@ -32,14 +32,13 @@ from gateway.cards import (
     Block,
     ButtonStyle,
     Card,
-    CardAction,
     CodeBlock,
     DiffBlock,
     FieldsBlock,
     QuestionForm,
     TextBlock,
 )
-from gateway.domain import Effect, Scope
+from gateway.domain import Scope
 from gateway.markdown import discord_escape, discord_markdown
 
 __all__ = [
@@ -266,7 +265,7 @@ def answers_by_buttons(card: Card) -> bool:
         return False
     question = form.questions[0].question
     other = 1 if question.allow_other else 0
-    room = ROWS_MAX * BUTTONS_PER_ROW - len(_actions(card)) - other
+    room = ROWS_MAX * BUTTONS_PER_ROW - len(card.actions) - other
     return not question.multi and not question.secret and 0 < len(question.options) <= room
 
 
