@@ -53,6 +53,7 @@ from adapters.jsonrpc import (
     RequestId,
     Response,
     excerpt,
+    native_key_for,
 )
 from adapters.session_state import SessionState
 from gateway.domain import (
@@ -155,13 +156,6 @@ _TRANSITIONS: Final[Mapping[tuple[AcpState, _Move], AcpState]] = {
     (AcpState.INITIALIZING, _Move.INITIALIZED): AcpState.OPENING,
     (AcpState.OPENING, _Move.OPENED): AcpState.READY,
 }
-
-
-def native_key_for(request_id: RequestId) -> str:
-    """``rpc:<id>``, or ``rpc:s:<id>`` for a string id."""
-    if isinstance(request_id, str):
-        return f"rpc:s:{request_id}"
-    return f"rpc:{request_id}"
 
 
 def option_action(option: JsonObject) -> Action:

@@ -75,6 +75,7 @@ from adapters.jsonrpc import (
     RequestId,
     Response,
     excerpt,
+    native_key_for,
 )
 from adapters.session_state import SessionState
 from gateway.domain import Resolution, TurnStatus
@@ -143,13 +144,6 @@ SESSION_TRANSITIONS: Final[Mapping[tuple[CodecState, _SessionEvent], CodecState]
     (CodecState.INITIALIZING, _SessionEvent.INITIALIZED): CodecState.OPENING_THREAD,
     (CodecState.OPENING_THREAD, _SessionEvent.THREAD_OPENED): CodecState.READY,
 }
-
-
-def native_key_for(request_id: RequestId) -> str:
-    """The opaque key of a server request: ``rpc:<id>`` (``rpc:s:<id>`` for a string id)."""
-    if isinstance(request_id, str):
-        return f"rpc:s:{request_id}"
-    return f"rpc:{request_id}"
 
 
 class CodexAppServerCodec:

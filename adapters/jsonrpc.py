@@ -75,6 +75,7 @@ __all__ = [
     "encode_request",
     "encode_result",
     "excerpt",
+    "native_key_for",
 ]
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
@@ -83,6 +84,14 @@ Params: TypeAlias = JsonObject | list[JsonValue]
 RequestId: TypeAlias = int | str
 
 EXCERPT_LIMIT = 200
+
+
+def native_key_for(request_id: RequestId) -> str:
+    """The opaque key of a peer's request: ``rpc:<id>`` (``rpc:s:<id>`` for a string id, so
+    that ``"7"`` and ``7`` stay two requests)."""
+    if isinstance(request_id, str):
+        return f"rpc:s:{request_id}"
+    return f"rpc:{request_id}"
 
 
 def excerpt(data: bytes | str, limit: int = EXCERPT_LIMIT) -> str:
