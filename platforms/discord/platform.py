@@ -56,6 +56,7 @@ from gateway.platform import (
     PlatformLimits,
 )
 from gateway.store import SessionRecord
+from platforms.comeback import Comeback
 from platforms.discord.config import DiscordConfig
 from platforms.discord.forms import ModalDrafts, Page, answers_of, build_page, pages_of, read_page
 from platforms.discord.inbound import (
@@ -243,8 +244,13 @@ class DiscordPlatform:
         self.drafts = ModalDrafts()
         self.turn_ends = TurnEnds()
         self._order: dict[str, asyncio.Lock] = {}
-        self._down = False
-        self._probe: asyncio.Task[None] | None = None
+        self._comeback = Comeback(
+            PLATFORM,
+            self._ask_discord,
+            every=PROBE_SECONDS,
+            inbox=lambda: None if self._stopped else self._inbox,
+            transient=lambda exc: isinstance(exc, PlatformError) or classify(exc) is not None,
+        )
         self.bot_id = ""
 
     # --- lifetime -------------------------------------------------------------------------
@@ -356,8 +362,7 @@ class DiscordPlatform:
         self._attached_event.set()
         if self._outbox is not None:
             self._outbox.close()
-        if self._probe is not None:
-            self._probe.cancel()
+        self._comeback.cancel()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.close()
@@ -801,39 +806,17 @@ class DiscordPlatform:
     # --- back after an outage -------------------------------------------------------------
 
     def _unreachable(self) -> None:
-        if self._down or self._tasks is None or self._stopped:
-            return
-        self._down = True
-        self._probe = self._tasks.create_task(self._probe_until_back())
+        if self._tasks is not None and not self._stopped:
+            self._comeback.lost(self._tasks)
 
     def _reached(self) -> None:
-        if self._down:
-            self._back()
+        self._comeback.reached(self._tasks)
 
-    def _back(self) -> None:
-        if not self._down:
-            return
-        self._down = False
-        if self._tasks is not None and self._inbox is not None and not self._stopped:
-            self._tasks.create_task(self._announce_back(self._inbox))
-
-    async def _probe_until_back(self) -> None:
+    async def _ask_discord(self) -> None:
         client = self._client
-        while self._down and client is not None:
-            await asyncio.sleep(PROBE_SECONDS)  # Discord's pace, not a wait for our state
-            try:
-                await client.application_info()
-            except Exception as exc:
-                if classify(exc) is None:
-                    raise
-                continue
-            self._back()
-
-    async def _announce_back(self, inbox: Inbox) -> None:
-        try:
-            await inbox.on_platform_back(PLATFORM)
-        except Exception:
-            log.exception("resending failed cards after Discord came back")
+        if client is None:
+            raise PlatformError("the Discord platform is not running")
+        await client.application_info()
 
     # --- the rest of the contract ---------------------------------------------------------
 
@@ -878,7 +861,7 @@ class DiscordPlatform:
 
     async def turn_started(self, conversation: ConversationRef) -> None:
         self.turn_ends.started(_turn_key(conversation))
-        if self._tasks is not None and not self._down and not self._stopped:
+        if self._tasks is not None and not self._comeback.down and not self._stopped:
             self._tasks.create_task(self._typing(conversation))  # never holds the turn up
 
     async def _typing(self, conversation: ConversationRef) -> None:

@@ -65,6 +65,7 @@ from gateway.platform import (
     PlatformLimits,
 )
 from gateway.store import SessionRecord
+from platforms.comeback import Comeback
 from platforms.form_drafts import PendingForms
 from platforms.outbox import Pacing, Priority
 from platforms.slack.config import SlackConfig
@@ -155,9 +156,13 @@ class SlackPlatform:
         self._handler: AsyncSocketModeHandler | None = None
         self._runner: web.AppRunner | None = None
         self._receiving: asyncio.Task[None] | None = None
-        self._probe: asyncio.Task[None] | None = None
         self._stopped = False
-        self._down = False
+        self._comeback = Comeback(
+            PLATFORM,
+            lambda: self.client.auth_test(),
+            every=PROBE_SECONDS,
+            inbox=lambda: self._inbox,
+        )
         self._shown: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._uneditable: OrderedDict[tuple[str, str], str] = OrderedDict()  # message: error
         self._no_reactions = False  # no reactions:write scope: no mark, said in the log once
@@ -242,9 +247,9 @@ class SlackPlatform:
             self._runner = None
         if self._outbox is not None:
             self._outbox.close()
-        for task in (self._receiving, self._probe):
-            if task is not None:
-                task.cancel()
+        self._comeback.cancel()
+        if self._receiving is not None:
+            self._receiving.cancel()
         if self._lanes is not None:
             await self._lanes.drain(0)
         await self._stack.aclose()
@@ -581,36 +586,11 @@ class SlackPlatform:
     # --- back after an outage -------------------------------------------------------------
 
     def _unreachable(self) -> None:
-        if self._down or self._tasks is None or self._stopped:
-            return
-        self._down = True
-        self._probe = self._tasks.create_task(self._probe_until_back())
+        if self._tasks is not None and not self._stopped:
+            self._comeback.lost(self._tasks)
 
     def _reached(self) -> None:
-        if self._down:
-            self._back()
-
-    def _back(self) -> None:
-        if not self._down:
-            return
-        self._down = False
-        if self._tasks is not None and self._inbox is not None:
-            self._tasks.create_task(self._announce_back(self._inbox))
-
-    async def _probe_until_back(self) -> None:
-        while self._down:
-            await asyncio.sleep(PROBE_SECONDS)  # Slack's pace, not a wait for our state
-            try:
-                await self.client.auth_test()
-            except Exception:
-                continue
-            self._back()
-
-    async def _announce_back(self, inbox: Inbox) -> None:
-        try:
-            await inbox.on_platform_back(PLATFORM)
-        except Exception:
-            log.exception("resending failed cards after Slack came back")
+        self._comeback.reached(self._tasks)
 
     # --- the platform contract ------------------------------------------------------------
 
