@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from bench.approvals import approve_all, round_trip_figures
-from bench.figures import Figure, Usage, emit
+from bench.figures import Figure, Usage, emit, percentile
 from bench.gateway_setup import AGENTS, bench_gateway, count_ok_deliveries, read_stamps
 
 __all__ = ["measure"]
@@ -36,6 +36,9 @@ async def measure(
         room = gw.platform.room(0)
         if warmup:
             await approve_all(gw, room, warmup, "warmup")
+        callbacks = getattr(gw.platform, "callback_ms", None)
+        if callbacks is not None:
+            callbacks.clear()  # the measured clicks only
         start = Usage.snapshot()
         trips = await approve_all(gw, room, count, "measured")
         usage = Usage.since(start)
@@ -45,6 +48,7 @@ async def measure(
     rate = count / usage.wall if usage.wall > 0 else 0.0
     return [
         *figures,
+        *_callback_figures(callbacks),
         Figure(
             benchmark=NAME,
             name="sequential round trips",
@@ -53,6 +57,27 @@ async def measure(
                 f" {1000 * usage.cpu_self / count:.1f} ms per approval"
             ),
         ),
+    ]
+
+
+def _callback_figures(callback_ms: list[float] | None) -> list[Figure]:
+    """Where the platform answers each click with a callback of its own (Discord's defer,
+    due within 3 s): how long after the interaction it was taken."""
+    if not callback_ms:
+        return []
+    ordered = sorted(callback_ms)
+    p99 = percentile(ordered, 0.99)
+    return [
+        Figure(
+            benchmark=NAME,
+            name="interaction -> callback",
+            value=(
+                f"p50 {percentile(ordered, 0.5):.2f} ms, p99 {p99:.2f} ms,"
+                f" max {ordered[-1]:.2f} ms (n={len(ordered)})"
+            ),
+            target="p99 < 3000 ms (the platform's deadline)",
+            met=p99 < 3000,
+        )
     ]
 
 

@@ -95,6 +95,7 @@ async def test_interactions_on_slack_at_a_toy_size(tmp_path: Path) -> None:
 async def test_interactions_on_discord_at_a_toy_size(tmp_path: Path) -> None:
     figures = await interactions.measure(tmp_path, count=3, warmup=1, platform="discord")
     assert figure(figures, "exactly once").met is True
+    assert "(n=3)" in figure(figures, "interaction -> callback").value
 
 
 async def test_slack_pacing_at_a_toy_size() -> None:
