@@ -82,6 +82,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):
+        return  # a pytest-xdist worker: its reports reach the controller, which writes
     REAL_AGENT_REPORT.parent.mkdir(parents=True, exist_ok=True)
     REAL_AGENT_REPORT.write_text(f"{_real_passed}\n")
 
