@@ -273,7 +273,9 @@ def test_lines_are_compact_single_line_json() -> None:
     assert json.loads(encoded[3])["error"] == {"code": -32601, "message": "unsupported: x"}
 
 
-@pytest.mark.parametrize("value", [float("nan"), object(), b"bytes"], ids=repr)
+@pytest.mark.parametrize(
+    "value", [float("nan"), object(), b"bytes"], ids=["nan", "object", "bytes"]
+)
 def test_encoding_something_that_is_not_json_is_local_misuse(value: object) -> None:
     peer = JsonRpcPeer()
     with pytest.raises(CodecUsageError):
