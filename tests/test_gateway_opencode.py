@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
+import socket
 from pathlib import Path
 
 import aiohttp
@@ -270,15 +270,26 @@ async def test_server_killed_orphans_the_pending_permission(
 
 
 def _cut_connections_to(port: int) -> None:
-    """Abort every TCP connection to ``port`` on loopback (the kernel's socket destroy)."""
-    done = subprocess.run(
-        ["ss", "-K", "dst", "127.0.0.1", "dport", "=", f":{port}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0 or f":{port}" not in done.stdout:
-        pytest.skip(f"cannot cut loopback connections here (ss -K): {done.stderr.strip()}")
+    """Cut every TCP connection this process holds to ``port`` on loopback, as a dropped link
+    would: a shutdown of our end sends the server a FIN and our reader sees the stream end.
+    (``ss -K`` would do it from outside, but needs a kernel with socket destroy.)"""
+    ours: dict[str, int] = {}
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            ours[os.readlink(f"/proc/self/fd/{fd}")] = int(fd)
+        except FileNotFoundError:  # the listing's own descriptor, closed by now
+            continue
+    cut = 0
+    for line in Path("/proc/self/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        remote_port = int(fields[2].split(":")[1], 16)
+        fd = ours.get(f"socket:[{fields[9]}]")
+        if remote_port != port or fd is None:
+            continue
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+        cut += 1
+    assert cut, f"no connection to port {port} to cut"
 
 
 def _server_port(pid: int) -> int:
