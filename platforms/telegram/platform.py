@@ -92,6 +92,7 @@ TYPING_MAX_SECONDS = 3600.0
 # A message queued while a card waits, once its full notice was given: a reaction on it (one
 # of the emoji a bot may react with), which a phone does not ring for, instead of a message
 QUEUED_REACTION = "✍"
+SEND_BACK_PLACEHOLDER = "What should change?"
 
 
 class _Receiver(Protocol):
@@ -421,6 +422,14 @@ class TelegramPlatform:
             await self._send(conversation, Priority.CARD, html, ParseMode.HTML, None, reply_to)
         except PlatformError as exc:
             log.warning("notice to chat %s failed: %s", chat_id, exc)
+
+    async def ask_message(
+        self, conversation: ConversationRef, card: tuple[int, int], actor: Actor
+    ) -> tuple[int, int]:
+        text = f"✎ {actor}: what should change? Reply to this message; the agent reads your reply."
+        markup = ForceReply(selective=True, input_field_placeholder=SEND_BACK_PLACEHOLDER)
+        sent = await self._send(conversation, Priority.CARD, text, None, markup, card[1])
+        return chat_id_of(conversation), sent.message_id
 
     async def prompt(
         self, form: Form, form_key: tuple[int, int], actor: Actor, question: int, *, private: bool

@@ -9,6 +9,10 @@ says so, then long prose is clipped. A pending card has one button per action th
 offers (callback_data = the action token); a question form shows the step of the person
 answering (see forms.py); a decided card has no buttons and shows the status line.
 
+An action that takes a message (a plan's Keep planning) has a second button beside it,
+``m:<token>``: pressed, the bot asks for the message with a ForceReply prompt, and the
+reply is the press with that message (updates.py). The plain button sends it without one.
+
 Local buttons of a form carry ``f<form id>:<op>`` (``t<i>``: type the answer to question
 *i*, ``n`` next, ``b`` back, ``k`` skip); they only move a person's own draft.
 """
@@ -35,6 +39,7 @@ from platforms.form_drafts import Draft, Form
 
 __all__ = [
     "BUTTON_MAX_CHARS",
+    "MESSAGE_PREFIX",
     "Button",
     "RenderedCard",
     "local_data",
@@ -44,6 +49,7 @@ __all__ = [
 ]
 
 BUTTON_MAX_CHARS = 60
+MESSAGE_PREFIX = "m:"  # before an action token: press it with a message (asked for)
 _LANGUAGE = re.compile(r"[^a-z0-9+#-]")
 _LOCAL = re.compile(r"^f(?P<form>[0-9]{1,9}):(?P<op>t[0-9]{1,2}|n|b|k)$")
 
@@ -276,6 +282,17 @@ def _b(label: str, data: str) -> Button:
     return Button(label=_clip(label, BUTTON_MAX_CHARS), data=data)
 
 
+_SEE_ATTACHED = re.compile(r"(?: \(see [^()]*\))+$")
+
+
+def _with_a_message(label: str) -> str:
+    """ "Keep planning (see attached plan)" → "✎ Keep planning, with a message (see attached
+    plan)": the button that asks for a message beside the action's own."""
+    tail = _SEE_ATTACHED.search(label)
+    base, see = (label[: tail.start()], tail.group()) if tail else (label, "")
+    return f"✎ {base}, with a message{see}"
+
+
 def _form_keyboard(card: Card, form: Form | None, private: bool) -> list[tuple[Button, ...]]:
     if card.form is None:
         return []
@@ -337,12 +354,16 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
     text, extra = _fit(parts, limit)
     attached = tuple(a.name for a in extra)
     suffix = "".join(f" (see {name})" for name in attached)
+
+    def button(label: str, data: str) -> Button:
+        return Button(label=_clip(label, BUTTON_MAX_CHARS - len(suffix)) + suffix, data=data)
+
     rows: list[tuple[Button, ...]] = [
-        (
-            Button(
-                label=_clip(action.label, BUTTON_MAX_CHARS - len(suffix)) + suffix,
-                data=action.token,
-            ),
+        (button(action.label, action.token),)
+        if not action.takes_message
+        else (
+            button(action.label, action.token),
+            button(_with_a_message(action.label), MESSAGE_PREFIX + action.token),
         )
         for action in card.actions
     ]

@@ -19,6 +19,9 @@ and it is answered then, or refused by :meth:`UpdateHandler.refuse` once it has 
 often. A typed answer keeps its prompt until the core took it, so that the message given
 again is still an answer, never a prompt for the agent.
 
+A card's "✎ …, with a message" button (send_back.py) sends that person a ForceReply prompt
+asking what should change; their reply to it is the press, with the reply as its message.
+
 A message that replies to a ForceReply prompt of the gateway, from the person it was sent
 for, while the form is still pending, is that person's typed answer (a secret one is deleted
 once read and never echoed); any other message is a normal prompt, handed to
@@ -51,6 +54,7 @@ from platforms.telegram.inbound import (
     topic_of,
 )
 from platforms.telegram.render import parse_local_data
+from platforms.telegram.send_back import SendBack, SendBacks, message_token
 
 __all__ = ["Replies", "UpdateHandler", "chat_of"]
 
@@ -90,6 +94,13 @@ class Replies(Protocol):
         person's private chat cannot be written to."""
         ...
 
+    async def ask_message(
+        self, conversation: ConversationRef, card: tuple[int, int], actor: Actor
+    ) -> tuple[int, int]:
+        """Ask ``actor`` (a ForceReply prompt under ``card``) what the press should say;
+        the (chat, message id) of the prompt."""
+        ...
+
 
 class UpdateHandler:
     def __init__(
@@ -108,6 +119,7 @@ class UpdateHandler:
         self._out = replies
         self._inbox = inbox
         self._limits = limits
+        self._send_backs = SendBacks()
 
     async def handle(self, update: Update) -> None:
         """Act on ``update``; raises, having answered nothing, when it could not be taken."""
@@ -143,6 +155,10 @@ class UpdateHandler:
         replied = message.reply_to_message
         if replied is not None:
             prompt_key = (message.chat.id, replied.message_id)
+            send_back = self._send_backs.get(prompt_key)
+            if send_back is not None and send_back.user_id == actor.user_id:
+                await self._send_back(message, actor, prompt_key, send_back)
+                return
             prompt = self._forms.prompt(prompt_key)
             if prompt is not None and prompt.user_id == actor.user_id:
                 form = self._forms.get(prompt.form_key)
@@ -192,6 +208,56 @@ class UpdateHandler:
         elif ack and not isinstance(step, Redraw):
             await self._out.notice(message.chat.id, thread, ack)
 
+    async def _send_back(
+        self, message: Message, actor: Actor, prompt_key: tuple[int, int], send_back: SendBack
+    ) -> None:
+        """The reply to a "what should change?" prompt: the press, with the reply as its
+        message (a blank reply sends none)."""
+        action = InboundAction(
+            conversation=send_back.conversation,
+            actor=actor,
+            token=send_back.token,
+            message=(message.text or "").strip() or None,
+        )
+        ack = await self._inbox.on_action(action)
+        self._send_backs.take(prompt_key)  # answered: a second reply is an ordinary message
+        text = ack.text if ack.accepted else f"{actor}: {ack.text}"
+        await self._out.notice(
+            message.chat.id, topic_of(message), text, reply_to=message.message_id
+        )
+
+    async def _ask_message(
+        self,
+        query_id: str,
+        actor: Actor,
+        conversation: ConversationRef,
+        card: tuple[int, int],
+        token: str,
+    ) -> None:
+        """A "with a message" button: ask the person for the message (only someone the core
+        says may answer), and answer the click with where to type it."""
+        may = await self._inbox.may_answer(
+            InboundAction(conversation=conversation, actor=actor, token=token)
+        )
+        if not may.accepted:
+            await self._out.answer(query_id, may.text, alert=True)
+            return
+        try:
+            prompt_key = await self._out.ask_message(conversation, card, actor)
+        except PlatformError as exc:
+            log.info("send-back prompt for %s not sent: %s", actor.key(), exc)
+            await self._out.answer(
+                query_id, "Telegram did not take the prompt; try again.", alert=True
+            )
+            return
+        self._send_backs.add(
+            prompt_key,
+            SendBack(user_id=actor.user_id, token=token, conversation=conversation, card=card),
+        )
+        await self._out.answer(
+            query_id, "Reply to my message with what should change.", alert=False
+        )
+
     async def _delete_quietly(self, message: Message) -> None:
         try:
             await self._out.delete(message.chat.id, message.message_id)
@@ -232,6 +298,10 @@ class UpdateHandler:
             if data == form.submit_token:
                 await self._act(form_key, form, actor, form.submit(actor), callback=query.id)
                 return
+        token = message_token(data)
+        if token is not None:
+            await self._ask_message(query.id, actor, conversation, form_key, token)
+            return
         action = InboundAction(conversation=conversation, actor=actor, token=data)
         await self._in_time(self._inbox.on_action(action), query.id, actor, form_key, conversation)
 

@@ -99,9 +99,11 @@ class Seen:
     edits: int = 0  # how many times it changed since it was sent
 
     def button(self, label: str) -> Button:
-        found = [b for b in self.buttons if b.label == label] or [
-            b for b in self.buttons if label in b.label
-        ]
+        found = (
+            [b for b in self.buttons if b.label == label]
+            or [b for b in self.buttons if b.label.startswith(label)]
+            or [b for b in self.buttons if label in b.label]
+        )
         if len(found) != 1:
             raise AssertionError(f"{len(found)} buttons labelled {label!r} on {self}")
         return found[0]
@@ -127,6 +129,9 @@ class Driver(abc.ABC):
     limits: PlatformLimits
     not_applicable: Mapping[Case, str] = {}
     shown_as: Mapping[str, str]  # how a person is named on a card ("alice" → "@alice")
+    # a button of its own beside an action that takes a message (Telegram: no modal to
+    # ask in), rather than a field or modal behind the action's own button
+    message_button: str | None = None
 
     def __init__(self, requests: Mapping[str, InteractionRequest]) -> None:
         self.requests = requests

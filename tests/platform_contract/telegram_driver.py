@@ -17,7 +17,6 @@ from platforms.telegram.platform import TELEGRAM_LIMITS
 from tests.platform_contract.contract import (
     DEADLINE,
     Button,
-    Case,
     Driver,
     FormAnswers,
     Seen,
@@ -38,9 +37,7 @@ _STATUS = re.compile(r"<i>([^<]*)</i>\s*$")
 class TelegramDriver(Driver):
     shown_as = {"alice": "@alice", "carol": "@carol"}
     name = "telegram"
-    not_applicable = {
-        Case.PLAN_MESSAGE: "not built yet: Keep planning sends no message here (use /deny ID)",
-    }
+    message_button = "✎ {}, with a message"
 
     def __init__(self, tmp_path: Path, fake: FakeTelegram) -> None:
         self.limits = TELEGRAM_LIMITS
@@ -71,6 +68,22 @@ class TelegramDriver(Driver):
         answer = await self.tg.click(PEOPLE[who], message, token)
         self.refused = answer.get("show_alert") in (True, "true")  # a refusal is an alert
         return str(answer.get("text") or "")
+
+    async def press_with_message(
+        self, card: Seen, label: str, message: str, *, who: str = "alice"
+    ) -> str:
+        """The card's "✎ <label>, with a message" button asks for the message (a ForceReply
+        prompt); the reply to it is the press."""
+        before = {m.message_id for m in self.fake.bot_messages(GROUP_ID)}
+        asked = await self.press(card, self.message_button.format(label), who=who)
+        assert not self.refused, asked
+        prompt = await self.tg.bot_message(
+            GROUP_ID, lambda m: m.force_reply and m.message_id not in before
+        )
+        update = await self.tg.say(PEOPLE[who], message, chat=GROUP, reply_to=prompt)
+        reply_id = update["message"]["message_id"]
+        answer = await self.tg.bot_message(GROUP_ID, lambda m: m.reply_to == reply_id)
+        return answer.text
 
     async def answer_form(
         self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"
