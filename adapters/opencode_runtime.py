@@ -62,6 +62,9 @@ log = logging.getLogger(__name__)
 DEFAULT_EVENT_BUFFER = 1024
 RECONNECT_ATTEMPTS = 20
 RECONNECT_PAUSE = 0.2  # seconds between attempts: the server is alive, the stream hiccupped
+SERVE_ATTEMPTS = 3
+# what opencode 1.18.33 prints when Bun cannot listen on the port it was given (in use)
+BIND_FAILED = "ServeError"
 
 
 def free_loopback_port() -> int:
@@ -154,17 +157,7 @@ class OpenCodeAgent:
         stack = contextlib.AsyncExitStack()
         await stack.__aenter__()
         try:
-            port = free_loopback_port()
-            spec = ProcessSpec(
-                argv=serve_argv(self.settings.command, port),
-                cwd=self.settings.cwd,
-                env={**self.settings.env, "OPENCODE_SERVER_PASSWORD": self._password},
-                stop_grace_seconds=self.settings.stop_grace_seconds,
-                eof_grace_seconds=0,  # a server does not read stdin: EOF cannot end it
-            )
-            self._proc = proc = await stack.enter_async_context(AgentProcess.spawn(spec))
-            stack.push_async_callback(self._stop_process)
-            self._base_url = await self._await_listening(proc, port)
+            proc = await self._serve(stack)
             self._http = await stack.enter_async_context(
                 aiohttp.ClientSession(
                     headers={"Authorization": basic_auth(self._password)},
@@ -206,6 +199,39 @@ class OpenCodeAgent:
         if self._proc is not None:
             self.exit_status = await self._proc.stop()
 
+    async def _serve(self, stack: contextlib.AsyncExitStack) -> AgentProcess:
+        """``opencode serve`` listening on a free port of ours, its stop on ``stack``. The
+        port is free when picked, not when opencode binds it (any process's connection may
+        take it as its own port meanwhile): a server that could not bind is started again on
+        another port, :data:`SERVE_ATTEMPTS` times at most."""
+        for attempt in range(1, SERVE_ATTEMPTS + 1):
+            port = free_loopback_port()
+            spec = ProcessSpec(
+                argv=serve_argv(self.settings.command, port),
+                cwd=self.settings.cwd,
+                env={**self.settings.env, "OPENCODE_SERVER_PASSWORD": self._password},
+                stop_grace_seconds=self.settings.stop_grace_seconds,
+                eof_grace_seconds=0,  # a server does not read stdin: EOF cannot end it
+            )
+            tried = contextlib.AsyncExitStack()
+            await tried.__aenter__()
+            try:
+                self._proc = proc = await tried.enter_async_context(AgentProcess.spawn(spec))
+                tried.push_async_callback(self._stop_process)
+                self._base_url = await self._await_listening(proc, port)
+            except _PortTaken as exc:
+                await tried.aclose()
+                if attempt == SERVE_ATTEMPTS:
+                    raise AgentStartError(str(exc)) from None
+                log.info("opencode serve could not bind port %d; trying another", port)
+                continue
+            except BaseException:
+                await tried.aclose()
+                raise
+            stack.push_async_exit(tried)
+            return proc
+        raise AssertionError("unreachable")
+
     async def _await_listening(self, proc: AgentProcess, port: int) -> str:
         """The URL of its "listening on" line, which must name the port it was given."""
         try:
@@ -223,9 +249,10 @@ class OpenCodeAgent:
                 + _tail(proc)
             ) from exc
         status = await proc.stop()
-        raise AgentStartError(
-            f"opencode serve ended before it listened: {status.describe()}" + _tail(proc)
-        )
+        said = f"opencode serve ended before it listened: {status.describe()}" + _tail(proc)
+        if BIND_FAILED in proc.stderr_tail():
+            raise _PortTaken(said)
+        raise AgentStartError(said)
 
     async def _handshake(self) -> None:
         try:
@@ -407,6 +434,10 @@ class OpenCodeAgent:
         )
         with contextlib.suppress(asyncio.QueueFull):
             self._events.put_nowait(final)
+
+
+class _PortTaken(AgentStartError):
+    """opencode serve could not bind the port it was given (taken since it was picked)."""
 
 
 def _tail(proc: AgentProcess) -> str:

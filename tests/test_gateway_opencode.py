@@ -337,3 +337,30 @@ async def test_a_wrong_password_or_user_is_refused(
             headers = {"Authorization": aiohttp.encode_basic_auth(SERVER_USER, "the-right-one")}
             async with http.get(url, headers=headers) as answer:
                 assert answer.status == 200
+
+
+async def test_a_port_taken_before_the_server_binds_it_is_not_a_failed_start(
+    opencode_bin: str, opencode_home: OpenCodeHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The port is free when the gateway picks it; any process's connection may take it before
+    # opencode binds it (seen in CI: "ServeError", exit 1). Here the first pick is held.
+    import adapters.opencode_runtime as runtime
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    picks = [held.getsockname()[1]]
+    real_pick = runtime.free_loopback_port
+    monkeypatch.setattr(
+        runtime, "free_loopback_port", lambda: picks.pop() if picks else real_pick()
+    )
+    settings = OpenCodeSettings(
+        command=[opencode_bin], cwd=opencode_home.workspace, env=opencode_home.env
+    )
+    try:
+        async with OpenCodeAgent(settings, password="secret") as agent:
+            assert not picks  # the held port was tried first
+            assert agent.base_url != f"http://127.0.0.1:{held.getsockname()[1]}"
+            assert agent.started.native_id  # its session was made: the server works
+    finally:
+        held.close()
