@@ -35,6 +35,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "opencode_startup": (["--runs", "3"], ["--runs", "1"]),
     "telegram_pacing": (["--seconds", "8"], ["--seconds", "2"]),
     "slack_pacing": (["--seconds", "20"], ["--seconds", "2"]),
+    "paced_turns": (["--turns", "5", "--seconds", "5"], ["--turns", "1", "--seconds", "1"]),
 }
 TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency"})
 

@@ -672,7 +672,13 @@ class SessionRunner:
         ):
             self._broker.mark_dirty(update.interaction.id)
         if not self._closing:
-            await self._notify(exit_notice(description, event.stderr_tail, turn_cut=turn_cut))
+            # what was queued behind the cut turn was written for a conversation that just
+            # lost its answer: it waits for /resume instead of running into a new process
+            # unseen (as after /stop or a restart); a new message runs first
+            held = await self._store.prompts.hold(self.session_id, reason="the agent process ended")
+            await self._notify(
+                exit_notice(description, event.stderr_tail, turn_cut=turn_cut, held=held)
+            )
         elif self._exit_notice is not None:
             await self._notify(self._exit_notice)
         self._turn_done.set()

@@ -112,3 +112,12 @@ async def test_discord_pacing_at_a_toy_size() -> None:
     found = await discord_pacing.measure("outbox", 2, 2)
     assert (found["429s"], found["failed"]) == (0, 0), found
     assert found["final_after_s"] is not None  # every thread's exact final text shown
+
+
+async def test_paced_turns_at_a_toy_size() -> None:
+    from bench import paced_turns
+
+    found = await paced_turns.measure(turns=1, seconds=1.0, every=0.1)
+    assert found["429s"] == 0, found
+    assert found["deltas_per_turn"] == 10 and found["edits_per_turn_max"] >= 0
+    assert [f.name for f in paced_turns.figures_of(found)][-1] == "429s"
