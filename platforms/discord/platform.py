@@ -113,6 +113,10 @@ _BUSY = "The gateway could not take your message; send it again in a moment."
 def _quiet_sdk_logger() -> None:
     logger = logging.getLogger("discord")
     logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+    # the bot never joins voice: discord.py's warnings that PyNaCl and davey are missing
+    # would be the first two lines of every start (and of a refused one's one-line error)
+    discord.VoiceClient.warn_nacl = False
+    discord.VoiceClient.warn_dave = False
 
 
 def _choice(token: str) -> str:
