@@ -91,7 +91,13 @@ from platforms.slack.inbound import (
     conversation,
     heard,
 )
-from platforms.slack.outbox import PermanentRefusal, SlackOutbox, classify, error_of
+from platforms.slack.outbox import (
+    SlackMessageGone,
+    SlackOutbox,
+    classify,
+    error_of,
+    permanent_refusal,
+)
 from platforms.slack.receive import Lanes
 from platforms.slack.render import ANSWER_ACTION, MESSAGE_PREFIX, mrkdwn, render_card
 from platforms.turn_end import TurnEnds
@@ -731,16 +737,15 @@ class SlackPlatform:
         (no longer editable, deleted) is not asked again: refused here at once."""
         refused = self._uneditable.get((channel, ts))
         if refused is not None:
-            raise PermanentRefusal(refused)
+            raise permanent_refusal(refused)
         try:
             return await self._running().run(
                 channel, priority, edit, key=(kind, ts), method="chat.update"
             )
-        except PermanentRefusal as exc:
-            if exc.error in _MESSAGE_GONE:
-                self._uneditable[(channel, ts)] = exc.error
-                while len(self._uneditable) > _SHOWN:
-                    self._uneditable.popitem(last=False)
+        except SlackMessageGone as exc:
+            self._uneditable[(channel, ts)] = exc.error
+            while len(self._uneditable) > _SHOWN:
+                self._uneditable.popitem(last=False)
             raise
 
     async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
@@ -829,7 +834,6 @@ class SlackPlatform:
 _OURS = re.compile(r"^gw\.")
 # the mark of a message queued behind a card (an emoji every workspace has: ✍)
 QUEUED_REACTION = "writing_hand"
-_MESSAGE_GONE = frozenset({"cant_update_message", "message_not_found"})
 _USER_ID = re.compile(r"[UW][A-Z0-9]+")
 
 
