@@ -9,6 +9,7 @@ import logging
 import shutil
 import signal
 import sys
+import tomllib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -107,7 +108,11 @@ def _parser() -> argparse.ArgumentParser:
         help="print the URL that adds the Discord bot to a server, with the permissions it needs",
     )
     whose = invite.add_mutually_exclusive_group(required=True)
-    whose.add_argument("--config", type=Path, help="take application_id from [platforms.discord]")
+    whose.add_argument(
+        "--config",
+        type=Path,
+        help="take application_id from [platforms.discord] (absent: ask Discord with the token)",
+    )
     whose.add_argument("--application-id", help="the application's id (Developer Portal)")
     return parser
 
@@ -146,13 +151,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _discord_invite(path: Path | None, application_id: str | None) -> str:
-    from platforms.discord.config import DiscordConfig, invite_url
+    """The invite URL; from a config, only its ``application_id`` is read (no token or
+    environment needed), else the token's application is asked of Discord."""
+    from platforms.discord.config import DiscordConfig, invite_url, written_application_id
 
     if path is not None:
-        settings = load_config(path).platforms.get("discord", DiscordConfig)
-        if settings is None:
-            raise ConfigError(f"{path} has no [platforms.discord] table")
-        application_id = settings.application_id
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+        application_id = written_application_id(raw)
+        if application_id is None:
+            from platforms.discord.probe import asked_application_id
+
+            settings = load_config(path).platforms.get("discord", DiscordConfig)
+            if settings is None:  # pragma: no cover - written_application_id found the table
+                raise ConfigError(f"{path} has no [platforms.discord] table")
+            application_id = asyncio.run(asked_application_id(settings))
     if not application_id or not application_id.isdigit():
         raise ConfigError("--application-id: the application's id is a number (a snowflake)")
     return invite_url(application_id)

@@ -20,6 +20,10 @@ first:
   :class:`Unreachable` and :class:`Refused` fail the call with the PlatformError they carry,
   and the first also tells the platform (``on_unreachable``); anything else (an answer the
   SDK could not read, a bug) is logged and fails the call as PlatformError. All are chained.
+  A refusal that means the message to edit is gone (deleted, or one the platform will no
+  longer edit) carries :class:`MessageGone`, whatever the platform calls it (Slack's
+  ``message_not_found``, Telegram's "message to edit not found", Discord's 10008): the core
+  fails that card copy and does not ask again.
 
 A lane holds at most :data:`MAX_QUEUED` calls; one more is refused with PlatformError.
 
@@ -62,7 +66,7 @@ from enum import IntEnum
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from gateway.errors import PlatformError
-from gateway.platform import RateLimited
+from gateway.platform import RateLimited, RefusedForGood
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -70,6 +74,7 @@ __all__ = [
     "MONOTONIC",
     "Classify",
     "Clock",
+    "MessageGone",
     "Outbox",
     "Pacing",
     "Priority",
@@ -150,6 +155,11 @@ class Refused:
     """The platform answered and refused the call; ``error`` fails it."""
 
     error: PlatformError
+
+
+class MessageGone(RefusedForGood):
+    """The message to edit is gone: deleted, or one the platform will no longer edit. Asking
+    again changes nothing (a refusal for good), so the copy it showed is failed for good."""
 
 
 Verdict = RetryLater | Unreachable | Refused

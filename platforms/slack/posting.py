@@ -26,7 +26,7 @@ from gateway.errors import PlatformError
 from gateway.platform import EditResult, Inbox, KnowsApprovers, MessageRef, PlatformLimits
 from platforms.form_drafts import PendingForms
 from platforms.outbox import Priority
-from platforms.slack.outbox import PermanentRefusal, SlackOutbox, error_of
+from platforms.slack.outbox import SlackMessageGone, SlackOutbox, error_of, permanent_refusal
 from platforms.slack.render import mrkdwn, render_card
 from platforms.turn_end import TurnEnds
 
@@ -37,7 +37,6 @@ log = logging.getLogger(__name__)
 # the mark of a message queued behind a card (an emoji every workspace has: ✍)
 QUEUED_REACTION = "writing_hand"
 _SHOWN = 1024  # the last text of each message, to skip identical edits
-_MESSAGE_GONE = frozenset({"cant_update_message", "message_not_found"})
 _USER_ID = re.compile(r"[UW][A-Z0-9]+")
 
 
@@ -183,16 +182,15 @@ class SlackPosting:
         (no longer editable, deleted) is not asked again: refused here at once."""
         refused = self._uneditable.get((channel, ts))
         if refused is not None:
-            raise PermanentRefusal(refused)
+            raise permanent_refusal(refused)
         try:
             return await self._outbox().run(
                 channel, priority, edit, key=(kind, ts), method="chat.update"
             )
-        except PermanentRefusal as exc:
-            if exc.error in _MESSAGE_GONE:
-                self._uneditable[(channel, ts)] = exc.error
-                while len(self._uneditable) > _SHOWN:
-                    self._uneditable.popitem(last=False)
+        except SlackMessageGone as exc:
+            self._uneditable[(channel, ts)] = exc.error
+            while len(self._uneditable) > _SHOWN:
+                self._uneditable.popitem(last=False)
             raise
 
     async def ephemeral(
