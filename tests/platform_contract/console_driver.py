@@ -30,6 +30,7 @@ from tests.platform_contract.contract import (
     FormAnswers,
     Seen,
     not_seen,
+    policy_rules,
     requests_for,
 )
 
@@ -104,8 +105,11 @@ def page_items(page: str, bodies: dict[str, str] | None = None) -> list[Seen]:
 class ConsoleDriver(Driver):
     shown_as = {"alice": "alice"}
     name = "console"
+    accounts = {"alice": "local:alice", "carol": "local:carol"}
     not_applicable = {
         Case.NON_APPROVER: "the console acts as one configured identity, an approver here",
+        Case.SECOND_VOTE: "the console acts as one configured identity: no second person",
+        Case.ESCALATION: "the console is one person's pages: no direct message, no channel",
         Case.STORM: "served by the gateway's own process: nothing answers 429",
         Case.OUTAGE: "served by the gateway's own process: no connection to lose",
     }
@@ -130,7 +134,7 @@ approvers = ["alice"]
 
 [platforms.console]
 identity = "local:alice"
-""",
+{policy_rules(self.accounts, None)}""",
             "console-contract.toml",
         )
         self.session: str | None = None  # the conversation's session, once started
