@@ -46,7 +46,8 @@ _ITEM = re.compile(
 _BUTTON = re.compile(r'<button type="submit" name="token"[^>]*value="([^"]*)">([^<]*)</button>')
 _STATUS = re.compile(r'<p class="status">([^<]*)</p>')
 _FILE = re.compile(
-    r"<details open><summary>([^<]*) \(\d+ lines\)</summary><pre>(.*?)</pre></details>", re.DOTALL
+    r"<details open><summary>([^<]*) \([\d,]+ lines?\)</summary><pre>(.*?)</pre></details>",
+    re.DOTALL,
 )
 _TAG = re.compile(r"<(/?)(\w+)[^>]*>")
 _INLINE = {"a", "b", "code", "i", "small", "span", "time", "button", "label", "input"}
