@@ -18,7 +18,10 @@ What 1.18.33 was seen to do (tests/test_gateway_opencode.py, the lab's run_*.log
 - ``permission.asked {id, permission, patterns, metadata, always}``; ``permission.replied``
   closes it. "always" adds ``always`` (e.g. ``echo *``) to the server's memory for the
   project: later sessions of the same process are not asked, a new process asks again, and
-  ``GET /api/permission/saved`` lists nothing. The action says so.
+  ``GET /api/permission/saved`` lists nothing. The action says so. Where a server did save
+  one (``{id: "psv_…", projectID, action, resource}``, kept in its database), revoking the
+  grant deletes it (``DELETE /api/permission/saved/{id}``, 204): :func:`saved_permissions`,
+  :func:`matching_saved`, :func:`remove_saved`.
 - ``question.asked {id, questions[{question, header, options[{label, description}],
   multiple, custom}]}``; the answer is one label array per question, in order;
   ``/question/{id}/reject`` dismisses it (the model reads "The user dismissed this
@@ -35,6 +38,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 from gateway.domain import (
     Action,
@@ -80,7 +84,10 @@ __all__ = [
     "OpenCodeCodec",
     "SseDecoder",
     "basic_auth",
+    "matching_saved",
     "parse_listening_line",
+    "remove_saved",
+    "saved_permissions",
 ]
 
 # The user name of OPENCODE_SERVER_PASSWORD's basic auth (seen: any other name gets 401).
@@ -599,6 +606,43 @@ def _ours(listed: object, session_id: str | None) -> Iterable[JsonObject]:
     if not isinstance(listed, list):
         return ()
     return [i for i in listed if isinstance(i, dict) and i.get("sessionID") == session_id]
+
+
+# --- saved permissions ("always" kept by the server) ----------------------------------------
+
+
+def saved_permissions() -> HttpRequest:
+    """The server's saved permissions for its project: ``{data: [{id, projectID, action,
+    resource}]}``."""
+    return HttpRequest(
+        method="GET", path="/api/permission/saved", purpose="list its saved permissions"
+    )
+
+
+def matching_saved(listed: Any, permission: str | None, resources: Iterable[str]) -> list[str]:
+    """The ids of the saved permissions of ``listed`` (the answer of
+    :func:`saved_permissions`) allowing ``permission`` (any, where None) on one of
+    ``resources`` (the patterns "always" was given for)."""
+    wanted = set(resources)
+    data = listed.get("data") if isinstance(listed, dict) else None
+    found = []
+    for item in data if isinstance(data, list) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        if item.get("resource") not in wanted:
+            continue
+        if permission is not None and item.get("action") not in (permission, "*"):
+            continue
+        found.append(item["id"])
+    return found
+
+
+def remove_saved(saved_id: str) -> HttpRequest:
+    return HttpRequest(
+        method="DELETE",
+        path=f"/api/permission/saved/{quote(saved_id, safe='')}",
+        purpose=f"delete the saved permission {saved_id}",
+    )
 
 
 # --- requests as the core shows them ---------------------------------------------------------

@@ -42,7 +42,10 @@ from adapters.opencode import (
     OpenCodeCodec,
     SseDecoder,
     basic_auth,
+    matching_saved,
     parse_listening_line,
+    remove_saved,
+    saved_permissions,
 )
 from adapters.stdio import DEFAULT_STOP_GRACE_SECONDS, AgentProcess, ExitStatus, ProcessSpec
 from gateway.errors import AgentError, AgentExitedError, AgentStartError, HandshakeTimeout
@@ -296,6 +299,19 @@ class OpenCodeAgent:
                     for event in self.codec.prompt_refused(str(exc)):
                         await self._events.put(event)
                 raise
+
+    async def remove_saved_permissions(
+        self, permission: str | None, resources: Sequence[str]
+    ) -> list[str]:
+        """Delete the server's saved permissions allowing ``permission`` on one of
+        ``resources`` (gateway.agents.SavesPermissions); the ids deleted."""
+        if self._exit_queued or self._http is None:
+            raise AgentExitedError("the OpenCode server has ended")
+        listed = await self._call(saved_permissions())
+        found = matching_saved(listed, permission, resources)
+        for saved_id in found:
+            await self._call(remove_saved(saved_id))
+        return found
 
     async def stop(self) -> None:
         """End the server now (its group: TERM, then KILL); AgentExited follows."""

@@ -6,14 +6,14 @@ The core never imports an adapter: ``agent-gateway run`` injects an :class:`Agen
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from gateway.config import ProjectConfig
 from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
 
-__all__ = ["AgentLauncher", "RunningAgent"]
+__all__ = ["AgentLauncher", "RunningAgent", "SavesPermissions"]
 
 
 class RunningAgent(Protocol):
@@ -44,6 +44,19 @@ class RunningAgent(Protocol):
 
     async def stop(self) -> None:
         """End the agent now (the last resort of /stop); ``AgentExited`` follows."""
+        ...
+
+
+@runtime_checkable
+class SavesPermissions(Protocol):
+    """A running agent whose server may keep "always" as saved permissions of its own
+    (OpenCode's ``/api/permission/saved``), which revoking a grant deletes."""
+
+    async def remove_saved_permissions(
+        self, permission: str | None, resources: Sequence[str]
+    ) -> list[str]:
+        """Delete the saved permissions allowing ``permission`` (any, where None) on one of
+        ``resources``; the ids deleted."""
         ...
 
 

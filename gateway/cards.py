@@ -37,6 +37,7 @@ from gateway.domain import (
 )
 from gateway.interactions import Interaction
 from gateway.tally_line import card_status_line
+from gateway.wording import attached_notice
 
 __all__ = [
     "Attachment",
@@ -303,11 +304,7 @@ def _fit(
         if not candidates:
             break
         _, index, (what, name, content) = max(candidates)
-        lines = content.count("\n") + (0 if content.endswith("\n") else 1)
-        notice = (
-            f"The full {what} ({lines} lines, {len(content):,} characters) is attached as {name}."
-        )
-        blocks_list[index] = TextBlock(text=notice)
+        blocks_list[index] = TextBlock(text=attached_notice(what, name, content))
         attachments.append(Attachment(name=name, content=content))
         attached.append(what)
     return tuple(blocks_list), tuple(attachments), tuple(attached)

@@ -4,7 +4,9 @@ granted it and when, and taking it back where it lives (gateway/grant_kinds.py).
 - ``/grants``: the session's grants in force and the project's lasting ones.
 - ``/revoke ID``: says what revoking does and asks to confirm where it ends the agent
   process (``/revoke ID confirm``) or edits Codex's rules file (``/revoke ID remove``: that
-  line goes, and the process that holds the rule in memory is ended too).
+  line goes, and the process that holds the rule in memory is ended too). An OpenCode
+  "always" is confirmed the same way: any saved permission for its patterns is deleted
+  (``DELETE /api/permission/saved/{id}``), then the server, which holds it in memory, ends.
 
 Who may revoke: whoever may decide the session's requests (auth.may_decide).
 """
@@ -16,15 +18,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from gateway.agents import SavesPermissions
 from gateway.auth import may_decide
 from gateway.config import Config
 from gateway.domain import Actor
+from gateway.errors import AgentError
 from gateway.grant_kinds import (
     GrantKind,
     RuleLine,
     codex_rules_file,
     find_rule_line,
     grant_kind,
+    opencode_permission,
     remove_rule_line,
     rule_words,
     settings_place,
@@ -43,6 +48,13 @@ ENDS_PROCESS = (
     "the agent process is ended (there is no call to take it back); your next message "
     "resumes the conversation without it"
 )
+
+ENDS_SERVER = (
+    "the OpenCode server, which holds it in its memory, is ended; your next message starts "
+    "a new one without it"
+)
+# grants that live as long as the agent process (or server) of the epoch they were given in
+_EPOCH_BOUND = frozenset({GrantKind.PROCESS, GrantKind.OPENCODE_SERVER})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,7 +94,7 @@ class GrantDesk:
             if entry.revoked is not None:
                 continue
             kind = grant_kind(session.agent_kind, entry.grant)
-            if kind is GrantKind.PROCESS and (
+            if kind in _EPOCH_BOUND and (
                 entry.grant.session_id != session.id or entry.runtime_epoch != live
             ):
                 continue  # its process has ended: it went with it
@@ -97,6 +109,7 @@ class GrantDesk:
             then, button = {
                 GrantKind.PROCESS: ("confirm", "Revoke: end the agent process"),
                 GrantKind.CODEX_RULE: ("remove", "Revoke: remove the line"),
+                GrantKind.OPENCODE_SERVER: ("confirm", "Revoke: end the OpenCode server"),
                 GrantKind.AGENT_SETTINGS: (None, ""),
             }[kind]
             lines.append(
@@ -137,6 +150,8 @@ class GrantDesk:
         kind = grant_kind(session.agent_kind, entry.grant)
         if kind is GrantKind.PROCESS:
             return "held by the agent process, until it ends"
+        if kind is GrantKind.OPENCODE_SERVER:
+            return "held by the OpenCode server, until it stops"
         if kind is GrantKind.CODEX_RULE:
             line = await self._rule_line(session, entry)
             if line is None:
@@ -183,6 +198,28 @@ class GrantDesk:
             await self._store.grants.revoke(grant, actor, how="agent process ended")
             await self._end_process(session)
             return f"Grant {grant_id} revoked: {ENDS_PROCESS}."
+        if kind is GrantKind.OPENCODE_SERVER:
+            if then != "confirm":
+                return (
+                    f"Revoking {quoted(grant.description)}: any permission OpenCode saved "
+                    f"for it is deleted and {ENDS_SERVER}. To go on: /revoke {grant_id} confirm"
+                )
+            try:
+                deleted = await self._remove_saved(session, entry)
+            except AgentError as exc:  # its saved permissions could outlive the server
+                log.warning("revoking grant %s: %s", grant_id, exc)
+                return (
+                    f"OpenCode's saved permissions could not be read: nothing was revoked ({exc})."
+                )
+            how = "OpenCode server ended"
+            said = ENDS_SERVER
+            if deleted:
+                ids = ", ".join(deleted)
+                how = f"saved permission {ids} deleted; {how}"
+                said = f"OpenCode's saved permission {ids} is deleted, and {ENDS_SERVER}"
+            await self._store.grants.revoke(grant, actor, how=how)
+            await self._end_process(session)
+            return f"Grant {grant_id} revoked: {said}."
         if kind is GrantKind.CODEX_RULE:
             line = await self._rule_line(session, entry)
             if line is None:
@@ -209,6 +246,18 @@ class GrantDesk:
                 f"{ENDS_PROCESS}."
             )
         return f"Grant {grant_id} is kept in {settings_place(session.agent_kind)}."
+
+    async def _remove_saved(self, session: SessionRecord, entry: ProjectGrant) -> list[str]:
+        """Delete what the OpenCode server saved for the grant; the ids deleted."""
+        runner = self._runner_of(session.id)
+        agent = runner.agent if runner is not None else None
+        interaction = await self._store.interactions.get(entry.grant.interaction_id)
+        if not isinstance(agent, SavesPermissions) or interaction is None:
+            return []
+        permission, patterns = opencode_permission(interaction, entry.grant.action_id)
+        if not patterns:
+            return []
+        return await agent.remove_saved_permissions(permission, patterns)
 
     async def _end_process(self, session: SessionRecord) -> None:
         runner = self._runner_of(session.id)

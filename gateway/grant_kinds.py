@@ -10,11 +10,14 @@ A grant (the ``grants`` table: a person chose an action whose scope is the sessi
   appends ``prefix_rule(pattern=[...], decision="allow")`` to
   ``$CODEX_HOME/rules/default.rules``; revoking names the file and line and offers to remove
   that line (and ends the process, which holds the rule in memory too).
+- **the OpenCode server** (its "always"): 1.18.33 keeps it in the server's memory (and a
+  server that saves it keeps it in its saved permissions, ``/api/permission/saved``);
+  revoking deletes any saved permission for those patterns and ends the server (one per
+  epoch, so only while that epoch is live is it in force); the next epoch's server starts
+  without it.
 - **elsewhere in the agent's own settings** (Claude's rules saved to its user settings,
   Codex's network amendments): named, to be removed there.
 
-OpenCode's "always" (saved permissions, revoked by ``DELETE``) is built on another branch:
-it becomes one more :class:`GrantKind` and a case in :func:`grant_kind`.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from gateway.config import ProjectConfig
-from gateway.domain import AgentKind, Command, Scope
+from gateway.domain import AgentKind, Command, FileChange, Scope
 from gateway.interactions import Interaction
 from gateway.store.records import Grant
 
@@ -38,6 +41,7 @@ __all__ = [
     "codex_rules_file",
     "find_rule_line",
     "grant_kind",
+    "opencode_permission",
     "remove_rule_line",
     "rule_words",
 ]
@@ -50,6 +54,7 @@ class GrantKind(StrEnum):
     PROCESS = "process"  # lives in the agent process: ended to revoke
     CODEX_RULE = "codex_rule"  # a line of Codex's rules file
     AGENT_SETTINGS = "agent_settings"  # the agent's own settings: removed there, by hand
+    OPENCODE_SERVER = "opencode_server"  # OpenCode's server: saved ones deleted, server ended
 
 
 def _is_codex(kind: AgentKind) -> bool:
@@ -59,6 +64,8 @@ def _is_codex(kind: AgentKind) -> bool:
 def grant_kind(agent: AgentKind, grant: Grant) -> GrantKind:
     if grant.scope is Scope.SESSION:
         return GrantKind.PROCESS
+    if agent is AgentKind.OPENCODE:
+        return GrantKind.OPENCODE_SERVER
     if _is_codex(agent) and grant.action_id.startswith("rule"):
         return GrantKind.CODEX_RULE
     return GrantKind.AGENT_SETTINGS
@@ -137,3 +144,15 @@ def remove_rule_line(rule: RuleLine) -> bool:
     del lines[rule.number - 1]
     rule.path.write_text("".join(lines), encoding="utf-8")
     return True
+
+
+def opencode_permission(interaction: Interaction, action_id: str) -> tuple[str | None, list[str]]:
+    """What an OpenCode "always" allowed: its permission (``bash``, ``edit``; None where the
+    card does not say) and the patterns (the action's rule, ``"echo *, ls *"``)."""
+    action = interaction.action(action_id)
+    patterns = [p for p in (action.rule if action is not None else "").split(", ") if p]
+    if isinstance(interaction.detail, Command):
+        return "bash", patterns
+    if isinstance(interaction.detail, FileChange):
+        return "edit", patterns
+    return None, patterns

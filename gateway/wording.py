@@ -9,6 +9,8 @@ these helpers now. Pure.
   platform that can show each reader their own local time may do so from the datetime).
 - A duration is seconds under a minute ("0.5 s", "42 s"), then minutes and seconds ("1 min
   35 s"), then minutes ("12 min"), then hours ("2 h 5 min").
+- A count is said with its noun, singular for one: "1 line", "20,000 characters"; an
+  attached file's notice says how long it is in those words.
 - A name a person chose or reads on a button (a label, a card's title) is in straight double
   quotes; a command is in backticks (Markdown), only where the text is rendered as Markdown
   (the turn's tool lines), never on a card, whose text is drawn as plain text.
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-__all__ = ["clock_time", "duration", "quoted"]
+__all__ = ["attached_notice", "clock_time", "count", "duration", "line_count", "quoted"]
 
 
 def clock_time(at: datetime) -> str:
@@ -47,3 +49,20 @@ def duration(seconds: float) -> str:
 def quoted(text: str) -> str:
     """A name in straight double quotes: "Allow once"."""
     return f'"{text}"'
+
+
+def count(number: int, noun: str) -> str:
+    """ "1 line", "2 lines", "20,000 characters": the noun singular for one."""
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
+
+
+def line_count(content: str) -> int:
+    """How many lines a person sees in ``content`` (a last line without its newline counts)."""
+    return content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+
+
+def attached_notice(what: str, name: str, content: str) -> str:
+    """What a card says in place of what did not fit: "The full command (1 line, 20,000
+    characters) is attached as command.sh."."""
+    size = f"{count(line_count(content), 'line')}, {count(len(content), 'character')}"
+    return f"The full {what} ({size}) is attached as {name}."

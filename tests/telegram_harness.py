@@ -86,6 +86,7 @@ def telegram_config_text(
     features: tuple[str, ...] = (),
     sandbox: str = "workspace-write",
     telegram: str = "",
+    policy: str = "",
 ) -> str:
     env = "\n".join(f"{k} = {json.dumps(v)}" for k, v in (home.env if home else {}).items())
     text = f"""
@@ -112,7 +113,7 @@ token = "{TOKEN}"
 base_url = "{fake.base_url}"
 poll_timeout_seconds = 10
 {telegram}
-"""
+{policy}"""
     return text
 
 

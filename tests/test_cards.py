@@ -172,7 +172,7 @@ def test_a_diff_too_long_for_the_message_is_attached_and_the_buttons_say_so() ->
     assert not any(isinstance(block, DiffBlock) for block in card.blocks)
     notices = [b.text for b in card.blocks if isinstance(b, TextBlock)]
     assert notices == [
-        f"The full diff (2000 lines, {len(diff):,} characters) is attached as changes.diff."
+        f"The full diff (2,000 lines, {len(diff):,} characters) is attached as changes.diff."
     ]
     assert [a.label for a in card.actions] == ["Yes (see attached diff)", "No (see attached diff)"]
     assert card_text_length(card) <= 4096

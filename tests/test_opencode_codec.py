@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from adapters.opencode import OpenCodeCodec, SseDecoder, basic_auth, parse_listening_line
+from adapters.opencode import (
+    OpenCodeCodec,
+    SseDecoder,
+    basic_auth,
+    matching_saved,
+    parse_listening_line,
+    remove_saved,
+)
 from gateway.domain import Answer, Decision, Resolution, Scope, TurnStatus
 from gateway.errors import CodecUsageError
 from gateway.events import (
@@ -254,3 +261,21 @@ def test_sse_lines_listening_line_and_auth() -> None:
     )
     assert parse_listening_line("Warning: something") is None
     assert basic_auth("pw") == "Basic b3BlbmNvZGU6cHc="
+
+
+def test_saved_permissions_of_a_grant_are_matched_by_permission_and_pattern() -> None:
+    listed = {
+        "data": [
+            {"id": "psv_1", "projectID": "global", "action": "bash", "resource": "echo *"},
+            {"id": "psv_2", "projectID": "global", "action": "edit", "resource": "echo *"},
+            {"id": "psv_3", "projectID": "global", "action": "bash", "resource": "ls *"},
+            {"id": "psv_4", "projectID": "global", "action": "*", "resource": "git *"},
+            {"action": "bash", "resource": "echo *"},  # no id: nothing to delete
+        ]
+    }
+    assert matching_saved(listed, "bash", ["echo *", "git *"]) == ["psv_1", "psv_4"]
+    assert matching_saved(listed, None, ["echo *"]) == ["psv_1", "psv_2"]
+    assert matching_saved({"data": "nonsense"}, "bash", ["echo *"]) == []
+    assert matching_saved(None, "bash", ["echo *"]) == []
+    request = remove_saved("psv_1/../x")
+    assert (request.method, request.path) == ("DELETE", "/api/permission/saved/psv_1%2F..%2Fx")

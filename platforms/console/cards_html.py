@@ -28,7 +28,7 @@ from gateway.cards import (
 from gateway.domain import InteractionState, Question
 from gateway.interactions import Interaction
 from gateway.markdown import console_html
-from gateway.wording import clock_time, quoted
+from gateway.wording import clock_time, count, line_count, quoted
 from platforms.console.highlight import highlight_code, highlight_diff, highlight_shell
 from platforms.console.views import CardView
 
@@ -94,7 +94,7 @@ def _block(block: Block) -> str:
 
 
 def _attachment(attachment: Attachment) -> str:
-    lines = attachment.content.count("\n") + 1
+    lines = count(line_count(attachment.content), "line")
     if attachment.name.endswith(".diff"):
         body = highlight_diff(attachment.content)
     elif attachment.name.endswith(".sh"):
@@ -102,7 +102,7 @@ def _attachment(attachment: Attachment) -> str:
     else:
         body = escape(attachment.content)
     return (
-        f"<details open><summary>{escape(attachment.name)} ({lines} lines)</summary>"
+        f"<details open><summary>{escape(attachment.name)} ({lines})</summary>"
         f"<pre>{body}</pre></details>"
     )
 

@@ -35,6 +35,7 @@ from gateway.cards import (
 )
 from gateway.domain import Question, Scope
 from gateway.markdown import telegram_html
+from gateway.wording import attached_notice
 from platforms.form_drafts import Draft, Form
 
 __all__ = [
@@ -231,9 +232,7 @@ def _attach_largest(parts: _Parts) -> Attachment | None:
     _, index, block = max(found, key=lambda f: (f[0], f[1]))
     what, name = _ATTACHABLE[type(block)]
     content = block.code if isinstance(block, CodeBlock) else block.diff
-    lines = content.count("\n") + (0 if content.endswith("\n") else 1)
-    notice = f"The full {what} ({lines} lines, {len(content):,} characters) is attached as {name}."
-    parts.blocks[index] = TextBlock(text=notice)
+    parts.blocks[index] = TextBlock(text=attached_notice(what, name, content))
     return Attachment(name=name, content=content)
 
 

@@ -30,6 +30,7 @@ from tests.platform_contract.contract import (
     FormAnswers,
     Seen,
     not_seen,
+    policy_rules,
     requests_for,
 )
 
@@ -45,7 +46,8 @@ _ITEM = re.compile(
 _BUTTON = re.compile(r'<button type="submit" name="token"[^>]*value="([^"]*)">([^<]*)</button>')
 _STATUS = re.compile(r'<p class="status">([^<]*)</p>')
 _FILE = re.compile(
-    r"<details open><summary>([^<]*) \(\d+ lines\)</summary><pre>(.*?)</pre></details>", re.DOTALL
+    r"<details open><summary>([^<]*) \([\d,]+ lines?\)</summary><pre>(.*?)</pre></details>",
+    re.DOTALL,
 )
 _TAG = re.compile(r"<(/?)(\w+)[^>]*>")
 _INLINE = {"a", "b", "code", "i", "small", "span", "time", "button", "label", "input"}
@@ -104,8 +106,11 @@ def page_items(page: str, bodies: dict[str, str] | None = None) -> list[Seen]:
 class ConsoleDriver(Driver):
     shown_as = {"alice": "alice"}
     name = "console"
+    accounts = {"alice": "local:alice", "carol": "local:carol"}
     not_applicable = {
         Case.NON_APPROVER: "the console acts as one configured identity, an approver here",
+        Case.SECOND_VOTE: "the console acts as one configured identity: no second person",
+        Case.ESCALATION: "the console is one person's pages: no direct message, no channel",
         Case.STORM: "served by the gateway's own process: nothing answers 429",
         Case.OUTAGE: "served by the gateway's own process: no connection to lose",
     }
@@ -130,7 +135,7 @@ approvers = ["alice"]
 
 [platforms.console]
 identity = "local:alice"
-""",
+{policy_rules(self.accounts, None)}""",
             "console-contract.toml",
         )
         self.session: str | None = None  # the conversation's session, once started

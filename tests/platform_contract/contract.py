@@ -18,6 +18,7 @@ own change signal, never sleeps.
 from __future__ import annotations
 
 import abc
+import json
 import re
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -55,6 +56,7 @@ __all__ = [
     "before_hash",
     "long_plan",
     "not_seen",
+    "policy_rules",
     "requests_for",
 ]
 
@@ -78,6 +80,8 @@ class Case(StrEnum):
     ATTACHMENT = "a command too long for a card"
     PLAN = "a plan card"
     PLAN_MESSAGE = "Keep planning with a message"
+    SECOND_VOTE = "a second approver's vote decides"
+    ESCALATION = "escalation to a channel"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -129,6 +133,10 @@ class Driver(abc.ABC):
     limits: PlatformLimits
     not_applicable: Mapping[Case, str] = {}
     shown_as: Mapping[str, str]  # how a person is named on a card ("alice" → "@alice")
+    # each person's account as a policy rule names it ("alice" → "slack:U0ALICE")
+    accounts: Mapping[str, str]
+    # a channel as a rule's ``escalate_to`` names it ("slack:#C0ESC"); None: none to name
+    channel_name: str | None = None
     # a button of its own beside an action that takes a message (Telegram: no modal to
     # ask in), rather than a field or modal behind the action's own button
     message_button: str | None = None
@@ -219,6 +227,10 @@ class Driver(abc.ABC):
         """The platform answers again (and the gateway hears it is back)."""
         raise NotImplementedError
 
+    async def click_in_channel(self, card: Seen, token: str, *, who: str = "alice") -> str:
+        """Send ``token`` as a press on ``card`` in the channel :attr:`channel_name` names."""
+        raise NotImplementedError
+
     # --- what a person sees ---------------------------------------------------------------
 
     @abc.abstractmethod
@@ -237,6 +249,14 @@ class Driver(abc.ABC):
         return await self.wait_for(
             lambda seen: next((s for s in seen if s.card and probe(s)), None)
         )
+
+    async def in_channel(self) -> list[Seen]:
+        """The bot's messages in the channel :attr:`channel_name` names, oldest first."""
+        raise NotImplementedError
+
+    async def card_in_channel(self, probe: Callable[[Seen], bool] = lambda s: True) -> Seen:
+        """The first card ``probe`` accepts in the channel :attr:`channel_name` names."""
+        raise NotImplementedError
 
     async def now(self, key: str) -> Seen:
         [found] = [s for s in await self.seen() if s.key == key]
@@ -381,10 +401,38 @@ def requests_for(limits: PlatformLimits) -> dict[str, InteractionRequest]:
         },
         "form": FORM,
         "secret": SECRET,
+        "two": approval("scripted:two", TWO_PERSON, "Touch a file?"),
+        "escalate": approval("scripted:escalate", ESCALATED, "Touch a file?"),
         "long": approval("scripted:long", long_command(limits), "Run a long script?"),
         "plan": plan("scripted:plan", PLAN_MARKDOWN),
         "long plan": plan("scripted:long-plan", long_plan(limits)),
     }
+
+
+# what the two-person rule governs: "two" asks one person, "escalate" is also asked in the
+# driver's channel after a second
+TWO_PERSON = "touch two-person"
+ESCALATED = "touch escalated"
+
+
+def policy_rules(accounts: Mapping[str, str], channel: str | None) -> str:
+    """The project's ``[[projects.demo.policy]]`` rules: two people must agree (Alice and
+    Carol, by their accounts), and the second rule's request is escalated to ``channel``."""
+    approvers = [accounts["alice"], accounts["carol"]]
+    escalate = f"escalate_after = 1\nescalate_to = [{json.dumps(channel)}]\n" if channel else ""
+    return f"""
+[[projects.demo.policy]]
+kind = "command"
+command_prefix = {json.dumps(TWO_PERSON)}
+approvals = 2
+approvers = {json.dumps(approvers)}
+
+[[projects.demo.policy]]
+kind = "command"
+command_prefix = {json.dumps(ESCALATED)}
+approvals = 2
+approvers = {json.dumps(approvers)}
+{escalate}"""
 
 
 def answers_of(driver: Driver) -> list[dict[str, Answer]]:

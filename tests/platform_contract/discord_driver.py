@@ -24,6 +24,7 @@ from tests.platform_contract.contract import (
     FormAnswers,
     Seen,
     not_seen,
+    policy_rules,
     requests_for,
 )
 from tests.servers.fake_discord import (
@@ -42,17 +43,21 @@ __all__ = ["DiscordDriver"]
 T = TypeVar("T")
 CAROL = Person("1300000000000000003", "carol")
 PEOPLE = {"alice": ALICE, "carol": CAROL}
+ESCALATIONS = "1600000000000000099"  # where a request is escalated
 
 
 class DiscordDriver(Driver):
     shown_as = {"alice": "@alice", "carol": "@carol"}
     name = "discord"
+    accounts = {"alice": f"discord:{ALICE.id}", "carol": f"discord:{CAROL.id}"}
+    channel_name = f"discord:#{ESCALATIONS}"
 
     def __init__(self, tmp_path: Path, fake: FakeDiscord) -> None:
         self.limits = DISCORD_LIMITS
         super().__init__(requests_for(self.limits))
         self.fake = fake
         fake.add_person(CAROL)
+        self.escalations = fake.add_channel(ESCALATIONS, "escalations")
         self.thread: str | None = None
         (tmp_path / "work").mkdir()
         self.config = parse_config(
@@ -73,10 +78,10 @@ approvers = [{json.dumps(ALICE.id)}]
 [platforms.discord]
 token = "{TOKEN}"
 application_id = "{APP_ID}"
-channels = ["{fake.general.id}"]
+channels = ["{fake.general.id}", "{ESCALATIONS}"]
 api_base_url = "{fake.api_base}"
 gateway_url = "{fake.gateway_url}"
-""",
+{policy_rules(self.accounts, self.channel_name)}""",
             "discord-test.toml",
         )
 
@@ -132,6 +137,24 @@ gateway_url = "{fake.gateway_url}"
                 3, PEOPLE[who], self.fake.channels[message.channel_id], data, message
             )
         return await self._answer(clicked)
+
+    async def click_in_channel(self, card: Seen, token: str, *, who: str = "alice") -> str:
+        return await self.click(card, token, who=who)  # a message is found by its id alone
+
+    def _in_channel(self) -> list[Seen]:
+        return [self._seen(m) for m in self.fake.bot_messages(self.escalations)]
+
+    async def in_channel(self) -> list[Seen]:
+        return self._in_channel()
+
+    async def card_in_channel(self, probe: Callable[[Seen], bool] = lambda s: True) -> Seen:
+        def find() -> Seen | None:
+            return next((s for s in self._in_channel() if s.card and probe(s)), None)
+
+        try:
+            return await self.fake.wait_for(find, DEADLINE)
+        except TimeoutError:
+            raise not_seen(f"{self.name} #escalations", DEADLINE, self._in_channel()) from None
 
     async def press_with_message(
         self, card: Seen, label: str, message: str, *, who: str = "alice"

@@ -23,6 +23,7 @@ from tests.platform_contract.contract import (
     FormAnswers,
     Seen,
     not_seen,
+    policy_rules,
     requests_for,
 )
 
@@ -30,6 +31,8 @@ __all__ = ["MemoryDriver", "card_text"]
 
 T = TypeVar("T")
 ROOM = ConversationRef(platform="memory", space="team", channel="room", thread="t1")
+# where a request is escalated ("memory:#escalations": the space is the session's own)
+ESCALATIONS = ConversationRef(platform="memory", space="team", channel="escalations")
 PEOPLE = {
     "alice": Actor(platform="memory", user_id="alice", display="Alice"),
     "carol": Actor(platform="memory", user_id="carol", display="Carol"),
@@ -61,6 +64,8 @@ def card_text(card: Card) -> str:
 class MemoryDriver(Driver):
     shown_as = {"alice": "Alice", "carol": "Carol"}
     name = "memory"
+    accounts = {"alice": "memory:alice", "carol": "memory:carol"}
+    channel_name = "memory:#escalations"
 
     def __init__(self, tmp_path: Path, limits: PlatformLimits | None = None) -> None:
         self.limits = limits or PlatformLimits()
@@ -82,7 +87,7 @@ allow_from = ["alice", "carol"]
 approvers = ["alice"]
 
 [platforms.memory]
-""",
+{policy_rules(self.accounts, self.channel_name)}""",
             "memory-contract.toml",
         )
         self._gateway: Gateway | None = None
@@ -107,6 +112,22 @@ approvers = ["alice"]
 
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
         return (await self.platform.click(ROOM, PEOPLE[who], token)).text
+
+    async def click_in_channel(self, card: Seen, token: str, *, who: str = "alice") -> str:
+        return (await self.platform.click(ESCALATIONS, PEOPLE[who], token)).text
+
+    async def in_channel(self) -> list[Seen]:
+        return [self._seen(m) for m in self.platform.messages(ESCALATIONS)]
+
+    async def card_in_channel(self, probe: Callable[[Seen], bool] = lambda s: True) -> Seen:
+        def find() -> Seen | None:
+            shown = [self._seen(m) for m in self.platform.messages(ESCALATIONS)]
+            return next((s for s in shown if s.card and probe(s)), None)
+
+        try:
+            return await self.platform.wait_for(find, DEADLINE)
+        except TimeoutError:
+            raise not_seen(f"{self.name} #escalations", DEADLINE, await self.in_channel()) from None
 
     async def press_with_message(
         self, card: Seen, label: str, message: str, *, who: str = "alice"

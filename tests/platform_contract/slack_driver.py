@@ -20,6 +20,7 @@ from tests.platform_contract.contract import (
     FormAnswers,
     Seen,
     not_seen,
+    policy_rules,
     requests_for,
 )
 from tests.servers.fake_slack import BOT_USER_ID, FakeSlack, Person, Posted
@@ -30,16 +31,20 @@ __all__ = ["SlackDriver"]
 
 T = TypeVar("T")
 PEOPLE = {"alice": ALICE, "carol": CAROL}
+ESCALATIONS = "C0ESCALATE"  # where a request is escalated
 
 
 class SlackDriver(Driver):
     shown_as = {"alice": "@alice", "carol": "@carol"}
     name = "slack"
+    accounts = {"alice": f"slack:{ALICE.id}", "carol": f"slack:{CAROL.id}"}
+    channel_name = f"slack:#{ESCALATIONS}"
 
     def __init__(self, tmp_path: Path, fake: FakeSlack) -> None:
         self.limits = SLACK_LIMITS
         super().__init__(requests_for(self.limits))
         self.fake = fake
+        fake.add_channel(ESCALATIONS, "escalations", members={ALICE.id, CAROL.id})
         self.thread: str | None = None  # the thread the first mention started
         self.buttons: dict[str, dict[str, Any]] = {}  # every button seen, by its value
         (tmp_path / "work").mkdir()
@@ -49,6 +54,7 @@ class SlackDriver(Driver):
             work_dir=tmp_path / "work",
             approvers=(ALICE.id,),
             allow_from=(ALICE.id, CAROL.id),
+            project=policy_rules(self.accounts, self.channel_name),
         )
 
     @asynccontextmanager
@@ -78,11 +84,36 @@ class SlackDriver(Driver):
             await self.fake.click(person, message, card.labels[0], value=token)
         return await self._answer(person, before)
 
-    async def _answer(self, person: Person, before: int) -> str:
+    async def _answer(self, person: Person, before: int, channel: str = GENERAL) -> str:
         new = await self.fake.wait_for(
-            lambda: self.fake.ephemerals(person, GENERAL)[before:], DEADLINE
+            lambda: self.fake.ephemerals(person, channel)[before:], DEADLINE
         )
         return read(new[0].text)
+
+    async def click_in_channel(self, card: Seen, token: str, *, who: str = "alice") -> str:
+        person = PEOPLE[who]
+        message = self.fake.message(ESCALATIONS, card.key)
+        before = len(self.fake.ephemerals(person, ESCALATIONS))
+        [label] = [
+            text_of(b["text"]) for _, b in buttons_of(message.blocks) if b.get("value") == token
+        ]
+        await self.fake.click(person, message, label)
+        return await self._answer(person, before, ESCALATIONS)
+
+    def _in_channel(self) -> list[Seen]:
+        return [self._seen(m) for m in self.fake.messages(ESCALATIONS) if m.from_bot]
+
+    async def in_channel(self) -> list[Seen]:
+        return self._in_channel()
+
+    async def card_in_channel(self, probe: Callable[[Seen], bool] = lambda s: True) -> Seen:
+        def find() -> Seen | None:
+            return next((s for s in self._in_channel() if s.card and probe(s)), None)
+
+        try:
+            return await self.fake.wait_for(find, DEADLINE)
+        except TimeoutError:
+            raise not_seen(f"{self.name} #escalations", DEADLINE, self._in_channel()) from None
 
     async def answer_form(
         self, card: Seen, request: InteractionRequest, answers: FormAnswers, *, who: str = "alice"

@@ -21,28 +21,35 @@ from tests.platform_contract.contract import (
     FormAnswers,
     Seen,
     not_seen,
+    policy_rules,
     requests_for,
 )
 from tests.servers.fake_telegram import FakeTelegram, Sent
-from tests.servers.telegram_people import Person
+from tests.servers.telegram_people import Person, group_chat
 from tests.telegram_harness import ALICE, CAROL, GROUP, GROUP_ID, on_telegram, telegram_config
 
 __all__ = ["TelegramDriver"]
 
 T = TypeVar("T")
 PEOPLE = {"alice": ALICE, "carol": CAROL}
+# where a request is escalated: another group the bot is in
+ESCALATIONS = group_chat(-1009876543210, "Escalations")
+ESCALATIONS_ID = int(ESCALATIONS["id"])
 _STATUS = re.compile(r"<i>([^<]*)</i>\s*$")
 
 
 class TelegramDriver(Driver):
     shown_as = {"alice": "@alice", "carol": "@carol"}
     name = "telegram"
+    accounts = {"alice": f"telegram:{ALICE.id}", "carol": f"telegram:{CAROL.id}"}
+    channel_name = f"telegram:#{ESCALATIONS_ID}"
     message_button = "✎ {}, with a message"
 
     def __init__(self, tmp_path: Path, fake: FakeTelegram) -> None:
         self.limits = TELEGRAM_LIMITS
         super().__init__(requests_for(self.limits))
         self.fake = fake
+        fake.register_chat(ESCALATIONS)
         self.refused = False  # whether the last click was answered with a refusal
         (tmp_path / "work").mkdir()
         self.config = telegram_config(
@@ -52,6 +59,7 @@ class TelegramDriver(Driver):
             approvers=("111",),
             allow_from=("111", "333"),
             telegram=f'groups = {{ "{GROUP_ID}" = "all" }}',
+            policy=policy_rules(self.accounts, self.channel_name),
         )
 
     @asynccontextmanager
@@ -68,6 +76,25 @@ class TelegramDriver(Driver):
         answer = await self.tg.click(PEOPLE[who], message, token)
         self.refused = answer.get("show_alert") in (True, "true")  # a refusal is an alert
         return str(answer.get("text") or "")
+
+    async def click_in_channel(self, card: Seen, token: str, *, who: str = "alice") -> str:
+        message = self.fake.message(ESCALATIONS_ID, int(card.key))
+        answer = await self.tg.click(PEOPLE[who], message, token)
+        self.refused = answer.get("show_alert") in (True, "true")
+        return str(answer.get("text") or "")
+
+    async def in_channel(self) -> list[Seen]:
+        return [_seen(m) for m in self.fake.bot_messages(ESCALATIONS_ID)]
+
+    async def card_in_channel(self, probe: Callable[[Seen], bool] = lambda s: True) -> Seen:
+        def find() -> Seen | None:
+            shown = [_seen(m) for m in self.fake.bot_messages(ESCALATIONS_ID)]
+            return next((s for s in shown if s.card and probe(s)), None)
+
+        try:
+            return await self.fake.wait_for(find, DEADLINE)
+        except TimeoutError:
+            raise not_seen(f"{self.name} escalations", DEADLINE, await self.in_channel()) from None
 
     async def press_with_message(
         self, card: Seen, label: str, message: str, *, who: str = "alice"
