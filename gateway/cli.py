@@ -206,7 +206,8 @@ async def _check(path: Path, probe_timeout: float) -> int:
         probes = {
             name: tasks.create_task(_probe(name, project, probe_timeout))
             for name, project in config.projects.items()
-            if shutil.which(project.argv()[0]) is not None  # else said once above
+            # else said once above; an attached server is probed at its url
+            if project.attached or shutil.which(project.argv()[0]) is not None
         }
         asked = {
             name: tasks.create_task(_ask_platform(name, settings))
@@ -233,7 +234,8 @@ async def _probe(name: str, project: ProjectConfig, deadline: float) -> tuple[bo
     """Whether the project's agent answered ``--version``, and the line that says so."""
     from adapters.launch import probe_version
 
-    agent = f"{name}: {project.agent.value} via {' '.join(project.argv())}"
+    via = project.agent_options.url if project.attached else " ".join(project.argv())
+    agent = f"{name}: {project.agent.value} via {via}"
     try:
         version = await probe_version(project, deadline=deadline)
     except GatewayError as exc:

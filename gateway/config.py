@@ -83,6 +83,7 @@ __all__ = [
     "check_config",
     "load_config",
     "parse_config",
+    "read_password",
 ]
 
 DEFAULT_DATA_DIR = Path("~/.local/share/agent-gateway")
@@ -162,12 +163,13 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
 _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features", "collaboration_mode"})
 _APP_SERVER_ONLY = frozenset({"collaboration_mode"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
+_OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the gateway attaches to
 # the agent options each kind does not take (ACP's session/new has no policy or model)
 _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
-    AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY,
-    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY,  # exec has no modes
-    AgentKind.CLAUDE_CODE: _CODEX_ONLY,
-    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
+    AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY | _OPENCODE_ONLY,
+    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY | _OPENCODE_ONLY,  # exec has no modes
+    AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY,
+    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"},
     # OpenCode: its model and provider are its own config; the session's rules ask for every
     # tool, so no Codex or Claude option means anything to it
     AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
@@ -202,6 +204,10 @@ def _expand_path(value: Path, info: ValidationInfo) -> Path:
     return path
 
 
+def _optional_path(value: Path | None, info: ValidationInfo) -> Path | None:
+    return None if value is None else _expand_path(value, info)
+
+
 # --- sections ------------------------------------------------------------------------------
 
 
@@ -230,6 +236,13 @@ class AgentOptions(_Model):
     # None: the thread's own (default, or the last mode a turn asked for)
     collaboration_mode: CollaborationMode | None = None
     allow_dangerous: bool = False
+    # OpenCode attached mode: a server someone else runs (it outlives the gateway, which never
+    # starts or ends it), reached at ``url`` with the OPENCODE_SERVER_PASSWORD in
+    # ``password_file`` (its first line). Both or neither.
+    url: Annotated[str, StringConstraints(pattern=r"^https?://[^\s/]+(/[^\s]*)?$")] | None = None
+    password_file: Path | None = None
+
+    _paths = field_validator("password_file", mode="after")(_optional_path)
 
     def agent_env(self) -> dict[str, str]:
         """The project's ``env`` table in clear, for the agent's environment only."""
@@ -283,6 +296,11 @@ class ProjectConfig(_Model):
     def argv(self) -> tuple[str, ...]:
         """The agent's argv prefix: the configured one, or the agent's usual binary name."""
         return self.agent_options.argv or DEFAULT_ARGV.get(self.agent, ())
+
+    @property
+    def attached(self) -> bool:
+        """An agent server the gateway attaches to (OpenCode ``url``) rather than starts."""
+        return self.agent_options.url is not None
 
 
 class Config(_Model):
@@ -405,7 +423,23 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
     if project.agent not in DEFAULT_ARGV and options.argv is None:
         found.append(((*where, "argv"), f"agent {project.agent} needs an argv: the command to run"))
     found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
+    if project.agent is AgentKind.OPENCODE:
+        found += _attached_problems(where, options)
     return found
+
+
+def _attached_problems(where: Loc, options: AgentOptions) -> list[tuple[Loc, str]]:
+    """An attached OpenCode server needs its url and its password file together; it is not
+    started, so an argv would never be run."""
+    if options.url is None and options.password_file is None:
+        return []
+    if options.url is None:
+        return [((*where, "password_file"), "needs url: the OpenCode server to attach to")]
+    if options.password_file is None:
+        return [((*where, "url"), "needs password_file: the server's OPENCODE_SERVER_PASSWORD")]
+    if options.argv is not None:
+        return [((*where, "argv"), "does not apply to an attached OpenCode server (url)")]
+    return []
 
 
 def _unreachable_approvals(
@@ -569,6 +603,9 @@ def check_config(config: Config) -> tuple[ConfigProblem, ...]:
                     ("projects", name, "work_dir"), f"{project.work_dir} is not a directory"
                 )
             )
+        if project.attached:
+            problems += _password_file_problems(config, name, project)
+            continue  # not started by the gateway: `check` probes its url
         if not project.argv():
             continue  # an ACP project without argv: refused by _agent_problems already
         program = project.argv()[0]
@@ -582,3 +619,26 @@ def check_config(config: Config) -> tuple[ConfigProblem, ...]:
             message = f"agent program {program!r} not found (set argv to its path)"
             problems.append(config.problem(loc, message))
     return tuple(problems)
+
+
+def _password_file_problems(
+    config: Config, name: str, project: ProjectConfig
+) -> list[ConfigProblem]:
+    path = project.agent_options.password_file
+    assert path is not None  # _attached_problems: url and password_file come together
+    try:
+        read_password(path)
+    except ConfigError as exc:
+        return [config.problem(("projects", name, "agent_options", "password_file"), str(exc))]
+    return []
+
+
+def read_password(path: Path) -> str:
+    """The first line of an attached server's password file (never logged)."""
+    try:
+        first = path.read_text(encoding="utf-8").splitlines()[:1]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read password file {path}: {exc}") from exc
+    if not first or not first[0].strip():
+        raise ConfigError(f"password file {path} is empty")
+    return first[0].strip()

@@ -316,6 +316,20 @@ async def test_a_runtime_that_outlives_the_gateway_leaves_delivered_ones_unknown
     assert update.interaction.resolution.how is Resolution.UNKNOWN
 
 
+async def test_what_a_reattached_server_still_lists_is_kept_the_rest_orphaned(
+    store: Store,
+) -> None:
+    session, epoch = await running_session(store)
+    listed = (await store.interactions.create(session.id, epoch, approval("p:1"))).interaction
+    gone = (await store.interactions.create(session.id, epoch, approval("p:2"))).interaction
+    [update] = await store.interactions.orphan_epoch(
+        session.id, epoch, runtime_outlives_gateway=True, keep=frozenset({"p:1", "p:9"})
+    )
+    assert update.interaction.id == gone.id and update.interaction.state is S.ORPHANED
+    kept = await store.interactions.get(listed.id)
+    assert kept is not None and kept == listed  # not a field moved: its cards stay as drawn
+
+
 async def test_secret_answers_never_reach_the_database_file(store: Store, data_dir: Path) -> None:
     secret = "ghp_d3pl0y-t0k3n-that-must-not-leak"
     session, epoch = await running_session(store)

@@ -523,6 +523,7 @@ class InteractionLedger:
         runtime_outlives_gateway: bool = False,
         gateway_restarted: bool = False,
         note: str = "runtime ended",
+        keep: frozenset[str] = frozenset(),
     ) -> list[InteractionUpdate]:
         """End every live interaction of the epoch: ORPHANED, or UNKNOWN for an answer
         delivered to a runtime that outlives the gateway; and record, for every EXPIRED one
@@ -532,7 +533,10 @@ class InteractionLedger:
         ``gateway_restarted``: the gateway process that wrote this epoch's answers died. A
         decision it committed but never recorded a write for may have reached the agent in
         its last moment, so no "not written" delivery is recorded for it: its delivery stays
-        unknown, and the note says so."""
+        unknown, and the note says so.
+
+        ``keep``: native keys a runtime that outlives the gateway still lists (a reattached
+        server): those interactions stay as they are."""
 
         def orphan(conn: sqlite3.Connection) -> list[InteractionUpdate]:
             rows = fetch_all(
@@ -545,6 +549,8 @@ class InteractionLedger:
             )
             updates = []
             for current in (interaction_from_row(row) for row in rows):
+                if current.native_key is not None and current.native_key in keep:
+                    continue
                 if current.state is InteractionState.EXPIRED:
                     self._insert_delivery(conn, current.id, DeliveryOutcome.UNKNOWN, note)
                 moved = transition(
