@@ -40,14 +40,13 @@ _LEVELS = {
 # SDK loggers that write secrets below WARNING, kept at WARNING (or above) at any log_level:
 # httpx logs every request's URL, and a Telegram URL carries the bot token; PTB's debug lines
 # carry that URL too, and every update it receives (secret answers typed in a DM included);
-# httpcore and aiosqlite write a debug line per request or query (noise, and message text);
+# httpcore writes a debug line per request (noise);
 # slack_sdk and slack_bolt write every Socket Mode envelope, modal answers included;
 # discord.py logs gateway events and request bodies (modal answers, tokens) at DEBUG
 SDK_LOGGERS = (
     "httpx",
     "httpcore",
     "telegram",
-    "aiosqlite",
     "slack_sdk",
     "slack_bolt",
     "discord",

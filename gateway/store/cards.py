@@ -59,13 +59,15 @@ class CardCopies:
                 (interaction_id, *conversation_params(conversation)),
             )
             again = 0 if row is None else int(row["next"])
-            cursor = conn.execute(
+            inserted = fetch_one(
+                conn,
                 "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
-                " thread, again, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                " thread, again, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)"
+                " RETURNING id",
                 (interaction_id, *conversation_params(conversation), again, self._db.now()),
             )
-            assert cursor.lastrowid is not None
-            return _copy(conn, cursor.lastrowid)
+            assert inserted is not None
+            return _copy(conn, int(inserted["id"]))
 
         return await self._db.write(add_again)
 

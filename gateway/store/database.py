@@ -1,25 +1,26 @@
 """The connections to the ledger, the writer's lock, and the helpers every table module shares.
 
 Every public store method is one plain function of the ``sqlite3`` connection, run whole on
-aiosqlite's thread by :meth:`Database.write` (in a ``BEGIN IMMEDIATE`` transaction) or
-:meth:`Database.read`, under one ``asyncio.Lock``: the gateway has a single writer, and no
-method ever sees another's half-done work. Beside it, :class:`ReadOnlyDatabase` is a second
-connection, opened read-only on a thread of its own, for the few reads that must answer while
-the writer is busy (WAL: a reader never waits for a writer). ``sqlite3`` errors are
-translated to :class:`~gateway.errors.StoreError` here, chained.
+the connection's own thread (:class:`Runner`) by :meth:`Database.write` (in a ``BEGIN
+IMMEDIATE`` transaction) or :meth:`Database.read`, under one ``asyncio.Lock``: the gateway
+has a single writer, and no method ever sees another's half-done work. Beside it,
+:class:`ReadOnlyDatabase` is a second connection, opened read-only on a thread of its own, for
+the few reads that must answer while the writer is busy (WAL: a reader never waits for a
+writer). ``sqlite3`` errors are translated to :class:`~gateway.errors.StoreError` here,
+chained.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sqlite3
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
-
-import aiosqlite
 
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
@@ -29,6 +30,7 @@ __all__ = [
     "Database",
     "ReadOnlyDatabase",
     "Reader",
+    "Runner",
     "conversation_from_row",
     "conversation_params",
     "fetch_all",
@@ -76,16 +78,40 @@ def conversation_from_row(row: sqlite3.Row) -> ConversationRef:
     )
 
 
-class Database:
-    """The single aiosqlite connection (autocommit mode, so transactions are explicit).
+class Runner:
+    """A thread of our own that owns one connection and runs functions of it, one at a time.
 
-    A transaction is one plain function of the ``sqlite3`` connection, run whole on
-    aiosqlite's thread: one trip there and back per store call, where a statement each was
-    ~50 trips per approval (docs/decisions.md). The function must not await or block on
-    the event loop; it may raise to roll back.
+    One single-worker executor: a function given to :meth:`call` runs whole on that thread,
+    in one trip there and back. Cancelled while queued, it is never run; cancelled while it
+    runs, it ends (commits or rolls back) on its own, and the next call queues behind it.
+    ``trips`` counts the calls (what ``bench.interactions`` reports per approval).
     """
 
-    def __init__(self, conn: aiosqlite.Connection, clock: Clock) -> None:
+    def __init__(self, name: str) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self.trips = 0
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        self.trips += 1
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args))
+
+    def shutdown(self) -> None:
+        """Let the thread end once its queue is empty (nothing waits for it here)."""
+        self._pool.shutdown(wait=False)
+
+
+class Database:
+    """The writer's connection (autocommit mode, so transactions are explicit).
+
+    A transaction is one plain function of the ``sqlite3`` connection, run whole on
+    the connection's thread (:class:`Runner`): one trip there and back per store call, where
+    a statement each was ~50 trips per approval (docs/decisions.md). The function must not
+    await or block on the event loop; it may raise to roll back.
+    """
+
+    def __init__(self, runner: Runner, conn: sqlite3.Connection, clock: Clock) -> None:
+        self.runner = runner
         self._conn = conn
         self._clock = clock
         self._lock = asyncio.Lock()
@@ -124,9 +150,9 @@ class Database:
         work: Callable[[sqlite3.Connection], T],
     ) -> T:
         async with self._lock:
-            if self._closed:  # aiosqlite would raise a bare ValueError
+            if self._closed:
                 raise StoreError("the ledger is closed")
-            return await _on_thread(self._conn, runner, work)
+            return await _on_thread(self.runner, self._conn, runner, work)
 
     def audit(
         self,
@@ -161,7 +187,7 @@ class Reader(Protocol):
 
 
 class ReadOnlyDatabase:
-    """A second connection, opened read-only (``mode=ro``), with its own aiosqlite thread.
+    """A second connection, opened read-only (``mode=ro``), with a thread of its own.
 
     WAL lets it read while the writer writes: a read here never waits for the writer's lock,
     its thread or its transaction, and sees what was committed when the read began. Each read
@@ -170,7 +196,8 @@ class ReadOnlyDatabase:
     lock rules that out). Nothing can be written through it: SQLite refuses.
     """
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, runner: Runner, conn: sqlite3.Connection) -> None:
+        self.runner = runner
         self._conn = conn
         self._closed = False
 
@@ -182,23 +209,19 @@ class ReadOnlyDatabase:
         """Run ``work``'s SELECTs in one snapshot, on this connection's thread."""
         if self._closed:
             raise StoreError("the ledger is closed")
-        return await _on_thread(self._conn, _snapshot, work)
+        return await _on_thread(self.runner, self._conn, _snapshot, work)
 
 
 async def _on_thread(
-    conn: aiosqlite.Connection,
+    on: Runner,
+    conn: sqlite3.Connection,
     runner: Callable[[sqlite3.Connection, Callable[[sqlite3.Connection], T], _Ticket], T],
     work: Callable[[sqlite3.Connection], T],
 ) -> T:
     """Run ``runner(work)`` on ``conn``'s thread, in one trip; errors become StoreError."""
     ticket = _Ticket()
     try:
-        # aiosqlite's Connection._execute runs a callable on its thread (private: its
-        # version range is pinned in pyproject.toml, docs/decisions.md).
-        result: T = await conn._execute(  # type: ignore[no-untyped-call]
-            runner, conn._conn, work, ticket
-        )
-        return result
+        return await on.call(runner, conn, work, ticket)
     except sqlite3.Error as exc:
         raise StoreError(f"ledger error: {exc}") from exc
     except BaseException:

@@ -15,8 +15,6 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import aiosqlite
-
 from gateway.errors import StoreError
 
 __all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
@@ -361,54 +359,55 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-async def apply_migrations(
-    conn: aiosqlite.Connection, migrations: Sequence[Migration], *, now: str
+def apply_migrations(
+    conn: sqlite3.Connection, migrations: Sequence[Migration], *, now: str
 ) -> list[int]:
     """Apply the migrations ``conn`` has not seen, in order; return the versions applied.
 
-    ``conn`` must be in autocommit mode (``isolation_level=None``): each migration runs in
-    its own ``BEGIN IMMEDIATE`` transaction, so a failure leaves the earlier ones applied and
-    this one not at all.
+    Runs on the connection's thread. ``conn`` must be in autocommit mode
+    (``isolation_level=None``): each migration runs in its own ``BEGIN IMMEDIATE``
+    transaction, so a failure leaves the earlier ones applied and this one not at all.
     """
     versions = [m.version for m in migrations]
     if versions != list(range(1, len(versions) + 1)):
         raise StoreError(f"migrations must be numbered 1..N in order, got {versions}")
     try:
-        await conn.execute(
+        conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_version ("
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
         applied_now: list[int] = []
         for migration in migrations:
-            await conn.execute("BEGIN IMMEDIATE")
+            conn.execute("BEGIN IMMEDIATE")
             try:
-                if await _is_applied(conn, migration.version, known=len(migrations)):
-                    await conn.execute("ROLLBACK")
+                if _is_applied(conn, migration.version, known=len(migrations)):
+                    conn.execute("ROLLBACK")
                     continue
                 for statement in migration.statements:
-                    await conn.execute(statement)
-                await conn.execute(
+                    conn.execute(statement)
+                conn.execute(
                     "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
                     (migration.version, migration.name, now),
                 )
             except BaseException:
-                await conn.execute("ROLLBACK")
+                conn.execute("ROLLBACK")
                 raise
-            await conn.execute("COMMIT")
+            conn.execute("COMMIT")
             applied_now.append(migration.version)
     except sqlite3.Error as exc:
         raise StoreError(f"could not migrate the ledger: {exc}") from exc
     return applied_now
 
 
-async def _is_applied(conn: aiosqlite.Connection, version: int, *, known: int) -> bool:
-    async with conn.execute("SELECT max(version) FROM schema_version") as cursor:
-        row = await cursor.fetchone()
+def _is_applied(conn: sqlite3.Connection, version: int, *, known: int) -> bool:
+    row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
     newest = row[0] if row is not None and row[0] is not None else 0
     if newest > known:
         raise StoreError(
             f"the ledger's schema is version {newest}, newer than this gateway knows "
             f"({known}): upgrade agent-gateway or use another data dir"
         )
-    async with conn.execute("SELECT 1 FROM schema_version WHERE version = ?", (version,)) as c:
-        return await c.fetchone() is not None
+    return (
+        conn.execute("SELECT 1 FROM schema_version WHERE version = ?", (version,)).fetchone()
+        is not None
+    )

@@ -91,13 +91,14 @@ class PromptQueue:
                     outcome=EnqueueOutcome.FULL, prompt=None, ahead=depth, held=held
                 )
             now = self._db.now()
-            cursor = conn.execute(
+            inserted = fetch_one(
+                conn,
                 "INSERT INTO prompts (session_id, platform, space, channel, thread,"
                 " platform_message_id, author_platform, author_user_id, author_display, text,"
                 " mode, state, position, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
                 " (SELECT coalesce(max(position), 0) + 1 FROM prompts WHERE session_id = ?),"
-                " ?, ?)",
+                " ?, ?) RETURNING id",
                 (
                     session_id,
                     *key,
@@ -111,8 +112,8 @@ class PromptQueue:
                     now,
                 ),
             )
-            assert cursor.lastrowid is not None
-            prompt = _prompt(conn, cursor.lastrowid)
+            assert inserted is not None
+            prompt = _prompt(conn, int(inserted["id"]))
             return EnqueueResult(
                 outcome=EnqueueOutcome.QUEUED, prompt=prompt, ahead=depth - held, held=held
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -9,13 +10,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from urllib.parse import quote
 
-import aiosqlite
-
 from gateway.errors import StoreError
 from gateway.store.audit import AuditLog
 from gateway.store.cards import CardCopies
 from gateway.store.clicks import ClickViews
-from gateway.store.database import Clock, Database, ReadOnlyDatabase, utc_now
+from gateway.store.database import Clock, Database, ReadOnlyDatabase, Runner, utc_now
 from gateway.store.datadir import check_data_dir, prepare_data_dir
 from gateway.store.escalations import Escalations
 from gateway.store.grants import GrantBook
@@ -97,47 +96,62 @@ class Store:
         check_data_dir(data_dir, work_dirs)
         path = prepare_data_dir(data_dir) / DATABASE_FILE
         _create_private_file(path)
+        runner = Runner("ledger-writer")
         try:
-            conn = await aiosqlite.connect(path, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the ledger {path}: {exc}") from exc
-        db = Database(conn, clock)
-        try:
-            conn.row_factory = sqlite3.Row
-            await _configure(conn)
-            await apply_migrations(conn, migrations, now=db.now())
-            async with _read_only(path) as reader:
-                yield cls(db, path, reader)
-        finally:
-            db.close()
             try:
-                await conn.close()
+                conn = await runner.call(_connect, str(path), False)
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot close the ledger {path}: {exc}") from exc
+                raise StoreError(f"cannot open the ledger {path}: {exc}") from exc
+            db = Database(runner, conn, clock)
+            try:
+                await runner.call(_configure, conn)
+                await runner.call(
+                    functools.partial(apply_migrations, conn, migrations, now=db.now())
+                )
+                async with _read_only(path) as reader:
+                    yield cls(db, path, reader)
+            finally:
+                db.close()
+                try:
+                    await runner.call(conn.close)
+                except sqlite3.Error as exc:
+                    raise StoreError(f"cannot close the ledger {path}: {exc}") from exc
+        finally:
+            runner.shutdown()
+
+
+def _connect(database: str, uri: bool) -> sqlite3.Connection:
+    """On the runner's thread (the connection belongs to it): autocommit, rows by name."""
+    conn = sqlite3.connect(database, uri=uri, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    return conn
 
 
 @asynccontextmanager
 async def _read_only(path: Path) -> AsyncIterator[ReadOnlyDatabase]:
     """The second connection: ``mode=ro`` (SQLite refuses any write through it)."""
     uri = f"file:{quote(str(path))}?mode=ro"
+    runner = Runner("ledger-reader")
     try:
-        conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the ledger {path} to read: {exc}") from exc
-    reader = ReadOnlyDatabase(conn)
-    try:
-        conn.row_factory = sqlite3.Row
         try:
-            await conn.execute(f"PRAGMA busy_timeout = {READER_BUSY_TIMEOUT_MS}")
+            conn = await runner.call(_connect, uri, True)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot configure the ledger's reader: {exc}") from exc
-        yield reader
+            raise StoreError(f"cannot open the ledger {path} to read: {exc}") from exc
+        reader = ReadOnlyDatabase(runner, conn)
+        try:
+            try:
+                await runner.call(conn.execute, f"PRAGMA busy_timeout = {READER_BUSY_TIMEOUT_MS}")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot configure the ledger's reader: {exc}") from exc
+            yield reader
+        finally:
+            reader.close()
+            try:
+                await runner.call(conn.close)
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot close the ledger's reader {path}: {exc}") from exc
     finally:
-        reader.close()
-        try:
-            await conn.close()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot close the ledger's reader {path}: {exc}") from exc
+        runner.shutdown()
 
 
 def _create_private_file(path: Path) -> None:
@@ -151,14 +165,14 @@ def _create_private_file(path: Path) -> None:
         raise StoreError(f"cannot create the ledger {path}: {exc}") from exc
 
 
-async def _configure(conn: aiosqlite.Connection) -> None:
+def _configure(conn: sqlite3.Connection) -> None:
+    """On the runner's thread: WAL, ``synchronous=NORMAL``, foreign keys, busy timeout."""
     try:
-        rows = list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
-        row = rows[0] if rows else None
+        row = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if row is None or str(row[0]).lower() != "wal":
             raise StoreError("the ledger could not switch to WAL mode")
-        await conn.execute("PRAGMA synchronous = NORMAL")
-        await conn.execute("PRAGMA foreign_keys = ON")
-        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     except sqlite3.Error as exc:
         raise StoreError(f"cannot configure the ledger: {exc}") from exc

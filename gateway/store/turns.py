@@ -47,13 +47,14 @@ class TurnLedger:
             )
             if running is not None:
                 raise StoreError(f"session {session_id} already runs turn {running['id']}")
-            cursor = conn.execute(
+            inserted = fetch_one(
+                conn,
                 "INSERT INTO turns (session_id, epoch, prompt_id, native_turn_id, started_at)"
-                " VALUES (?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?) RETURNING id",
                 (session_id, epoch, prompt_id, native_turn_id, self._db.now()),
             )
-            assert cursor.lastrowid is not None
-            return _turn(conn, cursor.lastrowid)
+            assert inserted is not None
+            return _turn(conn, int(inserted["id"]))
 
         return await self._db.write(start)
 
