@@ -182,6 +182,7 @@ async def bench_gateway(
         async with Gateway(
             config, platforms={platform.name: platform.platform}, launcher=launcher
         ) as gateway:
+            assert gateway.store.path is not None, "the benchmarks read the SQLite ledger"
             yield BenchGateway(
                 gateway=gateway,
                 platform=platform,

@@ -13,13 +13,14 @@ are held is not held: what a person types after /stop is what they want now, and
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
 from gateway.store.database import (
+    Conn,
     Database,
+    Row,
     conversation_from_row,
     conversation_params,
     fetch_all,
@@ -61,7 +62,7 @@ class PromptQueue:
             raise ValueError("max_depth must be at least 1")
         key = (*conversation_params(conversation), platform_message_id)
 
-        def enqueue(conn: sqlite3.Connection) -> EnqueueResult:
+        def enqueue(conn: Conn) -> EnqueueResult:
             session = fetch_one(conn, "SELECT closed_at FROM sessions WHERE id = ?", (session_id,))
             if session is None or session["closed_at"] is not None:
                 raise StoreError(f"session {session_id} is closed or unknown")
@@ -128,7 +129,7 @@ class PromptQueue:
         turn waits for the running one to end).
         """
 
-        def claim_next(conn: sqlite3.Connection) -> PromptRecord | None:
+        def claim_next(conn: Conn) -> PromptRecord | None:
             row = fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
@@ -166,7 +167,7 @@ class PromptQueue:
         )
 
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
-        def finish(conn: sqlite3.Connection) -> PromptRecord:
+        def finish(conn: Conn) -> PromptRecord:
             prompt = _prompt(conn, prompt_id)
             if prompt.state in _FINAL:
                 if prompt.state is not state:
@@ -201,7 +202,7 @@ class PromptQueue:
         out. One read, whatever the number of sessions: how the console titles sessions."""
         ids = list(dict.fromkeys(session_ids))
 
-        def read(conn: sqlite3.Connection) -> dict[str, str]:
+        def read(conn: Conn) -> dict[str, str]:
             found: dict[str, str] = {}
             for at in range(0, len(ids), _IDS_PER_QUERY):
                 chunk = ids[at : at + _IDS_PER_QUERY]
@@ -239,7 +240,7 @@ class PromptQueue:
         until :meth:`resume`; a prompt queued later is not held. Returns how many are held
         (those held before included)."""
 
-        def hold(conn: sqlite3.Connection) -> int:
+        def hold(conn: Conn) -> int:
             return _hold(self._db, conn, session_id, reason)
 
         return await self._db.write(hold)
@@ -248,7 +249,7 @@ class PromptQueue:
         """Release the held prompts: they are sent in their order, after every prompt queued
         since they were held (what was typed after /stop runs first). Returns how many."""
 
-        def resume(conn: sqlite3.Connection) -> int:
+        def resume(conn: Conn) -> int:
             cursor = conn.execute(
                 "UPDATE sessions SET queue_paused = 0, queue_pause_reason = NULL WHERE id = ?",
                 (session_id,),
@@ -281,7 +282,7 @@ class PromptQueue:
         """Drop every queued prompt, held or not (recorded as dropped, audited); return how
         many. Nothing is held any more."""
 
-        def clear(conn: sqlite3.Connection) -> int:
+        def clear(conn: Conn) -> int:
             rows = fetch_all(
                 conn,
                 "SELECT id FROM prompts WHERE session_id = ? AND state = 'queued'",
@@ -312,7 +313,7 @@ class PromptQueue:
         """
         now = self._db.now()
 
-        def recover(conn: sqlite3.Connection) -> list[str]:
+        def recover(conn: Conn) -> list[str]:
             conn.execute(
                 "UPDATE prompts SET state = 'interrupted', updated_at = ?"
                 " WHERE state = 'in_flight'",
@@ -332,7 +333,7 @@ class PromptQueue:
         return await self._db.write(recover)
 
 
-def _hold(db: Database, conn: sqlite3.Connection, session_id: str, reason: str) -> int:
+def _hold(db: Database, conn: Conn, session_id: str, reason: str) -> int:
     cursor = conn.execute(
         "UPDATE sessions SET queue_paused = 1, queue_pause_reason = ? WHERE id = ?",
         (reason, session_id),
@@ -353,7 +354,7 @@ def _hold(db: Database, conn: sqlite3.Connection, session_id: str, reason: str) 
     return held
 
 
-def _count_held(conn: sqlite3.Connection, session_id: str) -> int:
+def _count_held(conn: Conn, session_id: str) -> int:
     row = fetch_one(
         conn,
         "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued' AND held = 1",
@@ -362,7 +363,7 @@ def _count_held(conn: sqlite3.Connection, session_id: str) -> int:
     return 0 if row is None else int(row["n"])
 
 
-def _count_queued(conn: sqlite3.Connection, session_id: str) -> int:
+def _count_queued(conn: Conn, session_id: str) -> int:
     row = fetch_one(
         conn,
         "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued'",
@@ -371,7 +372,7 @@ def _count_queued(conn: sqlite3.Connection, session_id: str) -> int:
     return 0 if row is None else int(row["n"])
 
 
-def _queued_before(conn: sqlite3.Connection, prompt: PromptRecord) -> int:
+def _queued_before(conn: Conn, prompt: PromptRecord) -> int:
     if prompt.state is not PromptState.QUEUED:
         return 0
     row = fetch_one(
@@ -383,20 +384,20 @@ def _queued_before(conn: sqlite3.Connection, prompt: PromptRecord) -> int:
     return 0 if row is None else int(row["n"])
 
 
-def _prompt(conn: sqlite3.Connection, prompt_id: int) -> PromptRecord:
+def _prompt(conn: Conn, prompt_id: int) -> PromptRecord:
     row = fetch_one(conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,))
     if row is None:
         raise StoreError(f"no prompt {prompt_id}")
     return _prompt_from_row(row)
 
 
-def prompt_by_id(conn: sqlite3.Connection, prompt_id: int) -> PromptRecord | None:
+def prompt_by_id(conn: Conn, prompt_id: int) -> PromptRecord | None:
     """A prompt, read inside another module's transaction (None if there is none)."""
     row = fetch_one(conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,))
     return None if row is None else _prompt_from_row(row)
 
 
-def _prompt_from_row(row: sqlite3.Row) -> PromptRecord:
+def _prompt_from_row(row: Row) -> PromptRecord:
     return PromptRecord(
         id=row["id"],
         session_id=row["session_id"],
