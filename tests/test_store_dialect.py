@@ -11,7 +11,14 @@ import pytest
 
 from gateway.store import Store
 from gateway.store.database import utc_now
-from gateway.store.dialect import FRAGMENTS, POSTGRESQL, postgresql_ddl, to_postgresql
+from gateway.store.dialect import (
+    FOR_UPDATE,
+    FOR_UPDATE_OF_I,
+    FRAGMENTS,
+    POSTGRESQL,
+    postgresql_ddl,
+    to_postgresql,
+)
 from gateway.store.migrations import MIGRATIONS, apply_migrations
 from gateway.store.postgresql import PgConn, PgTarget
 from tests.pg_cluster import PgCluster
@@ -33,6 +40,13 @@ def test_parameters_between_two_literals_are_parameters() -> None:
     assert to_postgresql("SELECT 'a' WHERE x = ? AND y = 'b'") == (
         "SELECT 'a' WHERE x = %s AND y = 'b'"
     )
+
+
+def test_a_row_lock_is_a_comment_on_sqlite_and_the_clause_on_postgresql() -> None:
+    sql = f"SELECT id FROM sessions WHERE id = ?{FOR_UPDATE}"
+    assert sqlite3.connect(":memory:").execute(f"SELECT 1 AS id{FOR_UPDATE}").fetchone() == (1,)
+    assert to_postgresql(sql) == "SELECT id FROM sessions WHERE id = %s FOR UPDATE"
+    assert to_postgresql(f"SELECT 1{FOR_UPDATE_OF_I}") == "SELECT 1 FOR UPDATE OF i"
 
 
 def test_a_question_mark_inside_a_string_literal_is_refused() -> None:

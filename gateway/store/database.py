@@ -159,6 +159,13 @@ class Database:
         """Refuse every later call with StoreError (the connection is being closed)."""
         self._closed = True
 
+    @property
+    def round_trips(self) -> int | None:
+        """PostgreSQL: the statements sent so far (each a network round trip); SQLite: None
+        (no network: ``runner.trips`` are its trips)."""
+        counted = getattr(self._conn, "round_trips", None)
+        return counted if isinstance(counted, int) else None
+
     def now(self) -> str:
         """The clock's time as stored: ISO 8601 in UTC, microseconds."""
         return self.stored_time(self._clock())
@@ -193,9 +200,17 @@ class Database:
         self, runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T], work: Callable[[Conn], T]
     ) -> T:
         async with self._lock:
-            if self._closed:
-                raise StoreError("the ledger is closed")
-            return await _on_thread(self.runner, self._conn, runner, work, self._errors)
+            for attempt in range(1, RETRIES + 1):
+                if self._closed:
+                    raise StoreError("the ledger is closed")
+                try:
+                    return await _on_thread(self.runner, self._conn, runner, work, self._errors)
+                except StoreError as exc:
+                    # PostgreSQL: a deadlock between two hosts' locks, or a serialization
+                    # failure: rolled back whole by the server, so run again (at most RETRIES)
+                    if attempt == RETRIES or not _retryable(exc):
+                        raise
+            raise AssertionError("unreachable")
 
     def audit(
         self,
@@ -257,6 +272,12 @@ class ReadOnlyDatabase:
         """Refuse every later call with StoreError (the connection is being closed)."""
         self._closed = True
 
+    @property
+    def round_trips(self) -> int | None:
+        """As :attr:`Database.round_trips`, for this connection."""
+        counted = getattr(self._conn, "round_trips", None)
+        return counted if isinstance(counted, int) else None
+
     async def read(self, work: Callable[[Conn], T]) -> T:
         """Run ``work``'s SELECTs in one snapshot, on this connection's thread."""
         if self._closed:
@@ -285,6 +306,14 @@ async def _on_thread(
         # and the next transaction queues behind it: none is ever left open.
         ticket.cancelled = True
         raise
+
+
+RETRIES = 3
+_RETRYABLE = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+
+
+def _retryable(exc: StoreError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) in _RETRYABLE
 
 
 class _Ticket:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 __all__ = [
+    "FOR_UPDATE",
+    "FOR_UPDATE_OF_I",
     "FRAGMENTS",
     "POSTGRESQL",
     "SQLITE",
@@ -40,16 +42,13 @@ class Dialect:
 
     ``begin_write`` opens a write; ``begin_read`` a read of several statements (None: the
     read runs bare, as SQLite's single writer does under its lock); ``begin_snapshot`` a
-    read on the read-only connection; ``for_update`` is appended to a SELECT that locks the
-    row it reads before a write that depends on it (nothing on SQLite: BEGIN IMMEDIATE
-    already excludes every other writer).
+    read on the read-only connection.
     """
 
     backend: Backend
     begin_write: str
     begin_read: str | None
     begin_snapshot: str
-    for_update: str
 
 
 SQLITE = Dialect(
@@ -57,15 +56,21 @@ SQLITE = Dialect(
     begin_write="BEGIN IMMEDIATE",
     begin_read=None,
     begin_snapshot="BEGIN",
-    for_update="",
 )
 POSTGRESQL = Dialect(
     backend=Backend.POSTGRESQL,
     begin_write="BEGIN",
     begin_read="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
     begin_snapshot="BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-    for_update=" FOR UPDATE",
 )
+
+# Appended to a SELECT that locks the rows it reads before a write that depends on them
+# (many writers, docs/decisions.md): a comment on SQLite, whose BEGIN IMMEDIATE already
+# excludes every other writer; the clause itself on PostgreSQL. Locks are taken in one
+# order: a session's row before an interaction's.
+FOR_UPDATE = " /* FOR UPDATE */"
+FOR_UPDATE_OF_I = " /* FOR UPDATE OF i */"  # SELECT_INTERACTION: the interaction's row only
+_LOCK_COMMENT = re.compile(r"/\* (FOR UPDATE(?: OF \w+)?) \*/")
 
 # SQLite-only text the store runs -> its PostgreSQL spelling (exact text; the test checks
 # that each one still occurs in the store's SQL, so none can go stale silently).
@@ -101,6 +106,7 @@ def to_postgresql(sql: str) -> str:
         raise ValueError(f"a '?' inside a string literal of the store's SQL: {sql!r}")
     for sqlite, postgresql in FRAGMENTS:
         sql = sql.replace(sqlite, postgresql)
+    sql = _LOCK_COMMENT.sub(r"\1", sql)
     return sql.replace("%", "%%").replace("?", "%s")
 
 

@@ -17,6 +17,7 @@ from gateway.interactions import (
 )
 from gateway.store import codec
 from gateway.store.database import Conn, Row, fetch_one, parse_time
+from gateway.store.dialect import FOR_UPDATE_OF_I
 
 __all__ = [
     "SELECT_INTERACTION",
@@ -48,19 +49,24 @@ LEFT JOIN resolutions r ON r.interaction_id = i.id
 """
 
 
-def require_interaction(conn: Conn, interaction_id: str) -> Interaction:
-    row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+def require_interaction(conn: Conn, interaction_id: str, *, lock: bool = False) -> Interaction:
+    """The interaction; with ``lock``, its row locked until the transaction ends (a write
+    that reads it and then writes on what it read: PostgreSQL's other writers wait)."""
+    suffix = FOR_UPDATE_OF_I if lock else ""
+    row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?{suffix}", (interaction_id,))
     if row is None:
         raise UnknownInteraction(interaction_id)
     return interaction_from_row(row)
 
 
 def interaction_by_native_key(
-    conn: Conn, session_id: str, epoch: int, native_key: str
+    conn: Conn, session_id: str, epoch: int, native_key: str, *, lock: bool = False
 ) -> Interaction | None:
+    suffix = FOR_UPDATE_OF_I if lock else ""
     row = fetch_one(
         conn,
-        f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ? AND i.native_key = ?",
+        f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"
+        f" AND i.native_key = ?{suffix}",
         (session_id, epoch, native_key),
     )
     return None if row is None else interaction_from_row(row)

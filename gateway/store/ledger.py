@@ -39,6 +39,7 @@ from gateway.interactions import (
 from gateway.store import codec
 from gateway.store.cards import add_copy, copies_for
 from gateway.store.database import Conn, Database, fetch_all, fetch_one, parse_time
+from gateway.store.dialect import FOR_UPDATE
 from gateway.store.interaction_rows import (
     SELECT_INTERACTION,
     actor_from_row,
@@ -134,7 +135,7 @@ class InteractionLedger:
         native_key = request.native_key or None
         epoch_row = fetch_one(
             conn,
-            "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+            f"SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?{FOR_UPDATE}",
             (session_id, epoch),
         )
         if epoch_row is None or epoch_row["ended_at"] is not None:
@@ -285,7 +286,7 @@ class InteractionLedger:
         """
 
         def decide(conn: Conn) -> Interaction | AlreadyDecided:
-            current = require_interaction(conn, interaction_id)
+            current = require_interaction(conn, interaction_id, lock=True)
             validate_decision(current, decision)
             if current.state is InteractionState.PENDING:
                 if current.version != expected_version:
@@ -420,7 +421,7 @@ class InteractionLedger:
         outcome = DeliveryOutcome.OK if ok else DeliveryOutcome.FAILED
 
         def record_delivery(conn: Conn) -> InteractionUpdate:
-            current = require_interaction(conn, interaction_id)
+            current = require_interaction(conn, interaction_id, lock=True)
             moved = transition(current.state, event)
             self._insert_delivery(conn, interaction_id, outcome, error)
             return self._apply(conn, current, moved, by="gateway", note=error or "")
@@ -436,7 +437,7 @@ class InteractionLedger:
             raise ValueError(f"{event} is not a resolving event; see decide/record_delivery")
 
         def resolve(conn: Conn) -> InteractionUpdate:
-            current = require_interaction(conn, interaction_id)
+            current = require_interaction(conn, interaction_id, lock=True)
             return self._apply(conn, current, transition(current.state, event), by, note)
 
         return await self._db.write(resolve)
@@ -461,7 +462,7 @@ class InteractionLedger:
         """
 
         def expire(conn: Conn) -> InteractionUpdate | None:
-            current = require_interaction(conn, interaction_id)
+            current = require_interaction(conn, interaction_id, lock=True)
             if current.state is not InteractionState.PENDING or current.version != expected_version:
                 return None
             moved = transition(current.state, InteractionEvent.EXPIRE)
@@ -494,7 +495,7 @@ class InteractionLedger:
         under way, so a withdrawal is theirs (STOP, by them), not the agent's."""
 
         def close(conn: Conn) -> InteractionUpdate | None:
-            current = interaction_by_native_key(conn, session_id, epoch, native_key)
+            current = interaction_by_native_key(conn, session_id, epoch, native_key, lock=True)
             if current is None:
                 self._db.audit(
                     conn,
@@ -532,6 +533,10 @@ class InteractionLedger:
         unknown, and the note says so."""
 
         def orphan(conn: Conn) -> list[InteractionUpdate]:
+            conn.execute(  # the epoch's row first, as create and end_epoch lock it
+                f"SELECT 1 FROM runtime_epochs WHERE session_id = ? AND epoch = ?{FOR_UPDATE}",
+                (session_id, epoch),
+            )
             rows = fetch_all(
                 conn,
                 f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"

@@ -75,8 +75,13 @@ def describe(url: str) -> str:
 class PgConn:
     """A psycopg connection in autocommit mode, speaking the store's SQL (see the module)."""
 
-    def __init__(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
+    def __init__(self, conn: psycopg.Connection[dict[str, Any]], target: PgTarget) -> None:
         self.raw = conn
+        self._target = target
+        self._read_only = False
+        # statements sent, each waiting for its answer: the network round trips (the
+        # runner's BEGIN and COMMIT included; bench.interactions reports them)
+        self.round_trips = 0
 
     @classmethod
     def connect(cls, target: PgTarget, *, read_only: bool = False) -> PgConn:
@@ -87,7 +92,9 @@ class PgConn:
         if read_only:
             extra["options"] = "-c default_transaction_read_only=on"
         conn = psycopg.connect(target.url, autocommit=True, row_factory=dict_row, **extra)
-        return cls(conn)
+        made = cls(conn, target)
+        made._read_only = read_only
+        return made
 
     @property
     def in_transaction(self) -> bool:
@@ -98,6 +105,11 @@ class PgConn:
         return self.raw.info.backend_pid
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        if self.raw.broken and sql.startswith("BEGIN"):
+            # cut in an earlier call (the server rolled back what was not committed): a new
+            # connection at the start of this call, one attempt (its failure: StoreError)
+            self.raw = PgConn.connect(self._target, read_only=self._read_only).raw
+        self.round_trips += 1
         return self.raw.execute(to_postgresql(sql), parameters)
 
     def close(self) -> None:

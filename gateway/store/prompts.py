@@ -27,6 +27,7 @@ from gateway.store.database import (
     fetch_one,
     parse_time,
 )
+from gateway.store.dialect import FOR_UPDATE
 from gateway.store.records import EnqueueOutcome, EnqueueResult, PromptRecord, PromptState
 
 __all__ = ["PromptQueue", "prompt_by_id"]
@@ -63,7 +64,9 @@ class PromptQueue:
         key = (*conversation_params(conversation), platform_message_id)
 
         def enqueue(conn: Conn) -> EnqueueResult:
-            session = fetch_one(conn, "SELECT closed_at FROM sessions WHERE id = ?", (session_id,))
+            session = fetch_one(
+                conn, f"SELECT closed_at FROM sessions WHERE id = ?{FOR_UPDATE}", (session_id,)
+            )
             if session is None or session["closed_at"] is not None:
                 raise StoreError(f"session {session_id} is closed or unknown")
             held = _count_held(conn, session_id)
@@ -130,6 +133,7 @@ class PromptQueue:
         """
 
         def claim_next(conn: Conn) -> PromptRecord | None:
+            _lock_session(conn, session_id)
             row = fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
@@ -168,6 +172,7 @@ class PromptQueue:
 
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
         def finish(conn: Conn) -> PromptRecord:
+            conn.execute(f"SELECT id FROM prompts WHERE id = ?{FOR_UPDATE}", (prompt_id,))
             prompt = _prompt(conn, prompt_id)
             if prompt.state in _FINAL:
                 if prompt.state is not state:
@@ -283,6 +288,7 @@ class PromptQueue:
         many. Nothing is held any more."""
 
         def clear(conn: Conn) -> int:
+            _lock_session(conn, session_id)
             rows = fetch_all(
                 conn,
                 "SELECT id FROM prompts WHERE session_id = ? AND state = 'queued'",
@@ -331,6 +337,13 @@ class PromptQueue:
             return held
 
         return await self._db.write(recover)
+
+
+def _lock_session(conn: Conn, session_id: str) -> None:
+    """Lock the session's row first: the queue's writes read positions, then write on them
+    (on PostgreSQL another host's enqueue, claim or clear waits; hold and resume lock it by
+    their UPDATE of the row, their first statement)."""
+    conn.execute(f"SELECT id FROM sessions WHERE id = ?{FOR_UPDATE}", (session_id,))
 
 
 def _hold(db: Database, conn: Conn, session_id: str, reason: str) -> int:

@@ -19,6 +19,7 @@ from gateway.store.database import (
     parse_optional_time,
     parse_time,
 )
+from gateway.store.dialect import FOR_UPDATE
 from gateway.store.records import EpochRecord, SessionRecord
 
 __all__ = ["SessionLedger", "bindings_of", "epoch_of", "session_by_id", "session_of"]
@@ -181,7 +182,7 @@ class SessionLedger:
         now = self._db.now()
 
         def end_epoch(conn: Conn) -> EpochRecord:
-            epoch_row = _epoch(conn, session_id, epoch)
+            epoch_row = _epoch(conn, session_id, epoch, lock=True)
             if epoch_row.ended_at is not None:
                 return epoch_row
             conn.execute(
@@ -334,10 +335,11 @@ def _session(conn: Conn, session_id: str) -> SessionRecord:
     return _session_from_row(row)
 
 
-def _epoch(conn: Conn, session_id: str, epoch: int) -> EpochRecord:
+def _epoch(conn: Conn, session_id: str, epoch: int, *, lock: bool = False) -> EpochRecord:
+    suffix = FOR_UPDATE if lock else ""
     row = fetch_one(
         conn,
-        f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+        f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?{suffix}",
         (session_id, epoch),
     )
     if row is None:

@@ -61,7 +61,7 @@ class VoteLedger:
         """
 
         def cast(conn: Conn) -> VoteOutcome | AlreadyDecided:
-            current = require_interaction(conn, interaction_id)
+            current = require_interaction(conn, interaction_id, lock=True)
             validate_decision(current, Decision(action_id=action_id))
             if current.state is not InteractionState.PENDING:
                 rejection = already_decided(current)
@@ -142,7 +142,7 @@ class VoteLedger:
         no standing vote changes nothing."""
 
         def withdraw(conn: Conn) -> Interaction | AlreadyDecided:
-            current = require_interaction(conn, interaction_id)
+            current = require_interaction(conn, interaction_id, lock=True)
             if current.state is not InteractionState.PENDING:
                 return already_decided(current)
             cursor = conn.execute(
