@@ -13,6 +13,7 @@ import tomllib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway import __version__
 from gateway.config import (
@@ -28,6 +29,9 @@ from gateway.platform import Platform, connected
 from gateway.platform_config import PlatformConfig
 from platforms.registry import PLATFORMS, load_config
 
+if TYPE_CHECKING:
+    from gateway.store.postgresql import PgTarget
+
 __all__ = ["SDK_LOGGERS", "configure_logging", "main"]
 
 log = logging.getLogger("agent-gateway")
@@ -41,14 +45,15 @@ _LEVELS = {
 # SDK loggers that write secrets below WARNING, kept at WARNING (or above) at any log_level:
 # httpx logs every request's URL, and a Telegram URL carries the bot token; PTB's debug lines
 # carry that URL too, and every update it receives (secret answers typed in a DM included);
-# httpcore and aiosqlite write a debug line per request or query (noise, and message text);
+# httpcore writes a debug line per request (noise); psycopg its connection attempts (the
+# ledger on PostgreSQL: its target, never the password, but kept quiet all the same);
 # slack_sdk and slack_bolt write every Socket Mode envelope, modal answers included;
 # discord.py logs gateway events and request bodies (modal answers, tokens) at DEBUG
 SDK_LOGGERS = (
     "httpx",
     "httpcore",
     "telegram",
-    "aiosqlite",
+    "psycopg",
     "slack_sdk",
     "slack_bolt",
     "discord",
@@ -288,19 +293,27 @@ async def _run(path: Path) -> int:
     return 0
 
 
+def _ledger_location(
+    config_path: Path | None, data_dir: Path | None
+) -> tuple[Path, PgTarget | None]:
+    """``--data-dir``'s SQLite ledger; else the config's ledger (its ``[gateway] store``, a
+    PostgreSQL one, or SQLite in its data dir); else SQLite in the default data dir."""
+    if data_dir is not None:
+        return data_dir, None
+    if config_path is None:
+        return DEFAULT_DATA_DIR.expanduser(), None
+    section = _load_config(config_path).gateway
+    return section.data_dir, section.ledger_target()
+
+
 async def _ledger(config_path: Path | None, data_dir: Path | None, limit: int) -> int:
     from gateway.store import Store
 
-    if data_dir is None:
-        data_dir = (
-            _load_config(config_path).gateway.data_dir
-            if config_path is not None
-            else DEFAULT_DATA_DIR.expanduser()
-        )
-    if not data_dir.is_dir():
+    data_dir, target = _ledger_location(config_path, data_dir)
+    if target is None and not data_dir.is_dir():
         print(f"no ledger in {data_dir}")
         return 1
-    async with Store.open(data_dir) as store:
+    async with Store.open(data_dir, postgresql=target) as store:
         pending = await store.interactions.list_open()
         print(f"Pending ({len(pending)}):")
         for interaction in pending:
@@ -330,16 +343,11 @@ async def _audit(
         return 2
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
-    if data_dir is None:
-        data_dir = (
-            _load_config(config_path).gateway.data_dir
-            if config_path is not None
-            else DEFAULT_DATA_DIR.expanduser()
-        )
-    if not data_dir.is_dir():
+    data_dir, target = _ledger_location(config_path, data_dir)
+    if target is None and not data_dir.is_dir():
         print(f"agent-gateway: no ledger in {data_dir}", file=sys.stderr)
         return 1
-    async with Store.open(data_dir) as store:
+    async with Store.open(data_dir, postgresql=target) as store:
         records = await audit_records(store, since.astimezone(UTC), project)
     sys.stdout.write(to_csv(records) if form == "csv" else to_jsonl(records))
     return 0

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -50,7 +50,7 @@ from pydantic import (
 
 from gateway.config_source import KeyLocator, Loc, resolve_references
 from gateway.domain import AgentKind
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, StoreError
 from gateway.platform_config import (
     AUTH_TABLES,
     NonEmpty,
@@ -59,6 +59,9 @@ from gateway.platform_config import (
     PlatformsSection,
     known_auth_tables,
 )
+
+if TYPE_CHECKING:
+    from gateway.store.postgresql import PgTarget
 from gateway.policy_config import PolicyRule, policy_problems
 
 __all__ = [
@@ -216,8 +219,45 @@ class GatewaySection(_Model):
     log_level: LogLevel = LogLevel.INFO
     queue_depth: int = Field(default=20, ge=1, le=10_000)
     stop_grace_seconds: float = Field(default=5.0, gt=0, le=600)
+    # The ledger: None, SQLite in data_dir; "postgresql://user@host:port/db?sslmode=..." a
+    # PostgreSQL database (issue 18). Its password never in the URL: store_password
+    # ("${ENV}") or store_password_file.
+    store: NonEmpty | None = None
+    store_password: SecretStr | None = None
 
     _paths = field_validator("data_dir", mode="after")(_expand_path)
+
+    @field_validator("store", mode="after")
+    @classmethod
+    def _store_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from gateway.store.postgresql import check_url  # psycopg: only where it is used
+
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("store is a postgresql:// URL (leave it out for SQLite in data_dir)")
+        try:
+            check_url(value)
+        except StoreError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _password_needs_a_store(self) -> GatewaySection:
+        if self.store_password is not None and self.store is None:
+            raise ValueError("store_password is for a PostgreSQL store: set store too")
+        return self
+
+    def ledger_target(self) -> PgTarget | None:
+        """Where the ledger lives: None for SQLite in data_dir."""
+        if self.store is None:
+            return None
+        from gateway.store.postgresql import PgTarget  # psycopg: only where it is used
+
+        password = self.store_password
+        return PgTarget(
+            url=self.store, password=None if password is None else password.get_secret_value()
+        )
 
 
 class AgentOptions(_Model):
