@@ -188,3 +188,39 @@ async def test_check_asks_the_url_and_runs_no_binary(
         with pytest.raises(AgentStartError, match="HTTP 401"):
             await probe_version(wrong.projects["notes"], deadline=30)
         assert server.process.running
+
+
+async def test_revoking_an_always_of_an_attached_server_says_the_server_keeps_it(
+    opencode_bin: str, opencode_home: OpenCodeHome, fake_chat: FakeChatCompletions, tmp_path: Path
+) -> None:
+    # The server is not the gateway's to end: the revoke must not claim it was.
+    memory = MemoryPlatform()
+    async with opencode_server(opencode_bin, opencode_home) as server:
+        config = attached_config(server, opencode_home, tmp_path / "d", server.password)
+        async with gateway_on(config, memory) as gw:
+            shown = await ask_for_a_file(gw, fake_chat)
+            assert shown.card is not None
+            always = next(a for a in shown.card.actions if a.label.startswith("Always"))
+            ack = await gw.memory.click(ROOM, ALICE, always.token)
+            assert ack.accepted, ack.text
+            await gw.wait_for(lambda: (opencode_home.workspace / "made.txt").exists() or None)
+
+            async def said(text: str, starts: str) -> str:
+                before = len(memory.texts(ROOM))
+                await memory.say(ROOM, ALICE, text)
+                return await gw.wait_for(
+                    lambda: next(
+                        (t for t in memory.texts(ROOM)[before:] if t.startswith(starts)), None
+                    )
+                )
+
+            asked = await said("/revoke 1", "Revoking")
+            assert f"the OpenCode server at {server.url} is not the gateway's to end" in asked
+            assert asked.endswith("To go on: /revoke 1 confirm"), asked
+            done = await said("/revoke 1 confirm", "Grant 1 revoked")
+            assert "revoked in the ledger" in done and "until it is restarted" in done, done
+            assert "is ended" not in done
+            assert await said("/grants", "Grants in force") == "Grants in force: none."
+            [entry] = await gw.gateway.store.audit.entries(event="grant.revoked")
+        assert entry.details["how"].endswith("attached server not ended")
+        assert server.process.running
