@@ -10,6 +10,7 @@ benchmark platform, and the scripted bench agent (bench/agents/codex_bench_agent
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import sys
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from adapters.launch import ConfiguredLauncher
 from bench.platforms import PLATFORMS, BenchPlatform, CardSeen
+from gateway.auth import HMAC_KEY_BYTES
 from gateway.cards import CodeBlock
 from gateway.config import Config
 from gateway.domain import Action, Command, Effect, InteractionKind, InteractionState
@@ -47,6 +49,7 @@ __all__ = [
 ]
 
 AGENT = Path(__file__).resolve().parent / "agents" / "codex_bench_agent.py"
+BENCH_HOST = "bench"  # the one host of a bench on a PostgreSQL ledger
 # --agent NAME -> (the project's agent kind, the scripted bench agent that plays it)
 AGENTS = {
     "codex": ("codex-app-server", AGENT),
@@ -142,16 +145,24 @@ def bench_config(
     for folder in (work, stamps):
         folder.mkdir(parents=True, exist_ok=True)
     person = json.dumps(platform.person.user_id)
+    shared = ""
+    if store is not None:  # a PostgreSQL ledger: one host, and the hosts' key file
+        key = root / "hmac.key"
+        if not key.exists():
+            key.write_bytes(os.urandom(HMAC_KEY_BYTES))
+            key.chmod(0o600)
+        shared = f"store = {json.dumps(store)}\nhmac_key_file = {json.dumps(str(key))}"
     text = f"""
 [gateway]
 data_dir = {json.dumps(str(data))}
 queue_depth = 100
 stop_grace_seconds = 5
-{"" if store is None else f"store = {json.dumps(store)}"}
+{shared}
 
 [projects.bench]
 work_dir = {json.dumps(str(work))}
 agent = "{kind}"
+{"" if store is None else f'host = "{BENCH_HOST}"'}
 argv = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]
 
 [projects.bench.agent_options.env]
@@ -191,7 +202,7 @@ async def bench_gateway(
         config = bench_config(root, platform, agent, rules=rules, store=store)
         launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
         async with Gateway(
-            config, platforms={platform.name: platform.platform}, launcher=launcher
+            config, platforms={platform.name: platform.platform}, launcher=launcher, host=BENCH_HOST
         ) as gateway:
             target = config.gateway.ledger_target()
             ledger = target if target is not None else gateway.store.path

@@ -57,6 +57,7 @@ __all__ = [
     "load_or_create_hmac_key",
     "may_decide",
     "may_talk",
+    "read_hmac_key",
     "require_callback_room",
     "stranger_refusal",
     "token_bytes",
@@ -368,6 +369,29 @@ def load_or_create_hmac_key(data_dir: Path) -> bytes:
         raise ConfigError(f"cannot use HMAC key {path}: {exc.strerror or exc}") from exc
     if len(key) != HMAC_KEY_BYTES:
         raise ConfigError(f"HMAC key {path} is not {HMAC_KEY_BYTES} bytes: remove it")
+    return key
+
+
+def read_hmac_key(path: Path) -> bytes:
+    """The HMAC key every host shares (``[gateway] hmac_key_file``): read, never created,
+    since a key made here would not be the one the other hosts sign with. Refused if it is
+    missing, readable by others, or not :data:`HMAC_KEY_BYTES` long. Never logged."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"HMAC key {path} is not a regular file")
+        if info.st_mode & 0o077:
+            raise ConfigError(f"HMAC key {path} is readable by others: chmod 600 it")
+        key = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"HMAC key {path} does not exist: copy the one the other hosts use (or, for the "
+            f"first host, write {HMAC_KEY_BYTES} random bytes, mode 600)"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot use HMAC key {path}: {exc.strerror or exc}") from exc
+    if len(key) != HMAC_KEY_BYTES:
+        raise ConfigError(f"HMAC key {path} is not {HMAC_KEY_BYTES} bytes")
     return key
 
 

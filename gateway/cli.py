@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import re
 import shutil
 import signal
+import socket
 import sys
 import tomllib
 from collections.abc import Sequence
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING
 from gateway import __version__
 from gateway.config import (
     DEFAULT_DATA_DIR,
+    HOST_PATTERN,
     Config,
     LogLevel,
     ProjectConfig,
@@ -69,8 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run the gateway")
     run.add_argument("--config", type=Path, required=True)
+    run.add_argument("--host", type=_host_name, default=None, help=_HOST_HELP)
     check = commands.add_parser("check", help="validate a config and probe each agent binary")
     check.add_argument("--config", type=Path, required=True)
+    check.add_argument("--host", type=_host_name, default=None, help=_HOST_HELP)
     check.add_argument(
         "--probe-timeout",
         type=float,
@@ -122,12 +127,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_HOST_HELP = (
+    "this machine's name, as projects' host keys name it (default: its hostname); "
+    "with several hosts on one PostgreSQL store it runs only its own projects"
+)
+
+
+def _host_name(text: str) -> str:
+    if re.fullmatch(HOST_PATTERN, text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: letters, digits, '.', '_', '-' (up to 63)")
+    return text
+
+
+def this_host(named: str | None) -> str:
+    """``--host``, or the machine's hostname."""
+    return named if named is not None else socket.gethostname()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     configure_logging(LogLevel.INFO)  # until a config says otherwise
     try:
         if args.command == "check":
-            return asyncio.run(_check(args.config, args.probe_timeout))
+            return asyncio.run(_check(args.config, this_host(args.host), args.probe_timeout))
         if args.command == "ledger":
             return asyncio.run(_ledger(args.config, args.data_dir, args.limit))
         if args.command == "audit":
@@ -147,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             data_dir = args.data_dir or DEFAULT_DEMO_DATA_DIR
             return asyncio.run(run_demo(data_dir, host=args.host, port=args.port, pace=args.pace))
-        return asyncio.run(_run(args.config))
+        return asyncio.run(_run(args.config, this_host(args.host)))
     except GatewayError as exc:
         print(f"agent-gateway: {exc}", file=sys.stderr)
         return 2
@@ -200,17 +222,26 @@ def _load_config(path: Path) -> Config:
     return config
 
 
-async def _check(path: Path, probe_timeout: float) -> int:
-    """Validate the config, then probe every project's agent (side by side): one line per
-    project, OK or its problem; non-zero if anything failed."""
+async def _check(path: Path, host: str, probe_timeout: float) -> int:
+    """Validate the config, then probe the agent of every project of this host (side by
+    side): one line per project, OK or its problem, and one naming the projects skipped
+    (another host's); non-zero if anything failed."""
     config = _load_config(path)
-    problems = check_config(config)
+    problems = check_config(config, host)
     for problem in problems:
         print(problem)
+    here = config.projects_on(host)
+    skipped = [
+        f"{name} (host {project.host})"
+        for name, project in config.projects.items()
+        if name not in here
+    ]
+    if skipped:
+        print(f"host {host}: skipped, run elsewhere: {', '.join(skipped)}")
     async with asyncio.TaskGroup() as tasks:
         probes = {
             name: tasks.create_task(_probe(name, project, probe_timeout))
-            for name, project in config.projects.items()
+            for name, project in here.items()
             # else said once above; an attached server is probed at its url
             if project.attached or shutil.which(project.argv()[0]) is not None
         }
@@ -274,7 +305,7 @@ def _platforms(config: Config) -> dict[str, Platform]:
     return platforms
 
 
-async def _run(path: Path) -> int:
+async def _run(path: Path, host: str) -> int:
     from adapters.launch import ConfiguredLauncher
     from gateway.engine import Gateway
 
@@ -287,7 +318,8 @@ async def _run(path: Path) -> int:
         loop.add_signal_handler(signum, stop.set)
     # every platform is connected before the gateway's recovery and closed after its ledger;
     # the gateway attaches them, and tells them to stop taking input before its runners stop
-    async with connected(platforms), Gateway(config, platforms=platforms, launcher=launcher):
+    gateway = Gateway(config, platforms=platforms, launcher=launcher, host=host)
+    async with connected(platforms), gateway:
         log.info("agent-gateway running (data dir %s)", config.gateway.data_dir)
         await stop.wait()
     return 0

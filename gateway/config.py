@@ -68,6 +68,7 @@ __all__ = [
     "DANGEROUS",
     "DEFAULT_ARGV",
     "DEFAULT_DATA_DIR",
+    "HOST_PATTERN",
     "AgentOptions",
     "ApprovalPolicy",
     "CollaborationMode",
@@ -76,6 +77,7 @@ __all__ = [
     "ExpiryOutcome",
     "ExpiryPolicy",
     "GatewaySection",
+    "HostName",
     "LogLevel",
     "PermissionMode",
     "PlatformAuth",
@@ -181,6 +183,9 @@ _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
 EnvName = Annotated[str, StringConstraints(pattern=_ENV_NAME)]
+# a host as ``run --host`` names it (default: the machine's hostname)
+HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
+HostName = Annotated[str, StringConstraints(pattern=HOST_PATTERN)]
 
 
 def _auth_table(name: str, info: ValidationInfo) -> str:
@@ -224,8 +229,13 @@ class GatewaySection(_Model):
     # ("${ENV}") or store_password_file.
     store: NonEmpty | None = None
     store_password: SecretStr | None = None
+    # Several hosts on one PostgreSQL ledger (issue 19): the key that signs the buttons, the
+    # same file on every host so that a card minted on one is valid on another. Read, never
+    # created (gateway/auth.py read_hmac_key). None: <data_dir>/hmac.key, made on first start.
+    hmac_key_file: Path | None = None
 
     _paths = field_validator("data_dir", mode="after")(_expand_path)
+    _key_path = field_validator("hmac_key_file", mode="after")(_optional_path)
 
     @field_validator("store", mode="after")
     @classmethod
@@ -307,6 +317,9 @@ class PlatformAuth(_Model):
 class ProjectConfig(_Model):
     work_dir: Path
     agent: AgentKind
+    # the host its agents run on and its work_dir lives on (``run --host NAME``); required
+    # with a PostgreSQL store, refused without one (_host_problems)
+    host: HostName | None = None
     scope: SessionScope = SessionScope.THREAD
     agent_options: AgentOptions = Field(default_factory=AgentOptions)
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
@@ -355,6 +368,15 @@ class Config(_Model):
 
     _source: str = PrivateAttr(default="<config>")
     _locator: KeyLocator | None = PrivateAttr(default=None)
+
+    def projects_on(self, host: str | None) -> dict[str, ProjectConfig]:
+        """The projects whose agents run on ``host``: those naming it, and every project of
+        a single-host config (no ``host`` keys, which only a PostgreSQL store allows)."""
+        return {
+            name: project
+            for name, project in self.projects.items()
+            if project.host is None or project.host == host
+        }
 
     def problem(self, loc: Loc, message: str) -> ConfigProblem:
         """A problem about one key of this config, located in its source file."""
@@ -443,6 +465,42 @@ def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
         found += _unreachable_approvals(("projects", name, "policy"), project, config.people)
     for name, settings in config.platforms.items():
         found += [(("platforms", name, *loc), message) for loc, message in settings.problems()]
+    found += _host_problems(config)
+    return found
+
+
+def _host_problems(config: Config) -> list[tuple[Loc, str]]:
+    """Hosts meet only in a shared ledger: ``host`` needs a PostgreSQL store, and with one
+    every project names its host (its native sessions are files on one machine) and the
+    buttons' key is one file that every host reads."""
+    found: list[tuple[Loc, str]] = []
+    if config.gateway.store is None:
+        for name, project in config.projects.items():
+            if project.host is not None:
+                found.append(
+                    (
+                        ("projects", name, "host"),
+                        'host needs a shared store: set [gateway] store = "postgresql://…"',
+                    )
+                )
+        return found
+    for name, project in config.projects.items():
+        if project.host is None:
+            found.append(
+                (
+                    ("projects", name, "host"),
+                    "required with a PostgreSQL store: every project names its host "
+                    '(host = "NAME": where its agents run and its work_dir is)',
+                )
+            )
+    if config.gateway.hmac_key_file is None:
+        found.append(
+            (
+                ("gateway", "hmac_key_file"),
+                "required with a PostgreSQL store: the buttons' key, the same 32-byte file "
+                "(mode 600) on every host",
+            )
+        )
     return found
 
 
@@ -633,10 +691,20 @@ def load_config(
     )
 
 
-def check_config(config: Config) -> tuple[ConfigProblem, ...]:
-    """What only the machine can tell: work dirs exist, agent binaries can be found."""
+def check_config(config: Config, host: str | None = None) -> tuple[ConfigProblem, ...]:
+    """What only the machine can tell: the shared HMAC key file can be used, and the work
+    dirs exist and agent binaries can be found for the projects that run on ``host`` (the
+    others' are on their own machines; None: a single-host config's, every project)."""
+    from gateway.auth import read_hmac_key  # auth reads the config: imported where used
+
     problems: list[ConfigProblem] = []
-    for name, project in config.projects.items():
+    key_file = config.gateway.hmac_key_file
+    if key_file is not None:
+        try:
+            read_hmac_key(key_file)
+        except ConfigError as exc:
+            problems.append(config.problem(("gateway", "hmac_key_file"), str(exc)))
+    for name, project in config.projects_on(host).items():
         if not project.work_dir.is_dir():
             problems.append(
                 config.problem(

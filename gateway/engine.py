@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -19,12 +20,18 @@ from types import TracebackType
 from typing import Any
 
 from gateway.agents import AgentLauncher
-from gateway.auth import approver_ids, load_or_create_hmac_key, require_callback_room
+from gateway.auth import (
+    approver_ids,
+    load_or_create_hmac_key,
+    read_hmac_key,
+    require_callback_room,
+)
 from gateway.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.config import Config
 from gateway.control import Control
 from gateway.decisions import DecisionDesk
 from gateway.domain import ConversationRef, Decision
+from gateway.errors import ConfigError
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
 from gateway.platform_problems import PlatformProblems
@@ -50,8 +57,13 @@ class Gateway:
         launcher: AgentLauncher,
         data_dir: Path | None = None,
         clock: Clock = utc_now,
+        host: str | None = None,
     ) -> None:
         self.config = config
+        # this machine, as projects' ``host`` keys name it (``run --host``); it runs only the
+        # projects of this host (all of them in a single-host config)
+        self.host = host if host is not None else socket.gethostname()
+        self.projects = config.projects_on(self.host)
         self.platforms = dict(platforms)
         for name, platform in self.platforms.items():  # before anything starts
             require_callback_room(name, platform.limits.callback_max_bytes)
@@ -80,9 +92,10 @@ class Gateway:
             raise
 
     async def _enter(self) -> Gateway:
-        work_dirs = [project.work_dir for project in self.config.projects.values()]
+        work_dirs = [project.work_dir for project in self.projects.values()]
         # one gateway per data dir, refused before its recovery could end another's agents
         self._stack.enter_context(hold_data_dir(self.data_dir, work_dirs=work_dirs))
+        key = self._hmac_key()  # refused before the ledger is reached
         self.store = await self._stack.enter_async_context(
             Store.open(
                 self.data_dir,
@@ -91,7 +104,6 @@ class Gateway:
                 postgresql=self.config.gateway.ledger_target(),
             )
         )
-        key = load_or_create_hmac_key(self.data_dir)
         self.broker = Broker(self.store, self.platforms, key, deliverer=self)
         self.desk = DecisionDesk(self.config, self.store, self.broker, key, spawn=self._spawn)
         self.control = Control(self)
@@ -104,6 +116,16 @@ class Gateway:
         for session in await self.store.sessions.list_sessions():
             await self.show_everywhere(session.id)
         return self
+
+    def _hmac_key(self) -> bytes:
+        """The shared key file (several hosts), or this data dir's own, made on first start."""
+        path = self.config.gateway.hmac_key_file
+        if path is None:
+            return load_or_create_hmac_key(self.data_dir)
+        try:
+            return read_hmac_key(path)
+        except ConfigError as exc:
+            raise ConfigError(f"[gateway] hmac_key_file: {exc}") from exc
 
     async def __aexit__(
         self,

@@ -23,19 +23,25 @@ PASSWORD = "s3cret-pg-password-77"  # the throwaway cluster trusts the role: any
 
 
 def _config(tmp_path: Path, gateway_lines: str) -> Path:
+    """With a store: the project on host "a" and the hosts' key file (issue 19), which a
+    PostgreSQL store requires."""
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     path = tmp_path / "gateway.toml"
+    shared = "store =" in gateway_lines
+    key = f"hmac_key_file = {json.dumps(str(tmp_path / 'hmac.key'))}" if shared else ""
     path.write_text(
         f"""
 [gateway]
 data_dir = {json.dumps(str(tmp_path / "data"))}
 log_level = "debug"
 {gateway_lines}
+{key}
 
 [projects.p]
 work_dir = {json.dumps(str(work))}
 agent = "codex-app-server"
+{'host = "a"' if shared else ""}
 
 [projects.p.auth.memory]
 allow_from = ["*"]
