@@ -107,8 +107,13 @@ class Broker:
         platforms: Mapping[str, Platform],
         hmac_key: bytes,
         deliverer: Deliverer,
+        *,
+        host: str | None = None,
     ) -> None:
         self._store = store
+        # the host whose cards this broker sends again (the owner edits its sessions' cards:
+        # issue 19); None: every card of a ledger no other host shares
+        self._host = host
         self._platforms = platforms
         self._key = hmac_key
         self._deliverer = deliverer
@@ -414,7 +419,9 @@ class Broker:
         """Send again every copy that failed (the platform was down), but those its platform
         refused for good (they would be refused again); returns how many were tried."""
         failed = [
-            c for c in await self._store.cards.list_failed() if c.id not in self._refused_for_good
+            c
+            for c in await self._store.cards.list_failed(host=self._host)
+            if c.id not in self._refused_for_good
         ]
         for copy in failed:
             await self._show(await self._require(copy.interaction_id), copy)

@@ -95,7 +95,8 @@ class Control:
         runtime that outlived the gateway (an answer written to it: UNKNOWN)."""
         store = self._store
         touched: dict[str, str] = {}
-        for epoch in await store.sessions.live_epochs():
+        host = self._gw.ledger_host  # on a shared ledger: only this host's; else every one
+        for epoch in await store.sessions.live_epochs(host=host):
             if await self._reattached(epoch, touched):
                 continue
             outcome = "no process recorded"
@@ -120,9 +121,9 @@ class Control:
             ):
                 self._gw.broker.mark_dirty(update.interaction.id)
             touched[epoch.session_id] = "stopped"
-        for session_id in await store.prompts.recover_after_restart():
+        for session_id in await store.prompts.recover_after_restart(host=host):
             touched.setdefault(session_id, "held")
-        for copy in await store.cards.list_outdated():
+        for copy in await store.cards.list_outdated(host=host):
             self._gw.broker.mark_dirty(copy.interaction_id)
         await self._gw.broker.resend_failed()
         for session_id, how in touched.items():
@@ -201,6 +202,10 @@ class Control:
             await self._refuse_stranger(message, project, checked)
             return
         parsed = parse_chat_text(message.text)
+        elsewhere = self._elsewhere(project)
+        if elsewhere is not None and not isinstance(parsed, NotForUs):
+            await self._reply(conversation, elsewhere)
+            return
         match parsed:
             case ChatPrompt(text=text, mode=mode):
                 if mode is not None and not self._has_modes(project):
@@ -248,6 +253,24 @@ class Control:
                 message.conversation.key(),
             )
 
+    def _elsewhere(self, project: str) -> str | None:
+        """What is said to a message for a project another host runs (issue 19: passing it
+        there through the ledger is not built yet), or None for this host's project."""
+        settings = self._gw.config.projects[project]
+        if project in self._gw.projects:
+            return None
+        log.info(
+            "a message for project %s (host %s) came to host %s",
+            project,
+            settings.host,
+            self._gw.host,
+        )
+        return (
+            f"Project {project} runs on host {settings.host}, and this message reached host "
+            f"{self._gw.host}: it was not taken (passing messages between hosts is not built "
+            "yet)."
+        )
+
     def _auth_platform(self, platform: str) -> str:
         return self._gw.config.platforms.auth_platforms().get(platform, platform)
 
@@ -259,6 +282,15 @@ class Control:
             settings = self._gw.config.projects[project]
             key = route_key(settings.scope, conversation, actor)
             session = await self._store.sessions.lookup_route(key)
+            if session is not None and not session.is_closed and not self._gw.runs_here(session):
+                # its project moved here from another host: its native session is a file
+                # there, so a new session starts here (issue 19)
+                if not create:
+                    return None
+                await self._store.sessions.close(
+                    session.id, reason=f"this project now runs on {self._gw.host}"
+                )
+                session = None
             if session is not None and not session.is_closed:
                 if key != conversation:  # show the session in this conversation too
                     await self._show_here(session, conversation)
@@ -266,7 +298,10 @@ class Control:
             if not create:
                 return None
             session = await self._store.sessions.create(
-                project=project, agent_kind=settings.agent, initiator=actor
+                project=project,
+                agent_kind=settings.agent,
+                initiator=actor,
+                host=self._gw.ledger_host,
             )
             await self._store.sessions.route(key, session.id)
             await self._store.sessions.bind(conversation, session.id)

@@ -31,7 +31,7 @@ from gateway.config import Config
 from gateway.control import Control
 from gateway.decisions import DecisionDesk
 from gateway.domain import ConversationRef, Decision
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, GatewayError
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
 from gateway.platform_problems import PlatformProblems
@@ -64,6 +64,10 @@ class Gateway:
         # projects of this host (all of them in a single-host config)
         self.host = host if host is not None else socket.gethostname()
         self.projects = config.projects_on(self.host)
+        # the host written on the sessions it makes, and whose epochs, queues and cards its
+        # recovery covers: on a shared (PostgreSQL) ledger this host's name; on SQLite None,
+        # "this machine" (no other host shares the ledger)
+        self.ledger_host = self.host if config.gateway.store is not None else None
         self.platforms = dict(platforms)
         for name, platform in self.platforms.items():  # before anything starts
             require_callback_room(name, platform.limits.callback_max_bytes)
@@ -104,7 +108,14 @@ class Gateway:
                 postgresql=self.config.gateway.ledger_target(),
             )
         )
-        self.broker = Broker(self.store, self.platforms, key, deliverer=self)
+        if self.ledger_host is not None:
+            adopted = await self.store.sessions.adopt(self.ledger_host, list(self.projects))
+            if adopted:
+                log.info("host %s: %d session(s) made before hosts are its own", self.host, adopted)
+        elsewhere = sorted(set(self.config.projects) - set(self.projects))
+        if elsewhere:
+            log.info("host %s: projects run on other hosts: %s", self.host, ", ".join(elsewhere))
+        self.broker = Broker(self.store, self.platforms, key, deliverer=self, host=self.ledger_host)
         self.desk = DecisionDesk(self.config, self.store, self.broker, key, spawn=self._spawn)
         self.control = Control(self)
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
@@ -113,7 +124,7 @@ class Gateway:
         for platform in self.platforms.values():
             platform.attach(self)
         # after attach: a mirroring platform may need the gateway's config to name its page
-        for session in await self.store.sessions.list_sessions():
+        for session in await self.store.sessions.list_sessions(host=self.ledger_host):
             await self.show_everywhere(session.id)
         return self
 
@@ -155,10 +166,13 @@ class Gateway:
     # --- sessions -------------------------------------------------------------------------
 
     def runner(self, session: SessionRecord) -> SessionRunner:
-        """The session's runner, started (as a task this engine owns) if need be."""
+        """The session's runner, started (as a task this engine owns) if need be. Never for
+        a session another host runs (its agents and native session are on that machine)."""
         runner = self._runners.get(session.id)
         if runner is None:
             assert self._tasks is not None
+            if not self.runs_here(session):
+                raise GatewayError(f"session {session.id} runs on host {session.host}")
             runner = SessionRunner(
                 session_id=session.id,
                 project=self.config.projects[session.project],
@@ -175,6 +189,11 @@ class Gateway:
             self._runners[session.id] = runner
             self._tasks.create_task(self._run(runner))
         return runner
+
+    def runs_here(self, session: SessionRecord) -> bool:
+        """Whether this host runs ``session``: it is this host's, and its project is still
+        one of this host's (a project moved to another host starts new sessions there)."""
+        return session.host == self.ledger_host and session.project in self.projects
 
     def existing_runner(self, session_id: str) -> SessionRunner | None:
         return self._runners.get(session_id)

@@ -29,6 +29,7 @@ __all__ = [
     "SteppingClock",
     "all_bytes",
     "approval",
+    "as_it_was",
     "question_form",
     "running_session",
     "todays_reads",
@@ -101,8 +102,18 @@ def all_bytes(directory: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(directory.iterdir()) if p.is_file())
 
 
+SESSION_HOST_COLUMN = "ALTER TABLE sessions ADD COLUMN host TEXT"  # migration 8's column
+
+
 async def todays_reads(store: Store) -> Store:
     """``store``, opened at an older schema, with what today's reads of an interaction need
-    (the votes table, which migration 6 creates only where it is missing)."""
+    (the votes table, which migration 6 creates only where it is missing) and today's
+    sessions (their host column, migration 8, which :func:`as_it_was` takes away again)."""
     await store.writer.write(lambda conn: conn.execute(VOTES_TABLE))
+    await store.writer.write(lambda conn: conn.execute(SESSION_HOST_COLUMN))
     return store
+
+
+async def as_it_was(store: Store) -> None:
+    """Undo :func:`todays_reads`' column, so that today's migrations find the old schema."""
+    await store.writer.write(lambda conn: conn.execute("ALTER TABLE sessions DROP COLUMN host"))

@@ -37,6 +37,7 @@ from tests.store_helpers import (
     TELEGRAM,
     SteppingClock,
     approval,
+    as_it_was,
     running_session,
     todays_reads,
 )
@@ -175,6 +176,7 @@ async def test_a_version_1_ledger_keeps_its_deliveries_and_can_record_an_unknown
             await old.interactions.create(session.id, epoch, approval("codex:1"), turn_id=None)
         ).interaction
         await old.interactions.expire(expiring.id, expected_version=1, outcome="deny")
+        await as_it_was(old)
     async with Store.open(data_dir) as store:
         assert applied_versions(data_dir) == [m.version for m in MIGRATIONS]
         kept = await store.interactions.get(decided.id)
@@ -201,6 +203,7 @@ async def test_a_session_bound_before_routes_existed_is_still_found_by_its_route
         await todays_reads(old)
         session = await old.sessions.create(project="demo", agent_kind=AgentKind.CODEX_APP_SERVER)
         await old.sessions.bind(TELEGRAM, session.id)  # then, a binding was its route too
+        await as_it_was(old)
     async with Store.open(data_dir) as store:
         found = await store.sessions.lookup_route(TELEGRAM)
         assert found is not None and found.id == session.id
@@ -217,6 +220,7 @@ async def test_a_queue_paused_before_holds_existed_is_held_and_cards_keep_their_
         await todays_reads(old)
         session, epoch = await running_session(old)
         opened = await old.interactions.create(session.id, epoch, approval("codex:0"), turn_id=None)
+        await as_it_was(old)
     with closing(sqlite3.connect(data_dir / DATABASE_FILE)) as raw, raw:
         raw.execute(  # the card, shown in one chat as message 7
             "INSERT INTO interaction_messages (interaction_id, platform, space, channel, thread,"

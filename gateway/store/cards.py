@@ -22,6 +22,7 @@ from gateway.store.database import (
     parse_time,
 )
 from gateway.store.records import CardCopy, CopyState
+from gateway.store.sessions import ON_HOST
 
 __all__ = ["CardCopies", "add_copy", "copies_for"]
 
@@ -118,25 +119,32 @@ class CardCopies:
         """Every copy of one interaction's card."""
         return await self._db.read(lambda conn: copies_for(conn, interaction_id))
 
-    async def list_failed(self) -> list[CardCopy]:
-        """Copies whose last send or edit failed: to send (no ref) or edit again."""
-        return await self._list("m.state = 'failed'", ())
+    async def list_failed(self, *, host: str | None = None) -> list[CardCopy]:
+        """Copies whose last send or edit failed: to send (no ref) or edit again.
+        ``host``: only the cards of that host's sessions (it alone edits them)."""
+        return await self._list("m.state = 'failed'", (), host)
 
-    async def list_outdated(self) -> list[CardCopy]:
+    async def list_outdated(self, *, host: str | None = None) -> list[CardCopy]:
         """Copies on a platform that show an older version than the interaction has (after
-        a restart: the orphaned cards whose buttons must go)."""
+        a restart: the orphaned cards whose buttons must go); ``host`` as in list_failed."""
         return await self._list(
             "m.state IN ('sent', 'edited') AND m.rendered_version"
             " < (SELECT version FROM interactions i WHERE i.id = m.interaction_id)",
             (),
+            host,
         )
 
-    async def _list(self, where: str, params: tuple[object, ...]) -> list[CardCopy]:
+    async def _list(
+        self, where: str, params: tuple[object, ...], host: str | None = None
+    ) -> list[CardCopy]:
         def list_copies(conn: Conn) -> list[CardCopy]:
             rows = fetch_all(
                 conn,
-                f"SELECT {_COLUMNS} FROM interaction_messages m WHERE {where} ORDER BY m.id",
-                params,
+                f"SELECT {_COLUMNS} FROM interaction_messages m WHERE {where}"
+                " AND m.interaction_id IN (SELECT i.id FROM interactions i"
+                f" WHERE i.session_id IN (SELECT id FROM sessions WHERE {ON_HOST}))"
+                " ORDER BY m.id",
+                (*params, host, host),
             )
             return [_copy_from_row(row) for row in rows]
 

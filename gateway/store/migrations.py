@@ -370,6 +370,15 @@ _PROMPT_MODE = (
     "ALTER TABLE prompts ADD COLUMN mode TEXT CHECK (mode IS NULL OR mode IN ('plan', 'default'))",
 )
 
+# issue 19: the host that runs a session's agents (``run --host``), set when the session is
+# made on a PostgreSQL ledger that several hosts share; NULL: this machine (a SQLite ledger's
+# rows, and those a single host made on PostgreSQL before hosts, which the host running
+# their project adopts at start). Recovery ends only its own host's epochs.
+_SESSION_HOST = (
+    "ALTER TABLE sessions ADD COLUMN host TEXT",
+    "CREATE INDEX sessions_host ON sessions(host)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -388,6 +397,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(version=6, name="votes and the content a decision saw", statements=_VOTES),
     Migration(version=7, name="a prompt's collaboration mode", statements=_PROMPT_MODE),
+    Migration(version=8, name="the host a session runs on", statements=_SESSION_HOST),
 )
 
 

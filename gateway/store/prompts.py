@@ -29,6 +29,7 @@ from gateway.store.database import (
 )
 from gateway.store.dialect import FOR_UPDATE
 from gateway.store.records import EnqueueOutcome, EnqueueResult, PromptRecord, PromptState
+from gateway.store.sessions import ON_HOST
 
 __all__ = ["PromptQueue", "prompt_by_id"]
 
@@ -311,24 +312,28 @@ class PromptQueue:
 
         return await self._db.write(clear)
 
-    async def recover_after_restart(self) -> list[str]:
+    async def recover_after_restart(self, *, host: str | None = None) -> list[str]:
         """At start-up: every prompt left in flight is interrupted (never resent), and every
         prompt still queued is held until a person sends /resume (a new message runs first).
+        ``host``: only the prompts of that host's sessions (another host's queue is its own
+        business); None: every one (a ledger no other host shares).
 
         Returns the ids of the sessions that hold prompts.
         """
         now = self._db.now()
+        mine = f"session_id IN (SELECT id FROM sessions WHERE {ON_HOST})"
 
         def recover(conn: Conn) -> list[str]:
             conn.execute(
                 "UPDATE prompts SET state = 'interrupted', updated_at = ?"
-                " WHERE state = 'in_flight'",
-                (now,),
+                f" WHERE state = 'in_flight' AND {mine}",
+                (now, host, host),
             )
             rows = fetch_all(
                 conn,
-                "SELECT DISTINCT session_id FROM prompts WHERE state = 'queued'"
+                f"SELECT DISTINCT session_id FROM prompts WHERE state = 'queued' AND {mine}"
                 " ORDER BY session_id",
+                (host, host),
             )
             held = [row["session_id"] for row in rows]
             for session_id in held:

@@ -45,6 +45,8 @@ class SessionRecord:
     queue_paused: bool  # some queued prompts are held (/stop, a restart, a failed start)
     queue_pause_reason: str | None  # why they are held
     initiator: Actor | None = None  # who started it: the default approver
+    # the host that runs its agents (issue 19); None: this machine (a single-host ledger)
+    host: str | None = None
 
     @property
     def is_closed(self) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from gateway.domain import Actor, AgentKind, ConversationRef
 from gateway.errors import StoreError
@@ -22,13 +22,23 @@ from gateway.store.database import (
 from gateway.store.dialect import FOR_UPDATE
 from gateway.store.records import EpochRecord, SessionRecord
 
-__all__ = ["SessionLedger", "bindings_of", "epoch_of", "session_by_id", "session_of"]
+__all__ = [
+    "ON_HOST",
+    "SessionLedger",
+    "bindings_of",
+    "epoch_of",
+    "session_by_id",
+    "session_of",
+]
 
 _SESSION_COLUMNS = (
     "id, project, agent_kind, native_session_id, created_at, current_epoch, closed_at,"
     " close_reason, queue_paused, queue_pause_reason, initiator_platform, initiator_user_id,"
-    " initiator_display"
+    " initiator_display, host"
 )
+# a host's rows, or every row where the host asked for is None (a single-host ledger): the
+# host is given twice
+ON_HOST = "(CAST(? AS TEXT) IS NULL OR host = ?)"
 _EPOCH_COLUMNS = (
     "session_id, epoch, pid, pgid, process_start_time, started_at, ended_at,"
     " exit_description, agent_version, policy_json"
@@ -44,10 +54,16 @@ class SessionLedger:
     # --- sessions ----------------------------------------------------------------------
 
     async def create(
-        self, *, project: str, agent_kind: AgentKind, initiator: Actor | None = None
+        self,
+        *,
+        project: str,
+        agent_kind: AgentKind,
+        initiator: Actor | None = None,
+        host: str | None = None,
     ) -> SessionRecord:
         """A new session with no runtime yet (``current_epoch`` 0). ``initiator``: the person
-        who started it, the default approver of its interactions."""
+        who started it, the default approver of its interactions; ``host``: the host that
+        runs it, for good (None: this machine, on a ledger no other host shares)."""
         session_id = new_short_id()
         who = (
             (None, None, None)
@@ -62,8 +78,8 @@ class SessionLedger:
         def create(conn: Conn) -> SessionRecord:
             conn.execute(
                 "INSERT INTO sessions (id, project, agent_kind, created_at, initiator_platform,"
-                " initiator_user_id, initiator_display) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session_id, project, agent_kind.value, self._db.now(), *who),
+                " initiator_user_id, initiator_display, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, project, agent_kind.value, self._db.now(), *who, host),
             )
             return _session(conn, session_id)
 
@@ -73,19 +89,40 @@ class SessionLedger:
         return await self._db.read(lambda conn: session_by_id(conn, session_id))
 
     async def list_sessions(
-        self, *, project: str | None = None, include_closed: bool = False
+        self,
+        *,
+        project: str | None = None,
+        include_closed: bool = False,
+        host: str | None = None,
     ) -> list[SessionRecord]:
-        """Sessions, oldest first; closed ones only when asked."""
+        """Sessions, oldest first; closed ones only when asked; only ``host``'s if given."""
         rows = await self._db.read(
             lambda conn: fetch_all(
                 conn,
                 f"SELECT {_SESSION_COLUMNS} FROM sessions"
                 " WHERE (CAST(? AS TEXT) IS NULL OR project = ?) AND (? OR closed_at IS NULL)"
-                " ORDER BY created_at, id",
-                (project, project, include_closed),
+                f" AND {ON_HOST} ORDER BY created_at, id",
+                (project, project, include_closed, host, host),
             )
         )
         return [_session_from_row(row) for row in rows]
+
+    async def adopt(self, host: str, projects: Collection[str]) -> int:
+        """Give ``host`` the sessions of ``projects`` that name no host: those a single
+        gateway made on this PostgreSQL ledger before it had hosts (its recovery must find
+        them). Returns how many."""
+        if not projects:
+            return 0
+        marks = ", ".join("?" for _ in projects)
+
+        def adopt(conn: Conn) -> int:
+            cursor = conn.execute(
+                f"UPDATE sessions SET host = ? WHERE host IS NULL AND project IN ({marks})",
+                (host, *projects),
+            )
+            return cursor.rowcount
+
+        return await self._db.write(adopt)
 
     async def set_native_session_id(self, session_id: str, native_session_id: str) -> None:
         """Record the agent's own session id, what a later resume passes back."""
@@ -208,13 +245,17 @@ class SessionLedger:
     async def get_epoch(self, session_id: str, epoch: int) -> EpochRecord | None:
         return await self._db.read(lambda conn: epoch_of(conn, session_id, epoch))
 
-    async def live_epochs(self) -> list[EpochRecord]:
-        """Epochs never ended: after a crash, the processes a restart must find and end."""
+    async def live_epochs(self, *, host: str | None = None) -> list[EpochRecord]:
+        """Epochs never ended: after a crash, the processes a restart must find and end.
+        ``host``: only the epochs of that host's sessions (the other hosts' agents are
+        theirs to end); None: every one (a ledger no other host shares)."""
         rows = await self._db.read(
             lambda conn: fetch_all(
                 conn,
                 f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE ended_at IS NULL"
+                f" AND session_id IN (SELECT id FROM sessions WHERE {ON_HOST})"
                 " ORDER BY started_at, session_id",
+                (host, host),
             )
         )
         return [_epoch_from_row(row) for row in rows]
@@ -366,6 +407,7 @@ def _session_from_row(row: Row) -> SessionRecord:
             user_id=row["initiator_user_id"],
             display=row["initiator_display"] or "",
         ),
+        host=row["host"],
     )
 
 
