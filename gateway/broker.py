@@ -153,7 +153,12 @@ class Broker:
     # --- a person decided -----------------------------------------------------------------
 
     async def decide(
-        self, interaction: Interaction, actor: Actor, decision: Decision
+        self,
+        interaction: Interaction,
+        actor: Actor,
+        decision: Decision,
+        *,
+        owner: str | None = None,
     ) -> Interaction:
         """Commit the decision (CAS), then have the session write it to the agent and record
         the write.
@@ -163,6 +168,10 @@ class Broker:
         the write and its record belong to the session's runner: a caller cancelled (a
         platform's ack deadline, a shutdown) strands nothing, and one cancelled while the
         commit was under way has the session's sweep look for it.
+
+        ``owner``: the host that runs the session, where that is another host (issue 19).
+        Only the commit is made here: the ledger wakes the owner, which writes the decision
+        (its sweep) and edits the cards; this host writes to no agent and edits no card.
         """
         try:
             decided = await self._store.interactions.decide(
@@ -172,12 +181,17 @@ class Broker:
                 decision=decision,
             )
         except asyncio.CancelledError:
-            # the commit runs on the ledger's thread and may land all the same
-            self._unconfirmed[interaction.id] = _Unconfirmed(
-                interaction.session_id, actor, decision
-            )
-            self._deliverer.sweep_soon(interaction.session_id)
+            # the commit runs on the ledger's thread and may land all the same (on another
+            # host's session: that host's sweep finds it, as it finds any)
+            if owner is None:
+                self._unconfirmed[interaction.id] = _Unconfirmed(
+                    interaction.session_id, actor, decision
+                )
+                self._deliverer.sweep_soon(interaction.session_id)
             raise
+        if owner is not None:
+            log.info("decision on %s committed for host %s", decided.id, owner)
+            return decided
         return await self._deliver_committed(decided, decision)
 
     async def vote(
@@ -189,6 +203,7 @@ class Broker:
         action_id: str,
         requirement: Requirement,
         surface: str,
+        owner: str | None = None,
     ) -> VoteOutcome:
         """Record a person's vote (issue 17). Every copy of the card is drawn again with the
         tally; the vote that reaches N committed the decision in its own transaction, and it
@@ -204,6 +219,8 @@ class Broker:
             requirement=requirement,
             surface=surface,
         )
+        if owner is not None:  # the owner draws the tally and writes the decision (decide)
+            return outcome
         if outcome.decision is None:
             if outcome.counted:
                 self.mark_dirty(interaction.id)

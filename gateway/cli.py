@@ -135,7 +135,7 @@ _HOST_HELP = (
 
 def _host_name(text: str) -> str:
     if re.fullmatch(HOST_PATTERN, text) is None:
-        raise argparse.ArgumentTypeError(f"{text!r}: letters, digits, '.', '_', '-' (up to 63)")
+        raise argparse.ArgumentTypeError(f"{text!r}: letters, digits, '.', '_', '-' (up to 58)")
     return text
 
 

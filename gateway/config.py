@@ -184,7 +184,8 @@ _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
 EnvName = Annotated[str, StringConstraints(pattern=_ENV_NAME)]
 # a host as ``run --host`` names it (default: the machine's hostname)
-HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$"
+# (up to 58 characters: "host_<name>" is its NOTIFY channel, an identifier of 63 bytes at most)
+HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,57}$"
 HostName = Annotated[str, StringConstraints(pattern=HOST_PATTERN)]
 
 

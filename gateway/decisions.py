@@ -43,7 +43,7 @@ from gateway.errors import AlreadyDecided, InvalidDecision, TokenRejected, Versi
 from gateway.interactions import Interaction
 from gateway.platform import Ack, InboundAction, InboundForm
 from gateway.policy import Requirement
-from gateway.store import ClickView, ClickViews, Store
+from gateway.store import ClickView, ClickViews, SessionRecord, Store
 from gateway.tally_line import votes_line
 from gateway.votes import PolicyBook, surface_of
 
@@ -61,6 +61,13 @@ Spawn = Callable[[Coroutine[Any, Any, None]], None]
 """Runs a coroutine as a task someone owns (the engine's task group); RuntimeError once that
 owner takes no more tasks."""
 
+OwnerElsewhere = Callable[[SessionRecord], str | None]
+"""The host that runs a session where that is another host (issue 19), else None."""
+
+_SECRET_ELSEWHERE = (
+    "This agent runs on host {host}, and a secret answer cannot be passed between hosts yet: "
+    "nothing was decided."
+)
 _VERDICT = {Effect.ALLOW: "Approved", Effect.DENY: "Denied", Effect.CANCEL: "Denied and stopped"}
 
 
@@ -73,8 +80,11 @@ class DecisionDesk:
         key: bytes,
         *,
         spawn: Spawn | None = None,
+        owner_elsewhere: OwnerElsewhere | None = None,
     ) -> None:
         self._config = config
+        # the host that runs a session, where that is another host (issue 19); None: this one
+        self._owner_elsewhere = owner_elsewhere or (lambda session: None)
         self._store = store
         self._broker = broker
         self._key = key
@@ -114,7 +124,7 @@ class DecisionDesk:
         checked = await self._check(action.token, action.actor, action.conversation)
         if isinstance(checked, Ack):
             return checked
-        interaction, token, project = checked
+        interaction, token, session = checked
         where = action.conversation
         if token.action_index is not None:
             if token.action_index >= len(interaction.actions):
@@ -124,7 +134,7 @@ class DecisionDesk:
             decision = Decision(
                 action_id=chosen.id, message=message if chosen.effect is Effect.DENY else None
             )
-            return await self._decide(interaction, action.actor, decision, project, where)
+            return await self._decide(interaction, action.actor, decision, session, where)
         option = token.option
         if option is not None and len(interaction.questions) == 1:
             question_index, option_index = option
@@ -133,7 +143,7 @@ class DecisionDesk:
                 return Ack(text="Choose your answers in the form, then submit it.", accepted=False)
             answer = Answer(option_ids=(question.options[option_index].id,))
             return await self._decide(
-                interaction, action.actor, Decision(answers={question.id: answer}), project, where
+                interaction, action.actor, Decision(answers={question.id: answer}), session, where
             )
         return Ack(text="Choose your answers in the form, then submit it.", accepted=False)
 
@@ -141,14 +151,14 @@ class DecisionDesk:
         checked = await self._check(form.token, form.actor, form.conversation)
         if isinstance(checked, Ack):
             return checked
-        interaction, token, project = checked
+        interaction, token, session = checked
         if not token.is_submit:
             return await self._reject(Rejection.MALFORMED, form.actor, interaction.id)
         secret = [q for q in interaction.questions if q.secret and q.id in form.answers]
         if secret and not form.private:
             return Ack(text="A secret answer is only taken in a private form.", accepted=False)
         decision = Decision(answers=dict(form.answers))
-        return await self._decide(interaction, form.actor, decision, project, form.conversation)
+        return await self._decide(interaction, form.actor, decision, session, form.conversation)
 
     # --- the command fallback -------------------------------------------------------------
 
@@ -172,7 +182,6 @@ class DecisionDesk:
         rejection = _rejection(self._config, self._policy, view, None, actor, conversation)
         if rejection is not None:
             return await self._rejected(rejection, actor, interaction)
-        project = view.session.project if view.session is not None else ""
         try:
             if answers is not None:
                 decision = Decision(answers=answers)
@@ -181,7 +190,7 @@ class DecisionDesk:
                 decision = Decision(action_id=chosen.id, message=message if deny else None)
         except InvalidDecision as exc:
             return Ack(text=str(exc), accepted=False)
-        return await self._decide(interaction, actor, decision, project, conversation)
+        return await self._decide(interaction, actor, decision, view.session, conversation)
 
     async def withdraw(
         self, interaction_id: str, actor: Actor, conversation: ConversationRef
@@ -213,7 +222,7 @@ class DecisionDesk:
         *,
         views: ClickViews | None = None,
         soon: bool = False,
-    ) -> tuple[Interaction, ActionToken, str] | Ack:
+    ) -> tuple[Interaction, ActionToken, SessionRecord | None] | Ack:
         """Verify the token and check the click against ``views`` (default: the writer's
         ``store.clicks``); ``soon``: a refusal is answered before its audit is written."""
         try:
@@ -226,23 +235,28 @@ class DecisionDesk:
         rejection = _rejection(self._config, self._policy, view, token, actor, conversation)
         if rejection is not None:
             return await self._rejected(rejection, actor, view.interaction, soon=soon)
-        project = view.session.project if view.session is not None else ""
-        return view.interaction, token, project
+        return view.interaction, token, view.session
 
     async def _decide(
         self,
         interaction: Interaction,
         actor: Actor,
         decision: Decision,
-        project: str,
+        session: SessionRecord | None,
         conversation: ConversationRef,
     ) -> Ack:
+        project = session.project if session is not None else ""
+        owner = self._owner_elsewhere(session) if session is not None else None
+        if owner is not None and _secret_answered(interaction, decision):
+            # the ledger keeps secret answers redacted: the owner could not write this one
+            # (sealed answers between hosts are not built yet); nothing is decided
+            return Ack(text=_SECRET_ELSEWHERE.format(host=owner), accepted=False)
         needed = self._policy.requirement(project, interaction)
         if needed.counts_votes and decision.action_id is not None:
-            return await self._vote(interaction, actor, decision, needed, conversation)
+            return await self._vote(interaction, actor, decision, needed, conversation, owner)
         for _ in range(VERSION_RETRIES):
             try:
-                after = await self._broker.decide(interaction, actor, decision)
+                after = await self._broker.decide(interaction, actor, decision, owner=owner)
             except VersionMoved:
                 # still pending, moved by a vote since it was read: read it again, try again
                 fresh = await self._store.interactions.get(interaction.id)
@@ -254,7 +268,7 @@ class DecisionDesk:
                 return Ack(text=_already(exc), accepted=False)
             except InvalidDecision as exc:
                 return Ack(text=str(exc), accepted=False)
-            return Ack(text=_outcome(after, decision), accepted=True)
+            return Ack(text=_outcome(after, decision, owner), accepted=True)
         return Ack(text=MAY_ANSWER_TRY_AGAIN, accepted=False)
 
     async def _vote(
@@ -264,6 +278,7 @@ class DecisionDesk:
         decision: Decision,
         needed: Requirement,
         conversation: ConversationRef,
+        owner: str | None,
     ) -> Ack:
         assert decision.action_id is not None
         try:
@@ -274,6 +289,7 @@ class DecisionDesk:
                 action_id=decision.action_id,
                 requirement=needed,
                 surface=surface_of(conversation),
+                owner=owner,
             )
         except AlreadyDecided as exc:
             return Ack(text=_already(exc), accepted=False)
@@ -281,7 +297,7 @@ class DecisionDesk:
             return Ack(text=str(exc), accepted=False)
         counted = outcome.tally.line(interaction.actions)
         if outcome.decision is not None:
-            return Ack(text=_outcome(outcome.interaction, outcome.decision), accepted=True)
+            return Ack(text=_outcome(outcome.interaction, outcome.decision, owner), accepted=True)
         if not outcome.counted:
             return Ack(text=f"Your vote was already counted: {counted}.", accepted=False)
         return Ack(text=f"Your vote is counted: {counted}.", accepted=True)
@@ -384,7 +400,12 @@ def _not_open(interaction: Interaction) -> str:
     return f"This request is no longer open. {status_line(interaction)}"
 
 
-def _outcome(interaction: Interaction, decision: Decision) -> str:
+def _secret_answered(interaction: Interaction, decision: Decision) -> bool:
+    secret = {question.id for question in interaction.questions if question.secret}
+    return bool(secret & decision.answers.keys())
+
+
+def _outcome(interaction: Interaction, decision: Decision, owner: str | None = None) -> str:
     if decision.action_id is not None:
         action = interaction.action(decision.action_id)
         verdict = _VERDICT[action.effect] if action is not None else "Decided"
@@ -397,6 +418,8 @@ def _outcome(interaction: Interaction, decision: Decision) -> str:
         head = f"{verdict}: {label}."
     else:
         head = "Answer sent."
+    if owner is not None and interaction.state is InteractionState.DECIDED:
+        return f"{head} Sent to the agent on host {owner}."
     if interaction.state is InteractionState.DELIVERED:
         return f"{head} {delivered_words(interaction).capitalize()}."
     if interaction.state is InteractionState.ORPHANED:

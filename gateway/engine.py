@@ -42,6 +42,9 @@ __all__ = ["Gateway"]
 
 log = logging.getLogger(__name__)
 
+# On a ledger several hosts share: how often each session looks for decisions committed by
+# another host whose wake-up was lost (the listener reconnecting)
+SHARED_SWEEP_SECONDS = 5.0
 STOPPING_NOTICE = (
     "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
     "message resumes the conversation."
@@ -116,10 +119,28 @@ class Gateway:
         if elsewhere:
             log.info("host %s: projects run on other hosts: %s", self.host, ", ".join(elsewhere))
         self.broker = Broker(self.store, self.platforms, key, deliverer=self, host=self.ledger_host)
-        self.desk = DecisionDesk(self.config, self.store, self.broker, key, spawn=self._spawn)
+        self.desk = DecisionDesk(
+            self.config,
+            self.store,
+            self.broker,
+            key,
+            spawn=self._spawn,
+            owner_elsewhere=self.owner_elsewhere,
+        )
         self.control = Control(self)
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
+        target = self.config.gateway.ledger_target()
+        if self.ledger_host is not None and target is not None:
+            # decisions other hosts commit for this host's sessions (design point 3);
+            # psycopg: only where it is used
+            from gateway.store.wakeups import listen_for_wakeups
+
+            wakeups = listen_for_wakeups(
+                target, self.ledger_host, self.sweep_soon, listening=self._sweep_all
+            )
+            self._background.append(self._tasks.create_task(wakeups))
+            self._background.append(self._tasks.create_task(self._poll_sweeps()))
         await self.control.recover()
         for platform in self.platforms.values():
             platform.attach(self)
@@ -194,6 +215,24 @@ class Gateway:
         """Whether this host runs ``session``: it is this host's, and its project is still
         one of this host's (a project moved to another host starts new sessions there)."""
         return session.host == self.ledger_host and session.project in self.projects
+
+    def owner_elsewhere(self, session: SessionRecord) -> str | None:
+        """The host that runs ``session`` if that is another host: a decision on it is only
+        committed here, and that host writes it to its agent (issue 19)."""
+        if session.host is None or session.host == self.ledger_host:
+            return None
+        return session.host
+
+    def _sweep_all(self) -> None:
+        for runner in list(self._runners.values()):
+            runner.sweep_soon()
+
+    async def _poll_sweeps(self) -> None:
+        """The safety net under the wake-ups: a NOTIFY is lost while the listener is not
+        connected, so every session of this host looks for stranded decisions this often."""
+        while True:
+            await asyncio.sleep(SHARED_SWEEP_SECONDS)
+            self._sweep_all()
 
     def existing_runner(self, session_id: str) -> SessionRunner | None:
         return self._runners.get(session_id)

@@ -9,28 +9,20 @@ its own data dir and memory platform, around the scripted agent."""
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
-from gateway.auth import HMAC_KEY_BYTES
-from gateway.config import Config
-from gateway.domain import AgentKind, ConversationRef, Decision, InteractionState
-from gateway.engine import Gateway
+from gateway.domain import AgentKind, Decision, InteractionState
 from gateway.store import PromptState, Store
 from gateway.store.postgresql import PgTarget
-from platforms.memory.platform import MemoryPlatform
-from platforms.registry import parse_config
 from tests.gateway_flows import WHEN, session_of, settles
 from tests.gateway_harness import ALICE, Running
+from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
 from tests.pg_cluster import PgCluster
 from tests.scripted_gateway import REQUESTS, open_card
 from tests.scripted_launcher import ScriptedLauncher
 from tests.store_backends import open_store
 from tests.store_helpers import approval
 
-ON_A = ConversationRef(platform="memory", space="team", channel="a", thread="t1")
-ON_B = ConversationRef(platform="memory", space="team", channel="b", thread="t1")
 DELIVERED = rf'Approved \("Approve"\) by Alice at {WHEN} · sent to the agent · done'
 
 
@@ -79,57 +71,13 @@ async def test_sessions_made_before_hosts_are_adopted_by_their_projects_host(
         assert untouched is not None and untouched.host is None
 
 
-def _two_hosts(tmp_path: Path, dsn: str) -> Config:
-    """Project "pa" on host "a" (channel "a"), "pb" on host "b" (channel "b")."""
-    key = tmp_path / "hmac.key"
-    key.write_bytes(os.urandom(HMAC_KEY_BYTES))
-    key.chmod(0o600)
-    projects = ""
-    for name, host in (("pa", "a"), ("pb", "b")):
-        work = tmp_path / f"work-{host}"
-        work.mkdir()
-        projects += f"""
-[projects.{name}]
-work_dir = {json.dumps(str(work))}
-agent = "codex-app-server"
-host = "{host}"
-
-[projects.{name}.auth.memory]
-allow_from = ["alice"]
-approvers = ["alice"]
-channels = ["{host}"]
-"""
-    text = f"""
-[gateway]
-data_dir = {json.dumps(str(tmp_path / "data"))}
-store = {json.dumps(dsn)}
-hmac_key_file = {json.dumps(str(key))}
-stop_grace_seconds = 5
-{projects}
-[platforms.memory]
-"""
-    return parse_config(text, "hosts.toml")
-
-
-def _host(config: Config, tmp_path: Path, name: str, launcher: ScriptedLauncher) -> Gateway:
-    memory = MemoryPlatform(adopt_unknown=True, id_prefix=f"{name}-")
-    return Gateway(
-        config,
-        platforms={"memory": memory},
-        launcher=launcher,
-        data_dir=tmp_path / f"data-{name}",  # each machine has its own
-        host=name,
-    )
-
-
 async def test_a_hosts_restart_leaves_another_hosts_epoch_and_pending_card_untouched(
     tmp_path: Path, pg_database: PgCluster
 ) -> None:
-    config = _two_hosts(tmp_path, pg_database.dsn)
+    config = two_hosts(tmp_path, pg_database.dsn)
     on_a = ScriptedLauncher(REQUESTS)
-    async with _host(config, tmp_path, "a", on_a) as gateway_a:
-        memory_a = gateway_a.platforms["memory"]
-        assert isinstance(memory_a, MemoryPlatform)
+    async with host_gateway(config, tmp_path, "a", on_a) as gateway_a:
+        memory_a = memory_of(gateway_a)
         a = Running(gateway=gateway_a, memory=memory_a)
         asked = await open_card(a, ON_A, "approve")
         session = await session_of(a, ON_A)
@@ -150,7 +98,7 @@ async def test_a_hosts_restart_leaves_another_hosts_epoch_and_pending_card_untou
         left_card = await store.interactions.create(left.id, left_epoch, approval("left:0"))
         edits_before = [shown.edits for shown in memory_a.messages()]
 
-        async with _host(config, tmp_path, "b", ScriptedLauncher(REQUESTS)) as gateway_b:
+        async with host_gateway(config, tmp_path, "b", ScriptedLauncher(REQUESTS)) as gateway_b:
             # b's recovery ended b's leftover, and only it
             ended = await store.sessions.get_epoch(left.id, left_epoch)
             assert ended is not None and not ended.is_live
@@ -164,8 +112,7 @@ async def test_a_hosts_restart_leaves_another_hosts_epoch_and_pending_card_untou
             kept = await store.prompts.get(prompt.id)
             assert kept is not None and kept.state is PromptState.IN_FLIGHT
             assert [shown.edits for shown in memory_a.messages()] == edits_before
-            memory_b = gateway_b.platforms["memory"]
-            assert isinstance(memory_b, MemoryPlatform)
+            memory_b = memory_of(gateway_b)
             assert memory_b.cards() == []  # b draws no card of a's sessions
             # a message for a's project that reaches b is answered, never dropped or run
             await memory_b.say(ON_A, ALICE, "hello")
@@ -183,7 +130,7 @@ async def test_a_hosts_restart_leaves_another_hosts_epoch_and_pending_card_untou
 async def test_a_project_moved_to_this_host_starts_a_new_session(
     tmp_path: Path, pg_database: PgCluster
 ) -> None:
-    config = _two_hosts(tmp_path, pg_database.dsn)
+    config = two_hosts(tmp_path, pg_database.dsn)
     target = config.gateway.ledger_target()
     async with Store.open(tmp_path / "seed", postgresql=target) as store:
         moved = await store.sessions.create(
@@ -192,9 +139,8 @@ async def test_a_project_moved_to_this_host_starts_a_new_session(
         await store.sessions.route(ON_A, moved.id)
         await store.sessions.bind(ON_A, moved.id)
     launcher = ScriptedLauncher(REQUESTS)
-    async with _host(config, tmp_path, "a", launcher) as gateway_a:
-        memory_a = gateway_a.platforms["memory"]
-        assert isinstance(memory_a, MemoryPlatform)
+    async with host_gateway(config, tmp_path, "a", launcher) as gateway_a:
+        memory_a = memory_of(gateway_a)
         a = Running(gateway=gateway_a, memory=memory_a)
         await memory_a.say(ON_A, ALICE, "hi")
         await a.text_where(lambda text: text == "echo: hi", ON_A)

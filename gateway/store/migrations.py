@@ -379,6 +379,29 @@ _SESSION_HOST = (
     "CREATE INDEX sessions_host ON sessions(host)",
 )
 
+# issue 19, design point 3: a decision wakes the host that runs its session, in the
+# committing transaction (NOTIFY is sent at COMMIT only): gateway/store/wakeups.py listens.
+# SQLite: one host, nothing to wake.
+_WAKE_THE_OWNER = (
+    """
+    CREATE FUNCTION wake_session_host() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        owner TEXT;
+        session TEXT;
+    BEGIN
+        SELECT s.host, s.id INTO owner, session FROM interactions i
+            JOIN sessions s ON s.id = i.session_id WHERE i.id = NEW.interaction_id;
+        IF owner IS NOT NULL THEN
+            PERFORM pg_notify('host_' || owner, session);
+        END IF;
+        RETURN NEW;
+    END
+    $$
+    """,
+    "CREATE TRIGGER decisions_wake_host AFTER INSERT ON decisions"
+    " FOR EACH ROW EXECUTE FUNCTION wake_session_host()",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -398,6 +421,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=6, name="votes and the content a decision saw", statements=_VOTES),
     Migration(version=7, name="a prompt's collaboration mode", statements=_PROMPT_MODE),
     Migration(version=8, name="the host a session runs on", statements=_SESSION_HOST),
+    Migration(
+        version=9,
+        name="a decision wakes its session's host",
+        statements=(),
+        postgresql=_WAKE_THE_OWNER,
+    ),
 )
 
 

@@ -1,0 +1,69 @@
+"""Waking the host that runs a session (issue 19, design point 3): PostgreSQL LISTEN/NOTIFY.
+
+A decision committed on any host for a session of host A is written to A's agent by A
+alone (``Broker.sweep``: only the owner sweeps its epochs, so it is written once). The
+ledger wakes A in the committing transaction: migration 9's trigger on ``decisions`` runs
+``pg_notify('host_<A>', <session id>)``, which PostgreSQL delivers at COMMIT only (a rolled
+back decision wakes nobody). Each host listens on its own channel with one connection of its
+own (:func:`listen_for_wakeups`); a notification sent while it is not listening (the
+connection cut, the host restarting) is lost, so the caller sweeps every session when the
+listener (re)connects and polls as a safety net.
+
+A channel name is an identifier (at most 63 bytes): ``host_`` and a host name of at most
+58 characters (``gateway.config.HOST_PATTERN``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from gateway.store.postgresql import CONNECT_TIMEOUT_S, PgTarget
+
+__all__ = ["RETRY_SECONDS", "channel", "listen_for_wakeups"]
+
+log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 1.0  # between two attempts to listen again after the connection failed
+
+
+def channel(host: str) -> str:
+    """The NOTIFY channel of ``host``: what migration 9's trigger sends to."""
+    return f"host_{host}"
+
+
+async def listen_for_wakeups(
+    target: PgTarget,
+    host: str,
+    wake: Callable[[str], None],
+    *,
+    listening: Callable[[], None],
+) -> None:
+    """Until cancelled: listen on ``host``'s channel and hand each notification's payload
+    (a session id) to ``wake``; ``listening`` is called each time the LISTEN is in place
+    (the first time and after every reconnection: what was sent meanwhile is lost)."""
+    extra: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+    if target.password is not None:
+        extra["password"] = target.password
+    listen = sql.SQL("LISTEN {}").format(sql.Identifier(channel(host)))
+    while True:
+        try:
+            conn = await psycopg.AsyncConnection.connect(target.url, autocommit=True, **extra)
+            async with conn:
+                await conn.execute(listen)
+                listening()
+                async for note in conn.notifies():
+                    wake(note.payload)
+        except psycopg.Error as exc:
+            log.warning(
+                "host %s: listening for wake-ups failed (%s); again in %g s",
+                host,
+                type(exc).__name__,
+                RETRY_SECONDS,
+            )
+        await asyncio.sleep(RETRY_SECONDS)

@@ -1,0 +1,71 @@
+"""Two gateway hosts on one PostgreSQL ledger, in one test process (issue 19): project "pa"
+on host "a" (channel "a"), "pb" on host "b" (channel "b"), each host its own data dir and
+memory platform, around the scripted agent (tests/scripted_launcher.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from gateway.auth import HMAC_KEY_BYTES
+from gateway.config import Config
+from gateway.domain import ConversationRef
+from gateway.engine import Gateway
+from platforms.memory.platform import MemoryPlatform
+from platforms.registry import parse_config
+from tests.scripted_launcher import ScriptedLauncher
+
+__all__ = ["ON_A", "ON_B", "host_gateway", "memory_of", "two_hosts"]
+
+ON_A = ConversationRef(platform="memory", space="team", channel="a", thread="t1")
+ON_B = ConversationRef(platform="memory", space="team", channel="b", thread="t1")
+
+
+def two_hosts(tmp_path: Path, dsn: str) -> Config:
+    """Project "pa" on host "a" (channel "a"), "pb" on host "b" (channel "b")."""
+    key = tmp_path / "hmac.key"
+    key.write_bytes(os.urandom(HMAC_KEY_BYTES))
+    key.chmod(0o600)
+    projects = ""
+    for name, host in (("pa", "a"), ("pb", "b")):
+        work = tmp_path / f"work-{host}"
+        work.mkdir()
+        projects += f"""
+[projects.{name}]
+work_dir = {json.dumps(str(work))}
+agent = "codex-app-server"
+host = "{host}"
+
+[projects.{name}.auth.memory]
+allow_from = ["alice"]
+approvers = ["alice"]
+channels = ["{host}"]
+"""
+    text = f"""
+[gateway]
+data_dir = {json.dumps(str(tmp_path / "data"))}
+store = {json.dumps(dsn)}
+hmac_key_file = {json.dumps(str(key))}
+stop_grace_seconds = 5
+{projects}
+[platforms.memory]
+"""
+    return parse_config(text, "hosts.toml")
+
+
+def host_gateway(config: Config, tmp_path: Path, name: str, launcher: ScriptedLauncher) -> Gateway:
+    memory = MemoryPlatform(adopt_unknown=True, id_prefix=f"{name}-")
+    return Gateway(
+        config,
+        platforms={"memory": memory},
+        launcher=launcher,
+        data_dir=tmp_path / f"data-{name}",  # each machine has its own
+        host=name,
+    )
+
+
+def memory_of(gateway: Gateway) -> MemoryPlatform:
+    memory = gateway.platforms["memory"]
+    assert isinstance(memory, MemoryPlatform)
+    return memory

@@ -1,0 +1,84 @@
+"""Any host receives, the owner acts (issue 19, design point 3): a decision committed on one
+host for a session of another wakes that host (NOTIFY in the committing transaction), which
+writes it to its agent once and edits its cards; the receiver writes to no agent. On the real
+PostgreSQL cluster (tests/pg_cluster.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from gateway.domain import AgentKind, Decision
+from gateway.interactions import DeliveryOutcome
+from gateway.store import Store
+from gateway.store.postgresql import PgTarget
+from gateway.store.wakeups import listen_for_wakeups
+from tests.gateway_flows import WHEN, settles
+from tests.gateway_harness import ALICE, Running
+from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
+from tests.pg_cluster import PgCluster
+from tests.scripted_gateway import REQUESTS, open_card
+from tests.scripted_launcher import ScriptedLauncher
+from tests.store_helpers import approval
+
+DELIVERED = rf'Approved \("Approve"\) by Alice at {WHEN} · sent to the agent · done'
+
+
+async def test_a_decision_wakes_the_host_of_its_session_on_commit(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    target = PgTarget(url=pg_database.dsn)
+    woken: asyncio.Queue[str] = asyncio.Queue()
+    listening = asyncio.Event()
+    async with Store.open(tmp_path, postgresql=target) as store, asyncio.TaskGroup() as tasks:
+        listener = tasks.create_task(
+            listen_for_wakeups(target, "a", woken.put_nowait, listening=listening.set)
+        )
+        await listening.wait()
+        session = await store.sessions.create(
+            project="pa", agent_kind=AgentKind.CODEX_APP_SERVER, host="a"
+        )
+        epoch = await store.sessions.begin_epoch(
+            session.id, pid=None, pgid=None, process_start_time=None
+        )
+        opened = await store.interactions.create(session.id, epoch, approval("wake:0"))
+        assert woken.empty()  # a request wakes nobody: its host asked it
+        await store.interactions.decide(
+            opened.interaction.id,
+            expected_version=1,
+            actor=ALICE,
+            decision=Decision(action_id="accept"),
+        )
+        assert await woken.get() == session.id
+        listener.cancel()
+
+
+async def test_a_click_received_by_another_host_is_written_once_by_the_owner(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    config = two_hosts(tmp_path, pg_database.dsn)
+    on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
+    async with (
+        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
+        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
+    ):
+        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
+        asked = await open_card(a, ON_A, "approve")
+        on_a.writes.hold()  # a's write waits: b's answer must not depend on it
+        memory_b = memory_of(gateway_b)
+        # the card's button, clicked where b receives it (one bot: the same conversation)
+        ack = await memory_b.click(ON_A, ALICE, asked.token("Approve"))
+        assert ack.accepted, ack
+        assert ack.text == "Approved: Approve. Sent to the agent on host a."
+        await on_a.writes.waiting.wait()  # a was woken and writes it
+        on_a.writes.release()
+        decided = await settles(a, asked, DELIVERED)  # a's card, edited by a
+        assert decided.delivery is not None
+        assert decided.delivery.outcome is DeliveryOutcome.OK
+        assert on_a.received == [Decision(action_id="accept")]
+        assert on_b.received == []
+        assert memory_b.messages() == []  # b sent and edited nothing
+        # a second click, on either host, decides nothing more
+        again = await memory_b.click(ON_A, ALICE, asked.token("Approve"))
+        assert not again.accepted
+        assert on_a.received == [Decision(action_id="accept")]
