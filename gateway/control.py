@@ -203,7 +203,8 @@ class Control:
             return
         parsed = parse_chat_text(message.text)
         elsewhere = self._elsewhere(project)
-        if elsewhere is not None and not isinstance(parsed, NotForUs):
+        if elsewhere is not None and not isinstance(parsed, ChatPrompt | NotForUs):
+            # a prompt is queued in the ledger, which wakes its host; a command is not
             await self._reply(conversation, elsewhere)
             return
         match parsed:
@@ -254,21 +255,21 @@ class Control:
             )
 
     def _elsewhere(self, project: str) -> str | None:
-        """What is said to a message for a project another host runs (issue 19: passing it
-        there through the ledger is not built yet), or None for this host's project."""
+        """What is said to a command for a project another host runs (issue 19: passing
+        commands there is not built yet), or None for this host's project."""
         settings = self._gw.config.projects[project]
         if project in self._gw.projects:
             return None
         log.info(
-            "a message for project %s (host %s) came to host %s",
+            "a command for project %s (host %s) came to host %s",
             project,
             settings.host,
             self._gw.host,
         )
         return (
-            f"Project {project} runs on host {settings.host}, and this message reached host "
-            f"{self._gw.host}: it was not taken (passing messages between hosts is not built "
-            "yet)."
+            f"Project {project} runs on host {settings.host}, and this command reached host "
+            f"{self._gw.host}: it was not taken (commands are not passed between hosts yet; "
+            "messages for the agent are)."
         )
 
     def _auth_platform(self, platform: str) -> str:
@@ -282,13 +283,14 @@ class Control:
             settings = self._gw.config.projects[project]
             key = route_key(settings.scope, conversation, actor)
             session = await self._store.sessions.lookup_route(key)
-            if session is not None and not session.is_closed and not self._gw.runs_here(session):
-                # its project moved here from another host: its native session is a file
-                # there, so a new session starts here (issue 19)
+            host = self._gw.session_host(project)
+            if session is not None and not session.is_closed and session.host != host:
+                # its project moved to another host: its native session is a file on the
+                # old one, so a new session starts on the new one (issue 19)
                 if not create:
                     return None
                 await self._store.sessions.close(
-                    session.id, reason=f"this project now runs on {self._gw.host}"
+                    session.id, reason=f"this project now runs on {host}"
                 )
                 session = None
             if session is not None and not session.is_closed:
@@ -301,7 +303,7 @@ class Control:
                 project=project,
                 agent_kind=settings.agent,
                 initiator=actor,
-                host=self._gw.ledger_host,
+                host=host,
             )
             await self._store.sessions.route(key, session.id)
             await self._store.sessions.bind(conversation, session.id)
@@ -349,7 +351,7 @@ class Control:
         if result.outcome is EnqueueOutcome.DUPLICATE:
             # a platform delivered the same message again: it is queued once; the attempt
             # that queued it may have failed before waking the runner, so wake it now
-            self._gw.runner(session).kick()
+            self._gw.kick(session)
             return
         if result.outcome is EnqueueOutcome.FULL:
             await self._reply(
@@ -379,7 +381,7 @@ class Control:
             await self._mark_queued(message)
         if result.held:
             await self._note_held(session.id, conversation)
-        self._gw.runner(session).kick()
+        self._gw.kick(session)
 
     async def _replied_card(
         self, message: InboundMessage, waiting: Sequence[Interaction]

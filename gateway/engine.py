@@ -11,6 +11,7 @@ records it (the runners still send notices and edit cards), then closes the ledg
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 from collections.abc import Coroutine, Mapping
@@ -130,18 +131,18 @@ class Gateway:
         self.control = Control(self)
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
+        await self.control.recover()
         target = self.config.gateway.ledger_target()
         if self.ledger_host is not None and target is not None:
-            # decisions other hosts commit for this host's sessions (design point 3);
-            # psycopg: only where it is used
+            # decisions and prompts other hosts commit for this host's sessions (design
+            # point 3), once recovery is done; psycopg: only where it is used
             from gateway.store.wakeups import listen_for_wakeups
 
             wakeups = listen_for_wakeups(
-                target, self.ledger_host, self.sweep_soon, listening=self._sweep_all
+                target, self.ledger_host, self._woken, listening=self._catch_up
             )
             self._background.append(self._tasks.create_task(wakeups))
             self._background.append(self._tasks.create_task(self._poll_sweeps()))
-        await self.control.recover()
         for platform in self.platforms.values():
             platform.attach(self)
         # after attach: a mirroring platform may need the gateway's config to name its page
@@ -216,6 +217,11 @@ class Gateway:
         one of this host's (a project moved to another host starts new sessions there)."""
         return session.host == self.ledger_host and session.project in self.projects
 
+    def session_host(self, project: str) -> str | None:
+        """The host written on a new session of ``project``: its ``host`` on a shared
+        ledger (whichever host receives its first message), None on SQLite."""
+        return self.config.projects[project].host if self.ledger_host is not None else None
+
     def owner_elsewhere(self, session: SessionRecord) -> str | None:
         """The host that runs ``session`` if that is another host: a decision on it is only
         committed here, and that host writes it to its agent (issue 19)."""
@@ -223,16 +229,55 @@ class Gateway:
             return None
         return session.host
 
-    def _sweep_all(self) -> None:
+    def _woken(self, session_id: str) -> None:
+        """Another host (or this one) committed a decision or queued a prompt for a session
+        of this host: its runner looks at both; a session with no runner yet gets one if it
+        has a prompt to take."""
+        runner = self._runners.get(session_id)
+        if runner is not None:
+            runner.sweep_soon()
+            runner.kick()
+            return
+        with contextlib.suppress(RuntimeError):  # stopping: the next start holds it
+            self._spawn(self._start_if_waiting([session_id]))
+
+    def _catch_up(self) -> None:
+        """What a lost wake-up would have said: every runner sweeps, and every session of
+        this host with a prompt waiting gets a runner."""
         for runner in list(self._runners.values()):
             runner.sweep_soon()
+            runner.kick()
+        with contextlib.suppress(RuntimeError):
+            self._spawn(self._start_waiting())
+
+    async def _start_waiting(self) -> None:
+        await self._start_if_waiting(
+            await self.store.prompts.waiting_sessions(host=self.ledger_host)
+        )
+
+    async def _start_if_waiting(self, session_ids: list[str]) -> None:
+        for session_id in session_ids:
+            if session_id in self._runners:
+                self._runners[session_id].kick()
+                continue
+            session = await self.store.sessions.get(session_id)
+            if session is None or session.is_closed or not self.runs_here(session):
+                continue
+            if any(not p.held for p in await self.store.prompts.list_queued(session_id)):
+                self.runner(session).kick()
 
     async def _poll_sweeps(self) -> None:
         """The safety net under the wake-ups: a NOTIFY is lost while the listener is not
-        connected, so every session of this host looks for stranded decisions this often."""
+        connected, so this host looks for what it may have missed this often."""
         while True:
             await asyncio.sleep(SHARED_SWEEP_SECONDS)
-            self._sweep_all()
+            self._catch_up()
+
+    def kick(self, session: SessionRecord) -> None:
+        """Something was queued for ``session``: its runner here takes it; another host's
+        is woken by the ledger (the prompt's NOTIFY)."""
+        if self.runs_here(session):
+            self.runner(session).kick()
 
     def existing_runner(self, session_id: str) -> SessionRunner | None:
         return self._runners.get(session_id)

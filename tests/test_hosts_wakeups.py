@@ -82,3 +82,30 @@ async def test_a_click_received_by_another_host_is_written_once_by_the_owner(
         again = await memory_b.click(ON_A, ALICE, asked.token("Approve"))
         assert not again.accepted
         assert on_a.received == [Decision(action_id="accept")]
+
+
+async def test_a_message_received_by_another_host_is_run_by_the_owner(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    config = two_hosts(tmp_path, pg_database.dsn)
+    on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
+    async with (
+        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
+        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
+    ):
+        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
+        memory_b = memory_of(gateway_b)
+        # the first message of a conversation of a's project reaches b: b makes the session
+        # (a's), queues the prompt; the ledger wakes a, which runs it and answers
+        first = await memory_b.say(ON_A, ALICE, "hi")
+        await a.text_where(lambda text: text == "echo: hi", ON_A)
+        session = await gateway_b.store.sessions.lookup(ON_A)
+        assert session is not None and session.host == "a"
+        assert gateway_b.existing_runner(session.id) is None
+        assert memory_b.messages() == []  # b said nothing: a answered
+        # the same message delivered again, to a this time: queued once
+        await a.memory.say(ON_A, ALICE, "hi", message_id=first)
+        await memory_b.say(ON_A, ALICE, "again")
+        await a.text_where(lambda text: text == "echo: again", ON_A)
+        assert a.memory.texts(ON_A).count("echo: hi") == 1
+        assert gateway_b.existing_runner(session.id) is None  # b started no agent

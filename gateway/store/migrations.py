@@ -379,8 +379,8 @@ _SESSION_HOST = (
     "CREATE INDEX sessions_host ON sessions(host)",
 )
 
-# issue 19, design point 3: a decision wakes the host that runs its session, in the
-# committing transaction (NOTIFY is sent at COMMIT only): gateway/store/wakeups.py listens.
+# issue 19, design point 3: a decision or a prompt wakes the host that runs its session, in
+# the committing transaction (NOTIFY is sent at COMMIT only): gateway/store/wakeups.py listens.
 # SQLite: one host, nothing to wake.
 _WAKE_THE_OWNER = (
     """
@@ -400,6 +400,22 @@ _WAKE_THE_OWNER = (
     """,
     "CREATE TRIGGER decisions_wake_host AFTER INSERT ON decisions"
     " FOR EACH ROW EXECUTE FUNCTION wake_session_host()",
+    # a prompt queued (by any host) for a session of a host wakes that host too
+    """
+    CREATE FUNCTION wake_prompt_host() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        owner TEXT;
+    BEGIN
+        SELECT host INTO owner FROM sessions WHERE id = NEW.session_id;
+        IF owner IS NOT NULL THEN
+            PERFORM pg_notify('host_' || owner, NEW.session_id);
+        END IF;
+        RETURN NEW;
+    END
+    $$
+    """,
+    "CREATE TRIGGER prompts_wake_host AFTER INSERT ON prompts"
+    " FOR EACH ROW EXECUTE FUNCTION wake_prompt_host()",
 )
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -423,7 +439,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=8, name="the host a session runs on", statements=_SESSION_HOST),
     Migration(
         version=9,
-        name="a decision wakes its session's host",
+        name="a decision or a prompt wakes its session's host",
         statements=(),
         postgresql=_WAKE_THE_OWNER,
     ),

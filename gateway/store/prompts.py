@@ -312,6 +312,20 @@ class PromptQueue:
 
         return await self._db.write(clear)
 
+    async def waiting_sessions(self, *, host: str | None = None) -> list[str]:
+        """The sessions (of ``host``, if given) with a queued prompt that is not held: what
+        a host's runners must take, found again when a wake-up was lost."""
+        rows = await self._db.read(
+            lambda conn: fetch_all(
+                conn,
+                "SELECT DISTINCT session_id FROM prompts WHERE state = 'queued' AND held = 0"
+                f" AND session_id IN (SELECT id FROM sessions WHERE {ON_HOST})"
+                " ORDER BY session_id",
+                (host, host),
+            )
+        )
+        return [row["session_id"] for row in rows]
+
     async def recover_after_restart(self, *, host: str | None = None) -> list[str]:
         """At start-up: every prompt left in flight is interrupted (never resent), and every
         prompt still queued is held until a person sends /resume (a new message runs first).
