@@ -279,8 +279,7 @@ class GrantDesk:
         how = f"saved permission {ids} deleted; attached server not ended"
         await self._store.grants.revoke(grant, actor, how=how)
         return (
-            f"Grant {grant.id} revoked in the ledger (saved permissions deleted: {ids}); "
-            f"{stays}."
+            f"Grant {grant.id} revoked in the ledger (saved permissions deleted: {ids}); {stays}."
         )
 
     async def _remove_saved(self, session: SessionRecord, entry: ProjectGrant) -> list[str]:

@@ -102,12 +102,13 @@ class Priority(IntEnum):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Window:
     """At most ``calls`` calls in any ``seconds``, ``headroom`` of them left unused; only the
-    calls of ``methods`` count (None: every call)."""
+    calls of ``methods`` count (None: every call), never those of ``ignores``."""
 
     calls: int
     seconds: float
     headroom: int = 0
     methods: frozenset[str] | None = None
+    ignores: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.calls - self.headroom < 1 or self.seconds <= 0:
@@ -118,7 +119,7 @@ class Window:
         return self.calls - self.headroom
 
     def counts(self, method: str) -> bool:
-        return self.methods is None or method in self.methods
+        return (self.methods is None or method in self.methods) and method not in self.ignores
 
 
 def _no_groups(lane: Any) -> bool:
