@@ -108,6 +108,7 @@ class ConsoleDriver(Driver):
         Case.NON_APPROVER: "the console acts as one configured identity, an approver here",
         Case.STORM: "served by the gateway's own process: nothing answers 429",
         Case.OUTAGE: "served by the gateway's own process: no connection to lose",
+        Case.DELETED: "the page shows the gateway's own record: nobody deletes a message",
     }
 
     def __init__(self, tmp_path: Path) -> None:

@@ -78,6 +78,7 @@ class Case(StrEnum):
     ATTACHMENT = "a command too long for a card"
     PLAN = "a plan card"
     PLAN_MESSAGE = "Keep planning with a message"
+    DELETED = "the turn's message deleted while it streams"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -204,6 +205,10 @@ class Driver(abc.ABC):
 
     async def drop(self) -> None:
         """The platform can no longer be reached."""
+        raise NotImplementedError
+
+    async def delete(self, key: str) -> None:
+        """Someone deletes the bot's message ``key`` (a :attr:`Seen.key`)."""
         raise NotImplementedError
 
     async def drop_at_next_card(self) -> None:
