@@ -126,6 +126,33 @@ async def test_one_deny_decides_at_once(
     assert "rejected by user" in told(fake_model)
 
 
+async def test_without_deny_wins_a_mixed_tally_waits_and_two_denies_decide(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    rules = TWO_OF_THREE.replace("approvals = 2", "approvals = 2\ndeny_wins = false")
+    async with running_gateway(config(codex_bin, codex_home, tmp_path, rules)) as gw:
+        asked = await ask_to_touch(gw, fake_model)
+        denied = await gw.memory.click(ROOM, BOB, asked.token("Deny"))
+        assert denied == Ack(text="Your vote is counted: 1 of 2: Bob denied.", accepted=True)
+        approved = await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
+        assert approved.accepted and "Alice approved" in approved.text, approved
+        await tally_shown(gw, asked, "Alice approved")  # one of each: still waiting
+        assert (await interaction(gw, asked.interaction.id)).state is InteractionState.PENDING
+        done = await gw.memory.click(ROOM, CAROL, asked.token("Deny"))
+        assert done == Ack(text="Denied: Deny. Sent to the agent.", accepted=True)
+        record = await settles(
+            gw, asked, rf'Denied \("Deny"\) by Carol at {WHEN} · sent to the agent · done · .*'
+        )
+        await gw.text_where(lambda text: "Done." in text)
+    assert sorted((v.person, v.action_id) for v in record.votes) == [
+        ("alice", "accept"),
+        ("memory:bob", "decline"),
+        ("memory:carol", "decline"),
+    ]
+    assert count_rows(gw, "decisions", record.id) == 1
+    assert not (codex_home.workspace / "hello.txt").exists()
+
+
 async def test_the_same_person_counts_once_whatever_the_account(
     codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
 ) -> None:
@@ -225,6 +252,7 @@ async def test_a_rules_expiry_overrides_the_projects(
         )
         await gw.text_where(lambda text: "Done." in text)
     assert record.state is InteractionState.EXPIRED and record.decision is None
+    assert [vote.person for vote in record.votes] == ["alice"]  # kept, as audit
     assert not (codex_home.workspace / "hello.txt").exists()
 
 
