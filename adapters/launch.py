@@ -9,7 +9,10 @@ starts it through the one stdio runtime.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
@@ -22,11 +25,12 @@ from adapters.codex_exec_process import CodexExecSettings
 from adapters.codex_exec_session import CodexExecSession
 from adapters.codex_launch import codex_app_server_argv
 from adapters.jsonrpc import ErrorResponse, JsonRpcPeer, Response
+from adapters.opencode import basic_auth
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
 from adapters.stdio import DEFAULT_ENV_ALLOWLIST, AgentProcess, ProcessSpec, build_agent_env
 from gateway.agents import RunningAgent
-from gateway.config import ProjectConfig
+from gateway.config import ProjectConfig, read_password
 from gateway.domain import AgentKind
 from gateway.errors import AgentStartError, ConfigError
 from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
@@ -35,6 +39,7 @@ __all__ = [
     "ConfiguredLauncher",
     "RuntimeAgent",
     "probe_acp",
+    "probe_attached",
     "probe_cli_version",
     "probe_version",
 ]
@@ -172,6 +177,7 @@ class ConfiguredLauncher:
         # imported here: `agent-gateway check` (probe_version) must not load aiohttp
         from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
 
+        options = project.agent_options
         settings = OpenCodeSettings(
             command=project.argv(),
             cwd=project.work_dir,
@@ -179,9 +185,30 @@ class ConfiguredLauncher:
             resume_session_id=resume_native_id,
             handshake_timeout=self._handshake_timeout,
             stop_grace_seconds=self._stop_grace,
+            attach_url=options.url,
         )
-        async with OpenCodeAgent(settings) as agent:
+        password = None
+        if options.password_file is not None:  # attached: the server's own password
+            try:
+                password = read_password(options.password_file)
+            except ConfigError as exc:
+                raise AgentStartError(str(exc)) from exc
+        async with OpenCodeAgent(settings, password=password) as agent:
             yield agent
+
+    async def still_asked(self, project: ProjectConfig, native_session_id: str) -> frozenset[str]:
+        """The native keys an attached project's server still lists for the session (what a
+        restart may leave pending); AgentError when the server cannot be asked."""
+        from adapters.opencode_runtime import still_asked
+
+        options = project.agent_options
+        if options.url is None or options.password_file is None:
+            raise AgentStartError(f"agent {project.agent} is not attached to a server")
+        try:
+            password = read_password(options.password_file)
+        except ConfigError as exc:
+            raise AgentStartError(str(exc)) from exc
+        return await still_asked(options.url, password, native_session_id)
 
     @asynccontextmanager
     async def _launch_runtime(
@@ -213,10 +240,41 @@ class ConfiguredLauncher:
 
 async def probe_version(project: ProjectConfig, *, deadline: float = 20.0) -> str:
     """What ``agent-gateway check`` prints of the agent: :func:`probe_acp` for an ACP agent,
-    else :func:`probe_cli_version`."""
+    :func:`probe_attached` for a server the gateway attaches to, else
+    :func:`probe_cli_version`."""
+    if project.attached:
+        return await probe_attached(project, deadline=deadline)
     if project.agent is AgentKind.ACP:
         return await probe_acp(project, deadline=deadline)
     return await probe_cli_version(project, deadline=deadline)
+
+
+async def probe_attached(project: ProjectConfig, *, deadline: float = 20.0) -> str:
+    """An attached OpenCode server's ``GET /global/health`` with its password (the standard
+    library's HTTP client in a thread: ``check`` loads no aiohttp). Nothing is started."""
+    options = project.agent_options
+    assert options.url is not None and options.password_file is not None
+    url = options.url.rstrip("/") + "/global/health"
+    try:
+        password = read_password(options.password_file)
+    except ConfigError as exc:
+        raise AgentStartError(str(exc)) from exc
+    request = urllib.request.Request(url, headers={"Authorization": basic_auth(password)})
+
+    def ask() -> object:
+        with urllib.request.urlopen(request, timeout=deadline) as response:
+            return json.loads(response.read())
+
+    try:
+        health = await asyncio.to_thread(ask)
+    except urllib.error.HTTPError as exc:
+        raise AgentStartError(f"{url} answered HTTP {exc.code}") from exc
+    except (OSError, ValueError) as exc:
+        raise AgentStartError(f"{url} could not be asked: {exc}") from exc
+    version = health.get("version") if isinstance(health, dict) else None
+    if not isinstance(health, dict) or health.get("healthy") is not True:
+        raise AgentStartError(f"{url} did not say it is healthy: {str(health)[:200]}")
+    return f"opencode {version} (attached, healthy)"
 
 
 async def probe_acp(project: ProjectConfig, *, deadline: float = 20.0) -> str:

@@ -84,6 +84,7 @@ __all__ = [
     "OpenCodeCodec",
     "SseDecoder",
     "basic_auth",
+    "listed_keys",
     "matching_saved",
     "parse_listening_line",
     "remove_saved",
@@ -589,6 +590,15 @@ class OpenCodeCodec:
         if self._s.running and not busy:
             events += self._turn_over()
         return events
+
+
+def listed_keys(permissions: object, questions: object, session_id: str) -> frozenset[str]:
+    """The native keys of the session's requests that ``GET /permission`` and
+    ``GET /question`` still list: what a restarted gateway may still answer."""
+    return frozenset(
+        [_PERMISSION + str(item.get("id")) for item in _ours(permissions, session_id)]
+        + [_QUESTION + str(item.get("id")) for item in _ours(questions, session_id)]
+    )
 
 
 def _turn_messages(messages: list[Any]) -> list[JsonObject]:

@@ -6,13 +6,19 @@
         async for event in agent.events():             # ... ends after AgentExited
             ...
 
-Managed mode (the only one so far): one ``opencode serve --hostname 127.0.0.1 --port N`` per
-session epoch, through ``adapters/stdio.py`` (its own process group; pid, group and start time
+Managed mode: one ``opencode serve --hostname 127.0.0.1 --port N`` per session epoch,
+through ``adapters/stdio.py`` (its own process group; pid, group and start time
 recorded, so a leftover is ended like any agent). The port is picked here (1.18.33 was seen
 listening on 4096 with ``--port 0``) and checked against its "listening on" line. A fresh
 ``OPENCODE_SERVER_PASSWORD`` guards it (basic auth, user ``opencode``), never logged or put in
 argv. ``GET /event`` is subscribed, and its first ``server.connected`` seen, before the
 session is created, so that no event of ours is missed.
+
+Attached mode (``OpenCodeSettings.attach_url``): a server someone else runs, with the password
+it was given. Nothing is started and nothing is ever signalled: :meth:`OpenCodeAgent.stop`
+only lets go of it (``AgentExited(reason="detached")``), and the server's requests outlive the
+gateway. A resumed session is reconciled at once (``GET /permission``, ``GET /question``,
+``GET /session/status``), so that the requests it still lists are known and can be answered.
 
 If the event stream breaks while the server lives, it is opened again and what was missed is
 reconciled (``GET /permission``, ``GET /question``, ``GET /session/status``;
@@ -42,6 +48,7 @@ from adapters.opencode import (
     OpenCodeCodec,
     SseDecoder,
     basic_auth,
+    listed_keys,
     matching_saved,
     parse_listening_line,
     remove_saved,
@@ -50,6 +57,7 @@ from adapters.opencode import (
 from adapters.stdio import DEFAULT_STOP_GRACE_SECONDS, AgentProcess, ExitStatus, ProcessSpec
 from gateway.errors import AgentError, AgentExitedError, AgentStartError, HandshakeTimeout
 from gateway.events import (
+    DETACHED,
     AgentCommand,
     AgentEvent,
     AgentExited,
@@ -58,13 +66,22 @@ from gateway.events import (
     Warning,
 )
 
-__all__ = ["OpenCodeAgent", "OpenCodeSettings", "free_loopback_port", "serve_argv"]
+__all__ = [
+    "OpenCodeAgent",
+    "OpenCodeSettings",
+    "free_loopback_port",
+    "serve_argv",
+    "still_asked",
+]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_EVENT_BUFFER = 1024
 RECONNECT_ATTEMPTS = 20
 RECONNECT_PAUSE = 0.2  # seconds between attempts: the server is alive, the stream hiccupped
+SERVE_ATTEMPTS = 3
+# what opencode 1.18.33 prints when Bun cannot listen on the port it was given (in use)
+BIND_FAILED = "ServeError"
 
 
 def free_loopback_port() -> int:
@@ -88,6 +105,8 @@ class OpenCodeSettings:
     handshake_timeout: float = 60.0
     stop_grace_seconds: float = DEFAULT_STOP_GRACE_SECONDS
     event_buffer: int = DEFAULT_EVENT_BUFFER
+    # attached mode: the URL of a server the gateway neither starts nor ends (command unused)
+    attach_url: str | None = None
 
 
 class OpenCodeAgent:
@@ -120,6 +139,7 @@ class OpenCodeAgent:
         self._owned: list[asyncio.Task[None]] = []
         self.exit_status: ExitStatus | None = None
         self.stream_breaks = 0  # how often the event stream was opened again
+        self._stream_error = ""  # why it last broke
 
     # --- what the core reads ---------------------------------------------------------------
 
@@ -157,23 +177,12 @@ class OpenCodeAgent:
         stack = contextlib.AsyncExitStack()
         await stack.__aenter__()
         try:
-            port = free_loopback_port()
-            spec = ProcessSpec(
-                argv=serve_argv(self.settings.command, port),
-                cwd=self.settings.cwd,
-                env={**self.settings.env, "OPENCODE_SERVER_PASSWORD": self._password},
-                stop_grace_seconds=self.settings.stop_grace_seconds,
-                eof_grace_seconds=0,  # a server does not read stdin: EOF cannot end it
-            )
-            self._proc = proc = await stack.enter_async_context(AgentProcess.spawn(spec))
-            stack.push_async_callback(self._stop_process)
-            self._base_url = await self._await_listening(proc, port)
-            self._http = await stack.enter_async_context(
-                aiohttp.ClientSession(
-                    headers={"Authorization": basic_auth(self._password)},
-                    timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
-                )
-            )
+            if self.settings.attach_url is not None:
+                await self._attach(stack, self.settings.attach_url)
+                self._stack = stack
+                return self
+            proc = await self._serve(stack)
+            self._http = await stack.enter_async_context(self._client())
             tasks = await stack.enter_async_context(asyncio.TaskGroup())
             stack.callback(self._cancel_tasks)  # runs first: they may wait on a full queue
             self._owned = [
@@ -201,6 +210,32 @@ class OpenCodeAgent:
             await stack.aclose()
         self._queue_exit_nowait("stopped")
 
+    async def _attach(self, stack: contextlib.AsyncExitStack, url: str) -> None:
+        """Reach a server someone else runs: its events, then the session (a resumed one
+        reconciled at once: what it still asks is known before anything is sent)."""
+        self._base_url = url.rstrip("/")
+        self._http = await stack.enter_async_context(self._client())
+        tasks = await stack.enter_async_context(asyncio.TaskGroup())
+        stack.callback(self._cancel_tasks)
+        self._owned = [tasks.create_task(self._stream(), name=f"opencode-{url}-sse")]
+        self._stream_task = self._owned[0]
+        await self._handshake()
+        if self.settings.resume_session_id is not None:
+            try:
+                await self._reconcile()
+            except AgentError as exc:
+                raise AgentStartError(str(exc)) from exc
+
+    @property
+    def attached(self) -> bool:
+        return self.settings.attach_url is not None
+
+    def _client(self) -> aiohttp.ClientSession:
+        return aiohttp.ClientSession(
+            headers={"Authorization": basic_auth(self._password)},
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+        )
+
     def _cancel_tasks(self) -> None:
         for task in self._owned:
             task.cancel()
@@ -208,6 +243,39 @@ class OpenCodeAgent:
     async def _stop_process(self) -> None:
         if self._proc is not None:
             self.exit_status = await self._proc.stop()
+
+    async def _serve(self, stack: contextlib.AsyncExitStack) -> AgentProcess:
+        """``opencode serve`` listening on a free port of ours, its stop on ``stack``. The
+        port is free when picked, not when opencode binds it (any process's connection may
+        take it as its own port meanwhile): a server that could not bind is started again on
+        another port, :data:`SERVE_ATTEMPTS` times at most."""
+        for attempt in range(1, SERVE_ATTEMPTS + 1):
+            port = free_loopback_port()
+            spec = ProcessSpec(
+                argv=serve_argv(self.settings.command, port),
+                cwd=self.settings.cwd,
+                env={**self.settings.env, "OPENCODE_SERVER_PASSWORD": self._password},
+                stop_grace_seconds=self.settings.stop_grace_seconds,
+                eof_grace_seconds=0,  # a server does not read stdin: EOF cannot end it
+            )
+            tried = contextlib.AsyncExitStack()
+            await tried.__aenter__()
+            try:
+                self._proc = proc = await tried.enter_async_context(AgentProcess.spawn(spec))
+                tried.push_async_callback(self._stop_process)
+                self._base_url = await self._await_listening(proc, port)
+            except _PortTaken as exc:
+                await tried.aclose()
+                if attempt == SERVE_ATTEMPTS:
+                    raise AgentStartError(str(exc)) from None
+                log.info("opencode serve could not bind port %d; trying another", port)
+                continue
+            except BaseException:
+                await tried.aclose()
+                raise
+            stack.push_async_exit(tried)
+            return proc
+        raise AssertionError("unreachable")
 
     async def _await_listening(self, proc: AgentProcess, port: int) -> str:
         """The URL of its "listening on" line, which must name the port it was given."""
@@ -226,16 +294,18 @@ class OpenCodeAgent:
                 + _tail(proc)
             ) from exc
         status = await proc.stop()
-        raise AgentStartError(
-            f"opencode serve ended before it listened: {status.describe()}" + _tail(proc)
-        )
+        said = f"opencode serve ended before it listened: {status.describe()}" + _tail(proc)
+        if BIND_FAILED in proc.stderr_tail():
+            raise _PortTaken(said)
+        raise AgentStartError(said)
 
     async def _handshake(self) -> None:
         try:
             async with asyncio.timeout(self.settings.handshake_timeout):
                 await self._connected.wait()
                 if self._exit_queued:
-                    raise AgentStartError("opencode ended before its events could be read")
+                    why = f": {self._stream_error}" if self._stream_error else ""
+                    raise AgentStartError(f"opencode ended before its events could be read{why}")
                 opened = await self._call(self.codec.open_session())
         except TimeoutError as exc:
             raise HandshakeTimeout("opencode did not open its event stream in time") from exc
@@ -287,8 +357,14 @@ class OpenCodeAgent:
         return found
 
     async def stop(self) -> None:
-        """End the server now (its group: TERM, then KILL); AgentExited follows."""
+        """End the server now (its group: TERM, then KILL); AgentExited follows. An attached
+        server is only let go of (``reason="detached"``): it is not ours to end."""
         self._stopping = True
+        if self.attached:
+            if self._stream_task is not None:
+                self._stream_task.cancel()
+            self._queue_exit_nowait(DETACHED)
+            return
         await self._stop_process()
 
     async def _call(self, request: HttpRequest) -> Any:
@@ -333,15 +409,22 @@ class OpenCodeAgent:
             except (aiohttp.ClientError, OSError, ValueError, AgentError) as exc:
                 # OSError: a socket aborted under aiohttp's reader is not always translated
                 log.debug("opencode event stream broke: %r", exc)
+                self._stream_error = str(exc)
                 attempts += 1
-            if self._stopping or self._exit_queued or self._proc is None:
+            if self._stopping or self._exit_queued:
                 return
-            if not self._proc.running:
+            if self._proc is not None and not self._proc.running:
                 return  # the exit watcher says how it ended
-            if attempts > RECONNECT_ATTEMPTS:
-                await self._events.put(
-                    Warning(message="the OpenCode event stream could not be reopened")
-                )
+            if self._proc is None and not self.attached:
+                return
+            never_opened = self.attached and attempts and not self._connected.is_set()
+            if attempts > RECONNECT_ATTEMPTS or never_opened:
+                # (an attached server that never opened its stream: the handshake says so)
+                if self._connected.is_set():
+                    await self._events.put(
+                        Warning(message="the OpenCode event stream could not be reopened")
+                    )
+                self._connected.set()
                 await self.stop()
                 return
             first = False
@@ -423,6 +506,31 @@ class OpenCodeAgent:
         )
         with contextlib.suppress(asyncio.QueueFull):
             self._events.put_nowait(final)
+
+
+async def still_asked(url: str, password: str, session_id: str) -> frozenset[str]:
+    """The native keys of the requests an attached server still lists for the session
+    (``GET /permission``, ``GET /question``; ``GET /session/status`` proves the session's
+    server answers). AgentError if the server cannot be asked."""
+    base = url.rstrip("/")
+    timeout = aiohttp.ClientTimeout(total=10)
+    headers = {"Authorization": basic_auth(password)}
+    listed: list[object] = []
+    try:
+        async with aiohttp.ClientSession(headers=headers, timeout=timeout) as http:
+            for path in ("/permission", "/question", "/session/status"):
+                async with http.get(base + path) as response:
+                    if response.status >= 400:
+                        status = response.status
+                        raise AgentError(f"opencode at {base} refused {path}: HTTP {status}")
+                    listed.append(await response.json(content_type=None))
+    except (aiohttp.ClientError, OSError, ValueError) as exc:
+        raise AgentError(f"could not reach opencode at {base}: {exc!r}") from exc
+    return listed_keys(listed[0], listed[1], session_id)
+
+
+class _PortTaken(AgentStartError):
+    """opencode serve could not bind the port it was given (taken since it was picked)."""
 
 
 def _tail(proc: AgentProcess) -> str:

@@ -32,9 +32,9 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "throughput": (["--deltas", "1000000"], ["--deltas", "2000"]),
     "concurrency": (["--sessions", "200", "--trips", "5"], ["--sessions", "4", "--trips", "2"]),
     "startup": (["--runs", "3"], ["--runs", "1"]),
-    "opencode_startup": (["--runs", "3"], ["--runs", "1"]),
     "telegram_pacing": (["--seconds", "8"], ["--seconds", "2"]),
     "slack_pacing": (["--seconds", "20"], ["--seconds", "2"]),
+    "paced_turns": (["--turns", "5", "--seconds", "5"], ["--turns", "1", "--seconds", "1"]),
 }
 TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency"})
 

@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager, closing
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from adapters.launch import ConfiguredLauncher
 from bench.platforms import PLATFORMS, BenchPlatform, CardSeen
@@ -29,6 +29,9 @@ from gateway.domain import Action, Command, Effect, InteractionKind, Interaction
 from gateway.engine import Gateway
 from gateway.interactions import Interaction
 from platforms.registry import parse_config
+
+if TYPE_CHECKING:
+    from gateway.store.postgresql import PgTarget
 
 __all__ = [
     "AGENT",
@@ -124,10 +127,16 @@ def bench_interaction() -> Interaction:
 
 
 def bench_config(
-    root: Path, platform: BenchPlatform, agent: str = "codex", *, rules: int = 0
+    root: Path,
+    platform: BenchPlatform,
+    agent: str = "codex",
+    *,
+    rules: int = 0,
+    store: str | None = None,
 ) -> Config:
     """One project run by the bench agent of ``agent`` (:data:`AGENTS`); the platform's
-    person may talk and decide; ``rules`` policy rules in force (:func:`policy_rules`)."""
+    person may talk and decide; ``rules`` policy rules in force (:func:`policy_rules`);
+    ``store`` a PostgreSQL URL for the ledger (None: SQLite in the data dir)."""
     kind, script = AGENTS[agent]
     work, data, stamps = root / "work", root / "data", root / "stamps"
     for folder in (work, stamps):
@@ -138,6 +147,7 @@ def bench_config(
 data_dir = {json.dumps(str(data))}
 queue_depth = 100
 stop_grace_seconds = 5
+{"" if store is None else f"store = {json.dumps(store)}"}
 
 [projects.bench]
 work_dir = {json.dumps(str(work))}
@@ -164,7 +174,7 @@ class BenchGateway:
     gateway: Gateway
     platform: BenchPlatform
     stamp_dir: Path
-    ledger: Path
+    ledger: Path | PgTarget  # the SQLite file, or the PostgreSQL database
 
 
 @asynccontextmanager
@@ -175,18 +185,22 @@ async def bench_gateway(
     handshake_timeout: float = 120.0,
     agent: str = "codex",
     rules: int = 0,
+    store: str | None = None,
 ) -> AsyncIterator[BenchGateway]:
     async with PLATFORMS[platform_name]() as platform:
-        config = bench_config(root, platform, agent, rules=rules)
+        config = bench_config(root, platform, agent, rules=rules, store=store)
         launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
         async with Gateway(
             config, platforms={platform.name: platform.platform}, launcher=launcher
         ) as gateway:
+            target = config.gateway.ledger_target()
+            ledger = target if target is not None else gateway.store.path
+            assert ledger is not None  # SQLite: the file
             yield BenchGateway(
                 gateway=gateway,
                 platform=platform,
                 stamp_dir=root / "stamps",
-                ledger=gateway.store.path,
+                ledger=ledger,
             )
 
 
@@ -226,13 +240,19 @@ def read_stamps(stamp_dir: Path) -> list[dict[str, Any]]:
     return records
 
 
-def count_ok_deliveries(ledger: Path) -> dict[str, int]:
+def count_ok_deliveries(ledger: Path | PgTarget) -> dict[str, int]:
     """interaction id -> how many successful deliveries the ledger recorded for it."""
-    uri = f"file:{ledger}?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as conn:
-        rows = conn.execute(
-            "SELECT i.id, count(d.id) FROM interactions i"
-            " LEFT JOIN deliveries d ON d.interaction_id = i.id AND d.outcome = 'ok'"
-            " GROUP BY i.id"
-        ).fetchall()
+    sql = (
+        "SELECT i.id, count(d.id) FROM interactions i"
+        " LEFT JOIN deliveries d ON d.interaction_id = i.id AND d.outcome = 'ok'"
+        " GROUP BY i.id"
+    )
+    if isinstance(ledger, Path):
+        with closing(sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)) as conn:
+            rows = conn.execute(sql).fetchall()
+    else:
+        import psycopg
+
+        with psycopg.connect(ledger.url, password=ledger.password) as pg:
+            rows = pg.execute(sql).fetchall()
     return {str(row[0]): int(row[1]) for row in rows}

@@ -1,7 +1,7 @@
 """Interaction overhead: what the gateway adds to one approval, ledger writes included.
 
     python -m bench.interactions [--count 1000] [--warmup 50] [--platform memory]
-                                 [--agent codex|acp|opencode] [--json]
+                                 [--agent codex|acp|opencode] [--store postgresql] [--json]
 
 One session, one bench agent (bench/agents/: the Codex app-server one, or with ``--agent acp``
 the ACP one), ``count`` command approvals in a row (after ``warmup`` that are
@@ -10,18 +10,24 @@ to the response line read by the agent (bench/approvals.py says where each clock
 Target: p99 under 10 ms for both. ``--agent opencode`` drives the scripted OpenCode server
 (bench/agents/opencode_bench_agent.py) instead: a request is an SSE event, a response an HTTP
 POST.
+
+``--store postgresql`` keeps the ledger in a throwaway PostgreSQL cluster
+(tests/pg_cluster.py: ``initdb`` on a Unix socket, stopped at the end) instead of SQLite, and
+adds the ledger's network round trips per approval.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import tempfile
 from pathlib import Path
 
 from bench.approvals import approve_all, round_trip_figures
 from bench.figures import Figure, Usage, emit, percentile
 from bench.gateway_setup import AGENTS, bench_gateway, count_ok_deliveries, read_stamps
+from gateway.store import Store
 
 __all__ = ["measure"]
 
@@ -30,18 +36,29 @@ TARGET_MS = 10.0
 
 
 async def measure(
-    root: Path, *, count: int, warmup: int, platform: str = "memory", agent: str = "codex"
+    root: Path,
+    *,
+    count: int,
+    warmup: int,
+    platform: str = "memory",
+    agent: str = "codex",
+    store: str | None = None,
 ) -> list[Figure]:
-    async with bench_gateway(root, platform, agent=agent) as gw:
+    async with bench_gateway(root, platform, agent=agent, store=store) as gw:
         room = gw.platform.room(0)
         if warmup:
             await approve_all(gw, room, warmup, "warmup")
         callbacks = getattr(gw.platform, "callback_ms", None)
         if callbacks is not None:
             callbacks.clear()  # the measured clicks only
+        ledger = gw.gateway.store
+        trips_before = ledger.writer.runner.trips + ledger.reader.runner.trips
+        network_before = _network_trips(ledger)
         start = Usage.snapshot()
         trips = await approve_all(gw, room, count, "measured")
         usage = Usage.since(start)
+        ledger_trips = ledger.writer.runner.trips + ledger.reader.runner.trips - trips_before
+        network = _network_trips(ledger) - network_before
     figures = round_trip_figures(
         NAME, trips, read_stamps(gw.stamp_dir), count_ok_deliveries(gw.ledger), target_ms=TARGET_MS
     )
@@ -51,6 +68,12 @@ async def measure(
         *_callback_figures(callbacks),
         Figure(
             benchmark=NAME,
+            name="ledger trips per approval",
+            value=f"{ledger_trips / count:.1f} (calls run on the ledger's threads)"
+            + ("" if store is None else f", {network / count:.1f} network round trips"),
+        ),
+        Figure(
+            benchmark=NAME,
             name="sequential round trips",
             value=(
                 f"{rate:.0f}/s; gateway CPU {usage.cpu_text()},"
@@ -58,6 +81,10 @@ async def measure(
             ),
         ),
     ]
+
+
+def _network_trips(store: Store) -> int:
+    return (store.writer.round_trips or 0) + (store.reader.round_trips or 0)
 
 
 def _callback_figures(callback_ms: list[float] | None) -> list[Figure]:
@@ -87,9 +114,19 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--platform", default="memory")
     parser.add_argument("--agent", choices=sorted(AGENTS), default="codex")
+    parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-interactions-") as root:
+    with contextlib.ExitStack() as stack:
+        root = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-interactions-"))
+        store = None
+        if args.store == "postgresql":
+            from tests.pg_cluster import find_pg_bindir, throwaway_cluster
+
+            bindir = find_pg_bindir()
+            if bindir is None:
+                parser.error("--store postgresql needs PostgreSQL (scripts/setup.sh)")
+            store = stack.enter_context(throwaway_cluster(bindir)).dsn
         figures = asyncio.run(
             measure(
                 Path(root),
@@ -97,6 +134,7 @@ def main() -> None:
                 warmup=args.warmup,
                 platform=args.platform,
                 agent=args.agent,
+                store=store,
             )
         )
     emit(figures, as_json=args.json)

@@ -17,6 +17,9 @@ platform imported that is not configured.
   modules of every other platform (bench/platforms.py, PLATFORM_IMPORTS) must not be among
   the modules in its ``sys.modules``, which it writes to a file when it exits (``-X
   importtime`` would leave out what the registry imports with ``importlib.import_module``).
+- The agents whose pinned binary is installed (bench/agent_startup.py): ``opencode serve`` to
+  listening and to a session, and its RSS; codex-acp spawn, ``initialize`` -> ``session/new``,
+  and its RSS.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import agent_startup
 from bench.figures import Figure, emit
 from bench.platforms import PLATFORM_IMPORTS
 from platforms.registry import PLATFORMS
@@ -254,7 +258,8 @@ async def _imported_by_run(config: Path) -> set[str]:
     return set(modules.read_text(encoding="utf-8").split())
 
 
-async def measure(root: Path, *, runs: int) -> list[Figure]:
+async def measure(root: Path, *, runs: int, agents: bool = True) -> list[Figure]:
+    """``agents``: the installed agents' start-up too (bench/agent_startup.py)."""
     existing = [name for name in platform_modules() if PLATFORMS.runs(name)]
     figures = []
     async with _config(root, existing) as config:
@@ -307,6 +312,8 @@ async def measure(root: Path, *, runs: int) -> list[Figure]:
                 met=not strangers,
             )
         )
+    if agents:
+        figures += await agent_startup.measure(root / "agents", runs=runs)
     return figures
 
 

@@ -1,7 +1,8 @@
 """Agent event throughput: agent message deltas through adapter -> engine -> platform, against
 a bare asyncio read-and-parse loop of the same lines, in the same run.
 
-    python -m bench.throughput [--deltas 1000000] [--platform memory] [--json]
+    python -m bench.throughput [--deltas 1000000] [--platform memory] [--agent codex|opencode]
+                               [--json]
 
 The bench agent writes ``deltas`` item/agentMessage/delta lines as fast as its pipe takes
 them (no item/completed after them, so the text the platform ends with is made of the deltas
@@ -9,6 +10,11 @@ alone), then completes the turn. Measured from the agent's first write to the mo
 platform shows the whole text; the text it shows must be exactly the agent's (same length,
 same SHA-256). The bare loop reads the same lines from the same script with an asyncio
 StreamReader and ``json.loads`` each one, nothing more.
+
+``--agent opencode``: the scripted OpenCode server (bench/agents/opencode_bench_agent.py)
+writes the same pieces as ``message.part.delta`` events on its SSE stream, read by the real
+``OpenCodeAgent``; its bare loop is an aiohttp reader of the same stream that ``json.loads``
+each ``data:`` line.
 
 Targets: at least 50,000 events/s, at least 30% of the bare loop; memory stays bounded (the
 peak RSS is reported beside the size of the text itself).
@@ -20,15 +26,20 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench.figures import Figure, Usage, emit, rss_now_mb
-from bench.gateway_setup import AGENT, bench_gateway, read_stamps
+import aiohttp
 
-__all__ = ["bare_loop", "measure"]
+from adapters.opencode import basic_auth
+from adapters.opencode_runtime import free_loopback_port
+from bench.figures import Figure, Usage, emit, rss_now_mb
+from bench.gateway_setup import AGENT, AGENTS, bench_gateway, read_stamps
+
+__all__ = ["bare_loop", "bare_sse_loop", "measure"]
 
 NAME = "throughput"
 TARGET_RATE = 50_000
@@ -60,9 +71,53 @@ async def bare_loop(deltas: int) -> float:
     return deltas / ((end_ns - start_ns) / 1e9)
 
 
-async def measure(root: Path, *, deltas: int, platform: str = "memory") -> list[Figure]:
-    bare_rate = await bare_loop(deltas)
-    async with bench_gateway(root, platform) as gw:
+async def bare_sse_loop(root: Path, deltas: int) -> float:
+    """Events per second of a bare aiohttp reader of the OpenCode bench server's burst."""
+    stamps = root / "bare-stamps"
+    stamps.mkdir(parents=True, exist_ok=True)
+    port = free_loopback_port()
+    env = {**os.environ, "OPENCODE_SERVER_PASSWORD": "bare", "BENCH_STAMP_DIR": str(stamps)}
+    script = str(AGENTS["opencode"][1])
+    argv = [sys.executable, script, "serve", "--hostname", "127.0.0.1", "--port", str(port)]
+    proc = await asyncio.create_subprocess_exec(*argv, env=env, stdout=asyncio.subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        await proc.stdout.readline()  # "opencode server listening on ..."
+        url = f"http://127.0.0.1:{port}"
+        auth = {"Authorization": basic_auth("bare")}
+        parsed = 0
+        async with aiohttp.ClientSession(headers=auth) as http:
+            async with http.get(f"{url}/event") as stream:
+                async with http.post(f"{url}/session", json={}) as created:
+                    session = (await created.json())["id"]
+                prompt = {"parts": [{"type": "text", "text": f"deltas {deltas}"}]}
+                async with http.post(f"{url}/session/{session}/prompt_async", json=prompt):
+                    pass
+                while parsed < deltas:
+                    line = await stream.content.readline()
+                    if not line:
+                        break
+                    if line.startswith(b"data: "):
+                        event = json.loads(line[6:])
+                        parsed += event.get("type") == "message.part.delta"
+        end_ns = time.monotonic_ns()
+    finally:
+        proc.terminate()
+        await proc.wait()
+    if parsed != deltas:
+        raise RuntimeError(f"the bare loop parsed {parsed} events of {deltas}")
+    [burst] = [r for r in read_stamps(stamps) if r.get("ev") == "burst"]
+    return deltas / ((end_ns - int(burst["start_ns"])) / 1e9)
+
+
+async def measure(
+    root: Path, *, deltas: int, platform: str = "memory", agent: str = "codex"
+) -> list[Figure]:
+    if agent == "opencode":
+        bare_rate = await bare_sse_loop(root, deltas)
+    else:
+        bare_rate = await bare_loop(deltas)
+    async with bench_gateway(root, platform, agent=agent) as gw:
         room = gw.platform.room(0)
         # one turn first, so that the agent process runs before the clock starts
         await gw.platform.say(room, gw.platform.person, "hello")
@@ -86,14 +141,18 @@ async def measure(root: Path, *, deltas: int, platform: str = "memory") -> list[
     return [
         Figure(
             benchmark=NAME,
-            name=f"deltas through the gateway ({deltas:,} events)",
+            name=f"{agent} deltas through the gateway ({deltas:,} events)",
             value=f"{rate:,.0f} events/s ({seconds:.2f} s)",
             target=f">= {TARGET_RATE:,}/s",
             met=rate >= TARGET_RATE,
         ),
         Figure(
             benchmark=NAME,
-            name="bare asyncio read + json.loads loop",
+            name=(
+                "bare aiohttp SSE read + json.loads loop"
+                if agent == "opencode"
+                else "bare asyncio read + json.loads loop"
+            ),
             value=f"{bare_rate:,.0f} events/s",
         ),
         Figure(
@@ -132,10 +191,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.throughput", description=__doc__)
     parser.add_argument("--deltas", type=int, default=1_000_000)
     parser.add_argument("--platform", default="memory")
+    parser.add_argument("--agent", choices=["codex", "opencode"], default="codex")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-throughput-") as root:
-        figures = asyncio.run(measure(Path(root), deltas=args.deltas, platform=args.platform))
+        figures = asyncio.run(
+            measure(Path(root), deltas=args.deltas, platform=args.platform, agent=args.agent)
+        )
     emit(figures, as_json=args.json)
 
 

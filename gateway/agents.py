@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 from gateway.config import ProjectConfig
 from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
 
-__all__ = ["AgentLauncher", "RunningAgent", "SavesPermissions"]
+__all__ = ["AgentLauncher", "ReattachesAgents", "RunningAgent", "SavesPermissions"]
 
 
 class RunningAgent(Protocol):
@@ -70,4 +70,17 @@ class AgentLauncher(Protocol):
     async def end_leftover(self, *, pid: int, pgid: int | None, start_time: int | None) -> str:
         """End an agent process a crashed gateway left behind, only if it is still the same
         process (pid and start time match); returns what was done, for the audit log."""
+        ...
+
+
+@runtime_checkable
+class ReattachesAgents(Protocol):
+    """What a launcher also does for a project whose agent server outlives the gateway
+    (an attached OpenCode ``url``): say what the server still asks, so that a restart keeps
+    those requests pending instead of orphaning them. The core checks for it; a launcher
+    without it is still an :class:`AgentLauncher`."""
+
+    async def still_asked(self, project: ProjectConfig, native_session_id: str) -> frozenset[str]:
+        """The native keys of the session's requests the server still lists; GatewayError
+        (an AgentError) when it cannot be asked."""
         ...

@@ -15,14 +15,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sqlite3
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
 from gateway.domain import InteractionState, Resolution
 from gateway.store import Store
-from gateway.store.database import fetch_all
+from gateway.store.database import Conn, fetch_all
 from gateway.store.escalations import ESCALATED
 from gateway.store.interaction_rows import SELECT_INTERACTION, interaction_from_row
 
@@ -37,13 +36,14 @@ def _iso(at: datetime | None) -> str | None:
     return None if at is None else at.isoformat()
 
 
-def _read(conn: sqlite3.Connection, since: datetime, project: str | None) -> list[Record]:
+def _read(conn: Conn, since: datetime, project: str | None) -> list[Record]:
     found = fetch_all(
         conn,
         "SELECT i.id, s.project, s.agent_kind, p.author_platform, p.author_user_id,"
         " p.author_display FROM interactions i JOIN sessions s ON s.id = i.session_id"
         " LEFT JOIN turns t ON t.id = i.turn_id LEFT JOIN prompts p ON p.id = t.prompt_id"
-        " WHERE i.created_at >= ? AND (? IS NULL OR s.project = ?) ORDER BY i.created_at, i.rowid",
+        " WHERE i.created_at >= ? AND (CAST(? AS TEXT) IS NULL OR s.project = ?)"
+        " ORDER BY i.created_at, i.id",
         (since.astimezone(UTC).isoformat(timespec="microseconds"), project, project),
     )
     records = []
@@ -54,7 +54,7 @@ def _read(conn: sqlite3.Connection, since: datetime, project: str | None) -> lis
             conn,
             "SELECT person, actor_platform, actor_user_id, actor_display, action_id, needed,"
             " surface, content_hash, voted_at, withdrawn_at FROM votes"
-            " WHERE interaction_id = ? ORDER BY voted_at, rowid",
+            " WHERE interaction_id = ? ORDER BY voted_at, person",
             (interaction.id,),
         )
         entries = {

@@ -9,9 +9,11 @@ import logging
 import shutil
 import signal
 import sys
+import tomllib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gateway import __version__
 from gateway.config import (
@@ -27,6 +29,9 @@ from gateway.platform import Platform, connected
 from gateway.platform_config import PlatformConfig
 from platforms.registry import PLATFORMS, load_config
 
+if TYPE_CHECKING:
+    from gateway.store.postgresql import PgTarget
+
 __all__ = ["SDK_LOGGERS", "configure_logging", "main"]
 
 log = logging.getLogger("agent-gateway")
@@ -40,14 +45,15 @@ _LEVELS = {
 # SDK loggers that write secrets below WARNING, kept at WARNING (or above) at any log_level:
 # httpx logs every request's URL, and a Telegram URL carries the bot token; PTB's debug lines
 # carry that URL too, and every update it receives (secret answers typed in a DM included);
-# httpcore and aiosqlite write a debug line per request or query (noise, and message text);
+# httpcore writes a debug line per request (noise); psycopg its connection attempts (the
+# ledger on PostgreSQL: its target, never the password, but kept quiet all the same);
 # slack_sdk and slack_bolt write every Socket Mode envelope, modal answers included;
 # discord.py logs gateway events and request bodies (modal answers, tokens) at DEBUG
 SDK_LOGGERS = (
     "httpx",
     "httpcore",
     "telegram",
-    "aiosqlite",
+    "psycopg",
     "slack_sdk",
     "slack_bolt",
     "discord",
@@ -107,7 +113,11 @@ def _parser() -> argparse.ArgumentParser:
         help="print the URL that adds the Discord bot to a server, with the permissions it needs",
     )
     whose = invite.add_mutually_exclusive_group(required=True)
-    whose.add_argument("--config", type=Path, help="take application_id from [platforms.discord]")
+    whose.add_argument(
+        "--config",
+        type=Path,
+        help="take application_id from [platforms.discord] (absent: ask Discord with the token)",
+    )
     whose.add_argument("--application-id", help="the application's id (Developer Portal)")
     return parser
 
@@ -146,13 +156,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _discord_invite(path: Path | None, application_id: str | None) -> str:
-    from platforms.discord.config import DiscordConfig, invite_url
+    """The invite URL; from a config, only its ``application_id`` is read (no token or
+    environment needed), else the token's application is asked of Discord."""
+    from platforms.discord.config import DiscordConfig, invite_url, written_application_id
 
     if path is not None:
-        settings = load_config(path).platforms.get("discord", DiscordConfig)
-        if settings is None:
-            raise ConfigError(f"{path} has no [platforms.discord] table")
-        application_id = settings.application_id
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+        application_id = written_application_id(raw)
+        if application_id is None:
+            from platforms.discord.probe import asked_application_id
+
+            settings = load_config(path).platforms.get("discord", DiscordConfig)
+            if settings is None:  # pragma: no cover - written_application_id found the table
+                raise ConfigError(f"{path} has no [platforms.discord] table")
+            application_id = asyncio.run(asked_application_id(settings))
     if not application_id or not application_id.isdigit():
         raise ConfigError("--application-id: the application's id is a number (a snowflake)")
     return invite_url(application_id)
@@ -191,7 +211,8 @@ async def _check(path: Path, probe_timeout: float) -> int:
         probes = {
             name: tasks.create_task(_probe(name, project, probe_timeout))
             for name, project in config.projects.items()
-            if shutil.which(project.argv()[0]) is not None  # else said once above
+            # else said once above; an attached server is probed at its url
+            if project.attached or shutil.which(project.argv()[0]) is not None
         }
         asked = {
             name: tasks.create_task(_ask_platform(name, settings))
@@ -218,7 +239,8 @@ async def _probe(name: str, project: ProjectConfig, deadline: float) -> tuple[bo
     """Whether the project's agent answered ``--version``, and the line that says so."""
     from adapters.launch import probe_version
 
-    agent = f"{name}: {project.agent.value} via {' '.join(project.argv())}"
+    via = project.agent_options.url if project.attached else " ".join(project.argv())
+    agent = f"{name}: {project.agent.value} via {via}"
     try:
         version = await probe_version(project, deadline=deadline)
     except GatewayError as exc:
@@ -271,19 +293,27 @@ async def _run(path: Path) -> int:
     return 0
 
 
+def _ledger_location(
+    config_path: Path | None, data_dir: Path | None
+) -> tuple[Path, PgTarget | None]:
+    """``--data-dir``'s SQLite ledger; else the config's ledger (its ``[gateway] store``, a
+    PostgreSQL one, or SQLite in its data dir); else SQLite in the default data dir."""
+    if data_dir is not None:
+        return data_dir, None
+    if config_path is None:
+        return DEFAULT_DATA_DIR.expanduser(), None
+    section = _load_config(config_path).gateway
+    return section.data_dir, section.ledger_target()
+
+
 async def _ledger(config_path: Path | None, data_dir: Path | None, limit: int) -> int:
     from gateway.store import Store
 
-    if data_dir is None:
-        data_dir = (
-            _load_config(config_path).gateway.data_dir
-            if config_path is not None
-            else DEFAULT_DATA_DIR.expanduser()
-        )
-    if not data_dir.is_dir():
+    data_dir, target = _ledger_location(config_path, data_dir)
+    if target is None and not data_dir.is_dir():
         print(f"no ledger in {data_dir}")
         return 1
-    async with Store.open(data_dir) as store:
+    async with Store.open(data_dir, postgresql=target) as store:
         pending = await store.interactions.list_open()
         print(f"Pending ({len(pending)}):")
         for interaction in pending:
@@ -313,16 +343,11 @@ async def _audit(
         return 2
     if since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
-    if data_dir is None:
-        data_dir = (
-            _load_config(config_path).gateway.data_dir
-            if config_path is not None
-            else DEFAULT_DATA_DIR.expanduser()
-        )
-    if not data_dir.is_dir():
+    data_dir, target = _ledger_location(config_path, data_dir)
+    if target is None and not data_dir.is_dir():
         print(f"agent-gateway: no ledger in {data_dir}", file=sys.stderr)
         return 1
-    async with Store.open(data_dir) as store:
+    async with Store.open(data_dir, postgresql=target) as store:
         records = await audit_records(store, since.astimezone(UTC), project)
     sys.stdout.write(to_csv(records) if form == "csv" else to_jsonl(records))
     return 0

@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     AfterValidator,
@@ -50,7 +50,7 @@ from pydantic import (
 
 from gateway.config_source import KeyLocator, Loc, resolve_references
 from gateway.domain import AgentKind
-from gateway.errors import ConfigError
+from gateway.errors import ConfigError, StoreError
 from gateway.platform_config import (
     AUTH_TABLES,
     NonEmpty,
@@ -59,6 +59,9 @@ from gateway.platform_config import (
     PlatformsSection,
     known_auth_tables,
 )
+
+if TYPE_CHECKING:
+    from gateway.store.postgresql import PgTarget
 from gateway.policy_config import PolicyRule, policy_problems
 
 __all__ = [
@@ -83,6 +86,7 @@ __all__ = [
     "check_config",
     "load_config",
     "parse_config",
+    "read_password",
 ]
 
 DEFAULT_DATA_DIR = Path("~/.local/share/agent-gateway")
@@ -162,12 +166,13 @@ DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
 _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features", "collaboration_mode"})
 _APP_SERVER_ONLY = frozenset({"collaboration_mode"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
+_OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the gateway attaches to
 # the agent options each kind does not take (ACP's session/new has no policy or model)
 _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
-    AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY,
-    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY,  # exec has no modes
-    AgentKind.CLAUDE_CODE: _CODEX_ONLY,
-    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
+    AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY | _OPENCODE_ONLY,
+    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY | _OPENCODE_ONLY,  # exec has no modes
+    AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY,
+    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"},
     # OpenCode: its model and provider are its own config; the session's rules ask for every
     # tool, so no Codex or Claude option means anything to it
     AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
@@ -202,6 +207,10 @@ def _expand_path(value: Path, info: ValidationInfo) -> Path:
     return path
 
 
+def _optional_path(value: Path | None, info: ValidationInfo) -> Path | None:
+    return None if value is None else _expand_path(value, info)
+
+
 # --- sections ------------------------------------------------------------------------------
 
 
@@ -210,8 +219,45 @@ class GatewaySection(_Model):
     log_level: LogLevel = LogLevel.INFO
     queue_depth: int = Field(default=20, ge=1, le=10_000)
     stop_grace_seconds: float = Field(default=5.0, gt=0, le=600)
+    # The ledger: None, SQLite in data_dir; "postgresql://user@host:port/db?sslmode=..." a
+    # PostgreSQL database (issue 18). Its password never in the URL: store_password
+    # ("${ENV}") or store_password_file.
+    store: NonEmpty | None = None
+    store_password: SecretStr | None = None
 
     _paths = field_validator("data_dir", mode="after")(_expand_path)
+
+    @field_validator("store", mode="after")
+    @classmethod
+    def _store_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from gateway.store.postgresql import check_url  # psycopg: only where it is used
+
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("store is a postgresql:// URL (leave it out for SQLite in data_dir)")
+        try:
+            check_url(value)
+        except StoreError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _password_needs_a_store(self) -> GatewaySection:
+        if self.store_password is not None and self.store is None:
+            raise ValueError("store_password is for a PostgreSQL store: set store too")
+        return self
+
+    def ledger_target(self) -> PgTarget | None:
+        """Where the ledger lives: None for SQLite in data_dir."""
+        if self.store is None:
+            return None
+        from gateway.store.postgresql import PgTarget  # psycopg: only where it is used
+
+        password = self.store_password
+        return PgTarget(
+            url=self.store, password=None if password is None else password.get_secret_value()
+        )
 
 
 class AgentOptions(_Model):
@@ -230,6 +276,13 @@ class AgentOptions(_Model):
     # None: the thread's own (default, or the last mode a turn asked for)
     collaboration_mode: CollaborationMode | None = None
     allow_dangerous: bool = False
+    # OpenCode attached mode: a server someone else runs (it outlives the gateway, which never
+    # starts or ends it), reached at ``url`` with the OPENCODE_SERVER_PASSWORD in
+    # ``password_file`` (its first line). Both or neither.
+    url: Annotated[str, StringConstraints(pattern=r"^https?://[^\s/]+(/[^\s]*)?$")] | None = None
+    password_file: Path | None = None
+
+    _paths = field_validator("password_file", mode="after")(_optional_path)
 
     def agent_env(self) -> dict[str, str]:
         """The project's ``env`` table in clear, for the agent's environment only."""
@@ -283,6 +336,11 @@ class ProjectConfig(_Model):
     def argv(self) -> tuple[str, ...]:
         """The agent's argv prefix: the configured one, or the agent's usual binary name."""
         return self.agent_options.argv or DEFAULT_ARGV.get(self.agent, ())
+
+    @property
+    def attached(self) -> bool:
+        """An agent server the gateway attaches to (OpenCode ``url``) rather than starts."""
+        return self.agent_options.url is not None
 
 
 class Config(_Model):
@@ -405,7 +463,23 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
     if project.agent not in DEFAULT_ARGV and options.argv is None:
         found.append(((*where, "argv"), f"agent {project.agent} needs an argv: the command to run"))
     found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
+    if project.agent is AgentKind.OPENCODE:
+        found += _attached_problems(where, options)
     return found
+
+
+def _attached_problems(where: Loc, options: AgentOptions) -> list[tuple[Loc, str]]:
+    """An attached OpenCode server needs its url and its password file together; it is not
+    started, so an argv would never be run."""
+    if options.url is None and options.password_file is None:
+        return []
+    if options.url is None:
+        return [((*where, "password_file"), "needs url: the OpenCode server to attach to")]
+    if options.password_file is None:
+        return [((*where, "url"), "needs password_file: the server's OPENCODE_SERVER_PASSWORD")]
+    if options.argv is not None:
+        return [((*where, "argv"), "does not apply to an attached OpenCode server (url)")]
+    return []
 
 
 def _unreachable_approvals(
@@ -569,6 +643,9 @@ def check_config(config: Config) -> tuple[ConfigProblem, ...]:
                     ("projects", name, "work_dir"), f"{project.work_dir} is not a directory"
                 )
             )
+        if project.attached:
+            problems += _password_file_problems(config, name, project)
+            continue  # not started by the gateway: `check` probes its url
         if not project.argv():
             continue  # an ACP project without argv: refused by _agent_problems already
         program = project.argv()[0]
@@ -582,3 +659,26 @@ def check_config(config: Config) -> tuple[ConfigProblem, ...]:
             message = f"agent program {program!r} not found (set argv to its path)"
             problems.append(config.problem(loc, message))
     return tuple(problems)
+
+
+def _password_file_problems(
+    config: Config, name: str, project: ProjectConfig
+) -> list[ConfigProblem]:
+    path = project.agent_options.password_file
+    assert path is not None  # _attached_problems: url and password_file come together
+    try:
+        read_password(path)
+    except ConfigError as exc:
+        return [config.problem(("projects", name, "agent_options", "password_file"), str(exc))]
+    return []
+
+
+def read_password(path: Path) -> str:
+    """The first line of an attached server's password file (never logged)."""
+    try:
+        first = path.read_text(encoding="utf-8").splitlines()[:1]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read password file {path}: {exc}") from exc
+    if not first or not first[0].strip():
+        raise ConfigError(f"password file {path} is empty")
+    return first[0].strip()

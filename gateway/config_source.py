@@ -38,7 +38,9 @@ _SPLIT = re.compile(rf"\s*({_PART})\s*(?:\.|$)")
 _ALIASES = ("agent_options",)
 
 # each may be given as <key>_file
-SECRET_KEYS = frozenset({"token", "bot_token", "app_token", "secret_token", "signing_secret"})
+SECRET_KEYS = frozenset(
+    {"token", "bot_token", "app_token", "secret_token", "signing_secret", "store_password"}
+)
 _ENV_REF = re.compile(r"\$(\$)?\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 

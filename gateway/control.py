@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from gateway.agents import ReattachesAgents
 from gateway.auth import may_talk, stranger_refusal
 from gateway.cards import undelivered
 from gateway.commands import (
@@ -36,15 +37,22 @@ from gateway.commands import (
     parse_chat_text,
 )
 from gateway.config import SessionScope
-from gateway.domain import Actor, AgentKind, ConversationRef, InteractionKind, InteractionState
-from gateway.errors import InvalidDecision, PlatformError
+from gateway.domain import (
+    Actor,
+    AgentKind,
+    ConversationRef,
+    InteractionKind,
+    InteractionState,
+    TurnStatus,
+)
+from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.grant_desk import GrantDesk
 from gateway.interactions import Interaction, derive_run_state
 from gateway.outbound import Notifier
 from gateway.platform import InboundMessage
 from gateway.queue_notes import held_note
 from gateway.routing import project_for, route_key
-from gateway.store import EnqueueOutcome, SessionRecord
+from gateway.store import EnqueueOutcome, EpochRecord, SessionRecord
 
 if TYPE_CHECKING:
     from gateway.engine import Gateway
@@ -56,6 +64,13 @@ log = logging.getLogger(__name__)
 # the cards whose full "queued, not a decision" notice each conversation was given: bounded,
 # in memory (a restart orphans every card, so nothing here outlives its cards)
 MAX_TOLD = 4096
+_RECOVERED = {
+    "stopped": "↻ The gateway restarted; the agent process it ran was ended.",
+    "held": "↻ The gateway restarted; the agent process it ran was ended.",
+    "reattach": "↻ The gateway restarted and reached the OpenCode server again: what it still"
+    " asks still waits for an answer.",
+    "let_go": "↻ The gateway restarted; the OpenCode server it is attached to was not ended.",
+}
 QUEUED_MARK = "✍ Queued for the agent."  # where a platform has no mark of its own
 
 
@@ -72,10 +87,17 @@ class Control:
     # --- recovery -------------------------------------------------------------------------
 
     async def recover(self) -> None:
-        """End what a previous gateway process left, before anything else happens."""
+        """End what a previous gateway process left, before anything else happens.
+
+        An epoch whose agent server outlives the gateway (an attached OpenCode) is not ended
+        blindly: the server is asked first. Its requests it still lists stay pending (cards
+        untouched) and the session's runner reattaches to it; the others are orphaned as a
+        runtime that outlived the gateway (an answer written to it: UNKNOWN)."""
         store = self._store
         touched: dict[str, str] = {}
         for epoch in await store.sessions.live_epochs():
+            if await self._reattached(epoch, touched):
+                continue
             outcome = "no process recorded"
             if epoch.pid is not None:
                 outcome = await self._gw.launcher.end_leftover(
@@ -103,13 +125,66 @@ class Control:
         for copy in await store.cards.list_outdated():
             self._gw.broker.mark_dirty(copy.interaction_id)
         await self._gw.broker.resend_failed()
-        for session_id in touched:
+        for session_id, how in touched.items():
             held = await store.prompts.list_held(session_id)
-            text = "↻ The gateway restarted; the agent process it ran was ended."
+            text = _RECOVERED.get(how, _RECOVERED["stopped"])
             if held:
                 text += " " + held_note(len(held), typed_now=False)
             text += " Your next message resumes the conversation."
             await self._notifier.send(await store.sessions.list_bindings(session_id), text)
+        for session_id, how in touched.items():
+            if how == "reattach":
+                session = await store.sessions.get(session_id)
+                if session is not None and session.current_epoch:
+                    self._gw.runner(session).reattach(session.current_epoch)
+
+    async def _reattached(self, epoch: EpochRecord, touched: dict[str, str]) -> bool:
+        """An attached server's epoch: reconciled with what the server still lists (True),
+        never signalled; False for an epoch whose process the gateway ran."""
+        store = self._store
+        launcher = self._gw.launcher
+        session = await store.sessions.get(epoch.session_id)
+        project = self._gw.config.projects.get(session.project) if session else None
+        if session is None or project is None or not project.attached:
+            return False
+        listed: frozenset[str] = frozenset()
+        why = "the server no longer lists it"
+        if isinstance(launcher, ReattachesAgents) and session.native_session_id:
+            try:
+                listed = await launcher.still_asked(project, session.native_session_id)
+            except GatewayError as exc:
+                why = f"the server could not be asked: {exc}"
+        open_keys = {
+            i.native_key
+            for i in await store.interactions.list_open(epoch.session_id)
+            if i.runtime_epoch == epoch.epoch and i.native_key is not None
+        }
+        keep = frozenset(open_keys & listed)
+        await store.audit.record(
+            "recovery.attached_agent",
+            session_id=epoch.session_id,
+            details={"epoch": epoch.epoch, "still_asked": sorted(keep), "gone": why},
+        )
+        # its running turn was this gateway's: it ends here (its prompt is never resent)
+        turn = await store.turns.running(epoch.session_id)
+        if turn is not None:
+            await store.turns.end(turn.id, TurnStatus.INTERRUPTED, error="the gateway restarted")
+        for update in await store.interactions.orphan_epoch(
+            epoch.session_id,
+            epoch.epoch,
+            runtime_outlives_gateway=True,
+            note=f"the gateway restarted; {why}",
+            keep=keep,
+        ):
+            self._gw.broker.mark_dirty(update.interaction.id)
+        if keep:
+            touched[epoch.session_id] = "reattach"
+            return True
+        await store.sessions.end_epoch(
+            epoch.session_id, epoch.epoch, exit_description="the gateway restarted (attached)"
+        )
+        touched[epoch.session_id] = "let_go"
+        return True
 
     # --- messages -------------------------------------------------------------------------
 

@@ -87,7 +87,12 @@ class Gateway:
         # one gateway per data dir, refused before its recovery could end another's agents
         self._stack.enter_context(hold_data_dir(self.data_dir, work_dirs=work_dirs))
         self.store = await self._stack.enter_async_context(
-            Store.open(self.data_dir, work_dirs=work_dirs, clock=self.clock)
+            Store.open(
+                self.data_dir,
+                work_dirs=work_dirs,
+                clock=self.clock,
+                postgresql=self.config.gateway.ledger_target(),
+            )
         )
         key = load_or_create_hmac_key(self.data_dir)
         self.broker = Broker(self.store, self.platforms, key, deliverer=self)

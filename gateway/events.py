@@ -8,6 +8,7 @@ from enum import StrEnum
 from gateway.domain import Decision, InteractionRequest, Resolution, TurnStatus
 
 __all__ = [
+    "DETACHED",
     "AgentCommand",
     "AgentEvent",
     "AgentExited",
@@ -146,7 +147,13 @@ class Warning:
 class AgentExited:
     code: int | None
     stderr_tail: str = ""
-    reason: str = ""  # "exited", "killed", "line_too_long", "protocol_error" or "stopped"
+    # "exited", "killed", "line_too_long", "protocol_error", "stopped", or DETACHED
+    reason: str = ""
+
+
+# AgentExited.reason of a runtime the gateway let go of without ending it (an attached
+# OpenCode server): it may live on, and its requests with it
+DETACHED = "detached"
 
 
 AgentEvent = (

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from gateway.queue_notes import held_note
+
 __all__ = ["LINE_CHARS", "TAIL_LINES", "UNRELATED", "exit_notice", "last_output"]
 
 TAIL_LINES = 5
@@ -69,9 +71,10 @@ def _fenced(lines: list[str]) -> str:
     return f"{fence}\n{body}\n{fence}"
 
 
-def exit_notice(description: str, stderr_tail: str, *, turn_cut: bool) -> str:
+def exit_notice(description: str, stderr_tail: str, *, turn_cut: bool, held: int = 0) -> str:
     """The notice for an agent process that ended on its own (``description``: how, in
-    words, e.g. "killed by a signal"); ``turn_cut``: a turn was running and is cut short."""
+    words, e.g. "killed by a signal"); ``turn_cut``: a turn was running and is cut short;
+    ``held``: how many messages queued behind it are held (gateway/queue_notes.py)."""
     text = f"⚠ The agent process ended unexpectedly ({description})."
     if turn_cut:
         text += " Its answer to your last message is cut short."
@@ -79,6 +82,8 @@ def exit_notice(description: str, stderr_tail: str, *, turn_cut: bool) -> str:
         " Your next message starts it again and carries on the same conversation;"
         " /new starts a fresh one."
     )
+    if held:
+        text += " " + held_note(held, typed_now=False)
     output = last_output(stderr_tail)
     if output:
         text += "\n\nThe agent's last output (it may not say why):\n" + _fenced(output)

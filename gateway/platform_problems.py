@@ -10,6 +10,7 @@ itself, and the log has them too.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -31,6 +32,11 @@ class PlatformProblems:
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._kept: OrderedDict[tuple[str, str], PlatformProblem] = OrderedDict()
+        self._listeners: list[Callable[[], None]] = []
+
+    def listen(self, changed: Callable[[], None]) -> None:
+        """Call ``changed`` each time a new problem is kept (the console's live pages)."""
+        self._listeners.append(changed)
 
     def add(self, platform: str, text: str) -> None:
         """Keep ``text`` once (said again, it keeps its first time)."""
@@ -40,6 +46,8 @@ class PlatformProblems:
         self._kept[key] = PlatformProblem(platform=platform, text=text, at=self._clock())
         while len(self._kept) > KEPT:
             self._kept.popitem(last=False)
+        for changed in self._listeners:
+            changed()
 
     def listed(self) -> tuple[PlatformProblem, ...]:
         return tuple(self._kept.values())

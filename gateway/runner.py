@@ -34,6 +34,7 @@ from gateway.errors import (
 from gateway.escalation import Escalation, channel_conversation, escalation_notice, escalation_of
 from gateway.escalation import due_at as escalation_due_at
 from gateway.events import (
+    DETACHED,
     AgentEvent,
     AgentExited,
     AgentMessage,
@@ -96,6 +97,7 @@ _EXIT_REASONS = {
     "line_too_long": "stopped: it wrote a line too long to read",
     "protocol_error": "stopped: it broke the protocol",
     "stopped": "stopped by the gateway",
+    DETACHED: "let go of by the gateway (the server it is attached to may still run)",
 }
 
 
@@ -158,9 +160,17 @@ class SessionRunner:
         self._turn: TurnRecord | None = None
         self._stream: TurnStream | None = None
         self._stopped_by: Actor | None = None  # the person whose /stop the turn is ending on
+        self._reattach: int | None = None  # a live epoch whose server outlived the gateway
         self.usage = SessionUsage()  # since this gateway started the session's runner
 
     # --- what the engine asks -------------------------------------------------------------
+
+    def reattach(self, epoch: int) -> None:
+        """Reach the session's agent server again, which outlived the previous gateway
+        (attached OpenCode), continuing ``epoch``: its requests the server still lists stay
+        pending, their cards live, and a decision on one is written to it."""
+        self._reattach = epoch
+        self._wake.set()
 
     def kick(self) -> None:
         """Something was queued or resumed: look at the queue."""
@@ -277,7 +287,7 @@ class SessionRunner:
                 self._wake.clear()
                 if self._closing:
                     return
-                if await self._has_work():
+                if self._reattach is not None or await self._has_work():
                     await self._run_epoch()
 
     async def _has_work(self) -> bool:
@@ -292,17 +302,21 @@ class SessionRunner:
     async def _run_epoch(self) -> None:
         session = await self._store.sessions.get(self.session_id)
         assert session is not None
+        reattach, self._reattach = self._reattach, None
         try:
             async with self._launcher.launch(
                 self._project, resume_native_id=session.native_session_id
             ) as agent:
-                epoch = await self._store.sessions.begin_epoch(
-                    self.session_id,
-                    pid=agent.pid,
-                    pgid=agent.pgid,
-                    process_start_time=agent.start_time,
-                    agent_version=agent.started.agent_version,
-                )
+                if reattach is not None:
+                    epoch = reattach  # the same server, the same epoch: its requests stay
+                else:
+                    epoch = await self._store.sessions.begin_epoch(
+                        self.session_id,
+                        pid=agent.pid,
+                        pgid=agent.pgid,
+                        process_start_time=agent.start_time,
+                        agent_version=agent.started.agent_version,
+                    )
                 self.agent, self.epoch = agent, epoch
                 await self._on_started(agent.started, epoch)
                 try:
@@ -328,6 +342,14 @@ class SessionRunner:
                         # is stopped by the launcher; record that its epoch ended too
                         await self._end_epoch_quietly(epoch)
         except AgentError as exc:
+            if reattach is not None:  # the server went away after the recovery asked it
+                await self._store.sessions.end_epoch(
+                    self.session_id, reattach, exit_description=f"not reattached: {exc}"
+                )
+                for update in await self._store.interactions.orphan_epoch(
+                    self.session_id, reattach, runtime_outlives_gateway=True, note=str(exc)
+                ):
+                    self._broker.mark_dirty(update.interaction.id)
             await self._store.prompts.hold(self.session_id, reason="the agent failed to start")
             await self._notify(
                 f"⚠ The agent could not start: {exc}\nYour messages are held: "
@@ -654,6 +676,16 @@ class SessionRunner:
                 self._broker.mark_dirty(update.interaction.id)
 
     async def _on_exit(self, event: AgentExited, epoch: int) -> None:
+        if event.reason == DETACHED and self._closing:
+            # the gateway stops and lets go of a server that outlives it: its epoch stays
+            # live for the next gateway to reattach (Control.recover), and so do its requests
+            self._stream = None
+            self._turn = None
+            if self._exit_notice is not None:
+                await self._notify(self._exit_notice)
+            self._turn_done.set()
+            self.epoch = None
+            return
         description = describe_exit(event)
         turn = self._turn
         turn_cut = turn is not None
@@ -671,11 +703,21 @@ class SessionRunner:
             self._outbound.end_turn(stream, TurnStatus.FAILED)
         await self._store.sessions.end_epoch(self.session_id, epoch, exit_description=description)
         for update in await self._store.interactions.orphan_epoch(
-            self.session_id, epoch, note=description
+            self.session_id,
+            epoch,
+            note=description,
+            # let go of, not ended: whether it read an answer written last cannot be known
+            runtime_outlives_gateway=event.reason == DETACHED,
         ):
             self._broker.mark_dirty(update.interaction.id)
         if not self._closing:
-            await self._notify(exit_notice(description, event.stderr_tail, turn_cut=turn_cut))
+            # what was queued behind the cut turn was written for a conversation that just
+            # lost its answer: it waits for /resume instead of running into a new process
+            # unseen (as after /stop or a restart); a new message runs first
+            held = await self._store.prompts.hold(self.session_id, reason="the agent process ended")
+            await self._notify(
+                exit_notice(description, event.stderr_tail, turn_cut=turn_cut, held=held)
+            )
         elif self._exit_notice is not None:
             await self._notify(self._exit_notice)
         self._turn_done.set()

@@ -26,6 +26,7 @@ pytest_plugins = [
     "tests.discord_harness",  # fake_discord
     "tests.opencode_env",  # fake_chat, opencode_home
     "tests.pg_cluster",  # pg_cluster: a throwaway PostgreSQL server (issue 18)
+    "tests.store_backends",  # ledger: the store tests on SQLite and on PostgreSQL
 ]
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card
@@ -17,6 +18,8 @@ from gateway.engine import Gateway
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
 from tests.codex_env import CodexHome
+
+T = TypeVar("T")
 
 ALICE = Actor(platform="memory", user_id="alice", display="Alice")
 BOB = Actor(platform="memory", user_id="bob", display="Bob")
@@ -64,10 +67,17 @@ approvers = {json.dumps(list(approvers))}
     return parse_config(text, "test.toml")
 
 
+# how long a wait for what the agent shows lasts by default (the memory platform's own)
+WAIT_SECONDS = 30.0
+
+
 @dataclass
 class Running:
     gateway: Gateway
     memory: MemoryPlatform
+    # the bound of every wait below: an agent that needs seconds of CPU before its first
+    # event (opencode) is given more on a loaded machine
+    deadline: float = WAIT_SECONDS
 
     def cards(self, conversation: ConversationRef = ROOM) -> list[Rendered]:
         return self.memory.cards(conversation)
@@ -81,7 +91,7 @@ class Running:
                     return shown
             return None
 
-        return await self.memory.wait_for(find)
+        return await self.memory.wait_for(find, self.deadline)
 
     async def text_where(
         self, probe: Callable[[str], bool], conversation: ConversationRef = ROOM
@@ -89,12 +99,18 @@ class Running:
         def find() -> str | None:
             return next((t for t in self.memory.texts(conversation) if probe(t)), None)
 
-        return await self.memory.wait_for(find)
+        return await self.memory.wait_for(find, self.deadline)
+
+    async def wait_for(self, probe: Callable[[], T | None]) -> T:
+        """``memory.wait_for`` under this run's deadline."""
+        return await self.memory.wait_for(probe, self.deadline)
 
 
 @asynccontextmanager
-async def running_gateway(config: Config) -> AsyncIterator[Running]:
+async def running_gateway(
+    config: Config, *, deadline: float = WAIT_SECONDS
+) -> AsyncIterator[Running]:
     memory = MemoryPlatform()
     launcher = ConfiguredLauncher(env_source={}, handshake_timeout=60)
     async with Gateway(config, platforms={"memory": memory}, launcher=launcher) as gateway:
-        yield Running(gateway=gateway, memory=memory)
+        yield Running(gateway=gateway, memory=memory, deadline=deadline)

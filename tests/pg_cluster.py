@@ -151,12 +151,13 @@ _numbers = itertools.count(1)
 
 
 @contextlib.contextmanager
-def fresh_database(cluster: PgCluster) -> Iterator[PgCluster]:
-    """An empty database of its own on ``cluster`` (``CREATE DATABASE``), dropped at the end
-    even while a connection to it is still open."""
+def fresh_database(cluster: PgCluster, *, template: str | None = None) -> Iterator[PgCluster]:
+    """An empty database of its own on ``cluster`` (``CREATE DATABASE``; a copy of
+    ``template`` if given), dropped at the end even while a connection to it is still open."""
     name = f"t{os.getpid()}_{next(_numbers)}"
+    copy = f' TEMPLATE "{template}"' if template else ""
     with psycopg.connect(cluster.dsn, autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(f'CREATE DATABASE "{name}"{copy}')
     try:
         yield PgCluster(host=cluster.host, port=cluster.port, user=cluster.user, dbname=name)
     finally:

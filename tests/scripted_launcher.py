@@ -14,8 +14,10 @@ waiting write sets ``writes.waiting``) or make them fail (``writes.fail_with``).
 
 A prompt that names one of its ``streams`` is answered in parts (``TextDelta``), the whole
 text last; after the first part the agent waits until the test opens ``launcher.go_on``
-(a text is shown, then edited as it grows); ``launcher.turn_over`` is set once the gateway has
-taken a turn's end (its final text flushed) and asks for more.
+(a text is shown, then edited as it grows); after the last part it ends the turn once
+``launcher.may_end`` is open (it is, unless a test closes it: a turn still running after all
+its text came); ``launcher.turn_over`` is set once the gateway has taken a turn's end (its
+final text flushed) and asks for more.
 
 ``on_stop``, if given, is awaited when an agent is told to stop (the gateway stopping, or the
 last resort of /stop), before it exits: what happens while a gateway shuts down.
@@ -52,6 +54,12 @@ __all__ = ["ScriptedAgent", "ScriptedLauncher", "Writes"]
 _turns = itertools.count(1)
 
 
+def _opened() -> asyncio.Event:
+    event = asyncio.Event()
+    event.set()
+    return event
+
+
 class Writes:
     """What happens to an answer between the codec and the agent."""
 
@@ -78,11 +86,13 @@ class ScriptedAgent:
         streams: Mapping[str, tuple[str, ...]] | None = None,
         go_on: asyncio.Event | None = None,
         turn_over: asyncio.Event | None = None,
+        may_end: asyncio.Event | None = None,
     ):
         self._requests = requests
         self._streams = streams or {}
         self._go_on = go_on or asyncio.Event()
         self._turn_over = turn_over or asyncio.Event()
+        self._may_end = may_end or _opened()
         self._received = received
         self._writes = writes or Writes()
         self._on_stop = on_stop
@@ -146,6 +156,7 @@ class ScriptedAgent:
         await self._events.put(self._go_on)  # the stream pauses here until the test goes on
         for part in parts[1:]:
             await self._events.put(TextDelta(item_id=item, text=part))
+        await self._events.put(self._may_end)  # the turn ends once the test lets it
         await self._finish(turn, "".join(parts))
 
     async def events(self) -> AsyncIterator[AgentEvent]:
@@ -180,6 +191,7 @@ class ScriptedLauncher:
         self.streams = dict(streams or {})
         self.go_on = asyncio.Event()
         self.turn_over = asyncio.Event()  # set once the gateway is done with a turn
+        self.may_end = _opened()  # closed: a streamed turn waits after its last part
         self.received: list[Decision] = []
         self.writes = Writes()
         self.on_stop = on_stop
@@ -196,6 +208,7 @@ class ScriptedLauncher:
             streams=self.streams,
             go_on=self.go_on,
             turn_over=self.turn_over,
+            may_end=self.may_end,
         )
         try:
             yield agent

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import concurrency, interactions, opencode_startup, policy, startup, throughput
+from bench import agent_startup, concurrency, interactions, policy, startup, throughput
 from bench.__main__ import markdown
 from bench.figures import Figure, machine, percentile
 
@@ -52,10 +52,12 @@ async def test_policy_at_a_toy_size(tmp_path: Path) -> None:
     )  # the noise floor beside the rules' Δp99
 
 
-async def test_throughput_at_a_toy_size(tmp_path: Path) -> None:
-    figures = await throughput.measure(tmp_path, deltas=500)
+@pytest.mark.parametrize("agent", ["codex", "opencode"])
+async def test_throughput_at_a_toy_size(tmp_path: Path, agent: str) -> None:
+    figures = await throughput.measure(tmp_path, deltas=500, agent=agent)
     assert figure(figures, "final text shown exactly").met is True
     assert "events/s" in figure(figures, "through the gateway").value
+    assert "events/s" in figure(figures, "json.loads loop").value
 
 
 async def test_concurrency_at_a_toy_size(tmp_path: Path) -> None:
@@ -65,14 +67,22 @@ async def test_concurrency_at_a_toy_size(tmp_path: Path) -> None:
 
 
 @pytest.mark.real_agent("opencode")
-async def test_opencode_startup_at_a_toy_size(opencode_bin: str, tmp_path: Path) -> None:
-    figures = await opencode_startup.measure(tmp_path, runs=1, binary=Path(opencode_bin))
+@pytest.mark.real_agent("codex-acp")
+async def test_agent_startup_at_a_toy_size(
+    opencode_bin: str, codex_acp_bin: str, tmp_path: Path
+) -> None:
+    figures = await agent_startup.measure(
+        tmp_path, runs=1, opencode=Path(opencode_bin), codex_acp=Path(codex_acp_bin)
+    )
+    assert "median of 1" in figure(figures, "listening line").value
     assert "median of 1" in figure(figures, "listening, events, session").value
-    assert "MB" in figure(figures, "RSS").value
+    assert "MB" in figure(figures, "opencode serve RSS").value
+    assert "median of 1" in figure(figures, "initialize -> session/new").value
+    assert "MB" in figure(figures, "codex-acp RSS").value
 
 
 async def test_startup_imports_only_configured_platforms(tmp_path: Path) -> None:
-    figures = await startup.measure(tmp_path, runs=1)
+    figures = await startup.measure(tmp_path, runs=1, agents=False)
     checks = [item for item in figures if "other platforms imported" in item.name]
     assert checks, "no platform module found under platforms/"
     assert all(item.met for item in checks), [item.value for item in checks]
@@ -115,3 +125,12 @@ async def test_discord_pacing_at_a_toy_size() -> None:
     found = await discord_pacing.measure("outbox", 2, 2)
     assert (found["429s"], found["failed"]) == (0, 0), found
     assert found["final_after_s"] is not None  # every thread's exact final text shown
+
+
+async def test_paced_turns_at_a_toy_size() -> None:
+    from bench import paced_turns
+
+    found = await paced_turns.measure(turns=1, seconds=1.0, every=0.1)
+    assert found["429s"] == 0, found
+    assert found["deltas_per_turn"] == 10 and found["edits_per_turn_max"] >= 0
+    assert [f.name for f in paced_turns.figures_of(found)][-1] == "429s"

@@ -292,6 +292,33 @@ def test_an_acp_agent_needs_an_argv_and_takes_no_codex_or_model_options() -> Non
     assert config.projects["web"].argv() == ("codex-acp",)
 
 
+def test_an_attached_opencode_server_takes_url_and_password_file_together(
+    tmp_path: Path,
+) -> None:
+    def opencode(keys: str) -> str:
+        return MINIMAL.replace('agent = "codex-app-server"', f'agent = "opencode"\n{keys}')
+
+    url = 'url = "http://127.0.0.1:4096"'
+    password = 'password_file = "secret/pw"'
+    assert "agent_options.url: needs password_file" in refusal(opencode(url))
+    assert "agent_options.password_file: needs url" in refusal(opencode(password))
+    with_argv = refusal(opencode(f'{url}\n{password}\nargv = ["opencode"]'))
+    assert "agent_options.argv: does not apply to an attached OpenCode server" in with_argv
+    assert "does not apply to agent codex-app-server" in refusal(
+        MINIMAL.replace('agent = "codex-app-server"', f'agent = "codex-app-server"\n{url}')
+    )
+    text = opencode(f"{url}\n{password}").replace("/srv/web", str(tmp_path))
+    config = parse_config(text, "gw.toml", env={}, base_dir=tmp_path)
+    project = config.projects["web"]
+    assert project.attached and project.agent_options.password_file == tmp_path / "secret/pw"
+    # check looks for no opencode binary, but for the password file
+    [problem] = check_config(config)
+    assert "projects.web.agent_options.password_file: cannot read password file" in str(problem)
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "pw").write_text("hunter2\n")
+    assert check_config(config) == ()
+
+
 def test_plan_mode_by_default_is_a_codex_app_server_setting() -> None:
     text = MINIMAL.replace(
         'agent = "codex-app-server"', 'agent = "codex-app-server"\ncollaboration_mode = "plan"'

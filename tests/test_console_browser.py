@@ -398,3 +398,22 @@ async def test_a_page_shows_a_turn_running_before_any_text(
         await page.screenshot(path=shots / "conversation-running.png", full_page=True)
         agent.complete()
         await expect(head).to_contain_text("idle", timeout=5_000)
+
+
+async def test_a_platform_problem_shows_on_a_page_already_open(
+    browser: Browser, tmp_path: Path, shots: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    async with console_gateway(plain_config(tmp_path / "data", work)) as running:
+        page = await open_page(browser, running, "")
+        problems = page.locator(".problems")
+        await expect(problems).to_have_count(0)
+        said = "slack: cannot post in channel C0GENERAL for good (is_archived)"
+        running.gateway.platform_problem("slack", said)  # as the Slack outbox reports it
+        await expect(problems).to_contain_text(said, timeout=WAIT_MS)
+        await expect(problems).to_contain_text("A platform refused for good")
+        running.gateway.platform_problem("slack", said)  # said again: kept once
+        running.gateway.platform_problem("telegram", "telegram: the bot was blocked")
+        await expect(problems.locator("li")).to_have_count(2, timeout=WAIT_MS)
+        await page.screenshot(path=shots / "problems-live.png", full_page=True)

@@ -11,9 +11,9 @@ import aiohttp
 import discord
 import pytest
 
-from gateway.platform import PlatformUnreachable
+from gateway.platform import PlatformUnreachable, RefusedForGood
 from platforms.discord.outbox import DiscordOutbox, DiscordRefused, classify, discord_pacing
-from platforms.outbox import Priority, Refused, RetryLater, Unreachable
+from platforms.outbox import MessageGone, Priority, Refused, RetryLater, Unreachable
 
 
 @dataclass
@@ -95,3 +95,11 @@ async def test_a_rate_limited_call_is_tried_again_and_cards_go_before_edits() ->
 def test_a_refusal_names_its_status(status: int) -> None:
     verdict = classify(http_error(status, 10008))
     assert isinstance(verdict, Refused) and f"HTTP {status}" in str(verdict.error)
+
+
+def test_an_unknown_message_is_gone_for_good_and_other_refusals_are_not() -> None:
+    gone = classify(http_error(404, 10008))
+    assert isinstance(gone, Refused) and isinstance(gone.error, MessageGone)
+    assert isinstance(gone.error, RefusedForGood) and isinstance(gone.error, DiscordRefused)
+    other = classify(http_error(404, 10003))  # Unknown Channel: not a message gone
+    assert isinstance(other, Refused) and not isinstance(other.error, MessageGone)

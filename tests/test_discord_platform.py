@@ -15,9 +15,10 @@ from pydantic import SecretStr
 from gateway.cards import ButtonStyle, Card, CardAction, FormQuestion, QuestionForm
 from gateway.domain import Actor, Answer, ConversationRef, Option, Question
 from gateway.errors import ConfigError
-from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage
+from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, RefusedForGood
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DiscordPlatform
+from platforms.outbox import MessageGone
 from tests.servers.fake_discord import ALICE, APP_ID, BOT, TOKEN, FakeDiscord
 
 pytestmark = pytest.mark.timeout(60)
@@ -197,3 +198,25 @@ async def test_a_click_given_again_is_handed_on_and_answered_once(fake: FakeDisc
         await inbox.wait(lambda: len(inbox.actions) == 2)  # the core decides it once
         assert click.refused == [40060]  # Discord took one answer
         assert len(click.followups) == 1
+
+
+async def test_an_edit_of_a_deleted_card_is_message_gone(fake: FakeDiscord) -> None:
+    inbox = Inbox()
+    async with DiscordPlatform(settings(fake)) as platform:
+        platform.attach(inbox)
+        await fake.say(ALICE, fake.general, f"<@{BOT.id}> go", mentions=(BOT,))
+        (message,) = await inbox.wait(lambda: inbox.messages)
+        card = Card(
+            title="Run?",
+            actions=(CardAction(label="Allow once", token=TOKEN_A, style=ButtonStyle.PRIMARY),),
+        )
+        ref = await platform.send_card(message.conversation, card)
+        fake.message(ref.message_id).deleted = True  # someone deleted the card
+        with pytest.raises(MessageGone) as gone:
+            await platform.edit_card(ref, Card(title="Run?", status_line="Allowed by @alice"))
+        assert isinstance(gone.value, RefusedForGood)  # the core does not ask again
+        assert "10008" in str(gone.value)
+        text = await platform.send_text(message.conversation, "Working…")
+        fake.message(text.message_id).deleted = True
+        with pytest.raises(MessageGone):
+            await platform.edit_text(text, "Done.")

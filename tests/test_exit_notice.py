@@ -53,3 +53,11 @@ def test_the_output_is_short_enough_for_a_phone() -> None:
     lines = last_output(tail)
     assert [line.split(":")[0] for line in lines] == [f"line {n}" for n in range(45, 50)]
     assert all(len(line) == LINE_CHARS and line.endswith("…") for line in lines)
+
+
+def test_messages_held_behind_the_cut_turn_are_named_with_what_to_do() -> None:
+    notice = exit_notice("killed by a signal", "", turn_cut=True, held=1)
+    assert notice.endswith(
+        "/new starts a fresh one. 1 earlier message is held: /resume runs it, /clear drops it;"
+        " a new message runs first."
+    )

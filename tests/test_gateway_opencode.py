@@ -22,10 +22,10 @@ from gateway.config import Config
 from gateway.domain import Answer
 from platforms.registry import parse_config
 from tests.gateway_harness import ALICE, ROOM, running_gateway
-from tests.opencode_env import OpenCodeHome
+from tests.opencode_env import OPENCODE_WAIT, OpenCodeHome
 from tests.servers.fake_chat_completions import DONE, FakeChatCompletions
 
-pytestmark = [pytest.mark.real_agent("opencode"), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.real_agent("opencode"), pytest.mark.timeout(300)]
 
 COLOR = {
     "question": "Which color should the button be?",
@@ -80,7 +80,7 @@ async def test_command_allowed_once_runs_and_status_shows_the_rules(
 ) -> None:
     fake_chat.enqueue([fc.bash("echo hi > made.txt", "Write made.txt"), DONE])
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "please make a file")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
@@ -105,7 +105,7 @@ async def test_a_file_write_shows_its_path_and_diff(
     target = opencode_home.workspace / "notes.md"
     fake_chat.enqueue([fc.write(str(target), "# Notes\nhello\n"), DONE])
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "write notes")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
@@ -124,7 +124,7 @@ async def test_command_denied_with_a_message_the_model_reads(
 ) -> None:
     fake_chat.enqueue([fc.bash("echo hi > made.txt", "Write made.txt"), DONE])
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "please make a file")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
@@ -145,7 +145,7 @@ async def test_always_is_a_grant_kept_by_the_server_until_it_stops(
         [fc.bash("echo three > three.txt", "Write three.txt"), DONE],
     )
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "write one")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
@@ -155,8 +155,8 @@ async def test_always_is_a_grant_kept_by_the_server_until_it_stops(
         assert ack.accepted, ack.text
         await gw.text_where(lambda text: "Done. The tool said" in text)
         await gw.memory.say(ROOM, ALICE, "write two")
-        await gw.memory.wait_for(lambda: (opencode_home.workspace / "two.txt").exists() or None)
-        await gw.memory.wait_for(
+        await gw.wait_for(lambda: (opencode_home.workspace / "two.txt").exists() or None)
+        await gw.wait_for(
             lambda: sum("Done. The tool said" in t for t in gw.memory.texts(ROOM)) >= 2 or None
         )
         assert len([c for c in gw.cards() if c.card is not None]) == 1  # not asked again
@@ -164,7 +164,7 @@ async def test_always_is_a_grant_kept_by_the_server_until_it_stops(
         status = await gw.text_where(lambda text: text.startswith("Session "))
         assert "Always allow `echo *`" in status
     # a new gateway, a new server process: the server forgot it, so it asks again
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "write three")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
@@ -176,7 +176,7 @@ async def test_questions_answered_single_multi_and_typed(
 ) -> None:
     fake_chat.enqueue([fc.question([COLOR, CHECKS]), DONE])
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "ask me")
         shown = await gw.card_where(lambda card: card.form is not None)
         assert shown.card is not None and shown.card.form is not None
@@ -202,7 +202,7 @@ async def test_question_dismissed_ends_the_turn_and_the_model_reads_it_next(
 ) -> None:
     fake_chat.enqueue([fc.question([COLOR]), DONE], [fc.text("Understood.")])
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "ask me")
         shown = await gw.card_where(lambda card: card.form is not None)
         assert shown.card is not None
@@ -225,7 +225,7 @@ async def test_stop_with_a_permission_pending_then_the_next_prompt_works(
         [fc.bash("echo hi > made.txt", "Write made.txt"), DONE], [fc.text("Fresh start.")]
     )
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "please make a file")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
@@ -250,7 +250,7 @@ async def test_server_killed_orphans_the_pending_permission(
 ) -> None:
     fake_chat.enqueue([fc.bash("echo hi > made.txt", "Write made.txt"), DONE])
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "please make a file")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
@@ -302,7 +302,7 @@ async def test_event_stream_cut_mid_turn_is_reopened_and_the_turn_goes_on(
 ) -> None:
     fake_chat.enqueue([fc.bash("echo hi > made.txt", "Write made.txt"), DONE])
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "please make a file")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
@@ -337,3 +337,30 @@ async def test_a_wrong_password_or_user_is_refused(
             headers = {"Authorization": aiohttp.encode_basic_auth(SERVER_USER, "the-right-one")}
             async with http.get(url, headers=headers) as answer:
                 assert answer.status == 200
+
+
+async def test_a_port_taken_before_the_server_binds_it_is_not_a_failed_start(
+    opencode_bin: str, opencode_home: OpenCodeHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The port is free when the gateway picks it; any process's connection may take it before
+    # opencode binds it (seen in CI: "ServeError", exit 1). Here the first pick is held.
+    import adapters.opencode_runtime as runtime
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    picks = [held.getsockname()[1]]
+    real_pick = runtime.free_loopback_port
+    monkeypatch.setattr(
+        runtime, "free_loopback_port", lambda: picks.pop() if picks else real_pick()
+    )
+    settings = OpenCodeSettings(
+        command=[opencode_bin], cwd=opencode_home.workspace, env=opencode_home.env
+    )
+    try:
+        async with OpenCodeAgent(settings, password="secret") as agent:
+            assert not picks  # the held port was tried first
+            assert agent.base_url != f"http://127.0.0.1:{held.getsockname()[1]}"
+            assert agent.started.native_id  # its session was made: the server works
+    finally:
+        held.close()

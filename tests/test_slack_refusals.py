@@ -45,7 +45,7 @@ async def console_page(console: ConsolePlatform) -> str:
 
 
 def problems_shown(page: str) -> list[str]:
-    found = re.search(r'<section class="problems" role="alert">(.*?)</section>', page, re.S)
+    found = re.search(r'<section class="problems" role="alert"[^>]*>(.*?)</section>', page, re.S)
     if found is None:
         return []
     return [re.sub(r"<[^>]+>", "", item) for item in re.findall(r"<li>(.*?)</li>", found[1])]

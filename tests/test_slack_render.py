@@ -17,8 +17,11 @@ from gateway.cards import (
     TextBlock,
 )
 from gateway.domain import Effect, Option, Question
+from gateway.platform import RefusedForGood
+from platforms.outbox import MessageGone
 from platforms.slack.config import ChannelMode
 from platforms.slack.inbound import Foreign, Heard, click_of, command_text, conversation, heard
+from platforms.slack.outbox import permanent_refusal
 from platforms.slack.render import ANSWER_ACTION, MAX_BLOCKS, render_card
 from tests.servers.slack_people import (
     BOT_USER_ID,
@@ -240,3 +243,10 @@ def test_the_agents_markdown_is_slack_mrkdwn_and_pings_no_one() -> None:
     assert shown.startswith("*Done*: see `hello.txt`")
     assert "<!channel>" not in shown and "<@U1>" not in shown
     assert "&lt;!channel&gt;" in shown
+
+
+def test_a_message_slack_will_not_edit_is_gone_for_good() -> None:
+    for error in ("message_not_found", "cant_update_message"):
+        assert isinstance(permanent_refusal(error), MessageGone)
+    archived = permanent_refusal("is_archived")
+    assert isinstance(archived, RefusedForGood) and not isinstance(archived, MessageGone)

@@ -12,6 +12,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from gateway.domain import Actor, AgentKind, ConversationRef, Decision, InteractionState, TurnStatus
@@ -27,6 +28,8 @@ from gateway.store import (
     Store,
     check_data_dir,
 )
+from gateway.store.postgresql import PgTarget
+from tests.store_backends import open_store
 from tests.store_helpers import (
     ALICE,
     BOB,
@@ -45,8 +48,8 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(data_dir: Path) -> AsyncIterator[Store]:
-    async with Store.open(data_dir, clock=SteppingClock()) as opened:
+async def store(data_dir: Path, ledger: PgTarget | None) -> AsyncIterator[Store]:
+    async with open_store(ledger, data_dir, clock=SteppingClock()) as opened:
         yield opened
 
 
@@ -102,11 +105,12 @@ def test_a_sibling_with_a_common_prefix_is_not_inside(tmp_path: Path) -> None:
     check_data_dir(tmp_path / "work-data", [tmp_path / "work"])
 
 
-async def test_sqlite_errors_become_store_errors(store: Store) -> None:
-    # foreign keys are on: a card copy of no interaction is refused by SQLite itself
+async def test_database_errors_become_store_errors(store: Store) -> None:
+    # foreign keys are on: a card copy of no interaction is refused by the database itself
     with pytest.raises(StoreError) as caught:
         await store.cards.add("no-such-id", TELEGRAM)
-    assert isinstance(caught.value.__cause__, sqlite3.IntegrityError)
+    integrity = sqlite3.IntegrityError if store.path else psycopg.IntegrityError
+    assert isinstance(caught.value.__cause__, integrity)
 
 
 async def test_a_call_after_the_ledger_closed_is_a_store_error(data_dir: Path) -> None:

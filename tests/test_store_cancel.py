@@ -1,9 +1,9 @@
 """A store call cancelled at any point leaves the ledger usable for the next one.
 
-aiosqlite runs each statement in its own thread: a task cancelled while it waits for its
-BEGIN does not stop the BEGIN. Found by the benchmarks (bench/): a card refresh cancelled at
-shutdown left a transaction open, and the runner's next write failed with "cannot start a
-transaction within a transaction".
+aiosqlite ran each statement on its thread (the store has a runner of its own since): a task
+cancelled while it waited for its BEGIN did not stop the BEGIN. Found by the benchmarks
+(bench/): a card refresh cancelled at shutdown left a transaction open, and the runner's next
+write failed with "cannot start a transaction within a transaction".
 """
 
 from __future__ import annotations

@@ -31,6 +31,9 @@ from gateway.errors import (
 )
 from gateway.interactions import DeliveryOutcome, Interaction, InteractionEvent, derive_run_state
 from gateway.store import SECRET_MARKER, CopyState, Store
+from gateway.store.database import Conn
+from gateway.store.postgresql import PgTarget
+from tests.store_backends import open_store
 from tests.store_helpers import (
     ALICE,
     BOB,
@@ -52,8 +55,8 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(data_dir: Path) -> AsyncIterator[Store]:
-    async with Store.open(data_dir, clock=SteppingClock()) as opened:
+async def store(data_dir: Path, ledger: PgTarget | None) -> AsyncIterator[Store]:
+    async with open_store(ledger, data_dir, clock=SteppingClock()) as opened:
         yield opened
 
 
@@ -316,6 +319,20 @@ async def test_a_runtime_that_outlives_the_gateway_leaves_delivered_ones_unknown
     assert update.interaction.resolution.how is Resolution.UNKNOWN
 
 
+async def test_what_a_reattached_server_still_lists_is_kept_the_rest_orphaned(
+    store: Store,
+) -> None:
+    session, epoch = await running_session(store)
+    listed = (await store.interactions.create(session.id, epoch, approval("p:1"))).interaction
+    gone = (await store.interactions.create(session.id, epoch, approval("p:2"))).interaction
+    [update] = await store.interactions.orphan_epoch(
+        session.id, epoch, runtime_outlives_gateway=True, keep=frozenset({"p:1", "p:9"})
+    )
+    assert update.interaction.id == gone.id and update.interaction.state is S.ORPHANED
+    kept = await store.interactions.get(listed.id)
+    assert kept is not None and kept == listed  # not a field moved: its cards stay as drawn
+
+
 async def test_secret_answers_never_reach_the_database_file(store: Store, data_dir: Path) -> None:
     secret = "ghp_d3pl0y-t0k3n-that-must-not-leak"
     session, epoch = await running_session(store)
@@ -332,9 +349,30 @@ async def test_secret_answers_never_reach_the_database_file(store: Store, data_d
     answers = decided.decision.decision.answers
     assert answers["env"] == Answer(option_ids=("prod",))
     assert answers["token"] == Answer(other=SECRET_MARKER)
-    assert secret.encode() not in all_bytes(data_dir)  # the database, its WAL and shm
+    assert secret.encode() not in await stored_bytes(store, data_dir)
     await store.interactions.record_delivery(form.id, ok=True)
-    assert secret.encode() not in all_bytes(data_dir)
+    assert secret.encode() not in await stored_bytes(store, data_dir)
+
+
+async def stored_bytes(store: Store, data_dir: Path) -> bytes:
+    """SQLite: the database file, its WAL and shm; PostgreSQL: every row of every table."""
+    if store.path is not None:
+        return all_bytes(data_dir)
+
+    def every_row(conn: Conn) -> bytes:
+        tables = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchall()
+        texts = [
+            row["text"]
+            for table in tables
+            for row in conn.execute(
+                f'SELECT row_to_json(t)::text AS text FROM "{table["table_name"]}" t'
+            ).fetchall()
+        ]
+        return "\n".join(texts).encode()
+
+    return await store.writer.read(every_row)
 
 
 async def test_secret_answers_stay_out_after_checkpoint(data_dir: Path) -> None:

@@ -14,6 +14,8 @@ from gateway.domain import Actor, Decision, InteractionState
 from gateway.errors import AlreadyDecided, VersionMoved
 from gateway.policy import Requirement
 from gateway.store import Store
+from gateway.store.postgresql import PgTarget
+from tests.store_backends import open_store
 from tests.store_helpers import SteppingClock, approval, running_session
 
 TWO = Requirement(approvals=2)
@@ -24,8 +26,8 @@ CAROL = Actor(platform="slack", user_id="U3", display="carol")
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with Store.open(tmp_path / "data", clock=SteppingClock()) as opened:
+async def store(tmp_path: Path, ledger: PgTarget | None) -> AsyncIterator[Store]:
+    async with open_store(ledger, tmp_path / "data", clock=SteppingClock()) as opened:
         yield opened
 
 

@@ -12,7 +12,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from gateway.cards import Card
 from gateway.domain import ConversationRef
+from gateway.platform import RefusedForGood
+from platforms.outbox import MessageGone
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_telegram import FakeTelegram
 from tests.servers.telegram_people import group_chat
@@ -125,3 +128,20 @@ async def test_in_a_group_a_stranger_hears_nothing_and_the_log_keeps_no_text(
     assert "telegram:444" in logged and "not answered" in logged
     assert "secret plan" not in logged and "do it" not in logged
     assert fake_telegram.rejected == []
+
+
+async def test_an_edit_of_a_deleted_card_is_message_gone(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    """Telegram's "message to edit not found" is the outbox's MessageGone, as Slack's
+    message_not_found and Discord's 10008: a refusal for good, not asked again."""
+    chat = ConversationRef(platform="telegram", space=None, channel=str(ALICE.id))
+    async with scripted(fake_telegram, tmp_path) as tg:
+        await tg.say(ALICE, "hello")  # the chat Telegram knows
+        await tg.bot_message(ALICE.id, lambda m: m.text == "echo: hello")
+        ref = await tg.telegram.send_card(chat, Card(title="Run?"))
+        tg.fake.message(ALICE.id, int(ref.message_id)).deleted = True
+        with pytest.raises(MessageGone) as gone:
+            await tg.telegram.edit_card(ref, Card(title="Run?", status_line="Allowed"))
+        assert isinstance(gone.value, RefusedForGood)
+        assert "not found" in str(gone.value)

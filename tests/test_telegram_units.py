@@ -9,16 +9,17 @@ import time
 from pathlib import Path
 
 import pytest
+from telegram.error import BadRequest
 
 from gateway.cards import Card, CardAction, CodeBlock, FormQuestion, QuestionForm, TextBlock
 from gateway.domain import Actor, ConversationRef, Option, Question
 from gateway.errors import ConfigError
 from platforms.form_drafts import Form, Redraw, Refuse, Submit
-from platforms.outbox import Priority
+from platforms.outbox import MessageGone, Priority, Refused
 from platforms.registry import parse_config
 from platforms.telegram.config import GroupMode, TelegramConfig
 from platforms.telegram.forms import FormRegistry
-from platforms.telegram.outbox import Pace
+from platforms.telegram.outbox import Pace, classify
 from platforms.telegram.outbox import TelegramOutbox as Outbox
 from platforms.telegram.render import parse_local_data, render_card, visible_length
 from tests.servers.telegram_wire import visible_text
@@ -201,3 +202,15 @@ async def test_one_chat_is_paced_and_other_chats_are_not_held_up() -> None:
     one = times[1]
     assert all(b - a >= FAST.per_chat_seconds for a, b in itertools.pairwise(one))
     assert times[2][0] < one[1]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["Bad Request: message to edit not found", "Bad Request: message can't be edited"],
+    ids=["deleted", "not-editable"],
+)
+def test_a_message_telegram_will_not_edit_is_gone_for_good(answer: str) -> None:
+    verdict = classify(BadRequest(answer))
+    assert isinstance(verdict, Refused) and isinstance(verdict.error, MessageGone)
+    other = classify(BadRequest("Bad Request: chat not found"))
+    assert isinstance(other, Refused) and not isinstance(other.error, MessageGone)

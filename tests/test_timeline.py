@@ -4,7 +4,6 @@ what is new."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,15 +11,17 @@ import pytest
 
 from gateway.domain import TurnStatus
 from gateway.store import MIGRATIONS, Store, TurnTimeline
+from gateway.store.postgresql import PgTarget
 from gateway.timeline import EntryKind, Timeline
+from tests.store_backends import open_store
 from tests.store_helpers import SteppingClock, approval, running_session
 
 pytestmark = pytest.mark.timeout(30)
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with Store.open(tmp_path / "data", clock=SteppingClock()) as store:
+async def store(tmp_path: Path, ledger: PgTarget | None) -> AsyncIterator[Store]:
+    async with open_store(ledger, tmp_path / "data", clock=SteppingClock()) as store:
         yield store
 
 
@@ -44,13 +45,14 @@ async def stored(store: Store, session_id: str) -> TurnTimeline:
     return turn
 
 
-def text_parts(store: Store, turn_id: int) -> list[tuple[int, int, str]]:
-    with sqlite3.connect(store.path) as raw:
-        rows = raw.execute(
+async def text_parts(store: Store, turn_id: int) -> list[tuple[int, int, str]]:
+    rows = await store.writer.read(
+        lambda conn: conn.execute(
             "SELECT seq, part, text FROM timeline_text WHERE turn_id = ? ORDER BY seq, part",
             (turn_id,),
         ).fetchall()
-    return [(seq, part, text) for seq, part, text in rows]
+    )
+    return [(row["seq"], row["part"], row["text"]) for row in rows]
 
 
 def test_what_is_said_after_a_card_is_a_section_after_it() -> None:
@@ -117,11 +119,11 @@ async def test_a_streamed_text_is_saved_as_appended_parts_and_read_back_whole(
     timeline.delta("m1", " four")
     assert await save(store, turn_id, timeline) == 1
     # the second save wrote the new text only, never the whole again
-    assert text_parts(store, turn_id) == [(0, 0, "one two"), (0, 1, " three four")]
+    assert await text_parts(store, turn_id) == [(0, 0, "one two"), (0, 1, " three four")]
     assert [e.text for e in (await stored(store, session_id)).entries] == ["one two three four"]
     timeline.message("m1", "One, two, three, four.")  # the final text replaces the deltas
     assert await save(store, turn_id, timeline) == 1
-    assert text_parts(store, turn_id) == [(0, 0, "One, two, three, four.")]
+    assert await text_parts(store, turn_id) == [(0, 0, "One, two, three, four.")]
 
 
 async def test_a_turn_reads_back_in_the_order_it_happened(store: Store) -> None:

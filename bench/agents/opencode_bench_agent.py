@@ -13,14 +13,19 @@ approve N TAG     N permissions in a row, one at a time: each one's command is
                   "bench TAG K t=<CLOCK_MONOTONIC ns when the event was written>"; each reply
                   is stamped when read, then ``permission.replied``, then the next; the turn
                   ends with the text "done TAG N" and ``session.idle``
+deltas N          a burst of N ``message.part.delta`` events (the Codex bench agent's pieces,
+                  so the same text) written to the event stream as fast as it takes them,
+                  then ``session.idle`` (no final text part: the text shown is the deltas')
 anything else     the text "echo: <prompt>", then ``session.idle``
 
 Stamps go to ``$BENCH_STAMP_DIR/<pid>.jsonl`` as the Codex bench agent writes them:
-{"ev": "answer", "tag", "k", "ns", "decision", "seen"}.
+{"ev": "answer", "tag", "k", "ns", "decision", "seen"}, and after a burst
+{"ev": "burst", "n", "start_ns", "end_ns", "chars", "sha256"}.
 """
 
 import asyncio
 import base64
+import hashlib
 import json
 import os
 import sys
@@ -64,6 +69,43 @@ async def basic_auth(request: web.Request, handler):  # type: ignore[no-untyped-
     return await handler(request)
 
 
+BURST_BATCH = 1024  # events per write
+
+
+def delta_piece(i: int) -> str:
+    """The i-th delta of a burst, as the Codex bench agent writes it."""
+    return f"w{i}\n" if i % 16 == 15 else f"w{i} "
+
+
+async def write_burst(response: web.StreamResponse, n: int, assistant: str) -> None:
+    """N delta events, batched, each its own ``data:`` event; stamped with the whole text."""
+    props = {"sessionID": SESSION, "messageID": assistant, "partID": f"prt_{next(counter)}"}
+    line = json.dumps(
+        {"type": "message.part.delta", "properties": {**props, "field": "text", "delta": ""}}
+    )
+    head = b"data: " + line[: -len('""}}')].encode()  # every event: head, the piece, braces
+    digest = hashlib.sha256()
+    chars = 0
+    start = time.monotonic_ns()
+    for first in range(0, n, BURST_BATCH):
+        pieces = [delta_piece(i) for i in range(first, min(n, first + BURST_BATCH))]
+        for piece in pieces:
+            digest.update(piece.encode())
+            chars += len(piece)
+        await response.write(b"".join(head + json.dumps(p).encode() + b"}}\n\n" for p in pieces))
+    end = time.monotonic_ns()
+    stamp(
+        {
+            "ev": "burst",
+            "n": n,
+            "start_ns": start,
+            "end_ns": end,
+            "chars": chars,
+            "sha256": digest.hexdigest(),
+        }
+    )
+
+
 async def events(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
@@ -74,6 +116,11 @@ async def events(request: web.Request) -> web.StreamResponse:
         await response.write(b"data: " + json.dumps(connected).encode() + b"\n\n")
         while True:
             event = await queue.get()
+            if event["type"] == "bench.burst":  # ours: written here, as fast as it is read
+                props = event["properties"]
+                assert isinstance(props, dict)
+                await write_burst(response, int(props["n"]), str(props["messageID"]))
+                continue
             if event["type"] == "permission.asked":
                 # the request's clock: read when its line is written, as the Codex agent does
                 props = event["properties"]
@@ -127,6 +174,11 @@ async def run_turn(text: str) -> None:
             publish("permission.asked", **props)
             await replied[permission].wait()
         said = f"done {tag} {n}"
+    elif len(words) == 2 and words[0] == "deltas":
+        publish("bench.burst", n=int(words[1]), messageID=assistant)
+        state["busy"] = False
+        publish("session.idle", sessionID=SESSION)
+        return
     else:
         said = f"echo: {text}"
     part = {
@@ -210,7 +262,8 @@ def main() -> None:
     def listening(*_: object) -> None:
         print(f"opencode server listening on http://{host}:{port}", flush=True)
 
-    web.run_app(app, host=host, port=port, print=listening, access_log=None)
+    # an open event stream never ends on its own: do not wait the default 60 s for it
+    web.run_app(app, host=host, port=port, print=listening, access_log=None, shutdown_timeout=0.5)
 
 
 if __name__ == "__main__":

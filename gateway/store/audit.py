@@ -57,8 +57,9 @@ class AuditLog:
             lambda conn: fetch_all(
                 conn,
                 "SELECT id, at, actor, event, session_id, interaction_id, details_json"
-                " FROM audit WHERE (? IS NULL OR event = ?) AND (? IS NULL OR session_id = ?)"
-                " AND (? IS NULL OR interaction_id = ?) ORDER BY id DESC LIMIT ?",
+                " FROM audit WHERE (CAST(? AS TEXT) IS NULL OR event = ?)"
+                " AND (CAST(? AS TEXT) IS NULL OR session_id = ?)"
+                " AND (CAST(? AS TEXT) IS NULL OR interaction_id = ?) ORDER BY id DESC LIMIT ?",
                 (event, event, session_id, session_id, interaction_id, interaction_id, limit),
             )
         )

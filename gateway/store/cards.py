@@ -9,12 +9,12 @@ is edited, which is how a restart finds the cards it still has to update.
 
 from __future__ import annotations
 
-import sqlite3
-
 from gateway.domain import ConversationRef
 from gateway.errors import StoreError
 from gateway.store.database import (
+    Conn,
     Database,
+    Row,
     conversation_from_row,
     conversation_params,
     fetch_all,
@@ -50,7 +50,7 @@ class CardCopies:
         ones it has there: the card drawn again under a reply to it. Every copy is edited
         after the decision, like any other."""
 
-        def add_again(conn: sqlite3.Connection) -> CardCopy:
+        def add_again(conn: Conn) -> CardCopy:
             row = fetch_one(
                 conn,
                 "SELECT coalesce(max(again), -1) + 1 AS next FROM interaction_messages"
@@ -59,13 +59,15 @@ class CardCopies:
                 (interaction_id, *conversation_params(conversation)),
             )
             again = 0 if row is None else int(row["next"])
-            cursor = conn.execute(
+            inserted = fetch_one(
+                conn,
                 "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
-                " thread, again, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                " thread, again, state, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)"
+                " RETURNING id",
                 (interaction_id, *conversation_params(conversation), again, self._db.now()),
             )
-            assert cursor.lastrowid is not None
-            return _copy(conn, cursor.lastrowid)
+            assert inserted is not None
+            return _copy(conn, int(inserted["id"]))
 
         return await self._db.write(add_again)
 
@@ -73,7 +75,7 @@ class CardCopies:
         """The copy of a card that is the message ``message_ref`` in ``conversation`` (a
         reply to a card names it), or None when that message is no card."""
 
-        def shown_by(conn: sqlite3.Connection) -> CardCopy | None:
+        def shown_by(conn: Conn) -> CardCopy | None:
             row = fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.platform = ?"
@@ -101,7 +103,7 @@ class CardCopies:
         return await self._update(copy_id, "state = 'failed', error = ?", (error,))
 
     async def _update(self, copy_id: int, assignments: str, params: tuple[object, ...]) -> CardCopy:
-        def update(conn: sqlite3.Connection) -> CardCopy:
+        def update(conn: Conn) -> CardCopy:
             cursor = conn.execute(
                 f"UPDATE interaction_messages SET {assignments}, updated_at = ? WHERE id = ?",
                 (*params, self._db.now(), copy_id),
@@ -130,7 +132,7 @@ class CardCopies:
         )
 
     async def _list(self, where: str, params: tuple[object, ...]) -> list[CardCopy]:
-        def list_copies(conn: sqlite3.Connection) -> list[CardCopy]:
+        def list_copies(conn: Conn) -> list[CardCopy]:
             rows = fetch_all(
                 conn,
                 f"SELECT {_COLUMNS} FROM interaction_messages m WHERE {where} ORDER BY m.id",
@@ -142,7 +144,7 @@ class CardCopies:
 
 
 def add_copy(
-    conn: sqlite3.Connection, interaction_id: str, conversation: ConversationRef, *, now: str
+    conn: Conn, interaction_id: str, conversation: ConversationRef, *, now: str
 ) -> CardCopy:
     """``CardCopies.add`` inside a caller's transaction."""
     conn.execute(
@@ -162,7 +164,7 @@ def add_copy(
     return _copy_from_row(row)
 
 
-def copies_for(conn: sqlite3.Connection, interaction_id: str) -> list[CardCopy]:
+def copies_for(conn: Conn, interaction_id: str) -> list[CardCopy]:
     """``CardCopies.list_for`` inside a caller's read or transaction."""
     rows = fetch_all(
         conn,
@@ -172,7 +174,7 @@ def copies_for(conn: sqlite3.Connection, interaction_id: str) -> list[CardCopy]:
     return [_copy_from_row(row) for row in rows]
 
 
-def _copy(conn: sqlite3.Connection, copy_id: int) -> CardCopy:
+def _copy(conn: Conn, copy_id: int) -> CardCopy:
     row = fetch_one(
         conn, f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.id = ?", (copy_id,)
     )
@@ -181,7 +183,7 @@ def _copy(conn: sqlite3.Connection, copy_id: int) -> CardCopy:
     return _copy_from_row(row)
 
 
-def _copy_from_row(row: sqlite3.Row) -> CardCopy:
+def _copy_from_row(row: Row) -> CardCopy:
     return CardCopy(
         id=row["id"],
         interaction_id=row["interaction_id"],

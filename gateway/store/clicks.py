@@ -10,13 +10,12 @@ connection (``store.clicks``, what a decision is checked against) or on the read
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from gateway.domain import ConversationRef
 from gateway.interactions import Interaction
 from gateway.store.cards import copies_for
-from gateway.store.database import Reader, conversation_params, fetch_one
+from gateway.store.database import Conn, Reader, conversation_params, fetch_one
 from gateway.store.interaction_rows import SELECT_INTERACTION, interaction_from_row
 from gateway.store.records import CardCopy, EpochRecord, SessionRecord
 from gateway.store.sessions import epoch_of, session_by_id, session_of
@@ -48,7 +47,7 @@ class ClickViews:
     async def view(self, interaction_id: str, conversation: ConversationRef) -> ClickView | None:
         """The interaction as a click from ``conversation`` sees it; None if there is none."""
 
-        def read(conn: sqlite3.Connection) -> ClickView | None:
+        def read(conn: Conn) -> ClickView | None:
             row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
             if row is None:
                 return None
@@ -70,7 +69,7 @@ class ClickViews:
     async def has_open_session(self, conversation: ConversationRef) -> bool:
         """Whether ``conversation`` is bound to a session that is not closed."""
 
-        def read(conn: sqlite3.Connection) -> bool:
+        def read(conn: Conn) -> bool:
             row = fetch_one(
                 conn,
                 "SELECT 1 FROM conversations c JOIN sessions s ON s.id = c.session_id"

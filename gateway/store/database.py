@@ -1,34 +1,40 @@
 """The connections to the ledger, the writer's lock, and the helpers every table module shares.
 
 Every public store method is one plain function of the ``sqlite3`` connection, run whole on
-aiosqlite's thread by :meth:`Database.write` (in a ``BEGIN IMMEDIATE`` transaction) or
-:meth:`Database.read`, under one ``asyncio.Lock``: the gateway has a single writer, and no
-method ever sees another's half-done work. Beside it, :class:`ReadOnlyDatabase` is a second
-connection, opened read-only on a thread of its own, for the few reads that must answer while
-the writer is busy (WAL: a reader never waits for a writer). ``sqlite3`` errors are
-translated to :class:`~gateway.errors.StoreError` here, chained.
+the connection's own thread (:class:`Runner`) by :meth:`Database.write` (in a ``BEGIN
+IMMEDIATE`` transaction) or :meth:`Database.read`, under one ``asyncio.Lock``: the gateway
+has a single writer, and no method ever sees another's half-done work. Beside it,
+:class:`ReadOnlyDatabase` is a second connection, opened read-only on a thread of its own, for
+the few reads that must answer while the writer is busy (WAL: a reader never waits for a
+writer). ``sqlite3`` errors are translated to :class:`~gateway.errors.StoreError` here,
+chained.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 
-import aiosqlite
-
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
+from gateway.store.dialect import SQLITE, Dialect
 
 __all__ = [
     "Clock",
+    "Conn",
+    "Cursor",
     "Database",
     "ReadOnlyDatabase",
     "Reader",
+    "Row",
+    "Runner",
     "conversation_from_row",
     "conversation_params",
     "fetch_all",
@@ -43,6 +49,30 @@ Clock = Callable[[], datetime]
 
 JsonObject = Mapping[str, Any]
 T = TypeVar("T")
+
+Row = Any
+"""A row of a result: ``sqlite3.Row`` or psycopg's ``dict_row``; decoders index it by name."""
+
+
+class Cursor(Protocol):
+    """What a closure reads from a statement it ran (both drivers' cursors are this)."""
+
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Conn(Protocol):
+    """What every store closure is a function of: a ``sqlite3.Connection``, or a
+    :class:`~gateway.store.postgresql.PgConn` that runs the same SQL text on PostgreSQL."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
 
 
 def utc_now() -> datetime:
@@ -67,7 +97,7 @@ def conversation_params(conversation: ConversationRef) -> tuple[str, str, str, s
     )
 
 
-def conversation_from_row(row: sqlite3.Row) -> ConversationRef:
+def conversation_from_row(row: Row) -> ConversationRef:
     return ConversationRef(
         platform=row["platform"],
         space=row["space"] or None,
@@ -76,17 +106,51 @@ def conversation_from_row(row: sqlite3.Row) -> ConversationRef:
     )
 
 
-class Database:
-    """The single aiosqlite connection (autocommit mode, so transactions are explicit).
+class Runner:
+    """A thread of our own that owns one connection and runs functions of it, one at a time.
 
-    A transaction is one plain function of the ``sqlite3`` connection, run whole on
-    aiosqlite's thread: one trip there and back per store call, where a statement each was
-    ~50 trips per approval (docs/decisions.md). The function must not await or block on
-    the event loop; it may raise to roll back.
+    One single-worker executor: a function given to :meth:`call` runs whole on that thread,
+    in one trip there and back. Cancelled while queued, it is never run; cancelled while it
+    runs, it ends (commits or rolls back) on its own, and the next call queues behind it.
+    ``trips`` counts the calls (what ``bench.interactions`` reports per approval).
     """
 
-    def __init__(self, conn: aiosqlite.Connection, clock: Clock) -> None:
+    def __init__(self, name: str) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self.trips = 0
+
+    async def call(self, fn: Callable[..., T], *args: Any) -> T:
+        self.trips += 1
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._pool, functools.partial(fn, *args))
+
+    def shutdown(self) -> None:
+        """Let the thread end once its queue is empty (nothing waits for it here)."""
+        self._pool.shutdown(wait=False)
+
+
+class Database:
+    """The writer's connection (autocommit mode, so transactions are explicit).
+
+    A transaction is one plain function of the ``sqlite3`` connection, run whole on
+    the connection's thread (:class:`Runner`): one trip there and back per store call, where
+    a statement each was ~50 trips per approval (docs/decisions.md). The function must not
+    await or block on the event loop; it may raise to roll back.
+    """
+
+    def __init__(
+        self,
+        runner: Runner,
+        conn: Conn,
+        clock: Clock,
+        *,
+        dialect: Dialect = SQLITE,
+        errors: tuple[type[Exception], ...] = (sqlite3.Error,),
+    ) -> None:
+        self.runner = runner
+        self.dialect = dialect
         self._conn = conn
+        self._errors = errors
         self._clock = clock
         self._lock = asyncio.Lock()
         self._closed = False
@@ -94,6 +158,13 @@ class Database:
     def close(self) -> None:
         """Refuse every later call with StoreError (the connection is being closed)."""
         self._closed = True
+
+    @property
+    def round_trips(self) -> int | None:
+        """PostgreSQL: the statements sent so far (each a network round trip); SQLite: None
+        (no network: ``runner.trips`` are its trips)."""
+        counted = getattr(self._conn, "round_trips", None)
+        return counted if isinstance(counted, int) else None
 
     def now(self) -> str:
         """The clock's time as stored: ISO 8601 in UTC, microseconds."""
@@ -105,32 +176,45 @@ class Database:
             raise StoreError("the store's clock returned a naive datetime; it must be aware")
         return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
-    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``work`` as one write transaction (``BEGIN IMMEDIATE``), in one trip to the
-        database thread: committed if it returns, rolled back if it raises."""
-        return await self._submit(_in_transaction, work)
+    async def write(self, work: Callable[[Conn], T]) -> T:
+        """Run ``work`` as one write transaction (``dialect.begin_write``), in one trip to
+        the database thread: committed if it returns, rolled back if it raises."""
+        return await self._submit(
+            functools.partial(_in_transaction, self.dialect.begin_write), work
+        )
 
-    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    async def read(self, work: Callable[[Conn], T]) -> T:
         """Run ``work``'s SELECTs under the lock, in one trip: a consistent view.
 
-        No BEGIN/COMMIT (docs/decisions.md): this connection is the only writer and holds
-        the lock for every write, so nothing can change between the SELECTs of one read.
+        On SQLite no BEGIN/COMMIT (docs/decisions.md): this connection is the only writer
+        and holds the lock for every write, so nothing can change between the SELECTs of
+        one read. On PostgreSQL other hosts write too: the read is one REPEATABLE READ
+        transaction.
         """
-        return await self._submit(_bare, work)
+        begin = self.dialect.begin_read
+        return await self._submit(
+            _bare if begin is None else functools.partial(_snapshot, begin), work
+        )
 
     async def _submit(
-        self,
-        runner: Callable[[sqlite3.Connection, Callable[[sqlite3.Connection], T], _Ticket], T],
-        work: Callable[[sqlite3.Connection], T],
+        self, runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T], work: Callable[[Conn], T]
     ) -> T:
         async with self._lock:
-            if self._closed:  # aiosqlite would raise a bare ValueError
-                raise StoreError("the ledger is closed")
-            return await _on_thread(self._conn, runner, work)
+            for attempt in range(1, RETRIES + 1):
+                if self._closed:
+                    raise StoreError("the ledger is closed")
+                try:
+                    return await _on_thread(self.runner, self._conn, runner, work, self._errors)
+                except StoreError as exc:
+                    # PostgreSQL: a deadlock between two hosts' locks, or a serialization
+                    # failure: rolled back whole by the server, so run again (at most RETRIES)
+                    if attempt == RETRIES or not _retryable(exc):
+                        raise
+            raise AssertionError("unreachable")
 
     def audit(
         self,
-        conn: sqlite3.Connection,
+        conn: Conn,
         event: str,
         *,
         actor: Actor | str | None = None,
@@ -157,11 +241,11 @@ class Database:
 class Reader(Protocol):
     """What runs a read: the writer's connection (:class:`Database`) or the read-only one."""
 
-    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T: ...
+    async def read(self, work: Callable[[Conn], T]) -> T: ...
 
 
 class ReadOnlyDatabase:
-    """A second connection, opened read-only (``mode=ro``), with its own aiosqlite thread.
+    """A second connection, opened read-only (``mode=ro``), with a thread of its own.
 
     WAL lets it read while the writer writes: a read here never waits for the writer's lock,
     its thread or its transaction, and sees what was committed when the read began. Each read
@@ -170,36 +254,51 @@ class ReadOnlyDatabase:
     lock rules that out). Nothing can be written through it: SQLite refuses.
     """
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(
+        self,
+        runner: Runner,
+        conn: Conn,
+        *,
+        dialect: Dialect = SQLITE,
+        errors: tuple[type[Exception], ...] = (sqlite3.Error,),
+    ) -> None:
+        self.runner = runner
+        self.dialect = dialect
         self._conn = conn
+        self._errors = errors
         self._closed = False
 
     def close(self) -> None:
         """Refuse every later call with StoreError (the connection is being closed)."""
         self._closed = True
 
-    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+    @property
+    def round_trips(self) -> int | None:
+        """As :attr:`Database.round_trips`, for this connection."""
+        counted = getattr(self._conn, "round_trips", None)
+        return counted if isinstance(counted, int) else None
+
+    async def read(self, work: Callable[[Conn], T]) -> T:
         """Run ``work``'s SELECTs in one snapshot, on this connection's thread."""
         if self._closed:
             raise StoreError("the ledger is closed")
-        return await _on_thread(self._conn, _snapshot, work)
+        snapshot = functools.partial(_snapshot, self.dialect.begin_snapshot)
+        return await _on_thread(self.runner, self._conn, snapshot, work, self._errors)
 
 
 async def _on_thread(
-    conn: aiosqlite.Connection,
-    runner: Callable[[sqlite3.Connection, Callable[[sqlite3.Connection], T], _Ticket], T],
-    work: Callable[[sqlite3.Connection], T],
+    on: Runner,
+    conn: Conn,
+    runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
+    work: Callable[[Conn], T],
+    errors: tuple[type[Exception], ...],
 ) -> T:
-    """Run ``runner(work)`` on ``conn``'s thread, in one trip; errors become StoreError."""
+    """Run ``runner(work)`` on ``conn``'s thread, in one trip; the driver's errors become
+    StoreError."""
     ticket = _Ticket()
     try:
-        # aiosqlite's Connection._execute runs a callable on its thread (private: its
-        # version range is pinned in pyproject.toml, docs/decisions.md).
-        result: T = await conn._execute(  # type: ignore[no-untyped-call]
-            runner, conn._conn, work, ticket
-        )
-        return result
-    except sqlite3.Error as exc:
+        return await on.call(runner, conn, work, ticket)
+    except errors as exc:
         raise StoreError(f"ledger error: {exc}") from exc
     except BaseException:
         # Cancelled: the function may be queued or running on the database thread.
@@ -207,6 +306,14 @@ async def _on_thread(
         # and the next transaction queues behind it: none is ever left open.
         ticket.cancelled = True
         raise
+
+
+RETRIES = 3
+_RETRYABLE = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
+
+
+def _retryable(exc: StoreError) -> bool:
+    return getattr(exc.__cause__, "sqlstate", None) in _RETRYABLE
 
 
 class _Ticket:
@@ -222,46 +329,42 @@ class _Skipped(Exception):
     """A transaction whose awaiter was cancelled before it started (nobody reads this)."""
 
 
-def _bare(conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], ticket: _Ticket) -> T:
+def _bare(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
     if ticket.cancelled:
         raise _Skipped
     return work(conn)
 
 
-def _snapshot(
-    conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], ticket: _Ticket
-) -> T:
-    """On the read-only connection's thread: BEGIN (deferred), ``work``, then end it."""
+def _snapshot(begin: str, conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
+    """On a connection's thread: ``begin`` (a read), ``work``, then end it."""
     if ticket.cancelled:
         raise _Skipped
-    conn.execute("BEGIN")
+    conn.execute(begin)
     try:
         return work(conn)
     finally:
         if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):  # nothing was written: nothing to keep
+            with contextlib.suppress(Exception):  # nothing was written: nothing to keep
                 conn.execute("ROLLBACK")
 
 
-def _in_transaction(
-    conn: sqlite3.Connection, work: Callable[[sqlite3.Connection], T], ticket: _Ticket
-) -> T:
-    """On the database thread: BEGIN IMMEDIATE, ``work``, COMMIT; ROLLBACK on any error."""
+def _in_transaction(begin: str, conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
+    """On the database thread: ``begin``, ``work``, COMMIT; ROLLBACK on any error."""
     if ticket.cancelled:
         raise _Skipped
-    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(begin)
     try:
         result = work(conn)
     except BaseException:
         if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):  # the original error is what matters
+            with contextlib.suppress(Exception):  # the original error is what matters
                 conn.execute("ROLLBACK")
         raise
     try:
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
-            with contextlib.suppress(sqlite3.Error):
+            with contextlib.suppress(Exception):
                 conn.execute("ROLLBACK")
         raise
     return result
@@ -271,14 +374,9 @@ def _in_transaction(
 # Queries given to fetch_one name one row.
 
 
-def fetch_one(
-    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
-) -> sqlite3.Row | None:
-    row: sqlite3.Row | None = conn.execute(sql, params).fetchone()
-    return row
+def fetch_one(conn: Conn, sql: str, params: Sequence[Any] = ()) -> Row | None:
+    return conn.execute(sql, params).fetchone()
 
 
-def fetch_all(
-    conn: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()
-) -> list[sqlite3.Row]:
+def fetch_all(conn: Conn, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     return conn.execute(sql, params).fetchall()

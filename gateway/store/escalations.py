@@ -8,12 +8,11 @@ and never escalates again; the copies are recovered like any other copy.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from gateway.domain import ConversationRef, InteractionState
 from gateway.store.cards import add_copy, copies_for
-from gateway.store.database import Database, fetch_one
+from gateway.store.database import Conn, Database, fetch_one
 from gateway.store.interaction_rows import require_interaction
 from gateway.store.records import CardCopy
 
@@ -22,7 +21,7 @@ __all__ = ["ESCALATED", "Escalations"]
 ESCALATED = "interaction.escalated"
 
 
-def _escalated(conn: sqlite3.Connection, interaction_id: str) -> bool:
+def _escalated(conn: Conn, interaction_id: str) -> bool:
     row = fetch_one(
         conn,
         "SELECT 1 FROM audit WHERE event = ? AND interaction_id = ? LIMIT 1",
@@ -52,7 +51,7 @@ class Escalations:
         the escalation; ``asked`` names the accounts and channels, as the notice does.
         None: not PENDING any more, or already escalated (nothing is written)."""
 
-        def record(conn: sqlite3.Connection) -> list[CardCopy] | None:
+        def record(conn: Conn) -> list[CardCopy] | None:
             current = require_interaction(conn, interaction_id)
             if current.state is not InteractionState.PENDING or _escalated(conn, interaction_id):
                 return None

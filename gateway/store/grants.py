@@ -7,12 +7,11 @@ audit keeps the facts an export reads.
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 
 from gateway.domain import Actor, Scope
-from gateway.store.database import Database, fetch_all, fetch_one, parse_time
+from gateway.store.database import Conn, Database, Row, fetch_all, fetch_one, parse_time
 from gateway.store.interaction_rows import actor_from_row
 from gateway.store.records import Grant
 
@@ -35,7 +34,7 @@ class ProjectGrant:
     revoked: Revocation | None
 
 
-def _grant(row: sqlite3.Row) -> Grant:
+def _grant(row: Row) -> Grant:
     return Grant(
         id=row["id"],
         session_id=row["session_id"],
@@ -60,7 +59,7 @@ _SELECT = (
 )
 
 
-def _project_grant(row: sqlite3.Row) -> ProjectGrant:
+def _project_grant(row: Row) -> ProjectGrant:
     revoked = None
     if row["revoked"]:
         by, at, how = str(row["revoked"]).split("\t", 2)
@@ -95,7 +94,7 @@ class GrantBook:
     async def revoke(self, grant: Grant, actor: Actor, *, how: str) -> bool:
         """Record the revocation; False when it was revoked already."""
 
-        def revoke(conn: sqlite3.Connection) -> bool:
+        def revoke(conn: Conn) -> bool:
             row = fetch_one(conn, f"{_SELECT} WHERE g.id = ?", (grant.id,))
             if row is None or row["revoked"]:
                 return False

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from gateway.content_hash import content_hash
 from gateway.domain import Actor, Decision, InteractionKind, InteractionState, Resolution
@@ -17,7 +16,8 @@ from gateway.interactions import (
     VoteFact,
 )
 from gateway.store import codec
-from gateway.store.database import fetch_one, parse_time
+from gateway.store.database import Conn, Row, fetch_one, parse_time
+from gateway.store.dialect import FOR_UPDATE_OF_I
 
 __all__ = [
     "SELECT_INTERACTION",
@@ -40,7 +40,7 @@ SELECT i.id, i.session_id, i.runtime_epoch, i.turn_id, i.native_key, i.kind, i.t
                     s.actor_display, s.action_id, s.needed, s.surface, s.content_hash,
                     s.voted_at))
         FROM (SELECT * FROM votes WHERE interaction_id = i.id AND withdrawn_at IS NULL
-              ORDER BY voted_at, rowid) s) AS votes_json
+              ORDER BY voted_at, person) s) AS votes_json
 FROM interactions i
 LEFT JOIN decisions d ON d.interaction_id = i.id
 LEFT JOIN deliveries v
@@ -49,25 +49,30 @@ LEFT JOIN resolutions r ON r.interaction_id = i.id
 """
 
 
-def require_interaction(conn: sqlite3.Connection, interaction_id: str) -> Interaction:
-    row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+def require_interaction(conn: Conn, interaction_id: str, *, lock: bool = False) -> Interaction:
+    """The interaction; with ``lock``, its row locked until the transaction ends (a write
+    that reads it and then writes on what it read: PostgreSQL's other writers wait)."""
+    suffix = FOR_UPDATE_OF_I if lock else ""
+    row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?{suffix}", (interaction_id,))
     if row is None:
         raise UnknownInteraction(interaction_id)
     return interaction_from_row(row)
 
 
 def interaction_by_native_key(
-    conn: sqlite3.Connection, session_id: str, epoch: int, native_key: str
+    conn: Conn, session_id: str, epoch: int, native_key: str, *, lock: bool = False
 ) -> Interaction | None:
+    suffix = FOR_UPDATE_OF_I if lock else ""
     row = fetch_one(
         conn,
-        f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ? AND i.native_key = ?",
+        f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"
+        f" AND i.native_key = ?{suffix}",
         (session_id, epoch, native_key),
     )
     return None if row is None else interaction_from_row(row)
 
 
-def actor_from_row(row: sqlite3.Row) -> Actor:
+def actor_from_row(row: Row) -> Actor:
     return Actor(
         platform=row["actor_platform"],
         user_id=row["actor_user_id"],
@@ -75,7 +80,7 @@ def actor_from_row(row: sqlite3.Row) -> Actor:
     )
 
 
-def interaction_from_row(row: sqlite3.Row) -> Interaction:
+def interaction_from_row(row: Row) -> Interaction:
     decision = None
     if row["decided_at"] is not None:
         decision = DecisionFact(

@@ -15,8 +15,6 @@ withdrawal): the fact is kept, the state is not changed.
 
 from __future__ import annotations
 
-import sqlite3
-
 from gateway.domain import (
     Actor,
     Decision,
@@ -40,7 +38,8 @@ from gateway.interactions import (
 )
 from gateway.store import codec
 from gateway.store.cards import add_copy, copies_for
-from gateway.store.database import Database, fetch_all, fetch_one, parse_time
+from gateway.store.database import Conn, Database, fetch_all, fetch_one, parse_time
+from gateway.store.dialect import FOR_UPDATE
 from gateway.store.interaction_rows import (
     SELECT_INTERACTION,
     actor_from_row,
@@ -112,7 +111,7 @@ class InteractionLedger:
         one transaction: ``Opened.copies`` holds them, in binding order (empty when
         ``created`` is False)."""
 
-        def create(conn: sqlite3.Connection) -> Opened:
+        def create(conn: Conn) -> Opened:
             opened = self._create(conn, session_id, epoch, request, turn_id)
             if not opened.created:
                 return opened
@@ -127,7 +126,7 @@ class InteractionLedger:
 
     def _create(
         self,
-        conn: sqlite3.Connection,
+        conn: Conn,
         session_id: str,
         epoch: int,
         request: InteractionRequest,
@@ -136,7 +135,7 @@ class InteractionLedger:
         native_key = request.native_key or None
         epoch_row = fetch_one(
             conn,
-            "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+            f"SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?{FOR_UPDATE}",
             (session_id, epoch),
         )
         if epoch_row is None or epoch_row["ended_at"] is not None:
@@ -165,7 +164,7 @@ class InteractionLedger:
 
     def _insert(
         self,
-        conn: sqlite3.Connection,
+        conn: Conn,
         session_id: str,
         epoch: int,
         request: InteractionRequest,
@@ -174,37 +173,36 @@ class InteractionLedger:
         now = self._db.now()
         for _ in range(5):  # a 50-bit id collides about never; retry rather than assume
             interaction_id = new_short_id()
-            try:
-                conn.execute(
-                    "INSERT INTO interactions (id, session_id, runtime_epoch, turn_id,"
-                    " native_key, kind, title, summary, detail_json, actions_json,"
-                    " questions_json, state, version, created_at, updated_at)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?)",
-                    (
-                        interaction_id,
-                        session_id,
-                        epoch,
-                        turn_id,
-                        request.native_key or None,
-                        request.kind.value,
-                        request.title,
-                        request.summary,
-                        codec.encode_detail(request.detail),
-                        codec.encode_actions(request.actions),
-                        codec.encode_questions(request.questions),
-                        now,
-                        now,
-                    ),
-                )
-            except sqlite3.IntegrityError as exc:
-                if "interactions.id" not in str(exc):
-                    raise
+            inserted = fetch_one(
+                conn,
+                "INSERT INTO interactions (id, session_id, runtime_epoch, turn_id,"
+                " native_key, kind, title, summary, detail_json, actions_json,"
+                " questions_json, state, version, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?)"
+                " ON CONFLICT (id) DO NOTHING RETURNING id",
+                (
+                    interaction_id,
+                    session_id,
+                    epoch,
+                    turn_id,
+                    request.native_key or None,
+                    request.kind.value,
+                    request.title,
+                    request.summary,
+                    codec.encode_detail(request.detail),
+                    codec.encode_actions(request.actions),
+                    codec.encode_questions(request.questions),
+                    now,
+                    now,
+                ),
+            )
+            if inserted is None:  # the id is taken; an error stops the transaction on PG
                 continue
             return interaction_id
         raise StoreError("could not draw an unused interaction id")
 
     async def get(self, interaction_id: str) -> Interaction | None:
-        def get(conn: sqlite3.Connection) -> Interaction | None:
+        def get(conn: Conn) -> Interaction | None:
             row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
             return None if row is None else interaction_from_row(row)
 
@@ -215,7 +213,7 @@ class InteractionLedger:
     ) -> tuple[Interaction | None, list[CardCopy]]:
         """``get`` and ``cards.list_for`` in one read (one consistent view)."""
 
-        def get(conn: sqlite3.Connection) -> tuple[Interaction | None, list[CardCopy]]:
+        def get(conn: Conn) -> tuple[Interaction | None, list[CardCopy]]:
             row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
             if row is None:
                 return None, []
@@ -240,11 +238,11 @@ class InteractionLedger:
         """``list_open()`` and the newest ``closed_limit`` interactions no longer live (newest
         first), in one read: one that closes meanwhile is in one of the lists, never both."""
 
-        def list_both(conn: sqlite3.Connection) -> tuple[list[Interaction], list[Interaction]]:
+        def list_both(conn: Conn) -> tuple[list[Interaction], list[Interaction]]:
             rows = fetch_all(
                 conn,
                 f"{SELECT_INTERACTION} WHERE i.state NOT IN {_LIVE}"
-                " ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?",
+                " ORDER BY i.created_at DESC, i.id DESC LIMIT ?",
                 (closed_limit,),
             )
             return _open(conn, None), [interaction_from_row(row) for row in rows]
@@ -256,11 +254,11 @@ class InteractionLedger:
     ) -> list[Interaction]:
         """The newest interactions in any state, newest first."""
 
-        def list_recent(conn: sqlite3.Connection) -> list[Interaction]:
+        def list_recent(conn: Conn) -> list[Interaction]:
             rows = fetch_all(
                 conn,
-                f"{SELECT_INTERACTION} WHERE (? IS NULL OR i.session_id = ?)"
-                " ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?",
+                f"{SELECT_INTERACTION} WHERE (CAST(? AS TEXT) IS NULL OR i.session_id = ?)"
+                " ORDER BY i.created_at DESC, i.id DESC LIMIT ?",
                 (session_id, session_id, limit),
             )
             return [interaction_from_row(row) for row in rows]
@@ -287,8 +285,8 @@ class InteractionLedger:
         scope "session" or "always" that allows is recorded as a grant, and audited.
         """
 
-        def decide(conn: sqlite3.Connection) -> Interaction | AlreadyDecided:
-            current = require_interaction(conn, interaction_id)
+        def decide(conn: Conn) -> Interaction | AlreadyDecided:
+            current = require_interaction(conn, interaction_id, lock=True)
             validate_decision(current, decision)
             if current.state is InteractionState.PENDING:
                 if current.version != expected_version:
@@ -318,7 +316,7 @@ class InteractionLedger:
 
     def decide_in(
         self,
-        conn: sqlite3.Connection,
+        conn: Conn,
         current: Interaction,
         actor: Actor,
         decision: Decision,
@@ -341,7 +339,7 @@ class InteractionLedger:
 
     def _record_decision(
         self,
-        conn: sqlite3.Connection,
+        conn: Conn,
         current: Interaction,
         actor: Actor,
         decision: Decision,
@@ -422,8 +420,8 @@ class InteractionLedger:
         event = InteractionEvent.DELIVER if ok else InteractionEvent.DELIVERY_FAILED
         outcome = DeliveryOutcome.OK if ok else DeliveryOutcome.FAILED
 
-        def record_delivery(conn: sqlite3.Connection) -> InteractionUpdate:
-            current = require_interaction(conn, interaction_id)
+        def record_delivery(conn: Conn) -> InteractionUpdate:
+            current = require_interaction(conn, interaction_id, lock=True)
             moved = transition(current.state, event)
             self._insert_delivery(conn, interaction_id, outcome, error)
             return self._apply(conn, current, moved, by="gateway", note=error or "")
@@ -438,8 +436,8 @@ class InteractionLedger:
         if event not in _RESOLVING_EVENTS:
             raise ValueError(f"{event} is not a resolving event; see decide/record_delivery")
 
-        def resolve(conn: sqlite3.Connection) -> InteractionUpdate:
-            current = require_interaction(conn, interaction_id)
+        def resolve(conn: Conn) -> InteractionUpdate:
+            current = require_interaction(conn, interaction_id, lock=True)
             return self._apply(conn, current, transition(current.state, event), by, note)
 
         return await self._db.write(resolve)
@@ -463,8 +461,8 @@ class InteractionLedger:
         this reason.
         """
 
-        def expire(conn: sqlite3.Connection) -> InteractionUpdate | None:
-            current = require_interaction(conn, interaction_id)
+        def expire(conn: Conn) -> InteractionUpdate | None:
+            current = require_interaction(conn, interaction_id, lock=True)
             if current.state is not InteractionState.PENDING or current.version != expected_version:
                 return None
             moved = transition(current.state, InteractionEvent.EXPIRE)
@@ -496,8 +494,8 @@ class InteractionLedger:
         interaction has that native key in that epoch. ``stopped_by``: a person's /stop is
         under way, so a withdrawal is theirs (STOP, by them), not the agent's."""
 
-        def close(conn: sqlite3.Connection) -> InteractionUpdate | None:
-            current = interaction_by_native_key(conn, session_id, epoch, native_key)
+        def close(conn: Conn) -> InteractionUpdate | None:
+            current = interaction_by_native_key(conn, session_id, epoch, native_key, lock=True)
             if current is None:
                 self._db.audit(
                     conn,
@@ -523,6 +521,7 @@ class InteractionLedger:
         runtime_outlives_gateway: bool = False,
         gateway_restarted: bool = False,
         note: str = "runtime ended",
+        keep: frozenset[str] = frozenset(),
     ) -> list[InteractionUpdate]:
         """End every live interaction of the epoch: ORPHANED, or UNKNOWN for an answer
         delivered to a runtime that outlives the gateway; and record, for every EXPIRED one
@@ -532,19 +531,28 @@ class InteractionLedger:
         ``gateway_restarted``: the gateway process that wrote this epoch's answers died. A
         decision it committed but never recorded a write for may have reached the agent in
         its last moment, so no "not written" delivery is recorded for it: its delivery stays
-        unknown, and the note says so."""
+        unknown, and the note says so.
 
-        def orphan(conn: sqlite3.Connection) -> list[InteractionUpdate]:
+        ``keep``: native keys a runtime that outlives the gateway still lists (a reattached
+        server): those interactions stay as they are."""
+
+        def orphan(conn: Conn) -> list[InteractionUpdate]:
+            conn.execute(  # the epoch's row first, as create and end_epoch lock it
+                f"SELECT 1 FROM runtime_epochs WHERE session_id = ? AND epoch = ?{FOR_UPDATE}",
+                (session_id, epoch),
+            )
             rows = fetch_all(
                 conn,
                 f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"
                 f" AND (i.state IN {_LIVE} OR (i.state = 'expired' AND NOT EXISTS"
                 " (SELECT 1 FROM deliveries d WHERE d.interaction_id = i.id)))"
-                " ORDER BY i.created_at, i.rowid",
+                " ORDER BY i.created_at, i.id",
                 (session_id, epoch),
             )
             updates = []
             for current in (interaction_from_row(row) for row in rows):
+                if current.native_key is not None and current.native_key in keep:
+                    continue
                 if current.state is InteractionState.EXPIRED:
                     self._insert_delivery(conn, current.id, DeliveryOutcome.UNKNOWN, note)
                 moved = transition(
@@ -598,7 +606,7 @@ class InteractionLedger:
 
     def _apply(
         self,
-        conn: sqlite3.Connection,
+        conn: Conn,
         current: Interaction,
         moved: Transition,
         by: str,
@@ -642,7 +650,7 @@ class InteractionLedger:
 
     def _insert_delivery(
         self,
-        conn: sqlite3.Connection,
+        conn: Conn,
         interaction_id: str,
         outcome: DeliveryOutcome,
         error: str | None,
@@ -666,11 +674,12 @@ def already_decided(current: Interaction) -> AlreadyDecided:
     return AlreadyDecided(current.id, decided_by, current.state.value)
 
 
-def _open(conn: sqlite3.Connection, session_id: str | None) -> list[Interaction]:
+def _open(conn: Conn, session_id: str | None) -> list[Interaction]:
     rows = fetch_all(
         conn,
-        f"{SELECT_INTERACTION} WHERE i.state IN {_LIVE} AND (? IS NULL OR i.session_id = ?)"
-        " ORDER BY i.created_at, i.rowid",
+        f"{SELECT_INTERACTION} WHERE i.state IN {_LIVE}"
+        " AND (CAST(? AS TEXT) IS NULL OR i.session_id = ?)"
+        " ORDER BY i.created_at, i.id",
         (session_id, session_id),
     )
     return [interaction_from_row(row) for row in rows]

@@ -15,18 +15,40 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import aiosqlite
-
 from gateway.errors import StoreError
+from gateway.store.database import Conn
+from gateway.store.dialect import SQLITE, Backend, Dialect, postgresql_ddl
 
 __all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Migration:
+    """One schema change: ``statements`` in SQLite's spelling; on PostgreSQL ``postgresql``,
+    or where that is None the same statements in PostgreSQL's types (``postgresql_ddl``)."""
+
     version: int
     name: str
     statements: tuple[str, ...]
+    postgresql: tuple[str, ...] | None = None
+
+    def statements_for(self, dialect: Dialect) -> tuple[str, ...]:
+        if dialect.backend is Backend.SQLITE:
+            return self.statements
+        if self.postgresql is not None:
+            return self.postgresql
+        return tuple(postgresql_ddl(statement) for statement in self.statements)
+
+
+def _rebuilt_on_postgresql(statements: tuple[str, ...], table: str) -> tuple[str, ...]:
+    """A SQLite table rebuild (copy with explicit ids, drop, rename) on PostgreSQL: the same
+    statements, then the identity's sequence moved past the copied ids (an explicit id does
+    not move it)."""
+    return (
+        *(postgresql_ddl(statement) for statement in statements),
+        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'),"
+        f" coalesce((SELECT max(id) FROM {table}), 0) + 1, false)",
+    )
 
 
 _INITIAL = (
@@ -350,65 +372,85 @@ _PROMPT_MODE = (
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
-    Migration(version=2, name="a delivery whose outcome is unknown", statements=_UNKNOWN_DELIVERY),
+    Migration(
+        version=2,
+        name="a delivery whose outcome is unknown",
+        statements=_UNKNOWN_DELIVERY,
+        postgresql=_rebuilt_on_postgresql(_UNKNOWN_DELIVERY, "deliveries"),
+    ),
     Migration(version=3, name="routes apart from the conversations shown", statements=_ROUTES),
     Migration(version=4, name="turn timelines", statements=_TIMELINE),
     Migration(
-        version=5, name="held prompts, a card drawn again", statements=_HOLDS_AND_CARDS_AGAIN
+        version=5,
+        name="held prompts, a card drawn again",
+        statements=_HOLDS_AND_CARDS_AGAIN,
+        postgresql=_rebuilt_on_postgresql(_HOLDS_AND_CARDS_AGAIN, "interaction_messages"),
     ),
     Migration(version=6, name="votes and the content a decision saw", statements=_VOTES),
     Migration(version=7, name="a prompt's collaboration mode", statements=_PROMPT_MODE),
 )
 
 
-async def apply_migrations(
-    conn: aiosqlite.Connection, migrations: Sequence[Migration], *, now: str
+# Two hosts starting at once on one PostgreSQL ledger: each migration's transaction takes
+# this advisory lock first, so one migrates and the other then finds it applied.
+MIGRATION_LOCK = 0x4147_4C45  # "AGLE"
+
+
+def apply_migrations(
+    conn: Conn,
+    migrations: Sequence[Migration],
+    *,
+    now: str,
+    dialect: Dialect = SQLITE,
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,),
 ) -> list[int]:
     """Apply the migrations ``conn`` has not seen, in order; return the versions applied.
 
-    ``conn`` must be in autocommit mode (``isolation_level=None``): each migration runs in
-    its own ``BEGIN IMMEDIATE`` transaction, so a failure leaves the earlier ones applied and
-    this one not at all.
+    Runs on the connection's thread. ``conn`` must be in autocommit mode: each migration
+    runs in its own transaction (``dialect.begin_write``; on PostgreSQL after the advisory
+    lock), so a failure leaves the earlier ones applied and this one not at all.
     """
     versions = [m.version for m in migrations]
     if versions != list(range(1, len(versions) + 1)):
         raise StoreError(f"migrations must be numbered 1..N in order, got {versions}")
     try:
-        await conn.execute(
+        conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_version ("
             " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
         applied_now: list[int] = []
         for migration in migrations:
-            await conn.execute("BEGIN IMMEDIATE")
+            conn.execute(dialect.begin_write)
             try:
-                if await _is_applied(conn, migration.version, known=len(migrations)):
-                    await conn.execute("ROLLBACK")
+                if dialect.backend is Backend.POSTGRESQL:
+                    conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+                if _is_applied(conn, migration.version, known=len(migrations)):
+                    conn.execute("ROLLBACK")
                     continue
-                for statement in migration.statements:
-                    await conn.execute(statement)
-                await conn.execute(
+                for statement in migration.statements_for(dialect):
+                    conn.execute(statement)
+                conn.execute(
                     "INSERT INTO schema_version (version, name, applied_at) VALUES (?, ?, ?)",
                     (migration.version, migration.name, now),
                 )
             except BaseException:
-                await conn.execute("ROLLBACK")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
                 raise
-            await conn.execute("COMMIT")
+            conn.execute("COMMIT")
             applied_now.append(migration.version)
-    except sqlite3.Error as exc:
+    except errors as exc:
         raise StoreError(f"could not migrate the ledger: {exc}") from exc
     return applied_now
 
 
-async def _is_applied(conn: aiosqlite.Connection, version: int, *, known: int) -> bool:
-    async with conn.execute("SELECT max(version) FROM schema_version") as cursor:
-        row = await cursor.fetchone()
-    newest = row[0] if row is not None and row[0] is not None else 0
+def _is_applied(conn: Conn, version: int, *, known: int) -> bool:
+    row = conn.execute("SELECT max(version) AS newest FROM schema_version").fetchone()
+    newest = row["newest"] if row is not None and row["newest"] is not None else 0
     if newest > known:
         raise StoreError(
             f"the ledger's schema is version {newest}, newer than this gateway knows "
             f"({known}): upgrade agent-gateway or use another data dir"
         )
-    async with conn.execute("SELECT 1 FROM schema_version WHERE version = ?", (version,)) as c:
-        return await c.fetchone() is not None
+    applied = conn.execute("SELECT 1 AS applied FROM schema_version WHERE version = ?", (version,))
+    return applied.fetchone() is not None

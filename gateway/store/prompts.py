@@ -13,19 +13,21 @@ are held is not held: what a person types after /stop is what they want now, and
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
 from gateway.store.database import (
+    Conn,
     Database,
+    Row,
     conversation_from_row,
     conversation_params,
     fetch_all,
     fetch_one,
     parse_time,
 )
+from gateway.store.dialect import FOR_UPDATE
 from gateway.store.records import EnqueueOutcome, EnqueueResult, PromptRecord, PromptState
 
 __all__ = ["PromptQueue", "prompt_by_id"]
@@ -61,8 +63,10 @@ class PromptQueue:
             raise ValueError("max_depth must be at least 1")
         key = (*conversation_params(conversation), platform_message_id)
 
-        def enqueue(conn: sqlite3.Connection) -> EnqueueResult:
-            session = fetch_one(conn, "SELECT closed_at FROM sessions WHERE id = ?", (session_id,))
+        def enqueue(conn: Conn) -> EnqueueResult:
+            session = fetch_one(
+                conn, f"SELECT closed_at FROM sessions WHERE id = ?{FOR_UPDATE}", (session_id,)
+            )
             if session is None or session["closed_at"] is not None:
                 raise StoreError(f"session {session_id} is closed or unknown")
             held = _count_held(conn, session_id)
@@ -91,13 +95,14 @@ class PromptQueue:
                     outcome=EnqueueOutcome.FULL, prompt=None, ahead=depth, held=held
                 )
             now = self._db.now()
-            cursor = conn.execute(
+            inserted = fetch_one(
+                conn,
                 "INSERT INTO prompts (session_id, platform, space, channel, thread,"
                 " platform_message_id, author_platform, author_user_id, author_display, text,"
                 " mode, state, position, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
                 " (SELECT coalesce(max(position), 0) + 1 FROM prompts WHERE session_id = ?),"
-                " ?, ?)",
+                " ?, ?) RETURNING id",
                 (
                     session_id,
                     *key,
@@ -111,8 +116,8 @@ class PromptQueue:
                     now,
                 ),
             )
-            assert cursor.lastrowid is not None
-            prompt = _prompt(conn, cursor.lastrowid)
+            assert inserted is not None
+            prompt = _prompt(conn, int(inserted["id"]))
             return EnqueueResult(
                 outcome=EnqueueOutcome.QUEUED, prompt=prompt, ahead=depth - held, held=held
             )
@@ -127,7 +132,8 @@ class PromptQueue:
         turn waits for the running one to end).
         """
 
-        def claim_next(conn: sqlite3.Connection) -> PromptRecord | None:
+        def claim_next(conn: Conn) -> PromptRecord | None:
+            _lock_session(conn, session_id)
             row = fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
@@ -165,7 +171,8 @@ class PromptQueue:
         )
 
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
-        def finish(conn: sqlite3.Connection) -> PromptRecord:
+        def finish(conn: Conn) -> PromptRecord:
+            conn.execute(f"SELECT id FROM prompts WHERE id = ?{FOR_UPDATE}", (prompt_id,))
             prompt = _prompt(conn, prompt_id)
             if prompt.state in _FINAL:
                 if prompt.state is not state:
@@ -200,7 +207,7 @@ class PromptQueue:
         out. One read, whatever the number of sessions: how the console titles sessions."""
         ids = list(dict.fromkeys(session_ids))
 
-        def read(conn: sqlite3.Connection) -> dict[str, str]:
+        def read(conn: Conn) -> dict[str, str]:
             found: dict[str, str] = {}
             for at in range(0, len(ids), _IDS_PER_QUERY):
                 chunk = ids[at : at + _IDS_PER_QUERY]
@@ -238,7 +245,7 @@ class PromptQueue:
         until :meth:`resume`; a prompt queued later is not held. Returns how many are held
         (those held before included)."""
 
-        def hold(conn: sqlite3.Connection) -> int:
+        def hold(conn: Conn) -> int:
             return _hold(self._db, conn, session_id, reason)
 
         return await self._db.write(hold)
@@ -247,7 +254,7 @@ class PromptQueue:
         """Release the held prompts: they are sent in their order, after every prompt queued
         since they were held (what was typed after /stop runs first). Returns how many."""
 
-        def resume(conn: sqlite3.Connection) -> int:
+        def resume(conn: Conn) -> int:
             cursor = conn.execute(
                 "UPDATE sessions SET queue_paused = 0, queue_pause_reason = NULL WHERE id = ?",
                 (session_id,),
@@ -280,7 +287,8 @@ class PromptQueue:
         """Drop every queued prompt, held or not (recorded as dropped, audited); return how
         many. Nothing is held any more."""
 
-        def clear(conn: sqlite3.Connection) -> int:
+        def clear(conn: Conn) -> int:
+            _lock_session(conn, session_id)
             rows = fetch_all(
                 conn,
                 "SELECT id FROM prompts WHERE session_id = ? AND state = 'queued'",
@@ -311,7 +319,7 @@ class PromptQueue:
         """
         now = self._db.now()
 
-        def recover(conn: sqlite3.Connection) -> list[str]:
+        def recover(conn: Conn) -> list[str]:
             conn.execute(
                 "UPDATE prompts SET state = 'interrupted', updated_at = ?"
                 " WHERE state = 'in_flight'",
@@ -331,7 +339,14 @@ class PromptQueue:
         return await self._db.write(recover)
 
 
-def _hold(db: Database, conn: sqlite3.Connection, session_id: str, reason: str) -> int:
+def _lock_session(conn: Conn, session_id: str) -> None:
+    """Lock the session's row first: the queue's writes read positions, then write on them
+    (on PostgreSQL another host's enqueue, claim or clear waits; hold and resume lock it by
+    their UPDATE of the row, their first statement)."""
+    conn.execute(f"SELECT id FROM sessions WHERE id = ?{FOR_UPDATE}", (session_id,))
+
+
+def _hold(db: Database, conn: Conn, session_id: str, reason: str) -> int:
     cursor = conn.execute(
         "UPDATE sessions SET queue_paused = 1, queue_pause_reason = ? WHERE id = ?",
         (reason, session_id),
@@ -352,7 +367,7 @@ def _hold(db: Database, conn: sqlite3.Connection, session_id: str, reason: str) 
     return held
 
 
-def _count_held(conn: sqlite3.Connection, session_id: str) -> int:
+def _count_held(conn: Conn, session_id: str) -> int:
     row = fetch_one(
         conn,
         "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued' AND held = 1",
@@ -361,7 +376,7 @@ def _count_held(conn: sqlite3.Connection, session_id: str) -> int:
     return 0 if row is None else int(row["n"])
 
 
-def _count_queued(conn: sqlite3.Connection, session_id: str) -> int:
+def _count_queued(conn: Conn, session_id: str) -> int:
     row = fetch_one(
         conn,
         "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued'",
@@ -370,7 +385,7 @@ def _count_queued(conn: sqlite3.Connection, session_id: str) -> int:
     return 0 if row is None else int(row["n"])
 
 
-def _queued_before(conn: sqlite3.Connection, prompt: PromptRecord) -> int:
+def _queued_before(conn: Conn, prompt: PromptRecord) -> int:
     if prompt.state is not PromptState.QUEUED:
         return 0
     row = fetch_one(
@@ -382,20 +397,20 @@ def _queued_before(conn: sqlite3.Connection, prompt: PromptRecord) -> int:
     return 0 if row is None else int(row["n"])
 
 
-def _prompt(conn: sqlite3.Connection, prompt_id: int) -> PromptRecord:
+def _prompt(conn: Conn, prompt_id: int) -> PromptRecord:
     row = fetch_one(conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,))
     if row is None:
         raise StoreError(f"no prompt {prompt_id}")
     return _prompt_from_row(row)
 
 
-def prompt_by_id(conn: sqlite3.Connection, prompt_id: int) -> PromptRecord | None:
+def prompt_by_id(conn: Conn, prompt_id: int) -> PromptRecord | None:
     """A prompt, read inside another module's transaction (None if there is none)."""
     row = fetch_one(conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,))
     return None if row is None else _prompt_from_row(row)
 
 
-def _prompt_from_row(row: sqlite3.Row) -> PromptRecord:
+def _prompt_from_row(row: Row) -> PromptRecord:
     return PromptRecord(
         id=row["id"],
         session_id=row["session_id"],

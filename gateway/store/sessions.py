@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Mapping
 
 from gateway.domain import Actor, AgentKind, ConversationRef
 from gateway.errors import StoreError
 from gateway.interactions import new_short_id
 from gateway.store.database import (
+    Conn,
     Database,
+    Row,
     conversation_from_row,
     conversation_params,
     fetch_all,
@@ -18,6 +19,7 @@ from gateway.store.database import (
     parse_optional_time,
     parse_time,
 )
+from gateway.store.dialect import FOR_UPDATE
 from gateway.store.records import EpochRecord, SessionRecord
 
 __all__ = ["SessionLedger", "bindings_of", "epoch_of", "session_by_id", "session_of"]
@@ -57,7 +59,7 @@ class SessionLedger:
             )
         )
 
-        def create(conn: sqlite3.Connection) -> SessionRecord:
+        def create(conn: Conn) -> SessionRecord:
             conn.execute(
                 "INSERT INTO sessions (id, project, agent_kind, created_at, initiator_platform,"
                 " initiator_user_id, initiator_display) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -78,8 +80,8 @@ class SessionLedger:
             lambda conn: fetch_all(
                 conn,
                 f"SELECT {_SESSION_COLUMNS} FROM sessions"
-                " WHERE (? IS NULL OR project = ?) AND (? OR closed_at IS NULL)"
-                " ORDER BY created_at, rowid",
+                " WHERE (CAST(? AS TEXT) IS NULL OR project = ?) AND (? OR closed_at IS NULL)"
+                " ORDER BY created_at, id",
                 (project, project, include_closed),
             )
         )
@@ -99,7 +101,7 @@ class SessionLedger:
     async def close(self, session_id: str, *, reason: str) -> SessionRecord:
         """Mark the session closed (for example by /new); idempotent, the first reason stays."""
 
-        def close(conn: sqlite3.Connection) -> SessionRecord:
+        def close(conn: Conn) -> SessionRecord:
             _require_update(
                 conn,
                 "UPDATE sessions SET closed_at = coalesce(closed_at, ?),"
@@ -128,7 +130,7 @@ class SessionLedger:
         session would answer each other's requests.
         """
 
-        def begin_epoch(conn: sqlite3.Connection) -> int:
+        def begin_epoch(conn: Conn) -> int:
             session = _session(conn, session_id)
             live = fetch_one(
                 conn,
@@ -179,8 +181,8 @@ class SessionLedger:
         """
         now = self._db.now()
 
-        def end_epoch(conn: sqlite3.Connection) -> EpochRecord:
-            epoch_row = _epoch(conn, session_id, epoch)
+        def end_epoch(conn: Conn) -> EpochRecord:
+            epoch_row = _epoch(conn, session_id, epoch, lock=True)
             if epoch_row.ended_at is not None:
                 return epoch_row
             conn.execute(
@@ -222,7 +224,7 @@ class SessionLedger:
     async def bind(self, conversation: ConversationRef, session_id: str) -> None:
         """Make ``session_id`` the conversation's current session (replacing any other)."""
 
-        def bind(conn: sqlite3.Connection) -> None:
+        def bind(conn: Conn) -> None:
             _session(conn, session_id)
             conn.execute(
                 "INSERT INTO conversations (platform, space, channel, thread, session_id,"
@@ -253,7 +255,7 @@ class SessionLedger:
         """Make ``session_id`` the session found by ``key`` (gateway/routing.py route_key),
         replacing any other. A route is not a binding: nothing is shown there."""
 
-        def route(conn: sqlite3.Connection) -> None:
+        def route(conn: Conn) -> None:
             _session(conn, session_id)
             conn.execute(
                 "INSERT INTO routes (platform, space, channel, thread, session_id, routed_at)"
@@ -281,13 +283,13 @@ class SessionLedger:
         return await self._db.read(lambda conn: bindings_of(conn, session_id))
 
 
-def session_by_id(conn: sqlite3.Connection, session_id: str) -> SessionRecord | None:
+def session_by_id(conn: Conn, session_id: str) -> SessionRecord | None:
     """``SessionLedger.get`` inside a caller's read or transaction."""
     row = fetch_one(conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
     return None if row is None else _session_from_row(row)
 
 
-def session_of(conn: sqlite3.Connection, conversation: ConversationRef) -> SessionRecord | None:
+def session_of(conn: Conn, conversation: ConversationRef) -> SessionRecord | None:
     """``SessionLedger.lookup`` inside a caller's read or transaction."""
     row = fetch_one(
         conn,
@@ -299,7 +301,7 @@ def session_of(conn: sqlite3.Connection, conversation: ConversationRef) -> Sessi
     return None if row is None else _session_from_row(row)
 
 
-def epoch_of(conn: sqlite3.Connection, session_id: str, epoch: int) -> EpochRecord | None:
+def epoch_of(conn: Conn, session_id: str, epoch: int) -> EpochRecord | None:
     """``SessionLedger.get_epoch`` inside a caller's read or transaction."""
     row = fetch_one(
         conn,
@@ -309,36 +311,35 @@ def epoch_of(conn: sqlite3.Connection, session_id: str, epoch: int) -> EpochReco
     return None if row is None else _epoch_from_row(row)
 
 
-def bindings_of(conn: sqlite3.Connection, session_id: str) -> list[ConversationRef]:
+def bindings_of(conn: Conn, session_id: str) -> list[ConversationRef]:
     """``SessionLedger.list_bindings`` inside a caller's read or transaction."""
     rows = fetch_all(
         conn,
         "SELECT platform, space, channel, thread FROM conversations"
-        " WHERE session_id = ? ORDER BY bound_at, rowid",
+        " WHERE session_id = ? ORDER BY bound_at, platform, space, channel, thread",
         (session_id,),
     )
     return [conversation_from_row(row) for row in rows]
 
 
-def _require_update(
-    conn: sqlite3.Connection, sql: str, params: tuple[object, ...], missing: str
-) -> None:
+def _require_update(conn: Conn, sql: str, params: tuple[object, ...], missing: str) -> None:
     cursor = conn.execute(sql, params)
     if cursor.rowcount == 0:
         raise StoreError(missing)
 
 
-def _session(conn: sqlite3.Connection, session_id: str) -> SessionRecord:
+def _session(conn: Conn, session_id: str) -> SessionRecord:
     row = fetch_one(conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
     if row is None:
         raise StoreError(f"no session {session_id}")
     return _session_from_row(row)
 
 
-def _epoch(conn: sqlite3.Connection, session_id: str, epoch: int) -> EpochRecord:
+def _epoch(conn: Conn, session_id: str, epoch: int, *, lock: bool = False) -> EpochRecord:
+    suffix = FOR_UPDATE if lock else ""
     row = fetch_one(
         conn,
-        f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
+        f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE session_id = ? AND epoch = ?{suffix}",
         (session_id, epoch),
     )
     if row is None:
@@ -346,7 +347,7 @@ def _epoch(conn: sqlite3.Connection, session_id: str, epoch: int) -> EpochRecord
     return _epoch_from_row(row)
 
 
-def _session_from_row(row: sqlite3.Row) -> SessionRecord:
+def _session_from_row(row: Row) -> SessionRecord:
     return SessionRecord(
         id=row["id"],
         project=row["project"],
@@ -368,7 +369,7 @@ def _session_from_row(row: sqlite3.Row) -> SessionRecord:
     )
 
 
-def _epoch_from_row(row: sqlite3.Row) -> EpochRecord:
+def _epoch_from_row(row: Row) -> EpochRecord:
     return EpochRecord(
         session_id=row["session_id"],
         epoch=row["epoch"],

@@ -2,21 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import aiosqlite
 
 from gateway.errors import StoreError
 from gateway.store.audit import AuditLog
 from gateway.store.cards import CardCopies
 from gateway.store.clicks import ClickViews
-from gateway.store.database import Clock, Database, ReadOnlyDatabase, utc_now
+from gateway.store.database import Clock, Database, ReadOnlyDatabase, Runner, utc_now
 from gateway.store.datadir import check_data_dir, prepare_data_dir
+from gateway.store.dialect import POSTGRESQL
 from gateway.store.escalations import Escalations
 from gateway.store.grants import GrantBook
 from gateway.store.ledger import InteractionLedger
@@ -26,6 +27,9 @@ from gateway.store.sessions import SessionLedger
 from gateway.store.timeline import TimelineLedger
 from gateway.store.turns import TurnLedger
 from gateway.store.votes import VoteLedger
+
+if TYPE_CHECKING:
+    from gateway.store.postgresql import PgConn, PgTarget
 
 __all__ = ["DATABASE_FILE", "Store"]
 
@@ -60,8 +64,11 @@ class Store:
     ``cards.list_outdated()`` and resend ``cards.list_failed()``.
     """
 
-    def __init__(self, db: Database, path: Path, reader: ReadOnlyDatabase) -> None:
-        self.path = path
+    def __init__(
+        self, db: Database, path: Path | None, reader: ReadOnlyDatabase, *, location: str
+    ) -> None:
+        self.path = path  # the SQLite file; None on PostgreSQL
+        self.location = location  # what may be shown of where the ledger is (no password)
         self.writer = db
         self.reader = reader
         self.sessions = SessionLedger(db)
@@ -86,8 +93,13 @@ class Store:
         work_dirs: Iterable[Path] = (),
         clock: Clock = utc_now,
         migrations: Sequence[Migration] = MIGRATIONS,
+        postgresql: PgTarget | None = None,
     ) -> AsyncIterator[Store]:
         """Open (creating if need be) the ledger in ``data_dir``, migrated to the newest schema.
+
+        With ``postgresql`` the ledger is that database instead, and nothing is written in
+        the data dir (still checked against ``work_dirs``; the gateway keeps its lock and key
+        there); see :meth:`_open_postgresql`.
 
         The data dir is refused if it lies inside any of ``work_dirs``, created 0700 (or
         tightened to it), and the database file is created 0600. WAL journal,
@@ -95,49 +107,134 @@ class Store:
         read-only connection is opened once the schema is migrated, and closed first.
         """
         check_data_dir(data_dir, work_dirs)
+        if postgresql is not None:
+            async with cls._open_postgresql(postgresql, clock, migrations) as store:
+                yield store
+            return
         path = prepare_data_dir(data_dir) / DATABASE_FILE
         _create_private_file(path)
+        runner = Runner("ledger-writer")
         try:
-            conn = await aiosqlite.connect(path, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the ledger {path}: {exc}") from exc
-        db = Database(conn, clock)
-        try:
-            conn.row_factory = sqlite3.Row
-            await _configure(conn)
-            await apply_migrations(conn, migrations, now=db.now())
-            async with _read_only(path) as reader:
-                yield cls(db, path, reader)
-        finally:
-            db.close()
             try:
-                await conn.close()
+                conn = await runner.call(_connect, str(path), False)
             except sqlite3.Error as exc:
-                raise StoreError(f"cannot close the ledger {path}: {exc}") from exc
+                raise StoreError(f"cannot open the ledger {path}: {exc}") from exc
+            db = Database(runner, conn, clock)
+            try:
+                await runner.call(_configure, conn)
+                await runner.call(
+                    functools.partial(apply_migrations, conn, migrations, now=db.now())
+                )
+                async with _read_only(path) as reader:
+                    yield cls(db, path, reader, location=str(path))
+            finally:
+                db.close()
+                try:
+                    await runner.call(conn.close)
+                except sqlite3.Error as exc:
+                    raise StoreError(f"cannot close the ledger {path}: {exc}") from exc
+        finally:
+            runner.shutdown()
+
+    @classmethod
+    @asynccontextmanager
+    async def _open_postgresql(
+        cls, target: PgTarget, clock: Clock, migrations: Sequence[Migration]
+    ) -> AsyncIterator[Store]:
+        """Two psycopg connections (the writer's; the reader's, read-only), each on a thread
+        of its own, autocommit, the schema migrated first; closed in the reverse order.
+        psycopg is imported here: a SQLite gateway never pays its ~0.2 s import."""
+        import psycopg
+
+        errors = (psycopg.Error,)
+        async with _pg_connection(target, "ledger-writer", read_only=False) as (runner, conn):
+            db = Database(runner, conn, clock, dialect=POSTGRESQL, errors=errors)
+            try:
+                try:
+                    await runner.call(
+                        functools.partial(
+                            apply_migrations,
+                            conn,
+                            migrations,
+                            now=db.now(),
+                            dialect=POSTGRESQL,
+                            errors=errors,
+                        )
+                    )
+                except psycopg.Error as exc:  # the connection itself failed
+                    raise StoreError(f"could not migrate the ledger: {exc}") from exc
+                async with _pg_connection(target, "ledger-reader", read_only=True) as (
+                    reader_runner,
+                    reader_conn,
+                ):
+                    reader = ReadOnlyDatabase(
+                        reader_runner, reader_conn, dialect=POSTGRESQL, errors=errors
+                    )
+                    try:
+                        yield cls(db, None, reader, location=str(target))
+                    finally:
+                        reader.close()
+            finally:
+                db.close()
+
+
+@asynccontextmanager
+async def _pg_connection(
+    target: PgTarget, name: str, *, read_only: bool
+) -> AsyncIterator[tuple[Runner, PgConn]]:
+    import psycopg
+
+    from gateway.store.postgresql import PgConn
+
+    runner = Runner(name)
+    try:
+        try:
+            conn = await runner.call(functools.partial(PgConn.connect, target, read_only=read_only))
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot open the ledger ({target}): {exc}") from exc
+        try:
+            yield runner, conn
+        finally:
+            try:
+                await runner.call(conn.close)
+            except psycopg.Error as exc:
+                raise StoreError(f"cannot close the ledger ({target}): {exc}") from exc
+    finally:
+        runner.shutdown()
+
+
+def _connect(database: str, uri: bool) -> sqlite3.Connection:
+    """On the runner's thread (the connection belongs to it): autocommit, rows by name."""
+    conn = sqlite3.connect(database, uri=uri, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    return conn
 
 
 @asynccontextmanager
 async def _read_only(path: Path) -> AsyncIterator[ReadOnlyDatabase]:
     """The second connection: ``mode=ro`` (SQLite refuses any write through it)."""
     uri = f"file:{quote(str(path))}?mode=ro"
+    runner = Runner("ledger-reader")
     try:
-        conn = await aiosqlite.connect(uri, uri=True, isolation_level=None)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open the ledger {path} to read: {exc}") from exc
-    reader = ReadOnlyDatabase(conn)
-    try:
-        conn.row_factory = sqlite3.Row
         try:
-            await conn.execute(f"PRAGMA busy_timeout = {READER_BUSY_TIMEOUT_MS}")
+            conn = await runner.call(_connect, uri, True)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot configure the ledger's reader: {exc}") from exc
-        yield reader
+            raise StoreError(f"cannot open the ledger {path} to read: {exc}") from exc
+        reader = ReadOnlyDatabase(runner, conn)
+        try:
+            try:
+                await runner.call(conn.execute, f"PRAGMA busy_timeout = {READER_BUSY_TIMEOUT_MS}")
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot configure the ledger's reader: {exc}") from exc
+            yield reader
+        finally:
+            reader.close()
+            try:
+                await runner.call(conn.close)
+            except sqlite3.Error as exc:
+                raise StoreError(f"cannot close the ledger's reader {path}: {exc}") from exc
     finally:
-        reader.close()
-        try:
-            await conn.close()
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot close the ledger's reader {path}: {exc}") from exc
+        runner.shutdown()
 
 
 def _create_private_file(path: Path) -> None:
@@ -151,14 +248,14 @@ def _create_private_file(path: Path) -> None:
         raise StoreError(f"cannot create the ledger {path}: {exc}") from exc
 
 
-async def _configure(conn: aiosqlite.Connection) -> None:
+def _configure(conn: sqlite3.Connection) -> None:
+    """On the runner's thread: WAL, ``synchronous=NORMAL``, foreign keys, busy timeout."""
     try:
-        rows = list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
-        row = rows[0] if rows else None
+        row = conn.execute("PRAGMA journal_mode = WAL").fetchone()
         if row is None or str(row[0]).lower() != "wal":
             raise StoreError("the ledger could not switch to WAL mode")
-        await conn.execute("PRAGMA synchronous = NORMAL")
-        await conn.execute("PRAGMA foreign_keys = ON")
-        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     except sqlite3.Error as exc:
         raise StoreError(f"cannot configure the ledger: {exc}") from exc

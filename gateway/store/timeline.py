@@ -7,11 +7,10 @@ restart too (the web console).
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 
 from gateway.errors import StoreError
-from gateway.store.database import Database, fetch_all, parse_time
+from gateway.store.database import Conn, Database, fetch_all, parse_time
 from gateway.store.prompts import prompt_by_id
 from gateway.store.records import TimelineEntry, TurnTimeline
 from gateway.store.turns import TURN_COLUMNS, turn_from_row
@@ -32,7 +31,7 @@ class TimelineLedger:
         if not writes:
             return
 
-        def save(conn: sqlite3.Connection) -> None:
+        def save(conn: Conn) -> None:
             for write in writes:
                 if write.new:
                     conn.execute(
@@ -68,7 +67,7 @@ class TimelineLedger:
         """The session's latest ``turns`` turns, oldest first, each with its prompt and its
         timeline (one read)."""
 
-        def of_session(conn: sqlite3.Connection) -> list[TurnTimeline]:
+        def of_session(conn: Conn) -> list[TurnTimeline]:
             rows = fetch_all(
                 conn,
                 f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT ?",
@@ -85,7 +84,7 @@ class TimelineLedger:
         return await self._db.read(of_session)
 
 
-def _entries(conn: sqlite3.Connection, turn_id: int) -> tuple[TimelineEntry, ...]:
+def _entries(conn: Conn, turn_id: int) -> tuple[TimelineEntry, ...]:
     texts: dict[int, list[str]] = {}
     for row in fetch_all(
         conn,

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
-
 from gateway.domain import TurnStatus
 from gateway.errors import StoreError
-from gateway.store.database import Database, fetch_one, parse_optional_time, parse_time
+from gateway.store.database import Conn, Database, Row, fetch_one, parse_optional_time, parse_time
 from gateway.store.records import TurnRecord
 
 __all__ = ["TURN_COLUMNS", "TurnLedger", "turn_from_row"]
@@ -32,7 +30,7 @@ class TurnLedger:
     ) -> TurnRecord:
         """Record a turn as running in a live epoch; refused while another turn runs."""
 
-        def start(conn: sqlite3.Connection) -> TurnRecord:
+        def start(conn: Conn) -> TurnRecord:
             live = fetch_one(
                 conn,
                 "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
@@ -47,19 +45,20 @@ class TurnLedger:
             )
             if running is not None:
                 raise StoreError(f"session {session_id} already runs turn {running['id']}")
-            cursor = conn.execute(
+            inserted = fetch_one(
+                conn,
                 "INSERT INTO turns (session_id, epoch, prompt_id, native_turn_id, started_at)"
-                " VALUES (?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?) RETURNING id",
                 (session_id, epoch, prompt_id, native_turn_id, self._db.now()),
             )
-            assert cursor.lastrowid is not None
-            return _turn(conn, cursor.lastrowid)
+            assert inserted is not None
+            return _turn(conn, int(inserted["id"]))
 
         return await self._db.write(start)
 
     async def set_native_id(self, turn_id: int, native_turn_id: str) -> None:
 
-        def set_native_id(conn: sqlite3.Connection) -> None:
+        def set_native_id(conn: Conn) -> None:
             cursor = conn.execute(
                 "UPDATE turns SET native_turn_id = ? WHERE id = ?", (native_turn_id, turn_id)
             )
@@ -74,7 +73,7 @@ class TurnLedger:
         """Record how the turn ended. A turn already ended keeps its first ending (a late
         completion after the runtime died is audited, not applied)."""
 
-        def end(conn: sqlite3.Connection) -> TurnRecord:
+        def end(conn: Conn) -> TurnRecord:
             turn = _turn(conn, turn_id)
             if turn.ended_at is not None:
                 self._db.audit(
@@ -123,14 +122,14 @@ class TurnLedger:
         return None if row is None else turn_from_row(row)
 
 
-def _turn(conn: sqlite3.Connection, turn_id: int) -> TurnRecord:
+def _turn(conn: Conn, turn_id: int) -> TurnRecord:
     row = fetch_one(conn, f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,))
     if row is None:
         raise StoreError(f"no turn {turn_id}")
     return turn_from_row(row)
 
 
-def turn_from_row(row: sqlite3.Row) -> TurnRecord:
+def turn_from_row(row: Row) -> TurnRecord:
     return TurnRecord(
         id=row["id"],
         session_id=row["session_id"],

@@ -10,14 +10,13 @@ write. Votes stay as audit whatever becomes of the request; they never carry ove
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from gateway.domain import Actor, Decision, InteractionState
 from gateway.errors import AlreadyDecided
 from gateway.interactions import Interaction, validate_decision
 from gateway.policy import Requirement, Tally, Vote, tally
-from gateway.store.database import Database
+from gateway.store.database import Conn, Database
 from gateway.store.interaction_rows import require_interaction
 from gateway.store.ledger import InteractionLedger, already_decided
 
@@ -61,8 +60,8 @@ class VoteLedger:
         InvalidDecision when the action is not one it offers.
         """
 
-        def cast(conn: sqlite3.Connection) -> VoteOutcome | AlreadyDecided:
-            current = require_interaction(conn, interaction_id)
+        def cast(conn: Conn) -> VoteOutcome | AlreadyDecided:
+            current = require_interaction(conn, interaction_id, lock=True)
             validate_decision(current, Decision(action_id=action_id))
             if current.state is not InteractionState.PENDING:
                 rejection = already_decided(current)
@@ -142,8 +141,8 @@ class VoteLedger:
         stays, marked withdrawn). Raises AlreadyDecided once it is not pending; a person with
         no standing vote changes nothing."""
 
-        def withdraw(conn: sqlite3.Connection) -> Interaction | AlreadyDecided:
-            current = require_interaction(conn, interaction_id)
+        def withdraw(conn: Conn) -> Interaction | AlreadyDecided:
+            current = require_interaction(conn, interaction_id, lock=True)
             if current.state is not InteractionState.PENDING:
                 return already_decided(current)
             cursor = conn.execute(
@@ -173,17 +172,19 @@ class VoteLedger:
         """Every vote ever cast on the interaction, withdrawn ones too (the audit):
         (person, action id, withdrawn)."""
 
-        def read(conn: sqlite3.Connection) -> list[tuple[str, str, bool]]:
+        def read(conn: Conn) -> list[tuple[str, str, bool]]:
             rows = conn.execute(
                 "SELECT person, action_id, withdrawn_at FROM votes WHERE interaction_id = ?"
-                " ORDER BY voted_at, rowid",
+                " ORDER BY voted_at, person",
                 (interaction_id,),
             ).fetchall()
-            return [(row[0], row[1], row[2] is not None) for row in rows]
+            return [
+                (row["person"], row["action_id"], row["withdrawn_at"] is not None) for row in rows
+            ]
 
         return await self._db.read(read)
 
-    def _bump(self, conn: sqlite3.Connection, interaction_id: str) -> None:
+    def _bump(self, conn: Conn, interaction_id: str) -> None:
         conn.execute(
             "UPDATE interactions SET version = version + 1, updated_at = ?"
             " WHERE id = ? AND state = 'pending'",

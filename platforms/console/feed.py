@@ -106,25 +106,28 @@ class Feed:
 
 
 class Changes:
-    """A counter of changes that live pages wait on."""
+    """A counter of changes that live pages wait on. Bumping it is synchronous, so that
+    anything the console hears (a platform's problem included) can move it at once."""
 
     def __init__(self) -> None:
         self.count = 0
         self.closed = False
-        self._moved = asyncio.Condition()
+        self._moved = asyncio.Event()
 
-    async def bump(self) -> None:
-        async with self._moved:
-            self.count += 1
-            self._moved.notify_all()
+    def bump(self) -> None:
+        self.count += 1
+        self._wake()
 
-    async def close(self) -> None:
-        async with self._moved:
-            self.closed = True
-            self._moved.notify_all()
+    def close(self) -> None:
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        moved, self._moved = self._moved, asyncio.Event()
+        moved.set()
 
     async def wait_past(self, seen: int) -> int:
         """Wait until the count is past ``seen`` (or the console closes); the new count."""
-        async with self._moved:
-            await self._moved.wait_for(lambda: self.count > seen or self.closed)
-            return self.count
+        while self.count <= seen and not self.closed:
+            await self._moved.wait()
+        return self.count

@@ -104,14 +104,19 @@ class Frame:
 
 def problems_html(problems: Sequence[PlatformProblem]) -> str:
     """What the platforms refused for good (platform_problems.py), on every page until the
-    gateway restarts: a person at the console learns why a chat shows nothing new."""
-    if not problems:
-        return ""
-    items = "".join(f"<li>{clock(p.at)} {escape(p.text)}</li>" for p in problems)
-    return (
-        '<section class="problems" role="alert"><strong>A platform refused for good</strong>'
-        f"<ul>{items}</ul></section>"
-    )
+    gateway restarts, and on pages already open as it happens: a person at the console
+    learns why a chat shows nothing new."""
+    section = ""
+    if problems:
+        items = "".join(f"<li>{clock(p.at)} {escape(p.text)}</li>" for p in problems)
+        # the list only changes by a new problem at its end (the oldest may go first)
+        version = f"{len(problems)}-{problems[0].at.timestamp()}-{problems[-1].at.timestamp()}"
+        section = (
+            f'<section class="problems" role="alert" data-key="problems" data-version="{version}">'
+            f"<strong>A platform refused for good</strong><ul>{items}</ul></section>"
+        )
+    # always there, even empty: a live page shows the first problem without a reload
+    return f'<div id="problems" data-live>{section}</div>'
 
 
 def refused_page(status: int, text: str) -> str:

@@ -140,7 +140,7 @@ class ConsolePlatform:
         self._announce_once()
 
     async def close(self) -> None:
-        await self.changes.close()
+        self.changes.close()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -182,6 +182,8 @@ class ConsolePlatform:
             # the console is a view of the gateway's ledger, not only a source of input
             raise PlatformError("the web console attaches only to the gateway itself")
         self._gateway = inbox
+        # a problem a platform reports shows at the top of every open page at once
+        inbox.platform_problems.listen(self.changes.bump)
         # the feed holds the text sent from now on; what came before is in the ledger
         self.since = inbox.clock()
         self._taking_input = True
@@ -251,7 +253,7 @@ class ConsolePlatform:
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
         self._check(conversation)
         shown = self.feed.add(conversation, text=text, card=None)
-        await self.changes.bump()
+        self.changes.bump()
         return MessageRef(conversation=conversation, message_id=shown.id)
 
     async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
@@ -260,13 +262,13 @@ class ConsolePlatform:
             return EditResult.NOT_MODIFIED
         shown.text = text
         shown.version += 1
-        await self.changes.bump()
+        self.changes.bump()
         return EditResult.EDITED
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         self._check(conversation)
         shown = self.feed.add(conversation, text=None, card=card)
-        await self.changes.bump()
+        self.changes.bump()
         return MessageRef(conversation=conversation, message_id=shown.id)
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
@@ -279,17 +281,17 @@ class ConsolePlatform:
         else:
             shown.card = card
             shown.version += 1
-        await self.changes.bump()
+        self.changes.bump()
         return EditResult.EDITED
 
     async def mark_queued(self, conversation: ConversationRef, message_id: str) -> bool:
         return False  # the page has no mark on a message: a short notice says it
 
     async def turn_started(self, conversation: ConversationRef) -> None:
-        await self.changes.bump()  # the page shows the turn running before any text
+        self.changes.bump()  # the page shows the turn running before any text
 
     async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
-        await self.changes.bump()  # the ledger has the turn's end: the page shows it
+        self.changes.bump()  # the ledger has the turn's end: the page shows it
 
     def _check(self, conversation: ConversationRef) -> None:
         if conversation.platform != PLATFORM:

@@ -6,12 +6,15 @@ and ``gateway`` only, never discord.py (which ``run`` imports with the platform)
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from enum import IntFlag
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from pydantic import Field, SecretStr, StringConstraints, field_validator, model_validator
 
+from gateway.errors import ConfigError
 from gateway.platform_config import HttpUrl, PlatformConfig, PlatformTable, non_empty_secret
 
 __all__ = [
@@ -22,6 +25,7 @@ __all__ = [
     "Permission",
     "Snowflake",
     "invite_url",
+    "written_application_id",
 ]
 
 HELP = """\
@@ -31,7 +35,8 @@ token = "${DISCORD_BOT_TOKEN}"
 # ...or read from a file (give one of token and token_file):
 # token_file = "/run/secrets/discord-bot-token"
 # The application's id (General Information > Application ID): for the invite URL
-# (agent-gateway discord-invite) and the slash commands.
+# (agent-gateway discord-invite, which asks Discord for it with the token if it is not
+# here), and checked against the token's by agent-gateway check.
 application_id = "123456789012345678"
 # Servers (guilds) to register the slash commands in (at once); none: registered globally
 # (Discord may take up to an hour to show them everywhere).
@@ -81,7 +86,7 @@ NEEDED_PERMISSIONS = (
 
 class DiscordConfig(PlatformConfig):
     token: SecretStr
-    application_id: Snowflake
+    application_id: Snowflake | None = None  # absent: the token's, asked of Discord
     guild_ids: tuple[Snowflake, ...] = ()
     channels: tuple[Snowflake, ...] = ()
     message_content: bool = False
@@ -123,6 +128,24 @@ def invite_url(application_id: str, permissions: int = NEEDED_PERMISSIONS) -> st
         }
     )
     return f"https://discord.com/oauth2/authorize?{query}"
+
+
+def written_application_id(raw: Mapping[str, Any]) -> str | None:
+    """``[platforms.discord] application_id`` as the config file writes it (its TOML, read
+    alone: no token, no environment needed), or None if it is not there."""
+    platforms = raw.get("platforms")
+    table = platforms.get("discord") if isinstance(platforms, Mapping) else None
+    if not isinstance(table, Mapping):
+        raise ConfigError("the config has no [platforms.discord] table")
+    value = table.get("application_id")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(r"[1-9][0-9]{0,19}", value):
+        raise ConfigError(
+            "platforms.discord.application_id: the application's id is a number in quotes "
+            '(Developer Portal > General Information > Application ID), e.g. "1234567890"'
+        )
+    return value
 
 
 TABLE = PlatformTable(model=DiscordConfig, help=HELP)

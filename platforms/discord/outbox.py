@@ -14,6 +14,8 @@ What a failed call means (:func:`classify`):
   Discord's own answer): wait and try again, first in its lane (``RetryLater``);
 - the network (aiohttp's errors, a timeout), a 5xx discord.py gave up on: Discord is
   unreachable (``Unreachable``);
+- 10008 (Unknown Message: deleted, or never there): :class:`MessageGone`, a refusal for
+  good the core does not ask again;
 - any other answer: refused (``Refused``), with Discord's code (50083, an archived thread,
   is handled by the platform before it gets here: unarchive, then edit).
 """
@@ -31,6 +33,7 @@ from gateway.platform import PlatformUnreachable
 from platforms.outbox import (
     MONOTONIC,
     Clock,
+    MessageGone,
     Outbox,
     Pacing,
     Refused,
@@ -40,9 +43,18 @@ from platforms.outbox import (
     Window,
 )
 
-__all__ = ["ARCHIVED_THREAD", "DiscordOutbox", "DiscordRefused", "classify", "discord_pacing"]
+__all__ = [
+    "ARCHIVED_THREAD",
+    "UNKNOWN_MESSAGE",
+    "DiscordMessageGone",
+    "DiscordOutbox",
+    "DiscordRefused",
+    "classify",
+    "discord_pacing",
+]
 
 ARCHIVED_THREAD = 50083  # "Thread is archived": unarchive before the edit
+UNKNOWN_MESSAGE = 10008  # the message was deleted (or never there)
 MISSING_PERMISSIONS = 50013
 MISSING_ACCESS = 50001
 
@@ -53,6 +65,10 @@ class DiscordRefused(PlatformError):
     def __init__(self, status: int, code: int, text: str) -> None:
         super().__init__(f"discord refused: HTTP {status}, code {code}: {text[:200]}")
         self.status, self.code = status, code
+
+
+class DiscordMessageGone(DiscordRefused, MessageGone):
+    """Discord's 10008 (Unknown Message) on a message the gateway sent: it was deleted."""
 
 
 def discord_pacing(
@@ -82,6 +98,8 @@ def classify(exc: Exception) -> Verdict | None:
     if isinstance(exc, discord.HTTPException):
         if exc.status == 429:
             return RetryLater(seconds=_retry_after(exc))
+        if exc.code == UNKNOWN_MESSAGE:
+            return Refused(error=DiscordMessageGone(exc.status, exc.code, exc.text))
         return Refused(error=DiscordRefused(exc.status, exc.code, exc.text))
     if isinstance(exc, aiohttp.ClientError | asyncio.TimeoutError | ConnectionError):
         return Unreachable(error=PlatformUnreachable(f"discord: {type(exc).__name__}"))

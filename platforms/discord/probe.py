@@ -6,12 +6,15 @@ is said here in words, one line each:
 
 - the token: ``GET /users/@me`` answers (else: refused; or Discord unreachable at the
   configured ``api_base_url``);
-- the application: ``GET /applications/@me`` is ``application_id``; with
+- the application: ``GET /applications/@me`` is ``application_id`` (when written); with
   ``message_content = true`` its flags have the Message Content intent (else the gateway
   would close with 4014 at start);
 - each configured channel: the bot sees it, and holds every permission it uses there
   (computed as Discord does from the guild's roles, the bot's member and the channel's
   overwrites: :func:`channel_permissions`); each missing one is named.
+
+:func:`asked_application_id` is the same question for ``agent-gateway discord-invite``
+when the config does not write ``application_id``: the token's application.
 
 Only aiohttp (already the gateway's) is imported: ``check`` loads no SDK.
 """
@@ -24,9 +27,17 @@ from typing import Any
 
 import aiohttp
 
+from gateway.errors import ConfigError, PlatformError
 from platforms.discord.config import DiscordConfig, Permission
 
-__all__ = ["Probed", "channel_permissions", "check", "missing_permissions", "probe"]
+__all__ = [
+    "Probed",
+    "asked_application_id",
+    "channel_permissions",
+    "check",
+    "missing_permissions",
+    "probe",
+]
 
 ADMINISTRATOR = 1 << 3
 ALL = (1 << 53) - 1
@@ -133,7 +144,8 @@ async def probe(settings: DiscordConfig, *, seconds: float = 10.0) -> Probed:
                 return Probed(problems=(f"discord: token: {why}",))
             bot_id = str(me.get("id") or "")
             app = await _get(http, f"{base}/applications/@me")
-            if str(app.get("id") or "") != settings.application_id:
+            written = settings.application_id
+            if written is not None and str(app.get("id") or "") != written:
                 problems.append(
                     f"discord: application_id: the token is of application {app.get('id')}, "
                     f"not {settings.application_id}"
@@ -156,6 +168,29 @@ async def probe(settings: DiscordConfig, *, seconds: float = 10.0) -> Probed:
     intent = "; message content on" if settings.message_content else ""
     name = str(me.get("username") or bot_id)
     return Probed(problems=(), summary=f"discord: OK (bot @{name}; {where}{intent})")
+
+
+async def asked_application_id(settings: DiscordConfig, *, seconds: float = 10.0) -> str:
+    """The id of the token's application (``GET /applications/@me``): a refused token is a
+    ConfigError naming the key, Discord unreachable a PlatformError."""
+    base = settings.api_base
+    headers = {"Authorization": f"Bot {settings.token.get_secret_value()}"}
+    try:
+        async with aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=seconds), headers=headers
+        ) as http:
+            app = await _get(http, f"{base}/applications/@me")
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise PlatformError(f"discord: {base} unreachable ({type(exc).__name__})") from exc
+    except _Refused as refused:
+        why = "Discord does not know it (copy the bot's token again)"
+        if refused.status != 401:
+            why = f"Discord refused it (HTTP {refused.status})"
+        raise ConfigError(f"platforms.discord.token: {why}") from None
+    found = str(app.get("id") or "") if isinstance(app, dict) else ""
+    if not found.isdigit():
+        raise PlatformError(f"discord: {base}/applications/@me named no application")
+    return found
 
 
 async def _channel_problems(

@@ -38,6 +38,7 @@ from gateway.platform import PlatformUnreachable, RefusedForGood
 from platforms.outbox import (
     MONOTONIC,
     Clock,
+    MessageGone,
     Outbox,
     Pacing,
     Priority,
@@ -49,11 +50,14 @@ from platforms.outbox import (
 )
 
 __all__ = [
+    "MESSAGE_GONE",
     "PERMANENT",
     "PermanentRefusal",
+    "SlackMessageGone",
     "SlackOutbox",
     "classify",
     "error_of",
+    "permanent_refusal",
     "refused_for_good",
     "slack_pacing",
 ]
@@ -105,6 +109,19 @@ class PermanentRefusal(RefusedForGood):
         self.error = error
 
 
+class SlackMessageGone(PermanentRefusal, MessageGone):
+    """The message to edit is gone for Slack (one of :data:`MESSAGE_GONE`)."""
+
+
+MESSAGE_GONE = frozenset({"cant_update_message", "message_not_found"})
+
+
+def permanent_refusal(error: str) -> PermanentRefusal:
+    """Slack's refusal for good, a :class:`~platforms.outbox.MessageGone` when the message
+    to edit is gone."""
+    return SlackMessageGone(error) if error in MESSAGE_GONE else PermanentRefusal(error)
+
+
 def slack_pacing(*, per_channel_seconds: float = 1.0, updates_per_minute: int = 50) -> Pacing[str]:
     return Pacing(
         # the channel's pace counts posts only: chat.update has no per-channel limit (bench
@@ -144,7 +161,7 @@ def classify(exc: Exception) -> Verdict | None:
             return RetryLater(seconds=_retry_after(exc))
         error = error_of(exc) or f"HTTP {exc.response.status_code}"
         if error in PERMANENT:
-            return Refused(error=PermanentRefusal(error))  # said in the log by the outbox
+            return Refused(error=permanent_refusal(error))  # said in the log by the outbox
         return Refused(error=PlatformError(f"slack refused: {error}"))
     if isinstance(exc, aiohttp.ClientError | asyncio.TimeoutError | ConnectionError):
         return Unreachable(error=PlatformUnreachable(f"slack: {type(exc).__name__}"))

@@ -10,6 +10,8 @@ as :class:`Pace` and Telegram's errors sorted by :func:`classify`:
 - ``RetryAfter`` (a 429): the lane waits ``retry_after`` and the call is tried again;
 - a network failure (``NetworkError`` but not ``BadRequest``): Telegram is unreachable, which
   the platform is told (its health probe then waits for Telegram to answer again);
+- "message to edit not found" (deleted) and "message can't be edited": the message is gone
+  (:class:`~platforms.outbox.MessageGone`, a refusal for good the core does not ask again);
 - any other ``TelegramError``: Telegram refused the call (:func:`translate`).
 """
 
@@ -28,6 +30,7 @@ from gateway.platform import PlatformUnreachable, RateLimited
 from platforms.outbox import (
     MONOTONIC,
     Clock,
+    MessageGone,
     Outbox,
     Pacing,
     Refused,
@@ -38,7 +41,10 @@ from platforms.outbox import (
 )
 
 __all__ = [
+    "CHAT_ACTION",
+    "MESSAGE_GONE",
     "Pace",
+    "TelegramMessageGone",
     "TelegramOutbox",
     "classify",
     "is_group_chat",
@@ -46,6 +52,10 @@ __all__ = [
     "retry_seconds",
     "translate",
 ]
+
+
+CHAT_ACTION = "sendChatAction"  # "typing…": shown in the chat, but no message of it
+NOT_MESSAGES = frozenset({CHAT_ACTION})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,8 +70,9 @@ class Pace:
 
     def pacing(self) -> Pacing[int]:
         return Pacing(
-            lane=(Window(calls=1, seconds=self.per_chat_seconds),),
-            group=(Window(calls=self.group_per_minute, seconds=60.0),),
+            # a chat's pace is of messages: "typing…" is no message (it still counts for the bot)
+            lane=(Window(calls=1, seconds=self.per_chat_seconds, ignores=NOT_MESSAGES),),
+            group=(Window(calls=self.group_per_minute, seconds=60.0, ignores=NOT_MESSAGES),),
             is_group=is_group_chat,
             shared=(Window(calls=self.bot_per_second, seconds=1.0, headroom=self.bot_headroom),),
             margin_seconds=self.margin_seconds,
@@ -85,9 +96,19 @@ def is_network_failure(exc: TelegramError) -> bool:
     return isinstance(exc, NetworkError) and not isinstance(exc, BadRequest)
 
 
+# Bot API answers (400 Bad Request) that mean the message to edit is gone for good
+MESSAGE_GONE = ("message to edit not found", "message can't be edited")
+
+
+class TelegramMessageGone(MessageGone):
+    """Telegram will never edit that message: it was deleted, or may no longer be edited."""
+
+
 def translate(exc: TelegramError) -> PlatformError:
     if isinstance(exc, RetryAfter):
         error: PlatformError = RateLimited(retry_seconds(exc))
+    elif isinstance(exc, BadRequest) and any(gone in exc.message.lower() for gone in MESSAGE_GONE):
+        error = TelegramMessageGone(f"telegram: {exc.message}")
     elif isinstance(exc, Forbidden):
         error = PlatformError(f"telegram refused: {exc.message}")
     elif is_network_failure(exc):

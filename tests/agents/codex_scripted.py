@@ -15,6 +15,7 @@ What a turn does is chosen by the prompt's first word:
 
 approve           asks to run a command; reports the decision back as its message
 approve-then-die  asks to run a command, writes "dying on purpose" to stderr and exits 9
+hang              says "working on it" and never ends the turn (a test kills the process)
 malformed         writes a line that is not JSON, then completes the turn
 huge              writes one 20 MiB line
 flood             writes 20 MiB to stderr, then completes the turn
@@ -116,6 +117,9 @@ def start_turn(msg: dict[str, object]) -> None:
         sys.stderr.write("dying on purpose\n")
         sys.stderr.flush()
         os._exit(9)
+    elif cue == "hang":
+        params = {"threadId": state.thread, "turnId": turn, "itemId": f"msg-{turn}"}
+        write({"method": "item/agentMessage/delta", "params": {**params, "delta": "working on it"}})
     elif cue == "malformed":
         sys.stdout.write("this is not json {\n")
         sys.stdout.flush()

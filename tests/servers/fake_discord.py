@@ -26,6 +26,9 @@ Discord is:
   (a thread's id is its message's); an archived thread refuses edits (50083) until a
   PATCH of the channel unarchives it; permissions by channel overwrite (50013);
 - application commands: PUT/GET global and per guild (validated, recorded);
+- what ``agent-gateway check`` and ``discord-invite`` ask: ``GET /applications/@me`` (the
+  application's id and flags: the Message Content toggle), a channel with the bot's
+  overwrite, the guild's roles and owner, the bot's member;
 - ``allowed_mentions`` applied to what a new message pings (``Sent.pinged``: user ids,
   ``role:<id>``, ``@everyone``); edits ping no one, as on Discord.
 
@@ -665,7 +668,7 @@ class FakeDiscord:
         match route:
             case ("GET", "users", "@me"):
                 return 200, {**BOT.json(), "verified": True, "mfa_enabled": False, "flags": 0}
-            case ("GET", "oauth2", "applications", "@me"):
+            case ("GET", "oauth2", "applications", "@me") | ("GET", "applications", "@me"):
                 return 200, _application(self.application_flags)
             case ("GET", "gateway") | ("GET", "gateway", "bot"):
                 return 200, {

@@ -1,0 +1,110 @@
+"""How the Slack platform reaches Slack: the bot token checked against its team
+(``auth.test``), and events taken over Socket Mode (``AsyncSocketModeHandler``, the default)
+or HTTP (bolt's ``web_app`` on our own aiohttp runner; bolt checks every request's signature
+and its 5-minute window), then let go.
+
+The ``slack_sdk`` and ``slack_bolt`` loggers stay at WARNING whatever ``log_level`` says: at
+DEBUG they write every Socket Mode envelope, modal answers (secrets) included.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+
+from aiohttp import web
+from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
+from slack_bolt.app.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from gateway.errors import ConfigError, PlatformError
+from platforms.slack.config import SlackConfig
+from platforms.slack.outbox import error_of
+
+__all__ = ["SDK_LOGGERS", "Receiver", "check_token", "quiet_sdk_loggers"]
+
+SDK_LOGGERS = ("slack_sdk", "slack_bolt")
+
+
+def quiet_sdk_loggers() -> None:
+    for name in SDK_LOGGERS:
+        logger = logging.getLogger(name)
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+
+
+async def check_token(client: AsyncWebClient, team_id: str) -> str:
+    """The bot's user id, once ``auth.test`` took the token and it is of ``team_id``."""
+    try:
+        me = await client.auth_test()
+    except SlackApiError as exc:
+        error = error_of(exc)
+        if error in ("invalid_auth", "not_authed", "token_revoked", "account_inactive"):
+            raise ConfigError(f"platforms.slack.bot_token: Slack refused it ({error})") from exc
+        raise PlatformError(f"slack auth.test failed: {error}") from exc
+    except Exception as exc:
+        raise PlatformError(f"slack: {type(exc).__name__} on auth.test") from exc
+    team = str(me.get("team_id") or "")
+    if team != team_id:
+        raise ConfigError(
+            f"platforms.slack.team_id: the bot token is of team {team}, not {team_id}"
+        )
+    return str(me.get("user_id") or "")
+
+
+class Receiver:
+    """Slack's events into a bolt app, by the configured ``mode``: a Socket Mode connection
+    or an HTTP server (on ``http_socket`` if given, else ``listen``:``port``)."""
+
+    def __init__(
+        self,
+        config: SlackConfig,
+        client: AsyncWebClient,
+        *,
+        http_socket: socket.socket | None = None,
+    ) -> None:
+        self._config = config
+        self._client = client
+        self._http_socket = http_socket
+        self._handler: AsyncSocketModeHandler | None = None
+        self._runner: web.AppRunner | None = None
+        self.http_port: int | None = None
+
+    async def start(self, app: AsyncApp, *, stopped: Callable[[], bool]) -> None:
+        """Take events into ``app``; a Socket Mode connection made once ``stopped()`` is
+        closed again at once."""
+        if self._config.mode == "http":
+            self._runner = web.AppRunner(app.web_app(path=self._config.path))
+            await self._runner.setup()
+            site: web.BaseSite
+            if self._http_socket is not None:
+                site = web.SockSite(self._runner, self._http_socket)
+            else:
+                site = web.TCPSite(self._runner, self._config.listen, self._config.port)
+            await site.start()
+            server = getattr(site, "_server", None)
+            sockets = getattr(server, "sockets", None) or []
+            self.http_port = sockets[0].getsockname()[1] if sockets else None
+            return
+        assert self._config.app_token is not None
+        handler = AsyncSocketModeHandler(
+            app, app_token=self._config.app_token.get_secret_value(), web_client=self._client
+        )
+        await handler.connect_async()  # type: ignore[no-untyped-call]
+        if stopped():
+            await handler.close_async()  # type: ignore[no-untyped-call]
+            return
+        self._handler = handler
+
+    async def close_socket(self) -> None:
+        """The Socket Mode connection closed: Slack gives what was not taken again."""
+        if self._handler is not None:
+            await self._handler.close_async()  # type: ignore[no-untyped-call]
+            self._handler = None
+
+    async def close(self) -> None:
+        await self.close_socket()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None

@@ -1,0 +1,386 @@
+"""What people do in Slack, handed to the gateway: bolt's listeners for messages, slash
+commands, clicks and modal submissions.
+
+Each listener acks at once, reads the payload purely (inbound.py, forms.py) and hands the
+rest to the platform's :class:`~platforms.slack.receive.Lanes`; a click is answered from a
+task the platform owns, and the person who clicked is told the outcome with an ephemeral
+message (only they see it, it is gone on reload), while the card's edit tells everyone.
+Events of another team are refused (said in the log once per team); while the platform stops,
+every request is answered 503 so that Slack gives it again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from gateway.commands import HELP_TEXT
+from gateway.domain import Actor, ConversationRef
+from gateway.errors import PlatformError
+from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox
+from platforms.form_drafts import PendingForms
+from platforms.slack.config import SlackConfig
+from platforms.slack.forms import (
+    CALLBACK_ID,
+    MESSAGE_CALLBACK_ID,
+    Errors,
+    FormPlace,
+    build_message_modal,
+    build_modal,
+    message_of,
+    place_of,
+    read_submission,
+)
+from platforms.slack.inbound import (
+    Click,
+    Foreign,
+    Heard,
+    actor_of,
+    click_of,
+    command_text,
+    conversation,
+    heard,
+)
+from platforms.slack.outbox import classify, error_of
+from platforms.slack.posting import SlackPosting
+from platforms.slack.receive import Lanes
+from platforms.slack.render import ANSWER_ACTION, MESSAGE_PREFIX, mrkdwn
+
+__all__ = ["TAKE_ATTEMPTS", "SlackEvents"]
+
+log = logging.getLogger(__name__)
+
+TAKE_ATTEMPTS = 5  # a message the gateway failed to take is tried again this often
+_NAMES = 1024
+_BUSY = "The gateway could not take your message; send it again in a moment."
+_OURS = re.compile(r"^gw\.")
+
+
+class SlackEvents:
+    """The listeners of one connected platform. ``inbox``: the gateway once attached;
+    ``stopped``: whether the platform takes nothing more."""
+
+    def __init__(
+        self,
+        config: SlackConfig,
+        client: AsyncWebClient,
+        *,
+        bot_user_id: str,
+        forms: PendingForms[tuple[str, str]],
+        posting: SlackPosting,
+        lanes: Lanes,
+        inbox: Callable[[], Inbox | None],
+        stopped: Callable[[], bool],
+    ) -> None:
+        self._config = config
+        self.team_id = config.team_id
+        self.client = client
+        self.bot_user_id = bot_user_id
+        self.forms = forms
+        self._posting = posting
+        self._lanes = lanes
+        self._inbox = inbox
+        self._stopped = stopped
+        self._names: OrderedDict[str, str] = OrderedDict()
+        self._foreign_said: set[str] = set()
+
+    def bolt_app(self) -> AsyncApp:
+        secret = self._config.signing_secret
+        app = AsyncApp(
+            client=self.client,
+            # given explicitly: bolt would read SLACK_SIGNING_SECRET otherwise
+            signing_secret=secret.get_secret_value() if secret is not None else "",
+            request_verification_enabled=self._config.mode == "http",
+            name="agent-gateway",
+        )
+        app.middleware(self._refuse_when_stopped)
+        app.event("message")(self._on_message)
+        app.event("app_mention")(self._on_mention)
+        app.action({"type": "block_actions", "action_id": _OURS})(self._on_click)
+        app.view(CALLBACK_ID)(self._on_submission)
+        app.view(MESSAGE_CALLBACK_ID)(self._on_message_submission)
+        app.command(self._config.command)(self._on_command)
+        return app
+
+    async def _refuse_when_stopped(
+        self, req: AsyncBoltRequest, resp: BoltResponse, next: Any
+    ) -> BoltResponse | None:
+        if self._stopped() or self._inbox() is None:
+            return BoltResponse(status=503, body="stopping")  # Slack gives it again
+        result: BoltResponse | None = await next()
+        return result
+
+    # --- messages and commands ------------------------------------------------------------
+
+    async def _on_mention(self, body: dict[str, Any]) -> None:
+        """A mention comes as a ``message`` event too, which is what is taken."""
+
+    async def _on_message(self, body: dict[str, Any]) -> None:
+        found = heard(
+            body, team_id=self.team_id, bot_user_id=self.bot_user_id, mode=self._config.channel_mode
+        )
+        if isinstance(found, Foreign):
+            self._foreign(found)
+        elif isinstance(found, Heard):
+            self._lanes.put(found.conversation.key(), lambda: self._take(found))
+
+    async def _take(self, found: Heard) -> None:
+        inbox = self._attached()
+        if found.needs_session and not await inbox.has_session(found.conversation):
+            return
+        actor = await self._named(found.actor)
+        message = InboundMessage(
+            conversation=found.conversation,
+            actor=actor,
+            text=found.text,
+            message_id=found.message_id,
+            private=found.direct,
+        )
+        await self._hand_over(message)
+
+    async def _hand_over(self, message: InboundMessage) -> None:
+        """The message to the gateway, tried again while it fails (a busy ledger); the
+        person is told when it could not be taken."""
+        inbox = self._attached()
+        delay = 0.25
+        for attempt in range(1, TAKE_ATTEMPTS + 1):
+            try:
+                await inbox.on_message(message)
+                return
+            except Exception:
+                if attempt == TAKE_ATTEMPTS:
+                    log.exception("slack message %s not taken", message.message_id)
+                    break
+                await asyncio.sleep(delay)  # a back-off, not a wait for state
+                delay = min(delay * 2, 5.0)
+        await self._posting.ephemeral(message.conversation, message.actor.user_id, _BUSY)
+
+    async def _on_command(self, ack: Any, command: dict[str, Any]) -> None:
+        await ack()
+        if str(command.get("team_id") or "") != self.team_id:
+            self._foreign(Foreign(team=str(command.get("team_id")), user=""))
+            return
+        channel = str(command.get("channel_id") or "")
+        where = conversation(self.team_id, channel)
+        actor = actor_of(str(command.get("user_id") or ""), str(command.get("user_name") or ""))
+        message = InboundMessage(
+            conversation=where,
+            actor=actor,
+            text=command_text(str(command.get("text") or "")),
+            message_id=f"command:{command.get('trigger_id')}",
+            private=channel.startswith("D"),
+        )
+        if message.private:
+            self._lanes.put(where.key(), lambda: self._hand_over(message))
+        else:
+            self._lanes.put(where.key(), lambda: self._command_in_channel(message))
+
+    async def _command_in_channel(self, message: InboundMessage) -> None:
+        """``/agent stop`` in a channel: Slack sends a slash command without the thread it
+        was typed in (it has none in threads), and a channel's sessions live in threads. So
+        a command is the channel's own only where a session is bound to the channel itself;
+        else the person alone is told to write ``@app /stop`` in the session's thread
+        (docs/decisions.md, Slack: commands in threads)."""
+        if await self._attached().has_session(message.conversation):
+            await self._hand_over(message)
+            return
+        me = f"<@{self.bot_user_id}>"
+        word = message.text.split()[0] if message.text.split() else "/help"
+        hint = (
+            f"{mrkdwn('Slack does not tell the app which thread a command comes from. In the')}"
+            f" {mrkdwn('thread of the session you mean, write')} *{me} {mrkdwn(word)}*"
+            f"{mrkdwn(' (a mention, then the command), e.g. ')}{me} /stop{mrkdwn('.')}"
+        )
+        if word == "/help":
+            hint = f"{mrkdwn(HELP_TEXT)}\n\n{hint}"
+        await self._posting.ephemeral(
+            message.conversation, message.actor.user_id, hint, escaped=True
+        )
+
+    # --- clicks and modals ----------------------------------------------------------------
+
+    async def _on_click(self, ack: Any, body: dict[str, Any]) -> None:
+        await ack()  # at once: the outcome comes as an ephemeral and on the card
+        click = click_of(body, team_id=self.team_id)
+        if isinstance(click, Foreign):
+            self._foreign(click)
+            return
+        if click is None:
+            return
+        if click.action_id == ANSWER_ACTION:
+            self._lanes.spawn(lambda: self._open_form(click))
+        elif click.action_id.startswith(MESSAGE_PREFIX):
+            self._lanes.spawn(lambda: self._ask_message(click))
+        else:
+            self._lanes.spawn(lambda: self._act(click))
+
+    async def _act(self, click: Click) -> None:
+        action = InboundAction(
+            conversation=click.conversation, actor=click.actor, token=click.token
+        )
+        answer = await self._attached().on_action(action)
+        await self._tell(click.conversation, click.actor, answer)
+
+    async def _open_form(self, click: Click) -> None:
+        """Answer…: the card's form in a modal."""
+
+        def form_view(place: FormPlace) -> dict[str, Any] | None:
+            form = self.forms.get((click.conversation.channel, click.message_ts))
+            card_form = form.card.form if form is not None else None
+            if form is None or card_form is None or card_form.submit_token != click.token:
+                return None
+            return build_modal(card_form, place, title=form.card.title)
+
+        await self._open_modal(
+            click, form_view, failed="The form could not be opened in time: press Answer… again."
+        )
+
+    async def _ask_message(self, click: Click) -> None:
+        """A button that takes a message (Keep planning): a modal for the message; its
+        submit is the press."""
+        await self._open_modal(
+            click,
+            build_message_modal,
+            failed="The message box could not be opened in time: press again.",
+        )
+
+    async def _open_modal(
+        self,
+        click: Click,
+        view_of: Callable[[FormPlace], dict[str, Any] | None],
+        *,
+        failed: str,
+    ) -> None:
+        """May they answer? Then ``view_of``'s modal, within the 3 s the click's trigger
+        lives (None: the form is no longer open here)."""
+        action = InboundAction(
+            conversation=click.conversation, actor=click.actor, token=click.token
+        )
+        verdict = await self._attached().may_answer(action)
+        if not verdict.accepted:
+            await self._tell(click.conversation, click.actor, verdict)
+            return
+        place = FormPlace(
+            token=click.token,
+            channel=click.conversation.channel,
+            thread=click.conversation.thread,
+            message_ts=click.message_ts,
+        )
+        view = view_of(place)
+        if view is None:
+            gone = Ack(text="This form is no longer open here.", accepted=False)
+            await self._tell(click.conversation, click.actor, gone)
+            return
+        try:
+            await self.client.views_open(trigger_id=click.trigger_id, view=view)
+        except SlackApiError as exc:
+            log.warning("slack modal not opened: %s", error_of(exc))
+            await self._tell(click.conversation, click.actor, Ack(text=failed, accepted=False))
+
+    async def _on_message_submission(
+        self, ack: Any, body: dict[str, Any], view: dict[str, Any]
+    ) -> None:
+        team, actor = _submitter(body)
+        place = place_of(view)
+        if team != self.team_id or place is None:
+            await ack(response_action="errors", errors={"message": "This is not taken here."})
+            return
+        await ack()  # the modal closes; the outcome goes to the person and on the card
+        where = conversation(self.team_id, place.channel, place.thread)
+        message = message_of((view.get("state") or {}).get("values") or {})
+        pressed = InboundAction(conversation=where, actor=actor, token=place.token, message=message)
+        self._answer_later(where, actor, lambda: self._attached().on_action(pressed))
+
+    async def _on_submission(self, ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+        team, actor = _submitter(body)
+        place = place_of(view)
+        first = _first_input(view)
+        if team != self.team_id or place is None:
+            await ack(response_action="errors", errors={first: "This form is not taken here."})
+            return
+        form = self.forms.get((place.channel, place.message_ts))
+        card_form = form.card.form if form is not None else None
+        if card_form is None or card_form.submit_token != place.token:
+            await ack(response_action="errors", errors={first: "This request is no longer open."})
+            return
+        state = (view.get("state") or {}).get("values") or {}
+        answers = read_submission(card_form, state)
+        if isinstance(answers, Errors):
+            await ack(response_action="errors", errors=answers.errors)
+            return
+        await ack()  # the modal closes; the outcome goes to the person and on the card
+        where = conversation(self.team_id, place.channel, place.thread)
+        submitted = InboundForm(
+            conversation=where, actor=actor, token=place.token, answers=answers, private=True
+        )
+        self._answer_later(where, actor, lambda: self._attached().on_form(submitted))
+
+    def _answer_later(
+        self, where: ConversationRef, actor: Actor, handle: Callable[[], Awaitable[Ack]]
+    ) -> None:
+        """The gateway's answer to what ``actor`` sent from a modal, told to them, in a task
+        of the platform's (the modal was closed already)."""
+
+        async def hand_over() -> None:
+            await self._tell(where, actor, await handle())
+
+        self._lanes.spawn(hand_over)
+
+    # --- helpers --------------------------------------------------------------------------
+
+    def _foreign(self, foreign: Foreign) -> None:
+        if foreign.team not in self._foreign_said:
+            self._foreign_said.add(foreign.team)
+            log.warning("slack: events of team %s refused (not %s)", foreign.team, self.team_id)
+
+    async def _tell(self, where: ConversationRef, actor: Actor, answer: Ack) -> None:
+        if answer.text:
+            await self._posting.ephemeral(where, actor.user_id, answer.text)
+
+    async def _named(self, actor: Actor) -> Actor:
+        """The actor with their Slack name (users.info, remembered), else as given."""
+        name = self._names.get(actor.user_id)
+        if name is None:
+            try:
+                found = await self.client.users_info(user=actor.user_id)
+                user = found.get("user") or {}
+                name = str(user.get("name") or "")
+            except Exception as exc:
+                if classify(exc) is None:
+                    raise
+                name = ""
+            self._names[actor.user_id] = name
+            while len(self._names) > _NAMES:
+                self._names.popitem(last=False)
+        return actor_of(actor.user_id, name) if name else actor
+
+    def _attached(self) -> Inbox:
+        inbox = self._inbox()
+        if inbox is None:
+            raise PlatformError("the Slack platform is not attached")
+        return inbox
+
+
+def _submitter(body: dict[str, Any]) -> tuple[str, Actor]:
+    """The team and the person of a modal's submission."""
+    user = body.get("user") or {}
+    team = str(user.get("team_id") or (body.get("team") or {}).get("id") or "")
+    actor = actor_of(str(user.get("id") or ""), str(user.get("username") or user.get("name") or ""))
+    return team, actor
+
+
+def _first_input(view: dict[str, Any]) -> str:
+    for block in view.get("blocks") or []:
+        if isinstance(block, dict) and block.get("type") == "input":
+            return str(block.get("block_id") or "")
+    return ""

@@ -1,0 +1,149 @@
+"""Races that SQLite's single writer hides, on PostgreSQL (issue 18): two stores on one
+database (each with its own connections and threads, as two gateway hosts have) writing at
+once, and a connection cut in the middle of a decision."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from gateway.domain import Decision
+from gateway.errors import AlreadyDecided, StoreError
+from gateway.interactions import Interaction
+from gateway.store import Store
+from gateway.store.database import Conn
+from gateway.store.postgresql import PgTarget
+from tests.pg_cluster import PgCluster, fresh_database
+from tests.store_helpers import ALICE, BOB, TELEGRAM, SteppingClock, approval, running_session
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+async def two_stores(
+    pg_cluster: PgCluster, ledger_template: str, tmp_path: Path
+) -> AsyncIterator[tuple[Store, Store, PgTarget]]:
+    with fresh_database(pg_cluster, template=ledger_template) as database:
+        target = PgTarget(url=database.dsn)
+        async with (
+            Store.open(tmp_path / "a", postgresql=target, clock=SteppingClock()) as first,
+            Store.open(tmp_path / "b", postgresql=target, clock=SteppingClock()) as second,
+        ):
+            yield first, second, target
+
+
+async def test_two_hosts_deciding_one_interaction_at_once_make_one_decision(
+    two_stores: tuple[Store, Store, PgTarget],
+) -> None:
+    first, second, _ = two_stores
+    session, epoch = await running_session(first)
+    for k in range(10):
+        opened = await first.interactions.create(session.id, epoch, approval(f"codex:{k}"))
+        interaction_id = opened.interaction.id
+        outcomes = await asyncio.gather(
+            first.interactions.decide(
+                interaction_id,
+                expected_version=1,
+                actor=ALICE,
+                decision=Decision(action_id="accept"),
+            ),
+            second.interactions.decide(
+                interaction_id,
+                expected_version=1,
+                actor=BOB,
+                decision=Decision(action_id="decline"),
+            ),
+            return_exceptions=True,
+        )
+        decided = [o for o in outcomes if isinstance(o, Interaction)]
+        refused = [o for o in outcomes if isinstance(o, AlreadyDecided)]
+        assert len(decided) == 1 and len(refused) == 1, outcomes
+        rows = await second.writer.read(
+            lambda conn, i=interaction_id: conn.execute(
+                "SELECT actor_user_id FROM decisions WHERE interaction_id = ?", (i,)
+            ).fetchall()
+        )
+        assert len(rows) == 1
+
+
+async def test_two_hosts_enqueuing_into_one_session_keep_positions_unique_and_ordered(
+    two_stores: tuple[Store, Store, PgTarget],
+) -> None:
+    first, second, _ = two_stores
+    session, _ = await running_session(first)
+    results = await asyncio.gather(
+        *(
+            (first if k % 2 else second).prompts.enqueue(
+                session.id,
+                conversation=TELEGRAM,
+                platform_message_id=f"m{k}",
+                author=ALICE,
+                text=f"message {k}",
+                max_depth=100,
+            )
+            for k in range(20)
+        )
+    )
+    assert all(result.prompt is not None for result in results)
+    queued = await first.prompts.list_queued(session.id)
+    assert [prompt.position for prompt in queued] == list(range(1, 21))
+    assert len({prompt.platform_message_id for prompt in queued}) == 20
+
+
+async def _backend_pid(store: Store) -> int:
+    def pid(conn: Conn) -> int:
+        return int(conn.execute("SELECT pg_backend_pid() AS pid").fetchone()["pid"])
+
+    return await store.writer.read(pid)
+
+
+async def test_a_connection_cut_in_the_middle_of_a_decision_writes_nothing(
+    two_stores: tuple[Store, Store, PgTarget],
+) -> None:
+    store, _, target = two_stores
+    session, epoch = await running_session(store)
+    opened = await store.interactions.create(session.id, epoch, approval())
+    interaction_id = opened.interaction.id
+    writer_pid = await _backend_pid(store)
+    with contextlib.closing(psycopg.connect(target.url, autocommit=True)) as other:
+        # the decision's last write is its audit entry: hold it there, after the interaction
+        # moved and the decision row was written, and cut the writer's connection
+        other.execute("BEGIN")
+        other.execute("LOCK TABLE audit IN EXCLUSIVE MODE")
+        deciding = asyncio.create_task(
+            store.interactions.decide(
+                interaction_id,
+                expected_version=1,
+                actor=ALICE,
+                decision=Decision(action_id="accept"),
+            )
+        )
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'"
+        )
+        while other.execute(waiting, (writer_pid,)).fetchone() != (1,):
+            assert not deciding.done(), deciding
+            await asyncio.sleep(0.005)  # polls the server's view of the writer, not a delay
+        other.execute("SELECT pg_terminate_backend(%s)", (writer_pid,))
+        other.execute("ROLLBACK")
+        with pytest.raises(StoreError):
+            await deciding
+        rows = other.execute(
+            "SELECT (SELECT count(*) FROM decisions WHERE interaction_id = %s),"
+            " (SELECT state FROM interactions WHERE id = %s)",
+            (interaction_id, interaction_id),
+        ).fetchone()
+    assert rows == (0, "pending")
+    # the next call reconnects: the interaction is still pending and can be decided once
+    again = await store.interactions.get(interaction_id)
+    assert again is not None and again.version == 1 and again.decision is None
+    decided = await store.interactions.decide(
+        interaction_id, expected_version=1, actor=ALICE, decision=Decision(action_id="accept")
+    )
+    assert decided.decision is not None
+    assert await _backend_pid(store) != writer_pid
