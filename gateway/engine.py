@@ -11,6 +11,7 @@ records it (the runners still send notices and edit cards), then closes the ledg
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
@@ -30,6 +31,7 @@ from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Pl
 from gateway.platform_problems import PlatformProblems
 from gateway.runner import SessionRunner
 from gateway.store import Clock, SessionRecord, Store, hold_data_dir, utc_now
+from gateway.votes import PolicyBook
 
 __all__ = ["Gateway"]
 
@@ -58,6 +60,7 @@ class Gateway:
         self.launcher = launcher
         self.data_dir = data_dir or config.gateway.data_dir
         self.clock = clock  # the ledger's times and the expiry policy's: one clock
+        self.policy = PolicyBook(self.config)  # each request's rule, walked once
         self.platform_problems = PlatformProblems(clock)  # what the console shows at the top
         self._stack = AsyncExitStack()
         self._runners: dict[str, SessionRunner] = {}
@@ -93,7 +96,9 @@ class Gateway:
         )
         key = load_or_create_hmac_key(self.data_dir)
         self.broker = Broker(self.store, self.platforms, key, deliverer=self)
-        self.desk = DecisionDesk(self.config, self.store, self.broker, key, spawn=self._spawn)
+        self.desk = DecisionDesk(
+            self.config, self.store, self.broker, key, spawn=self._spawn, policy=self.policy
+        )
         self.control = Control(self)
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
@@ -149,6 +154,7 @@ class Gateway:
                 clock=self.clock,
                 groups=self.config.groups,
                 people=self.config.people,
+                rule_of=functools.partial(self.policy.rule, session.project),
             )
             self._runners[session.id] = runner
             self._tasks.create_task(self._run(runner))
