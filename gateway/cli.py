@@ -287,8 +287,15 @@ async def _run(path: Path) -> int:
         loop.add_signal_handler(signum, stop.set)
     # every platform is connected before the gateway's recovery and closed after its ledger;
     # the gateway attaches them, and tells them to stop taking input before its runners stop
-    async with connected(platforms), Gateway(config, platforms=platforms, launcher=launcher):
-        log.info("agent-gateway running (data dir %s)", config.gateway.data_dir)
+    async with (
+        connected(platforms),
+        Gateway(config, platforms=platforms, launcher=launcher) as gateway,
+    ):
+        log.info(
+            "agent-gateway running (data dir %s, ledger %s)",
+            config.gateway.data_dir,
+            gateway.store.location,  # a PostgreSQL target without its password
+        )
         await stop.wait()
     return 0
 
