@@ -188,3 +188,25 @@ async def test_check_asks_the_url_and_runs_no_binary(
         with pytest.raises(AgentStartError, match="HTTP 401"):
             await probe_version(wrong.projects["notes"], deadline=30)
         assert server.process.running
+
+
+async def test_a_server_gone_while_away_orphans_its_requests(
+    opencode_bin: str, opencode_home: OpenCodeHome, fake_chat: FakeChatCompletions, tmp_path: Path
+) -> None:
+    memory = MemoryPlatform()
+    async with opencode_server(opencode_bin, opencode_home) as server:
+        config = attached_config(server, opencode_home, tmp_path / "d", server.password)
+        async with gateway_on(config, memory) as gw:
+            shown = await ask_for_a_file(gw, fake_chat)
+            [asked] = await gw.gateway.store.interactions.list_open()
+        await server.process.stop()  # its owner ended it while no gateway ran
+    async with gateway_on(config, memory) as gw:
+        store = gw.gateway.store
+        [entry] = await store.audit.entries(event="recovery.attached_agent")
+        assert entry.details["still_asked"] == []
+        assert "could not be asked" in entry.details["gone"]
+        gone = await store.interactions.get(asked.id)
+        assert gone is not None and gone.state is InteractionState.ORPHANED
+        await gw.wait_for(lambda: shown.card is not None and not shown.card.actions)
+        said = await gw.text_where(lambda text: text.startswith("↻ The gateway restarted"))
+        assert "was not ended" in said
