@@ -119,7 +119,7 @@ class Gateway:
         try:
             await self._stop_input()
             for runner in list(self._runners.values()):
-                await runner.shutdown(notice=STOPPING_NOTICE)
+                await runner.shutdown(notice=STOPPING_NOTICE, gateway_stopping=True)
             for task in self._background:
                 task.cancel()
         finally:

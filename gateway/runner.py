@@ -161,6 +161,7 @@ class SessionRunner:
         self._stream: TurnStream | None = None
         self._stopped_by: Actor | None = None  # the person whose /stop the turn is ending on
         self._reattach: int | None = None  # a live epoch whose server outlived the gateway
+        self._keep_attached = False  # the gateway stops: an attached epoch stays live
         self.usage = SessionUsage()  # since this gateway started the session's runner
 
     # --- what the engine asks -------------------------------------------------------------
@@ -177,11 +178,14 @@ class SessionRunner:
         self._wake.set()
         self._prompt_ready.set()
 
-    async def shutdown(self, *, notice: str | None = None) -> None:
+    async def shutdown(self, *, notice: str | None = None, gateway_stopping: bool = False) -> None:
         """Stop taking work and end the agent (its exit is recorded like any other);
         ``notice`` is what the session's conversations are told then, instead of the
-        agent's exit (None: nothing, the caller says what happens)."""
+        agent's exit (None: nothing, the caller says what happens). ``gateway_stopping``:
+        the whole gateway stops, so a server it is only attached to keeps its epoch live for
+        the next gateway to reattach (not so for ``/new``, which ends the session)."""
         self._closing = True
+        self._keep_attached = gateway_stopping
         self._exit_notice = notice
         self.kick()
         agent = self.agent
@@ -676,7 +680,7 @@ class SessionRunner:
                 self._broker.mark_dirty(update.interaction.id)
 
     async def _on_exit(self, event: AgentExited, epoch: int) -> None:
-        if event.reason == DETACHED and self._closing:
+        if event.reason == DETACHED and self._keep_attached:
             # the gateway stops and lets go of a server that outlives it: its epoch stays
             # live for the next gateway to reattach (Control.recover), and so do its requests
             self._stream = None
