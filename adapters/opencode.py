@@ -558,6 +558,15 @@ class OpenCodeCodec:
             return [TurnCompleted(status=TurnStatus.FAILED, error=self._s.error)]
         return [TurnCompleted(status=TurnStatus.COMPLETED)]
 
+    def known_history(self, messages: object) -> None:
+        """The resumed session's messages (``GET /session/{id}/message``) before anything is
+        sent: a server that outlived the gateway may still be finishing a turn the previous
+        gateway started, and its messages (the server sends ``message.updated`` for them
+        again) must not be taken for the next prompt's."""
+        for message in messages if isinstance(messages, list) else []:
+            if isinstance(message, dict):
+                self._note_message(_obj(message.get("info")))
+
     # --- after the event stream was lost ---------------------------------------------------
 
     def reconcile(

@@ -222,6 +222,15 @@ class OpenCodeAgent:
         await self._handshake()
         if self.settings.resume_session_id is not None:
             try:
+                self.codec.known_history(
+                    await self._call(
+                        HttpRequest(
+                            method="GET",
+                            path=f"/session/{self.settings.resume_session_id}/message",
+                            purpose="read the session's messages",
+                        )
+                    )
+                )
                 await self._reconcile()
             except AgentError as exc:
                 raise AgentStartError(str(exc)) from exc

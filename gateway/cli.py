@@ -318,9 +318,16 @@ async def _run(path: Path, host: str) -> int:
         loop.add_signal_handler(signum, stop.set)
     # every platform is connected before the gateway's recovery and closed after its ledger;
     # the gateway attaches them, and tells them to stop taking input before its runners stop
-    gateway = Gateway(config, platforms=platforms, launcher=launcher, host=host)
-    async with connected(platforms), gateway:
-        log.info("agent-gateway running (data dir %s)", config.gateway.data_dir)
+    async with (
+        connected(platforms),
+        Gateway(config, platforms=platforms, launcher=launcher, host=host) as gateway,
+    ):
+        log.info(
+            "agent-gateway running (host %s, data dir %s, ledger %s)",
+            host,
+            config.gateway.data_dir,
+            gateway.store.location,  # a PostgreSQL target without its password
+        )
         await stop.wait()
     return 0
 

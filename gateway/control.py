@@ -141,7 +141,10 @@ class Control:
 
     async def _reattached(self, epoch: EpochRecord, touched: dict[str, str]) -> bool:
         """An attached server's epoch: reconciled with what the server still lists (True),
-        never signalled; False for an epoch whose process the gateway ran."""
+        never signalled; False for an epoch whose process the gateway ran (even if its
+        project is attached now: that process is a leftover to end)."""
+        if epoch.pid is not None:
+            return False
         store = self._store
         launcher = self._gw.launcher
         session = await store.sessions.get(epoch.session_id)
@@ -166,7 +169,8 @@ class Control:
             session_id=epoch.session_id,
             details={"epoch": epoch.epoch, "still_asked": sorted(keep), "gone": why},
         )
-        # its running turn was this gateway's: it ends here (its prompt is never resent)
+        # its running turn was the previous gateway's: it ends here (its prompt is never
+        # resent); what the server still does for it is not shown
         turn = await store.turns.running(epoch.session_id)
         if turn is not None:
             await store.turns.end(turn.id, TurnStatus.INTERRUPTED, error="the gateway restarted")

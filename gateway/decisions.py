@@ -80,6 +80,7 @@ class DecisionDesk:
         key: bytes,
         *,
         spawn: Spawn | None = None,
+        policy: PolicyBook | None = None,
         owner_elsewhere: OwnerElsewhere | None = None,
     ) -> None:
         self._config = config
@@ -89,7 +90,7 @@ class DecisionDesk:
         self._broker = broker
         self._key = key
         self._spawn = spawn  # where a pre-check's refusal is audited after the answer
-        self._policy = PolicyBook(config)
+        self._policy = policy or PolicyBook(config)  # the engine shares it with the runners
         self._audits_in_flight = 0
 
     # --- buttons and forms ----------------------------------------------------------------

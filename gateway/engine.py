@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import socket
 from collections.abc import Coroutine, Mapping
@@ -38,6 +39,7 @@ from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Pl
 from gateway.platform_problems import PlatformProblems
 from gateway.runner import SessionRunner
 from gateway.store import Clock, SessionRecord, Store, hold_data_dir, utc_now
+from gateway.votes import PolicyBook
 
 __all__ = ["Gateway"]
 
@@ -78,6 +80,7 @@ class Gateway:
         self.launcher = launcher
         self.data_dir = data_dir or config.gateway.data_dir
         self.clock = clock  # the ledger's times and the expiry policy's: one clock
+        self.policy = PolicyBook(self.config)  # each request's rule, walked once
         self.platform_problems = PlatformProblems(clock)  # what the console shows at the top
         self._stack = AsyncExitStack()
         self._runners: dict[str, SessionRunner] = {}
@@ -126,6 +129,7 @@ class Gateway:
             self.broker,
             key,
             spawn=self._spawn,
+            policy=self.policy,
             owner_elsewhere=self.owner_elsewhere,
         )
         self.control = Control(self)
@@ -169,7 +173,7 @@ class Gateway:
         try:
             await self._stop_input()
             for runner in list(self._runners.values()):
-                await runner.shutdown(notice=STOPPING_NOTICE)
+                await runner.shutdown(notice=STOPPING_NOTICE, gateway_stopping=True)
             for task in self._background:
                 task.cancel()
         finally:
@@ -207,6 +211,7 @@ class Gateway:
                 clock=self.clock,
                 groups=self.config.groups,
                 people=self.config.people,
+                rule_of=functools.partial(self.policy.rule, session.project),
             )
             self._runners[session.id] = runner
             self._tasks.create_task(self._run(runner))

@@ -29,7 +29,7 @@ from gateway.commands import spell_commands
 from gateway.domain import ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.outbound import MAX_RATE_LIMIT_WAIT, TurnStream
-from gateway.platform import MessageRef, Platform, PlatformUnreachable, RateLimited
+from gateway.platform import MessageGone, MessageRef, Platform, PlatformUnreachable, RateLimited
 from gateway.textsplit import split_text
 
 __all__ = ["MAX_QUEUED", "OUTAGE_WAIT_SECONDS", "Outbound", "Outlet"]
@@ -280,7 +280,7 @@ class Outlet:
                         if ref is None:
                             ref = await platform.send_text(conversation, chunk)
                         else:
-                            await platform.edit_text(ref, chunk)
+                            ref = await self._edit_or_post(ref, chunk)
                         shown[index] = (ref, chunk)
                     else:
                         shown.append((None, ""))  # its place, if the send fails
@@ -300,6 +300,17 @@ class Outlet:
         self._next_show = self._clock() + platform.limits.min_edit_interval_seconds
         self._release(stream, version)
         return True
+
+    async def _edit_or_post(self, ref: MessageRef, chunk: str) -> MessageRef:
+        """Edit the turn's message; one that is gone (deleted by someone, or no longer
+        editable) is posted anew, so the text still ends exact where people read it."""
+        try:
+            await self.platform.edit_text(ref, chunk)
+        except MessageGone as exc:
+            where = ref.conversation.key()
+            log.info("stream to %s: message %s gone (%s): posted anew", where, ref.message_id, exc)
+            return await self.platform.send_text(self.conversation, chunk)
+        return ref
 
     async def _patiently(self, call: Callable[[], Awaitable[T]]) -> T:
         """``call`` once this conversation is not held, waiting out its 429s (bounded)."""

@@ -35,6 +35,7 @@ __all__ = [
     "InboundMessage",
     "Inbox",
     "KnowsApprovers",
+    "MessageGone",
     "MessageRef",
     "Platform",
     "PlatformLimits",
@@ -91,6 +92,13 @@ class RefusedForGood(PlatformError):
     """The platform refused and will refuse again however often it is asked (a revoked token,
     a channel archived or gone, a message it will no longer edit): the core does not ask
     again for that card copy while it runs (``Broker.resend_failed`` leaves it out)."""
+
+
+class MessageGone(RefusedForGood):
+    """The message to edit is gone: deleted, or one the platform will no longer edit
+    (Slack's ``message_not_found``, Telegram's "message to edit not found", Discord's 10008).
+    Asking again changes nothing: a card copy is failed for good; a turn's text goes on in a
+    new message."""
 
 
 class PlatformUnreachable(PlatformError):

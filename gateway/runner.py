@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
 from gateway.agents import AgentLauncher, RunningAgent
@@ -60,7 +60,7 @@ from gateway.outlets import Outbound
 from gateway.plans import next_turn, plan_prompt_key
 from gateway.platform import Platform
 from gateway.policy import governing_rule
-from gateway.policy_config import RuleAction
+from gateway.policy_config import PolicyRule, RuleAction
 from gateway.queue_notes import stopped_notice
 from gateway.store import Clock, PromptRecord, Store, TurnRecord, utc_now
 from gateway.usage import SessionUsage
@@ -128,6 +128,7 @@ class SessionRunner:
         clock: Clock = utc_now,
         groups: Mapping[str, Sequence[str]] | None = None,
         people: Mapping[str, Sequence[str]] | None = None,
+        rule_of: Callable[[Interaction], PolicyRule | None] | None = None,
     ) -> None:
         self.session_id = session_id
         self._project = project
@@ -144,6 +145,8 @@ class SessionRunner:
         self._opened_unanswered = asyncio.Event()  # ... and the escalation task
         self._groups = groups or {}  # [groups] and [people]: whom an escalation asks
         self._people = people or {}
+        # the rule governing a request (the engine's PolicyBook: walked once per request)
+        self._rule_of = rule_of or (lambda interaction: governing_rule(project.policy, interaction))
         self._wake = asyncio.Event()
         self._prompt_ready = asyncio.Event()
         self._turn_done = asyncio.Event()
@@ -158,6 +161,7 @@ class SessionRunner:
         self._stream: TurnStream | None = None
         self._stopped_by: Actor | None = None  # the person whose /stop the turn is ending on
         self._reattach: int | None = None  # a live epoch whose server outlived the gateway
+        self._keep_attached = False  # the gateway stops: an attached epoch stays live
         self.usage = SessionUsage()  # since this gateway started the session's runner
 
     # --- what the engine asks -------------------------------------------------------------
@@ -174,11 +178,14 @@ class SessionRunner:
         self._wake.set()
         self._prompt_ready.set()
 
-    async def shutdown(self, *, notice: str | None = None) -> None:
+    async def shutdown(self, *, notice: str | None = None, gateway_stopping: bool = False) -> None:
         """Stop taking work and end the agent (its exit is recorded like any other);
         ``notice`` is what the session's conversations are told then, instead of the
-        agent's exit (None: nothing, the caller says what happens)."""
+        agent's exit (None: nothing, the caller says what happens). ``gateway_stopping``:
+        the whole gateway stops, so a server it is only attached to keeps its epoch live for
+        the next gateway to reattach (not so for ``/new``, which ends the session)."""
         self._closing = True
+        self._keep_attached = gateway_stopping
         self._exit_notice = notice
         self.kick()
         agent = self.agent
@@ -515,7 +522,7 @@ class SessionRunner:
 
     def _expires_after(self, interaction: Interaction) -> float | None:
         """Seconds a request may wait: its policy rule's ``expiry``, else the project's."""
-        rule = governing_rule(self._project.policy, interaction)
+        rule = self._rule_of(interaction)
         if rule is not None and rule.expiry is not None:
             return rule.expiry
         return self._project.expiry.after_seconds
@@ -524,7 +531,7 @@ class SessionRunner:
         """A rule with ``action = "deny"`` refuses the request at once, with its message
         (issue 17); a rule never approves. Committed like any decision, so a person's click
         in between is told who decided first."""
-        rule = governing_rule(self._project.policy, interaction)
+        rule = self._rule_of(interaction)
         if rule is None or rule.action is not RuleAction.DENY or rule.message is None:
             return
         decision = refusal(interaction, rule.message)
@@ -673,7 +680,7 @@ class SessionRunner:
                 self._broker.mark_dirty(update.interaction.id)
 
     async def _on_exit(self, event: AgentExited, epoch: int) -> None:
-        if event.reason == DETACHED and self._closing:
+        if event.reason == DETACHED and self._keep_attached:
             # the gateway stops and lets go of a server that outlives it: its epoch stays
             # live for the next gateway to reattach (Control.recover), and so do its requests
             self._stream = None

@@ -14,6 +14,7 @@ from gateway.domain import Actor, ConversationRef, Decision, Effect
 from gateway.interactions import Interaction
 from gateway.people import People
 from gateway.policy import Requirement, governing_rule, requirement
+from gateway.policy_config import PolicyRule
 
 __all__ = ["POLICY_ACTOR", "PolicyBook", "refusal", "surface_of"]
 
@@ -21,8 +22,9 @@ __all__ = ["POLICY_ACTOR", "PolicyBook", "refusal", "surface_of"]
 POLICY_ACTOR = Actor(platform="policy", user_id="rule", display="a policy rule")
 
 
-# requirements remembered per interaction: a request's rule never changes (its kind and
-# detail are stored once, the config is the process's), and a click asks twice
+# rules and requirements remembered per interaction: a request's rule never changes (its
+# kind and detail are stored once, the config is the process's); the runner walks the rules
+# when the request opens, a click asks again (twice), the expiry task at every look
 REMEMBERED = 4096
 
 
@@ -31,6 +33,20 @@ class PolicyBook:
         self._config = config
         self.people = People(config.people)
         self._known: OrderedDict[tuple[str, str], Requirement] = OrderedDict()
+        self._rules: OrderedDict[tuple[str, str], PolicyRule | None] = OrderedDict()
+
+    def rule(self, project: str, interaction: Interaction) -> PolicyRule | None:
+        """The rule that governs ``interaction`` (first match wins), walked once."""
+        settings = self._config.projects.get(project)
+        if settings is None or not settings.policy:
+            return None
+        key = (project, interaction.id)
+        if key in self._rules:
+            return self._rules[key]
+        found = self._rules[key] = governing_rule(settings.policy, interaction)
+        if len(self._rules) > REMEMBERED:
+            self._rules.popitem(last=False)
+        return found
 
     def requirement(self, project: str, interaction: Interaction) -> Requirement:
         settings = self._config.projects.get(project)
@@ -39,7 +55,7 @@ class PolicyBook:
         key = (project, interaction.id)
         known = self._known.get(key)
         if known is None:
-            rule = governing_rule(settings.policy, interaction)
+            rule = self.rule(project, interaction)
             known = requirement(rule, interaction, self._config.groups, self.people)
             self._known[key] = known
             if len(self._known) > REMEMBERED:

@@ -21,9 +21,10 @@ first:
   and the first also tells the platform (``on_unreachable``); anything else (an answer the
   SDK could not read, a bug) is logged and fails the call as PlatformError. All are chained.
   A refusal that means the message to edit is gone (deleted, or one the platform will no
-  longer edit) carries :class:`MessageGone`, whatever the platform calls it (Slack's
-  ``message_not_found``, Telegram's "message to edit not found", Discord's 10008): the core
-  fails that card copy and does not ask again.
+  longer edit) carries :class:`~gateway.platform.MessageGone` (re-exported here), whatever
+  the platform calls it (Slack's ``message_not_found``, Telegram's "message to edit not
+  found", Discord's 10008): the core fails that card copy and does not ask again, and
+  posts a turn's text anew.
 
 A lane holds at most :data:`MAX_QUEUED` calls; one more is refused with PlatformError.
 
@@ -66,7 +67,7 @@ from enum import IntEnum
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from gateway.errors import PlatformError
-from gateway.platform import RateLimited, RefusedForGood
+from gateway.platform import MessageGone, RateLimited
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -102,12 +103,13 @@ class Priority(IntEnum):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Window:
     """At most ``calls`` calls in any ``seconds``, ``headroom`` of them left unused; only the
-    calls of ``methods`` count (None: every call)."""
+    calls of ``methods`` count (None: every call), never those of ``ignores``."""
 
     calls: int
     seconds: float
     headroom: int = 0
     methods: frozenset[str] | None = None
+    ignores: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.calls - self.headroom < 1 or self.seconds <= 0:
@@ -118,7 +120,7 @@ class Window:
         return self.calls - self.headroom
 
     def counts(self, method: str) -> bool:
-        return self.methods is None or method in self.methods
+        return (self.methods is None or method in self.methods) and method not in self.ignores
 
 
 def _no_groups(lane: Any) -> bool:
@@ -155,11 +157,6 @@ class Refused:
     """The platform answered and refused the call; ``error`` fails it."""
 
     error: PlatformError
-
-
-class MessageGone(RefusedForGood):
-    """The message to edit is gone: deleted, or one the platform will no longer edit. Asking
-    again changes nothing (a refusal for good), so the copy it showed is failed for good."""
 
 
 Verdict = RetryLater | Unreachable | Refused

@@ -117,14 +117,16 @@ async def card_in(fake: FakeDiscord, thread_id: str) -> Sent:
 
 
 async def bot_says(fake: FakeDiscord, thread_id: str, ending: str) -> Sent:
-    """The bot's plain message in a thread that ends with ``ending``."""
-    return await fake.wait_for(
-        lambda: next(
-            (
-                m
-                for m in fake.bot_messages(fake.channels[thread_id])
-                if not m.embeds and m.content.endswith(ending)
-            ),
+    """The bot's plain message in a thread that ends with ``ending`` (the thread may not be
+    made yet)."""
+
+    def find() -> Sent | None:
+        thread = fake.channels.get(thread_id)
+        if thread is None:
+            return None
+        return next(
+            (m for m in fake.bot_messages(thread) if not m.embeds and m.content.endswith(ending)),
             None,
         )
-    )
+
+    return await fake.wait_for(find)

@@ -190,7 +190,11 @@ async def test_after_a_restart_the_escalated_copies_are_recovered_and_not_posted
             await memory.wait_for(lambda copy=copy: copy.card is not None and not copy.card.actions)
         late = await memory.click(CAROLS_DM, CAROL, token(in_dm, "Allow once"))
         escalated = await gateway.store.audit.entries(event=ESCALATED)
+        orphaned = await gateway.store.interactions.get(asked.interaction.id)
     assert not late.accepted
+    # the request is orphaned; Alice's vote stays in the ledger, as audit
+    assert orphaned is not None and orphaned.state is InteractionState.ORPHANED
+    assert [vote.person for vote in orphaned.votes] == ["memory:alice"]
     assert len(escalated) == 1  # recorded once, never repeated
     assert len(memory.cards(CAROLS_DM)) == 1 and len(memory.cards(ESCALATIONS)) == 1
     assert in_dm.card is not None and in_dm.card.status_line == asked.now.status_line

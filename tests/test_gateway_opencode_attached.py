@@ -134,6 +134,13 @@ async def test_a_request_the_server_still_asks_survives_the_restart_and_is_answe
             await gw.wait_for(lambda: shown.card is not None and not shown.card.actions)
             answered = await store.interactions.get(waiting.id)
             assert answered is not None and answered.runtime_epoch == 1
+            # the reattached epoch takes the next prompt like any (the server may still be
+            # ending the turn the previous gateway started: its events are not this one's)
+            fake_chat.enqueue([fc.text("Second answer.")])
+            await gw.memory.say(ROOM, ALICE, "and now?")
+            await gw.text_where(lambda text: "Second answer." in text)
+            session = await store.sessions.lookup(ROOM)
+            assert session is not None and session.current_epoch == 1
         assert (opencode_home.workspace / "made.txt").read_text() == "hi\n"
         assert server.process.running
 
@@ -187,6 +194,48 @@ async def test_check_asks_the_url_and_runs_no_binary(
         wrong = attached_config(server, opencode_home, tmp_path / "d", "not-the-password")
         with pytest.raises(AgentStartError, match="HTTP 401"):
             await probe_version(wrong.projects["notes"], deadline=30)
+        assert server.process.running
+
+
+async def test_a_server_gone_while_away_orphans_its_requests(
+    opencode_bin: str, opencode_home: OpenCodeHome, fake_chat: FakeChatCompletions, tmp_path: Path
+) -> None:
+    memory = MemoryPlatform()
+    async with opencode_server(opencode_bin, opencode_home) as server:
+        config = attached_config(server, opencode_home, tmp_path / "d", server.password)
+        async with gateway_on(config, memory) as gw:
+            shown = await ask_for_a_file(gw, fake_chat)
+            [asked] = await gw.gateway.store.interactions.list_open()
+        await server.process.stop()  # its owner ended it while no gateway ran
+    async with gateway_on(config, memory) as gw:
+        store = gw.gateway.store
+        [entry] = await store.audit.entries(event="recovery.attached_agent")
+        assert entry.details["still_asked"] == []
+        assert "could not be asked" in entry.details["gone"]
+        gone = await store.interactions.get(asked.id)
+        assert gone is not None and gone.state is InteractionState.ORPHANED
+        await gw.wait_for(lambda: shown.card is not None and not shown.card.actions)
+        said = await gw.text_where(lambda text: text.startswith("↻ The gateway restarted"))
+        assert "was not ended" in said
+
+
+async def test_new_lets_go_of_the_server_and_ends_the_epoch(
+    opencode_bin: str, opencode_home: OpenCodeHome, fake_chat: FakeChatCompletions, tmp_path: Path
+) -> None:
+    memory = MemoryPlatform()
+    async with opencode_server(opencode_bin, opencode_home) as server:
+        config = attached_config(server, opencode_home, tmp_path / "d", server.password)
+        async with gateway_on(config, memory) as gw:
+            shown = await ask_for_a_file(gw, fake_chat)
+            [asked] = await gw.gateway.store.interactions.list_open()
+            await gw.memory.say(ROOM, ALICE, "/new")
+            await gw.text_where(lambda text: text.startswith("A new session starts"))
+            await gw.wait_for(lambda: shown.card is not None and not shown.card.actions)
+            store = gw.gateway.store
+            ended = await store.sessions.get_epoch(asked.session_id, 1)
+            assert ended is not None and ended.ended_at is not None
+            gone = await store.interactions.get(asked.id)
+            assert gone is not None and gone.state is InteractionState.ORPHANED
         assert server.process.running
 
 

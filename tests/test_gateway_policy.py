@@ -3,7 +3,7 @@
 What people see: a rule asking two people keeps the card open after one approval, every
 copy shows the tally, the second approval sends the answer to the agent once (even when two
 people press at the same moment), one deny decides, a person (whatever their account)
-counts once, and a deny rule refuses at once with nobody asked.
+counts once (on two platforms too), and a deny rule refuses at once with nobody asked.
 """
 
 from __future__ import annotations
@@ -20,8 +20,10 @@ from gateway.config import Config
 from gateway.domain import Actor, InteractionState
 from gateway.platform import Ack
 from tests.codex_env import CodexHome
+from tests.console_harness import CONSOLE_TABLES, client, console_gateway, logged_in, origin
 from tests.gateway_flows import DONE, WHEN, Asked, ask, count_rows, interaction, settles, told
 from tests.gateway_harness import ALICE, BOB, ROOM, Running, gateway_config, running_gateway
+from tests.platform_contract.console_driver import page_items
 from tests.servers.fake_responses import FakeResponses, shell
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(90)]
@@ -126,6 +128,33 @@ async def test_one_deny_decides_at_once(
     assert "rejected by user" in told(fake_model)
 
 
+async def test_without_deny_wins_a_mixed_tally_waits_and_two_denies_decide(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    rules = TWO_OF_THREE.replace("approvals = 2", "approvals = 2\ndeny_wins = false")
+    async with running_gateway(config(codex_bin, codex_home, tmp_path, rules)) as gw:
+        asked = await ask_to_touch(gw, fake_model)
+        denied = await gw.memory.click(ROOM, BOB, asked.token("Deny"))
+        assert denied == Ack(text="Your vote is counted: 1 of 2: Bob denied.", accepted=True)
+        approved = await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
+        assert approved.accepted and "Alice approved" in approved.text, approved
+        await tally_shown(gw, asked, "Alice approved")  # one of each: still waiting
+        assert (await interaction(gw, asked.interaction.id)).state is InteractionState.PENDING
+        done = await gw.memory.click(ROOM, CAROL, asked.token("Deny"))
+        assert done == Ack(text="Denied: Deny. Sent to the agent.", accepted=True)
+        record = await settles(
+            gw, asked, rf'Denied \("Deny"\) by Carol at {WHEN} · sent to the agent · done · .*'
+        )
+        await gw.text_where(lambda text: "Done." in text)
+    assert sorted((v.person, v.action_id) for v in record.votes) == [
+        ("alice", "accept"),
+        ("memory:bob", "decline"),
+        ("memory:carol", "decline"),
+    ]
+    assert count_rows(gw, "decisions", record.id) == 1
+    assert not (codex_home.workspace / "hello.txt").exists()
+
+
 async def test_the_same_person_counts_once_whatever_the_account(
     codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
 ) -> None:
@@ -145,6 +174,46 @@ async def test_the_same_person_counts_once_whatever_the_account(
         assert not (codex_home.workspace / "hello.txt").exists()
         # a second person still decides it
         done = await gw.memory.click(ROOM, CAROL, allow)
+        assert done.text == "Approved: Allow once. Sent to the agent."
+        await gw.text_where(lambda text: "Done." in text)
+    assert (codex_home.workspace / "hello.txt").exists()
+
+
+async def test_one_persons_accounts_on_two_platforms_count_once(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    """Alice on the memory platform and Alice at the console (``local:alice``) are one
+    person under ``[people]``: her second vote, from the other platform's copy of the card,
+    is not a second approval."""
+    rules = TWO_OF_THREE.replace('"memory:alice2"]', '"memory:alice2", "local:alice"]')
+    settings = gateway_config(
+        codex_bin,
+        codex_home,
+        tmp_path / "data",
+        allow_from=PEOPLE,
+        approvers=PEOPLE,
+        extra=CONSOLE_TABLES + rules,
+    )
+    async with console_gateway(settings) as running, client() as http:
+        gw = Running(gateway=running.gateway, memory=running.memory)
+        asked = await ask_to_touch(gw, fake_model)
+        assert (await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))).accepted
+        session = await gw.gateway.store.sessions.lookup(ROOM)
+        assert session is not None
+        csrf = await logged_in(http, running)
+        async with http.get(f"{running.console.url}s/{session.id}") as response:
+            [card] = [item for item in page_items(await response.text()) if item.card]
+        form = {"csrf": csrf, "token": card.button("Allow once").token}
+        async with http.post(
+            f"{running.console.url}i/{card.key}/act", data=form, headers=origin(running)
+        ) as response:
+            from_console = await response.json()
+        assert not from_console["accepted"]
+        assert from_console["text"] == "Your vote was already counted: 1 of 2: Alice approved."
+        record = await interaction(gw, asked.interaction.id)
+        assert record.state is InteractionState.PENDING
+        assert [vote.person for vote in record.votes] == ["alice"]
+        done = await gw.memory.click(ROOM, BOB, asked.token("Allow once"))
         assert done.text == "Approved: Allow once. Sent to the agent."
         await gw.text_where(lambda text: "Done." in text)
     assert (codex_home.workspace / "hello.txt").exists()
@@ -225,6 +294,7 @@ async def test_a_rules_expiry_overrides_the_projects(
         )
         await gw.text_where(lambda text: "Done." in text)
     assert record.state is InteractionState.EXPIRED and record.decision is None
+    assert [vote.person for vote in record.votes] == ["alice"]  # kept, as audit
     assert not (codex_home.workspace / "hello.txt").exists()
 
 

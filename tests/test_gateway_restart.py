@@ -13,6 +13,9 @@ waits for /resume, the in-flight prompt not resent, and the conversation resumed
 The misbehaving agents (tests/agents/codex_scripted.py) run inside the whole gateway next to a
 second, healthy project: each failure is visible in its conversation, and the other
 conversation keeps working.
+
+The real-Codex crash-point and SIGKILL tests run on both ledgers (``ledger``: SQLite in the
+data dir, and a PostgreSQL database on the throwaway cluster, issue 18).
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ from gateway.store import (
     PromptRecord,
     PromptState,
     SessionRecord,
-    Store,
     TurnRecord,
 )
+from gateway.store.postgresql import PgTarget
 from tests.codex_env import CodexHome
 from tests.gateway_flows import without_hash
 from tests.harness.driver import (
@@ -47,6 +50,7 @@ from tests.harness.driver import (
     conv_json,
     end_leftover_agents,
     gateway_process,
+    open_ledger,
     process_alive,
     room,
     scripted_project,
@@ -71,7 +75,7 @@ class Ledger:
 
 
 async def read_ledger(data_dir: Path, session_id: str | None = None) -> Ledger:
-    async with Store.open(data_dir) as store:
+    async with open_ledger(data_dir) as store:
         sessions = await store.sessions.list_sessions(include_closed=True)
         interactions = await store.interactions.list_recent(limit=100, session_id=session_id)
         prompts = []
@@ -84,7 +88,7 @@ async def read_ledger(data_dir: Path, session_id: str | None = None) -> Ledger:
 
 async def assert_every_copy_current(data_dir: Path, interaction: Interaction) -> None:
     """Every card copy was sent and shows the interaction as the ledger has it now."""
-    async with Store.open(data_dir) as store:
+    async with open_ledger(data_dir) as store:
         copies = await store.cards.list_for(interaction.id)
     assert copies, "the card was never recorded as shown"
     for copy in copies:
@@ -256,9 +260,15 @@ SECOND_THREAD = room("demo", "t2")
 FIRST_PROMPT = "please append to ran.txt"
 
 
-def codex_config(tmp_path: Path, data_dir: Path, codex_bin: str, home: CodexHome) -> Path:
+def codex_config(
+    tmp_path: Path,
+    data_dir: Path,
+    codex_bin: str,
+    home: CodexHome,
+    ledger: PgTarget | None = None,
+) -> Path:
     projects = [codex_project("demo", codex_bin, home, channel="demo", scope="channel")]
-    return write_config(tmp_path / "gateway.toml", data_dir, projects)
+    return write_config(tmp_path / "gateway.toml", data_dir, projects, store=ledger)
 
 
 def runs_recorded(home: CodexHome) -> int:
@@ -269,14 +279,14 @@ def runs_recorded(home: CodexHome) -> int:
 
 async def live_agent(data_dir: Path) -> tuple[int, int]:
     """The pid and start time of the one agent process the ledger records as live."""
-    async with Store.open(data_dir) as store:
+    async with open_ledger(data_dir) as store:
         [epoch] = await store.sessions.live_epochs()
     assert epoch.pid is not None and epoch.process_start_time is not None
     return epoch.pid, int(epoch.process_start_time)
 
 
 async def turn_of_prompt(data_dir: Path, prompt_id: int) -> TurnRecord:
-    async with Store.open(data_dir) as store:
+    async with open_ledger(data_dir) as store:
         turn_id = 1
         while (turn := await store.turns.get(turn_id)) is not None:
             if turn.prompt_id == prompt_id:
@@ -373,13 +383,14 @@ async def test_a_crash_between_a_commit_and_the_next_write_delivers_once_and_los
     fake_model: FakeResponses,
     tmp_path: Path,
     data_dir: Path,
+    ledger: PgTarget | None,
     cleanup: None,
 ) -> None:
     fake_model.enqueue(
         (shell("echo ran >> ran.txt", escalated=True), message("Done.")),
         (message("Back after the crash."),),
     )
-    config = codex_config(tmp_path, data_dir, codex_bin, codex_home)
+    config = codex_config(tmp_path, data_dir, codex_bin, codex_home, ledger)
     logs = tmp_path / "logs"
 
     async with gateway_process(config, logs, crash_at=point) as gw:
@@ -459,13 +470,14 @@ async def test_sigkill_with_an_approval_pending_then_resume(
     fake_model: FakeResponses,
     tmp_path: Path,
     data_dir: Path,
+    ledger: PgTarget | None,
     cleanup: None,
 ) -> None:
     fake_model.enqueue(
         (shell("echo ran >> ran.txt", escalated=True), message("Done.")),
         (message("Resumed, and I remember."),),
     )
-    config = codex_config(tmp_path, data_dir, codex_bin, codex_home)
+    config = codex_config(tmp_path, data_dir, codex_bin, codex_home, ledger)
     logs = tmp_path / "logs"
 
     async with gateway_process(config, logs) as gw:
@@ -548,7 +560,7 @@ async def test_a_leftover_agent_is_ended_and_the_prompt_in_flight_is_not_resent(
     received = [json.loads(line) for line in prompt_log.read_text().splitlines()]
     assert [r["text"] for r in received] == ["approve this, then the gateway dies", "next one"]
     assert received[0]["pid"] == pid and received[1]["pid"] != pid
-    async with Store.open(data_dir) as store:
+    async with open_ledger(data_dir) as store:
         outcomes = await store.audit.entries(event="recovery.leftover_agent")
     assert [e.details["outcome"] for e in outcomes] == ["terminated"]
     ledger = await read_ledger(data_dir)

@@ -205,6 +205,36 @@ def test_the_aborted_turns_late_events_do_not_end_the_next_one() -> None:
     assert codec.feed_event(event("session.idle")) == [TurnCompleted(status=TurnStatus.COMPLETED)]
 
 
+def test_a_reattached_sessions_history_is_not_taken_for_the_next_prompt() -> None:
+    # an attached server may still be ending the turn a previous gateway started: its user
+    # message comes again (message.updated) after our prompt; only a new one is ours
+    codec = OpenCodeCodec(resume_session_id=SID)
+    codec.created({"id": SID})
+    old = {"info": {"id": "msg_u1", "role": "user"}, "parts": []}
+    answer = {"info": {"id": "msg_a1", "role": "assistant", "parentID": "msg_u1"}, "parts": []}
+    codec.known_history([old, answer])
+    codec.request_for(Prompt(text="and now?"))
+    codec.feed_event(role("msg_u1", "user"))
+    old_text = {
+        "id": "prt_1",
+        "messageID": "msg_a1",
+        "type": "text",
+        "text": "Done.",
+        "time": {"start": 1, "end": 2},
+    }
+    assert codec.feed_event(event("message.part.updated", part=old_text)) == []
+    assert codec.feed_event(event("session.idle")) == []  # the old turn's
+    codec.feed_event(role("msg_u2", "user"))
+    codec.feed_event(
+        event("message.updated", info={"id": "msg_a2", "role": "assistant", "parentID": "msg_u2"})
+    )
+    new_text = {**old_text, "id": "prt_2", "messageID": "msg_a2", "text": "Second."}
+    assert codec.feed_event(event("message.part.updated", part=new_text)) == [
+        AgentMessage(item_id="prt_2", text="Second.")
+    ]
+    assert codec.feed_event(event("session.idle")) == [TurnCompleted(status=TurnStatus.COMPLETED)]
+
+
 def test_reconcile_closes_what_was_answered_away_and_ends_an_idle_turn() -> None:
     codec = started()
     codec.request_for(Prompt(text="go"))

@@ -22,11 +22,11 @@ import pytest
 import tests.servers.fake_chat_completions as fc
 from gateway.domain import InteractionState
 from tests.gateway_harness import ALICE, ROOM, Running, running_gateway
-from tests.opencode_env import OpenCodeHome
+from tests.opencode_env import OPENCODE_WAIT, OpenCodeHome
 from tests.servers.fake_chat_completions import DONE, FakeChatCompletions
 from tests.test_gateway_opencode import opencode_config
 
-pytestmark = [pytest.mark.real_agent("opencode"), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.real_agent("opencode"), pytest.mark.timeout(300)]
 
 DATE = r"\d{4}-\d\d-\d\d \d\d:\d\d UTC"
 
@@ -35,7 +35,7 @@ async def said(gw: Running, text: str, starts: str) -> str:
     """Say ``text`` in the room as Alice; the first reply since then starting ``starts``."""
     before = len(gw.memory.texts(ROOM))
     await gw.memory.say(ROOM, ALICE, text)
-    return await gw.memory.wait_for(
+    return await gw.wait_for(
         lambda: next((t for t in gw.memory.texts(ROOM)[before:] if t.startswith(starts)), None)
     )
 
@@ -56,7 +56,7 @@ async def test_always_is_listed_and_revoking_it_ends_the_server_which_then_asks_
         [fc.bash("echo two > two.txt", "Write two.txt"), DONE],
     )
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "write one")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None
@@ -84,7 +84,7 @@ async def test_always_is_listed_and_revoking_it_ends_the_server_which_then_asks_
             "Grant 1 revoked: the OpenCode server, which holds it in its memory, is ended; "
             "your next message starts a new one without it."
         )
-        await gw.memory.wait_for(lambda: not alive(server) or None)
+        await gw.wait_for(lambda: not alive(server) or None)
         assert await said(gw, "/grants", "Grants in force") == "Grants in force: none."
 
         # a new server: the same kind of command is asked again
@@ -94,7 +94,7 @@ async def test_always_is_listed_and_revoking_it_ends_the_server_which_then_asks_
         )
         assert again.card is not None
         await gw.memory.click(ROOM, ALICE, again.card.actions[0].token)  # Allow once
-        await gw.memory.wait_for(lambda: (opencode_home.workspace / "two.txt").exists() or None)
+        await gw.wait_for(lambda: (opencode_home.workspace / "two.txt").exists() or None)
         [entry] = await gw.gateway.store.audit.entries(event="grant.revoked")
         records = await gw.gateway.store.interactions.list_open()
     assert entry.details["how"] == "OpenCode server ended"
@@ -123,7 +123,7 @@ async def test_a_saved_permission_of_the_grant_is_deleted_by_the_server_others_a
 ) -> None:
     fake_chat.enqueue([fc.bash("echo one > one.txt", "Write one.txt"), DONE])
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
-    async with running_gateway(config) as gw:
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
         await gw.memory.say(ROOM, ALICE, "write one")
         shown = await gw.card_where(lambda card: bool(card.actions))
         assert shown.card is not None

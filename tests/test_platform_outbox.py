@@ -227,6 +227,23 @@ async def test_a_window_of_one_method_counts_only_its_calls() -> None:
     assert sorted(time for time, name in calls.made if name != "post") == [0.0, 0.0, 60.5]
 
 
+async def test_a_window_ignores_the_calls_it_is_told_to_and_they_wait_for_no_other() -> None:
+    # Telegram's pace of a chat is of messages: its "typing…" must not hold a text back
+    clock = ManualClock()
+    calls = Calls(clock)
+    typing = frozenset({"sendChatAction"})
+    telegram = pacing(lane=(Window(calls=1, seconds=1, ignores=typing),))
+    async with asyncio.TaskGroup() as tasks:
+        outbox = Outbox(tasks, telegram, classify=classify, name="chat", clock=clock)
+        await outbox.run("C1", Priority.STREAM, calls("typing"), method="sendChatAction")
+        await outbox.run("C1", Priority.TEXT, calls("text"), method="sendMessage")
+        await outbox.run("C1", Priority.STREAM, calls("typing"), method="sendChatAction")
+        made = tasks.create_task(outbox.run("C1", Priority.TEXT, calls("text")))
+        await clock.run(made)
+    assert calls.at("typing") == [0.0, 0.0]  # the text sent before it does not hold it
+    assert calls.at("text") == [0.0, 1.5]  # nor does it hold a text back
+
+
 async def test_an_edit_waiting_for_its_methods_budget_holds_back_no_post_of_its_lane() -> None:
     clock = ManualClock()
     calls = Calls(clock)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +18,9 @@ from gateway.errors import ConfigError
 from gateway.store import Store
 from gateway.store.postgresql import PgTarget
 from platforms.registry import load_config
+from tests.console_harness import CONSOLE_TABLES
 from tests.pg_cluster import PgCluster
+from tests.test_cli_logging import DEBUG_LINE, console_serves, run_until
 
 PASSWORD = "s3cret-pg-password-77"  # the throwaway cluster trusts the role: any password works
 
@@ -138,3 +141,39 @@ async def test_the_ledger_commands_read_postgresql_and_never_log_the_password(
     assert record["interaction"] == opened.interaction.id
     for done in (listed, exported):
         assert PASSWORD not in done.stdout + done.stderr
+
+
+async def test_a_gateway_on_postgresql_never_writes_the_password_at_debug(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    secret = tmp_path / "pg-password"
+    secret.write_text(PASSWORD + "\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    key = tmp_path / "hmac.key"  # a PostgreSQL store: the hosts' key, each project's host
+    key.write_bytes(os.urandom(32))
+    key.chmod(0o600)
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f"""
+[gateway]
+data_dir = {json.dumps(str(tmp_path / "data"))}
+log_level = "debug"
+store = {json.dumps(pg_database.dsn)}
+store_password_file = {json.dumps(str(secret))}
+hmac_key_file = {json.dumps(str(key))}
+
+[projects.demo]
+work_dir = {json.dumps(str(work))}
+agent = "codex-app-server"
+argv = ["/nonexistent/codex"]
+host = {json.dumps(socket.gethostname())}
+
+{CONSOLE_TABLES}
+"""
+    )
+    output = await run_until(config, console_serves)
+    assert f"ledger postgresql gateway@{pg_database.host}:" in output, output
+    assert DEBUG_LINE.search(output), output
+    assert PASSWORD not in output
+    assert not (tmp_path / "data" / "ledger.sqlite3").exists()

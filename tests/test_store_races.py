@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import psycopg
@@ -17,6 +18,7 @@ from gateway.errors import AlreadyDecided, StoreError
 from gateway.interactions import Interaction
 from gateway.store import Store
 from gateway.store.database import Conn
+from gateway.store.dialect import FOR_UPDATE
 from gateway.store.postgresql import PgTarget
 from tests.pg_cluster import PgCluster, fresh_database
 from tests.store_helpers import ALICE, BOB, TELEGRAM, SteppingClock, approval, running_session
@@ -93,6 +95,36 @@ async def test_two_hosts_enqueuing_into_one_session_keep_positions_unique_and_or
     queued = await first.prompts.list_queued(session.id)
     assert [prompt.position for prompt in queued] == list(range(1, 21))
     assert len({prompt.platform_message_id for prompt in queued}) == 20
+
+
+async def test_a_deadlock_between_two_hosts_is_run_again_whole(
+    two_stores: tuple[Store, Store, PgTarget],
+) -> None:
+    # each locks one session's row, then (once both hold one) the other's: PostgreSQL ends
+    # one transaction with 40P01, and the store runs that one again from its BEGIN
+    first, second, _ = two_stores
+    one, _ = await running_session(first)
+    other, _ = await running_session(first, project="other")
+    holding = {"first": threading.Event(), "second": threading.Event()}
+    attempts = {"first": 0, "second": 0}
+
+    def crossing(name: str, mine: str, theirs: str, peer: str) -> Callable[[Conn], None]:
+        def work(conn: Conn) -> None:
+            attempts[name] += 1
+            lock = f"SELECT id FROM sessions WHERE id = ?{FOR_UPDATE}"
+            conn.execute(lock, (mine,)).fetchone()
+            if attempts[name] == 1:
+                holding[name].set()
+                assert holding[peer].wait(30)
+            conn.execute(lock, (theirs,)).fetchone()
+
+        return work
+
+    await asyncio.gather(
+        first.writer.write(crossing("first", one.id, other.id, "second")),
+        second.writer.write(crossing("second", other.id, one.id, "first")),
+    )
+    assert sorted(attempts.values()) == [1, 2]
 
 
 async def _backend_pid(store: Store) -> int:

@@ -30,6 +30,7 @@ _COLUMNS = (
     "m.id, m.interaction_id, m.platform, m.space, m.channel, m.thread, m.message_ref, m.state,"
     " m.rendered_version, m.error, m.updated_at, m.again"
 )
+_RETURNED = _COLUMNS.replace("m.", "")  # the same columns, unqualified (RETURNING)
 
 
 class CardCopies:
@@ -105,13 +106,16 @@ class CardCopies:
 
     async def _update(self, copy_id: int, assignments: str, params: tuple[object, ...]) -> CardCopy:
         def update(conn: Conn) -> CardCopy:
-            cursor = conn.execute(
-                f"UPDATE interaction_messages SET {assignments}, updated_at = ? WHERE id = ?",
+            # RETURNING: the copy as written, without reading it back (one wait fewer)
+            row = fetch_one(
+                conn,
+                f"UPDATE interaction_messages SET {assignments}, updated_at = ? WHERE id = ?"
+                f" RETURNING {_RETURNED}",
                 (*params, self._db.now(), copy_id),
             )
-            if cursor.rowcount == 0:
+            if row is None:
                 raise StoreError(f"no card copy {copy_id}")
-            return _copy(conn, copy_id)
+            return _copy_from_row(row)
 
         return await self._db.write(update)
 

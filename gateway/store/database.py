@@ -335,36 +335,41 @@ def _bare(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
     return work(conn)
 
 
+def _pipelined(conn: Conn) -> contextlib.AbstractContextManager[object]:
+    """PostgreSQL: the call in pipeline mode (``PgConn.pipelined``); SQLite: nothing."""
+    pipelined = getattr(conn, "pipelined", None)
+    return contextlib.nullcontext() if pipelined is None else pipelined()
+
+
 def _snapshot(begin: str, conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
     """On a connection's thread: ``begin`` (a read), ``work``, then end it."""
     if ticket.cancelled:
         raise _Skipped
-    conn.execute(begin)
     try:
-        return work(conn)
+        with _pipelined(conn):
+            conn.execute(begin)
+            result = work(conn)
+            conn.execute("ROLLBACK")  # nothing was written: nothing to keep
+        return result
     finally:
         if conn.in_transaction:
-            with contextlib.suppress(Exception):  # nothing was written: nothing to keep
+            with contextlib.suppress(Exception):
                 conn.execute("ROLLBACK")
 
 
 def _in_transaction(begin: str, conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
-    """On the database thread: ``begin``, ``work``, COMMIT; ROLLBACK on any error."""
+    """On the database thread: ``begin``, ``work``, COMMIT; ROLLBACK on any error (on
+    PostgreSQL after the pipeline's end, where a statement's error surfaces at the latest)."""
     if ticket.cancelled:
         raise _Skipped
-    conn.execute(begin)
     try:
-        result = work(conn)
+        with _pipelined(conn):
+            conn.execute(begin)
+            result = work(conn)
+            conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             with contextlib.suppress(Exception):  # the original error is what matters
-                conn.execute("ROLLBACK")
-        raise
-    try:
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            with contextlib.suppress(Exception):
                 conn.execute("ROLLBACK")
         raise
     return result

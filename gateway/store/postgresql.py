@@ -6,6 +6,12 @@ it; rows come back as dicts (``dict_row``), which the decoders index by name as 
 ``sqlite3.Row``. The connection is in autocommit mode: the runner's BEGIN and COMMIT are
 the transactions, as on SQLite.
 
+Each store call runs in psycopg's pipeline mode (:meth:`PgConn.pipelined`, entered by the
+runner): a statement is sent without waiting for its answer, and the call waits only where
+it reads one (a fetch, or a ``rowcount``, which forces a sync) and once at its end. The
+same statements as one at a time, in far fewer round trips (docs/decisions.md). An error of
+a statement surfaces at the next wait; the runner then rolls back outside the pipeline.
+
 The password never travels in the URL (a URL with one is refused, naming
 ``store_password``): it is the ``password`` keyword, and what is shown of the target is
 :func:`describe` (libpq's parsed conninfo, the password left out).
@@ -13,7 +19,8 @@ The password never travels in the URL (a URL with one is refused, naming
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,8 +86,10 @@ class PgConn:
         self.raw = conn
         self._target = target
         self._read_only = False
-        # statements sent, each waiting for its answer: the network round trips (the
-        # runner's BEGIN and COMMIT included; bench.interactions reports them)
+        self._pipeline: psycopg.Pipeline | None = None
+        # the network round trips: a statement outside a pipeline, a wait inside one (a
+        # fetch or rowcount whose answer had not come, the sync at the call's end);
+        # bench.interactions reports them
         self.round_trips = 0
 
     @classmethod
@@ -104,13 +113,62 @@ class PgConn:
     def backend_pid(self) -> int:
         return self.raw.info.backend_pid
 
-    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
-        if self.raw.broken and sql.startswith("BEGIN"):
+    @contextlib.contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """One store call in pipeline mode; its end sends a sync and waits for every answer
+        (an error among them is raised here)."""
+        if self.raw.broken:
             # cut in an earlier call (the server rolled back what was not committed): a new
             # connection at the start of this call, one attempt (its failure: StoreError)
             self.raw = PgConn.connect(self._target, read_only=self._read_only).raw
-        self.round_trips += 1
-        return self.raw.execute(to_postgresql(sql), parameters)
+        try:
+            with self.raw.pipeline() as pipeline:
+                self._pipeline = pipeline
+                yield
+        finally:
+            self._pipeline = None
+            self.round_trips += 1
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        cursor = self.raw.execute(to_postgresql(sql), parameters)
+        if self._pipeline is None:
+            self.round_trips += 1
+            return cursor
+        return _Pipelined(self, cursor, self._pipeline)
 
     def close(self) -> None:
         self.raw.close()
+
+
+class _Pipelined:
+    """A statement's cursor inside a pipeline: reading its answer waits for it (one round
+    trip, unless an earlier wait brought it already)."""
+
+    __slots__ = ("_cursor", "_owner", "_pipeline")
+
+    def __init__(
+        self, owner: PgConn, cursor: psycopg.Cursor[dict[str, Any]], pipeline: psycopg.Pipeline
+    ) -> None:
+        self._owner = owner
+        self._cursor = cursor
+        self._pipeline = pipeline
+
+    def _arrived(self) -> bool:
+        if self._cursor.pgresult is not None:
+            return True
+        self._owner.round_trips += 1
+        return False
+
+    @property
+    def rowcount(self) -> int:
+        if not self._arrived():
+            self._pipeline.sync()  # psycopg sets rowcount only once the answer is read
+        return self._cursor.rowcount
+
+    def fetchone(self) -> Any:
+        self._arrived()
+        return self._cursor.fetchone()  # psycopg flushes and reads up to this answer
+
+    def fetchall(self) -> list[Any]:
+        self._arrived()
+        return self._cursor.fetchall()

@@ -32,6 +32,7 @@ from platforms.discord.widgets import CardButton, MessageButton, PageButton
 
 __all__ = [
     "COMMAND_HELP",
+    "GUILD_READY_SECONDS",
     "READY_SECONDS",
     "GatewayClient",
     "intents_for",
@@ -43,6 +44,12 @@ __all__ = [
 ]
 
 READY_SECONDS = 30.0
+# discord.py fires READY only once no GUILD_CREATE came for this long (its default: 2 s,
+# which was two thirds of `agent-gateway run` with Discord alone). Discord sends a bot's
+# guilds right after READY; one later than this is still taken (discord.py's
+# guild_available), and nothing here needs the guild cache at READY: sends and edits go by
+# channel id, a message in a guild not yet cached still arrives.
+GUILD_READY_SECONDS = 0.5
 COMMAND_HELP = {
     "new": "Start a new session here",
     "stop": "Stop the agent's turn",
@@ -90,6 +97,7 @@ class GatewayClient(discord.Client):
             intents=intents_for(config),
             max_ratelimit_timeout=config.max_ratelimit_timeout,
             allowed_mentions=discord.AllowedMentions.none(),
+            guild_ready_timeout=GUILD_READY_SECONDS,
             **options,
         )
         self.guild_ids = config.guild_ids

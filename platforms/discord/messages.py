@@ -31,14 +31,13 @@ from platforms.discord.inbound import (
 from platforms.discord.receive import place_of, roles_of, seen_of
 from platforms.discord.render import clip
 from platforms.discord.sending import CARDS_KEPT
+from platforms.hand_over import BUSY, hand_over
 
-__all__ = ["TAKE_ATTEMPTS", "Messages"]
+__all__ = ["Messages"]
 
 log = logging.getLogger(__name__)
 
-TAKE_ATTEMPTS = 5  # a message the gateway failed to take is tried again this often
 _THREAD_EXISTS = 160004
-_BUSY = "The gateway could not take your message; send it again in a moment."
 
 
 class Messages:
@@ -118,21 +117,11 @@ class Messages:
         return lock
 
     async def _hand_over(self, inbox: Inbox, message: InboundMessage) -> None:
-        """The message to the gateway, tried again while it fails (a busy ledger); the
-        person is told when it could not be taken."""
-        delay = 0.25
-        for attempt in range(1, TAKE_ATTEMPTS + 1):
-            try:
-                await inbox.on_message(message)
-                return
-            except Exception:
-                if attempt == TAKE_ATTEMPTS:
-                    log.exception("discord message %s not taken", message.message_id)
-                    break
-                await asyncio.sleep(delay)  # a back-off, not a wait for state
-                delay = min(delay * 2, 5.0)
-        with contextlib.suppress(PlatformError):
-            await self._send_text(message.conversation, _BUSY)
+        """The message to the gateway (platforms/hand_over.py); the person is told when it
+        could not be taken."""
+        if not await hand_over(inbox, message):
+            with contextlib.suppress(PlatformError):
+                await self._send_text(message.conversation, BUSY)
 
     async def _thread_for(self, message: discord.Message, found: Heard) -> ConversationRef:
         """The thread made from the message that starts a session (the one made before, for

@@ -1,8 +1,9 @@
 """What the platform reads of discord.py's objects: plain data for inbound.py and forms.py.
 
-Kept apart from platform.py so that what is trusted of an interaction is in one place: its
-``custom_id`` (our prefix, then a token), the person (their member roles where there is a
-member), the channel it happened in, and a modal's submitted values by component.
+Kept apart from messages.py and clicks.py so that what is trusted of an interaction is in
+one place: its ``custom_id`` (our prefix, then a token), the person (their member roles
+where there is a member), the channel it happened in, and a modal's submitted values by
+component.
 """
 
 from __future__ import annotations

@@ -47,6 +47,7 @@ from gateway.platform import (
     InboundForm,
     InboundMessage,
     Inbox,
+    MessageGone,
     MessageRef,
     PlatformLimits,
     PlatformUnreachable,
@@ -111,6 +112,7 @@ class MemoryPlatform:
         self._ids = itertools.count(1)
         self._id_prefix = id_prefix
         self._messages: dict[str, Rendered] = {}
+        self._deleted: set[str] = set()  # ids of messages someone deleted (delete)
         self._changed = asyncio.Condition()
         self._acting: set[asyncio.Task[Ack]] = set()  # the core's work on clicks, until done
         self._waiting: set[asyncio.Task[Ack]] = set()  # ... whose click still waits for it
@@ -260,6 +262,13 @@ class MemoryPlatform:
         )
         return await self._answer(self._inbox_or_fail().on_form(form))
 
+    async def delete(self, message_id: str) -> None:
+        """Someone deleted the bot's message: it is no longer seen, and an edit of it is
+        refused as gone (MessageGone), as a real platform refuses it."""
+        self._messages.pop(message_id, None)
+        self._deleted.add(message_id)
+        await self._notify()
+
     # --- what a test reads ----------------------------------------------------------------
 
     def messages(self, conversation: ConversationRef | None = None) -> list[Rendered]:
@@ -361,10 +370,14 @@ class MemoryPlatform:
         """Record an edit of a message an earlier instance sent, if adopting; True if done."""
         if not self.adopt_unknown or ref.message_id in self._messages:
             return False
+        if ref.message_id in self._deleted:
+            return False
         await self._store(edited)
         return True
 
     def _get(self, ref: MessageRef) -> Rendered:
+        if ref.message_id in self._deleted:
+            raise MessageGone(f"message {ref.message_id} was deleted")
         try:
             return self._messages[ref.message_id]
         except KeyError:

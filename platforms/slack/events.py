@@ -11,7 +11,6 @@ every request is answered 503 so that Slack gives it again.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from collections import OrderedDict
@@ -29,6 +28,7 @@ from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox
 from platforms.form_drafts import PendingForms
+from platforms.hand_over import BUSY, hand_over
 from platforms.slack.config import SlackConfig
 from platforms.slack.forms import (
     CALLBACK_ID,
@@ -56,13 +56,11 @@ from platforms.slack.posting import SlackPosting
 from platforms.slack.receive import Lanes
 from platforms.slack.render import ANSWER_ACTION, MESSAGE_PREFIX, mrkdwn
 
-__all__ = ["TAKE_ATTEMPTS", "SlackEvents"]
+__all__ = ["SlackEvents"]
 
 log = logging.getLogger(__name__)
 
-TAKE_ATTEMPTS = 5  # a message the gateway failed to take is tried again this often
 _NAMES = 1024
-_BUSY = "The gateway could not take your message; send it again in a moment."
 _OURS = re.compile(r"^gw\.")
 
 
@@ -149,21 +147,10 @@ class SlackEvents:
         await self._hand_over(message)
 
     async def _hand_over(self, message: InboundMessage) -> None:
-        """The message to the gateway, tried again while it fails (a busy ledger); the
-        person is told when it could not be taken."""
-        inbox = self._attached()
-        delay = 0.25
-        for attempt in range(1, TAKE_ATTEMPTS + 1):
-            try:
-                await inbox.on_message(message)
-                return
-            except Exception:
-                if attempt == TAKE_ATTEMPTS:
-                    log.exception("slack message %s not taken", message.message_id)
-                    break
-                await asyncio.sleep(delay)  # a back-off, not a wait for state
-                delay = min(delay * 2, 5.0)
-        await self._posting.ephemeral(message.conversation, message.actor.user_id, _BUSY)
+        """The message to the gateway (platforms/hand_over.py); the person is told when it
+        could not be taken."""
+        if not await hand_over(self._attached(), message):
+            await self._posting.ephemeral(message.conversation, message.actor.user_id, BUSY)
 
     async def _on_command(self, ack: Any, command: dict[str, Any]) -> None:
         await ack()

@@ -41,6 +41,7 @@ from platforms.outbox import (
 )
 
 __all__ = [
+    "CHAT_ACTION",
     "MESSAGE_GONE",
     "Pace",
     "TelegramMessageGone",
@@ -51,6 +52,10 @@ __all__ = [
     "retry_seconds",
     "translate",
 ]
+
+
+CHAT_ACTION = "sendChatAction"  # "typing…": shown in the chat, but no message of it
+NOT_MESSAGES = frozenset({CHAT_ACTION})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -65,8 +70,9 @@ class Pace:
 
     def pacing(self) -> Pacing[int]:
         return Pacing(
-            lane=(Window(calls=1, seconds=self.per_chat_seconds),),
-            group=(Window(calls=self.group_per_minute, seconds=60.0),),
+            # a chat's pace is of messages: "typing…" is no message (it still counts for the bot)
+            lane=(Window(calls=1, seconds=self.per_chat_seconds, ignores=NOT_MESSAGES),),
+            group=(Window(calls=self.group_per_minute, seconds=60.0, ignores=NOT_MESSAGES),),
             is_group=is_group_chat,
             shared=(Window(calls=self.bot_per_second, seconds=1.0, headroom=self.bot_headroom),),
             margin_seconds=self.margin_seconds,

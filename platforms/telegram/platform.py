@@ -63,7 +63,7 @@ from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
 from platforms.telegram.forms import FormRegistry
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
-from platforms.telegram.outbox import Pace, TelegramOutbox, translate
+from platforms.telegram.outbox import CHAT_ACTION, Pace, TelegramOutbox, translate
 from platforms.telegram.receive import Health, Poller
 from platforms.telegram.render import Button, RenderedCard, render_card
 from platforms.telegram.updates import UpdateHandler
@@ -374,7 +374,11 @@ class TelegramPlatform:
             while not ended.is_set() and loop.time() < until:
                 try:
                     await self._running().run(
-                        chat_id, Priority.STREAM, typing, key=("typing", thread)
+                        chat_id,
+                        Priority.STREAM,
+                        typing,
+                        key=("typing", thread),
+                        method=CHAT_ACTION,
                     )
                 except PlatformError as exc:  # not worth more than a line
                     log.info("typing in chat %s not shown: %s", chat_id, exc)

@@ -22,6 +22,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -30,8 +31,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from adapters.process_group import end_leftover_process_group
+from gateway.auth import HMAC_KEY_BYTES
 from gateway.domain import ConversationRef
 from gateway.store import Store
+from gateway.store.postgresql import PgTarget
 from tests.codex_env import CodexHome
 
 __all__ = [
@@ -126,11 +129,25 @@ def write_config(
     allow_from: Sequence[str] = ("alice", "bob"),
     approvers: Sequence[str] = ("alice", "bob"),
     stop_grace_seconds: float = 5,
+    store: PgTarget | None = None,
 ) -> Path:
-    """A gateway config file: the memory platform and one section per project."""
+    """A gateway config file: the memory platform and one section per project; the ledger
+    in ``store`` (PostgreSQL) if given, and :func:`open_ledger` of ``data_dir`` opens it."""
     q = json.dumps
+    ledger = host = ""
+    if store is not None:
+        # a PostgreSQL store needs the hosts' key file and each project's host (issue 19):
+        # one host, this machine, which the gateway process is by default
+        key = path.parent / "hmac.key"
+        if not key.exists():
+            key.write_bytes(os.urandom(HMAC_KEY_BYTES))
+            key.chmod(0o600)
+        ledger = f"store = {q(store.url)}\nhmac_key_file = {q(str(key))}\n"
+        host = f"host = {q(socket.gethostname())}\n"
+        _POSTGRESQL[data_dir] = store
     parts = [
-        f"[gateway]\ndata_dir = {q(str(data_dir))}\nstop_grace_seconds = {stop_grace_seconds}\n",
+        f"[gateway]\ndata_dir = {q(str(data_dir))}\nstop_grace_seconds = {stop_grace_seconds}\n"
+        + ledger,
         "[platforms.memory]\n",
     ]
     for project in projects:
@@ -139,6 +156,7 @@ def write_config(
             f"[projects.{project.name}]\n"
             f"work_dir = {q(str(project.work_dir))}\n"
             'agent = "codex-app-server"\n'
+            f"{host}"
             f"scope = {q(project.scope)}\n"
             f"argv = {q([str(a) for a in project.argv])}\n"
             'approval_policy = "on-request"\n'
@@ -493,11 +511,21 @@ def process_alive(pid: int, start_time: int | None) -> bool:
     return state not in ("Z", "X")
 
 
+# data dir -> the PostgreSQL ledger write_config gave the gateway of that data dir
+_POSTGRESQL: dict[Path, PgTarget] = {}
+
+
+def open_ledger(data_dir: Path) -> contextlib.AbstractAsyncContextManager[Store]:
+    """The ledger of the gateway whose config names ``data_dir``: SQLite in it, or the
+    PostgreSQL database its config (:func:`write_config`) names."""
+    return Store.open(data_dir, postgresql=_POSTGRESQL.get(data_dir))
+
+
 async def end_leftover_agents(data_dir: Path) -> None:
     """Clean-up after a test that left a gateway dead: end the agents its ledger says live."""
-    if not (data_dir / "ledger.sqlite3").exists():
+    if data_dir not in _POSTGRESQL and not (data_dir / "ledger.sqlite3").exists():
         return
-    async with Store.open(data_dir) as store:
+    async with open_ledger(data_dir) as store:
         epochs = await store.sessions.live_epochs()
     for epoch in epochs:
         if epoch.pid is not None and epoch.process_start_time is not None:

@@ -113,6 +113,7 @@ class ConsoleDriver(Driver):
         Case.ESCALATION: "the console is one person's pages: no direct message, no channel",
         Case.STORM: "served by the gateway's own process: nothing answers 429",
         Case.OUTAGE: "served by the gateway's own process: no connection to lose",
+        Case.DELETED: "the page shows the gateway's own record: nobody deletes a message",
     }
 
     def __init__(self, tmp_path: Path) -> None:

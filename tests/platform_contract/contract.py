@@ -82,6 +82,7 @@ class Case(StrEnum):
     PLAN_MESSAGE = "Keep planning with a message"
     SECOND_VOTE = "a second approver's vote decides"
     ESCALATION = "escalation to a channel"
+    DELETED = "the turn's message deleted while it streams"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -212,6 +213,10 @@ class Driver(abc.ABC):
 
     async def drop(self) -> None:
         """The platform can no longer be reached."""
+        raise NotImplementedError
+
+    async def delete(self, key: str) -> None:
+        """Someone deletes the bot's message ``key`` (a :attr:`Seen.key`)."""
         raise NotImplementedError
 
     async def drop_at_next_card(self) -> None:

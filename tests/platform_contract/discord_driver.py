@@ -243,6 +243,9 @@ gateway_url = "{fake.gateway_url}"
     async def back(self) -> None:
         await self.fake.come_back()
 
+    async def delete(self, key: str) -> None:
+        self.fake.message(key).deleted = True
+
     async def seen(self) -> list[Seen]:
         return self._now()
 

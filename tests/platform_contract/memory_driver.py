@@ -186,6 +186,9 @@ approvers = ["alice"]
     async def seen(self) -> list[Seen]:
         return self._now()
 
+    async def delete(self, key: str) -> None:
+        await self.platform.delete(key)
+
     def _now(self) -> list[Seen]:
         return [self._seen(m) for m in self.platform.messages(ROOM)]
 

@@ -190,6 +190,9 @@ class SlackDriver(Driver):
     async def seen(self) -> list[Seen]:
         return self._now()
 
+    async def delete(self, key: str) -> None:
+        self.fake.message(GENERAL, key).deleted = True
+
     def _now(self) -> list[Seen]:
         if self.thread is None:
             return []

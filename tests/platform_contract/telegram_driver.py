@@ -198,6 +198,9 @@ class TelegramDriver(Driver):
     async def seen(self) -> list[Seen]:
         return self._now()
 
+    async def delete(self, key: str) -> None:
+        self.fake.message(GROUP_ID, int(key)).deleted = True
+
     def _now(self) -> list[Seen]:
         return [_seen(m) for m in self.fake.bot_messages(GROUP_ID)]
 

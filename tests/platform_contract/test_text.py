@@ -63,3 +63,19 @@ async def test_a_streamed_reply_growing_past_the_limit_is_split_once_whole(
 
 def code_lines(text: str) -> list[str]:
     return [line.strip() for line in text.splitlines() if line.strip() and "```" not in line]
+
+
+async def test_a_reply_whose_message_was_deleted_goes_on_in_a_new_one(driver: Driver) -> None:
+    """The platform refuses to edit a deleted message for good (MessageGone): the rest of
+    the turn's text is posted anew, and ends exact."""
+    driver.require(Case.DELETED)
+    async with driver.running():
+        await driver.say("stream")
+        first = await driver.text(lambda text: text == STREAMED[0])
+        await driver.delete(first.key)
+        driver.launcher.go_on.set()
+        whole = "".join(STREAMED)
+        final = await driver.text(lambda text: text == whole)
+        shown = [s.text for s in await driver.seen()]
+    assert final.key != first.key  # a new message
+    assert shown == [whole]  # the deleted one is gone; the text is whole, once
