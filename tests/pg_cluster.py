@@ -4,7 +4,8 @@
 the newest version; ``AGENT_GATEWAY_PG_BINDIR`` names another directory) make a cluster in a
 temp dir, listening only on a Unix socket in that dir (``listen_addresses = ''``: no TCP port),
 with trust authentication for the role ``gateway`` (its superuser). It is stopped and removed
-when the ``with`` block (or the test session) ends: no service is left running.
+when the ``with`` block (or the test session) ends: no service is left running, even when
+the process that started it is killed (a watchdog process waits on a pipe from it).
 
 initdb refuses to run as root: as root, the cluster is made and run by the ``postgres``
 system user (created by the Debian package), through ``runuser``, in a temp dir it owns.
@@ -18,10 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -123,12 +126,47 @@ def throwaway_cluster(bindir: Path, *, port: int = 5432) -> Iterator[PgCluster]:
         pg_ctl = str(bindir / "pg_ctl")
         # -w: pg_ctl returns once the server accepts connections (it waits on the server)
         run(pg_ctl, "--pgdata", str(data), "--log", str(log), "-w", "-o", server_options, "start")
+        stop = [pg_ctl, "--pgdata", str(data), "-w", "-m", "immediate", "stop"]
+        watchdog = _watchdog(
+            ["runuser", "-u", SERVICE_USER, "--", *stop] if as_root else stop, root
+        )
         try:
             yield PgCluster(host=str(root), port=port)
         finally:
-            run(pg_ctl, "--pgdata", str(data), "-w", "-m", "fast", "stop")
+            try:
+                run(pg_ctl, "--pgdata", str(data), "-w", "-m", "fast", "stop")
+            finally:
+                _release(watchdog)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Stops the cluster and removes its dir once its stdin ends: when the process that started
+# the cluster ends, however it ends (a SIGKILLed pytest runs no finally), the pipe closes.
+_WATCHDOG = """
+import json, shutil, subprocess, sys
+sys.stdin.buffer.read()
+subprocess.run(json.loads(sys.argv[1]), capture_output=True, check=False)
+shutil.rmtree(sys.argv[2], ignore_errors=True)
+"""
+
+
+def _watchdog(stop: list[str], root: Path) -> subprocess.Popen[bytes]:
+    """A process of its own session that ends the cluster if this process dies first."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _WATCHDOG, json.dumps(stop), str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # a Ctrl-C to the tests' group does not end it early
+    )
+
+
+def _release(watchdog: subprocess.Popen[bytes]) -> None:
+    """The cluster was stopped here: let the watchdog go (it finds nothing left to stop)."""
+    assert watchdog.stdin is not None
+    watchdog.stdin.close()
+    watchdog.wait()
 
 
 @pytest.fixture(scope="session")

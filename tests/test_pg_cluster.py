@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import select
+import subprocess
+import sys
 from pathlib import Path
 
 import psycopg
@@ -61,3 +65,61 @@ def test_a_fresh_database_is_empty_and_dropped_after(pg_cluster: PgCluster) -> N
             (first.dbname, second.dbname),
         ).fetchone()
     assert names == (0,)
+
+
+_KILLED_HOLDER = """
+import os, signal, sys
+from pathlib import Path
+from tests.pg_cluster import throwaway_cluster
+with throwaway_cluster(Path(sys.argv[1]), port=5434) as cluster:
+    root = Path(cluster.host)
+    postmaster = (root / "data" / "postmaster.pid").read_text().split()[0]
+    print(root, postmaster, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)  # no finally runs
+"""
+
+
+def _watchdog_of(root: Path) -> int:
+    """The pid of the process whose command line names ``root`` and runs Python's ``-c``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"-c" in argv and str(root).encode() in argv:
+            return int(entry.name)
+    raise AssertionError(f"no watchdog names {root}")
+
+
+def _wait_ended(pid: int) -> None:
+    """Wait for ``pid`` (not our child) to end: its pidfd becomes readable then."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        readable, _, _ = select.select([fd], [], [], 60)
+        assert readable, f"process {pid} still runs"
+    finally:
+        os.close(fd)
+
+
+def test_a_cluster_whose_starter_is_killed_is_stopped_and_removed(pg_cluster: PgCluster) -> None:
+    bindir = find_pg_bindir()
+    assert bindir is not None
+    done = subprocess.run(
+        [sys.executable, "-c", _KILLED_HOLDER, str(bindir)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == -9, done.stderr
+    root_name, postmaster = done.stdout.split()
+    root = Path(root_name)
+    if root.exists():
+        _wait_ended(_watchdog_of(root))
+    assert not _running(int(postmaster))
+    assert not root.exists()
