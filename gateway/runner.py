@@ -503,7 +503,10 @@ class SessionRunner:
                 continue
             if direct is not None:
                 targets.append(direct)
-                owner = next((p for p, a in self._people.items() if account in a), account)
+                # a person as [people] names them, else the account in words
+                owner = next(
+                    (p for p, a in self._people.items() if account in a), f"{name} user {user_id}"
+                )
                 people.append(owner)
         bound = await self._conversations()
         channels: list[str] = []

@@ -199,3 +199,20 @@ async def test_after_a_restart_the_escalated_copies_are_recovered_and_not_posted
     assert len(memory.cards(CAROLS_DM)) == 1 and len(memory.cards(ESCALATIONS)) == 1
     assert in_dm.card is not None and in_dm.card.status_line == asked.now.status_line
     assert not (codex_home.workspace / "hello.txt").exists()
+
+
+@pytest.mark.real_agent("codex")
+@pytest.mark.timeout(90)
+async def test_a_person_no_people_entry_names_is_said_as_their_account_in_words(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    rules = ESCALATING.replace('leads = ["carol", "dave"]', 'leads = ["carol", "memory:dave"]')
+    rules = rules.replace('dave = ["memory:dave"]\n', "")
+    rules = rules.replace('"carol", "dave"]\nleads', '"carol", "memory:dave"]\nleads')
+    async with running_gateway(config(codex_bin, codex_home, tmp_path, rules)) as gw:
+        await ask_to_touch(gw, fake_model)
+        await copy_in(gw, DAVES_DM)
+        notice = await gw.text_where(lambda text: text.startswith("⏫"))
+    assert notice.endswith(
+        "also asked in direct messages to carol and memory user dave, and in #escalations."
+    ), notice
