@@ -418,6 +418,21 @@ _WAKE_THE_OWNER = (
     " FOR EACH ROW EXECUTE FUNCTION wake_prompt_host()",
 )
 
+# issue 19, design point 4: a secret answer submitted on one host for a session another host
+# runs, sealed (gateway/sealing.py: AES-GCM under a key derived from the shared HMAC key) in
+# the decide transaction; the owner opens it and deletes the row in the transaction that
+# records its write, and every other end of the interaction deletes it. Text (base64url), the
+# same column on both backends. On SQLite (one host) no row is ever written.
+_SEALED_ANSWERS = (
+    """
+    CREATE TABLE sealed_answers (
+        interaction_id TEXT PRIMARY KEY REFERENCES interactions(id),
+        sealed TEXT NOT NULL,
+        sealed_at TEXT NOT NULL
+    )
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -443,6 +458,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         statements=(),
         postgresql=_WAKE_THE_OWNER,
     ),
+    Migration(version=10, name="secret answers sealed between hosts", statements=_SEALED_ANSWERS),
 )
 
 
