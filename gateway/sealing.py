@@ -42,21 +42,27 @@ class Sealer:
 
     def seal(self, interaction_id: str, answers: Mapping[str, Answer]) -> str:
         """``answers`` as text for the ledger (base64url of nonce + ciphertext + tag)."""
-        nonce = os.urandom(_NONCE_BYTES)
-        plain = encode_answers(answers).encode()
-        sealed = self._aead.encrypt(nonce, plain, interaction_id.encode())
-        return _VERSION + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+        return self.seal_text(interaction_id, encode_answers(answers))
 
     def open(self, interaction_id: str, text: str) -> dict[str, Answer]:
         """The answers sealed for ``interaction_id``; SealBroken when they do not open."""
+        return decode_answers(self.open_text(interaction_id, text))
+
+    def seal_text(self, context: str, plain: str) -> str:
+        """``plain`` sealed for ``context`` (what it belongs to: it opens for that only)."""
+        nonce = os.urandom(_NONCE_BYTES)
+        sealed = self._aead.encrypt(nonce, plain.encode(), context.encode())
+        return _VERSION + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
+
+    def open_text(self, context: str, text: str) -> str:
+        """What :meth:`seal_text` sealed for ``context``; SealBroken when it does not open."""
         if not text.startswith(_VERSION):
             raise SealBroken("a sealed answer of an unknown scheme")
         try:
             raw = base64.urlsafe_b64decode(text[len(_VERSION) :])
             nonce, sealed = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:]
-            plain = self._aead.decrypt(nonce, sealed, interaction_id.encode())
+            return self._aead.decrypt(nonce, sealed, context.encode()).decode()
         except (InvalidTag, ValueError) as exc:
             raise SealBroken(
                 "a sealed answer does not open: is hmac_key_file the same on every host?"
             ) from exc
-        return decode_answers(plain.decode())

@@ -433,6 +433,24 @@ _SEALED_ANSWERS = (
     """,
 )
 
+# issue 19, design point 8: a person's answers in progress to a card's form, where the next
+# click of the form may reach another host. Keyed by interaction and person (``Actor.key``);
+# the payload is platforms/form_drafts.py's, its secret answers sealed (gateway/sealing.py).
+# A draft is read only while its interaction is pending and before ``expires_at``; a submit
+# deletes it, ``FormDraftLedger.purge`` the rest.
+_FORM_DRAFTS = (
+    """
+    CREATE TABLE form_drafts (
+        interaction_id TEXT NOT NULL REFERENCES interactions(id),
+        person TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (interaction_id, person)
+    )
+    """,
+    "CREATE INDEX form_drafts_expiry ON form_drafts(expires_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -459,6 +477,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         postgresql=_WAKE_THE_OWNER,
     ),
     Migration(version=10, name="secret answers sealed between hosts", statements=_SEALED_ANSWERS),
+    Migration(version=11, name="form drafts any host reads", statements=_FORM_DRAFTS),
 )
 
 
