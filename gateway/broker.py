@@ -21,14 +21,22 @@ from typing import Any, Protocol, TypeVar
 from gateway.auth import token_factory
 from gateway.cards import Card, render_interaction
 from gateway.commands import spell_commands
-from gateway.domain import Actor, ConversationRef, Decision, InteractionRequest, InteractionState
-from gateway.errors import AlreadyAnswered, GatewayError, PlatformError, RequestClosed
+from gateway.domain import (
+    Actor,
+    Answer,
+    ConversationRef,
+    Decision,
+    InteractionRequest,
+    InteractionState,
+)
+from gateway.errors import AlreadyAnswered, GatewayError, PlatformError, RequestClosed, SealBroken
 from gateway.expiry import ExpiryPlan
 from gateway.faults import crashpoint
 from gateway.interactions import Interaction
 from gateway.outbound import with_rate_limit
 from gateway.platform import MessageRef, Platform, RateLimited, RefusedForGood
 from gateway.policy import Requirement
+from gateway.sealing import Sealer
 from gateway.store import CardCopy, CopyState, Store
 from gateway.store.codec import redact_secret_answers
 from gateway.store.votes import VoteOutcome
@@ -40,6 +48,10 @@ T = TypeVar("T")
 
 EDITS_WAIT_SECONDS = 0.2  # how long a card edit may wait for new cards and decisions
 REFUSED_KEPT = 4096  # copies refused for good remembered (the oldest are tried again)
+_SEAL_BROKEN = (
+    "its secret answer, sealed by the host that took it, does not open here: is"
+    " hmac_key_file the same on every host?"
+)
 _SECRET_NOT_KEPT = (
     "its secret answer is never kept by the gateway, and the attempt that held it was cut off"
 )
@@ -116,6 +128,7 @@ class Broker:
         self._host = host
         self._platforms = platforms
         self._key = hmac_key
+        self._sealer = Sealer(hmac_key)
         self._deliverer = deliverer
         self._in_flight: set[str] = set()  # interactions whose write is under way
         self._unconfirmed: dict[str, _Unconfirmed] = {}
@@ -173,12 +186,17 @@ class Broker:
         Only the commit is made here: the ledger wakes the owner, which writes the decision
         (its sweep) and edits the cards; this host writes to no agent and edits no card.
         """
+        # a secret answer for another host's agent goes to it sealed (the ledger keeps it
+        # redacted): design point 4 of issue 19, gateway/sealing.py
+        secret = _secret_answers(interaction, decision) if owner is not None else {}
+        sealed = self._sealer.seal(interaction.id, secret) if secret else None
         try:
             decided = await self._store.interactions.decide(
                 interaction.id,
                 expected_version=interaction.version,
                 actor=actor,
                 decision=decision,
+                sealed=sealed,
             )
         except asyncio.CancelledError:
             # the commit runs on the ledger's thread and may land all the same (on another
@@ -283,9 +301,16 @@ class Broker:
                 continue
             decision = self._committed_decision(interaction)
             handled += 1
+            failure = _SECRET_NOT_KEPT
+            if decision is None:
+                try:
+                    decision = await self._unsealed(interaction)
+                except SealBroken as exc:
+                    log.warning("the secret answer of %s was not written: %s", interaction.id, exc)
+                    failure = _SEAL_BROKEN
             if decision is None:
                 await self._store.interactions.record_delivery(
-                    interaction.id, ok=False, error=_SECRET_NOT_KEPT
+                    interaction.id, ok=False, error=failure
                 )
                 self.mark_dirty(interaction.id)
                 continue
@@ -307,6 +332,19 @@ class Broker:
         if secret & fact.decision.answers.keys():
             return None
         return fact.decision
+
+    async def _unsealed(self, interaction: Interaction) -> Decision | None:
+        """The committed decision with the secret answers another host sealed for this one
+        put back; None where none were sealed. SealBroken: they do not open, or do not fit."""
+        fact = interaction.decision
+        assert fact is not None
+        sealed = await self._store.interactions.sealed_answers(interaction.id)
+        if sealed is None:
+            return None
+        secret = self._sealer.open(interaction.id, sealed)
+        if secret.keys() != _secret_answers(interaction, fact.decision).keys():
+            raise SealBroken("the sealed answers are not those of the decision")
+        return replace(fact.decision, answers={**fact.decision.answers, **secret})
 
     async def _write_and_record(self, interaction: Interaction, decision: Decision) -> Interaction:
         """Write the decision to the agent, then record the write (in the session's task)."""
@@ -526,3 +564,9 @@ class Broker:
             return
         await self._store.cards.add(interaction.id, conversation)
         self.mark_dirty(interaction.id)
+
+
+def _secret_answers(interaction: Interaction, decision: Decision) -> dict[str, Answer]:
+    """The answers of ``decision`` to ``interaction``'s secret questions."""
+    secret = {q.id for q in interaction.questions if q.secret}
+    return {qid: answer for qid, answer in decision.answers.items() if qid in secret}

@@ -283,6 +283,7 @@ class Control:
         self, conversation: ConversationRef, project: str, actor: Actor, *, create: bool
     ) -> SessionRecord | None:
         # one at a time: a first message delivered twice at once must not start two sessions
+        # (in this process; between hosts the ledger's compare-and-set on the route decides)
         async with self._routing:
             settings = self._gw.config.projects[project]
             key = route_key(settings.scope, conversation, actor)
@@ -296,20 +297,25 @@ class Control:
                 await self._store.sessions.close(
                     session.id, reason=f"this project now runs on {host}"
                 )
-                session = None
-            if session is not None and not session.is_closed:
+            elif session is not None and not session.is_closed:
                 if key != conversation:  # show the session in this conversation too
                     await self._show_here(session, conversation)
                 return session
             if not create:
                 return None
-            session = await self._store.sessions.create(
+            session, made = await self._store.sessions.create_routed(
+                key,
+                replacing=None if session is None else session.id,
                 project=project,
                 agent_kind=settings.agent,
                 initiator=actor,
                 host=host,
             )
-            await self._store.sessions.route(key, session.id)
+            if not made:
+                # another host routed this conversation first (issue 19): its session it is
+                log.info("conversation %s: another host made session %s", key, session.id)
+                await self._show_here(session, conversation)
+                return session
             await self._store.sessions.bind(conversation, session.id)
             if settings.scope is SessionScope.USER:
                 # a person's own session is shown in their direct conversation too, which

@@ -64,10 +64,6 @@ owner takes no more tasks."""
 OwnerElsewhere = Callable[[SessionRecord], str | None]
 """The host that runs a session where that is another host (issue 19), else None."""
 
-_SECRET_ELSEWHERE = (
-    "This agent runs on host {host}, and a secret answer cannot be passed between hosts yet: "
-    "nothing was decided."
-)
 _VERDICT = {Effect.ALLOW: "Approved", Effect.DENY: "Denied", Effect.CANCEL: "Denied and stopped"}
 
 
@@ -248,10 +244,6 @@ class DecisionDesk:
     ) -> Ack:
         project = session.project if session is not None else ""
         owner = self._owner_elsewhere(session) if session is not None else None
-        if owner is not None and _secret_answered(interaction, decision):
-            # the ledger keeps secret answers redacted: the owner could not write this one
-            # (sealed answers between hosts are not built yet); nothing is decided
-            return Ack(text=_SECRET_ELSEWHERE.format(host=owner), accepted=False)
         needed = self._policy.requirement(project, interaction)
         if needed.counts_votes and decision.action_id is not None:
             return await self._vote(interaction, actor, decision, needed, conversation, owner)
@@ -399,11 +391,6 @@ def _not_open(interaction: Interaction) -> str:
     if interaction.decision is not None and interaction.state is not InteractionState.ORPHANED:
         return f"Already decided by {interaction.decision.actor}. {status_line(interaction)}"
     return f"This request is no longer open. {status_line(interaction)}"
-
-
-def _secret_answered(interaction: Interaction, decision: Decision) -> bool:
-    secret = {question.id for question in interaction.questions if question.secret}
-    return bool(secret & decision.answers.keys())
 
 
 def _outcome(interaction: Interaction, decision: Decision, owner: str | None = None) -> str:

@@ -22,7 +22,9 @@
     │   │   └── VersionMoved         still pending, but moved (a vote) since it was read
     │   └── UnknownInteraction       no interaction has this id (a typo in /approve ID)
     ├── AuthorizationError           the actor may not do this, or the token is forged/stale
-    │   └── TokenRejected            a button token failed verification (reason: auth.Rejection)
+    │   ├── TokenRejected            a button token failed verification (reason: auth.Rejection)
+    │   └── SealBroken               a sealed secret answer does not open (another host's key
+    │                                differs, or the sealed text was altered: gateway.sealing)
     ├── StoreError                   the SQLite ledger failed (sqlite3 errors are chained)
     │   └── DataDirInUse             another gateway process holds the data dir's lock
     └── PlatformError                a chat platform failed (SDK errors are chained)
@@ -54,6 +56,7 @@ __all__ = [
     "ProtocolError",
     "RemoteError",
     "RequestClosed",
+    "SealBroken",
     "StoreError",
     "TokenRejected",
     "UnknownInteraction",
@@ -168,6 +171,10 @@ class TokenRejected(AuthorizationError):
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class SealBroken(AuthorizationError):
+    """A sealed secret answer does not open: another key, another interaction, or altered."""
 
 
 class StoreError(GatewayError):

@@ -23,6 +23,7 @@ modals a page of inputs whose submission it feeds to the draft.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ from gateway.cards import Card, FormQuestion
 from gateway.commands import parse_answers
 from gateway.domain import Actor, Answer, ConversationRef, Question
 from gateway.errors import InvalidDecision
+from gateway.sealing import Sealer
+from gateway.store.codec import decode_answers, encode_answers
 
 __all__ = [
     "MAX_DRAFTS",
@@ -44,6 +47,9 @@ __all__ = [
     "Refuse",
     "Step",
     "Submit",
+    "decode_draft",
+    "draft_context",
+    "encode_draft",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -300,3 +306,51 @@ class PendingForms(Generic[K]):
             form.drafts.pop(user_id, None)
             if form.viewer == user_id:
                 form.viewer = None
+
+
+# --- a draft in the ledger (issue 19, design point 8) -----------------------------------------
+
+
+def draft_context(interaction_id: str, actor: Actor) -> str:
+    """What a draft's sealed secrets belong to: they open for this request and person only."""
+    return f"draft:{interaction_id}:{actor.key()}"
+
+
+def encode_draft(draft: Draft, sealer: Sealer, interaction_id: str) -> str:
+    """``draft`` as the ledger keeps it (store.form_drafts): JSON, secret answers sealed."""
+    secret = {str(index): answer for index, answer in draft.secret.items()}
+    actor = draft.actor
+    return json.dumps(
+        {
+            "actor": [actor.platform, actor.user_id, actor.display],
+            "step": draft.step,
+            "chosen": {str(index): list(options) for index, options in draft.chosen.items()},
+            "other": {str(index): text for index, text in draft.other.items()},
+            "secret": (
+                sealer.seal_text(draft_context(interaction_id, actor), encode_answers(secret))
+                if secret
+                else None
+            ),
+        },
+        separators=(",", ":"),
+    )
+
+
+def decode_draft(payload: str, sealer: Sealer, interaction_id: str) -> Draft:
+    """The draft :func:`encode_draft` wrote; SealBroken when its secrets do not open here."""
+    data = json.loads(payload)
+    platform, user_id, display = data["actor"]
+    actor = Actor(platform=platform, user_id=user_id, display=display)
+    sealed = data["secret"]
+    secret = (
+        decode_answers(sealer.open_text(draft_context(interaction_id, actor), sealed))
+        if sealed is not None
+        else {}
+    )
+    return Draft(
+        actor=actor,
+        step=int(data["step"]),
+        chosen={int(index): tuple(options) for index, options in data["chosen"].items()},
+        other={int(index): text for index, text in data["other"].items()},
+        secret={int(index): answer for index, answer in secret.items()},
+    )

@@ -272,6 +272,7 @@ class InteractionLedger:
         expected_version: int,
         actor: Actor,
         decision: Decision,
+        sealed: str | None = None,
     ) -> Interaction:
         """Commit a person's decision: PENDING → DECIDED as a compare-and-set on version.
 
@@ -283,6 +284,10 @@ class InteractionLedger:
         ``expected_version`` is not the pending version), or AlreadyDecided naming who
         decided first or how the interaction ended (the attempt is audited). A choice of
         scope "session" or "always" that allows is recorded as a grant, and audited.
+
+        ``sealed``: the decision's secret answers sealed for the host that runs the session
+        (gateway/sealing.py), kept in ``sealed_answers`` in the same transaction until
+        :meth:`record_delivery`, or any other end of the interaction, deletes it.
         """
 
         def decide(conn: Conn) -> Interaction | AlreadyDecided:
@@ -296,6 +301,12 @@ class InteractionLedger:
                     )
                 decided = self.decide_in(conn, current, actor, decision)
                 if decided is not None:
+                    if sealed is not None:
+                        conn.execute(
+                            "INSERT INTO sealed_answers (interaction_id, sealed, sealed_at)"
+                            " VALUES (?, ?, ?)",
+                            (interaction_id, sealed, self._db.now()),
+                        )
                     return decided
                 current = require_interaction(conn, interaction_id)  # another process won
             rejection = already_decided(current)
@@ -424,9 +435,21 @@ class InteractionLedger:
             current = require_interaction(conn, interaction_id, lock=True)
             moved = transition(current.state, event)
             self._insert_delivery(conn, interaction_id, outcome, error)
+            # _apply deletes a sealed answer here, in the transaction that records its write
             return self._apply(conn, current, moved, by="gateway", note=error or "")
 
         return await self._db.write(record_delivery)
+
+    async def sealed_answers(self, interaction_id: str) -> str | None:
+        """The secret answers another host sealed for this interaction's owner, or None."""
+
+        def sealed(conn: Conn) -> str | None:
+            row = conn.execute(
+                "SELECT sealed FROM sealed_answers WHERE interaction_id = ?", (interaction_id,)
+            ).fetchone()
+            return None if row is None else str(row["sealed"])
+
+        return await self._db.read(sealed)
 
     async def resolve(
         self, interaction_id: str, event: InteractionEvent, *, by: str, note: str = ""
@@ -635,6 +658,7 @@ class InteractionLedger:
         )
         if cursor.rowcount == 0:
             raise StoreError(f"interaction {current.id} was changed by another writer")
+        _drop_sealed(conn, current)
         if moved.skips_delivery and record_skipped:
             reason = _SKIPPED_BECAUSE.get(moved.event, "not written")
             self._insert_delivery(conn, current.id, DeliveryOutcome.SKIPPED, reason)
@@ -683,3 +707,10 @@ def _open(conn: Conn, session_id: str | None) -> list[Interaction]:
         (session_id, session_id),
     )
     return [interaction_from_row(row) for row in rows]
+
+
+def _drop_sealed(conn: Conn, current: Interaction) -> None:
+    """Delete the sealed secret answers of a decided interaction that moves on (written,
+    failed, orphaned, closed): only a DECIDED interaction may have them (Ledger.decide)."""
+    if current.state is InteractionState.DECIDED:
+        conn.execute("DELETE FROM sealed_answers WHERE interaction_id = ?", (current.id,))

@@ -418,6 +418,39 @@ _WAKE_THE_OWNER = (
     " FOR EACH ROW EXECUTE FUNCTION wake_prompt_host()",
 )
 
+# issue 19, design point 4: a secret answer submitted on one host for a session another host
+# runs, sealed (gateway/sealing.py: AES-GCM under a key derived from the shared HMAC key) in
+# the decide transaction; the owner opens it and deletes the row in the transaction that
+# records its write, and every other end of the interaction deletes it. Text (base64url), the
+# same column on both backends. On SQLite (one host) no row is ever written.
+_SEALED_ANSWERS = (
+    """
+    CREATE TABLE sealed_answers (
+        interaction_id TEXT PRIMARY KEY REFERENCES interactions(id),
+        sealed TEXT NOT NULL,
+        sealed_at TEXT NOT NULL
+    )
+    """,
+)
+
+# issue 19, design point 8: a person's answers in progress to a card's form, where the next
+# click of the form may reach another host. Keyed by interaction and person (``Actor.key``);
+# the payload is platforms/form_drafts.py's, its secret answers sealed (gateway/sealing.py).
+# A draft is read only while its interaction is pending and before ``expires_at``; a submit
+# deletes it, ``FormDraftLedger.purge`` the rest.
+_FORM_DRAFTS = (
+    """
+    CREATE TABLE form_drafts (
+        interaction_id TEXT NOT NULL REFERENCES interactions(id),
+        person TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        expires_at TEXT NOT NULL,
+        PRIMARY KEY (interaction_id, person)
+    )
+    """,
+    "CREATE INDEX form_drafts_expiry ON form_drafts(expires_at)",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -443,6 +476,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         statements=(),
         postgresql=_WAKE_THE_OWNER,
     ),
+    Migration(version=10, name="secret answers sealed between hosts", statements=_SEALED_ANSWERS),
+    Migration(version=11, name="form drafts any host reads", statements=_FORM_DRAFTS),
 )
 
 

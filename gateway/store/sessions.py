@@ -64,26 +64,80 @@ class SessionLedger:
         """A new session with no runtime yet (``current_epoch`` 0). ``initiator``: the person
         who started it, the default approver of its interactions; ``host``: the host that
         runs it, for good (None: this machine, on a ledger no other host shares)."""
+
+        def create(conn: Conn) -> SessionRecord:
+            return self._insert(conn, project, agent_kind, initiator, host)
+
+        return await self._db.write(create)
+
+    def _insert(
+        self,
+        conn: Conn,
+        project: str,
+        agent_kind: AgentKind,
+        initiator: Actor | None,
+        host: str | None,
+    ) -> SessionRecord:
         session_id = new_short_id()
         who = (
             (None, None, None)
             if initiator is None
-            else (
-                initiator.platform,
-                initiator.user_id,
-                initiator.display,
-            )
+            else (initiator.platform, initiator.user_id, initiator.display)
         )
+        conn.execute(
+            "INSERT INTO sessions (id, project, agent_kind, created_at, initiator_platform,"
+            " initiator_user_id, initiator_display, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (session_id, project, agent_kind.value, self._db.now(), *who, host),
+        )
+        return _session(conn, session_id)
 
-        def create(conn: Conn) -> SessionRecord:
-            conn.execute(
-                "INSERT INTO sessions (id, project, agent_kind, created_at, initiator_platform,"
-                " initiator_user_id, initiator_display, host) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, project, agent_kind.value, self._db.now(), *who, host),
+    async def create_routed(
+        self,
+        key: ConversationRef,
+        *,
+        replacing: str | None,
+        project: str,
+        agent_kind: AgentKind,
+        initiator: Actor | None = None,
+        host: str | None = None,
+    ) -> tuple[SessionRecord, bool]:
+        """A new session routed by ``key``, made only if the route still names ``replacing``
+        (None: no session yet; else the closed or moved one the caller read): a
+        compare-and-set on the route, in one transaction with the session's row.
+
+        Several hosts may receive a conversation's first message at once (issue 19), and
+        the routing lock is per process: the ledger is where one of them wins. Returns
+        ``(session, True)`` for the one made here, ``(the winner's session, False)`` when
+        another writer routed ``key`` first (nothing of this call is kept then).
+
+        On PostgreSQL a second INSERT of one route waits for the first's COMMIT, then meets
+        the conflict, and the ``DO UPDATE ... WHERE`` re-reads the committed row: the
+        loser's route is never written.
+        """
+
+        def route_if_unchanged(conn: Conn) -> tuple[SessionRecord, bool]:
+            made = self._insert(conn, project, agent_kind, initiator, host)
+            cursor = conn.execute(
+                "INSERT INTO routes (platform, space, channel, thread, session_id, routed_at)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (platform, space, channel, thread)"
+                " DO UPDATE SET session_id = excluded.session_id, routed_at = excluded.routed_at"
+                " WHERE routes.session_id = ?",
+                (*conversation_params(key), made.id, self._db.now(), replacing),
             )
-            return _session(conn, session_id)
+            if cursor.rowcount == 1:
+                return made, True
+            # another writer routed it first: the row made here goes with this transaction
+            conn.execute("DELETE FROM sessions WHERE id = ?", (made.id,))
+            row = fetch_one(
+                conn,
+                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
+                " FROM routes WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
+                conversation_params(key),
+            )
+            assert row is not None  # the route that refused this one names a session
+            return _session_from_row(row), False
 
-        return await self._db.write(create)
+        return await self._db.write(route_if_unchanged)
 
     async def get(self, session_id: str) -> SessionRecord | None:
         return await self._db.read(lambda conn: session_by_id(conn, session_id))

@@ -19,6 +19,7 @@ from gateway.store.database import Clock, Database, ReadOnlyDatabase, Runner, ut
 from gateway.store.datadir import check_data_dir, prepare_data_dir
 from gateway.store.dialect import POSTGRESQL
 from gateway.store.escalations import Escalations
+from gateway.store.form_drafts import FormDraftLedger
 from gateway.store.grants import GrantBook
 from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
@@ -78,6 +79,7 @@ class Store:
         self.interactions = InteractionLedger(db)
         self.votes = VoteLedger(db, self.interactions)
         self.cards = CardCopies(db)
+        self.form_drafts = FormDraftLedger(db)
         self.escalations = Escalations(db)
         self.grants = GrantBook(db)
         self.audit = AuditLog(db)
