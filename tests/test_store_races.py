@@ -17,7 +17,7 @@ from gateway.domain import Decision
 from gateway.errors import AlreadyDecided, StoreError
 from gateway.interactions import Interaction
 from gateway.store import Store
-from gateway.store.database import Conn
+from gateway.store.database import RETRIES, Conn
 from gateway.store.dialect import FOR_UPDATE
 from gateway.store.postgresql import PgTarget
 from tests.pg_cluster import PgCluster, fresh_database
@@ -124,7 +124,10 @@ async def test_a_deadlock_between_two_hosts_is_run_again_whole(
         first.writer.write(crossing("first", one.id, other.id, "second")),
         second.writer.write(crossing("second", other.id, one.id, "first")),
     )
-    assert sorted(attempts.values()) == [1, 2]
+    # one ran once; PostgreSQL ended the other, which ran again (a second deadlock with the
+    # survivor is possible before it took its locks: retries pause a random moment)
+    ran_once, ran_again = sorted(attempts.values())
+    assert ran_once == 1 and 2 <= ran_again <= RETRIES
 
 
 async def _backend_pid(store: Store) -> int:

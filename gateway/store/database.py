@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import random
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -210,6 +211,9 @@ class Database:
                     # failure: rolled back whole by the server, so run again (at most RETRIES)
                     if attempt == RETRIES or not _retryable(exc):
                         raise
+                    # the other transaction may not have taken the locks it waited for yet:
+                    # running again at once can deadlock with it again (seen in tests)
+                    await asyncio.sleep(random.uniform(0, RETRY_PAUSE * attempt))
             raise AssertionError("unreachable")
 
     def audit(
@@ -308,7 +312,8 @@ async def _on_thread(
         raise
 
 
-RETRIES = 3
+RETRIES = 5
+RETRY_PAUSE = 0.02  # seconds: the most a retry waits, times its attempt (a random share)
 _RETRYABLE = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 
 
