@@ -19,7 +19,7 @@ from gateway.errors import StoreError
 from gateway.store.database import Conn
 from gateway.store.dialect import SQLITE, Backend, Dialect, postgresql_ddl
 
-__all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
+__all__ = ["MIGRATIONS", "POSTGRESQL_ONLY_TABLES", "Migration", "apply_migrations"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -418,6 +418,22 @@ _WAKE_THE_OWNER = (
     " FOR EACH ROW EXECUTE FUNCTION wake_prompt_host()",
 )
 
+# Leases by the database's clock (issue 19, design point 5; gateway/store/leases.py): one row
+# per lease, its fence only grows. PostgreSQL only: a single host on SQLite needs no lease.
+_LEASES = (
+    """
+    CREATE TABLE leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        fence BIGINT NOT NULL CHECK (fence >= 1),
+        expires_at TIMESTAMPTZ NOT NULL
+    )
+    """,
+)
+
+# the tables only a shared (PostgreSQL) ledger has: what several hosts need and one does not
+POSTGRESQL_ONLY_TABLES = frozenset({"leases"})
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -443,6 +459,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         statements=(),
         postgresql=_WAKE_THE_OWNER,
     ),
+    Migration(version=10, name="leases", statements=(), postgresql=_LEASES),
 )
 
 
