@@ -77,7 +77,9 @@ async def test_a_reaper_fences_out_a_lapsed_holder_and_holds_off_its_return(
     assert await fence_out(conn, "host:a") is None  # held: nothing moves
     await lapse(conn, "host:a")
     assert await acquire(conn, "reap:a", "b", TTL) == 1
+    assert await lapsed(conn, "host:") == ["a"]
     assert await fence_out(conn, "host:a") == 2
+    assert await lapsed(conn, "host:") == []  # reaped once
     assert not await renew(conn, "host:a", "a", 1, TTL)  # a, back, holds nothing
     held_off = await acquire(conn, "host:a", "a", TTL, take_own=True, unless_held="reap:a")
     assert held_off is None  # while b reaps

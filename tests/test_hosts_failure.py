@@ -1,0 +1,85 @@
+"""Host failure (issue 19, design point 9) on the real PostgreSQL cluster: each host holds the
+lease host:<name>; when a host's lease lapses another fences it out and reaps it (its pending
+cards orphaned, "host a stopped", its conversations told), and the host, on its return, ends
+its agents and takes no input until it started over. Two Gateway objects in one process; a
+SIGSTOP is the frozen renewer of host a (``LeaseHolder.pause``); the lease is short."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+
+from gateway.domain import ConversationRef
+from gateway.interactions import InteractionState
+from platforms.memory.platform import Rendered
+from tests.gateway_harness import ALICE, Running
+from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
+from tests.pg_cluster import PgCluster
+from tests.scripted_gateway import REQUESTS, open_card
+from tests.scripted_launcher import ScriptedLauncher
+
+LEASE = 1.5  # seconds: the reap comes within it once a's renews stop
+REAPED = r"The agent process ended \(host a stopped\)"
+
+
+def texts_with(host: Running, conversation: ConversationRef, words: str) -> list[str] | None:
+    """The texts shown in ``conversation`` that say ``words``; None while there are none."""
+    return [t for t in host.memory.texts(conversation) if words in t] or None
+
+
+async def test_a_frozen_host_is_reaped_and_on_its_return_ends_its_agents_and_starts_over(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    config = two_hosts(tmp_path, pg_database.dsn, lease_seconds=LEASE)
+    stopped = asyncio.Event()
+
+    async def on_stop() -> None:
+        stopped.set()
+
+    on_a, on_b = ScriptedLauncher(REQUESTS, on_stop=on_stop), ScriptedLauncher(REQUESTS)
+    async with (
+        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
+        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
+    ):
+        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
+        b = Running(gateway=gateway_b, memory=memory_of(gateway_b))
+        asked = await open_card(a, ON_A, "approve")
+        lease_a = gateway_a.host_lease
+        assert lease_a is not None and not gateway_a.fenced
+        lease_a.pause()  # a is frozen: its renews stop
+
+        def reaped() -> Rendered | None:  # a's card, edited by b (one bot: the same message)
+            for shown in b.memory.cards(ON_A):
+                card = shown.card
+                if shown.ref.message_id == asked.shown.ref.message_id and card is not None:
+                    if re.search(REAPED, card.status_line):
+                        return shown
+            return None
+
+        card = await b.memory.wait_for(reaped)
+        assert card.card is not None and card.card.actions == ()  # no button left
+        record = await gateway_b.store.interactions.get(asked.interaction.id)
+        assert record is not None and record.state is InteractionState.ORPHANED
+        [told] = await b.memory.wait_for(lambda: texts_with(b, ON_A, "Host a stopped"))
+        assert "its open requests can no longer be answered" in told
+
+        # a, past its deadline, takes nothing: neither the click nor a message
+        assert gateway_a.fenced
+        ack = await a.memory.click(ON_A, ALICE, asked.token("Approve"))
+        assert not ack.accepted
+        assert "lost its hold on the ledger" in ack.text
+        await a.memory.say(ON_A, ALICE, "hello")
+        assert texts_with(a, ON_A, "nothing was taken")
+        assert not stopped.is_set()  # frozen: nothing ran yet
+
+        lease_a.resume()  # continued: it finds its fence moved
+        await stopped.wait()  # its agent ended
+        await gateway_a.started_over.wait()
+        assert not gateway_a.fenced
+        assert on_a.received == []  # nothing was written to its agent
+        assert await gateway_a.store.sessions.live_epochs(host="a") == []
+
+        # started over as after a restart: the next message starts its agent again
+        await a.memory.say(ON_A, ALICE, "hello again")
+        await a.memory.wait_for(lambda: texts_with(a, ON_A, "echo: hello again"))
