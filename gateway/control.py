@@ -141,15 +141,16 @@ class Control:
 
     async def reap(self, host: str) -> list[str]:
         """Another host stopped (its lease lapsed and this host fenced it out, design point
-        9): end its live epochs in the ledger, orphan their requests ("host X stopped"),
-        interrupt its in-flight prompts and hold its queues, edit the cards and tell the
-        conversations. Its agents are its own processes on its machine: not signalled here
-        (it ends them itself if it returns). Returns the sessions touched."""
+        9): orphan its live epochs' requests ("host X stopped"), interrupt its in-flight
+        prompts and hold its queues, edit the cards and tell the conversations. Its agents are
+        processes on its machine: not signalled here, and their epochs stay live in the
+        ledger, so that X's own recovery, when it comes back, finds them and ends their
+        process groups (a SIGKILLed gateway leaves its agents running). Returns the sessions
+        touched."""
         store = self._store
         note = f"host {host} stopped"
         touched: list[str] = []
         for epoch in await store.sessions.live_epochs(host=host):
-            await store.sessions.end_epoch(epoch.session_id, epoch.epoch, exit_description=note)
             for update in await store.interactions.orphan_epoch(
                 epoch.session_id, epoch.epoch, gateway_restarted=True, note=note
             ):
