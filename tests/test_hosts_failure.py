@@ -12,14 +12,25 @@ from pathlib import Path
 
 from gateway.domain import ConversationRef
 from gateway.interactions import InteractionState
+from gateway.store.postgresql import PgTarget
 from platforms.memory.platform import Rendered
 from tests.gateway_harness import ALICE, Running
+from tests.harness.driver import (
+    end_leftover_agents,
+    gateway_process,
+    open_ledger,
+    process_alive,
+    room,
+    scripted_project,
+    write_config,
+)
 from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
 from tests.pg_cluster import PgCluster
 from tests.scripted_gateway import REQUESTS, open_card
 from tests.scripted_launcher import ScriptedLauncher
 
-LEASE = 1.5  # seconds: the reap comes within it once a's renews stop
+LEASE = 3.0  # seconds: the reap comes within it once a's renews stop (a loaded machine
+# stalls an event loop for a fraction of a second: a lease much shorter would lapse by itself)
 REAPED = r"The agent process ended \(host a stopped\)"
 
 
@@ -83,3 +94,49 @@ async def test_a_frozen_host_is_reaped_and_on_its_return_ends_its_agents_and_sta
         # started over as after a restart: the next message starts its agent again
         await a.memory.say(ON_A, ALICE, "hello again")
         await a.memory.wait_for(lambda: texts_with(a, ON_A, "echo: hello again"))
+
+
+async def test_a_sigkilled_host_process_is_reaped_and_its_agent_ended_when_it_returns(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    """Real `agent-gateway` processes (tests/harness/gateway_proc.py) on hosts a and b, the
+    scripted Codex agent of a in "linger" mode (it outlives its gateway, as an agent busy
+    with a command would)."""
+    target = PgTarget(url=pg_database.dsn)
+    projects = [
+        scripted_project("pa", "linger", tmp_path / "work-a", channel="a"),
+        scripted_project("pb", "normal", tmp_path / "work-b", channel="b"),
+    ]
+    config = write_config(
+        tmp_path / "hosts.toml",
+        tmp_path / "data",
+        projects,
+        store=target,
+        hosts={"pa": "a", "pb": "b"},
+        host_lease_seconds=LEASE,
+    )
+    logs = tmp_path / "logs"
+    on_a = room("a")
+    try:
+        async with gateway_process(config, logs, host="b", data_dir=tmp_path / "data-b") as b:
+            async with gateway_process(config, logs, host="a", data_dir=tmp_path / "data-a") as a:
+                await a.say(on_a, "alice", "approve this")
+                shown = await a.card_where(lambda card: bool(card["actions"]), on_a)
+                async with open_ledger(tmp_path / "data") as store:
+                    [epoch] = await store.sessions.live_epochs(host="a")
+                assert epoch.pid is not None and epoch.process_start_time is not None
+                a.kill()
+                await a.exited()
+            reaped = await b.card_where(
+                lambda card: "(host a stopped)" in card["status_line"], on_a
+            )
+            assert reaped.id == shown.id  # a's card, edited by b
+            assert reaped.card is not None and reaped.card["actions"] == []
+            await b.text_containing("Host a stopped answering the ledger", on_a)
+            # a's agent is on a's machine: b signals nothing, it still runs
+            assert process_alive(epoch.pid, int(epoch.process_start_time))
+            async with gateway_process(config, logs, host="a", data_dir=tmp_path / "data-a"):
+                # a's lease taken again and its recovery done: the leftover agent ended
+                assert not process_alive(epoch.pid, int(epoch.process_start_time))
+    finally:
+        await end_leftover_agents(tmp_path / "data")
