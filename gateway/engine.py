@@ -94,6 +94,7 @@ class Gateway:
         self.host_lease: LeaseHolder | None = None
         self._starting_over = False
         self.started_over = asyncio.Event()  # set each time it started over after a loss
+        self.lease_lost = asyncio.Event()  # set while it has lost its lease (for tests)
         self._tasks: asyncio.TaskGroup | None = None
         self._background: list[asyncio.Task[None]] = []
         self.store: Store
@@ -219,6 +220,9 @@ class Gateway:
         return lease is not None and (self._starting_over or not lease.holds())
 
     def _fenced_text(self) -> str:
+        if self.host_lease is not None and self.host_lease.unreachable:
+            # design point 10: nothing decided, nothing guessed
+            return "The ledger is unreachable; try again in a moment."
         return (
             f"Host {self.host} lost its hold on the ledger and is starting over: nothing was"
             " taken. Try again in a moment."
@@ -249,11 +253,14 @@ class Gateway:
         while True:
             await lease.keep()
             self._starting_over = True
+            self.started_over.clear()
+            self.lease_lost.set()
             log.warning("host %s: its lease was lost; its agents end, it starts over", self.host)
             await self._end_agents()
             await lease.acquire_until()
             await self.control.recover()
             self._starting_over = False
+            self.lease_lost.clear()
             self.started_over.set()
             log.info("host %s: started over (fence %s)", self.host, lease.fence)
             self._catch_up()

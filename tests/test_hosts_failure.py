@@ -10,6 +10,8 @@ import asyncio
 import re
 from pathlib import Path
 
+import psycopg
+
 from gateway.domain import ConversationRef
 from gateway.interactions import InteractionState
 from gateway.store.postgresql import PgTarget
@@ -140,3 +142,37 @@ async def test_a_sigkilled_host_process_is_reaped_and_its_agent_ended_when_it_re
                 assert not process_alive(epoch.pid, int(epoch.process_start_time))
     finally:
         await end_leftover_agents(tmp_path / "data")
+
+
+async def test_a_host_that_cannot_reach_the_ledger_takes_nothing_and_resumes_when_it_can(
+    tmp_path: Path, pg_cluster: PgCluster, pg_database: PgCluster
+) -> None:
+    """Design point 10: the host's database refuses its connections (ALLOW_CONNECTIONS
+    false, its connections ended) with a card pending: a click is answered "the ledger is
+    unreachable", nothing is decided or written to the agent; once the database takes
+    connections again the host's probe (taking its lease again) succeeds and it starts over."""
+    config = two_hosts(tmp_path, pg_database.dsn, lease_seconds=LEASE)
+    on_a = ScriptedLauncher(REQUESTS)
+    name = pg_database.dbname
+    async with host_gateway(config, tmp_path, "a", on_a) as gateway_a:
+        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
+        asked = await open_card(a, ON_A, "approve")
+        with psycopg.connect(pg_cluster.dsn, autocommit=True) as admin:
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (name,),
+            )
+            await gateway_a.lease_lost.wait()  # its next renew found no database
+            ack = await a.memory.click(ON_A, ALICE, asked.token("Approve"))
+            assert not ack.accepted
+            assert ack.text == "The ledger is unreachable; try again in a moment."
+            await a.memory.say(ON_A, ALICE, "hello")
+            assert texts_with(a, ON_A, "The ledger is unreachable")
+            admin.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+        await gateway_a.started_over.wait()
+        assert on_a.received == []  # nothing was written to the agent
+        record = await gateway_a.store.interactions.get(asked.interaction.id)
+        assert record is not None and record.decision is None  # nothing was decided
+        await a.memory.say(ON_A, ALICE, "hello again")
+        await a.memory.wait_for(lambda: texts_with(a, ON_A, "echo: hello again"))

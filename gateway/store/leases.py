@@ -154,6 +154,9 @@ class LeaseHolder:
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._running = asyncio.Event()  # cleared: the renewer is frozen (tests' SIGSTOP)
         self._running.set()
+        # the last attempt found no database (an error or no answer in time), rather than
+        # an answer: what a host without its lease tells people
+        self.unreachable = False
 
     def holds(self) -> bool:
         return self.timing.holds(self._now())
@@ -174,6 +177,7 @@ class LeaseHolder:
         except psycopg.Error as exc:
             await self._drop(exc)
             return False
+        self.unreachable = False
         if fence is None:
             return False
         self.fence = fence
@@ -207,7 +211,9 @@ class LeaseHolder:
         try:
             async with asyncio.timeout(within):
                 conn = await self._connection()
-                return await renew(conn, self.name, self.holder, self.fence, self.timing.ttl)
+                renewed = await renew(conn, self.name, self.holder, self.fence, self.timing.ttl)
+            self.unreachable = False
+            return renewed
         except (psycopg.Error, TimeoutError) as exc:
             await self._drop(exc)
             return False
@@ -242,6 +248,7 @@ class LeaseHolder:
 
     async def _drop(self, exc: BaseException) -> None:
         log.warning("lease %s: the database did not answer (%s)", self.name, type(exc).__name__)
+        self.unreachable = True
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
