@@ -257,8 +257,14 @@ class Gateway:
             self.lease_lost.set()
             log.warning("host %s: its lease was lost; its agents end, it starts over", self.host)
             await self._end_agents()
-            await lease.acquire_until()
-            await self.control.recover()
+            while True:
+                await lease.acquire_until()
+                try:
+                    await self.control.recover()
+                    break
+                except GatewayError as exc:  # the ledger went away again: probe again
+                    log.warning("host %s: starting over failed (%s)", self.host, exc)
+                    await asyncio.sleep(lease.timing.period)
             self._starting_over = False
             self.lease_lost.clear()
             self.started_over.set()
