@@ -234,6 +234,10 @@ class GatewaySection(_Model):
     # same file on every host so that a card minted on one is valid on another. Read, never
     # created (gateway/auth.py read_hmac_key). None: <data_dir>/hmac.key, made on first start.
     hmac_key_file: Path | None = None
+    # Several hosts: each holds the lease host:<name> while it runs, renewed every third of
+    # this; a host whose lease lapses for longer is reaped by another (its live requests
+    # orphaned, "host X stopped"). Unused with SQLite.
+    host_lease_seconds: float = Field(default=15.0, ge=0.3, le=600)
 
     _paths = field_validator("data_dir", mode="after")(_expand_path)
     _key_path = field_validator("hmac_key_file", mode="after")(_optional_path)

@@ -139,6 +139,44 @@ class Control:
                 if session is not None and session.current_epoch:
                     self._gw.runner(session).reattach(session.current_epoch)
 
+    async def reap(self, host: str) -> list[str]:
+        """Another host stopped (its lease lapsed and this host fenced it out, design point
+        9): orphan its live epochs' requests ("host X stopped"), interrupt its in-flight
+        prompts and hold its queues, edit the cards and tell the conversations. Its agents are
+        processes on its machine: not signalled here, and their epochs stay live in the
+        ledger, so that X's own recovery, when it comes back, finds them and ends their
+        process groups (a SIGKILLed gateway leaves its agents running). Returns the sessions
+        touched."""
+        store = self._store
+        note = f"host {host} stopped"
+        touched: list[str] = []
+        for epoch in await store.sessions.live_epochs(host=host):
+            for update in await store.interactions.orphan_epoch(
+                epoch.session_id, epoch.epoch, gateway_restarted=True, note=note
+            ):
+                self._gw.broker.mark_dirty(update.interaction.id)
+            touched.append(epoch.session_id)
+        for session_id in await store.prompts.recover_after_restart(host=host):
+            if session_id not in touched:
+                touched.append(session_id)
+        for session_id in touched:
+            await store.audit.record(
+                "hosts.reaped", session_id=session_id, details={"host": host, "by": self._gw.host}
+            )
+            held = await store.prompts.list_held(session_id)
+            text = (
+                f"⚠ Host {host} stopped answering the ledger: its agent for this conversation"
+                " is taken as ended, and its open requests can no longer be answered."
+            )
+            if held:
+                text += " " + held_note(len(held), typed_now=False)
+            text += f" Your next message resumes the conversation once host {host} is back."
+            await self._notifier.send(await store.sessions.list_bindings(session_id), text)
+        return touched
+
+    async def reply(self, conversation: ConversationRef, text: str) -> None:
+        await self._reply(conversation, text)
+
     async def _reattached(self, epoch: EpochRecord, touched: dict[str, str]) -> bool:
         """An attached server's epoch: reconciled with what the server still lists (True),
         never signalled; False for an epoch whose process the gateway ran (even if its

@@ -19,7 +19,7 @@ from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gateway.agents import AgentLauncher
 from gateway.auth import (
@@ -40,6 +40,10 @@ from gateway.platform_problems import PlatformProblems
 from gateway.runner import SessionRunner
 from gateway.store import Clock, SessionRecord, Store, hold_data_dir, utc_now
 from gateway.votes import PolicyBook
+
+if TYPE_CHECKING:
+    from gateway.store.leases import LeaseHolder
+    from gateway.store.postgresql import PgTarget
 
 __all__ = ["Gateway"]
 
@@ -84,6 +88,13 @@ class Gateway:
         self.platform_problems = PlatformProblems(clock)  # what the console shows at the top
         self._stack = AsyncExitStack()
         self._runners: dict[str, SessionRunner] = {}
+        self._runner_tasks: dict[str, asyncio.Task[None]] = {}
+        # a shared ledger: the lease host:<name> this host holds while it runs (design point
+        # 9); without it (lost, or not yet taken again) the host takes no input
+        self.host_lease: LeaseHolder | None = None
+        self._starting_over = False
+        self.started_over = asyncio.Event()  # set each time it started over after a loss
+        self.lease_lost = asyncio.Event()  # set while it has lost its lease (for tests)
         self._tasks: asyncio.TaskGroup | None = None
         self._background: list[asyncio.Task[None]] = []
         self.store: Store
@@ -115,6 +126,9 @@ class Gateway:
                 postgresql=self.config.gateway.ledger_target(),
             )
         )
+        target = self.config.gateway.ledger_target()
+        if self.ledger_host is not None and target is not None:
+            await self._take_host_lease(target)
         if self.ledger_host is not None:
             adopted = await self.store.sessions.adopt(self.ledger_host, list(self.projects))
             if adopted:
@@ -136,7 +150,6 @@ class Gateway:
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
         await self.control.recover()
-        target = self.config.gateway.ledger_target()
         if self.ledger_host is not None and target is not None:
             # decisions and prompts other hosts commit for this host's sessions (design
             # point 3), once recovery is done; psycopg: only where it is used
@@ -147,6 +160,8 @@ class Gateway:
             )
             self._background.append(self._tasks.create_task(wakeups))
             self._background.append(self._tasks.create_task(self._poll_sweeps()))
+            self._background.append(self._tasks.create_task(self._hold_host()))
+            self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
         for platform in self.platforms.values():
             platform.attach(self)
         # after attach: a mirroring platform may need the gateway's config to name its page
@@ -176,6 +191,11 @@ class Gateway:
                 await runner.shutdown(notice=STOPPING_NOTICE, gateway_stopping=True)
             for task in self._background:
                 task.cancel()
+            if self.host_lease is not None:
+                # after the agents ended: the next start of this host takes it at once, and
+                # other hosts reap nothing (this host's epochs are ended)
+                await self.host_lease.release()
+                await self.host_lease.close()
         finally:
             await self._stack.aclose()
 
@@ -188,6 +208,126 @@ class Gateway:
                 await platform.stop_input()
             except Exception:  # one platform's failure must not keep the others taking input
                 log.exception("platform %s did not stop taking input", name)
+
+    # --- the host's lease (several hosts, design point 9) ---------------------------------
+
+    @property
+    def fenced(self) -> bool:
+        """Whether this host must take no input and write nothing to its agents: it lost its
+        lease (or its deadline passed while the renewer could not run) and has not yet
+        started over. Never on SQLite (one host, no lease)."""
+        lease = self.host_lease
+        return lease is not None and (self._starting_over or not lease.holds())
+
+    def _fenced_text(self) -> str:
+        if self.host_lease is not None and self.host_lease.unreachable:
+            # design point 10: nothing decided, nothing guessed
+            return "The ledger is unreachable; try again in a moment."
+        return (
+            f"Host {self.host} lost its hold on the ledger and is starting over: nothing was"
+            " taken. Try again in a moment."
+        )
+
+    async def _take_host_lease(self, target: PgTarget) -> None:
+        """Hold host:<name> before recovery: taken again at once if this host's previous
+        process held it (the new fence shuts that one out), else once it lapsed, and never
+        while another host still reaps this one."""
+        from gateway.store.leases import LeaseHolder  # psycopg: only where it is used
+
+        assert self.ledger_host is not None
+        self.host_lease = LeaseHolder(
+            target,
+            f"host:{self.ledger_host}",
+            self.ledger_host,
+            self.config.gateway.host_lease_seconds,
+            take_own=True,
+            unless_held=f"reap:{self.ledger_host}",
+        )
+        await self.host_lease.acquire_until()
+
+    async def _hold_host(self) -> None:
+        """Renew the host's lease; when it is lost, end this host's agents and take no
+        input, take the lease again, and start over as after a restart."""
+        lease = self.host_lease
+        assert lease is not None
+        while True:
+            await lease.keep()
+            self._starting_over = True
+            self.started_over.clear()
+            self.lease_lost.set()
+            log.warning("host %s: its lease was lost; its agents end, it starts over", self.host)
+            await self._end_agents()
+            while True:
+                await lease.acquire_until()
+                try:
+                    await self.control.recover()
+                    break
+                except GatewayError as exc:  # the ledger went away again: probe again
+                    log.warning("host %s: starting over failed (%s)", self.host, exc)
+                    await asyncio.sleep(lease.timing.period)
+            self._starting_over = False
+            self.lease_lost.clear()
+            self.started_over.set()
+            log.info("host %s: started over (fence %s)", self.host, lease.fence)
+            self._catch_up()
+
+    async def _end_agents(self) -> None:
+        """This host's agents end, first their process groups (as a restart's recovery ends
+        a leftover), then their runners, without a word: another host may have reaped
+        their sessions, and this host's recovery says what happened."""
+        runners = list(self._runners.values())
+        for runner in runners:
+            agent = runner.agent
+            if agent is not None and agent.pid is not None:
+                outcome = await self.launcher.end_leftover(
+                    pid=agent.pid, pgid=agent.pgid, start_time=agent.start_time
+                )
+                log.info("host %s: agent %d ended (%s)", self.host, agent.pid, outcome)
+        tasks = [self._runner_tasks.pop(runner.session_id, None) for runner in runners]
+        self._runners.clear()
+        for task in tasks:
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(*(t for t in tasks if t is not None), return_exceptions=True)
+
+    async def _reap_stopped_hosts(self, target: PgTarget) -> None:
+        """Every third of the lease: a host whose lease lapsed is fenced out and reaped by
+        one surviving host (the one that takes reap:<name>)."""
+        from gateway.store import leases  # psycopg: only where it is used
+
+        ttl = self.config.gateway.host_lease_seconds
+        conn = None
+        while True:
+            await asyncio.sleep(ttl / 3)  # the database's clock decides: nothing to wait on
+            if self.fenced:
+                continue  # a host that cannot renew its own lease reaps nobody
+            try:
+                if conn is None or conn.closed:
+                    conn = await leases.connect(target)
+                for host in await leases.lapsed(conn, "host:"):
+                    if host != self.host:
+                        await self._reap(conn, host, ttl)
+            except Exception as exc:  # a failed scan or reap is tried again
+                log.warning("host %s: looking for stopped hosts failed (%s)", self.host, exc)
+                if conn is not None:
+                    await conn.close()
+                    conn = None
+
+    async def _reap(self, conn: Any, host: str, ttl: float) -> None:
+        from gateway.store import leases
+
+        fence = await leases.acquire(conn, f"reap:{host}", self.host, ttl)
+        if fence is None:
+            return  # another host reaps it
+        try:
+            if await leases.fence_out(conn, f"host:{host}") is None:
+                return  # it renewed or came back meanwhile
+            touched = await self.control.reap(host)
+            log.warning(
+                "host %s: host %s stopped; %d session(s) reaped", self.host, host, len(touched)
+            )
+        finally:
+            await leases.release(conn, f"reap:{host}", self.host, fence)
 
     # --- sessions -------------------------------------------------------------------------
 
@@ -214,7 +354,7 @@ class Gateway:
                 rule_of=functools.partial(self.policy.rule, session.project),
             )
             self._runners[session.id] = runner
-            self._tasks.create_task(self._run(runner))
+            self._runner_tasks[session.id] = self._tasks.create_task(self._run(runner))
         return runner
 
     def runs_here(self, session: SessionRecord) -> bool:
@@ -238,6 +378,8 @@ class Gateway:
         """Another host (or this one) committed a decision or queued a prompt for a session
         of this host: its runner looks at both; a session with no runner yet gets one if it
         has a prompt to take."""
+        if self.fenced:
+            return  # starting over: its recovery and catch-up see it
         runner = self._runners.get(session_id)
         if runner is not None:
             runner.sweep_soon()
@@ -249,6 +391,8 @@ class Gateway:
     def _catch_up(self) -> None:
         """What a lost wake-up would have said: every runner sweeps, and every session of
         this host with a prompt waiting gets a runner."""
+        if self.fenced:
+            return
         for runner in list(self._runners.values()):
             runner.sweep_soon()
             runner.kick()
@@ -315,7 +459,9 @@ class Gateway:
             log.exception("session %s failed", runner.session_id)
             await runner.report_crash()
         finally:
-            self._runners.pop(runner.session_id, None)
+            if self._runners.get(runner.session_id) is runner:
+                self._runners.pop(runner.session_id, None)
+                self._runner_tasks.pop(runner.session_id, None)
 
     # --- Deliverer (the broker writes decisions through the session's runner) -------------
 
@@ -333,6 +479,8 @@ class Gateway:
             runner.sweep_soon()
 
     def _runner_of(self, interaction: Interaction) -> SessionRunner:
+        if self.fenced:
+            raise DeliveryRefused(f"host {self.host} lost its lease on its sessions")
         runner = self._runners.get(interaction.session_id)
         if runner is None:
             raise DeliveryRefused("the agent process that asked has ended")
@@ -341,13 +489,21 @@ class Gateway:
     # --- Inbox ----------------------------------------------------------------------------
 
     async def on_message(self, message: InboundMessage) -> None:
+        if self.fenced:
+            log.warning("host %s: a message not taken (starting over)", self.host)
+            await self.control.reply(message.conversation, self._fenced_text())
+            return
         await self.control.on_message(message)
 
     async def on_action(self, action: InboundAction) -> Ack:
+        if self.fenced:
+            return Ack(text=self._fenced_text(), accepted=False)
         with self.broker.ahead_of_edits():
             return await self.desk.on_action(action)
 
     async def on_form(self, form: InboundForm) -> Ack:
+        if self.fenced:
+            return Ack(text=self._fenced_text(), accepted=False)
         with self.broker.ahead_of_edits():
             return await self.desk.on_form(form)
 

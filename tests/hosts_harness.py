@@ -22,8 +22,9 @@ ON_A = ConversationRef(platform="memory", space="team", channel="a", thread="t1"
 ON_B = ConversationRef(platform="memory", space="team", channel="b", thread="t1")
 
 
-def two_hosts(tmp_path: Path, dsn: str) -> Config:
-    """Project "pa" on host "a" (channel "a"), "pb" on host "b" (channel "b")."""
+def two_hosts(tmp_path: Path, dsn: str, *, lease_seconds: float | None = None) -> Config:
+    """Project "pa" on host "a" (channel "a"), "pb" on host "b" (channel "b");
+    ``lease_seconds``: the hosts' lease (``host_lease_seconds``), else the default."""
     key = tmp_path / "hmac.key"
     key.write_bytes(os.urandom(HMAC_KEY_BYTES))
     key.chmod(0o600)
@@ -48,6 +49,7 @@ data_dir = {json.dumps(str(tmp_path / "data"))}
 store = {json.dumps(dsn)}
 hmac_key_file = {json.dumps(str(key))}
 stop_grace_seconds = 5
+{f"host_lease_seconds = {lease_seconds}" if lease_seconds is not None else ""}
 {projects}
 [platforms.memory]
 """

@@ -19,7 +19,7 @@ from gateway.errors import StoreError
 from gateway.store.database import Conn
 from gateway.store.dialect import SQLITE, Backend, Dialect, postgresql_ddl
 
-__all__ = ["MIGRATIONS", "Migration", "apply_migrations"]
+__all__ = ["MIGRATIONS", "POSTGRESQL_ONLY_TABLES", "Migration", "apply_migrations"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -433,6 +433,19 @@ _SEALED_ANSWERS = (
     """,
 )
 
+# Leases by the database's clock (issue 19, design point 5; gateway/store/leases.py): one row
+# per lease, its fence only grows. PostgreSQL only: a single host on SQLite needs no lease.
+_LEASES = (
+    """
+    CREATE TABLE leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        fence BIGINT NOT NULL CHECK (fence >= 1),
+        expires_at TIMESTAMPTZ NOT NULL
+    )
+    """,
+)
+
 # issue 19, design point 8: a person's answers in progress to a card's form, where the next
 # click of the form may reach another host. Keyed by interaction and person (``Actor.key``);
 # the payload is platforms/form_drafts.py's, its secret answers sealed (gateway/sealing.py).
@@ -450,6 +463,9 @@ _FORM_DRAFTS = (
     """,
     "CREATE INDEX form_drafts_expiry ON form_drafts(expires_at)",
 )
+
+# the tables only a shared (PostgreSQL) ledger has: what several hosts need and one does not
+POSTGRESQL_ONLY_TABLES = frozenset({"leases"})
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
@@ -478,6 +494,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(version=10, name="secret answers sealed between hosts", statements=_SEALED_ANSWERS),
     Migration(version=11, name="form drafts any host reads", statements=_FORM_DRAFTS),
+    Migration(version=12, name="leases", statements=(), postgresql=_LEASES),
 )
 
 

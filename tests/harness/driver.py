@@ -130,9 +130,12 @@ def write_config(
     approvers: Sequence[str] = ("alice", "bob"),
     stop_grace_seconds: float = 5,
     store: PgTarget | None = None,
+    hosts: Mapping[str, str] | None = None,
+    host_lease_seconds: float | None = None,
 ) -> Path:
     """A gateway config file: the memory platform and one section per project; the ledger
-    in ``store`` (PostgreSQL) if given, and :func:`open_ledger` of ``data_dir`` opens it."""
+    in ``store`` (PostgreSQL) if given, and :func:`open_ledger` of ``data_dir`` opens it.
+    ``hosts``: each project's host (by default this machine's name)."""
     q = json.dumps
     ledger = host = ""
     if store is not None:
@@ -143,6 +146,8 @@ def write_config(
             key.write_bytes(os.urandom(HMAC_KEY_BYTES))
             key.chmod(0o600)
         ledger = f"store = {q(store.url)}\nhmac_key_file = {q(str(key))}\n"
+        if host_lease_seconds is not None:
+            ledger += f"host_lease_seconds = {host_lease_seconds}\n"
         host = f"host = {q(socket.gethostname())}\n"
         _POSTGRESQL[data_dir] = store
     parts = [
@@ -150,13 +155,18 @@ def write_config(
         + ledger,
         "[platforms.memory]\n",
     ]
+
+    def _host_line(name: str) -> str:
+        assert hosts is not None
+        return f"host = {q(hosts[name])}\n"
+
     for project in projects:
         env = "\n".join(f"{key} = {q(value)}" for key, value in project.env.items())
         parts.append(
             f"[projects.{project.name}]\n"
             f"work_dir = {q(str(project.work_dir))}\n"
             'agent = "codex-app-server"\n'
-            f"{host}"
+            f"{_host_line(project.name) if store is not None and hosts else host}"
             f"scope = {q(project.scope)}\n"
             f"argv = {q([str(a) for a in project.argv])}\n"
             'approval_policy = "on-request"\n'
@@ -215,8 +225,12 @@ class GatewayProcess:
         *,
         crash_at: str | None = None,
         handshake_timeout: float = 60.0,
+        host: str | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         self.config = config
+        self.host = host  # run --host (None: this machine's name)
+        self.data_dir = data_dir  # None: the config's
         self.log_path = log_path
         self.crash_at = crash_at
         self.handshake_timeout = handshake_timeout
@@ -251,6 +265,8 @@ class GatewayProcess:
                 str(self.config),
                 "--handshake-timeout",
                 str(self.handshake_timeout),
+                *(["--host", self.host] if self.host is not None else []),
+                *(["--data-dir", str(self.data_dir)] if self.data_dir is not None else []),
                 cwd=ROOT,
                 env=env,
                 stdin=asyncio.subprocess.PIPE,
@@ -475,13 +491,18 @@ async def gateway_process(
     *,
     crash_at: str | None = None,
     handshake_timeout: float = 60.0,
+    host: str | None = None,
+    data_dir: Path | None = None,
 ) -> AsyncIterator[GatewayProcess]:
-    """A started gateway process; left running at the end it is shut down cleanly."""
+    """A started gateway process; left running at the end it is shut down cleanly.
+    ``host`` and ``data_dir``: one of several hosts sharing the config's PostgreSQL ledger."""
     gw = GatewayProcess(
         config,
         _next_log(log_dir),
         crash_at=crash_at,
         handshake_timeout=handshake_timeout,
+        host=host,
+        data_dir=data_dir,
     )
     await gw.start()
     try:

@@ -164,7 +164,13 @@ async def handle(
     raise ValueError(f"unknown command {name!r}")
 
 
-async def serve(config: Config, handshake_timeout: float) -> None:
+async def serve(
+    config: Config,
+    handshake_timeout: float,
+    *,
+    host: str | None = None,
+    data_dir: Path | None = None,
+) -> None:
     memory = MemoryPlatform(adopt_unknown=True, id_prefix=f"p{os.getpid()}-")
     launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
     loop = asyncio.get_running_loop()
@@ -172,7 +178,13 @@ async def serve(config: Config, handshake_timeout: float) -> None:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     async with asyncio.TaskGroup() as tasks:
         watcher = tasks.create_task(watch(memory))
-        async with Gateway(config, platforms={"memory": memory}, launcher=launcher) as gateway:
+        async with Gateway(
+            config,
+            platforms={"memory": memory},
+            launcher=launcher,
+            host=host,
+            data_dir=data_dir,
+        ) as gateway:
             emit({"event": "ready", "pid": os.getpid()})
             commands: set[asyncio.Task[None]] = set()
             while line := await reader.readline():
@@ -201,6 +213,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--handshake-timeout", type=float, default=60.0)
+    parser.add_argument("--host", default=None)  # one of several hosts (run --host)
+    parser.add_argument("--data-dir", type=Path, default=None)  # each host its own
     args = parser.parse_args()
     logging.basicConfig(
         level=logging.INFO,
@@ -208,7 +222,7 @@ def main() -> None:
         format="%(asctime)s %(process)d %(name)s %(levelname)s %(message)s",
     )
     config = parse_config(args.config.read_text(encoding="utf-8"), str(args.config))
-    asyncio.run(serve(config, args.handshake_timeout))
+    asyncio.run(serve(config, args.handshake_timeout, host=args.host, data_dir=args.data_dir))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,48 @@
+"""The lease holder's arithmetic (gateway/leases.py): no database, no clock but the test's."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.leases import LeaseTiming
+
+
+def test_a_lease_not_yet_granted_is_not_held_and_is_asked_for_at_once() -> None:
+    timing = LeaseTiming(ttl=9.0)
+    assert not timing.holds(0.0)
+    assert timing.deadline() is None
+    assert timing.renew_in(0.0) == 0.0
+
+
+def test_the_deadline_is_the_send_time_plus_the_ttl_less_one_period() -> None:
+    timing = LeaseTiming(ttl=9.0)
+    timing.granted(sent_at=100.0)  # the answer came later: the send time counts
+    assert timing.period == 3.0
+    assert timing.deadline() == 106.0
+    assert timing.holds(105.999)
+    assert not timing.holds(106.0)  # before the database's expiry at about 109
+
+
+def test_renews_are_due_every_third_of_the_lease() -> None:
+    timing = LeaseTiming(ttl=9.0)
+    timing.granted(sent_at=100.0)
+    assert timing.renew_in(101.0) == 2.0
+    assert timing.renew_in(104.0) == 0.0
+    timing.granted(sent_at=103.0)
+    assert timing.renew_in(103.5) == 2.5
+    assert timing.deadline() == 109.0
+
+
+def test_a_refused_renew_loses_the_lease_before_its_deadline() -> None:
+    timing = LeaseTiming(ttl=9.0)
+    timing.granted(sent_at=100.0)
+    timing.refused()
+    assert not timing.holds(100.1)
+    assert timing.deadline() is None
+    timing.granted(sent_at=200.0)  # acquired again: held again
+    assert timing.holds(200.1)
+
+
+def test_a_lease_without_time_is_refused() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        LeaseTiming(ttl=0)
