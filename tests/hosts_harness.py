@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from gateway.auth import HMAC_KEY_BYTES
@@ -14,9 +16,10 @@ from gateway.domain import ConversationRef
 from gateway.engine import Gateway
 from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
+from tests.gateway_harness import Running
 from tests.scripted_launcher import ScriptedLauncher
 
-__all__ = ["ON_A", "ON_B", "host_gateway", "memory_of", "two_hosts"]
+__all__ = ["ON_A", "ON_B", "both_running", "host_gateway", "memory_of", "two_hosts"]
 
 ON_A = ConversationRef(platform="memory", space="team", channel="a", thread="t1")
 ON_B = ConversationRef(platform="memory", space="team", channel="b", thread="t1")
@@ -71,3 +74,18 @@ def memory_of(gateway: Gateway) -> MemoryPlatform:
     memory = gateway.platforms["memory"]
     assert isinstance(memory, MemoryPlatform)
     return memory
+
+
+@asynccontextmanager
+async def both_running(
+    config: Config, tmp_path: Path, on_a: ScriptedLauncher, on_b: ScriptedLauncher
+) -> AsyncIterator[tuple[Running, Running]]:
+    """Hosts "a" and "b" of ``config`` running side by side, each with its launcher."""
+    async with (
+        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
+        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
+    ):
+        yield (
+            Running(gateway=gateway_a, memory=memory_of(gateway_a)),
+            Running(gateway=gateway_b, memory=memory_of(gateway_b)),
+        )

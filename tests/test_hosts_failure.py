@@ -26,7 +26,7 @@ from tests.harness.driver import (
     scripted_project,
     write_config,
 )
-from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
+from tests.hosts_harness import ON_A, both_running, host_gateway, memory_of, two_hosts
 from tests.pg_cluster import PgCluster
 from tests.scripted_gateway import REQUESTS, open_card
 from tests.scripted_launcher import ScriptedLauncher
@@ -51,15 +51,10 @@ async def test_a_frozen_host_is_reaped_and_on_its_return_ends_its_agents_and_sta
         stopped.set()
 
     on_a, on_b = ScriptedLauncher(REQUESTS, on_stop=on_stop), ScriptedLauncher(REQUESTS)
-    async with (
-        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
-        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
-    ):
-        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
-        b = Running(gateway=gateway_b, memory=memory_of(gateway_b))
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
         asked = await open_card(a, ON_A, "approve")
-        lease_a = gateway_a.host_lease
-        assert lease_a is not None and not gateway_a.fenced
+        lease_a = a.gateway.host_lease
+        assert lease_a is not None and not a.gateway.fenced
         lease_a.pause()  # a is frozen: its renews stop
 
         def reaped() -> Rendered | None:  # a's card, edited by b (one bot: the same message)
@@ -72,13 +67,13 @@ async def test_a_frozen_host_is_reaped_and_on_its_return_ends_its_agents_and_sta
 
         card = await b.memory.wait_for(reaped)
         assert card.card is not None and card.card.actions == ()  # no button left
-        record = await gateway_b.store.interactions.get(asked.interaction.id)
+        record = await b.gateway.store.interactions.get(asked.interaction.id)
         assert record is not None and record.state is InteractionState.ORPHANED
         [told] = await b.memory.wait_for(lambda: texts_with(b, ON_A, "Host a stopped"))
         assert "its open requests can no longer be answered" in told
 
         # a, past its deadline, takes nothing: neither the click nor a message
-        assert gateway_a.fenced
+        assert a.gateway.fenced
         ack = await a.memory.click(ON_A, ALICE, asked.token("Approve"))
         assert not ack.accepted
         assert "lost its hold on the ledger" in ack.text
@@ -88,10 +83,10 @@ async def test_a_frozen_host_is_reaped_and_on_its_return_ends_its_agents_and_sta
 
         lease_a.resume()  # continued: it finds its fence moved
         await stopped.wait()  # its agent ended
-        await gateway_a.started_over.wait()
-        assert not gateway_a.fenced
+        await a.gateway.started_over.wait()
+        assert not a.gateway.fenced
         assert on_a.received == []  # nothing was written to its agent
-        assert await gateway_a.store.sessions.live_epochs(host="a") == []
+        assert await a.gateway.store.sessions.live_epochs(host="a") == []
 
         # started over as after a restart: the next message starts its agent again
         await a.memory.say(ON_A, ALICE, "hello again")

@@ -17,8 +17,8 @@ from gateway.domain import AgentKind, ConversationRef
 from gateway.store import Store
 from gateway.store.database import Conn
 from gateway.store.postgresql import PgTarget
-from tests.gateway_harness import ALICE, Running
-from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
+from tests.gateway_harness import ALICE
+from tests.hosts_harness import ON_A, both_running, two_hosts
 from tests.pg_cluster import PgCluster, fresh_database
 from tests.scripted_gateway import REQUESTS
 from tests.scripted_launcher import ScriptedLauncher
@@ -124,17 +124,12 @@ async def test_a_first_message_received_by_two_hosts_at_once_runs_in_one_session
 ) -> None:
     config = two_hosts(tmp_path, pg_database.dsn)
     on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
-    async with (
-        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
-        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
-    ):
-        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
-        memory_b = memory_of(gateway_b)
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
         # two people's first messages in one conversation, one through each host, at once
-        await asyncio.gather(a.memory.say(ON_A, ALICE, "one"), memory_b.say(ON_A, ALICE, "two"))
+        await asyncio.gather(a.memory.say(ON_A, ALICE, "one"), b.memory.say(ON_A, ALICE, "two"))
         await a.text_where(lambda text: text == "echo: one", ON_A)
         await a.text_where(lambda text: text == "echo: two", ON_A)
-        sessions = await gateway_a.store.sessions.list_sessions()
+        sessions = await a.gateway.store.sessions.list_sessions()
         assert len(sessions) == 1, sessions
         assert sessions[0].host == "a"
-        assert gateway_b.existing_runner(sessions[0].id) is None
+        assert b.gateway.existing_runner(sessions[0].id) is None

@@ -23,8 +23,8 @@ from gateway.store import Store
 from gateway.store.codec import SECRET_MARKER
 from gateway.store.postgresql import PgTarget
 from tests.gateway_flows import WHEN, settles
-from tests.gateway_harness import ALICE, Running
-from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
+from tests.gateway_harness import ALICE
+from tests.hosts_harness import ON_A, both_running, two_hosts
 from tests.pg_cluster import PgCluster
 from tests.scripted_gateway import open_card
 from tests.scripted_launcher import ScriptedLauncher
@@ -116,21 +116,16 @@ async def test_a_secret_answered_through_another_host_reaches_the_owners_agent_o
     config = two_hosts(tmp_path, pg_database.dsn)
     on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
     since = datetime.now(UTC)
-    async with (
-        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
-        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
-    ):
-        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
         asked = await open_card(a, ON_A, "deploy")
         assert asked.first.form is not None
         on_a.writes.hold()  # a's write waits: the sealed row is seen before it is deleted
-        memory_b = memory_of(gateway_b)
         token = asked.first.form.submit_token
-        ack = await memory_b.submit(ON_A, ALICE, token, ANSWERS, private=True)
+        ack = await b.memory.submit(ON_A, ALICE, token, ANSWERS, private=True)
         assert ack.accepted, ack
         assert ack.text == "Answer sent. Sent to the agent on host a."
         await on_a.writes.waiting.wait()
-        sealed = await gateway_b.store.interactions.sealed_answers(asked.interaction.id)
+        sealed = await b.gateway.store.interactions.sealed_answers(asked.interaction.id)
         assert sealed is not None and SECRET not in sealed
         on_a.writes.release()
         decided = await settles(
@@ -142,14 +137,14 @@ async def test_a_secret_answered_through_another_host_reaches_the_owners_agent_o
         assert on_b.received == []
         assert decided.decision is not None
         assert decided.decision.decision.answers["token"] == Answer(other=SECRET_MARKER)
-        assert await gateway_a.store.interactions.sealed_answers(asked.interaction.id) is None
-        again = await memory_b.submit(ON_A, ALICE, token, ANSWERS, private=True)
+        assert await a.gateway.store.interactions.sealed_answers(asked.interaction.id) is None
+        again = await b.memory.submit(ON_A, ALICE, token, ANSWERS, private=True)
         assert not again.accepted
         assert on_a.received == [Decision(answers=ANSWERS)]
-        records = await audit_records(gateway_a.store, since, None)
+        records = await audit_records(a.gateway.store, since, None)
         assert records  # the export has the decision, without its secret
         exported = to_jsonl(records) + to_csv(records)
-        shown = [repr(m.versions) for m in a.memory.messages() + memory_b.messages()]
+        shown = [repr(m.versions) for m in a.memory.messages() + b.memory.messages()]
     assert SECRET not in exported
     assert not any(SECRET in text for text in shown)
     assert SECRET not in caplog.text
@@ -167,15 +162,11 @@ async def test_a_secret_sealed_under_another_key_is_not_written_and_the_card_say
 ) -> None:
     config = two_hosts(tmp_path, pg_database.dsn)
     on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
-    async with (
-        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
-        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
-    ):
-        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
         asked = await open_card(a, ON_A, "deploy")
         # what a host with another hmac_key_file would commit
         alien = Sealer(os.urandom(HMAC_KEY_BYTES)).seal(asked.interaction.id, ANSWERS)
-        await gateway_b.store.interactions.decide(
+        await b.gateway.store.interactions.decide(
             asked.interaction.id,
             expected_version=asked.interaction.version,
             actor=ALICE,
@@ -186,4 +177,4 @@ async def test_a_secret_sealed_under_another_key_is_not_written_and_the_card_say
         assert decided.delivery is not None
         assert decided.delivery.outcome is DeliveryOutcome.FAILED
         assert on_a.received == []
-        assert await gateway_a.store.interactions.sealed_answers(asked.interaction.id) is None
+        assert await a.gateway.store.interactions.sealed_answers(asked.interaction.id) is None

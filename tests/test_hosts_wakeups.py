@@ -14,8 +14,8 @@ from gateway.store import Store
 from gateway.store.postgresql import PgTarget
 from gateway.store.wakeups import listen_for_wakeups
 from tests.gateway_flows import WHEN, settles
-from tests.gateway_harness import ALICE, Running
-from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
+from tests.gateway_harness import ALICE
+from tests.hosts_harness import ON_A, both_running, two_hosts
 from tests.pg_cluster import PgCluster
 from tests.scripted_gateway import REQUESTS, open_card
 from tests.scripted_launcher import ScriptedLauncher
@@ -58,16 +58,11 @@ async def test_a_click_received_by_another_host_is_written_once_by_the_owner(
 ) -> None:
     config = two_hosts(tmp_path, pg_database.dsn)
     on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
-    async with (
-        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
-        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
-    ):
-        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
         asked = await open_card(a, ON_A, "approve")
         on_a.writes.hold()  # a's write waits: b's answer must not depend on it
-        memory_b = memory_of(gateway_b)
         # the card's button, clicked where b receives it (one bot: the same conversation)
-        ack = await memory_b.click(ON_A, ALICE, asked.token("Approve"))
+        ack = await b.memory.click(ON_A, ALICE, asked.token("Approve"))
         assert ack.accepted, ack
         assert ack.text == "Approved: Approve. Sent to the agent on host a."
         await on_a.writes.waiting.wait()  # a was woken and writes it
@@ -77,9 +72,9 @@ async def test_a_click_received_by_another_host_is_written_once_by_the_owner(
         assert decided.delivery.outcome is DeliveryOutcome.OK
         assert on_a.received == [Decision(action_id="accept")]
         assert on_b.received == []
-        assert memory_b.messages() == []  # b sent and edited nothing
+        assert b.memory.messages() == []  # b sent and edited nothing
         # a second click, on either host, decides nothing more
-        again = await memory_b.click(ON_A, ALICE, asked.token("Approve"))
+        again = await b.memory.click(ON_A, ALICE, asked.token("Approve"))
         assert not again.accepted
         assert on_a.received == [Decision(action_id="accept")]
 
@@ -89,23 +84,18 @@ async def test_a_message_received_by_another_host_is_run_by_the_owner(
 ) -> None:
     config = two_hosts(tmp_path, pg_database.dsn)
     on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
-    async with (
-        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
-        host_gateway(config, tmp_path, "b", on_b) as gateway_b,
-    ):
-        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
-        memory_b = memory_of(gateway_b)
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
         # the first message of a conversation of a's project reaches b: b makes the session
         # (a's), queues the prompt; the ledger wakes a, which runs it and answers
-        first = await memory_b.say(ON_A, ALICE, "hi")
+        first = await b.memory.say(ON_A, ALICE, "hi")
         await a.text_where(lambda text: text == "echo: hi", ON_A)
-        session = await gateway_b.store.sessions.lookup(ON_A)
+        session = await b.gateway.store.sessions.lookup(ON_A)
         assert session is not None and session.host == "a"
-        assert gateway_b.existing_runner(session.id) is None
-        assert memory_b.messages() == []  # b said nothing: a answered
+        assert b.gateway.existing_runner(session.id) is None
+        assert b.memory.messages() == []  # b said nothing: a answered
         # the same message delivered again, to a this time: queued once
         await a.memory.say(ON_A, ALICE, "hi", message_id=first)
-        await memory_b.say(ON_A, ALICE, "again")
+        await b.memory.say(ON_A, ALICE, "again")
         await a.text_where(lambda text: text == "echo: again", ON_A)
         assert a.memory.texts(ON_A).count("echo: hi") == 1
-        assert gateway_b.existing_runner(session.id) is None  # b started no agent
+        assert b.gateway.existing_runner(session.id) is None  # b started no agent
