@@ -359,17 +359,12 @@ def load_or_create_hmac_key(data_dir: Path) -> bytes:
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not path.exists():
             _create_key_file(path)
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"HMAC key {path} is not a regular file")
-        if info.st_mode & 0o077:
-            raise ConfigError(f"HMAC key {path} is readable by others: chmod 600 it")
-        key = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot use HMAC key {path}: {exc.strerror or exc}") from exc
-    if len(key) != HMAC_KEY_BYTES:
-        raise ConfigError(f"HMAC key {path} is not {HMAC_KEY_BYTES} bytes: remove it")
-    return key
+    try:
+        return _read_key_file(path, wrong_size=": remove it")
+    except FileNotFoundError as exc:  # removed since it was made or found
+        raise ConfigError(f"cannot use HMAC key {path}: {exc.strerror or exc}") from exc
 
 
 def read_hmac_key(path: Path) -> bytes:
@@ -377,21 +372,31 @@ def read_hmac_key(path: Path) -> bytes:
     since a key made here would not be the one the other hosts sign with. Refused if it is
     missing, readable by others, or not :data:`HMAC_KEY_BYTES` long. Never logged."""
     try:
+        return _read_key_file(path)
+    except FileNotFoundError as exc:
+        raise ConfigError(
+            f"HMAC key {path} does not exist: copy the one the other hosts use (or, for the "
+            f"first host, write {HMAC_KEY_BYTES} random bytes, mode 600)"
+        ) from exc
+
+
+def _read_key_file(path: Path, *, wrong_size: str = "") -> bytes:
+    """The key in ``path``: a regular file nobody else may read, of :data:`HMAC_KEY_BYTES`
+    (``wrong_size`` ends the refusal of another length). FileNotFoundError passes through;
+    every other failure is a ConfigError naming the file."""
+    try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
             raise ConfigError(f"HMAC key {path} is not a regular file")
         if info.st_mode & 0o077:
             raise ConfigError(f"HMAC key {path} is readable by others: chmod 600 it")
         key = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise ConfigError(
-            f"HMAC key {path} does not exist: copy the one the other hosts use (or, for the "
-            f"first host, write {HMAC_KEY_BYTES} random bytes, mode 600)"
-        ) from exc
+    except FileNotFoundError:
+        raise
     except OSError as exc:
         raise ConfigError(f"cannot use HMAC key {path}: {exc.strerror or exc}") from exc
     if len(key) != HMAC_KEY_BYTES:
-        raise ConfigError(f"HMAC key {path} is not {HMAC_KEY_BYTES} bytes")
+        raise ConfigError(f"HMAC key {path} is not {HMAC_KEY_BYTES} bytes{wrong_size}")
     return key
 
 
