@@ -198,30 +198,8 @@ class GrantDesk:
             await self._store.grants.revoke(grant, actor, how="agent process ended")
             await self._end_process(session)
             return f"Grant {grant_id} revoked: {ENDS_PROCESS}."
-        if kind is GrantKind.OPENCODE_SERVER and self._attached(session):
-            return await self._revoke_attached(session, entry, actor, then)
         if kind is GrantKind.OPENCODE_SERVER:
-            if then != "confirm":
-                return (
-                    f"Revoking {quoted(grant.description)}: any permission OpenCode saved "
-                    f"for it is deleted and {ENDS_SERVER}. To go on: /revoke {grant_id} confirm"
-                )
-            try:
-                deleted = await self._remove_saved(session, entry)
-            except AgentError as exc:  # its saved permissions could outlive the server
-                log.warning("revoking grant %s: %s", grant_id, exc)
-                return (
-                    f"OpenCode's saved permissions could not be read: nothing was revoked ({exc})."
-                )
-            how = "OpenCode server ended"
-            said = ENDS_SERVER
-            if deleted:
-                ids = ", ".join(deleted)
-                how = f"saved permission {ids} deleted; {how}"
-                said = f"OpenCode's saved permission {ids} is deleted, and {ENDS_SERVER}"
-            await self._store.grants.revoke(grant, actor, how=how)
-            await self._end_process(session)
-            return f"Grant {grant_id} revoked: {said}."
+            return await self._revoke_opencode(session, entry, actor, then)
         if kind is GrantKind.CODEX_RULE:
             line = await self._rule_line(session, entry)
             if line is None:
@@ -249,38 +227,44 @@ class GrantDesk:
             )
         return f"Grant {grant_id} is kept in {settings_place(session.agent_kind)}."
 
-    def _attached(self, session: SessionRecord) -> bool:
-        project = self._config.projects.get(session.project)
-        return project is not None and project.agent_options.url is not None
-
-    async def _revoke_attached(
-        self, session: SessionRecord, entry: ProjectGrant, actor: Actor, then: str | None
+    async def _revoke_opencode(
+        self, session: SessionRecord, entry: ProjectGrant, actor: Actor, then: str
     ) -> str:
-        """An "always" of an OpenCode server the gateway attaches to: its saved permissions
-        can be deleted, but the server is not the gateway's to end, and it keeps the grant
-        in its memory until whoever runs it restarts it. Said before, and recorded as such."""
+        """An OpenCode "always": its saved permissions are deleted, and the server, which
+        holds the grant in its memory too, is ended; a server the gateway only attaches to
+        (``url``) is not the gateway's to end, which is said before and after."""
         grant = entry.grant
-        where = self._config.projects[session.project].agent_options.url
+        url = self._config.projects[session.project].agent_options.url
         stays = (
-            f"the OpenCode server at {where} is not the gateway's to end, and it holds the "
+            f"the OpenCode server at {url} is not the gateway's to end, and it holds the "
             "grant in its memory until it is restarted"
         )
         if then != "confirm":
+            ends = f", but {stays}" if url is not None else f" and {ENDS_SERVER}"
             return (
                 f"Revoking {quoted(grant.description)}: any permission OpenCode saved for it "
-                f"is deleted, but {stays}. To go on: /revoke {grant.id} confirm"
+                f"is deleted{ends}. To go on: /revoke {grant.id} confirm"
             )
         try:
             deleted = await self._remove_saved(session, entry)
-        except AgentError as exc:
+        except AgentError as exc:  # its saved permissions could outlive the server
             log.warning("revoking grant %s: %s", grant.id, exc)
             return f"OpenCode's saved permissions could not be read: nothing was revoked ({exc})."
-        ids = ", ".join(deleted) or "none"
-        how = f"saved permission {ids} deleted; attached server not ended"
+        ids = ", ".join(deleted)
+        if url is not None:
+            how = f"saved permission {ids or 'none'} deleted; attached server not ended"
+            await self._store.grants.revoke(grant, actor, how=how)
+            return (
+                f"Grant {grant.id} revoked in the ledger (saved permissions deleted: "
+                f"{ids or 'none'}); {stays}."
+            )
+        how, said = "OpenCode server ended", ENDS_SERVER
+        if deleted:
+            how = f"saved permission {ids} deleted; {how}"
+            said = f"OpenCode's saved permission {ids} is deleted, and {ENDS_SERVER}"
         await self._store.grants.revoke(grant, actor, how=how)
-        return (
-            f"Grant {grant.id} revoked in the ledger (saved permissions deleted: {ids}); {stays}."
-        )
+        await self._end_process(session)
+        return f"Grant {grant.id} revoked: {said}."
 
     async def _remove_saved(self, session: SessionRecord, entry: ProjectGrant) -> list[str]:
         """Delete what the OpenCode server saved for the grant; the ids deleted."""
