@@ -41,7 +41,7 @@ from platforms.discord.forms import ModalDrafts
 from platforms.discord.inbound import PLATFORM
 from platforms.discord.messages import Messages
 from platforms.discord.outbox import DiscordOutbox, classify
-from platforms.discord.render import CUSTOM_ID_MAX, CUSTOM_ID_PREFIX
+from platforms.discord.render import CONTENT_MAX, CUSTOM_ID_MAX, CUSTOM_ID_PREFIX, rendered_length
 from platforms.discord.sending import QUEUED_REACTION, Sender, ShownCards, turn_key
 from platforms.outbox import Pacing
 from platforms.turn_end import TurnEnds
@@ -52,9 +52,10 @@ log = logging.getLogger(__name__)
 
 DISCORD_LIMITS = PlatformLimits(
     callback_max_bytes=CUSTOM_ID_MAX - len(CUSTOM_ID_PREFIX),  # "agw:" + token
-    # Discord counts the content as sent, escapes included: the core's parts leave room for
-    # them (a part that still grows past 2,000 is cut, and the log says so)
-    text_max_chars=1800,
+    # Discord counts the content as sent, escapes included: the core splits a part again
+    # where its rendering is longer than that
+    text_max_chars=CONTENT_MAX,
+    text_length=rendered_length,
     card_max_chars=4096,  # the embed's description
     ack_deadline_seconds=3.0,
     min_edit_interval_seconds=1.0,
