@@ -244,6 +244,8 @@ class GatewayProcess:
         self._seq = itertools.count()
         self._ready = False
         self._eof = False
+        self.leases_lost = 0  # how often the host lost its lease (a shared ledger)
+        self.starts_over = 0  # how often it started over after that
 
     @property
     def pid(self) -> int:
@@ -283,6 +285,22 @@ class GatewayProcess:
         assert self._proc is not None
         with contextlib.suppress(ProcessLookupError):
             os.kill(self._proc.pid, signal.SIGKILL)
+
+    def freeze(self) -> None:
+        """SIGSTOP the gateway process (frozen, not dead: its sockets stay open)."""
+        assert self._proc is not None
+        os.kill(self._proc.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT: a frozen gateway process runs on from where it stopped."""
+        assert self._proc is not None
+        os.kill(self._proc.pid, signal.SIGCONT)
+
+    async def started_over(self, times: int = 1) -> None:
+        """Wait until the host lost its lease and started over ``times`` times in all."""
+        await self.wait_for(
+            lambda: self.starts_over >= times or None, what=f"start over number {times}"
+        )
 
     async def exited(self, deadline: float = DEADLINE) -> int:
         """Wait for the process to end; its exit code (negative: the signal)."""
@@ -462,6 +480,10 @@ class GatewayProcess:
                 future.set_result(obj)
         elif obj.get("event") == "ready":
             self._ready = True
+        elif obj.get("event") == "lease_lost":
+            self.leases_lost += 1
+        elif obj.get("event") == "started_over":
+            self.starts_over += 1
         elif obj.get("event") == "rendered":
             raw = obj["message"]
             before = self.messages.get(raw["id"])

@@ -10,6 +10,8 @@ stdout (events and replies)::
 
     {"event": "ready", "pid": 123}                        recovery is over, commands are taken
     {"event": "rendered", "message": {...}}               a message was sent or edited
+    {"event": "lease_lost"} / {"event": "started_over"}   on a shared ledger: the host lost
+                                                          its lease / started over after it
     {"reply": N, ...}                                     the answer to command N
 
 stdin (commands)::
@@ -110,6 +112,16 @@ async def watch(memory: MemoryPlatform) -> None:
             emit({"event": "rendered", "message": message_json(shown)})
 
 
+async def report_lease(gateway: Gateway) -> None:
+    """Emit each loss of the host's lease and each start over after it (issue 19): the
+    events a test of a frozen or cut-off host process waits on."""
+    while True:
+        await gateway.lease_lost.wait()
+        emit({"event": "lease_lost"})
+        await gateway.started_over.wait()  # cleared before lease_lost was set
+        emit({"event": "started_over"})
+
+
 async def handle(
     gateway: Gateway, memory: MemoryPlatform, command: dict[str, Any]
 ) -> dict[str, Any]:
@@ -186,6 +198,7 @@ async def serve(
             data_dir=data_dir,
         ) as gateway:
             emit({"event": "ready", "pid": os.getpid()})
+            reporter = tasks.create_task(report_lease(gateway))
             commands: set[asyncio.Task[None]] = set()
             while line := await reader.readline():
                 command = json.loads(line)
@@ -196,6 +209,7 @@ async def serve(
                 task.add_done_callback(commands.discard)
             for task in commands:
                 task.cancel()
+            reporter.cancel()
         watcher.cancel()
     emit({"event": "stopped"})
 
