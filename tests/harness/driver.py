@@ -227,8 +227,10 @@ class GatewayProcess:
         handshake_timeout: float = 60.0,
         host: str | None = None,
         data_dir: Path | None = None,
+        scripted_approvals: int | None = None,
     ) -> None:
         self.config = config
+        self.scripted_approvals = scripted_approvals  # in-process scripted agents
         self.host = host  # run --host (None: this machine's name)
         self.data_dir = data_dir  # None: the config's
         self.log_path = log_path
@@ -269,6 +271,11 @@ class GatewayProcess:
                 str(self.handshake_timeout),
                 *(["--host", self.host] if self.host is not None else []),
                 *(["--data-dir", str(self.data_dir)] if self.data_dir is not None else []),
+                *(
+                    ["--scripted-approvals", str(self.scripted_approvals)]
+                    if self.scripted_approvals is not None
+                    else []
+                ),
                 cwd=ROOT,
                 env=env,
                 stdin=asyncio.subprocess.PIPE,
@@ -515,9 +522,12 @@ async def gateway_process(
     handshake_timeout: float = 60.0,
     host: str | None = None,
     data_dir: Path | None = None,
+    scripted_approvals: int | None = None,
 ) -> AsyncIterator[GatewayProcess]:
     """A started gateway process; left running at the end it is shut down cleanly.
-    ``host`` and ``data_dir``: one of several hosts sharing the config's PostgreSQL ledger."""
+    ``host`` and ``data_dir``: one of several hosts sharing the config's PostgreSQL ledger;
+    ``scripted_approvals``: in-process scripted agents (see gateway_proc) instead of the
+    config's agent processes."""
     gw = GatewayProcess(
         config,
         _next_log(log_dir),
@@ -525,6 +535,7 @@ async def gateway_process(
         handshake_timeout=handshake_timeout,
         host=host,
         data_dir=data_dir,
+        scripted_approvals=scripted_approvals,
     )
     await gw.start()
     try:

@@ -1,10 +1,14 @@
 """A whole gateway in a process of its own, so that a test can really kill it.
 
     python -m tests.harness.gateway_proc --config gateway.toml [--handshake-timeout S]
+        [--host NAME] [--data-dir DIR] [--scripted-approvals N]
 
 It runs the real :class:`gateway.engine.Gateway` (recovery included) with a
 :class:`platforms.memory.platform.MemoryPlatform` and the real
-:class:`adapters.launch.ConfiguredLauncher`, and talks JSON lines:
+:class:`adapters.launch.ConfiguredLauncher` (or, with ``--scripted-approvals N``, the
+in-process scripted agents of tests/scripted_launcher.py, whose prompts ``approve0`` ...
+``approve<N-1>`` each ask one approval: a bench of many sessions without an agent process
+each), and talks JSON lines:
 
 stdout (events and replies)::
 
@@ -25,6 +29,8 @@ stdin (commands)::
     {"n": N, "cmd": "dump"}                                -> {"reply": N, "messages": [...]}
     {"n": N, "cmd": "copies"}                              -> {"reply": N, "copies": [...]}
         every card copy of every open interaction, as the ledger records it
+    {"n": N, "cmd": "received"}                            -> {"reply": N, "received": K}
+        how many decisions the scripted agents were written (``--scripted-approvals``)
     {"n": N, "cmd": "quit"}  (or stdin EOF)                the gateway shuts down, exit 0
 
 A rendered message is ``{"id", "conversation", "text", "card", "edits"}``; a card is
@@ -54,6 +60,8 @@ from gateway.domain import Actor, Answer, ConversationRef
 from gateway.engine import Gateway
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
+from tests.scripted_launcher import ScriptedLauncher
+from tests.store_helpers import approval
 
 log = logging.getLogger("gateway_proc")
 
@@ -126,6 +134,10 @@ async def handle(
     gateway: Gateway, memory: MemoryPlatform, command: dict[str, Any]
 ) -> dict[str, Any]:
     name = command["cmd"]
+    if name == "received":
+        launcher = gateway.launcher
+        assert isinstance(launcher, ScriptedLauncher), "needs --scripted-approvals"
+        return {"received": len(launcher.received)}
     if name == "say":
         await memory.say(
             conversation_of(command["conversation"]),
@@ -182,9 +194,18 @@ async def serve(
     *,
     host: str | None = None,
     data_dir: Path | None = None,
+    scripted_approvals: int | None = None,
 ) -> None:
     memory = MemoryPlatform(adopt_unknown=True, id_prefix=f"p{os.getpid()}-")
-    launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
+    launcher: ConfiguredLauncher | ScriptedLauncher
+    if scripted_approvals is None:
+        launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
+    else:
+        asks = {
+            f"approve{n}": approval(f"scripted:approve{n}", title="Run ls?")
+            for n in range(scripted_approvals)
+        }
+        launcher = ScriptedLauncher(asks)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -229,6 +250,7 @@ def main() -> None:
     parser.add_argument("--handshake-timeout", type=float, default=60.0)
     parser.add_argument("--host", default=None)  # one of several hosts (run --host)
     parser.add_argument("--data-dir", type=Path, default=None)  # each host its own
+    parser.add_argument("--scripted-approvals", type=int, default=None)
     args = parser.parse_args()
     logging.basicConfig(
         level=logging.INFO,
@@ -236,7 +258,15 @@ def main() -> None:
         format="%(asctime)s %(process)d %(name)s %(levelname)s %(message)s",
     )
     config = parse_config(args.config.read_text(encoding="utf-8"), str(args.config))
-    asyncio.run(serve(config, args.handshake_timeout, host=args.host, data_dir=args.data_dir))
+    asyncio.run(
+        serve(
+            config,
+            args.handshake_timeout,
+            host=args.host,
+            data_dir=args.data_dir,
+            scripted_approvals=args.scripted_approvals,
+        )
+    )
 
 
 if __name__ == "__main__":
