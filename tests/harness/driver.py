@@ -237,6 +237,9 @@ class GatewayProcess:
         self.crash_at = crash_at
         self.handshake_timeout = handshake_timeout
         self.messages: dict[str, Shown] = {}
+        # the same messages by conversation: a wait on one conversation reads only its own
+        # (a bench of hundreds of conversations waits on each at once)
+        self._by_conversation: dict[ConversationRef, dict[str, Shown]] = {}
         self.returncode: int | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -395,7 +398,10 @@ class GatewayProcess:
     # --- what the platform shows ----------------------------------------------------------
 
     def shown(self, conversation: ConversationRef | None = None) -> list[Shown]:
-        found = [m for m in self.messages.values() if conversation in (None, m.conversation)]
+        if conversation is None:
+            found = list(self.messages.values())
+        else:
+            found = list(self._by_conversation.get(conversation, {}).values())
         return sorted(found, key=lambda m: m.seq)
 
     def texts(self, conversation: ConversationRef | None = None) -> list[str]:
@@ -495,7 +501,8 @@ class GatewayProcess:
             raw = obj["message"]
             before = self.messages.get(raw["id"])
             seq = before.seq if before is not None else next(self._seq)
-            self.messages[raw["id"]] = Shown.from_json(raw, seq)
+            shown = self.messages[raw["id"]] = Shown.from_json(raw, seq)
+            self._by_conversation.setdefault(shown.conversation, {})[shown.id] = shown
 
 
 def conv_json(conversation: ConversationRef) -> dict[str, Any]:
