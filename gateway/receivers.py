@@ -19,6 +19,7 @@ A single host, or SQLite: no lease, the platform receives as it always did.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -64,6 +65,9 @@ class ReceiverLease:
         self._fenced = fenced  # this host lost its own lease (or the ledger)
         self._lost = lost  # set when it did
         self._grace = grace
+        self.receiving = asyncio.Event()  # set while this host receives (for tests)
+        self.idle = asyncio.Event()  # set while it does not
+        self.idle.set()
 
     @property
     def name(self) -> str:
@@ -117,13 +121,27 @@ class ReceiverLease:
                     await self._holder.release()
             await asyncio.sleep(self._holder.timing.period)  # by the database's clock
 
+    async def _until_fenced(self) -> None:
+        """Returns once this host is fenced: at once when its lease is found lost, and at
+        the latest a period after its deadline passed (a renewer that could not run)."""
+        lost = asyncio.create_task(self._lost.wait())
+        try:
+            while not self._fenced():
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._holder.timing.period):
+                        await asyncio.shield(lost)
+        finally:
+            lost.cancel()
+
     async def _receive_while_held(self) -> None:
         log.info(
             "host %s receives %s (fence %s)", self._holder.holder, self.name, self._holder.fence
         )
         receiving = asyncio.create_task(self._platform.receive(self), name=f"receive {self.name}")
         keeping = asyncio.create_task(self._holder.keep())
-        lost = asyncio.create_task(self._lost.wait())
+        lost = asyncio.create_task(self._until_fenced())
+        self.idle.clear()
+        self.receiving.set()
         try:
             await asyncio.wait({receiving, keeping, lost}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -135,6 +153,8 @@ class ReceiverLease:
                 log.warning("receiver %s: still busy after %g s, cut", self.name, self._grace)
                 receiving.cancel()
                 await asyncio.wait({receiving})
+            self.receiving.clear()
+            self.idle.set()
             log.info("host %s stopped receiving %s", self._holder.holder, self.name)
         if receiving.cancelled():
             return
