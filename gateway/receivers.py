@@ -126,7 +126,7 @@ class ReceiverLease:
         the latest a period after its deadline passed (a renewer that could not run)."""
         lost = asyncio.create_task(self._lost.wait())
         try:
-            while not self._fenced():
+            while not self._fenced() and not lost.done():
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self._holder.timing.period):
                         await asyncio.shield(lost)
