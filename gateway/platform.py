@@ -35,12 +35,14 @@ __all__ = [
     "InboundMessage",
     "Inbox",
     "KnowsApprovers",
+    "LeasedReceiving",
     "MessageGone",
     "MessageRef",
     "Platform",
     "PlatformLimits",
     "PlatformUnreachable",
     "RateLimited",
+    "ReceiverGate",
     "RefusedForGood",
     "connected",
 ]
@@ -197,6 +199,50 @@ class HearsProblems(Protocol):
     def platform_problem(self, platform: str, text: str) -> None:
         """Keep ``text`` (a person's words, with what to do; never a secret) to show."""
         ...
+
+
+class ReceiverGate(Protocol):
+    """What a receiver that one host at a time may run asks while it runs (several hosts,
+    design point 6; gateway/receivers.py): whether this host still holds its lease, and the
+    position it keeps in the ledger (Telegram's offset), written with the lease's fence."""
+
+    def holds(self) -> bool:
+        """Whether receiving may go on now: False from the moment the lease cannot be
+        renewed, or this host lost its own lease (it is fenced)."""
+        ...
+
+    async def saved_offset(self) -> int | None:
+        """Where the last holder left off (None: nobody saved one)."""
+        ...
+
+    async def save_offset(self, offset: int) -> bool:
+        """Record that everything before ``offset`` is taken; False (nothing written) once
+        the lease is no longer this host's: the receiver stops."""
+        ...
+
+
+@runtime_checkable
+class LeasedReceiving(Protocol):
+    """A platform whose receiving only one host at a time may run (Telegram's getUpdates,
+    Discord's gateway connection), when several hosts share the bot.
+
+    :meth:`lease_receiving` is called before :meth:`Platform.connect`; from then on neither
+    connect nor attach starts receiving, and the gateway runs :meth:`receive` while this
+    host holds the lease :meth:`receiver_lease` names. Sending is not leased."""
+
+    def lease_receiving(self) -> None: ...
+
+    def receiver_lease(self) -> str | None:
+        """After connect: the lease's name ("telegram:<bot id>"); None when every host
+        receives (a Telegram webhook) or :meth:`lease_receiving` was not called."""
+        ...
+
+    async def receive(self, gate: ReceiverGate) -> None:
+        """Receive until :meth:`stop_receiving`, :meth:`Platform.stop_input`, or the gate
+        refuses; returns then (what was taken is finished first)."""
+        ...
+
+    def stop_receiving(self) -> None: ...
 
 
 class Platform(Protocol):

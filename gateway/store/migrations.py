@@ -464,8 +464,21 @@ _FORM_DRAFTS = (
     "CREATE INDEX form_drafts_expiry ON form_drafts(expires_at)",
 )
 
+# issue 19, design point 6: where the next Telegram poller starts, per receiver lease
+# ("telegram:<bot id>"), written by the lease's holder with its fence after each batch's
+# effects are committed (gateway/store/receiver_offsets.py). PostgreSQL only: a single host
+# polls alone and keeps the offset in memory (Telegram keeps the rest).
+_RECEIVER_OFFSETS = (
+    """
+    CREATE TABLE receiver_offsets (
+        lease TEXT PRIMARY KEY,
+        next_offset BIGINT NOT NULL
+    )
+    """,
+)
+
 # the tables only a shared (PostgreSQL) ledger has: what several hosts need and one does not
-POSTGRESQL_ONLY_TABLES = frozenset({"leases"})
+POSTGRESQL_ONLY_TABLES = frozenset({"leases", "receiver_offsets"})
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
@@ -495,6 +508,12 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=10, name="secret answers sealed between hosts", statements=_SEALED_ANSWERS),
     Migration(version=11, name="form drafts any host reads", statements=_FORM_DRAFTS),
     Migration(version=12, name="leases", statements=(), postgresql=_LEASES),
+    Migration(
+        version=13,
+        name="the Telegram poller's offset",
+        statements=(),
+        postgresql=_RECEIVER_OFFSETS,
+    ),
 )
 
 

@@ -31,11 +31,26 @@ import discord
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
-from gateway.platform import EditResult, Inbox, KnowsApprovers, MessageRef, PlatformLimits
+from gateway.platform import (
+    EditResult,
+    Inbox,
+    KnowsApprovers,
+    MessageRef,
+    PlatformLimits,
+    ReceiverGate,
+)
 from gateway.store import SessionRecord
 from platforms.comeback import Comeback
 from platforms.discord.clicks import Clicks
-from platforms.discord.client import GatewayClient, point_at, quiet_sdk_logger, start, until_ready
+from platforms.discord.client import (
+    GatewayClient,
+    connect_for_events,
+    log_in,
+    point_at,
+    quiet_sdk_logger,
+    start,
+    until_ready,
+)
 from platforms.discord.config import DiscordConfig
 from platforms.discord.forms import ModalDrafts
 from platforms.discord.inbound import PLATFORM
@@ -87,6 +102,10 @@ class DiscordPlatform:
         self._inbox: Inbox | None = None
         self._attached_event = asyncio.Event()
         self._stopped = False
+        # several hosts on one ledger: the gateway connection only while the gateway's
+        # lease says so (gateway/receivers.py); REST (sending) on every host
+        self._leased = False
+        self._stop_receiving = asyncio.Event()
         self._cards = ShownCards()
         self.drafts = ModalDrafts()
         self.turn_ends = TurnEnds()
@@ -129,8 +148,11 @@ class DiscordPlatform:
         self._client = client
         try:
             self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
-            self._running_client = start(client, self._config.token.get_secret_value())
-            await until_ready(client, self._running_client)
+            if self._leased:
+                await log_in(client, self._config.token.get_secret_value())
+            else:
+                self._running_client = start(client, self._config.token.get_secret_value())
+                await until_ready(client, self._running_client)
             self._messages.bot_id = str(client.user.id) if client.user is not None else ""
             self._outbox = DiscordOutbox(
                 self._tasks,
@@ -155,9 +177,33 @@ class DiscordPlatform:
         self._inbox = inbox
         self._attached_event.set()
 
+    # --- the gateway connection by the gateway's lease (several hosts) --------------------
+
+    def lease_receiving(self) -> None:
+        self._leased = True
+
+    def receiver_lease(self) -> str | None:
+        client = self._client
+        if not self._leased or client is None:
+            return None
+        return f"discord:{client.application_id or self.bot_id}"
+
+    async def receive(self, gate: ReceiverGate) -> None:
+        """The gateway connection (IDENTIFY, READY, events) until :meth:`stop_receiving`
+        or :meth:`stop_input`; then closed, so that Discord sends this host nothing more."""
+        client = self._client
+        if client is None or self._stopped:
+            return
+        self._stop_receiving.clear()
+        await connect_for_events(client, self._stop_receiving)
+
+    def stop_receiving(self) -> None:
+        self._stop_receiving.set()
+
     async def stop_input(self) -> None:
         """Take nothing more; events waiting for :meth:`attach` are let go (not taken)."""
         self._stopped = True
+        self._stop_receiving.set()
         self._attached_event.set()
 
     async def close(self) -> None:
