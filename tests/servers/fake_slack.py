@@ -165,6 +165,7 @@ class Connection:
     n: int
     ws: web.WebSocketResponse
     peer: tuple[str, int]
+    caller: str | None = None  # who holds it (``FakeSlack.identify``), found when it opened
     leaving: bool = False  # told to disconnect: nothing more is sent on it
 
 
@@ -175,7 +176,7 @@ class Hold:
     method: str
     reached: asyncio.Event
     released: asyncio.Event
-    peer: tuple[str, int] | None = None  # who made the call
+    caller: str | None = None  # who made the call (``FakeSlack.identify``)
 
     def release(self) -> None:
         self.released.set()
@@ -215,7 +216,10 @@ class FakeSlack:
         self.people: dict[str, Person] = {}
         self.channels: dict[str, Channel] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.callers: list[tuple[str, int] | None] = []  # each call's peer, as in ``calls``
+        self.callers: list[str | None] = []  # who made each call of ``calls``
+        # names the process at a peer (address, port) while its socket is open; else a
+        # caller is its "address:port"
+        self.identify: Callable[[tuple[str, int]], str | None] | None = None
         self.too_many_websockets = 0  # connections refused past MAX_CONNECTIONS
         self.random = random.Random(seed)  # which connection an envelope goes to
         self.pings: list[tuple[str, str]] = []  # (ts, user id or "!channel") a post notified
@@ -616,10 +620,8 @@ class FakeSlack:
         self._holds[method] = hold
         return hold
 
-    def calls_with_callers(
-        self, method: str
-    ) -> list[tuple[dict[str, Any], tuple[str, int] | None]]:
-        """Each call of ``method`` with the peer (address, port) that made it."""
+    def calls_with_callers(self, method: str) -> list[tuple[dict[str, Any], str | None]]:
+        """Each call of ``method`` with who made it (see ``identify``)."""
         return [
             (params, caller)
             for (name, params), caller in zip(self.calls, self.callers, strict=True)
@@ -660,12 +662,11 @@ class FakeSlack:
         params = await _params_of(request)
         token = _bearer(request) or str(params.pop("token", "") or "")
         self.calls.append((method, params))
-        peer = request.transport.get_extra_info("peername") if request.transport else None
-        caller = (str(peer[0]), int(peer[1])) if peer else None
+        caller = self._caller(request)
         self.callers.append(caller)
         hold = self._holds.pop(method, None)
         if hold is not None:  # a slow answer, on purpose
-            hold.peer = caller
+            hold.caller = caller
             hold.reached.set()
             await self._notify()
             await hold.released.wait()
@@ -705,6 +706,14 @@ class FakeSlack:
             raise SlackError("invalid_auth")
         if (method == "apps.connections.open") != (token == self.app_token):
             raise SlackError("not_allowed_token_type")
+
+    def _caller(self, request: web.Request) -> str | None:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        if not peer:
+            return None
+        address = (str(peer[0]), int(peer[1]))
+        named = self.identify(address) if self.identify is not None else None
+        return named or f"{address[0]}:{address[1]}"
 
     def _check_rate(self, method: str, params: dict[str, Any]) -> None:
         if method not in _WRITES:
@@ -1301,7 +1310,7 @@ class FakeSlack:
         self.connections_opened += 1
         peer = request.transport.get_extra_info("peername") if request.transport else None
         address = (str(peer[0]), int(peer[1])) if peer else ("", 0)
-        connection = Connection(self.connections_opened, ws, address)
+        connection = Connection(self.connections_opened, ws, address, self._caller(request))
         self._connections.append(connection)
         await ws.send_json(
             {
