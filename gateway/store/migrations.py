@@ -464,8 +464,26 @@ _FORM_DRAFTS = (
     "CREATE INDEX form_drafts_expiry ON form_drafts(expires_at)",
 )
 
+# issue 19, design point 7: a bot's rate budgets, shared by the hosts that send with it
+# (gateway/store/rate_buckets.py). A row per (platform, bot, bucket): ``times`` the calls in
+# its window, as epoch seconds of the database's clock (a call in flight as a mark in the
+# future, replaced by its return time), ``hold_until`` a 429's end. A single host keeps
+# its budgets in memory (platforms/outbox.py), so SQLite has no such table.
+_RATE_BUCKETS = (
+    """
+    CREATE TABLE rate_buckets (
+        platform TEXT NOT NULL,
+        bot TEXT NOT NULL,
+        key TEXT NOT NULL,
+        times DOUBLE PRECISION[] NOT NULL DEFAULT '{}',
+        hold_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+        PRIMARY KEY (platform, bot, key)
+    )
+    """,
+)
+
 # the tables only a shared (PostgreSQL) ledger has: what several hosts need and one does not
-POSTGRESQL_ONLY_TABLES = frozenset({"leases"})
+POSTGRESQL_ONLY_TABLES = frozenset({"leases", "rate_buckets"})
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
@@ -495,6 +513,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=10, name="secret answers sealed between hosts", statements=_SEALED_ANSWERS),
     Migration(version=11, name="form drafts any host reads", statements=_FORM_DRAFTS),
     Migration(version=12, name="leases", statements=(), postgresql=_LEASES),
+    Migration(version=13, name="rate budgets per bot", statements=(), postgresql=_RATE_BUCKETS),
 )
 
 

@@ -1,0 +1,272 @@
+"""Rate budgets in the shared ledger (issue 19, design point 7): the SQL and the budgets.
+
+A bot's hosts each run an outbox with windows of its own (platforms/outbox.py); in front of
+them, :class:`LedgerRates` keeps the bot's budget in ``rate_buckets`` (migration 13 or as
+renumbered; PostgreSQL only), a row per (platform, bot, bucket), by the database's clock:
+
+- **take** (:data:`_TAKE`, one statement): locks the call's rows in key order (two hosts
+  never lock them in opposite orders), and either appends to every counting bucket a *mark*
+  (``now() + IN_FLIGHT_CAP``: the call is in flight, counted as if it returned at the end
+  of the window) or, if any bucket is full or the lane's hold is set, takes nothing and
+  answers how long to wait: until the oldest call that must leave the window has left it,
+  until the hold ends, or :data:`POLL_SECONDS` while that call is still in flight;
+- **return** (:data:`_RETURN`, one statement for every call returned meanwhile on one bot):
+  each mark is replaced by the database's now (a window counts a call from its return, as
+  the outbox's own windows do, so a request slow on its way cannot land closer to the next
+  host's than the limit), and a 429's retry-after becomes the lane's ``hold_until``, which
+  every host's next take waits out.
+
+A row is made the first time a host meets its bucket (``INSERT ... ON CONFLICT DO
+NOTHING``, then the take again). Takes and returns go one at a time on a connection of this
+host's own (never behind the ledger's writer); a take not answered in :data:`TAKE_TIMEOUT`,
+or any database error, lets the call go with this host's windows alone (said in the log
+once per outage): a 429 then is the platform's answer, handled as one, never a lost message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+import psycopg
+
+from gateway.rate_budget import Bucket, RateBudget, Ticket
+from gateway.store.leases import connect
+from gateway.store.postgresql import PgTarget
+
+__all__ = ["IN_FLIGHT_CAP", "POLL_SECONDS", "TAKE_TIMEOUT", "LedgerRates"]
+
+log = logging.getLogger(__name__)
+
+IN_FLIGHT_CAP = 15.0  # a call in flight longer (its host died) counts as returned then
+POLL_SECONDS = 0.05  # asked again after this while only a call in flight blocks a bucket
+TAKE_TIMEOUT = 2.0  # a take not answered by then: this host's own windows alone
+
+_TAKE = """
+WITH wanted AS (
+    SELECT * FROM unnest(%(keys)s::text[], %(calls)s::int[], %(spans)s::float8[],
+                         %(counts)s::bool[]) AS w(key, calls, span, counts)
+), locked AS (
+    SELECT key, times, hold_until FROM rate_buckets
+    WHERE platform = %(platform)s AND bot = %(bot)s AND key = ANY(%(keys)s::text[])
+    ORDER BY key
+    FOR UPDATE
+), clock AS (
+    SELECT extract(epoch FROM now())::float8 AS now_s
+), live AS (
+    SELECT l.key, w.calls, w.span, w.counts, l.hold_until, c.now_s,
+           ARRAY(SELECT t FROM unnest(l.times) AS t WHERE t > c.now_s - w.span ORDER BY t)
+               AS times
+    FROM locked l JOIN wanted w USING (key) CROSS JOIN clock c
+), verdict AS (
+    SELECT count(*) AS found, coalesce(max(greatest(
+        hold_until - now_s,
+        CASE WHEN NOT counts OR cardinality(times) < calls THEN 0
+             WHEN times[cardinality(times) - calls + 1] > now_s THEN %(poll)s
+             ELSE times[cardinality(times) - calls + 1] + span - now_s
+        END)), 0) AS wait
+    FROM live
+), taken AS (
+    UPDATE rate_buckets r
+    SET times = CASE WHEN live.counts THEN live.times || (live.now_s + %(cap)s)
+                     ELSE live.times END
+    FROM live, verdict
+    WHERE verdict.wait <= 0 AND verdict.found = cardinality(%(keys)s::text[])
+      AND r.platform = %(platform)s AND r.bot = %(bot)s AND r.key = live.key
+    RETURNING 1
+)
+SELECT verdict.found, verdict.wait, (SELECT count(*) FROM taken), clock.now_s + %(cap)s
+FROM verdict, clock
+"""
+
+_MAKE = """
+INSERT INTO rate_buckets (platform, bot, key)
+SELECT %(platform)s, %(bot)s, key FROM unnest(%(keys)s::text[]) AS key ORDER BY key
+ON CONFLICT DO NOTHING
+"""
+
+_RETURN = """
+WITH locked AS (
+    SELECT key FROM rate_buckets
+    WHERE platform = %(platform)s AND bot = %(bot)s AND key = ANY(%(keys)s::text[])
+    ORDER BY key
+    FOR UPDATE
+), holds AS (
+    SELECT key, max(seconds) AS seconds
+    FROM unnest(%(hold_keys)s::text[], %(holds)s::float8[]) AS h(key, seconds) GROUP BY key
+), clock AS (
+    SELECT extract(epoch FROM now())::float8 AS now_s
+)
+UPDATE rate_buckets r
+SET times = ARRAY(SELECT CASE WHEN t = ANY(%(marks)s::float8[]) THEN clock.now_s ELSE t END
+                  FROM unnest(r.times) AS t ORDER BY 1),
+    hold_until = greatest(r.hold_until, coalesce(clock.now_s + holds.seconds, 0))
+FROM locked JOIN clock ON true LEFT JOIN holds USING (key)
+WHERE r.platform = %(platform)s AND r.bot = %(bot)s AND r.key = locked.key
+"""
+
+
+class LedgerRates:
+    """Every bot budget of this host in the shared ledger, on one connection of its own.
+    ``trips`` counts the statements sent (the bench's figure)."""
+
+    def __init__(self, target: PgTarget, *, take_timeout: float = TAKE_TIMEOUT) -> None:
+        self._target = target
+        self._take_timeout = take_timeout
+        self._conn: psycopg.AsyncConnection[Any] | None = None
+        self._lock = asyncio.Lock()  # one statement at a time on the connection
+        self._returned: dict[tuple[str, str], list[tuple[Ticket, float | None]]] = {}
+        self._wake = asyncio.Event()
+        self._flushing = asyncio.Lock()  # a flush waits for the one under way
+        self._writer: asyncio.Task[None] | None = None
+        self._down = False  # said in the log once per outage
+        self.trips = 0
+
+    async def __aenter__(self) -> LedgerRates:
+        self._writer = asyncio.create_task(self._write_returns())
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._writer is not None:
+            self._writer.cancel()
+            await asyncio.gather(self._writer, return_exceptions=True)
+        await self.flush()  # what returned last: its marks would hold the windows longer
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    def budget(self, platform: str, bot: str) -> RateBudget:
+        return _LedgerBudget(self, platform, bot)
+
+    # --- take -----------------------------------------------------------------------------
+
+    async def take(
+        self, platform: str, bot: str, buckets: Sequence[Bucket], hold_key: str
+    ) -> Ticket | float:
+        rows = sorted(
+            [*buckets, Bucket(key=hold_key, calls=1, seconds=0.0, counts=False)],
+            key=lambda b: b.key,
+        )
+        params = {
+            "platform": platform,
+            "bot": bot,
+            "keys": [b.key for b in rows],
+            "calls": [b.calls for b in rows],
+            "spans": [b.seconds for b in rows],
+            "counts": [b.counts for b in rows],
+            "poll": POLL_SECONDS,
+            "cap": IN_FLIGHT_CAP,
+        }
+        try:
+            async with asyncio.timeout(self._take_timeout):
+                found, wait, taken, mark = await self._one(_TAKE, params)
+                if found < len(rows):  # a bucket this bot's hosts never used yet
+                    await self._execute(_MAKE, params)
+                    found, wait, taken, mark = await self._one(_TAKE, params)
+        except (psycopg.Error, TimeoutError) as exc:
+            await self._lost(exc)
+            return Ticket(keys=(), hold_key=hold_key)  # this host's own windows alone
+        self._back()
+        if taken:
+            return Ticket(keys=tuple(b.key for b in buckets), hold_key=hold_key, mark=mark)
+        return max(float(wait), POLL_SECONDS)
+
+    # --- return ---------------------------------------------------------------------------
+
+    def returned(self, platform: str, bot: str, ticket: Ticket, retry_after: float | None) -> None:
+        if ticket.mark is None and retry_after is None:
+            return
+        self._returned.setdefault((platform, bot), []).append((ticket, retry_after))
+        self._wake.set()
+
+    async def _write_returns(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write every return said so far (the writer does it by itself; tests and the
+        close wait for it)."""
+        async with self._flushing:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        batches, self._returned = self._returned, {}
+        for (platform, bot), returns in batches.items():
+            keys = sorted({key for t, _ in returns for key in (*t.keys, t.hold_key)})
+            held = [(t.hold_key, seconds) for t, seconds in returns if seconds is not None]
+            params = {
+                "platform": platform,
+                "bot": bot,
+                "keys": keys,
+                "marks": [t.mark for t, _ in returns if t.mark is not None],
+                "hold_keys": [key for key, _ in held],
+                "holds": [seconds for _, seconds in held],
+            }
+            try:
+                async with asyncio.timeout(self._take_timeout):
+                    await self._execute(_RETURN, params)
+            except (psycopg.Error, TimeoutError) as exc:
+                await self._lost(exc)  # the marks lapse by themselves (IN_FLIGHT_CAP)
+
+    # --- the connection -------------------------------------------------------------------
+
+    async def _one(self, sql: str, params: dict[str, Any]) -> tuple[int, float, int, float]:
+        async with self._lock:
+            conn = await self._connection()
+            self.trips += 1
+            cursor = await conn.execute(sql, params)
+            row = await cursor.fetchone()
+        assert row is not None
+        return int(row[0]), float(row[1]), int(row[2]), float(row[3])
+
+    async def _execute(self, sql: str, params: dict[str, Any]) -> None:
+        async with self._lock:
+            conn = await self._connection()
+            self.trips += 1
+            await conn.execute(sql, params)
+
+    async def _connection(self) -> psycopg.AsyncConnection[Any]:
+        if self._conn is None or self._conn.closed:
+            self._conn = await connect(self._target)
+        return self._conn
+
+    async def _lost(self, exc: BaseException) -> None:
+        if not self._down:
+            log.warning(
+                "rate budgets: the ledger did not answer (%s); this host's own pace alone",
+                type(exc).__name__,
+            )
+            self._down = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                await conn.close()
+            except psycopg.Error:
+                pass
+
+    def _back(self) -> None:
+        if self._down:
+            log.info("rate budgets: shared again through the ledger")
+            self._down = False
+
+
+class _LedgerBudget:
+    """One bot's budget on one platform, in :class:`LedgerRates`."""
+
+    def __init__(self, rates: LedgerRates, platform: str, bot: str) -> None:
+        self._rates = rates
+        self._platform = platform
+        self._bot = bot
+
+    async def take(self, buckets: Sequence[Bucket], hold_key: str) -> Ticket | float:
+        return await self._rates.take(self._platform, self._bot, buckets, hold_key)
+
+    def returned(self, ticket: Ticket, *, retry_after: float | None = None) -> None:
+        self._rates.returned(self._platform, self._bot, ticket, retry_after)
