@@ -19,10 +19,11 @@ import pytest
 from telegram import Bot
 from telegram.error import RetryAfter
 
+from bench import shared_rates
 from gateway.rate_budget import ALONE, Bucket, RateBudget, Ticket, bot_key
 from gateway.store import Store
 from gateway.store.postgresql import PgTarget
-from gateway.store.rate_buckets import POLL_SECONDS, LedgerRates
+from gateway.store.rate_buckets import LedgerRates
 from platforms.outbox import Priority
 from platforms.telegram.outbox import TelegramOutbox
 from tests.pg_cluster import PgCluster
@@ -55,8 +56,8 @@ async def test_a_token_taken_on_one_host_is_gone_for_the_other(
     budget_a, budget_b = a.budget("telegram", "bot"), b.budget("telegram", "bot")
     ticket = await budget_a.take([CHAT_BUCKET, BOT_BUCKET], HOLD)
     assert isinstance(ticket, Ticket)
-    # in flight on a: b asks again shortly (it cannot know when a's call returns)
-    assert await budget_b.take([CHAT_BUCKET, BOT_BUCKET], HOLD) == POLL_SECONDS
+    # in flight on a: a second at least (from a's return, which is now at the earliest)
+    assert await budget_b.take([CHAT_BUCKET, BOT_BUCKET], HOLD) == CHAT_BUCKET.seconds
     budget_a.returned(ticket)
     await a.flush()
     # returned: the chat's second counts from then
@@ -217,3 +218,14 @@ async def test_a_429_one_host_gets_makes_the_other_wait_it_too(
     refused_at = next(at for at, _, _, seconds in fake.paced if seconds)
     assert all(at >= refused_at + 2.9 for at in arrivals(fake))
     assert sorted(m.text for m in fake.bot_messages(CHAT)) == ["a", "b"]
+
+
+async def test_the_bench_runs_and_the_shared_budget_has_no_429(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    runs = await shared_rates.main_async(pg_database.dsn, tmp_path, chats=2, messages=2)
+    assert [(run.way, run.too_many) for run in runs[:2]] == [
+        ("1 host, budget in the ledger", 0),
+        ("2 hosts, budget in the ledger", 0),
+    ]
+    assert all(run.trips > 0 for run in runs[:2])

@@ -9,12 +9,15 @@ renumbered; PostgreSQL only), a row per (platform, bot, bucket), by the database
   (``now() + IN_FLIGHT_CAP``: the call is in flight, counted as if it returned at the end
   of the window) or, if any bucket is full or the lane's hold is set, takes nothing and
   answers how long to wait: until the oldest call that must leave the window has left it,
-  until the hold ends, or :data:`POLL_SECONDS` while that call is still in flight;
+  or until the hold ends; while that call is still in flight, a whole window (it cannot
+  leave sooner: it returns now at the earliest);
 - **return** (:data:`_RETURN`, one statement for every call returned meanwhile on one bot):
-  each mark is replaced by the database's now (a window counts a call from its return, as
-  the outbox's own windows do, so a request slow on its way cannot land closer to the next
-  host's than the limit), and a 429's retry-after becomes the lane's ``hold_until``, which
-  every host's next take waits out.
+  each mark is replaced by the time the call returned, by the database's clock (its now,
+  less how long ago the call returned by this host's monotonic clock: the return is written
+  a moment later, batched), since a window counts a call from its return, as the outbox's
+  own windows do (a request slow on its way cannot land closer to the next host's than the
+  limit); a 429's retry-after becomes the lane's ``hold_until``, which every host's next
+  take waits out.
 
 A row is made the first time a host meets its bucket (``INSERT ... ON CONFLICT DO
 NOTHING``, then the take again). Takes and returns go one at a time on a connection of this
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -37,12 +41,12 @@ from gateway.rate_budget import Bucket, RateBudget, Ticket
 from gateway.store.leases import connect
 from gateway.store.postgresql import PgTarget
 
-__all__ = ["IN_FLIGHT_CAP", "POLL_SECONDS", "TAKE_TIMEOUT", "LedgerRates"]
+__all__ = ["IN_FLIGHT_CAP", "MIN_WAIT", "TAKE_TIMEOUT", "LedgerRates"]
 
 log = logging.getLogger(__name__)
 
 IN_FLIGHT_CAP = 15.0  # a call in flight longer (its host died) counts as returned then
-POLL_SECONDS = 0.05  # asked again after this while only a call in flight blocks a bucket
+MIN_WAIT = 0.01  # the least wait answered (a window that ends in a microsecond)
 TAKE_TIMEOUT = 2.0  # a take not answered by then: this host's own windows alone
 
 _TAKE = """
@@ -65,7 +69,7 @@ WITH wanted AS (
     SELECT count(*) AS found, coalesce(max(greatest(
         hold_until - now_s,
         CASE WHEN NOT counts OR cardinality(times) < calls THEN 0
-             WHEN times[cardinality(times) - calls + 1] > now_s THEN %(poll)s
+             WHEN times[cardinality(times) - calls + 1] > now_s THEN span
              ELSE times[cardinality(times) - calls + 1] + span - now_s
         END)), 0) AS wait
     FROM live
@@ -94,6 +98,8 @@ WITH locked AS (
     WHERE platform = %(platform)s AND bot = %(bot)s AND key = ANY(%(keys)s::text[])
     ORDER BY key
     FOR UPDATE
+), marks AS (
+    SELECT * FROM unnest(%(marks)s::float8[], %(ages)s::float8[]) AS m(mark, age)
 ), holds AS (
     SELECT key, max(seconds) AS seconds
     FROM unnest(%(hold_keys)s::text[], %(holds)s::float8[]) AS h(key, seconds) GROUP BY key
@@ -101,7 +107,7 @@ WITH locked AS (
     SELECT extract(epoch FROM now())::float8 AS now_s
 )
 UPDATE rate_buckets r
-SET times = ARRAY(SELECT CASE WHEN t = ANY(%(marks)s::float8[]) THEN clock.now_s ELSE t END
+SET times = ARRAY(SELECT coalesce((SELECT clock.now_s - m.age FROM marks m WHERE m.mark = t), t)
                   FROM unnest(r.times) AS t ORDER BY 1),
     hold_until = greatest(r.hold_until, coalesce(clock.now_s + holds.seconds, 0))
 FROM locked JOIN clock ON true LEFT JOIN holds USING (key)
@@ -118,7 +124,8 @@ class LedgerRates:
         self._take_timeout = take_timeout
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock = asyncio.Lock()  # one statement at a time on the connection
-        self._returned: dict[tuple[str, str], list[tuple[Ticket, float | None]]] = {}
+        # (platform, bot): (ticket, 429's retry-after, monotonic time it returned)
+        self._returned: dict[tuple[str, str], list[tuple[Ticket, float | None, float]]] = {}
         self._wake = asyncio.Event()
         self._flushing = asyncio.Lock()  # a flush waits for the one under way
         self._writer: asyncio.Task[None] | None = None
@@ -159,7 +166,6 @@ class LedgerRates:
             "calls": [b.calls for b in rows],
             "spans": [b.seconds for b in rows],
             "counts": [b.counts for b in rows],
-            "poll": POLL_SECONDS,
             "cap": IN_FLIGHT_CAP,
         }
         try:
@@ -174,14 +180,15 @@ class LedgerRates:
         self._back()
         if taken:
             return Ticket(keys=tuple(b.key for b in buckets), hold_key=hold_key, mark=mark)
-        return max(float(wait), POLL_SECONDS)
+        return max(float(wait), MIN_WAIT)
 
     # --- return ---------------------------------------------------------------------------
 
     def returned(self, platform: str, bot: str, ticket: Ticket, retry_after: float | None) -> None:
         if ticket.mark is None and retry_after is None:
             return
-        self._returned.setdefault((platform, bot), []).append((ticket, retry_after))
+        returned = (ticket, retry_after, time.monotonic())
+        self._returned.setdefault((platform, bot), []).append(returned)
         self._wake.set()
 
     async def _write_returns(self) -> None:
@@ -199,13 +206,16 @@ class LedgerRates:
     async def _flush(self) -> None:
         batches, self._returned = self._returned, {}
         for (platform, bot), returns in batches.items():
-            keys = sorted({key for t, _ in returns for key in (*t.keys, t.hold_key)})
-            held = [(t.hold_key, seconds) for t, seconds in returns if seconds is not None]
+            keys = sorted({key for t, _, _ in returns for key in (*t.keys, t.hold_key)})
+            held = [(t.hold_key, seconds) for t, seconds, _ in returns if seconds is not None]
+            now = time.monotonic()
+            marked = [(t.mark, now - at) for t, _, at in returns if t.mark is not None]
             params = {
                 "platform": platform,
                 "bot": bot,
                 "keys": keys,
-                "marks": [t.mark for t, _ in returns if t.mark is not None],
+                "marks": [mark for mark, _ in marked],
+                "ages": [age for _, age in marked],
                 "hold_keys": [key for key, _ in held],
                 "holds": [seconds for _, seconds in held],
             }
