@@ -4,7 +4,8 @@ gateway/store/rate_buckets.py), on the real PostgreSQL cluster (tests/pg_cluster
 Two :class:`LedgerRates` on one database are two hosts. The first tests ask the budget
 itself (what it answers, never by waiting for a window to pass); the others send through two
 Telegram outboxes to the fake Telegram (tests/servers/fake_telegram.py), which answers 429
-to a chat that gets more than one message a second, as Telegram does.
+to a chat that gets more than one message a second, as Telegram does, and through two Slack
+outboxes to the fake Slack (one ``chat.postMessage`` a second per channel).
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 from telegram import Bot
 from telegram.error import RetryAfter
 
@@ -25,10 +28,13 @@ from gateway.store import Store
 from gateway.store.postgresql import PgTarget
 from gateway.store.rate_buckets import LedgerRates
 from platforms.outbox import Priority
+from platforms.slack.outbox import SlackOutbox
 from platforms.telegram.outbox import TelegramOutbox
 from tests.pg_cluster import PgCluster
+from tests.servers.fake_slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
 from tests.servers.fake_telegram import TOKEN, FakeTelegram
 
+GENERAL = "C0GENERAL"  # the fake Slack's channel
 CHAT = 1001  # a private chat: one message a second
 CHAT_BUCKET = Bucket(key=f"lane:{CHAT}:0", calls=1, seconds=1.05)
 BOT_BUCKET = Bucket(key="shared:0", calls=28, seconds=1.05)
@@ -229,3 +235,40 @@ async def test_the_bench_runs_and_the_shared_budget_has_no_429(
         ("2 hosts, budget in the ledger", 0),
     ]
     assert all(run.trips > 0 for run in runs[:2])
+
+
+# --- the same on Slack: chat.postMessage about one a second per channel ---------------------
+
+
+async def test_two_hosts_take_turns_in_one_slack_channel_without_a_429(
+    target: PgTarget,
+) -> None:
+    async def post_from_two_hosts(budgets: tuple[RateBudget, RateBudget], each: int) -> FakeSlack:
+        async with FakeSlack() as fake, asyncio.TaskGroup() as tasks:
+            outboxes = [SlackOutbox(tasks, budget=budget) for budget in budgets]
+            clients = [AsyncWebClient(token=BOT_TOKEN, base_url=fake.base_url) for _ in budgets]
+            try:
+                await asyncio.gather(
+                    *(
+                        outbox.run(
+                            GENERAL,
+                            Priority.TEXT,
+                            partial(client.chat_postMessage, channel=GENERAL, text=f"{n}"),
+                            method="chat.postMessage",
+                        )
+                        for n in range(each)
+                        for outbox, client in zip(outboxes, clients, strict=True)
+                    )
+                )
+            finally:
+                for outbox in outboxes:
+                    outbox.close()
+            return fake
+
+    alone = await post_from_two_hosts((ALONE, ALONE), each=1)
+    assert alone.too_many  # what each host alone does to the channel's budget
+    async with LedgerRates(target) as a, LedgerRates(target) as b:
+        bot = bot_key(BOT_TOKEN)
+        shared = await post_from_two_hosts((a.budget("slack", bot), b.budget("slack", bot)), each=2)
+    assert shared.too_many == []
+    assert len([m for m in shared.messages(GENERAL) if m.user == BOT_USER_ID]) == 4
