@@ -11,7 +11,9 @@ outboxes to the fake Slack (one ``chat.postMessage`` a second per channel).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
@@ -22,14 +24,22 @@ from slack_sdk.web.async_client import AsyncWebClient
 from telegram import Bot
 from telegram.error import RetryAfter
 
-from bench import shared_rates
+from bench import shared_rates as shared_rates_bench
+from gateway.auth import HMAC_KEY_BYTES
+from gateway.cli import shared_rates
+from gateway.config import Config
+from gateway.domain import ConversationRef
+from gateway.platform import Platform, connected
 from gateway.rate_budget import ALONE, Bucket, RateBudget, Ticket, bot_key
 from gateway.store import Store
 from gateway.store.postgresql import PgTarget
 from gateway.store.rate_buckets import LedgerRates
 from platforms.outbox import Priority
+from platforms.registry import parse_config
 from platforms.slack.outbox import SlackOutbox
+from platforms.telegram.config import TelegramConfig
 from platforms.telegram.outbox import TelegramOutbox
+from platforms.telegram.platform import TelegramPlatform
 from tests.pg_cluster import PgCluster
 from tests.servers.fake_slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
 from tests.servers.fake_telegram import TOKEN, FakeTelegram
@@ -229,7 +239,7 @@ async def test_a_429_one_host_gets_makes_the_other_wait_it_too(
 async def test_the_bench_runs_and_the_shared_budget_has_no_429(
     tmp_path: Path, pg_database: PgCluster
 ) -> None:
-    runs = await shared_rates.main_async(pg_database.dsn, tmp_path, chats=2, messages=2)
+    runs = await shared_rates_bench.main_async(pg_database.dsn, tmp_path, chats=2, messages=2)
     assert [(run.way, run.too_many) for run in runs[:2]] == [
         ("1 host, budget in the ledger", 0),
         ("2 hosts, budget in the ledger", 0),
@@ -272,3 +282,59 @@ async def test_two_hosts_take_turns_in_one_slack_channel_without_a_429(
         shared = await post_from_two_hosts((a.budget("slack", bot), b.budget("slack", bot)), each=2)
     assert shared.too_many == []
     assert len([m for m in shared.messages(GENERAL) if m.user == BOT_USER_ID]) == 4
+
+
+# --- chosen at start: `agent-gateway run` with a shared ledger -----------------------------
+
+
+def telegram_config(tmp_path: Path, fake: FakeTelegram, store: str) -> Config:
+    """A project on host "a", a PostgreSQL ``store``, and Telegram."""
+    key = tmp_path / "hmac.key"
+    key.write_bytes(os.urandom(HMAC_KEY_BYTES))
+    key.chmod(0o600)
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    return parse_config(
+        f"""
+[gateway]
+data_dir = "{tmp_path / "data"}"
+store = "{store}"
+hmac_key_file = "{key}"
+
+[projects.p]
+work_dir = "{work}"
+agent = "codex-app-server"
+host = "a"
+
+[projects.p.auth.telegram]
+allow_from = [{CHAT}]
+
+[platforms.telegram]
+token = "{TOKEN}"
+base_url = "{fake.base_url}"
+""",
+        "rates.toml",
+    )
+
+
+async def test_run_with_a_shared_ledger_paces_each_hosts_telegram_by_the_bots_budget(
+    tmp_path: Path, target: PgTarget, fake: FakeTelegram
+) -> None:
+    config = telegram_config(tmp_path, fake, target.url)
+    settings = config.platforms.get("telegram", TelegramConfig)
+    assert settings is not None
+    hosts: list[dict[str, Platform]] = [{"telegram": TelegramPlatform(settings)} for _ in "ab"]
+    chat = ConversationRef(platform="telegram", space=None, channel=str(CHAT))
+    async with contextlib.AsyncExitStack() as stack:
+        for platforms in hosts:  # as _run: the budgets, then the platforms connected
+            await stack.enter_async_context(shared_rates(config, platforms))
+            await stack.enter_async_context(connected(platforms))
+        await asyncio.gather(
+            *(
+                platforms["telegram"].send_text(chat, f"{host}{n}")
+                for n in range(2)
+                for host, platforms in zip("ab", hosts, strict=True)
+            )
+        )
+    assert fake.too_many == []
+    assert sorted(m.text for m in fake.bot_messages(CHAT)) == ["a0", "a1", "b0", "b1"]
