@@ -23,7 +23,9 @@ A row is made the first time a host meets its bucket (``INSERT ... ON CONFLICT D
 NOTHING``, then the take again). Takes and returns go one at a time on a connection of this
 host's own (never behind the ledger's writer); a take not answered in :data:`TAKE_TIMEOUT`,
 or any database error, lets the call go with this host's windows alone (said in the log
-once per outage): a 429 then is the platform's answer, handled as one, never a lost message.
+once per outage), and so do the takes of the next :data:`RETRY_AFTER_LOSS` seconds (no
+send waits for a ledger that is gone): a 429 then is the platform's answer, handled as one,
+never a lost message.
 """
 
 from __future__ import annotations
@@ -41,13 +43,14 @@ from gateway.rate_budget import Bucket, RateBudget, Ticket
 from gateway.store.leases import connect
 from gateway.store.postgresql import PgTarget
 
-__all__ = ["IN_FLIGHT_CAP", "MIN_WAIT", "TAKE_TIMEOUT", "LedgerRates"]
+__all__ = ["IN_FLIGHT_CAP", "MIN_WAIT", "RETRY_AFTER_LOSS", "TAKE_TIMEOUT", "LedgerRates"]
 
 log = logging.getLogger(__name__)
 
 IN_FLIGHT_CAP = 15.0  # a call in flight longer (its host died) counts as returned then
 MIN_WAIT = 0.01  # the least wait answered (a window that ends in a microsecond)
 TAKE_TIMEOUT = 2.0  # a take not answered by then: this host's own windows alone
+RETRY_AFTER_LOSS = 5.0  # after a failed trip, the ledger is asked again after this
 
 _TAKE = """
 WITH wanted AS (
@@ -130,6 +133,7 @@ class LedgerRates:
         self._flushing = asyncio.Lock()  # a flush waits for the one under way
         self._writer: asyncio.Task[None] | None = None
         self._down = False  # said in the log once per outage
+        self._retry_at = 0.0  # monotonic: while down, not asked before then (no send waits)
         self.trips = 0
 
     async def __aenter__(self) -> LedgerRates:
@@ -159,6 +163,8 @@ class LedgerRates:
             [*buckets, Bucket(key=hold_key, calls=1, seconds=0.0, counts=False)],
             key=lambda b: b.key,
         )
+        if self._down and time.monotonic() < self._retry_at:
+            return Ticket(keys=(), hold_key=hold_key)  # this host's own windows alone
         params = {
             "platform": platform,
             "bot": bot,
@@ -254,6 +260,7 @@ class LedgerRates:
                 type(exc).__name__,
             )
             self._down = True
+        self._retry_at = time.monotonic() + RETRY_AFTER_LOSS
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
