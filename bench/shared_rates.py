@@ -24,6 +24,7 @@ import itertools
 import json
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -52,7 +53,7 @@ class Run:
     sends: int
     too_many: int
     seconds: float
-    trips: int
+    trips: Counter[str]
     takes_ns: list[int]
 
     @property
@@ -119,7 +120,7 @@ async def measure(target: PgTarget, *, hosts: int, shared: bool, chats: int, mes
         for r in rates:
             if r is not None:
                 await r.flush()
-        trips = sum(r.trips for r in rates if r is not None)
+        trips = sum((r.trips for r in rates if r is not None), Counter[str]())
         way = f"{hosts} host{'s' if hosts > 1 else ''}, " + (
             "budget in the ledger" if shared else "each alone"
         )
@@ -153,8 +154,11 @@ def figures(runs: Sequence[Run]) -> list[Figure]:
             f" ({run.per_second:.1f}/s)"
         )
         if run.takes_ns:
+            kinds = ", ".join(
+                f"{kind} {n / run.sends:.2f}" for kind, n in sorted(run.trips.items())
+            )
             value += (
-                f", {run.trips / run.sends:.2f} trips/send,"
+                f", {run.trips.total() / run.sends:.2f} trips/send ({kinds}),"
                 f" take {Latency.of_ns(run.takes_ns).text()}"
             )
         shared = "ledger" in run.way

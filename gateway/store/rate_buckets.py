@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
@@ -120,7 +121,9 @@ WHERE r.platform = %(platform)s AND r.bot = %(bot)s AND r.key = locked.key
 
 class LedgerRates:
     """Every bot budget of this host in the shared ledger, on one connection of its own.
-    ``trips`` counts the statements sent (the bench's figure)."""
+    ``trips`` counts the statements sent by what they were for (the bench's figure):
+    ``take`` (a token taken), ``wait`` (answered: wait), ``make`` (a bucket's row made),
+    ``return`` (a batch of returns)."""
 
     def __init__(self, target: PgTarget, *, take_timeout: float = TAKE_TIMEOUT) -> None:
         self._target = target
@@ -134,7 +137,7 @@ class LedgerRates:
         self._writer: asyncio.Task[None] | None = None
         self._down = False  # said in the log once per outage
         self._retry_at = 0.0  # monotonic: while down, not asked before then (no send waits)
-        self.trips = 0
+        self.trips: Counter[str] = Counter()
 
     async def __aenter__(self) -> LedgerRates:
         self._writer = asyncio.create_task(self._write_returns())
@@ -178,7 +181,7 @@ class LedgerRates:
             async with asyncio.timeout(self._take_timeout):
                 found, wait, taken, mark = await self._one(_TAKE, params)
                 if found < len(rows):  # a bucket this bot's hosts never used yet
-                    await self._execute(_MAKE, params)
+                    await self._execute(_MAKE, params, "make")
                     found, wait, taken, mark = await self._one(_TAKE, params)
         except (psycopg.Error, TimeoutError) as exc:
             await self._lost(exc)
@@ -227,7 +230,7 @@ class LedgerRates:
             }
             try:
                 async with asyncio.timeout(self._take_timeout):
-                    await self._execute(_RETURN, params)
+                    await self._execute(_RETURN, params, "return")
             except (psycopg.Error, TimeoutError) as exc:
                 await self._lost(exc)  # the marks lapse by themselves (IN_FLIGHT_CAP)
 
@@ -236,16 +239,20 @@ class LedgerRates:
     async def _one(self, sql: str, params: dict[str, Any]) -> tuple[int, float, int, float]:
         async with self._lock:
             conn = await self._connection()
-            self.trips += 1
             cursor = await conn.execute(sql, params)
             row = await cursor.fetchone()
         assert row is not None
-        return int(row[0]), float(row[1]), int(row[2]), float(row[3])
+        found, wait, taken, mark = int(row[0]), float(row[1]), int(row[2]), float(row[3])
+        if found == len(params["keys"]):  # else: rows to make first, counted with them
+            self.trips["take" if taken else "wait"] += 1
+        else:
+            self.trips["make"] += 1
+        return found, wait, taken, mark
 
-    async def _execute(self, sql: str, params: dict[str, Any]) -> None:
+    async def _execute(self, sql: str, params: dict[str, Any], kind: str) -> None:
         async with self._lock:
             conn = await self._connection()
-            self.trips += 1
+            self.trips[kind] += 1
             await conn.execute(sql, params)
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
