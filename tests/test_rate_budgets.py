@@ -115,6 +115,24 @@ async def test_a_429_on_one_host_holds_the_lane_on_the_other(
     assert isinstance(await budget_b.take([], "hold:1002"), Ticket)  # not another chat
 
 
+async def test_a_purge_deletes_only_the_rows_idle_that_long(
+    hosts: tuple[LedgerRates, LedgerRates],
+) -> None:
+    a, b = hosts
+    budget = a.budget("telegram", "bot")
+    ticket = await budget.take([CHAT_BUCKET], HOLD)
+    assert isinstance(ticket, Ticket)
+    budget.returned(ticket)
+    await a.flush()
+    await b.purge()  # an hour idle: none
+    wait = await budget.take([CHAT_BUCKET], HOLD)
+    assert isinstance(wait, float) and wait > 0.5  # the window is still there
+    made = a.trips["make"]
+    await b.purge(idle=-1.0)  # idle since a second from now: every row
+    assert isinstance(await budget.take([CHAT_BUCKET], HOLD), Ticket)  # made again, free
+    assert a.trips["make"] == 2 * made  # its two rows were gone: made again as the first time
+
+
 async def test_the_ledger_gone_leaves_the_host_its_own_pace(
     target: PgTarget, caplog: pytest.LogCaptureFixture
 ) -> None:

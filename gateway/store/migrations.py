@@ -467,7 +467,8 @@ _FORM_DRAFTS = (
 # issue 19, design point 7: a bot's rate budgets, shared by the hosts that send with it
 # (gateway/store/rate_buckets.py). A row per (platform, bot, bucket): ``times`` the calls in
 # its window, as epoch seconds of the database's clock (a call in flight as a mark in the
-# future, replaced by its return time), ``hold_until`` a 429's end. A single host keeps
+# future, replaced by its return time), ``hold_until`` a 429's end, ``used_at`` the last
+# take that named it (an idle row is purged). A single host keeps
 # its budgets in memory (platforms/outbox.py), so SQLite has no such table.
 _RATE_BUCKETS = (
     """
@@ -477,6 +478,7 @@ _RATE_BUCKETS = (
         key TEXT NOT NULL,
         times DOUBLE PRECISION[] NOT NULL DEFAULT '{}',
         hold_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+        used_at DOUBLE PRECISION NOT NULL DEFAULT 0,
         PRIMARY KEY (platform, bot, key)
     )
     """,

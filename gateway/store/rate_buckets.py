@@ -20,17 +20,20 @@ renumbered; PostgreSQL only), a row per (platform, bot, bucket), by the database
   take waits out.
 
 A row is made the first time a host meets its bucket (``INSERT ... ON CONFLICT DO
-NOTHING``, then the take again). Takes and returns go one at a time on a connection of this
-host's own (never behind the ledger's writer); a take not answered in :data:`TAKE_TIMEOUT`,
-or any database error, lets the call go with this host's windows alone (said in the log
-once per outage), and so do the takes of the next :data:`RETRY_AFTER_LOSS` seconds (no
-send waits for a ledger that is gone): a 429 then is the platform's answer, handled as one,
-never a lost message.
+NOTHING``, then the take again), and deleted once idle for :data:`IDLE_ROW`: its last take
+(``used_at``) and its hold that long past (each host's :meth:`LedgerRates.purge`, every
+:data:`PURGE_EVERY`). Takes and returns go one at a time on a connection of this host's own
+(never behind the ledger's writer); a take not answered in :data:`TAKE_TIMEOUT`, or any
+database error, lets the call go with this host's windows alone (said in the log once per
+outage), and so do the takes of the next :data:`RETRY_AFTER_LOSS` seconds (no send waits
+for a ledger that is gone): a 429 then is the platform's answer, handled as one, never a
+lost message.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import Counter
@@ -44,7 +47,15 @@ from gateway.rate_budget import Bucket, RateBudget, Ticket
 from gateway.store.leases import connect
 from gateway.store.postgresql import PgTarget
 
-__all__ = ["IN_FLIGHT_CAP", "MIN_WAIT", "RETRY_AFTER_LOSS", "TAKE_TIMEOUT", "LedgerRates"]
+__all__ = [
+    "IDLE_ROW",
+    "IN_FLIGHT_CAP",
+    "MIN_WAIT",
+    "PURGE_EVERY",
+    "RETRY_AFTER_LOSS",
+    "TAKE_TIMEOUT",
+    "LedgerRates",
+]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +63,8 @@ IN_FLIGHT_CAP = 15.0  # a call in flight longer (its host died) counts as return
 MIN_WAIT = 0.01  # the least wait answered (a window that ends in a microsecond)
 TAKE_TIMEOUT = 2.0  # a take not answered by then: this host's own windows alone
 RETRY_AFTER_LOSS = 5.0  # after a failed trip, the ledger is asked again after this
+PURGE_EVERY = 600.0  # each host deletes the idle rows this often
+IDLE_ROW = 3600.0  # a row with nothing counted nor held for this long (windows are <= 60 s)
 
 _TAKE = """
 WITH wanted AS (
@@ -80,7 +93,8 @@ WITH wanted AS (
 ), taken AS (
     UPDATE rate_buckets r
     SET times = CASE WHEN live.counts THEN live.times || (live.now_s + %(cap)s)
-                     ELSE live.times END
+                     ELSE live.times END,
+        used_at = live.now_s
     FROM live, verdict
     WHERE verdict.wait <= 0 AND verdict.found = cardinality(%(keys)s::text[])
       AND r.platform = %(platform)s AND r.bot = %(bot)s AND r.key = live.key
@@ -118,12 +132,17 @@ FROM locked JOIN clock ON true LEFT JOIN holds USING (key)
 WHERE r.platform = %(platform)s AND r.bot = %(bot)s AND r.key = locked.key
 """
 
+_PURGE = """
+DELETE FROM rate_buckets
+WHERE greatest(used_at, hold_until) < extract(epoch FROM now()) - %(idle)s
+"""
+
 
 class LedgerRates:
     """Every bot budget of this host in the shared ledger, on one connection of its own.
     ``trips`` counts the statements sent by what they were for (the bench's figure):
     ``take`` (a token taken), ``wait`` (answered: wait), ``make`` (a bucket's row made),
-    ``return`` (a batch of returns)."""
+    ``return`` (a batch of returns), ``purge``."""
 
     def __init__(self, target: PgTarget, *, take_timeout: float = TAKE_TIMEOUT) -> None:
         self._target = target
@@ -201,10 +220,27 @@ class LedgerRates:
         self._wake.set()
 
     async def _write_returns(self) -> None:
+        """Write the returns as they come; every :data:`PURGE_EVERY` seconds, purge."""
+        purge_at = time.monotonic() + PURGE_EVERY
         while True:
-            await self._wake.wait()
-            self._wake.clear()
-            await self.flush()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(0.0, purge_at - time.monotonic())):
+                    await self._wake.wait()
+            if self._wake.is_set():
+                self._wake.clear()
+                await self.flush()
+            if time.monotonic() >= purge_at:
+                purge_at = time.monotonic() + PURGE_EVERY
+                await self.purge()
+
+    async def purge(self, idle: float = IDLE_ROW) -> None:
+        """Delete the rows nothing was counted in nor held for ``idle`` seconds (a chat the
+        bot no longer writes to); a later call in it makes its rows again."""
+        try:
+            async with asyncio.timeout(self._take_timeout):
+                await self._execute(_PURGE, {"idle": idle}, "purge")
+        except (psycopg.Error, TimeoutError) as exc:
+            await self._lost(exc)
 
     async def flush(self) -> None:
         """Write every return said so far (the writer does it by itself; tests and the
