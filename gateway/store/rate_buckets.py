@@ -53,6 +53,7 @@ __all__ = [
     "MIN_WAIT",
     "PURGE_EVERY",
     "RETRY_AFTER_LOSS",
+    "RETURN_DELAY",
     "TAKE_TIMEOUT",
     "LedgerRates",
 ]
@@ -63,6 +64,7 @@ IN_FLIGHT_CAP = 15.0  # a call in flight longer (its host died) counts as return
 MIN_WAIT = 0.01  # the least wait answered (a window that ends in a microsecond)
 TAKE_TIMEOUT = 2.0  # a take not answered by then: this host's own windows alone
 RETRY_AFTER_LOSS = 5.0  # after a failed trip, the ledger is asked again after this
+RETURN_DELAY = 0.25  # a return waits this long for a take to carry it (windows are >= 1 s)
 PURGE_EVERY = 600.0  # each host deletes the idle rows this often
 IDLE_ROW = 3600.0  # a row with nothing counted nor held for this long (windows are <= 60 s)
 
@@ -132,9 +134,25 @@ FROM locked JOIN clock ON true LEFT JOIN holds USING (key)
 WHERE r.platform = %(platform)s AND r.bot = %(bot)s AND r.key = locked.key
 """
 
+# SKIP LOCKED: a purge never waits for a row a take holds (and so never deadlocks with one)
 _PURGE = """
-DELETE FROM rate_buckets
-WHERE greatest(used_at, hold_until) < extract(epoch FROM now()) - %(idle)s
+DELETE FROM rate_buckets r USING (
+    SELECT platform, bot, key FROM rate_buckets
+    WHERE greatest(used_at, hold_until) < extract(epoch FROM now()) - %(idle)s
+    ORDER BY platform, bot, key
+    FOR UPDATE SKIP LOCKED
+) idle
+WHERE (r.platform, r.bot, r.key) = (idle.platform, idle.bot, idle.key)
+"""
+
+# A take that carries returns: the three statements are one transaction (a pipeline sends
+# one Sync, at its end), so every row they touch is locked first, in one order
+_LOCK_ALL = """
+SELECT 1 FROM rate_buckets r
+JOIN unnest(%(platforms)s::text[], %(bots)s::text[], %(keys)s::text[]) AS w(platform, bot, key)
+    USING (platform, bot, key)
+ORDER BY r.platform, r.bot, r.key
+FOR UPDATE OF r
 """
 
 
@@ -152,11 +170,11 @@ class LedgerRates:
         # (platform, bot): (ticket, 429's retry-after, monotonic time it returned)
         self._returned: dict[tuple[str, str], list[tuple[Ticket, float | None, float]]] = {}
         self._wake = asyncio.Event()
-        self._flushing = asyncio.Lock()  # a flush waits for the one under way
         self._writer: asyncio.Task[None] | None = None
         self._down = False  # said in the log once per outage
         self._retry_at = 0.0  # monotonic: while down, not asked before then (no send waits)
         self.trips: Counter[str] = Counter()
+        self.carried = 0  # returns written in a take's round trip (no trip of their own)
 
     async def __aenter__(self) -> LedgerRates:
         self._writer = asyncio.create_task(self._write_returns())
@@ -220,7 +238,8 @@ class LedgerRates:
         self._wake.set()
 
     async def _write_returns(self) -> None:
-        """Write the returns as they come; every :data:`PURGE_EVERY` seconds, purge."""
+        """Write the returns no take carried within :data:`RETURN_DELAY` (a 429's at once);
+        every :data:`PURGE_EVERY` seconds, purge."""
         purge_at = time.monotonic() + PURGE_EVERY
         while True:
             with contextlib.suppress(TimeoutError):
@@ -228,6 +247,8 @@ class LedgerRates:
                     await self._wake.wait()
             if self._wake.is_set():
                 self._wake.clear()
+                if not self._holds_waiting():
+                    await asyncio.sleep(RETURN_DELAY)  # a batch: a take may carry it meanwhile
                 await self.flush()
             if time.monotonic() >= purge_at:
                 purge_at = time.monotonic() + PURGE_EVERY
@@ -242,40 +263,75 @@ class LedgerRates:
         except (psycopg.Error, TimeoutError) as exc:
             await self._lost(exc)
 
+    def _holds_waiting(self) -> bool:
+        return any(
+            seconds is not None for returns in self._returned.values() for _, seconds, _ in returns
+        )
+
     async def flush(self) -> None:
         """Write every return said so far (the writer does it by itself; tests and the
-        close wait for it)."""
-        async with self._flushing:
-            await self._flush()
-
-    async def _flush(self) -> None:
-        batches, self._returned = self._returned, {}
-        for (platform, bot), returns in batches.items():
-            keys = sorted({key for t, _, _ in returns for key in (*t.keys, t.hold_key)})
-            held = [(t.hold_key, seconds) for t, seconds, _ in returns if seconds is not None]
-            now = time.monotonic()
-            marked = [(t.mark, now - at) for t, _, at in returns if t.mark is not None]
-            params = {
-                "platform": platform,
-                "bot": bot,
-                "keys": keys,
-                "marks": [mark for mark, _ in marked],
-                "ages": [age for _, age in marked],
-                "hold_keys": [key for key, _ in held],
-                "holds": [seconds for _, seconds in held],
-            }
+        close wait for it), and wait for a take that carries some."""
+        for params in self._pop_returns():
             try:
                 async with asyncio.timeout(self._take_timeout):
                     await self._execute(_RETURN, params, "return")
             except (psycopg.Error, TimeoutError) as exc:
                 await self._lost(exc)  # the marks lapse by themselves (IN_FLIGHT_CAP)
+        async with self._lock:
+            pass  # the statements sent before this one are answered
+
+    def _pop_returns(self) -> list[dict[str, Any]]:
+        """The returns said so far, as one :data:`_RETURN`'s parameters per bot; forgotten
+        here (whoever pops them writes them)."""
+        batches, self._returned = self._returned, {}
+        now = time.monotonic()
+        statements = []
+        for (platform, bot), returns in batches.items():
+            keys = sorted({key for t, _, _ in returns for key in (*t.keys, t.hold_key)})
+            held = [(t.hold_key, seconds) for t, seconds, _ in returns if seconds is not None]
+            marked = [(t.mark, now - at) for t, _, at in returns if t.mark is not None]
+            statements.append(
+                {
+                    "platform": platform,
+                    "bot": bot,
+                    "keys": keys,
+                    "marks": [mark for mark, _ in marked],
+                    "ages": [age for _, age in marked],
+                    "hold_keys": [key for key, _ in held],
+                    "holds": [seconds for _, seconds in held],
+                }
+            )
+        return statements
 
     # --- the connection -------------------------------------------------------------------
 
     async def _one(self, sql: str, params: dict[str, Any]) -> tuple[int, float, int, float]:
+        """A take, and before it in the same round trip (a pipeline) the returns said so
+        far: they ride along instead of a trip of their own."""
         async with self._lock:
             conn = await self._connection()
-            cursor = await conn.execute(sql, params)
+            riding = self._pop_returns()
+            if riding:
+                rows = sorted(
+                    {
+                        (each["platform"], each["bot"], key)
+                        for each in (*riding, params)
+                        for key in each["keys"]
+                    }
+                )
+                everything = {
+                    "platforms": [row[0] for row in rows],
+                    "bots": [row[1] for row in rows],
+                    "keys": [row[2] for row in rows],
+                }
+                async with conn.pipeline():
+                    await conn.execute(_LOCK_ALL, everything)
+                    for returned in riding:
+                        await conn.execute(_RETURN, returned)
+                    cursor = await conn.execute(sql, params)
+                self.carried += len(riding)
+            else:
+                cursor = await conn.execute(sql, params)
             row = await cursor.fetchone()
         assert row is not None
         found, wait, taken, mark = int(row[0]), float(row[1]), int(row[2]), float(row[3])
