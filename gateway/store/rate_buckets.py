@@ -17,7 +17,10 @@ renumbered; PostgreSQL only), a row per (platform, bot, bucket), by the database
   a moment later, batched), since a window counts a call from its return, as the outbox's
   own windows do (a request slow on its way cannot land closer to the next host's than the
   limit); a 429's retry-after becomes the lane's ``hold_until``, which every host's next
-  take waits out.
+  take waits out. Returns ride in the next take's round trip (a pipeline: one transaction
+  that locks every row it touches first, in one order, :data:`_LOCK_ALL`); those no take
+  carried within :data:`RETURN_DELAY` (far less than any window), and a 429's at once, are
+  written by a task of their own. So a send costs about one trip.
 
 A row is made the first time a host meets its bucket (``INSERT ... ON CONFLICT DO
 NOTHING``, then the take again), and deleted once idle for :data:`IDLE_ROW`: its last take
