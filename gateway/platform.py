@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from gateway.cards import Card
 from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
+from gateway.rate_budget import SharedRates
 
 if TYPE_CHECKING:
     from gateway.store import SessionRecord
@@ -44,6 +45,7 @@ __all__ = [
     "RateLimited",
     "ReceiverGate",
     "RefusedForGood",
+    "SharesRates",
     "connected",
 ]
 
@@ -243,6 +245,15 @@ class LeasedReceiving(Protocol):
         ...
 
     def stop_receiving(self) -> None: ...
+
+
+@runtime_checkable
+class SharesRates(Protocol):
+    """A platform that paces its calls by a budget its bot's other hosts spend too (design
+    point 7, gateway/rate_budget.py): told before it connects, when the ledger is shared;
+    never told, it paces by its own windows alone."""
+
+    def share_rates(self, rates: SharedRates) -> None: ...
 
 
 class Platform(Protocol):

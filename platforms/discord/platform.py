@@ -39,6 +39,7 @@ from gateway.platform import (
     PlatformLimits,
     ReceiverGate,
 )
+from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
 from platforms.comeback import Comeback
 from platforms.discord.clicks import Clicks
@@ -93,6 +94,7 @@ class DiscordPlatform:
         self.limits = limits
         self._config = config
         self._pacing = pacing
+        self._rates: SharedRates | None = None  # a shared ledger's budgets (share_rates)
         self._client: GatewayClient | None = None
         self._running_client: asyncio.Task[None] | None = None
         self._tasks: asyncio.TaskGroup | None = None
@@ -139,6 +141,15 @@ class DiscordPlatform:
     ) -> None:
         await self.close()
 
+    def share_rates(self, rates: SharedRates) -> None:
+        """Pace by the bot's budget that its other hosts spend too (before :meth:`connect`)."""
+        self._rates = rates
+
+    def _budget(self) -> RateBudget:
+        if self._rates is None:
+            return ALONE
+        return self._rates.budget("discord", bot_key(self._config.token.get_secret_value()))
+
     async def connect(self) -> None:
         """Point discord.py at the configured addresses, start the client and wait for
         READY; then the outbox. Events wait for :meth:`attach`."""
@@ -157,6 +168,7 @@ class DiscordPlatform:
             self._outbox = DiscordOutbox(
                 self._tasks,
                 self._pacing,
+                budget=self._budget(),
                 on_unreachable=self._unreachable,
                 on_success=self._reached,
             )
