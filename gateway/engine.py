@@ -34,8 +34,16 @@ from gateway.control import Control
 from gateway.decisions import DecisionDesk
 from gateway.domain import ConversationRef, Decision
 from gateway.errors import ConfigError, GatewayError
+from gateway.form_ledger import SharedFormLedger
 from gateway.interactions import Interaction
-from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Platform
+from gateway.platform import (
+    Ack,
+    FormLedger,
+    InboundAction,
+    InboundForm,
+    InboundMessage,
+    Platform,
+)
 from gateway.platform_problems import PlatformProblems
 from gateway.runner import SessionRunner
 from gateway.store import Clock, SessionRecord, Store, hold_data_dir, utc_now
@@ -101,6 +109,7 @@ class Gateway:
         self.broker: Broker
         self.control: Control
         self.desk: DecisionDesk
+        self._form_ledger: SharedFormLedger | None = None
 
     # --- lifetime -------------------------------------------------------------------------
 
@@ -145,6 +154,15 @@ class Gateway:
             spawn=self._spawn,
             policy=self.policy,
             owner_elsewhere=self.owner_elsewhere,
+        )
+        # form drafts: in the ledger where several hosts share it (the next click of a form
+        # may reach another host), else in each platform's memory
+        self._form_ledger = (
+            SharedFormLedger(
+                self.store, self.platforms, key, render=self.broker.render, clock=self.clock
+            )
+            if self.ledger_host is not None
+            else None
         )
         self.control = Control(self)
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
@@ -513,6 +531,11 @@ class Gateway:
 
     async def has_session(self, conversation: ConversationRef) -> bool:
         return await self.store.peek.has_open_session(conversation)
+
+    def form_ledger(self) -> FormLedger | None:
+        """Where the platforms keep form drafts (``SharesForms``): the shared ledger, or
+        None on one host (each platform's memory)."""
+        return self._form_ledger
 
     def platform_problem(self, platform: str, text: str) -> None:
         """A problem ``platform`` said once in the log, for the console (``HearsProblems``)."""

@@ -14,11 +14,11 @@ from telegram.error import BadRequest
 from gateway.cards import Card, CardAction, CodeBlock, FormQuestion, QuestionForm, TextBlock
 from gateway.domain import Actor, ConversationRef, Option, Question
 from gateway.errors import ConfigError
-from platforms.form_drafts import Form, Redraw, Refuse, Submit
+from platforms.form_drafts import Form, MemoryForms, Redraw, Refuse, Submit
 from platforms.outbox import MessageGone, Priority, Refused
 from platforms.registry import parse_config
 from platforms.telegram.config import GroupMode, TelegramConfig
-from platforms.telegram.forms import FormRegistry
+from platforms.telegram.forms import MessageKey
 from platforms.telegram.outbox import Pace, classify
 from platforms.telegram.outbox import TelegramOutbox as Outbox
 from platforms.telegram.render import parse_local_data, render_card, visible_length
@@ -109,8 +109,7 @@ def form_of(*questions: Question) -> Form:
         for i, q in enumerate(questions)
     )
     card = Card(title="Asks", form=QuestionForm(questions=items, submit_token="submit"))
-    registry = FormRegistry()
-    form = registry.new(HERE, card)
+    form = MemoryForms[MessageKey]().new(HERE, card)
     assert form is not None
     return form
 

@@ -221,8 +221,12 @@ class SlackEvents:
     async def _open_form(self, click: Click) -> None:
         """Answer…: the card's form in a modal."""
 
-        def form_view(place: FormPlace) -> dict[str, Any] | None:
-            form = self.forms.get((click.conversation.channel, click.message_ts))
+        async def form_view(place: FormPlace) -> dict[str, Any] | None:
+            form = await self.forms.get(
+                (click.conversation.channel, click.message_ts),
+                click.actor,
+                at=(click.conversation, click.message_ts),
+            )
             card_form = form.card.form if form is not None else None
             if form is None or card_form is None or card_form.submit_token != click.token:
                 return None
@@ -235,16 +239,20 @@ class SlackEvents:
     async def _ask_message(self, click: Click) -> None:
         """A button that takes a message (Keep planning): a modal for the message; its
         submit is the press."""
+
+        async def message_view(place: FormPlace) -> dict[str, Any] | None:
+            return build_message_modal(place)
+
         await self._open_modal(
             click,
-            build_message_modal,
+            message_view,
             failed="The message box could not be opened in time: press again.",
         )
 
     async def _open_modal(
         self,
         click: Click,
-        view_of: Callable[[FormPlace], dict[str, Any] | None],
+        view_of: Callable[[FormPlace], Awaitable[dict[str, Any] | None]],
         *,
         failed: str,
     ) -> None:
@@ -263,7 +271,7 @@ class SlackEvents:
             thread=click.conversation.thread,
             message_ts=click.message_ts,
         )
-        view = view_of(place)
+        view = await view_of(place)
         if view is None:
             gone = Ack(text="This form is no longer open here.", accepted=False)
             await self._tell(click.conversation, click.actor, gone)
@@ -295,7 +303,10 @@ class SlackEvents:
         if team != self.team_id or place is None:
             await ack(response_action="errors", errors={first: "This form is not taken here."})
             return
-        form = self.forms.get((place.channel, place.message_ts))
+        where = conversation(self.team_id, place.channel, place.thread)
+        form = await self.forms.get(
+            (place.channel, place.message_ts), actor, at=(where, place.message_ts)
+        )
         card_form = form.card.form if form is not None else None
         if card_form is None or card_form.submit_token != place.token:
             await ack(response_action="errors", errors={first: "This request is no longer open."})
@@ -306,7 +317,6 @@ class SlackEvents:
             await ack(response_action="errors", errors=answers.errors)
             return
         await ack()  # the modal closes; the outcome goes to the person and on the card
-        where = conversation(self.team_id, place.channel, place.thread)
         submitted = InboundForm(
             conversation=where, actor=actor, token=place.token, answers=answers, private=True
         )

@@ -1,13 +1,15 @@
-"""Question forms on Telegram: the pending forms by card message, and the prompts they sent.
+"""Question forms on Telegram: the prompts they sent, by prompt message.
 
 Telegram has no forms, so a card's questions are answered with buttons, one question after
 another (render.py draws the acting person's draft), and typed text where a question takes
 it ("other", free text, secrets) is the reply to a ForceReply prompt the bot sent for that
 person and that question (in a private chat for a secret). Each person's draft, and what a
-click or a typed reply does to it, is the shared state machine of platforms/form_drafts.py;
-what is Telegram's is kept here: forms by (chat id, message id) of their card, and the
+click or a typed reply does to it, is the shared state machine of platforms/form_drafts.py,
+whose ``PendingForms`` keeps the forms by (chat id, message id) of their card and the drafts
+(in memory, or in a ledger several hosts share). What is Telegram's is kept here: the
 prompts, by (chat id, message id) of the prompt, forgotten with their form (at most
-:data:`~platforms.form_drafts.MAX_FORMS` of them, oldest dropped first).
+:data:`~platforms.form_drafts.MAX_FORMS` of them, oldest dropped first). A prompt is this
+host's: its reply is taken by the host that sent it (the receiver's lease keeps one).
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from platforms.form_drafts import MAX_FORMS, PendingForms
+from platforms.form_drafts import MAX_FORMS
 
-__all__ = ["FormRegistry", "MessageKey", "PromptFor"]
+__all__ = ["MessageKey", "PromptFor", "Prompts"]
 
 MessageKey = tuple[int, int]  # (chat id, message id)
 
@@ -31,24 +33,24 @@ class PromptFor:
     question: int
 
 
-class FormRegistry(PendingForms[MessageKey]):
-    """The pending forms of this process (by card message) and the prompts they sent."""
+class Prompts:
+    """The ForceReply prompts this process sent for forms, by prompt message."""
 
     def __init__(self) -> None:
         self._prompts: OrderedDict[MessageKey, PromptFor] = OrderedDict()
-        super().__init__(on_forget=self._drop_prompts)
 
-    def add_prompt(self, prompt_key: MessageKey, prompt: PromptFor) -> None:
+    def add(self, prompt_key: MessageKey, prompt: PromptFor) -> None:
         self._prompts[prompt_key] = prompt
         while len(self._prompts) > MAX_FORMS:
             self._prompts.popitem(last=False)
 
-    def prompt(self, prompt_key: MessageKey) -> PromptFor | None:
+    def get(self, prompt_key: MessageKey) -> PromptFor | None:
         return self._prompts.get(prompt_key)
 
-    def take_prompt(self, prompt_key: MessageKey) -> None:
+    def take(self, prompt_key: MessageKey) -> None:
         self._prompts.pop(prompt_key, None)
 
-    def _drop_prompts(self, form_key: MessageKey) -> None:
+    def forget_form(self, form_key: MessageKey) -> None:
+        """The form was forgotten: its prompts go with it."""
         for key in [k for k, p in self._prompts.items() if p.form_key == form_key]:
             del self._prompts[key]

@@ -58,10 +58,10 @@ from gateway.errors import ConfigError, PlatformError
 from gateway.markdown import telegram_html
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
 from gateway.store import SessionRecord
-from platforms.form_drafts import Form
+from platforms.form_drafts import Form, MemoryForms, PendingForms, forms_for
 from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
-from platforms.telegram.forms import FormRegistry
+from platforms.telegram.forms import MessageKey, Prompts
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
 from platforms.telegram.outbox import CHAT_ACTION, Pace, TelegramOutbox, translate
 from platforms.telegram.receive import Health, Poller
@@ -139,7 +139,9 @@ class TelegramPlatform:
             request=HTTPXRequest(connection_pool_size=64, read_timeout=20.0),
             get_updates_request=HTTPXRequest(connection_pool_size=2, read_timeout=10.0),
         )
-        self.forms = FormRegistry()
+        self.prompts = Prompts()
+        # the forms' drafts: in memory until attached to a gateway that shares its ledger
+        self.forms: PendingForms[MessageKey] = MemoryForms(on_forget=self.prompts.forget_form)
         self.health = Health(on_back=self._back)
         self._stack = AsyncExitStack()
         self._tasks: asyncio.TaskGroup | None = None
@@ -219,6 +221,7 @@ class TelegramPlatform:
     def attach(self, inbox: Inbox) -> None:
         """The gateway is ready: start taking updates."""
         self._inbox = inbox
+        self.forms = forms_for(inbox, on_forget=self.prompts.forget_form)
         self._attached.set()
 
     async def stop_input(self) -> None:
@@ -249,6 +252,7 @@ class TelegramPlatform:
             bot=self.me,
             config=self._config,
             forms=self.forms,
+            prompts=self.prompts,
             replies=self,
             inbox=self._inbox,
             limits=self.limits,
@@ -402,7 +406,7 @@ class TelegramPlatform:
         return True
 
     async def redraw(self, form_key: tuple[int, int]) -> None:
-        form = self.forms.get(form_key)
+        form = self.forms.peek(form_key)
         if form is None:
             return
         try:
@@ -503,7 +507,7 @@ class TelegramPlatform:
 
         async def edit() -> EditResult:
             # drawn when the lane gets to it: the newest card and form state win
-            form = self.forms.get(key)
+            form = self.forms.peek(key)
             shown = form.card if form is not None else card
             drawn = render_card(
                 shown, form, private=is_private(conversation), limit=self._max_chars

@@ -37,14 +37,15 @@ from typing import Any, Protocol
 
 from telegram import CallbackQuery, Chat, Message, Update, User
 
+from gateway.auth import form_choice
 from gateway.commands import NotForUs, parse_chat_text
 from gateway.deadline import answer_in_time
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, PlatformLimits
-from platforms.form_drafts import Form, OpenPrompt, Redraw, Refuse, Step, Submit
+from platforms.form_drafts import Form, OpenPrompt, PendingForms, Redraw, Refuse, Step, Submit
 from platforms.telegram.config import GroupMode, TelegramConfig
-from platforms.telegram.forms import FormRegistry, PromptFor
+from platforms.telegram.forms import MessageKey, PromptFor, Prompts
 from platforms.telegram.inbound import (
     actor_of,
     addressed_text,
@@ -108,7 +109,8 @@ class UpdateHandler:
         *,
         bot: User,
         config: TelegramConfig,
-        forms: FormRegistry,
+        forms: PendingForms[MessageKey],
+        prompts: Prompts,
         replies: Replies,
         inbox: Inbox,
         limits: PlatformLimits,
@@ -116,6 +118,7 @@ class UpdateHandler:
         self._bot = bot
         self._config = config
         self._forms = forms
+        self._prompts = prompts
         self._out = replies
         self._inbox = inbox
         self._limits = limits
@@ -159,9 +162,9 @@ class UpdateHandler:
             if send_back is not None and send_back.user_id == actor.user_id:
                 await self._send_back(message, actor, prompt_key, send_back)
                 return
-            prompt = self._forms.prompt(prompt_key)
+            prompt = self._prompts.get(prompt_key)
             if prompt is not None and prompt.user_id == actor.user_id:
-                form = self._forms.get(prompt.form_key)
+                form = await self._forms.get(prompt.form_key, actor)
                 if form is not None:
                     await self._typed(message, actor, prompt_key, prompt, form)
                     return
@@ -199,7 +202,7 @@ class UpdateHandler:
         )
         ack = await self._act(prompt.form_key, form, actor, step, callback=None)
         if not isinstance(step, Refuse):  # taken: the prompt is answered
-            self._forms.take_prompt(prompt_key)
+            self._prompts.take(prompt_key)
         thread = topic_of(message)
         if question.secret:
             await self._out.notice(
@@ -273,8 +276,12 @@ class UpdateHandler:
             return
         conversation = conversation_of(message.chat, topic_of(message))
         form_key = (message.chat.id, message.message_id)
-        form = self._forms.get(form_key)
         local = parse_local_data(data)
+        form = (
+            await self._forms.get(form_key, actor, at=(conversation, str(message.message_id)))
+            if local is not None or form_choice(data)
+            else None
+        )
         if local is not None:
             form_id, op = local
             if form is None or form.form_id != form_id:
@@ -350,7 +357,11 @@ class UpdateHandler:
         step: Step,
         callback: str | None,
     ) -> str:
-        """Do what ``step`` says; answer the click if there is one; the text to show."""
+        """Do what ``step`` says; answer the click if there is one; the text to show. The
+        person's draft moved (but for a submit taken) is kept first, where their next click
+        finds it (another host's, with several)."""
+        if not isinstance(step, Submit):
+            await self._forms.save(form_key, form, actor)
         match step:
             case Redraw(ack=ack):
                 if callback is not None:
@@ -392,7 +403,9 @@ class UpdateHandler:
                         self._inbox.on_form(inbound), callback, actor, form_key, form.conversation
                     )
                 if result.accepted:
-                    self._forms.drop_draft(form_key, actor.user_id)
+                    await self._forms.drop_draft(form_key, actor)
+                else:
+                    await self._forms.save(form_key, form, actor)
                 return result.text
 
     async def _open_prompt(
@@ -412,7 +425,7 @@ class UpdateHandler:
                 name = f"@{self._bot.username}" if self._bot.username else "the bot"
                 return f"Open a private chat with {name} (press Start), then press again."
             return "Telegram did not take the prompt; try again."
-        self._forms.add_prompt(
+        self._prompts.add(
             prompt_key, PromptFor(form_key=form_key, user_id=actor.user_id, question=question)
         )
         if private and not is_private(form.conversation):
