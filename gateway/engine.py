@@ -33,7 +33,7 @@ from gateway.config import Config
 from gateway.control import Control
 from gateway.decisions import DecisionDesk
 from gateway.domain import ConversationRef, Decision
-from gateway.errors import ConfigError, GatewayError
+from gateway.errors import ConfigError, GatewayError, StoreError
 from gateway.form_ledger import SharedFormLedger
 from gateway.interactions import Interaction
 from gateway.platform import (
@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 # On a ledger several hosts share: how often each session looks for decisions committed by
 # another host whose wake-up was lost (the listener reconnecting)
 SHARED_SWEEP_SECONDS = 5.0
+DRAFT_PURGE_SECONDS = 60.0  # a shared ledger: how often a host deletes drafts none can use
 STOPPING_NOTICE = (
     "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
     "message resumes the conversation."
@@ -178,6 +179,7 @@ class Gateway:
             )
             self._background.append(self._tasks.create_task(wakeups))
             self._background.append(self._tasks.create_task(self._poll_sweeps()))
+            self._background.append(self._tasks.create_task(self._purge_form_drafts()))
             self._background.append(self._tasks.create_task(self._hold_host()))
             self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
         for platform in self.platforms.values():
@@ -439,6 +441,20 @@ class Gateway:
         while True:
             await asyncio.sleep(SHARED_SWEEP_SECONDS)
             self._catch_up()
+
+    async def _purge_form_drafts(self) -> None:
+        """The form drafts of requests decided, orphaned or expired anywhere, and those
+        untouched too long, deleted now and then (a runner's expiry purges at once those it
+        expired); unreadable already, so this only frees their rows."""
+        while True:
+            await asyncio.sleep(DRAFT_PURGE_SECONDS)
+            try:
+                purged = await self.store.form_drafts.purge()
+            except StoreError as exc:  # the next round tries again
+                log.warning("form drafts not purged: %s", exc)
+                continue
+            if purged:
+                log.info("%d form draft(s) purged", purged)
 
     def kick(self, session: SessionRecord) -> None:
         """Something was queued for ``session``: its runner here takes it; another host's

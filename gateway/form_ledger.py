@@ -58,13 +58,16 @@ class SharedFormLedger:
         except TokenRejected:
             return None
 
-    async def card_at(self, conversation: ConversationRef, message_ref: str) -> Card | None:
+    async def card_at(self, conversation: ConversationRef, interaction_id: str) -> Card | None:
         platform = self._platforms.get(conversation.platform)
-        copy = await self._store.cards.shown_by(conversation, message_ref)
-        if platform is None or copy is None:
+        if platform is None:
             return None
-        interaction = await self._store.interactions.get(copy.interaction_id)
-        if interaction is None or interaction.state is not InteractionState.PENDING:
+        interaction, copies = await self._store.interactions.get_with_copies(interaction_id)
+        if (
+            interaction is None
+            or interaction.state is not InteractionState.PENDING
+            or conversation.key() not in {copy.conversation.key() for copy in copies}
+        ):
             return None
         card: Card = self._render(interaction, platform)
         return card if card.form is not None else None

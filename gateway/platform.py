@@ -214,10 +214,10 @@ class FormLedger(Protocol):
         HMAC checked); None for any other text."""
         ...
 
-    async def card_at(self, conversation: ConversationRef, message_ref: str) -> Card | None:
-        """The card that message ``message_ref`` in ``conversation`` shows (a copy of it in
-        the ledger), as this platform draws it now, while its request is pending; None for
-        a message that is no such card."""
+    async def card_at(self, conversation: ConversationRef, interaction_id: str) -> Card | None:
+        """The card of request ``interaction_id`` shown in ``conversation`` (a copy of it
+        there in the ledger, sent or still being sent), as this platform draws it now, while
+        the request is pending with questions; None otherwise."""
         ...
 
     async def load_draft(self, interaction_id: str, person: str) -> str | None: ...

@@ -34,6 +34,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from gateway.auth import interaction_named
 from gateway.cards import Card, FormQuestion
 from gateway.commands import parse_answers
 from gateway.domain import Actor, Answer, ConversationRef, Question
@@ -120,7 +121,7 @@ Step = Redraw | Refuse | OpenPrompt | Submit
 class Form:
     """The questions of one pending card message, and the drafts of those answering."""
 
-    form_id: int  # form_id_of its submit token (a platform's local buttons may name it)
+    form_id: str  # form_id_of its submit token (a platform's local buttons may name it)
     conversation: ConversationRef
     card: Card
     drafts: OrderedDict[str, Draft] = field(default_factory=OrderedDict)
@@ -268,15 +269,20 @@ class Form:
         return found
 
 
-def form_id_of(submit_token: str) -> int:
-    """The id a form's local buttons name it by (Telegram's ``f<id>:<op>``): derived from its
-    submit token, which names the request, so that every host (and a restarted one) gives a
-    card's form the same id; at most 9 digits."""
-    digest = hashlib.sha256(submit_token.encode()).digest()
-    return int.from_bytes(digest[:4], "big") % 1_000_000_000
+def form_id_of(submit_token: str) -> str:
+    """The id a form's own buttons name it by (Telegram's ``f<id>:<op>``): the id of the
+    request its submit token names, so that every host (and a restarted one) gives a card's
+    form the same id, and a host that did not send the card finds it by the id (at most 48
+    characters). A text that is no token (a test's) gets a digest of itself."""
+    named = interaction_named(submit_token)
+    if named is not None:
+        return named
+    return "x" + hashlib.sha256(submit_token.encode()).hexdigest()[:12]
 
 
-Place = tuple[ConversationRef, str]  # where a card message is: its conversation, its id there
+# where a host that did not send a card finds it: the conversation clicked in, and the id of
+# the request the click names (a form id, or a token's request)
+Place = tuple[ConversationRef, str]
 
 
 class PendingForms(ABC, Generic[K]):
@@ -332,8 +338,8 @@ class PendingForms(ABC, Generic[K]):
 
     @abstractmethod
     async def get(self, key: K, actor: Actor, *, at: Place | None = None) -> Form | None:
-        """The form of message ``key`` (at ``at``: where a host that did not send the card
-        finds it), with ``actor``'s draft as it stands; None when no pending form is there."""
+        """The form of message ``key`` (``at``: where a host that did not send the card finds
+        it), with ``actor``'s draft as it stands; None when no pending form is there."""
 
     @abstractmethod
     async def save(self, key: K, form: Form, actor: Actor) -> None:

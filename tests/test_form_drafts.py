@@ -5,8 +5,10 @@ bounds."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
+from gateway.auth import HMAC_KEY_BYTES, TOKEN_MAX_BYTES, token_bytes, token_factory
 from gateway.cards import Card, FormQuestion, QuestionForm
 from gateway.domain import Actor, ConversationRef, Option, Question
 from platforms.form_drafts import (
@@ -108,13 +110,16 @@ async def test_forms_and_drafts_are_bounded_and_each_dropped_form_is_said() -> N
     assert forms.peek(("C9", "1.0")) is not None
 
 
-def test_a_form_has_the_same_id_on_every_host_and_its_buttons_fit_telegram() -> None:
-    on_a = MemoryForms[MessageKey]().new(HERE, ORDER)
-    on_b = MemoryForms[MessageKey]().new(HERE, ORDER)  # another process: the same id
-    assert on_a is not None and on_b is not None and on_a.form_id == on_b.form_id
+def test_a_form_is_named_by_its_request_on_every_host_and_its_buttons_fit_telegram() -> None:
     assert ORDER.form is not None
-    another = replace(ORDER, form=replace(ORDER.form, submit_token="another request"))
-    other = MemoryForms[MessageKey]().new(HERE, another)
-    assert other is not None and other.form_id != on_a.form_id
+    key = os.urandom(HMAC_KEY_BYTES)
+    longest = "x" * (TOKEN_MAX_BYTES - token_bytes(0))  # the longest request id a token takes
+    submit = token_factory(key, longest, 1)("s")
+    card = replace(ORDER, form=replace(ORDER.form, submit_token=submit))
+    on_a = MemoryForms[MessageKey]().new(HERE, card)
+    on_b = MemoryForms[MessageKey]().new(HERE, card)  # another process: the same id
+    assert on_a is not None and on_b is not None and on_a.form_id == on_b.form_id == longest
     data = local_data(on_a.form_id, "t12")
-    assert len(data.encode()) <= 64 and parse_local_data(data) == (on_a.form_id, "t12")
+    assert len(data.encode()) <= 64 and parse_local_data(data) == (longest, "t12")
+    other = MemoryForms[MessageKey]().new(HERE, ORDER)  # no token of ours: a digest
+    assert other is not None and parse_local_data(local_data(other.form_id, "n"))

@@ -20,9 +20,18 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from gateway import engine
 from gateway.auth import HMAC_KEY_BYTES
 from gateway.config import Config
-from gateway.domain import Answer, Decision, InteractionKind, InteractionRequest, Option, Question
+from gateway.domain import (
+    Answer,
+    Decision,
+    InteractionKind,
+    InteractionRequest,
+    InteractionState,
+    Option,
+    Question,
+)
 from gateway.engine import Gateway
 from platforms.registry import parse_config
 from platforms.telegram.config import TelegramConfig
@@ -30,7 +39,7 @@ from platforms.telegram.platform import TelegramPlatform
 from tests.pg_cluster import PgCluster
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_telegram import FakeTelegram, Sent
-from tests.telegram_harness import ALICE, OnTelegram, telegram_config_text
+from tests.telegram_harness import ALICE, BOB, OnTelegram, telegram_config_text
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -50,7 +59,16 @@ REQUESTS = {
             ),
             Question(id="region", header="Region", text="Which region?", options=REGIONS),
         ),
-    )
+    ),
+    "ask-pair": InteractionRequest(
+        native_key="pair",
+        kind=InteractionKind.QUESTION,
+        title="Two settings",
+        questions=(
+            Question(id="env", header="Env", text="Which environment?", options=ENVS),
+            Question(id="region", header="Region", text="Which region?", options=REGIONS),
+        ),
+    ),
 }
 
 
@@ -64,7 +82,7 @@ class Host:
         return self.telegram.gateway
 
 
-def _config(fake: FakeTelegram, tmp_path: Path, dsn: str, url: str) -> Config:
+def _config(fake: FakeTelegram, tmp_path: Path, dsn: str, url: str, more: str) -> Config:
     key = tmp_path / "hmac.key"
     key.write_bytes(os.urandom(HMAC_KEY_BYTES))
     key.chmod(0o600)
@@ -77,23 +95,23 @@ def _config(fake: FakeTelegram, tmp_path: Path, dsn: str, url: str) -> Config:
     )
     shared = f"[gateway]\nstore = {json.dumps(dsn)}\nhmac_key_file = {json.dumps(str(key))}\n"
     text = text.replace("[gateway]\n", shared, 1)
-    text = text.replace("[projects.demo]\n", '[projects.demo]\nhost = "a"\n', 1)
+    text = text.replace("[projects.demo]\n", '[projects.demo]\nhost = "a"\n', 1) + more
     return parse_config(text, "hosts-telegram.toml")
 
 
 @asynccontextmanager
 async def two_telegram_hosts(
-    fake: FakeTelegram, tmp_path: Path, dsn: str
+    fake: FakeTelegram, tmp_path: Path, dsn: str, more: str = ""
 ) -> AsyncIterator[tuple[Host, Host]]:
-    """Hosts "a" and "b" on one config, one bot, one ledger; each takes webhook updates on
-    its own socket."""
+    """Hosts "a" and "b" on one config (``more``: appended to it), one bot, one ledger;
+    each takes webhook updates on its own socket."""
     async with AsyncExitStack() as stack:
         sockets = [stack.enter_context(socket.socket()) for _ in range(2)]
         urls = []
         for sock in sockets:
             sock.bind(("127.0.0.1", 0))
             urls.append(f"http://127.0.0.1:{sock.getsockname()[1]}/telegram/hook")
-        config = _config(fake, tmp_path, dsn, urls[0])
+        config = _config(fake, tmp_path, dsn, urls[0], more)
         settings = config.platforms.get("telegram", TelegramConfig)
         assert settings is not None
         hosts = []
@@ -201,6 +219,58 @@ async def test_a_form_answered_through_two_hosts_reaches_the_owners_agent_whole_
     assert _files_holding(Path(pg_cluster.host), b"Paste the token")
     assert _files_holding(Path(pg_cluster.host), SECRET.encode()) == []
     assert _files_holding(tmp_path, SECRET.encode()) == []
+
+
+async def test_the_drafts_of_an_expired_request_are_purged_by_the_expiry_loop(
+    fake_telegram: FakeTelegram, tmp_path: Path, pg_database: PgCluster
+) -> None:
+    expiry = "\n[projects.demo.expiry]\nafter_seconds = 5\n"
+    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn, expiry) as (a, b):
+        await through(a).say(ALICE, "ask-pair")
+        card = await a.telegram.card(ALICE.id)
+        # a draft is kept before the click is answered
+        assert (await through(b).press(ALICE, card, "Production"))["text"] == "● Production"
+        [(interaction_id, _, _)] = draft_rows(pg_database.dsn)
+        await fake_telegram.wait_for(lambda: card.markup is None and "Timed out" in card.text)
+        expired = await a.gateway.store.interactions.get(interaction_id)
+        assert expired is not None and expired.state is InteractionState.EXPIRED
+        # the host's own purge runs once a minute: this one is the expiry loop's
+        await fake_telegram.wait_for(lambda: draft_rows(pg_database.dsn) == [] or None)
+
+
+async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
+    fake_telegram: FakeTelegram,
+    tmp_path: Path,
+    pg_database: PgCluster,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(engine, "DRAFT_PURGE_SECONDS", 0.1)
+    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn) as (a, b):
+        await through(a).say(ALICE, "ask-pair")
+        card = await a.telegram.card(ALICE.id)
+        await through(b).press(BOB, card, "Dev")  # Bob starts, and never submits
+        await fake_telegram.wait_for(lambda: "Answering: @bob" in card.text)
+        await through(a).press(ALICE, card, "Back")  # the card shows her own first question
+        await fake_telegram.wait_for(lambda: "Answering: @alice" in card.text)
+        await through(a).press(ALICE, card, "Production")
+        await fake_telegram.wait_for(lambda: "Question 2 of 2" in card.text)
+        await through(a).press(ALICE, card, "Europe")
+        await fake_telegram.wait_for(lambda: "Your answers" in card.text)
+        rows = draft_rows(pg_database.dsn)
+        assert sorted(person for _, person, _ in rows) == ["telegram:111", "telegram:222"]
+        interaction_id = rows[0][0]
+        answer = await through(b).press(ALICE, card, "Submit answers")
+        assert answer["text"].startswith("Answer sent.")
+        await fake_telegram.wait_for(lambda: card.markup is None and "Answered" in card.text)
+        # Alice's draft went with her submit; Bob's (nobody drops it) is unreadable at once,
+        # and gone at a host's next purge
+        assert await a.gateway.store.form_drafts.load(interaction_id, "telegram:222") is None
+        await fake_telegram.wait_for(lambda: draft_rows(pg_database.dsn) == [] or None)
+        assert received(a) == [
+            Decision(
+                answers={"env": Answer(option_ids=("prod",)), "region": Answer(option_ids=("eu",))}
+            )
+        ]
 
 
 def _files_holding(root: Path, needle: bytes) -> list[Path]:

@@ -142,7 +142,9 @@ def test_a_secret_is_only_taken_from_a_private_chat_and_never_kept_as_typed_text
 
 
 def test_local_buttons_fit_and_parse() -> None:
-    assert parse_local_data("f12:t3") == (12, "t3")
+    assert parse_local_data("f12:t3") == ("12", "t3")
+    assert parse_local_data("f" + "x" * 48 + ":t12") == ("x" * 48, "t12")  # 53 bytes
+    assert parse_local_data("f" + "x" * 49 + ":t12") is None
     assert parse_local_data("f12:x") is None
     assert parse_local_data("a1:abc:0:1:AAAAAAAAAAAA") is None
 

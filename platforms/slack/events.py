@@ -23,6 +23,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from gateway.auth import interaction_named
 from gateway.commands import HELP_TEXT
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
@@ -222,10 +223,15 @@ class SlackEvents:
         """Answer…: the card's form in a modal."""
 
         async def form_view(place: FormPlace) -> dict[str, Any] | None:
-            form = await self.forms.get(
-                (click.conversation.channel, click.message_ts),
-                click.actor,
-                at=(click.conversation, click.message_ts),
+            named = interaction_named(click.token)
+            form = (
+                await self.forms.get(
+                    (click.conversation.channel, click.message_ts),
+                    click.actor,
+                    at=(click.conversation, named),
+                )
+                if named is not None
+                else None
             )
             card_form = form.card.form if form is not None else None
             if form is None or card_form is None or card_form.submit_token != click.token:
@@ -304,8 +310,11 @@ class SlackEvents:
             await ack(response_action="errors", errors={first: "This form is not taken here."})
             return
         where = conversation(self.team_id, place.channel, place.thread)
-        form = await self.forms.get(
-            (place.channel, place.message_ts), actor, at=(where, place.message_ts)
+        named = interaction_named(place.token)
+        form = (
+            await self.forms.get((place.channel, place.message_ts), actor, at=(where, named))
+            if named is not None
+            else None
         )
         card_form = form.card.form if form is not None else None
         if card_form is None or card_form.submit_token != place.token:

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 
 from telegram import CallbackQuery, Chat, Message, Update, User
 
-from gateway.auth import form_choice
+from gateway.auth import form_choice, interaction_named
 from gateway.commands import NotForUs, parse_chat_text
 from gateway.deadline import answer_in_time
 from gateway.domain import Actor, ConversationRef
@@ -277,9 +277,12 @@ class UpdateHandler:
         conversation = conversation_of(message.chat, topic_of(message))
         form_key = (message.chat.id, message.message_id)
         local = parse_local_data(data)
+        # the request a form's click names: its own buttons' form id, or an option's or the
+        # submit's token (an approval's button needs no form)
+        named = local[0] if local is not None else interaction_named(data)
         form = (
-            await self._forms.get(form_key, actor, at=(conversation, str(message.message_id)))
-            if local is not None or form_choice(data)
+            await self._forms.get(form_key, actor, at=(conversation, named))
+            if named is not None and (local is not None or form_choice(data))
             else None
         )
         if local is not None:
