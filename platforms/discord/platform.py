@@ -37,12 +37,12 @@ from platforms.comeback import Comeback
 from platforms.discord.clicks import Clicks
 from platforms.discord.client import GatewayClient, point_at, quiet_sdk_logger, start, until_ready
 from platforms.discord.config import DiscordConfig
-from platforms.discord.forms import ModalDrafts
 from platforms.discord.inbound import PLATFORM
 from platforms.discord.messages import Messages
 from platforms.discord.outbox import DiscordOutbox, classify
 from platforms.discord.render import CUSTOM_ID_MAX, CUSTOM_ID_PREFIX
 from platforms.discord.sending import QUEUED_REACTION, Sender, ShownCards, turn_key
+from platforms.form_drafts import MemoryForms, PendingForms, forms_for
 from platforms.outbox import Pacing
 from platforms.turn_end import TurnEnds
 
@@ -87,14 +87,15 @@ class DiscordPlatform:
         self._attached_event = asyncio.Event()
         self._stopped = False
         self._cards = ShownCards()
-        self.drafts = ModalDrafts()
+        # the cards' forms by submit token: in memory until attached to a gateway that
+        # shares its ledger (then the ledger keeps the drafts)
+        self.forms: PendingForms[str] = MemoryForms()
         self.turn_ends = TurnEnds()
         self._messages = Messages(config, inbox=self._inbox_when_attached, send_text=self.send_text)
         self._clicks = Clicks(
             inbox_now=lambda: None if self._stopped else self._inbox,
             inbox=self._inbox_when_attached,
-            cards=self._cards,
-            drafts=self.drafts,
+            forms=lambda: self.forms,
         )
         self._comeback = Comeback(
             PLATFORM,
@@ -142,7 +143,7 @@ class DiscordPlatform:
                 outbox=self._outbox,
                 limits=self.limits,
                 cards=self._cards,
-                drafts=self.drafts,
+                forms=lambda: self.forms,
                 turn_ends=self.turn_ends,
                 approvers=self._approvers_of,
             )
@@ -152,6 +153,7 @@ class DiscordPlatform:
 
     def attach(self, inbox: Inbox) -> None:
         self._inbox = inbox
+        self.forms = forms_for(inbox)
         self._attached_event.set()
 
     async def stop_input(self) -> None:
