@@ -376,7 +376,8 @@ class LedgerForms(PendingForms[K]):
     """Drafts in a ledger several hosts share (gateway/platform.py ``FormLedger``): each
     click reads the person's draft there and writes it back, so that their next click may
     reach any host; a host that did not send the card draws its form from the ledger's copy
-    of it. Secret answers are sealed in the payload (:func:`encode_draft`)."""
+    of it (one more read, once). Secret answers are sealed in the payload
+    (:func:`encode_draft`)."""
 
     def __init__(
         self, ledger: FormLedger, *, on_forget: Callable[[K], None] = lambda key: None
@@ -386,16 +387,21 @@ class LedgerForms(PendingForms[K]):
 
     async def get(self, key: K, actor: Actor, *, at: Place | None = None) -> Form | None:
         form = self.peek(key)
-        if form is None:
-            if at is None:
-                return None
-            card = await self._ledger.card_at(*at)
-            form = self.new(at[0], card) if card is not None else None
+        if form is None:  # a card another host sent: drawn from the ledger's copy
+            card = await self._ledger.card_at(*at) if at is not None else None
+            form = self.new(at[0], card) if at is not None and card is not None else None
             if form is None:
                 return None
             self.keep(key, form)
         interaction_id = self._ledger.interaction_of(form.submit_token)
         if interaction_id is None:
+            return None
+        # A form held here may be of a request decided through another host meanwhile. A
+        # click is safe: the draft is then unreadable (read only while pending), and none is
+        # started without the core's may_answer, which refuses it. Typed text (``at`` None:
+        # the reply to a prompt) has no such gate, so the ledger is asked again.
+        if at is None and await self._ledger.card_at(form.conversation, interaction_id) is None:
+            self.forget(key)
             return None
         payload = await self._ledger.load_draft(interaction_id, actor.key())
         draft: Draft | None = None

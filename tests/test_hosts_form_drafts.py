@@ -60,6 +60,15 @@ REQUESTS = {
             Question(id="region", header="Region", text="Which region?", options=REGIONS),
         ),
     ),
+    "ask-note": InteractionRequest(
+        native_key="note",
+        kind=InteractionKind.QUESTION,
+        title="A setting and a note",
+        questions=(
+            Question(id="env", header="Env", text="Which environment?", options=ENVS),
+            Question(id="note", header="Note", text="A note?", allow_other=True, required=False),
+        ),
+    ),
     "ask-pair": InteractionRequest(
         native_key="pair",
         kind=InteractionKind.QUESTION,
@@ -248,6 +257,7 @@ async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
     async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn) as (a, b):
         await through(a).say(ALICE, "ask-pair")
         card = await a.telegram.card(ALICE.id)
+        dev = card.button("Dev")["callback_data"]
         await through(b).press(BOB, card, "Dev")  # Bob starts, and never submits
         await fake_telegram.wait_for(lambda: "Answering: @bob" in card.text)
         await through(a).press(ALICE, card, "Back")  # the card shows her own first question
@@ -262,6 +272,13 @@ async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
         answer = await through(b).press(ALICE, card, "Submit answers")
         assert answer["text"].startswith("Answer sent.")
         await fake_telegram.wait_for(lambda: card.markup is None and "Answered" in card.text)
+        decided = card.text
+        # Bob's screen still shows the buttons: his press reaches b, which held the form,
+        # and neither takes it nor draws the pending form over the decided card
+        late = await through(b).click(BOB, card, dev)
+        assert late["text"] != "● Dev" and late["show_alert"] in (True, "true")
+        await fake_telegram.wait_for(lambda: not fake_telegram.unconfirmed or None)
+        assert card.markup is None and card.text == decided
         # Alice's draft went with her submit; Bob's (nobody drops it) is unreadable at once,
         # and gone at a host's next purge
         assert await a.gateway.store.form_drafts.load(interaction_id, "telegram:222") is None
@@ -271,6 +288,35 @@ async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
                 answers={"env": Answer(option_ids=("prod",)), "region": Answer(option_ids=("eu",))}
             )
         ]
+
+
+async def test_a_reply_to_a_prompt_after_another_host_decided_changes_no_card(
+    fake_telegram: FakeTelegram, tmp_path: Path, pg_database: PgCluster
+) -> None:
+    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn) as (a, b):
+        await through(a).say(ALICE, "ask-note")
+        card = await a.telegram.card(ALICE.id)
+        await through(b).press(ALICE, card, "Production")
+        await fake_telegram.wait_for(lambda: "Question 2 of 2" in card.text)
+        await through(b).press(ALICE, card, "Answer…")  # b asks her for the note
+        prompt = await b.telegram.bot_message(ALICE.id, lambda m: m.force_reply)
+        # meanwhile Bob answers through a, and the request is decided
+        await through(a).press(BOB, card, "Back")
+        await fake_telegram.wait_for(lambda: "Answering: @bob" in card.text)
+        await through(a).press(BOB, card, "Dev")
+        await fake_telegram.wait_for(lambda: "Question 2 of 2" in card.text)
+        await through(a).press(BOB, card, "Skip")
+        await fake_telegram.wait_for(lambda: "Your answers" in card.text)
+        await through(a).press(BOB, card, "Submit answers")
+        await fake_telegram.wait_for(lambda: card.markup is None and "Answered" in card.text)
+        decided = card.text
+        # her reply reaches b, which still holds the form: not an answer any more (the agent
+        # reads it as a message, as on one host), and the decided card stays as it is
+        await through(b).say(ALICE, "a late note", reply_to=prompt)
+        await a.telegram.bot_message(ALICE.id, lambda m: m.text == "echo: a late note")
+        await fake_telegram.wait_for(lambda: not fake_telegram.unconfirmed or None)
+        assert card.markup is None and card.text == decided
+        assert received(a) == [Decision(answers={"env": Answer(option_ids=("dev",))})]
 
 
 def _files_holding(root: Path, needle: bytes) -> list[Path]:
