@@ -188,6 +188,12 @@ async def test_a_form_answered_through_two_hosts_reaches_the_owners_agent_whole_
         answer = await through(b).press(ALICE, card, "Type the answer")
         assert answer["text"] == "Reply to my message with your answer."
         prompt = await b.telegram.bot_message(ALICE.id, lambda m: m.force_reply)
+        # her reply reaches a, which did not ask: deleted and not taken, never the agent's
+        misrouted = await through(a).say(ALICE, SECRET, reply_to=prompt)
+        await a.telegram.bot_message(ALICE.id, lambda m: m.text.startswith("🔒 Not taken"))
+        assert fake_telegram.message(ALICE.id, misrouted["message"]["message_id"]).deleted
+        assert draft_rows(pg_database.dsn)[0][2].count('"secret":null') == 1
+        # and again, to b, which asked
         typed = await through(b).say(ALICE, SECRET, reply_to=prompt)
         await fake_telegram.wait_for(lambda: "Question 3 of 3" in card.text)
         assert fake_telegram.message(ALICE.id, typed["message"]["message_id"]).deleted

@@ -19,9 +19,17 @@ from dataclasses import dataclass
 
 from platforms.form_drafts import MAX_FORMS
 
-__all__ = ["MessageKey", "PromptFor", "Prompts"]
+__all__ = ["SECRET_MARK", "SECRET_NOT_TAKEN", "MessageKey", "PromptFor", "Prompts"]
 
 MessageKey = tuple[int, int]  # (chat id, message id)
+
+# in every prompt for a secret answer (platform.py ``prompt``): a reply to a message of the
+# bot that says it is such a reply, whatever becomes of it, never reaches the agent
+SECRET_MARK = "deleted once read"
+SECRET_NOT_TAKEN = (
+    "🔒 Not taken, and deleted: this prompt is no longer open here (the request was decided, "
+    "or another host asked). Press the card's button again if it still waits."
+)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

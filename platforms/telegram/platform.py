@@ -61,7 +61,7 @@ from gateway.store import SessionRecord
 from platforms.form_drafts import Form, MemoryForms, PendingForms, forms_for
 from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
-from platforms.telegram.forms import MessageKey, Prompts
+from platforms.telegram.forms import SECRET_MARK, MessageKey, Prompts
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
 from platforms.telegram.outbox import CHAT_ACTION, Pace, TelegramOutbox, translate
 from platforms.telegram.receive import Health, Poller
@@ -449,13 +449,13 @@ class TelegramPlatform:
             where = form.conversation
             text = f"✎ {actor}: type your answer to “{name}” as a reply to this message."
             if asked.secret:
-                text += " It is deleted once read and never shown."
+                text += f" It is {SECRET_MARK} and never shown."
             reply_to: int | None = form_key[1]
         else:
             where = ConversationRef(platform=PLATFORM, space=None, channel=actor.user_id)
             text = (
                 f"🔒 A secret question: “{name}”\n{asked.text}\n\nReply to this message with "
-                "your answer. Your message is deleted once read and the answer is never shown."
+                f"your answer. Your message is {SECRET_MARK} and the answer is never shown."
             )
             reply_to = None
         markup = ForceReply(selective=True, input_field_placeholder=name[:64])

@@ -45,7 +45,13 @@ from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, PlatformLimits
 from platforms.form_drafts import Form, OpenPrompt, PendingForms, Redraw, Refuse, Step, Submit
 from platforms.telegram.config import GroupMode, TelegramConfig
-from platforms.telegram.forms import MessageKey, PromptFor, Prompts
+from platforms.telegram.forms import (
+    SECRET_MARK,
+    SECRET_NOT_TAKEN,
+    MessageKey,
+    PromptFor,
+    Prompts,
+)
 from platforms.telegram.inbound import (
     actor_of,
     addressed_text,
@@ -168,6 +174,10 @@ class UpdateHandler:
                 if form is not None:
                     await self._typed(message, actor, prompt_key, prompt, form)
                     return
+            if self._asked_a_secret(replied):  # perhaps a secret: never for the agent
+                await self._delete_quietly(message)
+                await self._out.notice(message.chat.id, topic_of(message), SECRET_NOT_TAKEN)
+                return
         private = message.chat.type == Chat.PRIVATE
         mode = GroupMode.ALL if private else self._config.group_mode_for(str(message.chat.id))
         taken = addressed_text(message, bot=self._bot, mode=mode)
@@ -184,6 +194,14 @@ class UpdateHandler:
             reply_to=replied_id(message),
         )
         await self._inbox.on_message(inbound)
+
+    def _asked_a_secret(self, replied: Message) -> bool:
+        """Whether ``replied`` is a prompt of this bot for a secret answer (of any host, open
+        or not): a reply to it that is no answer taken here is deleted, never handed on."""
+        author = replied.from_user
+        return (
+            author is not None and author.id == self._bot.id and SECRET_MARK in (replied.text or "")
+        )
 
     async def _typed(
         self,
