@@ -81,6 +81,9 @@ class Draft:
     chosen: dict[int, tuple[int, ...]] = field(default_factory=dict)  # question → options
     other: dict[int, str] = field(default_factory=dict)  # question → typed text
     secret: dict[int, Answer] = field(default_factory=dict)  # question → parsed answer
+    # the platform's note of the prompt it sent for this person's typed answer (Telegram:
+    # where it and the card are), so that a host that did not send it takes the reply
+    prompt: str | None = None
 
     def answered(self, index: int) -> bool:
         return bool(self.chosen.get(index) or self.other.get(index) or index in self.secret)
@@ -349,6 +352,11 @@ class PendingForms(ABC, Generic[K]):
     async def drop_draft(self, key: K, actor: Actor) -> None:
         """The person's answers were taken: their draft is done."""
 
+    async def noted_prompt(self, interaction_id: str, actor: Actor) -> str | None:
+        """``Draft.prompt`` of ``actor``'s draft for ``interaction_id`` where another host
+        may have noted it (the ledger's; None in memory, where only this process prompts)."""
+        return None
+
     def _drop_local(self, key: K, user_id: str) -> None:
         form = self._forms.get(key)
         if form is not None:
@@ -419,6 +427,15 @@ class LedgerForms(PendingForms[K]):
                 form.drafts.popitem(last=False)
         return form
 
+    async def noted_prompt(self, interaction_id: str, actor: Actor) -> str | None:
+        payload = await self._ledger.load_draft(interaction_id, actor.key())
+        if payload is None:
+            return None
+        try:
+            return decode_draft(payload, self._ledger.sealer, interaction_id).prompt
+        except SealBroken:
+            return None
+
     async def save(self, key: K, form: Form, actor: Actor) -> None:
         draft = form.drafts.get(actor.user_id)
         interaction_id = self._ledger.interaction_of(form.submit_token)
@@ -467,6 +484,7 @@ def encode_draft(draft: Draft, sealer: Sealer, interaction_id: str) -> str:
                 if secret
                 else None
             ),
+            "prompt": draft.prompt,
         },
         separators=(",", ":"),
     )
@@ -489,4 +507,5 @@ def decode_draft(payload: str, sealer: Sealer, interaction_id: str) -> Draft:
         chosen={int(index): tuple(options) for index, options in data["chosen"].items()},
         other={int(index): text for index, text in data["other"].items()},
         secret={int(index): answer for index, answer in secret.items()},
+        prompt=data.get("prompt"),
     )

@@ -39,7 +39,14 @@ from platforms.telegram.platform import TelegramPlatform
 from tests.pg_cluster import PgCluster
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_telegram import FakeTelegram, Sent
-from tests.telegram_harness import ALICE, BOB, OnTelegram, telegram_config_text
+from tests.telegram_harness import (
+    ALICE,
+    BOB,
+    GROUP,
+    GROUP_ID,
+    OnTelegram,
+    telegram_config_text,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -63,10 +70,17 @@ REQUESTS = {
     "ask-note": InteractionRequest(
         native_key="note",
         kind=InteractionKind.QUESTION,
-        title="A setting and a note",
+        title="A setting and a secret note",
         questions=(
             Question(id="env", header="Env", text="Which environment?", options=ENVS),
-            Question(id="note", header="Note", text="A note?", allow_other=True, required=False),
+            Question(
+                id="note",
+                header="Note",
+                text="A secret note?",
+                allow_other=True,
+                secret=True,
+                required=False,
+            ),
         ),
     ),
     "ask-pair": InteractionRequest(
@@ -91,7 +105,9 @@ class Host:
         return self.telegram.gateway
 
 
-def _config(fake: FakeTelegram, tmp_path: Path, dsn: str, url: str, more: str) -> Config:
+def _config(
+    fake: FakeTelegram, tmp_path: Path, dsn: str, url: str, more: str, telegram: str
+) -> Config:
     key = tmp_path / "hmac.key"
     key.write_bytes(os.urandom(HMAC_KEY_BYTES))
     key.chmod(0o600)
@@ -100,7 +116,8 @@ def _config(fake: FakeTelegram, tmp_path: Path, dsn: str, url: str, more: str) -
         fake,
         tmp_path / "data",
         work_dir=tmp_path / "work",
-        telegram=f'mode = "webhook"\nwebhook_url = "{url}"\nsecret_token = "{HOOK_SECRET}"',
+        telegram=f'mode = "webhook"\nwebhook_url = "{url}"\nsecret_token = "{HOOK_SECRET}"\n'
+        + telegram,
     )
     shared = f"[gateway]\nstore = {json.dumps(dsn)}\nhmac_key_file = {json.dumps(str(key))}\n"
     text = text.replace("[gateway]\n", shared, 1)
@@ -110,7 +127,7 @@ def _config(fake: FakeTelegram, tmp_path: Path, dsn: str, url: str, more: str) -
 
 @asynccontextmanager
 async def two_telegram_hosts(
-    fake: FakeTelegram, tmp_path: Path, dsn: str, more: str = ""
+    fake: FakeTelegram, tmp_path: Path, dsn: str, more: str = "", telegram: str = ""
 ) -> AsyncIterator[tuple[Host, Host]]:
     """Hosts "a" and "b" on one config (``more``: appended to it), one bot, one ledger;
     each takes webhook updates on its own socket."""
@@ -120,7 +137,7 @@ async def two_telegram_hosts(
         for sock in sockets:
             sock.bind(("127.0.0.1", 0))
             urls.append(f"http://127.0.0.1:{sock.getsockname()[1]}/telegram/hook")
-        config = _config(fake, tmp_path, dsn, urls[0], more)
+        config = _config(fake, tmp_path, dsn, urls[0], more, telegram)
         settings = config.platforms.get("telegram", TelegramConfig)
         assert settings is not None
         hosts = []
@@ -183,29 +200,24 @@ async def test_a_form_answered_through_two_hosts_reaches_the_owners_agent_whole_
         assert answer["text"] == "● Production"
         await fake_telegram.wait_for(lambda: "Question 2 of 3" in card.text)
 
-        # the secret through b: b never saw the card, and finds the form and Alice's draft
-        # in the ledger (she is at question 2, Production chosen)
+        # the secret asked through b (b never saw the card: it finds the form and Alice's
+        # draft in the ledger, at question 2 with Production chosen) ...
         answer = await through(b).press(ALICE, card, "Type the answer")
         assert answer["text"] == "Reply to my message with your answer."
         prompt = await b.telegram.bot_message(ALICE.id, lambda m: m.force_reply)
-        # her reply reaches a, which did not ask: deleted and not taken, never the agent's
-        misrouted = await through(a).say(ALICE, SECRET, reply_to=prompt)
-        await a.telegram.bot_message(ALICE.id, lambda m: m.text.startswith("🔒 Not taken"))
-        assert fake_telegram.message(ALICE.id, misrouted["message"]["message_id"]).deleted
-        assert draft_rows(pg_database.dsn)[0][2].count('"secret":null') == 1
-        # and again, to b, which asked
-        typed = await through(b).say(ALICE, SECRET, reply_to=prompt)
+        # ... and her reply taken by a, which did not send the prompt: her draft notes it
+        typed = await through(a).say(ALICE, SECRET, reply_to=prompt)
         await fake_telegram.wait_for(lambda: "Question 3 of 3" in card.text)
         assert fake_telegram.message(ALICE.id, typed["message"]["message_id"]).deleted
         [(interaction_id, person, payload)] = draft_rows(pg_database.dsn)
         assert person == "telegram:111" and SECRET not in payload  # sealed in the ledger
-        assert '"chosen":{"0":[0]}' in payload  # a's answer, carried through the ledger
+        assert '"chosen":{"0":[0]}' in payload and '"prompt":null' in payload
 
-        # the third answer through a, whose own memory never saw the secret
-        await through(a).press(ALICE, card, "Europe")
+        # the third answer through b, whose memory never held the secret
+        await through(b).press(ALICE, card, "Europe")
         await fake_telegram.wait_for(lambda: "Your answers" in card.text)
         assert "Env: Production" in card.text and "Region: Europe" in card.text
-        assert "Token: 🔒 given, not shown" in card.text  # a opened the sealed draft
+        assert "Token: 🔒 given, not shown" in card.text  # b opened the sealed draft
 
         # submitted through b: b decides, a (the owner) writes to its agent
         answer = await through(b).press(ALICE, card, "Submit answers")
@@ -260,9 +272,13 @@ async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(engine, "DRAFT_PURGE_SECONDS", 0.1)
-    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn) as (a, b):
-        await through(a).say(ALICE, "ask-pair")
-        card = await a.telegram.card(ALICE.id)
+    group = f'groups = {{ "{GROUP_ID}" = "all" }}'
+    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn, telegram=group) as (
+        a,
+        b,
+    ):
+        await through(a).say(ALICE, "ask-pair", chat=GROUP)
+        card = await a.telegram.card(GROUP_ID)
         dev = card.button("Dev")["callback_data"]
         await through(b).press(BOB, card, "Dev")  # Bob starts, and never submits
         await fake_telegram.wait_for(lambda: "Answering: @bob" in card.text)
@@ -296,15 +312,21 @@ async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
         ]
 
 
-async def test_a_reply_to_a_prompt_after_another_host_decided_changes_no_card(
+async def test_a_secret_typed_after_another_host_decided_is_deleted_and_never_the_agents(
     fake_telegram: FakeTelegram, tmp_path: Path, pg_database: PgCluster
 ) -> None:
-    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn) as (a, b):
-        await through(a).say(ALICE, "ask-note")
-        card = await a.telegram.card(ALICE.id)
+    group = f'groups = {{ "{GROUP_ID}" = "all" }}'
+    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn, telegram=group) as (
+        a,
+        b,
+    ):
+        await through(a).say(ALICE, "/start")  # her private chat, where a secret is asked
+        await a.telegram.bot_message(ALICE.id, lambda m: m.text.startswith("Commands:"))
+        await through(a).say(ALICE, "ask-note", chat=GROUP)
+        card = await a.telegram.card(GROUP_ID)
         await through(b).press(ALICE, card, "Production")
         await fake_telegram.wait_for(lambda: "Question 2 of 2" in card.text)
-        await through(b).press(ALICE, card, "Answer…")  # b asks her for the note
+        await through(b).press(ALICE, card, "private chat")  # b asks her, privately
         prompt = await b.telegram.bot_message(ALICE.id, lambda m: m.force_reply)
         # meanwhile Bob answers through a, and the request is decided
         await through(a).press(BOB, card, "Back")
@@ -316,13 +338,24 @@ async def test_a_reply_to_a_prompt_after_another_host_decided_changes_no_card(
         await through(a).press(BOB, card, "Submit answers")
         await fake_telegram.wait_for(lambda: card.markup is None and "Answered" in card.text)
         decided = card.text
-        # her reply reaches b, which still holds the form: not an answer any more (the agent
-        # reads it as a message, as on one host), and the decided card stays as it is
-        await through(b).say(ALICE, "a late note", reply_to=prompt)
-        await a.telegram.bot_message(ALICE.id, lambda m: m.text == "echo: a late note")
+        # her secret reaches b, which still holds the form and the prompt, then a, which
+        # finds no open draft noting it: neither takes it, both delete it, and tell her
+        for host in (b, a):
+            typed = await through(host).say(ALICE, SECRET, reply_to=prompt)
+            await fake_telegram.wait_for(
+                lambda t=typed: (
+                    fake_telegram.message(ALICE.id, t["message"]["message_id"]).deleted or None
+                )
+            )
         await fake_telegram.wait_for(lambda: not fake_telegram.unconfirmed or None)
+        told = [m.text for m in fake_telegram.bot_messages(ALICE.id) if "Not taken" in m.text]
+        assert len(told) == 2
         assert card.markup is None and card.text == decided
         assert received(a) == [Decision(answers={"env": Answer(option_ids=("dev",))})]
+        shown = [m.text for chat in (GROUP_ID, ALICE.id) for m in fake_telegram.bot_messages(chat)]
+        assert not any(SECRET in text for text in shown)
+        waiting = await a.gateway.store.prompts.waiting_sessions(host="a")
+        assert waiting == []  # nothing queued for the agent
 
 
 def _files_holding(root: Path, needle: bytes) -> list[Path]:

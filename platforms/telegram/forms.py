@@ -14,12 +14,24 @@ host's: its reply is taken by the host that sent it (the receiver's lease keeps 
 
 from __future__ import annotations
 
+import json
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from gateway.domain import ConversationRef
 from platforms.form_drafts import MAX_FORMS
 
-__all__ = ["SECRET_MARK", "SECRET_NOT_TAKEN", "MessageKey", "PromptFor", "Prompts"]
+__all__ = [
+    "SECRET_MARK",
+    "SECRET_NOT_TAKEN",
+    "MessageKey",
+    "PromptFor",
+    "PromptNote",
+    "Prompts",
+    "request_in",
+    "request_note",
+]
 
 MessageKey = tuple[int, int]  # (chat id, message id)
 
@@ -30,6 +42,53 @@ SECRET_NOT_TAKEN = (
     "🔒 Not taken, and deleted: this prompt is no longer open here (the request was decided, "
     "or another host asked). Press the card's button again if it still waits."
 )
+
+
+_REQUEST = re.compile(r"\(request ([A-Za-z0-9_-]{1,48})\)")
+
+
+def request_note(form_id: str) -> str:
+    """What a prompt says of its request (a form's id is its request's)."""
+    return f"(request {form_id})"
+
+
+def request_in(text: str) -> str | None:
+    """The request a prompt of the bot names (:func:`request_note`), if any."""
+    found = _REQUEST.search(text)
+    return found[1] if found else None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PromptNote:
+    """A prompt as the person's draft in the ledger notes it (``Draft.prompt``): another
+    host that gets the reply checks it is this prompt, and finds the card."""
+
+    prompt: MessageKey
+    question: int
+    card: MessageKey
+    conversation: ConversationRef  # the card's
+
+    def text(self) -> str:
+        where = self.conversation
+        return json.dumps(
+            [*self.prompt, self.question, *self.card, where.channel, where.thread],
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def read(cls, text: str, platform: str) -> PromptNote | None:
+        try:
+            chat, message, question, card_chat, card_message, channel, thread = json.loads(text)
+            return cls(
+                prompt=(int(chat), int(message)),
+                question=int(question),
+                card=(int(card_chat), int(card_message)),
+                conversation=ConversationRef(
+                    platform=platform, space=None, channel=str(channel), thread=thread
+                ),
+            )
+        except (ValueError, TypeError):
+            return None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

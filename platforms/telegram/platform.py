@@ -61,7 +61,7 @@ from gateway.store import SessionRecord
 from platforms.form_drafts import Form, MemoryForms, PendingForms, forms_for
 from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
-from platforms.telegram.forms import SECRET_MARK, MessageKey, Prompts
+from platforms.telegram.forms import SECRET_MARK, MessageKey, Prompts, request_note
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
 from platforms.telegram.outbox import CHAT_ACTION, Pace, TelegramOutbox, translate
 from platforms.telegram.receive import Health, Poller
@@ -445,17 +445,20 @@ class TelegramPlatform:
         asked = form.question(question)
         name = asked.header or asked.text
         in_place = not private or is_private(form.conversation)
+        request = request_note(form.form_id)  # any host that gets the reply finds the draft
         if in_place:
             where = form.conversation
             text = f"✎ {actor}: type your answer to “{name}” as a reply to this message."
             if asked.secret:
                 text += f" It is {SECRET_MARK} and never shown."
+            text += f" {request}"
             reply_to: int | None = form_key[1]
         else:
             where = ConversationRef(platform=PLATFORM, space=None, channel=actor.user_id)
             text = (
                 f"🔒 A secret question: “{name}”\n{asked.text}\n\nReply to this message with "
-                f"your answer. Your message is {SECRET_MARK} and the answer is never shown."
+                f"your answer. Your message is {SECRET_MARK} and the answer is never shown. "
+                f"{request}"
             )
             reply_to = None
         markup = ForceReply(selective=True, input_field_placeholder=name[:64])

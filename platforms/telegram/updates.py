@@ -50,9 +50,12 @@ from platforms.telegram.forms import (
     SECRET_NOT_TAKEN,
     MessageKey,
     PromptFor,
+    PromptNote,
     Prompts,
+    request_in,
 )
 from platforms.telegram.inbound import (
+    PLATFORM,
     actor_of,
     addressed_text,
     conversation_of,
@@ -174,6 +177,8 @@ class UpdateHandler:
                 if form is not None:
                     await self._typed(message, actor, prompt_key, prompt, form)
                     return
+            if await self._prompted_elsewhere(message, actor, replied):
+                return
             if self._asked_a_secret(replied):  # perhaps a secret: never for the agent
                 await self._delete_quietly(message)
                 await self._out.notice(message.chat.id, topic_of(message), SECRET_NOT_TAKEN)
@@ -194,6 +199,26 @@ class UpdateHandler:
             reply_to=replied_id(message),
         )
         await self._inbox.on_message(inbound)
+
+    async def _prompted_elsewhere(self, message: Message, actor: Actor, replied: Message) -> bool:
+        """A reply to a prompt this process did not send (another host did, with a shared
+        ledger): the person's draft there notes it; taken as here when it is that prompt."""
+        author = replied.from_user
+        named = request_in(replied.text or "")
+        if author is None or author.id != self._bot.id or named is None:
+            return False
+        noted = await self._forms.noted_prompt(named, actor)
+        note = PromptNote.read(noted, PLATFORM) if noted is not None else None
+        prompt_key = (message.chat.id, replied.message_id)
+        if note is None or note.prompt != prompt_key:
+            return False
+        form = await self._forms.get(note.card, actor, at=(note.conversation, named))
+        if form is None:
+            return False
+        prompt = PromptFor(form_key=note.card, user_id=actor.user_id, question=note.question)
+        self._prompts.add(prompt_key, prompt)
+        await self._typed(message, actor, prompt_key, prompt, form)
+        return True
 
     def _asked_a_secret(self, replied: Message) -> bool:
         """Whether ``replied`` is a prompt of this bot for a secret answer (of any host, open
@@ -218,6 +243,9 @@ class UpdateHandler:
         step = form.typed(
             actor, prompt.question, text, in_private=message.chat.type == Chat.PRIVATE
         )
+        draft = form.drafts.get(actor.user_id)
+        if draft is not None and not isinstance(step, Refuse):
+            draft.prompt = None  # answered: no host takes another reply to it
         ack = await self._act(prompt.form_key, form, actor, step, callback=None)
         if not isinstance(step, Refuse):  # taken: the prompt is answered
             self._prompts.take(prompt_key)
@@ -449,6 +477,13 @@ class UpdateHandler:
         self._prompts.add(
             prompt_key, PromptFor(form_key=form_key, user_id=actor.user_id, question=question)
         )
+        draft = form.drafts.get(actor.user_id)
+        if draft is not None:  # noted where another host finds it (a shared ledger)
+            note = PromptNote(
+                prompt=prompt_key, question=question, card=form_key, conversation=form.conversation
+            )
+            draft.prompt = note.text()
+            await self._forms.save(form_key, form, actor)
         if private and not is_private(form.conversation):
             return "I sent you a private message: reply to it there."
         return "Reply to my message with your answer."
