@@ -215,3 +215,14 @@ def test_a_message_telegram_will_not_edit_is_gone_for_good(answer: str) -> None:
     assert isinstance(verdict, Refused) and isinstance(verdict.error, MessageGone)
     other = classify(BadRequest("Bad Request: chat not found"))
     assert isinstance(other, Refused) and not isinstance(other.error, MessageGone)
+
+
+def test_a_prompt_names_its_request_and_its_note_reads_back() -> None:
+    from platforms.telegram.forms import PromptNote, request_in, request_note
+
+    text = f"✎ @alice: type your answer to “Note” as a reply. {request_note('20msd43c3v')}"
+    assert request_in(text) == "20msd43c3v" and request_in("no request here") is None
+    topic = ConversationRef(platform="telegram", space=None, channel="-100", thread="7")
+    note = PromptNote(prompt=(111, 9), question=1, card=(-100, 5), conversation=topic)
+    assert PromptNote.read(note.text(), "telegram") == note
+    assert PromptNote.read("not a note", "telegram") is None
