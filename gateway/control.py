@@ -656,7 +656,9 @@ class Control:
             )
             messages = "1 held message runs" if resumed == 1 else f"{resumed} held messages run"
             text = f"▶ Resumed: {messages} next, in order."
-            await self._reply(conversation, text if up else f"{text} ({down} yet.)")
+            if not up:  # its recovery holds the queue again, and says so
+                text = f"▶ Resumed, but {down}: nothing runs until it is back."
+            await self._reply(conversation, text)
         else:  # /grants, /revoke: the agent's process and rules file are on the owner
             kind = RequestKind.GRANTS if name is CommandName.GRANTS else RequestKind.REVOKE
             sent = await requests.send(

@@ -30,6 +30,28 @@ async def said_by(host: Running, text: str) -> str:
     return await host.wait_for(lambda: next(iter(host.memory.texts(ON_A)[before:]), None))
 
 
+async def insert_request(dsn: str, session_id: str, kind: str) -> None:
+    """A request row as a receiver writes it (store.requests), whatever its owner's state."""
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        await conn.execute(
+            "INSERT INTO session_requests (session_id, kind, args, actor_platform,"
+            " actor_user_id, actor_display, platform, space, channel, thread, by_host,"
+            " requested_at) VALUES (%s, %s, '', %s, %s, %s, %s, %s, %s, %s, 'b', %s)",
+            (
+                session_id,
+                kind,
+                ALICE.platform,
+                ALICE.user_id,
+                ALICE.display,
+                ON_A.platform,
+                ON_A.space or "",
+                ON_A.channel,
+                ON_A.thread or "",
+                "2026-12-02T00:00:00+00:00",
+            ),
+        )
+
+
 async def test_a_stop_received_by_another_host_stops_the_turn_once(
     tmp_path: Path, pg_database: PgCluster
 ) -> None:
@@ -140,23 +162,7 @@ async def test_a_request_left_for_a_host_that_restarts_is_dropped_not_carried_ou
         await a.text_where(lambda text: text == "echo: hi", ON_A)
         session = await session_of(a, ON_A)
     # what another host wrote just before a stopped, which a never took
-    async with await psycopg.AsyncConnection.connect(pg_database.dsn, autocommit=True) as conn:
-        await conn.execute(
-            "INSERT INTO session_requests (session_id, kind, args, actor_platform,"
-            " actor_user_id, actor_display, platform, space, channel, thread, by_host,"
-            " requested_at) VALUES (%s, 'grants', '', %s, %s, %s, %s, %s, %s, %s, 'b', %s)",
-            (
-                session.id,
-                ALICE.platform,
-                ALICE.user_id,
-                ALICE.display,
-                ON_A.platform,
-                ON_A.space,
-                ON_A.channel,
-                ON_A.thread,
-                "2026-12-02T00:00:00+00:00",
-            ),
-        )
+    await insert_request(pg_database.dsn, session.id, "grants")
     async with host_gateway(config, tmp_path, "a", ScriptedLauncher(REQUESTS)) as gateway_a:
         a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
         dropped = (
@@ -165,4 +171,39 @@ async def test_a_request_left_for_a_host_that_restarts_is_dropped_not_carried_ou
         )
         await a.text_where(lambda text: text == dropped, ON_A)
         assert await gateway_a.store.requests.waiting(host="a") == []
+        assert not any(t.startswith("Grants in force") for t in a.memory.texts(ON_A))
+
+
+async def test_commands_for_a_stopped_host_are_answered_at_once_and_its_requests_dropped(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    config = two_hosts(tmp_path, pg_database.dsn, lease_seconds=3.0)
+    on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
+        await open_card(a, ON_A, "approve")
+        session = await session_of(a, ON_A)
+        lease = a.gateway.host_lease
+        assert lease is not None
+        lease.pause()  # a is frozen: b reaps it once its lease lapsed
+        await b.wait_for(
+            lambda: next((t for t in b.memory.texts(ON_A) if "Host a stopped" in t), None)
+        )
+        assert a.gateway.fenced
+        # nothing is left for a to take later: b says at once what cannot be done
+        down = "Host a, which runs this session, is not answering the ledger"
+        assert await said_by(b, "/stop") == f"{down}: nothing was stopped."
+        assert await said_by(b, "/grants") == f"{down}: /grants was not taken."
+        assert await b.gateway.store.requests.waiting(host="a") == []
+        # a request written just before a stopped (here: by hand, a frozen) is dropped by
+        # the reaper, and the person told
+        await insert_request(pg_database.dsn, session.id, "grants")
+        await b.gateway.control.reap("a")
+        dropped = (
+            "Host a stopped before it took /grants from Alice: it was not carried out; "
+            "send it again."
+        )
+        await b.wait_for(lambda: next((t for t in b.memory.texts(ON_A) if t == dropped), None))
+        assert await b.gateway.store.requests.waiting(host="a") == []
+        lease.resume()
+        await a.gateway.started_over.wait()
         assert not any(t.startswith("Grants in force") for t in a.memory.texts(ON_A))

@@ -112,7 +112,14 @@ class SessionRequests:
                 (session_id,),
             )
             sent = owner_up and running is not None
-            if sent:
+            # one stop request at a time: a second /stop (from any host) before the owner
+            # took the first is that one (the session's row lock orders them)
+            waiting = fetch_one(
+                conn,
+                "SELECT id FROM session_requests WHERE session_id = ? AND kind = ?",
+                (session_id, RequestKind.STOP.value),
+            )
+            if sent and waiting is None:
                 self._insert(conn, session_id, RequestKind.STOP, "", actor, conversation, by_host)
             return StopSent(held=held, sent=sent, owner_up=owner_up)
 
@@ -185,10 +192,26 @@ class SessionRequests:
         """The session's requests, deleted as they are handed over (each to one taker,
         once), oldest first; none unless ``host`` runs the session and holds its lease with
         ``fence``."""
-        rows = await self._db.write(
-            lambda conn: fetch_all(conn, _TAKE, (f"host:{host}", host, fence, session_id, host))
-        )
-        return sorted((_request(row) for row in rows), key=lambda request: request.id)
+
+        def take(conn: Conn) -> list[SessionRequest]:
+            rows = fetch_all(conn, _TAKE, (f"host:{host}", host, fence, session_id, host))
+            taken = sorted((_request(row) for row in rows), key=lambda request: request.id)
+            for request in taken:
+                self._db.audit(
+                    conn,
+                    "hosts.request_taken",
+                    actor=request.actor,
+                    session_id=session_id,
+                    details={
+                        "kind": request.kind.value,
+                        "by": request.by_host,
+                        "requested_at": request.requested_at,
+                        "taken_by": host,
+                    },
+                )
+            return taken
+
+        return await self._db.write(take)
 
     async def waiting(self, *, host: str) -> list[str]:
         """The sessions of ``host`` with a request waiting (found again when a wake-up was
