@@ -86,6 +86,25 @@ async def test_a_token_taken_on_one_host_is_gone_for_the_other(
     assert isinstance(await b.budget("telegram", "bot2").take([CHAT_BUCKET], HOLD), Ticket)
 
 
+async def test_a_return_rides_in_the_next_take_of_its_host(
+    hosts: tuple[LedgerRates, LedgerRates],
+) -> None:
+    a, b = hosts
+    budget_a, budget_b = a.budget("telegram", "bot"), b.budget("telegram", "bot")
+    other = Bucket(key="lane:1002:0", calls=1, seconds=1.05)
+    assert isinstance(await budget_a.take([other], "hold:1002"), Ticket)  # rows, connection
+    ticket = await budget_a.take([CHAT_BUCKET], HOLD)
+    assert isinstance(ticket, Ticket)
+    budget_a.returned(ticket)
+    assert isinstance(
+        await budget_a.take([Bucket(key="lane:1003:0", calls=1, seconds=1.05)], "hold:1003"), Ticket
+    )
+    assert (a.carried, a.trips["return"]) == (1, 0)
+    # b sees the chat's call returned (a window from then), not in flight (a whole window)
+    wait = await budget_b.take([CHAT_BUCKET], HOLD)
+    assert isinstance(wait, float) and 0.5 < wait < CHAT_BUCKET.seconds
+
+
 async def test_all_or_nothing_a_full_bucket_takes_no_token_of_the_others(
     hosts: tuple[LedgerRates, LedgerRates],
 ) -> None:
