@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from slack_sdk.web.async_client import AsyncWebClient
 from telegram import Bot
 from telegram.error import RetryAfter
@@ -30,10 +31,12 @@ from gateway.cli import shared_rates
 from gateway.config import Config
 from gateway.domain import ConversationRef
 from gateway.platform import Platform, connected
-from gateway.rate_budget import ALONE, Bucket, RateBudget, Ticket, bot_key
+from gateway.rate_budget import ALONE, Bucket, RateBudget, SharedRates, Ticket, bot_key
 from gateway.store import Store
 from gateway.store.postgresql import PgTarget
 from gateway.store.rate_buckets import LedgerRates
+from platforms.discord.config import DiscordConfig
+from platforms.discord.platform import DiscordPlatform
 from platforms.outbox import Priority
 from platforms.registry import parse_config
 from platforms.slack.outbox import SlackOutbox
@@ -41,6 +44,8 @@ from platforms.telegram.config import TelegramConfig
 from platforms.telegram.outbox import TelegramOutbox
 from platforms.telegram.platform import TelegramPlatform
 from tests.pg_cluster import PgCluster
+from tests.servers.fake_discord import APP_ID, FakeDiscord
+from tests.servers.fake_discord import TOKEN as DISCORD_TOKEN
 from tests.servers.fake_slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
 from tests.servers.fake_telegram import TOKEN, FakeTelegram
 
@@ -380,3 +385,43 @@ async def test_run_with_a_shared_ledger_paces_each_hosts_telegram_by_the_bots_bu
         )
     assert fake.too_many == []
     assert sorted(m.text for m in fake.bot_messages(CHAT)) == ["a0", "a1", "b0", "b1"]
+
+
+# --- the same on Discord: 5 messages or edits per 5 s per channel ---------------------------
+
+
+async def test_two_hosts_share_a_discord_channels_edits_without_a_429(target: PgTarget) -> None:
+    """Each host posts a message and edits it four times, one after the other: ten calls in
+    one channel, whose edits the fake Discord allows five per five seconds."""
+
+    async def edit_from_two_hosts(rates: list[SharedRates | None]) -> FakeDiscord:
+        async with FakeDiscord() as fake, contextlib.AsyncExitStack() as stack:
+            settings = DiscordConfig(
+                token=SecretStr(DISCORD_TOKEN),
+                application_id=APP_ID,
+                channels=(fake.general.id,),
+                api_base_url=fake.api_base,
+                gateway_url=fake.gateway_url,
+            )
+            platforms = [DiscordPlatform(settings) for _ in rates]
+            for platform, shared in zip(platforms, rates, strict=True):
+                if shared is not None:
+                    platform.share_rates(shared)
+                await stack.enter_async_context(platform)
+            channel = ConversationRef(platform="discord", space=None, channel=fake.general.id)
+
+            async def post_and_edit(platform: DiscordPlatform, host: str) -> None:
+                ref = await platform.send_text(channel, f"{host} 0")
+                for n in range(1, 5):
+                    await platform.edit_text(ref, f"{host} {n}")
+
+            hosts = zip(platforms, "ab", strict=True)
+            await asyncio.gather(*(post_and_edit(platform, host) for platform, host in hosts))
+            return fake
+
+    alone = await edit_from_two_hosts([None, None])
+    assert alone.too_many  # each host alone spends the channel's five edits
+    async with LedgerRates(target) as a, LedgerRates(target) as b:
+        shared = await edit_from_two_hosts([a, b])
+    assert shared.too_many == []
+    assert sorted(m.content for m in shared.messages(shared.general)) == ["a 4", "b 4"]
