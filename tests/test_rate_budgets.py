@@ -4,8 +4,9 @@ gateway/store/rate_buckets.py), on the real PostgreSQL cluster (tests/pg_cluster
 Two :class:`LedgerRates` on one database are two hosts. The first tests ask the budget
 itself (what it answers, never by waiting for a window to pass); the others send through two
 Telegram outboxes to the fake Telegram (tests/servers/fake_telegram.py), which answers 429
-to a chat that gets more than one message a second, as Telegram does, and through two Slack
-outboxes to the fake Slack (one ``chat.postMessage`` a second per channel).
+to a chat that gets more than one message a second, as Telegram does; through two Slack
+outboxes to the fake Slack (one ``chat.postMessage`` a second per channel); and through two
+Discord platforms to the fake Discord (five edits per five seconds per channel).
 """
 
 from __future__ import annotations
