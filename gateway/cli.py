@@ -327,9 +327,11 @@ async def shared_rates(config: Config, platforms: Mapping[str, Platform]) -> Asy
 async def _run(path: Path, host: str) -> int:
     from adapters.launch import ConfiguredLauncher
     from gateway.engine import Gateway
+    from gateway.receivers import lease_receivers
 
     config = _load_config(path)
     platforms = _platforms(config)
+    lease_receivers(config, platforms)  # several hosts: one receives Telegram, Discord
     launcher = ConfiguredLauncher(stop_grace_seconds=config.gateway.stop_grace_seconds)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

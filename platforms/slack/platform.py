@@ -32,6 +32,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.cards import Card
+from gateway.deadline import ack_wait_seconds
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.platform import (
@@ -164,6 +165,7 @@ class SlackPlatform:
                 lanes=self._lanes,
                 inbox=lambda: self._inbox,
                 stopped=lambda: self._stopped,
+                ack_wait=ack_wait_seconds(self.limits),
             ).bolt_app()
         except BaseException:
             await self.close()

@@ -20,10 +20,10 @@ API's envelope and reproduces the limits a bot meets (TESTING.md):
 
 A test pushes updates (``push``; builders in ``tests/servers/telegram_people.py``), sees
 which are not confirmed yet (``unconfirmed``) and which each ``getUpdates`` handed out
-(``handed_out``), reads what the bot sent (``messages``, ``answers``, ``documents``) and
-what it refused (``rejected``: every call but getUpdates refused other than by a 429, which
-``too_many`` counts), waits
-for a change under a deadline (``wait_for``), and can make Telegram unreachable (``down``) or
+(``handed_out``; ``conflicts`` counts the long polls another poller ended), reads what the
+bot sent (``messages``, ``answers``, ``documents``) and what it refused (``rejected``: every
+call but getUpdates refused other than by a 429, which ``too_many`` counts), waits for a
+change under a deadline (``wait_for``), and can make Telegram unreachable (``down``) or
 rate-limit everything for a while (``storm``) or the next call (``refuse_next``).
 ``too_many`` counts the 429s it gave; ``paced`` has when each rate-limited call came.
 """
@@ -144,6 +144,7 @@ class FakeTelegram:
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[int] = []  # HTTP status of each webhook POST (0: none)
         self.handed_out: list[list[int]] = []  # the update ids of each getUpdates answer
+        self.conflicts = 0  # long polls ended by another poller's getUpdates (409)
         self.down = False  # Telegram unreachable: every method answers 502
         self.refused: list[str] = []  # the methods (but getUpdates) answered 502 while down
         self.down_at_next_card = False  # go down when the next message with buttons comes
@@ -352,6 +353,7 @@ class FakeTelegram:
         if offset:
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
         if self._poller is not None and not self._poller.done():
+            self.conflicts += 1
             self._poller.set_exception(Refused(409, "Conflict: terminated by other getUpdates"))
         poller: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._poller = poller
