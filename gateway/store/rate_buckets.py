@@ -130,7 +130,8 @@ WITH locked AS (
     SELECT extract(epoch FROM now())::float8 AS now_s
 )
 UPDATE rate_buckets r
-SET times = ARRAY(SELECT coalesce((SELECT clock.now_s - m.age FROM marks m WHERE m.mark = t), t)
+SET times = ARRAY(SELECT coalesce((SELECT clock.now_s - min(m.age) FROM marks m WHERE m.mark = t),
+                                   t)
                   FROM unnest(r.times) AS t ORDER BY 1),
     hold_until = greatest(r.hold_until, coalesce(clock.now_s + holds.seconds, 0))
 FROM locked JOIN clock ON true LEFT JOIN holds USING (key)
