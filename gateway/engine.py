@@ -33,7 +33,7 @@ from gateway.config import Config
 from gateway.control import Control
 from gateway.decisions import DecisionDesk
 from gateway.domain import ConversationRef, Decision
-from gateway.errors import ConfigError, GatewayError
+from gateway.errors import ConfigError, GatewayError, StoreError
 from gateway.interactions import Interaction
 from gateway.platform import (
     Ack,
@@ -60,6 +60,12 @@ log = logging.getLogger(__name__)
 # On a ledger several hosts share: how often each session looks for decisions committed by
 # another host whose wake-up was lost (the listener reconnecting)
 SHARED_SWEEP_SECONDS = 5.0
+# a click or form whose decision's transaction lost the ledger mid-way (a cut connection): it
+# may have committed before the cut, or not; the card, edited by the session's owner, says
+LEDGER_NO_ANSWER = (
+    "The ledger did not answer, so this host cannot tell whether your answer was taken:"
+    " the card will show it. If it still waits, try again in a moment."
+)
 STOPPING_NOTICE = (
     "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
     "message resumes the conversation."
@@ -515,7 +521,7 @@ class Gateway:
 
     def own_delivery(
         self, interaction: Interaction, work: DeliveryWork
-    ) -> asyncio.Task[Interaction]:
+    ) -> asyncio.Future[Interaction]:
         return self._runner_of(interaction).own_delivery(interaction, work)
 
     def sweep_soon(self, session_id: str) -> None:
@@ -543,14 +549,24 @@ class Gateway:
     async def on_action(self, action: InboundAction) -> Ack:
         if self.fenced:
             return Ack(text=self._fenced_text(), accepted=False)
-        with self.broker.ahead_of_edits():
-            return await self.desk.on_action(action)
+        try:
+            with self.broker.ahead_of_edits():
+                return await self.desk.on_action(action)
+        except StoreError as exc:
+            # the connection cut mid-transaction: committed or not, this host cannot know
+            log.warning("host %s: a action met a ledger error (%s)", self.host, exc)
+            return Ack(text=LEDGER_NO_ANSWER, accepted=False)
 
     async def on_form(self, form: InboundForm) -> Ack:
         if self.fenced:
             return Ack(text=self._fenced_text(), accepted=False)
-        with self.broker.ahead_of_edits():
-            return await self.desk.on_form(form)
+        try:
+            with self.broker.ahead_of_edits():
+                return await self.desk.on_form(form)
+        except StoreError as exc:
+            # the connection cut mid-transaction: committed or not, this host cannot know
+            log.warning("host %s: a form met a ledger error (%s)", self.host, exc)
+            return Ack(text=LEDGER_NO_ANSWER, accepted=False)
 
     async def may_answer(self, action: InboundAction) -> Ack:
         # reads only, on the ledger's read-only connection: nothing for edits to wait for

@@ -13,7 +13,7 @@ button carries an action token (gateway/auth.py), nothing else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from gateway.cards import Card
 from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
+from gateway.rate_budget import SharedRates
 
 if TYPE_CHECKING:
     from gateway.store import SessionRecord
@@ -44,6 +45,7 @@ __all__ = [
     "RateLimited",
     "ReceiverGate",
     "RefusedForGood",
+    "SharesRates",
     "connected",
 ]
 
@@ -54,7 +56,9 @@ class PlatformLimits:
 
     - ``callback_max_bytes``: a button's payload; a platform whose payload cannot hold an
       action token is refused at start (gateway.auth ``require_callback_room``).
-    - ``text_max_chars``: a message's text (split past it).
+    - ``text_max_chars``: a message's text (split past it), counted by ``text_length``.
+    - ``text_length``: a text's length as the platform counts it once rendered (Discord
+      counts the escapes its Markdown adds); a part longer by it is split again.
     - ``card_max_chars``: a card's body (Discord: 4,096 in an embed, 2,000 in a message);
       a command or diff that would not fit is attached.
     - ``ack_deadline_seconds``: how soon a click must be answered. The platform waits for
@@ -67,6 +71,7 @@ class PlatformLimits:
 
     callback_max_bytes: int = 64
     text_max_chars: int = 4096
+    text_length: Callable[[str], int] = len
     ack_deadline_seconds: float = 3.0
     min_edit_interval_seconds: float = 1.0  # stream edits per conversation
     has_private_surface: bool = True
@@ -240,6 +245,15 @@ class LeasedReceiving(Protocol):
         ...
 
     def stop_receiving(self) -> None: ...
+
+
+@runtime_checkable
+class SharesRates(Protocol):
+    """A platform that paces its calls by a budget its bot's other hosts spend too (design
+    point 7, gateway/rate_budget.py): told before it connects, when the ledger is shared;
+    never told, it paces by its own windows alone."""
+
+    def share_rates(self, rates: SharedRates) -> None: ...
 
 
 class Platform(Protocol):

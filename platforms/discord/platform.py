@@ -39,6 +39,7 @@ from gateway.platform import (
     PlatformLimits,
     ReceiverGate,
 )
+from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
 from platforms.comeback import Comeback
 from platforms.discord.clicks import Clicks
@@ -56,7 +57,7 @@ from platforms.discord.forms import ModalDrafts
 from platforms.discord.inbound import PLATFORM
 from platforms.discord.messages import Messages
 from platforms.discord.outbox import DiscordOutbox, classify
-from platforms.discord.render import CUSTOM_ID_MAX, CUSTOM_ID_PREFIX
+from platforms.discord.render import CONTENT_MAX, CUSTOM_ID_MAX, CUSTOM_ID_PREFIX, rendered_length
 from platforms.discord.sending import QUEUED_REACTION, Sender, ShownCards, turn_key
 from platforms.outbox import Pacing
 from platforms.turn_end import TurnEnds
@@ -67,9 +68,10 @@ log = logging.getLogger(__name__)
 
 DISCORD_LIMITS = PlatformLimits(
     callback_max_bytes=CUSTOM_ID_MAX - len(CUSTOM_ID_PREFIX),  # "agw:" + token
-    # Discord counts the content as sent, escapes included: the core's parts leave room for
-    # them (a part that still grows past 2,000 is cut, and the log says so)
-    text_max_chars=1800,
+    # Discord counts the content as sent, escapes included: the core splits a part again
+    # where its rendering is longer than that
+    text_max_chars=CONTENT_MAX,
+    text_length=rendered_length,
     card_max_chars=4096,  # the embed's description
     ack_deadline_seconds=3.0,
     min_edit_interval_seconds=1.0,
@@ -92,6 +94,7 @@ class DiscordPlatform:
         self.limits = limits
         self._config = config
         self._pacing = pacing
+        self._rates: SharedRates | None = None  # a shared ledger's budgets (share_rates)
         self._client: GatewayClient | None = None
         self._running_client: asyncio.Task[None] | None = None
         self._tasks: asyncio.TaskGroup | None = None
@@ -138,6 +141,15 @@ class DiscordPlatform:
     ) -> None:
         await self.close()
 
+    def share_rates(self, rates: SharedRates) -> None:
+        """Pace by the bot's budget that its other hosts spend too (before :meth:`connect`)."""
+        self._rates = rates
+
+    def _budget(self) -> RateBudget:
+        if self._rates is None:
+            return ALONE
+        return self._rates.budget("discord", bot_key(self._config.token.get_secret_value()))
+
     async def connect(self) -> None:
         """Point discord.py at the configured addresses, start the client and wait for
         READY; then the outbox. Events wait for :meth:`attach`."""
@@ -156,6 +168,7 @@ class DiscordPlatform:
             self._outbox = DiscordOutbox(
                 self._tasks,
                 self._pacing,
+                budget=self._budget(),
                 on_unreachable=self._unreachable,
                 on_success=self._reached,
             )

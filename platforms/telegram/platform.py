@@ -57,6 +57,7 @@ from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
 from gateway.markdown import telegram_html
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits, ReceiverGate
+from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
 from platforms.form_drafts import Form
 from platforms.outbox import Priority
@@ -130,6 +131,7 @@ class TelegramPlatform:
         os.environ.setdefault("PTB_TIMEDELTA", "1")
         self._config = config
         self._pace = pace
+        self._rates: SharedRates | None = None  # a shared ledger's budgets (share_rates)
         self._webhook_socket = webhook_socket
         base = config.base_url.rstrip("/")
         self.bot = Bot(
@@ -172,6 +174,15 @@ class TelegramPlatform:
     ) -> None:
         await self.close()
 
+    def share_rates(self, rates: SharedRates) -> None:
+        """Pace by the bot's budget that its other hosts spend too (before :meth:`connect`)."""
+        self._rates = rates
+
+    def _budget(self) -> RateBudget:
+        if self._rates is None:
+            return ALONE
+        return self._rates.budget("telegram", bot_key(self._config.token.get_secret_value()))
+
     async def connect(self) -> None:
         """Log in (getMe), register the commands, start the outbox; updates are taken once
         the gateway attaches itself."""
@@ -190,6 +201,7 @@ class TelegramPlatform:
             self._outbox = TelegramOutbox(
                 self._tasks,
                 self._pace,
+                budget=self._budget(),
                 on_network_failure=self.health.failed,
                 on_success=self.health.ok,
             )

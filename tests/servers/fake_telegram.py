@@ -24,7 +24,8 @@ which are not confirmed yet (``unconfirmed``) and which each ``getUpdates`` hand
 bot sent (``messages``, ``answers``, ``documents``) and what it refused (``rejected``: every
 call but getUpdates refused other than by a 429, which ``too_many`` counts), waits for a
 change under a deadline (``wait_for``), and can make Telegram unreachable (``down``) or
-rate-limit everything for a while (``storm``). ``too_many`` counts the 429s it gave.
+rate-limit everything for a while (``storm``) or the next call (``refuse_next``).
+``too_many`` counts the 429s it gave; ``paced`` has when each rate-limited call came.
 """
 
 from __future__ import annotations
@@ -134,6 +135,8 @@ class FakeTelegram:
         self.port = 0
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.too_many: list[tuple[str, int | None, int]] = []  # (method, chat, retry_after)
+        # (monotonic time, method, chat, retry_after: 0 if taken) of each rate-limited call
+        self.paced: list[tuple[float, str, int, int]] = []
         self.rejected: list[tuple[str, str]] = []  # (method, why): the bot's calls refused
 
         self.answers: list[dict[str, Any]] = []  # answerCallbackQuery, in order
@@ -158,6 +161,7 @@ class FakeTelegram:
         self._bot_times: deque[float] = deque()
         self._storm_until = 0.0
         self._storm_retry_after = 1
+        self._refuse_next = 0  # the next rate-limited call is answered 429 with this
         self._poller: asyncio.Future[None] | None = None
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -222,6 +226,10 @@ class FakeTelegram:
         """Every message, edit and deletion is answered 429 for ``seconds`` from now."""
         self._storm_until = time.monotonic() + seconds
         self._storm_retry_after = retry_after
+
+    def refuse_next(self, retry_after: int) -> None:
+        """The next message, edit or deletion is answered 429 with ``retry_after``."""
+        self._refuse_next = retry_after
 
     def register_chat(self, chat: dict[str, Any]) -> None:
         self.chats[int(chat["id"])] = chat
@@ -306,10 +314,14 @@ class FakeTelegram:
                 retry = max(retry, chat[-20] + 60 - now)
         if len(bot) >= 30:
             retry = max(retry, bot[-30] + 1 - now)
+        if self._refuse_next:
+            retry, self._refuse_next = max(retry, self._refuse_next), 0
         if retry > 0:
             seconds = min(5, max(1, math.ceil(retry)))
             self.too_many.append((method, chat_id, seconds))
+            self.paced.append((now, method, chat_id, seconds))
             raise Refused(429, f"Too Many Requests: retry after {seconds}", seconds)
+        self.paced.append((now, method, chat_id, 0))
         if method in _PER_CHAT:
             chat.append(now)
         bot.append(now)
