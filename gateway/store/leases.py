@@ -257,6 +257,15 @@ class LeaseHolder:
     def resume(self) -> None:
         self._running.set()
 
+    async def connection(self) -> psycopg.AsyncConnection[Any]:
+        """The lease's own connection (autocommit), for writes fenced by it (a receiver's
+        offset); a database error there should go to :meth:`drop`."""
+        return await self._connection()
+
+    async def drop(self, exc: BaseException) -> None:
+        """The connection failed: closed, and opened again on the next use."""
+        await self._drop(exc)
+
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
         if self._conn is None or self._conn.closed:
             self._conn = await connect(self._target)

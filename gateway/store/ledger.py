@@ -311,6 +311,10 @@ class InteractionLedger:
                         )
                     return decided
                 current = require_interaction(conn, interaction_id)  # another process won
+            elif current.decision is None and current.resolution is None:
+                # PostgreSQL: a row lock waited for another writer's COMMIT returns the new
+                # row, but the statement's joins (the decision) from before it: read again
+                current = require_interaction(conn, interaction_id)
             rejection = already_decided(current)
             self._db.audit(
                 conn,
