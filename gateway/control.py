@@ -8,6 +8,12 @@ and the card is drawn again under it, its buttons live (a copy of its own, edite
 others after the decision: still one decision, by compare-and-set). Commands (/stop,
 /status, ...) are never queued. /stop holds what was queued before it; a message typed
 afterwards runs next (gateway/queue_notes.py).
+
+Several hosts (issue 19): a command works whichever host receives it. A decision is
+committed here and written by the session's host; /status, /pending and /clear are answered
+here from the ledger; /stop, /new, /resume, /grants and /revoke do here what the ledger can
+and pass the rest to the session's host as a request row (gateway/store/requests.py), which
+wakes it and which it carries out once (:meth:`Control.take_requests`).
 """
 
 from __future__ import annotations
