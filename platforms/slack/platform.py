@@ -42,6 +42,7 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
+from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
 from platforms.comeback import Comeback
 from platforms.form_drafts import PendingForms
@@ -86,6 +87,7 @@ class SlackPlatform:
         self.limits = limits
         self._config = config
         self._pacing = pacing
+        self._rates: SharedRates | None = None  # a shared ledger's budgets (share_rates)
         self.team_id = config.team_id
         # no retry handler for 429s: the outbox waits them out with its priorities
         self.client = AsyncWebClient(
@@ -129,6 +131,15 @@ class SlackPlatform:
     ) -> None:
         await self.close()
 
+    def share_rates(self, rates: SharedRates) -> None:
+        """Pace by the bot's budget that its other hosts spend too (before :meth:`connect`)."""
+        self._rates = rates
+
+    def _budget(self) -> RateBudget:
+        if self._rates is None:
+            return ALONE
+        return self._rates.budget("slack", bot_key(self._config.bot_token.get_secret_value()))
+
     async def connect(self) -> None:
         """Check the bot token and its team, start the outbox; events are taken once the
         gateway attaches itself."""
@@ -139,6 +150,7 @@ class SlackPlatform:
             self._outbox = SlackOutbox(
                 self._tasks,
                 self._pacing,
+                budget=self._budget(),
                 on_unreachable=self._unreachable,
                 on_success=self._reached,
                 on_refused_for_good=self._tell_problem,
