@@ -178,8 +178,8 @@ async def test_a_host_killed_before_it_acked_a_message_lets_slack_give_it_to_ano
         ]
         await asyncio.wait_for(held.reached.wait(), DEADLINE)
         assert held.caller == "c"
-        hosts["c"].kill()
-        await hosts["c"].process.wait()
+        hosts["c"].run.kill()
+        await hosts["c"].run.exited()
         held.release()
 
         await message.settled()
