@@ -54,6 +54,8 @@ __all__ = [
     "check_click",
     "check_token_current",
     "encode_token",
+    "form_choice",
+    "interaction_named",
     "load_or_create_hmac_key",
     "may_decide",
     "may_talk",
@@ -206,6 +208,21 @@ def token_factory(
         return encode_token(key, token, max_bytes=max_bytes)
 
     return make
+
+
+def interaction_named(text: str) -> str | None:
+    """The request a token names, unverified: for finding the card a click was on, never
+    for deciding (verify_token checks every token handed to the core)."""
+    match = _TOKEN.match(text) if len(text) <= TOKEN_MAX_BYTES else None
+    return match["iid"] if match is not None else None
+
+
+def form_choice(text: str) -> bool:
+    """Whether ``text`` has the shape of a form button's token (an option ``q<i>.<j>`` or
+    the submit ``s``), unverified: a platform asks only to know whether a click needs the
+    card's form, and verify_token still checks every token it hands the core."""
+    match = _TOKEN.match(text) if len(text) <= TOKEN_MAX_BYTES else None
+    return match is not None and match["choice"][0] in "qs"
 
 
 def verify_token(key: bytes, text: str) -> ActionToken:

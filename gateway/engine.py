@@ -34,9 +34,11 @@ from gateway.control import Control
 from gateway.decisions import DecisionDesk
 from gateway.domain import ConversationRef, Decision
 from gateway.errors import ConfigError, GatewayError, StoreError
+from gateway.form_ledger import SharedFormLedger
 from gateway.interactions import Interaction
 from gateway.platform import (
     Ack,
+    FormLedger,
     InboundAction,
     InboundForm,
     InboundMessage,
@@ -66,6 +68,7 @@ LEDGER_NO_ANSWER = (
     "The ledger did not answer, so this host cannot tell whether your answer was taken:"
     " the card will show it. If it still waits, try again in a moment."
 )
+DRAFT_PURGE_SECONDS = 60.0  # a shared ledger: how often a host deletes drafts none can use
 STOPPING_NOTICE = (
     "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
     "message resumes the conversation."
@@ -119,6 +122,7 @@ class Gateway:
         self.broker: Broker
         self.control: Control
         self.desk: DecisionDesk
+        self._form_ledger: SharedFormLedger | None = None
 
     # --- lifetime -------------------------------------------------------------------------
 
@@ -164,6 +168,15 @@ class Gateway:
             policy=self.policy,
             owner_elsewhere=self.owner_elsewhere,
         )
+        # form drafts: in the ledger where several hosts share it (the next click of a form
+        # may reach another host), else in each platform's memory
+        self._form_ledger = (
+            SharedFormLedger(
+                self.store, self.platforms, key, render=self.broker.render, clock=self.clock
+            )
+            if self.ledger_host is not None
+            else None
+        )
         self.control = Control(self)
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
@@ -178,6 +191,7 @@ class Gateway:
             )
             self._background.append(self._tasks.create_task(wakeups))
             self._background.append(self._tasks.create_task(self._poll_sweeps()))
+            self._background.append(self._tasks.create_task(self._purge_form_drafts()))
             self._background.append(self._tasks.create_task(self._hold_host()))
             self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
         for platform in self.platforms.values():
@@ -473,6 +487,20 @@ class Gateway:
             await asyncio.sleep(SHARED_SWEEP_SECONDS)
             self._catch_up()
 
+    async def _purge_form_drafts(self) -> None:
+        """The form drafts of requests decided, orphaned or expired anywhere, and those
+        untouched too long, deleted now and then (a runner's expiry purges at once those it
+        expired); unreadable already, so this only frees their rows."""
+        while True:
+            await asyncio.sleep(DRAFT_PURGE_SECONDS)
+            try:
+                purged = await self.store.form_drafts.purge()
+            except StoreError as exc:  # the next round tries again
+                log.warning("form drafts not purged: %s", exc)
+                continue
+            if purged:
+                log.info("%d form draft(s) purged", purged)
+
     def kick(self, session: SessionRecord) -> None:
         """Something was queued for ``session``: its runner here takes it; another host's
         is woken by the ledger (the prompt's NOTIFY)."""
@@ -574,6 +602,11 @@ class Gateway:
 
     async def has_session(self, conversation: ConversationRef) -> bool:
         return await self.store.peek.has_open_session(conversation)
+
+    def form_ledger(self) -> FormLedger | None:
+        """Where the platforms keep form drafts (``SharesForms``): the shared ledger, or
+        None on one host (each platform's memory)."""
+        return self._form_ledger
 
     def platform_problem(self, platform: str, text: str) -> None:
         """A problem ``platform`` said once in the log, for the console (``HearsProblems``)."""

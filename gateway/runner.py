@@ -466,15 +466,19 @@ class SessionRunner:
             self._opened.clear()
             now = self._clock()
             next_due: datetime | None = None
+            expired = False
             for interaction in await self._store.interactions.list_open(self.session_id):
                 after_seconds = self._expires_after(interaction)
                 if interaction.runtime_epoch != epoch or after_seconds is None:
                     continue
                 if is_due(interaction, after_seconds, now):
                     await self._expire(interaction)
+                    expired = True
                 elif interaction.state is InteractionState.PENDING:
                     due = due_at(interaction, after_seconds)
                     next_due = due if next_due is None else min(next_due, due)
+            if expired:  # the expired requests' form drafts (shared ledger), and any stale
+                await self._purge_drafts()
             if next_due is None:
                 await self._opened.wait()
                 continue
@@ -575,6 +579,17 @@ class SessionRunner:
             await self._broker.decide(interaction, POLICY_ACTOR, decision)
         except (AlreadyDecided, InvalidDecision) as exc:  # a person was quicker
             log.info("policy refusal of %s not committed: %s", interaction.id, exc)
+
+    async def _purge_drafts(self) -> None:
+        """Delete the form drafts no request can use any more (expired, decided, orphaned
+        requests; untouched too long): they are unreadable already, this frees the rows."""
+        try:
+            purged = await self._store.form_drafts.purge()
+        except StoreError as exc:  # the next expiry, or the host's own purge, tries again
+            log.warning("form drafts not purged: %s", exc)
+            return
+        if purged:
+            log.info("%d form draft(s) purged", purged)
 
     async def _expire(self, interaction: Interaction) -> None:
         plan = plan_expiry(interaction, self._project.expiry.outcome)

@@ -1,38 +1,45 @@
-"""A card's question form while people answer it: each person's own draft (pure).
+"""A card's question form while people answer it: each person's own draft.
 
 The core sends a card whose questions (``card.form``) are answered as a whole: one submit
 token, one ``Inbox.on_form`` with every answer. Until then the answers in progress are
-platform state, kept **in memory** and bounded: a form lives while its card is pending here
-(at most :data:`MAX_FORMS` forms, :data:`MAX_DRAFTS` people each, oldest dropped first). A
-gateway restart orphans every pending interaction (its agent process is gone), so nothing
-in progress could be submitted after one anyway.
+platform state, bounded: a form lives while its card is pending (at most :data:`MAX_FORMS`
+forms, :data:`MAX_DRAFTS` people each, oldest dropped first). On one host they are kept in
+memory (:class:`MemoryForms`: a gateway restart orphans every pending interaction, so
+nothing in progress could be submitted after one anyway); where several hosts share a
+ledger, in the ledger (:class:`LedgerForms`), because the next click may reach another host.
 
 A *direct* form (one question, single choice, not secret) needs no state: an option's button
 carries the option's token and the core decides on the click. Every other form keeps a
 :class:`Draft` per person: which options they chose, what they typed ("other", free text, a
 secret), which question they are at; the card shows the draft of the person who acted last.
-Nothing here does IO or knows a platform: :class:`Form` methods return a :class:`Step` saying
+Nothing in a form does IO or knows a platform: :class:`Form` methods return a :class:`Step` saying
 what the platform must do (show the form again, refuse, ask for typed text, or hand the
 answers to ``Inbox.on_form``), and each platform draws the form its own way: Telegram one
 question at a time with buttons and ForceReply prompts (platforms/telegram/), a platform with
 modals a page of inputs whose submission it feeds to the draft.
 
 :class:`PendingForms` holds the forms of one platform by the key of the card's message there
-(Telegram: chat id and message id).
+(Telegram: chat id and message id), and reads and keeps the drafts (:func:`forms_for`
+chooses where, once, when the platform is attached).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from gateway.auth import interaction_named
 from gateway.cards import Card, FormQuestion
 from gateway.commands import parse_answers
 from gateway.domain import Actor, Answer, ConversationRef, Question
-from gateway.errors import InvalidDecision
+from gateway.errors import InvalidDecision, SealBroken
+from gateway.platform import FormLedger, Inbox, SharesForms
 from gateway.sealing import Sealer
 from gateway.store.codec import decode_answers, encode_answers
 
@@ -41,8 +48,11 @@ __all__ = [
     "MAX_FORMS",
     "Draft",
     "Form",
+    "LedgerForms",
+    "MemoryForms",
     "OpenPrompt",
     "PendingForms",
+    "Place",
     "Redraw",
     "Refuse",
     "Step",
@@ -50,7 +60,11 @@ __all__ = [
     "decode_draft",
     "draft_context",
     "encode_draft",
+    "form_id_of",
+    "forms_for",
 ]
+
+log = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
 
@@ -67,6 +81,9 @@ class Draft:
     chosen: dict[int, tuple[int, ...]] = field(default_factory=dict)  # question → options
     other: dict[int, str] = field(default_factory=dict)  # question → typed text
     secret: dict[int, Answer] = field(default_factory=dict)  # question → parsed answer
+    # the platform's note of the prompt it sent for this person's typed answer (Telegram:
+    # where it and the card are), so that a host that did not send it takes the reply
+    prompt: str | None = None
 
     def answered(self, index: int) -> bool:
         return bool(self.chosen.get(index) or self.other.get(index) or index in self.secret)
@@ -107,7 +124,7 @@ Step = Redraw | Refuse | OpenPrompt | Submit
 class Form:
     """The questions of one pending card message, and the drafts of those answering."""
 
-    form_id: int  # unique in this process (a platform's local buttons may name it)
+    form_id: str  # form_id_of its submit token (a platform's local buttons may name it)
     conversation: ConversationRef
     card: Card
     drafts: OrderedDict[str, Draft] = field(default_factory=OrderedDict)
@@ -255,22 +272,44 @@ class Form:
         return found
 
 
-class PendingForms(Generic[K]):
-    """The pending forms of this process, by the key of their card's message; ``on_forget``
-    is told each key whose form is dropped (forgotten, or the oldest past MAX_FORMS)."""
+def form_id_of(submit_token: str) -> str:
+    """The id a form's own buttons name it by (Telegram's ``f<id>:<op>``): the id of the
+    request its submit token names, so that every host (and a restarted one) gives a card's
+    form the same id, and a host that did not send the card finds it by the id (at most 48
+    characters). A text that is no token (a test's) gets a digest of itself."""
+    named = interaction_named(submit_token)
+    if named is not None:
+        return named
+    return "x" + hashlib.sha256(submit_token.encode()).hexdigest()[:12]
+
+
+# where a host that did not send a card finds it: the conversation clicked in, and the id of
+# the request the click names (a form id, or a token's request)
+Place = tuple[ConversationRef, str]
+
+
+class PendingForms(ABC, Generic[K]):
+    """The pending forms a platform knows, by the key of their card's message; ``on_forget``
+    is told each key whose form is dropped (forgotten, or the oldest past MAX_FORMS).
+
+    The forms (each card's questions) are held in this process's memory, for the cards it
+    sent or edited; where each person's draft lives is the implementation's:
+    :class:`MemoryForms` (one host: memory) or :class:`LedgerForms` (several hosts sharing
+    a ledger). A click reads the form with :meth:`get` (the clicking person's draft as it
+    stands), moves the draft (``Form`` methods), then :meth:`save` or :meth:`drop_draft`.
+    """
 
     def __init__(self, *, on_forget: Callable[[K], None] = lambda key: None) -> None:
         self._forms: OrderedDict[K, Form] = OrderedDict()
         self._on_forget = on_forget
-        self._next_id = 1
 
     def new(self, conversation: ConversationRef, card: Card) -> Form | None:
         """A form for a card about to be sent (its buttons name it); None without questions."""
         if card.form is None:
             return None
-        form = Form(form_id=self._next_id, conversation=conversation, card=card)
-        self._next_id += 1
-        return form
+        return Form(
+            form_id=form_id_of(card.form.submit_token), conversation=conversation, card=card
+        )
 
     def keep(self, key: K, form: Form) -> None:
         """The card of ``form`` was sent as message ``key``."""
@@ -292,20 +331,134 @@ class PendingForms(Generic[K]):
         form.card = card
         self._forms.move_to_end(key)
 
-    def get(self, key: K) -> Form | None:
+    def peek(self, key: K) -> Form | None:
+        """The form of message ``key`` as this process holds it (no trip: drawing a card)."""
         return self._forms.get(key)
 
     def forget(self, key: K) -> None:
         if self._forms.pop(key, None) is not None:
             self._on_forget(key)
 
-    def drop_draft(self, key: K, user_id: str) -> None:
+    @abstractmethod
+    async def get(self, key: K, actor: Actor, *, at: Place | None = None) -> Form | None:
+        """The form of message ``key`` (``at``: where a host that did not send the card finds
+        it), with ``actor``'s draft as it stands; None when no pending form is there."""
+
+    @abstractmethod
+    async def save(self, key: K, form: Form, actor: Actor) -> None:
+        """``actor``'s draft of ``form`` moved: keep it where the next click finds it."""
+
+    @abstractmethod
+    async def drop_draft(self, key: K, actor: Actor) -> None:
         """The person's answers were taken: their draft is done."""
+
+    async def noted_prompt(self, interaction_id: str, actor: Actor) -> str | None:
+        """``Draft.prompt`` of ``actor``'s draft for ``interaction_id`` where another host
+        may have noted it (the ledger's; None in memory, where only this process prompts)."""
+        return None
+
+    def _drop_local(self, key: K, user_id: str) -> None:
         form = self._forms.get(key)
         if form is not None:
             form.drafts.pop(user_id, None)
             if form.viewer == user_id:
                 form.viewer = None
+
+
+class MemoryForms(PendingForms[K]):
+    """Drafts in this process's memory: one host (a SQLite ledger), where every click of a
+    card reaches the process that sent it. A restart orphans every pending request, so a
+    lost draft could not have been submitted anyway."""
+
+    async def get(self, key: K, actor: Actor, *, at: Place | None = None) -> Form | None:
+        return self.peek(key)
+
+    async def save(self, key: K, form: Form, actor: Actor) -> None:
+        pass  # the draft was moved in place
+
+    async def drop_draft(self, key: K, actor: Actor) -> None:
+        self._drop_local(key, actor.user_id)
+
+
+class LedgerForms(PendingForms[K]):
+    """Drafts in a ledger several hosts share (gateway/platform.py ``FormLedger``): each
+    click reads the person's draft there and writes it back, so that their next click may
+    reach any host; a host that did not send the card draws its form from the ledger's copy
+    of it (one more read, once). Secret answers are sealed in the payload
+    (:func:`encode_draft`)."""
+
+    def __init__(
+        self, ledger: FormLedger, *, on_forget: Callable[[K], None] = lambda key: None
+    ) -> None:
+        super().__init__(on_forget=on_forget)
+        self._ledger = ledger
+
+    async def get(self, key: K, actor: Actor, *, at: Place | None = None) -> Form | None:
+        form = self.peek(key)
+        if form is None:  # a card another host sent: drawn from the ledger's copy
+            card = await self._ledger.card_at(*at) if at is not None else None
+            form = self.new(at[0], card) if at is not None and card is not None else None
+            if form is None:
+                return None
+            self.keep(key, form)
+        interaction_id = self._ledger.interaction_of(form.submit_token)
+        if interaction_id is None:
+            return None
+        # A form held here may be of a request decided through another host meanwhile. A
+        # click is safe: the draft is then unreadable (read only while pending), and none is
+        # started without the core's may_answer, which refuses it. Typed text (``at`` None:
+        # the reply to a prompt) has no such gate, so the ledger is asked again.
+        if at is None and await self._ledger.card_at(form.conversation, interaction_id) is None:
+            self.forget(key)
+            return None
+        payload = await self._ledger.load_draft(interaction_id, actor.key())
+        draft: Draft | None = None
+        if payload is not None:
+            try:
+                draft = decode_draft(payload, self._ledger.sealer, interaction_id)
+            except SealBroken:
+                log.warning("a form draft of %s does not open here (hmac_key_file?)", actor)
+        if draft is None:  # none in the ledger (never started, submitted, expired)
+            self._drop_local(key, actor.user_id)
+        else:
+            form.drafts[actor.user_id] = draft
+            form.drafts.move_to_end(actor.user_id)
+            while len(form.drafts) > MAX_DRAFTS:
+                form.drafts.popitem(last=False)
+        return form
+
+    async def noted_prompt(self, interaction_id: str, actor: Actor) -> str | None:
+        payload = await self._ledger.load_draft(interaction_id, actor.key())
+        if payload is None:
+            return None
+        try:
+            return decode_draft(payload, self._ledger.sealer, interaction_id).prompt
+        except SealBroken:
+            return None
+
+    async def save(self, key: K, form: Form, actor: Actor) -> None:
+        draft = form.drafts.get(actor.user_id)
+        interaction_id = self._ledger.interaction_of(form.submit_token)
+        if draft is None or interaction_id is None:
+            return
+        payload = encode_draft(draft, self._ledger.sealer, interaction_id)
+        await self._ledger.save_draft(interaction_id, actor.key(), payload)
+
+    async def drop_draft(self, key: K, actor: Actor) -> None:
+        form = self.peek(key)
+        self._drop_local(key, actor.user_id)
+        interaction_id = self._ledger.interaction_of(form.submit_token) if form else None
+        if interaction_id is not None:
+            await self._ledger.drop_draft(interaction_id, actor.key())
+
+
+def forms_for(inbox: Inbox, on_forget: Callable[[K], None] = lambda key: None) -> PendingForms[K]:
+    """The forms a platform attached to ``inbox`` keeps: in the ledger the gateway shares
+    with other hosts, else in memory (chosen once, when the platform is attached)."""
+    ledger = inbox.form_ledger() if isinstance(inbox, SharesForms) else None
+    if ledger is None:
+        return MemoryForms(on_forget=on_forget)
+    return LedgerForms(ledger, on_forget=on_forget)
 
 
 # --- a draft in the ledger (issue 19, design point 8) -----------------------------------------
@@ -331,6 +484,7 @@ def encode_draft(draft: Draft, sealer: Sealer, interaction_id: str) -> str:
                 if secret
                 else None
             ),
+            "prompt": draft.prompt,
         },
         separators=(",", ":"),
     )
@@ -353,4 +507,5 @@ def decode_draft(payload: str, sealer: Sealer, interaction_id: str) -> Draft:
         chosen={int(index): tuple(options) for index, options in data["chosen"].items()},
         other={int(index): text for index, text in data["other"].items()},
         secret={int(index): answer for index, answer in secret.items()},
+        prompt=data.get("prompt"),
     )

@@ -1,28 +1,28 @@
 """Question forms as Discord modals (pure): within a modal's limits, paged past five
 components, a submission validated (nothing defaulted, a secret never echoed or shown
-again), a page reopened pre-filled, and each person's draft bounded."""
+again), a page reopened pre-filled, and each person's own draft."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.cards import FormQuestion, QuestionForm
-from gateway.domain import Actor, Answer, Option, Question
+from gateway.cards import Card, FormQuestion, QuestionForm
+from gateway.domain import Actor, Answer, ConversationRef, Option, Question
 from platforms.discord.forms import (
     COMPONENTS_MAX,
     DESCRIPTION_MAX,
     LABEL_MAX,
     TITLE_MAX,
-    ModalDrafts,
     answers_of,
     build_page,
     missing,
     pages_of,
     read_page,
 )
-from platforms.form_drafts import Draft
+from platforms.form_drafts import Draft, MemoryForms
 
 ANN = Actor(platform="discord", user_id="111", display="@ann")
+HERE = ConversationRef(platform="discord", space="1", channel="2")
 
 
 def options(n: int) -> tuple[Option, ...]:
@@ -152,16 +152,19 @@ def test_optional_questions_may_be_left_empty_and_nothing_is_defaulted() -> None
     assert answers_of(form(optional), draft) == {}
 
 
-def test_drafts_are_each_persons_and_bounded() -> None:
-    drafts = ModalDrafts(limit=3)
-    mine = drafts.draft("sub", ANN)
-    assert drafts.draft("sub", ANN) is mine
+async def test_drafts_by_submit_token_are_each_persons_and_go_when_decided() -> None:
+    forms: MemoryForms[str] = MemoryForms()
+    asked = forms.new(HERE, Card(title="t", form=form(RADIO)))
+    assert asked is not None
+    forms.keep("sub", asked)
+    found = await forms.get("sub", ANN)
+    assert found is not None
+    mine = found.draft(ANN)
+    again = await forms.get("sub", ANN)
+    assert again is not None and again.drafts[ANN.user_id] is mine
     bob = Actor(platform="discord", user_id="222")
-    assert drafts.draft("sub", bob) is not mine
-    for token in ("a", "b", "c"):
-        drafts.draft(token, ANN)
-    assert len(drafts) == 3 and drafts.peek("sub", "111") is None  # the oldest went
-    drafts.done("a", "111")
-    assert drafts.peek("a", "111") is None
-    drafts.forget("b")
-    assert drafts.peek("b", "111") is None and len(drafts) == 1
+    assert found.draft(bob) is not mine
+    await forms.drop_draft("sub", ANN)  # handed over: hers is gone, Bob's is not
+    assert set(found.drafts) == {"222"}
+    forms.update("sub", HERE, Card(title="t", status_line="Answered"))  # decided
+    assert await forms.get("sub", ANN) is None

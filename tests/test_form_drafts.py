@@ -5,17 +5,22 @@ bounds."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
+from gateway.auth import HMAC_KEY_BYTES, TOKEN_MAX_BYTES, token_bytes, token_factory
 from gateway.cards import Card, FormQuestion, QuestionForm
 from gateway.domain import Actor, ConversationRef, Option, Question
 from platforms.form_drafts import (
     MAX_DRAFTS,
     MAX_FORMS,
+    MemoryForms,
     OpenPrompt,
-    PendingForms,
     Redraw,
     Refuse,
     Submit,
 )
+from platforms.telegram.render import local_data, parse_local_data
 
 HERE = ConversationRef(platform="chat", space="T1", channel="C1", thread="1700000000.0001")
 ALICE = Actor(platform="chat", user_id="U1", display="alice")
@@ -41,8 +46,8 @@ ORDER = card_of(
 )
 
 
-def test_each_person_answers_in_their_own_draft_and_submits_only_theirs() -> None:
-    forms: PendingForms[MessageKey] = PendingForms()
+async def test_each_person_answers_in_their_own_draft_and_submits_only_theirs() -> None:
+    forms: MemoryForms[MessageKey] = MemoryForms()
     form = forms.new(HERE, ORDER)
     assert form is not None and not form.direct
     forms.keep(("C1", "1700000001.0002"), form)
@@ -63,7 +68,7 @@ def test_each_person_answers_in_their_own_draft_and_submits_only_theirs() -> Non
         "extras": (("o",), None),
         "note": ((), "well done"),
     }
-    forms.drop_draft(("C1", "1700000001.0002"), ALICE.user_id)
+    await forms.drop_draft(("C1", "1700000001.0002"), ALICE)
     # Alice's answers are not Bob's: his own draft still misses a required answer
     assert form.submit(BOB) == Refuse(ack="Answer “Extras” first.")
     assert form.draft_shown() is form.draft(BOB) and form.draft(BOB).step == 1
@@ -72,7 +77,7 @@ def test_each_person_answers_in_their_own_draft_and_submits_only_theirs() -> Non
 
 def test_a_secret_is_taken_only_in_private_and_a_submit_says_so() -> None:
     secret = card_of(Question(id="t", header="Token", text="Token?", allow_other=True, secret=True))
-    form = PendingForms[MessageKey]().new(HERE, secret)
+    form = MemoryForms[MessageKey]().new(HERE, secret)
     assert form is not None and not form.direct
     assert form.ask_text(ALICE, 0) == OpenPrompt(question=0, private=True)
     assert isinstance(form.typed(ALICE, 0, "hunter2", in_private=False), Refuse)
@@ -80,17 +85,17 @@ def test_a_secret_is_taken_only_in_private_and_a_submit_says_so() -> None:
     assert isinstance(done, Submit) and done.private and done.answers["t"].other == "hunter2"
 
 
-def test_forms_and_drafts_are_bounded_and_each_dropped_form_is_said() -> None:
+async def test_forms_and_drafts_are_bounded_and_each_dropped_form_is_said() -> None:
     dropped: list[MessageKey] = []
-    forms: PendingForms[MessageKey] = PendingForms(on_forget=dropped.append)
+    forms: MemoryForms[MessageKey] = MemoryForms(on_forget=dropped.append)
     keys = [("C1", f"{n}.0") for n in range(MAX_FORMS + 1)]
     for key in keys:
         form = forms.new(HERE, ORDER)
         assert form is not None
         forms.keep(key, form)
-    assert dropped == [keys[0]] and forms.get(keys[0]) is None
+    assert dropped == [keys[0]] and forms.peek(keys[0]) is None
 
-    form = forms.get(keys[-1])
+    form = await forms.get(keys[-1], ALICE)
     assert form is not None
     people = [
         Actor(platform="chat", user_id=f"U{n}", display=f"p{n}") for n in range(MAX_DRAFTS + 1)
@@ -100,6 +105,21 @@ def test_forms_and_drafts_are_bounded_and_each_dropped_form_is_said() -> None:
     assert len(form.drafts) == MAX_DRAFTS and people[0].user_id not in form.drafts
 
     forms.update(keys[-1], HERE, Card(title="Order", status_line="Decided"))  # no questions left
-    assert dropped == [keys[0], keys[-1]] and forms.get(keys[-1]) is None
+    assert dropped == [keys[0], keys[-1]] and forms.peek(keys[-1]) is None
     forms.update(("C9", "1.0"), HERE, ORDER)  # a card sent by an earlier process
-    assert forms.get(("C9", "1.0")) is not None
+    assert forms.peek(("C9", "1.0")) is not None
+
+
+def test_a_form_is_named_by_its_request_on_every_host_and_its_buttons_fit_telegram() -> None:
+    assert ORDER.form is not None
+    key = os.urandom(HMAC_KEY_BYTES)
+    longest = "x" * (TOKEN_MAX_BYTES - token_bytes(0))  # the longest request id a token takes
+    submit = token_factory(key, longest, 1)("s")
+    card = replace(ORDER, form=replace(ORDER.form, submit_token=submit))
+    on_a = MemoryForms[MessageKey]().new(HERE, card)
+    on_b = MemoryForms[MessageKey]().new(HERE, card)  # another process: the same id
+    assert on_a is not None and on_b is not None and on_a.form_id == on_b.form_id == longest
+    data = local_data(on_a.form_id, "t12")
+    assert len(data.encode()) <= 64 and parse_local_data(data) == (longest, "t12")
+    other = MemoryForms[MessageKey]().new(HERE, ORDER)  # no token of ours: a digest
+    assert other is not None and parse_local_data(local_data(other.form_id, "n"))

@@ -14,11 +14,11 @@ from telegram.error import BadRequest
 from gateway.cards import Card, CardAction, CodeBlock, FormQuestion, QuestionForm, TextBlock
 from gateway.domain import Actor, ConversationRef, Option, Question
 from gateway.errors import ConfigError
-from platforms.form_drafts import Form, Redraw, Refuse, Submit
+from platforms.form_drafts import Form, MemoryForms, Redraw, Refuse, Submit
 from platforms.outbox import MessageGone, Priority, Refused
 from platforms.registry import parse_config
 from platforms.telegram.config import GroupMode, TelegramConfig
-from platforms.telegram.forms import FormRegistry
+from platforms.telegram.forms import MessageKey
 from platforms.telegram.outbox import Pace, classify
 from platforms.telegram.outbox import TelegramOutbox as Outbox
 from platforms.telegram.render import parse_local_data, render_card, visible_length
@@ -109,8 +109,7 @@ def form_of(*questions: Question) -> Form:
         for i, q in enumerate(questions)
     )
     card = Card(title="Asks", form=QuestionForm(questions=items, submit_token="submit"))
-    registry = FormRegistry()
-    form = registry.new(HERE, card)
+    form = MemoryForms[MessageKey]().new(HERE, card)
     assert form is not None
     return form
 
@@ -143,7 +142,9 @@ def test_a_secret_is_only_taken_from_a_private_chat_and_never_kept_as_typed_text
 
 
 def test_local_buttons_fit_and_parse() -> None:
-    assert parse_local_data("f12:t3") == (12, "t3")
+    assert parse_local_data("f12:t3") == ("12", "t3")
+    assert parse_local_data("f" + "x" * 48 + ":t12") == ("x" * 48, "t12")  # 53 bytes
+    assert parse_local_data("f" + "x" * 49 + ":t12") is None
     assert parse_local_data("f12:x") is None
     assert parse_local_data("a1:abc:0:1:AAAAAAAAAAAA") is None
 
@@ -214,3 +215,14 @@ def test_a_message_telegram_will_not_edit_is_gone_for_good(answer: str) -> None:
     assert isinstance(verdict, Refused) and isinstance(verdict.error, MessageGone)
     other = classify(BadRequest("Bad Request: chat not found"))
     assert isinstance(other, Refused) and not isinstance(other.error, MessageGone)
+
+
+def test_a_prompt_names_its_request_and_its_note_reads_back() -> None:
+    from platforms.telegram.forms import PromptNote, request_in, request_note
+
+    text = f"✎ @alice: type your answer to “Note” as a reply. {request_note('20msd43c3v')}"
+    assert request_in(text) == "20msd43c3v" and request_in("no request here") is None
+    topic = ConversationRef(platform="telegram", space=None, channel="-100", thread="7")
+    note = PromptNote(prompt=(111, 9), question=1, card=(-100, 5), conversation=topic)
+    assert PromptNote.read(note.text(), "telegram") == note
+    assert PromptNote.read("not a note", "telegram") is None

@@ -21,13 +21,14 @@ from typing import Any
 import discord
 from discord import ui
 
+from gateway.auth import interaction_named
 from gateway.domain import Actor, ConversationRef
 from gateway.platform import InboundAction, InboundForm, Inbox
-from platforms.discord.forms import ModalDrafts, answers_of, build_page, pages_of, read_page
+from platforms.discord.forms import answers_of, build_page, pages_of, read_page
 from platforms.discord.inbound import actor_of, conversation_of
 from platforms.discord.receive import modal_values, place_of, roles_of
 from platforms.discord.render import CUSTOM_ID_MAX, CUSTOM_ID_PREFIX, MESSAGE_ID_PREFIX, clip
-from platforms.discord.sending import CONTENT_MAX, ShownCards
+from platforms.discord.sending import CONTENT_MAX
 from platforms.discord.widgets import (
     MESSAGE_INPUT,
     PAGE_PREFIX,
@@ -35,6 +36,7 @@ from platforms.discord.widgets import (
     form_modal,
     message_modal,
 )
+from platforms.form_drafts import Form, PendingForms
 
 __all__ = ["Clicks"]
 
@@ -62,13 +64,11 @@ class Clicks:
         *,
         inbox_now: Callable[[], Inbox | None],
         inbox: Callable[[], Awaitable[Inbox | None]],
-        cards: ShownCards,
-        drafts: ModalDrafts,
+        forms: Callable[[], PendingForms[str]],
     ) -> None:
         self._inbox_now = inbox_now  # None until attached, and once input stopped
         self._inbox = inbox  # the attached inbox, waited for; None once input stopped
-        self._cards = cards
-        self._drafts = drafts
+        self._forms = forms  # the cards' forms by submit token, and their drafts
 
     async def on_button(self, interaction: discord.Interaction[Any], token: str) -> None:
         actor, where = _who_where(interaction)
@@ -136,17 +136,24 @@ class Clicks:
         if not verdict.accepted:
             await interaction.response.send_message(verdict.text, ephemeral=True)
             return
-        found = self._cards.form_of(token)
-        if found is None:
+        found = await self._form(token, actor, where)
+        if found is None or found.card.form is None:
             await interaction.response.send_message(
                 "This form is no longer open here.", ephemeral=True
             )
             return
-        _, card, form = found
         drawn = build_page(
-            form, page, title=card.title, draft=self._drafts.peek(token, actor.user_id)
+            found.card.form, page, title=found.card.title, draft=found.drafts.get(actor.user_id)
         )
         await interaction.response.send_modal(form_modal(drawn, token))
+
+    async def _form(self, token: str, actor: Actor, where: ConversationRef) -> Form | None:
+        """The form whose submit token is ``token``, with ``actor``'s draft (found by the
+        request the token names where this host did not send the card)."""
+        named = interaction_named(token)
+        if named is None:
+            return None
+        return await self._forms().get(token, actor, at=(where, named))
 
     async def on_modal(self, interaction: discord.Interaction[Any]) -> None:
         data: Any = interaction.data or {}
@@ -159,23 +166,26 @@ class Clicks:
         token = custom[len(CUSTOM_ID_PREFIX) :]
         actor, where = _who_where(interaction)
         values = modal_values(data)
-        found = self._cards.form_of(token)
-        if found is None:  # an earlier process's modal: the core says what became of it
+        found = await self._form(token, actor, where)
+        form = found.card.form if found is not None else None
+        if found is None or form is None:  # no longer pending: the core says what became of it
             await self._defer(interaction, thinking=True)
             await self._hand_form(
                 interaction,
                 InboundForm(conversation=where, actor=actor, token=token, answers={}, private=True),
             )
             return
-        _, card, form = found
+        card = found.card
         numbers = {
             int(key[1:].split(".")[0]) for key in values if re.fullmatch(r"q[0-9]+(\.other)?", key)
         }
         pages = pages_of(form)
         page_number = next((n for n, qs in enumerate(pages) if numbers & set(qs)), 0)
         page = build_page(form, page_number, title=card.title)
-        draft = self._drafts.draft(token, actor)
+        draft = found.draft(actor)
         read = read_page(form, page, values, draft)
+        if page_number + 1 < len(pages) or not read.complete:
+            await self._forms().save(token, found, actor)  # where the next page finds it
         if not read.complete:
             lines = [*read.refused]
             lines += [f"“{name}” needs an answer." for name in read.missing]
@@ -192,7 +202,7 @@ class Clicks:
             return
         await self._defer(interaction, thinking=True)
         answers = answers_of(form, draft)
-        self._drafts.done(token, actor.user_id)
+        await self._forms().drop_draft(token, actor)
         await self._hand_form(
             interaction,
             InboundForm(

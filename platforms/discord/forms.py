@@ -20,9 +20,10 @@ submission is validated here (:func:`read_page`), and what is missing is said ep
 with a button that reopens the page pre-filled (:func:`build_page` with the draft; never a
 secret). Nothing is defaulted.
 
-The answers in progress are each person's :class:`~platforms.form_drafts.Draft`, kept in
-memory and bounded (:class:`ModalDrafts`, like platforms/telegram/forms.py); secrets live
-there only until the form is handed over, and are never echoed or logged.
+The answers in progress are each person's :class:`~platforms.form_drafts.Draft`, kept by the
+platform's ``PendingForms`` by the form's submit token (platforms/form_drafts.py: in memory
+on one host, in the ledger, sealed, where several share it); secrets live there only until
+the form is handed over, and are never echoed or logged.
 
 What comes out is plain data (:class:`Page` of :class:`Input`); the platform builds
 discord.py's ``ui`` items from it.
@@ -30,21 +31,19 @@ discord.py's ``ui`` items from it.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from gateway.cards import QuestionForm
 from gateway.commands import parse_answers
-from gateway.domain import Actor, Answer, Question
+from gateway.domain import Answer, Question
 from gateway.errors import InvalidDecision
-from platforms.form_drafts import MAX_DRAFTS, MAX_FORMS, Draft
+from platforms.form_drafts import Draft
 
 __all__ = [
     "COMPONENTS_MAX",
     "Input",
     "InputKind",
-    "ModalDrafts",
     "Page",
     "PageRead",
     "answers_of",
@@ -325,41 +324,3 @@ def answers_of(form: QuestionForm, draft: Draft) -> dict[str, Answer]:
                 other=draft.other.get(index),
             )
     return found
-
-
-# --- drafts --------------------------------------------------------------------------------
-
-
-@dataclass(kw_only=True, slots=True)
-class ModalDrafts:
-    """Each person's answers in progress, by (submit token, user id); in memory, at most
-    ``limit`` of them, the oldest dropped first."""
-
-    limit: int = MAX_FORMS * MAX_DRAFTS // 4
-    _drafts: OrderedDict[tuple[str, str], Draft] = field(default_factory=OrderedDict)
-
-    def draft(self, token: str, actor: Actor) -> Draft:
-        key = (token, actor.user_id)
-        found = self._drafts.get(key)
-        if found is None:
-            found = Draft(actor=actor)
-            self._drafts[key] = found
-            while len(self._drafts) > self.limit:
-                self._drafts.popitem(last=False)
-        self._drafts.move_to_end(key)
-        return found
-
-    def peek(self, token: str, user_id: str) -> Draft | None:
-        return self._drafts.get((token, user_id))
-
-    def done(self, token: str, user_id: str) -> None:
-        """Handed over (or refused for good): the draft, and any secret in it, is gone."""
-        self._drafts.pop((token, user_id), None)
-
-    def forget(self, token: str) -> None:
-        """The card was decided: every draft of it goes."""
-        for key in [key for key in self._drafts if key[0] == token]:
-            del self._drafts[key]
-
-    def __len__(self) -> int:
-        return len(self._drafts)

@@ -53,12 +53,12 @@ from platforms.discord.client import (
     until_ready,
 )
 from platforms.discord.config import DiscordConfig
-from platforms.discord.forms import ModalDrafts
 from platforms.discord.inbound import PLATFORM
 from platforms.discord.messages import Messages
 from platforms.discord.outbox import DiscordOutbox, classify
 from platforms.discord.render import CONTENT_MAX, CUSTOM_ID_MAX, CUSTOM_ID_PREFIX, rendered_length
 from platforms.discord.sending import QUEUED_REACTION, Sender, ShownCards, turn_key
+from platforms.form_drafts import MemoryForms, PendingForms, forms_for
 from platforms.outbox import Pacing
 from platforms.turn_end import TurnEnds
 
@@ -109,14 +109,15 @@ class DiscordPlatform:
         self._leased = False
         self._stop_receiving = asyncio.Event()
         self._cards = ShownCards()
-        self.drafts = ModalDrafts()
+        # the cards' forms by submit token: in memory until attached to a gateway that
+        # shares its ledger (then the ledger keeps the drafts)
+        self.forms: PendingForms[str] = MemoryForms()
         self.turn_ends = TurnEnds()
         self._messages = Messages(config, inbox=self._inbox_when_attached, send_text=self.send_text)
         self._clicks = Clicks(
             inbox_now=lambda: None if self._stopped else self._inbox,
             inbox=self._inbox_when_attached,
-            cards=self._cards,
-            drafts=self.drafts,
+            forms=lambda: self.forms,
         )
         self._comeback = Comeback(
             PLATFORM,
@@ -177,7 +178,7 @@ class DiscordPlatform:
                 outbox=self._outbox,
                 limits=self.limits,
                 cards=self._cards,
-                drafts=self.drafts,
+                forms=lambda: self.forms,
                 turn_ends=self.turn_ends,
                 approvers=self._approvers_of,
             )
@@ -187,6 +188,7 @@ class DiscordPlatform:
 
     def attach(self, inbox: Inbox) -> None:
         self._inbox = inbox
+        self.forms = forms_for(inbox)
         self._attached_event.set()
 
     # --- the gateway connection by the gateway's lease (several hosts) --------------------

@@ -18,15 +18,15 @@ from typing import Any
 import aiohttp
 import discord
 
-from gateway.cards import Card, QuestionForm
+from gateway.cards import Card
 from gateway.domain import ConversationRef
 from gateway.errors import PlatformError
 from gateway.markdown import discord_markdown
 from gateway.platform import EditResult, MessageRef, PlatformLimits
-from platforms.discord.forms import ModalDrafts
 from platforms.discord.outbox import ARCHIVED_THREAD, DiscordOutbox
 from platforms.discord.render import RenderedCard, clip, render_card
 from platforms.discord.widgets import allowed_mentions, card_view
+from platforms.form_drafts import PendingForms
 from platforms.outbox import Priority
 from platforms.turn_end import TurnEnds
 
@@ -64,13 +64,6 @@ class ShownCards:
     def get(self, message_id: str) -> tuple[ConversationRef, Card] | None:
         return self._cards.get(message_id)
 
-    def form_of(self, token: str) -> tuple[ConversationRef, Card, QuestionForm] | None:
-        """The newest card whose form has this submit token."""
-        for where, card in reversed(self._cards.values()):
-            if card.form is not None and card.form.submit_token == token:
-                return where, card, card.form
-        return None
-
 
 class Sender:
     """Every post and edit of a connected client, through the outbox."""
@@ -82,7 +75,7 @@ class Sender:
         outbox: DiscordOutbox,
         limits: PlatformLimits,
         cards: ShownCards,
-        drafts: ModalDrafts,
+        forms: Callable[[], PendingForms[str]],
         turn_ends: TurnEnds,
         approvers: Approvers,
     ) -> None:
@@ -90,7 +83,7 @@ class Sender:
         self._outbox = outbox
         self._limits = limits
         self._cards = cards
-        self._drafts = drafts
+        self._forms = forms  # the cards' forms by submit token, and their drafts
         self._turn_ends = turn_ends
         self._approvers = approvers
         self._shown: OrderedDict[str, str] = OrderedDict()
@@ -148,14 +141,18 @@ class Sender:
 
         message_id = await self.run(conversation, Priority.CARD, post)
         self._cards.keep(message_id, conversation, card)
+        form = self._forms().new(conversation, card)
+        if form is not None:
+            self._forms().keep(form.submit_token, form)
         self._remember(message_id, _drawn_key(drawn))
         self._turn_ends.sent(turn_key(conversation), message_id)
         return MessageRef(conversation=conversation, message_id=message_id)
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
         before = self._cards.get(ref.message_id)
-        if before is not None and before[1].form is not None and card.form is None:
-            self._drafts.forget(before[1].form.submit_token)  # decided: drafts (secrets) go
+        asked = card.form or (before[1].form if before is not None else None)
+        if asked is not None:  # decided (no questions left): its drafts, secrets too, go
+            self._forms().update(asked.submit_token, ref.conversation, card)
         self._cards.keep(ref.message_id, ref.conversation, card)
 
         async def edit() -> EditResult:

@@ -29,6 +29,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from gateway.auth import interaction_named
 from gateway.commands import HELP_TEXT
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
@@ -244,8 +245,17 @@ class SlackEvents:
     async def _open_form(self, click: Click) -> None:
         """Answer…: the card's form in a modal."""
 
-        def form_view(place: FormPlace) -> dict[str, Any] | None:
-            form = self.forms.get((click.conversation.channel, click.message_ts))
+        async def form_view(place: FormPlace) -> dict[str, Any] | None:
+            named = interaction_named(click.token)
+            form = (
+                await self.forms.get(
+                    (click.conversation.channel, click.message_ts),
+                    click.actor,
+                    at=(click.conversation, named),
+                )
+                if named is not None
+                else None
+            )
             card_form = form.card.form if form is not None else None
             if form is None or card_form is None or card_form.submit_token != click.token:
                 return None
@@ -258,16 +268,20 @@ class SlackEvents:
     async def _ask_message(self, click: Click) -> None:
         """A button that takes a message (Keep planning): a modal for the message; its
         submit is the press."""
+
+        async def message_view(place: FormPlace) -> dict[str, Any] | None:
+            return build_message_modal(place)
+
         await self._open_modal(
             click,
-            build_message_modal,
+            message_view,
             failed="The message box could not be opened in time: press again.",
         )
 
     async def _open_modal(
         self,
         click: Click,
-        view_of: Callable[[FormPlace], dict[str, Any] | None],
+        view_of: Callable[[FormPlace], Awaitable[dict[str, Any] | None]],
         *,
         failed: str,
     ) -> None:
@@ -286,7 +300,7 @@ class SlackEvents:
             thread=click.conversation.thread,
             message_ts=click.message_ts,
         )
-        view = view_of(place)
+        view = await view_of(place)
         if view is None:
             gone = Ack(text="This form is no longer open here.", accepted=False)
             await self._tell(click.conversation, click.actor, gone)
@@ -321,7 +335,13 @@ class SlackEvents:
         if team != self.team_id or place is None:
             await ack(response_action="errors", errors={first: "This form is not taken here."})
             return None
-        form = self.forms.get((place.channel, place.message_ts))
+        where = conversation(self.team_id, place.channel, place.thread)
+        named = interaction_named(place.token)
+        form = (
+            await self.forms.get((place.channel, place.message_ts), actor, at=(where, named))
+            if named is not None
+            else None
+        )
         card_form = form.card.form if form is not None else None
         if card_form is None or card_form.submit_token != place.token:
             await ack(response_action="errors", errors={first: "This request is no longer open."})
@@ -331,7 +351,6 @@ class SlackEvents:
         if isinstance(answers, Errors):
             await ack(response_action="errors", errors=answers.errors)
             return None
-        where = conversation(self.team_id, place.channel, place.thread)
         submitted = InboundForm(
             conversation=where, actor=actor, token=place.token, answers=answers, private=True
         )

@@ -45,7 +45,7 @@ from gateway.platform import (
 from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
 from platforms.comeback import Comeback
-from platforms.form_drafts import PendingForms
+from platforms.form_drafts import MemoryForms, PendingForms, forms_for
 from platforms.outbox import Pacing
 from platforms.slack.config import SlackConfig
 from platforms.slack.connection import SDK_LOGGERS, Receiver, check_token, quiet_sdk_loggers
@@ -93,7 +93,8 @@ class SlackPlatform:
         self.client = AsyncWebClient(
             token=config.bot_token.get_secret_value(), base_url=config.api_url, timeout=20
         )
-        self.forms: PendingForms[tuple[str, str]] = PendingForms()
+        # the cards' forms: this process's until attached to a gateway sharing its ledger
+        self.forms: PendingForms[tuple[str, str]] = MemoryForms()
         self.bot_user_id = ""
         self._stack = AsyncExitStack()
         self._tasks: asyncio.TaskGroup | None = None
@@ -101,6 +102,7 @@ class SlackPlatform:
         self._lanes: Lanes | None = None
         self._inbox: Inbox | None = None
         self._app: AsyncApp | None = None  # the listeners (events.py), once connected
+        self._events: SlackEvents | None = None
         self._receiver = Receiver(config, self.client, http_socket=http_socket)
         self._receiving: asyncio.Task[None] | None = None
         self._stopped = False
@@ -156,7 +158,7 @@ class SlackPlatform:
                 on_refused_for_good=self._tell_problem,
             )
             self._lanes = Lanes(self._tasks)
-            self._app = SlackEvents(
+            self._events = SlackEvents(
                 self._config,
                 self.client,
                 bot_user_id=self.bot_user_id,
@@ -166,7 +168,8 @@ class SlackPlatform:
                 inbox=lambda: self._inbox,
                 stopped=lambda: self._stopped,
                 ack_wait=ack_wait_seconds(self.limits),
-            ).bolt_app()
+            )
+            self._app = self._events.bolt_app()
         except BaseException:
             await self.close()
             raise
@@ -174,8 +177,11 @@ class SlackPlatform:
     def attach(self, inbox: Inbox) -> None:
         """The gateway is ready: start taking events."""
         self._inbox = inbox
-        if self._tasks is None or self._app is None:
+        if self._tasks is None or self._app is None or self._events is None:
             raise PlatformError("the Slack platform is not connected")
+        # any host may take a click (Socket Mode picks one at random): with a shared ledger
+        # a form is found by its card there (platforms/form_drafts.py LedgerForms)
+        self.forms = self._posting.forms = self._events.forms = forms_for(inbox)
         self._receiving = self._tasks.create_task(
             self._receiver.start(self._app, stopped=lambda: self._stopped)
         )

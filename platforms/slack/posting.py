@@ -157,7 +157,7 @@ class SlackPosting:
 
         async def edit() -> EditResult:
             # drawn when the lane gets to it: the newest card wins
-            form = self.forms.get((channel, ts))
+            form = self.forms.peek((channel, ts))
             drawn = render_card(form.card if form is not None else card)
             key = _drawn_key(drawn.text, drawn.blocks)
             if self._shown.get((channel, ts)) == key:

@@ -59,10 +59,10 @@ from gateway.markdown import telegram_html
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits, ReceiverGate
 from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
-from platforms.form_drafts import Form
+from platforms.form_drafts import Form, MemoryForms, PendingForms, forms_for
 from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
-from platforms.telegram.forms import FormRegistry
+from platforms.telegram.forms import SECRET_MARK, MessageKey, Prompts, request_note
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
 from platforms.telegram.outbox import CHAT_ACTION, Pace, TelegramOutbox, translate
 from platforms.telegram.receive import Health, Poller
@@ -141,7 +141,9 @@ class TelegramPlatform:
             request=HTTPXRequest(connection_pool_size=64, read_timeout=20.0),
             get_updates_request=HTTPXRequest(connection_pool_size=2, read_timeout=10.0),
         )
-        self.forms = FormRegistry()
+        self.prompts = Prompts()
+        # the forms' drafts: in memory until attached to a gateway that shares its ledger
+        self.forms: PendingForms[MessageKey] = MemoryForms(on_forget=self.prompts.forget_form)
         self.health = Health(on_back=self._back)
         self._stack = AsyncExitStack()
         self._tasks: asyncio.TaskGroup | None = None
@@ -237,6 +239,7 @@ class TelegramPlatform:
     def attach(self, inbox: Inbox) -> None:
         """The gateway is ready: start taking updates."""
         self._inbox = inbox
+        self.forms = forms_for(inbox, on_forget=self.prompts.forget_form)
         self._attached.set()
 
     async def stop_input(self) -> None:
@@ -281,6 +284,7 @@ class TelegramPlatform:
                 bot=self.me,
                 config=self._config,
                 forms=self.forms,
+                prompts=self.prompts,
                 replies=self,
                 inbox=self._inbox,
                 limits=self.limits,
@@ -477,7 +481,7 @@ class TelegramPlatform:
         return True
 
     async def redraw(self, form_key: tuple[int, int]) -> None:
-        form = self.forms.get(form_key)
+        form = self.forms.peek(form_key)
         if form is None:
             return
         try:
@@ -516,17 +520,20 @@ class TelegramPlatform:
         asked = form.question(question)
         name = asked.header or asked.text
         in_place = not private or is_private(form.conversation)
+        request = request_note(form.form_id)  # any host that gets the reply finds the draft
         if in_place:
             where = form.conversation
             text = f"✎ {actor}: type your answer to “{name}” as a reply to this message."
             if asked.secret:
-                text += " It is deleted once read and never shown."
+                text += f" It is {SECRET_MARK} and never shown."
+            text += f" {request}"
             reply_to: int | None = form_key[1]
         else:
             where = ConversationRef(platform=PLATFORM, space=None, channel=actor.user_id)
             text = (
                 f"🔒 A secret question: “{name}”\n{asked.text}\n\nReply to this message with "
-                "your answer. Your message is deleted once read and the answer is never shown."
+                f"your answer. Your message is {SECRET_MARK} and the answer is never shown. "
+                f"{request}"
             )
             reply_to = None
         markup = ForceReply(selective=True, input_field_placeholder=name[:64])
@@ -578,7 +585,7 @@ class TelegramPlatform:
 
         async def edit() -> EditResult:
             # drawn when the lane gets to it: the newest card and form state win
-            form = self.forms.get(key)
+            form = self.forms.peek(key)
             shown = form.card if form is not None else card
             drawn = render_card(
                 shown, form, private=is_private(conversation), limit=self._max_chars

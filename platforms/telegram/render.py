@@ -52,7 +52,8 @@ __all__ = [
 BUTTON_MAX_CHARS = 60
 MESSAGE_PREFIX = "m:"  # before an action token: press it with a message (asked for)
 _LANGUAGE = re.compile(r"[^a-z0-9+#-]")
-_LOCAL = re.compile(r"^f(?P<form>[0-9]{1,9}):(?P<op>t[0-9]{1,2}|n|b|k)$")
+# a form's own buttons: f<form id>:<op>, the form id its request's (at most 48 characters)
+_LOCAL = re.compile(r"^f(?P<form>[A-Za-z0-9_-]{1,48}):(?P<op>t[0-9]{1,2}|n|b|k)$")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -68,13 +69,13 @@ class RenderedCard:
     attachments: tuple[Attachment, ...]
 
 
-def local_data(form_id: int, op: str) -> str:
+def local_data(form_id: str, op: str) -> str:
     return f"f{form_id}:{op}"
 
 
-def parse_local_data(data: str) -> tuple[int, str] | None:
+def parse_local_data(data: str) -> tuple[str, str] | None:
     match = _LOCAL.match(data)
-    return (int(match["form"]), match["op"]) if match else None
+    return (match["form"], match["op"]) if match else None
 
 
 def visible_length(text: str) -> int:
@@ -296,7 +297,7 @@ def _form_keyboard(card: Card, form: Form | None, private: bool) -> list[tuple[B
     if card.form is None:
         return []
     items = card.form.questions
-    form_id = form.form_id if form is not None else 0
+    form_id = form.form_id if form is not None else "0"
     draft = form.draft_shown() if form is not None else None
     step = min(draft.step if draft is not None else 0, len(items))
     rows: list[tuple[Button, ...]] = []

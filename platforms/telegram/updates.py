@@ -37,15 +37,25 @@ from typing import Any, Protocol
 
 from telegram import CallbackQuery, Chat, Message, Update, User
 
+from gateway.auth import form_choice, interaction_named
 from gateway.commands import NotForUs, parse_chat_text
 from gateway.deadline import answer_in_time
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, PlatformLimits
-from platforms.form_drafts import Form, OpenPrompt, Redraw, Refuse, Step, Submit
+from platforms.form_drafts import Form, OpenPrompt, PendingForms, Redraw, Refuse, Step, Submit
 from platforms.telegram.config import GroupMode, TelegramConfig
-from platforms.telegram.forms import FormRegistry, PromptFor
+from platforms.telegram.forms import (
+    SECRET_MARK,
+    SECRET_NOT_TAKEN,
+    MessageKey,
+    PromptFor,
+    PromptNote,
+    Prompts,
+    request_in,
+)
 from platforms.telegram.inbound import (
+    PLATFORM,
     actor_of,
     addressed_text,
     conversation_of,
@@ -108,7 +118,8 @@ class UpdateHandler:
         *,
         bot: User,
         config: TelegramConfig,
-        forms: FormRegistry,
+        forms: PendingForms[MessageKey],
+        prompts: Prompts,
         replies: Replies,
         inbox: Inbox,
         limits: PlatformLimits,
@@ -116,6 +127,7 @@ class UpdateHandler:
         self._bot = bot
         self._config = config
         self._forms = forms
+        self._prompts = prompts
         self._out = replies
         self._inbox = inbox
         self._limits = limits
@@ -159,12 +171,18 @@ class UpdateHandler:
             if send_back is not None and send_back.user_id == actor.user_id:
                 await self._send_back(message, actor, prompt_key, send_back)
                 return
-            prompt = self._forms.prompt(prompt_key)
+            prompt = self._prompts.get(prompt_key)
             if prompt is not None and prompt.user_id == actor.user_id:
-                form = self._forms.get(prompt.form_key)
+                form = await self._forms.get(prompt.form_key, actor)
                 if form is not None:
                     await self._typed(message, actor, prompt_key, prompt, form)
                     return
+            if await self._prompted_elsewhere(message, actor, replied):
+                return
+            if self._asked_a_secret(replied):  # perhaps a secret: never for the agent
+                await self._delete_quietly(message)
+                await self._out.notice(message.chat.id, topic_of(message), SECRET_NOT_TAKEN)
+                return
         private = message.chat.type == Chat.PRIVATE
         mode = GroupMode.ALL if private else self._config.group_mode_for(str(message.chat.id))
         taken = addressed_text(message, bot=self._bot, mode=mode)
@@ -182,6 +200,34 @@ class UpdateHandler:
         )
         await self._inbox.on_message(inbound)
 
+    async def _prompted_elsewhere(self, message: Message, actor: Actor, replied: Message) -> bool:
+        """A reply to a prompt this process did not send (another host did, with a shared
+        ledger): the person's draft there notes it; taken as here when it is that prompt."""
+        author = replied.from_user
+        named = request_in(replied.text or "")
+        if author is None or author.id != self._bot.id or named is None:
+            return False
+        noted = await self._forms.noted_prompt(named, actor)
+        note = PromptNote.read(noted, PLATFORM) if noted is not None else None
+        prompt_key = (message.chat.id, replied.message_id)
+        if note is None or note.prompt != prompt_key:
+            return False
+        form = await self._forms.get(note.card, actor, at=(note.conversation, named))
+        if form is None:
+            return False
+        prompt = PromptFor(form_key=note.card, user_id=actor.user_id, question=note.question)
+        self._prompts.add(prompt_key, prompt)
+        await self._typed(message, actor, prompt_key, prompt, form)
+        return True
+
+    def _asked_a_secret(self, replied: Message) -> bool:
+        """Whether ``replied`` is a prompt of this bot for a secret answer (of any host, open
+        or not): a reply to it that is no answer taken here is deleted, never handed on."""
+        author = replied.from_user
+        return (
+            author is not None and author.id == self._bot.id and SECRET_MARK in (replied.text or "")
+        )
+
     async def _typed(
         self,
         message: Message,
@@ -197,9 +243,12 @@ class UpdateHandler:
         step = form.typed(
             actor, prompt.question, text, in_private=message.chat.type == Chat.PRIVATE
         )
+        draft = form.drafts.get(actor.user_id)
+        if draft is not None and not isinstance(step, Refuse):
+            draft.prompt = None  # answered: no host takes another reply to it
         ack = await self._act(prompt.form_key, form, actor, step, callback=None)
         if not isinstance(step, Refuse):  # taken: the prompt is answered
-            self._forms.take_prompt(prompt_key)
+            self._prompts.take(prompt_key)
         thread = topic_of(message)
         if question.secret:
             await self._out.notice(
@@ -273,8 +322,15 @@ class UpdateHandler:
             return
         conversation = conversation_of(message.chat, topic_of(message))
         form_key = (message.chat.id, message.message_id)
-        form = self._forms.get(form_key)
         local = parse_local_data(data)
+        # the request a form's click names: its own buttons' form id, or an option's or the
+        # submit's token (an approval's button needs no form)
+        named = local[0] if local is not None else interaction_named(data)
+        form = (
+            await self._forms.get(form_key, actor, at=(conversation, named))
+            if named is not None and (local is not None or form_choice(data))
+            else None
+        )
         if local is not None:
             form_id, op = local
             if form is None or form.form_id != form_id:
@@ -350,7 +406,11 @@ class UpdateHandler:
         step: Step,
         callback: str | None,
     ) -> str:
-        """Do what ``step`` says; answer the click if there is one; the text to show."""
+        """Do what ``step`` says; answer the click if there is one; the text to show. The
+        person's draft moved (but for a submit taken) is kept first, where their next click
+        finds it (another host's, with several)."""
+        if not isinstance(step, Submit):
+            await self._forms.save(form_key, form, actor)
         match step:
             case Redraw(ack=ack):
                 if callback is not None:
@@ -392,7 +452,9 @@ class UpdateHandler:
                         self._inbox.on_form(inbound), callback, actor, form_key, form.conversation
                     )
                 if result.accepted:
-                    self._forms.drop_draft(form_key, actor.user_id)
+                    await self._forms.drop_draft(form_key, actor)
+                else:
+                    await self._forms.save(form_key, form, actor)
                 return result.text
 
     async def _open_prompt(
@@ -412,9 +474,16 @@ class UpdateHandler:
                 name = f"@{self._bot.username}" if self._bot.username else "the bot"
                 return f"Open a private chat with {name} (press Start), then press again."
             return "Telegram did not take the prompt; try again."
-        self._forms.add_prompt(
+        self._prompts.add(
             prompt_key, PromptFor(form_key=form_key, user_id=actor.user_id, question=question)
         )
+        draft = form.drafts.get(actor.user_id)
+        if draft is not None:  # noted where another host finds it (a shared ledger)
+            note = PromptNote(
+                prompt=prompt_key, question=question, card=form_key, conversation=form.conversation
+            )
+            draft.prompt = note.text()
+            await self._forms.save(form_key, form, actor)
         if private and not is_private(form.conversation):
             return "I sent you a private message: reply to it there."
         return "Reply to my message with your answer."
