@@ -394,7 +394,12 @@ class OpenCodeCodec:
         return self._s.prompt_message is not None or self._s.aborting
 
     def _ours_now(self, message_id: object) -> bool:
-        """An assistant message of the running turn (the prompt itself is a user message)."""
+        """An assistant message of the running turn (the prompt itself is a user message).
+        Between turns nothing is: an aborted turn's tool end that comes after its
+        ``session.idle`` would otherwise be queued, and shown in the next turn's message if
+        the runner has opened it by the time it reads the queue."""
+        if not self._s.running:
+            return False
         key = str(message_id)
         if self._s.roles.get(key) != "assistant":
             return False

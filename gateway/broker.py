@@ -29,7 +29,14 @@ from gateway.domain import (
     InteractionRequest,
     InteractionState,
 )
-from gateway.errors import AlreadyAnswered, GatewayError, PlatformError, RequestClosed, SealBroken
+from gateway.errors import (
+    AlreadyAnswered,
+    GatewayError,
+    PlatformError,
+    RequestClosed,
+    SealBroken,
+    StoreError,
+)
 from gateway.expiry import ExpiryPlan
 from gateway.faults import crashpoint
 from gateway.interactions import Interaction
@@ -74,7 +81,7 @@ class Deliverer(Protocol):
 
     def own_delivery(
         self, interaction: Interaction, work: DeliveryWork
-    ) -> asyncio.Task[Interaction]:
+    ) -> asyncio.Future[Interaction]:
         """Run ``work`` (the write and its record) as a task of the session runner whose
         epoch asked, so that no caller's cancellation reaches it; DeliveryRefused when that
         runtime is gone."""
@@ -131,6 +138,9 @@ class Broker:
         self._sealer = Sealer(hmac_key)
         self._deliverer = deliverer
         self._in_flight: set[str] = set()  # interactions whose write is under way
+        # written to the agent, but the record of the write failed (the ledger's connection
+        # cut): interaction -> session; its next sweep records it, whatever its state by then
+        self._written: dict[str, str] = {}
         self._unconfirmed: dict[str, _Unconfirmed] = {}
         self._closed_by_agent: dict[str, Interaction] = {}  # a write found it closed
         # copies a platform refused for good (an archived channel, a message it will not
@@ -279,6 +289,12 @@ class Broker:
         secret answer whose clear text this process no longer holds cannot be sent (the
         ledger keeps it redacted): that failure is recorded, and the card says so.
         """
+        for interaction_id in [k for k, v in self._written.items() if v == session_id]:
+            current = await self._require(interaction_id)
+            if current.delivery is None:  # a record cut after its COMMIT is not made again
+                await self._store.interactions.record_delivery(interaction_id, ok=True)
+            del self._written[interaction_id]
+            self.mark_dirty(interaction_id)
         stranded = [
             i
             for i in await self._store.interactions.list_open(session_id)
@@ -370,7 +386,13 @@ class Broker:
                 self.mark_dirty(interaction.id)
                 return update.interaction
             crashpoint("response_written")
-            update = await self._store.interactions.record_delivery(interaction.id, ok=True)
+            try:
+                update = await self._store.interactions.record_delivery(interaction.id, ok=True)
+            except StoreError:
+                # written: the agent's answer (its close) may come before the ledger is back,
+                # so the session's next sweep records this write whatever the state by then
+                self._written[interaction.id] = interaction.session_id
+                raise
             crashpoint("delivery_recorded")
             self.mark_dirty(interaction.id)
             return update.interaction

@@ -12,7 +12,8 @@ import signal
 import socket
 import sys
 import tomllib
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +29,7 @@ from gateway.config import (
 )
 from gateway.errors import ConfigError, GatewayError
 from gateway.interactions import Interaction
-from gateway.platform import Platform, connected
+from gateway.platform import Platform, SharesRates, connected
 from gateway.platform_config import PlatformConfig
 from platforms.registry import PLATFORMS, load_config
 
@@ -305,12 +306,32 @@ def _platforms(config: Config) -> dict[str, Platform]:
     return platforms
 
 
+@asynccontextmanager
+async def shared_rates(config: Config, platforms: Mapping[str, Platform]) -> AsyncIterator[None]:
+    """With a shared ledger (PostgreSQL: several hosts, one bot), every platform that can
+    paces by the bot's budgets in it (design point 7), told before it connects and kept
+    until it is closed; with SQLite, nothing: each outbox's own windows, as ever."""
+    target = config.gateway.ledger_target()
+    if target is None:
+        yield
+        return
+    from gateway.store.rate_buckets import LedgerRates
+
+    async with LedgerRates(target) as rates:
+        for platform in platforms.values():
+            if isinstance(platform, SharesRates):
+                platform.share_rates(rates)
+        yield
+
+
 async def _run(path: Path, host: str) -> int:
     from adapters.launch import ConfiguredLauncher
     from gateway.engine import Gateway
+    from gateway.receivers import lease_receivers
 
     config = _load_config(path)
     platforms = _platforms(config)
+    lease_receivers(config, platforms)  # several hosts: one receives Telegram, Discord
     launcher = ConfiguredLauncher(stop_grace_seconds=config.gateway.stop_grace_seconds)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -319,6 +340,7 @@ async def _run(path: Path, host: str) -> int:
     # every platform is connected before the gateway's recovery and closed after its ledger;
     # the gateway attaches them, and tells them to stop taking input before its runners stop
     async with (
+        shared_rates(config, platforms),
         connected(platforms),
         Gateway(config, platforms=platforms, launcher=launcher, host=host) as gateway,
     ):

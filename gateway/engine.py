@@ -42,9 +42,11 @@ from gateway.platform import (
     InboundAction,
     InboundForm,
     InboundMessage,
+    LeasedReceiving,
     Platform,
 )
 from gateway.platform_problems import PlatformProblems
+from gateway.receivers import ReceiverLease
 from gateway.runner import SessionRunner
 from gateway.store import Clock, SessionRecord, Store, hold_data_dir, utc_now
 from gateway.votes import PolicyBook
@@ -61,6 +63,12 @@ log = logging.getLogger(__name__)
 # another host whose wake-up was lost (the listener reconnecting)
 SHARED_SWEEP_SECONDS = 5.0
 DRAFT_PURGE_SECONDS = 60.0  # a shared ledger: how often a host deletes drafts none can use
+# a click or form whose decision's transaction lost the ledger mid-way (a cut connection): it
+# may have committed before the cut, or not; the card, edited by the session's owner, says
+LEDGER_NO_ANSWER = (
+    "The ledger did not answer, so this host cannot tell whether your answer was taken:"
+    " the card will show it. If it still waits, try again in a moment."
+)
 STOPPING_NOTICE = (
     "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
     "message resumes the conversation."
@@ -106,6 +114,10 @@ class Gateway:
         self.lease_lost = asyncio.Event()  # set while it has lost its lease (for tests)
         self._tasks: asyncio.TaskGroup | None = None
         self._background: list[asyncio.Task[None]] = []
+        # a shared ledger: Telegram polling and the Discord connection, one host at a time
+        # (design point 6), each a task that receives while it holds its lease
+        self.receivers: dict[str, ReceiverLease] = {}
+        self._receiver_tasks: list[asyncio.Task[None]] = []
         self.store: Store
         self.broker: Broker
         self.control: Control
@@ -184,6 +196,8 @@ class Gateway:
             self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
         for platform in self.platforms.values():
             platform.attach(self)
+        if self.ledger_host is not None and target is not None:
+            self._lease_receivers(target)  # after attach: what is received goes to the inbox
         # after attach: a mirroring platform may need the gateway's config to name its page
         for session in await self.store.sessions.list_sessions(host=self.ledger_host):
             await self.show_everywhere(session.id)
@@ -206,6 +220,7 @@ class Gateway:
         tb: TracebackType | None,
     ) -> None:
         try:
+            await self._stop_receivers()
             await self._stop_input()
             for runner in list(self._runners.values()):
                 await runner.shutdown(notice=STOPPING_NOTICE, gateway_stopping=True)
@@ -218,6 +233,36 @@ class Gateway:
                 await self.host_lease.close()
         finally:
             await self._stack.aclose()
+
+    def _lease_receivers(self, target: PgTarget) -> None:
+        from gateway.store.leases import LeaseHolder  # psycopg: only where it is used
+
+        assert self._tasks is not None and self.ledger_host is not None
+        for platform in self.platforms.values():
+            if not isinstance(platform, LeasedReceiving):
+                continue
+            name = platform.receiver_lease()
+            if name is None:
+                continue  # every host receives (a Telegram webhook)
+            holder = LeaseHolder(
+                target, name, self.ledger_host, self.config.gateway.host_lease_seconds
+            )
+            receiver = ReceiverLease(
+                platform, holder, fenced=lambda: self.fenced, lost=self.lease_lost
+            )
+            self.receivers[name] = receiver
+            self._receiver_tasks.append(self._tasks.create_task(receiver.run()))
+
+    async def _stop_receivers(self) -> None:
+        """First of all when stopping: the leased receivers end (their batches finished)
+        and let their leases go, so that another host receives at once."""
+        tasks, self._receiver_tasks = self._receiver_tasks, []
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        for receiver in self.receivers.values():
+            await receiver.close()
 
     async def _stop_input(self) -> None:
         """No platform hands the gateway anything once it stops (DESIGN.md, Platforms): a
@@ -504,7 +549,7 @@ class Gateway:
 
     def own_delivery(
         self, interaction: Interaction, work: DeliveryWork
-    ) -> asyncio.Task[Interaction]:
+    ) -> asyncio.Future[Interaction]:
         return self._runner_of(interaction).own_delivery(interaction, work)
 
     def sweep_soon(self, session_id: str) -> None:
@@ -532,14 +577,24 @@ class Gateway:
     async def on_action(self, action: InboundAction) -> Ack:
         if self.fenced:
             return Ack(text=self._fenced_text(), accepted=False)
-        with self.broker.ahead_of_edits():
-            return await self.desk.on_action(action)
+        try:
+            with self.broker.ahead_of_edits():
+                return await self.desk.on_action(action)
+        except StoreError as exc:
+            # the connection cut mid-transaction: committed or not, this host cannot know
+            log.warning("host %s: a action met a ledger error (%s)", self.host, exc)
+            return Ack(text=LEDGER_NO_ANSWER, accepted=False)
 
     async def on_form(self, form: InboundForm) -> Ack:
         if self.fenced:
             return Ack(text=self._fenced_text(), accepted=False)
-        with self.broker.ahead_of_edits():
-            return await self.desk.on_form(form)
+        try:
+            with self.broker.ahead_of_edits():
+                return await self.desk.on_form(form)
+        except StoreError as exc:
+            # the connection cut mid-transaction: committed or not, this host cannot know
+            log.warning("host %s: a form met a ledger error (%s)", self.host, exc)
+            return Ack(text=LEDGER_NO_ANSWER, accepted=False)
 
     async def may_answer(self, action: InboundAction) -> Ack:
         # reads only, on the ledger's read-only connection: nothing for edits to wait for

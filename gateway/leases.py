@@ -4,8 +4,11 @@ A lease expires by the database's clock (``expires_at = now() + ttl``); the hold
 read that clock, so it keeps a deadline of its own on its monotonic clock: the time a renew
 was *sent* (the database set ``expires_at`` no earlier than that) plus the ttl, minus one
 renew period of margin for the two clocks' drift and a slow answer. The holder renews every
-period (ttl/3) and stops its leased work the moment a renew fails or that deadline passes,
-which is before the lease can lapse at the database.
+period (ttl/3) and stops its leased work the moment a renew is refused (the fence moved) or
+that deadline passes, which is before the lease can lapse at the database. A renew that
+finds no database (a cut connection) is tried again on a new connection every
+:meth:`LeaseTiming.retry_in` until the deadline: the lease is lost only if none is granted
+by then.
 
 :class:`LeaseTiming` is that arithmetic only: the caller says when it sent a renew and what
 came back, and asks whether it still holds and when to renew next. The SQL and the loop are
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["LeaseTiming"]
+__all__ = ["RETRY_PAUSE_MAX", "LeaseTiming"]
+
+RETRY_PAUSE_MAX = 0.5  # seconds between two attempts of a renew that found no database
 
 
 @dataclass(slots=True)
@@ -57,6 +62,15 @@ class LeaseTiming:
     def deadline(self) -> float | None:
         """When leased work must stop if no renew is granted before; None: not held."""
         return self._deadline if not self._lost else None
+
+    def retry_in(self, now: float) -> float | None:
+        """After a renew that found no database at ``now``: seconds until the next attempt
+        (a tenth of a period, at most half a second, never past the deadline), or None when
+        there is no time left (lost: the deadline passed, or a renew was refused)."""
+        deadline = self.deadline()
+        if deadline is None or now >= deadline:
+            return None
+        return min(self.period / 10, RETRY_PAUSE_MAX, deadline - now)
 
     def renew_in(self, now: float) -> float:
         """Seconds until the next renew is due (0: now)."""

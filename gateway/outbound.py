@@ -21,8 +21,8 @@ from gateway.commands import spell_commands
 from gateway.domain import ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.events import ToolActivity, ToolKind, ToolPhase
-from gateway.platform import Platform, RateLimited
-from gateway.textsplit import GrowingSplit, split_text
+from gateway.platform import Platform, PlatformLimits, RateLimited
+from gateway.textsplit import GrowingSplit, fit_rendered, split_text
 from gateway.timeline import Timeline
 
 __all__ = [
@@ -70,12 +70,19 @@ class Notifier:
 
     async def _send(self, platform: Platform, conversation: ConversationRef, text: str) -> None:
         spelled = spell_commands(text, platform.spell_command)
-        for chunk in split_text(spelled, platform.limits.text_max_chars):
+        for chunk in platform_parts(spelled, platform.limits):
             try:
                 await with_rate_limit(partial(platform.send_text, conversation, chunk))
             except PlatformError as exc:
                 log.warning("notice to %s failed: %s", conversation.key(), exc)
                 return
+
+
+def platform_parts(text: str, limits: PlatformLimits) -> list[str]:
+    """``text`` in messages the platform of ``limits`` takes: at most ``text_max_chars``
+    each, as it counts them (``text_length``, escapes included)."""
+    limit = limits.text_max_chars
+    return fit_rendered(split_text(text, limit), limit, limits.text_length)
 
 
 def _activity_line(event: ToolActivity, *, ended: str | None = None) -> str:
@@ -125,7 +132,11 @@ class TurnStream:
         self.delta: Callable[[str, str], None] = self.timeline.delta
         self.saving = asyncio.Lock()  # one save of the timeline at a time (the runner's)
         self._splits: dict[tuple[int, int], GrowingSplit] = {}  # by section and text limit
-        self._chunks: dict[tuple[int, int], tuple[int, list[str]]] = {}
+        self._chunks: dict[tuple[int, PlatformLimits], tuple[int, list[str]]] = {}
+        # each part split again for a platform that counts it rendered: by section and
+        # limits, the source parts and their fitted parts (a part unchanged is not rendered
+        # again to measure it)
+        self._fitted: dict[tuple[int, PlatformLimits], list[tuple[str, list[str]]]] = {}
         self._tools: dict[str, ToolActivity] = {}  # each tool's last event, by item
         self._running: dict[str, None] = {}  # tools not completed, in the order they started
         self._waiting_on: dict[str, str] = {}  # interaction -> the tool that waits for it
@@ -182,20 +193,40 @@ class TurnStream:
     def text(self) -> str:
         return self.timeline.text()
 
-    def chunks(self, section: int, limit: int) -> list[str]:
-        """The messages of a section for a platform whose texts hold ``limit`` characters."""
-        key = (section, limit)
+    def chunks(self, section: int, limits: PlatformLimits) -> list[str]:
+        """The messages of a section for a platform of ``limits``: at most
+        ``text_max_chars`` each, as the platform counts them (``text_length``)."""
+        key = (section, limits)
         version = self.timeline.version
         cached = self._chunks.get(key)
         if cached is not None and cached[0] == version:
             return cached[1]
         text = self.timeline.section_text(section)
-        splitter = self._splits.get(key)
+        limit = limits.text_max_chars
+        split_key = (section, limit)
+        splitter = self._splits.get(split_key)
         if splitter is None:
-            splitter = self._splits[key] = GrowingSplit(limit)
+            splitter = self._splits[split_key] = GrowingSplit(limit)
         chunks = splitter.split(text) if text else []
+        if limits.text_length is not len:
+            chunks = self._fit(key, chunks, limits)
         self._chunks[key] = (version, chunks)
         return chunks
+
+    def _fit(
+        self, key: tuple[int, PlatformLimits], chunks: list[str], limits: PlatformLimits
+    ) -> list[str]:
+        before = self._fitted.get(key, [])
+        now = []
+        for index, chunk in enumerate(chunks):
+            if index < len(before) and before[index][0] == chunk:
+                now.append(before[index])
+            else:
+                now.append(
+                    (chunk, fit_rendered([chunk], limits.text_max_chars, limits.text_length))
+                )
+        self._fitted[key] = now
+        return [part for _, fitted in now for part in fitted]
 
     def watch(self, wake: asyncio.Event) -> None:
         self.timeline.watchers.append(wake)

@@ -28,9 +28,8 @@ from typing import TypeVar
 from gateway.commands import spell_commands
 from gateway.domain import ConversationRef, TurnStatus
 from gateway.errors import PlatformError
-from gateway.outbound import MAX_RATE_LIMIT_WAIT, TurnStream
+from gateway.outbound import MAX_RATE_LIMIT_WAIT, TurnStream, platform_parts
 from gateway.platform import MessageGone, MessageRef, Platform, PlatformUnreachable, RateLimited
-from gateway.textsplit import split_text
 
 __all__ = ["MAX_QUEUED", "OUTAGE_WAIT_SECONDS", "Outbound", "Outlet"]
 
@@ -211,7 +210,7 @@ class Outlet:
 
     async def _send_notice(self, text: str) -> None:
         spelled = spell_commands(text, self.platform.spell_command)
-        for chunk in split_text(spelled, self.platform.limits.text_max_chars):
+        for chunk in platform_parts(spelled, self.platform.limits):
             try:
                 await self._patiently(partial(self.platform.send_text, self.conversation, chunk))
             except PlatformError as exc:
@@ -267,12 +266,11 @@ class Outlet:
         platform, conversation = self.platform, self.conversation
         stream = view.stream
         version = stream.version
-        limit = platform.limits.text_max_chars
         sections, mark = stream.timeline.sections_to_show(view.mark)
         try:
             for section in sections:
                 shown = view.shown.setdefault(section, [])
-                for index, chunk in enumerate(stream.chunks(section, limit)):
+                for index, chunk in enumerate(stream.chunks(section, platform.limits)):
                     if index < len(shown):
                         ref, before = shown[index]
                         if before == chunk:

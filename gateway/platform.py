@@ -13,7 +13,7 @@ button carries an action token (gateway/auth.py), nothing else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from gateway.cards import Card
 from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
+from gateway.rate_budget import SharedRates
 
 if TYPE_CHECKING:
     from gateway.sealing import Sealer
@@ -37,14 +38,17 @@ __all__ = [
     "InboundMessage",
     "Inbox",
     "KnowsApprovers",
+    "LeasedReceiving",
     "MessageGone",
     "MessageRef",
     "Platform",
     "PlatformLimits",
     "PlatformUnreachable",
     "RateLimited",
+    "ReceiverGate",
     "RefusedForGood",
     "SharesForms",
+    "SharesRates",
     "connected",
 ]
 
@@ -55,7 +59,9 @@ class PlatformLimits:
 
     - ``callback_max_bytes``: a button's payload; a platform whose payload cannot hold an
       action token is refused at start (gateway.auth ``require_callback_room``).
-    - ``text_max_chars``: a message's text (split past it).
+    - ``text_max_chars``: a message's text (split past it), counted by ``text_length``.
+    - ``text_length``: a text's length as the platform counts it once rendered (Discord
+      counts the escapes its Markdown adds); a part longer by it is split again.
     - ``card_max_chars``: a card's body (Discord: 4,096 in an embed, 2,000 in a message);
       a command or diff that would not fit is attached.
     - ``ack_deadline_seconds``: how soon a click must be answered. The platform waits for
@@ -68,6 +74,7 @@ class PlatformLimits:
 
     callback_max_bytes: int = 64
     text_max_chars: int = 4096
+    text_length: Callable[[str], int] = len
     ack_deadline_seconds: float = 3.0
     min_edit_interval_seconds: float = 1.0  # stream edits per conversation
     has_private_surface: bool = True
@@ -234,6 +241,59 @@ class SharesForms(Protocol):
     platform asks once, when it is attached; an inbox without it is still an :class:`Inbox`."""
 
     def form_ledger(self) -> FormLedger | None: ...
+
+
+class ReceiverGate(Protocol):
+    """What a receiver that one host at a time may run asks while it runs (several hosts,
+    design point 6; gateway/receivers.py): whether this host still holds its lease, and the
+    position it keeps in the ledger (Telegram's offset), written with the lease's fence."""
+
+    def holds(self) -> bool:
+        """Whether receiving may go on now: False from the moment the lease cannot be
+        renewed, or this host lost its own lease (it is fenced)."""
+        ...
+
+    async def saved_offset(self) -> int | None:
+        """Where the last holder left off (None: nobody saved one)."""
+        ...
+
+    async def save_offset(self, offset: int) -> bool:
+        """Record that everything before ``offset`` is taken; False (nothing written) once
+        the lease is no longer this host's: the receiver stops."""
+        ...
+
+
+@runtime_checkable
+class LeasedReceiving(Protocol):
+    """A platform whose receiving only one host at a time may run (Telegram's getUpdates,
+    Discord's gateway connection), when several hosts share the bot.
+
+    :meth:`lease_receiving` is called before :meth:`Platform.connect`; from then on neither
+    connect nor attach starts receiving, and the gateway runs :meth:`receive` while this
+    host holds the lease :meth:`receiver_lease` names. Sending is not leased."""
+
+    def lease_receiving(self) -> None: ...
+
+    def receiver_lease(self) -> str | None:
+        """After connect: the lease's name ("telegram:<bot id>"); None when every host
+        receives (a Telegram webhook) or :meth:`lease_receiving` was not called."""
+        ...
+
+    async def receive(self, gate: ReceiverGate) -> None:
+        """Receive until :meth:`stop_receiving`, :meth:`Platform.stop_input`, or the gate
+        refuses; returns then (what was taken is finished first)."""
+        ...
+
+    def stop_receiving(self) -> None: ...
+
+
+@runtime_checkable
+class SharesRates(Protocol):
+    """A platform that paces its calls by a budget its bot's other hosts spend too (design
+    point 7, gateway/rate_budget.py): told before it connects, when the ledger is shared;
+    never told, it paces by its own windows alone."""
+
+    def share_rates(self, rates: SharedRates) -> None: ...
 
 
 class Platform(Protocol):

@@ -113,6 +113,11 @@ class _AgentGone(Exception):
     """The agent process ended: leave the epoch's task group."""
 
 
+def _retrieved(outcome: asyncio.Future[Interaction]) -> None:
+    if not outcome.cancelled():
+        outcome.exception()
+
+
 class SessionRunner:
     def __init__(
         self,
@@ -216,16 +221,35 @@ class SessionRunner:
 
     def own_delivery(
         self, interaction: Interaction, work: DeliveryWork
-    ) -> asyncio.Task[Interaction]:
+    ) -> asyncio.Future[Interaction]:
         """Run a decision's write and its record as a task of the epoch that asked: it ends
-        with that epoch, never with the caller that handed it over."""
+        with that epoch, never with the caller that handed it over. Its outcome is the
+        future returned; a ledger error (the record's transaction cut) is the caller's, not
+        the epoch's: the session runs on, and a sweep soon records the write."""
         tasks = self._epoch_tasks
         if tasks is None or self.agent is None or self.epoch != interaction.runtime_epoch:
             raise DeliveryRefused("the agent process that asked has ended")
+        outcome: asyncio.Future[Interaction] = asyncio.get_running_loop().create_future()
+        outcome.add_done_callback(_retrieved)  # a caller cancelled meanwhile reads nothing
         try:
-            return tasks.create_task(work())
+            tasks.create_task(self._owned(work, outcome))
         except RuntimeError as exc:  # the epoch's task group is ending: its agent with it
             raise DeliveryRefused("the agent process that asked is ending") from exc
+        return outcome
+
+    async def _owned(self, work: DeliveryWork, outcome: asyncio.Future[Interaction]) -> None:
+        try:
+            outcome.set_result(await work())
+        except StoreError as exc:
+            log.warning("session %s: a delivery's record failed (%s)", self.session_id, exc)
+            self.sweep_soon()  # the write was made: the sweep records it (AlreadyAnswered)
+            outcome.set_exception(exc)
+        except asyncio.CancelledError:
+            outcome.cancel()
+            raise
+        except BaseException as exc:
+            outcome.set_exception(exc)
+            raise
 
     def platform_back(self, platform: str) -> None:
         """``platform`` reaches its servers again: a turn's final text that failed there in
@@ -423,7 +447,13 @@ class SessionRunner:
         """Deliver the epoch's stranded decisions: when it starts, when asked, periodically."""
         while True:
             self._sweep_wanted.clear()
-            await self._broker.sweep(self.session_id, epoch)
+            try:
+                await self._broker.sweep(self.session_id, epoch)
+            except StoreError as exc:
+                # the ledger's connection cut mid-sweep: what was not recorded is stranded
+                # still, and the next sweep (the listener's catch-up once it is back, or
+                # the period) finds it; the session runs on
+                log.warning("session %s: a sweep met a ledger error (%s)", self.session_id, exc)
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(SWEEP_SECONDS):
                     await self._sweep_wanted.wait()

@@ -20,9 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
-__all__ = ["GrowingSplit", "SplitPart", "split_parts", "split_text"]
+__all__ = ["GrowingSplit", "SplitPart", "fit_rendered", "split_parts", "split_text"]
 
 _INFO_MAX = 32  # characters of a fence's info string carried into the next part
+_MIN_SPLIT = 64  # the least limit a text is split for
 _MIN_PIECE = 16  # the least text a part must have room for besides its fences
 # an opening fence: a quote's "> " markers, a list item's marker, then up to three spaces
 _OPENS = re.compile(
@@ -94,6 +95,25 @@ def split_text(text: str, limit: int) -> list[str]:
     return [str(chunk.part) for chunk in _split(text, limit)]
 
 
+def fit_rendered(parts: list[str], limit: int, length: Callable[[str], int]) -> list[str]:
+    """``parts`` (of at most ``limit`` characters of source each), each split again where
+    ``length``, the platform's count of a part once rendered (escapes included), says it is
+    still too long; unchanged where ``length`` is ``len``."""
+    if length is len:
+        return parts
+    return [fitted for part in parts for fitted in _fit(part, limit, length)]
+
+
+def _fit(part: str, limit: int, length: Callable[[str], int]) -> list[str]:
+    rendered = length(part)
+    if rendered <= limit:
+        return [part]
+    smaller = len(part) * limit // rendered - 1  # what the source may hold at this ratio
+    if smaller < _MIN_SPLIT:
+        return [part]  # nothing sensible to cut: the platform clips it, and says so
+    return [fitted for piece in split_text(part, smaller) for fitted in _fit(piece, limit, length)]
+
+
 def split_parts(text: str, limit: int) -> list[SplitPart]:
     """:func:`split_text`, with the fences each part adds told apart from the agent's text."""
     if len(text) <= limit:
@@ -114,7 +134,7 @@ def _pieces(line: str, size: int) -> list[str]:
 
 
 def _split(text: str, limit: int) -> list[_Chunk]:
-    if limit < 64:
+    if limit < _MIN_SPLIT:
         raise ValueError("limit too small to split text sensibly")
     # pieces: the lines, a line too long cut in pieces; for each, the fence open before it
     # (a piece inside a line has its line's), whether it starts a line, and how good a

@@ -68,6 +68,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 from gateway.errors import PlatformError
 from gateway.platform import MessageGone, RateLimited
+from gateway.rate_budget import ALONE, Bucket, RateBudget, Ticket
 
 __all__ = [
     "MAX_ATTEMPTS",
@@ -257,8 +258,10 @@ class Outbox(Generic[K]):
         on_unreachable: Callable[[], None] = lambda: None,
         on_success: Callable[[], None] = lambda: None,
         clock: Clock = MONOTONIC,
+        budget: RateBudget = ALONE,
     ) -> None:
         self._tasks = tasks
+        self._budget = budget
         self.pacing = pacing
         self._classify = classify
         self._name = name
@@ -361,8 +364,19 @@ class Outbox(Generic[K]):
                 lane.arrived.clear()
                 job, at = self._next(lane_key, lane, now)
                 if job is not None:
-                    lane.jobs.remove(job)
-                    await self._attempt(lane_key, lane, job)
+                    # the bot's budget other hosts spend too (ALONE: taken at once)
+                    buckets = self._buckets(lane_key, job)
+                    taken = await self._budget.take(buckets, f"hold:{lane_key}")
+                    if not isinstance(taken, Ticket):
+                        # not woken by a new call: each look costs the budget a trip, and
+                        # the most urgent call is chosen again after the wait
+                        await self._clock.sleep(taken)
+                        continue
+                    if job in lane.jobs:
+                        lane.jobs.remove(job)
+                        await self._attempt(lane_key, lane, job, taken)
+                    else:  # failed meanwhile (closed): nothing went
+                        self._budget.returned(taken)
                 elif at is None:
                     await self._until_either(self._returned.wait(), lane)
                 else:
@@ -418,22 +432,42 @@ class Outbox(Generic[K]):
             at = max(at, ready)
         return at
 
-    async def _attempt(self, lane_key: K, lane: _Lane, job: _Job) -> None:
+    def _buckets(self, lane_key: K, job: _Job) -> list[Bucket]:
+        """The windows that count ``job``, as the shared budget's buckets (a window's key
+        is its place in the pacing: the same on every host of one version)."""
+        pacing, margin = self.pacing, self.pacing.margin_seconds
+        scopes = [("lane", pacing.lane), ("shared", pacing.shared)]
+        if pacing.is_group(lane_key):
+            scopes.insert(1, ("group", pacing.group))
+        return [
+            Bucket(
+                key=f"{scope}:{i}" if scope == "shared" else f"{scope}:{lane_key}:{i}",
+                calls=window.budget,
+                seconds=window.seconds + margin,
+            )
+            for scope, windows in scopes
+            for i, window in enumerate(windows)
+            if window.counts(job.method)
+        ]
+
+    async def _attempt(self, lane_key: K, lane: _Lane, job: _Job, ticket: Ticket) -> None:
         logs = self._counting(lane_key, job)
         for log in logs:  # counted from now on: no other lane takes its place meanwhile
             log.in_flight += 1
+        retry_after: float | None = None
         try:
             result = await job.call()
         except asyncio.CancelledError:
             self._fail_closed(job)
             raise
         except Exception as exc:
-            self._failed(lane_key, lane, job, exc)
+            retry_after = self._failed(lane_key, lane, job, exc)
         else:
             self._on_success()
             if not job.future.done():
                 job.future.set_result(result)
         finally:
+            self._budget.returned(ticket, retry_after=retry_after)
             now = self._clock.now()
             for log in logs:
                 log.in_flight -= 1
@@ -441,7 +475,8 @@ class Outbox(Generic[K]):
             self._returned.set()
             self._returned = asyncio.Event()
 
-    def _failed(self, lane_key: K, lane: _Lane, job: _Job, exc: Exception) -> None:
+    def _failed(self, lane_key: K, lane: _Lane, job: _Job, exc: Exception) -> float | None:
+        """Retry or fail ``job``; a 429's retry-after, else None."""
         verdict = self._classify(exc)
         error: PlatformError
         match verdict:
@@ -454,7 +489,7 @@ class Outbox(Generic[K]):
                 if job.attempts < MAX_ATTEMPTS:
                     job.seq = -1 - job.attempts  # first in its priority once the lane may go on
                     lane.jobs.append(job)
-                    return
+                    return seconds
                 error = RateLimited(seconds)
             case Unreachable(error=error):
                 self._on_unreachable()
@@ -467,3 +502,4 @@ class Outbox(Generic[K]):
             error.__cause__ = exc
         if not job.future.done():
             job.future.set_exception(error)
+        return verdict.seconds if isinstance(verdict, RetryLater) else None

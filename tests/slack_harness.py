@@ -4,11 +4,14 @@ Codex app-server against the fake model, or the scripted in-process agent)."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import socket
+import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,7 @@ __all__ = [
     "DEADLINE",
     "GENERAL",
     "MALLORY",
+    "LedgerLock",
     "OnSlack",
     "on_slack",
     "read",
@@ -103,6 +107,32 @@ team_id = "{TEAM_ID}"
 
 def slack_config(fake: FakeSlack, data_dir: Path, **options: Any) -> Config:
     return parse_config(slack_config_text(fake, data_dir, **options), "slack-test.toml")
+
+
+class LedgerLock:
+    """Another SQLite connection holding the ledger's write lock (``BEGIN EXCLUSIVE``) for
+    ``seconds``, on a thread of its own; ``taken`` is set once it holds it, ``releasing``
+    before it lets it go (so anything the ledger wrote after is seen after it)."""
+
+    def __init__(self, path: Path, seconds: float) -> None:
+        self.taken = asyncio.Event()
+        self.releasing = asyncio.Event()
+        self.released = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._path, self._seconds = path, seconds
+        self._thread = threading.Thread(target=self._hold, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _hold(self) -> None:
+        with closing(sqlite3.connect(self._path, timeout=10, isolation_level=None)) as conn:
+            conn.execute("BEGIN EXCLUSIVE")
+            self._loop.call_soon_threadsafe(self.taken.set)
+            threading.Event().wait(self._seconds)  # the other process's long transaction
+            self._loop.call_soon_threadsafe(self.releasing.set)
+            conn.execute("ROLLBACK")
+        self._loop.call_soon_threadsafe(self.released.set)
 
 
 def read(text: str) -> str:

@@ -35,6 +35,7 @@ from tests.servers.fake_slack import (
     BOB,
     BOT_TOKEN,
     BOT_USER_ID,
+    MAX_CONNECTIONS,
     SCOPES,
     FakeSlack,
     Pacing,
@@ -739,3 +740,101 @@ async def test_closing_a_modal_tells_the_app_only_if_it_asked() -> None:
             assert fake.modals(ALICE) == []
             assert (closed is not None) is notify
         assert [d.type for d in fake.delivered("view_closed")] == ["view_closed"]
+
+
+# --- many connections (several gateway hosts on one app, issue 19) ---------------------------
+
+
+class RawConnection:
+    """One Socket Mode connection opened by hand: what it was sent, acked or not."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, *, acks: bool) -> None:
+        self.ws, self.acks = ws, acks
+        self.hello: dict[str, Any] = {}
+        self.envelopes: list[dict[str, Any]] = []
+        self.closed = asyncio.Event()
+
+    async def read(self, fake: FakeSlack) -> None:
+        async for message in self.ws:
+            if message.type != aiohttp.WSMsgType.TEXT:
+                continue
+            data = message.json()
+            if data.get("type") in ("hello", "disconnect"):
+                self.hello = data
+                continue
+            self.envelopes.append(data)
+            if self.acks:
+                await self.ws.send_json({"envelope_id": data["envelope_id"]})
+            await fake._notify()
+        self.closed.set()
+
+
+async def open_raw(
+    fake: FakeSlack, session: aiohttp.ClientSession, tasks: asyncio.TaskGroup, *, acks: bool
+) -> RawConnection:
+    client = AsyncWebClient(base_url=fake.base_url)
+    opened = await client.apps_connections_open(app_token=APP_TOKEN)
+    ws = await session.ws_connect(str(opened["url"]))
+    connection = RawConnection(ws, acks=acks)
+    tasks.create_task(connection.read(fake))
+    return connection
+
+
+async def test_each_envelope_goes_to_one_connection_at_random_and_a_missed_event_to_another() -> (
+    None
+):
+    async with FakeSlack(pacing=FAST, seed=7) as fake, aiohttp.ClientSession() as session:
+        async with asyncio.TaskGroup() as tasks:
+            mute = await open_raw(fake, session, tasks, acks=False)
+            await fake.wait_for(lambda: fake.connected == 1, 5)
+            mute_n = fake.connections[-1].n
+            others = [await open_raw(fake, session, tasks, acks=True) for _ in range(2)]
+            await fake.wait_for(lambda: fake.connected == 3, 5)
+            dm = fake.dm(ALICE).id
+            for n in range(12):
+                await fake.say(ALICE, dm, f"message {n}")
+            spread = fake.delivered("message")
+            for delivery in spread:
+                await asyncio.wait_for(delivery.settled(), 5)
+            missed = await fake.say(ALICE, dm, "to the mute one", to=mute_n)
+            [again] = [d for d in fake.delivered("message") if d not in spread]
+            await asyncio.wait_for(again.settled(), 5)
+            card = await web_client(fake).chat_postMessage(
+                channel=GENERAL, text="card", blocks=card_blocks()
+            )
+            click = await fake.click(BOB, fake.message(GENERAL, card["ts"]), "Deny", to=mute_n)
+            await asyncio.wait_for(click.settled(), 5)
+            for connection in (mute, *others):
+                await connection.ws.close()
+
+    # every envelope went to exactly one connection, and the three shared them
+    sent = [e["envelope_id"] for c in (mute, *others) for e in c.envelopes]
+    assert len(sent) == len(set(sent))
+    used = {d.attempts[0].connection for d in spread}
+    assert len(used) == 3, used
+    # an event the mute connection never acked came again on another, and was acked there
+    assert [a.connection == mute_n for a in again.attempts] == [True, False]
+    assert again.state == "acked" and again.attempts[1].number == 1
+    assert again.payload["event"]["ts"] == missed.ts
+    # a click it never acked is not given again: the person sees it fail
+    assert click.state == "failed" and [a.connection for a in click.attempts] == [mute_n]
+
+
+async def test_ten_connections_per_app_and_an_eleventh_is_told_too_many_websockets() -> None:
+    async with FakeSlack() as fake, aiohttp.ClientSession() as session:
+        async with asyncio.TaskGroup() as tasks:
+            ten = [await open_raw(fake, session, tasks, acks=True) for _ in range(MAX_CONNECTIONS)]
+            await fake.wait_for(lambda: fake.connected == MAX_CONNECTIONS, 5)
+            eleventh = await open_raw(fake, session, tasks, acks=True)
+            await asyncio.wait_for(eleventh.closed.wait(), 5)
+            assert fake.connected == MAX_CONNECTIONS
+            for connection in ten:
+                await connection.ws.close()
+
+    assert eleventh.hello == {
+        "type": "disconnect",
+        "reason": "too_many_websockets",
+        "debug_info": {"host": "fake"},
+    }
+    assert fake.too_many_websockets == 1
+    assert [c.hello["num_connections"] for c in ten] == list(range(1, MAX_CONNECTIONS + 1))

@@ -32,7 +32,7 @@ def _draft() -> Draft:
         chosen={0: (1,)},
         other={0: "and staging"},
         secret={1: Answer(other=SECRET)},
-        prompt="[111,9,1,-100,5,\"-100\",null]",  # a platform's note of its prompt
+        prompt='[111,9,1,-100,5,"-100",null]',  # a platform's note of its prompt
     )
 
 

@@ -242,7 +242,8 @@ async def test_stop_with_a_permission_pending_then_the_next_prompt_works(
         assert len([c for c in gw.cards() if c.card is not None]) == 1  # no second card
         assert not (opencode_home.workspace / "made.txt").exists()
         # the aborted tool's end, sent late by the server, is not said again in the new turn
-        assert sum("echo hi > made.txt" in t for t in gw.memory.texts(ROOM)) == 1
+        said = [t for t in gw.memory.texts(ROOM) if "echo hi > made.txt" in t]
+        assert len(said) == 1, said
 
 
 async def test_server_killed_orphans_the_pending_permission(

@@ -7,6 +7,7 @@ SIGSTOP is the frozen renewer of host a (``LeaseHolder.pause``); the lease is sh
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 
@@ -135,6 +136,79 @@ async def test_a_sigkilled_host_process_is_reaped_and_its_agent_ended_when_it_re
             async with gateway_process(config, logs, host="a", data_dir=tmp_path / "data-a"):
                 # a's lease taken again and its recovery done: the leftover agent ended
                 assert not process_alive(epoch.pid, int(epoch.process_start_time))
+    finally:
+        await end_leftover_agents(tmp_path / "data")
+
+
+async def test_a_sigstopped_host_process_is_reaped_and_when_continued_ends_its_agent(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    """The real SIGSTOP: a's gateway process frozen past its lease with a card pending. b
+    reaps it; a click and a message sent to a while it is frozen wait in its input, and
+    when it is continued (SIGCONT) it refuses both, ends its agent, starts over, and the
+    next message runs in a new agent."""
+    target = PgTarget(url=pg_database.dsn)
+    prompts = tmp_path / "prompts.jsonl"
+    projects = [
+        scripted_project("pa", "normal", tmp_path / "work-a", channel="a", prompt_log=prompts),
+        scripted_project("pb", "normal", tmp_path / "work-b", channel="b"),
+    ]
+    config = write_config(
+        tmp_path / "hosts.toml",
+        tmp_path / "data",
+        projects,
+        store=target,
+        hosts={"pa": "a", "pb": "b"},
+        host_lease_seconds=LEASE,
+    )
+    logs = tmp_path / "logs"
+    on_a = room("a")
+    try:
+        async with gateway_process(config, logs, host="b", data_dir=tmp_path / "data-b") as b:
+            async with gateway_process(config, logs, host="a", data_dir=tmp_path / "data-a") as a:
+                await a.say(on_a, "alice", "approve this")
+                shown = await a.card_where(lambda card: bool(card["actions"]), on_a)
+                assert shown.card is not None
+                first = shown.card["actions"][0]
+                assert first["effect"] == "allow", first
+                allow = first["token"]
+                [copy] = await a.until_cards_recorded()  # b edits the card a sent
+                async with open_ledger(tmp_path / "data") as store:
+                    [epoch] = await store.sessions.live_epochs(host="a")
+                assert epoch.pid is not None and epoch.process_start_time is not None
+                a.freeze()
+                try:
+                    reaped = await b.card_where(
+                        lambda card: "(host a stopped)" in card["status_line"], on_a
+                    )
+                    assert reaped.id == shown.id and reaped.card is not None
+                    assert reaped.card["actions"] == []
+                    await b.text_containing("Host a stopped answering the ledger", on_a)
+                    # a click and a message reach a while it is frozen: they wait in its input
+                    click = asyncio.create_task(a.click(on_a, "alice", allow))
+                    said = asyncio.create_task(a.say(on_a, "alice", "hello"))
+                    assert process_alive(epoch.pid, int(epoch.process_start_time))
+                finally:
+                    a.thaw()
+                ack = await click
+                assert not ack["accepted"]
+                assert "lost its hold on the ledger" in ack["text"]
+                await said
+                await a.text_containing("nothing was taken", on_a)
+                await a.started_over()
+                assert a.leases_lost == 1
+                assert not process_alive(epoch.pid, int(epoch.process_start_time))
+                async with open_ledger(tmp_path / "data") as store:
+                    record = await store.interactions.get(copy["interaction"])
+                    assert await store.sessions.live_epochs(host="a") == []
+                assert record is not None and record.state is InteractionState.ORPHANED
+                assert record.decision is None  # the click decided nothing
+                # started over: the next message runs, in a new agent
+                await a.say(on_a, "alice", "hello again")
+                await a.text_containing("echo: hello again", on_a)
+                said_to = [json.loads(line) for line in prompts.read_text().splitlines()]
+                assert [p["text"] for p in said_to] == ["approve this", "hello again"]
+                assert said_to[1]["pid"] != epoch.pid
     finally:
         await end_leftover_agents(tmp_path / "data")
 

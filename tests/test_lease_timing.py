@@ -46,3 +46,22 @@ def test_a_refused_renew_loses_the_lease_before_its_deadline() -> None:
 def test_a_lease_without_time_is_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
         LeaseTiming(ttl=0)
+
+
+def test_a_renew_that_found_no_database_is_tried_again_until_the_deadline() -> None:
+    timing = LeaseTiming(ttl=9.0)
+    timing.granted(sent_at=100.0)  # the deadline is 106
+    assert timing.retry_in(103.0) == pytest.approx(0.3)  # a tenth of a period
+    assert timing.retry_in(105.9) == pytest.approx(0.1)  # never past the deadline
+    assert timing.retry_in(106.0) is None  # no time left: lost
+    assert LeaseTiming(ttl=60.0).retry_in(0.0) is None  # never held
+    timing.granted(sent_at=200.0)
+    assert timing.retry_in(201.0) == pytest.approx(0.3)
+    timing.refused()  # the fence moved: lost at once, nothing tried again
+    assert timing.retry_in(201.0) is None
+
+
+def test_the_pause_between_two_attempts_is_half_a_second_at_most() -> None:
+    timing = LeaseTiming(ttl=60.0)
+    timing.granted(sent_at=0.0)
+    assert timing.retry_in(1.0) == 0.5

@@ -15,6 +15,7 @@ import pytest
 from gateway.store import Store
 from gateway.store.leases import LeaseHolder, acquire, connect, fence_out, lapsed, release, renew
 from gateway.store.postgresql import PgTarget
+from tests.harness.pg_proxy import PgProxy
 from tests.pg_cluster import PgCluster
 
 TTL = 30.0
@@ -126,3 +127,49 @@ async def test_a_frozen_renewer_past_its_deadline_lets_go_without_renewing(
     cursor = await conn.execute("SELECT fence FROM leases WHERE name = 'host:a'")
     assert await cursor.fetchone() == (1,)
     await holder.close()
+
+
+async def test_a_renew_cut_off_is_tried_again_on_a_new_connection_within_the_deadline(
+    conn: psycopg.AsyncConnection[Any], pg_database: PgCluster
+) -> None:
+    """The holder reaches the database through a proxy that cuts its connection: the next
+    renew fails on it and is tried again on a new one, granted before the deadline. The
+    lease was never lost (a refused renew still loses it at once: the test above)."""
+    clock = FakeMonotonic()
+    async with PgProxy(pg_database) as proxy:
+        holder = LeaseHolder(PgTarget(url=proxy.dsn), "host:a", "a", ttl=TTL, monotonic=clock)
+        assert await holder.acquire()
+        proxy.cut()
+        clock.now += TTL / 3  # the renew is due
+        async with asyncio.TaskGroup() as tasks:
+            kept = tasks.create_task(holder.keep())
+            await holder.renewed.wait()
+            assert holder.holds() and not holder.unreachable
+            kept.cancel()
+        assert proxy.connections == 2  # the first, cut, and the one the renew was granted on
+        assert holder.timing.deadline() == clock.now + TTL - TTL / 3
+        await holder.close()
+    cursor = await conn.execute("SELECT holder, fence FROM leases WHERE name = 'host:a'")
+    assert await cursor.fetchone() == ("a", 1)  # the same lease, renewed
+
+
+async def test_a_renew_that_finds_no_database_until_the_deadline_loses_the_lease(
+    conn: psycopg.AsyncConnection[Any], pg_database: PgCluster
+) -> None:
+    """The database stays unreachable (the proxy refuses every new connection): the renew
+    is tried again and again while the deadline allows, and the lease is lost at it."""
+    clock = FakeMonotonic()
+    async with PgProxy(pg_database) as proxy:
+        holder = LeaseHolder(PgTarget(url=proxy.dsn), "host:a", "a", ttl=TTL, monotonic=clock)
+        assert await holder.acquire()
+        proxy.refuse = True
+        proxy.cut()
+        clock.now += TTL / 3
+        async with asyncio.TaskGroup() as tasks:
+            kept = tasks.create_task(holder.keep())
+            await proxy.refused(2)  # tried again on a new connection, twice
+            assert holder.holds() and holder.unreachable  # not lost before the deadline
+            clock.now += TTL - TTL / 3  # the deadline
+            await kept
+        assert not holder.holds() and holder.unreachable
+        await holder.close()

@@ -8,11 +8,9 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sqlite3
 import sys
-import threading
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, closing
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from tests.slack_harness import (
     ALICE,
     DEADLINE,
     GENERAL,
+    LedgerLock,
     OnSlack,
     on_slack,
     read,
@@ -135,29 +134,6 @@ async def test_a_429_storm_loses_nothing(
     assert fake_slack.refused == []  # every call got through in the end
     cards = [m for m in fake_slack.replies(GENERAL, said.ts) if m.blocks]
     assert len(cards) == 1  # none posted twice
-
-
-class LedgerLock:
-    """Another SQLite connection holding the ledger's write lock (``BEGIN EXCLUSIVE``) for
-    ``seconds``, on a thread of its own; ``taken`` is set once it holds it."""
-
-    def __init__(self, path: Path, seconds: float) -> None:
-        self.taken = asyncio.Event()
-        self.released = asyncio.Event()
-        self._loop = asyncio.get_running_loop()
-        self._path, self._seconds = path, seconds
-        self._thread = threading.Thread(target=self._hold, daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def _hold(self) -> None:
-        with closing(sqlite3.connect(self._path, timeout=10, isolation_level=None)) as conn:
-            conn.execute("BEGIN EXCLUSIVE")
-            self._loop.call_soon_threadsafe(self.taken.set)
-            threading.Event().wait(self._seconds)  # the other process's long transaction
-            conn.execute("ROLLBACK")
-        self._loop.call_soon_threadsafe(self.released.set)
 
 
 async def test_clicks_are_acked_in_time_while_another_connection_locks_the_ledger_4_s(

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from gateway.textsplit import split_text
+from gateway.textsplit import fit_rendered, split_text
 
 
 def _strip_fences(text: str) -> str:
@@ -41,3 +41,15 @@ def test_random_text_keeps_every_character_within_the_limit(seed: int) -> None:
     parts = split_text(text, limit)
     assert all(len(part) <= limit for part in parts)
     assert _strip_fences("".join(parts)).replace("\n", "") == _strip_fences(text).replace("\n", "")
+
+
+def test_a_part_longer_once_rendered_is_split_again_and_nothing_is_lost() -> None:
+    def doubled_marks(part: str) -> int:  # a renderer that escapes every underscore
+        return len(part) + part.count("_")
+
+    text = "".join(f"row {n:03d} a_b_c_d_e_f_g_h\n" for n in range(300))
+    parts = fit_rendered(split_text(text, 500), 500, doubled_marks)
+    assert len(parts) > len(split_text(text, 500))
+    assert all(doubled_marks(part) <= 500 for part in parts)
+    assert "".join(parts) == text
+    assert fit_rendered(["x" * 600], 500, len) == ["x" * 600]  # len: as split, untouched

@@ -11,7 +11,10 @@ needs none). It expires by the database's clock only (``now()``), never a host's
 
 :class:`LeaseHolder` holds one lease on a connection of its own (a renew never waits behind
 the ledger's writer) and keeps :class:`gateway.leases.LeaseTiming`'s deadline: ``holds()``
-turns False the moment a renew fails or the deadline passes, whatever the loop is doing.
+turns False the moment a renew is refused or the deadline passes, whatever the loop is
+doing. A renew that finds no database (an error, no answer) is tried again on a new
+connection until the deadline: a cut connection is ridden out, an unreachable database is
+not.
 """
 
 from __future__ import annotations
@@ -157,6 +160,7 @@ class LeaseHolder:
         # the last attempt found no database (an error or no answer in time), rather than
         # an answer: what a host without its lease tells people
         self.unreachable = False
+        self.renewed = asyncio.Event()  # set at each renew granted (tests clear it)
 
     def holds(self) -> bool:
         return self.timing.holds(self._now())
@@ -193,30 +197,42 @@ class LeaseHolder:
             await asyncio.sleep(self.timing.period)  # by the database's clock: nothing to wait on
 
     async def keep(self) -> None:
-        """Renew every period; return the moment the lease is lost (a renew refused or not
-        answered before the deadline, or the deadline passed while this loop was frozen)."""
+        """Renew every period; return the moment the lease is lost (a renew refused, none
+        granted before the deadline, or the deadline passed while this loop was frozen)."""
         while True:
             await asyncio.sleep(self.timing.renew_in(self._now()))
             await self._running.wait()
-            sent = self._now()
-            deadline = self.timing.deadline()
-            if deadline is None or sent >= deadline or not await self._renew(deadline - sent):
+            sent = await self._renew()
+            if sent is None:
                 break
             self.timing.granted(sent)
+            self.renewed.set()
         self.timing.refused()
         log.warning("lease %s: lost by %s (fence %s)", self.name, self.holder, self.fence)
 
-    async def _renew(self, within: float) -> bool:
+    async def _renew(self) -> float | None:
+        """One renew, tried again on a new connection while the database does not answer,
+        until the deadline: the send time of the attempt granted, or None (refused, or no
+        attempt answered in time)."""
         assert self.fence is not None
-        try:
-            async with asyncio.timeout(within):
-                conn = await self._connection()
-                renewed = await renew(conn, self.name, self.holder, self.fence, self.timing.ttl)
+        while True:
+            sent = self._now()
+            deadline = self.timing.deadline()
+            if deadline is None or sent >= deadline:
+                return None
+            try:
+                async with asyncio.timeout(deadline - sent):
+                    conn = await self._connection()
+                    renewed = await renew(conn, self.name, self.holder, self.fence, self.timing.ttl)
+            except (psycopg.Error, TimeoutError) as exc:
+                await self._drop(exc)
+                pause = self.timing.retry_in(self._now())
+                if pause is None:
+                    return None
+                await asyncio.sleep(pause)  # a new connection, after a moment
+                continue
             self.unreachable = False
-            return renewed
-        except (psycopg.Error, TimeoutError) as exc:
-            await self._drop(exc)
-            return False
+            return sent if renewed else None
 
     async def release(self) -> None:
         """Let the lease go (a clean stop); what fails here lapses by itself."""
@@ -240,6 +256,15 @@ class LeaseHolder:
 
     def resume(self) -> None:
         self._running.set()
+
+    async def connection(self) -> psycopg.AsyncConnection[Any]:
+        """The lease's own connection (autocommit), for writes fenced by it (a receiver's
+        offset); a database error there should go to :meth:`drop`."""
+        return await self._connection()
+
+    async def drop(self, exc: BaseException) -> None:
+        """The connection failed: closed, and opened again on the next use."""
+        await self._drop(exc)
 
     async def _connection(self) -> psycopg.AsyncConnection[Any]:
         if self._conn is None or self._conn.closed:

@@ -15,6 +15,8 @@ withdrawal): the fact is kept, the state is not changed.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gateway.domain import (
     Actor,
     Decision,
@@ -309,6 +311,10 @@ class InteractionLedger:
                         )
                     return decided
                 current = require_interaction(conn, interaction_id)  # another process won
+            elif current.decision is None and current.resolution is None:
+                # PostgreSQL: a row lock waited for another writer's COMMIT returns the new
+                # row, but the statement's joins (the decision) from before it: read again
+                current = require_interaction(conn, interaction_id)
             rejection = already_decided(current)
             self._db.audit(
                 conn,
@@ -436,7 +442,16 @@ class InteractionLedger:
             moved = transition(current.state, event)
             self._insert_delivery(conn, interaction_id, outcome, error)
             # _apply deletes a sealed answer here, in the transaction that records its write
-            return self._apply(conn, current, moved, by="gateway", note=error or "")
+            update = self._apply(conn, current, moved, by="gateway", note=error or "")
+            if not moved.ignored:
+                return update
+            # a fact recorded after the end (a record cut, made again by the next sweep): the
+            # state stays, but the cards, which show the facts, are drawn again
+            conn.execute(
+                "UPDATE interactions SET version = version + 1, updated_at = ? WHERE id = ?",
+                (self._db.now(), interaction_id),
+            )
+            return replace(update, interaction=require_interaction(conn, interaction_id))
 
         return await self._db.write(record_delivery)
 

@@ -464,8 +464,41 @@ _FORM_DRAFTS = (
     "CREATE INDEX form_drafts_expiry ON form_drafts(expires_at)",
 )
 
+# issue 19, design point 6: where the next Telegram poller starts, per receiver lease
+# ("telegram:<bot id>"), written by the lease's holder with its fence after each batch's
+# effects are committed (gateway/store/receiver_offsets.py). PostgreSQL only: a single host
+# polls alone and keeps the offset in memory (Telegram keeps the rest).
+_RECEIVER_OFFSETS = (
+    """
+    CREATE TABLE receiver_offsets (
+        lease TEXT PRIMARY KEY,
+        next_offset BIGINT NOT NULL
+    )
+    """,
+)
+
+# issue 19, design point 7: a bot's rate budgets, shared by the hosts that send with it
+# (gateway/store/rate_buckets.py). A row per (platform, bot, bucket): ``times`` the calls in
+# its window, as epoch seconds of the database's clock (a call in flight as a mark in the
+# future, replaced by its return time), ``hold_until`` a 429's end, ``used_at`` the last
+# take that named it (an idle row is purged). A single host keeps
+# its budgets in memory (platforms/outbox.py), so SQLite has no such table.
+_RATE_BUCKETS = (
+    """
+    CREATE TABLE rate_buckets (
+        platform TEXT NOT NULL,
+        bot TEXT NOT NULL,
+        key TEXT NOT NULL,
+        times DOUBLE PRECISION[] NOT NULL DEFAULT '{}',
+        hold_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+        used_at DOUBLE PRECISION NOT NULL DEFAULT 0,
+        PRIMARY KEY (platform, bot, key)
+    )
+    """,
+)
+
 # the tables only a shared (PostgreSQL) ledger has: what several hosts need and one does not
-POSTGRESQL_ONLY_TABLES = frozenset({"leases"})
+POSTGRESQL_ONLY_TABLES = frozenset({"leases", "receiver_offsets", "rate_buckets"})
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
@@ -495,6 +528,13 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=10, name="secret answers sealed between hosts", statements=_SEALED_ANSWERS),
     Migration(version=11, name="form drafts any host reads", statements=_FORM_DRAFTS),
     Migration(version=12, name="leases", statements=(), postgresql=_LEASES),
+    Migration(
+        version=13,
+        name="the Telegram poller's offset",
+        statements=(),
+        postgresql=_RECEIVER_OFFSETS,
+    ),
+    Migration(version=14, name="rate budgets per bot", statements=(), postgresql=_RATE_BUCKETS),
 )
 
 

@@ -35,7 +35,9 @@ __all__ = [
     "GUILD_READY_SECONDS",
     "READY_SECONDS",
     "GatewayClient",
+    "connect_for_events",
     "intents_for",
+    "log_in",
     "point_at",
     "quiet_sdk_logger",
     "start",
@@ -139,6 +141,34 @@ class GatewayClient(discord.Client):
             await self.clicks.on_modal(interaction)
         elif interaction.type is discord.InteractionType.component:
             await self.clicks.on_unlisted_click(interaction)
+
+
+async def log_in(client: discord.Client, token: str) -> None:
+    """REST only (several hosts: another may hold the gateway connection): the token
+    checked, the application read, the slash commands synced (``setup_hook``)."""
+    try:
+        await client.login(token)
+    except Exception as exc:
+        raise start_error(exc) from exc
+
+
+async def connect_for_events(client: discord.Client, stop: asyncio.Event) -> None:
+    """A logged-in client's gateway connection, until ``stop`` is set; then closed (the
+    client's REST session stays open for sending). A connection refused for good (a 4014:
+    the intent; a refused token) is raised as what to change."""
+    connecting = asyncio.create_task(client.connect(reconnect=True), name="discord gateway")
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        await asyncio.wait({connecting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+        connecting.cancel()
+        await asyncio.wait({connecting})
+        ws = client.ws
+        if ws is not None and ws.open:
+            await ws.close(code=1000)
+    if not connecting.cancelled() and connecting.exception() is not None:
+        raise start_error(connecting.exception())
 
 
 def start(client: discord.Client, token: str) -> asyncio.Task[None]:

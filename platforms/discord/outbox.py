@@ -30,6 +30,7 @@ import discord
 
 from gateway.errors import PlatformError
 from gateway.platform import PlatformUnreachable
+from gateway.rate_budget import ALONE, RateBudget
 from platforms.outbox import (
     MONOTONIC,
     Clock,
@@ -119,6 +120,7 @@ class DiscordOutbox(Outbox[str]):
         on_unreachable: Callable[[], None] = lambda: None,
         on_success: Callable[[], None] = lambda: None,
         clock: Clock = MONOTONIC,
+        budget: RateBudget = ALONE,
     ) -> None:
         super().__init__(
             tasks,
@@ -128,4 +130,5 @@ class DiscordOutbox(Outbox[str]):
             on_unreachable=on_unreachable,
             on_success=on_success,
             clock=clock,
+            budget=budget,
         )

@@ -31,16 +31,32 @@ import discord
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
-from gateway.platform import EditResult, Inbox, KnowsApprovers, MessageRef, PlatformLimits
+from gateway.platform import (
+    EditResult,
+    Inbox,
+    KnowsApprovers,
+    MessageRef,
+    PlatformLimits,
+    ReceiverGate,
+)
+from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
 from platforms.comeback import Comeback
 from platforms.discord.clicks import Clicks
-from platforms.discord.client import GatewayClient, point_at, quiet_sdk_logger, start, until_ready
+from platforms.discord.client import (
+    GatewayClient,
+    connect_for_events,
+    log_in,
+    point_at,
+    quiet_sdk_logger,
+    start,
+    until_ready,
+)
 from platforms.discord.config import DiscordConfig
 from platforms.discord.inbound import PLATFORM
 from platforms.discord.messages import Messages
 from platforms.discord.outbox import DiscordOutbox, classify
-from platforms.discord.render import CUSTOM_ID_MAX, CUSTOM_ID_PREFIX
+from platforms.discord.render import CONTENT_MAX, CUSTOM_ID_MAX, CUSTOM_ID_PREFIX, rendered_length
 from platforms.discord.sending import QUEUED_REACTION, Sender, ShownCards, turn_key
 from platforms.form_drafts import MemoryForms, PendingForms, forms_for
 from platforms.outbox import Pacing
@@ -52,9 +68,10 @@ log = logging.getLogger(__name__)
 
 DISCORD_LIMITS = PlatformLimits(
     callback_max_bytes=CUSTOM_ID_MAX - len(CUSTOM_ID_PREFIX),  # "agw:" + token
-    # Discord counts the content as sent, escapes included: the core's parts leave room for
-    # them (a part that still grows past 2,000 is cut, and the log says so)
-    text_max_chars=1800,
+    # Discord counts the content as sent, escapes included: the core splits a part again
+    # where its rendering is longer than that
+    text_max_chars=CONTENT_MAX,
+    text_length=rendered_length,
     card_max_chars=4096,  # the embed's description
     ack_deadline_seconds=3.0,
     min_edit_interval_seconds=1.0,
@@ -77,6 +94,7 @@ class DiscordPlatform:
         self.limits = limits
         self._config = config
         self._pacing = pacing
+        self._rates: SharedRates | None = None  # a shared ledger's budgets (share_rates)
         self._client: GatewayClient | None = None
         self._running_client: asyncio.Task[None] | None = None
         self._tasks: asyncio.TaskGroup | None = None
@@ -86,6 +104,10 @@ class DiscordPlatform:
         self._inbox: Inbox | None = None
         self._attached_event = asyncio.Event()
         self._stopped = False
+        # several hosts on one ledger: the gateway connection only while the gateway's
+        # lease says so (gateway/receivers.py); REST (sending) on every host
+        self._leased = False
+        self._stop_receiving = asyncio.Event()
         self._cards = ShownCards()
         # the cards' forms by submit token: in memory until attached to a gateway that
         # shares its ledger (then the ledger keeps the drafts)
@@ -120,6 +142,15 @@ class DiscordPlatform:
     ) -> None:
         await self.close()
 
+    def share_rates(self, rates: SharedRates) -> None:
+        """Pace by the bot's budget that its other hosts spend too (before :meth:`connect`)."""
+        self._rates = rates
+
+    def _budget(self) -> RateBudget:
+        if self._rates is None:
+            return ALONE
+        return self._rates.budget("discord", bot_key(self._config.token.get_secret_value()))
+
     async def connect(self) -> None:
         """Point discord.py at the configured addresses, start the client and wait for
         READY; then the outbox. Events wait for :meth:`attach`."""
@@ -129,12 +160,16 @@ class DiscordPlatform:
         self._client = client
         try:
             self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
-            self._running_client = start(client, self._config.token.get_secret_value())
-            await until_ready(client, self._running_client)
+            if self._leased:
+                await log_in(client, self._config.token.get_secret_value())
+            else:
+                self._running_client = start(client, self._config.token.get_secret_value())
+                await until_ready(client, self._running_client)
             self._messages.bot_id = str(client.user.id) if client.user is not None else ""
             self._outbox = DiscordOutbox(
                 self._tasks,
                 self._pacing,
+                budget=self._budget(),
                 on_unreachable=self._unreachable,
                 on_success=self._reached,
             )
@@ -156,9 +191,33 @@ class DiscordPlatform:
         self.forms = forms_for(inbox)
         self._attached_event.set()
 
+    # --- the gateway connection by the gateway's lease (several hosts) --------------------
+
+    def lease_receiving(self) -> None:
+        self._leased = True
+
+    def receiver_lease(self) -> str | None:
+        client = self._client
+        if not self._leased or client is None:
+            return None
+        return f"discord:{client.application_id or self.bot_id}"
+
+    async def receive(self, gate: ReceiverGate) -> None:
+        """The gateway connection (IDENTIFY, READY, events) until :meth:`stop_receiving`
+        or :meth:`stop_input`; then closed, so that Discord sends this host nothing more."""
+        client = self._client
+        if client is None or self._stopped:
+            return
+        self._stop_receiving.clear()
+        await connect_for_events(client, self._stop_receiving)
+
+    def stop_receiving(self) -> None:
+        self._stop_receiving.set()
+
     async def stop_input(self) -> None:
         """Take nothing more; events waiting for :meth:`attach` are let go (not taken)."""
         self._stopped = True
+        self._stop_receiving.set()
         self._attached_event.set()
 
     async def close(self) -> None:

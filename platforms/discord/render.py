@@ -56,6 +56,7 @@ __all__ = [
     "mention_line",
     "no_pings",
     "render_card",
+    "rendered_length",
     "token_of",
 ]
 
@@ -74,6 +75,13 @@ CUSTOM_ID_PREFIX = "agw:"
 # a button that asks for a message first (Keep planning: a modal), whatever process sent it
 MESSAGE_ID_PREFIX = "agwm:"
 CONTENT_MAX = 2000
+
+
+def rendered_length(text: str) -> int:
+    """How many characters Discord counts in the agent's Markdown ``text`` as it is sent
+    (escapes and defused mentions included)."""
+    return len(discord_markdown(text))
+
 
 # Discord's button styles
 _STYLE = {ButtonStyle.PRIMARY: 1, ButtonStyle.DEFAULT: 2, ButtonStyle.DANGER: 4}

@@ -1,12 +1,18 @@
 """What people do in Slack, handed to the gateway: bolt's listeners for messages, slash
 commands, clicks and modal submissions.
 
-Each listener acks at once, reads the payload purely (inbound.py, forms.py) and hands the
-rest to the platform's :class:`~platforms.slack.receive.Lanes`; a click is answered from a
-task the platform owns, and the person who clicked is told the outcome with an ephemeral
-message (only they see it, it is gone on reload), while the card's edit tells everyone.
-Events of another team are refused (said in the log once per team); while the platform stops,
-every request is answered 503 so that Slack gives it again.
+An envelope is acked once its effect is committed to the ledger (issue 19: with several
+hosts on one Slack app, a host that dies before that lets Slack give the envelope to another
+connection). bolt runs with ``process_before_response``: a listener's return is the ack. A
+listener reads the payload purely (inbound.py, forms.py), hands the work to the platform's
+:class:`~platforms.slack.receive.Lanes` and waits (acking.py): a message event until its
+work ended, however long (Slack gives it again past 3 s, and the ledger takes a message id
+once); a click, submission or command until the core answered, or at most
+``ack_wait_seconds`` (Slack does not give those again, and shows the person a failure past
+3 s), the rest going on in the platform's task. A click's outcome goes to the person who
+clicked as an ephemeral message (only they see it, it is gone on reload), while the card's
+edit tells everyone. Events of another team are refused (said in the log once per team);
+while the platform stops, every request is answered 503 so that Slack gives it again.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox
 from platforms.form_drafts import PendingForms
 from platforms.hand_over import BUSY, hand_over
+from platforms.slack.acking import Commit, acked_when_committed, acked_when_done, not_taken
 from platforms.slack.config import SlackConfig
 from platforms.slack.forms import (
     CALLBACK_ID,
@@ -80,6 +87,7 @@ class SlackEvents:
         lanes: Lanes,
         inbox: Callable[[], Inbox | None],
         stopped: Callable[[], bool],
+        ack_wait: float,
     ) -> None:
         self._config = config
         self.team_id = config.team_id
@@ -90,6 +98,7 @@ class SlackEvents:
         self._lanes = lanes
         self._inbox = inbox
         self._stopped = stopped
+        self._ack_wait = ack_wait  # seconds an interaction waits for the core before its ack
         self._names: OrderedDict[str, str] = OrderedDict()
         self._foreign_said: set[str] = set()
 
@@ -101,6 +110,7 @@ class SlackEvents:
             signing_secret=secret.get_secret_value() if secret is not None else "",
             request_verification_enabled=self._config.mode == "http",
             name="agent-gateway",
+            process_before_response=True,  # a listener's return is the ack: after the commit
         )
         app.middleware(self._refuse_when_stopped)
         app.event("message")(self._on_message)
@@ -124,14 +134,18 @@ class SlackEvents:
     async def _on_mention(self, body: dict[str, Any]) -> None:
         """A mention comes as a ``message`` event too, which is what is taken."""
 
-    async def _on_message(self, body: dict[str, Any]) -> None:
+    async def _on_message(self, body: dict[str, Any]) -> BoltResponse | None:
         found = heard(
             body, team_id=self.team_id, bot_user_id=self.bot_user_id, mode=self._config.channel_mode
         )
         if isinstance(found, Foreign):
             self._foreign(found)
         elif isinstance(found, Heard):
-            self._lanes.put(found.conversation.key(), lambda: self._take(found))
+            # acked once the gateway took it (queued in the ledger), however long that takes
+            return await acked_when_done(
+                self._lanes.put(found.conversation.key(), lambda: self._take(found))
+            )
+        return None
 
     async def _take(self, found: Heard) -> None:
         inbox = self._attached()
@@ -153,11 +167,11 @@ class SlackEvents:
         if not await hand_over(self._attached(), message):
             await self._posting.ephemeral(message.conversation, message.actor.user_id, BUSY)
 
-    async def _on_command(self, ack: Any, command: dict[str, Any]) -> None:
-        await ack()
+    async def _on_command(self, ack: Any, command: dict[str, Any]) -> BoltResponse | None:
         if str(command.get("team_id") or "") != self.team_id:
+            await ack()
             self._foreign(Foreign(team=str(command.get("team_id")), user=""))
-            return
+            return None
         channel = str(command.get("channel_id") or "")
         where = conversation(self.team_id, channel)
         actor = actor_of(str(command.get("user_id") or ""), str(command.get("user_name") or ""))
@@ -169,9 +183,12 @@ class SlackEvents:
             private=channel.startswith("D"),
         )
         if message.private:
-            self._lanes.put(where.key(), lambda: self._hand_over(message))
+            done = self._lanes.put(where.key(), lambda: self._hand_over(message))
         else:
-            self._lanes.put(where.key(), lambda: self._command_in_channel(message))
+            done = self._lanes.put(where.key(), lambda: self._command_in_channel(message))
+        if done is None:
+            return not_taken()
+        return await acked_when_committed(ack, done, done, self._ack_wait)
 
     async def _command_in_channel(self, message: InboundMessage) -> None:
         """``/agent stop`` in a channel: Slack sends a slash command without the thread it
@@ -197,26 +214,32 @@ class SlackEvents:
 
     # --- clicks and modals ----------------------------------------------------------------
 
-    async def _on_click(self, ack: Any, body: dict[str, Any]) -> None:
-        await ack()  # at once: the outcome comes as an ephemeral and on the card
+    async def _on_click(self, ack: Any, body: dict[str, Any]) -> BoltResponse | None:
         click = click_of(body, team_id=self.team_id)
         if isinstance(click, Foreign):
+            await ack()
             self._foreign(click)
-            return
+            return None
         if click is None:
-            return
-        if click.action_id == ANSWER_ACTION:
-            self._lanes.spawn(lambda: self._open_form(click))
-        elif click.action_id.startswith(MESSAGE_PREFIX):
-            self._lanes.spawn(lambda: self._ask_message(click))
-        else:
-            self._lanes.spawn(lambda: self._act(click))
+            await ack()
+            return None
+        if click.action_id == ANSWER_ACTION or click.action_id.startswith(MESSAGE_PREFIX):
+            # a modal opens (its trigger lives 3 s): nothing is committed, acked at once
+            opens = self._open_form if click.action_id == ANSWER_ACTION else self._ask_message
+            if self._lanes.spawn(lambda: opens(click)) is None:
+                return not_taken()
+            await ack()
+            return None
+        decided = Commit()
+        done = self._lanes.spawn(lambda: self._act(click, decided))
+        return await acked_when_committed(ack, decided.future, done, self._ack_wait)
 
-    async def _act(self, click: Click) -> None:
+    async def _act(self, click: Click, decided: Commit) -> None:
         action = InboundAction(
             conversation=click.conversation, actor=click.actor, token=click.token
         )
         answer = await self._attached().on_action(action)
+        decided.done()  # the decision is committed (or refused): the envelope is acked
         await self._tell(click.conversation, click.actor, answer)
 
     async def _open_form(self, click: Click) -> None:
@@ -290,25 +313,28 @@ class SlackEvents:
 
     async def _on_message_submission(
         self, ack: Any, body: dict[str, Any], view: dict[str, Any]
-    ) -> None:
+    ) -> BoltResponse | None:
         team, actor = _submitter(body)
         place = place_of(view)
         if team != self.team_id or place is None:
             await ack(response_action="errors", errors={"message": "This is not taken here."})
-            return
-        await ack()  # the modal closes; the outcome goes to the person and on the card
+            return None
         where = conversation(self.team_id, place.channel, place.thread)
         message = message_of((view.get("state") or {}).get("values") or {})
         pressed = InboundAction(conversation=where, actor=actor, token=place.token, message=message)
-        self._answer_later(where, actor, lambda: self._attached().on_action(pressed))
+        # the modal closes with the ack; the outcome goes to the person and on the card
+        act = self._attached().on_action
+        return await self._answer_later(ack, where, actor, lambda: act(pressed))
 
-    async def _on_submission(self, ack: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+    async def _on_submission(
+        self, ack: Any, body: dict[str, Any], view: dict[str, Any]
+    ) -> BoltResponse | None:
         team, actor = _submitter(body)
         place = place_of(view)
         first = _first_input(view)
         if team != self.team_id or place is None:
             await ack(response_action="errors", errors={first: "This form is not taken here."})
-            return
+            return None
         where = conversation(self.team_id, place.channel, place.thread)
         named = interaction_named(place.token)
         form = (
@@ -319,28 +345,38 @@ class SlackEvents:
         card_form = form.card.form if form is not None else None
         if card_form is None or card_form.submit_token != place.token:
             await ack(response_action="errors", errors={first: "This request is no longer open."})
-            return
+            return None
         state = (view.get("state") or {}).get("values") or {}
         answers = read_submission(card_form, state)
         if isinstance(answers, Errors):
             await ack(response_action="errors", errors=answers.errors)
-            return
-        await ack()  # the modal closes; the outcome goes to the person and on the card
+            return None
         submitted = InboundForm(
             conversation=where, actor=actor, token=place.token, answers=answers, private=True
         )
-        self._answer_later(where, actor, lambda: self._attached().on_form(submitted))
+        # the modal closes with the ack; the outcome goes to the person and on the card
+        take = self._attached().on_form
+        return await self._answer_later(ack, where, actor, lambda: take(submitted))
 
-    def _answer_later(
-        self, where: ConversationRef, actor: Actor, handle: Callable[[], Awaitable[Ack]]
-    ) -> None:
+    async def _answer_later(
+        self,
+        ack: Any,
+        where: ConversationRef,
+        actor: Actor,
+        handle: Callable[[], Awaitable[Ack]],
+    ) -> BoltResponse | None:
         """The gateway's answer to what ``actor`` sent from a modal, told to them, in a task
-        of the platform's (the modal was closed already)."""
+        of the platform's; the submission acked (the modal closed) once the core answered
+        (its decision committed), or at the deadline."""
+        committed = Commit()
 
         async def hand_over() -> None:
-            await self._tell(where, actor, await handle())
+            answer = await handle()
+            committed.done()
+            await self._tell(where, actor, answer)
 
-        self._lanes.spawn(hand_over)
+        done = self._lanes.spawn(hand_over)
+        return await acked_when_committed(ack, committed.future, done, self._ack_wait)
 
     # --- helpers --------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 
 from gateway.errors import PlatformError
 from gateway.platform import PlatformUnreachable, RefusedForGood
+from gateway.rate_budget import ALONE, RateBudget
 from platforms.outbox import (
     MONOTONIC,
     Clock,
@@ -182,6 +183,7 @@ class SlackOutbox(Outbox[str]):
         on_success: Callable[[], None] = lambda: None,
         on_refused_for_good: Callable[[str], None] = lambda text: None,
         clock: Clock = MONOTONIC,
+        budget: RateBudget = ALONE,
     ) -> None:
         super().__init__(
             tasks,
@@ -191,6 +193,7 @@ class SlackOutbox(Outbox[str]):
             on_unreachable=on_unreachable,
             on_success=on_success,
             clock=clock,
+            budget=budget,
         )
         self._said: set[tuple[str, str]] = set()  # (channel, error) already in the log
         self._on_refused_for_good = on_refused_for_good  # the same words, for the console

@@ -32,6 +32,7 @@ from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from gateway.cards import Card
+from gateway.deadline import ack_wait_seconds
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.platform import (
@@ -41,6 +42,7 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
+from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
 from platforms.comeback import Comeback
 from platforms.form_drafts import MemoryForms, PendingForms, forms_for
@@ -85,6 +87,7 @@ class SlackPlatform:
         self.limits = limits
         self._config = config
         self._pacing = pacing
+        self._rates: SharedRates | None = None  # a shared ledger's budgets (share_rates)
         self.team_id = config.team_id
         # no retry handler for 429s: the outbox waits them out with its priorities
         self.client = AsyncWebClient(
@@ -130,6 +133,15 @@ class SlackPlatform:
     ) -> None:
         await self.close()
 
+    def share_rates(self, rates: SharedRates) -> None:
+        """Pace by the bot's budget that its other hosts spend too (before :meth:`connect`)."""
+        self._rates = rates
+
+    def _budget(self) -> RateBudget:
+        if self._rates is None:
+            return ALONE
+        return self._rates.budget("slack", bot_key(self._config.bot_token.get_secret_value()))
+
     async def connect(self) -> None:
         """Check the bot token and its team, start the outbox; events are taken once the
         gateway attaches itself."""
@@ -140,6 +152,7 @@ class SlackPlatform:
             self._outbox = SlackOutbox(
                 self._tasks,
                 self._pacing,
+                budget=self._budget(),
                 on_unreachable=self._unreachable,
                 on_success=self._reached,
                 on_refused_for_good=self._tell_problem,
@@ -154,6 +167,7 @@ class SlackPlatform:
                 lanes=self._lanes,
                 inbox=lambda: self._inbox,
                 stopped=lambda: self._stopped,
+                ack_wait=ack_wait_seconds(self.limits),
             )
             self._app = self._events.bolt_app()
         except BaseException:

@@ -1,13 +1,13 @@
-"""What people do in Slack, taken: bolt's listeners, acked at once, the work done on lanes the
-platform owns.
+"""What people do in Slack, taken: the work of bolt's listeners done on lanes the platform
+owns, each put returning when its work ended, so that the listener acks after it
+(events.py: an envelope is acked once its effect is committed to the ledger).
 
-slack-sdk runs each Socket Mode envelope in a future nobody awaits, and bolt runs a listener
-detached once it acked. So a listener here acks (bolt does it for events), reads the payload
-purely (inbound.py) and hands the rest to :class:`Lanes`: one lane per conversation, so one
-conversation's messages reach the gateway in the order they came, tasks the platform owns and
-waits for when input stops (:meth:`Lanes.drain`). A click is acked at once too (a trigger_id
-lives 3 s, and Slack shows a failure past 3 s); what the core answers goes to the clicker
-as an ephemeral message, and the card's edit says the outcome to everyone.
+slack-sdk runs each Socket Mode envelope in a future nobody awaits. So a listener here reads
+the payload purely (inbound.py), hands the work to :class:`Lanes` (one lane per
+conversation, so one conversation's messages reach the gateway in the order they came, tasks
+the platform owns and waits for when input stops, :meth:`Lanes.drain`) and awaits the
+:data:`Done` future it gets back: True once the work ended, False if it failed or was
+cancelled (the envelope is then not acked, and Slack gives it again).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any
 
-__all__ = ["MAX_LANES", "MAX_QUEUED", "Lanes"]
+__all__ = ["MAX_LANES", "MAX_QUEUED", "Done", "Lanes"]
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,7 @@ MAX_LANES = 1024  # conversations with work queued at once
 MAX_QUEUED = 256  # work items waiting in one lane
 
 Work = Callable[[], Awaitable[None]]
+Done = asyncio.Future[bool]  # True: the work ended; False: it failed or was cancelled
 
 
 class Lanes:
@@ -33,36 +34,40 @@ class Lanes:
 
     def __init__(self, tasks: asyncio.TaskGroup) -> None:
         self._tasks = tasks
-        self._lanes: dict[Hashable, deque[Work]] = {}
+        self._lanes: dict[Hashable, deque[tuple[Work, Done]]] = {}
         self._running: set[asyncio.Task[None]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
         self.closed = False
 
-    def put(self, key: Hashable, work: Work) -> bool:
-        """Queue ``work`` after the earlier work of ``key``; False if refused (closed, full)."""
+    def put(self, key: Hashable, work: Work) -> Done | None:
+        """Queue ``work`` after the earlier work of ``key``; when it ended, or None if
+        refused (closed, full)."""
         if self.closed:
-            return False
+            return None
+        done: Done = asyncio.get_running_loop().create_future()
         lane = self._lanes.get(key)
         if lane is not None:
             if len(lane) >= MAX_QUEUED:
-                log.warning("slack lane full: work dropped")
-                return False
-            lane.append(work)
-            return True
+                log.warning("slack lane full: work refused")
+                return None
+            lane.append((work, done))
+            return done
         if len(self._lanes) >= MAX_LANES:
-            log.warning("slack: too many conversations busy at once: work dropped")
-            return False
-        self._lanes[key] = deque([work])
+            log.warning("slack: too many conversations busy at once: work refused")
+            return None
+        self._lanes[key] = deque([(work, done)])
         self._start(self._drain(key))
-        return True
+        return done
 
-    def spawn(self, work: Work) -> bool:
-        """Run ``work`` now, on no lane (a click: it must not wait behind a message)."""
+    def spawn(self, work: Work) -> Done | None:
+        """Run ``work`` now, on no lane (a click: it must not wait behind a message); when
+        it ended, or None if refused (closed)."""
         if self.closed:
-            return False
-        self._start(self._guard(work))
-        return True
+            return None
+        done: Done = asyncio.get_running_loop().create_future()
+        self._start(self._guard(work, done))
+        return done
 
     def _start(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = self._tasks.create_task(coroutine)
@@ -79,18 +84,24 @@ class Lanes:
         lane = self._lanes[key]
         try:
             while lane:
-                work = lane[0]
-                await self._guard(work)
+                work, done = lane[0]
+                await self._guard(work, done)
                 lane.popleft()
         finally:
             del self._lanes[key]
+            for _, done in lane:  # cancelled: what waited behind is not taken
+                _settle(done, False)
 
     @staticmethod
-    async def _guard(work: Work) -> None:
+    async def _guard(work: Work, done: Done) -> None:
         try:
             await work()
+            _settle(done, True)
         except Exception:  # one person's failure must not end the platform
             log.exception("slack: handling an event failed")
+            _settle(done, False)
+        finally:
+            _settle(done, False)  # cancelled
 
     async def drain(self, grace: float) -> bool:
         """Take no more work and wait up to ``grace`` seconds for what runs; whether all ended
@@ -106,3 +117,8 @@ class Lanes:
             if self._running:
                 await asyncio.wait(set(self._running))
             return False
+
+
+def _settle(done: Done, ended: bool) -> None:
+    if not done.done():
+        done.set_result(ended)

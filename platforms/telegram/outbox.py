@@ -27,6 +27,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 
 from gateway.errors import PlatformError
 from gateway.platform import PlatformUnreachable, RateLimited
+from gateway.rate_budget import ALONE, RateBudget
 from platforms.outbox import (
     MONOTONIC,
     Clock,
@@ -140,6 +141,7 @@ class TelegramOutbox(Outbox[int]):
         on_network_failure: Callable[[], None] = lambda: None,
         on_success: Callable[[], None] = lambda: None,
         clock: Clock = MONOTONIC,
+        budget: RateBudget = ALONE,
     ) -> None:
         self.pace = pace or Pace()
         super().__init__(
@@ -150,4 +152,5 @@ class TelegramOutbox(Outbox[int]):
             on_unreachable=on_network_failure,
             on_success=on_success,
             clock=clock,
+            budget=budget,
         )

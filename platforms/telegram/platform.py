@@ -56,7 +56,8 @@ from gateway.commands import COMMANDS, CommandName, slash
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
 from gateway.markdown import telegram_html
-from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
+from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits, ReceiverGate
+from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
 from platforms.form_drafts import Form, MemoryForms, PendingForms, forms_for
 from platforms.outbox import Priority
@@ -130,6 +131,7 @@ class TelegramPlatform:
         os.environ.setdefault("PTB_TIMEDELTA", "1")
         self._config = config
         self._pace = pace
+        self._rates: SharedRates | None = None  # a shared ledger's budgets (share_rates)
         self._webhook_socket = webhook_socket
         base = config.base_url.rstrip("/")
         self.bot = Bot(
@@ -149,6 +151,12 @@ class TelegramPlatform:
         self._long_tasks: list[asyncio.Task[None]] = []
         self._receiving: asyncio.Task[None] | None = None
         self._receiver: _Receiver | None = None
+        # several hosts on one ledger: polling only while the gateway's lease says so
+        # (gateway/receivers.py); a webhook is received by every host all the same
+        self._leased = False
+        self._handler: UpdateHandler | None = None
+        self._input_stopped = False
+        self._leased_done: asyncio.Event | None = None  # set when a leased receive() ends
         self._inbox: Inbox | None = None
         self._attached = asyncio.Event()
         self._shown: dict[tuple[int, int], str] = {}
@@ -168,6 +176,15 @@ class TelegramPlatform:
     ) -> None:
         await self.close()
 
+    def share_rates(self, rates: SharedRates) -> None:
+        """Pace by the bot's budget that its other hosts spend too (before :meth:`connect`)."""
+        self._rates = rates
+
+    def _budget(self) -> RateBudget:
+        if self._rates is None:
+            return ALONE
+        return self._rates.budget("telegram", bot_key(self._config.token.get_secret_value()))
+
     async def connect(self) -> None:
         """Log in (getMe), register the commands, start the outbox; updates are taken once
         the gateway attaches itself."""
@@ -186,14 +203,15 @@ class TelegramPlatform:
             self._outbox = TelegramOutbox(
                 self._tasks,
                 self._pace,
+                budget=self._budget(),
                 on_network_failure=self.health.failed,
                 on_success=self.health.ok,
             )
+            self._long_tasks = [self._tasks.create_task(self.health.probe(self.bot))]
+            if self._polls_by_lease():
+                return  # the gateway's lease runs receive()
             self._receiving = self._tasks.create_task(self._receive())
-            self._long_tasks = [
-                self._receiving,
-                self._tasks.create_task(self.health.probe(self.bot)),
-            ]
+            self._long_tasks.append(self._receiving)
         except BaseException:
             await self.close()
             raise
@@ -229,6 +247,8 @@ class TelegramPlatform:
         and confirmed (past :data:`STOP_GRACE_SECONDS`, left unconfirmed: Telegram gives
         them again, to the next gateway); nothing more is fetched or accepted. The outbox
         keeps sending."""
+        self._input_stopped = True
+        await self._stop_leased()
         receiving = self._receiving
         if receiving is None or receiving.done():
             return
@@ -247,16 +267,7 @@ class TelegramPlatform:
 
     async def _receive(self) -> None:
         await self._attached.wait()
-        assert self._inbox is not None and self.me is not None
-        handler = UpdateHandler(
-            bot=self.me,
-            config=self._config,
-            forms=self.forms,
-            prompts=self.prompts,
-            replies=self,
-            inbox=self._inbox,
-            limits=self.limits,
-        )
+        handler = self._update_handler()
         receiver: _Receiver
         if self._config.mode == "webhook":
             receiver = WebhookReceiver(self._config, self.bot, handler, sock=self._webhook_socket)
@@ -264,6 +275,70 @@ class TelegramPlatform:
             receiver = Poller(self.bot, handler, self.health, self._config.poll_timeout_seconds)
         self._receiver = receiver
         await receiver.run()
+
+    def _update_handler(self) -> UpdateHandler:
+        """One handler for the platform's life (its send-back prompts outlive a poller)."""
+        assert self._inbox is not None and self.me is not None
+        if self._handler is None:
+            self._handler = UpdateHandler(
+                bot=self.me,
+                config=self._config,
+                forms=self.forms,
+                prompts=self.prompts,
+                replies=self,
+                inbox=self._inbox,
+                limits=self.limits,
+            )
+        return self._handler
+
+    # --- polling by the gateway's lease (several hosts, gateway/receivers.py) -------------
+
+    def lease_receiving(self) -> None:
+        self._leased = True
+
+    def _polls_by_lease(self) -> bool:
+        return self._leased and self._config.mode == "polling"
+
+    def receiver_lease(self) -> str | None:
+        if not self._polls_by_lease() or self.me is None:
+            return None
+        return f"telegram:{self.me.id}"
+
+    async def receive(self, gate: ReceiverGate) -> None:
+        """Poll while ``gate`` holds, from the offset the ledger keeps (receive.py)."""
+        if self._input_stopped:
+            return
+        await self._attached.wait()
+        done = asyncio.Event()
+        self._leased_done = done
+        poller = Poller(
+            self.bot,
+            self._update_handler(),
+            self.health,
+            self._config.poll_timeout_seconds,
+            gate=gate,
+        )
+        self._receiver = poller
+        try:
+            await poller.run()
+        finally:
+            self._receiver = None
+            done.set()
+
+    def stop_receiving(self) -> None:
+        if self._receiver is not None:
+            self._receiver.stop()
+
+    async def _stop_leased(self) -> None:
+        """stop_input with a leased poller still running (the gateway normally ended it
+        first): stopped, and its batch given the grace to finish."""
+        done = self._leased_done
+        if done is None or done.is_set():
+            return
+        self.stop_receiving()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(STOP_GRACE_SECONDS):
+                await done.wait()
 
     def _back(self) -> None:
         if self._tasks is not None and self._inbox is not None:

@@ -11,6 +11,17 @@ side.
 ``getUpdates`` in flight is dropped (whatever it brought was not confirmed, so Telegram gives
 it again, to the next gateway), a batch being handled is finished, and what was taken is
 confirmed with a last ``getUpdates(timeout=0)`` (as PTB's Updater does when it stops).
+
+With several hosts on one ledger the poller runs only while this host holds the lease
+``telegram:<bot id>`` (gateway/receivers.py), through a :class:`~gateway.platform.ReceiverGate`:
+it starts from the offset the ledger keeps (the last poller's, wherever it ran), takes a
+batch only while the gate holds, and after each batch's effects are committed saves the
+next offset there (with the lease's fence) before the next ``getUpdates`` confirms it to
+Telegram. A refused save, or the gate no longer holding, ends it at once, without the last
+confirming ``getUpdates``: another host may be polling by then, and its long poll would be
+ended by ours (409). What the ended poller took but could not record is given to the next
+one again: the prompt queue's duplicate check by message id, and a decided card's
+compare-and-set, take it once.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ from collections.abc import Awaitable, Callable
 from telegram import Bot, Update
 from telegram.error import Conflict, InvalidToken, RetryAfter, TelegramError
 
+from gateway.platform import ReceiverGate
 from platforms.telegram.outbox import is_network_failure, retry_seconds
 from platforms.telegram.taking import Attempts, take_batch
 from platforms.telegram.updates import UpdateHandler
@@ -73,8 +85,17 @@ class Health:
 
 
 class Poller:
-    def __init__(self, bot: Bot, handler: UpdateHandler, health: Health, timeout: int) -> None:
+    def __init__(
+        self,
+        bot: Bot,
+        handler: UpdateHandler,
+        health: Health,
+        timeout: int,
+        *,
+        gate: ReceiverGate | None = None,
+    ) -> None:
         self._bot = bot
+        self._gate = gate
         self._handler = handler
         self._health = health
         self._timeout = timeout
@@ -90,12 +111,19 @@ class Poller:
             self._call.cancel()  # nothing it brings is taken, nor confirmed
 
     async def run(self) -> None:
-        await self._call_until_ok(lambda: self._bot.delete_webhook(drop_pending_updates=False))
+        gate = self._gate
         offset: int | None = None  # every update before it is taken
+        if gate is not None:
+            offset = await gate.saved_offset()  # where the last poller, on any host, left off
+            log.info("polling Telegram from offset %s", offset)
+        saved = offset  # the offset the ledger has
+        await self._call_until_ok(lambda: self._bot.delete_webhook(drop_pending_updates=False))
         told: int | None = None  # the offset Telegram last heard
         backoff = 0.0
         retry = 0.0
         while not self._stopped.is_set():
+            if gate is not None and not gate.holds():
+                return  # the lease is no longer this host's: not one more call
             asked = offset
             try:
                 updates = await self._fetch(asked)
@@ -115,15 +143,21 @@ class Poller:
             self._health.ok()
             if not updates:
                 continue
+            if gate is not None and not gate.holds():
+                return  # taken by nobody here: the next poller is given them
             first_left = await take_batch(self._handler, updates, self._attempts)
             offset = updates[-1].update_id + 1 if first_left is None else first_left
+            if gate is not None and offset != saved:
+                if not await gate.save_offset(offset):
+                    return  # the lease moved: the next poller starts from the ledger's
+                saved = offset
             self._attempts.confirmed_before(offset)  # the next getUpdates confirms them
             if first_left is None:
                 retry = 0.0
             else:  # the ledger may be busy or closing: ask again, later, from that update
                 retry = min(max(retry * 2, FIRST_RETRY_SECONDS), MAX_BACKOFF_SECONDS)
                 await self._pause(retry)
-        if offset is not None and offset != told:
+        if offset is not None and offset != told and (gate is None or gate.holds()):
             await self._confirm(offset)
 
     async def _fetch(self, offset: int | None) -> tuple[Update, ...] | None:

@@ -227,14 +227,19 @@ class GatewayProcess:
         handshake_timeout: float = 60.0,
         host: str | None = None,
         data_dir: Path | None = None,
+        scripted_approvals: int | None = None,
     ) -> None:
         self.config = config
+        self.scripted_approvals = scripted_approvals  # in-process scripted agents
         self.host = host  # run --host (None: this machine's name)
         self.data_dir = data_dir  # None: the config's
         self.log_path = log_path
         self.crash_at = crash_at
         self.handshake_timeout = handshake_timeout
         self.messages: dict[str, Shown] = {}
+        # the same messages by conversation: a wait on one conversation reads only its own
+        # (a bench of hundreds of conversations waits on each at once)
+        self._by_conversation: dict[ConversationRef, dict[str, Shown]] = {}
         self.returncode: int | None = None
         self._proc: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -244,6 +249,8 @@ class GatewayProcess:
         self._seq = itertools.count()
         self._ready = False
         self._eof = False
+        self.leases_lost = 0  # how often the host lost its lease (a shared ledger)
+        self.starts_over = 0  # how often it started over after that
 
     @property
     def pid(self) -> int:
@@ -267,6 +274,11 @@ class GatewayProcess:
                 str(self.handshake_timeout),
                 *(["--host", self.host] if self.host is not None else []),
                 *(["--data-dir", str(self.data_dir)] if self.data_dir is not None else []),
+                *(
+                    ["--scripted-approvals", str(self.scripted_approvals)]
+                    if self.scripted_approvals is not None
+                    else []
+                ),
                 cwd=ROOT,
                 env=env,
                 stdin=asyncio.subprocess.PIPE,
@@ -283,6 +295,22 @@ class GatewayProcess:
         assert self._proc is not None
         with contextlib.suppress(ProcessLookupError):
             os.kill(self._proc.pid, signal.SIGKILL)
+
+    def freeze(self) -> None:
+        """SIGSTOP the gateway process (frozen, not dead: its sockets stay open)."""
+        assert self._proc is not None
+        os.kill(self._proc.pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        """SIGCONT: a frozen gateway process runs on from where it stopped."""
+        assert self._proc is not None
+        os.kill(self._proc.pid, signal.SIGCONT)
+
+    async def started_over(self, times: int = 1) -> None:
+        """Wait until the host lost its lease and started over ``times`` times in all."""
+        await self.wait_for(
+            lambda: self.starts_over >= times or None, what=f"start over number {times}"
+        )
 
     async def exited(self, deadline: float = DEADLINE) -> int:
         """Wait for the process to end; its exit code (negative: the signal)."""
@@ -370,7 +398,10 @@ class GatewayProcess:
     # --- what the platform shows ----------------------------------------------------------
 
     def shown(self, conversation: ConversationRef | None = None) -> list[Shown]:
-        found = [m for m in self.messages.values() if conversation in (None, m.conversation)]
+        if conversation is None:
+            found = list(self.messages.values())
+        else:
+            found = list(self._by_conversation.get(conversation, {}).values())
         return sorted(found, key=lambda m: m.seq)
 
     def texts(self, conversation: ConversationRef | None = None) -> list[str]:
@@ -462,11 +493,16 @@ class GatewayProcess:
                 future.set_result(obj)
         elif obj.get("event") == "ready":
             self._ready = True
+        elif obj.get("event") == "lease_lost":
+            self.leases_lost += 1
+        elif obj.get("event") == "started_over":
+            self.starts_over += 1
         elif obj.get("event") == "rendered":
             raw = obj["message"]
             before = self.messages.get(raw["id"])
             seq = before.seq if before is not None else next(self._seq)
-            self.messages[raw["id"]] = Shown.from_json(raw, seq)
+            shown = self.messages[raw["id"]] = Shown.from_json(raw, seq)
+            self._by_conversation.setdefault(shown.conversation, {})[shown.id] = shown
 
 
 def conv_json(conversation: ConversationRef) -> dict[str, Any]:
@@ -493,9 +529,12 @@ async def gateway_process(
     handshake_timeout: float = 60.0,
     host: str | None = None,
     data_dir: Path | None = None,
+    scripted_approvals: int | None = None,
 ) -> AsyncIterator[GatewayProcess]:
     """A started gateway process; left running at the end it is shut down cleanly.
-    ``host`` and ``data_dir``: one of several hosts sharing the config's PostgreSQL ledger."""
+    ``host`` and ``data_dir``: one of several hosts sharing the config's PostgreSQL ledger;
+    ``scripted_approvals``: in-process scripted agents (see gateway_proc) instead of the
+    config's agent processes."""
     gw = GatewayProcess(
         config,
         _next_log(log_dir),
@@ -503,6 +542,7 @@ async def gateway_process(
         handshake_timeout=handshake_timeout,
         host=host,
         data_dir=data_dir,
+        scripted_approvals=scripted_approvals,
     )
     await gw.start()
     try:

@@ -1,15 +1,21 @@
 """A whole gateway in a process of its own, so that a test can really kill it.
 
     python -m tests.harness.gateway_proc --config gateway.toml [--handshake-timeout S]
+        [--host NAME] [--data-dir DIR] [--scripted-approvals N]
 
 It runs the real :class:`gateway.engine.Gateway` (recovery included) with a
 :class:`platforms.memory.platform.MemoryPlatform` and the real
-:class:`adapters.launch.ConfiguredLauncher`, and talks JSON lines:
+:class:`adapters.launch.ConfiguredLauncher` (or, with ``--scripted-approvals N``, the
+in-process scripted agents of tests/scripted_launcher.py, whose prompts ``approve0`` ...
+``approve<N-1>`` each ask one approval: a bench of many sessions without an agent process
+each), and talks JSON lines:
 
 stdout (events and replies)::
 
     {"event": "ready", "pid": 123}                        recovery is over, commands are taken
     {"event": "rendered", "message": {...}}               a message was sent or edited
+    {"event": "lease_lost"} / {"event": "started_over"}   on a shared ledger: the host lost
+                                                          its lease / started over after it
     {"reply": N, ...}                                     the answer to command N
 
 stdin (commands)::
@@ -23,6 +29,8 @@ stdin (commands)::
     {"n": N, "cmd": "dump"}                                -> {"reply": N, "messages": [...]}
     {"n": N, "cmd": "copies"}                              -> {"reply": N, "copies": [...]}
         every card copy of every open interaction, as the ledger records it
+    {"n": N, "cmd": "received"}                            -> {"reply": N, "received": K}
+        how many decisions the scripted agents were written (``--scripted-approvals``)
     {"n": N, "cmd": "quit"}  (or stdin EOF)                the gateway shuts down, exit 0
 
 A rendered message is ``{"id", "conversation", "text", "card", "edits"}``; a card is
@@ -52,6 +60,8 @@ from gateway.domain import Actor, Answer, ConversationRef
 from gateway.engine import Gateway
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
+from tests.scripted_launcher import ScriptedLauncher
+from tests.store_helpers import approval
 
 log = logging.getLogger("gateway_proc")
 
@@ -110,10 +120,24 @@ async def watch(memory: MemoryPlatform) -> None:
             emit({"event": "rendered", "message": message_json(shown)})
 
 
+async def report_lease(gateway: Gateway) -> None:
+    """Emit each loss of the host's lease and each start over after it (issue 19): the
+    events a test of a frozen or cut-off host process waits on."""
+    while True:
+        await gateway.lease_lost.wait()
+        emit({"event": "lease_lost"})
+        await gateway.started_over.wait()  # cleared before lease_lost was set
+        emit({"event": "started_over"})
+
+
 async def handle(
     gateway: Gateway, memory: MemoryPlatform, command: dict[str, Any]
 ) -> dict[str, Any]:
     name = command["cmd"]
+    if name == "received":
+        launcher = gateway.launcher
+        assert isinstance(launcher, ScriptedLauncher), "needs --scripted-approvals"
+        return {"received": len(launcher.received)}
     if name == "say":
         await memory.say(
             conversation_of(command["conversation"]),
@@ -170,9 +194,18 @@ async def serve(
     *,
     host: str | None = None,
     data_dir: Path | None = None,
+    scripted_approvals: int | None = None,
 ) -> None:
     memory = MemoryPlatform(adopt_unknown=True, id_prefix=f"p{os.getpid()}-")
-    launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
+    launcher: ConfiguredLauncher | ScriptedLauncher
+    if scripted_approvals is None:
+        launcher = ConfiguredLauncher(env_source={}, handshake_timeout=handshake_timeout)
+    else:
+        asks = {
+            f"approve{n}": approval(f"scripted:approve{n}", title="Run ls?")
+            for n in range(scripted_approvals)
+        }
+        launcher = ScriptedLauncher(asks)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -186,6 +219,7 @@ async def serve(
             data_dir=data_dir,
         ) as gateway:
             emit({"event": "ready", "pid": os.getpid()})
+            reporter = tasks.create_task(report_lease(gateway))
             commands: set[asyncio.Task[None]] = set()
             while line := await reader.readline():
                 command = json.loads(line)
@@ -196,6 +230,7 @@ async def serve(
                 task.add_done_callback(commands.discard)
             for task in commands:
                 task.cancel()
+            reporter.cancel()
         watcher.cancel()
     emit({"event": "stopped"})
 
@@ -215,6 +250,7 @@ def main() -> None:
     parser.add_argument("--handshake-timeout", type=float, default=60.0)
     parser.add_argument("--host", default=None)  # one of several hosts (run --host)
     parser.add_argument("--data-dir", type=Path, default=None)  # each host its own
+    parser.add_argument("--scripted-approvals", type=int, default=None)
     args = parser.parse_args()
     logging.basicConfig(
         level=logging.INFO,
@@ -222,7 +258,15 @@ def main() -> None:
         format="%(asctime)s %(process)d %(name)s %(levelname)s %(message)s",
     )
     config = parse_config(args.config.read_text(encoding="utf-8"), str(args.config))
-    asyncio.run(serve(config, args.handshake_timeout, host=args.host, data_dir=args.data_dir))
+    asyncio.run(
+        serve(
+            config,
+            args.handshake_timeout,
+            host=args.host,
+            data_dir=args.data_dir,
+            scripted_approvals=args.scripted_approvals,
+        )
+    )
 
 
 if __name__ == "__main__":

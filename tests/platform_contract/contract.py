@@ -385,12 +385,23 @@ def long_reply(limits: PlatformLimits) -> str:
     return head + "".join(lines) + "```\n\nThat is the whole listing."
 
 
+def marked_reply(limits: PlatformLimits) -> str:
+    """A reply longer than a message takes, full of marks a platform may escape (stray
+    underscores and stars): longer once escaped than as written."""
+    rows = [
+        f"row {n:04d}: snake_case_value_{n} = a_b_c_d_e_f * 2 * 3\n"
+        for n in range(limits.text_max_chars // 30)
+    ]
+    return "".join(rows) + "That is all."
+
+
 def streams_for(limits: PlatformLimits) -> dict[str, tuple[str, ...]]:
     """What the scripted agent answers in parts, by the prompt that makes it."""
     whole = long_reply(limits)
     half = limits.text_max_chars // 2
     return {
         "stream": STREAMED,
+        "marked reply": (marked_reply(limits),),
         "long reply": (whole,),
         "long stream": (whole[:half], whole[half:]),  # one message grows past the limit
     }

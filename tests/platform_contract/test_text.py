@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.platform_contract.contract import STREAMED, Case, Driver, long_reply
+from tests.platform_contract.contract import STREAMED, Case, Driver, long_reply, marked_reply
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -41,6 +41,24 @@ async def test_a_reply_longer_than_a_message_arrives_whole_and_fences_hold(
     assert all(piece.count("```") % 2 == 0 for piece in pieces), "a fence is broken"
     # all of it, in order, once (each message ends at a line break, which it does not show)
     assert code_lines("\n".join(pieces)) == code_lines(whole)
+
+
+async def test_a_reply_longer_once_escaped_is_split_as_the_platform_counts_and_never_cut(
+    driver: Driver,
+) -> None:
+    """Discord counts the escapes its Markdown adds: a part that fits as written may not
+    once sent. Every row arrives, once, in order, and no message is longer than the
+    platform takes."""
+    driver.require(Case.TEXT)
+    whole = marked_reply(driver.limits)
+    driver.launcher.go_on.set()
+    async with driver.running():
+        await driver.say("marked reply")
+        await driver.text(lambda text: text.endswith("That is all."))
+        pieces = [s.text for s in await driver.seen()]
+    assert all(len(piece) <= driver.limits.text_max_chars for piece in pieces)
+    rows = [line.replace("\\", "") for piece in pieces for line in piece.splitlines()]
+    assert [r for r in rows if r.startswith("row ")] == whole.splitlines()[:-1]
 
 
 async def test_a_streamed_reply_growing_past_the_limit_is_split_once_whole(

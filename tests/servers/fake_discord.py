@@ -161,7 +161,10 @@ class FakeDiscord:
         self.typing: list[str] = []  # channel ids the bot showed "typing…" in
         self.identified = 0
         self.resumed = 0
-        self.session: _Session | None = None
+        self.session: _Session | None = None  # the newest
+        # older sessions whose connection is still open: Discord sends every event to every
+        # connection of the bot (two gateways on one token would both answer)
+        self.others: list[_Session] = []
         self._messages: dict[str, Sent] = {}
         self._edit_times: dict[str, deque[float]] = defaultdict(deque)
         self._route_times: dict[str, deque[float]] = defaultdict(deque)
@@ -194,8 +197,9 @@ class FakeDiscord:
     async def __aexit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self.session is not None and self.session.ws is not None:
-            await self.session.ws.close()
+        for session in [*self.others, self.session]:
+            if session is not None and session.ws is not None:
+                await session.ws.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -458,11 +462,27 @@ class FakeDiscord:
 
     # --- the gateway ----------------------------------------------------------------------
 
-    async def dispatch(self, event: str, payload: dict[str, Any] | Sent) -> None:
-        """Send a DISPATCH to the session (kept for RESUME when the client is away)."""
-        session = self.session
-        if session is None:
-            return
+    @property
+    def live_connections(self) -> int:
+        """How many gateway connections of the bot are open now."""
+        sessions = [*self.others, *([self.session] if self.session is not None else [])]
+        return sum(s.ws is not None and not s.ws.closed for s in sessions)
+
+    async def dispatch(
+        self, event: str, payload: dict[str, Any] | Sent, *, newest_only: bool = False
+    ) -> None:
+        """Send a DISPATCH to the session (kept for RESUME when the client is away), and to
+        every other connection still open."""
+        if not newest_only:
+            for other in self.others:
+                if other.ws is not None and not other.ws.closed:
+                    await self._dispatch_to(other, event, payload)
+        if self.session is not None:
+            await self._dispatch_to(self.session, event, payload)
+
+    async def _dispatch_to(
+        self, session: _Session, event: str, payload: dict[str, Any] | Sent
+    ) -> None:
         if isinstance(payload, Sent):
             data = self._message_event(session, payload)
             if data is None:
@@ -527,6 +547,9 @@ class FakeDiscord:
             await self._close(ws, 4014, "Disallowed intent(s).")
             return
         self.identified += 1
+        previous = self.session
+        if previous is not None and previous.ws is not None and not previous.ws.closed:
+            self.others.append(previous)
         self.session = _Session(f"session-{self.identified}", intents)
         self.session.ws = ws
         guild_ids = sorted({c.guild_id for c in self.channels.values() if c.guild_id})
@@ -543,10 +566,11 @@ class FakeDiscord:
                 "private_channels": [],
                 "relationships": [],
             },
+            newest_only=True,
         )
         if intents & Intents.GUILDS:
             for gid in guild_ids:
-                await self.dispatch("GUILD_CREATE", self._guild(gid))
+                await self.dispatch("GUILD_CREATE", self._guild(gid), newest_only=True)
 
     async def _resume(self, ws: web.WebSocketResponse, data: dict[str, Any]) -> None:
         session = self.session

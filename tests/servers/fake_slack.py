@@ -20,11 +20,15 @@ Slack is (docs.slack.dev):
   windows in :class:`Pacing`; :meth:`FakeSlack.storm` answers every write 429 for a while;
 - permanent errors on demand: :meth:`archive` (``is_archived``), :meth:`forget_channel`
   (``channel_not_found``), :meth:`lock` (``cant_update_message``), :meth:`revoke`;
-- Socket Mode: ``hello`` on connect; each envelope must be acked within
-  ``Pacing.ack_timeout`` (3 s); an unacked ``events_api`` envelope comes again with
-  ``retry_attempt``/``retry_reason`` after ``Pacing.event_retry_delays`` (Slack: at once,
-  1 min, 5 min), an unacked interaction is not retried (the person sees it failed);
-  :meth:`disconnect` sends ``disconnect``; :meth:`go_down` drops every connection;
+- Socket Mode: up to :data:`MAX_CONNECTIONS` (10) connections per app, ``hello`` on connect
+  (an 11th is told ``disconnect`` ``too_many_websockets`` and closed); each envelope goes to
+  ONE open connection chosen at random (``seed``; ``to=`` on :meth:`say`, :meth:`click`...
+  chooses it for the first attempt) and must be acked within ``Pacing.ack_timeout`` (3 s);
+  an unacked ``events_api`` envelope comes again with ``retry_attempt``/``retry_reason``
+  after ``Pacing.event_retry_delays`` (Slack: at once, 1 min, 5 min), to another connection
+  where there is one; an unacked interaction is not retried (the person sees it failed);
+  :meth:`disconnect` sends ``disconnect`` (nothing more is sent on those connections);
+  :meth:`go_down` drops every connection;
 - HTTP mode (:meth:`use_request_url`): the same payloads POSTed to the app's URL, signed
   (``X-Slack-Signature`` v0, ``X-Slack-Request-Timestamp``), retried with
   ``X-Slack-Retry-Num``/``X-Slack-Retry-Reason``.
@@ -44,6 +48,7 @@ import copy
 import itertools
 import json
 import math
+import random
 import re
 import secrets
 import time
@@ -100,12 +105,15 @@ __all__ = [
     "BOB",
     "BOT_TOKEN",
     "BOT_USER_ID",
+    "MAX_CONNECTIONS",
     "SCOPES",
     "TEAM_ID",
     "Channel",
+    "Connection",
     "Delivery",
     "Ephemeral",
     "FakeSlack",
+    "Hold",
     "Modal",
     "Pacing",
     "Person",
@@ -146,10 +154,32 @@ _WRITES = frozenset(
 )
 
 
+MAX_CONNECTIONS = 10  # Socket Mode connections of one app at once
+
+
 @dataclass
-class _Connection:
+class Connection:
+    """A Socket Mode connection: its number (1, 2... in the order they opened) and the
+    app's end of it (``peer``: address and port, to tell which process holds it)."""
+
     n: int
     ws: web.WebSocketResponse
+    peer: tuple[str, int]
+    caller: str | None = None  # who holds it (``FakeSlack.identify``), found when it opened
+    leaving: bool = False  # told to disconnect: nothing more is sent on it
+
+
+@dataclass
+class Hold:
+    """A Web API call held unanswered (:meth:`FakeSlack.hold_next`) until released."""
+
+    method: str
+    reached: asyncio.Event
+    released: asyncio.Event
+    caller: str | None = None  # who made the call (``FakeSlack.identify``)
+
+    def release(self) -> None:
+        self.released.set()
 
 
 @dataclass
@@ -173,6 +203,7 @@ class FakeSlack:
         ),
         scopes: frozenset[str] = SCOPES,
         socket_mode: bool = True,
+        seed: int = 0,
     ) -> None:
         self.bot_token = bot_token
         self.app_token = app_token
@@ -185,6 +216,12 @@ class FakeSlack:
         self.people: dict[str, Person] = {}
         self.channels: dict[str, Channel] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.callers: list[str | None] = []  # who made each call of ``calls``
+        # names the process at a peer (address, port) while its socket is open; else a
+        # caller is its "address:port"
+        self.identify: Callable[[tuple[str, int]], str | None] | None = None
+        self.too_many_websockets = 0  # connections refused past MAX_CONNECTIONS
+        self.random = random.Random(seed)  # which connection an envelope goes to
         self.pings: list[tuple[str, str]] = []  # (ts, user id or "!channel") a post notified
         self.too_many: list[tuple[str, str | None, int]] = []  # (method, channel, Retry-After)
         self.refused: list[tuple[str, str]] = []  # (method, error) of every refusal but 429s
@@ -202,7 +239,8 @@ class FakeSlack:
         self._stacks: dict[str, list[Modal]] = defaultdict(list)
         self._triggers: dict[str, tuple[str, float, bool]] = {}  # id: (user, issued, used)
         self._tickets: set[str] = set()
-        self._connections: list[_Connection] = []
+        self._connections: list[Connection] = []
+        self._holds: dict[str, Hold] = {}
         self._acks: dict[str, asyncio.Future[dict[str, Any] | None]] = {}
         self._response_urls: dict[str, _ResponseUrl] = {}
         self._post_times: dict[str, deque[float]] = defaultdict(deque)
@@ -353,10 +391,17 @@ class FakeSlack:
     # --- what people do -------------------------------------------------------------------
 
     async def say(
-        self, person: Person, channel_id: str, text: str, *, thread_ts: str | None = None
+        self,
+        person: Person,
+        channel_id: str,
+        text: str,
+        *,
+        thread_ts: str | None = None,
+        to: int | None = None,
     ) -> Posted:
         """``person`` writes ``text`` in a channel or DM (in a thread if ``thread_ts``);
-        the app hears it as Slack would tell it (``message.*``, ``app_mention``)."""
+        the app hears it as Slack would tell it (``message.*``, ``app_mention``), on the
+        connection numbered ``to`` if given."""
         channel = self.channels[channel_id]
         if person.id not in channel.members:
             raise AssertionError(f"{person.name} is not in {channel.name or channel.id}")
@@ -384,7 +429,7 @@ class FakeSlack:
                     thread_ts=thread_ts,
                     parent_user_id=parent.user if parent else None,
                 )
-                self._deliver("events_api", event_callback(event, shared=channel.shared))
+                self._deliver("events_api", event_callback(event, shared=channel.shared), to=to)
         await self._notify()
         return posted
 
@@ -403,11 +448,12 @@ class FakeSlack:
         *,
         value: str | None = None,
         shown: dict[str, Any] | None = None,
+        to: int | None = None,
     ) -> Delivery:
         """``person`` clicks the button ``label`` on ``message`` (confirming its dialog);
         with ``value``, a click forged to carry that value instead of the button's; with
         ``shown``, a button the person's screen still shows although the message no longer
-        has it (a copy not yet redrawn)."""
+        has it (a copy not yet redrawn); ``to``: the connection it goes to."""
         current = self._messages[(message.channel, message.ts)]
         if current.deleted:
             raise AssertionError("the message was deleted: there is nothing to click")
@@ -428,7 +474,7 @@ class FakeSlack:
             response_url=self._response_url(current.channel, person, current.ts, current.thread_ts),
             action_ts=self._ts(),
         )
-        return self._deliver("interactive", payload)
+        return self._deliver("interactive", payload, to=to)
 
     async def submit(
         self, person: Person, answers: Mapping[str, Answer], *, modal: Modal | None = None
@@ -489,15 +535,16 @@ class FakeSlack:
         )
         return self._deliver("slash_commands", payload)
 
-    async def deliver_again(self, delivery: Delivery) -> Delivery:
+    async def deliver_again(self, delivery: Delivery, *, to: int | None = None) -> Delivery:
         """Slack delivers the same thing again (as it does when it missed the ack)."""
-        again = self._deliver(delivery.kind, delivery.payload)
+        again = self._deliver(delivery.kind, delivery.payload, to=to)
         await self._notify()
         return again
 
     async def disconnect(self, reason: str = "refresh_requested") -> None:
         """Tell every connection to go (``disconnect``): the SDK opens a new one first."""
         for connection in list(self._connections):
+            connection.leaving = True
             with contextlib.suppress(ConnectionError):
                 await connection.ws.send_json(
                     {"type": "disconnect", "reason": reason, "debug_info": {"host": "fake"}}
@@ -561,6 +608,26 @@ class FakeSlack:
         """Socket Mode connections open now."""
         return len(self._connections)
 
+    @property
+    def connections(self) -> list[Connection]:
+        """The Socket Mode connections open now, oldest first."""
+        return list(self._connections)
+
+    def hold_next(self, method: str) -> Hold:
+        """The next call of ``method`` waits unanswered until :meth:`Hold.release` (Slack
+        slow to answer); ``reached`` is set once it came."""
+        hold = Hold(method, asyncio.Event(), asyncio.Event())
+        self._holds[method] = hold
+        return hold
+
+    def calls_with_callers(self, method: str) -> list[tuple[dict[str, Any], str | None]]:
+        """Each call of ``method`` with who made it (see ``identify``)."""
+        return [
+            (params, caller)
+            for (name, params), caller in zip(self.calls, self.callers, strict=True)
+            if name == method
+        ]
+
     def calls_to(self, method: str) -> list[dict[str, Any]]:
         return [params for name, params in self.calls if name == method]
 
@@ -595,6 +662,14 @@ class FakeSlack:
         params = await _params_of(request)
         token = _bearer(request) or str(params.pop("token", "") or "")
         self.calls.append((method, params))
+        caller = self._caller(request)
+        self.callers.append(caller)
+        hold = self._holds.pop(method, None)
+        if hold is not None:  # a slow answer, on purpose
+            hold.caller = caller
+            hold.reached.set()
+            await self._notify()
+            await hold.released.wait()
         # Slack names the token's scopes on every answer to a bot token
         scopes = (
             {"x-oauth-scopes": ",".join(sorted(self.scopes))} if token == self.bot_token else {}
@@ -631,6 +706,14 @@ class FakeSlack:
             raise SlackError("invalid_auth")
         if (method == "apps.connections.open") != (token == self.app_token):
             raise SlackError("not_allowed_token_type")
+
+    def _caller(self, request: web.Request) -> str | None:
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        if not peer:
+            return None
+        address = (str(peer[0]), int(peer[1]))
+        named = self.identify(address) if self.identify is not None else None
+        return named or f"{address[0]}:{address[1]}"
 
     def _check_rate(self, method: str, params: dict[str, Any]) -> None:
         if method not in _WRITES:
@@ -1025,8 +1108,10 @@ class FakeSlack:
 
     # --- delivering to the app ------------------------------------------------------------
 
-    def _deliver(self, kind: DeliveryKind, payload: dict[str, Any]) -> Delivery:
-        delivery = Delivery(kind, payload)
+    def _deliver(
+        self, kind: DeliveryKind, payload: dict[str, Any], *, to: int | None = None
+    ) -> Delivery:
+        delivery = Delivery(kind, payload, to=to)
         self.deliveries.append(delivery)
         task = asyncio.create_task(self._run_delivery(delivery))  # ended in __aexit__
         self._tasks.add(task)
@@ -1058,6 +1143,7 @@ class FakeSlack:
             await self._notify()
             return await self._attempt_http(delivery, attempt)
         attempt = Attempt(number, envelope_id, "socket")
+        tried = {a.connection for a in delivery.attempts}
         delivery.attempts.append(attempt)
         envelope: dict[str, Any] = {
             "envelope_id": envelope_id,
@@ -1072,7 +1158,10 @@ class FakeSlack:
         self._acks[envelope_id] = future
         try:
             async with asyncio.timeout(timeout):
-                connection = await self.wait_for(lambda: self._newest(), timeout)
+                connection = await self.wait_for(
+                    lambda: self._choose(delivery.to if not number else None, tried), timeout
+                )
+                attempt.connection = connection.n
                 await connection.ws.send_json(envelope)
                 await self._notify()
                 response = await future
@@ -1083,8 +1172,14 @@ class FakeSlack:
                 future.cancel()  # an ack after this is late (late_acks)
             return None
 
-    def _newest(self) -> _Connection | None:
-        return self._connections[-1] if self._connections and not self._down else None
+    def _choose(self, to: int | None, tried: set[int | None]) -> Connection | None:
+        """The connection an envelope goes to: ``to`` if given, else one at random, one
+        not tried for it yet where there is one (None: none open now)."""
+        live = [c for c in self._connections if not c.leaving and not self._down]
+        if to is not None:
+            return next((c for c in live if c.n == to), None)
+        fresh = [c for c in live if c.n not in tried] or live
+        return self.random.choice(fresh) if fresh else None
 
     async def _attempt_http(self, delivery: Delivery, attempt: Attempt) -> dict[str, Any] | None:
         assert self.request_url is not None
@@ -1199,8 +1294,23 @@ class FakeSlack:
         self._tickets.discard(ticket)
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
+        if len(self._connections) >= MAX_CONNECTIONS:
+            self.too_many_websockets += 1
+            with contextlib.suppress(ConnectionError):
+                await ws.send_json(
+                    {
+                        "type": "disconnect",
+                        "reason": "too_many_websockets",
+                        "debug_info": {"host": "fake"},
+                    }
+                )
+            await ws.close()
+            await self._notify()
+            return ws
         self.connections_opened += 1
-        connection = _Connection(self.connections_opened, ws)
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        address = (str(peer[0]), int(peer[1])) if peer else ("", 0)
+        connection = Connection(self.connections_opened, ws, address, self._caller(request))
         self._connections.append(connection)
         await ws.send_json(
             {

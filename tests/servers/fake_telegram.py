@@ -20,11 +20,12 @@ API's envelope and reproduces the limits a bot meets (TESTING.md):
 
 A test pushes updates (``push``; builders in ``tests/servers/telegram_people.py``), sees
 which are not confirmed yet (``unconfirmed``) and which each ``getUpdates`` handed out
-(``handed_out``), reads what the bot sent (``messages``, ``answers``, ``documents``) and
-what it refused (``rejected``: every call but getUpdates refused other than by a 429, which
-``too_many`` counts), waits
-for a change under a deadline (``wait_for``), and can make Telegram unreachable (``down``) or
-rate-limit everything for a while (``storm``). ``too_many`` counts the 429s it gave.
+(``handed_out``; ``conflicts`` counts the long polls another poller ended), reads what the
+bot sent (``messages``, ``answers``, ``documents``) and what it refused (``rejected``: every
+call but getUpdates refused other than by a 429, which ``too_many`` counts), waits for a
+change under a deadline (``wait_for``), and can make Telegram unreachable (``down``) or
+rate-limit everything for a while (``storm``) or the next call (``refuse_next``).
+``too_many`` counts the 429s it gave; ``paced`` has when each rate-limited call came.
 """
 
 from __future__ import annotations
@@ -134,6 +135,8 @@ class FakeTelegram:
         self.port = 0
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.too_many: list[tuple[str, int | None, int]] = []  # (method, chat, retry_after)
+        # (monotonic time, method, chat, retry_after: 0 if taken) of each rate-limited call
+        self.paced: list[tuple[float, str, int, int]] = []
         self.rejected: list[tuple[str, str]] = []  # (method, why): the bot's calls refused
 
         self.answers: list[dict[str, Any]] = []  # answerCallbackQuery, in order
@@ -141,6 +144,7 @@ class FakeTelegram:
         self.webhook: dict[str, Any] | None = None
         self.webhook_deliveries: list[int] = []  # HTTP status of each webhook POST (0: none)
         self.handed_out: list[list[int]] = []  # the update ids of each getUpdates answer
+        self.conflicts = 0  # long polls ended by another poller's getUpdates (409)
         self.down = False  # Telegram unreachable: every method answers 502
         self.refused: list[str] = []  # the methods (but getUpdates) answered 502 while down
         self.down_at_next_card = False  # go down when the next message with buttons comes
@@ -157,6 +161,7 @@ class FakeTelegram:
         self._bot_times: deque[float] = deque()
         self._storm_until = 0.0
         self._storm_retry_after = 1
+        self._refuse_next = 0  # the next rate-limited call is answered 429 with this
         self._poller: asyncio.Future[None] | None = None
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -221,6 +226,10 @@ class FakeTelegram:
         """Every message, edit and deletion is answered 429 for ``seconds`` from now."""
         self._storm_until = time.monotonic() + seconds
         self._storm_retry_after = retry_after
+
+    def refuse_next(self, retry_after: int) -> None:
+        """The next message, edit or deletion is answered 429 with ``retry_after``."""
+        self._refuse_next = retry_after
 
     def register_chat(self, chat: dict[str, Any]) -> None:
         self.chats[int(chat["id"])] = chat
@@ -305,10 +314,14 @@ class FakeTelegram:
                 retry = max(retry, chat[-20] + 60 - now)
         if len(bot) >= 30:
             retry = max(retry, bot[-30] + 1 - now)
+        if self._refuse_next:
+            retry, self._refuse_next = max(retry, self._refuse_next), 0
         if retry > 0:
             seconds = min(5, max(1, math.ceil(retry)))
             self.too_many.append((method, chat_id, seconds))
+            self.paced.append((now, method, chat_id, seconds))
             raise Refused(429, f"Too Many Requests: retry after {seconds}", seconds)
+        self.paced.append((now, method, chat_id, 0))
         if method in _PER_CHAT:
             chat.append(now)
         bot.append(now)
@@ -340,6 +353,7 @@ class FakeTelegram:
         if offset:
             self._updates = [u for u in self._updates if u["update_id"] >= offset]
         if self._poller is not None and not self._poller.done():
+            self.conflicts += 1
             self._poller.set_exception(Refused(409, "Conflict: terminated by other getUpdates"))
         poller: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._poller = poller

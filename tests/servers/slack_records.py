@@ -234,6 +234,7 @@ class Attempt:
     transport: Literal["socket", "http", "none"]
     status: int | None = None  # the HTTP answer (None: none came, or Socket Mode)
     acked: bool = False
+    connection: int | None = None  # the Socket Mode connection it was sent on (its number)
 
 
 @dataclass(eq=False)
@@ -245,6 +246,7 @@ class Delivery:
     attempts: list[Attempt] = field(default_factory=list)
     state: Literal["pending", "acked", "failed"] = "pending"
     response: dict[str, Any] | None = None  # what the ack carried
+    to: int | None = None  # the connection its first attempt goes to (else one at random)
     _done: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property

@@ -1,0 +1,230 @@
+"""``python -m bench.hosts``: three gateway host processes, many sessions, every approval once.
+
+Three gateway processes (tests/harness/gateway_proc.py: the real engine, the memory
+platform) share one PostgreSQL ledger on a throwaway cluster (tests/pg_cluster.py, a Unix
+socket). Each host runs its project's ``--sessions`` sessions, with the scripted agents in
+its own process (tests/scripted_launcher.py, ``--scripted-approvals``: an agent process per
+session would measure 300 interpreters starting, not the gateway). In every session, all at
+once, ``--approvals`` prompts are said in turn on the owning host, each asks one approval,
+and each card is clicked on *another* host (the receiver decides, the ledger's NOTIFY wakes
+the owner, the owner writes to its agent and edits the card); the next prompt follows once
+the card says "sent to the agent".
+
+Reported: the wall time from the first prompt to the last card settled; click -> card
+settled p50/p99 (what the person sees: decided on one host, written by another, the card
+edited); per host the decisions its agents were written (agent-side, counted in the host
+process) and its peak RSS (``VmHWM`` of /proc/<pid>/status); in the ledger the decisions
+and "ok" deliveries per interaction. Exactly once: every count equals sessions x approvals
+and no interaction has two decisions or two deliveries; anything else raises.
+Not in ``python -m bench``: it needs PostgreSQL, which ``scripts/setup.sh`` installs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+from gateway.store.postgresql import PgTarget
+from tests.harness.driver import (
+    GatewayProcess,
+    Shown,
+    gateway_process,
+    room,
+    scripted_project,
+    write_config,
+)
+from tests.pg_cluster import find_pg_bindir, throwaway_cluster
+
+HOSTS = ("h0", "h1", "h2")
+DEADLINE_S = 600.0  # a whole run; each wait of the driver has its own (60 s)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Result:
+    hosts: int
+    sessions: int  # per host
+    approvals: int  # per session
+    wall_s: float
+    latencies_ms: list[float]  # click -> card settled, every approval
+    received: dict[str, int]  # host -> decisions its agents were written
+    peak_rss_mb: dict[str, float]  # host -> VmHWM
+    decisions: int  # rows in the ledger
+    deliveries_ok: int
+
+    @property
+    def expected(self) -> int:
+        return self.hosts * self.sessions * self.approvals
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident set (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for {pid}")
+
+
+@contextlib.asynccontextmanager
+async def three_hosts(
+    root: Path, dsn: str, approvals: int
+) -> AsyncIterator[dict[str, GatewayProcess]]:
+    projects = [
+        scripted_project(f"p{n}", "normal", root / f"work-{host}", channel=f"c{n}")
+        for n, host in enumerate(HOSTS)
+    ]
+    config = write_config(
+        root / "hosts.toml",
+        root / "data",
+        projects,
+        store=PgTarget(url=dsn),
+        hosts={f"p{n}": host for n, host in enumerate(HOSTS)},
+    )
+    async with contextlib.AsyncExitStack() as stack:
+        running = {}
+        for host in HOSTS:
+            running[host] = await stack.enter_async_context(
+                gateway_process(
+                    config,
+                    root / "logs",
+                    host=host,
+                    data_dir=root / f"data-{host}",
+                    scripted_approvals=approvals,
+                )
+            )
+        yield running
+
+
+async def one_session(
+    running: dict[str, GatewayProcess], owner: int, thread: int, approvals: int
+) -> list[float]:
+    """Say each approval's prompt on the owner, click its card on another host, wait until
+    the owner's card says it was sent; the click -> settled times."""
+    gw = running[HOSTS[owner]]
+    where = room(f"c{owner}", thread=f"t{thread}")
+    times = []
+    seen: set[str] = set()
+    for n in range(approvals):
+        await gw.say(where, "alice", f"approve{n}")
+
+        def new_card() -> Shown | None:
+            for shown in gw.shown(where):
+                card = shown.card
+                if card is not None and shown.id not in seen and card["actions"]:
+                    return shown
+            return None
+
+        card = await gw.wait_for(new_card, what=f"card {n} of {where.thread}")
+        seen.add(card.id)
+        assert card.card is not None
+        allow = card.card["actions"][0]
+        receiver = running[HOSTS[(owner + 1 + n % 2) % len(HOSTS)]]  # never the owner
+        start = time.perf_counter()
+        ack = await receiver.click(where, "alice", allow["token"])
+        if not ack["accepted"]:
+            raise RuntimeError(f"approval {n} of {where.thread} refused: {ack['text']}")
+
+        def settled(card_id: str = card.id) -> bool:
+            shown = gw.messages.get(card_id)
+            return shown is not None and "sent to the agent" in (
+                (shown.card or {}).get("status_line") or ""
+            )
+
+        await gw.wait_for(settled, what=f"card {n} of {where.thread} settled")
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def ledger_counts(dsn: str) -> tuple[int, int, int]:
+    """Decisions, "ok" deliveries, and interactions with more than one of either."""
+    with psycopg.connect(dsn) as conn:
+        decisions = conn.execute("SELECT count(*) FROM decisions").fetchone()
+        ok = conn.execute("SELECT count(*) FROM deliveries WHERE outcome = 'ok'").fetchone()
+        twice = conn.execute(
+            "SELECT count(*) FROM ("
+            " SELECT interaction_id FROM decisions GROUP BY interaction_id HAVING count(*) > 1"
+            " UNION ALL"
+            " SELECT interaction_id FROM deliveries GROUP BY interaction_id HAVING count(*) > 1"
+            ") AS doubled"
+        ).fetchone()
+    assert decisions is not None and ok is not None and twice is not None
+    return int(decisions[0]), int(ok[0]), int(twice[0])
+
+
+async def measure(root: Path, dsn: str, sessions: int, approvals: int) -> Result:
+    async with asyncio.timeout(DEADLINE_S), three_hosts(root, dsn, approvals) as running:
+        start = time.perf_counter()
+        found = await asyncio.gather(
+            *(
+                one_session(running, owner, thread, approvals)
+                for thread in range(sessions)
+                for owner in range(len(HOSTS))
+            )
+        )
+        wall = time.perf_counter() - start
+        received = {
+            host: int((await gw.command("received"))["received"]) for host, gw in running.items()
+        }
+        rss = {host: peak_rss_mb(gw.pid) for host, gw in running.items()}
+    decisions, ok, twice = ledger_counts(dsn)
+    result = Result(
+        hosts=len(HOSTS),
+        sessions=sessions,
+        approvals=approvals,
+        wall_s=wall,
+        latencies_ms=sorted(t for times in found for t in times),
+        received=received,
+        peak_rss_mb=rss,
+        decisions=decisions,
+        deliveries_ok=ok,
+    )
+    per_host = sessions * approvals
+    if twice or decisions != result.expected or ok != result.expected:
+        raise RuntimeError(f"not exactly once: {decisions} decisions, {ok} deliveries, {twice}")
+    if any(count != per_host for count in received.values()):
+        raise RuntimeError(f"agent-side answers {received}, expected {per_host} on each host")
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.hosts", description=__doc__)
+    parser.add_argument("--sessions", type=int, default=100, help="per host")
+    parser.add_argument("--approvals", type=int, default=5, help="per session")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    bindir = find_pg_bindir()
+    if bindir is None:
+        parser.error("needs PostgreSQL (scripts/setup.sh)")
+    with contextlib.ExitStack() as stack:
+        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-3hosts-")))
+        dsn = stack.enter_context(throwaway_cluster(bindir)).dsn
+        result = asyncio.run(measure(root, dsn, args.sessions, args.approvals))
+    q = statistics.quantiles(result.latencies_ms, n=100)
+    if args.json:
+        print(json.dumps({**result.__dict__, "latencies_ms": None, "p50": q[49], "p99": q[98]}))
+        return
+    total = result.expected
+    print(
+        f"{result.hosts} hosts x {result.sessions} sessions x {result.approvals} approvals"
+        f" = {total}: wall {result.wall_s:.1f} s ({total / result.wall_s:.0f} approvals/s)"
+    )
+    print(f"click -> card settled (across hosts): p50 {q[49]:.1f} ms, p99 {q[98]:.1f} ms")
+    print(
+        f"exactly once: {result.decisions} decisions, {result.deliveries_ok} deliveries,"
+        f" agent-side {sum(result.received.values())} ({result.received})"
+    )
+    for host, mb in result.peak_rss_mb.items():
+        print(f"peak RSS {host}: {mb:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""A leased receiver follows its host's own lease (issue 19, design point 6): two Gateway
+objects on the real PostgreSQL cluster, each with a Telegram platform on one fake Telegram.
+The host that polls and then loses its host lease (frozen: ``LeaseHolder.pause``, the
+tests' SIGSTOP; the ledger unreachable takes the same path) stops polling and lets the
+receiver lease go at once; the other host polls, and the first stands by once it started
+over. A clean stop lets the lease go too."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from gateway.config import Config
+from gateway.engine import Gateway
+from gateway.platform import Platform, connected
+from gateway.receivers import ReceiverLease
+from platforms.memory.platform import MemoryPlatform
+from platforms.telegram.config import TelegramConfig
+from platforms.telegram.platform import TelegramPlatform
+from tests.hosts_harness import two_hosts
+from tests.pg_cluster import PgCluster
+from tests.scripted_gateway import REQUESTS
+from tests.scripted_launcher import ScriptedLauncher
+from tests.servers.fake_telegram import TOKEN, FakeTelegram
+
+LEASE = 5.0  # seconds: a renewer stalled past its deadline (two thirds of the lease) on
+# a loaded machine would lose a lease by itself
+LEASE_NAME = "telegram:999000"  # the fake bot's id
+
+
+@asynccontextmanager
+async def host(
+    config: Config, tmp_path: Path, name: str, fake: FakeTelegram
+) -> AsyncIterator[Gateway]:
+    """Host ``name`` of ``config`` running, with the memory platform and Telegram."""
+    telegram = TelegramPlatform(
+        TelegramConfig(token=TOKEN, base_url=fake.base_url, poll_timeout_seconds=2)
+    )
+    telegram.lease_receiving()  # what `run` does on a shared ledger (lease_receivers)
+    platforms: dict[str, Platform] = {
+        "memory": MemoryPlatform(id_prefix=f"{name}-"),
+        "telegram": telegram,
+    }
+    async with (
+        connected(platforms),
+        Gateway(
+            config,
+            platforms=platforms,
+            launcher=ScriptedLauncher(REQUESTS),
+            data_dir=tmp_path / f"data-{name}",
+            host=name,
+        ) as gateway,
+    ):
+        yield gateway
+
+
+def receiver(gateway: Gateway) -> ReceiverLease:
+    return gateway.receivers[LEASE_NAME]
+
+
+async def test_a_host_that_loses_its_lease_stops_polling_and_another_polls(
+    tmp_path: Path, pg_database: PgCluster, fake_telegram: FakeTelegram
+) -> None:
+    config = two_hosts(tmp_path, pg_database.dsn, lease_seconds=LEASE)
+    async with host(config, tmp_path, "a", fake_telegram) as a:
+        await receiver(a).receiving.wait()
+        async with host(config, tmp_path, "b", fake_telegram) as b:
+            assert not receiver(b).receiving.is_set()
+            lease_a = a.host_lease
+            assert lease_a is not None
+            lease_a.pause()  # a is frozen: its host lease lapses
+            await receiver(a).idle.wait()  # a polls no more, its receiver lease let go
+            await receiver(b).receiving.wait()  # b polls
+            assert a.fenced
+            lease_a.resume()
+            await a.started_over.wait()
+            assert not receiver(a).receiving.is_set()  # b holds it: a stands by
+        # b stopped cleanly: its receiver lease let go, a polls again
+        await receiver(a).receiving.wait()
+    assert fake_telegram.conflicts <= 2  # each handover ends the last long poll at most
