@@ -301,6 +301,10 @@ async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
         assert late["text"] != "● Dev" and late["show_alert"] in (True, "true")
         await fake_telegram.wait_for(lambda: not fake_telegram.unconfirmed or None)
         assert card.markup is None and card.text == decided
+        # b redraws the form it held after the decision (its edit landing after the owner's,
+        # as when the two cross): it finds the request decided and draws the card again
+        await b.telegram.telegram.redraw((GROUP_ID, card.message_id))
+        assert card.markup is None and card.text == decided
         # Alice's draft went with her submit; Bob's (nobody drops it) is unreadable at once,
         # and gone at a host's next purge
         assert await a.gateway.store.form_drafts.load(interaction_id, "telegram:222") is None
