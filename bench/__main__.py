@@ -35,6 +35,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "telegram_pacing": (["--seconds", "8"], ["--seconds", "2"]),
     "slack_pacing": (["--seconds", "20"], ["--seconds", "2"]),
     "paced_turns": (["--turns", "5", "--seconds", "5"], ["--turns", "1", "--seconds", "1"]),
+    # three host processes on one PostgreSQL (a throwaway cluster: scripts/setup.sh installs it)
+    "hosts": (["--sessions", "100", "--approvals", "5"], ["--sessions", "2", "--approvals", "2"]),
 }
 TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency"})
 

@@ -62,13 +62,13 @@ log = logging.getLogger(__name__)
 # On a ledger several hosts share: how often each session looks for decisions committed by
 # another host whose wake-up was lost (the listener reconnecting)
 SHARED_SWEEP_SECONDS = 5.0
-DRAFT_PURGE_SECONDS = 60.0  # a shared ledger: how often a host deletes drafts none can use
 # a click or form whose decision's transaction lost the ledger mid-way (a cut connection): it
 # may have committed before the cut, or not; the card, edited by the session's owner, says
 LEDGER_NO_ANSWER = (
     "The ledger did not answer, so this host cannot tell whether your answer was taken:"
     " the card will show it. If it still waits, try again in a moment."
 )
+DRAFT_PURGE_SECONDS = 60.0  # a shared ledger: how often a host deletes drafts none can use
 STOPPING_NOTICE = (
     "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
     "message resumes the conversation."

@@ -206,48 +206,6 @@ class HearsProblems(Protocol):
         ...
 
 
-class FormLedger(Protocol):
-    """Form drafts in a ledger shared by several hosts (issue 19, design point 8): the next
-    click of a form may reach a host that did not send its card, so each person's answers in
-    progress are kept in the ledger (platforms/form_drafts.py ``LedgerForms``), their secret
-    answers sealed with :attr:`sealer`. The payloads are the platform's; a draft is found only
-    while its request is pending."""
-
-    @property
-    def sealer(self) -> Sealer: ...
-
-    def interaction_of(self, submit_token: str) -> str | None:
-        """The request a form's submit token names, if the token is this gateway's (its
-        HMAC checked); None for any other text."""
-        ...
-
-    async def card_at(self, conversation: ConversationRef, interaction_id: str) -> Card | None:
-        """The card of request ``interaction_id`` shown in ``conversation`` (a copy of it
-        there in the ledger, sent or still being sent), as this platform draws it now, while
-        the request is pending with questions; None otherwise."""
-        ...
-
-    async def card_now(self, conversation: ConversationRef, interaction_id: str) -> Card | None:
-        """The card of request ``interaction_id`` as this platform draws it now, whatever
-        its state (decided: no questions), if it has a copy in ``conversation``."""
-        ...
-
-    async def load_draft(self, interaction_id: str, person: str) -> str | None: ...
-
-    async def save_draft(self, interaction_id: str, person: str, payload: str) -> None: ...
-
-    async def drop_draft(self, interaction_id: str, person: str) -> None: ...
-
-
-@runtime_checkable
-class SharesForms(Protocol):
-    """What the gateway's inbox also offers a platform with question forms: the ledger its
-    drafts go to when several hosts share it, None on one host (drafts stay in memory). A
-    platform asks once, when it is attached; an inbox without it is still an :class:`Inbox`."""
-
-    def form_ledger(self) -> FormLedger | None: ...
-
-
 class ReceiverGate(Protocol):
     """What a receiver that one host at a time may run asks while it runs (several hosts,
     design point 6; gateway/receivers.py): whether this host still holds its lease, and the
@@ -299,6 +257,48 @@ class SharesRates(Protocol):
     never told, it paces by its own windows alone."""
 
     def share_rates(self, rates: SharedRates) -> None: ...
+
+
+class FormLedger(Protocol):
+    """Form drafts in a ledger shared by several hosts (issue 19, design point 8): the next
+    click of a form may reach a host that did not send its card, so each person's answers in
+    progress are kept in the ledger (platforms/form_drafts.py ``LedgerForms``), their secret
+    answers sealed with :attr:`sealer`. The payloads are the platform's; a draft is found only
+    while its request is pending."""
+
+    @property
+    def sealer(self) -> Sealer: ...
+
+    def interaction_of(self, submit_token: str) -> str | None:
+        """The request a form's submit token names, if the token is this gateway's (its
+        HMAC checked); None for any other text."""
+        ...
+
+    async def card_at(self, conversation: ConversationRef, interaction_id: str) -> Card | None:
+        """The card of request ``interaction_id`` shown in ``conversation`` (a copy of it
+        there in the ledger, sent or still being sent), as this platform draws it now, while
+        the request is pending with questions; None otherwise."""
+        ...
+
+    async def card_now(self, conversation: ConversationRef, interaction_id: str) -> Card | None:
+        """The card of request ``interaction_id`` as this platform draws it now, whatever
+        its state (decided: no questions), if it has a copy in ``conversation``."""
+        ...
+
+    async def load_draft(self, interaction_id: str, person: str) -> str | None: ...
+
+    async def save_draft(self, interaction_id: str, person: str, payload: str) -> None: ...
+
+    async def drop_draft(self, interaction_id: str, person: str) -> None: ...
+
+
+@runtime_checkable
+class SharesForms(Protocol):
+    """What the gateway's inbox also offers a platform with question forms: the ledger its
+    drafts go to when several hosts share it, None on one host (drafts stay in memory). A
+    platform asks once, when it is attached; an inbox without it is still an :class:`Inbox`."""
+
+    def form_ledger(self) -> FormLedger | None: ...
 
 
 class Platform(Protocol):

@@ -137,7 +137,13 @@ class ReceiverLease:
         log.info(
             "host %s receives %s (fence %s)", self._holder.holder, self.name, self._holder.fence
         )
-        receiving = asyncio.create_task(self._platform.receive(self), name=f"receive {self.name}")
+        started = asyncio.Event()
+
+        async def receive() -> None:
+            started.set()  # from here on the platform hears stop_receiving()
+            await self._platform.receive(self)
+
+        receiving = asyncio.create_task(receive(), name=f"receive {self.name}")
         keeping = asyncio.create_task(self._holder.keep())
         lost = asyncio.create_task(self._until_fenced())
         self.idle.clear()
@@ -147,7 +153,10 @@ class ReceiverLease:
         finally:
             keeping.cancel()
             lost.cancel()
-            self._platform.stop_receiving()
+            if started.is_set():
+                self._platform.stop_receiving()
+            else:
+                receiving.cancel()  # stopped before it began: nothing was taken
             done, _ = await asyncio.wait({receiving}, timeout=self._grace)
             if not done:
                 log.warning("receiver %s: still busy after %g s, cut", self.name, self._grace)

@@ -67,6 +67,8 @@ async def test_a_click_on_b_cut_at_its_commit_is_decided_once_and_b_goes_on(
             assert cut.is_set()
             assert not ack.accepted
             assert ack.text.startswith(NO_ANSWER)
+            # every connection of b was cut, the idle ones too: a message works at once
+            await b.memory.say(ON_A, ALICE, "hello")
             again = await b.memory.click(ON_A, ALICE, asked.token("Approve"))
             if how is Cut.COMMIT_UNANSWERED:
                 assert not again.accepted
@@ -75,6 +77,7 @@ async def test_a_click_on_b_cut_at_its_commit_is_decided_once_and_b_goes_on(
                 assert again.accepted, again.text
                 assert again.text == "Approved: Approve. Sent to the agent on host a."
             await settles(a, asked, DELIVERED)
+            await a.memory.wait_for(lambda: "echo: hello" in a.memory.texts(ON_A) or None)
             assert len(on_a.received) == 1
             assert rows(pg_database.dsn, "decisions", asked.interaction.id) == 1
             assert rows(pg_database.dsn, "deliveries", asked.interaction.id) == 1

@@ -4,8 +4,9 @@ gateway/store/rate_buckets.py), on the real PostgreSQL cluster (tests/pg_cluster
 Two :class:`LedgerRates` on one database are two hosts. The first tests ask the budget
 itself (what it answers, never by waiting for a window to pass); the others send through two
 Telegram outboxes to the fake Telegram (tests/servers/fake_telegram.py), which answers 429
-to a chat that gets more than one message a second, as Telegram does, and through two Slack
-outboxes to the fake Slack (one ``chat.postMessage`` a second per channel).
+to a chat that gets more than one message a second, as Telegram does; through two Slack
+outboxes to the fake Slack (one ``chat.postMessage`` a second per channel); and through two
+Discord platforms to the fake Discord (five edits per five seconds per channel).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from slack_sdk.web.async_client import AsyncWebClient
 from telegram import Bot
 from telegram.error import RetryAfter
@@ -30,10 +32,12 @@ from gateway.cli import shared_rates
 from gateway.config import Config
 from gateway.domain import ConversationRef
 from gateway.platform import Platform, connected
-from gateway.rate_budget import ALONE, Bucket, RateBudget, Ticket, bot_key
+from gateway.rate_budget import ALONE, Bucket, RateBudget, SharedRates, Ticket, bot_key
 from gateway.store import Store
 from gateway.store.postgresql import PgTarget
 from gateway.store.rate_buckets import LedgerRates
+from platforms.discord.config import DiscordConfig
+from platforms.discord.platform import DiscordPlatform
 from platforms.outbox import Priority
 from platforms.registry import parse_config
 from platforms.slack.outbox import SlackOutbox
@@ -41,6 +45,8 @@ from platforms.telegram.config import TelegramConfig
 from platforms.telegram.outbox import TelegramOutbox
 from platforms.telegram.platform import TelegramPlatform
 from tests.pg_cluster import PgCluster
+from tests.servers.fake_discord import APP_ID, FakeDiscord
+from tests.servers.fake_discord import TOKEN as DISCORD_TOKEN
 from tests.servers.fake_slack import BOT_TOKEN, BOT_USER_ID, FakeSlack
 from tests.servers.fake_telegram import TOKEN, FakeTelegram
 
@@ -84,6 +90,25 @@ async def test_a_token_taken_on_one_host_is_gone_for_the_other(
     assert isinstance(await budget_b.take([other, BOT_BUCKET], "hold:1002"), Ticket)
     # another bot, another budget
     assert isinstance(await b.budget("telegram", "bot2").take([CHAT_BUCKET], HOLD), Ticket)
+
+
+async def test_a_return_rides_in_the_next_take_of_its_host(
+    hosts: tuple[LedgerRates, LedgerRates],
+) -> None:
+    a, b = hosts
+    budget_a, budget_b = a.budget("telegram", "bot"), b.budget("telegram", "bot")
+    other = Bucket(key="lane:1002:0", calls=1, seconds=1.05)
+    assert isinstance(await budget_a.take([other], "hold:1002"), Ticket)  # rows, connection
+    ticket = await budget_a.take([CHAT_BUCKET], HOLD)
+    assert isinstance(ticket, Ticket)
+    budget_a.returned(ticket)
+    assert isinstance(
+        await budget_a.take([Bucket(key="lane:1003:0", calls=1, seconds=1.05)], "hold:1003"), Ticket
+    )
+    assert (a.carried, a.trips["return"]) == (1, 0)
+    # b sees the chat's call returned (a window from then), not in flight (a whole window)
+    wait = await budget_b.take([CHAT_BUCKET], HOLD)
+    assert isinstance(wait, float) and 0.5 < wait < CHAT_BUCKET.seconds
 
 
 async def test_all_or_nothing_a_full_bucket_takes_no_token_of_the_others(
@@ -361,3 +386,43 @@ async def test_run_with_a_shared_ledger_paces_each_hosts_telegram_by_the_bots_bu
         )
     assert fake.too_many == []
     assert sorted(m.text for m in fake.bot_messages(CHAT)) == ["a0", "a1", "b0", "b1"]
+
+
+# --- the same on Discord: 5 messages or edits per 5 s per channel ---------------------------
+
+
+async def test_two_hosts_share_a_discord_channels_edits_without_a_429(target: PgTarget) -> None:
+    """Each host posts a message and edits it four times, one after the other: ten calls in
+    one channel, whose edits the fake Discord allows five per five seconds."""
+
+    async def edit_from_two_hosts(rates: list[SharedRates | None]) -> FakeDiscord:
+        async with FakeDiscord() as fake, contextlib.AsyncExitStack() as stack:
+            settings = DiscordConfig(
+                token=SecretStr(DISCORD_TOKEN),
+                application_id=APP_ID,
+                channels=(fake.general.id,),
+                api_base_url=fake.api_base,
+                gateway_url=fake.gateway_url,
+            )
+            platforms = [DiscordPlatform(settings) for _ in rates]
+            for platform, shared in zip(platforms, rates, strict=True):
+                if shared is not None:
+                    platform.share_rates(shared)
+                await stack.enter_async_context(platform)
+            channel = ConversationRef(platform="discord", space=None, channel=fake.general.id)
+
+            async def post_and_edit(platform: DiscordPlatform, host: str) -> None:
+                ref = await platform.send_text(channel, f"{host} 0")
+                for n in range(1, 5):
+                    await platform.edit_text(ref, f"{host} {n}")
+
+            hosts = zip(platforms, "ab", strict=True)
+            await asyncio.gather(*(post_and_edit(platform, host) for platform, host in hosts))
+            return fake
+
+    alone = await edit_from_two_hosts([None, None])
+    assert alone.too_many  # each host alone spends the channel's five edits
+    async with LedgerRates(target) as a, LedgerRates(target) as b:
+        shared = await edit_from_two_hosts([a, b])
+    assert shared.too_many == []
+    assert sorted(m.content for m in shared.messages(shared.general)) == ["a 4", "b 4"]

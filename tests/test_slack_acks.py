@@ -5,6 +5,7 @@ connection (``LedgerLock``) so that the commit waits."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -99,3 +100,25 @@ async def test_a_click_is_acked_once_its_decision_is_committed(
         assert fake.late_acks == []
         await fake.wait_for(lambda: not card.labels and "Approved" in card.seen)
         assert [d.action_id for d in launcher.received] == ["accept"]
+
+
+async def test_a_message_being_taken_when_the_gateway_stops_is_acked_before_the_socket_closes(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+    async with on_slack(config, fake, launcher) as slack:
+        held = fake.hold_next("users.info")  # the message is being taken
+        said = await slack.mention(ALICE, "hello")
+        [message] = [d for d in fake.delivered("message") if d.payload["event"]["ts"] == said.ts]
+        await held.reached.wait()
+        stopping = asyncio.create_task(slack.slack.stop_input())
+        await asyncio.sleep(0)  # a turn of the loop: the stop begins (no time waited)
+        assert fake.connected == 1  # still open while the work is finished
+        held.release()
+        await stopping
+        await message.settled()
+        assert message.state == "acked" and len(message.attempts) == 1
+        assert fake.connected == 0 and fake.late_acks == []
+        await fake.wait_for(lambda: echoes(slack, said.ts, "hello"))

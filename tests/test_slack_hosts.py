@@ -5,7 +5,7 @@ says which). Project pa runs on host a, pb on host b, host c runs none; the agen
 scripted Codex, which answers a decision with the message ``decision: "<its id>"``.
 
 - a click received by c: decided once, answered by c, written to the agent once by a, and
-  the card edited by a alone, render after render;
+  the card edited by a alone, render after render; given again to b, taken once;
 - two people clicking one card on b and on c at once: one decision, the other told it was
   decided, the agent given one answer;
 - c SIGKILLed after it received a message and before it acked it: Slack gives the message
@@ -113,6 +113,14 @@ async def test_a_click_received_by_c_is_decided_once_answered_by_c_and_delivered
         await fake.wait_for(lambda: not card.labels and "done" in card.seen, DEADLINE)
         assert who_edited(fake, card) == {"a"}
         assert_renders_in_order(card)
+        # the same click given again, to b: taken once, Alice told it is done
+        told = len(fake.ephemerals(ALICE, GENERAL))
+        again = await fake.deliver_again(click, to=hosts["b"].connection)
+        await again.settled()
+        assert again.state == "acked"
+        [repeat] = await fake.wait_for(lambda: fake.ephemerals(ALICE, GENERAL)[told:])
+        assert re.match(r"Already (decided|delivered|resolved) by @alice\.", read(repeat.text))
+        await only_once(fake, said.ts, r'decision: "accept"', then="and again")
     assert decisions_in(pg_database.dsn) == 1
 
 
@@ -170,8 +178,8 @@ async def test_a_host_killed_before_it_acked_a_message_lets_slack_give_it_to_ano
         ]
         await asyncio.wait_for(held.reached.wait(), DEADLINE)
         assert held.caller == "c"
-        hosts["c"].kill()
-        await hosts["c"].process.wait()
+        hosts["c"].run.kill()
+        await hosts["c"].run.exited()
         held.release()
 
         await message.settled()

@@ -1,8 +1,8 @@
 """Rate budgets in the shared ledger (issue 19, design point 7): the SQL and the budgets.
 
 A bot's hosts each run an outbox with windows of its own (platforms/outbox.py); in front of
-them, :class:`LedgerRates` keeps the bot's budget in ``rate_buckets`` (migration 13 or as
-renumbered; PostgreSQL only), a row per (platform, bot, bucket), by the database's clock:
+them, :class:`LedgerRates` keeps the bot's budget in ``rate_buckets`` (migration 14,
+PostgreSQL only), a row per (platform, bot, bucket), by the database's clock:
 
 - **take** (:data:`_TAKE`, one statement): locks the call's rows in key order (two hosts
   never lock them in opposite orders), and either appends to every counting bucket a *mark*
@@ -130,7 +130,8 @@ WITH locked AS (
     SELECT extract(epoch FROM now())::float8 AS now_s
 )
 UPDATE rate_buckets r
-SET times = ARRAY(SELECT coalesce((SELECT clock.now_s - m.age FROM marks m WHERE m.mark = t), t)
+SET times = ARRAY(SELECT coalesce((SELECT clock.now_s - min(m.age) FROM marks m WHERE m.mark = t),
+                                   t)
                   FROM unnest(r.times) AS t ORDER BY 1),
     hold_until = greatest(r.hold_until, coalesce(clock.now_s + holds.seconds, 0))
 FROM locked JOIN clock ON true LEFT JOIN holds USING (key)

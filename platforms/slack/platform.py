@@ -187,16 +187,18 @@ class SlackPlatform:
         )
 
     async def stop_input(self) -> None:
-        """Take nothing more (Slack gives it again, to the next gateway); the work being done
-        is finished (past :data:`STOP_GRACE_SECONDS`, cancelled). The outbox keeps sending."""
+        """Take nothing more (answered 503: Slack gives it again, to another host or the next
+        gateway); the work being done is finished (past :data:`STOP_GRACE_SECONDS`,
+        cancelled) and acked on the connection, which closes then. The outbox keeps
+        sending."""
         self._stopped = True
         if self._receiving is not None and not self._receiving.done():
             await asyncio.wait({self._receiving})
-        await self._receiver.close_socket()
         if self._lanes is not None and not await self._lanes.drain(STOP_GRACE_SECONDS):
             log.warning(
                 "slack events still being handled after %g s were cancelled", STOP_GRACE_SECONDS
             )
+        await self._receiver.close_socket()  # after the acks of the work just finished
 
     async def close(self) -> None:
         self._stopped = True
