@@ -53,7 +53,7 @@ from gateway.domain import (
 )
 from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.grant_desk import GrantDesk
-from gateway.interactions import Interaction, derive_run_state
+from gateway.interactions import Interaction, derive_run_state, run_state_words
 from gateway.outbound import Notifier
 from gateway.platform import InboundMessage
 from gateway.queue_notes import held_note
@@ -562,7 +562,7 @@ class Control:
         state = derive_run_state(open_, turn_running=turn_running)
         head = f"Session {session.id} · project {session.project} · {session.agent_kind}"
         lines = [head if session.host is None else f"{head} · host {session.host}"]
-        lines.append(f"State: {state.value.replace('_', ' ')}")
+        lines.append(f"State: {run_state_words(state)}")
         epoch = (
             await store.sessions.get_epoch(session.id, session.current_epoch)
             if session.current_epoch

@@ -92,7 +92,7 @@ async def test_status_and_pending_on_another_host_name_its_host_and_the_request(
         status = await said_by(b, "/status")
         lines = status.splitlines()
         assert lines[0] == f"Session {session.id} · project pa · codex-app-server · host a"
-        assert lines[1] == "State: waiting approval"
+        assert lines[1] == "State: waiting for approval"
         assert "Agent: scripted 1, running" in lines
         assert "Tokens: counted by host a, which runs the agent" in lines
         waiting = f"  · {asked.interaction.id}: Run ls? [pending, shown]"

@@ -61,7 +61,7 @@ async def test_stop_and_status_received_by_another_host_process(
             lambda: replies_saying(fake, said.ts, r"· host a\b"), DEADLINE
         )
         text = read(status.seen)
-        assert "State: waiting approval" in text
+        assert "State: waiting for approval" in text
         assert "Tokens: counted by host a, which runs the agent" in text
         assert re.search(r": .*\[pending, shown\]", text), text
         assert posted_by(fake, said.ts)[-1] == "c"
