@@ -284,7 +284,8 @@ class Gateway:
         lease = self.host_lease
         return lease is not None and (self._starting_over or not lease.holds())
 
-    def _fenced_text(self) -> str:
+    def fenced_text(self) -> str:
+        """What a person is told of what this host did not take while :attr:`fenced`."""
         if self.host_lease is not None and self.host_lease.unreachable:
             # design point 10: nothing decided, nothing guessed
             return "The ledger is unreachable; try again in a moment."
@@ -570,13 +571,13 @@ class Gateway:
     async def on_message(self, message: InboundMessage) -> None:
         if self.fenced:
             log.warning("host %s: a message not taken (starting over)", self.host)
-            await self.control.reply(message.conversation, self._fenced_text())
+            await self.control.reply(message.conversation, self.fenced_text())
             return
         await self.control.on_message(message)
 
     async def on_action(self, action: InboundAction) -> Ack:
         if self.fenced:
-            return Ack(text=self._fenced_text(), accepted=False)
+            return Ack(text=self.fenced_text(), accepted=False)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_action(action)
@@ -587,7 +588,7 @@ class Gateway:
 
     async def on_form(self, form: InboundForm) -> Ack:
         if self.fenced:
-            return Ack(text=self._fenced_text(), accepted=False)
+            return Ack(text=self.fenced_text(), accepted=False)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_form(form)
