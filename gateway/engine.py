@@ -466,11 +466,24 @@ class Gateway:
             self._spawn(self._start_waiting())
 
     async def _start_waiting(self) -> None:
-        await self._start_if_waiting(
-            await self.store.prompts.waiting_sessions(host=self.ledger_host)
-        )
+        try:
+            waiting = await self.store.prompts.waiting_sessions(host=self.ledger_host)
+        except StoreError as exc:  # see _start_if_waiting
+            log.warning("host %s: the sessions waiting not read (%s)", self.host, exc)
+            return
+        await self._start_if_waiting(waiting)
 
     async def _start_if_waiting(self, session_ids: list[str]) -> None:
+        """A runner kicked or started for each of ``session_ids`` with a prompt queued. A
+        ledger error (the ledger cut before the host lease's renew noticed) is logged, not
+        raised: raised, it would end the engine's task group, i.e. the host's process; the
+        next sweep, or the start over once the lease is found lost, looks again."""
+        try:
+            await self._start_sessions_waiting(session_ids)
+        except StoreError as exc:
+            log.warning("host %s: waiting sessions not started (%s)", self.host, exc)
+
+    async def _start_sessions_waiting(self, session_ids: list[str]) -> None:
         for session_id in session_ids:
             if session_id in self._runners:
                 self._runners[session_id].kick()
@@ -537,7 +550,10 @@ class Gateway:
         except Exception:
             # one session's failure must not end the others: report and forget the runner
             log.exception("session %s failed", runner.session_id)
-            await runner.report_crash()
+            try:
+                await runner.report_crash()
+            except StoreError as exc:  # the ledger is gone (it may be why): not the host's end
+                log.warning("session %s: its failure not told (%s)", runner.session_id, exc)
         finally:
             if self._runners.get(runner.session_id) is runner:
                 self._runners.pop(runner.session_id, None)

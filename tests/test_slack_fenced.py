@@ -1,0 +1,184 @@
+"""A Slack host that cannot act leaves the events to the hosts that can (issue 19): three
+real `agent-gateway run --host NAME` processes on one Slack app (the fake Slack, a Socket
+Mode connection each) and one PostgreSQL ledger; project pa on host a, pb on b, none on c.
+
+- c alone cut off from the ledger (it connects as a role of its own, which the database then
+  refuses, its sessions ended: the ledger unreachable from c, reachable from a and b): a
+  message Slack gives c is not acked, Slack gives it again, a healthy host takes it and pa's
+  agent answers it once, with no word from c; a click given to c is answered by c with why
+  (Slack never gives a click again), the card keeps its buttons, and the click given to b
+  decides; c let in again starts over and takes the next message itself;
+- the database down for every host: no host acks a message until Slack's last attempt, which
+  the host it reaches answers in the thread ("try again"), so that it is not lost without a
+  word; the database back, the next message is answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from platforms.slack.acking import LAST_RETRY
+from tests.pg_cluster import PgCluster
+from tests.servers.fake_slack import ALICE, BOT_USER_ID, Delivery, FakeSlack, Pacing
+from tests.slack_harness import GENERAL, read
+from tests.slack_hosts_harness import HOSTS, slack_hosts
+from tests.test_slack_hosts import card_in, decisions_in, only_once, replies_saying
+
+pytestmark = pytest.mark.timeout(240)
+
+DEADLINE = 60.0
+UNREACHABLE = "The ledger is unreachable; try again in a moment."
+LOST = "its lease was lost"  # the log line of a host that found itself fenced
+STARTED_OVER = "started over (fence"
+
+
+@pytest.fixture
+def role_c(pg_database: PgCluster) -> Iterator[PgCluster]:
+    """The ledger as host c reaches it: the same database, as a role of c's own (a member
+    of the owner's), so that the database can refuse c alone."""
+    role = f"{pg_database.dbname}_c"
+    with psycopg.connect(pg_database.dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN IN ROLE "{pg_database.user}"')
+    try:
+        yield dataclasses.replace(pg_database, user=role)
+    finally:
+        with psycopg.connect(pg_database.dsn, autocommit=True) as admin:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            admin.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def refuse(dsn: str, *, role: str | None = None, database: str | None = None) -> None:
+    """The database refuses ``role``'s (or every) connection to ``database``, and ends
+    those it had: what a host sees of a ledger it cannot reach."""
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        if role is not None:
+            admin.execute(f'ALTER ROLE "{role}" NOLOGIN')
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+        if database is not None:
+            admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                (database,),
+            )
+
+
+def admit(dsn: str, *, role: str | None = None, database: str | None = None) -> None:
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        if role is not None:
+            admin.execute(f'ALTER ROLE "{role}" LOGIN')
+        if database is not None:
+            admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+
+
+async def say_in_thread(fake: FakeSlack, thread: str, text: str, *, to: int) -> Delivery:
+    """Alice's mention in ``thread``, given first to connection ``to``: its delivery."""
+    before = len(fake.delivered("message"))
+    await fake.say(ALICE, GENERAL, f"<@{BOT_USER_ID}> {text}", thread_ts=thread, to=to)
+    [delivery] = [
+        d for d in fake.delivered("message")[before:] if not d.payload["event"].get("bot_id")
+    ]
+    return delivery
+
+
+async def test_a_host_cut_off_from_the_ledger_leaves_messages_to_the_others_and_comes_back(
+    pg_database: PgCluster, role_c: PgCluster, tmp_path: Path
+) -> None:
+    async with (
+        FakeSlack(seed=19) as fake,
+        slack_hosts(tmp_path, fake, pg_database.dsn, stores={"c": role_c.dsn}) as hosts,
+    ):
+        a, b, c = (hosts[n].connection for n in HOSTS)
+        said = await fake.say(ALICE, GENERAL, f"<@{BOT_USER_ID}> hello", to=a)
+        await fake.wait_for(lambda: replies_saying(fake, said.ts, "echo: hello"), DEADLINE)
+
+        seen = len(hosts["c"].run.lines)
+        refuse(pg_database.dsn, role=role_c.user)
+        await hosts["c"].run.line_containing(LOST, after=seen)
+
+        # a message given to c: not acked by c, given again to a healthy host, answered once
+        message = await say_in_thread(fake, said.ts, "while c is cut off", to=c)
+        await message.settled()
+        assert message.state == "acked"
+        first, again = message.attempts
+        assert first.connection == c and not first.acked
+        assert again.number == 1 and again.connection in (a, b) and again.acked
+        await only_once(fake, said.ts, "echo: while c is cut off", then="and then")
+        assert not replies_saying(fake, said.ts, "unreachable")  # c said nothing
+
+        # a click given to c: c tells Alice why; the card still waits; on b it decides
+        asked = await fake.say(ALICE, GENERAL, f"<@{BOT_USER_ID}> approve", to=a)
+        card = await card_in(fake, asked.ts)
+        told = len(fake.ephemerals(ALICE, GENERAL))
+        click = await fake.click(ALICE, card, card.labels[0], to=c)
+        await click.settled()
+        assert click.state == "acked"
+        [answer] = await fake.wait_for(lambda: fake.ephemerals(ALICE, GENERAL)[told:], DEADLINE)
+        assert read(answer.text) == UNREACHABLE
+        assert card.labels and decisions_in(pg_database.dsn) == 0
+        told = len(fake.ephemerals(ALICE, GENERAL))
+        retried = await fake.click(ALICE, card, card.labels[0], to=b)
+        await retried.settled()
+        [decided] = await fake.wait_for(lambda: fake.ephemerals(ALICE, GENERAL)[told:], DEADLINE)
+        assert "Sent to the agent on host a" in read(decided.text)
+        await only_once(fake, asked.ts, r'decision: "accept"', then="after the click")
+
+        # c let in again: it starts over and takes the next message itself
+        seen = len(hosts["c"].run.lines)
+        admit(pg_database.dsn, role=role_c.user)
+        await hosts["c"].run.line_containing(STARTED_OVER, after=seen)
+        back = await say_in_thread(fake, said.ts, "c is back", to=c)
+        await back.settled()
+        assert [(t.connection, t.acked) for t in back.attempts] == [(c, True)]
+        await only_once(fake, said.ts, "echo: c is back", then="at last")
+    assert decisions_in(pg_database.dsn) == 1
+
+
+async def test_with_the_database_down_slacks_last_attempt_is_answered_not_lost(
+    pg_cluster: PgCluster, pg_database: PgCluster, tmp_path: Path
+) -> None:
+    retries = Pacing(event_retry_delays=(0.0,) * LAST_RETRY)  # Slack: at once, 1 min, 5 min
+    async with (
+        FakeSlack(seed=19, pacing=retries) as fake,
+        slack_hosts(tmp_path, fake, pg_database.dsn) as hosts,
+    ):
+        said = await fake.say(ALICE, GENERAL, f"<@{BOT_USER_ID}> hello", to=hosts["a"].connection)
+        await fake.wait_for(lambda: replies_saying(fake, said.ts, "echo: hello"), DEADLINE)
+
+        seen = {name: len(host.run.lines) for name, host in hosts.items()}
+        refuse(pg_cluster.dsn, database=pg_database.dbname)
+        try:
+            await asyncio.gather(
+                *(h.run.line_containing(LOST, after=seen[n]) for n, h in hosts.items())
+            )
+
+            message = await say_in_thread(fake, said.ts, "in the outage", to=hosts["b"].connection)
+            await message.settled()
+            assert message.state == "acked"
+            assert [t.number for t in message.attempts] == list(range(LAST_RETRY + 1))
+            assert [t.acked for t in message.attempts] == [False] * LAST_RETRY + [True]
+            [answer] = await fake.wait_for(
+                lambda: replies_saying(fake, said.ts, re.escape(UNREACHABLE)), DEADLINE
+            )
+            assert "echo: in the outage" not in read(answer.seen)
+
+        finally:
+            admit(pg_cluster.dsn, database=pg_database.dbname)
+        await asyncio.gather(
+            *(h.run.line_containing(STARTED_OVER, after=seen[n]) for n, h in hosts.items())
+        )
+        await say_in_thread(fake, said.ts, "after the outage", to=hosts["c"].connection)
+        await only_once(fake, said.ts, "echo: after the outage", then="and then")
+        assert not replies_saying(fake, said.ts, "echo: in the outage")
