@@ -7,7 +7,8 @@ Mode connection each) and one PostgreSQL ledger; project pa on host a, pb on b, 
   message Slack gives c is not acked, Slack gives it again, a healthy host takes it and pa's
   agent answers it once, with no word from c; a click given to c is answered by c with why
   (Slack never gives a click again), the card keeps its buttons, and the click given to b
-  decides; c let in again starts over and takes the next message itself;
+  decides; a slash command given to c is answered the same; c let in again starts over and
+  takes the next message itself;
 - the database down for every host: no host acks a message until Slack's last attempt, which
   the host it reaches answers in the thread ("try again"), so that it is not lost without a
   word; the database back, the next message is answered.
@@ -37,6 +38,7 @@ DEADLINE = 60.0
 UNREACHABLE = "The ledger is unreachable; try again in a moment."
 LOST = "its lease was lost"  # the log line of a host that found itself fenced
 STARTED_OVER = "started over (fence"
+COMMAND = "/agent"
 
 
 @pytest.fixture
@@ -134,6 +136,15 @@ async def test_a_host_cut_off_from_the_ledger_leaves_messages_to_the_others_and_
         [decided] = await fake.wait_for(lambda: fake.ephemerals(ALICE, GENERAL)[told:], DEADLINE)
         assert "Sent to the agent on host a" in read(decided.text)
         await only_once(fake, asked.ts, r'decision: "accept"', then="after the click")
+
+        # a command given to c: Alice alone is told why (Slack never gives it again)
+        told = len(fake.ephemerals(ALICE, GENERAL))
+        command = await fake.slash(ALICE, GENERAL, COMMAND, "status", to=c)
+        assert command is not None
+        await command.settled()
+        assert command.state == "acked"
+        [why] = await fake.wait_for(lambda: fake.ephemerals(ALICE, GENERAL)[told:], DEADLINE)
+        assert read(why.text) == UNREACHABLE
 
         # c let in again: it starts over and takes the next message itself
         seen = len(hosts["c"].run.lines)

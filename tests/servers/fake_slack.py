@@ -516,10 +516,17 @@ class FakeSlack:
         return self._deliver("interactive", payload)
 
     async def slash(
-        self, person: Person, channel_id: str, command: str, text: str = ""
+        self,
+        person: Person,
+        channel_id: str,
+        command: str,
+        text: str = "",
+        *,
+        to: int | None = None,
     ) -> Delivery | None:
         """``person`` runs ``/command text`` in a channel or DM (Slack has none in threads).
-        A command the app does not have gets Slackbot's "not a valid command" (None)."""
+        A command the app does not have gets Slackbot's "not a valid command" (None);
+        ``to``: the connection it goes to."""
         channel = self.channels[channel_id]
         if command not in self.commands:
             self._slackbot(channel_id, person, f"{command} is not a valid command.")
@@ -533,7 +540,7 @@ class FakeSlack:
             trigger_id=self._trigger(person),
             response_url=self._response_url(channel_id, person, None, None),
         )
-        return self._deliver("slash_commands", payload)
+        return self._deliver("slash_commands", payload, to=to)
 
     async def deliver_again(self, delivery: Delivery, *, to: int | None = None) -> Delivery:
         """Slack delivers the same thing again (as it does when it missed the ack)."""
