@@ -11,24 +11,37 @@ Mode connection each) and one PostgreSQL ledger; project pa on host a, pb on b, 
   takes the next message itself;
 - the database down for every host: no host acks a message until Slack's last attempt, which
   the host it reaches answers in the thread ("try again"), so that it is not lost without a
-  word; the database back, the next message is answered.
+  word; the database back, the next message is answered;
+- the same in HTTP mode (one in-process host, its ledger refused): Slack's POSTs are answered
+  503 and retried with ``X-Slack-Retry-Num`` until the last, answered 200 and in the thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import os
 import re
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from gateway.auth import HMAC_KEY_BYTES
+from gateway.engine import Gateway
+from gateway.platform import connected
+from platforms.registry import parse_config
 from platforms.slack.acking import LAST_RETRY
+from platforms.slack.config import SlackConfig
+from platforms.slack.platform import SLACK_LIMITS, SlackPlatform
 from tests.pg_cluster import PgCluster
+from tests.platform_contract.contract import requests_for
+from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_slack import ALICE, BOT_USER_ID, Delivery, FakeSlack, Pacing
-from tests.slack_harness import GENERAL, read
+from tests.slack_harness import GENERAL, read, slack_config_text
 from tests.slack_hosts_harness import HOSTS, slack_hosts
 from tests.test_slack_hosts import card_in, decisions_in, only_once, replies_saying
 
@@ -193,3 +206,62 @@ async def test_with_the_database_down_slacks_last_attempt_is_answered_not_lost(
         await say_in_thread(fake, said.ts, "after the outage", to=hosts["c"].connection)
         await only_once(fake, said.ts, "echo: after the outage", then="and then")
         assert not replies_saying(fake, said.ts, "echo: in the outage")
+
+
+async def test_http_mode_a_fenced_host_answers_503_until_slacks_last_attempt(
+    pg_cluster: PgCluster, pg_database: PgCluster, tmp_path: Path
+) -> None:
+    secret = "a-fake-signing-secret"
+    key = tmp_path / "hmac.key"
+    key.write_bytes(os.urandom(HMAC_KEY_BYTES))
+    key.chmod(0o600)
+    (tmp_path / "work").mkdir()
+    retries = Pacing(event_retry_delays=(0.0,) * LAST_RETRY)
+    async with FakeSlack(pacing=retries) as fake:
+        text = slack_config_text(
+            fake,
+            tmp_path / "data",
+            work_dir=tmp_path / "work",
+            slack=f'mode = "http"\nsigning_secret = "{secret}"\n',
+            project='host = "a"',
+        ).replace(
+            "[gateway]\n",
+            f"[gateway]\nstore = {json.dumps(pg_database.dsn)}\n"
+            f"hmac_key_file = {json.dumps(str(key))}\nhost_lease_seconds = 3\n",
+            1,
+        )
+        config = parse_config(text, "slack-http-hosts.toml")
+        settings = config.platforms.get("slack", SlackConfig)
+        assert settings is not None
+        listening = socket.socket()
+        listening.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{listening.getsockname()[1]}/slack/events"
+        slack = SlackPlatform(settings, http_socket=listening)
+        launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+        async with (
+            connected({"slack": slack}),
+            Gateway(config, platforms={"slack": slack}, launcher=launcher, host="a") as gateway,
+        ):
+            await fake.wait_for(lambda: slack.http_port)
+            assert await fake.use_request_url(url, secret)
+            refuse(pg_cluster.dsn, database=pg_database.dbname)
+            try:
+                await gateway.lease_lost.wait()
+                before = len(fake.delivered("message"))
+                said = await fake.say(ALICE, GENERAL, f"<@{BOT_USER_ID}> approve")
+                [message] = fake.delivered("message")[before:]
+                await message.settled()
+                assert [t.status for t in message.attempts] == [503] * LAST_RETRY + [200]
+                assert [t.number for t in message.attempts] == list(range(LAST_RETRY + 1))
+                [answer] = await fake.wait_for(
+                    lambda: replies_saying(fake, said.ts, re.escape(UNREACHABLE)), DEADLINE
+                )
+            finally:
+                admit(pg_cluster.dsn, database=pg_database.dbname)
+            await gateway.started_over.wait()
+            again = await fake.say(ALICE, GENERAL, f"<@{BOT_USER_ID}> approve")
+            await card_in(fake, again.ts)  # taken, the agent asked
+        assert "approve" not in read(answer.seen)
+    with psycopg.connect(pg_database.dsn) as conn:
+        taken = {r[0] for r in conn.execute("SELECT platform_message_id FROM prompts")}
+    assert again.ts in taken and said.ts not in taken  # the outage's message was not queued
