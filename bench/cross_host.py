@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
 from tests.gateway_flows import WHEN, settles
 from tests.gateway_harness import ALICE, Running
 from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
-from tests.pg_cluster import find_pg_bindir, throwaway_cluster
+from tests.pg_cluster import bench_ledger
 from tests.scripted_gateway import open_card
 from tests.scripted_launcher import ScriptedLauncher
 from tests.store_helpers import approval
@@ -65,12 +63,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=400)
     parser.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args()
-    bindir = find_pg_bindir()
-    if bindir is None:
-        parser.error("needs PostgreSQL (scripts/setup.sh)")
-    with contextlib.ExitStack() as stack:
-        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-hosts-")))
-        dsn = stack.enter_context(throwaway_cluster(bindir)).dsn
+    with bench_ledger("bench-hosts-", parser.error) as (root, dsn):
         figures = asyncio.run(measure(root, dsn, args.count, args.warmup))
     for where, values in figures.items():
         q = statistics.quantiles(values, n=100)

@@ -68,6 +68,8 @@ LEDGER_NO_ANSWER = (
     "The ledger did not answer, so this host cannot tell whether your answer was taken:"
     " the card will show it. If it still waits, try again in a moment."
 )
+# the payload prefix of a wake-up for a command another host passed (migration 15)
+REQUEST_WAKEUP = "request:"
 DRAFT_PURGE_SECONDS = 60.0  # a shared ledger: how often a host deletes drafts none can use
 STOPPING_NOTICE = (
     "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
@@ -440,12 +442,18 @@ class Gateway:
             return None
         return session.host
 
-    def _woken(self, session_id: str) -> None:
+    def _woken(self, payload: str) -> None:
         """Another host (or this one) committed a decision or queued a prompt for a session
         of this host: its runner looks at both; a session with no runner yet gets one if it
-        has a prompt to take."""
+        has a prompt to take. ``request:<session id>``: another host passed a command for
+        the session (store.requests), which this host takes and carries out."""
         if self.fenced:
             return  # starting over: its recovery and catch-up see it
+        if payload.startswith(REQUEST_WAKEUP):
+            with contextlib.suppress(RuntimeError):  # stopping: its next recovery drops it
+                self._spawn(self.control.take_requests(payload.removeprefix(REQUEST_WAKEUP)))
+            return
+        session_id = payload
         runner = self._runners.get(session_id)
         if runner is not None:
             runner.sweep_soon()
@@ -472,6 +480,14 @@ class Gateway:
             log.warning("host %s: the sessions waiting not read (%s)", self.host, exc)
             return
         await self._start_if_waiting(waiting)
+        if self.ledger_host is not None:
+            try:
+                passed = await self.store.requests.waiting(host=self.ledger_host)
+            except StoreError as exc:  # the next catch-up looks again
+                log.warning("host %s: commands passed to it not read (%s)", self.host, exc)
+                return
+            for session_id in passed:
+                await self.control.take_requests(session_id)
 
     async def _start_if_waiting(self, session_ids: list[str]) -> None:
         """A runner kicked or started for each of ``session_ids`` with a prompt queued. A
