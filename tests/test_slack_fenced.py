@@ -34,7 +34,7 @@ from gateway.auth import HMAC_KEY_BYTES
 from gateway.engine import Gateway
 from gateway.platform import connected
 from platforms.registry import parse_config
-from platforms.slack.acking import LAST_RETRY
+from platforms.slack.acking import LAST_RETRY, last_attempt, retry_attempt
 from platforms.slack.config import SlackConfig
 from platforms.slack.platform import SLACK_LIMITS, SlackPlatform
 from tests.pg_cluster import PgCluster
@@ -96,6 +96,16 @@ def admit(dsn: str, *, role: str | None = None, database: str | None = None) -> 
             admin.execute(f'ALTER ROLE "{role}" LOGIN')
         if database is not None:
             admin.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
+
+
+def test_slacks_attempt_is_read_from_the_retry_header_bolt_gives_both_modes() -> None:
+    """bolt 1.30 puts Socket Mode's ``retry_attempt`` where HTTP has ``X-Slack-Retry-Num``."""
+    assert retry_attempt({}) == 0
+    assert retry_attempt({"x-slack-retry-num": ["0"]}) == 0
+    assert retry_attempt({"x-slack-retry-num": ["2"]}) == 2
+    assert retry_attempt({"x-slack-retry-num": ["soon"]}) == 0
+    assert not last_attempt({"x-slack-retry-num": ["2"]})
+    assert last_attempt({"x-slack-retry-num": [str(LAST_RETRY)]})
 
 
 async def say_in_thread(fake: FakeSlack, thread: str, text: str, *, to: int) -> Delivery:
