@@ -13,10 +13,10 @@ once); a click, submission or command until the core answered, or at most
 lease or the ledger) leaves a message event unacked so that Slack gives it to another
 connection, except on Slack's last attempt, which it answers as before; a click, submission
 or command it answers with why it took nothing (Slack never gives those again). A click's
-outcome goes to the person who
-clicked as an ephemeral message (only they see it, it is gone on reload), while the card's
-edit tells everyone. Events of another team are refused (said in the log once per team);
-while the platform stops, every request is answered 503 so that Slack gives it again.
+outcome goes to the person who clicked as an ephemeral message (only they see it, it is gone
+on reload), while the card's edit tells everyone. Events of another team are refused (said
+in the log once per team); while the platform stops, every request is answered 503 so that
+Slack gives it again.
 """
 
 from __future__ import annotations
