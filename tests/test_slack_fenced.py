@@ -13,7 +13,11 @@ Mode connection each) and one PostgreSQL ledger; project pa on host a, pb on b, 
   the host it reaches answers in the thread ("try again"), so that it is not lost without a
   word; the database back, the next message is answered;
 - the same in HTTP mode (one in-process host, its ledger refused): Slack's POSTs are answered
-  503 and retried with ``X-Slack-Retry-Num`` until the last, answered 200 and in the thread.
+  503 and retried with ``X-Slack-Retry-Num`` until the last, answered 200 and in the thread;
+- a form's buttons on a host cut off (two in-process hosts): "Answer…" given to it tells the
+  person why and opens nothing (it was acked and then silent before), a submission given to
+  it keeps the modal open with the sentence, and the same submission on the healthy host
+  answers the card.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ import os
 import re
 import socket
 from collections.abc import Iterator
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from gateway.auth import HMAC_KEY_BYTES
+from gateway.domain import Answer
 from gateway.engine import Gateway
 from gateway.platform import connected
 from platforms.registry import parse_config
@@ -41,7 +47,7 @@ from tests.pg_cluster import PgCluster
 from tests.platform_contract.contract import requests_for
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_slack import ALICE, BOT_USER_ID, Delivery, FakeSlack, Pacing
-from tests.slack_harness import GENERAL, read, slack_config_text
+from tests.slack_harness import GENERAL, OnSlack, read, slack_config_text
 from tests.slack_hosts_harness import HOSTS, slack_hosts
 from tests.test_slack_hosts import card_in, decisions_in, only_once, replies_saying
 
@@ -275,3 +281,80 @@ async def test_http_mode_a_fenced_host_answers_503_until_slacks_last_attempt(
     with psycopg.connect(pg_database.dsn) as conn:
         taken = {r[0] for r in conn.execute("SELECT platform_message_id FROM prompts")}
     assert again.ts in taken and said.ts not in taken  # the outage's message was not queued
+
+
+async def test_a_forms_buttons_on_a_host_cut_off_tell_why_and_the_modal_stays_open(
+    pg_database: PgCluster, role_c: PgCluster, tmp_path: Path
+) -> None:
+    """Hosts a (the project's, healthy) and b (its ledger refused) in this process."""
+    key = tmp_path / "hmac.key"
+    key.write_bytes(os.urandom(HMAC_KEY_BYTES))
+    key.chmod(0o600)
+    (tmp_path / "work").mkdir()
+    answers: dict[str, object] = {"Env": "Green", "Langs": ["Red", "Blue"], "Note": "hi"}
+    async with FakeSlack(seed=19) as fake, AsyncExitStack() as stack:
+        hosts: dict[str, tuple[OnSlack, ScriptedLauncher, int]] = {}
+        for name, dsn in (("a", pg_database.dsn), ("b", role_c.dsn)):
+            text = slack_config_text(fake, tmp_path / "data", work_dir=tmp_path / "work")
+            shared = (
+                f"[gateway]\nstore = {json.dumps(dsn)}\nhmac_key_file = {json.dumps(str(key))}\n"
+            )
+            text = text.replace("[gateway]\n", shared, 1)
+            text = text.replace("[projects.demo]\n", '[projects.demo]\nhost = "a"\n', 1)
+            config = parse_config(text, f"{name}.toml")
+            settings = config.platforms.get("slack", SlackConfig)
+            assert settings is not None
+            slack = SlackPlatform(settings)
+            await stack.enter_async_context(connected({"slack": slack}))
+            launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+            gateway = await stack.enter_async_context(
+                Gateway(
+                    config,
+                    platforms={"slack": slack},
+                    launcher=launcher,
+                    data_dir=tmp_path / f"data-{name}",
+                    host=name,
+                )
+            )
+            count = len(hosts) + 1
+            await fake.wait_for(lambda n=count: fake.connected >= n or None, DEADLINE)  # type: ignore[misc]
+            connection = max(c.n for c in fake.connections)
+            hosts[name] = (OnSlack(gateway=gateway, slack=slack, fake=fake), launcher, connection)
+        (a, on_a, to_a), (b, _, to_b) = hosts["a"], hosts["b"]
+
+        said = await fake.say(ALICE, GENERAL, f"<@{BOT_USER_ID}> form", to=to_a)
+        card = await a.card(GENERAL, said.ts)
+        refuse(pg_database.dsn, role=role_c.user)
+        try:
+            await b.gateway.lease_lost.wait()
+            told = len(fake.ephemerals(ALICE, GENERAL))
+            click = await fake.click(ALICE, card, "Answer…", to=to_b)
+            await click.settled()
+            assert click.state == "acked"
+            [why] = await fake.wait_for(lambda: fake.ephemerals(ALICE, GENERAL)[told:], DEADLINE)
+            assert read(why.text) == UNREACHABLE
+            assert fake.modals(ALICE) == []  # nothing opened
+
+            await fake.click(ALICE, card, "Answer…", to=to_a)
+            [modal] = await fake.wait_for(lambda: fake.modals(ALICE), DEADLINE)
+            refused = await fake.submit(ALICE, answers, to=to_b)  # type: ignore[arg-type]
+            assert refused is not None
+            await refused.settled()
+            assert refused.state == "acked"
+            assert list(modal.errors.values()) == [UNREACHABLE]
+            assert not modal.closed and card.labels  # still open, the card still waits
+
+            taken = await fake.submit(ALICE, answers, to=to_a)  # type: ignore[arg-type]
+            assert taken is not None
+            await fake.wait_for(lambda: not card.labels and "Answered" in card.seen, DEADLINE)
+            await fake.wait_for(lambda: on_a.received or None, DEADLINE)
+            assert [d.answers for d in on_a.received] == [
+                {
+                    "env": Answer(option_ids=("green",)),
+                    "langs": Answer(option_ids=("red", "blue")),
+                    "note": Answer(other="hi"),
+                }
+            ]
+        finally:
+            admit(pg_database.dsn, role=role_c.user)
+        await b.gateway.started_over.wait()

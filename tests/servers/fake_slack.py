@@ -477,11 +477,17 @@ class FakeSlack:
         return self._deliver("interactive", payload, to=to)
 
     async def submit(
-        self, person: Person, answers: Mapping[str, Answer], *, modal: Modal | None = None
+        self,
+        person: Person,
+        answers: Mapping[str, Answer],
+        *,
+        modal: Modal | None = None,
+        to: int | None = None,
     ) -> Delivery | None:
         """``person`` fills in their open modal (``answers`` by block_id or label) and
-        submits it. A required input left empty stops it in Slack's client: the modal shows
-        "Please complete this required field." and nothing is sent (None)."""
+        submits it (``to``: the connection it goes to). A required input left empty stops it
+        in Slack's client: the modal shows "Please complete this required field." and
+        nothing is sent (None)."""
         modal = modal or self.modal(person)
         values = state_values(modal.blocks, answers)
         missing = required_missing(modal.blocks, values)
@@ -493,7 +499,7 @@ class FakeSlack:
         payload = view_submission_payload(
             person, view=modal.view, values=values, trigger_id=self._trigger(person)
         )
-        return self._deliver("interactive", payload)
+        return self._deliver("interactive", payload, to=to)
 
     async def dismiss(self, person: Person) -> Delivery | None:
         """``person`` closes the modal in front of them (its X); the app hears
