@@ -38,6 +38,7 @@ __all__ = [
     "InboundMessage",
     "Inbox",
     "KnowsApprovers",
+    "KnowsFenced",
     "LeasedReceiving",
     "MessageGone",
     "MessageRef",
@@ -192,6 +193,22 @@ class KnowsApprovers(Protocol):
     async def approvers(self, conversation: ConversationRef) -> tuple[str, ...]:
         """The ids, on ``conversation``'s platform, of who may decide the requests of the
         session bound there (none for a conversation without one, or where anyone may)."""
+        ...
+
+
+@runtime_checkable
+class KnowsFenced(Protocol):
+    """What the gateway's inbox also tells a platform that several hosts receive for (Slack:
+    every host's Socket Mode connection): whether this host takes nothing now (it lost its
+    host lease or the ledger, and has not started over), so that the platform may leave what
+    Slack would give another host to that host; a platform checks for it, an inbox without it
+    is never fenced."""
+
+    @property
+    def fenced(self) -> bool: ...
+
+    def fenced_text(self) -> str:
+        """What a person is told of what was not taken while fenced."""
         ...
 
 
