@@ -9,20 +9,13 @@ update. The project runs on host "a"; host "b" runs no agent."""
 
 from __future__ import annotations
 
-import json
 import os
-import socket
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from gateway import engine
-from gateway.auth import HMAC_KEY_BYTES
-from gateway.config import Config
 from gateway.domain import (
     Answer,
     Decision,
@@ -32,10 +25,6 @@ from gateway.domain import (
     Option,
     Question,
 )
-from gateway.engine import Gateway
-from platforms.registry import parse_config
-from platforms.telegram.config import TelegramConfig
-from platforms.telegram.platform import TelegramPlatform
 from tests.pg_cluster import PgCluster
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_telegram import FakeTelegram, Sent
@@ -44,14 +33,12 @@ from tests.telegram_harness import (
     BOB,
     GROUP,
     GROUP_ID,
-    OnTelegram,
-    telegram_config_text,
 )
+from tests.telegram_hosts_harness import Host, through, two_telegram_hosts
 
 pytestmark = pytest.mark.timeout(120)
 
 SECRET = "hunter2-" + os.urandom(8).hex()  # planted: it must be found only where it belongs
-HOOK_SECRET = "hook-Secret_for-both-hosts"
 ENVS = (Option(id="prod", label="Production"), Option(id="dev", label="Dev"))
 REGIONS = (Option(id="eu", label="Europe"), Option(id="us", label="America"))
 REQUESTS = {
@@ -95,83 +82,6 @@ REQUESTS = {
 }
 
 
-@dataclass
-class Host:
-    telegram: OnTelegram
-    url: str  # where the load balancer sends its updates
-
-    @property
-    def gateway(self) -> Gateway:
-        return self.telegram.gateway
-
-
-def _config(
-    fake: FakeTelegram, tmp_path: Path, dsn: str, url: str, more: str, telegram: str
-) -> Config:
-    key = tmp_path / "hmac.key"
-    key.write_bytes(os.urandom(HMAC_KEY_BYTES))
-    key.chmod(0o600)
-    (tmp_path / "work").mkdir()
-    text = telegram_config_text(
-        fake,
-        tmp_path / "data",
-        work_dir=tmp_path / "work",
-        telegram=f'mode = "webhook"\nwebhook_url = "{url}"\nsecret_token = "{HOOK_SECRET}"\n'
-        + telegram,
-    )
-    shared = f"[gateway]\nstore = {json.dumps(dsn)}\nhmac_key_file = {json.dumps(str(key))}\n"
-    text = text.replace("[gateway]\n", shared, 1)
-    text = text.replace("[projects.demo]\n", '[projects.demo]\nhost = "a"\n', 1) + more
-    return parse_config(text, "hosts-telegram.toml")
-
-
-@asynccontextmanager
-async def two_telegram_hosts(
-    fake: FakeTelegram, tmp_path: Path, dsn: str, more: str = "", telegram: str = ""
-) -> AsyncIterator[tuple[Host, Host]]:
-    """Hosts "a" and "b" on one config (``more``: appended to it), one bot, one ledger;
-    each takes webhook updates on its own socket."""
-    async with AsyncExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(2)]
-        urls = []
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-            urls.append(f"http://127.0.0.1:{sock.getsockname()[1]}/telegram/hook")
-        config = _config(fake, tmp_path, dsn, urls[0], more, telegram)
-        settings = config.platforms.get("telegram", TelegramConfig)
-        assert settings is not None
-        hosts = []
-        for name, sock, url in zip("ab", sockets, urls, strict=True):
-            platform = TelegramPlatform(settings, webhook_socket=sock)
-            telegram = await stack.enter_async_context(platform)
-            launcher = ScriptedLauncher(REQUESTS)
-            gateway = await stack.enter_async_context(
-                Gateway(
-                    config,
-                    platforms={"telegram": telegram},
-                    launcher=launcher,
-                    data_dir=tmp_path / f"data-{name}",
-                    host=name,
-                )
-            )
-            await fake.wait_for(lambda: fake.webhook)  # this host registered the webhook
-            hosts.append(
-                Host(
-                    OnTelegram(gateway=gateway, telegram=telegram, fake=fake, launcher=launcher),
-                    url,
-                )
-            )
-        yield hosts[0], hosts[1]
-
-
-def through(host: Host) -> OnTelegram:
-    """The next update goes to ``host`` (the load balancer's choice)."""
-    fake = host.telegram.fake
-    assert fake.webhook is not None
-    fake.webhook["url"] = host.url
-    return host.telegram
-
-
 def received(host: Host) -> list[Decision]:
     assert isinstance(host.telegram.launcher, ScriptedLauncher)
     return host.telegram.launcher.received
@@ -190,7 +100,10 @@ def draft_rows(dsn: str) -> list[tuple[str, str, str]]:
 async def test_a_form_answered_through_two_hosts_reaches_the_owners_agent_whole_and_once(
     fake_telegram: FakeTelegram, tmp_path: Path, pg_cluster: PgCluster, pg_database: PgCluster
 ) -> None:
-    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn) as (a, b):
+    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn, requests=REQUESTS) as (
+        a,
+        b,
+    ):
         await through(a).say(ALICE, "ask-deploy")
         card = await a.telegram.card(ALICE.id)
         assert "Question 1 of 3" in card.text
@@ -253,7 +166,9 @@ async def test_the_drafts_of_an_expired_request_are_purged_by_the_expiry_loop(
 ) -> None:
     # long enough for the click below on a loaded machine; the test waits for it to pass
     expiry = "\n[projects.demo.expiry]\nafter_seconds = 10\n"
-    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn, expiry) as (a, b):
+    async with two_telegram_hosts(
+        fake_telegram, tmp_path, pg_database.dsn, expiry, requests=REQUESTS
+    ) as (a, b):
         await through(a).say(ALICE, "ask-pair")
         card = await a.telegram.card(ALICE.id)
         # a draft is kept before the click is answered
@@ -274,7 +189,9 @@ async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
 ) -> None:
     monkeypatch.setattr(engine, "DRAFT_PURGE_SECONDS", 0.1)
     group = f'groups = {{ "{GROUP_ID}" = "all" }}'
-    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn, telegram=group) as (
+    async with two_telegram_hosts(
+        fake_telegram, tmp_path, pg_database.dsn, telegram=group, requests=REQUESTS
+    ) as (
         a,
         b,
     ):
@@ -321,7 +238,9 @@ async def test_a_secret_typed_after_another_host_decided_is_deleted_and_never_th
     fake_telegram: FakeTelegram, tmp_path: Path, pg_database: PgCluster
 ) -> None:
     group = f'groups = {{ "{GROUP_ID}" = "all" }}'
-    async with two_telegram_hosts(fake_telegram, tmp_path, pg_database.dsn, telegram=group) as (
+    async with two_telegram_hosts(
+        fake_telegram, tmp_path, pg_database.dsn, telegram=group, requests=REQUESTS
+    ) as (
         a,
         b,
     ):

@@ -56,7 +56,14 @@ from gateway.commands import COMMANDS, CommandName, slash
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
 from gateway.markdown import telegram_html
-from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits, ReceiverGate
+from gateway.platform import (
+    EditResult,
+    Inbox,
+    KnowsFenced,
+    MessageRef,
+    PlatformLimits,
+    ReceiverGate,
+)
 from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
 from gateway.store import SessionRecord
 from platforms.form_drafts import Form, MemoryForms, PendingForms, forms_for
@@ -270,7 +277,9 @@ class TelegramPlatform:
         handler = self._update_handler()
         receiver: _Receiver
         if self._config.mode == "webhook":
-            receiver = WebhookReceiver(self._config, self.bot, handler, sock=self._webhook_socket)
+            receiver = WebhookReceiver(
+                self._config, self.bot, handler, sock=self._webhook_socket, fenced=self._fenced
+            )
         else:
             receiver = Poller(self.bot, handler, self.health, self._config.poll_timeout_seconds)
         self._receiver = receiver
@@ -295,6 +304,10 @@ class TelegramPlatform:
 
     def lease_receiving(self) -> None:
         self._leased = True
+
+    def _fenced(self) -> bool:
+        """This host takes nothing now (several hosts: it lost its lease or the ledger)."""
+        return isinstance(self._inbox, KnowsFenced) and self._inbox.fenced
 
     def _polls_by_lease(self) -> bool:
         return self._leased and self._config.mode == "polling"

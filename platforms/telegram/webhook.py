@@ -8,8 +8,10 @@ not the configured ``secret_token`` (compared in constant time), then registers 
 failed is answered 500, and a crash answers nothing, so Telegram gives it again. Updates of
 one chat are handled in order. From :meth:`WebhookReceiver.stop` (the platform's
 ``stop_input``) every update is answered 503 and left for Telegram to give again (to the next
-gateway); the updates being handled are finished before the server closes. No access log is
-written: a URL is nobody's business.
+gateway); the updates being handled are finished before the server closes. So is every update
+that reaches a host that cannot act now (several hosts: it lost its host lease or the ledger,
+``fenced``): Telegram gives it again, and the load balancer to a host that can. No access
+log is written: a URL is nobody's business.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import hmac
 import logging
 import socket
 import weakref
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -47,6 +50,7 @@ class WebhookReceiver:
         handler: UpdateHandler,
         *,
         sock: socket.socket | None = None,
+        fenced: Callable[[], bool] = lambda: False,
     ) -> None:
         if config.webhook_url is None or config.secret_token is None:
             raise ValueError("webhook mode needs webhook_url and secret_token")
@@ -56,6 +60,7 @@ class WebhookReceiver:
         self._bot = bot
         self._handler = handler
         self._sock = sock
+        self._fenced = fenced
         self._attempts = Attempts()
         self._stopped = asyncio.Event()
         self._chats: weakref.WeakValueDictionary[int | None, asyncio.Lock] = (
@@ -109,6 +114,8 @@ class WebhookReceiver:
             return web.Response(status=403, text="forbidden")
         if self._stopped.is_set():
             return _stopping()
+        if self._fenced():
+            return _cannot_act()
         try:
             data = await request.json()
             update = Update.de_json(data, self._bot)
@@ -121,6 +128,8 @@ class WebhookReceiver:
         async with lock:
             if self._stopped.is_set():  # it waited for its chat while the gateway stopped
                 return _stopping()
+            if self._fenced():
+                return _cannot_act()
             taken = await take_one(self._handler, update, self._attempts)
         if not taken:
             return web.Response(status=500, text="not handled; give it again")
@@ -129,3 +138,7 @@ class WebhookReceiver:
 
 def _stopping() -> web.Response:
     return web.Response(status=503, text="the gateway is stopping; give it again")
+
+
+def _cannot_act() -> web.Response:
+    return web.Response(status=503, text="this host cannot reach the ledger now; give it again")
