@@ -95,7 +95,8 @@ class TurnLedger:
         row = await self._db.read(
             lambda conn: fetch_one(
                 conn, f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,)
-            )
+            ),
+            one_statement=True,
         )
         return None if row is None else turn_from_row(row)
 
@@ -106,7 +107,8 @@ class TurnLedger:
                 conn,
                 f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? AND ended_at IS NULL",
                 (session_id,),
-            )
+            ),
+            one_statement=True,
         )
         return None if row is None else turn_from_row(row)
 
@@ -117,7 +119,8 @@ class TurnLedger:
                 conn,
                 f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                 (session_id,),
-            )
+            ),
+            one_statement=True,
         )
         return None if row is None else turn_from_row(row)
 
