@@ -684,13 +684,14 @@ class InteractionLedger:
             )
             return InteractionUpdate(interaction=current, transition=moved)
         now = self._db.now()
+        # the compare-and-set, the facts and the read-back are sent together, and the set's
+        # count is read once (one wait on PostgreSQL): a set that matched no row raises,
+        # which rolls the whole transaction back, facts included
         cursor = conn.execute(
             "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
             " WHERE id = ? AND version = ?",
             (moved.after.value, now, current.id, current.version),
         )
-        if cursor.rowcount == 0:
-            raise StoreError(f"interaction {current.id} was changed by another writer")
         _drop_sealed(conn, current)
         if moved.skips_delivery and record_skipped:
             reason = _SKIPPED_BECAUSE.get(moved.event, "not written")
@@ -701,9 +702,12 @@ class InteractionLedger:
                 " VALUES (?, ?, ?, ?, ?)",
                 (current.id, moved.resolution.value, by, note, now),
             )
-        return InteractionUpdate(
-            interaction=require_interaction(conn, current.id), transition=moved
-        )
+        read_back = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (current.id,))
+        if cursor.rowcount == 0:
+            raise StoreError(f"interaction {current.id} was changed by another writer")
+        row = read_back.fetchone()
+        assert row is not None
+        return InteractionUpdate(interaction=interaction_from_row(row), transition=moved)
 
     def _insert_delivery(
         self,
