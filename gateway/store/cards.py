@@ -108,7 +108,8 @@ class CardCopies:
 
     async def _update(self, copy_id: int, assignments: str, params: tuple[object, ...]) -> CardCopy:
         def update(conn: Conn) -> CardCopy:
-            # RETURNING: the copy as written, without reading it back (one wait fewer)
+            # RETURNING: the copy as written, without reading it back; one statement, so
+            # no transaction around it (one network round trip on PostgreSQL)
             row = fetch_one(
                 conn,
                 f"UPDATE interaction_messages SET {assignments}, updated_at = ? WHERE id = ?"
@@ -119,7 +120,7 @@ class CardCopies:
                 raise StoreError(f"no card copy {copy_id}")
             return _copy_from_row(row)
 
-        return await self._db.write(update)
+        return await self._db.write(update, one_statement=True)
 
     async def list_for(self, interaction_id: str) -> list[CardCopy]:
         """Every copy of one interaction's card."""

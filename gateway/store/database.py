@@ -179,9 +179,17 @@ class Database:
             raise StoreError("the store's clock returned a naive datetime; it must be aware")
         return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
-    async def write(self, work: Callable[[Conn], T]) -> T:
+    async def write(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
         """Run ``work`` as one write transaction (``dialect.begin_write``), in one trip to
-        the database thread: committed if it returns, rolled back if it raises."""
+        the database thread: committed if it returns, rolled back if it raises.
+
+        ``one_statement``: ``work`` runs a single statement, which is atomic on its own: it
+        is sent alone, no BEGIN/COMMIT (autocommit), one network round trip on PostgreSQL
+        where a transaction that reads an answer takes two. ``work`` may still raise on what
+        it reads (no row updated: nothing was written). A second statement is refused.
+        """
+        if one_statement:
+            return await self._submit(_alone, work)
         return await self._submit(
             functools.partial(_in_transaction, self.dialect.begin_write), work
         )
@@ -371,7 +379,7 @@ def _bare(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
 
 
 def _alone(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
-    """A read of one statement: no transaction, no pipeline (on PostgreSQL a connection cut
+    """A call of one statement: no transaction, no pipeline (on PostgreSQL a connection cut
     in an earlier call is made again first, as ``PgConn.pipelined`` does)."""
     if ticket.cancelled:
         raise _Skipped
@@ -382,7 +390,7 @@ def _alone(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
 
 
 class _OneStatement:
-    """The connection, for a read that said it runs one statement: a second is a bug."""
+    """The connection, for a call that said it runs one statement: a second is a bug."""
 
     __slots__ = ("_conn", "_ran")
 
@@ -396,7 +404,7 @@ class _OneStatement:
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
         if self._ran:
-            raise RuntimeError("a one-statement read ran a second statement")
+            raise RuntimeError("a one-statement call ran a second statement")
         self._ran = True
         return self._conn.execute(sql, parameters)
 

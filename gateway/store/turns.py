@@ -65,7 +65,7 @@ class TurnLedger:
             if cursor.rowcount == 0:
                 raise StoreError(f"no turn {turn_id}")
 
-        await self._db.write(set_native_id)
+        await self._db.write(set_native_id, one_statement=True)
 
     async def end(
         self, turn_id: int, status: TurnStatus, *, error: str | None = None
