@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,7 +25,7 @@ from gateway.store.trip_tally import TripTally
 from tests.gateway_flows import WHEN, settles
 from tests.gateway_harness import ALICE, Running
 from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts
-from tests.pg_cluster import find_pg_bindir, throwaway_cluster
+from tests.pg_cluster import bench_ledger
 from tests.scripted_gateway import open_card
 from tests.scripted_launcher import ScriptedLauncher
 from tests.store_helpers import approval
@@ -97,12 +95,7 @@ def main() -> None:
     parser.add_argument("--trips", action="store_true", help="what the ledger calls were for")
     args = parser.parse_args()
     trips: dict[str, dict[str, TripTally]] = {}
-    bindir = find_pg_bindir()
-    if bindir is None:
-        parser.error("needs PostgreSQL (scripts/setup.sh)")
-    with contextlib.ExitStack() as stack:
-        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-hosts-")))
-        dsn = stack.enter_context(throwaway_cluster(bindir)).dsn
+    with bench_ledger("bench-hosts-", parser.error) as (root, dsn):
         figures = asyncio.run(
             measure(root, dsn, args.count, args.warmup, trips if args.trips else None)
         )

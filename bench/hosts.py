@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import json
 import statistics
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from tests.harness.driver import (
     scripted_project,
     write_config,
 )
-from tests.pg_cluster import find_pg_bindir, throwaway_cluster
+from tests.pg_cluster import bench_ledger
 
 HOSTS = ("h0", "h1", "h2")
 DEADLINE_S = 600.0  # a whole run; each wait of the driver has its own (60 s)
@@ -231,12 +230,7 @@ def main() -> None:
     parser.add_argument("--approvals", type=int, default=5, help="per session")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    bindir = find_pg_bindir()
-    if bindir is None:
-        parser.error("needs PostgreSQL (scripts/setup.sh)")
-    with contextlib.ExitStack() as stack:
-        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-3hosts-")))
-        dsn = stack.enter_context(throwaway_cluster(bindir)).dsn
+    with bench_ledger("bench-3hosts-", parser.error) as (root, dsn):
         result = asyncio.run(measure(root, dsn, args.sessions, args.approvals))
     if args.json:
         print(json.dumps([item.to_json() for item in figures(result)]))

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import itertools
 import json
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -39,7 +38,7 @@ from gateway.store.postgresql import PgTarget
 from gateway.store.rate_buckets import LedgerRates
 from platforms.outbox import Priority
 from platforms.telegram.outbox import TelegramOutbox
-from tests.pg_cluster import find_pg_bindir, throwaway_cluster
+from tests.pg_cluster import bench_ledger
 from tests.servers.fake_telegram import TOKEN, FakeTelegram
 
 NAME = "shared_rates"
@@ -180,12 +179,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=8, help="per chat, all hosts together")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    bindir = find_pg_bindir()
-    if bindir is None:
-        parser.error("needs PostgreSQL (scripts/setup.sh)")
-    with contextlib.ExitStack() as stack:
-        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-rates-")))
-        dsn = stack.enter_context(throwaway_cluster(bindir)).dsn
+    with bench_ledger("bench-rates-", parser.error) as (root, dsn):
         found = figures(asyncio.run(main_async(dsn, root, args.chats, args.messages)))
     if args.json:
         print(json.dumps([f.to_json() for f in found]))

@@ -8,6 +8,12 @@ and the card is drawn again under it, its buttons live (a copy of its own, edite
 others after the decision: still one decision, by compare-and-set). Commands (/stop,
 /status, ...) are never queued. /stop holds what was queued before it; a message typed
 afterwards runs next (gateway/queue_notes.py).
+
+Several hosts (issue 19): a command works whichever host receives it. A decision is
+committed here and written by the session's host; /status, /pending and /clear are answered
+here from the ledger; /stop, /new, /resume, /grants and /revoke do here what the ledger can
+and pass the rest to the session's host as a request row (gateway/store/requests.py), which
+wakes it and which it carries out once (:meth:`Control.take_requests`).
 """
 
 from __future__ import annotations
@@ -47,12 +53,13 @@ from gateway.domain import (
 )
 from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.grant_desk import GrantDesk
-from gateway.interactions import Interaction, derive_run_state
+from gateway.interactions import Interaction, derive_run_state, run_state_words
 from gateway.outbound import Notifier
 from gateway.platform import InboundMessage
 from gateway.queue_notes import held_note
 from gateway.routing import project_for, route_key
 from gateway.store import EnqueueOutcome, EpochRecord, SessionRecord
+from gateway.store.requests import RequestKind, SessionRequest
 
 if TYPE_CHECKING:
     from gateway.engine import Gateway
@@ -123,6 +130,8 @@ class Control:
             touched[epoch.session_id] = "stopped"
         for session_id in await store.prompts.recover_after_restart(host=host):
             touched.setdefault(session_id, "held")
+        if host is not None:  # commands other hosts passed to the previous process: dropped
+            await self._drop_requests(host, why="restarted")
         for copy in await store.cards.list_outdated(host=host):
             self._gw.broker.mark_dirty(copy.interaction_id)
         await self._gw.broker.resend_failed()
@@ -159,6 +168,7 @@ class Control:
         for session_id in await store.prompts.recover_after_restart(host=host):
             if session_id not in touched:
                 touched.append(session_id)
+        await self._drop_requests(host, why="stopped")
         for session_id in touched:
             await store.audit.record(
                 "hosts.reaped", session_id=session_id, details={"host": host, "by": self._gw.host}
@@ -244,11 +254,9 @@ class Control:
             await self._refuse_stranger(message, project, checked)
             return
         parsed = parse_chat_text(message.text)
-        elsewhere = self._elsewhere(project)
-        if elsewhere is not None and not isinstance(parsed, ChatPrompt | NotForUs):
-            # a prompt is queued in the ledger, which wakes its host; a command is not
-            await self._reply(conversation, elsewhere)
-            return
+        # whichever host receives it (issue 19): a prompt is queued in the ledger, which wakes
+        # its host; a decision is committed here and written by that host; a command is
+        # answered here from the ledger or passed to that host (_elsewhere_command)
         match parsed:
             case ChatPrompt(text=text, mode=mode):
                 if mode is not None and not self._has_modes(project):
@@ -295,24 +303,6 @@ class Control:
                 message.actor.key(),
                 message.conversation.key(),
             )
-
-    def _elsewhere(self, project: str) -> str | None:
-        """What is said to a command for a project another host runs (issue 19: passing
-        commands there is not built yet), or None for this host's project."""
-        settings = self._gw.config.projects[project]
-        if project in self._gw.projects:
-            return None
-        log.info(
-            "a command for project %s (host %s) came to host %s",
-            project,
-            settings.host,
-            self._gw.host,
-        )
-        return (
-            f"Project {project} runs on host {settings.host}, and this command reached host "
-            f"{self._gw.host}: it was not taken (commands are not passed between hosts yet; "
-            "messages for the agent are)."
-        )
 
     def _auth_platform(self, platform: str) -> str:
         return self._gw.config.platforms.auth_platforms().get(platform, platform)
@@ -517,6 +507,10 @@ class Control:
         if session is None:
             await self._reply(conversation, "No session here yet: send a message to start one.")
             return
+        owner = self._gw.owner_elsewhere(session)
+        if owner is not None and name in _OWNER_COMMANDS:
+            await self._elsewhere_command(name, session, owner, conversation, actor, args)
+            return
         runner = self._gw.existing_runner(session.id)
         store = self._store
         if name is CommandName.STOP:
@@ -555,12 +549,20 @@ class Control:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
 
     async def status_text(self, session: SessionRecord) -> str:
+        """What /status says, on any host: from the ledger, and from this host's runner where
+        it runs the session (its usage is counted there: another host says so)."""
         store = self._store
+        owner = self._gw.owner_elsewhere(session)
         runner = self._gw.existing_runner(session.id)
+        if owner is None:
+            turn_running = runner is not None and runner.turn_running
+        else:
+            turn_running = await store.turns.running(session.id) is not None
         open_ = await store.interactions.list_open(session.id)
-        state = derive_run_state(open_, turn_running=runner is not None and runner.turn_running)
-        lines = [f"Session {session.id} · project {session.project} · {session.agent_kind}"]
-        lines.append(f"State: {state.value.replace('_', ' ')}")
+        state = derive_run_state(open_, turn_running=turn_running)
+        head = f"Session {session.id} · project {session.project} · {session.agent_kind}"
+        lines = [head if session.host is None else f"{head} · host {session.host}"]
+        lines.append(f"State: {run_state_words(state)}")
         epoch = (
             await store.sessions.get_epoch(session.id, session.current_epoch)
             if session.current_epoch
@@ -571,7 +573,9 @@ class Control:
             lines.append(f"Agent: {epoch.agent_version or 'version unknown'}, {running}")
             policy = ", ".join(f"{k} = {v}" for k, v in sorted(epoch.policy.items()))
             lines.append(f"Policy in force: {policy or 'not reported'}")
-            if runner is not None and runner.usage.reported:
+            if owner is not None and epoch.is_live:
+                lines.append(f"Tokens: counted by host {owner}, which runs the agent")
+            elif runner is not None and runner.usage.reported:
                 lines.append(runner.usage.describe())
         else:
             lines.append("Agent: not started yet")
@@ -602,9 +606,153 @@ class Control:
                 lines.append(f"    ⚠ {problem[0].upper()}{problem[1:]}")
         return "\n".join(lines)
 
+    # --- commands for a session another host runs (issue 19) ------------------------------
+
+    async def _elsewhere_command(
+        self,
+        name: CommandName,
+        session: SessionRecord,
+        owner: str,
+        conversation: ConversationRef,
+        actor: Actor,
+        args: str,
+    ) -> None:
+        """A command that only ``owner``, which runs the session, can carry out: what the
+        ledger can do is done here, the rest is a request the owner takes (woken by its
+        insert) and answers as it answers its own commands. Nothing is said here that the
+        owner says."""
+        requests = self._store.requests
+        by_host = self._gw.host
+        down = f"Host {owner}, which runs this session, is not answering the ledger"
+        if name is CommandName.STOP:
+            stop = await requests.stop(
+                session.id,
+                actor=actor,
+                conversation=conversation,
+                by_host=by_host,
+                reason=f"/stop by {actor}",
+            )
+            if stop.sent:
+                return  # the owner's notice of the turn's end is the one answer
+            text = "Nothing is running." if stop.owner_up else f"{down}: nothing was stopped."
+            held = held_note(stop.held, typed_now=False) if stop.held else ""
+            await self._reply(conversation, f"{text} {held}".rstrip())
+        elif name is CommandName.NEW:
+            await requests.send(
+                session.id,
+                RequestKind.NEW,
+                actor=actor,
+                conversation=conversation,
+                by_host=by_host,
+                close_reason=f"/new by {actor.key()}",
+            )
+            await self._reply(conversation, "A new session starts with your next message.")
+        elif name is CommandName.RESUME:
+            resumed = await self._store.prompts.resume(session.id)
+            self._held_told.pop(session.id, None)
+            if not resumed:
+                await self._reply(conversation, "Nothing is held.")
+                return
+            up = await requests.send(
+                session.id,
+                RequestKind.RESUME,
+                actor=actor,
+                conversation=conversation,
+                by_host=by_host,
+            )
+            messages = "1 held message runs" if resumed == 1 else f"{resumed} held messages run"
+            text = f"▶ Resumed: {messages} next, in order."
+            if not up:  # its recovery holds the queue again, and says so
+                text = f"▶ Resumed, but {down}: nothing runs until it is back."
+            await self._reply(conversation, text)
+        else:  # /grants, /revoke: the agent's process and rules file are on the owner
+            kind = RequestKind.GRANTS if name is CommandName.GRANTS else RequestKind.REVOKE
+            sent = await requests.send(
+                session.id, kind, actor=actor, conversation=conversation, by_host=by_host, args=args
+            )
+            if not sent:
+                await self._reply(conversation, f"{down}: /{name} was not taken.")
+
+    async def take_requests(self, session_id: str) -> None:
+        """This host was woken for a request another host wrote for one of its sessions:
+        each is taken once (while this host holds its lease with its fence) and carried out
+        as the command it is, answered where it was typed."""
+        gw = self._gw
+        lease = gw.host_lease
+        if gw.fenced or gw.ledger_host is None or lease is None or lease.fence is None:
+            return  # starting over: its recovery drops them
+        try:
+            taken = await self._store.requests.take(
+                session_id, host=gw.ledger_host, fence=lease.fence
+            )
+            for request in taken:
+                await self._carry_out(request)
+        except GatewayError as exc:  # a ledger or agent error: logged, the session runs on
+            log.warning("session %s: a request from another host failed: %s", session_id, exc)
+
+    async def _carry_out(self, request: SessionRequest) -> None:
+        session_id, actor = request.session_id, request.actor
+        runner = self._gw.existing_runner(session_id)
+        log.info(
+            "session %s: /%s by %s, received by host %s",
+            session_id,
+            request.kind.value,
+            actor.key(),
+            request.by_host,
+        )
+        if request.kind is RequestKind.STOP:
+            if runner is not None and await runner.interrupt(by=actor):
+                return  # the turn's end is the one notice, as for a /stop typed here
+            held = len(await self._store.prompts.list_held(session_id))
+            text = "Nothing is running."
+            await self._reply(
+                request.conversation,
+                f"{text} {held_note(held, typed_now=False)}" if held else text,
+            )
+        elif request.kind is RequestKind.NEW:
+            if runner is not None:
+                await runner.shutdown()
+        elif request.kind is RequestKind.RESUME:
+            session = await self._store.sessions.get(session_id)
+            if session is not None and not session.is_closed and self._gw.runs_here(session):
+                self._gw.runner(session).kick()
+        else:
+            session = await self._store.sessions.get(session_id)
+            if session is None:
+                return
+            if request.kind is RequestKind.GRANTS:
+                text = await self._grants.list_text(session)
+            else:
+                text = await self._grants.revoke(session, request.args, actor)
+            await self._reply(request.conversation, text)
+
+    async def _drop_requests(self, host: str, *, why: str) -> None:
+        """The requests left for ``host`` (it stopped, or starts over) are dropped, never
+        carried out later; a /grants or /revoke left unanswered is told so (a /stop, /new or
+        /resume is answered by what is said of the host's end)."""
+        for request in await self._store.requests.drop(host=host, by=self._gw.host, why=why):
+            if request.kind in (RequestKind.GRANTS, RequestKind.REVOKE):
+                await self._reply(
+                    request.conversation,
+                    f"Host {host} {why} before it took /{request.kind.value} from "
+                    f"{request.actor}: it was not carried out; send it again.",
+                )
+
     async def _reply(self, conversation: ConversationRef, text: str) -> None:
         await self._notifier.send([conversation], text)  # it splits to the platform's limit
 
+
+# passed to the host that runs the session (store.requests); the others are answered by the
+# receiver from the ledger (/status, /pending, /clear, /help)
+_OWNER_COMMANDS = frozenset(
+    {
+        CommandName.STOP,
+        CommandName.NEW,
+        CommandName.RESUME,
+        CommandName.GRANTS,
+        CommandName.REVOKE,
+    }
+)
 
 _PLAN_SET_ASIDE = (
     "Queued as a message for the agent, not as a decision: the plan is not implemented. "

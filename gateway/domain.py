@@ -79,6 +79,7 @@ class RunState(StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     WAITING_APPROVAL = "waiting_approval"
+    WAITING_PLAN_REVIEW = "waiting_plan_review"
     WAITING_INPUT = "waiting_input"
     FAILED = "failed"
     STOPPED = "stopped"

@@ -68,6 +68,8 @@ LEDGER_NO_ANSWER = (
     "The ledger did not answer, so this host cannot tell whether your answer was taken:"
     " the card will show it. If it still waits, try again in a moment."
 )
+# the payload prefix of a wake-up for a command another host passed (migration 15)
+REQUEST_WAKEUP = "request:"
 DRAFT_PURGE_SECONDS = 60.0  # a shared ledger: how often a host deletes drafts none can use
 STOPPING_NOTICE = (
     "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
@@ -284,7 +286,8 @@ class Gateway:
         lease = self.host_lease
         return lease is not None and (self._starting_over or not lease.holds())
 
-    def _fenced_text(self) -> str:
+    def fenced_text(self) -> str:
+        """What a person is told of what this host did not take while :attr:`fenced`."""
         if self.host_lease is not None and self.host_lease.unreachable:
             # design point 10: nothing decided, nothing guessed
             return "The ledger is unreachable; try again in a moment."
@@ -439,12 +442,18 @@ class Gateway:
             return None
         return session.host
 
-    def _woken(self, session_id: str) -> None:
+    def _woken(self, payload: str) -> None:
         """Another host (or this one) committed a decision or queued a prompt for a session
         of this host: its runner looks at both; a session with no runner yet gets one if it
-        has a prompt to take."""
+        has a prompt to take. ``request:<session id>``: another host passed a command for
+        the session (store.requests), which this host takes and carries out."""
         if self.fenced:
             return  # starting over: its recovery and catch-up see it
+        if payload.startswith(REQUEST_WAKEUP):
+            with contextlib.suppress(RuntimeError):  # stopping: its next recovery drops it
+                self._spawn(self.control.take_requests(payload.removeprefix(REQUEST_WAKEUP)))
+            return
+        session_id = payload
         runner = self._runners.get(session_id)
         if runner is not None:
             runner.sweep_soon()
@@ -465,11 +474,32 @@ class Gateway:
             self._spawn(self._start_waiting())
 
     async def _start_waiting(self) -> None:
-        await self._start_if_waiting(
-            await self.store.prompts.waiting_sessions(host=self.ledger_host)
-        )
+        try:
+            waiting = await self.store.prompts.waiting_sessions(host=self.ledger_host)
+        except StoreError as exc:  # see _start_if_waiting
+            log.warning("host %s: the sessions waiting not read (%s)", self.host, exc)
+            return
+        await self._start_if_waiting(waiting)
+        if self.ledger_host is not None:
+            try:
+                passed = await self.store.requests.waiting(host=self.ledger_host)
+            except StoreError as exc:  # the next catch-up looks again
+                log.warning("host %s: commands passed to it not read (%s)", self.host, exc)
+                return
+            for session_id in passed:
+                await self.control.take_requests(session_id)
 
     async def _start_if_waiting(self, session_ids: list[str]) -> None:
+        """A runner kicked or started for each of ``session_ids`` with a prompt queued. A
+        ledger error (the ledger cut before the host lease's renew noticed) is logged, not
+        raised: raised, it would end the engine's task group, i.e. the host's process; the
+        next sweep, or the start over once the lease is found lost, looks again."""
+        try:
+            await self._start_sessions_waiting(session_ids)
+        except StoreError as exc:
+            log.warning("host %s: waiting sessions not started (%s)", self.host, exc)
+
+    async def _start_sessions_waiting(self, session_ids: list[str]) -> None:
         for session_id in session_ids:
             if session_id in self._runners:
                 self._runners[session_id].kick()
@@ -536,7 +566,10 @@ class Gateway:
         except Exception:
             # one session's failure must not end the others: report and forget the runner
             log.exception("session %s failed", runner.session_id)
-            await runner.report_crash()
+            try:
+                await runner.report_crash()
+            except StoreError as exc:  # the ledger is gone (it may be why): not the host's end
+                log.warning("session %s: its failure not told (%s)", runner.session_id, exc)
         finally:
             if self._runners.get(runner.session_id) is runner:
                 self._runners.pop(runner.session_id, None)
@@ -570,13 +603,13 @@ class Gateway:
     async def on_message(self, message: InboundMessage) -> None:
         if self.fenced:
             log.warning("host %s: a message not taken (starting over)", self.host)
-            await self.control.reply(message.conversation, self._fenced_text())
+            await self.control.reply(message.conversation, self.fenced_text())
             return
         await self.control.on_message(message)
 
     async def on_action(self, action: InboundAction) -> Ack:
         if self.fenced:
-            return Ack(text=self._fenced_text(), accepted=False)
+            return Ack(text=self.fenced_text(), accepted=False)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_action(action)
@@ -587,7 +620,7 @@ class Gateway:
 
     async def on_form(self, form: InboundForm) -> Ack:
         if self.fenced:
-            return Ack(text=self._fenced_text(), accepted=False)
+            return Ack(text=self.fenced_text(), accepted=False)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_form(form)

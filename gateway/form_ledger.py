@@ -59,18 +59,22 @@ class SharedFormLedger:
             return None
 
     async def card_at(self, conversation: ConversationRef, interaction_id: str) -> Card | None:
+        card = await self.card_now(conversation, interaction_id)
+        return card if card is not None and card.form is not None else None
+
+    async def card_now(self, conversation: ConversationRef, interaction_id: str) -> Card | None:
         platform = self._platforms.get(conversation.platform)
         if platform is None:
             return None
         interaction, copies = await self._store.interactions.get_with_copies(interaction_id)
-        if (
-            interaction is None
-            or interaction.state is not InteractionState.PENDING
-            or conversation.key() not in {copy.conversation.key() for copy in copies}
-        ):
+        if interaction is None or conversation.key() not in {
+            copy.conversation.key() for copy in copies
+        }:
             return None
         card: Card = self._render(interaction, platform)
-        return card if card.form is not None else None
+        if interaction.state is not InteractionState.PENDING and card.form is not None:
+            return None  # never a form for a request no longer pending
+        return card
 
     async def load_draft(self, interaction_id: str, person: str) -> str | None:
         return await self._store.form_drafts.load(interaction_id, person)

@@ -87,6 +87,7 @@ __all__ = [
     "event_for_agent_close",
     "missing_answers",
     "new_short_id",
+    "run_state_words",
     "transition",
     "validate_decision",
 ]
@@ -322,19 +323,33 @@ def new_short_id(length: int = SHORT_ID_CHARS) -> str:
 
 # --- pure checks ---------------------------------------------------------------------------
 
-_WAITING_APPROVAL_KINDS = frozenset({InteractionKind.APPROVAL, InteractionKind.PLAN})
+
+_RUN_STATE_WORDS = {
+    RunState.WAITING_APPROVAL: "waiting for approval",
+    RunState.WAITING_PLAN_REVIEW: "waiting for its plan to be reviewed",
+    RunState.WAITING_INPUT: "waiting for input",
+}
+
+
+def run_state_words(state: RunState) -> str:
+    """A session's run state as a person reads it ("waiting for approval"), on every
+    surface: /status and the console."""
+    return _RUN_STATE_WORDS.get(state, state.value.replace("_", " "))
 
 
 def derive_run_state(interactions: Iterable[Interaction], *, turn_running: bool) -> RunState:
     """The session's run state from its interactions: never stored by hand.
 
-    WAITING_APPROVAL while an approval or plan is live (pending, decided or delivered: writing
-    the answer does not flip the session back, the agent's next event does), else
-    WAITING_INPUT while a question is, else RUNNING or IDLE.
+    WAITING_APPROVAL while an approval is live (pending, decided or delivered: writing the
+    answer does not flip the session back, the agent's next event does), else
+    WAITING_PLAN_REVIEW while a plan is, else WAITING_INPUT while a question is, else RUNNING
+    or IDLE.
     """
     live_kinds = {i.kind for i in interactions if i.state in LIVE_STATES}
-    if live_kinds & _WAITING_APPROVAL_KINDS:
+    if InteractionKind.APPROVAL in live_kinds:
         return RunState.WAITING_APPROVAL
+    if InteractionKind.PLAN in live_kinds:
+        return RunState.WAITING_PLAN_REVIEW
     if InteractionKind.QUESTION in live_kinds:
         return RunState.WAITING_INPUT
     return RunState.RUNNING if turn_running else RunState.IDLE

@@ -38,6 +38,7 @@ __all__ = [
     "InboundMessage",
     "Inbox",
     "KnowsApprovers",
+    "KnowsFenced",
     "LeasedReceiving",
     "MessageGone",
     "MessageRef",
@@ -196,6 +197,22 @@ class KnowsApprovers(Protocol):
 
 
 @runtime_checkable
+class KnowsFenced(Protocol):
+    """What the gateway's inbox also tells a platform that several hosts receive for (Slack:
+    every host's Socket Mode connection): whether this host takes nothing now (it lost its
+    host lease or the ledger, and has not started over), so that the platform may leave what
+    Slack would give another host to that host; a platform checks for it, an inbox without it
+    is never fenced."""
+
+    @property
+    def fenced(self) -> bool: ...
+
+    def fenced_text(self) -> str:
+        """What a person is told of what was not taken while fenced."""
+        ...
+
+
+@runtime_checkable
 class HearsProblems(Protocol):
     """What the gateway's inbox also takes from a platform: a problem no retry will mend (a
     revoked token, an archived channel), said once, for the people at the web console; a
@@ -278,6 +295,11 @@ class FormLedger(Protocol):
         """The card of request ``interaction_id`` shown in ``conversation`` (a copy of it
         there in the ledger, sent or still being sent), as this platform draws it now, while
         the request is pending with questions; None otherwise."""
+        ...
+
+    async def card_now(self, conversation: ConversationRef, interaction_id: str) -> Card | None:
+        """The card of request ``interaction_id`` as this platform draws it now, whatever
+        its state (decided: no questions), if it has a copy in ``conversation``."""
         ...
 
     async def load_draft(self, interaction_id: str, person: str) -> str | None: ...

@@ -38,7 +38,7 @@ from gateway.auth import interaction_named
 from gateway.cards import Card, FormQuestion
 from gateway.commands import parse_answers
 from gateway.domain import Actor, Answer, ConversationRef, Question
-from gateway.errors import InvalidDecision, SealBroken
+from gateway.errors import InvalidDecision, SealBroken, StoreError
 from gateway.platform import FormLedger, Inbox, SharesForms
 from gateway.sealing import Sealer
 from gateway.store.codec import decode_answers, encode_answers
@@ -352,6 +352,12 @@ class PendingForms(ABC, Generic[K]):
     async def drop_draft(self, key: K, actor: Actor) -> None:
         """The person's answers were taken: their draft is done."""
 
+    async def settled(self, key: K) -> Card | None:
+        """After this process drew the form of message ``key``: the card as it must stay
+        when its request was decided meanwhile elsewhere (then the form is forgotten), else
+        None. In memory, the owner's own edit forgets the form: always None."""
+        return None
+
     async def noted_prompt(self, interaction_id: str, actor: Actor) -> str | None:
         """``Draft.prompt`` of ``actor``'s draft for ``interaction_id`` where another host
         may have noted it (the ledger's; None in memory, where only this process prompts)."""
@@ -426,6 +432,21 @@ class LedgerForms(PendingForms[K]):
             while len(form.drafts) > MAX_DRAFTS:
                 form.drafts.popitem(last=False)
         return form
+
+    async def settled(self, key: K) -> Card | None:
+        form = self.peek(key)
+        interaction_id = self._ledger.interaction_of(form.submit_token) if form else None
+        if form is None or interaction_id is None:
+            return None
+        try:
+            card = await self._ledger.card_now(form.conversation, interaction_id)
+        except StoreError as exc:  # the click was taken: not worth failing it for this
+            log.warning("a redrawn form's request not read again: %s", exc)
+            return None
+        if card is None or card.form is not None:
+            return None  # still pending (or not found): the form as drawn stands
+        self.forget(key)
+        return card
 
     async def noted_prompt(self, interaction_id: str, actor: Actor) -> str | None:
         payload = await self._ledger.load_draft(interaction_id, actor.key())

@@ -26,9 +26,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import quote
 
 import psycopg
@@ -208,3 +209,14 @@ def pg_database(pg_cluster: PgCluster) -> Iterator[PgCluster]:
     """An empty database for one test, on the session's cluster (its ``dsn`` names it)."""
     with fresh_database(pg_cluster) as database:
         yield database
+
+
+@contextlib.contextmanager
+def bench_ledger(prefix: str, refuse: Callable[[str], NoReturn]) -> Iterator[tuple[Path, str]]:
+    """A bench's working dir and the DSN of a throwaway cluster, both gone at the end;
+    ``refuse`` (argparse's ``parser.error``) where PostgreSQL is not installed."""
+    bindir = find_pg_bindir()
+    if bindir is None:
+        refuse("needs PostgreSQL (scripts/setup.sh)")
+    with tempfile.TemporaryDirectory(prefix=prefix) as root, throwaway_cluster(bindir) as cluster:
+        yield Path(root), cluster.dsn

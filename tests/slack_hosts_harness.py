@@ -17,7 +17,7 @@ while the socket is open.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,17 +90,22 @@ async def _end_agents(tmp_path: Path, dsn: str) -> None:
 
 
 @asynccontextmanager
-async def slack_hosts(tmp_path: Path, fake: FakeSlack, dsn: str) -> AsyncIterator[Hosts]:
+async def slack_hosts(
+    tmp_path: Path, fake: FakeSlack, dsn: str, *, stores: Mapping[str, str] | None = None
+) -> AsyncIterator[Hosts]:
     """Hosts a, b and c running, each with its Socket Mode connection; stopped at the end
-    (SIGINT), and any agent a killed host left ended."""
+    (SIGINT), and any agent a killed host left ended. ``stores``: the ledger's URL for some
+    hosts, if not ``dsn`` (the same database as another role, to cut one host off)."""
     if BEE not in fake.channels:
         fake.add_channel(BEE, "bee", members={ALICE.id, BOB.id})
-    text = _config_text(tmp_path, fake, dsn)
+    shared = _config_text(tmp_path, fake, dsn)
     hosts = Hosts()
     fake.identify = hosts.of_peer
     try:
         async with AsyncExitStack() as stack:
             for name in HOSTS:
+                store = (stores or {}).get(name)
+                text = shared.replace(json.dumps(dsn), json.dumps(store)) if store else shared
                 hosts[name] = SlackHost(
                     name, await stack.enter_async_context(run_host(tmp_path, name, text))
                 )

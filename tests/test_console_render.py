@@ -129,6 +129,9 @@ def test_run_states() -> None:
     assert run_state([], turn(None)) == "running"
     assert run_state([interaction()], turn(None)) == "waiting for approval"
     assert run_state([question], turn(None)) == "waiting for input"
+    plan = interaction(kind=InteractionKind.PLAN)
+    assert run_state([plan], turn(None)) == "waiting for its plan to be reviewed"
+    assert run_state([plan, interaction()], turn(None)) == "waiting for approval"
     assert run_state([], turn(TurnStatus.FAILED)) == "failed"
     assert run_state([], turn(TurnStatus.COMPLETED)) == "idle"
     assert run_state([], None, closed=True) == "closed"

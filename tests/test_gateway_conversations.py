@@ -205,7 +205,7 @@ async def test_status_and_pending_show_what_waits_and_that_it_was_shown(
         session = await session_of(gw)
         assert status == [
             f"Session {session.id} · project demo · codex-app-server",
-            "State: waiting approval",
+            "State: waiting for approval",
             "Agent: 0.171.0, running",
             "Policy in force: approval_policy = on-request, approvals_reviewer = user,"
             " network_access = false, sandbox = workspace-write",
@@ -237,7 +237,7 @@ async def test_pending_flags_a_request_no_one_could_see_and_approve_by_id_still_
             == f"Open requests:\n  · {waiting.id}: Run a command [pending, NOT SEEN by anyone yet]"
         )
         status = await reply_to(gw, "/status")
-        assert "State: waiting approval" in status
+        assert "State: waiting for approval" in status
         assert pending in status
 
         reply = await reply_to(gw, f"/approve {waiting.id}")

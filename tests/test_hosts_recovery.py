@@ -114,10 +114,11 @@ async def test_a_hosts_restart_leaves_another_hosts_epoch_and_pending_card_untou
             assert [shown.edits for shown in memory_a.messages()] == edits_before
             memory_b = memory_of(gateway_b)
             assert memory_b.cards() == []  # b draws no card of a's sessions
-            # a command for a's project that reaches b is answered, never dropped or run
+            # a command for a's project that reaches b is answered by b from the ledger,
+            # naming the host that runs it; b runs nothing of it
             await memory_b.say(ON_A, ALICE, "/status")
             said = await memory_b.wait_for(lambda: next(iter(memory_b.texts(ON_A)), None))
-            assert "Project pa runs on host a, and this command reached host b" in said
+            assert said.startswith(f"Session {session.id} · project pa · codex-app-server · host a")
             assert gateway_b.existing_runner(session.id) is None
 
         # a's agent still waits for its answer, and takes it

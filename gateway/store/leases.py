@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 
 from gateway.leases import LeaseTiming
-from gateway.store.postgresql import CONNECT_TIMEOUT_S, PgTarget
+from gateway.store.postgresql import CONNECT_TIMEOUT_S, PgTarget, close_quietly
 
 __all__ = [
     "LeaseHolder",
@@ -275,8 +275,4 @@ class LeaseHolder:
         log.warning("lease %s: the database did not answer (%s)", self.name, type(exc).__name__)
         self.unreachable = True
         conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                await conn.close()
-            except psycopg.Error:
-                pass
+        await close_quietly(conn)

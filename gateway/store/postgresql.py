@@ -53,6 +53,13 @@ class PgTarget:
         return describe(self.url)
 
 
+async def close_quietly(conn: psycopg.AsyncConnection[Any] | None) -> None:
+    """Close a connection that already failed: what its close says is of no use."""
+    if conn is not None:
+        with contextlib.suppress(psycopg.Error):
+            await conn.close()
+
+
 def is_postgresql_url(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
 

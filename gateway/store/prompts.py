@@ -31,7 +31,7 @@ from gateway.store.dialect import FOR_UPDATE
 from gateway.store.records import EnqueueOutcome, EnqueueResult, PromptRecord, PromptState
 from gateway.store.sessions import ON_HOST
 
-__all__ = ["PromptQueue", "prompt_by_id"]
+__all__ = ["PromptQueue", "hold_queue", "prompt_by_id"]
 
 _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
@@ -373,6 +373,12 @@ def _lock_session(conn: Conn, session_id: str) -> None:
     (on PostgreSQL another host's enqueue, claim or clear waits; hold and resume lock it by
     their UPDATE of the row, their first statement)."""
     conn.execute(f"SELECT id FROM sessions WHERE id = ?{FOR_UPDATE}", (session_id,))
+
+
+def hold_queue(db: Database, conn: Conn, session_id: str, reason: str) -> int:
+    """:meth:`PromptQueue.hold` inside the caller's transaction (a /stop passed to another
+    host holds the queue in the transaction that writes its request)."""
+    return _hold(db, conn, session_id, reason)
 
 
 def _hold(db: Database, conn: Conn, session_id: str, reason: str) -> int:

@@ -48,7 +48,7 @@ import psycopg
 
 from gateway.rate_budget import Bucket, RateBudget, Ticket
 from gateway.store.leases import connect
-from gateway.store.postgresql import PgTarget
+from gateway.store.postgresql import PgTarget, close_quietly
 
 __all__ = [
     "IDLE_ROW",
@@ -365,11 +365,7 @@ class LedgerRates:
             self._down = True
         self._retry_at = time.monotonic() + RETRY_AFTER_LOSS
         conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                await conn.close()
-            except psycopg.Error:
-                pass
+        await close_quietly(conn)
 
     def _back(self) -> None:
         if self._down:

@@ -24,6 +24,7 @@ from gateway.store.grants import GrantBook
 from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
 from gateway.store.prompts import PromptQueue
+from gateway.store.requests import SessionRequests
 from gateway.store.sessions import SessionLedger
 from gateway.store.timeline import TimelineLedger
 from gateway.store.turns import TurnLedger
@@ -52,6 +53,7 @@ class Store:
     - ``store.interactions``: interactions, decisions, deliveries, resolutions, grants
     - ``store.cards``: every copy of every interaction card
     - ``store.audit``: the audit log
+    - ``store.requests``: commands for another host's session (a shared ledger only)
     - ``store.clicks``: what a click is checked against, in one read
 
     ``store.peek`` are the same reads as ``store.clicks`` through a second, read-only
@@ -80,6 +82,7 @@ class Store:
         self.votes = VoteLedger(db, self.interactions)
         self.cards = CardCopies(db)
         self.form_drafts = FormDraftLedger(db)
+        self.requests = SessionRequests(db)  # a shared ledger only: commands between hosts
         self.escalations = Escalations(db)
         self.grants = GrantBook(db)
         self.audit = AuditLog(db)

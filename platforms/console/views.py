@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gateway.cards import Card
 from gateway.config import Config, SessionScope
 from gateway.domain import Actor, ConversationRef, RunState, TurnStatus
-from gateway.interactions import Interaction, derive_run_state
+from gateway.interactions import Interaction, derive_run_state, run_state_words
 from gateway.routing import project_for, route_key
 from gateway.store import CardCopy, SessionRecord, TurnRecord, TurnTimeline
 from gateway.timeline import EntryKind
@@ -52,10 +52,6 @@ TITLE_CHARS = 60  # of the first prompt, in a session's title
 # How the console labels what its own person typed: the page is theirs (it acts as one
 # identity), so their messages read as their own, not as an account id ("local:alice").
 YOU = "You"
-_STATE_NAMES = {
-    RunState.WAITING_APPROVAL: "waiting for approval",
-    RunState.WAITING_INPUT: "waiting for input",
-}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -100,7 +96,7 @@ def run_state(
     if state is RunState.IDLE and latest_turn is not None:
         if latest_turn.status is TurnStatus.FAILED:
             state = RunState.FAILED
-    return _STATE_NAMES.get(state, state.value.replace("_", " "))
+    return run_state_words(state)
 
 
 def session_title(session: SessionRecord, first_prompt: str | None) -> str:

@@ -18,18 +18,53 @@ its ts, a decision by its compare-and-set).
 - Work that was refused (a full lane, the platform stopping), failed or was cancelled before
   its commit is not acked (:func:`not_taken`): an event comes again, an interaction shows
   the person Slack's failure.
+- A message event reaching a host that is fenced (its host lease or the ledger lost) is not
+  acked either, unless it is Slack's last attempt (:func:`last_attempt`): Slack gives it to
+  a connection again, a healthy host's or this one's once it started over; the last attempt
+  is answered as before (the person told to try again), so that a message is never lost
+  without a word.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from slack_bolt.response import BoltResponse
 
 from platforms.slack.receive import Done
 
-__all__ = ["Commit", "acked_when_committed", "acked_when_done", "not_taken"]
+__all__ = [
+    "LAST_RETRY",
+    "Commit",
+    "acked_when_committed",
+    "acked_when_done",
+    "last_attempt",
+    "not_taken",
+    "retry_attempt",
+]
+
+# Slack gives an Events API envelope that was not acked (within 3 s) or was refused again, 3
+# times: at once, after about a minute, after about five (docs.slack.dev, Events API,
+# "Retries"); Socket Mode's envelope says which in ``retry_attempt`` (1-3, 0 or none the
+# first), HTTP in the ``X-Slack-Retry-Num`` header. After the third Slack gives up.
+LAST_RETRY = 3
+RETRY_HEADER = "x-slack-retry-num"  # bolt 1.30 puts Socket Mode's retry_attempt here too
+
+
+def retry_attempt(headers: Mapping[str, Sequence[str]]) -> int:
+    """Which of Slack's attempts an event is (0: the first), from bolt's request headers."""
+    values = headers.get(RETRY_HEADER) or ()
+    try:
+        return max(0, int(values[0])) if values else 0
+    except ValueError:
+        return 0
+
+
+def last_attempt(headers: Mapping[str, Sequence[str]]) -> bool:
+    """Whether Slack gives up on the event if this attempt is not acked."""
+    return retry_attempt(headers) >= LAST_RETRY
 
 
 def not_taken() -> BoltResponse:

@@ -9,10 +9,14 @@ listener reads the payload purely (inbound.py, forms.py), hands the work to the 
 work ended, however long (Slack gives it again past 3 s, and the ledger takes a message id
 once); a click, submission or command until the core answered, or at most
 ``ack_wait_seconds`` (Slack does not give those again, and shows the person a failure past
-3 s), the rest going on in the platform's task. A click's outcome goes to the person who
-clicked as an ephemeral message (only they see it, it is gone on reload), while the card's
-edit tells everyone. Events of another team are refused (said in the log once per team);
-while the platform stops, every request is answered 503 so that Slack gives it again.
+3 s), the rest going on in the platform's task. A host that is fenced (it lost its host
+lease or the ledger) leaves a message event unacked so that Slack gives it to another
+connection, except on Slack's last attempt, which it answers as before; a click, submission
+or command it answers with why it took nothing (Slack never gives those again). A click's
+outcome goes to the person who clicked as an ephemeral message (only they see it, it is gone
+on reload), while the card's edit tells everyone. Events of another team are refused (said
+in the log once per team); while the platform stops, every request is answered 503 so that
+Slack gives it again.
 """
 
 from __future__ import annotations
@@ -33,10 +37,17 @@ from gateway.auth import interaction_named
 from gateway.commands import HELP_TEXT
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
-from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox
+from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, KnowsFenced
 from platforms.form_drafts import PendingForms
 from platforms.hand_over import BUSY, hand_over
-from platforms.slack.acking import Commit, acked_when_committed, acked_when_done, not_taken
+from platforms.slack.acking import (
+    Commit,
+    acked_when_committed,
+    acked_when_done,
+    last_attempt,
+    not_taken,
+    retry_attempt,
+)
 from platforms.slack.config import SlackConfig
 from platforms.slack.forms import (
     CALLBACK_ID,
@@ -61,7 +72,7 @@ from platforms.slack.inbound import (
 )
 from platforms.slack.outbox import classify, error_of
 from platforms.slack.posting import SlackPosting
-from platforms.slack.receive import Lanes
+from platforms.slack.receive import Lanes, NotTaken
 from platforms.slack.render import ANSWER_ACTION, MESSAGE_PREFIX, mrkdwn
 
 __all__ = ["SlackEvents"]
@@ -134,24 +145,37 @@ class SlackEvents:
     async def _on_mention(self, body: dict[str, Any]) -> None:
         """A mention comes as a ``message`` event too, which is what is taken."""
 
-    async def _on_message(self, body: dict[str, Any]) -> BoltResponse | None:
+    async def _on_message(
+        self, body: dict[str, Any], request: AsyncBoltRequest
+    ) -> BoltResponse | None:
         found = heard(
             body, team_id=self.team_id, bot_user_id=self.bot_user_id, mode=self._config.channel_mode
         )
         if isinstance(found, Foreign):
             self._foreign(found)
         elif isinstance(found, Heard):
+            last = last_attempt(request.headers)
+            if self._fenced() and not last:
+                # not acked: Slack gives it again, to any connection (a healthy host's)
+                log.info(
+                    "slack: a message left to another host, this one is fenced (attempt %d)",
+                    retry_attempt(request.headers),
+                )
+                return not_taken()
             # acked once the gateway took it (queued in the ledger), however long that takes
             return await acked_when_done(
-                self._lanes.put(found.conversation.key(), lambda: self._take(found))
+                self._lanes.put(found.conversation.key(), lambda: self._take(found, last=last))
             )
         return None
 
-    async def _take(self, found: Heard) -> None:
-        inbox = self._attached()
-        if found.needs_session and not await inbox.has_session(found.conversation):
+    async def _take(self, found: Heard, *, last: bool) -> None:
+        """The message to the gateway; declined (:class:`NotTaken`) if this host is fenced
+        by now and Slack will give it again (not ``last``)."""
+        self._decline_if_fenced(last)
+        if found.needs_session and not await self._bound(found, last=last):
             return
         actor = await self._named(found.actor)
+        self._decline_if_fenced(last)
         message = InboundMessage(
             conversation=found.conversation,
             actor=actor,
@@ -160,6 +184,24 @@ class SlackEvents:
             private=found.direct,
         )
         await self._hand_over(message)
+
+    def _decline_if_fenced(self, last: bool) -> None:
+        if self._fenced() and not last:
+            raise NotTaken("this host is fenced")
+
+    async def _bound(self, found: Heard, *, last: bool) -> bool:
+        """Whether a bare reply's conversation has a session. On Slack's last attempt at a
+        fenced host that cannot read the ledger, unknown: the person alone is told (a
+        reply to everyone would answer people talking among themselves)."""
+        try:
+            return await self._attached().has_session(found.conversation)
+        except Exception:
+            if not (last and self._fenced()):
+                raise
+        log.warning("slack: the last attempt of a message met a fenced host: the person told")
+        text = f"Your message may not have reached the agent. {self._fenced_text()}"
+        await self._posting.ephemeral(found.conversation, found.actor.user_id, text)
+        return False
 
     async def _hand_over(self, message: InboundMessage) -> None:
         """The message to the gateway (platforms/hand_over.py); the person is told when it
@@ -182,6 +224,13 @@ class SlackEvents:
             message_id=f"command:{command.get('trigger_id')}",
             private=channel.startswith("D"),
         )
+        if self._fenced():  # Slack never gives a command again: the person is told why
+            told = self._lanes.spawn(
+                lambda: self._posting.ephemeral(where, actor.user_id, self._fenced_text())
+            )
+            if told is None:
+                return not_taken()
+            return await acked_when_committed(ack, told, told, self._ack_wait)
         if message.private:
             done = self._lanes.put(where.key(), lambda: self._hand_over(message))
         else:
@@ -287,6 +336,10 @@ class SlackEvents:
     ) -> None:
         """May they answer? Then ``view_of``'s modal, within the 3 s the click's trigger
         lives (None: the form is no longer open here)."""
+        if self._fenced():  # the ledger cannot be asked: nothing opens, the person is told why
+            told = Ack(text=self._fenced_text(), accepted=False)
+            await self._tell(click.conversation, click.actor, told)
+            return
         action = InboundAction(
             conversation=click.conversation, actor=click.actor, token=click.token
         )
@@ -319,6 +372,9 @@ class SlackEvents:
         if team != self.team_id or place is None:
             await ack(response_action="errors", errors={"message": "This is not taken here."})
             return None
+        if self._fenced():  # the modal stays open with what was written: submit it again
+            await ack(response_action="errors", errors={"message": self._fenced_text()})
+            return None
         where = conversation(self.team_id, place.channel, place.thread)
         message = message_of((view.get("state") or {}).get("values") or {})
         pressed = InboundAction(conversation=where, actor=actor, token=place.token, message=message)
@@ -334,6 +390,9 @@ class SlackEvents:
         first = _first_input(view)
         if team != self.team_id or place is None:
             await ack(response_action="errors", errors={first: "This form is not taken here."})
+            return None
+        if self._fenced():  # the modal stays open with the answers given: submit it again
+            await ack(response_action="errors", errors={first: self._fenced_text()})
             return None
         where = conversation(self.team_id, place.channel, place.thread)
         named = interaction_named(place.token)
@@ -405,6 +464,17 @@ class SlackEvents:
             while len(self._names) > _NAMES:
                 self._names.popitem(last=False)
         return actor_of(actor.user_id, name) if name else actor
+
+    def _fenced(self) -> bool:
+        """Whether this host takes nothing now (it lost its host lease or the ledger)."""
+        inbox = self._inbox()
+        return isinstance(inbox, KnowsFenced) and inbox.fenced
+
+    def _fenced_text(self) -> str:
+        inbox = self._inbox()
+        if isinstance(inbox, KnowsFenced):
+            return inbox.fenced_text()
+        return "The gateway takes nothing now; try again in a moment."
 
     def _attached(self) -> Inbox:
         inbox = self._inbox()

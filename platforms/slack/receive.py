@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any
 
-__all__ = ["MAX_LANES", "MAX_QUEUED", "Done", "Lanes"]
+__all__ = ["MAX_LANES", "MAX_QUEUED", "Done", "Lanes", "NotTaken"]
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,13 @@ MAX_LANES = 1024  # conversations with work queued at once
 MAX_QUEUED = 256  # work items waiting in one lane
 
 Work = Callable[[], Awaitable[None]]
+
+
+class NotTaken(Exception):
+    """Raised by work that declines its envelope (this host is fenced): ended as not taken,
+    without a failure in the log; the envelope is not acked and Slack gives it again."""
+
+
 Done = asyncio.Future[bool]  # True: the work ended; False: it failed or was cancelled
 
 
@@ -97,6 +104,9 @@ class Lanes:
         try:
             await work()
             _settle(done, True)
+        except NotTaken as declined:
+            log.info("slack: an event left for another host (%s)", declined)
+            _settle(done, False)
         except Exception:  # one person's failure must not end the platform
             log.exception("slack: handling an event failed")
             _settle(done, False)

@@ -486,6 +486,12 @@ class TelegramPlatform:
             return
         try:
             await self._edit_card(form.conversation, form_key, form.card)
+            # With several hosts, the request's owner edits the card when it is decided; a
+            # decision made meanwhile through another host may have been drawn before this
+            # edit landed, so it is looked for after it: drawn again, the decided card stays.
+            settled = await self.forms.settled(form_key)
+            if settled is not None:
+                await self._edit_card(form.conversation, form_key, settled)
         except PlatformError as exc:
             log.warning("form in chat %s not redrawn: %s", form_key[0], exc)
 

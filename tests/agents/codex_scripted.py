@@ -14,6 +14,7 @@ exit-early   writes "boom" to stderr and exits 3 before reading anything
 What a turn does is chosen by the prompt's first word:
 
 approve           asks to run a command; reports the decision back as its message
+ask               asks two questions (requestUserInput: env, region); reports the answers
 approve-then-die  asks to run a command, writes "dying on purpose" to stderr and exits 9
 hang              says "working on it" and never ends the turn (a test kills the process)
 malformed         writes a line that is not JSON, then completes the turn
@@ -86,6 +87,34 @@ def ask_approval(turn: str) -> int:
     return request_id
 
 
+def ask_questions(turn: str) -> int:
+    request_id = state.requests
+    state.requests = request_id + 1
+    pending[request_id] = turn
+    questions = [
+        {
+            "id": "env",
+            "header": "Env",
+            "question": "Which environment?",
+            "options": [{"label": "Production"}, {"label": "Dev"}],
+        },
+        {
+            "id": "region",
+            "header": "Region",
+            "question": "Which region?",
+            "options": [{"label": "Europe"}, {"label": "America"}],
+        },
+    ]
+    params = {
+        "threadId": state.thread,
+        "turnId": turn,
+        "itemId": f"ask-{request_id}",
+        "questions": questions,
+    }
+    write({"id": request_id, "method": "item/tool/requestUserInput", "params": params})
+    return request_id
+
+
 def open_thread(msg: dict[str, object], thread: str) -> None:
     params = msg["params"]
     assert isinstance(params, dict)
@@ -112,6 +141,8 @@ def start_turn(msg: dict[str, object]) -> None:
     cue = text.split()[0] if text.split() else ""
     if cue == "approve":
         ask_approval(turn)
+    elif cue == "ask":
+        ask_questions(turn)
     elif cue == "approve-then-die":
         ask_approval(turn)
         sys.stderr.write("dying on purpose\n")
@@ -150,7 +181,11 @@ def answered(msg: dict[str, object]) -> None:
     decision = result.get("decision") if isinstance(result, dict) else None
     params = {"threadId": state.thread, "requestId": request_id}
     write({"method": "serverRequest/resolved", "params": params})
-    complete_turn(str(turn), "completed", f"decision: {json.dumps(decision)}")
+    if isinstance(result, dict) and "answers" in result:
+        said = f"answers: {json.dumps(result['answers'], sort_keys=True)}"
+    else:
+        said = f"decision: {json.dumps(decision)}"
+    complete_turn(str(turn), "completed", said)
 
 
 def main() -> None:

@@ -477,11 +477,17 @@ class FakeSlack:
         return self._deliver("interactive", payload, to=to)
 
     async def submit(
-        self, person: Person, answers: Mapping[str, Answer], *, modal: Modal | None = None
+        self,
+        person: Person,
+        answers: Mapping[str, Answer],
+        *,
+        modal: Modal | None = None,
+        to: int | None = None,
     ) -> Delivery | None:
         """``person`` fills in their open modal (``answers`` by block_id or label) and
-        submits it. A required input left empty stops it in Slack's client: the modal shows
-        "Please complete this required field." and nothing is sent (None)."""
+        submits it (``to``: the connection it goes to). A required input left empty stops it
+        in Slack's client: the modal shows "Please complete this required field." and
+        nothing is sent (None)."""
         modal = modal or self.modal(person)
         values = state_values(modal.blocks, answers)
         missing = required_missing(modal.blocks, values)
@@ -493,7 +499,7 @@ class FakeSlack:
         payload = view_submission_payload(
             person, view=modal.view, values=values, trigger_id=self._trigger(person)
         )
-        return self._deliver("interactive", payload)
+        return self._deliver("interactive", payload, to=to)
 
     async def dismiss(self, person: Person) -> Delivery | None:
         """``person`` closes the modal in front of them (its X); the app hears
@@ -516,10 +522,17 @@ class FakeSlack:
         return self._deliver("interactive", payload)
 
     async def slash(
-        self, person: Person, channel_id: str, command: str, text: str = ""
+        self,
+        person: Person,
+        channel_id: str,
+        command: str,
+        text: str = "",
+        *,
+        to: int | None = None,
     ) -> Delivery | None:
         """``person`` runs ``/command text`` in a channel or DM (Slack has none in threads).
-        A command the app does not have gets Slackbot's "not a valid command" (None)."""
+        A command the app does not have gets Slackbot's "not a valid command" (None);
+        ``to``: the connection it goes to."""
         channel = self.channels[channel_id]
         if command not in self.commands:
             self._slackbot(channel_id, person, f"{command} is not a valid command.")
@@ -533,7 +546,7 @@ class FakeSlack:
             trigger_id=self._trigger(person),
             response_url=self._response_url(channel_id, person, None, None),
         )
-        return self._deliver("slash_commands", payload)
+        return self._deliver("slash_commands", payload, to=to)
 
     async def deliver_again(self, delivery: Delivery, *, to: int | None = None) -> Delivery:
         """Slack delivers the same thing again (as it does when it missed the ack)."""
