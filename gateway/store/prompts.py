@@ -142,22 +142,19 @@ class PromptQueue:
 
         def claim_next(conn: Conn) -> PromptRecord | None:
             _lock_session(conn, session_id)
+            # the choice and the claim in one statement, returning the claimed prompt (one
+            # wait on PostgreSQL, the session's lock sent before it)
             row = fetch_one(
                 conn,
-                f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
+                "UPDATE prompts SET state = 'in_flight', updated_at = ?"
+                " WHERE id = (SELECT id FROM prompts WHERE session_id = ? AND state = 'queued'"
                 " AND held = 0"
                 " AND NOT EXISTS (SELECT 1 FROM prompts"
                 "                 WHERE session_id = ? AND state = 'in_flight')"
-                " ORDER BY position LIMIT 1",
-                (session_id, session_id),
+                f" ORDER BY position LIMIT 1) RETURNING {_COLUMNS}",
+                (self._db.now(), session_id, session_id),
             )
-            if row is None:
-                return None
-            conn.execute(
-                "UPDATE prompts SET state = 'in_flight', updated_at = ? WHERE id = ?",
-                (self._db.now(), row["id"]),
-            )
-            return _prompt(conn, row["id"])
+            return None if row is None else _prompt_from_row(row)
 
         return await self._db.write(claim_next)
 
@@ -180,7 +177,16 @@ class PromptQueue:
 
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
         def finish(conn: Conn) -> PromptRecord:
-            conn.execute(f"SELECT id FROM prompts WHERE id = ?{FOR_UPDATE}", (prompt_id,))
+            # the prompt in flight finished, and returned as written (one wait on
+            # PostgreSQL); no row: it was not in flight, and is read to say why
+            finished = fetch_one(
+                conn,
+                "UPDATE prompts SET state = ?, updated_at = ?"
+                f" WHERE id = ? AND state = 'in_flight' RETURNING {_COLUMNS}",
+                (state.value, self._db.now(), prompt_id),
+            )
+            if finished is not None:
+                return _prompt_from_row(finished)
             prompt = _prompt(conn, prompt_id)
             if prompt.state in _FINAL:
                 if prompt.state is not state:
@@ -191,13 +197,7 @@ class PromptQueue:
                         details={"prompt_id": prompt_id, "state": state, "kept": prompt.state},
                     )
                 return prompt
-            if prompt.state is not PromptState.IN_FLIGHT:
-                raise StoreError(f"prompt {prompt_id} is {prompt.state}, not in flight")
-            conn.execute(
-                "UPDATE prompts SET state = ?, updated_at = ? WHERE id = ?",
-                (state.value, self._db.now(), prompt_id),
-            )
-            return _prompt(conn, prompt_id)
+            raise StoreError(f"prompt {prompt_id} is {prompt.state}, not in flight")
 
         return await self._db.write(finish)
 
