@@ -147,6 +147,9 @@ async def test_an_approval_s_ledger_calls_take_few_round_trips(store: Store) -> 
     interaction, copies = await store.interactions.get_with_copies(opened.interaction.id)
     assert interaction is not None and copies == [copy]
     assert [i.id for i in await store.interactions.list_open(session.id)] == [interaction.id]
+    claimed = await store.prompts.claim_next(session.id)
+    assert claimed is not None and claimed.state is PromptState.IN_FLIGHT
+    assert (await store.prompts.mark_done(claimed.id)).state is PromptState.DONE
     assert tally.round_trips == {
         "PromptQueue.enqueue": 3,  # the lock and its reads; the insert; the commit
         "InteractionLedger.create_with_copies": 4,  # reads; insert; the copy; the commit
@@ -154,6 +157,8 @@ async def test_an_approval_s_ledger_calls_take_few_round_trips(store: Store) -> 
         "ClickViews.has_open_session": 1,  # one statement: no transaction
         "InteractionLedger.get_with_copies": 2,
         "InteractionLedger.list_open": 1,
+        "PromptQueue.claim_next": 2,  # the lock, and the claim returning the prompt; commit
+        "PromptQueue._finish": 2,
     }
 
 
