@@ -28,7 +28,9 @@ from gateway.store import (
     Store,
     check_data_dir,
 )
+from gateway.store.database import Conn, fetch_one
 from gateway.store.postgresql import PgTarget
+from gateway.store.trip_tally import TripTally
 from tests.store_backends import open_store
 from tests.store_helpers import (
     ALICE,
@@ -112,6 +114,52 @@ async def test_database_errors_become_store_errors(store: Store) -> None:
         await store.cards.add("no-such-id", TELEGRAM)
     integrity = sqlite3.IntegrityError if store.path else psycopg.IntegrityError
     assert isinstance(caught.value.__cause__, integrity)
+
+
+async def test_a_one_statement_read_that_runs_two_is_refused(store: Store) -> None:
+    def two(conn: Conn) -> None:
+        conn.execute("SELECT 1").fetchone()
+        conn.execute("SELECT 2").fetchone()
+
+    with pytest.raises(RuntimeError, match="second statement"):
+        await store.writer.read(two, one_statement=True)
+    with pytest.raises(RuntimeError, match="second statement"):
+        await store.reader.read(two, one_statement=True)
+    row = await store.writer.read(lambda conn: fetch_one(conn, "SELECT 3 AS n"), one_statement=True)
+    assert row is not None and row["n"] == 3  # the connection serves on
+
+
+async def test_an_approval_s_ledger_calls_take_few_round_trips(store: Store) -> None:
+    """What a bench measures per approval (docs/decisions.md, "Many hosts, fewer ledger
+    round trips"), held: each call's waits for the network, as counted on PostgreSQL."""
+    if store.path is not None:
+        pytest.skip("round trips are PostgreSQL's")
+    session, epoch = await running_session(store)
+    await store.sessions.bind(TELEGRAM, session.id)
+    tally = TripTally()
+    store.writer.tally = store.reader.tally = tally
+    assert (await enqueue_result(store, session.id, "m1")).outcome is EnqueueOutcome.QUEUED
+    opened = await store.interactions.create_with_copies(session.id, epoch, approval())
+    [copy] = opened.copies
+    view = await store.clicks.view(opened.interaction.id, TELEGRAM)
+    assert view is not None and view.shown_in(TELEGRAM) and view.epoch is not None
+    assert await store.peek.has_open_session(TELEGRAM)
+    interaction, copies = await store.interactions.get_with_copies(opened.interaction.id)
+    assert interaction is not None and copies == [copy]
+    assert [i.id for i in await store.interactions.list_open(session.id)] == [interaction.id]
+    claimed = await store.prompts.claim_next(session.id)
+    assert claimed is not None and claimed.state is PromptState.IN_FLIGHT
+    assert (await store.prompts.mark_done(claimed.id)).state is PromptState.DONE
+    assert tally.round_trips == {
+        "PromptQueue.enqueue": 3,  # the lock and its reads; the insert; the commit
+        "InteractionLedger.create_with_copies": 4,  # reads; insert; the copy; the commit
+        "ClickViews.view": 2,  # every SELECT; the end of the read
+        "ClickViews.has_open_session": 1,  # one statement: no transaction
+        "InteractionLedger.get_with_copies": 2,
+        "InteractionLedger.list_open": 1,
+        "PromptQueue.claim_next": 2,  # the lock, and the claim returning the prompt; commit
+        "PromptQueue._finish": 2,
+    }
 
 
 async def test_a_call_after_the_ledger_closed_is_a_store_error(data_dir: Path) -> None:

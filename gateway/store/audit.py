@@ -61,7 +61,8 @@ class AuditLog:
                 " AND (CAST(? AS TEXT) IS NULL OR session_id = ?)"
                 " AND (CAST(? AS TEXT) IS NULL OR interaction_id = ?) ORDER BY id DESC LIMIT ?",
                 (event, event, session_id, session_id, interaction_id, interaction_id, limit),
-            )
+            ),
+            one_statement=True,
         )
         return [
             AuditEntry(

@@ -9,6 +9,8 @@ is edited, which is how a restart finds the cards it still has to update.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from gateway.domain import ConversationRef
 from gateway.errors import StoreError
 from gateway.store.database import (
@@ -106,7 +108,8 @@ class CardCopies:
 
     async def _update(self, copy_id: int, assignments: str, params: tuple[object, ...]) -> CardCopy:
         def update(conn: Conn) -> CardCopy:
-            # RETURNING: the copy as written, without reading it back (one wait fewer)
+            # RETURNING: the copy as written, without reading it back; one statement, so
+            # no transaction around it (one network round trip on PostgreSQL)
             row = fetch_one(
                 conn,
                 f"UPDATE interaction_messages SET {assignments}, updated_at = ? WHERE id = ?"
@@ -117,11 +120,13 @@ class CardCopies:
                 raise StoreError(f"no card copy {copy_id}")
             return _copy_from_row(row)
 
-        return await self._db.write(update)
+        return await self._db.write(update, one_statement=True)
 
     async def list_for(self, interaction_id: str) -> list[CardCopy]:
         """Every copy of one interaction's card."""
-        return await self._db.read(lambda conn: copies_for(conn, interaction_id))
+        return await self._db.read(
+            lambda conn: copies_for(conn, interaction_id), one_statement=True
+        )
 
     async def list_failed(self, *, host: str | None = None) -> list[CardCopy]:
         """Copies whose last send or edit failed: to send (no ref) or edit again.
@@ -159,31 +164,48 @@ def add_copy(
     conn: Conn, interaction_id: str, conversation: ConversationRef, *, now: str
 ) -> CardCopy:
     """``CardCopies.add`` inside a caller's transaction."""
+    return add_copy_sent(conn, interaction_id, conversation, now=now)()
+
+
+def add_copy_sent(
+    conn: Conn, interaction_id: str, conversation: ConversationRef, *, now: str
+) -> Callable[[], CardCopy]:
+    """``add_copy``'s statements, sent; what it returns reads the copy. On PostgreSQL the
+    statements of several are sent before the first is read: one wait for all."""
     conn.execute(
         "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
         " thread, state, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)"
         " ON CONFLICT (interaction_id, platform, space, channel, thread, again) DO NOTHING",
         (interaction_id, *conversation_params(conversation), now),
     )
-    row = fetch_one(
-        conn,
+    cursor = conn.execute(
         f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ?"
         " AND m.platform = ? AND m.space = ? AND m.channel = ? AND m.thread = ?"
         " AND m.again = 0",
         (interaction_id, *conversation_params(conversation)),
     )
-    assert row is not None
-    return _copy_from_row(row)
+
+    def read() -> CardCopy:
+        row = cursor.fetchone()
+        assert row is not None
+        return _copy_from_row(row)
+
+    return read
 
 
 def copies_for(conn: Conn, interaction_id: str) -> list[CardCopy]:
     """``CardCopies.list_for`` inside a caller's read or transaction."""
-    rows = fetch_all(
-        conn,
+    return copies_for_sent(conn, interaction_id)()
+
+
+def copies_for_sent(conn: Conn, interaction_id: str) -> Callable[[], list[CardCopy]]:
+    """``copies_for``'s SELECT, sent; what it returns reads the copies (as
+    :func:`add_copy_sent`)."""
+    cursor = conn.execute(
         f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ? ORDER BY m.id",
         (interaction_id,),
     )
-    return [_copy_from_row(row) for row in rows]
+    return lambda: [_copy_from_row(row) for row in cursor.fetchall()]
 
 
 def _copy(conn: Conn, copy_id: int) -> CardCopy:

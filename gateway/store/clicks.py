@@ -14,11 +14,16 @@ from dataclasses import dataclass
 
 from gateway.domain import ConversationRef
 from gateway.interactions import Interaction
-from gateway.store.cards import copies_for
+from gateway.store.cards import copies_for_sent
 from gateway.store.database import Conn, Reader, conversation_params, fetch_one
 from gateway.store.interaction_rows import SELECT_INTERACTION, interaction_from_row
 from gateway.store.records import CardCopy, EpochRecord, SessionRecord
-from gateway.store.sessions import epoch_of, session_by_id, session_of
+from gateway.store.sessions import (
+    epoch_of_interaction_sent,
+    session_of,
+    session_of_interaction_sent,
+    session_of_sent,
+)
 
 __all__ = ["ClickView", "ClickViews"]
 
@@ -48,23 +53,31 @@ class ClickViews:
         """The interaction as a click from ``conversation`` sees it; None if there is none."""
 
         def read(conn: Conn) -> ClickView | None:
-            row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+            # every SELECT is sent before any is read (one wait on PostgreSQL): the session
+            # and the epoch are found by the interaction's id
+            found = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+            session = session_of_interaction_sent(conn, interaction_id)
+            copies = copies_for_sent(conn, interaction_id)
+            bound = session_of_sent(conn, conversation)
+            epoch = epoch_of_interaction_sent(conn, interaction_id)
+            row = found.fetchone()
             if row is None:
                 return None
-            interaction = interaction_from_row(row)
             return ClickView(
-                interaction=interaction,
-                session=session_by_id(conn, interaction.session_id),
-                copies=tuple(copies_for(conn, interaction.id)),
-                bound=session_of(conn, conversation),
-                epoch=epoch_of(conn, interaction.session_id, interaction.runtime_epoch),
+                interaction=interaction_from_row(row),
+                session=session(),
+                copies=tuple(copies()),
+                bound=bound(),
+                epoch=epoch(),
             )
 
         return await self._reader.read(read)
 
     async def bound(self, conversation: ConversationRef) -> SessionRecord | None:
         """The session ``conversation`` is bound to (closed or not), or None."""
-        return await self._reader.read(lambda conn: session_of(conn, conversation))
+        return await self._reader.read(
+            lambda conn: session_of(conn, conversation), one_statement=True
+        )
 
     async def has_open_session(self, conversation: ConversationRef) -> bool:
         """Whether ``conversation`` is bound to a session that is not closed."""
@@ -79,4 +92,4 @@ class ClickViews:
             )
             return row is not None
 
-        return await self._reader.read(read)
+        return await self._reader.read(read, one_statement=True)

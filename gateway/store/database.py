@@ -26,6 +26,7 @@ from typing import Any, Protocol, TypeVar
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
 from gateway.store.dialect import SQLITE, Dialect
+from gateway.store.trip_tally import TripTally
 
 __all__ = [
     "Clock",
@@ -155,6 +156,7 @@ class Database:
         self._clock = clock
         self._lock = asyncio.Lock()
         self._closed = False
+        self.tally: TripTally | None = None  # what each call was for (a bench sets one)
 
     def close(self) -> None:
         """Refuse every later call with StoreError (the connection is being closed)."""
@@ -177,22 +179,34 @@ class Database:
             raise StoreError("the store's clock returned a naive datetime; it must be aware")
         return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
-    async def write(self, work: Callable[[Conn], T]) -> T:
+    async def write(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
         """Run ``work`` as one write transaction (``dialect.begin_write``), in one trip to
-        the database thread: committed if it returns, rolled back if it raises."""
+        the database thread: committed if it returns, rolled back if it raises.
+
+        ``one_statement``: ``work`` runs a single statement, which is atomic on its own: it
+        is sent alone, no BEGIN/COMMIT (autocommit), one network round trip on PostgreSQL
+        where a transaction that reads an answer takes two. ``work`` may still raise on what
+        it reads (no row updated: nothing was written). A second statement is refused.
+        """
+        if one_statement:
+            return await self._submit(_alone, work)
         return await self._submit(
             functools.partial(_in_transaction, self.dialect.begin_write), work
         )
 
-    async def read(self, work: Callable[[Conn], T]) -> T:
+    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
         """Run ``work``'s SELECTs under the lock, in one trip: a consistent view.
 
         On SQLite no BEGIN/COMMIT (docs/decisions.md): this connection is the only writer
         and holds the lock for every write, so nothing can change between the SELECTs of
         one read. On PostgreSQL other hosts write too: the read is one REPEATABLE READ
-        transaction.
+        transaction, unless ``one_statement``: ``work`` runs a single SELECT, which is
+        consistent in itself, so it goes alone, no BEGIN, no pipeline: one network round
+        trip where the transaction takes two (a second statement is refused, on both).
         """
         begin = self.dialect.begin_read
+        if one_statement:
+            return await self._submit(_alone, work)
         return await self._submit(
             _bare if begin is None else functools.partial(_snapshot, begin), work
         )
@@ -205,7 +219,9 @@ class Database:
                 if self._closed:
                     raise StoreError("the ledger is closed")
                 try:
-                    return await _on_thread(self.runner, self._conn, runner, work, self._errors)
+                    return await _on_thread(
+                        self.runner, self._conn, runner, work, self._errors, self.tally
+                    )
                 except StoreError as exc:
                     # PostgreSQL: a deadlock between two hosts' locks, or a serialization
                     # failure: rolled back whole by the server, so run again (at most RETRIES)
@@ -245,7 +261,7 @@ class Database:
 class Reader(Protocol):
     """What runs a read: the writer's connection (:class:`Database`) or the read-only one."""
 
-    async def read(self, work: Callable[[Conn], T]) -> T: ...
+    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T: ...
 
 
 class ReadOnlyDatabase:
@@ -271,6 +287,7 @@ class ReadOnlyDatabase:
         self._conn = conn
         self._errors = errors
         self._closed = False
+        self.tally: TripTally | None = None  # as Database.tally
 
     def close(self) -> None:
         """Refuse every later call with StoreError (the connection is being closed)."""
@@ -282,12 +299,15 @@ class ReadOnlyDatabase:
         counted = getattr(self._conn, "round_trips", None)
         return counted if isinstance(counted, int) else None
 
-    async def read(self, work: Callable[[Conn], T]) -> T:
-        """Run ``work``'s SELECTs in one snapshot, on this connection's thread."""
+    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
+        """Run ``work``'s SELECTs in one snapshot, on this connection's thread
+        (``one_statement``: as :meth:`Database.read`'s, no transaction)."""
         if self._closed:
             raise StoreError("the ledger is closed")
-        snapshot = functools.partial(_snapshot, self.dialect.begin_snapshot)
-        return await _on_thread(self.runner, self._conn, snapshot, work, self._errors)
+        snapshot: Callable[[Conn, Callable[[Conn], T], _Ticket], T] = (
+            _alone if one_statement else functools.partial(_snapshot, self.dialect.begin_snapshot)
+        )
+        return await _on_thread(self.runner, self._conn, snapshot, work, self._errors, self.tally)
 
 
 async def _on_thread(
@@ -296,10 +316,14 @@ async def _on_thread(
     runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
     work: Callable[[Conn], T],
     errors: tuple[type[Exception], ...],
+    tally: TripTally | None = None,
 ) -> T:
     """Run ``runner(work)`` on ``conn``'s thread, in one trip; the driver's errors become
-    StoreError."""
+    StoreError. With a ``tally``, the call and its network round trips are recorded (counted
+    on the thread, so calls of other connections in between do not count)."""
     ticket = _Ticket()
+    if tally is not None:
+        runner = functools.partial(_tallied, runner, tally)
     try:
         return await on.call(runner, conn, work, ticket)
     except errors as exc:
@@ -330,6 +354,20 @@ class _Ticket:
         self.cancelled = False
 
 
+def _tallied(
+    runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
+    tally: TripTally,
+    conn: Conn,
+    work: Callable[[Conn], T],
+    ticket: _Ticket,
+) -> T:
+    before = getattr(conn, "round_trips", 0)
+    try:
+        return runner(conn, work, ticket)
+    finally:
+        tally.record(work, getattr(conn, "round_trips", 0) - before)
+
+
 class _Skipped(Exception):
     """A transaction whose awaiter was cancelled before it started (nobody reads this)."""
 
@@ -338,6 +376,37 @@ def _bare(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
     if ticket.cancelled:
         raise _Skipped
     return work(conn)
+
+
+def _alone(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
+    """A call of one statement: no transaction, no pipeline (on PostgreSQL a connection cut
+    in an earlier call is made again first, as ``PgConn.pipelined`` does)."""
+    if ticket.cancelled:
+        raise _Skipped
+    ready = getattr(conn, "ready", None)
+    if ready is not None:
+        ready()
+    return work(_OneStatement(conn))
+
+
+class _OneStatement:
+    """The connection, for a call that said it runs one statement: a second is a bug."""
+
+    __slots__ = ("_conn", "_ran")
+
+    def __init__(self, conn: Conn) -> None:
+        self._conn = conn
+        self._ran = False
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._conn.in_transaction
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
+        if self._ran:
+            raise RuntimeError("a one-statement call ran a second statement")
+        self._ran = True
+        return self._conn.execute(sql, parameters)
 
 
 def _pipelined(conn: Conn) -> contextlib.AbstractContextManager[object]:

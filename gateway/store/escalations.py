@@ -37,7 +37,9 @@ class Escalations:
         self._db = db
 
     async def escalated(self, interaction_id: str) -> bool:
-        return await self._db.read(lambda conn: _escalated(conn, interaction_id))
+        return await self._db.read(
+            lambda conn: _escalated(conn, interaction_id), one_statement=True
+        )
 
     async def record(
         self,

@@ -81,13 +81,15 @@ class GrantBook:
                 f"{_SELECT} WHERE g.session_id = ? OR (s.project = ? AND g.scope = 'always')"
                 " ORDER BY g.id",
                 (session_id, project),
-            )
+            ),
+            one_statement=True,
         )
         return [_project_grant(row) for row in rows]
 
     async def get(self, grant_id: int) -> ProjectGrant | None:
         row = await self._db.read(
-            lambda conn: fetch_one(conn, f"{_SELECT} WHERE g.id = ?", (grant_id,))
+            lambda conn: fetch_one(conn, f"{_SELECT} WHERE g.id = ?", (grant_id,)),
+            one_statement=True,
         )
         return None if row is None else _project_grant(row)
 

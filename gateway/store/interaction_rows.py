@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from gateway.content_hash import content_hash
 from gateway.domain import Actor, Decision, InteractionKind, InteractionState, Resolution
@@ -62,14 +63,28 @@ def require_interaction(conn: Conn, interaction_id: str, *, lock: bool = False) 
 def interaction_by_native_key(
     conn: Conn, session_id: str, epoch: int, native_key: str, *, lock: bool = False
 ) -> Interaction | None:
+    read: Callable[[], Interaction | None] = interaction_by_native_key_sent(
+        conn, session_id, epoch, native_key, lock=lock
+    )
+    return read()
+
+
+def interaction_by_native_key_sent(
+    conn: Conn, session_id: str, epoch: int, native_key: str, *, lock: bool = False
+) -> Callable[[], Interaction | None]:
+    """``interaction_by_native_key``'s SELECT, sent; what it returns reads the answer."""
     suffix = FOR_UPDATE_OF_I if lock else ""
-    row = fetch_one(
-        conn,
+    cursor = conn.execute(
         f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"
         f" AND i.native_key = ?{suffix}",
         (session_id, epoch, native_key),
     )
-    return None if row is None else interaction_from_row(row)
+
+    def read() -> Interaction | None:
+        row = cursor.fetchone()
+        return None if row is None else interaction_from_row(row)
+
+    return read
 
 
 def actor_from_row(row: Row) -> Actor:

@@ -15,10 +15,12 @@ withdrawal): the fact is kept, the state is not changed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from gateway.domain import (
     Actor,
+    ConversationRef,
     Decision,
     Effect,
     InteractionRequest,
@@ -39,18 +41,19 @@ from gateway.interactions import (
     validate_decision,
 )
 from gateway.store import codec
-from gateway.store.cards import add_copy, copies_for
+from gateway.store.cards import add_copy_sent, copies_for_sent
 from gateway.store.database import Conn, Database, fetch_all, fetch_one, parse_time
 from gateway.store.dialect import FOR_UPDATE
 from gateway.store.interaction_rows import (
     SELECT_INTERACTION,
     actor_from_row,
     interaction_by_native_key,
+    interaction_by_native_key_sent,
     interaction_from_row,
     require_interaction,
 )
 from gateway.store.records import CardCopy, Grant, InteractionUpdate, Opened
-from gateway.store.sessions import bindings_of
+from gateway.store.sessions import bindings_of_sent
 
 __all__ = ["InteractionLedger"]
 
@@ -97,7 +100,7 @@ class InteractionLedger:
         deduplicated. Refused for an epoch that is not live.
         """
         return await self._db.write(
-            lambda conn: self._create(conn, session_id, epoch, request, turn_id)
+            lambda conn: self._create(conn, session_id, epoch, request, turn_id)[0]
         )
 
     async def create_with_copies(
@@ -114,14 +117,17 @@ class InteractionLedger:
         ``created`` is False)."""
 
         def create(conn: Conn) -> Opened:
-            opened = self._create(conn, session_id, epoch, request, turn_id)
+            opened, bindings = self._create(
+                conn, session_id, epoch, request, turn_id, with_bindings=True
+            )
             if not opened.created:
                 return opened
             now = self._db.now()
-            copies = tuple(
-                add_copy(conn, opened.interaction.id, conversation, now=now)
-                for conversation in bindings_of(conn, session_id)
-            )
+            added = [
+                add_copy_sent(conn, opened.interaction.id, conversation, now=now)
+                for conversation in bindings
+            ]
+            copies = tuple(read() for read in added)  # one wait for every copy
             return Opened(interaction=opened.interaction, created=True, copies=copies)
 
         return await self._db.write(create)
@@ -133,36 +139,49 @@ class InteractionLedger:
         epoch: int,
         request: InteractionRequest,
         turn_id: int | None,
-    ) -> Opened:
+        *,
+        with_bindings: bool = False,
+    ) -> tuple[Opened, list[ConversationRef]]:
+        """The interaction opened (or found again), and with ``with_bindings`` the session's
+        bindings, read with the epoch's lock and the earlier request: the reads are sent
+        together, then the insert with its read-back (on PostgreSQL one wait each)."""
         native_key = request.native_key or None
-        epoch_row = fetch_one(
-            conn,
+        locked = conn.execute(
             f"SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?{FOR_UPDATE}",
             (session_id, epoch),
         )
+        found = (
+            None
+            if native_key is None
+            else interaction_by_native_key_sent(conn, session_id, epoch, native_key)
+        )
+        read_bindings: Callable[[], list[ConversationRef]] = (
+            bindings_of_sent(conn, session_id) if with_bindings else list
+        )
+        epoch_row = locked.fetchone()
+        earlier = None if found is None else found()
+        bindings = read_bindings()
         if epoch_row is None or epoch_row["ended_at"] is not None:
             raise StoreError(f"epoch {epoch} of session {session_id} is not live")
-        if native_key is not None:
-            earlier = interaction_by_native_key(conn, session_id, epoch, native_key)
-            if earlier is not None:
-                self._db.audit(
-                    conn,
-                    "interaction.duplicate_request",
-                    actor="agent",
-                    session_id=session_id,
-                    interaction_id=earlier.id,
-                )
-                return Opened(interaction=earlier, created=False)
-        interaction_id = self._insert(conn, session_id, epoch, request, turn_id)
+        if earlier is not None:
+            self._db.audit(
+                conn,
+                "interaction.duplicate_request",
+                actor="agent",
+                session_id=session_id,
+                interaction_id=earlier.id,
+            )
+            return Opened(interaction=earlier, created=False), bindings
+        interaction = self._insert(conn, session_id, epoch, request, turn_id)
         self._db.audit(
             conn,
             "interaction.opened",
             actor="agent",
             session_id=session_id,
-            interaction_id=interaction_id,
+            interaction_id=interaction.id,
             details={"kind": request.kind.value},
         )
-        return Opened(interaction=require_interaction(conn, interaction_id), created=True)
+        return Opened(interaction=interaction, created=True), bindings
 
     def _insert(
         self,
@@ -171,12 +190,12 @@ class InteractionLedger:
         epoch: int,
         request: InteractionRequest,
         turn_id: int | None,
-    ) -> str:
+    ) -> Interaction:
+        """The new interaction's row inserted, and read back (sent together)."""
         now = self._db.now()
         for _ in range(5):  # a 50-bit id collides about never; retry rather than assume
             interaction_id = new_short_id()
-            inserted = fetch_one(
-                conn,
+            insert = conn.execute(
                 "INSERT INTO interactions (id, session_id, runtime_epoch, turn_id,"
                 " native_key, kind, title, summary, detail_json, actions_json,"
                 " questions_json, state, version, created_at, updated_at)"
@@ -198,9 +217,12 @@ class InteractionLedger:
                     now,
                 ),
             )
-            if inserted is None:  # the id is taken; an error stops the transaction on PG
-                continue
-            return interaction_id
+            read_back = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+            if insert.fetchone() is None:  # the id is taken (its read-back is another's);
+                continue  # an error would stop the transaction on PG
+            row = read_back.fetchone()
+            assert row is not None
+            return interaction_from_row(row)
         raise StoreError("could not draw an unused interaction id")
 
     async def get(self, interaction_id: str) -> Interaction | None:
@@ -208,31 +230,26 @@ class InteractionLedger:
             row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
             return None if row is None else interaction_from_row(row)
 
-        return await self._db.read(get)
+        return await self._db.read(get, one_statement=True)
 
     async def get_with_copies(
         self, interaction_id: str
     ) -> tuple[Interaction | None, list[CardCopy]]:
         """``get`` and ``cards.list_for`` in one read (one consistent view)."""
 
-        def get(conn: Conn) -> tuple[Interaction | None, list[CardCopy]]:
-            row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
-            if row is None:
-                return None, []
-            return interaction_from_row(row), copies_for(conn, interaction_id)
-
-        return await self._db.read(get)
+        return await self._db.read(lambda conn: interaction_with_copies(conn, interaction_id))
 
     async def get_by_native_key(
         self, session_id: str, epoch: int, native_key: str
     ) -> Interaction | None:
         return await self._db.read(
-            lambda conn: interaction_by_native_key(conn, session_id, epoch, native_key)
+            lambda conn: interaction_by_native_key(conn, session_id, epoch, native_key),
+            one_statement=True,
         )
 
     async def list_open(self, session_id: str | None = None) -> list[Interaction]:
         """Live interactions (pending, decided, delivered), oldest first."""
-        return await self._db.read(lambda conn: _open(conn, session_id))
+        return await self._db.read(lambda conn: _open(conn, session_id), one_statement=True)
 
     async def list_open_and_closed(
         self, *, closed_limit: int
@@ -626,7 +643,8 @@ class InteractionLedger:
                 " actor_platform, actor_user_id, actor_display, granted_at"
                 " FROM grants WHERE session_id = ? ORDER BY id",
                 (session_id,),
-            )
+            ),
+            one_statement=True,
         )
         return [
             Grant(
@@ -666,13 +684,14 @@ class InteractionLedger:
             )
             return InteractionUpdate(interaction=current, transition=moved)
         now = self._db.now()
+        # the compare-and-set, the facts and the read-back are sent together, and the set's
+        # count is read once (one wait on PostgreSQL): a set that matched no row raises,
+        # which rolls the whole transaction back, facts included
         cursor = conn.execute(
             "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
             " WHERE id = ? AND version = ?",
             (moved.after.value, now, current.id, current.version),
         )
-        if cursor.rowcount == 0:
-            raise StoreError(f"interaction {current.id} was changed by another writer")
         _drop_sealed(conn, current)
         if moved.skips_delivery and record_skipped:
             reason = _SKIPPED_BECAUSE.get(moved.event, "not written")
@@ -683,9 +702,12 @@ class InteractionLedger:
                 " VALUES (?, ?, ?, ?, ?)",
                 (current.id, moved.resolution.value, by, note, now),
             )
-        return InteractionUpdate(
-            interaction=require_interaction(conn, current.id), transition=moved
-        )
+        read_back = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (current.id,))
+        if cursor.rowcount == 0:
+            raise StoreError(f"interaction {current.id} was changed by another writer")
+        row = read_back.fetchone()
+        assert row is not None
+        return InteractionUpdate(interaction=interaction_from_row(row), transition=moved)
 
     def _insert_delivery(
         self,
@@ -711,6 +733,18 @@ def already_decided(current: Interaction) -> AlreadyDecided:
     else:
         decided_by = "someone"
     return AlreadyDecided(current.id, decided_by, current.state.value)
+
+
+def interaction_with_copies(
+    conn: Conn, interaction_id: str
+) -> tuple[Interaction | None, list[CardCopy]]:
+    """``InteractionLedger.get_with_copies`` inside a caller's read: both SELECTs sent
+    before either is read (one wait on PostgreSQL)."""
+    found = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+    read_copies = copies_for_sent(conn, interaction_id)
+    row = found.fetchone()
+    copies = read_copies()
+    return (None, []) if row is None else (interaction_from_row(row), copies)
 
 
 def _open(conn: Conn, session_id: str | None) -> list[Interaction]:

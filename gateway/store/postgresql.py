@@ -120,14 +120,18 @@ class PgConn:
     def backend_pid(self) -> int:
         return self.raw.info.backend_pid
 
+    def ready(self) -> None:
+        """At the start of a store call: a connection cut in an earlier call (the server
+        rolled back what was not committed) is made again, one attempt (its failure:
+        StoreError)."""
+        if self.raw.broken:
+            self.raw = PgConn.connect(self._target, read_only=self._read_only).raw
+
     @contextlib.contextmanager
     def pipelined(self) -> Iterator[None]:
         """One store call in pipeline mode; its end sends a sync and waits for every answer
         (an error among them is raised here)."""
-        if self.raw.broken:
-            # cut in an earlier call (the server rolled back what was not committed): a new
-            # connection at the start of this call, one attempt (its failure: StoreError)
-            self.raw = PgConn.connect(self._target, read_only=self._read_only).raw
+        self.ready()
         try:
             with self.raw.pipeline() as pipeline:
                 self._pipeline = pipeline

@@ -65,25 +65,32 @@ class PromptQueue:
         key = (*conversation_params(conversation), platform_message_id)
 
         def enqueue(conn: Conn) -> EnqueueResult:
-            session = fetch_one(
-                conn, f"SELECT closed_at FROM sessions WHERE id = ?{FOR_UPDATE}", (session_id,)
+            # the three reads are sent together (one wait on PostgreSQL): the session's lock
+            # first, so the counts and the earlier prompt are read under it
+            locked = conn.execute(
+                f"SELECT closed_at FROM sessions WHERE id = ?{FOR_UPDATE}", (session_id,)
             )
-            if session is None or session["closed_at"] is not None:
-                raise StoreError(f"session {session_id} is closed or unknown")
-            held = _count_held(conn, session_id)
-            earlier = fetch_one(
-                conn,
+            counted = conn.execute(
+                "SELECT count(*) AS queued, coalesce(sum(held), 0) AS held FROM prompts"
+                " WHERE session_id = ? AND state = 'queued'",
+                (session_id,),
+            )
+            found = conn.execute(
                 f"SELECT {_COLUMNS} FROM prompts WHERE platform = ? AND space = ?"
                 " AND channel = ? AND thread = ? AND platform_message_id = ?",
                 key,
             )
+            session, counts, earlier = locked.fetchone(), counted.fetchone(), found.fetchone()
+            if session is None or session["closed_at"] is not None:
+                raise StoreError(f"session {session_id} is closed or unknown")
+            held = int(counts["held"])
             if earlier is not None:
                 prompt = _prompt_from_row(earlier)
                 ahead = _queued_before(conn, prompt)
                 return EnqueueResult(
                     outcome=EnqueueOutcome.DUPLICATE, prompt=prompt, ahead=ahead, held=held
                 )
-            depth = _count_queued(conn, session_id)
+            depth = int(counts["queued"])
             if depth >= max_depth:
                 self._db.audit(
                     conn,
@@ -103,7 +110,7 @@ class PromptQueue:
                 " mode, state, position, created_at, updated_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
                 " (SELECT coalesce(max(position), 0) + 1 FROM prompts WHERE session_id = ?),"
-                " ?, ?) RETURNING id",
+                f" ?, ?) RETURNING {_COLUMNS}",
                 (
                     session_id,
                     *key,
@@ -118,7 +125,7 @@ class PromptQueue:
                 ),
             )
             assert inserted is not None
-            prompt = _prompt(conn, int(inserted["id"]))
+            prompt = _prompt_from_row(inserted)
             return EnqueueResult(
                 outcome=EnqueueOutcome.QUEUED, prompt=prompt, ahead=depth - held, held=held
             )
@@ -135,22 +142,19 @@ class PromptQueue:
 
         def claim_next(conn: Conn) -> PromptRecord | None:
             _lock_session(conn, session_id)
+            # the choice and the claim in one statement, returning the claimed prompt (one
+            # wait on PostgreSQL, the session's lock sent before it)
             row = fetch_one(
                 conn,
-                f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
+                "UPDATE prompts SET state = 'in_flight', updated_at = ?"
+                " WHERE id = (SELECT id FROM prompts WHERE session_id = ? AND state = 'queued'"
                 " AND held = 0"
                 " AND NOT EXISTS (SELECT 1 FROM prompts"
                 "                 WHERE session_id = ? AND state = 'in_flight')"
-                " ORDER BY position LIMIT 1",
-                (session_id, session_id),
+                f" ORDER BY position LIMIT 1) RETURNING {_COLUMNS}",
+                (self._db.now(), session_id, session_id),
             )
-            if row is None:
-                return None
-            conn.execute(
-                "UPDATE prompts SET state = 'in_flight', updated_at = ? WHERE id = ?",
-                (self._db.now(), row["id"]),
-            )
-            return _prompt(conn, row["id"])
+            return None if row is None else _prompt_from_row(row)
 
         return await self._db.write(claim_next)
 
@@ -173,7 +177,16 @@ class PromptQueue:
 
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
         def finish(conn: Conn) -> PromptRecord:
-            conn.execute(f"SELECT id FROM prompts WHERE id = ?{FOR_UPDATE}", (prompt_id,))
+            # the prompt in flight finished, and returned as written (one wait on
+            # PostgreSQL); no row: it was not in flight, and is read to say why
+            finished = fetch_one(
+                conn,
+                "UPDATE prompts SET state = ?, updated_at = ?"
+                f" WHERE id = ? AND state = 'in_flight' RETURNING {_COLUMNS}",
+                (state.value, self._db.now(), prompt_id),
+            )
+            if finished is not None:
+                return _prompt_from_row(finished)
             prompt = _prompt(conn, prompt_id)
             if prompt.state in _FINAL:
                 if prompt.state is not state:
@@ -184,13 +197,7 @@ class PromptQueue:
                         details={"prompt_id": prompt_id, "state": state, "kept": prompt.state},
                     )
                 return prompt
-            if prompt.state is not PromptState.IN_FLIGHT:
-                raise StoreError(f"prompt {prompt_id} is {prompt.state}, not in flight")
-            conn.execute(
-                "UPDATE prompts SET state = ?, updated_at = ? WHERE id = ?",
-                (state.value, self._db.now(), prompt_id),
-            )
-            return _prompt(conn, prompt_id)
+            raise StoreError(f"prompt {prompt_id} is {prompt.state}, not in flight")
 
         return await self._db.write(finish)
 
@@ -198,7 +205,8 @@ class PromptQueue:
         row = await self._db.read(
             lambda conn: fetch_one(
                 conn, f"SELECT {_COLUMNS} FROM prompts WHERE id = ?", (prompt_id,)
-            )
+            ),
+            one_statement=True,
         )
         return None if row is None else _prompt_from_row(row)
 
@@ -233,7 +241,8 @@ class PromptQueue:
                 f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
                 " ORDER BY position",
                 (session_id,),
-            )
+            ),
+            one_statement=True,
         )
         return [_prompt_from_row(row) for row in rows]
 
@@ -322,7 +331,8 @@ class PromptQueue:
                 f" AND session_id IN (SELECT id FROM sessions WHERE {ON_HOST})"
                 " ORDER BY session_id",
                 (host, host),
-            )
+            ),
+            one_statement=True,
         )
         return [row["session_id"] for row in rows]
 
@@ -396,15 +406,6 @@ def _count_held(conn: Conn, session_id: str) -> int:
     row = fetch_one(
         conn,
         "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued' AND held = 1",
-        (session_id,),
-    )
-    return 0 if row is None else int(row["n"])
-
-
-def _count_queued(conn: Conn, session_id: str) -> int:
-    row = fetch_one(
-        conn,
-        "SELECT count(*) AS n FROM prompts WHERE session_id = ? AND state = 'queued'",
         (session_id,),
     )
     return 0 if row is None else int(row["n"])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 from gateway.domain import Actor, AgentKind, ConversationRef
 from gateway.errors import StoreError
@@ -140,7 +140,7 @@ class SessionLedger:
         return await self._db.write(route_if_unchanged)
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        return await self._db.read(lambda conn: session_by_id(conn, session_id))
+        return await self._db.read(lambda conn: session_by_id(conn, session_id), one_statement=True)
 
     async def list_sessions(
         self,
@@ -157,7 +157,8 @@ class SessionLedger:
                 " WHERE (CAST(? AS TEXT) IS NULL OR project = ?) AND (? OR closed_at IS NULL)"
                 f" AND {ON_HOST} ORDER BY created_at, id",
                 (project, project, include_closed, host, host),
-            )
+            ),
+            one_statement=True,
         )
         return [_session_from_row(row) for row in rows]
 
@@ -297,7 +298,9 @@ class SessionLedger:
         return await self._db.write(end_epoch)
 
     async def get_epoch(self, session_id: str, epoch: int) -> EpochRecord | None:
-        return await self._db.read(lambda conn: epoch_of(conn, session_id, epoch))
+        return await self._db.read(
+            lambda conn: epoch_of(conn, session_id, epoch), one_statement=True
+        )
 
     async def live_epochs(self, *, host: str | None = None) -> list[EpochRecord]:
         """Epochs never ended: after a crash, the processes a restart must find and end.
@@ -310,7 +313,8 @@ class SessionLedger:
                 f" AND session_id IN (SELECT id FROM sessions WHERE {ON_HOST})"
                 " ORDER BY started_at, session_id",
                 (host, host),
-            )
+            ),
+            one_statement=True,
         )
         return [_epoch_from_row(row) for row in rows]
 
@@ -342,7 +346,7 @@ class SessionLedger:
 
     async def lookup(self, conversation: ConversationRef) -> SessionRecord | None:
         """The conversation's current session, if it has one."""
-        return await self._db.read(lambda conn: session_of(conn, conversation))
+        return await self._db.read(lambda conn: session_of(conn, conversation), one_statement=True)
 
     # --- routes ------------------------------------------------------------------------
 
@@ -369,13 +373,14 @@ class SessionLedger:
                 f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
                 " FROM routes WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
                 conversation_params(key),
-            )
+            ),
+            one_statement=True,
         )
         return None if row is None else _session_from_row(row)
 
     async def list_bindings(self, session_id: str) -> list[ConversationRef]:
         """Every conversation that shows the session, in the order they were bound."""
-        return await self._db.read(lambda conn: bindings_of(conn, session_id))
+        return await self._db.read(lambda conn: bindings_of(conn, session_id), one_statement=True)
 
 
 def session_by_id(conn: Conn, session_id: str) -> SessionRecord | None:
@@ -386,14 +391,50 @@ def session_by_id(conn: Conn, session_id: str) -> SessionRecord | None:
 
 def session_of(conn: Conn, conversation: ConversationRef) -> SessionRecord | None:
     """``SessionLedger.lookup`` inside a caller's read or transaction."""
-    row = fetch_one(
-        conn,
+    return session_of_sent(conn, conversation)()
+
+
+def session_of_sent(
+    conn: Conn, conversation: ConversationRef
+) -> Callable[[], SessionRecord | None]:
+    """``session_of``'s SELECT, sent; what it returns reads the answer."""
+    cursor = conn.execute(
         f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
         " FROM conversations"
         " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
         conversation_params(conversation),
     )
+    return lambda: _session_or_none(cursor.fetchone())
+
+
+def session_of_interaction_sent(
+    conn: Conn, interaction_id: str
+) -> Callable[[], SessionRecord | None]:
+    """The session of an interaction, its SELECT sent; what it returns reads the answer."""
+    cursor = conn.execute(
+        f"SELECT {_SESSION_COLUMNS} FROM sessions"
+        " WHERE id = (SELECT session_id FROM interactions WHERE id = ?)",
+        (interaction_id,),
+    )
+    return lambda: _session_or_none(cursor.fetchone())
+
+
+def epoch_of_interaction_sent(conn: Conn, interaction_id: str) -> Callable[[], EpochRecord | None]:
+    """The runtime epoch of an interaction, its SELECT sent; what it returns reads it."""
+    cursor = conn.execute(
+        f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE (session_id, epoch) ="
+        " (SELECT session_id, runtime_epoch FROM interactions WHERE id = ?)",
+        (interaction_id,),
+    )
+    return lambda: _epoch_or_none(cursor.fetchone())
+
+
+def _session_or_none(row: Row | None) -> SessionRecord | None:
     return None if row is None else _session_from_row(row)
+
+
+def _epoch_or_none(row: Row | None) -> EpochRecord | None:
+    return None if row is None else _epoch_from_row(row)
 
 
 def epoch_of(conn: Conn, session_id: str, epoch: int) -> EpochRecord | None:
@@ -408,13 +449,18 @@ def epoch_of(conn: Conn, session_id: str, epoch: int) -> EpochRecord | None:
 
 def bindings_of(conn: Conn, session_id: str) -> list[ConversationRef]:
     """``SessionLedger.list_bindings`` inside a caller's read or transaction."""
-    rows = fetch_all(
-        conn,
+    return bindings_of_sent(conn, session_id)()
+
+
+def bindings_of_sent(conn: Conn, session_id: str) -> Callable[[], list[ConversationRef]]:
+    """``bindings_of``'s SELECT, sent; what it returns reads the answer (on PostgreSQL a
+    caller sends its other statements before it reads: one wait for all)."""
+    cursor = conn.execute(
         "SELECT platform, space, channel, thread FROM conversations"
         " WHERE session_id = ? ORDER BY bound_at, platform, space, channel, thread",
         (session_id,),
     )
-    return [conversation_from_row(row) for row in rows]
+    return lambda: [conversation_from_row(row) for row in cursor.fetchall()]
 
 
 def _require_update(conn: Conn, sql: str, params: tuple[object, ...], missing: str) -> None:

@@ -31,28 +31,28 @@ class TurnLedger:
         """Record a turn as running in a live epoch; refused while another turn runs."""
 
         def start(conn: Conn) -> TurnRecord:
-            live = fetch_one(
-                conn,
+            # both reads sent before either is read (one wait on PostgreSQL)
+            epoch_read = conn.execute(
                 "SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?",
                 (session_id, epoch),
             )
-            if live is None or live["ended_at"] is not None:
-                raise StoreError(f"epoch {epoch} of session {session_id} is not live")
-            running = fetch_one(
-                conn,
+            running_read = conn.execute(
                 "SELECT id FROM turns WHERE session_id = ? AND ended_at IS NULL",
                 (session_id,),
             )
+            live, running = epoch_read.fetchone(), running_read.fetchone()
+            if live is None or live["ended_at"] is not None:
+                raise StoreError(f"epoch {epoch} of session {session_id} is not live")
             if running is not None:
                 raise StoreError(f"session {session_id} already runs turn {running['id']}")
             inserted = fetch_one(
                 conn,
                 "INSERT INTO turns (session_id, epoch, prompt_id, native_turn_id, started_at)"
-                " VALUES (?, ?, ?, ?, ?) RETURNING id",
+                f" VALUES (?, ?, ?, ?, ?) RETURNING {TURN_COLUMNS}",
                 (session_id, epoch, prompt_id, native_turn_id, self._db.now()),
             )
             assert inserted is not None
-            return _turn(conn, int(inserted["id"]))
+            return turn_from_row(inserted)
 
         return await self._db.write(start)
 
@@ -65,7 +65,7 @@ class TurnLedger:
             if cursor.rowcount == 0:
                 raise StoreError(f"no turn {turn_id}")
 
-        await self._db.write(set_native_id)
+        await self._db.write(set_native_id, one_statement=True)
 
     async def end(
         self, turn_id: int, status: TurnStatus, *, error: str | None = None
@@ -74,20 +74,23 @@ class TurnLedger:
         completion after the runtime died is audited, not applied)."""
 
         def end(conn: Conn) -> TurnRecord:
-            turn = _turn(conn, turn_id)
-            if turn.ended_at is not None:
-                self._db.audit(
-                    conn,
-                    "turn.late_end_ignored",
-                    session_id=turn.session_id,
-                    details={"turn_id": turn_id, "status": status.value, "kept": turn.status},
-                )
-                return turn
-            conn.execute(
-                "UPDATE turns SET status = ?, error = ?, ended_at = ? WHERE id = ?",
+            # the running turn ended, and returned as written (one wait on PostgreSQL)
+            ended = fetch_one(
+                conn,
+                "UPDATE turns SET status = ?, error = ?, ended_at = ?"
+                f" WHERE id = ? AND ended_at IS NULL RETURNING {TURN_COLUMNS}",
                 (status.value, error, self._db.now(), turn_id),
             )
-            return _turn(conn, turn_id)
+            if ended is not None:
+                return turn_from_row(ended)
+            turn = _turn(conn, turn_id)  # none, or one that ended before
+            self._db.audit(
+                conn,
+                "turn.late_end_ignored",
+                session_id=turn.session_id,
+                details={"turn_id": turn_id, "status": status.value, "kept": turn.status},
+            )
+            return turn
 
         return await self._db.write(end)
 
@@ -95,7 +98,8 @@ class TurnLedger:
         row = await self._db.read(
             lambda conn: fetch_one(
                 conn, f"SELECT {TURN_COLUMNS} FROM turns WHERE id = ?", (turn_id,)
-            )
+            ),
+            one_statement=True,
         )
         return None if row is None else turn_from_row(row)
 
@@ -106,7 +110,8 @@ class TurnLedger:
                 conn,
                 f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? AND ended_at IS NULL",
                 (session_id,),
-            )
+            ),
+            one_statement=True,
         )
         return None if row is None else turn_from_row(row)
 
@@ -117,7 +122,8 @@ class TurnLedger:
                 conn,
                 f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                 (session_id,),
-            )
+            ),
+            one_statement=True,
         )
         return None if row is None else turn_from_row(row)
 

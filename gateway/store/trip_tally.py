@@ -1,0 +1,43 @@
+"""What the ledger's calls were for: calls and network round trips per store method.
+
+A :class:`TripTally` set on a connection (``Database.tally``, ``ReadOnlyDatabase.tally``)
+is told of every call run on it, under the name of the closure that ran (the store method
+it belongs to, e.g. ``InteractionLedger.decide``), with the network round trips it took on
+PostgreSQL (0 on SQLite). Off unless a bench sets one: ``bench.cross_host --trips`` prints
+the table per approval (docs/decisions.md "Many hosts, fewer ledger round trips").
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TripTally", "label_of"]
+
+
+def label_of(work: Callable[..., Any]) -> str:
+    """``InteractionLedger.decide`` for a closure ``InteractionLedger.decide.<locals>.run``."""
+    while isinstance(work, functools.partial):
+        work = work.func
+    name = getattr(work, "__qualname__", None) or type(work).__qualname__
+    return name.split(".<locals>")[0]
+
+
+@dataclass
+class TripTally:
+    """Calls and round trips per label; ``where`` prefixes each label (e.g. the host)."""
+
+    calls: dict[str, int] = field(default_factory=dict)
+    round_trips: dict[str, int] = field(default_factory=dict)
+    where: str = ""
+
+    def record(self, work: Callable[..., Any], round_trips: int) -> None:
+        label = f"{self.where}{label_of(work)}"
+        self.calls[label] = self.calls.get(label, 0) + 1
+        self.round_trips[label] = self.round_trips.get(label, 0) + round_trips
+
+    def clear(self) -> None:
+        self.calls.clear()
+        self.round_trips.clear()
