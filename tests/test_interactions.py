@@ -240,7 +240,7 @@ def make(
         ([], False, RunState.IDLE),
         ([], True, RunState.RUNNING),
         ([make(InteractionKind.APPROVAL)], True, RunState.WAITING_APPROVAL),
-        ([make(InteractionKind.PLAN, S.DECIDED)], True, RunState.WAITING_APPROVAL),
+        ([make(InteractionKind.PLAN, S.DECIDED)], True, RunState.WAITING_PLAN_REVIEW),
         # written but not yet confirmed: still waiting, the agent's next event flips it
         ([make(InteractionKind.APPROVAL, S.DELIVERED)], True, RunState.WAITING_APPROVAL),
         ([make(InteractionKind.QUESTION)], True, RunState.WAITING_INPUT),
