@@ -3,6 +3,7 @@ routing of console conversations, and what a card shows."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from datetime import UTC, datetime, timedelta
 from html import unescape
@@ -27,6 +28,7 @@ from platforms.console.answers import answers_from_form
 from platforms.console.cards_html import PostContext, card_html
 from platforms.console.config import ConsoleConfig
 from platforms.console.highlight import highlight_diff, highlight_shell
+from platforms.console.pages import agent_where
 from platforms.console.security import Guard, host_allowed, origin_allowed
 from platforms.console.views import CardView, route_channel, run_state, typing_refusal
 from platforms.registry import parse_config
@@ -227,3 +229,9 @@ def test_a_card_shows_the_whole_diff_each_action_and_a_form_with_masked_secrets(
     assert '<input type="password" name="o.key"' in form
     assert form.count("data-required") == 2  # the optional note is not required
     assert 'name="token" value="tok-s"' in form
+
+
+def test_a_session_of_a_shared_ledger_says_its_host() -> None:
+    assert agent_where(session("web")) == "codex-app-server"
+    on_b = dataclasses.replace(session("web"), host="b")
+    assert agent_where(on_b) == "codex-app-server on host b"

@@ -54,7 +54,7 @@ table.sessions th{font-size:12px;text-transform:uppercase;color:var(--mut);lette
 .state{display:inline-block;padding:1px 9px;border-radius:11px;font-size:12.5px;
 font-weight:600;background:#e5e7eb;color:#374151;white-space:nowrap}
 .state.running{background:#dbeafe;color:#1e40af}
-.state.waiting-for-approval,.state.pending{background:#fef3c7;color:#92400e}
+.state.waiting-for-approval,.state.waiting-for-its-plan-to-be-reviewed,.state.pending{background:#fef3c7;color:#92400e}
 .state.waiting-for-input{background:#ede9fe;color:#5b21b6}
 .state.failed,.state.orphaned,.state.unknown{background:#fee2e2;color:#991b1b}
 .state.resolved,.state.delivered,.state.decided{background:#dcfce7;color:#166534}

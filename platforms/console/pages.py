@@ -23,6 +23,7 @@ from platforms.console.views import CardView, SessionRow, TextItem
 __all__ = [
     "Frame",
     "Notices",
+    "agent_where",
     "conversation_page",
     "message_html",
     "pending_page",
@@ -140,10 +141,16 @@ def _session_row(row: SessionRow) -> str:
     return (
         f'<tr data-key="s-{escape(session.id)}" data-version="{escape(version)}">'
         f'<td><a href="/s/{escape(session.id)}">{escape(row.title)}</a></td>'
-        f'<td class="wide">{escape(session.agent_kind.value)}</td>'
+        f'<td class="wide">{escape(agent_where(session))}</td>'
         f'<td><span class="state {state_class(row.state)}">{state}</span> {waiting}</td>'
         f'<td class="wide">{shown}</td><td>{clock(session.created_at)}</td></tr>'
     )
+
+
+def agent_where(session: SessionRecord) -> str:
+    """Its agent, and the host it runs on where several hosts share the ledger."""
+    kind = session.agent_kind.value
+    return kind if session.host is None else f"{kind} on host {session.host}"
 
 
 def _suggestions(words: Sequence[tuple[str, str]]) -> str:
@@ -280,7 +287,7 @@ def conversation_page(
     heading = (
         f'<h1>{escape(title)} <span id="head" data-live>{head}</span></h1>'
         f'<p class="meta">project {escape(session.project)} · '
-        f"{escape(session.agent_kind.value)} · started {clock(session.created_at)}"
+        f"{escape(agent_where(session))} · started {clock(session.created_at)}"
         f" · session {escape(session.id)}"
         f' · <a href="/s/{escape(session.id)}/grants">grants</a></p>'
     )
