@@ -17,6 +17,7 @@ while the socket is open.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -27,9 +28,10 @@ from gateway.store import Store
 from gateway.store.postgresql import PgTarget
 from tests.harness.peers import pid_of_port
 from tests.harness.run_hosts import RunHost, hosts_gateway_text, run_host, scripted_project_text
-from tests.servers.fake_slack import ALICE, APP_TOKEN, BOB, BOT_TOKEN, TEAM_ID, FakeSlack
+from tests.servers.fake_slack import ALICE, APP_TOKEN, BOB, BOT_TOKEN, TEAM_ID, FakeSlack, Posted
+from tests.slack_harness import GENERAL, read
 
-__all__ = ["BEE", "HOSTS", "Hosts", "SlackHost", "slack_hosts"]
+__all__ = ["BEE", "HOSTS", "Hosts", "SlackHost", "replies_saying", "slack_hosts"]
 
 HOSTS = ("a", "b", "c")
 BEE = "C0BEE"  # the channel of project pb (host b); #general is pa's (host a)
@@ -125,3 +127,13 @@ async def slack_hosts(
             yield hosts
     finally:
         await _end_agents(tmp_path, dsn)
+
+
+def replies_saying(fake: FakeSlack, thread: str, pattern: str) -> list[Posted]:
+    """The app's replies in ``thread`` of the general channel whose text matches
+    ``pattern`` (cards left out)."""
+    return [
+        m
+        for m in fake.replies(GENERAL, thread)
+        if m.from_bot and not m.labels and re.search(pattern, read(m.seen))
+    ]

@@ -11,7 +11,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.harness.run_hosts import hosts_gateway_text, run_host, scripted_project_text
+from tests.harness.run_hosts import (
+    demo_on_a_text,
+    run_host,
+)
 from tests.pg_cluster import PgCluster
 from tests.servers.fake_telegram import TOKEN, FakeTelegram, Sent
 from tests.servers.telegram_people import callback_update, message_update, private_chat
@@ -29,14 +32,11 @@ def config_text(tmp_path: Path, dsn: str, fake: FakeTelegram) -> str:
         f'[projects.{{name}}.auth.telegram]\nallow_from = ["{ALICE.id}"]\n'
         f'approvers = ["{ALICE.id}"]\n'
     )
-    return (
-        "[gateway]\n"
-        + hosts_gateway_text(tmp_path, dsn, lease_seconds=LEASE)
-        + "\n"
-        + scripted_project_text("demo", "a", tmp_path / "work-a", tmp_path / "prompts.jsonl", auth)
-        + f'[platforms.telegram]\ntoken = "{TOKEN}"\nbase_url = "{fake.base_url}"\n'
+    platform = (
+        f'[platforms.telegram]\ntoken = "{TOKEN}"\nbase_url = "{fake.base_url}"\n'
         + "poll_timeout_seconds = 5\n"
     )
+    return demo_on_a_text(tmp_path, dsn, auth, platform, lease_seconds=LEASE)
 
 
 async def press(fake: FakeTelegram, card: Sent, label: str) -> str:

@@ -14,7 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.discord_gateway import card_in
-from tests.harness.run_hosts import hosts_gateway_text, run_host, scripted_project_text
+from tests.harness.run_hosts import (
+    demo_on_a_text,
+    run_host,
+)
 from tests.pg_cluster import PgCluster
 from tests.servers.fake_discord import ALICE, APP_ID, BOT, TOKEN, Channel, FakeDiscord, Sent
 
@@ -28,16 +31,13 @@ RECEIVES = "receives discord:"
 
 def config_text(tmp_path: Path, dsn: str, fake: FakeDiscord) -> str:
     auth = f'[projects.{{name}}.auth.discord]\nallow_from = ["{ALICE.id}"]\n'
-    return (
-        "[gateway]\n"
-        + hosts_gateway_text(tmp_path, dsn, lease_seconds=LEASE)
-        + "\n"
-        + scripted_project_text("demo", "a", tmp_path / "work-a", tmp_path / "prompts.jsonl", auth)
-        + "[platforms.discord]\n"
+    platform = (
+        "[platforms.discord]\n"
         + f'token = "{TOKEN}"\napplication_id = "{APP_ID}"\n'
         + f'channels = ["{fake.general.id}"]\n'
         + f'api_base_url = "{fake.api_base}"\ngateway_url = "{fake.gateway_url}"\n'
     )
+    return demo_on_a_text(tmp_path, dsn, auth, platform, lease_seconds=LEASE)
 
 
 def said_in(fake: FakeDiscord, thread_id: str, words: str) -> list[Sent] | None:

@@ -48,8 +48,8 @@ from tests.platform_contract.contract import requests_for
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_slack import ALICE, BOT_USER_ID, Delivery, FakeSlack, Pacing
 from tests.slack_harness import GENERAL, OnSlack, read, slack_config_text
-from tests.slack_hosts_harness import HOSTS, slack_hosts
-from tests.test_slack_hosts import card_in, decisions_in, only_once, replies_saying
+from tests.slack_hosts_harness import HOSTS, replies_saying, slack_hosts
+from tests.test_slack_hosts import card_in, decisions_in, only_once
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -25,7 +25,7 @@ import pytest
 from tests.pg_cluster import PgCluster
 from tests.servers.fake_slack import ALICE, BOB, BOT_USER_ID, FakeSlack, Posted
 from tests.slack_harness import GENERAL, read
-from tests.slack_hosts_harness import slack_hosts
+from tests.slack_hosts_harness import replies_saying, slack_hosts
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -36,15 +36,6 @@ DEADLINE = 60.0
 async def fake() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(seed=19) as fake:
         yield fake
-
-
-def replies_saying(fake: FakeSlack, thread: str, pattern: str) -> list[Posted]:
-    """The app's replies in ``thread`` whose text matches ``pattern``."""
-    return [
-        m
-        for m in fake.replies(GENERAL, thread)
-        if m.from_bot and not m.labels and re.search(pattern, read(m.seen))
-    ]
 
 
 async def card_in(fake: FakeSlack, thread: str) -> Posted:

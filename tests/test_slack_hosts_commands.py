@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.pg_cluster import PgCluster
-from tests.servers.fake_slack import ALICE, BOT_USER_ID, FakeSlack, Posted
+from tests.servers.fake_slack import ALICE, BOT_USER_ID, FakeSlack
 from tests.slack_harness import GENERAL, read
-from tests.slack_hosts_harness import slack_hosts
+from tests.slack_hosts_harness import replies_saying, slack_hosts
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -26,14 +26,6 @@ DEADLINE = 60.0
 async def fake() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(seed=19) as fake:
         yield fake
-
-
-def replies_saying(fake: FakeSlack, thread: str, pattern: str) -> list[Posted]:
-    return [
-        m
-        for m in fake.replies(GENERAL, thread)
-        if m.from_bot and not m.labels and re.search(pattern, read(m.seen))
-    ]
 
 
 def posted_by(fake: FakeSlack, thread: str) -> list[str | None]:

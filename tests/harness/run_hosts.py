@@ -25,7 +25,13 @@ from pathlib import Path
 from gateway.auth import HMAC_KEY_BYTES
 from tests.harness.driver import SCRIPTED_AGENT
 
-__all__ = ["RunHost", "hosts_gateway_text", "run_host", "scripted_project_text"]
+__all__ = [
+    "RunHost",
+    "demo_on_a_text",
+    "hosts_gateway_text",
+    "run_host",
+    "scripted_project_text",
+]
 
 DEADLINE = 30.0
 _numbers = itertools.count(1)
@@ -42,6 +48,20 @@ def hosts_gateway_text(tmp_path: Path, dsn: str, *, lease_seconds: float) -> str
         f"hmac_key_file = {json.dumps(str(key))}\n"
         f"host_lease_seconds = {lease_seconds}\n"
         "stop_grace_seconds = 5\n"
+    )
+
+
+def demo_on_a_text(
+    tmp_path: Path, dsn: str, auth: str, platform: str, *, lease_seconds: float
+) -> str:
+    """A config every host shares: its ``[gateway]`` table, the scripted project "demo" on
+    host a (``auth``: its auth tables), then ``platform`` (its ``[platforms.X]`` table)."""
+    return (
+        "[gateway]\n"
+        + hosts_gateway_text(tmp_path, dsn, lease_seconds=lease_seconds)
+        + "\n"
+        + scripted_project_text("demo", "a", tmp_path / "work-a", tmp_path / "prompts.jsonl", auth)
+        + platform
     )
 
 
