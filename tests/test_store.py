@@ -129,11 +129,11 @@ async def test_a_one_statement_read_that_runs_two_is_refused(store: Store) -> No
     assert row is not None and row["n"] == 3  # the connection serves on
 
 
+@pytest.mark.parametrize("ledger", ["postgresql"], indirect=True)  # round trips are its own
 async def test_an_approval_s_ledger_calls_take_few_round_trips(store: Store) -> None:
     """What a bench measures per approval (docs/decisions.md, "Many hosts, fewer ledger
     round trips"), held: each call's waits for the network, as counted on PostgreSQL."""
-    if store.path is not None:
-        pytest.skip("round trips are PostgreSQL's")
+    assert store.path is None
     session, epoch = await running_session(store)
     await store.sessions.bind(TELEGRAM, session.id)
     tally = TripTally()
