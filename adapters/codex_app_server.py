@@ -96,7 +96,7 @@ from gateway.events import (
     TurnStarted,
     Warning,
 )
-from gateway.plans import proposed_plan
+from gateway.interactions.plans import proposed_plan
 
 __all__ = [
     "CODEX_CAPABILITIES",

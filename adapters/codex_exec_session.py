@@ -9,7 +9,8 @@
                                                #   TurnCompleted(INTERRUPTED) follows
     # leaving the block ends a running turn's process group, then AgentExited(reason="stopped")
 
-It offers what :class:`gateway.agents.RunningAgent` asks (pid, pgid, start_time, capabilities,
+It offers what :class:`gateway.sessions.agents.RunningAgent` asks (pid, pgid, start_time,
+capabilities,
 started, send, events, stop), so that the core drives it like the app-server runtime. There is
 no handshake: ``started`` says what is known before any process runs (the thread id being
 resumed, if any, and the policy exec forces); the first turn's ``thread.started`` brings

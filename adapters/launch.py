@@ -29,11 +29,11 @@ from adapters.opencode import basic_auth
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
 from adapters.stdio import DEFAULT_ENV_ALLOWLIST, AgentProcess, ProcessSpec, build_agent_env
-from gateway.agents import RunningAgent
-from gateway.config import ProjectConfig, read_password
+from gateway.config.model import ProjectConfig, read_password
 from gateway.domain import AgentKind
 from gateway.errors import AgentStartError, ConfigError
 from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
+from gateway.sessions.agents import RunningAgent
 
 __all__ = [
     "ConfiguredLauncher",

@@ -356,7 +356,7 @@ class OpenCodeAgent:
         self, permission: str | None, resources: Sequence[str]
     ) -> list[str]:
         """Delete the server's saved permissions allowing ``permission`` on one of
-        ``resources`` (gateway.agents.SavesPermissions); the ids deleted."""
+        ``resources`` (gateway.sessions.agents.SavesPermissions); the ids deleted."""
         if self._exit_queued or self._http is None:
             raise AgentExitedError("the OpenCode server has ended")
         listed = await self._call(saved_permissions())

@@ -20,7 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from gateway.store.trip_tally import TripTally
 from tests.gateway_flows import WHEN, settles
 from tests.gateway_harness import ALICE, Running

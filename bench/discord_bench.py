@@ -22,11 +22,11 @@ from contextlib import asynccontextmanager
 
 from pydantic import SecretStr
 
-from bench.platforms import BenchPlatform, CardSeen
+from bench.bench_platform import BenchPlatform, CardSeen
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.platform import Ack, EditResult, Inbox, MessageRef, Platform, connected
-from gateway.store import SessionRecord
+from gateway.session_record import SessionRecord
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DiscordPlatform
 from tests.servers.fake_discord import ALICE, APP_ID, BOT, GUILD_ID, TOKEN, Channel, FakeDiscord

@@ -23,17 +23,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from adapters.launch import ConfiguredLauncher
-from bench.platforms import PLATFORMS, BenchPlatform, CardSeen
-from gateway.auth import HMAC_KEY_BYTES
+from bench.bench_platform import BenchPlatform, CardSeen
+from bench.platforms import PLATFORMS
 from gateway.cards import CodeBlock
-from gateway.config import Config
+from gateway.config.hmac_key import HMAC_KEY_BYTES
+from gateway.config.model import Config
 from gateway.domain import Action, Command, Effect, InteractionKind, InteractionState
-from gateway.engine import Gateway
-from gateway.interactions import Interaction
+from gateway.interactions.machine import Interaction
+from gateway.sessions.engine import Gateway
 from platforms.registry import parse_config
 
 if TYPE_CHECKING:
-    from gateway.store.postgresql import PgTarget
+    from gateway.config.ledger_url import PgTarget
 
 __all__ = [
     "AGENT",

@@ -35,7 +35,7 @@ from pathlib import Path
 import psycopg
 
 from bench.figures import Figure
-from gateway.store.postgresql import PgTarget
+from gateway.config.ledger_url import PgTarget
 from tests.harness.driver import (
     GatewayProcess,
     Shown,

@@ -27,7 +27,7 @@ from pathlib import Path
 from bench.approvals import approve_all, round_trip_figures
 from bench.figures import Figure, Usage, emit, percentile
 from bench.gateway_setup import AGENTS, bench_gateway, count_ok_deliveries, read_stamps
-from gateway.store import Store
+from gateway.store.store import Store
 
 __all__ = ["measure"]
 

@@ -34,7 +34,7 @@ from bench.gateway_setup import (
     count_ok_deliveries,
     read_stamps,
 )
-from gateway.policy import governing_rule
+from gateway.interactions.policy import governing_rule
 
 __all__ = ["measure"]
 

@@ -32,10 +32,10 @@ from pathlib import Path
 from telegram import Bot
 
 from bench.figures import Figure, Latency
+from gateway.config.ledger_url import PgTarget
 from gateway.rate_budget import ALONE, Bucket, RateBudget, Ticket
-from gateway.store import Store
-from gateway.store.postgresql import PgTarget
 from gateway.store.rate_buckets import LedgerRates
+from gateway.store.store import Store
 from platforms.outbox import Priority
 from platforms.telegram.outbox import TelegramOutbox
 from tests.pg_cluster import bench_ledger

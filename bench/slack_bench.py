@@ -20,11 +20,11 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from bench.platforms import BenchPlatform, CardSeen
+from bench.bench_platform import BenchPlatform, CardSeen
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.platform import Ack, EditResult, Inbox, MessageRef, Platform, connected
-from gateway.store import SessionRecord
+from gateway.session_record import SessionRecord
 from platforms.slack.config import SlackConfig
 from platforms.slack.platform import SlackPlatform
 from tests.servers.fake_slack import (

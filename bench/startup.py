@@ -46,7 +46,7 @@ from platforms.registry import PLATFORMS
 __all__ = ["import_time_ms", "measure", "platform_modules"]
 
 NAME = "startup"
-CORE_MODULES = ("gateway.cli", "gateway.engine", "adapters.launch")
+CORE_MODULES = ("gateway.app.cli", "gateway.sessions.engine", "adapters.launch")
 READY_DEADLINE = 60.0
 ROOT = Path(__file__).resolve().parent.parent
 

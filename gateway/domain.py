@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 __all__ = [
+    "SHORT_ID_CHARS",
     "Action",
     "Actor",
     "AgentKind",
@@ -34,6 +35,9 @@ __all__ = [
     "Text",
     "TurnStatus",
 ]
+
+
+SHORT_ID_CHARS = 10  # interaction and session ids: what an action token must hold
 
 
 class AgentKind(StrEnum):

@@ -24,7 +24,7 @@
     ├── AuthorizationError           the actor may not do this, or the token is forged/stale
     │   ├── TokenRejected            a button token failed verification (reason: auth.Rejection)
     │   └── SealBroken               a sealed secret answer does not open (another host's key
-    │                                differs, or the sealed text was altered: gateway.sealing)
+    │                                differs, or the sealed text was altered: gateway.store.sealing)
     ├── StoreError                   the SQLite ledger failed (sqlite3 errors are chained)
     │   └── DataDirInUse             another gateway process holds the data dir's lock
     └── PlatformError                a chat platform failed (SDK errors are chained)
@@ -166,7 +166,8 @@ class AuthorizationError(GatewayError):
 
 
 class TokenRejected(AuthorizationError):
-    """A button token is malformed or forged; ``reason`` is a ``gateway.auth.Rejection``."""
+    """A button token is malformed or forged; ``reason`` is a
+    ``gateway.action_tokens.Rejection``."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)

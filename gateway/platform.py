@@ -8,7 +8,7 @@ modified" rather than an error, and secret answers need a private surface.
 A platform turns its SDK's events into :class:`InboundMessage`, :class:`InboundAction` and
 :class:`InboundForm` and hands them to the core's :class:`Inbox`; the core performs outbound
 work through the :class:`Platform` methods. A platform never sees a native request key: a
-button carries an action token (gateway/auth.py), nothing else.
+button carries an action token (gateway/action_tokens.py), nothing else.
 """
 
 from __future__ import annotations
@@ -17,16 +17,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from gateway.cards import Card
 from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.rate_budget import SharedRates
-
-if TYPE_CHECKING:
-    from gateway.sealing import Sealer
-    from gateway.store import SessionRecord
+from gateway.session_record import SessionRecord
 
 __all__ = [
     "Ack",
@@ -50,6 +47,7 @@ __all__ = [
     "RefusedForGood",
     "SharesForms",
     "SharesRates",
+    "TextSealer",
     "connected",
 ]
 
@@ -59,7 +57,7 @@ class PlatformLimits:
     """What a platform takes; the core reads every field (docs/decisions.md).
 
     - ``callback_max_bytes``: a button's payload; a platform whose payload cannot hold an
-      action token is refused at start (gateway.auth ``require_callback_room``).
+      action token is refused at start (gateway.action_tokens ``require_callback_room``).
     - ``text_max_chars``: a message's text (split past it), counted by ``text_length``.
     - ``text_length``: a text's length as the platform counts it once rendered (Discord
       counts the escapes its Markdown adds); a part longer by it is split again.
@@ -225,7 +223,7 @@ class HearsProblems(Protocol):
 
 class ReceiverGate(Protocol):
     """What a receiver that one host at a time may run asks while it runs (several hosts,
-    design point 6; gateway/receivers.py): whether this host still holds its lease, and the
+    design point 6; gateway/sessions/receivers.py): whether this host still holds its lease, and the
     position it keeps in the ledger (Telegram's offset), written with the lease's fence."""
 
     def holds(self) -> bool:
@@ -276,6 +274,18 @@ class SharesRates(Protocol):
     def share_rates(self, rates: SharedRates) -> None: ...
 
 
+class TextSealer(Protocol):
+    """Seals a text for one context (what it belongs to), so that it opens for that context
+    only: what a form draft's secret answers are kept under in a shared ledger
+    (:class:`gateway.store.sealing.Sealer`)."""
+
+    def seal_text(self, context: str, plain: str) -> str: ...
+
+    def open_text(self, context: str, text: str) -> str:
+        """What :meth:`seal_text` sealed for ``context``; SealBroken when it does not open."""
+        ...
+
+
 class FormLedger(Protocol):
     """Form drafts in a ledger shared by several hosts (issue 19, design point 8): the next
     click of a form may reach a host that did not send its card, so each person's answers in
@@ -284,7 +294,7 @@ class FormLedger(Protocol):
     while its request is pending."""
 
     @property
-    def sealer(self) -> Sealer: ...
+    def sealer(self) -> TextSealer: ...
 
     def interaction_of(self, submit_token: str) -> str | None:
         """The request a form's submit token names, if the token is this gateway's (its

@@ -34,13 +34,12 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from gateway.auth import interaction_named
+from gateway.action_tokens import interaction_named
 from gateway.cards import Card, FormQuestion
-from gateway.commands import parse_answers
 from gateway.domain import Actor, Answer, ConversationRef, Question
 from gateway.errors import InvalidDecision, SealBroken, StoreError
-from gateway.platform import FormLedger, Inbox, SharesForms
-from gateway.sealing import Sealer
+from gateway.platform import FormLedger, Inbox, SharesForms, TextSealer
+from gateway.render.commands import parse_answers
 from gateway.store.codec import decode_answers, encode_answers
 
 __all__ = [
@@ -490,7 +489,7 @@ def draft_context(interaction_id: str, actor: Actor) -> str:
     return f"draft:{interaction_id}:{actor.key()}"
 
 
-def encode_draft(draft: Draft, sealer: Sealer, interaction_id: str) -> str:
+def encode_draft(draft: Draft, sealer: TextSealer, interaction_id: str) -> str:
     """``draft`` as the ledger keeps it (store.form_drafts): JSON, secret answers sealed."""
     secret = {str(index): answer for index, answer in draft.secret.items()}
     actor = draft.actor
@@ -511,7 +510,7 @@ def encode_draft(draft: Draft, sealer: Sealer, interaction_id: str) -> str:
     )
 
 
-def decode_draft(payload: str, sealer: Sealer, interaction_id: str) -> Draft:
+def decode_draft(payload: str, sealer: TextSealer, interaction_id: str) -> Draft:
     """The draft :func:`encode_draft` wrote; SealBroken when its secrets do not open here."""
     data = json.loads(payload)
     platform, user_id, display = data["actor"]

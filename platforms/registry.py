@@ -1,6 +1,6 @@
 """Every platform the gateway knows: its name, its ``config`` module and its factory.
 
-The core validates a config against this table (``gateway.config.parse_config`` takes it as
+The core validates a config against this table (``gateway.config.model.parse_config`` takes it as
 ``platforms=``; :func:`parse_config` and :func:`load_config` here pass it) and never imports a
 platform itself (DESIGN.md, Layers). Nothing of a platform is imported by importing this
 module: a platform's ``config`` module (pydantic and ``gateway`` only) when a config has its
@@ -8,7 +8,7 @@ module: a platform's ``config`` module (pydantic and ``gateway`` only) when a co
 (``agent-gateway run``: :meth:`Registry.build`).
 
 A new platform is one :class:`PlatformEntry` here, a ``platforms/<name>/config.py`` that
-exports ``TABLE`` (a :class:`~gateway.platform_config.PlatformTable`: its model and help),
+exports ``TABLE`` (a :class:`~gateway.config.platform_tables.PlatformTable`: its model and help),
 its help in ``config.example.toml``, and the factory that builds it from its settings.
 """
 
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gateway.config import Config
-from gateway.config import load_config as load_with
-from gateway.config import parse_config as parse_with
+from gateway.config.model import Config
+from gateway.config.model import load_config as load_with
+from gateway.config.model import parse_config as parse_with
+from gateway.config.platform_tables import PlatformConfig, PlatformTable
 from gateway.errors import ConfigError
 from gateway.platform import Platform
-from gateway.platform_config import PlatformConfig, PlatformTable
 
 __all__ = ["PLATFORMS", "PlatformEntry", "Registry", "load_config", "parse_config"]
 
@@ -45,7 +45,7 @@ class PlatformEntry:
 
 
 class Registry:
-    """Platforms by name (a :class:`~gateway.platform_config.PlatformRegistry`)."""
+    """Platforms by name (a :class:`~gateway.config.platform_tables.PlatformRegistry`)."""
 
     def __init__(self, entries: Iterable[PlatformEntry]) -> None:
         self._entries = {entry.name: entry for entry in entries}
@@ -143,10 +143,10 @@ def parse_config(
     env: Mapping[str, str] | None = None,
     base_dir: Path | None = None,
 ) -> Config:
-    """:func:`gateway.config.parse_config` against the gateway's platforms."""
+    """:func:`gateway.config.model.parse_config` against the gateway's platforms."""
     return parse_with(text, source_name, platforms=PLATFORMS, env=env, base_dir=base_dir)
 
 
 def load_config(path: Path | str, *, env: Mapping[str, str] | None = None) -> Config:
-    """:func:`gateway.config.load_config` against the gateway's platforms."""
+    """:func:`gateway.config.model.load_config` against the gateway's platforms."""
     return load_with(path, platforms=PLATFORMS, env=env)

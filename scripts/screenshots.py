@@ -29,9 +29,9 @@ from playwright.async_api import Browser, Page, ViewportSize, async_playwright, 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from a checkout: `python scripts/screenshots.py`
 
-from gateway.demo.command import build_demo  # noqa: E402
-from gateway.engine import Gateway  # noqa: E402
+from gateway.app.demo.command import build_demo  # noqa: E402
 from gateway.platform import connected  # noqa: E402
+from gateway.sessions.engine import Gateway  # noqa: E402
 from platforms.console.platform import ConsolePlatform  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -17,10 +17,10 @@ from pathlib import Path
 import aiohttp
 
 from adapters.launch import ConfiguredLauncher
-from gateway.agents import AgentLauncher
-from gateway.config import Config
-from gateway.engine import Gateway
+from gateway.config.model import Config
 from gateway.platform import PlatformLimits
+from gateway.sessions.agents import AgentLauncher
+from gateway.sessions.engine import Gateway
 from platforms.console.config import ConsoleConfig
 from platforms.console.platform import CONSOLE_LIMITS, ConsolePlatform
 from platforms.memory.platform import MemoryPlatform

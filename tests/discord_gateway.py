@@ -9,9 +9,9 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from adapters.launch import ConfiguredLauncher
-from gateway.config import Config
-from gateway.engine import Gateway
+from gateway.config.model import Config
 from gateway.platform import connected
+from gateway.sessions.engine import Gateway
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DiscordPlatform
 from platforms.registry import parse_config

@@ -14,10 +14,10 @@ from contextlib import closing
 from dataclasses import dataclass
 
 from gateway.cards import Card
-from gateway.config import Config, SessionScope
+from gateway.config.model import Config, SessionScope
 from gateway.domain import Actor, ConversationRef
-from gateway.interactions import Interaction
-from gateway.store import SessionRecord
+from gateway.interactions.machine import Interaction
+from gateway.session_record import SessionRecord
 from platforms.memory.platform import Rendered
 from tests.gateway_harness import ALICE, ROOM, Running
 from tests.servers.fake_responses import FakeResponses, Step, message

@@ -12,9 +12,9 @@ from typing import TypeVar
 
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
 from tests.codex_env import CodexHome

@@ -10,10 +10,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from gateway.auth import HMAC_KEY_BYTES
-from gateway.config import Config
+from gateway.config.hmac_key import HMAC_KEY_BYTES
+from gateway.config.model import Config
 from gateway.domain import ConversationRef
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
 from tests.gateway_harness import Running

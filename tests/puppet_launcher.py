@@ -1,4 +1,4 @@
-"""An agent the test moves by hand, behind the engine's launcher seam (``gateway.agents``).
+"""An agent the test moves by hand, behind the engine's launcher seam (``gateway.sessions.agents``).
 
 Each prompt the gateway sends is handed to the test (:meth:`PuppetLauncher.prompt`), which
 then makes the agent do exactly what it wants, in the engine's own events and at its own
@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from gateway.config import ProjectConfig
+from gateway.config.model import ProjectConfig
 from gateway.domain import Decision, InteractionRequest, Resolution, TurnStatus
 from gateway.events import (
     AgentCommand,

@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from gateway.config import Config, ExpiryOutcome, ExpiryPolicy
+from gateway.config.model import Config, ExpiryOutcome, ExpiryPolicy
 from gateway.domain import ConversationRef, InteractionKind, InteractionRequest, Option, Question
-from gateway.engine import Gateway
-from gateway.store import Clock, utc_now
+from gateway.sessions.engine import Gateway
+from gateway.store.database import Clock, utc_now
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
 from tests.gateway_flows import Asked, session_of

@@ -2,7 +2,7 @@
 
 The real Codex never asks a multi-select question; Claude Code does. Until a test can run
 Claude here, :class:`ScriptedLauncher` stands in at the engine's injected seam
-(``gateway.agents.AgentLauncher``), speaking the engine's own events: a prompt that names
+(``gateway.sessions.agents.AgentLauncher``), speaking the engine's own events: a prompt that names
 one of its ``requests`` opens that request and waits for the answer; any other prompt is
 answered "echo: <prompt>". Every decision it receives is kept in ``received``, and the
 message it sends back says only how many answers came (a secret must never reach the chat).
@@ -30,7 +30,7 @@ import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
-from gateway.config import ProjectConfig
+from gateway.config.model import ProjectConfig
 from gateway.domain import Decision, InteractionRequest, Resolution, TurnStatus
 from gateway.errors import AgentError, AlreadyAnswered, RequestClosed
 from gateway.events import (

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from adapters.launch import ConfiguredLauncher
-from gateway.agents import AgentLauncher
-from gateway.config import Config
-from gateway.engine import Gateway
+from gateway.config.model import Config
 from gateway.platform import PlatformLimits, connected
+from gateway.sessions.agents import AgentLauncher
+from gateway.sessions.engine import Gateway
 from platforms.console.platform import ConsolePlatform
 from platforms.outbox import Pacing
 from platforms.registry import parse_config

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapters.process_group import end_leftover_process_group
-from gateway.store import Store
-from gateway.store.postgresql import PgTarget
+from gateway.config.ledger_url import PgTarget
+from gateway.store.store import Store
 from tests.harness.peers import pid_of_port
 from tests.harness.run_hosts import RunHost, hosts_gateway_text, run_host, scripted_project_text
 from tests.servers.fake_slack import ALICE, APP_TOKEN, BOB, BOT_TOKEN, TEAM_ID, FakeSlack, Posted

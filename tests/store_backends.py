@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 
-from gateway.store import Store
+from gateway.config.ledger_url import PgTarget
 from gateway.store.database import utc_now
 from gateway.store.dialect import POSTGRESQL
 from gateway.store.migrations import MIGRATIONS, apply_migrations
-from gateway.store.postgresql import PgConn, PgTarget
+from gateway.store.postgresql import PgConn
+from gateway.store.store import Store
 from tests.pg_cluster import PgCluster, fresh_database
 
 __all__ = ["BACKENDS", "ledger", "ledger_template", "open_store"]

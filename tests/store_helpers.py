@@ -18,8 +18,9 @@ from gateway.domain import (
     Question,
     Scope,
 )
-from gateway.store import SessionRecord, Store
+from gateway.session_record import SessionRecord
 from gateway.store.migrations import MIGRATIONS, VOTES_TABLE
+from gateway.store.store import Store
 
 __all__ = [
     "ALICE",

@@ -19,11 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from adapters.launch import ConfiguredLauncher
-from gateway.agents import AgentLauncher
 from gateway.cards import Card
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef, TurnStatus
-from gateway.engine import Gateway
 from gateway.errors import StoreError
 from gateway.platform import (
     Ack,
@@ -35,7 +33,9 @@ from gateway.platform import (
     MessageRef,
     PlatformLimits,
 )
-from gateway.store import SessionRecord
+from gateway.session_record import SessionRecord
+from gateway.sessions.agents import AgentLauncher
+from gateway.sessions.engine import Gateway
 from platforms.registry import parse_config
 from platforms.telegram.config import TelegramConfig
 from platforms.telegram.outbox import Pace

@@ -13,10 +13,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from gateway.auth import HMAC_KEY_BYTES
-from gateway.config import Config
+from gateway.config.hmac_key import HMAC_KEY_BYTES
+from gateway.config.model import Config
 from gateway.domain import InteractionRequest
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from platforms.registry import parse_config
 from platforms.telegram.config import TelegramConfig
 from platforms.telegram.platform import TelegramPlatform

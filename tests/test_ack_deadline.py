@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import ExpiryPolicy
+from gateway.config.model import ExpiryPolicy
 from gateway.deadline import RECEIVED, ack_wait_seconds
 from gateway.domain import Decision
-from gateway.engine import Gateway
 from gateway.platform import Ack, PlatformLimits
+from gateway.sessions.engine import Gateway
 from platforms.console.platform import CONSOLE_LIMITS
 from platforms.memory.platform import MemoryPlatform
 from platforms.telegram.platform import TELEGRAM_LIMITS

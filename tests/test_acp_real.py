@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from platforms.registry import parse_config
 from tests.codex_env import CodexHome, make_codex_home
 from tests.gateway_harness import ALICE, ROOM, Running, running_gateway

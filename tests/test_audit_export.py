@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gateway.domain import Answer
-from gateway.interactions import Interaction
+from gateway.interactions.machine import Interaction
 from tests.codex_env import CodexHome
 from tests.gateway_flows import ask, settles
 from tests.gateway_harness import ALICE, ROOM, running_gateway

@@ -7,25 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from gateway.auth import (
+from gateway.action_tokens import (
     LONGEST_TOKEN_BYTES,
     REJECTION_TEXT,
     TOKEN_MAX_BYTES,
     ActionToken,
     Rejection,
-    approver_ids,
-    check_click,
     check_token_current,
     encode_token,
-    load_or_create_hmac_key,
-    may_decide,
-    may_talk,
     require_callback_room,
     token_bytes,
     token_factory,
     verify_token,
 )
-from gateway.config import Config
+from gateway.config.access import approver_ids, check_click, may_decide, may_talk
+from gateway.config.hmac_key import load_or_create_hmac_key
+from gateway.config.model import Config
 from gateway.domain import Actor, InteractionState
 from gateway.errors import AuthorizationError, ConfigError, TokenRejected
 from platforms.console.config import ConsoleConfig

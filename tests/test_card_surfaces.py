@@ -16,9 +16,9 @@ from adapters.codex_requests import (
     open_command_approval,
     open_file_change_approval,
 )
-from gateway.cards import Card, render_interaction
+from gateway.cards import Card
 from gateway.domain import Action, Actor, Decision, Effect, InteractionRequest, Resolution, Scope
-from gateway.interactions import (
+from gateway.interactions.machine import (
     DecisionFact,
     DeliveryFact,
     DeliveryOutcome,
@@ -26,6 +26,7 @@ from gateway.interactions import (
     InteractionState,
     ResolutionFact,
 )
+from gateway.render.interaction_card import render_interaction
 from platforms.console.cards_html import PostContext, card_html
 from platforms.console.views import CardView
 from platforms.discord.render import render_card as discord_render

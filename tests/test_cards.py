@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from gateway.auth import ActionToken, token_factory, verify_token
+from gateway.action_tokens import ActionToken, token_factory, verify_token
 from gateway.cards import (
     ButtonStyle,
     Card,
@@ -16,7 +16,6 @@ from gateway.cards import (
     FieldsBlock,
     TextBlock,
     card_text_length,
-    render_interaction,
 )
 from gateway.domain import (
     Action,
@@ -35,14 +34,15 @@ from gateway.domain import (
     Resolution,
     Scope,
 )
-from gateway.interactions import (
+from gateway.interactions.machine import (
     DecisionFact,
     DeliveryFact,
     DeliveryOutcome,
     Interaction,
     ResolutionFact,
 )
-from gateway.plans import proposed_plan
+from gateway.interactions.plans import proposed_plan
+from gateway.render.interaction_card import render_interaction
 
 KEY = bytes(32)
 T0 = datetime(2026, 11, 30, 9, 15, tzinfo=UTC)
@@ -425,7 +425,7 @@ def test_a_status_line_never_shows_the_ledgers_own_words(item: Interaction, expe
 
 
 def gateway_plan(state: InteractionState) -> Interaction:
-    """A Codex plan card: the gateway's own (no native key), from gateway/plans.py."""
+    """A Codex plan card: the gateway's own (no native key), from gateway/interactions/plans.py."""
     request = proposed_plan("1. Read\n2. Write")
     return replace(
         interaction(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gateway.domain import AgentKind, InteractionKind, InteractionRequest
-from gateway.store import Store
+from gateway.store.store import Store
 
 
 def _config(

@@ -20,7 +20,6 @@ import pytest
 
 from adapters.codex_exec_process import CodexExecSettings
 from adapters.codex_exec_session import CodexExecSession
-from gateway.agents import RunningAgent
 from gateway.domain import Decision, TurnStatus
 from gateway.errors import AgentExitedError, CodecUsageError
 from gateway.events import (
@@ -39,6 +38,7 @@ from gateway.events import (
     Usage,
     Warning,
 )
+from gateway.sessions.agents import RunningAgent
 from tests.codex_env import CodexHome, make_codex_home
 from tests.servers import fake_responses as fm
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.commands import (
+from gateway.domain import Action, Answer, Effect, Option, Question, Scope
+from gateway.errors import InvalidDecision
+from gateway.render.commands import (
     COMMANDS,
     HELP_TEXT,
     AnswerCommand,
@@ -23,8 +25,6 @@ from gateway.commands import (
     slash,
     spell_commands,
 )
-from gateway.domain import Action, Answer, Effect, Option, Question, Scope
-from gateway.errors import InvalidDecision
 
 
 @pytest.mark.parametrize(

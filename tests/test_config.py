@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from gateway import config as module
-from gateway.config import (
+from gateway.config import model as module
+from gateway.config.model import (
     ApprovalPolicy,
     CollaborationMode,
     ConfigProblem,
@@ -18,10 +18,10 @@ from gateway.config import (
     SessionScope,
     check_config,
 )
-from gateway.config_source import KeyLocator
+from gateway.config.policy_rules import PolicyRule
+from gateway.config.sources import KeyLocator
 from gateway.domain import Actor, AgentKind
 from gateway.errors import ConfigError
-from gateway.policy_config import PolicyRule
 from platforms.console.config import ConsoleConfig
 from platforms.memory.config import MemoryConfig
 from platforms.registry import PLATFORMS, load_config, parse_config

@@ -16,7 +16,7 @@ import pytest
 from playwright.async_api import Browser, BrowserContext, Page, async_playwright, expect
 
 from gateway.domain import InteractionState
-from gateway.interactions import Interaction
+from gateway.interactions.machine import Interaction
 from platforms.memory.platform import Rendered
 from tests.codex_env import CodexHome
 from tests.conftest import REQUIRE_REAL

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from playwright.async_api import Browser, Locator, Page, ViewportSize, async_playwright, expect
 
-from gateway.demo.command import build_demo
-from gateway.demo.scenarios import SCENARIOS
-from gateway.engine import Gateway
+from gateway.app.demo.command import build_demo
+from gateway.app.demo.scenarios import SCENARIOS
 from gateway.platform import connected
+from gateway.sessions.engine import Gateway
 from platforms.console.platform import ConsolePlatform
 from tests.conftest import REQUIRE_REAL, ROOT
 from tests.test_console_browser import CHROMIUM, CHROMIUM_ARGS

@@ -29,7 +29,7 @@ from gateway.domain import (
     Question,
 )
 from gateway.events import Usage
-from gateway.interactions import Interaction, InteractionEvent
+from gateway.interactions.machine import Interaction, InteractionEvent
 from tests.console_harness import (
     ConsoleRunning,
     client,
@@ -413,7 +413,7 @@ async def test_the_session_view_shows_the_tokens_and_the_context_used(
     session = await running.gateway.store.sessions.get(interaction.session_id)
     assert session is not None
     runner = running.gateway.runner(session)
-    # what the runner adds up from the agent's Usage events (gateway/runner.py)
+    # what the runner adds up from the agent's Usage events (gateway/sessions/runner.py)
     runner.usage = runner.usage.add(
         Usage(input_tokens=1200, output_tokens=300, context_tokens=1500, context_window=200_000)
     )

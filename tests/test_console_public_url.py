@@ -23,7 +23,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import (
     Action,
     Actor,
@@ -35,7 +35,7 @@ from gateway.domain import (
     InteractionState,
 )
 from gateway.errors import ConfigError
-from gateway.interactions import Interaction
+from gateway.interactions.machine import Interaction
 from platforms.console.config import ConsoleConfig
 from platforms.registry import parse_config
 from tests.console_harness import ConsoleRunning, console_gateway

@@ -8,7 +8,6 @@ import re
 from datetime import UTC, datetime, timedelta
 from html import unescape
 
-from gateway.cards import render_interaction
 from gateway.domain import (
     Action,
     AgentKind,
@@ -22,8 +21,10 @@ from gateway.domain import (
     Scope,
     TurnStatus,
 )
-from gateway.interactions import Interaction
-from gateway.store import SessionRecord, TurnRecord
+from gateway.interactions.machine import Interaction
+from gateway.render.interaction_card import render_interaction
+from gateway.session_record import SessionRecord
+from gateway.store.records import TurnRecord
 from platforms.console.answers import answers_from_form
 from platforms.console.cards_html import PostContext, card_html
 from platforms.console.config import ConsoleConfig

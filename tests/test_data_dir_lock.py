@@ -18,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import Actor
-from gateway.engine import Gateway
 from gateway.errors import DataDirInUse
-from gateway.store import LOCK_FILE, Store
+from gateway.sessions.engine import Gateway
+from gateway.store.datadir import LOCK_FILE
+from gateway.store.store import Store
 from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
 from tests.harness.driver import (

@@ -1,4 +1,4 @@
-"""The demo agent through the real adapter: the launcher starts ``python -m gateway.demo.agent``
+"""The demo agent through the real adapter: the launcher starts ``python -m gateway.app.demo.agent``
 as the demo's codex-app-server project and the Codex codec reads it, scenario by scenario.
 Nothing is mocked; every wait is an awaited event under a deadline."""
 
@@ -13,11 +13,10 @@ from typing import TypeVar
 
 import pytest
 
-from gateway.agents import RunningAgent
-from gateway.demo.agent import VERSION
-from gateway.demo.command import DEMO_PROJECT, build_demo
-from gateway.demo.scenarios import CRASH_EXIT_CODE, PATCH_TARGET, patched_greeting
-from gateway.demo.texts import LONG_ANSWER
+from gateway.app.demo.agent import VERSION
+from gateway.app.demo.command import DEMO_PROJECT, build_demo
+from gateway.app.demo.scenarios import CRASH_EXIT_CODE, PATCH_TARGET, patched_greeting
+from gateway.app.demo.texts import LONG_ANSWER
 from gateway.domain import (
     Answer,
     Command,
@@ -43,6 +42,7 @@ from gateway.events import (
     TurnCompleted,
     Warning,
 )
+from gateway.sessions.agents import RunningAgent
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -110,7 +110,7 @@ async def test_the_launcher_starts_it_as_codex_app_server(tmp_path: Path) -> Non
     demo = build_demo(tmp_path / "data", headless=True)
     project = demo.config.projects[DEMO_PROJECT]
     _, argv = demo.launcher.codec_and_argv(project, resume_native_id=None)
-    assert argv[1:3] == ["-m", "gateway.demo.agent"]
+    assert argv[1:3] == ["-m", "gateway.app.demo.agent"]
     assert argv[-5:-2] == ["app-server", "--enable", "default_mode_request_user_input"]
     # the warning about the features the gateway enables is the gateway's to silence
     assert argv[-2:] == ["-c", "suppress_unstable_features_warning=true"]

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from gateway.app.demo.command import build_demo
+from gateway.app.demo.scenarios import PATCH_TARGET, patched_greeting
+from gateway.app.demo.texts import LONG_ANSWER
 from gateway.cards import CodeBlock, DiffBlock, FieldsBlock
-from gateway.demo.command import build_demo
-from gateway.demo.scenarios import PATCH_TARGET, patched_greeting
-from gateway.demo.texts import LONG_ANSWER
 from gateway.domain import Actor, Answer, ConversationRef
-from gateway.engine import Gateway
-from gateway.textsplit import split_text
+from gateway.render.textsplit import split_text
+from gateway.sessions.engine import Gateway
 from tests.gateway_harness import ROOM, Running
 
 pytestmark = pytest.mark.timeout(60)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from gateway.demo.scenarios import CRASH_EXIT_CODE
+from gateway.app.demo.scenarios import CRASH_EXIT_CODE
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -138,7 +138,7 @@ async def raw_demo(work_dir: Path) -> AsyncIterator[RawClient]:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "gateway.demo.agent",
+        "gateway.app.demo.agent",
         "--pace",
         "0",
         "app-server",

@@ -7,8 +7,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from gateway.auth import approver_ids, may_decide, may_talk
-from gateway.config import Config
+from gateway.config.access import approver_ids, may_decide, may_talk
+from gateway.config.model import Config
 from gateway.domain import Actor
 from gateway.errors import ConfigError
 from platforms.discord.config import NEEDED_PERMISSIONS, DiscordConfig, Permission, invite_url
@@ -134,7 +134,7 @@ def test_a_new_card_mentions_approver_roles_that_may_talk(config: Config) -> Non
 
 
 def test_discord_invite_prints_the_url_from_the_config_or_an_id(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from gateway.cli import main
+    from gateway.app.cli import main
 
     assert main(["discord-invite", "--application-id", "424242"]) == 0
     printed = capsys.readouterr().out.strip()

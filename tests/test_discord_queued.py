@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.engine import Gateway
 from gateway.platform import connected
+from gateway.sessions.engine import Gateway
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DISCORD_LIMITS, QUEUED_REACTION, DiscordPlatform
 from platforms.registry import parse_config

@@ -8,11 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from gateway.config.policy_rules import PolicyRule
 from gateway.domain import Actor, ConversationRef, Decision
-from gateway.escalation import ChannelTarget, channel_conversation, channel_target, escalation_of
-from gateway.policy_config import PolicyRule
-from gateway.store import Store
+from gateway.interactions.escalation import (
+    ChannelTarget,
+    channel_conversation,
+    channel_target,
+    escalation_of,
+)
 from gateway.store.escalations import ESCALATED
+from gateway.store.store import Store
 from tests.store_helpers import SteppingClock, approval, running_session
 
 ROOM = ConversationRef(platform="slack", space="T1", channel="C1", thread="1.0")

@@ -4,7 +4,7 @@ reads like a cause (Codex's stderr as 0.171 writes it on a machine without bubbl
 
 from __future__ import annotations
 
-from gateway.exit_notice import LINE_CHARS, exit_notice, last_output
+from gateway.render.exit_notice import LINE_CHARS, exit_notice, last_output
 
 # codex 0.171 app-server's stderr, as captured: colours on, and an ERROR line at every start
 CODEX_STDERR = (

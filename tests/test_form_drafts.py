@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from gateway.auth import HMAC_KEY_BYTES, TOKEN_MAX_BYTES, token_bytes, token_factory
+from gateway.action_tokens import TOKEN_MAX_BYTES, token_bytes, token_factory
 from gateway.cards import Card, FormQuestion, QuestionForm
+from gateway.config.hmac_key import HMAC_KEY_BYTES
 from gateway.domain import Actor, ConversationRef, Option, Question
 from platforms.form_drafts import (
     MAX_DRAFTS,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.auth import HMAC_KEY_BYTES
+from gateway.config.hmac_key import HMAC_KEY_BYTES
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import Actor, Answer, Decision
 from gateway.errors import SealBroken
-from gateway.sealing import Sealer
-from gateway.store import Store
-from gateway.store.postgresql import PgTarget
+from gateway.store.sealing import Sealer
+from gateway.store.store import Store
 from platforms.form_drafts import Draft, decode_draft, encode_draft
 from tests.store_backends import open_store
 from tests.store_helpers import ALICE, SteppingClock, question_form, running_session

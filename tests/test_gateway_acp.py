@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from platforms.registry import parse_config
 from tests.gateway_harness import ALICE, ROOM, Running, running_gateway
 from tests.scripted_gateway import with_expiry

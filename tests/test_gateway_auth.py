@@ -18,7 +18,7 @@ import pytest
 
 from gateway.domain import Actor, ConversationRef, InteractionState
 from gateway.platform import Ack
-from gateway.store import AuditEntry
+from gateway.store.records import AuditEntry
 from tests.codex_env import CodexHome
 from tests.gateway_flows import (
     CAROL,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tests.servers.fake_anthropic as fm
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import Answer
 from platforms.registry import parse_config
 from tests.claude_env import ClaudeHome

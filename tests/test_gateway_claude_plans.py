@@ -14,8 +14,8 @@ import pytest
 import tests.servers.fake_anthropic as fm
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card, TextBlock
-from gateway.config import Config
-from gateway.engine import Gateway
+from gateway.config.model import Config
+from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
 from tests.claude_env import ClaudeHome

@@ -13,9 +13,9 @@ import pytest
 
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card, TextBlock
-from gateway.config import CollaborationMode
+from gateway.config.model import CollaborationMode
 from gateway.domain import Answer
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform
 from tests.codex_env import CodexHome
 from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import SessionScope
+from gateway.config.model import SessionScope
 from gateway.domain import Actor, ConversationRef, InteractionState
 from gateway.platform import Ack
 from tests.codex_env import CodexHome

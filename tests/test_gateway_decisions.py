@@ -16,9 +16,9 @@ import pytest
 
 from gateway.cards import CodeBlock, DiffBlock, FieldsBlock
 from gateway.domain import Actor, Answer, InteractionState, Resolution
-from gateway.interactions import DeliveryOutcome, Interaction
+from gateway.interactions.machine import DeliveryOutcome, Interaction
 from gateway.platform import Ack
-from gateway.store import SECRET_MARKER
+from gateway.store.codec import SECRET_MARKER
 from tests.codex_env import CodexHome
 from tests.gateway_flows import (
     DONE,

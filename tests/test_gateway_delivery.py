@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import ExpiryPolicy
+from gateway.config.model import ExpiryPolicy
 from gateway.domain import Decision, InteractionState
 from gateway.events import Respond
-from gateway.interactions import DeliveryOutcome, Interaction
-from gateway.runner import SessionRunner
+from gateway.interactions.machine import DeliveryOutcome, Interaction
+from gateway.sessions.runner import SessionRunner
 from tests.gateway_flows import Asked, interaction, session_of, settles
 from tests.gateway_harness import ALICE, ROOM, Running
 from tests.scripted_gateway import open_card, scripted_config, scripted_gateway

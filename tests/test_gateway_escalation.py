@@ -15,10 +15,10 @@ import pytest
 
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef, InteractionState
-from gateway.engine import Gateway
 from gateway.platform import Ack
+from gateway.sessions.engine import Gateway
 from gateway.store.escalations import ESCALATED
 from platforms.memory.platform import MemoryPlatform, Rendered
 from tests.codex_env import CodexHome

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.card_status import status_line
-from gateway.config import ExpiryOutcome, ExpiryPolicy
+from gateway.config.model import ExpiryOutcome, ExpiryPolicy
 from gateway.domain import (
     Action,
     ConversationRef,
@@ -29,12 +28,14 @@ from gateway.domain import (
     Resolution,
     Scope,
 )
-from gateway.engine import Gateway
 from gateway.errors import AlreadyDecided
-from gateway.expiry import TIMED_OUT_MESSAGE, ExpiryPlan, plan_expiry
-from gateway.interactions import DeliveryOutcome, Interaction
+from gateway.interactions.expiry import TIMED_OUT_MESSAGE, ExpiryPlan, plan_expiry
+from gateway.interactions.machine import DeliveryOutcome, Interaction
 from gateway.platform import Ack
-from gateway.store import Store, utc_now
+from gateway.render.card_status import status_line
+from gateway.sessions.engine import Gateway
+from gateway.store.database import utc_now
+from gateway.store.store import Store
 from tests.codex_env import CodexHome
 from tests.gateway_flows import (
     DONE,

@@ -21,14 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from gateway.auth import ActionToken, encode_token, load_or_create_hmac_key
+from gateway.action_tokens import ActionToken, encode_token
 from gateway.cards import QuestionForm
-from gateway.config import Config
-from gateway.decisions import MAY_ANSWER_SECONDS, MAY_ANSWER_TRY_AGAIN
+from gateway.config.hmac_key import load_or_create_hmac_key
+from gateway.config.model import Config
 from gateway.domain import ConversationRef, InteractionState
-from gateway.engine import Gateway
 from gateway.platform import Ack
-from gateway.store import Store
+from gateway.sessions.decisions import MAY_ANSWER_SECONDS, MAY_ANSWER_TRY_AGAIN
+from gateway.sessions.engine import Gateway
+from gateway.store.store import Store
 from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
 from tests.gateway_flows import CAROL, ELSEWHERE, ROOM_T2, Asked, session_of

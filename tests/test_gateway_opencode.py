@@ -18,7 +18,7 @@ import tests.servers.fake_chat_completions as fc
 from adapters.opencode import SERVER_USER
 from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
 from gateway.cards import DiffBlock
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import Answer
 from platforms.registry import parse_config
 from tests.gateway_harness import ALICE, ROOM, running_gateway

@@ -23,10 +23,10 @@ from adapters.launch import ConfiguredLauncher, probe_version
 from adapters.opencode import basic_auth, parse_listening_line
 from adapters.opencode_runtime import free_loopback_port, serve_argv
 from adapters.stdio import AgentProcess, ProcessSpec
-from gateway.config import Config, check_config
+from gateway.config.model import Config, check_config
 from gateway.domain import InteractionState
-from gateway.engine import Gateway
 from gateway.errors import AgentStartError
+from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
 from tests.gateway_harness import ALICE, ROOM, Running

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import Actor, InteractionState
 from gateway.platform import Ack
 from tests.codex_env import CodexHome

@@ -2,7 +2,8 @@
 
 The gateway runs in a process of its own (tests/harness/gateway_proc.py) so that it can really
 die: killed with SIGKILL, or ended with ``os._exit`` at a crash point between a commit and the
-write that follows it (gateway/faults.py). A new process on the same data dir then recovers.
+write that follows it (gateway/sessions/faults.py). A new process on the same data dir then
+recovers.
 Agents run in their own process groups and outlive the gateway, as in a real crash.
 
 What a person would notice is what is asserted: nothing delivered twice (the agent ran the
@@ -28,18 +29,13 @@ from pathlib import Path
 
 import pytest
 
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import InteractionState, Resolution, TurnStatus
-from gateway.expiry import waited as waited_text
-from gateway.faults import CRASH_EXIT_CODE
-from gateway.interactions import DeliveryOutcome, Interaction
-from gateway.store import (
-    CopyState,
-    PromptRecord,
-    PromptState,
-    SessionRecord,
-    TurnRecord,
-)
-from gateway.store.postgresql import PgTarget
+from gateway.interactions.expiry import waited as waited_text
+from gateway.interactions.machine import DeliveryOutcome, Interaction
+from gateway.session_record import SessionRecord
+from gateway.sessions.faults import CRASH_EXIT_CODE
+from gateway.store.records import CopyState, PromptRecord, PromptState, TurnRecord
 from tests.codex_env import CodexHome
 from tests.gateway_flows import without_hash
 from tests.harness.driver import (

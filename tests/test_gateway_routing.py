@@ -1,4 +1,4 @@
-"""Where a session is found and where it is shown are two things (gateway/routing.py).
+"""Where a session is found and where it is shown are two things (gateway/sessions/routing.py).
 
 A session of scope "channel" is found by its channel, and shown in the threads people talk
 in, never at the channel's root; one of scope "user" is found by the person, and shown where
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config, SessionScope
+from gateway.config.model import Config, SessionScope
 from gateway.domain import Actor, ConversationRef
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
 from tests.gateway_flows import with_scope

@@ -16,7 +16,7 @@ import pytest
 
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
-from gateway.store import Store
+from gateway.store.store import Store
 from tests.console_harness import ConsoleRunning, console_gateway, plain_config
 from tests.scripted_launcher import ScriptedLauncher
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config
-from gateway.engine import Gateway
+from gateway.config.model import Config
 from gateway.errors import AgentError, PlatformError
 from gateway.platform import Inbox, Platform
-from gateway.store import Store
+from gateway.sessions.engine import Gateway
+from gateway.store.store import Store
 from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
 from tests.scripted_launcher import ScriptedLauncher

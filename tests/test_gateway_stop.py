@@ -22,11 +22,12 @@ from typing import TypeVar
 import pytest
 
 from gateway.cards import Card
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import InteractionState, Resolution
-from gateway.engine import Gateway
-from gateway.interactions import DeliveryOutcome, Interaction
-from gateway.store import PromptRecord, PromptState, SessionRecord
+from gateway.interactions.machine import DeliveryOutcome, Interaction
+from gateway.session_record import SessionRecord
+from gateway.sessions.engine import Gateway
+from gateway.store.records import PromptRecord, PromptState
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
 from tests.gateway_harness import ALICE, BOB, ROOM

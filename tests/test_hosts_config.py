@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.auth import HMAC_KEY_BYTES, read_hmac_key
-from gateway.config import check_config
+from gateway.config.hmac_key import HMAC_KEY_BYTES, read_hmac_key
+from gateway.config.model import check_config
 from gateway.errors import ConfigError
 from platforms.registry import parse_config
 

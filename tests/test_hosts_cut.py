@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from tests.gateway_flows import WHEN, settles
 from tests.gateway_harness import ALICE, Running
 from tests.harness.pg_proxy import Cut, PgProxy

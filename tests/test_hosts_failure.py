@@ -13,9 +13,9 @@ from pathlib import Path
 
 import psycopg
 
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import ConversationRef
-from gateway.interactions import InteractionState
-from gateway.store.postgresql import PgTarget
+from gateway.interactions.machine import InteractionState
 from platforms.memory.platform import Rendered
 from tests.gateway_harness import ALICE, Running
 from tests.harness.driver import (

@@ -13,10 +13,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import AgentKind, ConversationRef
-from gateway.store import Store
 from gateway.store.database import Conn
-from gateway.store.postgresql import PgTarget
+from gateway.store.store import Store
 from tests.gateway_harness import ALICE
 from tests.hosts_harness import ON_A, both_running, two_hosts
 from tests.pg_cluster import PgCluster, fresh_database

@@ -15,7 +15,6 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gateway import engine
 from gateway.domain import (
     Answer,
     Decision,
@@ -25,6 +24,7 @@ from gateway.domain import (
     Option,
     Question,
 )
+from gateway.sessions import engine
 from tests.pg_cluster import PgCluster
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_telegram import FakeTelegram, Sent

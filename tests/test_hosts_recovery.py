@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import AgentKind, Decision, InteractionState
-from gateway.store import PromptState, Store
-from gateway.store.postgresql import PgTarget
+from gateway.store.records import PromptState
+from gateway.store.store import Store
 from tests.gateway_flows import WHEN, session_of, settles
 from tests.gateway_harness import ALICE, Running
 from tests.hosts_harness import ON_A, host_gateway, memory_of, two_hosts

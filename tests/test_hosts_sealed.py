@@ -13,15 +13,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gateway.audit_export import audit_records, to_csv, to_jsonl
-from gateway.auth import HMAC_KEY_BYTES
+from gateway.config.hmac_key import HMAC_KEY_BYTES
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import Answer, Decision, InteractionState
 from gateway.errors import SealBroken
-from gateway.interactions import DeliveryOutcome
-from gateway.sealing import Sealer
-from gateway.store import Store
+from gateway.interactions.machine import DeliveryOutcome
+from gateway.store.audit_export import audit_records, to_csv, to_jsonl
 from gateway.store.codec import SECRET_MARKER
-from gateway.store.postgresql import PgTarget
+from gateway.store.sealing import Sealer
+from gateway.store.store import Store
 from tests.gateway_flows import WHEN, settles
 from tests.gateway_harness import ALICE
 from tests.hosts_harness import ON_A, both_running, two_hosts

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.auth import HMAC_KEY_BYTES
+from gateway.config.hmac_key import HMAC_KEY_BYTES
 from gateway.domain import Answer
-from gateway.engine import Gateway
 from gateway.platform import connected
+from gateway.sessions.engine import Gateway
 from platforms.form_drafts import LedgerForms
 from platforms.registry import parse_config
 from platforms.slack.config import SlackConfig

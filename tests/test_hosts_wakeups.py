@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import AgentKind, Decision
-from gateway.interactions import DeliveryOutcome
-from gateway.store import Store
-from gateway.store.postgresql import PgTarget
+from gateway.interactions.machine import DeliveryOutcome
+from gateway.store.store import Store
 from gateway.store.wakeups import listen_for_wakeups
 from tests.gateway_flows import WHEN, settles
 from tests.gateway_harness import ALICE

@@ -22,7 +22,7 @@ from gateway.domain import (
     Scope,
 )
 from gateway.errors import IllegalTransition, InvalidDecision
-from gateway.interactions import (
+from gateway.interactions.machine import (
     LIVE_STATES,
     TERMINAL_STATES,
     Interaction,

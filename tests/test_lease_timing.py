@@ -1,10 +1,11 @@
-"""The lease holder's arithmetic (gateway/leases.py): no database, no clock but the test's."""
+"""The lease holder's arithmetic (gateway/store/lease_timing.py): no database, no clock but the
+test's."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway.leases import LeaseTiming
+from gateway.store.lease_timing import LeaseTiming
 
 
 def test_a_lease_not_yet_granted_is_not_held_and_is_asked_for_at_once() -> None:

@@ -12,9 +12,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from gateway.store import Store
+from gateway.config.ledger_url import PgTarget
 from gateway.store.leases import LeaseHolder, acquire, connect, fence_out, lapsed, release, renew
-from gateway.store.postgresql import PgTarget
+from gateway.store.store import Store
 from tests.harness.pg_proxy import PgProxy
 from tests.pg_cluster import PgCluster
 

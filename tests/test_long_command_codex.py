@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from gateway.content_hash import short_hash
+from gateway.interactions.content_hash import short_hash
 from tests.codex_env import CodexHome
 from tests.servers.fake_responses import FakeResponses, message, shell
 from tests.servers.fake_telegram import FakeTelegram

@@ -1,4 +1,4 @@
-"""The agent's Markdown on every surface (gateway/markdown.py): what each format makes of it,
+"""The agent's Markdown on every surface (gateway/render/markdown.py): what each format makes of it,
 and a hostile corpus that must never get through as markup, a mention, or a message Telegram
 refuses, whole or split into parts."""
 
@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from gateway.markdown import (
+from gateway.render.markdown import (
     console_html,
     discord_markdown,
     discord_time,
@@ -18,7 +18,7 @@ from gateway.markdown import (
     split_markdown,
     telegram_html,
 )
-from gateway.textsplit import split_parts
+from gateway.render.textsplit import split_parts
 from tests.servers.telegram_wire import HtmlError, parse_html
 
 PYTHON = "".join(f"def f{i}(x):\n    return x < {i} and x > -{i}  # & co\n" for i in range(90))

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from gateway.auth import LONGEST_TOKEN_BYTES
+from gateway.action_tokens import LONGEST_TOKEN_BYTES
 from gateway.cards import Card, CodeBlock, FieldsBlock, TextBlock
-from gateway.config import ExpiryPolicy
+from gateway.config.model import ExpiryPolicy
 from gateway.domain import (
     Action,
     Command,
@@ -25,9 +25,9 @@ from gateway.domain import (
     Option,
     Question,
 )
-from gateway.engine import Gateway
 from gateway.errors import ConfigError
 from gateway.platform import PlatformLimits
+from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform
 from tests.gateway_harness import ALICE, ROOM, Running
 from tests.scripted_gateway import ASK, open_card, scripted_config

@@ -221,7 +221,11 @@ def test_the_core_config_code_names_no_platform() -> None:
     word = re.compile(rf"(?<![./])\b({'|'.join(sorted(names))})\b", re.IGNORECASE)
     named = [
         f"{path}:{line}: {text!r}"
-        for path in ("gateway/config.py", "gateway/config_source.py", "gateway/platform_config.py")
+        for path in (
+            "gateway/config/model.py",
+            "gateway/config/sources.py",
+            "gateway/config/platform_tables.py",
+        )
         for line, text in _string_constants(ROOT / path)
         if word.search(text)
     ]

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from gateway.config.people import People
 from gateway.domain import (
     Action,
     Command,
@@ -17,9 +18,8 @@ from gateway.domain import (
     Network,
 )
 from gateway.errors import ConfigError
-from gateway.interactions import Interaction
-from gateway.people import People
-from gateway.policy import Requirement, Vote, governing_rule, requirement, tally
+from gateway.interactions.machine import Interaction
+from gateway.interactions.policy import Requirement, Vote, governing_rule, requirement, tally
 from platforms.registry import parse_config
 
 BASE = """\

@@ -27,15 +27,15 @@ from telegram import Bot
 from telegram.error import RetryAfter
 
 from bench import shared_rates as shared_rates_bench
-from gateway.auth import HMAC_KEY_BYTES
-from gateway.cli import shared_rates
-from gateway.config import Config
+from gateway.app.cli import shared_rates
+from gateway.config.hmac_key import HMAC_KEY_BYTES
+from gateway.config.ledger_url import PgTarget
+from gateway.config.model import Config
 from gateway.domain import ConversationRef
 from gateway.platform import Platform, connected
 from gateway.rate_budget import ALONE, Bucket, RateBudget, SharedRates, Ticket, bot_key
-from gateway.store import Store
-from gateway.store.postgresql import PgTarget
 from gateway.store.rate_buckets import LedgerRates
+from gateway.store.store import Store
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DiscordPlatform
 from platforms.outbox import Priority

@@ -13,10 +13,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from gateway.store import Store
+from gateway.config.ledger_url import PgTarget
 from gateway.store.leases import acquire, connect
-from gateway.store.postgresql import PgTarget
 from gateway.store.receiver_offsets import read_offset, write_offset
+from gateway.store.store import Store
 from tests.pg_cluster import PgCluster
 
 TTL = 30.0

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from gateway.config import Config
-from gateway.engine import Gateway
+from gateway.config.model import Config
 from gateway.platform import Platform, connected
-from gateway.receivers import ReceiverLease
+from gateway.sessions.engine import Gateway
+from gateway.sessions.receivers import ReceiverLease
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DiscordPlatform
 from platforms.memory.platform import MemoryPlatform

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import InteractionState, TurnStatus
-from gateway.store import PromptState, Store
+from gateway.store.records import PromptState
+from gateway.store.store import Store
 from platforms.registry import parse_config
 from tests.gateway_harness import ALICE, ROOM, Running, running_gateway
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import tests.servers.fake_anthropic as fm
-from gateway.config import Config
+from gateway.config.model import Config
 from tests.claude_env import ClaudeHome
 from tests.servers.fake_anthropic import CHECKS, COLOR, DONE
 from tests.servers.fake_slack import FakeSlack, Posted

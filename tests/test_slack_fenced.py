@@ -35,10 +35,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from gateway.auth import HMAC_KEY_BYTES
+from gateway.config.hmac_key import HMAC_KEY_BYTES
 from gateway.domain import Answer
-from gateway.engine import Gateway
 from gateway.platform import connected
+from gateway.sessions.engine import Gateway
 from platforms.registry import parse_config
 from platforms.slack.acking import LAST_RETRY, last_attempt, retry_attempt
 from platforms.slack.config import SlackConfig

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.store.store import DATABASE_FILE
 from tests.codex_env import CodexHome
 from tests.harness.driver import end_leftover_agents

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from platforms.turn_end import DONE
 from tests.codex_env import CodexHome
 from tests.servers.fake_responses import FakeResponses, message, shell

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store import CardCopy, CopyState
+from gateway.store.records import CardCopy, CopyState
 from platforms.console.config import ConsoleConfig
 from platforms.console.platform import ConsolePlatform
 from platforms.slack.platform import SLACK_LIMITS
@@ -104,7 +104,7 @@ async def test_a_card_copy_refused_for_good_is_not_offered_again_when_slack_is_b
     fake.add_channel("C0OTHER", "other", members={ALICE.id})
     config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
     launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
-    caplog.set_level(logging.INFO, logger="gateway.engine")
+    caplog.set_level(logging.INFO, logger="gateway.sessions.engine")
     async with on_slack(config, fake, launcher) as slack:
         said = await slack.mention(ALICE, "approve")
         locked = await slack.card(GENERAL, said.ts)

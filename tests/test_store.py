@@ -15,21 +15,15 @@ from typing import Any
 import psycopg
 import pytest
 
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import Actor, AgentKind, ConversationRef, Decision, InteractionState, TurnStatus
 from gateway.errors import StoreError
-from gateway.interactions import DeliveryOutcome
-from gateway.store import (
-    DATABASE_FILE,
-    MIGRATIONS,
-    EnqueueOutcome,
-    EnqueueResult,
-    Migration,
-    PromptState,
-    Store,
-    check_data_dir,
-)
+from gateway.interactions.machine import DeliveryOutcome
 from gateway.store.database import Conn, fetch_one
-from gateway.store.postgresql import PgTarget
+from gateway.store.datadir import check_data_dir
+from gateway.store.migrations import MIGRATIONS, Migration
+from gateway.store.records import EnqueueOutcome, EnqueueResult, PromptState
+from gateway.store.store import DATABASE_FILE, Store
 from gateway.store.trip_tally import TripTally
 from tests.store_backends import open_store
 from tests.store_helpers import (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store import Store
+from gateway.store.store import Store
 
 pytestmark = pytest.mark.timeout(30)
 

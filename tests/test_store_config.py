@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.ledger_url import PgTarget
+from gateway.config.model import Config
 from gateway.domain import AgentKind, InteractionKind, InteractionRequest
 from gateway.errors import ConfigError
-from gateway.store import Store
-from gateway.store.postgresql import PgTarget
+from gateway.store.store import Store
 from platforms.registry import load_config
 from tests.console_harness import CONSOLE_TABLES
 from tests.pg_cluster import PgCluster

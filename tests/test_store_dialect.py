@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.store import Store
+from gateway.config.ledger_url import PgTarget
 from gateway.store.database import utc_now
 from gateway.store.dialect import (
     FOR_UPDATE,
@@ -20,7 +20,8 @@ from gateway.store.dialect import (
     to_postgresql,
 )
 from gateway.store.migrations import MIGRATIONS, POSTGRESQL_ONLY_TABLES, apply_migrations
-from gateway.store.postgresql import PgConn, PgTarget
+from gateway.store.postgresql import PgConn
+from gateway.store.store import Store
 from tests.pg_cluster import PgCluster
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import (
     Actor,
     Answer,
@@ -29,10 +30,16 @@ from gateway.errors import (
     StoreError,
     UnknownInteraction,
 )
-from gateway.interactions import DeliveryOutcome, Interaction, InteractionEvent, derive_run_state
-from gateway.store import SECRET_MARKER, CopyState, Store
+from gateway.interactions.machine import (
+    DeliveryOutcome,
+    Interaction,
+    InteractionEvent,
+    derive_run_state,
+)
+from gateway.store.codec import SECRET_MARKER
 from gateway.store.database import Conn
-from gateway.store.postgresql import PgTarget
+from gateway.store.records import CopyState
+from gateway.store.store import Store
 from tests.store_backends import open_store
 from tests.store_helpers import (
     ALICE,

@@ -13,13 +13,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import Decision
 from gateway.errors import AlreadyDecided, StoreError
-from gateway.interactions import Interaction
-from gateway.store import Store
+from gateway.interactions.machine import Interaction
 from gateway.store.database import RETRIES, Conn
 from gateway.store.dialect import FOR_UPDATE
-from gateway.store.postgresql import PgTarget
+from gateway.store.store import Store
 from tests.pg_cluster import PgCluster, fresh_database
 from tests.store_helpers import ALICE, BOB, TELEGRAM, SteppingClock, approval, running_session
 

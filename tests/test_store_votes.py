@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.content_hash import content_hash
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import Actor, Decision, InteractionState
 from gateway.errors import AlreadyDecided, VersionMoved
-from gateway.policy import Requirement
-from gateway.store import Store
-from gateway.store.postgresql import PgTarget
+from gateway.interactions.content_hash import content_hash
+from gateway.interactions.policy import Requirement
+from gateway.store.store import Store
 from tests.store_backends import open_store
 from tests.store_helpers import SteppingClock, approval, running_session
 

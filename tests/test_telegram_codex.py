@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import ConversationRef
 from tests.codex_env import CodexHome
 from tests.servers.fake_responses import (

@@ -1,6 +1,6 @@
 """Telegram in a 429 storm, the web console beside it: the console's card edits still land.
 
-Each platform has its own card-refresh lane (gateway/broker.py), so Telegram's retry-after,
+Each platform has its own card-refresh lane (gateway/sessions/broker.py), so Telegram's retry-after,
 waited out in its outbox, holds back only Telegram. The real python-telegram-bot against the
 fake Bot API, the real console, the scripted agent."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gateway.engine import Gateway
 from gateway.platform import connected
+from gateway.sessions.engine import Gateway
 from platforms.console.config import ConsoleConfig
 from platforms.console.platform import ConsolePlatform
 from platforms.registry import parse_config

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gateway.config import Config
+from gateway.config.model import Config
 from platforms.turn_end import DONE
 from tests.codex_env import CodexHome
 from tests.servers.fake_responses import FakeResponses, message, shell

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gateway.domain import ConversationRef, Resolution
-from gateway.interactions import Interaction
+from gateway.interactions.machine import Interaction
 from platforms.telegram.platform import QUEUED_REACTION
 from tests.codex_env import CodexHome
 from tests.servers.fake_responses import FakeResponses, message, shell

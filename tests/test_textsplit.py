@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from gateway.textsplit import fit_rendered, split_text
+from gateway.render.textsplit import fit_rendered, split_text
 
 
 def _strip_fences(text: str) -> str:

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from gateway.textsplit import GrowingSplit, split_text
+from gateway.render.textsplit import GrowingSplit, split_text
 
 
 def _piece(rng: random.Random) -> str:

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import TurnStatus
-from gateway.store import MIGRATIONS, Store, TurnTimeline
-from gateway.store.postgresql import PgTarget
+from gateway.store.migrations import MIGRATIONS
+from gateway.store.records import TurnTimeline
+from gateway.store.store import Store
 from gateway.timeline import EntryKind, Timeline
 from tests.store_backends import open_store
 from tests.store_helpers import SteppingClock, approval, running_session

@@ -16,7 +16,7 @@ import pytest
 from gateway.domain import ConversationRef, TurnStatus
 from gateway.events import Warning
 from gateway.platform import PlatformLimits
-from gateway.store import SessionRecord
+from gateway.session_record import SessionRecord
 from gateway.timeline import EntryKind
 from platforms.console.platform import ConsolePlatform
 from platforms.memory.platform import MemoryPlatform

@@ -4,7 +4,7 @@ reported."""
 from __future__ import annotations
 
 from gateway.events import Usage
-from gateway.usage import SessionUsage
+from gateway.sessions.usage import SessionUsage
 
 
 def test_nothing_reported_is_said_plainly() -> None:

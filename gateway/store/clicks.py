@@ -1,7 +1,8 @@
 """What a click is checked against, read in one view of the ledger.
 
 A click, a form or a pre-check (``Inbox.may_answer``) is judged by the pure checks of
-``gateway.auth`` on: the interaction, its session, where its card is shown, which session the
+``gateway.action_tokens`` on: the interaction, its session, where its card is shown, which session
+the
 clicked conversation is bound to, and whether the interaction's runtime epoch is still live.
 :meth:`ClickViews.view` reads all of them in one trip. The same reads run on the writer's
 connection (``store.clicks``, what a decision is checked against) or on the read-only one
@@ -13,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.domain import ConversationRef
-from gateway.interactions import Interaction
+from gateway.interactions.machine import Interaction
+from gateway.session_record import SessionRecord
 from gateway.store.cards import copies_for_sent
 from gateway.store.database import Conn, Reader, conversation_params, fetch_one
 from gateway.store.interaction_rows import SELECT_INTERACTION, interaction_from_row
-from gateway.store.records import CardCopy, EpochRecord, SessionRecord
+from gateway.store.records import CardCopy, EpochRecord
 from gateway.store.sessions import (
     epoch_of_interaction_sent,
     session_of,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from gateway.content_hash import content_hash
 from gateway.domain import Actor, Decision, InteractionKind, InteractionState, Resolution
 from gateway.errors import UnknownInteraction
-from gateway.interactions import (
+from gateway.interactions.content_hash import content_hash
+from gateway.interactions.machine import (
     DecisionFact,
     DeliveryFact,
     DeliveryOutcome,

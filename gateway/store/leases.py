@@ -10,7 +10,8 @@ needs none). It expires by the database's clock only (``now()``), never a host's
 - release: the row is made lapsed at once, fence kept (a fence only grows).
 
 :class:`LeaseHolder` holds one lease on a connection of its own (a renew never waits behind
-the ledger's writer) and keeps :class:`gateway.leases.LeaseTiming`'s deadline: ``holds()``
+the ledger's writer) and keeps :class:`gateway.store.lease_timing.LeaseTiming`'s deadline:
+``holds()``
 turns False the moment a renew is refused or the deadline passes, whatever the loop is
 doing. A renew that finds no database (an error, no answer) is tried again on a new
 connection until the deadline: a cut connection is ridden out, an unreachable database is
@@ -27,8 +28,9 @@ from typing import Any
 
 import psycopg
 
-from gateway.leases import LeaseTiming
-from gateway.store.postgresql import CONNECT_TIMEOUT_S, PgTarget, close_quietly
+from gateway.config.ledger_url import PgTarget
+from gateway.store.lease_timing import LeaseTiming
+from gateway.store.postgresql import CONNECT_TIMEOUT_S, close_quietly
 
 __all__ = [
     "LeaseHolder",

@@ -1,10 +1,10 @@
 """Interactions and their three facts: decision, delivery, resolution (DESIGN.md).
 
-Every move goes through :func:`gateway.interactions.transition` inside one transaction and
+Every move goes through :func:`gateway.interactions.machine.transition` inside one transaction and
 bumps ``version`` with a compare-and-set (``UPDATE ... WHERE id = ? AND version = ?``), so
 even a second process writing the same file cannot make two moves from one state. Events
 that reach an interaction already ended are races, not errors: they are audited and come
-back as an ignored :class:`~gateway.interactions.Transition`.
+back as an ignored :class:`~gateway.interactions.machine.Transition`.
 
 Facts are kept apart: ``decisions`` (one row at most: who, what, when; secret answers
 redacted), ``deliveries`` (append-only: every write, failed write, or "nothing written"),
@@ -29,7 +29,7 @@ from gateway.domain import (
     Scope,
 )
 from gateway.errors import AlreadyDecided, StoreError, VersionMoved
-from gateway.interactions import (
+from gateway.interactions.machine import (
     LIVE_STATES,
     DeliveryOutcome,
     Interaction,
@@ -305,7 +305,7 @@ class InteractionLedger:
         scope "session" or "always" that allows is recorded as a grant, and audited.
 
         ``sealed``: the decision's secret answers sealed for the host that runs the session
-        (gateway/sealing.py), kept in ``sealed_answers`` in the same transaction until
+        (gateway/store/sealing.py), kept in ``sealed_answers`` in the same transaction until
         :meth:`record_delivery`, or any other end of the interaction, deletes it.
         """
 

@@ -419,7 +419,7 @@ _WAKE_THE_OWNER = (
 )
 
 # issue 19, design point 4: a secret answer submitted on one host for a session another host
-# runs, sealed (gateway/sealing.py: AES-GCM under a key derived from the shared HMAC key) in
+# runs, sealed (gateway/store/sealing.py: AES-GCM under a key derived from the shared HMAC key) in
 # the decide transaction; the owner opens it and deletes the row in the transaction that
 # records its write, and every other end of the interaction deletes it. Text (base64url), the
 # same column on both backends. On SQLite (one host) no row is ever written.
@@ -448,7 +448,7 @@ _LEASES = (
 
 # issue 19, design point 8: a person's answers in progress to a card's form, where the next
 # click of the form may reach another host. Keyed by interaction and person (``Actor.key``);
-# the payload is platforms/form_drafts.py's, its secret answers sealed (gateway/sealing.py).
+# the payload is platforms/form_drafts.py's, its secret answers sealed (gateway/store/sealing.py).
 # A draft is read only while its interaction is pending and before ``expires_at``; a submit
 # deletes it, ``FormDraftLedger.purge`` the rest.
 _FORM_DRAFTS = (

@@ -14,43 +14,26 @@ a statement surfaces at the next wait; the runner then rolls back outside the pi
 
 The password never travels in the URL (a URL with one is refused, naming
 ``store_password``): it is the ``password`` keyword, and what is shown of the target is
-:func:`describe` (libpq's parsed conninfo, the password left out).
+`describe` in :mod:`gateway.config.ledger_url` (libpq's parsed conninfo, the password left out).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
 from psycopg import pq
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import dict_row
 
-from gateway.errors import StoreError
+from gateway.config.ledger_url import PgTarget
 from gateway.store.database import Cursor
 from gateway.store.dialect import to_postgresql
 
-__all__ = ["PgConn", "PgTarget", "check_url", "describe", "is_postgresql_url"]
+__all__ = ["CONNECT_TIMEOUT_S", "PgConn", "close_quietly"]
 
 CONNECT_TIMEOUT_S = 10
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PgTarget:
-    """Where the ledger lives on PostgreSQL: a libpq URL without a password, and the
-    password apart (never in ``repr``, so never in a log line or a traceback's locals)."""
-
-    url: str
-    password: str | None = field(default=None, repr=False)
-
-    def __post_init__(self) -> None:
-        check_url(self.url)
-
-    def __str__(self) -> str:
-        return describe(self.url)
 
 
 async def close_quietly(conn: psycopg.AsyncConnection[Any] | None) -> None:
@@ -58,32 +41,6 @@ async def close_quietly(conn: psycopg.AsyncConnection[Any] | None) -> None:
     if conn is not None:
         with contextlib.suppress(psycopg.Error):
             await conn.close()
-
-
-def is_postgresql_url(location: str) -> bool:
-    return location.startswith(("postgresql://", "postgres://"))
-
-
-def check_url(url: str) -> None:
-    """Refuse a URL that libpq cannot parse or that carries a password."""
-    try:
-        parts = conninfo_to_dict(url)
-    except psycopg.ProgrammingError as exc:
-        raise StoreError(f"the store URL is not a PostgreSQL URL: {exc}") from None
-    if "password" in parts:
-        raise StoreError(
-            'the store URL carries a password: put it in store_password ("${ENV}")'
-            " or store_password_file instead"
-        )
-
-
-def describe(url: str) -> str:
-    """The target as it may be logged or shown: ``user@host:port/dbname``, no password."""
-    parts = conninfo_to_dict(url)
-    parts.pop("password", None)
-    user = parts.get("user", "")
-    where = f"{parts.get('host', '')}:{parts.get('port', '5432')}/{parts.get('dbname', '')}"
-    return f"postgresql {user}@{where}" if user else f"postgresql {where}"
 
 
 class PgConn:

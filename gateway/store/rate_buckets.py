@@ -46,9 +46,10 @@ from typing import Any
 
 import psycopg
 
+from gateway.config.ledger_url import PgTarget
 from gateway.rate_budget import Bucket, RateBudget, Ticket
 from gateway.store.leases import connect
-from gateway.store.postgresql import PgTarget, close_quietly
+from gateway.store.postgresql import close_quietly
 
 __all__ = [
     "IDLE_ROW",

@@ -1,6 +1,7 @@
 """What the store returns: frozen records of its rows, and the outcomes of its moves.
 
-The Interaction record itself lives in :mod:`gateway.interactions` with its state machine.
+A session's own record, which the platforms read too, is :mod:`gateway.session_record`.
+The Interaction record itself lives in :mod:`gateway.interactions.machine` with its state machine.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
-from gateway.domain import Actor, AgentKind, ConversationRef, Scope, TurnStatus
-from gateway.interactions import Interaction, Transition
+from gateway.domain import Actor, ConversationRef, Scope, TurnStatus
+from gateway.interactions.machine import Interaction, Transition
 from gateway.timeline import EntryKind
 
 __all__ = [
@@ -25,32 +26,10 @@ __all__ = [
     "Opened",
     "PromptRecord",
     "PromptState",
-    "SessionRecord",
     "TimelineEntry",
     "TurnRecord",
     "TurnTimeline",
 ]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SessionRecord:
-    id: str
-    project: str
-    agent_kind: AgentKind
-    native_session_id: str | None  # what a resume needs (Codex thread id, Claude session id)
-    created_at: datetime
-    current_epoch: int  # 0 until the first runtime starts
-    closed_at: datetime | None  # set by /new or close: the session takes no more prompts
-    close_reason: str | None
-    queue_paused: bool  # some queued prompts are held (/stop, a restart, a failed start)
-    queue_pause_reason: str | None  # why they are held
-    initiator: Actor | None = None  # who started it: the default approver
-    # the host that runs its agents (issue 19); None: this machine (a single-host ledger)
-    host: str | None = None
-
-    @property
-    def is_closed(self) -> bool:
-        return self.closed_at is not None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

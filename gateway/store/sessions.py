@@ -7,7 +7,8 @@ from collections.abc import Callable, Collection, Mapping
 
 from gateway.domain import Actor, AgentKind, ConversationRef
 from gateway.errors import StoreError
-from gateway.interactions import new_short_id
+from gateway.interactions.machine import new_short_id
+from gateway.session_record import SessionRecord
 from gateway.store.database import (
     Conn,
     Database,
@@ -20,7 +21,7 @@ from gateway.store.database import (
     parse_time,
 )
 from gateway.store.dialect import FOR_UPDATE
-from gateway.store.records import EpochRecord, SessionRecord
+from gateway.store.records import EpochRecord
 
 __all__ = [
     "ON_HOST",
@@ -351,7 +352,7 @@ class SessionLedger:
     # --- routes ------------------------------------------------------------------------
 
     async def route(self, key: ConversationRef, session_id: str) -> None:
-        """Make ``session_id`` the session found by ``key`` (gateway/routing.py route_key),
+        """Make ``session_id`` the session found by ``key`` (gateway/sessions/routing.py route_key),
         replacing any other. A route is not a binding: nothing is shown there."""
 
         def route(conn: Conn) -> None:

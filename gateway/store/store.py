@@ -31,7 +31,8 @@ from gateway.store.turns import TurnLedger
 from gateway.store.votes import VoteLedger
 
 if TYPE_CHECKING:
-    from gateway.store.postgresql import PgConn, PgTarget
+    from gateway.config.ledger_url import PgTarget
+    from gateway.store.postgresql import PgConn
 
 __all__ = ["DATABASE_FILE", "Store"]
 

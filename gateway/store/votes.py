@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from gateway.domain import Actor, Decision, InteractionState
 from gateway.errors import AlreadyDecided
-from gateway.interactions import Interaction, validate_decision
-from gateway.policy import Requirement, Tally, Vote, tally
+from gateway.interactions.machine import Interaction, validate_decision
+from gateway.interactions.policy import Requirement, Tally, Vote, tally
 from gateway.store.database import Conn, Database
 from gateway.store.interaction_rows import require_interaction
 from gateway.store.ledger import InteractionLedger, already_decided

@@ -10,7 +10,7 @@ connection cut, the host restarting) is lost, so the caller sweeps every session
 listener (re)connects and polls as a safety net.
 
 A channel name is an identifier (at most 63 bytes): ``host_`` and a host name of at most
-58 characters (``gateway.config.HOST_PATTERN``).
+58 characters (``gateway.config.model.HOST_PATTERN``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from gateway.store.postgresql import CONNECT_TIMEOUT_S, PgTarget
+from gateway.config.ledger_url import PgTarget
+from gateway.store.postgresql import CONNECT_TIMEOUT_S
 
 __all__ = ["RETRY_SECONDS", "channel", "listen_for_wakeups"]
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
 
-from gateway.card_status import action_label, delivery_words, ending
 from gateway.cards import (
     Attachment,
     Block,
@@ -26,8 +25,9 @@ from gateway.cards import (
     TextBlock,
 )
 from gateway.domain import InteractionState, Question
-from gateway.interactions import Interaction
-from gateway.markdown import console_html
+from gateway.interactions.machine import Interaction
+from gateway.render.card_status import action_label, delivery_words, ending
+from gateway.render.markdown import console_html
 from gateway.wording import clock_time, count, line_count, quoted
 from platforms.console.highlight import highlight_code, highlight_diff, highlight_shell
 from platforms.console.views import CardView
@@ -198,7 +198,7 @@ def _decided_what(interaction: Interaction) -> str:
 
 
 def _timeline(interaction: Interaction) -> str:
-    """The facts one by one, in the words of the status line (gateway/card_status.py)."""
+    """The facts one by one, in the words of the status line (gateway/render/card_status.py)."""
     items = [f"<li><b>Asked</b> {clock(interaction.created_at)}</li>"]
     if (fact := interaction.decision) is not None:
         what = escape(_decided_what(interaction))

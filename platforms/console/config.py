@@ -12,9 +12,14 @@ from typing import Annotated
 
 from pydantic import AfterValidator, Field, ValidationInfo
 
-from gateway.config_source import Loc
+from gateway.config.platform_tables import (
+    NonEmpty,
+    PlatformConfig,
+    PlatformTable,
+    known_auth_tables,
+)
+from gateway.config.sources import Loc
 from gateway.domain import Actor
-from gateway.platform_config import NonEmpty, PlatformConfig, PlatformTable, known_auth_tables
 
 __all__ = ["HELP", "TABLE", "ConsoleConfig", "is_loopback"]
 

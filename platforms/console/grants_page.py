@@ -1,12 +1,12 @@
 """The console's grants page (issue 17): what ``/grants`` lists, with a button where the
-gateway can take a grant back (gateway/grant_desk.py says what each does)."""
+gateway can take a grant back (gateway/sessions/grant_desk.py says what each does)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from html import escape
 
-from gateway.grant_desk import ENDS_PROCESS, GrantLine
+from gateway.sessions.grant_desk import ENDS_PROCESS, GrantLine
 from platforms.console.cards_html import PostContext
 from platforms.console.pages import Frame
 

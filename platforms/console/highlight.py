@@ -77,7 +77,7 @@ _SHELLS = frozenset({"sh", "bash", "shell", "zsh", "console"})
 
 def highlight_code(code: str, language: str) -> str | None:
     """A code block of the agent's Markdown, coloured if it is a diff or a shell script
-    (None: left plain); gateway.markdown.console_html's highlighter."""
+    (None: left plain); gateway.render.markdown.console_html's highlighter."""
     if language in ("diff", "patch"):
         return highlight_diff(code)
     if language in _SHELLS:

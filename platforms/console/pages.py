@@ -11,9 +11,9 @@ import re
 from collections.abc import Sequence
 from html import escape
 
-from gateway.markdown import console_html
-from gateway.platform_problems import PlatformProblem
-from gateway.store import SessionRecord
+from gateway.render.markdown import console_html
+from gateway.session_record import SessionRecord
+from gateway.sessions.platform_problems import PlatformProblem
 from platforms.console.assets import SCRIPT, STYLE
 from platforms.console.cards_html import PostContext, card_html, clock, state_class
 from platforms.console.highlight import highlight_code
@@ -279,7 +279,7 @@ def conversation_page(
         f'<span data-key="state" data-version="{escape(state)}" class="state '
         f'{state_class(state)}">{escape(state)}</span>'
     )
-    if usage is not None:  # tokens in and out, the context used (gateway/usage.py)
+    if usage is not None:  # tokens in and out, the context used (gateway/sessions/usage.py)
         head += (
             f' <span data-key="usage" data-version="{escape(usage)}" class="usage meta">'
             f"{escape(usage)}</span>"

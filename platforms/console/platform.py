@@ -46,18 +46,19 @@ from typing import TYPE_CHECKING, TextIO
 from aiohttp import web
 
 from gateway.cards import Card
-from gateway.commands import slash
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
-from gateway.store import SessionRecord
+from gateway.render.commands import slash
+from gateway.session_record import SessionRecord
 from platforms.console.config import ConsoleConfig
 from platforms.console.feed import Changes, Feed
 from platforms.console.security import Guard, PublicAddress
+from platforms.console.server import build_app
 from platforms.console.views import PLATFORM, route_channel
 
 if TYPE_CHECKING:
-    from gateway.engine import Gateway
+    from gateway.sessions.engine import Gateway
 
 __all__ = ["CONSOLE_LIMITS", "ConsolePlatform"]
 
@@ -123,8 +124,6 @@ class ConsolePlatform:
 
     async def connect(self) -> None:
         """Serve (pages answer 503 until the gateway attaches itself)."""
-        from platforms.console.server import build_app
-
         runner = web.AppRunner(build_app(self), access_log=None, shutdown_timeout=SHUTDOWN_SECONDS)
         await runner.setup()
         site = web.TCPSite(runner, self.settings.host, self.settings.port)
@@ -176,7 +175,7 @@ class ConsolePlatform:
     # --- the gateway ----------------------------------------------------------------------
 
     def attach(self, inbox: Inbox) -> None:
-        from gateway.engine import Gateway
+        from gateway.sessions.engine import Gateway
 
         if not isinstance(inbox, Gateway):
             # the console is a view of the gateway's ledger, not only a source of input

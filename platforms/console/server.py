@@ -23,7 +23,8 @@ import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -32,12 +33,20 @@ from multidict import MultiDictProxy
 from gateway.deadline import RECEIVED, answer_in_time
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
-from gateway.grant_desk import GrantDesk
-from gateway.interactions import Interaction
-from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage
+from gateway.interactions.machine import Interaction
+from gateway.platform import (
+    Ack,
+    InboundAction,
+    InboundForm,
+    InboundMessage,
+    Platform,
+)
+from gateway.sessions.grant_desk import GrantDesk
 from platforms.console.answers import answers_from_form
 from platforms.console.assets import CSP
 from platforms.console.cards_html import MESSAGE_MAX_CHARS, PostContext
+from platforms.console.config import ConsoleConfig
+from platforms.console.feed import Changes, Feed
 from platforms.console.grants_page import grants_page
 from platforms.console.pages import (
     Frame,
@@ -46,8 +55,13 @@ from platforms.console.pages import (
     refused_page,
     sessions_page,
 )
-from platforms.console.platform import ConsolePlatform
-from platforms.console.security import BrowserSession, Guard, host_allowed, origin_allowed
+from platforms.console.security import (
+    BrowserSession,
+    Guard,
+    PublicAddress,
+    host_allowed,
+    origin_allowed,
+)
 from platforms.console.views import (
     YOU,
     TextItem,
@@ -62,14 +76,49 @@ from platforms.console.views import (
 )
 
 if TYPE_CHECKING:
-    from gateway.engine import Gateway
+    from gateway.sessions.engine import Gateway
 
-__all__ = ["build_app"]
+__all__ = ["ServedConsole", "build_app"]
 
 log = logging.getLogger(__name__)
 
+
+class ServedConsole(Platform, Protocol):
+    """What the pages use of the console that serves them
+    (:class:`platforms.console.platform.ConsolePlatform`, which builds this app)."""
+
+    @property
+    def settings(self) -> ConsoleConfig: ...
+    @property
+    def words(self) -> tuple[tuple[str, str], ...]: ...
+    @property
+    def actor(self) -> Actor: ...
+    @property
+    def guard(self) -> Guard: ...
+    @property
+    def public(self) -> PublicAddress | None: ...
+    @property
+    def feed(self) -> Feed: ...
+    @property
+    def changes(self) -> Changes: ...
+    @property
+    def since(self) -> datetime | None: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def cookie_name(self) -> str: ...
+    @property
+    def taking_input(self) -> bool: ...
+    @property
+    def gateway(self) -> Gateway | None: ...
+    @property
+    def auth_platform(self) -> str: ...
+    def new_conversation(self, project: str) -> ConversationRef | None: ...
+    def projects(self) -> list[str]: ...
+
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-CONSOLE = web.AppKey("console", ConsolePlatform)
+CONSOLE = web.AppKey("console", ServedConsole)
 SESSION = web.RequestKey("browser_session", BrowserSession)
 FORM: web.RequestKey[MultiDictProxy[str | bytes | bytearray | web.FileField]] = web.RequestKey(
     "form"
@@ -84,7 +133,7 @@ _HEADERS = {
 }
 
 
-def build_app(console: ConsolePlatform) -> web.Application:
+def build_app(console: ServedConsole) -> web.Application:
     app = web.Application(middlewares=[_guard])
     app[CONSOLE] = console
     app.router.add_get("/", _sessions)
@@ -173,7 +222,7 @@ async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
 # --- helpers --------------------------------------------------------------------------------
 
 
-def _parts(request: web.Request) -> tuple[ConsolePlatform, Gateway, BrowserSession]:
+def _parts(request: web.Request) -> tuple[ServedConsole, Gateway, BrowserSession]:
     console = request.app[CONSOLE]
     gateway = console.gateway
     assert gateway is not None  # the guard answered 503 before attach
@@ -364,7 +413,7 @@ async def _revoke(request: web.Request) -> web.Response:
     return _answer(request, Ack(text=said, accepted=said.startswith(f"Grant {grant} revoked")))
 
 
-def _message(console: ConsolePlatform, conversation: ConversationRef, text: str) -> InboundMessage:
+def _message(console: ServedConsole, conversation: ConversationRef, text: str) -> InboundMessage:
     """What the person typed: shown in the conversation, then handed to the gateway."""
     console.feed.add(conversation, text=text, card=None, author=YOU)
     return InboundMessage(

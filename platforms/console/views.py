@@ -15,16 +15,17 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from gateway.cards import Card
-from gateway.config import Config, SessionScope
+from gateway.config.model import Config, SessionScope
 from gateway.domain import Actor, ConversationRef, RunState, TurnStatus
-from gateway.interactions import Interaction, derive_run_state, run_state_words
-from gateway.routing import project_for, route_key
-from gateway.store import CardCopy, SessionRecord, TurnRecord, TurnTimeline
+from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
+from gateway.session_record import SessionRecord
+from gateway.sessions.routing import project_for, route_key
+from gateway.store.records import CardCopy, TurnRecord, TurnTimeline
 from gateway.timeline import EntryKind
 
 if TYPE_CHECKING:
-    from gateway.engine import Gateway
     from gateway.platform import Platform
+    from gateway.sessions.engine import Gateway
 
 __all__ = [
     "YOU",
@@ -116,7 +117,7 @@ def session_title(session: SessionRecord, first_prompt: str | None) -> str:
 
 def route_channel(config: Config, project: str, auth_platform: str) -> str | None:
     """A channel name that routes a console conversation to ``project`` (the routing of
-    gateway/routing.py: the first project whose channels match), or None if none does."""
+    gateway/sessions/routing.py: the first project whose channels match), or None if none does."""
     rules = config.projects[project].auth.get(auth_platform)
     if rules is None:
         return None

@@ -21,7 +21,7 @@ from typing import Any
 import discord
 from discord import ui
 
-from gateway.auth import interaction_named
+from gateway.action_tokens import interaction_named
 from gateway.domain import Actor, ConversationRef
 from gateway.platform import InboundAction, InboundForm, Inbox
 from platforms.discord.forms import answers_of, build_page, pages_of, read_page

@@ -14,8 +14,8 @@ from urllib.parse import urlencode
 
 from pydantic import Field, SecretStr, StringConstraints, field_validator, model_validator
 
+from gateway.config.platform_tables import HttpUrl, PlatformConfig, PlatformTable, non_empty_secret
 from gateway.errors import ConfigError
-from gateway.platform_config import HttpUrl, PlatformConfig, PlatformTable, non_empty_secret
 
 __all__ = [
     "HELP",

@@ -35,9 +35,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.cards import QuestionForm
-from gateway.commands import parse_answers
 from gateway.domain import Answer, Question
 from gateway.errors import InvalidDecision
+from gateway.render.commands import parse_answers
 from platforms.form_drafts import Draft
 
 __all__ = [

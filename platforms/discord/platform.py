@@ -40,7 +40,7 @@ from gateway.platform import (
     ReceiverGate,
 )
 from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
-from gateway.store import SessionRecord
+from gateway.session_record import SessionRecord
 from platforms.comeback import Comeback
 from platforms.discord.clicks import Clicks
 from platforms.discord.client import (
@@ -105,7 +105,7 @@ class DiscordPlatform:
         self._attached_event = asyncio.Event()
         self._stopped = False
         # several hosts on one ledger: the gateway connection only while the gateway's
-        # lease says so (gateway/receivers.py); REST (sending) on every host
+        # lease says so (gateway/sessions/receivers.py); REST (sending) on every host
         self._leased = False
         self._stop_receiving = asyncio.Event()
         self._cards = ShownCards()

@@ -17,7 +17,7 @@ rows of :data:`BUTTONS_PER_ROW` buttons, a label :data:`LABEL_MAX`, a ``custom_i
   in code blocks, lasting grants explained, the questions; facts are fields; the status line
   is the footer. A body too long for the description moves its largest code block to a file
   first (the card says so), then the whole body (the card says so again).
-- Nothing in the agent's text pings anyone: it is defused (gateway/markdown.py) and every
+- Nothing in the agent's text pings anyone: it is defused (gateway/render/markdown.py) and every
   send says whom it may ping. A new card names who may decide it, once, in the message's
   content, and lets exactly them be pinged; an edit pings nobody.
 """
@@ -39,7 +39,7 @@ from gateway.cards import (
     TextBlock,
 )
 from gateway.domain import Scope
-from gateway.markdown import discord_escape, discord_markdown
+from gateway.render.markdown import discord_escape, discord_markdown
 
 __all__ = [
     "BUTTONS_PER_ROW",

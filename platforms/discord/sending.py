@@ -21,8 +21,8 @@ import discord
 from gateway.cards import Card
 from gateway.domain import ConversationRef
 from gateway.errors import PlatformError
-from gateway.markdown import discord_markdown
 from gateway.platform import EditResult, MessageRef, PlatformLimits
+from gateway.render.markdown import discord_markdown
 from platforms.discord.outbox import ARCHIVED_THREAD, DiscordOutbox
 from platforms.discord.render import RenderedCard, clip, render_card
 from platforms.discord.widgets import allowed_mentions, card_view

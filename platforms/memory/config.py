@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from gateway.platform_config import PlatformConfig, PlatformTable
+from gateway.config.platform_tables import PlatformConfig, PlatformTable
 
 __all__ = ["HELP", "TABLE", "MemoryConfig"]
 

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from gateway.cards import Card, card_text_length
-from gateway.commands import slash
 from gateway.deadline import RECEIVED, ack_wait_seconds
 from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
@@ -53,7 +52,8 @@ from gateway.platform import (
     PlatformUnreachable,
     RateLimited,
 )
-from gateway.store import SessionRecord
+from gateway.render.commands import slash
+from gateway.session_record import SessionRecord
 
 __all__ = ["MemoryPlatform", "Rendered", "TurnSignal"]
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from gateway.platform_config import (
+from gateway.config.platform_tables import (
     HttpUrl,
     NonEmpty,
     PlatformConfig,

@@ -33,11 +33,11 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from gateway.auth import interaction_named
-from gateway.commands import HELP_TEXT
+from gateway.action_tokens import interaction_named
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, KnowsFenced
+from gateway.render.commands import HELP_TEXT
 from platforms.form_drafts import PendingForms
 from platforms.hand_over import BUSY, hand_over
 from platforms.slack.acking import (

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.cards import QuestionForm
-from gateway.commands import parse_answers
 from gateway.domain import Answer, Question
 from gateway.errors import InvalidDecision
+from gateway.render.commands import parse_answers
 from platforms.slack.render import clip, escape
 
 __all__ = [

@@ -43,7 +43,7 @@ from gateway.platform import (
     PlatformLimits,
 )
 from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
-from gateway.store import SessionRecord
+from gateway.session_record import SessionRecord
 from platforms.comeback import Comeback
 from platforms.form_drafts import MemoryForms, PendingForms, forms_for
 from platforms.outbox import Pacing

@@ -14,7 +14,7 @@ allow as primary: an allow drawn in the default style is a grant for the turn, t
 always). A question form is one button per option where one click decides (one single-choice
 question, not secret: the option tokens), else one "Answer…" button (``value`` = the submit
 token) that opens a modal (forms.py); the core leaves out an allow action beside a form
-(Claude's "Answer": gateway/cards.py). A decided card has no buttons; its status
+(Claude's "Answer": gateway/render/interaction_card.py). A decided card has no buttons; its status
 line is a context block.
 """
 
@@ -35,7 +35,7 @@ from gateway.cards import (
     TextBlock,
 )
 from gateway.domain import Effect
-from gateway.markdown import slack_mrkdwn
+from gateway.render.markdown import slack_mrkdwn
 
 __all__ = [
     "ACTION_PREFIX",
@@ -79,7 +79,7 @@ def escape(text: str) -> str:
 
 
 def mrkdwn(markdown: str) -> str:
-    """The agent's Markdown as Slack mrkdwn, by the shared renderer (gateway/markdown.py):
+    """The agent's Markdown as Slack mrkdwn, by the shared renderer (gateway/render/markdown.py):
     ``&<>`` escaped, so nothing in the agent's text pings or links. Every text of the agent
     that Slack shows goes through here."""
     return slack_mrkdwn(markdown)

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, StringConstraints, field_validator, model_validator
 
-from gateway.platform_config import (
+from gateway.config.platform_tables import (
     HttpUrl,
     NonEmpty,
     PlatformConfig,

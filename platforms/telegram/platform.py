@@ -52,10 +52,8 @@ from telegram.error import BadRequest, InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
 from gateway.cards import Card
-from gateway.commands import COMMANDS, CommandName, slash
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
-from gateway.markdown import telegram_html
 from gateway.platform import (
     EditResult,
     Inbox,
@@ -65,7 +63,9 @@ from gateway.platform import (
     ReceiverGate,
 )
 from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
-from gateway.store import SessionRecord
+from gateway.render.commands import COMMANDS, CommandName, slash
+from gateway.render.markdown import telegram_html
+from gateway.session_record import SessionRecord
 from platforms.form_drafts import Form, MemoryForms, PendingForms, forms_for
 from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
@@ -159,7 +159,7 @@ class TelegramPlatform:
         self._receiving: asyncio.Task[None] | None = None
         self._receiver: _Receiver | None = None
         # several hosts on one ledger: polling only while the gateway's lease says so
-        # (gateway/receivers.py); a webhook is received by every host all the same
+        # (gateway/sessions/receivers.py); a webhook is received by every host all the same
         self._leased = False
         self._handler: UpdateHandler | None = None
         self._input_stopped = False
@@ -300,7 +300,7 @@ class TelegramPlatform:
             )
         return self._handler
 
-    # --- polling by the gateway's lease (several hosts, gateway/receivers.py) -------------
+    # --- polling by the gateway's lease (several hosts, gateway/sessions/receivers.py) ------
 
     def lease_receiving(self) -> None:
         self._leased = True

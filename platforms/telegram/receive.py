@@ -13,7 +13,8 @@ it again, to the next gateway), a batch being handled is finished, and what was 
 confirmed with a last ``getUpdates(timeout=0)`` (as PTB's Updater does when it stops).
 
 With several hosts on one ledger the poller runs only while this host holds the lease
-``telegram:<bot id>`` (gateway/receivers.py), through a :class:`~gateway.platform.ReceiverGate`:
+``telegram:<bot id>`` (gateway/sessions/receivers.py), through a
+:class:`~gateway.platform.ReceiverGate`:
 it starts from the offset the ledger keeps (the last poller's, wherever it ran), takes a
 batch only while the gate holds, and after each batch's effects are committed saves the
 next offset there (with the lease's fence) before the next ``getUpdates`` confirms it to

@@ -1,7 +1,7 @@
 """A card as a Telegram message: HTML text, an inline keyboard, and files (pure).
 
 The text uses the Bot API's HTML mode (``<b>``, ``<i>``, ``<pre><code>``); everything from
-the agent is escaped, its Markdown (a plan) drawn by gateway/markdown.py. A command is
+the agent is escaped, its Markdown (a plan) drawn by gateway/render/markdown.py. A command is
 shown in a code block, a diff in a ``diff`` code block.
 The Bot API counts its 4096 characters after the markup is parsed: when the text would be
 longer, the largest command or diff (or plan) goes as a file (sendDocument) and the card
@@ -34,7 +34,7 @@ from gateway.cards import (
     TextBlock,
 )
 from gateway.domain import Question, Scope
-from gateway.markdown import telegram_html
+from gateway.render.markdown import telegram_html
 from gateway.wording import attached_notice
 from platforms.form_drafts import Draft, Form
 

@@ -37,12 +37,12 @@ from typing import Any, Protocol
 
 from telegram import CallbackQuery, Chat, Message, Update, User
 
-from gateway.auth import form_choice, interaction_named
-from gateway.commands import NotForUs, parse_chat_text
+from gateway.action_tokens import form_choice, interaction_named
 from gateway.deadline import answer_in_time
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, PlatformLimits
+from gateway.render.commands import NotForUs, parse_chat_text
 from platforms.form_drafts import Form, OpenPrompt, PendingForms, Redraw, Refuse, Step, Submit
 from platforms.telegram.config import GroupMode, TelegramConfig
 from platforms.telegram.forms import (

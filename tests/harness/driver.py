@@ -10,7 +10,7 @@
 
 Everything the gateway process renders is mirrored here (``gw.messages``) as it happens; a
 wait is an awaited change under a deadline, never a sleep. When the process dies, every wait
-fails at once with the end of its log. ``crash_at`` arms a crash point (gateway/faults.py);
+fails at once with the end of its log. ``crash_at`` arms a crash point (gateway/sessions/faults.py);
 the process then ends with ``CRASH_EXIT_CODE`` when it gets there.
 """
 
@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from adapters.process_group import end_leftover_process_group
-from gateway.auth import HMAC_KEY_BYTES
+from gateway.config.hmac_key import HMAC_KEY_BYTES
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import ConversationRef
-from gateway.store import Store
-from gateway.store.postgresql import PgTarget
+from gateway.store.store import Store
 from tests.codex_env import CodexHome
 
 __all__ = [

@@ -3,7 +3,7 @@
     python -m tests.harness.gateway_proc --config gateway.toml [--handshake-timeout S]
         [--host NAME] [--data-dir DIR] [--scripted-approvals N]
 
-It runs the real :class:`gateway.engine.Gateway` (recovery included) with a
+It runs the real :class:`gateway.sessions.engine.Gateway` (recovery included) with a
 :class:`platforms.memory.platform.MemoryPlatform` and the real
 :class:`adapters.launch.ConfiguredLauncher` (or, with ``--scripted-approvals N``, the
 in-process scripted agents of tests/scripted_launcher.py, whose prompts ``approve0`` ...
@@ -38,7 +38,7 @@ A rendered message is ``{"id", "conversation", "text", "card", "edits"}``; a car
 "submit_token"}``. Its platform adopts edits of messages an earlier process sent (see
 ``MemoryPlatform(adopt_unknown=True)``), so after a restart the edited cards show up here too.
 
-``AGENT_GATEWAY_CRASH_AT`` in the environment arms a crash point (gateway/faults.py).
+``AGENT_GATEWAY_CRASH_AT`` in the environment arms a crash point (gateway/sessions/faults.py).
 """
 
 from __future__ import annotations
@@ -55,9 +55,9 @@ from typing import Any
 
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card
-from gateway.config import Config
+from gateway.config.model import Config
 from gateway.domain import Actor, Answer, ConversationRef
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
 from tests.scripted_launcher import ScriptedLauncher

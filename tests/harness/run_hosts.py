@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from gateway.auth import HMAC_KEY_BYTES
+from gateway.config.hmac_key import HMAC_KEY_BYTES
 from tests.harness.driver import SCRIPTED_AGENT
 
 __all__ = [

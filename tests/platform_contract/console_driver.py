@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gateway.domain import InteractionRequest
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from platforms.console.config import ConsoleConfig
 from platforms.console.platform import CONSOLE_LIMITS, ConsolePlatform
 from platforms.registry import parse_config

@@ -41,8 +41,8 @@ from gateway.domain import (
     Question,
     Scope,
 )
-from gateway.engine import Gateway
 from gateway.platform import PlatformLimits
+from gateway.sessions.engine import Gateway
 from tests.scripted_launcher import ScriptedLauncher
 
 __all__ = [

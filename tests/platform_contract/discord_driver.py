@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gateway.domain import InteractionRequest
-from gateway.engine import Gateway
 from gateway.platform import connected
+from gateway.sessions.engine import Gateway
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DISCORD_LIMITS, DiscordPlatform
 from platforms.registry import parse_config

@@ -12,8 +12,8 @@ from typing import TypeVar
 
 from gateway.cards import Card, CodeBlock, DiffBlock, FieldsBlock, TextBlock
 from gateway.domain import Actor, Answer, ConversationRef, InteractionRequest
-from gateway.engine import Gateway
 from gateway.platform import PlatformLimits
+from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
 from tests.platform_contract.contract import (

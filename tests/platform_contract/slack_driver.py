@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from gateway.domain import InteractionRequest
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from platforms.slack.platform import SLACK_LIMITS
 from tests.platform_contract.contract import (
     DEADLINE,

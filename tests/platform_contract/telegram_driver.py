@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from gateway.domain import InteractionRequest
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from platforms.telegram.platform import TELEGRAM_LIMITS
 from tests.platform_contract.contract import (
     DEADLINE,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 from tests.platform_contract.contract import FORM, Case, Driver, FormAnswers, Seen, before_hash
 
 pytestmark = pytest.mark.timeout(60)

@@ -40,7 +40,8 @@ async def test_a_reply_streamed_in_an_outage_is_exact_once_the_platform_is_back(
 ) -> None:
     # the rest of the reply streams while the platform answers 5xx (Slack and Discord: their
     # connections dropped too). ended-while-down: the turn's end waits for the platform to be
-    # back (Inbox.on_platform_back), then shows the final text that failed (gateway/outlets.py).
+    # back (Inbox.on_platform_back), then shows the final text that failed
+    # (gateway/sessions/outlets.py).
     # back-mid-turn: the text catches up in the same message before the turn ends.
     driver.require(Case.OUTAGE)
     whole = "".join(STREAMED)

@@ -1,0 +1,434 @@
+"""``agent-gateway``: run, check, ledger, demo, slack-manifest, discord-invite (``python -m
+gateway`` is the same program)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import re
+import shutil
+import signal
+import socket
+import sys
+import tomllib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gateway import __version__
+from gateway.config.model import (
+    DEFAULT_DATA_DIR,
+    HOST_PATTERN,
+    Config,
+    LogLevel,
+    ProjectConfig,
+    check_config,
+)
+from gateway.config.platform_tables import PlatformConfig
+from gateway.errors import ConfigError, GatewayError
+from gateway.interactions.machine import Interaction
+from gateway.platform import Platform, SharesRates, connected
+from platforms.registry import PLATFORMS, load_config
+
+if TYPE_CHECKING:
+    from gateway.config.ledger_url import PgTarget
+
+__all__ = ["SDK_LOGGERS", "configure_logging", "main"]
+
+log = logging.getLogger("agent-gateway")
+_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_LEVELS = {
+    LogLevel.DEBUG: logging.DEBUG,
+    LogLevel.INFO: logging.INFO,
+    LogLevel.WARNING: logging.WARNING,
+    LogLevel.ERROR: logging.ERROR,
+}
+# SDK loggers that write secrets below WARNING, kept at WARNING (or above) at any log_level:
+# httpx logs every request's URL, and a Telegram URL carries the bot token; PTB's debug lines
+# carry that URL too, and every update it receives (secret answers typed in a DM included);
+# httpcore writes a debug line per request (noise); psycopg its connection attempts (the
+# ledger on PostgreSQL: its target, never the password, but kept quiet all the same);
+# slack_sdk and slack_bolt write every Socket Mode envelope, modal answers included;
+# discord.py logs gateway events and request bodies (modal answers, tokens) at DEBUG
+SDK_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "telegram",
+    "psycopg",
+    "slack_sdk",
+    "slack_bolt",
+    "discord",
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent-gateway",
+        description="Drive local coding agents from chat; answer their approvals with buttons.",
+    )
+    parser.add_argument("--version", action="version", version=f"agent-gateway {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run the gateway")
+    run.add_argument("--config", type=Path, required=True)
+    run.add_argument("--host", type=_host_name, default=None, help=_HOST_HELP)
+    check = commands.add_parser("check", help="validate a config and probe each agent binary")
+    check.add_argument("--config", type=Path, required=True)
+    check.add_argument("--host", type=_host_name, default=None, help=_HOST_HELP)
+    check.add_argument(
+        "--probe-timeout",
+        type=float,
+        default=20.0,
+        help="seconds each agent gets to answer --version (default 20)",
+    )
+    ledger = commands.add_parser("ledger", help="pending and recent interactions")
+    where = ledger.add_mutually_exclusive_group()
+    where.add_argument("--config", type=Path)
+    where.add_argument("--data-dir", type=Path)
+    ledger.add_argument("--limit", type=int, default=20)
+    audit = commands.add_parser(
+        "audit", help="export every interaction since a date (votes, decisions, escalations)"
+    )
+    where = audit.add_mutually_exclusive_group()
+    where.add_argument("--config", type=Path)
+    where.add_argument("--data-dir", type=Path)
+    audit.add_argument("--since", required=True, help="a date or time: 2026-12-01[T09:00]")
+    audit.add_argument("--project", help="only this project's interactions")
+    audit.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    demo = commands.add_parser(
+        "demo", help="the web console with a built-in demo agent: no account, no API key"
+    )
+    demo.add_argument(
+        "--data-dir", type=Path, help="ledger and key (default ~/.local/share/agent-gateway/demo)"
+    )
+    demo.add_argument("--host", default="127.0.0.1", help="the console's address")
+    demo.add_argument("--port", type=int, default=0, help="the console's port (0: a free one)")
+    demo.add_argument("--pace", type=float, default=1.0, help="demo agent speed (0: no pauses)")
+    manifest = commands.add_parser(
+        "slack-manifest", help="print the Slack app manifest to paste into api.slack.com/apps"
+    )
+    manifest.add_argument("--name", default="Agent Gateway", help="the app's name in Slack")
+    manifest.add_argument("--command", dest="slash", default="/agent", help="its slash command")
+    manifest.add_argument(
+        "--request-url", help="HTTP mode: the public https address Slack posts to"
+    )
+    invite = commands.add_parser(
+        "discord-invite",
+        help="print the URL that adds the Discord bot to a server, with the permissions it needs",
+    )
+    whose = invite.add_mutually_exclusive_group(required=True)
+    whose.add_argument(
+        "--config",
+        type=Path,
+        help="take application_id from [platforms.discord] (absent: ask Discord with the token)",
+    )
+    whose.add_argument("--application-id", help="the application's id (Developer Portal)")
+    return parser
+
+
+_HOST_HELP = (
+    "this machine's name, as projects' host keys name it (default: its hostname); "
+    "with several hosts on one PostgreSQL store it runs only its own projects"
+)
+
+
+def _host_name(text: str) -> str:
+    if re.fullmatch(HOST_PATTERN, text) is None:
+        raise argparse.ArgumentTypeError(f"{text!r}: letters, digits, '.', '_', '-' (up to 58)")
+    return text
+
+
+def this_host(named: str | None) -> str:
+    """``--host``, or the machine's hostname."""
+    return named if named is not None else socket.gethostname()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    configure_logging(LogLevel.INFO)  # until a config says otherwise
+    try:
+        if args.command == "check":
+            return asyncio.run(_check(args.config, this_host(args.host), args.probe_timeout))
+        if args.command == "ledger":
+            return asyncio.run(_ledger(args.config, args.data_dir, args.limit))
+        if args.command == "audit":
+            return asyncio.run(
+                _audit(args.config, args.data_dir, args.since, args.project, args.format)
+            )
+        if args.command == "slack-manifest":
+            from platforms.slack.manifest import manifest_json
+
+            print(manifest_json(name=args.name, command=args.slash, request_url=args.request_url))
+            return 0
+        if args.command == "discord-invite":
+            print(_discord_invite(args.config, args.application_id))
+            return 0
+        if args.command == "demo":
+            from gateway.app.demo.command import DEFAULT_DEMO_DATA_DIR, run_demo
+
+            data_dir = args.data_dir or DEFAULT_DEMO_DATA_DIR
+            return asyncio.run(run_demo(data_dir, host=args.host, port=args.port, pace=args.pace))
+        return asyncio.run(_run(args.config, this_host(args.host)))
+    except GatewayError as exc:
+        print(f"agent-gateway: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def _discord_invite(path: Path | None, application_id: str | None) -> str:
+    """The invite URL; from a config, only its ``application_id`` is read (no token or
+    environment needed), else the token's application is asked of Discord."""
+    from platforms.discord.config import DiscordConfig, invite_url, written_application_id
+
+    if path is not None:
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+        application_id = written_application_id(raw)
+        if application_id is None:
+            from platforms.discord.probe import asked_application_id
+
+            settings = load_config(path).platforms.get("discord", DiscordConfig)
+            if settings is None:  # pragma: no cover - written_application_id found the table
+                raise ConfigError(f"{path} has no [platforms.discord] table")
+            application_id = asyncio.run(asked_application_id(settings))
+    if not application_id or not application_id.isdigit():
+        raise ConfigError("--application-id: the application's id is a number (a snowflake)")
+    return invite_url(application_id)
+
+
+def configure_logging(level: LogLevel) -> None:
+    """Log to stderr at ``level``; the :data:`SDK_LOGGERS` never below WARNING."""
+    logging.basicConfig(format=_LOG_FORMAT)  # a handler once (none added if one is there)
+    numeric = _LEVELS[level]
+    logging.getLogger().setLevel(numeric)
+    for name in SDK_LOGGERS:
+        logging.getLogger(name).setLevel(max(numeric, logging.WARNING))
+
+
+def _load_config(path: Path) -> Config:
+    """Read the config and apply its ``[gateway] log_level``."""
+    config = load_config(path)
+    configure_logging(config.gateway.log_level)
+    log.debug(
+        "config %s: projects %s; platforms %s",
+        path,
+        ", ".join(config.projects),
+        ", ".join(config.platforms.enabled()) or "none",
+    )
+    return config
+
+
+async def _check(path: Path, host: str, probe_timeout: float) -> int:
+    """Validate the config, then probe the agent of every project of this host (side by
+    side): one line per project, OK or its problem, and one naming the projects skipped
+    (another host's); non-zero if anything failed."""
+    config = _load_config(path)
+    problems = check_config(config, host)
+    for problem in problems:
+        print(problem)
+    here = config.projects_on(host)
+    skipped = [
+        f"{name} (host {project.host})"
+        for name, project in config.projects.items()
+        if name not in here
+    ]
+    if skipped:
+        print(f"host {host}: skipped, run elsewhere: {', '.join(skipped)}")
+    async with asyncio.TaskGroup() as tasks:
+        probes = {
+            name: tasks.create_task(_probe(name, project, probe_timeout))
+            for name, project in here.items()
+            # else said once above; an attached server is probed at its url
+            if project.attached or shutil.which(project.argv()[0]) is not None
+        }
+        asked = {
+            name: tasks.create_task(_ask_platform(name, settings))
+            for name, settings in config.platforms.items()
+        }
+    failed = 0
+    for probe in probes.values():
+        ok, line = probe.result()
+        failed += not ok
+        print(line)
+    for answer in asked.values():  # what each platform's servers say of its settings
+        said = answer.result()
+        if said is not None:
+            ok, lines = said
+            failed += 0 if ok else len(lines)
+            for line in lines:
+                print(line)
+    count = len(problems) + failed
+    print("config OK" if not count else f"{count} problem(s)")
+    return 1 if count else 0
+
+
+async def _probe(name: str, project: ProjectConfig, deadline: float) -> tuple[bool, str]:
+    """Whether the project's agent answered ``--version``, and the line that says so."""
+    from adapters.launch import probe_version
+
+    via = project.agent_options.url if project.attached else " ".join(project.argv())
+    agent = f"{name}: {project.agent.value} via {via}"
+    try:
+        version = await probe_version(project, deadline=deadline)
+    except GatewayError as exc:
+        return False, f"{agent}: FAILED: {exc}"
+    return True, f"{agent}: {version}"
+
+
+async def _ask_platform(name: str, settings: PlatformConfig) -> tuple[bool, list[str]] | None:
+    """What the platform's servers say of its settings (Slack: the tokens, scopes, Socket
+    Mode); None for a platform that asks nothing. Never raises: a failure is a line."""
+    try:
+        return await PLATFORMS.probe(name, settings)
+    except Exception as exc:
+        return False, [f"{name}: could not be asked: {type(exc).__name__}: {exc}"]
+
+
+def _platforms(config: Config) -> dict[str, Platform]:
+    """The configured platforms, unstarted, built by the registry in its order; a platform's
+    module (and its SDK) is imported only when it is configured. (The console prints its
+    address with the access token once, to stderr, when it starts serving.)"""
+    platforms = {
+        name: PLATFORMS.build(name, settings)
+        for name, settings in config.platforms.items()
+        if PLATFORMS.runs(name)
+    }
+    if not platforms:
+        runnable = ", ".join(name for name in PLATFORMS.names() if PLATFORMS.runs(name))
+        configured = ", ".join(config.platforms.enabled())
+        why = f"{configured}: for tests and embedding" if configured else "none configured"
+        raise GatewayError(f"no chat platform to run ({why}); add one of: {runnable}")
+    return platforms
+
+
+@asynccontextmanager
+async def shared_rates(config: Config, platforms: Mapping[str, Platform]) -> AsyncIterator[None]:
+    """With a shared ledger (PostgreSQL: several hosts, one bot), every platform that can
+    paces by the bot's budgets in it (design point 7), told before it connects and kept
+    until it is closed; with SQLite, nothing: each outbox's own windows, as ever."""
+    target = config.gateway.ledger_target()
+    if target is None:
+        yield
+        return
+    from gateway.store.rate_buckets import LedgerRates
+
+    async with LedgerRates(target) as rates:
+        for platform in platforms.values():
+            if isinstance(platform, SharesRates):
+                platform.share_rates(rates)
+        yield
+
+
+async def _run(path: Path, host: str) -> int:
+    from adapters.launch import ConfiguredLauncher
+    from gateway.sessions.engine import Gateway
+    from gateway.sessions.receivers import lease_receivers
+
+    config = _load_config(path)
+    platforms = _platforms(config)
+    lease_receivers(config, platforms)  # several hosts: one receives Telegram, Discord
+    launcher = ConfiguredLauncher(stop_grace_seconds=config.gateway.stop_grace_seconds)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    # every platform is connected before the gateway's recovery and closed after its ledger;
+    # the gateway attaches them, and tells them to stop taking input before its runners stop
+    async with (
+        shared_rates(config, platforms),
+        connected(platforms),
+        Gateway(config, platforms=platforms, launcher=launcher, host=host) as gateway,
+    ):
+        log.info(
+            "agent-gateway running (host %s, data dir %s, ledger %s)",
+            host,
+            config.gateway.data_dir,
+            gateway.store.location,  # a PostgreSQL target without its password
+        )
+        await stop.wait()
+    return 0
+
+
+def _ledger_location(
+    config_path: Path | None, data_dir: Path | None
+) -> tuple[Path, PgTarget | None]:
+    """``--data-dir``'s SQLite ledger; else the config's ledger (its ``[gateway] store``, a
+    PostgreSQL one, or SQLite in its data dir); else SQLite in the default data dir."""
+    if data_dir is not None:
+        return data_dir, None
+    if config_path is None:
+        return DEFAULT_DATA_DIR.expanduser(), None
+    section = _load_config(config_path).gateway
+    return section.data_dir, section.ledger_target()
+
+
+async def _ledger(config_path: Path | None, data_dir: Path | None, limit: int) -> int:
+    from gateway.store.store import Store
+
+    data_dir, target = _ledger_location(config_path, data_dir)
+    if target is None and not data_dir.is_dir():
+        print(f"no ledger in {data_dir}")
+        return 1
+    async with Store.open(data_dir, postgresql=target) as store:
+        pending = await store.interactions.list_open()
+        print(f"Pending ({len(pending)}):")
+        for interaction in pending:
+            print(_describe(interaction))
+        recent = await store.interactions.list_recent(limit=limit)
+        print(f"\nRecent ({len(recent)}):")
+        for interaction in recent:
+            print(_describe(interaction))
+    return 0
+
+
+async def _audit(
+    config_path: Path | None,
+    data_dir: Path | None,
+    since_text: str,
+    project: str | None,
+    form: str,
+) -> int:
+    from gateway.store.audit_export import audit_records, to_csv, to_jsonl
+    from gateway.store.store import Store
+
+    try:
+        since = datetime.fromisoformat(since_text)
+    except ValueError:
+        said = f"--since {since_text!r} is not a date (2026-12-01 or 2026-12-01T09:00)"
+        print(f"agent-gateway: {said}", file=sys.stderr)
+        return 2
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=UTC)
+    data_dir, target = _ledger_location(config_path, data_dir)
+    if target is None and not data_dir.is_dir():
+        print(f"agent-gateway: no ledger in {data_dir}", file=sys.stderr)
+        return 1
+    async with Store.open(data_dir, postgresql=target) as store:
+        records = await audit_records(store, since.astimezone(UTC), project)
+    sys.stdout.write(to_csv(records) if form == "csv" else to_jsonl(records))
+    return 0
+
+
+def _describe(interaction: Interaction) -> str:
+    lines = [
+        f"  {interaction.id}  {interaction.state.value:<9} {interaction.kind.value:<8} "
+        f"{interaction.title}  (session {interaction.session_id}, epoch "
+        f"{interaction.runtime_epoch}, {interaction.created_at:%Y-%m-%d %H:%M:%S})"
+    ]
+    if interaction.decision is not None:
+        d = interaction.decision
+        what = d.decision.action_id or "answers: " + ", ".join(sorted(d.decision.answers))
+        lines.append(f"      decided   {d.at:%H:%M:%S} by {d.actor}: {what}")
+    if interaction.delivery is not None:
+        v = interaction.delivery
+        error = f" ({v.error})" if v.error else ""
+        lines.append(f"      delivered {v.at:%H:%M:%S}: {v.outcome.value}{error}")
+    if interaction.resolution is not None:
+        r = interaction.resolution
+        lines.append(f"      resolved  {r.at:%H:%M:%S}: {r.how.value} by {r.by}")
+    return "\n".join(lines)

@@ -1,0 +1,751 @@
+"""The TOML configuration, validated by pydantic (DESIGN.md, Configuration).
+
+``config.example.toml`` documents every key. Loading is three passes over plain data:
+
+1. ``tomllib`` parses the text; ``${ENV_VAR}`` references are replaced from the environment
+   and ``<secret>_file`` keys are replaced by the content of the file they name.
+2. pydantic validates the shape (unknown keys are errors). Each ``[platforms.<name>]`` table
+   is validated by its own platform's model, which the core gets from the
+   :class:`~gateway.config.platform_tables.PlatformRegistry` it is handed (``platforms=``): the core
+   names no platform. A name the registry does not know is an error that lists the known
+   ones, and a table with a key missing or unknown is followed by its help in the error.
+3. Rules that span keys are checked: dangerous agent modes need ``allow_dangerous = true``,
+   every enabled platform needs an ``allow_from`` for every project (fail closed), options
+   for another agent are refused, the data dir must not lie inside a work dir, and each
+   platform's own rules (``PlatformConfig.problems``).
+
+Every problem names the dotted key and the line of the file it was found on; secrets never
+appear in a message or a repr (``SecretStr``). Checks that look at the machine (the work dir
+exists, the agent binary is on PATH) are a separate step: :func:`check_config`.
+
+Callers pass the registry; ``platforms.registry`` has :func:`parse_config` and
+:func:`load_config` with the gateway's own registry bound.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from gateway.config.hmac_key import read_hmac_key
+from gateway.config.ledger_url import PgTarget, check_url
+from gateway.config.platform_tables import (
+    AUTH_TABLES,
+    NonEmpty,
+    PlatformConfig,
+    PlatformRegistry,
+    PlatformsSection,
+    known_auth_tables,
+)
+from gateway.config.policy_rules import PolicyRule, policy_problems
+from gateway.config.sources import KeyLocator, Loc, resolve_references
+from gateway.domain import AgentKind
+from gateway.errors import ConfigError, StoreError
+
+__all__ = [
+    "DANGEROUS",
+    "DEFAULT_ARGV",
+    "DEFAULT_DATA_DIR",
+    "HOST_PATTERN",
+    "AgentOptions",
+    "ApprovalPolicy",
+    "CollaborationMode",
+    "Config",
+    "ConfigProblem",
+    "ExpiryOutcome",
+    "ExpiryPolicy",
+    "GatewaySection",
+    "HostName",
+    "LogLevel",
+    "PermissionMode",
+    "PlatformAuth",
+    "PlatformsSection",
+    "ProjectConfig",
+    "SandboxMode",
+    "SessionScope",
+    "check_config",
+    "load_config",
+    "parse_config",
+    "read_password",
+]
+
+DEFAULT_DATA_DIR = Path("~/.local/share/agent-gateway")
+
+
+class LogLevel(StrEnum):
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+class SessionScope(StrEnum):
+    """How a conversation maps to an agent session."""
+
+    THREAD = "thread"  # one session per thread (or per chat/channel where there are none)
+    CHANNEL = "channel"  # one session per channel, shared by its threads
+    USER = "user"  # one session per person, wherever they write
+
+
+class ApprovalPolicy(StrEnum):
+    """Codex ``AskForApproval`` (app-server schema 0.171)."""
+
+    UNTRUSTED = "untrusted"
+    ON_REQUEST = "on-request"
+    NEVER = "never"
+
+
+class SandboxMode(StrEnum):
+    """Codex ``SandboxMode`` (app-server schema 0.171)."""
+
+    READ_ONLY = "read-only"
+    WORKSPACE_WRITE = "workspace-write"
+    DANGER_FULL_ACCESS = "danger-full-access"
+
+
+class PermissionMode(StrEnum):
+    """Claude Code ``--permission-mode`` choices (claude 2.1.197 --help)."""
+
+    DEFAULT = "default"
+    ACCEPT_EDITS = "acceptEdits"
+    PLAN = "plan"
+    DONT_ASK = "dontAsk"  # refuses whatever is not pre-allowed: nobody is asked, nothing runs
+    AUTO = "auto"  # a classifier decides instead of a person: the agent approves itself
+    BYPASS_PERMISSIONS = "bypassPermissions"
+
+
+class CollaborationMode(StrEnum):
+    """Codex ``ModeKind`` (app-server schema 0.171): the mode a project's turns run in."""
+
+    DEFAULT = "default"
+    PLAN = "plan"  # the agent proposes a plan, shown as a card, and changes nothing
+
+
+class ExpiryOutcome(StrEnum):
+    """What the agent is told when a pending interaction expires ("timed out")."""
+
+    DENY = "deny"
+    CANCEL = "cancel"  # deny and stop the turn
+
+
+# Modes in which nobody is asked: refused unless the project says allow_dangerous = true.
+DANGEROUS: Mapping[str, frozenset[str]] = {
+    "approval_policy": frozenset({ApprovalPolicy.NEVER}),
+    "sandbox": frozenset({SandboxMode.DANGER_FULL_ACCESS}),
+    "permission_mode": frozenset({PermissionMode.BYPASS_PERMISSIONS, PermissionMode.AUTO}),
+}
+
+DEFAULT_ARGV: Mapping[AgentKind, tuple[str, ...]] = {
+    AgentKind.CODEX_APP_SERVER: ("codex",),
+    AgentKind.CODEX_EXEC: ("codex",),
+    AgentKind.CLAUDE_CODE: ("claude",),
+    AgentKind.OPENCODE: ("opencode",),
+    # AgentKind.ACP: none; an ACP agent is named by its argv (_agent_problems)
+}
+
+_CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features", "collaboration_mode"})
+_APP_SERVER_ONLY = frozenset({"collaboration_mode"})
+_CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
+_OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the gateway attaches to
+# the agent options each kind does not take (ACP's session/new has no policy or model)
+_NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
+    AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY | _OPENCODE_ONLY,
+    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY | _OPENCODE_ONLY,  # exec has no modes
+    AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY,
+    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"},
+    # OpenCode: its model and provider are its own config; the session's rules ask for every
+    # tool, so no Codex or Claude option means anything to it
+    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
+}
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+
+Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,32}$")]
+EnvName = Annotated[str, StringConstraints(pattern=_ENV_NAME)]
+# a host as ``run --host`` names it (default: the machine's hostname)
+# (up to 58 characters: "host_<name>" is its NOTIFY channel, an identifier of 63 bytes at most)
+HOST_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,57}$"
+HostName = Annotated[str, StringConstraints(pattern=HOST_PATTERN)]
+
+
+def _auth_table(name: str, info: ValidationInfo) -> str:
+    """Whose user ids an ``auth`` table lists: a name the platform registry gives."""
+    known = known_auth_tables(info)
+    if name not in known:
+        raise ValueError(f"unknown platform; one of {', '.join(sorted(known))}")
+    return name
+
+
+AuthTableName = Annotated[str, AfterValidator(_auth_table)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _expand_path(value: Path, info: ValidationInfo) -> Path:
+    """``~`` is expanded; a relative path is relative to the config file's directory."""
+    path = value.expanduser()
+    base = info.context.get("base_dir") if isinstance(info.context, dict) else None
+    if not path.is_absolute() and isinstance(base, Path):
+        path = base / path
+    return path
+
+
+def _optional_path(value: Path | None, info: ValidationInfo) -> Path | None:
+    return None if value is None else _expand_path(value, info)
+
+
+# --- sections ------------------------------------------------------------------------------
+
+
+class GatewaySection(_Model):
+    data_dir: Path = Field(default=DEFAULT_DATA_DIR, validate_default=True)
+    log_level: LogLevel = LogLevel.INFO
+    queue_depth: int = Field(default=20, ge=1, le=10_000)
+    stop_grace_seconds: float = Field(default=5.0, gt=0, le=600)
+    # The ledger: None, SQLite in data_dir; "postgresql://user@host:port/db?sslmode=..." a
+    # PostgreSQL database (issue 18). Its password never in the URL: store_password
+    # ("${ENV}") or store_password_file.
+    store: NonEmpty | None = None
+    store_password: SecretStr | None = None
+    # Several hosts on one PostgreSQL ledger (issue 19): the key that signs the buttons, the
+    # same file on every host so that a card minted on one is valid on another. Read, never
+    # created (gateway.config.hmac_key.read_hmac_key). None: <data_dir>/hmac.key, made on first
+    # start.
+    hmac_key_file: Path | None = None
+    # Several hosts: each holds the lease host:<name> while it runs, renewed every third of
+    # this; a host whose lease lapses for longer is reaped by another (its live requests
+    # orphaned, "host X stopped"). Unused with SQLite.
+    host_lease_seconds: float = Field(default=15.0, ge=0.3, le=600)
+
+    _paths = field_validator("data_dir", mode="after")(_expand_path)
+    _key_path = field_validator("hmac_key_file", mode="after")(_optional_path)
+
+    @field_validator("store", mode="after")
+    @classmethod
+    def _store_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("store is a postgresql:// URL (leave it out for SQLite in data_dir)")
+        try:
+            check_url(value)
+        except StoreError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _password_needs_a_store(self) -> GatewaySection:
+        if self.store_password is not None and self.store is None:
+            raise ValueError("store_password is for a PostgreSQL store: set store too")
+        return self
+
+    def ledger_target(self) -> PgTarget | None:
+        """Where the ledger lives: None for SQLite in data_dir."""
+        if self.store is None:
+            return None
+        password = self.store_password
+        return PgTarget(
+            url=self.store, password=None if password is None else password.get_secret_value()
+        )
+
+
+class AgentOptions(_Model):
+    argv: tuple[NonEmpty, ...] | None = Field(default=None, min_length=1)
+    env: dict[EnvName, SecretStr] = Field(default_factory=dict)
+    env_allowlist: tuple[EnvName, ...] = ()
+    model: NonEmpty | None = None
+    approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
+    sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE
+    permission_mode: PermissionMode = PermissionMode.DEFAULT
+    allowed_tools: tuple[NonEmpty, ...] = ()  # Claude --allowedTools
+    disallowed_tools: tuple[NonEmpty, ...] = ()  # Claude --disallowedTools
+    extra_args: tuple[NonEmpty, ...] = ()  # Claude: more arguments for its command line
+    features: tuple[NonEmpty, ...] = ()
+    # Codex: the mode of a turn that asks for none ("plan": every request is planned first).
+    # None: the thread's own (default, or the last mode a turn asked for)
+    collaboration_mode: CollaborationMode | None = None
+    allow_dangerous: bool = False
+    # OpenCode attached mode: a server someone else runs (it outlives the gateway, which never
+    # starts or ends it), reached at ``url`` with the OPENCODE_SERVER_PASSWORD in
+    # ``password_file`` (its first line). Both or neither.
+    url: Annotated[str, StringConstraints(pattern=r"^https?://[^\s/]+(/[^\s]*)?$")] | None = None
+    password_file: Path | None = None
+
+    _paths = field_validator("password_file", mode="after")(_optional_path)
+
+    def agent_env(self) -> dict[str, str]:
+        """The project's ``env`` table in clear, for the agent's environment only."""
+        return {name: value.get_secret_value() for name, value in self.env.items()}
+
+
+class ExpiryPolicy(_Model):
+    after_seconds: float | None = Field(default=None, gt=0)  # None: never expires
+    outcome: ExpiryOutcome = ExpiryOutcome.DENY
+
+
+class PlatformAuth(_Model):
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+    allow_from: tuple[NonEmpty, ...] = ()  # user ids on that platform, or "*" for anyone
+    approvers: tuple[NonEmpty, ...] | None = None  # None: the session's own initiator
+    # which conversations of that platform go to this project: chat/channel ids, or "*";
+    # the first project (in file order) that matches takes the conversation
+    channels: tuple[NonEmpty, ...] = ("*",)
+
+
+class ProjectConfig(_Model):
+    work_dir: Path
+    agent: AgentKind
+    # the host its agents run on and its work_dir lives on (``run --host NAME``); required
+    # with a PostgreSQL store, refused without one (_host_problems)
+    host: HostName | None = None
+    scope: SessionScope = SessionScope.THREAD
+    agent_options: AgentOptions = Field(default_factory=AgentOptions)
+    expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
+    auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
+    policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
+
+    _paths = field_validator("work_dir", mode="after")(_expand_path)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_flat_options(cls, data: Any) -> Any:
+        """Agent options may be written flat in the project table or in ``agent_options``."""
+        if not isinstance(data, dict):
+            return data
+        flat = {key: data[key] for key in AgentOptions.model_fields if key in data}
+        if not flat:
+            return data
+        nested = data.get("agent_options", {})
+        if not isinstance(nested, dict):
+            return data
+        twice = sorted(set(flat) & set(nested))
+        if twice:
+            raise ValueError(f"{', '.join(twice)} set both here and in agent_options")
+        rest = {key: value for key, value in data.items() if key not in flat}
+        return {**rest, "agent_options": {**nested, **flat}}
+
+    def argv(self) -> tuple[str, ...]:
+        """The agent's argv prefix: the configured one, or the agent's usual binary name."""
+        return self.agent_options.argv or DEFAULT_ARGV.get(self.agent, ())
+
+    @property
+    def attached(self) -> bool:
+        """An agent server the gateway attaches to (OpenCode ``url``) rather than starts."""
+        return self.agent_options.url is not None
+
+
+class Config(_Model):
+    # platforms: validated apart, each table by its platform's own model (parse_config)
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+    gateway: GatewaySection = Field(default_factory=GatewaySection)
+    projects: dict[Name, ProjectConfig] = Field(min_length=1)
+    platforms: PlatformsSection = Field(default_factory=PlatformsSection)
+    groups: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # policy approvers
+    people: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # accounts of one
+
+    _source: str = PrivateAttr(default="<config>")
+    _locator: KeyLocator | None = PrivateAttr(default=None)
+
+    def projects_on(self, host: str | None) -> dict[str, ProjectConfig]:
+        """The projects whose agents run on ``host``: those naming it, and every project of
+        a single-host config (no ``host`` keys, which only a PostgreSQL store allows)."""
+        return {
+            name: project
+            for name, project in self.projects.items()
+            if project.host is None or project.host == host
+        }
+
+    def problem(self, loc: Loc, message: str) -> ConfigProblem:
+        """A problem about one key of this config, located in its source file."""
+        line = self._locator.line_of(loc) if self._locator is not None else None
+        return ConfigProblem(source=self._source, loc=loc, line=line, message=message)
+
+
+# --- problems ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConfigProblem:
+    source: str
+    loc: Loc
+    line: int | None
+    message: str
+
+    @property
+    def key(self) -> str:
+        return ".".join(str(part) for part in self.loc) or "(top level)"
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line is not None else self.source
+        return f"{where}: {self.key}: {self.message}"
+
+
+def _raise(problems: list[ConfigProblem], helps: Mapping[str, str] | None = None) -> None:
+    """Raise one ConfigError naming every problem, then the help of the tables in ``helps``
+    (dotted table name → its help)."""
+    if problems:
+        in_file_order = sorted(problems, key=lambda problem: problem.line or 0)
+        lines = "\n".join(f"  {problem}" for problem in in_file_order)
+        shown = "".join(
+            f"\n\n{table}: its keys, as config.example.toml documents them:\n"
+            + "\n".join(f"    {line}" if line else "" for line in text.strip().splitlines())
+            for table, text in (helps or {}).items()
+        )
+        raise ConfigError(f"invalid configuration:\n{lines}{shown}")
+
+
+# --- pass 2: pydantic errors --------------------------------------------------------------
+
+
+_TOML_WORDS = (
+    ("Input should be", "should be"),
+    ("a valid tuple", "an array"),
+    ("a valid list", "an array"),
+    ("a valid dictionary", "a table"),
+)
+
+
+def _pydantic_message(error: Mapping[str, Any]) -> str:
+    kind = error.get("type")
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "extra_forbidden":
+        return "unknown key"
+    message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    message = re.sub(r"a valid dictionary or instance of \w+", "a table", message)
+    for python, toml in _TOML_WORDS:
+        message = message.replace(python, toml)
+    return message
+
+
+def _pydantic_loc(error: Mapping[str, Any]) -> Loc:
+    return tuple(part for part in error.get("loc", ()) if part != "[key]")
+
+
+# --- pass 3: rules across keys ------------------------------------------------------------
+
+
+def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
+    found: list[tuple[Loc, str]] = []
+    data_dir = config.gateway.data_dir.resolve()
+    for name, project in config.projects.items():
+        found += _agent_problems(("projects", name, "agent_options"), project)
+        found += _auth_problems(("projects", name, "auth"), project, config.platforms)
+        if data_dir.is_relative_to(project.work_dir.resolve()):
+            found.append((("gateway", "data_dir"), f"lies inside the work dir of project {name}"))
+    found += policy_problems(
+        {name: project.policy for name, project in config.projects.items()},
+        config.groups,
+        config.people,
+    )
+    for name, project in config.projects.items():
+        found += _unreachable_approvals(("projects", name, "policy"), project, config.people)
+    for name, settings in config.platforms.items():
+        found += [(("platforms", name, *loc), message) for loc, message in settings.problems()]
+    found += _host_problems(config)
+    return found
+
+
+def _host_problems(config: Config) -> list[tuple[Loc, str]]:
+    """Hosts meet only in a shared ledger: ``host`` needs a PostgreSQL store, and with one
+    every project names its host (its native sessions are files on one machine) and the
+    buttons' key is one file that every host reads."""
+    found: list[tuple[Loc, str]] = []
+    if config.gateway.store is None:
+        for name, project in config.projects.items():
+            if project.host is not None:
+                found.append(
+                    (
+                        ("projects", name, "host"),
+                        'host needs a shared store: set [gateway] store = "postgresql://…"',
+                    )
+                )
+        return found
+    for name, project in config.projects.items():
+        if project.host is None:
+            found.append(
+                (
+                    ("projects", name, "host"),
+                    "required with a PostgreSQL store: every project names its host "
+                    '(host = "NAME": where its agents run and its work_dir is)',
+                )
+            )
+    if config.gateway.hmac_key_file is None:
+        found.append(
+            (
+                ("gateway", "hmac_key_file"),
+                "required with a PostgreSQL store: the buttons' key, the same 32-byte file "
+                "(mode 600) on every host",
+            )
+        )
+    return found
+
+
+def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]:
+    found: list[tuple[Loc, str]] = []
+    options = project.agent_options
+    for key, dangerous in DANGEROUS.items():
+        value = getattr(options, key)
+        if value in dangerous and not options.allow_dangerous:
+            found.append(
+                (
+                    (*where, key),
+                    f'"{value}" lets the agent act without asking anyone; refused unless '
+                    "the project sets allow_dangerous = true",
+                )
+            )
+    wrong = _NOT_FOR[project.agent] & options.model_fields_set
+    if project.agent not in DEFAULT_ARGV and options.argv is None:
+        found.append(((*where, "argv"), f"agent {project.agent} needs an argv: the command to run"))
+    found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
+    if project.agent is AgentKind.OPENCODE:
+        found += _attached_problems(where, options)
+    return found
+
+
+def _attached_problems(where: Loc, options: AgentOptions) -> list[tuple[Loc, str]]:
+    """An attached OpenCode server needs its url and its password file together; it is not
+    started, so an argv would never be run."""
+    if options.url is None and options.password_file is None:
+        return []
+    if options.url is None:
+        return [((*where, "password_file"), "needs url: the OpenCode server to attach to")]
+    if options.password_file is None:
+        return [((*where, "url"), "needs password_file: the server's OPENCODE_SERVER_PASSWORD")]
+    if options.argv is not None:
+        return [((*where, "argv"), "does not apply to an attached OpenCode server (url)")]
+    return []
+
+
+def _unreachable_approvals(
+    where: Loc, project: ProjectConfig, people: Mapping[str, tuple[str, ...]]
+) -> list[tuple[Loc, str]]:
+    """A rule asking N people with no approvers of its own takes the project's: refused
+    where they are fewer than N (by default only the session's initiator decides)."""
+    found: list[tuple[Loc, str]] = []
+    owners = {account: person for person, accounts in people.items() for account in accounts}
+    deciders: set[str] = set()
+    for auth_name, rules in project.auth.items():
+        if rules.approvers is None:
+            deciders.add("the session's initiator")
+        elif "*" in rules.approvers:
+            return found  # anyone who may talk: no count to check
+        else:
+            deciders |= {
+                owners.get(f"{auth_name}:{user}", f"{auth_name}:{user}") for user in rules.approvers
+            }
+    for index, rule in enumerate(project.policy):
+        if rule.approvers or rule.approvals <= max(len(deciders), 1):
+            continue
+        found.append(
+            (
+                (*where, index, "approvals"),
+                f"{rule.approvals} approvals asked of the project's approvers, who are "
+                f"{len(deciders) or 1}: list approvers in the rule",
+            )
+        )
+    return found
+
+
+def _auth_problems(
+    where: Loc, project: ProjectConfig, platforms: PlatformsSection
+) -> list[tuple[Loc, str]]:
+    """Fail closed: every enabled platform names who may talk; approvers are among them."""
+    found: list[tuple[Loc, str]] = []
+    for platform, auth_name in platforms.auth_platforms().items():
+        rules = project.auth.get(auth_name)
+        via = f" (it acts as a {auth_name} user)" if auth_name != platform else ""
+        if rules is None or not rules.allow_from:
+            found.append(
+                (
+                    (*where, auth_name, "allow_from"),
+                    f"platform {platform} is enabled{via} but nobody may talk to this "
+                    'project from it: list user ids in allow_from, or "*" for anyone',
+                )
+            )
+    for auth_name, rules in project.auth.items():
+        if "*" in rules.allow_from:
+            continue
+        strangers = [
+            user for user in rules.approvers or () if user != "*" and user not in rules.allow_from
+        ]
+        if strangers:
+            found.append(
+                (
+                    (*where, auth_name, "approvers"),
+                    f"approvers not in allow_from: {', '.join(strangers)}",
+                )
+            )
+    return found
+
+
+# --- entry points --------------------------------------------------------------------------
+
+
+def _platform_settings(
+    raw: Any, registry: PlatformRegistry, context: Mapping[str, Any]
+) -> tuple[PlatformsSection, list[tuple[Loc, str]], dict[str, str]]:
+    """The ``[platforms]`` tables, each validated by its platform's model: the settings, the
+    problems found, and the help of each table with a key missing or unknown."""
+    if not isinstance(raw, dict):
+        return PlatformsSection(), [(("platforms",), "should be a table")], {}
+    known = registry.names()
+    settings: dict[str, PlatformConfig] = {}
+    found: list[tuple[Loc, str]] = []
+    helps: dict[str, str] = {}
+    for name, table in raw.items():
+        where: Loc = ("platforms", name)
+        if name not in known:
+            found.append((where, f"unknown platform; one of {', '.join(sorted(known))}"))
+            continue
+        schema = registry.table(name)
+        try:
+            settings[name] = schema.model.model_validate(table, context=dict(context))
+        except ValidationError as exc:
+            # not chained: pydantic's own message quotes the input values, secrets included
+            errors = exc.errors(include_input=False, include_url=False)
+            found += [((*where, *_pydantic_loc(e)), _pydantic_message(e)) for e in errors]
+            if any(e.get("type") in ("missing", "extra_forbidden") for e in errors):
+                helps[f"platforms.{name}"] = schema.help  # which keys there are
+    in_order = {name: settings[name] for name in known if name in settings}
+    return PlatformsSection(in_order), found, helps
+
+
+def parse_config(
+    text: str,
+    source_name: str = "<config>",
+    *,
+    platforms: PlatformRegistry,
+    env: Mapping[str, str] | None = None,
+    base_dir: Path | None = None,
+) -> Config:
+    """Parse and validate a config; raise :class:`ConfigError` naming every problem.
+
+    ``platforms`` is the registry the ``[platforms.<name>]`` and ``auth`` tables are checked
+    against; ``env`` defaults to ``os.environ``; ``base_dir`` is where relative paths start.
+    """
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{source_name}: not valid TOML: {exc}") from exc
+    locator = KeyLocator(text)
+
+    def located(loc: Loc, message: str) -> ConfigProblem:
+        return ConfigProblem(
+            source=source_name, loc=loc, line=locator.line_of(loc), message=message
+        )
+
+    data, found = resolve_references(raw, os.environ if env is None else env, base_dir)
+    _raise([located(loc, message) for loc, message in found])
+    context = {"base_dir": base_dir, AUTH_TABLES: platforms.auth_tables()}
+    section, in_tables, helps = _platform_settings(data.pop("platforms", {}), platforms, context)
+    try:
+        config = Config.model_validate({**data, "platforms": section}, context=context)
+    except ValidationError as exc:
+        # not chained: pydantic's own message quotes the input values, secrets included
+        errors = exc.errors(include_input=False, include_url=False)
+    else:
+        errors = []
+    problems = [located(_pydantic_loc(e), _pydantic_message(e)) for e in errors]
+    _raise(problems + [located(loc, message) for loc, message in in_tables], helps)
+    config._source = source_name
+    config._locator = locator
+    _raise([config.problem(loc, message) for loc, message in _cross_key_problems(config)])
+    return config
+
+
+def load_config(
+    path: Path | str, *, platforms: PlatformRegistry, env: Mapping[str, str] | None = None
+) -> Config:
+    """Read and validate the config file at ``path`` (relative paths start at its folder)."""
+    file = Path(path).expanduser()
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {file}: {exc}") from exc
+    return parse_config(
+        text, str(file), platforms=platforms, env=env, base_dir=file.resolve().parent
+    )
+
+
+def check_config(config: Config, host: str | None = None) -> tuple[ConfigProblem, ...]:
+    """What only the machine can tell: the shared HMAC key file can be used, and the work
+    dirs exist and agent binaries can be found for the projects that run on ``host`` (the
+    others' are on their own machines; None: a single-host config's, every project)."""
+    problems: list[ConfigProblem] = []
+    key_file = config.gateway.hmac_key_file
+    if key_file is not None:
+        try:
+            read_hmac_key(key_file)
+        except ConfigError as exc:
+            problems.append(config.problem(("gateway", "hmac_key_file"), str(exc)))
+    for name, project in config.projects_on(host).items():
+        if not project.work_dir.is_dir():
+            problems.append(
+                config.problem(
+                    ("projects", name, "work_dir"), f"{project.work_dir} is not a directory"
+                )
+            )
+        if project.attached:
+            problems += _password_file_problems(config, name, project)
+            continue  # not started by the gateway: `check` probes its url
+        if not project.argv():
+            continue  # an ACP project without argv: refused by _agent_problems already
+        program = project.argv()[0]
+        if shutil.which(program) is None:
+            configured = project.agent_options.argv is not None
+            loc: Loc = (
+                ("projects", name, "agent_options", "argv")
+                if configured
+                else ("projects", name, "agent")
+            )
+            message = f"agent program {program!r} not found (set argv to its path)"
+            problems.append(config.problem(loc, message))
+    return tuple(problems)
+
+
+def _password_file_problems(
+    config: Config, name: str, project: ProjectConfig
+) -> list[ConfigProblem]:
+    path = project.agent_options.password_file
+    assert path is not None  # _attached_problems: url and password_file come together
+    try:
+        read_password(path)
+    except ConfigError as exc:
+        return [config.problem(("projects", name, "agent_options", "password_file"), str(exc))]
+    return []
+
+
+def read_password(path: Path) -> str:
+    """The first line of an attached server's password file (never logged)."""
+    try:
+        first = path.read_text(encoding="utf-8").splitlines()[:1]
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read password file {path}: {exc}") from exc
+    if not first or not first[0].strip():
+        raise ConfigError(f"password file {path} is empty")
+    return first[0].strip()

@@ -1,0 +1,346 @@
+"""An interaction drawn as a platform-neutral card (the model is :mod:`gateway.cards`).
+
+`render_interaction` is pure: an :class:`~gateway.interactions.machine.Interaction` record
+and the platform's text limit in, a :class:`Card` out. Each platform turns a card into its
+own blocks, keyboards or components.
+
+What a person approves is shown whole (DESIGN.md, Platforms): a command, diff or plan too
+long for the message goes as an :class:`Attachment`, the card says so, and every button
+says "(see attached diff)". A card offers exactly the actions the agent offered, one button
+each, labelled with what it does and how far it reaches (where there is a form, an action that
+gives the answers is the form's submit, not a button of its own); once the interaction is no longer
+pending the buttons are gone and the status line tells who decided what, whether it was
+delivered, and how it ended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from gateway.cards import (
+    FIELD_MAX_CHARS,
+    LABEL_MAX_CHARS,
+    LABEL_SHORT_CHARS,
+    TITLE_MAX_CHARS,
+    Attachment,
+    Block,
+    ButtonStyle,
+    Card,
+    CardAction,
+    CodeBlock,
+    DiffBlock,
+    FieldsBlock,
+    FormQuestion,
+    QuestionForm,
+    TextBlock,
+    card_text_length,
+)
+from gateway.domain import (
+    Action,
+    Command,
+    Detail,
+    Effect,
+    FileChange,
+    InteractionKind,
+    InteractionState,
+    Network,
+    Permissions,
+    Plan,
+    Scope,
+    Text,
+)
+from gateway.interactions.machine import Interaction
+from gateway.render.card_status import action_label, status_line
+from gateway.render.tally_line import card_status_line
+from gateway.wording import attached_notice
+
+__all__ = ["render_interaction", "secret_elsewhere"]
+
+
+# --- the pieces ----------------------------------------------------------------------------
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _fields(*pairs: tuple[str, str | None]) -> tuple[FieldsBlock, ...]:
+    kept = tuple((key, _clip(value, FIELD_MAX_CHARS)) for key, value in pairs if value)
+    return (FieldsBlock(fields=kept),) if kept else ()
+
+
+def _detail_blocks(detail: Detail | None, summary: str) -> tuple[Block, ...]:
+    """The blocks of what is asked. A field that says what the summary already says (the
+    agent's reason, often its summary too) is left out: each fact is shown once."""
+
+    def fields(*pairs: tuple[str, str | None]) -> tuple[FieldsBlock, ...]:
+        return _fields(*((key, value) for key, value in pairs if not _said(value, summary)))
+
+    match detail:
+        case None:
+            return ()
+        case Command():
+            label = "Input for the running process" if detail.stdin_for_running_process else ""
+            return (
+                CodeBlock(code=detail.command, language="sh"),
+                *fields(("Note", label), ("Directory", detail.cwd), ("Reason", detail.reason)),
+            )
+        case Network():
+            port = None if detail.port is None else str(detail.port)
+            return fields(
+                ("Host", detail.host),
+                ("Protocol", detail.protocol),
+                ("Port", port),
+                ("Reason", detail.reason),
+            )
+        case FileChange():
+            # the diff's headers name each file: a list of them would say it again
+            files = None if detail.diff else ", ".join(detail.paths)
+            return (
+                *fields(
+                    ("Files", files),
+                    ("Reason", detail.reason),
+                    ("Write access to", detail.grant_root),
+                ),
+                *((DiffBlock(diff=detail.diff, paths=detail.paths),) if detail.diff else ()),
+            )
+        case Permissions():
+            return (
+                TextBlock(text=detail.description),
+                *fields(
+                    ("For", _SCOPE_PHRASE[detail.scope]),
+                    ("Requested", ", ".join(detail.requested)),
+                    ("Reason", detail.reason),
+                ),
+            )
+        case Plan():
+            return (TextBlock(text=detail.markdown, markdown=True),)
+        case Text():
+            return (TextBlock(text=detail.text),)
+
+
+def _said(value: str | None, summary: str) -> bool:
+    return bool(value) and value is not None and value.strip() in summary
+
+
+_SCOPE_PHRASE = {
+    Scope.ONCE: "this time only",
+    Scope.TURN: "this turn",
+    Scope.SESSION: "this session",
+    Scope.ALWAYS: "always",
+}
+# What a button does, where the agent gave no description of its own.
+_EFFECT_PHRASE = {
+    Effect.ALLOW: "Allows it",
+    Effect.DENY: "Refuses it; the agent carries on",
+    Effect.CANCEL: "Refuses it and stops the agent's turn",
+}
+_GRANT_PHRASE = {
+    Scope.ONCE: "this time only",
+    Scope.TURN: "for the rest of this turn",
+    Scope.SESSION: "for the rest of this session",
+    Scope.ALWAYS: "always, as a lasting rule",
+}
+# The short words a label too long for a button gives way to.
+_SHORT_LABEL = {
+    (Effect.ALLOW, Scope.ONCE): "Allow once",
+    (Effect.ALLOW, Scope.TURN): "Allow for this turn",
+    (Effect.ALLOW, Scope.SESSION): "Allow for this session",
+    (Effect.ALLOW, Scope.ALWAYS): "Always allow",
+    (Effect.DENY, Scope.ALWAYS): "Always block",
+}
+
+
+def _attachable(block: Block, kind: InteractionKind) -> tuple[str, str, str] | None:
+    """(what it is, file name, content) for a block a person approves, else None."""
+    match block:
+        case CodeBlock(code=code):
+            return "command", "command.sh", code
+        case DiffBlock(diff=diff):
+            return "diff", "changes.diff", diff
+        case TextBlock(text=text, markdown=True) if kind is InteractionKind.PLAN:
+            return "plan", "plan.md", text
+        case _:
+            return None
+
+
+def _fit(
+    blocks: tuple[Block, ...], base: Card, kind: InteractionKind, text_max_chars: int
+) -> tuple[tuple[Block, ...], tuple[Attachment, ...], tuple[str, ...]]:
+    """Move the largest approvable blocks to attachments until the card fits."""
+    blocks_list = list(blocks)
+    attachments: list[Attachment] = []
+    attached: list[str] = []
+    while card_text_length(_with_blocks(base, blocks_list)) > text_max_chars:
+        candidates = [
+            (len(found[2]), index, found)
+            for index, block in enumerate(blocks_list)
+            if (found := _attachable(block, kind)) is not None
+        ]
+        if not candidates:
+            break
+        _, index, (what, name, content) = max(candidates)
+        blocks_list[index] = TextBlock(text=attached_notice(what, name, content))
+        attachments.append(Attachment(name=name, content=content))
+        attached.append(what)
+    return tuple(blocks_list), tuple(attachments), tuple(attached)
+
+
+def _with_blocks(card: Card, blocks: list[Block]) -> Card:
+    return replace(card, blocks=tuple(blocks))
+
+
+def _explanation(action: Action) -> str:
+    """What the button does, said once: the agent's description, else the effect and reach."""
+    if action.description:
+        return action.description
+    if action.effect is Effect.ALLOW:
+        return f"{_EFFECT_PHRASE[action.effect]}, {_GRANT_PHRASE[action.scope]}."
+    return f"{_EFFECT_PHRASE[action.effect]}."
+
+
+def _short(action: Action) -> tuple[str, str]:
+    """(label, explanation): the label as it is where it is short, else the action's short
+    words, the whole label then leading its explanation."""
+    label = action_label(action.label, action.scope)
+    explanation = _explanation(action)
+    if len(label) <= LABEL_SHORT_CHARS:
+        return label, explanation
+    short = _SHORT_LABEL.get((action.effect, action.scope))
+    if short is None:
+        short = "Deny and stop the turn" if action.effect is Effect.CANCEL else "Deny"
+    return short, f"{action.label.replace('`', '')}: {explanation}"
+
+
+def _button(
+    action: Action, token: str, attached: tuple[str, ...], kind: InteractionKind
+) -> CardAction:
+    label, explanation = _short(action)
+    suffix = "".join(f" (see attached {what})" for what in attached)
+    label = _clip(label, LABEL_MAX_CHARS - len(suffix)) + suffix
+    # sending a plan back refuses nothing for good: the agent plans again
+    sends_back = kind is InteractionKind.PLAN and action.effect is Effect.DENY
+    if action.effect is Effect.ALLOW:
+        style = ButtonStyle.PRIMARY if action.scope is Scope.ONCE else ButtonStyle.DEFAULT
+    elif sends_back:
+        style = ButtonStyle.DEFAULT
+    else:
+        style = ButtonStyle.DANGER
+    return CardAction(
+        label=label,
+        token=token,
+        style=style,
+        effect=action.effect,
+        scope=action.scope,
+        explanation=explanation,
+        rule=action.rule,
+        takes_message=sends_back,
+    )
+
+
+def _answered_by_form(action: Action, form: QuestionForm | None) -> bool:
+    """An action that gives the agent the answers (Claude's "Answer") is the form's own
+    submit where there is a form: as a button of its own it carries no answers and could only
+    be refused, beside the form's "Answer…". Refusing and stopping stay buttons."""
+    return form is not None and action.effect is Effect.ALLOW
+
+
+def _answer_fields(interaction: Interaction) -> tuple[Block, ...]:
+    if interaction.decision is None or not interaction.decision.decision.answers:
+        return ()
+    pairs: list[tuple[str, str | None]] = []
+    for question in interaction.questions:
+        answer = interaction.decision.decision.answers.get(question.id)
+        if answer is None:
+            continue
+        if question.secret:
+            pairs.append((question.header or question.text, "(secret, not shown)"))
+            continue
+        labels = [o.label for o in question.options if o.id in answer.option_ids]
+        if answer.other:
+            labels.append(answer.other)
+        pairs.append((question.header or question.text, ", ".join(labels)))
+    return _fields(*pairs)
+
+
+# --- the card ------------------------------------------------------------------------------
+
+
+def secret_elsewhere(private_places: tuple[str, ...]) -> str:
+    """What a card says, where no answer stays private, about its secret question."""
+    if not private_places:
+        return (
+            "🔒 This asks for a secret answer, which is never typed here, and no platform "
+            "running here can take it privately."
+        )
+    where = ", ".join(private_places)
+    return (
+        "🔒 This asks for a secret answer, which is never typed here: answer it where it "
+        f"stays private ({where})."
+    )
+
+
+def render_interaction(
+    interaction: Interaction,
+    *,
+    token_for: Callable[[str], str],
+    text_max_chars: int = 4096,
+    private_surface: bool = True,
+    private_places: tuple[str, ...] = (),
+) -> Card:
+    """The card for ``interaction`` as it stands now; pure.
+
+    ``token_for(choice)`` makes the signed token for a button (see ``gateway.action_tokens``
+    ``token_factory``): ``"0"``.. for actions, ``"q<i>.<j>"`` for options, ``"s"`` for submit.
+    ``text_max_chars`` is the platform's card body limit. Where the platform has no
+    ``private_surface``, a request with a secret question gets no form at all (its answers
+    are one decision, taken where the secret can be): the card names ``private_places``.
+    """
+    title = _clip(interaction.title, TITLE_MAX_CHARS)
+    status = card_status_line(interaction, status_line(interaction))
+    if interaction.kind is InteractionKind.AUTHENTICATION:
+        return Card(title=title, summary=interaction.summary, status_line=status)
+    pending = interaction.state is InteractionState.PENDING
+    secret_here = not private_surface and any(q.secret for q in interaction.questions)
+    form = None
+    if pending and interaction.questions and not secret_here:
+        form = QuestionForm(
+            questions=tuple(
+                FormQuestion(
+                    question=question,
+                    option_tokens=tuple(
+                        token_for(f"q{i}.{j}") for j in range(len(question.options))
+                    ),
+                )
+                for i, question in enumerate(interaction.questions)
+            ),
+            submit_token=token_for("s"),
+        )
+    blocks = (
+        *_detail_blocks(interaction.detail, interaction.summary),
+        *_answer_fields(interaction),
+    )
+    if pending and secret_here:  # the questions, read-only, and where to answer them
+        asked = _fields(*((q.header or "Question", q.text) for q in interaction.questions))
+        blocks = (*blocks, *asked, TextBlock(text=secret_elsewhere(private_places)))
+    base = Card(title=title, summary=interaction.summary, status_line=status, form=form)
+    blocks, attachments, attached = _fit(blocks, base, interaction.kind, text_max_chars)
+    budget = text_max_chars - card_text_length(_with_blocks(base, list(blocks))) + len(base.summary)
+    summary = _clip(interaction.summary, max(0, budget))
+    actions: tuple[CardAction, ...] = ()
+    if pending:
+        actions = tuple(
+            _button(action, token_for(str(index)), attached, interaction.kind)
+            for index, action in enumerate(interaction.actions)
+            if not _answered_by_form(action, form)
+        )
+    return Card(
+        title=title,
+        summary=summary,
+        blocks=blocks,
+        actions=actions,
+        form=form,
+        status_line=status,
+        attachments=attachments,
+    )

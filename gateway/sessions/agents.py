@@ -1,0 +1,86 @@
+"""What the core needs from a running agent, whatever its protocol.
+
+The core never imports an adapter: ``agent-gateway run`` injects an :class:`AgentLauncher`
+(adapters/launch.py) that turns a project's configuration into a running agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol, runtime_checkable
+
+from gateway.config.model import ProjectConfig
+from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
+
+__all__ = ["AgentLauncher", "ReattachesAgents", "RunningAgent", "SavesPermissions"]
+
+
+class RunningAgent(Protocol):
+    """One runtime instance (one epoch) of a session's agent, started and handshaken."""
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def pgid(self) -> int | None: ...
+
+    @property
+    def start_time(self) -> int | None: ...
+
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    @property
+    def started(self) -> SessionStarted:
+        """What the handshake established: native session id, version, policy in force."""
+        ...
+
+    async def send(self, command: AgentCommand) -> None: ...
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        """Every event after the handshake; ends after the final ``AgentExited``."""
+        ...
+
+    async def stop(self) -> None:
+        """End the agent now (the last resort of /stop); ``AgentExited`` follows."""
+        ...
+
+
+@runtime_checkable
+class SavesPermissions(Protocol):
+    """A running agent whose server may keep "always" as saved permissions of its own
+    (OpenCode's ``/api/permission/saved``), which revoking a grant deletes."""
+
+    async def remove_saved_permissions(
+        self, permission: str | None, resources: Sequence[str]
+    ) -> list[str]:
+        """Delete the saved permissions allowing ``permission`` (any, where None) on one of
+        ``resources``; the ids deleted."""
+        ...
+
+
+class AgentLauncher(Protocol):
+    def launch(
+        self, project: ProjectConfig, *, resume_native_id: str | None
+    ) -> AbstractAsyncContextManager[RunningAgent]:
+        """Start the project's agent (resuming ``resume_native_id`` when given)."""
+        ...
+
+    async def end_leftover(self, *, pid: int, pgid: int | None, start_time: int | None) -> str:
+        """End an agent process a crashed gateway left behind, only if it is still the same
+        process (pid and start time match); returns what was done, for the audit log."""
+        ...
+
+
+@runtime_checkable
+class ReattachesAgents(Protocol):
+    """What a launcher also does for a project whose agent server outlives the gateway
+    (an attached OpenCode ``url``): say what the server still asks, so that a restart keeps
+    those requests pending instead of orphaning them. The core checks for it; a launcher
+    without it is still an :class:`AgentLauncher`."""
+
+    async def still_asked(self, project: ProjectConfig, native_session_id: str) -> frozenset[str]:
+        """The native keys of the session's requests the server still lists; GatewayError
+        (an AgentError) when it cannot be asked."""
+        ...

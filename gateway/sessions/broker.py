@@ -1,0 +1,596 @@
+"""The interaction broker: agent requests in, cards out, decisions back exactly once.
+
+Every move goes through the ledger first (gateway/store): an interaction is recorded before
+its card is shown, a decision is committed (compare-and-set) before it is written to the
+agent, and the write is recorded after. Cards are rendered from the ledger's record, so
+every copy on every platform says the same thing: who decided what, whether it was
+delivered, and how the agent closed the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any, Protocol, TypeVar
+
+from gateway.action_tokens import token_factory
+from gateway.cards import Card
+from gateway.domain import (
+    Actor,
+    Answer,
+    ConversationRef,
+    Decision,
+    InteractionRequest,
+    InteractionState,
+)
+from gateway.errors import (
+    AlreadyAnswered,
+    GatewayError,
+    PlatformError,
+    RequestClosed,
+    SealBroken,
+    StoreError,
+)
+from gateway.interactions.expiry import ExpiryPlan
+from gateway.interactions.machine import Interaction
+from gateway.interactions.policy import Requirement
+from gateway.platform import MessageRef, Platform, RateLimited, RefusedForGood
+from gateway.render.commands import spell_commands
+from gateway.render.interaction_card import render_interaction
+from gateway.sessions.faults import crashpoint
+from gateway.sessions.outbound import with_rate_limit
+from gateway.store.codec import redact_secret_answers
+from gateway.store.records import CardCopy, CopyState
+from gateway.store.sealing import Sealer
+from gateway.store.store import Store
+from gateway.store.votes import VoteOutcome
+
+__all__ = ["Broker", "Deliverer", "DeliveryRefused", "DeliveryWork"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+EDITS_WAIT_SECONDS = 0.2  # how long a card edit may wait for new cards and decisions
+REFUSED_KEPT = 4096  # copies refused for good remembered (the oldest are tried again)
+_SEAL_BROKEN = (
+    "its secret answer, sealed by the host that took it, does not open here: is"
+    " hmac_key_file the same on every host?"
+)
+_SECRET_NOT_KEPT = (
+    "its secret answer is never kept by the gateway, and the attempt that held it was cut off"
+)
+
+
+class DeliveryRefused(GatewayError):
+    """The decision could not be written: the agent that asked is gone."""
+
+
+DeliveryWork = Callable[[], Coroutine[Any, Any, Interaction]]
+
+
+class Deliverer(Protocol):
+    """How the broker reaches the session runner whose agent asked (the engine)."""
+
+    async def deliver(self, interaction: Interaction, decision: Decision) -> None:
+        """Write ``decision`` to the agent of ``interaction``'s epoch, or raise
+        DeliveryRefused (that runtime is gone) / another GatewayError (the write failed)."""
+        ...
+
+    def own_delivery(
+        self, interaction: Interaction, work: DeliveryWork
+    ) -> asyncio.Future[Interaction]:
+        """Run ``work`` (the write and its record) as a task of the session runner whose
+        epoch asked, so that no caller's cancellation reaches it; DeliveryRefused when that
+        runtime is gone."""
+        ...
+
+    def sweep_soon(self, session_id: str) -> None:
+        """Ask the session's runner to deliver its stranded decisions now (Broker.sweep)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Unconfirmed:
+    """A decision whose commit was under way when its caller was cancelled: it may be in
+    the ledger. Kept (in memory only) so that the sweep can write it whole, secret answers
+    included, if the ledger's decision is this one."""
+
+    session_id: str
+    actor: Actor
+    decision: Decision
+
+
+async def _once(call: Callable[[], Awaitable[T]]) -> T:
+    return await call()
+
+
+class _Lane:
+    """One platform's card refreshes: interaction ids in the order they were marked."""
+
+    def __init__(self) -> None:
+        self.dirty: dict[str, None] = {}
+        self.wanted = asyncio.Event()
+
+    def add(self, interaction_id: str) -> None:
+        self.dirty[interaction_id] = None
+        self.wanted.set()
+
+
+class Broker:
+    def __init__(
+        self,
+        store: Store,
+        platforms: Mapping[str, Platform],
+        hmac_key: bytes,
+        deliverer: Deliverer,
+        *,
+        host: str | None = None,
+    ) -> None:
+        self._store = store
+        # the host whose cards this broker sends again (the owner edits its sessions' cards:
+        # issue 19); None: every card of a ledger no other host shares
+        self._host = host
+        self._platforms = platforms
+        self._key = hmac_key
+        self._sealer = Sealer(hmac_key)
+        self._deliverer = deliverer
+        self._in_flight: set[str] = set()  # interactions whose write is under way
+        # written to the agent, but the record of the write failed (the ledger's connection
+        # cut): interaction -> session; its next sweep records it, whatever its state by then
+        self._written: dict[str, str] = {}
+        self._unconfirmed: dict[str, _Unconfirmed] = {}
+        self._closed_by_agent: dict[str, Interaction] = {}  # a write found it closed
+        # copies a platform refused for good (an archived channel, a message it will not
+        # edit): not asked again while this process runs (a restart tries each once more:
+        # the config, a token, may have changed)
+        self._refused_for_good: OrderedDict[int, None] = OrderedDict()
+        # one lane per platform: the interactions whose cards there need a refresh, in order
+        self._lanes = {name: _Lane() for name in platforms}
+        # New cards and decisions go before edits of older cards: while one is under way the
+        # refresher waits (bounded), so that they do not take turns at the ledger's lock
+        self._urgent = 0
+        self._none_urgent = asyncio.Event()
+        self._none_urgent.set()
+
+    # --- the agent asked ------------------------------------------------------------------
+
+    async def open(
+        self, session_id: str, epoch: int, request: InteractionRequest, *, turn_id: int | None
+    ) -> Interaction:
+        """Record the request (idempotent on its native key) and show its card everywhere."""
+        with self.ahead_of_edits():
+            # the record and a pending copy for every bound conversation: one transaction
+            opened = await self._store.interactions.create_with_copies(
+                session_id, epoch, request, turn_id=turn_id
+            )
+            if opened.created:
+                # new copies of the record just made: shown without reading either back (the
+                # runner handles the agent's next event only after this: nothing changed them)
+                for copy in opened.copies:
+                    await self._show(opened.interaction, copy, wait_out_429=False)
+        return opened.interaction
+
+    # --- a person decided -----------------------------------------------------------------
+
+    async def decide(
+        self,
+        interaction: Interaction,
+        actor: Actor,
+        decision: Decision,
+        *,
+        owner: str | None = None,
+    ) -> Interaction:
+        """Commit the decision (CAS), then have the session write it to the agent and record
+        the write.
+
+        Raises AlreadyDecided / InvalidDecision from the ledger; nothing is written then.
+        Returns the interaction as it stands after the delivery attempt. From the commit on,
+        the write and its record belong to the session's runner: a caller cancelled (a
+        platform's ack deadline, a shutdown) strands nothing, and one cancelled while the
+        commit was under way has the session's sweep look for it.
+
+        ``owner``: the host that runs the session, where that is another host (issue 19).
+        Only the commit is made here: the ledger wakes the owner, which writes the decision
+        (its sweep) and edits the cards; this host writes to no agent and edits no card.
+        """
+        # a secret answer for another host's agent goes to it sealed (the ledger keeps it
+        # redacted): design point 4 of issue 19, gateway/store/sealing.py
+        secret = _secret_answers(interaction, decision) if owner is not None else {}
+        sealed = self._sealer.seal(interaction.id, secret) if secret else None
+        try:
+            decided = await self._store.interactions.decide(
+                interaction.id,
+                expected_version=interaction.version,
+                actor=actor,
+                decision=decision,
+                sealed=sealed,
+            )
+        except asyncio.CancelledError:
+            # the commit runs on the ledger's thread and may land all the same (on another
+            # host's session: that host's sweep finds it, as it finds any)
+            if owner is None:
+                self._unconfirmed[interaction.id] = _Unconfirmed(
+                    interaction.session_id, actor, decision
+                )
+                self._deliverer.sweep_soon(interaction.session_id)
+            raise
+        if owner is not None:
+            log.info("decision on %s committed for host %s", decided.id, owner)
+            return decided
+        return await self._deliver_committed(decided, decision)
+
+    async def vote(
+        self,
+        interaction: Interaction,
+        actor: Actor,
+        *,
+        person: str,
+        action_id: str,
+        requirement: Requirement,
+        surface: str,
+        owner: str | None = None,
+    ) -> VoteOutcome:
+        """Record a person's vote (issue 17). Every copy of the card is drawn again with the
+        tally; the vote that reaches N committed the decision in its own transaction, and it
+        is written to the agent here, once, exactly as :meth:`decide` writes one.
+
+        Raises AlreadyDecided / InvalidDecision from the ledger.
+        """
+        outcome = await self._store.votes.cast(
+            interaction.id,
+            person=person,
+            actor=actor,
+            action_id=action_id,
+            requirement=requirement,
+            surface=surface,
+        )
+        if owner is not None:  # the owner draws the tally and writes the decision (decide)
+            return outcome
+        if outcome.decision is None:
+            if outcome.counted:
+                self.mark_dirty(interaction.id)
+            return outcome
+        after = await self._deliver_committed(outcome.interaction, outcome.decision)
+        return replace(outcome, interaction=after)
+
+    async def withdraw_vote(
+        self, interaction: Interaction, actor: Actor, person: str
+    ) -> Interaction:
+        after = await self._store.votes.withdraw(interaction.id, person=person, actor=actor)
+        self.mark_dirty(interaction.id)
+        return after
+
+    async def _deliver_committed(self, decided: Interaction, decision: Decision) -> Interaction:
+        crashpoint("decision_committed")
+        self.mark_dirty(decided.id)
+        try:
+            task = self._deliverer.own_delivery(
+                decided, partial(self._write_and_record, decided, decision)
+            )
+        except DeliveryRefused as exc:
+            # the runtime that asked is gone: the ledger's epoch handling orphans it
+            log.info("decision on %s not delivered: %s", decided.id, exc)
+            return await self._require(decided.id)
+        await asyncio.wait((task,))  # a cancelled caller leaves the task running
+        if task.cancelled():  # the epoch ended under the write: its end orphans the request
+            return await self._require(decided.id)
+        return task.result()
+
+    async def sweep(self, session_id: str, epoch: int) -> int:
+        """Deliver every decision of the epoch that was committed but has no delivery fact
+        and no write under way (its caller was cancelled as the commit landed, or its write's
+        record failed); returns how many were handled. Run by the session's runner.
+
+        It never writes twice: an answer the codec already queued comes back as
+        AlreadyAnswered, which records the earlier write as the delivery. A decision with a
+        secret answer whose clear text this process no longer holds cannot be sent (the
+        ledger keeps it redacted): that failure is recorded, and the card says so.
+        """
+        for interaction_id in [k for k, v in self._written.items() if v == session_id]:
+            current = await self._require(interaction_id)
+            if current.delivery is None:  # a record cut after its COMMIT is not made again
+                await self._store.interactions.record_delivery(interaction_id, ok=True)
+            del self._written[interaction_id]
+            self.mark_dirty(interaction_id)
+        stranded = [
+            i
+            for i in await self._store.interactions.list_open(session_id)
+            if i.runtime_epoch == epoch
+            and i.state is InteractionState.DECIDED
+            and i.delivery is None
+            and i.id not in self._in_flight
+        ]
+        # what this process remembers of the session's strandings, for those still stranded
+        still = {i.id for i in stranded}
+        for memory in (self._unconfirmed, self._closed_by_agent):
+            for interaction_id in [
+                key for key, value in memory.items() if value.session_id == session_id
+            ]:
+                if interaction_id not in still:
+                    del memory[interaction_id]
+        handled = 0
+        for interaction in stranded:
+            if interaction.id in self._closed_by_agent:
+                continue
+            decision = self._committed_decision(interaction)
+            handled += 1
+            failure = _SECRET_NOT_KEPT
+            if decision is None:
+                try:
+                    decision = await self._unsealed(interaction)
+                except SealBroken as exc:
+                    log.warning("the secret answer of %s was not written: %s", interaction.id, exc)
+                    failure = _SEAL_BROKEN
+            if decision is None:
+                await self._store.interactions.record_delivery(
+                    interaction.id, ok=False, error=failure
+                )
+                self.mark_dirty(interaction.id)
+                continue
+            log.info("delivering the stranded decision on %s", interaction.id)
+            await self._write_and_record(interaction, decision)
+        return handled
+
+    def _committed_decision(self, interaction: Interaction) -> Decision | None:
+        fact = interaction.decision
+        assert fact is not None
+        unconfirmed = self._unconfirmed.pop(interaction.id, None)
+        if (
+            unconfirmed is not None
+            and unconfirmed.actor.key() == fact.actor.key()
+            and redact_secret_answers(unconfirmed.decision, interaction.questions) == fact.decision
+        ):
+            return unconfirmed.decision
+        secret = {q.id for q in interaction.questions if q.secret}
+        if secret & fact.decision.answers.keys():
+            return None
+        return fact.decision
+
+    async def _unsealed(self, interaction: Interaction) -> Decision | None:
+        """The committed decision with the secret answers another host sealed for this one
+        put back; None where none were sealed. SealBroken: they do not open, or do not fit."""
+        fact = interaction.decision
+        assert fact is not None
+        sealed = await self._store.interactions.sealed_answers(interaction.id)
+        if sealed is None:
+            return None
+        secret = self._sealer.open(interaction.id, sealed)
+        if secret.keys() != _secret_answers(interaction, fact.decision).keys():
+            raise SealBroken("the sealed answers are not those of the decision")
+        return replace(fact.decision, answers={**fact.decision.answers, **secret})
+
+    async def _write_and_record(self, interaction: Interaction, decision: Decision) -> Interaction:
+        """Write the decision to the agent, then record the write (in the session's task)."""
+        self._in_flight.add(interaction.id)
+        try:
+            try:
+                await self._deliverer.deliver(interaction, decision)
+            except AlreadyAnswered:
+                pass  # an earlier attempt queued these bytes: that write is the delivery
+            except RequestClosed as exc:
+                # the agent closed the request first: its close (already read, or queued
+                # for the session's consumer) is the fact that ends it; nothing was written
+                log.info("decision on %s not written: %s", interaction.id, exc)
+                self._closed_by_agent[interaction.id] = interaction
+                return await self._require(interaction.id)
+            except DeliveryRefused as exc:
+                log.info("decision on %s not delivered: %s", interaction.id, exc)
+                return await self._require(interaction.id)
+            except GatewayError as exc:
+                update = await self._store.interactions.record_delivery(
+                    interaction.id, ok=False, error=str(exc)
+                )
+                self.mark_dirty(interaction.id)
+                return update.interaction
+            crashpoint("response_written")
+            try:
+                update = await self._store.interactions.record_delivery(interaction.id, ok=True)
+            except StoreError:
+                # written: the agent's answer (its close) may come before the ledger is back,
+                # so the session's next sweep records this write whatever the state by then
+                self._written[interaction.id] = interaction.session_id
+                raise
+            crashpoint("delivery_recorded")
+            self.mark_dirty(interaction.id)
+            return update.interaction
+        finally:
+            self._in_flight.discard(interaction.id)
+
+    # --- nobody decided in time -----------------------------------------------------------
+
+    async def expire(self, interaction: Interaction, plan: ExpiryPlan) -> Interaction | None:
+        """The expiry policy fired: commit EXPIRE (CAS on version, like a decision), then
+        write the plan's refusal to the agent through the request's own key, then record
+        the write. None, with nothing written, when a decision (or the agent) came first.
+        """
+        update = await self._store.interactions.expire(
+            interaction.id,
+            expected_version=interaction.version,
+            outcome=plan.outcome,
+            not_written=plan.not_written,
+        )
+        if update is None:
+            return None
+        crashpoint("expiry_committed")
+        expired = update.interaction
+        self.mark_dirty(expired.id)
+        decision = plan.decision
+        if decision is None:
+            return expired
+        try:
+            await self._deliverer.deliver(expired, decision)
+        except GatewayError as exc:  # DeliveryRefused included: the write was not made
+            update = await self._store.interactions.record_delivery(
+                expired.id, ok=False, error=str(exc)
+            )
+        else:
+            update = await self._store.interactions.record_delivery(expired.id, ok=True)
+        self.mark_dirty(expired.id)
+        return update.interaction
+
+    async def _require(self, interaction_id: str) -> Interaction:
+        found = await self._store.interactions.get(interaction_id)
+        if found is None:  # pragma: no cover - interactions are never deleted
+            raise GatewayError(f"interaction {interaction_id} vanished")
+        return found
+
+    # --- cards ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def ahead_of_edits(self) -> Iterator[None]:
+        """Card edits wait (at most EDITS_WAIT_SECONDS) while this block runs: a new card, a
+        person's click. Its latency is what a person waits for; an edit's is not."""
+        self._urgent += 1
+        self._none_urgent.clear()
+        try:
+            yield
+        finally:
+            self._urgent -= 1
+            if not self._urgent:
+                self._none_urgent.set()
+
+    def mark_dirty(self, interaction_id: str) -> None:
+        """Ask the refresher to bring every copy of this card up to date."""
+        for lane in self._lanes.values():
+            lane.add(interaction_id)
+
+    async def run_refresher(self) -> None:
+        """The tasks that edit cards after decisions and closes (owned by the engine): one
+        per platform, so that one platform's 429 (waited out in its lane) never holds back
+        another platform's edits."""
+        async with asyncio.TaskGroup() as lanes:
+            for name, lane in self._lanes.items():
+                lanes.create_task(self._run_lane(name, lane))
+
+    async def _run_lane(self, platform: str, lane: _Lane) -> None:
+        while True:
+            await lane.wanted.wait()
+            lane.wanted.clear()
+            while lane.dirty:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(EDITS_WAIT_SECONDS):
+                        await self._none_urgent.wait()
+                interaction_id = next(iter(lane.dirty))
+                del lane.dirty[interaction_id]
+                await self.refresh(interaction_id, platform=platform)
+
+    async def refresh(self, interaction_id: str, *, platform: str) -> None:
+        """Send or edit every copy of the card on ``platform`` so that it shows the ledger's
+        record (a lane's work: each platform refreshes its own copies)."""
+        interaction, copies = await self._store.interactions.get_with_copies(interaction_id)
+        if interaction is None:  # pragma: no cover - interactions are never deleted
+            raise GatewayError(f"interaction {interaction_id} vanished")
+        for copy in copies:
+            if copy.conversation.platform != platform:
+                continue
+            if copy.rendered_version == interaction.version and copy.state is not CopyState.FAILED:
+                continue
+            if copy.id in self._refused_for_good:
+                continue
+            await self._show(interaction, copy)
+
+    async def resend_failed(self) -> int:
+        """Send again every copy that failed (the platform was down), but those its platform
+        refused for good (they would be refused again); returns how many were tried."""
+        failed = [
+            c
+            for c in await self._store.cards.list_failed(host=self._host)
+            if c.id not in self._refused_for_good
+        ]
+        for copy in failed:
+            await self._show(await self._require(copy.interaction_id), copy)
+        return len(failed)
+
+    def render(self, interaction: Interaction, platform: Platform) -> Card:
+        """The card as ``platform`` shows it: its tokens, its card body limit, no field for
+        a secret where it has no private surface (the card says where to answer), and the
+        commands spelled its way."""
+        limits = platform.limits
+        card = render_interaction(
+            interaction,
+            token_for=token_factory(
+                self._key,
+                interaction.id,
+                interaction.runtime_epoch,
+                max_bytes=limits.callback_max_bytes,
+            ),
+            text_max_chars=limits.card_max_chars,
+            private_surface=limits.has_private_surface,
+            private_places=tuple(
+                name for name, p in self._platforms.items() if p.limits.has_private_surface
+            ),
+        )
+        spelled = spell_commands(card.status_line, platform.spell_command)
+        return card if spelled == card.status_line else replace(card, status_line=spelled)
+
+    async def _show(
+        self, interaction: Interaction, copy: CardCopy, *, wait_out_429: bool = True
+    ) -> None:
+        """Send or edit one copy. ``wait_out_429=False`` (a new card, shown inline while the
+        agent's next event waits): a 429 leaves the copy to its platform's lane, which waits
+        it out, so that one platform's rate limit holds back neither the session nor the
+        copies on other platforms."""
+        platform = self._platforms.get(copy.conversation.platform)
+        if platform is None:
+            await self._store.cards.mark_failed(copy.id, error="platform not running")
+            return
+        card = self.render(interaction, platform)
+        retry = with_rate_limit if wait_out_429 else _once
+        try:
+            if copy.message_ref is None:
+                ref = await retry(partial(platform.send_card, copy.conversation, card))
+                await self._store.cards.mark_sent(
+                    copy.id, message_ref=ref.message_id, version=interaction.version
+                )
+            else:
+                ref = MessageRef(conversation=copy.conversation, message_id=copy.message_ref)
+                await retry(partial(platform.edit_card, ref, card))
+                await self._store.cards.mark_edited(copy.id, version=interaction.version)
+        except PlatformError as exc:
+            if isinstance(exc, RateLimited) and not wait_out_429:
+                self._lanes[copy.conversation.platform].add(interaction.id)
+                return
+            log.warning("card %s on %s failed: %s", interaction.id, platform.name, exc)
+            if isinstance(exc, RefusedForGood):
+                self._refused_for_good[copy.id] = None
+                while len(self._refused_for_good) > REFUSED_KEPT:
+                    self._refused_for_good.popitem(last=False)
+            await self._store.cards.mark_failed(copy.id, error=str(exc))
+
+    # --- what people can see --------------------------------------------------------------
+
+    async def unseen(self, session_id: str) -> list[Interaction]:
+        """Open interactions of the session that no person can see (no copy sent)."""
+        result = []
+        for interaction in await self._store.interactions.list_open(session_id):
+            copies = await self._store.cards.list_for(interaction.id)
+            if not any(c.state in (CopyState.SENT, CopyState.EDITED) for c in copies):
+                result.append(interaction)
+        return result
+
+    async def show_again(self, interaction: Interaction, conversation: ConversationRef) -> None:
+        """Draw the card once more in ``conversation``, below what was said there last (a
+        reply to the card): a copy of its own, sent now, whose buttons decide the same
+        interaction (one decision: the compare-and-set) and which every later edit reaches."""
+        with self.ahead_of_edits():
+            copy = await self._store.cards.add_again(interaction.id, conversation)
+            await self._show(await self._require(interaction.id), copy)
+
+    async def show_in(self, interaction: Interaction, conversation: ConversationRef) -> None:
+        """Show an existing interaction in one more conversation (a new binding)."""
+        copies = await self._store.cards.list_for(interaction.id)
+        if any(c.conversation == conversation for c in copies):
+            return
+        await self._store.cards.add(interaction.id, conversation)
+        self.mark_dirty(interaction.id)
+
+
+def _secret_answers(interaction: Interaction, decision: Decision) -> dict[str, Answer]:
+    """The answers of ``decision`` to ``interaction``'s secret questions."""
+    secret = {q.id for q in interaction.questions if q.secret}
+    return {qid: answer for qid, answer in decision.answers.items() if qid in secret}

@@ -1,0 +1,816 @@
+"""The prompt queue and the control channel: chat messages and commands, and recovery.
+
+Chat text is never a decision: anything that is not a command is queued as a prompt, and
+when an approval or question is waiting the person is told that its card still waits: in
+full once per card in each conversation, then with a short mark on their message (a
+reaction where the platform has one). A reply to a waiting card always gets the full notice,
+and the card is drawn again under it, its buttons live (a copy of its own, edited like the
+others after the decision: still one decision, by compare-and-set). Commands (/stop,
+/status, ...) are never queued. /stop holds what was queued before it; a message typed
+afterwards runs next (gateway/render/queue_notes.py).
+
+Several hosts (issue 19): a command works whichever host receives it. A decision is
+committed here and written by the session's host; /status, /pending and /clear are answered
+here from the ledger; /stop, /new, /resume, /grants and /revoke do here what the ledger can
+and pass the rest to the session's host as a request row (gateway/store/requests.py), which
+wakes it and which it carries out once (:meth:`Control.take_requests`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+from gateway.config.access import may_talk, stranger_refusal
+from gateway.config.model import Config, SessionScope
+from gateway.domain import (
+    Actor,
+    AgentKind,
+    ConversationRef,
+    InteractionKind,
+    InteractionState,
+    TurnStatus,
+)
+from gateway.errors import GatewayError, InvalidDecision, PlatformError
+from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
+from gateway.platform import InboundMessage, Platform
+from gateway.render.card_status import undelivered
+from gateway.render.commands import (
+    HELP_TEXT,
+    AnswerCommand,
+    ApproveCommand,
+    ChatPrompt,
+    CommandName,
+    CommandUsage,
+    ControlCommand,
+    DenyCommand,
+    NotForUs,
+    UnknownCommand,
+    WithdrawCommand,
+    parse_answers,
+    parse_chat_text,
+)
+from gateway.render.queue_notes import held_note
+from gateway.session_record import SessionRecord
+from gateway.sessions.agents import AgentLauncher, ReattachesAgents
+from gateway.sessions.broker import Broker
+from gateway.sessions.decisions import DecisionDesk
+from gateway.sessions.grant_desk import GrantDesk
+from gateway.sessions.outbound import Notifier
+from gateway.sessions.routing import project_for, route_key
+from gateway.sessions.runner import SessionRunner
+from gateway.store.records import EnqueueOutcome, EpochRecord
+from gateway.store.requests import RequestKind, SessionRequest
+from gateway.store.store import Store
+
+__all__ = ["Control"]
+
+log = logging.getLogger(__name__)
+
+# the cards whose full "queued, not a decision" notice each conversation was given: bounded,
+# in memory (a restart orphans every card, so nothing here outlives its cards)
+MAX_TOLD = 4096
+_RECOVERED = {
+    "stopped": "↻ The gateway restarted; the agent process it ran was ended.",
+    "held": "↻ The gateway restarted; the agent process it ran was ended.",
+    "reattach": "↻ The gateway restarted and reached the OpenCode server again: what it still"
+    " asks still waits for an answer.",
+    "let_go": "↻ The gateway restarted; the OpenCode server it is attached to was not ended.",
+}
+QUEUED_MARK = "✍ Queued for the agent."  # where a platform has no mark of its own
+
+if TYPE_CHECKING:
+    from gateway.store.leases import LeaseHolder
+
+
+class SessionsHost(Protocol):
+    """What the control channel uses of the engine that owns it (:class:`~gateway.sessions.
+    engine.Gateway`): its config, ledger, platforms and launcher, the desks, and the session
+    runners it holds."""
+
+    config: Config
+    host: str
+    ledger_host: str | None
+    platforms: dict[str, Platform]
+    launcher: AgentLauncher
+    store: Store
+    broker: Broker
+    desk: DecisionDesk
+    host_lease: LeaseHolder | None
+
+    @property
+    def fenced(self) -> bool: ...
+
+    def runner(self, session: SessionRecord) -> SessionRunner: ...
+
+    def existing_runner(self, session_id: str) -> SessionRunner | None: ...
+
+    def runs_here(self, session: SessionRecord) -> bool: ...
+
+    def session_host(self, project: str) -> str | None: ...
+
+    def owner_elsewhere(self, session: SessionRecord) -> str | None: ...
+
+    def kick(self, session: SessionRecord) -> None: ...
+
+
+class Control:
+    def __init__(self, gateway: SessionsHost) -> None:
+        self._gw = gateway
+        self._store = gateway.store
+        self._notifier = Notifier(gateway.platforms)
+        self._routing = asyncio.Lock()  # finding, creating and binding sessions
+        self._told: OrderedDict[tuple[ConversationRef, str], None] = OrderedDict()
+        self._held_told: dict[str, tuple[int, ...]] = {}  # session: the held prompts last told
+        self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
+
+    # --- recovery -------------------------------------------------------------------------
+
+    async def recover(self) -> None:
+        """End what a previous gateway process left, before anything else happens.
+
+        An epoch whose agent server outlives the gateway (an attached OpenCode) is not ended
+        blindly: the server is asked first. Its requests it still lists stay pending (cards
+        untouched) and the session's runner reattaches to it; the others are orphaned as a
+        runtime that outlived the gateway (an answer written to it: UNKNOWN)."""
+        store = self._store
+        touched: dict[str, str] = {}
+        host = self._gw.ledger_host  # on a shared ledger: only this host's; else every one
+        for epoch in await store.sessions.live_epochs(host=host):
+            if await self._reattached(epoch, touched):
+                continue
+            outcome = "no process recorded"
+            if epoch.pid is not None:
+                outcome = await self._gw.launcher.end_leftover(
+                    pid=epoch.pid,
+                    pgid=epoch.pgid,
+                    start_time=int(epoch.process_start_time)
+                    if epoch.process_start_time is not None
+                    else None,
+                )
+            await store.audit.record(
+                "recovery.leftover_agent",
+                session_id=epoch.session_id,
+                details={"epoch": epoch.epoch, "pid": epoch.pid, "outcome": outcome},
+            )
+            await store.sessions.end_epoch(
+                epoch.session_id, epoch.epoch, exit_description="the gateway restarted"
+            )
+            for update in await store.interactions.orphan_epoch(
+                epoch.session_id, epoch.epoch, gateway_restarted=True, note="the gateway restarted"
+            ):
+                self._gw.broker.mark_dirty(update.interaction.id)
+            touched[epoch.session_id] = "stopped"
+        for session_id in await store.prompts.recover_after_restart(host=host):
+            touched.setdefault(session_id, "held")
+        if host is not None:  # commands other hosts passed to the previous process: dropped
+            await self._drop_requests(host, why="restarted")
+        for copy in await store.cards.list_outdated(host=host):
+            self._gw.broker.mark_dirty(copy.interaction_id)
+        await self._gw.broker.resend_failed()
+        for session_id, how in touched.items():
+            held = await store.prompts.list_held(session_id)
+            text = _RECOVERED.get(how, _RECOVERED["stopped"])
+            if held:
+                text += " " + held_note(len(held), typed_now=False)
+            text += " Your next message resumes the conversation."
+            await self._notifier.send(await store.sessions.list_bindings(session_id), text)
+        for session_id, how in touched.items():
+            if how == "reattach":
+                session = await store.sessions.get(session_id)
+                if session is not None and session.current_epoch:
+                    self._gw.runner(session).reattach(session.current_epoch)
+
+    async def reap(self, host: str) -> list[str]:
+        """Another host stopped (its lease lapsed and this host fenced it out, design point
+        9): orphan its live epochs' requests ("host X stopped"), interrupt its in-flight
+        prompts and hold its queues, edit the cards and tell the conversations. Its agents are
+        processes on its machine: not signalled here, and their epochs stay live in the
+        ledger, so that X's own recovery, when it comes back, finds them and ends their
+        process groups (a SIGKILLed gateway leaves its agents running). Returns the sessions
+        touched."""
+        store = self._store
+        note = f"host {host} stopped"
+        touched: list[str] = []
+        for epoch in await store.sessions.live_epochs(host=host):
+            for update in await store.interactions.orphan_epoch(
+                epoch.session_id, epoch.epoch, gateway_restarted=True, note=note
+            ):
+                self._gw.broker.mark_dirty(update.interaction.id)
+            touched.append(epoch.session_id)
+        for session_id in await store.prompts.recover_after_restart(host=host):
+            if session_id not in touched:
+                touched.append(session_id)
+        await self._drop_requests(host, why="stopped")
+        for session_id in touched:
+            await store.audit.record(
+                "hosts.reaped", session_id=session_id, details={"host": host, "by": self._gw.host}
+            )
+            held = await store.prompts.list_held(session_id)
+            text = (
+                f"⚠ Host {host} stopped answering the ledger: its agent for this conversation"
+                " is taken as ended, and its open requests can no longer be answered."
+            )
+            if held:
+                text += " " + held_note(len(held), typed_now=False)
+            text += f" Your next message resumes the conversation once host {host} is back."
+            await self._notifier.send(await store.sessions.list_bindings(session_id), text)
+        return touched
+
+    async def reply(self, conversation: ConversationRef, text: str) -> None:
+        await self._reply(conversation, text)
+
+    async def _reattached(self, epoch: EpochRecord, touched: dict[str, str]) -> bool:
+        """An attached server's epoch: reconciled with what the server still lists (True),
+        never signalled; False for an epoch whose process the gateway ran (even if its
+        project is attached now: that process is a leftover to end)."""
+        if epoch.pid is not None:
+            return False
+        store = self._store
+        launcher = self._gw.launcher
+        session = await store.sessions.get(epoch.session_id)
+        project = self._gw.config.projects.get(session.project) if session else None
+        if session is None or project is None or not project.attached:
+            return False
+        listed: frozenset[str] = frozenset()
+        why = "the server no longer lists it"
+        if isinstance(launcher, ReattachesAgents) and session.native_session_id:
+            try:
+                listed = await launcher.still_asked(project, session.native_session_id)
+            except GatewayError as exc:
+                why = f"the server could not be asked: {exc}"
+        open_keys = {
+            i.native_key
+            for i in await store.interactions.list_open(epoch.session_id)
+            if i.runtime_epoch == epoch.epoch and i.native_key is not None
+        }
+        keep = frozenset(open_keys & listed)
+        await store.audit.record(
+            "recovery.attached_agent",
+            session_id=epoch.session_id,
+            details={"epoch": epoch.epoch, "still_asked": sorted(keep), "gone": why},
+        )
+        # its running turn was the previous gateway's: it ends here (its prompt is never
+        # resent); what the server still does for it is not shown
+        turn = await store.turns.running(epoch.session_id)
+        if turn is not None:
+            await store.turns.end(turn.id, TurnStatus.INTERRUPTED, error="the gateway restarted")
+        for update in await store.interactions.orphan_epoch(
+            epoch.session_id,
+            epoch.epoch,
+            runtime_outlives_gateway=True,
+            note=f"the gateway restarted; {why}",
+            keep=keep,
+        ):
+            self._gw.broker.mark_dirty(update.interaction.id)
+        if keep:
+            touched[epoch.session_id] = "reattach"
+            return True
+        await store.sessions.end_epoch(
+            epoch.session_id, epoch.epoch, exit_description="the gateway restarted (attached)"
+        )
+        touched[epoch.session_id] = "let_go"
+        return True
+
+    # --- messages -------------------------------------------------------------------------
+
+    async def on_message(self, message: InboundMessage) -> None:
+        conversation, actor = message.conversation, message.actor
+        auth_platform = self._auth_platform(conversation.platform)
+        project = project_for(self._gw.config, conversation, auth_platform)
+        if project is None:
+            return  # not a conversation of ours: say nothing
+        checked = Actor(
+            platform=auth_platform, user_id=actor.user_id, display=actor.display, roles=actor.roles
+        )
+        if not may_talk(self._gw.config, project, checked):
+            await self._refuse_stranger(message, project, checked)
+            return
+        parsed = parse_chat_text(message.text)
+        # whichever host receives it (issue 19): a prompt is queued in the ledger, which wakes
+        # its host; a decision is committed here and written by that host; a command is
+        # answered here from the ledger or passed to that host (_elsewhere_command)
+        match parsed:
+            case ChatPrompt(text=text, mode=mode):
+                if mode is not None and not self._has_modes(project):
+                    await self._reply(conversation, _NO_PLAN_MODE)
+                    return
+                await self._prompt(message, project, checked, text, mode=mode)
+            case ControlCommand(name=name, args=args):
+                await self._command(name, conversation, project, checked, args)
+            case ApproveCommand(interaction_id=iid, action=spec):
+                ack = await self._gw.desk.by_command(iid, checked, conversation, action=spec)
+                await self._reply(conversation, ack.text)
+            case DenyCommand(interaction_id=iid, message=feedback):
+                ack = await self._gw.desk.by_command(
+                    iid, checked, conversation, deny=True, message=feedback
+                )
+                await self._reply(conversation, ack.text)
+            case WithdrawCommand(interaction_id=iid):
+                ack = await self._gw.desk.withdraw(iid, checked, conversation)
+                await self._reply(conversation, ack.text)
+            case AnswerCommand(interaction_id=iid, text=text):
+                await self._answer(iid, text, checked, conversation, private=message.private)
+            case CommandUsage(message=usage):
+                await self._reply(conversation, usage)
+            case UnknownCommand(name=name):
+                await self._reply(conversation, f"Unknown command /{name}.\n\n{HELP_TEXT}")
+            case NotForUs():
+                pass
+
+    async def _refuse_stranger(self, message: InboundMessage, project: str, actor: Actor) -> None:
+        """``actor`` (named as the project's auth rules name people) is not in allow_from:
+        in their private conversation with the bot, one reply with their id (what allow_from
+        takes); in a shared one nothing (a group would hear the bot answer every stranger),
+        logged without the text."""
+        await self._store.audit.record(
+            "message.refused",
+            actor=message.actor.key(),
+            details={"project": project, "answered": message.private},
+        )
+        if message.private:
+            await self._reply(message.conversation, stranger_refusal(actor))
+        else:
+            log.info(
+                "a message from %s, who is not in allow_from, in %s: not answered",
+                message.actor.key(),
+                message.conversation.key(),
+            )
+
+    def _auth_platform(self, platform: str) -> str:
+        return self._gw.config.platforms.auth_platforms().get(platform, platform)
+
+    async def _session(
+        self, conversation: ConversationRef, project: str, actor: Actor, *, create: bool
+    ) -> SessionRecord | None:
+        # one at a time: a first message delivered twice at once must not start two sessions
+        # (in this process; between hosts the ledger's compare-and-set on the route decides)
+        async with self._routing:
+            settings = self._gw.config.projects[project]
+            key = route_key(settings.scope, conversation, actor)
+            session = await self._store.sessions.lookup_route(key)
+            host = self._gw.session_host(project)
+            if session is not None and not session.is_closed and session.host != host:
+                # its project moved to another host: its native session is a file on the
+                # old one, so a new session starts on the new one (issue 19)
+                if not create:
+                    return None
+                await self._store.sessions.close(
+                    session.id, reason=f"this project now runs on {host}"
+                )
+            elif session is not None and not session.is_closed:
+                if key != conversation:  # show the session in this conversation too
+                    await self._show_here(session, conversation)
+                return session
+            if not create:
+                return None
+            session, made = await self._store.sessions.create_routed(
+                key,
+                replacing=None if session is None else session.id,
+                project=project,
+                agent_kind=settings.agent,
+                initiator=actor,
+                host=host,
+            )
+            if not made:
+                # another host routed this conversation first (issue 19): its session it is
+                log.info("conversation %s: another host made session %s", key, session.id)
+                await self._show_here(session, conversation)
+                return session
+            await self._store.sessions.bind(conversation, session.id)
+            if settings.scope is SessionScope.USER:
+                # a person's own session is shown in their direct conversation too, which
+                # the platform knows (a Telegram private chat has the person's id; a Slack or
+                # Discord DM channel does not)
+                platform = self._gw.platforms.get(conversation.platform)
+                direct = await platform.direct_conversation(actor) if platform else None
+                if direct is not None and direct != conversation:
+                    await self._store.sessions.bind(direct, session.id)
+            return session
+
+    async def _show_here(self, session: SessionRecord, conversation: ConversationRef) -> None:
+        here = await self._store.sessions.lookup(conversation)
+        if here is None or here.id != session.id:
+            await self._store.sessions.bind(conversation, session.id)
+            for waiting in await self._store.interactions.list_open(session.id):
+                await self._gw.broker.show_in(waiting, conversation)
+
+    def _has_modes(self, project: str) -> bool:
+        return self._gw.config.projects[project].agent is AgentKind.CODEX_APP_SERVER
+
+    async def _prompt(
+        self,
+        message: InboundMessage,
+        project: str,
+        actor: Actor,
+        text: str,
+        *,
+        mode: str | None = None,
+    ) -> None:
+        conversation = message.conversation
+        session = await self._session(conversation, project, actor, create=True)
+        assert session is not None
+        result = await self._store.prompts.enqueue(
+            session.id,
+            conversation=conversation,
+            platform_message_id=message.message_id,
+            author=actor,
+            text=text,
+            max_depth=self._gw.config.gateway.queue_depth,
+            mode=mode,
+        )
+        if result.outcome is EnqueueOutcome.DUPLICATE:
+            # a platform delivered the same message again: it is queued once; the attempt
+            # that queued it may have failed before waking the runner, so wake it now
+            self._gw.kick(session)
+            return
+        if result.outcome is EnqueueOutcome.FULL:
+            await self._reply(
+                conversation,
+                f"The queue is full ({result.ahead} messages wait); this one was not queued. "
+                "Wait for the agent, or /clear the queue.",
+            )
+            return
+        open_ = await self._store.interactions.list_open(session.id)
+        if any(i.native_key is None and i.state is InteractionState.PENDING for i in open_):
+            await self._reply(conversation, _PLAN_SET_ASIDE)
+        waiting = [
+            i
+            for i in open_
+            if i.kind in (InteractionKind.APPROVAL, InteractionKind.QUESTION, InteractionKind.PLAN)
+            and i.native_key is not None  # the gateway's own plan: set aside, said above
+        ]
+        replied = await self._replied_card(message, waiting)
+        if replied is not None:  # the full notice, and the card again under it
+            await self._reply(conversation, _not_a_decision([replied], replying=True))
+            self._tell(conversation, [replied])
+            await self._gw.broker.show_again(replied, conversation)
+        elif waiting and not all((conversation, i.id) in self._told for i in waiting):
+            await self._reply(conversation, _not_a_decision(waiting, replying=False))
+            self._tell(conversation, waiting)
+        elif waiting:
+            await self._mark_queued(message)
+        if result.held:
+            await self._note_held(session.id, conversation)
+        self._gw.kick(session)
+
+    async def _replied_card(
+        self, message: InboundMessage, waiting: Sequence[Interaction]
+    ) -> Interaction | None:
+        """The card ``message`` replies to (one of its copies here), if that card still
+        waits for a decision."""
+        if message.reply_to is None or not waiting:
+            return None
+        copy = await self._store.cards.shown_by(message.conversation, message.reply_to)
+        if copy is None:
+            return None
+        return next(
+            (
+                i
+                for i in waiting
+                if i.id == copy.interaction_id and i.state is InteractionState.PENDING
+            ),
+            None,
+        )
+
+    def _tell(self, conversation: ConversationRef, interactions: Sequence[Interaction]) -> None:
+        for interaction in interactions:
+            self._told[(conversation, interaction.id)] = None
+            self._told.move_to_end((conversation, interaction.id))
+        while len(self._told) > MAX_TOLD:
+            self._told.popitem(last=False)
+
+    async def _mark_queued(self, message: InboundMessage) -> None:
+        """The short mark of a message queued while a card waits (its notice was given)."""
+        conversation = message.conversation
+        platform = self._gw.platforms.get(conversation.platform)
+        marked = False
+        if platform is not None:
+            try:
+                marked = await platform.mark_queued(conversation, message.message_id)
+            except PlatformError as exc:
+                log.info("queued mark in %s not shown: %s", conversation.key(), exc)
+        if not marked:
+            await self._reply(conversation, QUEUED_MARK)
+
+    async def _note_held(self, session_id: str, conversation: ConversationRef) -> None:
+        """Under the first message typed while earlier ones are held: one line on them (the
+        same held messages are not told of again; more held by a new /stop are)."""
+        held = tuple(p.id for p in await self._store.prompts.list_held(session_id))
+        if not held or self._held_told.get(session_id) == held:
+            return
+        self._held_told[session_id] = held
+        await self._reply(conversation, held_note(len(held), typed_now=True))
+
+    async def _answer(
+        self,
+        interaction_id: str,
+        text: str,
+        actor: Actor,
+        conversation: ConversationRef,
+        *,
+        private: bool,
+    ) -> None:
+        interaction = await self._store.interactions.get(interaction_id)
+        if interaction is None:
+            await self._reply(conversation, f"No request {interaction_id}.")
+            return
+        try:
+            answers = parse_answers(interaction.questions, text, private=private)
+        except InvalidDecision as exc:
+            await self._reply(conversation, str(exc))
+            return
+        ack = await self._gw.desk.by_command(interaction_id, actor, conversation, answers=answers)
+        await self._reply(conversation, ack.text)
+
+    # --- commands -------------------------------------------------------------------------
+
+    async def _command(
+        self,
+        name: CommandName,
+        conversation: ConversationRef,
+        project: str,
+        actor: Actor,
+        args: str = "",
+    ) -> None:
+        if name is CommandName.HELP:
+            await self._reply(conversation, HELP_TEXT)
+            return
+        session = await self._session(conversation, project, actor, create=False)
+        if session is None:
+            await self._reply(conversation, "No session here yet: send a message to start one.")
+            return
+        owner = self._gw.owner_elsewhere(session)
+        if owner is not None and name in _OWNER_COMMANDS:
+            await self._elsewhere_command(name, session, owner, conversation, actor, args)
+            return
+        runner = self._gw.existing_runner(session.id)
+        store = self._store
+        if name is CommandName.STOP:
+            held = await store.prompts.hold(session.id, reason=f"/stop by {actor}")
+            if runner is not None and await runner.interrupt(by=actor):
+                return  # the turn's end is the one notice: who stopped it, what is held
+            text = "Nothing is running."
+            await self._reply(
+                conversation, f"{text} {held_note(held, typed_now=False)}" if held else text
+            )
+        elif name is CommandName.RESUME:
+            resumed = await store.prompts.resume(session.id)
+            self._held_told.pop(session.id, None)
+            self._gw.runner(session).kick()
+            if not resumed:
+                await self._reply(conversation, "Nothing is held.")
+            else:
+                messages = "1 held message runs" if resumed == 1 else f"{resumed} held messages run"
+                await self._reply(conversation, f"▶ Resumed: {messages} next, in order.")
+        elif name is CommandName.CLEAR:
+            dropped = await store.prompts.clear(session.id, actor=actor)
+            self._held_told.pop(session.id, None)
+            await self._reply(conversation, f"Cleared {dropped} queued message(s).")
+        elif name is CommandName.NEW:
+            await store.sessions.close(session.id, reason=f"/new by {actor.key()}")
+            if runner is not None:
+                await runner.shutdown()
+            await self._reply(conversation, "A new session starts with your next message.")
+        elif name is CommandName.STATUS:
+            await self._reply(conversation, await self.status_text(session))
+        elif name is CommandName.PENDING:
+            await self._reply(conversation, await self.pending_text(session))
+        elif name is CommandName.GRANTS:
+            await self._reply(conversation, await self._grants.list_text(session))
+        elif name is CommandName.REVOKE:
+            await self._reply(conversation, await self._grants.revoke(session, args, actor))
+
+    async def status_text(self, session: SessionRecord) -> str:
+        """What /status says, on any host: from the ledger, and from this host's runner where
+        it runs the session (its usage is counted there: another host says so)."""
+        store = self._store
+        owner = self._gw.owner_elsewhere(session)
+        runner = self._gw.existing_runner(session.id)
+        if owner is None:
+            turn_running = runner is not None and runner.turn_running
+        else:
+            turn_running = await store.turns.running(session.id) is not None
+        open_ = await store.interactions.list_open(session.id)
+        state = derive_run_state(open_, turn_running=turn_running)
+        head = f"Session {session.id} · project {session.project} · {session.agent_kind}"
+        lines = [head if session.host is None else f"{head} · host {session.host}"]
+        lines.append(f"State: {run_state_words(state)}")
+        epoch = (
+            await store.sessions.get_epoch(session.id, session.current_epoch)
+            if session.current_epoch
+            else None
+        )
+        if epoch is not None:
+            running = "running" if epoch.is_live else f"ended ({epoch.exit_description})"
+            lines.append(f"Agent: {epoch.agent_version or 'version unknown'}, {running}")
+            policy = ", ".join(f"{k} = {v}" for k, v in sorted(epoch.policy.items()))
+            lines.append(f"Policy in force: {policy or 'not reported'}")
+            if owner is not None and epoch.is_live:
+                lines.append(f"Tokens: counted by host {owner}, which runs the agent")
+            elif runner is not None and runner.usage.reported:
+                lines.append(runner.usage.describe())
+        else:
+            lines.append("Agent: not started yet")
+        queued = await store.prompts.list_queued(session.id)
+        held = sum(p.held for p in queued)
+        why = f" ({session.queue_pause_reason})" if session.queue_pause_reason else ""
+        held_text = f", {held} held{why}: /resume or /clear" if held else ""
+        lines.append(f"Queue: {len(queued) - held} waiting{held_text}")
+        grants = await store.interactions.list_grants(session.id)
+        lines.append("Grants: " + ("none" if not grants else ""))
+        lines += [f"  · {g.description} ({g.scope.value}, by {g.actor})" for g in grants]
+        lines.append(await self.pending_text(session))
+        return "\n".join(lines)
+
+    async def pending_text(self, session: SessionRecord) -> str:
+        open_ = await self._store.interactions.list_open(session.id)
+        if not open_:
+            return "Open requests: none"
+        unseen = {i.id for i in await self._gw.broker.unseen(session.id)}
+        lines = ["Open requests:"]
+        for interaction in open_:
+            seen = "NOT SEEN by anyone yet" if interaction.id in unseen else "shown"
+            lines.append(
+                f"  · {interaction.id}: {interaction.title} [{interaction.state.value}, {seen}]"
+            )
+            problem = undelivered(interaction)
+            if problem is not None:
+                lines.append(f"    ⚠ {problem[0].upper()}{problem[1:]}")
+        return "\n".join(lines)
+
+    # --- commands for a session another host runs (issue 19) ------------------------------
+
+    async def _elsewhere_command(
+        self,
+        name: CommandName,
+        session: SessionRecord,
+        owner: str,
+        conversation: ConversationRef,
+        actor: Actor,
+        args: str,
+    ) -> None:
+        """A command that only ``owner``, which runs the session, can carry out: what the
+        ledger can do is done here, the rest is a request the owner takes (woken by its
+        insert) and answers as it answers its own commands. Nothing is said here that the
+        owner says."""
+        requests = self._store.requests
+        by_host = self._gw.host
+        down = f"Host {owner}, which runs this session, is not answering the ledger"
+        if name is CommandName.STOP:
+            stop = await requests.stop(
+                session.id,
+                actor=actor,
+                conversation=conversation,
+                by_host=by_host,
+                reason=f"/stop by {actor}",
+            )
+            if stop.sent:
+                return  # the owner's notice of the turn's end is the one answer
+            text = "Nothing is running." if stop.owner_up else f"{down}: nothing was stopped."
+            held = held_note(stop.held, typed_now=False) if stop.held else ""
+            await self._reply(conversation, f"{text} {held}".rstrip())
+        elif name is CommandName.NEW:
+            await requests.send(
+                session.id,
+                RequestKind.NEW,
+                actor=actor,
+                conversation=conversation,
+                by_host=by_host,
+                close_reason=f"/new by {actor.key()}",
+            )
+            await self._reply(conversation, "A new session starts with your next message.")
+        elif name is CommandName.RESUME:
+            resumed = await self._store.prompts.resume(session.id)
+            self._held_told.pop(session.id, None)
+            if not resumed:
+                await self._reply(conversation, "Nothing is held.")
+                return
+            up = await requests.send(
+                session.id,
+                RequestKind.RESUME,
+                actor=actor,
+                conversation=conversation,
+                by_host=by_host,
+            )
+            messages = "1 held message runs" if resumed == 1 else f"{resumed} held messages run"
+            text = f"▶ Resumed: {messages} next, in order."
+            if not up:  # its recovery holds the queue again, and says so
+                text = f"▶ Resumed, but {down}: nothing runs until it is back."
+            await self._reply(conversation, text)
+        else:  # /grants, /revoke: the agent's process and rules file are on the owner
+            kind = RequestKind.GRANTS if name is CommandName.GRANTS else RequestKind.REVOKE
+            sent = await requests.send(
+                session.id, kind, actor=actor, conversation=conversation, by_host=by_host, args=args
+            )
+            if not sent:
+                await self._reply(conversation, f"{down}: /{name} was not taken.")
+
+    async def take_requests(self, session_id: str) -> None:
+        """This host was woken for a request another host wrote for one of its sessions:
+        each is taken once (while this host holds its lease with its fence) and carried out
+        as the command it is, answered where it was typed."""
+        gw = self._gw
+        lease = gw.host_lease
+        if gw.fenced or gw.ledger_host is None or lease is None or lease.fence is None:
+            return  # starting over: its recovery drops them
+        try:
+            taken = await self._store.requests.take(
+                session_id, host=gw.ledger_host, fence=lease.fence
+            )
+            for request in taken:
+                await self._carry_out(request)
+        except GatewayError as exc:  # a ledger or agent error: logged, the session runs on
+            log.warning("session %s: a request from another host failed: %s", session_id, exc)
+
+    async def _carry_out(self, request: SessionRequest) -> None:
+        session_id, actor = request.session_id, request.actor
+        runner = self._gw.existing_runner(session_id)
+        log.info(
+            "session %s: /%s by %s, received by host %s",
+            session_id,
+            request.kind.value,
+            actor.key(),
+            request.by_host,
+        )
+        if request.kind is RequestKind.STOP:
+            if runner is not None and await runner.interrupt(by=actor):
+                return  # the turn's end is the one notice, as for a /stop typed here
+            held = len(await self._store.prompts.list_held(session_id))
+            text = "Nothing is running."
+            await self._reply(
+                request.conversation,
+                f"{text} {held_note(held, typed_now=False)}" if held else text,
+            )
+        elif request.kind is RequestKind.NEW:
+            if runner is not None:
+                await runner.shutdown()
+        elif request.kind is RequestKind.RESUME:
+            session = await self._store.sessions.get(session_id)
+            if session is not None and not session.is_closed and self._gw.runs_here(session):
+                self._gw.runner(session).kick()
+        else:
+            session = await self._store.sessions.get(session_id)
+            if session is None:
+                return
+            if request.kind is RequestKind.GRANTS:
+                text = await self._grants.list_text(session)
+            else:
+                text = await self._grants.revoke(session, request.args, actor)
+            await self._reply(request.conversation, text)
+
+    async def _drop_requests(self, host: str, *, why: str) -> None:
+        """The requests left for ``host`` (it stopped, or starts over) are dropped, never
+        carried out later; a /grants or /revoke left unanswered is told so (a /stop, /new or
+        /resume is answered by what is said of the host's end)."""
+        for request in await self._store.requests.drop(host=host, by=self._gw.host, why=why):
+            if request.kind in (RequestKind.GRANTS, RequestKind.REVOKE):
+                await self._reply(
+                    request.conversation,
+                    f"Host {host} {why} before it took /{request.kind.value} from "
+                    f"{request.actor}: it was not carried out; send it again.",
+                )
+
+    async def _reply(self, conversation: ConversationRef, text: str) -> None:
+        await self._notifier.send([conversation], text)  # it splits to the platform's limit
+
+
+# passed to the host that runs the session (store.requests); the others are answered by the
+# receiver from the ledger (/status, /pending, /clear, /help)
+_OWNER_COMMANDS = frozenset(
+    {
+        CommandName.STOP,
+        CommandName.NEW,
+        CommandName.RESUME,
+        CommandName.GRANTS,
+        CommandName.REVOKE,
+    }
+)
+
+_PLAN_SET_ASIDE = (
+    "Queued as a message for the agent, not as a decision: the plan is not implemented. "
+    "The plan card closes when your message runs."
+)
+_NO_PLAN_MODE = (
+    "/plan works with Codex (app-server) projects. Claude Code plans when the project says "
+    'permission_mode = "plan"; your message was not sent.'
+)
+
+
+def _not_a_decision(waiting: Sequence[Interaction], *, replying: bool) -> str:
+    """The full notice: chat text is a message for the agent, never a decision."""
+    names = ", ".join(f"{i.title} ({i.id})" for i in waiting)
+    questions = all(i.kind is InteractionKind.QUESTION for i in waiting)
+    how = "/answer ID" if questions else "/approve ID, /deny ID"
+    if replying:
+        return (
+            f"Queued as a message for the agent, not as a decision. Still waiting for a "
+            f"decision on: {names}. Decide with the buttons below, or {how}."
+        )
+    return (
+        "Queued as a message for the agent, not as a decision. Still waiting for a decision "
+        f"on: {names}. Use the card's buttons, or {how}."
+    )

@@ -1,0 +1,671 @@
+"""The engine: routes conversations to sessions, owns every task, implements the Inbox.
+
+``async with Gateway(config, platforms=..., launcher=...) as gateway`` opens the ledger,
+recovers from whatever a previous process left (leftover agents ended, their interactions
+orphaned and every card copy edited, in-flight prompts interrupted, waiting ones held), and runs
+the card refresher and one :class:`SessionRunner` task per active session. Leaving the block
+first tells every platform to stop taking input (``stop_input``), then stops every agent and
+records it (the runners still send notices and edit cards), then closes the ledger.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import socket
+from collections.abc import Coroutine, Mapping
+from contextlib import AsyncExitStack
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from gateway.action_tokens import require_callback_room
+from gateway.config.access import approver_ids
+from gateway.config.hmac_key import load_or_create_hmac_key, read_hmac_key
+from gateway.config.model import Config
+from gateway.domain import ConversationRef, Decision
+from gateway.errors import ConfigError, GatewayError, StoreError
+from gateway.interactions.machine import Interaction
+from gateway.interactions.votes import PolicyBook
+from gateway.platform import (
+    Ack,
+    FormLedger,
+    InboundAction,
+    InboundForm,
+    InboundMessage,
+    LeasedReceiving,
+    Platform,
+)
+from gateway.session_record import SessionRecord
+from gateway.sessions.agents import AgentLauncher
+from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
+from gateway.sessions.control import Control
+from gateway.sessions.decisions import DecisionDesk
+from gateway.sessions.form_ledger import SharedFormLedger
+from gateway.sessions.platform_problems import PlatformProblems
+from gateway.sessions.receivers import ReceiverLease
+from gateway.sessions.runner import SessionRunner
+from gateway.store.database import Clock, utc_now
+from gateway.store.datadir import hold_data_dir
+from gateway.store.store import Store
+
+if TYPE_CHECKING:
+    from gateway.config.ledger_url import PgTarget
+    from gateway.store.leases import LeaseHolder
+
+__all__ = ["Gateway"]
+
+log = logging.getLogger(__name__)
+
+# On a ledger several hosts share: how often each session looks for decisions committed by
+# another host whose wake-up was lost (the listener reconnecting)
+SHARED_SWEEP_SECONDS = 5.0
+# a click or form whose decision's transaction lost the ledger mid-way (a cut connection): it
+# may have committed before the cut, or not; the card, edited by the session's owner, says
+LEDGER_NO_ANSWER = (
+    "The ledger did not answer, so this host cannot tell whether your answer was taken:"
+    " the card will show it. If it still waits, try again in a moment."
+)
+# the payload prefix of a wake-up for a command another host passed (migration 15)
+REQUEST_WAKEUP = "request:"
+DRAFT_PURGE_SECONDS = 60.0  # a shared ledger: how often a host deletes drafts none can use
+STOPPING_NOTICE = (
+    "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
+    "message resumes the conversation."
+)
+
+
+class Gateway:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        platforms: Mapping[str, Platform],
+        launcher: AgentLauncher,
+        data_dir: Path | None = None,
+        clock: Clock = utc_now,
+        host: str | None = None,
+    ) -> None:
+        self.config = config
+        # this machine, as projects' ``host`` keys name it (``run --host``); it runs only the
+        # projects of this host (all of them in a single-host config)
+        self.host = host if host is not None else socket.gethostname()
+        self.projects = config.projects_on(self.host)
+        # the host written on the sessions it makes, and whose epochs, queues and cards its
+        # recovery covers: on a shared (PostgreSQL) ledger this host's name; on SQLite None,
+        # "this machine" (no other host shares the ledger)
+        self.ledger_host = self.host if config.gateway.store is not None else None
+        self.platforms = dict(platforms)
+        for name, platform in self.platforms.items():  # before anything starts
+            require_callback_room(name, platform.limits.callback_max_bytes)
+        self.launcher = launcher
+        self.data_dir = data_dir or config.gateway.data_dir
+        self.clock = clock  # the ledger's times and the expiry policy's: one clock
+        self.policy = PolicyBook(self.config)  # each request's rule, walked once
+        self.platform_problems = PlatformProblems(clock)  # what the console shows at the top
+        self._stack = AsyncExitStack()
+        self._runners: dict[str, SessionRunner] = {}
+        self._runner_tasks: dict[str, asyncio.Task[None]] = {}
+        # a shared ledger: the lease host:<name> this host holds while it runs (design point
+        # 9); without it (lost, or not yet taken again) the host takes no input
+        self.host_lease: LeaseHolder | None = None
+        self._starting_over = False
+        self.started_over = asyncio.Event()  # set each time it started over after a loss
+        self.lease_lost = asyncio.Event()  # set while it has lost its lease (for tests)
+        self._tasks: asyncio.TaskGroup | None = None
+        self._background: list[asyncio.Task[None]] = []
+        # a shared ledger: Telegram polling and the Discord connection, one host at a time
+        # (design point 6), each a task that receives while it holds its lease
+        self.receivers: dict[str, ReceiverLease] = {}
+        self._receiver_tasks: list[asyncio.Task[None]] = []
+        self.store: Store
+        self.broker: Broker
+        self.control: Control
+        self.desk: DecisionDesk
+        self._form_ledger: SharedFormLedger | None = None
+
+    # --- lifetime -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Gateway:
+        try:
+            return await self._enter()
+        except BaseException as exc:
+            # a failure half-way (recovery, a platform's attach) closes what was opened: the
+            # runners and the refresher, the task group, the ledger, the data dir's lock
+            await self.__aexit__(type(exc), exc, exc.__traceback__)
+            raise
+
+    async def _enter(self) -> Gateway:
+        work_dirs = [project.work_dir for project in self.projects.values()]
+        # one gateway per data dir, refused before its recovery could end another's agents
+        self._stack.enter_context(hold_data_dir(self.data_dir, work_dirs=work_dirs))
+        key = self._hmac_key()  # refused before the ledger is reached
+        self.store = await self._stack.enter_async_context(
+            Store.open(
+                self.data_dir,
+                work_dirs=work_dirs,
+                clock=self.clock,
+                postgresql=self.config.gateway.ledger_target(),
+            )
+        )
+        target = self.config.gateway.ledger_target()
+        if self.ledger_host is not None and target is not None:
+            await self._take_host_lease(target)
+        if self.ledger_host is not None:
+            adopted = await self.store.sessions.adopt(self.ledger_host, list(self.projects))
+            if adopted:
+                log.info("host %s: %d session(s) made before hosts are its own", self.host, adopted)
+        elsewhere = sorted(set(self.config.projects) - set(self.projects))
+        if elsewhere:
+            log.info("host %s: projects run on other hosts: %s", self.host, ", ".join(elsewhere))
+        self.broker = Broker(self.store, self.platforms, key, deliverer=self, host=self.ledger_host)
+        self.desk = DecisionDesk(
+            self.config,
+            self.store,
+            self.broker,
+            key,
+            spawn=self._spawn,
+            policy=self.policy,
+            owner_elsewhere=self.owner_elsewhere,
+        )
+        # form drafts: in the ledger where several hosts share it (the next click of a form
+        # may reach another host), else in each platform's memory
+        self._form_ledger = (
+            SharedFormLedger(
+                self.store, self.platforms, key, render=self.broker.render, clock=self.clock
+            )
+            if self.ledger_host is not None
+            else None
+        )
+        self.control = Control(self)
+        self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
+        self._background.append(self._tasks.create_task(self.broker.run_refresher()))
+        await self.control.recover()
+        if self.ledger_host is not None and target is not None:
+            # decisions and prompts other hosts commit for this host's sessions (design
+            # point 3), once recovery is done; psycopg: only where it is used
+            from gateway.store.wakeups import listen_for_wakeups
+
+            wakeups = listen_for_wakeups(
+                target, self.ledger_host, self._woken, listening=self._catch_up
+            )
+            self._background.append(self._tasks.create_task(wakeups))
+            self._background.append(self._tasks.create_task(self._poll_sweeps()))
+            self._background.append(self._tasks.create_task(self._purge_form_drafts()))
+            self._background.append(self._tasks.create_task(self._hold_host()))
+            self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
+        for platform in self.platforms.values():
+            platform.attach(self)
+        if self.ledger_host is not None and target is not None:
+            self._lease_receivers(target)  # after attach: what is received goes to the inbox
+        # after attach: a mirroring platform may need the gateway's config to name its page
+        for session in await self.store.sessions.list_sessions(host=self.ledger_host):
+            await self.show_everywhere(session.id)
+        return self
+
+    def _hmac_key(self) -> bytes:
+        """The shared key file (several hosts), or this data dir's own, made on first start."""
+        path = self.config.gateway.hmac_key_file
+        if path is None:
+            return load_or_create_hmac_key(self.data_dir)
+        try:
+            return read_hmac_key(path)
+        except ConfigError as exc:
+            raise ConfigError(f"[gateway] hmac_key_file: {exc}") from exc
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self._stop_receivers()
+            await self._stop_input()
+            for runner in list(self._runners.values()):
+                await runner.shutdown(notice=STOPPING_NOTICE, gateway_stopping=True)
+            for task in self._background:
+                task.cancel()
+            if self.host_lease is not None:
+                # after the agents ended: the next start of this host takes it at once, and
+                # other hosts reap nothing (this host's epochs are ended)
+                await self.host_lease.release()
+                await self.host_lease.close()
+        finally:
+            await self._stack.aclose()
+
+    def _lease_receivers(self, target: PgTarget) -> None:
+        from gateway.store.leases import LeaseHolder  # psycopg: only where it is used
+
+        assert self._tasks is not None and self.ledger_host is not None
+        for platform in self.platforms.values():
+            if not isinstance(platform, LeasedReceiving):
+                continue
+            name = platform.receiver_lease()
+            if name is None:
+                continue  # every host receives (a Telegram webhook)
+            holder = LeaseHolder(
+                target, name, self.ledger_host, self.config.gateway.host_lease_seconds
+            )
+            receiver = ReceiverLease(
+                platform, holder, fenced=lambda: self.fenced, lost=self.lease_lost
+            )
+            self.receivers[name] = receiver
+            self._receiver_tasks.append(self._tasks.create_task(receiver.run()))
+
+    async def _stop_receivers(self) -> None:
+        """First of all when stopping: the leased receivers end (their batches finished)
+        and let their leases go, so that another host receives at once."""
+        tasks, self._receiver_tasks = self._receiver_tasks, []
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+        for receiver in self.receivers.values():
+            await receiver.close()
+
+    async def _stop_input(self) -> None:
+        """No platform hands the gateway anything once it stops (DESIGN.md, Platforms): a
+        message taken now would be queued for a runner that is stopping, or fail on a closed
+        ledger after the platform had confirmed it."""
+        for name, platform in self.platforms.items():
+            try:
+                await platform.stop_input()
+            except Exception:  # one platform's failure must not keep the others taking input
+                log.exception("platform %s did not stop taking input", name)
+
+    # --- the host's lease (several hosts, design point 9) ---------------------------------
+
+    @property
+    def fenced(self) -> bool:
+        """Whether this host must take no input and write nothing to its agents: it lost its
+        lease (or its deadline passed while the renewer could not run) and has not yet
+        started over. Never on SQLite (one host, no lease)."""
+        lease = self.host_lease
+        return lease is not None and (self._starting_over or not lease.holds())
+
+    def fenced_text(self) -> str:
+        """What a person is told of what this host did not take while :attr:`fenced`."""
+        if self.host_lease is not None and self.host_lease.unreachable:
+            # design point 10: nothing decided, nothing guessed
+            return "The ledger is unreachable; try again in a moment."
+        return (
+            f"Host {self.host} lost its hold on the ledger and is starting over: nothing was"
+            " taken. Try again in a moment."
+        )
+
+    async def _take_host_lease(self, target: PgTarget) -> None:
+        """Hold host:<name> before recovery: taken again at once if this host's previous
+        process held it (the new fence shuts that one out), else once it lapsed, and never
+        while another host still reaps this one."""
+        from gateway.store.leases import LeaseHolder  # psycopg: only where it is used
+
+        assert self.ledger_host is not None
+        self.host_lease = LeaseHolder(
+            target,
+            f"host:{self.ledger_host}",
+            self.ledger_host,
+            self.config.gateway.host_lease_seconds,
+            take_own=True,
+            unless_held=f"reap:{self.ledger_host}",
+        )
+        await self.host_lease.acquire_until()
+
+    async def _hold_host(self) -> None:
+        """Renew the host's lease; when it is lost, end this host's agents and take no
+        input, take the lease again, and start over as after a restart."""
+        lease = self.host_lease
+        assert lease is not None
+        while True:
+            await lease.keep()
+            self._starting_over = True
+            self.started_over.clear()
+            self.lease_lost.set()
+            log.warning("host %s: its lease was lost; its agents end, it starts over", self.host)
+            await self._end_agents()
+            while True:
+                await lease.acquire_until()
+                try:
+                    await self.control.recover()
+                    break
+                except GatewayError as exc:  # the ledger went away again: probe again
+                    log.warning("host %s: starting over failed (%s)", self.host, exc)
+                    await asyncio.sleep(lease.timing.period)
+            self._starting_over = False
+            self.lease_lost.clear()
+            self.started_over.set()
+            log.info("host %s: started over (fence %s)", self.host, lease.fence)
+            self._catch_up()
+
+    async def _end_agents(self) -> None:
+        """This host's agents end, first their process groups (as a restart's recovery ends
+        a leftover), then their runners, without a word: another host may have reaped
+        their sessions, and this host's recovery says what happened."""
+        runners = list(self._runners.values())
+        for runner in runners:
+            agent = runner.agent
+            if agent is not None and agent.pid is not None:
+                outcome = await self.launcher.end_leftover(
+                    pid=agent.pid, pgid=agent.pgid, start_time=agent.start_time
+                )
+                log.info("host %s: agent %d ended (%s)", self.host, agent.pid, outcome)
+        tasks = [self._runner_tasks.pop(runner.session_id, None) for runner in runners]
+        self._runners.clear()
+        for task in tasks:
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(*(t for t in tasks if t is not None), return_exceptions=True)
+
+    async def _reap_stopped_hosts(self, target: PgTarget) -> None:
+        """Every third of the lease: a host whose lease lapsed is fenced out and reaped by
+        one surviving host (the one that takes reap:<name>)."""
+        from gateway.store import leases  # psycopg: only where it is used
+
+        ttl = self.config.gateway.host_lease_seconds
+        conn = None
+        while True:
+            await asyncio.sleep(ttl / 3)  # the database's clock decides: nothing to wait on
+            if self.fenced:
+                continue  # a host that cannot renew its own lease reaps nobody
+            try:
+                if conn is None or conn.closed:
+                    conn = await leases.connect(target)
+                for host in await leases.lapsed(conn, "host:"):
+                    if host != self.host:
+                        await self._reap(conn, host, ttl)
+            except Exception as exc:  # a failed scan or reap is tried again
+                log.warning("host %s: looking for stopped hosts failed (%s)", self.host, exc)
+                if conn is not None:
+                    await conn.close()
+                    conn = None
+
+    async def _reap(self, conn: Any, host: str, ttl: float) -> None:
+        from gateway.store import leases
+
+        fence = await leases.acquire(conn, f"reap:{host}", self.host, ttl)
+        if fence is None:
+            return  # another host reaps it
+        try:
+            if await leases.fence_out(conn, f"host:{host}") is None:
+                return  # it renewed or came back meanwhile
+            touched = await self.control.reap(host)
+            log.warning(
+                "host %s: host %s stopped; %d session(s) reaped", self.host, host, len(touched)
+            )
+        finally:
+            await leases.release(conn, f"reap:{host}", self.host, fence)
+
+    # --- sessions -------------------------------------------------------------------------
+
+    def runner(self, session: SessionRecord) -> SessionRunner:
+        """The session's runner, started (as a task this engine owns) if need be. Never for
+        a session another host runs (its agents and native session are on that machine)."""
+        runner = self._runners.get(session.id)
+        if runner is None:
+            assert self._tasks is not None
+            if not self.runs_here(session):
+                raise GatewayError(f"session {session.id} runs on host {session.host}")
+            runner = SessionRunner(
+                session_id=session.id,
+                project=self.config.projects[session.project],
+                store=self.store,
+                broker=self.broker,
+                launcher=self.launcher,
+                platforms=self.platforms,
+                stop_grace_seconds=self.config.gateway.stop_grace_seconds,
+                queue_depth=self.config.gateway.queue_depth,
+                clock=self.clock,
+                groups=self.config.groups,
+                people=self.config.people,
+                rule_of=functools.partial(self.policy.rule, session.project),
+            )
+            self._runners[session.id] = runner
+            self._runner_tasks[session.id] = self._tasks.create_task(self._run(runner))
+        return runner
+
+    def runs_here(self, session: SessionRecord) -> bool:
+        """Whether this host runs ``session``: it is this host's, and its project is still
+        one of this host's (a project moved to another host starts new sessions there)."""
+        return session.host == self.ledger_host and session.project in self.projects
+
+    def session_host(self, project: str) -> str | None:
+        """The host written on a new session of ``project``: its ``host`` on a shared
+        ledger (whichever host receives its first message), None on SQLite."""
+        return self.config.projects[project].host if self.ledger_host is not None else None
+
+    def owner_elsewhere(self, session: SessionRecord) -> str | None:
+        """The host that runs ``session`` if that is another host: a decision on it is only
+        committed here, and that host writes it to its agent (issue 19)."""
+        if session.host is None or session.host == self.ledger_host:
+            return None
+        return session.host
+
+    def _woken(self, payload: str) -> None:
+        """Another host (or this one) committed a decision or queued a prompt for a session
+        of this host: its runner looks at both; a session with no runner yet gets one if it
+        has a prompt to take. ``request:<session id>``: another host passed a command for
+        the session (store.requests), which this host takes and carries out."""
+        if self.fenced:
+            return  # starting over: its recovery and catch-up see it
+        if payload.startswith(REQUEST_WAKEUP):
+            with contextlib.suppress(RuntimeError):  # stopping: its next recovery drops it
+                self._spawn(self.control.take_requests(payload.removeprefix(REQUEST_WAKEUP)))
+            return
+        session_id = payload
+        runner = self._runners.get(session_id)
+        if runner is not None:
+            runner.sweep_soon()
+            runner.kick()
+            return
+        with contextlib.suppress(RuntimeError):  # stopping: the next start holds it
+            self._spawn(self._start_if_waiting([session_id]))
+
+    def _catch_up(self) -> None:
+        """What a lost wake-up would have said: every runner sweeps, and every session of
+        this host with a prompt waiting gets a runner."""
+        if self.fenced:
+            return
+        for runner in list(self._runners.values()):
+            runner.sweep_soon()
+            runner.kick()
+        with contextlib.suppress(RuntimeError):
+            self._spawn(self._start_waiting())
+
+    async def _start_waiting(self) -> None:
+        try:
+            waiting = await self.store.prompts.waiting_sessions(host=self.ledger_host)
+        except StoreError as exc:  # see _start_if_waiting
+            log.warning("host %s: the sessions waiting not read (%s)", self.host, exc)
+            return
+        await self._start_if_waiting(waiting)
+        if self.ledger_host is not None:
+            try:
+                passed = await self.store.requests.waiting(host=self.ledger_host)
+            except StoreError as exc:  # the next catch-up looks again
+                log.warning("host %s: commands passed to it not read (%s)", self.host, exc)
+                return
+            for session_id in passed:
+                await self.control.take_requests(session_id)
+
+    async def _start_if_waiting(self, session_ids: list[str]) -> None:
+        """A runner kicked or started for each of ``session_ids`` with a prompt queued. A
+        ledger error (the ledger cut before the host lease's renew noticed) is logged, not
+        raised: raised, it would end the engine's task group, i.e. the host's process; the
+        next sweep, or the start over once the lease is found lost, looks again."""
+        try:
+            await self._start_sessions_waiting(session_ids)
+        except StoreError as exc:
+            log.warning("host %s: waiting sessions not started (%s)", self.host, exc)
+
+    async def _start_sessions_waiting(self, session_ids: list[str]) -> None:
+        for session_id in session_ids:
+            if session_id in self._runners:
+                self._runners[session_id].kick()
+                continue
+            session = await self.store.sessions.get(session_id)
+            if session is None or session.is_closed or not self.runs_here(session):
+                continue
+            if any(not p.held for p in await self.store.prompts.list_queued(session_id)):
+                self.runner(session).kick()
+
+    async def _poll_sweeps(self) -> None:
+        """The safety net under the wake-ups: a NOTIFY is lost while the listener is not
+        connected, so this host looks for what it may have missed this often."""
+        while True:
+            await asyncio.sleep(SHARED_SWEEP_SECONDS)
+            self._catch_up()
+
+    async def _purge_form_drafts(self) -> None:
+        """The form drafts of requests decided, orphaned or expired anywhere, and those
+        untouched too long, deleted now and then (a runner's expiry purges at once those it
+        expired); unreadable already, so this only frees their rows."""
+        while True:
+            await asyncio.sleep(DRAFT_PURGE_SECONDS)
+            try:
+                purged = await self.store.form_drafts.purge()
+            except StoreError as exc:  # the next round tries again
+                log.warning("form drafts not purged: %s", exc)
+                continue
+            if purged:
+                log.info("%d form draft(s) purged", purged)
+
+    def kick(self, session: SessionRecord) -> None:
+        """Something was queued for ``session``: its runner here takes it; another host's
+        is woken by the ledger (the prompt's NOTIFY)."""
+        if self.runs_here(session):
+            self.runner(session).kick()
+
+    def existing_runner(self, session_id: str) -> SessionRunner | None:
+        return self._runners.get(session_id)
+
+    async def show_everywhere(self, session_id: str) -> None:
+        """Bind the session to each platform that shows every session (the web console:
+        its ``mirror_conversation`` names a page), with a copy of each open card there, so
+        that the session's text, notices and cards reach it and its clicks pass the FOREIGN
+        check."""
+        session = await self.store.sessions.get(session_id)
+        if session is None or session.is_closed:
+            return
+        bound = {c.platform for c in await self.store.sessions.list_bindings(session_id)}
+        for name, platform in self.platforms.items():
+            if name in bound:
+                continue
+            conversation = platform.mirror_conversation(session)
+            if conversation is None:
+                continue
+            await self.store.sessions.bind(conversation, session_id)
+            for interaction in await self.store.interactions.list_open(session_id):
+                await self.broker.show_in(interaction, conversation)
+
+    async def _run(self, runner: SessionRunner) -> None:
+        try:
+            await self.show_everywhere(runner.session_id)
+            await runner.run()
+        except Exception:
+            # one session's failure must not end the others: report and forget the runner
+            log.exception("session %s failed", runner.session_id)
+            try:
+                await runner.report_crash()
+            except StoreError as exc:  # the ledger is gone (it may be why): not the host's end
+                log.warning("session %s: its failure not told (%s)", runner.session_id, exc)
+        finally:
+            if self._runners.get(runner.session_id) is runner:
+                self._runners.pop(runner.session_id, None)
+                self._runner_tasks.pop(runner.session_id, None)
+
+    # --- Deliverer (the broker writes decisions through the session's runner) -------------
+
+    async def deliver(self, interaction: Interaction, decision: Decision) -> None:
+        await self._runner_of(interaction).deliver(interaction, decision)
+
+    def own_delivery(
+        self, interaction: Interaction, work: DeliveryWork
+    ) -> asyncio.Future[Interaction]:
+        return self._runner_of(interaction).own_delivery(interaction, work)
+
+    def sweep_soon(self, session_id: str) -> None:
+        runner = self._runners.get(session_id)
+        if runner is not None:
+            runner.sweep_soon()
+
+    def _runner_of(self, interaction: Interaction) -> SessionRunner:
+        if self.fenced:
+            raise DeliveryRefused(f"host {self.host} lost its lease on its sessions")
+        runner = self._runners.get(interaction.session_id)
+        if runner is None:
+            raise DeliveryRefused("the agent process that asked has ended")
+        return runner
+
+    # --- Inbox ----------------------------------------------------------------------------
+
+    async def on_message(self, message: InboundMessage) -> None:
+        if self.fenced:
+            log.warning("host %s: a message not taken (starting over)", self.host)
+            await self.control.reply(message.conversation, self.fenced_text())
+            return
+        await self.control.on_message(message)
+
+    async def on_action(self, action: InboundAction) -> Ack:
+        if self.fenced:
+            return Ack(text=self.fenced_text(), accepted=False)
+        try:
+            with self.broker.ahead_of_edits():
+                return await self.desk.on_action(action)
+        except StoreError as exc:
+            # the connection cut mid-transaction: committed or not, this host cannot know
+            log.warning("host %s: a action met a ledger error (%s)", self.host, exc)
+            return Ack(text=LEDGER_NO_ANSWER, accepted=False)
+
+    async def on_form(self, form: InboundForm) -> Ack:
+        if self.fenced:
+            return Ack(text=self.fenced_text(), accepted=False)
+        try:
+            with self.broker.ahead_of_edits():
+                return await self.desk.on_form(form)
+        except StoreError as exc:
+            # the connection cut mid-transaction: committed or not, this host cannot know
+            log.warning("host %s: a form met a ledger error (%s)", self.host, exc)
+            return Ack(text=LEDGER_NO_ANSWER, accepted=False)
+
+    async def may_answer(self, action: InboundAction) -> Ack:
+        # reads only, on the ledger's read-only connection: nothing for edits to wait for
+        return await self.desk.may_answer(action)
+
+    async def has_session(self, conversation: ConversationRef) -> bool:
+        return await self.store.peek.has_open_session(conversation)
+
+    def form_ledger(self) -> FormLedger | None:
+        """Where the platforms keep form drafts (``SharesForms``): the shared ledger, or
+        None on one host (each platform's memory)."""
+        return self._form_ledger
+
+    def platform_problem(self, platform: str, text: str) -> None:
+        """A problem ``platform`` said once in the log, for the console (``HearsProblems``)."""
+        self.platform_problems.add(platform, text)
+
+    async def approvers(self, conversation: ConversationRef) -> tuple[str, ...]:
+        """Who may decide the requests of the session bound to ``conversation`` (read-only:
+        nothing waits behind the ledger's writer), by their ids on its platform."""
+        session = await self.store.peek.bound(conversation)
+        if session is None or session.is_closed:
+            return ()
+        platform = self.config.platforms.auth_platforms().get(
+            conversation.platform, conversation.platform
+        )
+        return approver_ids(self.config, session.project, platform, session.initiator)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` in the engine's task group, which the ledger outlives (a refused
+        pre-check's audit entry); RuntimeError once the group takes no more tasks."""
+        if self._tasks is None:
+            raise RuntimeError("the gateway is not running")
+        self._tasks.create_task(work)
+
+    async def on_platform_back(self, platform: str) -> None:
+        for runner in list(self._runners.values()):
+            runner.platform_back(platform)  # a turn's final text that failed there
+        sent = await self.broker.resend_failed()
+        if sent:
+            log.info("%s is back: %d card(s) that had failed were sent again", platform, sent)

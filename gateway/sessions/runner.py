@@ -1,0 +1,807 @@
+"""One session's agent: started on demand, fed prompts in order, its events turned into
+ledger moves, cards and messages.
+
+A :class:`SessionRunner` is one task owned by the engine. Each agent process it starts is a
+new runtime epoch, recorded (pid, process group, start time) before anything is sent to it.
+While the agent lives, owned tasks run: the event consumer, the prompt feeder (one turn at a
+time, from the durable queue), the interrupt watch, the sweep of stranded decisions, and,
+where the project has an expiry policy, one that expires the epoch's requests nobody answered
+in time. What the session says goes through its :class:`~gateway.sessions.outlets.Outbound`: one
+outlet task per conversation, paced by that conversation's platform alone. Each turn is kept
+as an ordered timeline (gateway/timeline.py), saved to the ledger as it goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+
+from gateway.config.model import ProjectConfig
+from gateway.config.policy_rules import PolicyRule, RuleAction
+from gateway.domain import Actor, ConversationRef, Decision, InteractionState, TurnStatus
+from gateway.errors import (
+    AgentError,
+    AlreadyDecided,
+    GatewayError,
+    InvalidDecision,
+    StoreError,
+)
+from gateway.events import (
+    DETACHED,
+    AgentEvent,
+    AgentExited,
+    AgentMessage,
+    InteractionClosed,
+    InteractionOpened,
+    Interrupt,
+    PolicyChanged,
+    Prompt,
+    Respond,
+    SessionStarted,
+    TextDelta,
+    ToolActivity,
+    TurnCompleted,
+    TurnStarted,
+    Usage,
+    Warning,
+)
+from gateway.interactions.escalation import (
+    Escalation,
+    channel_conversation,
+    escalation_notice,
+    escalation_of,
+)
+from gateway.interactions.escalation import due_at as escalation_due_at
+from gateway.interactions.expiry import due_at, is_due, plan_expiry
+from gateway.interactions.machine import Interaction, InteractionEvent
+from gateway.interactions.plans import next_turn, plan_prompt_key
+from gateway.interactions.policy import governing_rule
+from gateway.interactions.votes import POLICY_ACTOR, refusal
+from gateway.platform import Platform
+from gateway.render.card_status import status_line
+from gateway.render.exit_notice import exit_notice
+from gateway.render.queue_notes import stopped_notice
+from gateway.sessions.agents import AgentLauncher, RunningAgent
+from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
+from gateway.sessions.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
+from gateway.sessions.outlets import Outbound
+from gateway.sessions.usage import SessionUsage
+from gateway.store.database import Clock, utc_now
+from gateway.store.records import PromptRecord, TurnRecord
+from gateway.store.store import Store
+from gateway.wording import quoted
+
+__all__ = ["SessionRunner"]
+
+log = logging.getLogger(__name__)
+
+_QUIET_WARNINGS = frozenset({"config_warning"})
+# The expiry task sleeps on the event loop's monotonic time but compares the injected wall
+# clock: it looks again at least this often, so a clock that jumps (or a suspended machine)
+# delays an expiry by this much at most.
+EXPIRY_RECHECK_SECONDS = 60.0
+# How often a live epoch looks for decisions committed but never written (Broker.sweep); it
+# also looks when it starts and when a cancelled decision asks it to.
+# A decision on a plan card is queued even when the queue of messages is full: the person
+# decided on a card the agent is waiting on, and refusing it would lose the decision. It is
+# still bounded: one plan card waits per session at most (the next turn closes it), so the
+# queue holds at most its depth plus this one.
+PLAN_QUEUE_EXTRA = 1
+SWEEP_SECONDS = 30.0
+# How long the text before a card may hold the card up (Outbound.settle): a platform slower
+# than that shows its text after the card, rather than every platform getting the card late.
+SETTLE_SECONDS = 1.0
+# How often a running turn's timeline is saved (what came since the last save, appended); it
+# is also saved when the turn ends.
+TIMELINE_SAVE_SECONDS = 1.0
+
+
+_EXIT_REASONS = {
+    "killed": "killed by a signal",
+    "line_too_long": "stopped: it wrote a line too long to read",
+    "protocol_error": "stopped: it broke the protocol",
+    "stopped": "stopped by the gateway",
+    DETACHED: "let go of by the gateway (the server it is attached to may still run)",
+}
+
+
+def describe_exit(event: AgentExited) -> str:
+    """Why the agent process ended, in words, with its exit code when it has one."""
+    if event.reason in ("", "exited"):
+        return f"exited with code {event.code}" if event.code is not None else "ended"
+    text = _EXIT_REASONS.get(event.reason, event.reason)
+    return f"{text}; exit code {event.code}" if event.code is not None else text
+
+
+class _AgentGone(Exception):
+    """The agent process ended: leave the epoch's task group."""
+
+
+def _retrieved(outcome: asyncio.Future[Interaction]) -> None:
+    if not outcome.cancelled():
+        outcome.exception()
+
+
+class SessionRunner:
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        project: ProjectConfig,
+        store: Store,
+        broker: Broker,
+        launcher: AgentLauncher,
+        platforms: Mapping[str, Platform],
+        stop_grace_seconds: float,
+        queue_depth: int,
+        clock: Clock = utc_now,
+        groups: Mapping[str, Sequence[str]] | None = None,
+        people: Mapping[str, Sequence[str]] | None = None,
+        rule_of: Callable[[Interaction], PolicyRule | None] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self._project = project
+        self._store = store
+        self._broker = broker
+        self._launcher = launcher
+        self._platforms = platforms
+        self._notifier = Notifier(platforms)  # once the runner's outbound has ended
+        self._outbound = Outbound(platforms)
+        self._stop_grace = stop_grace_seconds
+        self._queue_depth = queue_depth
+        self._clock = clock
+        self._opened = asyncio.Event()  # a request was opened: the expiry task looks again
+        self._opened_unanswered = asyncio.Event()  # ... and the escalation task
+        self._groups = groups or {}  # [groups] and [people]: whom an escalation asks
+        self._people = people or {}
+        # the rule governing a request (the engine's PolicyBook: walked once per request)
+        self._rule_of = rule_of or (lambda interaction: governing_rule(project.policy, interaction))
+        self._wake = asyncio.Event()
+        self._prompt_ready = asyncio.Event()
+        self._turn_done = asyncio.Event()
+        self._interrupt_requested = asyncio.Event()
+        self._sweep_wanted = asyncio.Event()
+        self._epoch_tasks: asyncio.TaskGroup | None = None
+        self._closing = False
+        self._exit_notice: str | None = None
+        self.agent: RunningAgent | None = None
+        self.epoch: int | None = None
+        self._turn: TurnRecord | None = None
+        self._stream: TurnStream | None = None
+        self._stopped_by: Actor | None = None  # the person whose /stop the turn is ending on
+        self._reattach: int | None = None  # a live epoch whose server outlived the gateway
+        self._keep_attached = False  # the gateway stops: an attached epoch stays live
+        self.usage = SessionUsage()  # since this gateway started the session's runner
+
+    # --- what the engine asks -------------------------------------------------------------
+
+    def reattach(self, epoch: int) -> None:
+        """Reach the session's agent server again, which outlived the previous gateway
+        (attached OpenCode), continuing ``epoch``: its requests the server still lists stay
+        pending, their cards live, and a decision on one is written to it."""
+        self._reattach = epoch
+        self._wake.set()
+
+    def kick(self) -> None:
+        """Something was queued or resumed: look at the queue."""
+        self._wake.set()
+        self._prompt_ready.set()
+
+    async def shutdown(self, *, notice: str | None = None, gateway_stopping: bool = False) -> None:
+        """Stop taking work and end the agent (its exit is recorded like any other);
+        ``notice`` is what the session's conversations are told then, instead of the
+        agent's exit (None: nothing, the caller says what happens). ``gateway_stopping``:
+        the whole gateway stops, so a server it is only attached to keeps its epoch live for
+        the next gateway to reattach (not so for ``/new``, which ends the session)."""
+        self._closing = True
+        self._keep_attached = gateway_stopping
+        self._exit_notice = notice
+        self.kick()
+        agent = self.agent
+        if agent is not None:
+            await agent.stop()
+
+    async def report_crash(self) -> None:
+        """This runner failed on a bug of ours: say so where the session is shown."""
+        await self._notify("⚠ The gateway lost this session's runner; send a message to restart.")
+
+    @property
+    def turn_running(self) -> bool:
+        return self._turn is not None
+
+    async def interrupt(self, *, by: Actor | None = None) -> bool:
+        """The native interrupt; the agent is killed if the turn does not end within the
+        grace period. False when no turn runs. ``by``: a person's /stop. What the turn's end
+        withdraws is then recorded as stopped by them, and the turn's end is the one notice
+        of it ("⏹ Stopped by …", with what is held)."""
+        agent = self.agent
+        if agent is None or self._turn is None:
+            return False
+        if by is not None and self._stopped_by is None:
+            self._stopped_by = by
+        await agent.send(Interrupt())
+        self._interrupt_requested.set()
+        return True
+
+    def own_delivery(
+        self, interaction: Interaction, work: DeliveryWork
+    ) -> asyncio.Future[Interaction]:
+        """Run a decision's write and its record as a task of the epoch that asked: it ends
+        with that epoch, never with the caller that handed it over. Its outcome is the
+        future returned; a ledger error (the record's transaction cut) is the caller's, not
+        the epoch's: the session runs on, and a sweep soon records the write."""
+        tasks = self._epoch_tasks
+        if tasks is None or self.agent is None or self.epoch != interaction.runtime_epoch:
+            raise DeliveryRefused("the agent process that asked has ended")
+        outcome: asyncio.Future[Interaction] = asyncio.get_running_loop().create_future()
+        outcome.add_done_callback(_retrieved)  # a caller cancelled meanwhile reads nothing
+        try:
+            tasks.create_task(self._owned(work, outcome))
+        except RuntimeError as exc:  # the epoch's task group is ending: its agent with it
+            raise DeliveryRefused("the agent process that asked is ending") from exc
+        return outcome
+
+    async def _owned(self, work: DeliveryWork, outcome: asyncio.Future[Interaction]) -> None:
+        try:
+            outcome.set_result(await work())
+        except StoreError as exc:
+            log.warning("session %s: a delivery's record failed (%s)", self.session_id, exc)
+            self.sweep_soon()  # the write was made: the sweep records it (AlreadyAnswered)
+            outcome.set_exception(exc)
+        except asyncio.CancelledError:
+            outcome.cancel()
+            raise
+        except BaseException as exc:
+            outcome.set_exception(exc)
+            raise
+
+    def platform_back(self, platform: str) -> None:
+        """``platform`` reaches its servers again: a turn's final text that failed there in
+        the outage is shown now."""
+        self._outbound.platform_back(platform)
+
+    def sweep_soon(self) -> None:
+        """Look for stranded decisions now (Broker.sweep), not at the next period."""
+        self._sweep_wanted.set()
+
+    async def deliver(self, interaction: Interaction, decision: Decision) -> None:
+        agent = self.agent
+        if agent is None or self.epoch != interaction.runtime_epoch:
+            raise DeliveryRefused("the agent process that asked has ended")
+        if interaction.native_key is None:
+            await self._plan_decided(interaction, decision)
+            return
+        await agent.send(Respond(native_key=interaction.native_key, decision=decision))
+
+    async def _plan_decided(self, interaction: Interaction, decision: Decision) -> None:
+        """A decision on the gateway's own plan card is the next turn
+        (gateway/interactions/plans.py),
+        queued once (keyed by the interaction) as the decider's message in the session's first
+        conversation; the card is resolved when that turn starts."""
+        turn = next_turn(decision)
+        fact = interaction.decision
+        conversations = await self._conversations()
+        if not conversations or fact is None:
+            raise DeliveryRefused("the plan's session is shown nowhere")
+        await self._store.prompts.enqueue(
+            self.session_id,
+            conversation=conversations[0],
+            platform_message_id=plan_prompt_key(interaction.id),
+            author=fact.actor,
+            text=turn.text,
+            max_depth=self._queue_depth + PLAN_QUEUE_EXTRA,
+            mode=turn.mode,
+        )
+        self._prompt_ready.set()
+
+    async def _close_gateway_plans(self, prompt: PromptRecord) -> None:
+        """A turn starts: the gateway's plan cards are done with. The one whose decision
+        this turn is, is answered (its card says "sent" now, no longer "queued"); one still
+        waiting is replaced by the message that runs now (a message is never a decision on
+        it). A decision queued behind this message waits for its own turn."""
+        for waiting in await self._store.interactions.list_open(self.session_id):
+            if waiting.native_key is not None:
+                continue
+            if waiting.state is InteractionState.DELIVERED:
+                if prompt.platform_message_id != plan_prompt_key(waiting.id):
+                    continue
+                event = InteractionEvent.CONFIRM
+            else:
+                event = InteractionEvent.SUPERSEDE
+            update = await self._store.interactions.resolve(waiting.id, event, by="gateway")
+            self._broker.mark_dirty(update.interaction.id)
+
+    # --- the task -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        async with self._outbound.running():  # what is queued to each conversation is sent
+            while not self._closing:
+                await self._wake.wait()
+                self._wake.clear()
+                if self._closing:
+                    return
+                if self._reattach is not None or await self._has_work():
+                    await self._run_epoch()
+
+    async def _has_work(self) -> bool:
+        session = await self._store.sessions.get(self.session_id)
+        if session is None or session.is_closed:
+            return False
+        return any(not p.held for p in await self._store.prompts.list_queued(self.session_id))
+
+    async def _conversations(self) -> list[ConversationRef]:
+        return await self._store.sessions.list_bindings(self.session_id)
+
+    async def _run_epoch(self) -> None:
+        session = await self._store.sessions.get(self.session_id)
+        assert session is not None
+        reattach, self._reattach = self._reattach, None
+        try:
+            async with self._launcher.launch(
+                self._project, resume_native_id=session.native_session_id
+            ) as agent:
+                if reattach is not None:
+                    epoch = reattach  # the same server, the same epoch: its requests stay
+                else:
+                    epoch = await self._store.sessions.begin_epoch(
+                        self.session_id,
+                        pid=agent.pid,
+                        pgid=agent.pgid,
+                        process_start_time=agent.start_time,
+                        agent_version=agent.started.agent_version,
+                    )
+                self.agent, self.epoch = agent, epoch
+                await self._on_started(agent.started, epoch)
+                try:
+                    async with asyncio.TaskGroup() as tasks:
+                        self._epoch_tasks = tasks
+                        tasks.create_task(self._consume(agent, epoch))
+                        tasks.create_task(self._sweep_stranded(epoch))
+                        tasks.create_task(self._feed(agent, epoch))
+                        tasks.create_task(self._watch_interrupt(agent))
+                        if self._project.expiry.after_seconds is not None or any(
+                            rule.expiry is not None for rule in self._project.policy
+                        ):
+                            tasks.create_task(self._expire_overdue(epoch))
+                        if any(rule.escalate_after is not None for rule in self._project.policy):
+                            tasks.create_task(self._escalate_overdue(epoch))
+                except* _AgentGone:
+                    pass
+                finally:
+                    self.agent = None
+                    self._epoch_tasks = None
+                    if self.epoch is not None:
+                        # left without AgentExited (a bug of ours, or cancelled): the process
+                        # is stopped by the launcher; record that its epoch ended too
+                        await self._end_epoch_quietly(epoch)
+        except AgentError as exc:
+            if reattach is not None:  # the server went away after the recovery asked it
+                await self._store.sessions.end_epoch(
+                    self.session_id, reattach, exit_description=f"not reattached: {exc}"
+                )
+                for update in await self._store.interactions.orphan_epoch(
+                    self.session_id, reattach, runtime_outlives_gateway=True, note=str(exc)
+                ):
+                    self._broker.mark_dirty(update.interaction.id)
+            await self._store.prompts.hold(self.session_id, reason="the agent failed to start")
+            await self._notify(
+                f"⚠ The agent could not start: {exc}\nYour messages are held: "
+                "/resume to try again, /clear to drop them; a new message tries again first."
+            )
+
+    async def _on_started(self, started: SessionStarted, epoch: int) -> None:
+        if started.native_id:
+            await self._store.sessions.set_native_session_id(self.session_id, started.native_id)
+        await self._store.sessions.set_policy(
+            self.session_id, epoch, started.policy, agent_version=started.agent_version
+        )
+
+    async def _consume(self, agent: RunningAgent, epoch: int) -> None:
+        async for event in agent.events():
+            await self._on_event(event, epoch)
+            if isinstance(event, AgentExited):
+                break
+        raise _AgentGone
+
+    async def _feed(self, agent: RunningAgent, epoch: int) -> None:
+        while True:
+            self._prompt_ready.clear()
+            prompt = await self._store.prompts.claim_next(self.session_id)
+            if prompt is None:
+                await self._prompt_ready.wait()
+                continue
+            try:
+                turn = self._turn = await self._store.turns.start(
+                    self.session_id, epoch, prompt_id=prompt.id
+                )
+            except StoreError:
+                # the epoch ended between the claim and the turn (the agent exited, or the
+                # gateway is stopping): nothing was sent, so the prompt keeps its place
+                await self._store.prompts.release(prompt.id)
+                await asyncio.Event().wait()  # the consumer ends this epoch
+            self._turn_done.clear()
+            self._interrupt_requested.clear()
+            self._stopped_by = None
+            stream = self._stream = TurnStream(clock=self._clock)
+            self._outbound.start_turn(stream, await self._conversations())
+            try:
+                async with asyncio.TaskGroup() as turn_tasks:
+                    saver = turn_tasks.create_task(self._keep_saving(turn, stream))
+                    await self._close_gateway_plans(prompt)
+                    await agent.send(Prompt(text=prompt.text, mode=prompt.mode))
+                    await self._turn_done.wait()
+                    saver.cancel()
+            except* GatewayError as group:
+                # the agent died under our write; the consumer reports AgentExited
+                log.warning("prompt not sent: %s", group.exceptions[0])
+                await asyncio.Event().wait()
+
+    async def _watch_interrupt(self, agent: RunningAgent) -> None:
+        """Kill the agent, as the last resort, when an interrupted turn does not end."""
+        while True:
+            await self._interrupt_requested.wait()
+            self._interrupt_requested.clear()
+            try:
+                async with asyncio.timeout(self._stop_grace):
+                    await self._turn_done.wait()
+            except TimeoutError:
+                await self._notify("⏹ The agent did not stop in time; ending its process.")
+                await agent.stop()
+
+    async def _sweep_stranded(self, epoch: int) -> None:
+        """Deliver the epoch's stranded decisions: when it starts, when asked, periodically."""
+        while True:
+            self._sweep_wanted.clear()
+            try:
+                await self._broker.sweep(self.session_id, epoch)
+            except StoreError as exc:
+                # the ledger's connection cut mid-sweep: what was not recorded is stranded
+                # still, and the next sweep (the listener's catch-up once it is back, or
+                # the period) finds it; the session runs on
+                log.warning("session %s: a sweep met a ledger error (%s)", self.session_id, exc)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(SWEEP_SECONDS):
+                    await self._sweep_wanted.wait()
+
+    async def _expire_overdue(self, epoch: int) -> None:
+        """Expire every PENDING request of this epoch older than its expiry (its policy
+        rule's ``expiry``, else the project's ``expiry.after_seconds``), then wait for the
+        next one to fall due (or to be opened)."""
+        while True:
+            self._opened.clear()
+            now = self._clock()
+            next_due: datetime | None = None
+            expired = False
+            for interaction in await self._store.interactions.list_open(self.session_id):
+                after_seconds = self._expires_after(interaction)
+                if interaction.runtime_epoch != epoch or after_seconds is None:
+                    continue
+                if is_due(interaction, after_seconds, now):
+                    await self._expire(interaction)
+                    expired = True
+                elif interaction.state is InteractionState.PENDING:
+                    due = due_at(interaction, after_seconds)
+                    next_due = due if next_due is None else min(next_due, due)
+            if expired:  # the expired requests' form drafts (shared ledger), and any stale
+                await self._purge_drafts()
+            if next_due is None:
+                await self._opened.wait()
+                continue
+            delay = (next_due - self._clock()).total_seconds()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(max(delay, 0.0), EXPIRY_RECHECK_SECONDS)):
+                    await self._opened.wait()
+
+    async def _escalate_overdue(self, epoch: int) -> None:
+        """Escalate every PENDING request of this epoch whose rule's ``escalate_after`` has
+        passed and that was never escalated (the ledger says: a restart does not repeat
+        it), then wait for the next one to fall due (or to be opened)."""
+        while True:
+            self._opened_unanswered.clear()
+            now = self._clock()
+            next_due: datetime | None = None
+            for interaction in await self._store.interactions.list_open(self.session_id):
+                if (
+                    interaction.runtime_epoch != epoch
+                    or interaction.state is not InteractionState.PENDING
+                ):
+                    continue
+                escalation = escalation_of(
+                    self._project.policy, interaction, self._groups, self._people
+                )
+                if escalation is None:
+                    continue
+                due = escalation_due_at(interaction, escalation)
+                if due > now:
+                    next_due = due if next_due is None else min(next_due, due)
+                elif not await self._store.escalations.escalated(interaction.id):
+                    await self._escalate(interaction, escalation)
+            if next_due is None:
+                await self._opened_unanswered.wait()
+                continue
+            delay = (next_due - self._clock()).total_seconds()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(max(delay, 0.0), EXPIRY_RECHECK_SECONDS)):
+                    await self._opened_unanswered.wait()
+
+    async def _escalate(self, interaction: Interaction, escalation: Escalation) -> None:
+        """Post the card also in each person's direct conversation and each channel the rule
+        names (copies, not bindings), and tell the conversations it was first asked in."""
+        targets: list[ConversationRef] = []
+        people: list[str] = []
+        for account in escalation.accounts:
+            name, _, user_id = account.partition(":")
+            platform = self._platforms.get(name)
+            if platform is None:
+                log.info("escalation of %s: platform %s is not running", interaction.id, name)
+                continue
+            try:
+                direct = await platform.direct_conversation(Actor(platform=name, user_id=user_id))
+            except Exception:  # a platform's own failure: the other targets are still asked
+                log.exception("escalation of %s: no direct conversation", interaction.id)
+                continue
+            if direct is not None:
+                targets.append(direct)
+                # a person as [people] names them, else the account in words
+                owner = next(
+                    (p for p, a in self._people.items() if account in a), f"{name} user {user_id}"
+                )
+                people.append(owner)
+        bound = await self._conversations()
+        channels: list[str] = []
+        for channel in escalation.channels:
+            if channel.platform in self._platforms:
+                targets.append(channel_conversation(channel, bound))
+                channels.append(f"#{channel.channel}")
+        asked = list(dict.fromkeys(people)) + channels
+        copies = await self._store.escalations.record(
+            interaction.id, targets, after_seconds=escalation.after_seconds, asked=asked
+        )
+        if copies is None:
+            return  # decided first, or escalated already
+        self._broker.mark_dirty(interaction.id)
+        await self._notify(escalation_notice(interaction, escalation, people, channels))
+
+    def _expires_after(self, interaction: Interaction) -> float | None:
+        """Seconds a request may wait: its policy rule's ``expiry``, else the project's."""
+        rule = self._rule_of(interaction)
+        if rule is not None and rule.expiry is not None:
+            return rule.expiry
+        return self._project.expiry.after_seconds
+
+    async def _refuse_by_policy(self, interaction: Interaction) -> None:
+        """A rule with ``action = "deny"`` refuses the request at once, with its message
+        (issue 17); a rule never approves. Committed like any decision, so a person's click
+        in between is told who decided first."""
+        rule = self._rule_of(interaction)
+        if rule is None or rule.action is not RuleAction.DENY or rule.message is None:
+            return
+        decision = refusal(interaction, rule.message)
+        if decision is None:
+            log.warning("a deny rule matches %s, which offers no refusal", interaction.id)
+            return
+        try:
+            await self._broker.decide(interaction, POLICY_ACTOR, decision)
+        except (AlreadyDecided, InvalidDecision) as exc:  # a person was quicker
+            log.info("policy refusal of %s not committed: %s", interaction.id, exc)
+
+    async def _purge_drafts(self) -> None:
+        """Delete the form drafts no request can use any more (expired, decided, orphaned
+        requests; untouched too long): they are unreadable already, this frees the rows."""
+        try:
+            purged = await self._store.form_drafts.purge()
+        except StoreError as exc:  # the next expiry, or the host's own purge, tries again
+            log.warning("form drafts not purged: %s", exc)
+            return
+        if purged:
+            log.info("%d form draft(s) purged", purged)
+
+    async def _expire(self, interaction: Interaction) -> None:
+        plan = plan_expiry(interaction, self._project.expiry.outcome)
+        expired = await self._broker.expire(interaction, plan)
+        if expired is None:
+            return  # decided (or closed by the agent) first: that one wins
+        if self._stream is not None:
+            self._stream.interaction_expired(expired.id)  # its tool line: not "declined"
+        if plan.interrupt:
+            try:
+                await self.interrupt()
+            except GatewayError as exc:  # the agent died under the write: its exit follows
+                log.warning("expiry: the turn could not be interrupted: %s", exc)
+        # in the card's words (gateway/render/card_status.py): "nobody answered within 2 min · a
+        # refusal was sent to the agent"
+        told = status_line(expired).removeprefix("Timed out: ")
+        await self._notify(f"⌛ {quoted(expired.title)} ({expired.id}) timed out: {told}.")
+
+    # --- the turn's timeline --------------------------------------------------------------
+
+    async def _keep_saving(self, turn: TurnRecord, stream: TurnStream) -> None:
+        """Save the running turn's timeline every TIMELINE_SAVE_SECONDS (an owned task)."""
+        while True:
+            await asyncio.sleep(TIMELINE_SAVE_SECONDS)  # a cadence, not a wait for state
+            await self._save(turn, stream)
+
+    async def _save(self, turn: TurnRecord, stream: TurnStream) -> None:
+        """What the ledger lacks of the turn's timeline: new entries, text appended since."""
+        async with stream.saving:
+            unsaved = stream.timeline.unsaved()
+            if unsaved.writes:
+                await self._store.timeline.save(turn.id, unsaved.writes)
+                stream.timeline.saved(unsaved)
+
+    # --- events ---------------------------------------------------------------------------
+
+    async def _on_event(self, event: AgentEvent, epoch: int) -> None:
+        stream = self._stream
+        match event:
+            case TextDelta(item_id=item_id, text=text):
+                if stream is not None:
+                    stream.delta(item_id, text)
+            case AgentMessage(item_id=item_id, text=text):
+                if stream is not None:
+                    stream.message(item_id, text)
+            case ToolActivity():
+                if stream is not None:
+                    stream.activity(event)
+            case InteractionOpened(request=request):
+                if stream is not None:
+                    # what the agent said before asking comes first
+                    await self._outbound.settle(stream, SETTLE_SECONDS)
+                turn_id = self._turn.id if self._turn is not None else None
+                opened = await self._broker.open(self.session_id, epoch, request, turn_id=turn_id)
+                if opened.state is InteractionState.PENDING:
+                    await self._refuse_by_policy(opened)
+                self._opened.set()
+                self._opened_unanswered.set()
+                if stream is not None:
+                    stream.interaction_opened(opened.id)  # what follows comes after the card
+            case InteractionClosed(native_key=native_key, how=how):
+                update = await self._store.interactions.close_from_agent(
+                    self.session_id, epoch, native_key, how=how, stopped_by=self._stopped_by
+                )
+                if update is not None:
+                    self._broker.mark_dirty(update.interaction.id)
+            case TurnStarted(turn_native_id=native_id):
+                if self._turn is not None and native_id:
+                    await self._store.turns.set_native_id(self._turn.id, native_id)
+            case TurnCompleted(status=status, error=error):
+                await self._end_turn(status, error)
+            case SessionStarted():
+                await self._on_started(event, epoch)
+            case PolicyChanged(policy=policy, message=message):
+                await self._store.sessions.set_policy(self.session_id, epoch, policy)
+                await self._notify(message)
+            case Warning(message=message, code=code):
+                if code not in _QUIET_WARNINGS:
+                    await self._notify(f"⚠ {message}")
+            case AgentExited():
+                await self._on_exit(event, epoch)
+            case Usage():
+                self.usage = self.usage.add(event)
+
+    async def _end_turn(self, status: TurnStatus, error: str | None) -> None:
+        stopped_by, self._stopped_by = self._stopped_by, None
+        turn, self._turn = self._turn, None
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.end_running_tools(TOOL_ENDED_WORDS[status])
+        if turn is not None:
+            if stream is not None:
+                await self._save(turn, stream)
+            await self._store.turns.end(turn.id, status, error=error)
+        if stream is not None:
+            # the final text, then the platform told (after the ledger: a page drawn then
+            # shows the turn ended)
+            self._outbound.end_turn(stream, status)
+        if turn is not None:
+            if turn.prompt_id is not None:
+                if status is TurnStatus.COMPLETED:
+                    await self._store.prompts.mark_done(turn.prompt_id)
+                else:
+                    await self._store.prompts.mark_interrupted(turn.prompt_id)
+            await self._withdraw_leftovers(turn.id, stopped_by)
+        if status is TurnStatus.FAILED:
+            await self._notify(f"⚠ The turn failed: {error or 'no reason given'}")
+        elif stopped_by is not None:  # the one notice of a person's /stop
+            held = len(await self._store.prompts.list_held(self.session_id))
+            interrupted = status is TurnStatus.INTERRUPTED
+            await self._notify(stopped_notice(str(stopped_by), held=held, interrupted=interrupted))
+        elif status is TurnStatus.INTERRUPTED:
+            await self._notify("⏹ The turn was interrupted.")
+        self._turn_done.set()
+        self._prompt_ready.set()
+
+    async def _withdraw_leftovers(self, turn_id: int, stopped_by: Actor | None) -> None:
+        """A request cannot outlive its turn: what is still open was withdrawn, by the
+        person who stopped the turn if one did."""
+        for interaction in await self._store.interactions.list_open(self.session_id):
+            if interaction.turn_id == turn_id and interaction.state in (
+                InteractionState.PENDING,
+                InteractionState.DECIDED,
+            ):
+                if stopped_by is not None:
+                    update = await self._store.interactions.resolve(
+                        interaction.id,
+                        InteractionEvent.STOP,
+                        by=stopped_by.key(),
+                        note=str(stopped_by),
+                    )
+                else:
+                    update = await self._store.interactions.resolve(
+                        interaction.id, InteractionEvent.WITHDRAW, by="agent", note="the turn ended"
+                    )
+                self._broker.mark_dirty(update.interaction.id)
+
+    async def _on_exit(self, event: AgentExited, epoch: int) -> None:
+        if event.reason == DETACHED and self._keep_attached:
+            # the gateway stops and lets go of a server that outlives it: its epoch stays
+            # live for the next gateway to reattach (Control.recover), and so do its requests
+            self._stream = None
+            self._turn = None
+            if self._exit_notice is not None:
+                await self._notify(self._exit_notice)
+            self._turn_done.set()
+            self.epoch = None
+            return
+        description = describe_exit(event)
+        turn = self._turn
+        turn_cut = turn is not None
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.end_running_tools(AGENT_ENDED_WORDS)
+        if turn is not None:
+            if stream is not None:
+                await self._save(turn, stream)
+            await self._store.turns.end(turn.id, TurnStatus.FAILED, error=description)
+            if turn.prompt_id is not None:
+                await self._store.prompts.mark_interrupted(turn.prompt_id)
+            self._turn = None
+        if stream is not None:
+            self._outbound.end_turn(stream, TurnStatus.FAILED)
+        await self._store.sessions.end_epoch(self.session_id, epoch, exit_description=description)
+        for update in await self._store.interactions.orphan_epoch(
+            self.session_id,
+            epoch,
+            note=description,
+            # let go of, not ended: whether it read an answer written last cannot be known
+            runtime_outlives_gateway=event.reason == DETACHED,
+        ):
+            self._broker.mark_dirty(update.interaction.id)
+        if not self._closing:
+            # what was queued behind the cut turn was written for a conversation that just
+            # lost its answer: it waits for /resume instead of running into a new process
+            # unseen (as after /stop or a restart); a new message runs first
+            held = await self._store.prompts.hold(self.session_id, reason="the agent process ended")
+            await self._notify(
+                exit_notice(description, event.stderr_tail, turn_cut=turn_cut, held=held)
+            )
+        elif self._exit_notice is not None:
+            await self._notify(self._exit_notice)
+        self._turn_done.set()
+        self.epoch = None
+
+    async def _end_epoch_quietly(self, epoch: int) -> None:
+        self.epoch = None
+        self._turn = None
+        stream, self._stream = self._stream, None
+        if stream is not None and self._outbound.is_running:
+            stream.end_running_tools(AGENT_ENDED_WORDS)
+            self._outbound.end_turn(stream, TurnStatus.FAILED)
+        with contextlib.suppress(GatewayError):
+            await self._store.sessions.end_epoch(
+                self.session_id, epoch, exit_description="the gateway stopped tracking it"
+            )
+            for update in await self._store.interactions.orphan_epoch(
+                self.session_id, epoch, note="the gateway stopped tracking the agent"
+            ):
+                self._broker.mark_dirty(update.interaction.id)
+
+    async def _notify(self, text: str) -> None:
+        conversations = await self._conversations()
+        if self._outbound.is_running:
+            self._outbound.notice(conversations, text)  # sent by each conversation's outlet
+        else:  # the runner has ended (report_crash)
+            await self._notifier.send(conversations, text)
