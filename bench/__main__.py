@@ -7,7 +7,7 @@
 Each benchmark runs in a process of its own (``python -m bench.<name> --json``), so that its
 peak RSS and CPU are its own. The table (with the date, ``uname -m``, nproc, the Python
 version and the load average while the suite ran) is printed at the end and written to
-``--out`` (default ``.cache/bench-results.md``); README.md carries a copy. Figures, not
+``--out`` (default ``.cache/bench-results.md``); docs/benchmarks.md carries a copy. Figures, not
 assertions: a missed target is marked, never raised.
 """
 

@@ -21,7 +21,7 @@ time (what both drivers do by default) every statement, BEGIN and COMMIT is one.
 pipeline mode sends the statements of a call together and waits once for each *stage* (the
 point where the store needs a result before it can go on: the reads before a decision); the
 third row measures that. On SQLite the same approval is 11-12 trips to aiosqlite's thread
-(README, "database trips per approval").
+(docs/benchmarks.md, "database trips per approval").
 
 Prints, per driver: approvals/s, p50/p99 of one approval's store work, and trips per approval.
 """

@@ -1,4 +1,4 @@
-"""Take the README's screenshots of the web console from `agent-gateway demo`.
+"""Take the screenshots of docs/console.md of the web console from `agent-gateway demo`.
 
     .venv/bin/python scripts/screenshots.py            # into docs/screenshots/
     .venv/bin/python scripts/screenshots.py --out DIR  # anywhere else
@@ -39,7 +39,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"
 DESKTOP: ViewportSize = {"width": 1100, "height": 820}
 PHONE: ViewportSize = {"width": 390, "height": 844}
 WAIT_MS = 30_000
-# The screens, each a file in the output folder (the README shows some of them).
+# The screens, each a file in the output folder (docs/console.md shows some of them).
 SHOTS = (
     "start.png",
     "start-phone.png",

@@ -8,4 +8,9 @@ export AGENT_GATEWAY_CODEX_BIN=${AGENT_GATEWAY_CODEX_BIN:-$root/.cache/agents/no
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-.venv/bin/pytest "$@"
+# two pytest-xdist workers, a test file to each, unless the caller chose (-n 0: one process):
+# the suite mostly waits on agents and fake servers, and two workers halve its time
+case " $* " in
+*" -n"* | *" --numprocesses"* | *" -p no:xdist "*) .venv/bin/pytest "$@" ;;
+*) .venv/bin/pytest -n 2 --dist loadfile "$@" ;;
+esac

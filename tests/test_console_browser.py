@@ -3,7 +3,7 @@ whole gateway: the real codex app-server and the fake model, the memory platform
 
 Missing chromium skips these tests, and fails them under AGENT_GATEWAY_REQUIRE_REAL_AGENTS=1
 (scripts/setup.sh installs it). The main screens are saved to the test's temporary directory;
-the README's screenshots come from the demo instead (scripts/screenshots.py).
+the screenshots of docs/console.md come from the demo instead (scripts/screenshots.py).
 """
 
 from __future__ import annotations

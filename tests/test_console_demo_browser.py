@@ -223,7 +223,7 @@ def _png_width(path: Path) -> int:
 async def test_the_readme_screenshots_are_taken_from_the_demo(
     browser: Browser, tmp_path: Path
 ) -> None:
-    # scripts/screenshots.py, run as the README's pictures are made: every screen, at a
+    # scripts/screenshots.py, run as docs/console.md's pictures are made: every screen, at a
     # desktop's width and a phone's
     spec = importlib.util.spec_from_file_location("screenshots", ROOT / "scripts/screenshots.py")
     assert spec is not None and spec.loader is not None
@@ -236,6 +236,6 @@ async def test_the_readme_screenshots_are_taken_from_the_demo(
     assert {w for name, w in widths.items() if not name.endswith("-phone.png")} == {
         DESKTOP["width"]
     }
-    readme = (ROOT / "README.md").read_text()
-    shown = re.findall(r"\(docs/screenshots/([\w.-]+\.png)\)", readme)
-    assert shown and set(shown) <= set(script.SHOTS)  # the README shows what the script takes
+    console = (ROOT / "docs" / "console.md").read_text()
+    shown = re.findall(r"\(screenshots/([\w.-]+\.png)\)", console)
+    assert shown and set(shown) <= set(script.SHOTS)  # docs/console.md shows what the script takes

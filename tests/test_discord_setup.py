@@ -1,4 +1,4 @@
-"""Discord's setup as a new user follows the README, on the fake Discord: the commands run
+"""Discord's setup as a new user follows docs/discord.md, on the fake Discord: the commands run
 as a user runs them (the installed ``agent-gateway``, in a subprocess).
 
 ``discord-invite`` prints the URL that adds the bot with exactly the permissions it uses,
@@ -25,7 +25,7 @@ from tests.servers.fake_discord import APP_ID, TOKEN, FakeDiscord
 pytestmark = [pytest.mark.timeout(120)]
 
 DEADLINE = 60.0
-# what the README says the invite asks for, by name
+# what docs/discord.md says the invite asks for, by name
 README_NAMES = (
     "View Channel",
     "Send Messages",
@@ -64,8 +64,7 @@ def test_the_invite_asks_for_exactly_the_permissions_the_readme_names() -> None:
         name.upper().replace(" ", "_") for name in README_NAMES
     }
     assert int(NEEDED_PERMISSIONS) == sum(int(bit) for bit in Permission)
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    setup = readme.split("## Discord", 1)[1].split("\n## ", 1)[0]
+    setup = (Path(__file__).parents[1] / "docs" / "discord.md").read_text(encoding="utf-8")
     for name in README_NAMES:
         assert name in " ".join(setup.split()), name
 

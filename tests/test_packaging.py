@@ -8,8 +8,11 @@ with setuptools' warnings turned into errors.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -40,3 +43,63 @@ def test_the_editable_install_builds_without_a_setuptools_warning(tmp_path: Path
     assert done.returncode == 0, done.stderr[-3000:]
     [wheel] = tmp_path.glob("*.whl")
     assert wheel.name == done.stdout.strip().splitlines()[-1]
+
+
+_BUILD_WHEEL = """
+import sys
+import zipfile
+from setuptools import build_meta
+
+print(build_meta.build_wheel(sys.argv[1]))
+"""
+
+
+def _run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, f"{argv}: {done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_the_wheel_carries_the_license_and_runs_from_where_it_is_installed(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "source"  # a copy: the build writes its build/ beside the sources
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        (source / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, source / name)
+    for top in ("gateway", "platforms", "adapters"):
+        shutil.copytree(ROOT / top, source / top, ignore=shutil.ignore_patterns("__pycache__"))
+    built = tmp_path / "dist"
+    name = _run([sys.executable, "-c", _BUILD_WHEEL, str(built)], cwd=source).splitlines()[-1]
+    wheel = built / name
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    license_file = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    with zipfile.ZipFile(wheel) as archive:
+        assert b"Apache License" in archive.read(license_file)
+    packages = {n.rsplit("/", 1)[0] for n in names if n.endswith("/__init__.py")}
+    on_disk = {
+        p.parent.relative_to(ROOT).as_posix()
+        for top in ("gateway", "platforms", "adapters")
+        for p in (ROOT / top).rglob("__init__.py")
+    }
+    assert packages == on_disk  # every package of the map, and nothing from tests/
+
+    # installed apart from the checkout, run from elsewhere: the modules are the wheel's
+    site = tmp_path / "site"
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
+    _run([*pip, "--target", str(site), str(wheel)], cwd=tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    python = [sys.executable, "-P"]  # -P: not the working directory either
+    where = _run(
+        [*python, "-c", "import gateway.app.cli as m; print(m.__file__)"], cwd=tmp_path, env=env
+    )
+    assert Path(where.strip()).is_relative_to(site)
+    assert _run([*python, "-m", "gateway", "--version"], cwd=tmp_path, env=env).startswith(
+        "agent-gateway "
+    )
+    assert "--pace" in _run(
+        [*python, "-m", "gateway.app.demo.agent", "--help"], cwd=tmp_path, env=env
+    )

@@ -112,9 +112,9 @@ card and clicks "Allow once" (a test runs this very code):
 import asyncio
 from pathlib import Path
 
-from gateway.demo.command import build_demo
+from gateway.app.demo.command import build_demo
 from gateway.domain import Actor, ConversationRef
-from gateway.engine import Gateway
+from gateway.sessions.engine import Gateway
 
 YOU = Actor(platform="memory", user_id="you")
 ROOM = ConversationRef(platform="memory", space="demo", channel="room", thread=None)
