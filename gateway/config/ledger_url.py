@@ -5,10 +5,56 @@ SQLite gateway never loads it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from gateway.errors import StoreError
 
-__all__ = ["PgTarget", "check_url", "describe", "is_postgresql_url"]
+__all__ = ["PgTarget", "PgTimeouts", "check_url", "describe", "is_postgresql_url"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PgTimeouts:
+    """How long the ledger may take, in seconds (``[gateway] store_*_seconds``).
+
+    The server ends a statement past ``statement`` and a wait for a lock past ``lock``, and
+    closes a session left inside a transaction past ``idle_in_transaction`` (a peer frozen
+    mid-transaction holds its locks until then). A connection attempt gives up after
+    ``connect``. TCP keepalives and a user timeout find a peer that went away without a word;
+    a server that is reachable but does not answer (a frozen backend, a network that holds
+    the packets) is found by the client's own deadline, :attr:`call_deadline`, after which
+    the call is given up and its connection replaced.
+    """
+
+    statement: float = 10.0
+    lock: float = 5.0
+    idle_in_transaction: float = 10.0
+    connect: float = 5.0
+
+    @property
+    def call_deadline(self) -> float:
+        """The most one store call may wait for the server: a little past ``statement``, so
+        that the server's own timeout, which leaves the connection usable, comes first."""
+        return self.statement + max(1.0, self.statement / 4)
+
+    def connect_options(self) -> dict[str, Any]:
+        """libpq's connection parameters for these timeouts (psycopg's ``connect`` keywords)."""
+        millis = {
+            "statement_timeout": self.statement,
+            "lock_timeout": self.lock,
+            "idle_in_transaction_session_timeout": self.idle_in_transaction,
+        }
+        keepalive = max(1, round(self.connect))
+        return {
+            "options": " ".join(f"-c {name}={round(s * 1000)}" for name, s in millis.items()),
+            # libpq takes whole seconds; below 2 it waits 2
+            "connect_timeout": max(2, round(self.connect)),
+            "keepalives": 1,
+            "keepalives_idle": keepalive,
+            "keepalives_interval": keepalive,
+            "keepalives_count": 3,
+            # sent data unacknowledged this long: the connection is dead
+            "tcp_user_timeout": round(self.call_deadline * 1000),
+        }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -18,6 +64,17 @@ class PgTarget:
 
     url: str
     password: str | None = field(default=None, repr=False)
+    timeouts: PgTimeouts = field(default_factory=PgTimeouts)
+
+    def connect_options(self, *, read_only: bool = False) -> dict[str, Any]:
+        """Every keyword psycopg's ``connect`` takes for this target but the URL: the
+        password, the timeouts, and for a read-only connection its default."""
+        extra = self.timeouts.connect_options()
+        if self.password is not None:
+            extra["password"] = self.password
+        if read_only:
+            extra["options"] = f"{extra['options']} -c default_transaction_read_only=on"
+        return extra
 
     def __post_init__(self) -> None:
         check_url(self.url)

@@ -49,7 +49,7 @@ from pydantic import (
 )
 
 from gateway.config.hmac_key import read_hmac_key
-from gateway.config.ledger_url import PgTarget, check_url
+from gateway.config.ledger_url import PgTarget, PgTimeouts, check_url
 from gateway.config.platform_tables import (
     AUTH_TABLES,
     NonEmpty,
@@ -238,6 +238,14 @@ class GatewaySection(_Model):
     # this; a host whose lease lapses for longer is reaped by another (its live requests
     # orphaned, "host X stopped"). Unused with SQLite.
     host_lease_seconds: float = Field(default=15.0, ge=0.3, le=600)
+    # PostgreSQL: how long the ledger may take (gateway.config.ledger_url.PgTimeouts): a
+    # statement, a wait for a lock, a peer's session left inside a transaction, a connection.
+    # A store call that gets no answer a little past the statement's time is given up and its
+    # connection replaced. Unused with SQLite.
+    store_statement_seconds: float = Field(default=10.0, ge=0.1, le=3600)
+    store_lock_seconds: float = Field(default=5.0, ge=0.1, le=3600)
+    store_idle_in_transaction_seconds: float = Field(default=10.0, ge=0.1, le=3600)
+    store_connect_seconds: float = Field(default=5.0, ge=1, le=600)
 
     _paths = field_validator("data_dir", mode="after")(_expand_path)
     _key_path = field_validator("hmac_key_file", mode="after")(_optional_path)
@@ -267,7 +275,14 @@ class GatewaySection(_Model):
             return None
         password = self.store_password
         return PgTarget(
-            url=self.store, password=None if password is None else password.get_secret_value()
+            url=self.store,
+            password=None if password is None else password.get_secret_value(),
+            timeouts=PgTimeouts(
+                statement=self.store_statement_seconds,
+                lock=self.store_lock_seconds,
+                idle_in_transaction=self.store_idle_in_transaction_seconds,
+                connect=self.store_connect_seconds,
+            ),
         )
 
 

@@ -148,11 +148,13 @@ class Database:
         *,
         dialect: Dialect = SQLITE,
         errors: tuple[type[Exception], ...] = (sqlite3.Error,),
+        deadline: float | None = None,
     ) -> None:
         self.runner = runner
         self.dialect = dialect
         self._conn = conn
         self._errors = errors
+        self._deadline = deadline
         self._clock = clock
         self._lock = asyncio.Lock()
         self._closed = False
@@ -220,7 +222,13 @@ class Database:
                     raise StoreError("the ledger is closed")
                 try:
                     return await _on_thread(
-                        self.runner, self._conn, runner, work, self._errors, self.tally
+                        self.runner,
+                        self._conn,
+                        runner,
+                        work,
+                        self._errors,
+                        self.tally,
+                        deadline=self._deadline,
                     )
                 except StoreError as exc:
                     # PostgreSQL: a deadlock between two hosts' locks, or a serialization
@@ -281,11 +289,13 @@ class ReadOnlyDatabase:
         *,
         dialect: Dialect = SQLITE,
         errors: tuple[type[Exception], ...] = (sqlite3.Error,),
+        deadline: float | None = None,
     ) -> None:
         self.runner = runner
         self.dialect = dialect
         self._conn = conn
         self._errors = errors
+        self._deadline = deadline
         self._closed = False
         self.tally: TripTally | None = None  # as Database.tally
 
@@ -307,7 +317,15 @@ class ReadOnlyDatabase:
         snapshot: Callable[[Conn, Callable[[Conn], T], _Ticket], T] = (
             _alone if one_statement else functools.partial(_snapshot, self.dialect.begin_snapshot)
         )
-        return await _on_thread(self.runner, self._conn, snapshot, work, self._errors, self.tally)
+        return await _on_thread(
+            self.runner,
+            self._conn,
+            snapshot,
+            work,
+            self._errors,
+            self.tally,
+            deadline=self._deadline,
+        )
 
 
 async def _on_thread(
@@ -317,15 +335,30 @@ async def _on_thread(
     work: Callable[[Conn], T],
     errors: tuple[type[Exception], ...],
     tally: TripTally | None = None,
+    *,
+    deadline: float | None = None,
 ) -> T:
     """Run ``runner(work)`` on ``conn``'s thread, in one trip; the driver's errors become
     StoreError. With a ``tally``, the call and its network round trips are recorded (counted
-    on the thread, so calls of other connections in between do not count)."""
+    on the thread, so calls of other connections in between do not count).
+
+    With a ``deadline`` (seconds; PostgreSQL), a call the server has not answered by then is
+    given up: the connection is aborted (``conn.abort()``: the thread's wait fails at once,
+    and the next call connects again) and StoreError says so. What the call wrote is then
+    unknown, as after a cut connection: the server rolls back a transaction that had not
+    committed."""
     ticket = _Ticket()
     if tally is not None:
         runner = functools.partial(_tallied, runner, tally)
     try:
-        return await on.call(runner, conn, work, ticket)
+        async with asyncio.timeout(deadline):
+            return await on.call(runner, conn, work, ticket)
+    except TimeoutError as exc:
+        ticket.cancelled = True
+        abort = getattr(conn, "abort", None)
+        if abort is not None:
+            abort()
+        raise StoreError(f"the ledger did not answer within {deadline:g} s") from exc
     except errors as exc:
         raise StoreError(f"ledger error: {exc}") from exc
     except BaseException:

@@ -30,7 +30,7 @@ import psycopg
 
 from gateway.config.ledger_url import PgTarget
 from gateway.store.lease_timing import LeaseTiming
-from gateway.store.postgresql import CONNECT_TIMEOUT_S, close_quietly
+from gateway.store.postgresql import close_quietly
 
 __all__ = [
     "LeaseHolder",
@@ -127,9 +127,7 @@ async def fence_out(conn: psycopg.AsyncConnection[Any], name: str) -> int | None
 
 
 async def connect(target: PgTarget) -> psycopg.AsyncConnection[Any]:
-    extra: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
-    if target.password is not None:
-        extra["password"] = target.password
+    extra = target.connect_options()
     return await psycopg.AsyncConnection.connect(target.url, autocommit=True, **extra)
 
 

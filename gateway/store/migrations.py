@@ -621,6 +621,10 @@ def apply_migrations(
             conn.execute(dialect.begin_write)
             try:
                 if dialect.backend is Backend.POSTGRESQL:
+                    # a migration may take its time, and wait for another host's: the
+                    # connection's interactive timeouts are not for it (this transaction only)
+                    conn.execute("SET LOCAL statement_timeout = 0")
+                    conn.execute("SET LOCAL lock_timeout = 0")
                     conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
                 if _is_applied(conn, migration.version, known=len(migrations)):
                     conn.execute("ROLLBACK")

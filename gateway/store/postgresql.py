@@ -20,6 +20,8 @@ The password never travels in the URL (a URL with one is refused, naming
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -31,9 +33,7 @@ from gateway.config.ledger_url import PgTarget
 from gateway.store.database import Cursor
 from gateway.store.dialect import to_postgresql
 
-__all__ = ["CONNECT_TIMEOUT_S", "PgConn", "close_quietly"]
-
-CONNECT_TIMEOUT_S = 10
+__all__ = ["PgConn", "close_quietly"]
 
 
 async def close_quietly(conn: psycopg.AsyncConnection[Any] | None) -> None:
@@ -59,11 +59,7 @@ class PgConn:
     @classmethod
     def connect(cls, target: PgTarget, *, read_only: bool = False) -> PgConn:
         """On the runner's thread (the connection belongs to it)."""
-        extra: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
-        if target.password is not None:
-            extra["password"] = target.password
-        if read_only:
-            extra["options"] = "-c default_transaction_read_only=on"
+        extra = target.connect_options(read_only=read_only)
         conn = psycopg.connect(target.url, autocommit=True, row_factory=dict_row, **extra)
         made = cls(conn, target)
         made._read_only = read_only
@@ -103,6 +99,17 @@ class PgConn:
             self.round_trips += 1
             return cursor
         return _Pipelined(self, cursor, self._pipeline)
+
+    def abort(self) -> None:
+        """From another thread: the call waiting on this connection fails now (its socket is
+        shut down under it; the server rolls back what it had not committed), and the next
+        call connects again (:meth:`ready`). For a server that does not answer at all."""
+        try:
+            fd = self.raw.pgconn.socket
+        except psycopg.Error:
+            return  # no socket: nothing waits on it
+        with contextlib.suppress(OSError), socket.socket(fileno=os.dup(fd)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         self.raw.close()

@@ -154,7 +154,8 @@ class Store:
 
         errors = (psycopg.Error,)
         async with _pg_connection(target, "ledger-writer", read_only=False) as (runner, conn):
-            db = Database(runner, conn, clock, dialect=POSTGRESQL, errors=errors)
+            deadline = target.timeouts.call_deadline
+            db = Database(runner, conn, clock, dialect=POSTGRESQL, errors=errors, deadline=deadline)
             try:
                 try:
                     await runner.call(
@@ -174,7 +175,11 @@ class Store:
                     reader_conn,
                 ):
                     reader = ReadOnlyDatabase(
-                        reader_runner, reader_conn, dialect=POSTGRESQL, errors=errors
+                        reader_runner,
+                        reader_conn,
+                        dialect=POSTGRESQL,
+                        errors=errors,
+                        deadline=deadline,
                     )
                     try:
                         yield cls(db, None, reader, location=str(target))

@@ -18,13 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from gateway.config.ledger_url import PgTarget
-from gateway.store.postgresql import CONNECT_TIMEOUT_S
 
 __all__ = ["RETRY_SECONDS", "channel", "listen_for_wakeups"]
 
@@ -48,9 +46,7 @@ async def listen_for_wakeups(
     """Until cancelled: listen on ``host``'s channel and hand each notification's payload
     (a session id) to ``wake``; ``listening`` is called each time the LISTEN is in place
     (the first time and after every reconnection: what was sent meanwhile is lost)."""
-    extra: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
-    if target.password is not None:
-        extra["password"] = target.password
+    extra = target.connect_options()
     listen = sql.SQL("LISTEN {}").format(sql.Identifier(channel(host)))
     while True:
         try:

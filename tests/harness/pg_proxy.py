@@ -12,6 +12,10 @@ time that text passes). Either the chunk carrying that statement never reaches t
 (the transaction is cut before it could commit: the server rolls it back), or everything
 reaches the server and its answer that ends the transaction (ReadyForQuery, "idle") is
 dropped: the transaction committed, and the host does not know.
+
+:meth:`PgProxy.hold` stops passing anything on, both ways, without closing a connection: a
+network that holds the packets, or a server that stopped answering (the host's TCP stack
+sees a live peer); :meth:`PgProxy.release` passes on what was held and the rest.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ class PgProxy:
         self.refuse = False  # True: the database is unreachable, a new connection is closed
         self.refusals = 0
         self._refused = asyncio.Condition()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
 
     @property
     def dsn(self) -> str:
@@ -93,6 +99,14 @@ class PgProxy:
         self.cuts += 1
         for pair in list(self._pairs):
             self._close(pair)
+
+    def hold(self) -> None:
+        """Pass nothing on from now on, either way, and close nothing (see the module)."""
+        self._flowing.clear()
+
+    def release(self) -> None:
+        """Pass on again, what was held first."""
+        self._flowing.set()
 
     def cut_at_commit(self, statement: str, how: Cut) -> asyncio.Event:
         """Cut every connection at the end of the first transaction that sends
@@ -144,6 +158,7 @@ class PgProxy:
                         return
                     trigger.pair = pair
                 tail = data[-64:]
+                await self._flowing.wait()
                 pair.server.write(data)
                 await pair.server.drain()
         except (OSError, ConnectionError):
@@ -161,6 +176,7 @@ class PgProxy:
                     self._fire(trigger)  # the transaction ended: its answer is not passed on
                     return
                 tail = data[-len(IDLE) :]
+                await self._flowing.wait()
                 pair.client.write(data)
                 await pair.client.drain()
         except (OSError, ConnectionError):
