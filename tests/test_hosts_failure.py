@@ -78,6 +78,9 @@ async def test_a_frozen_host_is_reaped_and_on_its_return_ends_its_agents_and_sta
         ack = await a.memory.click(ON_A, ALICE, asked.token("Approve"))
         assert not ack.accepted
         assert "lost its hold on the ledger" in ack.text
+        # nor does it tell a person a form may open: the same words as the click
+        opened = await a.memory.open_form(ON_A, ALICE, asked.token("Approve"))
+        assert (opened.accepted, opened.text) == (False, ack.text)
         await a.memory.say(ON_A, ALICE, "hello")
         assert texts_with(a, ON_A, "nothing was taken")
         assert not stopped.is_set()  # frozen: nothing ran yet

@@ -630,8 +630,16 @@ class Gateway:
             return Ack(text=LEDGER_NO_ANSWER, accepted=False)
 
     async def may_answer(self, action: InboundAction) -> Ack:
-        # reads only, on the ledger's read-only connection: nothing for edits to wait for
-        return await self.desk.may_answer(action)
+        """Whether a form may open for ``action``'s person: the click's checks, no decision.
+        A host that lost its lease answers as a click there is answered, nothing opened."""
+        if self.fenced:
+            return Ack(text=self.fenced_text(), accepted=False)
+        try:
+            # reads only, on the ledger's read-only connection: nothing for edits to wait for
+            return await self.desk.may_answer(action)
+        except StoreError as exc:
+            log.warning("host %s: a form's pre-check met a ledger error (%s)", self.host, exc)
+            return Ack(text=LEDGER_NO_ANSWER, accepted=False)
 
     async def has_session(self, conversation: ConversationRef) -> bool:
         return await self.store.peek.has_open_session(conversation)
