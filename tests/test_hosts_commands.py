@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psycopg
 
-from gateway.domain import Decision
+from gateway.domain import Decision, Scope
 from tests.gateway_flows import WHEN, session_of, settles
 from tests.gateway_harness import ALICE, Running
 from tests.hosts_harness import ON_A, both_running, host_gateway, memory_of, two_hosts
@@ -207,3 +207,36 @@ async def test_commands_for_a_stopped_host_are_answered_at_once_and_its_requests
         lease.resume()
         await a.gateway.started_over.wait()
         assert not any(t.startswith("Grants in force") for t in a.memory.texts(ON_A))
+
+
+async def test_a_revoke_from_the_console_of_another_host_is_carried_out_by_the_owner(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    """The console's revoke button on host b (``Control.revoke``, what its page calls) for a
+    session host a runs: b lists the grant a's agent holds, and a revokes it where it lives
+    (its agent process), never b on a's behalf."""
+    config = two_hosts(tmp_path, pg_database.dsn)
+    ended = asyncio.Event()
+
+    async def on_stop() -> None:
+        ended.set()
+
+    on_a, on_b = ScriptedLauncher(REQUESTS, on_stop=on_stop), ScriptedLauncher(REQUESTS)
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
+        asked = await open_card(a, ON_A, "approve")
+        [for_session] = [x.token for x in asked.first.actions if x.scope is Scope.SESSION]
+        assert (await b.memory.click(ON_A, ALICE, for_session)).accepted
+        await settles(a, asked, r".* · sent to the agent · done")
+        session = await session_of(a, ON_A)
+        [line] = await b.gateway.control.grants.listing(session)  # b sees a's agent's grant
+        assert line.then == "confirm"
+
+        said = await b.gateway.control.revoke(session, f"{line.id} confirm", ALICE, ON_A)
+
+        assert said.startswith("Sent to host a, which runs this session")
+        await ended.wait()  # a ended its agent: the grant lived there
+        told = await a.text_where(lambda t: t.startswith(f"Grant {line.id} revoked"), ON_A)
+        assert "agent process" in told
+        entry = await a.gateway.store.grants.get(line.id)
+        assert entry is not None and entry.revoked is not None
+        assert await b.gateway.control.grants.listing(session) == []

@@ -584,6 +584,38 @@ class Control:
         elif name is CommandName.REVOKE:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
 
+    @property
+    def grants(self) -> GrantDesk:
+        """The grants of a session as this host sees them (a listing is right on any host)."""
+        return self._grants
+
+    async def revoke(
+        self, session: SessionRecord, args: str, actor: Actor, conversation: ConversationRef
+    ) -> str:
+        """``/revoke ARGS`` by ``actor`` from a page or form of ``conversation`` (the console),
+        carried out where the session runs, as the command typed in a chat is: here, the
+        answer; on another host, a request it takes, and what was done with it here."""
+        owner = self._gw.owner_elsewhere(session)
+        if owner is None:
+            return await self._grants.revoke(session, args, actor)
+        sent = await self._store.requests.send(
+            session.id,
+            RequestKind.REVOKE,
+            actor=actor,
+            conversation=conversation,
+            by_host=self._gw.host,
+            args=args,
+        )
+        if not sent:
+            return (
+                f"Host {owner}, which runs this session, is not answering the ledger: "
+                "nothing was revoked."
+            )
+        return (
+            f"Sent to host {owner}, which runs this session: it revokes the grant there and "
+            "answers in this conversation."
+        )
+
     async def status_text(self, session: SessionRecord) -> str:
         """What /status says, on any host: from the ledger, and from this host's runner where
         it runs the session (its usage is counted there: another host says so)."""

@@ -89,6 +89,10 @@ class GrantDesk:
         """Not revoked, and (those living in the agent process) given in its live epoch."""
         runner = self._runner_of(session.id)
         live = runner.epoch if runner is not None and runner.agent is not None else None
+        if runner is None and session.host is not None and session.current_epoch:
+            # run by another host, perhaps: its agent's live epoch is the ledger's
+            epoch = await self._store.sessions.get_epoch(session.id, session.current_epoch)
+            live = epoch.epoch if epoch is not None and epoch.is_live else None
         kept = []
         for entry in await self._store.grants.for_session(session.id, session.project):
             if entry.revoked is not None:

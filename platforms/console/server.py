@@ -41,7 +41,7 @@ from gateway.platform import (
     InboundMessage,
     Platform,
 )
-from gateway.sessions.grant_desk import GrantDesk
+from gateway.session_record import SessionRecord
 from platforms.console.answers import answers_from_form
 from platforms.console.assets import CSP
 from platforms.console.cards_html import MESSAGE_MAX_CHARS, PostContext
@@ -114,6 +114,7 @@ class ServedConsole(Platform, Protocol):
     @property
     def auth_platform(self) -> str: ...
     def new_conversation(self, project: str) -> ConversationRef | None: ...
+    def mirror_conversation(self, session: SessionRecord) -> ConversationRef: ...
     def projects(self) -> list[str]: ...
 
 
@@ -382,17 +383,13 @@ async def _new(request: web.Request) -> web.Response:
     )
 
 
-def _grant_desk(gateway: Gateway) -> GrantDesk:
-    return GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
-
-
 async def _grants(request: web.Request) -> web.Response:
     _, gateway, browser = _parts(request)
     record = await gateway.store.sessions.get(request.match_info["session"])
     if record is None:
         raise web.HTTPNotFound(text="no such session")
     first = await gateway.store.prompts.first_texts([record.id])
-    lines = await _grant_desk(gateway).listing(record)
+    lines = await gateway.control.grants.listing(record)
     title = session_title(record, first.get(record.id))
     page = grants_page(await _frame(request), record.id, title, lines, _context(request, browser))
     return _html(page)
@@ -409,8 +406,10 @@ async def _revoke(request: web.Request) -> web.Response:
         user_id=console.actor.user_id,
         display=console.actor.display,
     )
-    said = await _grant_desk(gateway).revoke(record, f"{grant} {then}", actor)
-    return _answer(request, Ack(text=said, accepted=said.startswith(f"Grant {grant} revoked")))
+    where = console.mirror_conversation(record)
+    said = await gateway.control.revoke(record, f"{grant} {then}", actor, where)
+    done = said.startswith((f"Grant {grant} revoked", "Sent to host"))
+    return _answer(request, Ack(text=said, accepted=done))
 
 
 def _message(console: ServedConsole, conversation: ConversationRef, text: str) -> InboundMessage:
