@@ -25,8 +25,9 @@
     │   ├── TokenRejected            a button token failed verification (reason: auth.Rejection)
     │   └── SealBroken               a sealed secret answer does not open (another host's key
     │                                differs, or the sealed text was altered: gateway.store.sealing)
-    ├── StoreError                   the SQLite ledger failed (sqlite3 errors are chained)
-    │   └── DataDirInUse             another gateway process holds the data dir's lock
+    ├── StoreError                   the ledger failed (sqlite3, psycopg errors are chained)
+    │   ├── DataDirInUse             another gateway process holds the data dir's lock
+    │   └── EpochEnded               a turn refused: its agent's epoch is no longer live
     └── PlatformError                a chat platform failed (SDK errors are chained)
 
 Foreign exceptions (OSError, sqlite3.Error, SDK errors) are translated at the seams with
@@ -45,6 +46,7 @@ __all__ = [
     "CodecUsageError",
     "ConfigError",
     "DataDirInUse",
+    "EpochEnded",
     "GatewayError",
     "HandshakeTimeout",
     "IllegalTransition",
@@ -179,7 +181,16 @@ class SealBroken(AuthorizationError):
 
 
 class StoreError(GatewayError):
-    pass
+    """``outcome_unknown``: a write whose COMMIT was sent and whose answer was lost (the
+    connection cut, the deadline passed): it may have committed; read it back, never do it
+    again."""
+
+    outcome_unknown: bool = False
+
+
+class EpochEnded(StoreError):
+    """A turn was refused because its runtime epoch is no longer live (the agent exited,
+    or the gateway stops): a refusal, not a failure of the ledger."""
 
 
 class DataDirInUse(StoreError):

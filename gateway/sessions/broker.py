@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 EDITS_WAIT_SECONDS = 0.2  # how long a card edit may wait for new cards and decisions
+LEDGER_PAUSE_SECONDS = 0.5  # a card refresh the ledger failed: tried again after this
 REFUSED_KEPT = 4096  # copies refused for good remembered (the oldest are tried again)
 _SEAL_BROKEN = (
     "its secret answer, sealed by the host that took it, does not open here: is"
@@ -149,6 +150,8 @@ class Broker:
         # edit): not asked again while this process runs (a restart tries each once more:
         # the config, a token, may have changed)
         self._refused_for_good: OrderedDict[int, None] = OrderedDict()
+        # copies sent whose record the ledger did not take (copy id: the message id sent)
+        self._sent_unrecorded: OrderedDict[int, str] = OrderedDict()
         # one lane per platform: the interactions whose cards there need a refresh, in order
         self._lanes = {name: _Lane() for name in platforms}
         # New cards and decisions go before edits of older cards: while one is under way the
@@ -477,7 +480,13 @@ class Broker:
                         await self._none_urgent.wait()
                 interaction_id = next(iter(lane.dirty))
                 del lane.dirty[interaction_id]
-                await self.refresh(interaction_id, platform=platform)
+                try:
+                    await self.refresh(interaction_id, platform=platform)
+                except StoreError as exc:
+                    # the ledger failed: the card is brought up to date once it answers
+                    log.warning("card %s not refreshed (%s): again soon", interaction_id, exc)
+                    lane.dirty[interaction_id] = None
+                    await asyncio.sleep(LEDGER_PAUSE_SECONDS)  # a pause, not a wait for state
 
     async def refresh(self, interaction_id: str, *, platform: str) -> None:
         """Send or edit every copy of the card on ``platform`` so that it shows the ledger's
@@ -541,16 +550,27 @@ class Broker:
             return
         card = self.render(interaction, platform)
         retry = with_rate_limit if wait_out_429 else _once
+        # a copy sent whose record the ledger failed to take: edited, never sent twice
+        message_ref = copy.message_ref or self._sent_unrecorded.get(copy.id)
         try:
-            if copy.message_ref is None:
+            if message_ref is None:
                 ref = await retry(partial(platform.send_card, copy.conversation, card))
+                self._sent_unrecorded[copy.id] = ref.message_id
+                while len(self._sent_unrecorded) > REFUSED_KEPT:
+                    self._sent_unrecorded.popitem(last=False)
                 await self._store.cards.mark_sent(
                     copy.id, message_ref=ref.message_id, version=interaction.version
                 )
             else:
-                ref = MessageRef(conversation=copy.conversation, message_id=copy.message_ref)
+                ref = MessageRef(conversation=copy.conversation, message_id=message_ref)
                 await retry(partial(platform.edit_card, ref, card))
-                await self._store.cards.mark_edited(copy.id, version=interaction.version)
+                if copy.message_ref is None:
+                    await self._store.cards.mark_sent(
+                        copy.id, message_ref=message_ref, version=interaction.version
+                    )
+                else:
+                    await self._store.cards.mark_edited(copy.id, version=interaction.version)
+            self._sent_unrecorded.pop(copy.id, None)
         except PlatformError as exc:
             if isinstance(exc, RateLimited) and not wait_out_429:
                 self._lanes[copy.conversation.platform].add(interaction.id)

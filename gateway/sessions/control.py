@@ -374,13 +374,13 @@ class Control:
                 agent_kind=settings.agent,
                 initiator=actor,
                 host=host,
+                shown_in=conversation,
             )
             if not made:
                 # another host routed this conversation first (issue 19): its session it is
                 log.info("conversation %s: another host made session %s", key, session.id)
                 await self._show_here(session, conversation)
                 return session
-            await self._store.sessions.bind(conversation, session.id)
             if settings.scope is SessionScope.USER:
                 # a person's own session is shown in their direct conversation too, which
                 # the platform knows (a Telegram private chat has the person's id; a Slack or

@@ -561,7 +561,10 @@ class Gateway:
 
     async def _run(self, runner: SessionRunner) -> None:
         try:
-            await self.show_everywhere(runner.session_id)
+            try:
+                await self.show_everywhere(runner.session_id)
+            except StoreError as exc:  # shown there by the next runner of the session
+                log.warning("session %s: not shown everywhere (%s)", runner.session_id, exc)
             await runner.run()
         except Exception:
             # one session's failure must not end the others: report and forget the runner

@@ -25,6 +25,7 @@ from gateway.domain import Actor, ConversationRef, Decision, InteractionState, T
 from gateway.errors import (
     AgentError,
     AlreadyDecided,
+    EpochEnded,
     GatewayError,
     InvalidDecision,
     StoreError,
@@ -63,7 +64,7 @@ from gateway.interactions.votes import POLICY_ACTOR, refusal
 from gateway.platform import Platform
 from gateway.render.card_status import status_line
 from gateway.render.exit_notice import exit_notice
-from gateway.render.queue_notes import stopped_notice
+from gateway.render.queue_notes import held_note, stopped_notice
 from gateway.sessions.agents import AgentLauncher, RunningAgent
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.sessions.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
@@ -114,6 +115,31 @@ def describe_exit(event: AgentExited) -> str:
         return f"exited with code {event.code}" if event.code is not None else "ended"
     text = _EXIT_REASONS.get(event.reason, event.reason)
     return f"{text}; exit code {event.code}" if event.code is not None else text
+
+
+# a ledger that failed: how soon the queue is looked at again, first, and at the most
+LEDGER_FIRST_RETRY_SECONDS = 0.5
+LEDGER_RETRY_SECONDS = 5.0
+LEDGER_EXIT = "the gateway's ledger failed"
+LEDGER_ENDED_WORDS = "stopped: the gateway's ledger failed"
+LEDGER_FAILED = (
+    "⚠ The gateway's ledger failed, so this session's agent was ended rather than left "
+    "waiting on it. Your next message starts it again."
+)
+LEDGER_CARDS_LATER = "Its open requests show this once the ledger answers again."
+LEDGER_WAITING = (
+    "⚠ The gateway's ledger is not answering: your message waits in the queue and runs once "
+    "it answers again."
+)
+
+
+def _first(group: BaseExceptionGroup[StoreError]) -> StoreError:
+    """The first StoreError in a (nested) exception group."""
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    assert isinstance(first, StoreError)
+    return first
 
 
 class _AgentGone(Exception):
@@ -175,6 +201,11 @@ class SessionRunner:
         self._reattach: int | None = None  # a live epoch whose server outlived the gateway
         self._keep_attached = False  # the gateway stops: an attached epoch stays live
         self.usage = SessionUsage()  # since this gateway started the session's runner
+        self._claimed: PromptRecord | None = None  # the prompt the feed took, until its end
+        self._shown_in: list[ConversationRef] = []  # the conversations last read
+        self._ledger_down: str | None = None  # what the ledger failed with, until it answers
+        self._retry_in = LEDGER_FIRST_RETRY_SECONDS  # then doubled, up to LEDGER_RETRY_SECONDS
+        self._unrecorded: int | None = None  # an epoch ended by a ledger failure, not recorded
 
     # --- what the engine asks -------------------------------------------------------------
 
@@ -319,12 +350,23 @@ class SessionRunner:
     async def run(self) -> None:
         async with self._outbound.running():  # what is queued to each conversation is sent
             while not self._closing:
-                await self._wake.wait()
+                if self._ledger_down is None:
+                    await self._wake.wait()
+                else:  # look again after a while: a ledger back gives no other sign
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self._retry_in):
+                            await self._wake.wait()
+                    self._retry_in = min(self._retry_in * 2, LEDGER_RETRY_SECONDS)
                 self._wake.clear()
                 if self._closing:
                     return
-                if self._reattach is not None or await self._has_work():
-                    await self._run_epoch()
+                try:
+                    await self._record_ended_epoch()
+                    if self._reattach is not None or await self._has_work():
+                        await self._run_epoch()
+                    self._ledger_down, self._retry_in = None, LEDGER_FIRST_RETRY_SECONDS
+                except StoreError as exc:  # before an agent ran: its message waits, queued
+                    await self._ledger_unavailable(exc)
 
     async def _has_work(self) -> bool:
         session = await self._store.sessions.get(self.session_id)
@@ -333,12 +375,16 @@ class SessionRunner:
         return any(not p.held for p in await self._store.prompts.list_queued(self.session_id))
 
     async def _conversations(self) -> list[ConversationRef]:
-        return await self._store.sessions.list_bindings(self.session_id)
+        """Where the session is shown (also kept for :meth:`_notify` to use should the
+        ledger fail)."""
+        self._shown_in = await self._store.sessions.list_bindings(self.session_id)
+        return self._shown_in
 
     async def _run_epoch(self) -> None:
         session = await self._store.sessions.get(self.session_id)
         assert session is not None
         reattach, self._reattach = self._reattach, None
+        ledger_failure: StoreError | None = None
         try:
             async with self._launcher.launch(
                 self._project, resume_native_id=session.native_session_id
@@ -346,16 +392,10 @@ class SessionRunner:
                 if reattach is not None:
                     epoch = reattach  # the same server, the same epoch: its requests stay
                 else:
-                    epoch = await self._store.sessions.begin_epoch(
-                        self.session_id,
-                        pid=agent.pid,
-                        pgid=agent.pgid,
-                        process_start_time=agent.start_time,
-                        agent_version=agent.started.agent_version,
-                    )
+                    epoch = await self._begin_epoch(agent)
                 self.agent, self.epoch = agent, epoch
-                await self._on_started(agent.started, epoch)
                 try:
+                    await self._on_started(agent.started, epoch)
                     async with asyncio.TaskGroup() as tasks:
                         self._epoch_tasks = tasks
                         tasks.create_task(self._consume(agent, epoch))
@@ -370,13 +410,19 @@ class SessionRunner:
                             tasks.create_task(self._escalate_overdue(epoch))
                 except* _AgentGone:
                     pass
+                except* StoreError as group:
+                    # a ledger call of the epoch failed for good: the agent is ended (on
+                    # leaving the launcher) rather than left to ask what nobody can record
+                    ledger_failure = _first(group)
                 finally:
                     self.agent = None
                     self._epoch_tasks = None
-                    if self.epoch is not None:
+                    if self.epoch is not None and ledger_failure is None:
                         # left without AgentExited (a bug of ours, or cancelled): the process
                         # is stopped by the launcher; record that its epoch ended too
                         await self._end_epoch_quietly(epoch)
+            if ledger_failure is not None:
+                await self._ledger_failed(epoch, ledger_failure)
         except AgentError as exc:
             if reattach is not None:  # the server went away after the recovery asked it
                 await self._store.sessions.end_epoch(
@@ -391,6 +437,36 @@ class SessionRunner:
                 f"⚠ The agent could not start: {exc}\nYour messages are held: "
                 "/resume to try again, /clear to drop them; a new message tries again first."
             )
+
+    async def _begin_epoch(self, agent: RunningAgent) -> int:
+        """Record the agent's new epoch; one whose commit's answer was lost is read back
+        (only this runner begins the session's epochs: a live one is the one it made)."""
+        try:
+            return await self._store.sessions.begin_epoch(
+                self.session_id,
+                pid=agent.pid,
+                pgid=agent.pgid,
+                process_start_time=agent.start_time,
+                agent_version=agent.started.agent_version,
+            )
+        except StoreError as exc:
+            if not exc.outcome_unknown:
+                raise
+            session = await self._store.sessions.get(self.session_id)
+            if session is not None and session.current_epoch:
+                made = await self._store.sessions.get_epoch(self.session_id, session.current_epoch)
+                if made is not None and made.is_live:
+                    return made.epoch
+            raise
+
+    async def _claim_next(self) -> PromptRecord | None:
+        """The next prompt, claimed; a claim whose commit's answer was lost is read back."""
+        try:
+            return await self._store.prompts.claim_next(self.session_id)
+        except StoreError as exc:
+            if not exc.outcome_unknown:
+                raise
+            return await self._store.prompts.in_flight(self.session_id)
 
     async def _on_started(self, started: SessionStarted, epoch: int) -> None:
         if started.native_id:
@@ -409,7 +485,7 @@ class SessionRunner:
     async def _feed(self, agent: RunningAgent, epoch: int) -> None:
         while True:
             self._prompt_ready.clear()
-            prompt = await self._store.prompts.claim_next(self.session_id)
+            prompt = self._claimed = await self._claim_next()
             if prompt is None:
                 await self._prompt_ready.wait()
                 continue
@@ -417,10 +493,11 @@ class SessionRunner:
                 turn = self._turn = await self._store.turns.start(
                     self.session_id, epoch, prompt_id=prompt.id
                 )
-            except StoreError:
+            except EpochEnded:
                 # the epoch ended between the claim and the turn (the agent exited, or the
                 # gateway is stopping): nothing was sent, so the prompt keeps its place
                 await self._store.prompts.release(prompt.id)
+                self._claimed = None
                 await asyncio.Event().wait()  # the consumer ends this epoch
             self._turn_done.clear()
             self._interrupt_requested.clear()
@@ -434,6 +511,8 @@ class SessionRunner:
                     await agent.send(Prompt(text=prompt.text, mode=prompt.mode))
                     await self._turn_done.wait()
                     saver.cancel()
+            except* StoreError:
+                raise  # the ledger failed: the epoch ends (_run_epoch)
             except* GatewayError as group:
                 # the agent died under our write; the consumer reports AgentExited
                 log.warning("prompt not sent: %s", group.exceptions[0])
@@ -683,6 +762,7 @@ class SessionRunner:
                 self.usage = self.usage.add(event)
 
     async def _end_turn(self, status: TurnStatus, error: str | None) -> None:
+        self._claimed = None
         stopped_by, self._stopped_by = self._stopped_by, None
         turn, self._turn = self._turn, None
         stream, self._stream = self._stream, None
@@ -799,8 +879,76 @@ class SessionRunner:
             ):
                 self._broker.mark_dirty(update.interaction.id)
 
+    # --- when the ledger fails ------------------------------------------------------------
+
+    async def _ledger_failed(self, epoch: int, exc: StoreError) -> None:
+        """A ledger call of ``epoch`` failed for good (what was safe to try again was): the
+        agent has been ended, so that nothing it asks waits on a ledger that cannot record
+        it. What is known is recorded (now, or before the next agent starts), the session's
+        conversations are told in a person's words, and the next message starts over, the
+        queued ones held as after a restart. Never a feed left waiting."""
+        log.error(
+            "session %s: the ledger failed (%s); its agent (epoch %d) was ended. The next "
+            "message starts it again; check the database if this repeats.",
+            self.session_id,
+            exc,
+            epoch,
+        )
+        self._ledger_down = str(exc)
+        stream, self._stream = self._stream, None
+        if stream is not None and self._outbound.is_running:
+            stream.end_running_tools(LEDGER_ENDED_WORDS)
+            self._outbound.end_turn(stream, TurnStatus.FAILED)
+        self.epoch = None
+        self._unrecorded = epoch
+        try:
+            held = await self._record_ended_epoch()
+        except StoreError as again:
+            log.warning("session %s: not recorded yet (%s)", self.session_id, again)
+            await self._notify(f"{LEDGER_FAILED} {LEDGER_CARDS_LATER}")
+            return
+        held_text = f" {held_note(held, typed_now=False)}" if held else ""
+        await self._notify(f"{LEDGER_FAILED}{held_text}")
+
+    async def _record_ended_epoch(self) -> int:
+        """Record the end of an epoch a ledger failure ended, if one is not yet: its turn
+        failed, its prompt interrupted, its requests orphaned (their cards say so), the queue
+        held. StoreError while the ledger still fails. The number of prompts held."""
+        epoch = self._unrecorded
+        if epoch is None:
+            return 0
+        turn = self._turn
+        if turn is not None:
+            await self._store.turns.end(turn.id, TurnStatus.FAILED, error=LEDGER_EXIT)
+        # the prompt in flight (claimed, or a claim whose answer was lost) is cut short
+        prompt = await self._store.prompts.in_flight(self.session_id)
+        if prompt is not None:
+            await self._store.prompts.mark_interrupted(prompt.id)
+        self._turn = self._claimed = None
+        await self._store.sessions.end_epoch(self.session_id, epoch, exit_description=LEDGER_EXIT)
+        for update in await self._store.interactions.orphan_epoch(
+            self.session_id, epoch, note=LEDGER_EXIT
+        ):
+            self._broker.mark_dirty(update.interaction.id)
+        held = await self._store.prompts.hold(self.session_id, reason=LEDGER_EXIT)
+        self._unrecorded = None
+        return held
+
+    async def _ledger_unavailable(self, exc: StoreError) -> None:
+        """The ledger failed before an agent ran (reading the queue, starting an epoch):
+        nothing was lost (the message waits in the queue); said once per outage, and looked
+        at again soon, then less often (up to every LEDGER_RETRY_SECONDS)."""
+        log.warning("session %s: the ledger failed (%s); trying again", self.session_id, exc)
+        if self._ledger_down is None:
+            self._ledger_down = str(exc)
+            await self._notify(LEDGER_WAITING)
+
     async def _notify(self, text: str) -> None:
-        conversations = await self._conversations()
+        try:
+            conversations = await self._conversations()
+        except StoreError as exc:  # the ledger fails (perhaps what this says): as last read
+            log.warning("session %s: its conversations not read (%s)", self.session_id, exc)
+            conversations = self._shown_in
         if self._outbound.is_running:
             self._outbound.notice(conversations, text)  # sent by each conversation's outlet
         else:  # the runner has ended (report_crash)

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import random
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -26,7 +27,8 @@ from typing import Any, Protocol, TypeVar
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
 from gateway.store.dialect import SQLITE, Dialect
-from gateway.store.trip_tally import TripTally
+from gateway.store.ledger_faults import Fault, LedgerFaults
+from gateway.store.trip_tally import TripTally, label_of
 
 __all__ = [
     "Clock",
@@ -51,6 +53,7 @@ Clock = Callable[[], datetime]
 
 JsonObject = Mapping[str, Any]
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 Row = Any
 """A row of a result: ``sqlite3.Row`` or psycopg's ``dict_row``; decoders index it by name."""
@@ -159,6 +162,7 @@ class Database:
         self._lock = asyncio.Lock()
         self._closed = False
         self.tally: TripTally | None = None  # what each call was for (a bench sets one)
+        self.faults = LedgerFaults.from_environment()  # a test's faults (ledger_faults.py)
 
     def close(self) -> None:
         """Refuse every later call with StoreError (the connection is being closed)."""
@@ -191,9 +195,9 @@ class Database:
         it reads (no row updated: nothing was written). A second statement is refused.
         """
         if one_statement:
-            return await self._submit(_alone, work)
+            return await self._submit(functools.partial(_alone, writes=True), work, writes=True)
         return await self._submit(
-            functools.partial(_in_transaction, self.dialect.begin_write), work
+            functools.partial(_in_transaction, self.dialect.begin_write), work, writes=True
         )
 
     async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
@@ -214,31 +218,75 @@ class Database:
         )
 
     async def _submit(
-        self, runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T], work: Callable[[Conn], T]
+        self,
+        runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
+        work: Callable[[Conn], T],
+        *,
+        writes: bool = False,
     ) -> T:
+        """Run one store call under the writer's lock. Run again, never more than it is safe
+        to: a deadlock or serialization failure (the server rolled it back whole), up to
+        RETRIES times; a connection lost before the call's COMMIT (or its one writing
+        statement) was sent, once, on a new connection (nothing of it was written). A call
+        whose COMMIT was sent and whose answer was lost is never run again: its StoreError
+        says the outcome is unknown (``outcome_unknown``), for the caller to read back."""
+        label = label_of(work)
         async with self._lock:
+            reconnected = False
             for attempt in range(1, RETRIES + 1):
                 if self._closed:
                     raise StoreError("the ledger is closed")
+                ticket = _Ticket()
                 try:
-                    return await _on_thread(
-                        self.runner,
-                        self._conn,
-                        runner,
-                        work,
-                        self._errors,
-                        self.tally,
-                        deadline=self._deadline,
-                    )
+                    return await self._run_once(runner, work, ticket, label, writes=writes)
                 except StoreError as exc:
+                    if ticket.commit_sent and _lost(exc):
+                        exc.outcome_unknown = True
+                        raise
                     # PostgreSQL: a deadlock between two hosts' locks, or a serialization
                     # failure: rolled back whole by the server, so run again (at most RETRIES)
-                    if attempt == RETRIES or not _retryable(exc):
-                        raise
-                    # the other transaction may not have taken the locks it waited for yet:
-                    # running again at once can deadlock with it again (seen in tests)
-                    await asyncio.sleep(random.uniform(0, RETRY_PAUSE * attempt))
+                    if attempt < RETRIES and _retryable(exc):
+                        # the other transaction may not have taken the locks it waited for
+                        # yet: running again at once can deadlock with it again (seen in tests)
+                        await asyncio.sleep(random.uniform(0, RETRY_PAUSE * attempt))
+                        continue
+                    if not reconnected and _lost(exc):
+                        reconnected = True  # nothing was written: once more, newly connected
+                        log.warning("ledger: %s lost its connection (%s); trying again", label, exc)
+                        continue
+                    raise
             raise AssertionError("unreachable")
+
+    async def _run_once(
+        self,
+        runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
+        work: Callable[[Conn], T],
+        ticket: _Ticket,
+        label: str,
+        *,
+        writes: bool,
+    ) -> T:
+        fault = self.faults.next_call(label) if self.faults is not None else None
+        if fault is Fault.FAIL:
+            raise StoreError(f"ledger fault: {label} lost its connection before it ran")
+        if fault is Fault.HANG:
+            waited = self._deadline or 1.0
+            await asyncio.sleep(waited)  # the deadline's own wait, as a frozen server's
+            raise StoreError(f"the ledger did not answer within {waited:g} s") from TimeoutError()
+        result = await _on_thread(
+            self.runner,
+            self._conn,
+            runner,
+            work,
+            self._errors,
+            self.tally,
+            deadline=self._deadline,
+            ticket=ticket,
+        )
+        if fault is Fault.CUT:
+            ticket.commit_sent = writes  # a read's lost answer is only a lost answer
+            raise StoreError(f"ledger fault: {label}'s answer lost after it ran")
+        return result
 
     def audit(
         self,
@@ -337,6 +385,7 @@ async def _on_thread(
     tally: TripTally | None = None,
     *,
     deadline: float | None = None,
+    ticket: _Ticket | None = None,
 ) -> T:
     """Run ``runner(work)`` on ``conn``'s thread, in one trip; the driver's errors become
     StoreError. With a ``tally``, the call and its network round trips are recorded (counted
@@ -347,7 +396,7 @@ async def _on_thread(
     and the next call connects again) and StoreError says so. What the call wrote is then
     unknown, as after a cut connection: the server rolls back a transaction that had not
     committed."""
-    ticket = _Ticket()
+    ticket = ticket if ticket is not None else _Ticket()
     if tally is not None:
         runner = functools.partial(_tallied, runner, tally)
     try:
@@ -378,13 +427,37 @@ def _retryable(exc: StoreError) -> bool:
     return getattr(exc.__cause__, "sqlstate", None) in _RETRYABLE
 
 
-class _Ticket:
-    """Set from the event loop when the awaiter is cancelled; read on the database thread."""
+def _lost(exc: StoreError) -> bool:
+    """The call's connection was lost (cut, shut at the deadline, or a fault that says so),
+    as opposed to the database refusing what it was asked."""
+    cause = exc.__cause__
+    if cause is None:
+        return str(exc).startswith("ledger fault:")
+    if isinstance(cause, TimeoutError):
+        return True
+    state = getattr(cause, "sqlstate", None)
+    if state is not None:
+        return bool(state.startswith("08") or state in _ENDED_BY_SERVER)
+    # psycopg: the connection went away (no SQLSTATE: the server never answered)
+    return (
+        type(cause).__module__.startswith("psycopg") and type(cause).__name__ == "OperationalError"
+    )
 
-    __slots__ = ("cancelled",)
+
+_ENDED_BY_SERVER = frozenset({"57P01", "57P02", "57P03"})  # admin shutdown, crash, cannot connect
+
+
+class _Ticket:
+    """``cancelled``: set from the event loop when the awaiter is cancelled, read on the
+    database thread. ``commit_sent``: set on the database thread just before the call's
+    COMMIT (or its one writing statement) is sent: from then on, a lost answer leaves its
+    outcome unknown."""
+
+    __slots__ = ("cancelled", "commit_sent")
 
     def __init__(self) -> None:
         self.cancelled = False
+        self.commit_sent = False
 
 
 def _tallied(
@@ -411,14 +484,16 @@ def _bare(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
     return work(conn)
 
 
-def _alone(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
+def _alone(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket, *, writes: bool = False) -> T:
     """A call of one statement: no transaction, no pipeline (on PostgreSQL a connection cut
-    in an earlier call is made again first, as ``PgConn.pipelined`` does)."""
+    in an earlier call is made again first, as ``PgConn.pipelined`` does). A writing one
+    commits as it is sent."""
     if ticket.cancelled:
         raise _Skipped
     ready = getattr(conn, "ready", None)
     if ready is not None:
         ready()
+    ticket.commit_sent = writes
     return work(_OneStatement(conn))
 
 
@@ -473,6 +548,7 @@ def _in_transaction(begin: str, conn: Conn, work: Callable[[Conn], T], ticket: _
         with _pipelined(conn):
             conn.execute(begin)
             result = work(conn)
+            ticket.commit_sent = True
             conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

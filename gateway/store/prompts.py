@@ -158,6 +158,20 @@ class PromptQueue:
 
         return await self._db.write(claim_next)
 
+    async def in_flight(self, session_id: str) -> PromptRecord | None:
+        """The session's prompt in flight, if one is (what a claim whose answer was lost
+        took, read back)."""
+        return await self._db.read(
+            lambda conn: _optional_prompt(
+                fetch_one(
+                    conn,
+                    f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'in_flight'",
+                    (session_id,),
+                )
+            ),
+            one_statement=True,
+        )
+
     async def mark_done(self, prompt_id: int) -> PromptRecord:
         return await self._finish(prompt_id, PromptState.DONE)
 
@@ -455,3 +469,7 @@ def _prompt_from_row(row: Row) -> PromptRecord:
         held=bool(row["held"]),
         mode=row["mode"],
     )
+
+
+def _optional_prompt(row: Row | None) -> PromptRecord | None:
+    return None if row is None else _prompt_from_row(row)

@@ -101,6 +101,7 @@ class SessionLedger:
         agent_kind: AgentKind,
         initiator: Actor | None = None,
         host: str | None = None,
+        shown_in: ConversationRef | None = None,
     ) -> tuple[SessionRecord, bool]:
         """A new session routed by ``key``, made only if the route still names ``replacing``
         (None: no session yet; else the closed or moved one the caller read): a
@@ -113,7 +114,9 @@ class SessionLedger:
 
         On PostgreSQL a second INSERT of one route waits for the first's COMMIT, then meets
         the conflict, and the ``DO UPDATE ... WHERE`` re-reads the committed row: the
-        loser's route is never written.
+        loser's route is never written. ``shown_in``: the conversation the made session is
+        bound to, in the same transaction (a route without its binding would take messages
+        for a session shown nowhere).
         """
 
         def route_if_unchanged(conn: Conn) -> tuple[SessionRecord, bool]:
@@ -126,6 +129,8 @@ class SessionLedger:
                 (*conversation_params(key), made.id, self._db.now(), replacing),
             )
             if cursor.rowcount == 1:
+                if shown_in is not None:  # shown where it was asked for, in the same commit
+                    self._bind(conn, shown_in, made.id)
                 return made, True
             # another writer routed it first: the row made here goes with this transaction
             conn.execute("DELETE FROM sessions WHERE id = ?", (made.id,))
@@ -326,15 +331,18 @@ class SessionLedger:
 
         def bind(conn: Conn) -> None:
             _session(conn, session_id)
-            conn.execute(
-                "INSERT INTO conversations (platform, space, channel, thread, session_id,"
-                " bound_at) VALUES (?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT (platform, space, channel, thread)"
-                " DO UPDATE SET session_id = excluded.session_id, bound_at = excluded.bound_at",
-                (*conversation_params(conversation), session_id, self._db.now()),
-            )
+            self._bind(conn, conversation, session_id)
 
         await self._db.write(bind)
+
+    def _bind(self, conn: Conn, conversation: ConversationRef, session_id: str) -> None:
+        conn.execute(
+            "INSERT INTO conversations (platform, space, channel, thread, session_id,"
+            " bound_at) VALUES (?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (platform, space, channel, thread)"
+            " DO UPDATE SET session_id = excluded.session_id, bound_at = excluded.bound_at",
+            (*conversation_params(conversation), session_id, self._db.now()),
+        )
 
     async def unbind(self, conversation: ConversationRef) -> None:
         await self._db.write(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gateway.domain import TurnStatus
-from gateway.errors import StoreError
+from gateway.errors import EpochEnded, StoreError
 from gateway.store.database import Conn, Database, Row, fetch_one, parse_optional_time, parse_time
 from gateway.store.records import TurnRecord
 
@@ -42,7 +42,7 @@ class TurnLedger:
             )
             live, running = epoch_read.fetchone(), running_read.fetchone()
             if live is None or live["ended_at"] is not None:
-                raise StoreError(f"epoch {epoch} of session {session_id} is not live")
+                raise EpochEnded(f"epoch {epoch} of session {session_id} is not live")
             if running is not None:
                 raise StoreError(f"session {session_id} already runs turn {running['id']}")
             inserted = fetch_one(
