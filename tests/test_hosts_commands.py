@@ -194,6 +194,10 @@ async def test_commands_for_a_stopped_host_are_answered_at_once_and_its_requests
         assert await said_by(b, "/stop") == f"{down}: nothing was stopped."
         assert await said_by(b, "/grants") == f"{down}: /grants was not taken."
         assert await b.gateway.store.requests.waiting(host="a") == []
+        # a message is answered at once too, with what becomes of it
+        assert await said_by(b, "still there?") == (
+            f"{down}: your message is kept in the queue. Once host a is back, /resume runs it."
+        )
         # a request written just before a stopped (here: by hand, a frozen) is dropped by
         # the reaper, and the person told
         await insert_request(pg_database.dsn, session.id, "grants")
@@ -207,6 +211,8 @@ async def test_commands_for_a_stopped_host_are_answered_at_once_and_its_requests
         lease.resume()
         await a.gateway.started_over.wait()
         assert not any(t.startswith("Grants in force") for t in a.memory.texts(ON_A))
+        await a.memory.say(ON_A, ALICE, "/resume")  # as the answer said
+        await a.text_where(lambda text: text == "echo: still there?", ON_A)
 
 
 async def test_a_revoke_from_the_console_of_another_host_is_carried_out_by_the_owner(

@@ -455,6 +455,10 @@ class Control:
             await self._mark_queued(message)
         if result.held:
             await self._note_held(session.id, conversation)
+        owner = self._gw.owner_elsewhere(session)
+        if owner is not None and not await self._store.requests.owner_up(session.id):
+            # nobody runs it now: said at once, and what becomes of the message
+            await self._reply(conversation, _owner_down(owner))
         self._gw.kick(session)
 
     async def _replied_card(
@@ -821,6 +825,13 @@ _OWNER_COMMANDS = frozenset(
         CommandName.REVOKE,
     }
 )
+
+def _owner_down(owner: str) -> str:
+    return (
+        f"Host {owner}, which runs this session, is not answering the ledger: your message is "
+        f"kept in the queue. Once host {owner} is back, /resume runs it."
+    )
+
 
 _PLAN_SET_ASIDE = (
     "Queued as a message for the agent, not as a decision: the plan is not implemented. "

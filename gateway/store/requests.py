@@ -188,6 +188,13 @@ class SessionRequests:
             details={"kind": kind.value, "by": by_host},
         )
 
+    async def owner_up(self, session_id: str) -> bool:
+        """The host that runs the session holds its lease now (a shared ledger only)."""
+        found = await self._db.read(
+            lambda conn: fetch_one(conn, _OWNER_UP, (session_id,)), one_statement=True
+        )
+        return found is not None
+
     async def take(self, session_id: str, *, host: str, fence: int) -> list[SessionRequest]:
         """The session's requests, deleted as they are handed over (each to one taker,
         once), oldest first; none unless ``host`` runs the session and holds its lease with
