@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 
 from gateway.config.ledger_url import PgTarget
-from gateway.domain import ConversationRef
+from gateway.domain import ConversationRef, TurnStatus
 from gateway.interactions.machine import InteractionState
 from platforms.memory.platform import Rendered
 from tests.gateway_harness import ALICE, Running
@@ -89,6 +89,9 @@ async def test_a_frozen_host_is_reaped_and_on_its_return_ends_its_agents_and_sta
         await stopped.wait()  # its agent ended
         await a.gateway.started_over.wait()
         assert not a.gateway.fenced
+        # the turn it showed running there is told ended: no "typing…" for a turn gone
+        signals = [signal.status for signal in a.memory.turns if signal.conversation == ON_A]
+        assert signals.count(None) == 1 and signals[-1] is TurnStatus.FAILED, signals
         assert on_a.received == []  # nothing was written to its agent
         assert await a.gateway.store.sessions.live_epochs(host="a") == []
 

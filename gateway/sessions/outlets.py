@@ -41,6 +41,7 @@ MAX_QUEUED = 256  # notices waiting in one conversation; past it a notice is dro
 # final text failed because the platform was unreachable (PlatformUnreachable), before it
 # gives up (logged). A refusal gives up at once.
 OUTAGE_WAIT_SECONDS = 300.0
+ABANDON_SECONDS = 2.0  # telling a platform a turn it showed is gone (the host gave it up)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,18 @@ class Outlet:
         self._back = asyncio.Event()  # the platform reaches its servers again
         self._unreachable = False  # the last show failed on PlatformUnreachable
         self._closing = False
+
+    async def abandon(self) -> None:
+        """The outlet's task ended with a turn shown as started here and not finished: the
+        platform is told the turn ended (failed), within ABANDON_SECONDS, never raising."""
+        if self._view is None:
+            return
+        self._view = None
+        try:
+            async with asyncio.timeout(ABANDON_SECONDS):
+                await self.platform.turn_ended(self.conversation, TurnStatus.FAILED)
+        except (PlatformError, TimeoutError) as exc:
+            log.warning("turn end to %s not told: %s", self.conversation.key(), exc)
 
     # --- what the runner hands over -------------------------------------------------------
 
@@ -358,16 +371,22 @@ class Outbound:
     async def running(self) -> AsyncIterator[None]:
         """The outlets' owner: leaving it lets every outlet send what it holds, then end
         (cancelled instead if the block raised)."""
-        async with asyncio.TaskGroup() as tasks:
-            self._tasks = tasks
-            try:
-                yield
-            finally:
-                self._tasks = None
-                for outlet in self._outlets.values():
-                    outlet.close()
-        self._outlets.clear()
-        self._turns.clear()
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                self._tasks = tasks
+                try:
+                    yield
+                finally:
+                    self._tasks = None
+                    for outlet in self._outlets.values():
+                        outlet.close()
+        finally:
+            # cancelled with a turn shown as running (its host gave its sessions up): the
+            # platform is told it ended, so that nothing says "typing…" for a turn gone
+            for outlet in self._outlets.values():
+                await outlet.abandon()
+            self._outlets.clear()
+            self._turns.clear()
 
     @property
     def is_running(self) -> bool:
