@@ -826,6 +826,7 @@ _OWNER_COMMANDS = frozenset(
     }
 )
 
+
 def _owner_down(owner: str) -> str:
     return (
         f"Host {owner}, which runs this session, is not answering the ledger: your message is "
