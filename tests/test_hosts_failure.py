@@ -34,7 +34,7 @@ from tests.scripted_launcher import ScriptedLauncher
 
 LEASE = 3.0  # seconds: the reap comes within it once a's renews stop (a loaded machine
 # stalls an event loop for a fraction of a second: a lease much shorter would lapse by itself)
-REAPED = r"The agent process ended \(host a stopped\)"
+REAPED = r"Host a stopped answering the ledger before anyone answered"
 
 
 def texts_with(host: Running, conversation: ConversationRef, words: str) -> list[str] | None:
@@ -132,7 +132,7 @@ async def test_a_sigkilled_host_process_is_reaped_and_its_agent_ended_when_it_re
                 a.kill()
                 await a.exited()
             reaped = await b.card_where(
-                lambda card: "(host a stopped)" in card["status_line"], on_a
+                lambda card: "Host a stopped answering" in card["status_line"], on_a
             )
             assert reaped.id == shown.id  # a's card, edited by b
             assert reaped.card is not None and reaped.card["actions"] == []
@@ -185,7 +185,7 @@ async def test_a_sigstopped_host_process_is_reaped_and_when_continued_ends_its_a
                 a.freeze()
                 try:
                     reaped = await b.card_where(
-                        lambda card: "(host a stopped)" in card["status_line"], on_a
+                        lambda card: "Host a stopped answering" in card["status_line"], on_a
                     )
                     assert reaped.id == shown.id and reaped.card is not None
                     assert reaped.card["actions"] == []

@@ -66,8 +66,29 @@ def delivered_words(interaction: Interaction) -> str:
     return "queued as the next turn" if _gateway_plan(interaction) else "sent to the agent"
 
 
+def _stopped_host(note: str) -> str | None:
+    """The host a reaper's note names ("host a stopped"), if it is one."""
+    first = note.split(";", 1)[0].strip()
+    if first.startswith("host ") and first.endswith(" stopped"):
+        return first.removeprefix("host ").removesuffix(" stopped") or None
+    return None
+
+
+def _next_start(interaction: Interaction) -> str:
+    """What the person's next message does, after the request's agent ended: another host
+    that stopped answering runs it only once it is back (its agent may even still run)."""
+    end = interaction.resolution
+    host = _stopped_host(end.note) if end is not None else None
+    if host is not None:
+        return f"your next message resumes the session once host {host} is back"
+    return _NEXT_START
+
+
 def _process_end(note: str) -> str:
     """Why an epoch's requests ended, from the note the runner or the recovery gave."""
+    host = _stopped_host(note)
+    if host is not None:  # what is known: it stopped answering, not that its agent ended
+        return f"host {host} stopped answering the ledger"
     first = note.split(";", 1)[0].strip()
     if first == "the gateway restarted":
         return "the gateway restarted and ended the agent process"
@@ -175,7 +196,10 @@ def _unanswered(interaction: Interaction) -> str:
             return _expired(interaction)
         case InteractionState.ORPHANED:
             why = why[:1].upper() + why[1:]
-            return f"{why} before anyone answered: no answer can reach it now · {_NEXT_START}"
+            return (
+                f"{why} before anyone answered: no answer can reach it now · "
+                f"{_next_start(interaction)}"
+            )
         case InteractionState.CANCELLED if end_how(interaction) is Resolution.STOPPED:
             end = interaction.resolution
             assert end is not None
@@ -211,7 +235,9 @@ def _after_decision(interaction: Interaction) -> str:
         case InteractionState.UNKNOWN:
             return f"sent to the agent, but whether it got it is not known: {why}"
         case InteractionState.CANCELLED | InteractionState.ORPHANED:
-            next_step = f" · {_NEXT_START}" if state is InteractionState.ORPHANED else ""
+            next_step = (
+                f" · {_next_start(interaction)}" if state is InteractionState.ORPHANED else ""
+            )
             if outcome is DeliveryOutcome.OK:
                 return f"{delivered_words(interaction)}, then {why}{next_step}"
             if outcome is DeliveryOutcome.FAILED:
