@@ -113,7 +113,7 @@ async def test_approve_received_by_another_host_is_written_once_by_the_owner(
     async with both_running(config, tmp_path, on_a, on_b) as (a, b):
         asked = await open_card(a, ON_A, "approve")
         said = await said_by(b, f"/approve {asked.interaction.id}")
-        assert said == "Approved: Approve. Sent to the agent on host a."
+        assert said == "Approved: Approve. Host a, which runs the agent, sends it on."
         await settles(a, asked, DELIVERED)
         assert on_a.received == [Decision(action_id="accept")]
         again = await said_by(b, f"/approve {asked.interaction.id}")

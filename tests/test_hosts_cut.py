@@ -3,7 +3,8 @@ PostgreSQL through a TCP proxy on loopback (tests/harness/pg_proxy.py) that the 
 the COMMIT of one transaction, either before the COMMIT reaches the server (nothing
 committed) or after (committed, and b never hears it). Host a reaches the cluster directly.
 Whatever the cut, nothing is written twice (one decision row, the agent gets one answer),
-and b goes on working after it (the next click works)."""
+and b goes on working after it (the next click works). A transaction cut before its COMMIT
+was sent is run again at once on a new connection (gateway/store/database.py)."""
 
 from __future__ import annotations
 
@@ -48,10 +49,11 @@ def rows(dsn: str, table: str, interaction_id: str) -> int:
 async def test_a_click_on_b_cut_at_its_commit_is_decided_once_and_b_goes_on(
     tmp_path: Path, pg_database: PgCluster, how: Cut
 ) -> None:
-    """b receives the click on a's card; its decide's COMMIT is cut. b answers that the
-    ledger did not answer (it cannot know whether the decision was taken), and the card
-    says what happened: decided once and written once by a (the COMMIT passed), or still
-    waiting (it did not), when a second click on b decides it."""
+    """b receives the click on a's card; its decide's COMMIT is cut. Cut before the COMMIT
+    was sent, nothing of it was written: b runs it again at once on a new connection, and the
+    click is decided. Cut after, b answers that the ledger did not answer (it cannot know
+    whether the decision was taken), never deciding again: a second click is "Already
+    decided". Either way decided once and written once by a."""
     config = two_hosts(tmp_path, pg_database.dsn, lease_seconds=LEASE)
     on_a = ScriptedLauncher(ASKS)
     async with PgProxy(pg_database) as proxy:
@@ -65,17 +67,17 @@ async def test_a_click_on_b_cut_at_its_commit_is_decided_once_and_b_goes_on(
             cut = proxy.cut_at_commit("INSERT INTO decisions", how)
             ack = await b.memory.click(ON_A, ALICE, asked.token("Approve"))
             assert cut.is_set()
-            assert not ack.accepted
-            assert ack.text.startswith(NO_ANSWER)
+            if how is Cut.BEFORE_COMMIT:
+                assert ack.accepted, ack.text
+                assert ack.text == "Approved: Approve. Host a, which runs the agent, sends it on."
+            else:
+                assert not ack.accepted
+                assert ack.text.startswith(NO_ANSWER)
             # every connection of b was cut, the idle ones too: a message works at once
             await b.memory.say(ON_A, ALICE, "hello")
             again = await b.memory.click(ON_A, ALICE, asked.token("Approve"))
-            if how is Cut.COMMIT_UNANSWERED:
-                assert not again.accepted
-                assert re.match(r"Already (decided|delivered|resolved) by Alice", again.text)
-            else:
-                assert again.accepted, again.text
-                assert again.text == "Approved: Approve. Sent to the agent on host a."
+            assert not again.accepted
+            assert re.match(r"Already (decided|delivered|resolved) by Alice", again.text)
             await settles(a, asked, DELIVERED)
             await a.memory.wait_for(lambda: "echo: hello" in a.memory.texts(ON_A) or None)
             assert len(on_a.received) == 1

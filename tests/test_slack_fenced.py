@@ -163,7 +163,7 @@ async def test_a_host_cut_off_from_the_ledger_leaves_messages_to_the_others_and_
         retried = await fake.click(ALICE, card, card.labels[0], to=b)
         await retried.settled()
         [decided] = await fake.wait_for(lambda: fake.ephemerals(ALICE, GENERAL)[told:], DEADLINE)
-        assert "Sent to the agent on host a" in read(decided.text)
+        assert "Host a, which runs the agent, sends it on" in read(decided.text)
         await only_once(fake, asked.ts, r'decision: "accept"', then="after the click")
 
         # a command given to c: Alice alone is told why (Slack never gives it again)

@@ -92,7 +92,7 @@ async def test_a_click_received_by_c_is_decided_once_answered_by_c_and_delivered
         assert [a.connection for a in click.attempts] == [hosts["c"].connection]
         # c answered the click: the ephemeral is c's
         [answer] = await fake.wait_for(lambda: fake.ephemerals(ALICE, GENERAL)[ephemerals:])
-        assert "Sent to the agent on host a" in read(answer.text)
+        assert "Host a, which runs the agent, sends it on" in read(answer.text)
         posted = [
             caller
             for params, caller in fake.calls_with_callers("chat.postEphemeral")
@@ -144,7 +144,7 @@ async def test_two_people_clicking_on_two_hosts_at_once_make_one_decision(
         assert re.match(r"Already (decided|delivered|resolved) by @(alice|bob)\.", answers[0]), (
             answers
         )
-        assert "Sent to the agent on host a" in answers[1], answers
+        assert "Host a, which runs the agent, sends it on" in answers[1], answers
         await only_once(fake, said.ts, r'decision: "accept"', then="and then")
         await fake.wait_for(lambda: not card.labels and "done" in card.seen, DEADLINE)
         assert who_edited(fake, card) == {"a"}

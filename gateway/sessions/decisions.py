@@ -36,7 +36,13 @@ from gateway.domain import (
     InteractionKind,
     InteractionState,
 )
-from gateway.errors import AlreadyDecided, InvalidDecision, TokenRejected, VersionMoved
+from gateway.errors import (
+    AlreadyDecided,
+    InvalidDecision,
+    StoreError,
+    TokenRejected,
+    VersionMoved,
+)
 from gateway.interactions.machine import Interaction
 from gateway.interactions.policy import Requirement
 from gateway.interactions.votes import PolicyBook, surface_of
@@ -248,7 +254,9 @@ class DecisionDesk:
         owner = self._owner_elsewhere(session) if session is not None else None
         needed = self._policy.requirement(project, interaction)
         if needed.counts_votes and decision.action_id is not None:
-            return await self._vote(interaction, actor, decision, needed, conversation, owner)
+            return await self._vote(
+                interaction, actor, decision, needed, conversation, owner, session
+            )
         for _ in range(VERSION_RETRIES):
             try:
                 after = await self._broker.decide(interaction, actor, decision, owner=owner)
@@ -263,8 +271,21 @@ class DecisionDesk:
                 return Ack(text=_already(exc), accepted=False)
             except InvalidDecision as exc:
                 return Ack(text=str(exc), accepted=False)
-            return Ack(text=_outcome(after, decision, owner), accepted=True)
+            up = await self._owner_up(session, owner, after)
+            return Ack(text=_outcome(after, decision, owner, up), accepted=True)
         return Ack(text=MAY_ANSWER_TRY_AGAIN, accepted=False)
+
+    async def _owner_up(
+        self, session: SessionRecord | None, owner: str | None, after: Interaction
+    ) -> bool:
+        """Whether the host that runs the session holds its lease, for a decision left to it
+        (True where no other host is concerned, or the ledger cannot say)."""
+        if session is None or owner is None or after.state is not InteractionState.DECIDED:
+            return True
+        try:
+            return await self._store.requests.owner_up(session.id)
+        except StoreError:
+            return True
 
     async def _vote(
         self,
@@ -274,6 +295,7 @@ class DecisionDesk:
         needed: Requirement,
         conversation: ConversationRef,
         owner: str | None,
+        session: SessionRecord | None,
     ) -> Ack:
         assert decision.action_id is not None
         try:
@@ -292,7 +314,9 @@ class DecisionDesk:
             return Ack(text=str(exc), accepted=False)
         counted = outcome.tally.line(interaction.actions)
         if outcome.decision is not None:
-            return Ack(text=_outcome(outcome.interaction, outcome.decision, owner), accepted=True)
+            up = await self._owner_up(session, owner, outcome.interaction)
+            text = _outcome(outcome.interaction, outcome.decision, owner, up)
+            return Ack(text=text, accepted=True)
         if not outcome.counted:
             return Ack(text=f"Your vote was already counted: {counted}.", accepted=False)
         return Ack(text=f"Your vote is counted: {counted}.", accepted=True)
@@ -395,7 +419,9 @@ def _not_open(interaction: Interaction) -> str:
     return f"This request is no longer open. {status_line(interaction)}"
 
 
-def _outcome(interaction: Interaction, decision: Decision, owner: str | None = None) -> str:
+def _outcome(
+    interaction: Interaction, decision: Decision, owner: str | None = None, owner_up: bool = True
+) -> str:
     if decision.action_id is not None:
         action = interaction.action(decision.action_id)
         verdict = _VERDICT[action.effect] if action is not None else "Decided"
@@ -409,7 +435,13 @@ def _outcome(interaction: Interaction, decision: Decision, owner: str | None = N
     else:
         head = "Answer sent."
     if owner is not None and interaction.state is InteractionState.DECIDED:
-        return f"{head} Sent to the agent on host {owner}."
+        # committed here; the write is the owner's, which is all that can be said of it
+        if owner_up:
+            return f"{head} Host {owner}, which runs the agent, sends it on."
+        return (
+            f"{head} Host {owner}, which runs the agent, is not answering the ledger: it goes "
+            "to the agent only once that host answers again."
+        )
     if interaction.state is InteractionState.DELIVERED:
         return f"{head} {delivered_words(interaction).capitalize()}."
     if interaction.state is InteractionState.ORPHANED:
