@@ -3,7 +3,9 @@ transaction, a backend that stops answering, a network that holds the packets. T
 other work goes on within the timeouts, the stuck call fails with a StoreError that says so,
 and the ledger serves again once the database answers.
 
-Each test uses timeouts of a second or two (``[gateway] store_*_seconds`` in production).
+A call given up before its COMMIT was sent is run again once on a new connection (nothing of
+it was written); one that fails again is the caller's StoreError. Each test uses timeouts of
+a second or two (``[gateway] store_*_seconds`` in production).
 """
 
 from __future__ import annotations
@@ -93,15 +95,18 @@ async def test_a_peer_frozen_holding_a_lock_fails_that_call_and_not_the_others(
     assert (await store.sessions.close(held.id, reason="free again")).is_closed
 
 
-async def test_a_backend_that_stops_answering_is_given_up_and_replaced(store: Store) -> None:
+async def test_a_backend_that_stops_answering_is_given_up_and_replaced(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
     session, _ = await running_session(store)
     pid = await store.writer.read(_backend_pid)
     with frozen(pid):
-        with pytest.raises(StoreError, match="did not answer within 2 s"):
-            await store.sessions.close(session.id, reason="the backend is frozen")
-        # the next call has a connection of its own, to a backend that answers
+        # given up at the deadline before its COMMIT was sent (nothing of it written): run
+        # again, once, on a new connection, to a backend that answers
+        closed = await store.sessions.close(session.id, reason="the backend is frozen")
+        assert closed.is_closed
+        assert "did not answer within 2 s" in caplog.text  # what the log says happened
         assert await store.writer.read(_backend_pid) != pid
-        assert (await store.sessions.close(session.id, reason="a new backend")).is_closed
 
 
 async def test_a_network_that_holds_the_packets_is_given_up_and_the_ledger_serves_after(
@@ -117,4 +122,4 @@ async def test_a_network_that_holds_the_packets_is_given_up_and_the_ledger_serve
                 await store.sessions.close(session.id, reason="nothing gets through")
             proxy.release()
             assert (await store.sessions.close(session.id, reason="through again")).is_closed
-            assert proxy.connections == connections + 1  # the stuck one was replaced
+            assert proxy.connections > connections  # the stuck one was replaced

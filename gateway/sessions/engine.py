@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from gateway.action_tokens import require_callback_room
+from gateway.action_tokens import interaction_named, require_callback_room
 from gateway.config.access import approver_ids
 from gateway.config.hmac_key import load_or_create_hmac_key, read_hmac_key
 from gateway.config.model import Config
@@ -618,7 +618,8 @@ class Gateway:
                 return await self.desk.on_action(action)
         except StoreError as exc:
             # the connection cut mid-transaction: committed or not, this host cannot know
-            log.warning("host %s: a action met a ledger error (%s)", self.host, exc)
+            log.warning("host %s: a click met a ledger error (%s)", self.host, exc)
+            self._after_unknown_decision(action.token)
             return Ack(text=LEDGER_NO_ANSWER, accepted=False)
 
     async def on_form(self, form: InboundForm) -> Ack:
@@ -630,7 +631,18 @@ class Gateway:
         except StoreError as exc:
             # the connection cut mid-transaction: committed or not, this host cannot know
             log.warning("host %s: a form met a ledger error (%s)", self.host, exc)
+            self._after_unknown_decision(form.token)
             return Ack(text=LEDGER_NO_ANSWER, accepted=False)
+
+    def _after_unknown_decision(self, token: str) -> None:
+        """A click or form whose decision may have committed without this host hearing it:
+        its card is drawn again from the ledger, and the sessions here look for a decision
+        left unwritten now rather than at their next period (the sweep writes it once)."""
+        interaction_id = interaction_named(token)
+        if interaction_id is not None:
+            self.broker.mark_dirty(interaction_id)
+        for runner in self._runners.values():
+            runner.sweep_soon()
 
     async def may_answer(self, action: InboundAction) -> Ack:
         """Whether a form may open for ``action``'s person: the click's checks, no decision.
