@@ -15,17 +15,29 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from adapters.opencode import parse_listening_line
+from adapters.opencode_runtime import free_loopback_port, serve_argv
+from adapters.stdio import AgentProcess, ProcessSpec
 from tests.agent_driver import scratch_dir
 from tests.servers.fake_chat_completions import MODEL, FakeChatCompletions
 
-__all__ = ["OPENCODE_WAIT", "OpenCodeHome", "fake_chat", "make_opencode_home", "opencode_home"]
+__all__ = [
+    "OPENCODE_WAIT",
+    "OpenCodeHome",
+    "Server",
+    "fake_chat",
+    "make_opencode_home",
+    "opencode_home",
+    "opencode_server",
+]
 
 # What a person waits for through a gateway running opencode is awaited as an event (the
 # memory platform's condition), under this bound rather than the platform's usual 30 s:
@@ -98,3 +110,31 @@ async def fake_chat() -> AsyncIterator[FakeChatCompletions]:
 def opencode_home(fake_chat: FakeChatCompletions) -> Iterator[OpenCodeHome]:
     with make_opencode_home(fake_chat.base_url) as made:
         yield made
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    password: str
+    process: AgentProcess
+
+
+@asynccontextmanager
+async def opencode_server(opencode_bin: str, home: OpenCodeHome) -> AsyncIterator[Server]:
+    """``opencode serve`` run by the test, as a person would run it: the gateway only
+    reaches it."""
+    port = free_loopback_port()
+    password = secrets.token_urlsafe(18)
+    spec = ProcessSpec(
+        argv=serve_argv([opencode_bin], port),
+        cwd=home.workspace,
+        env={**home.env, "OPENCODE_SERVER_PASSWORD": password},
+        stop_grace_seconds=2,
+        eof_grace_seconds=0,
+    )
+    async with AgentProcess.spawn(spec) as process:
+        while (line := await process.read_line()) is not None:
+            if parse_listening_line(line.decode("utf-8", "replace")) is not None:
+                break
+        url = f"http://127.0.0.1:{port}"
+        yield Server(url=url, password=password, process=process)

@@ -9,10 +9,8 @@ the server is never ended by the gateway; ``check`` asks its url, never ``openco
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
@@ -20,9 +18,7 @@ import pytest
 
 import tests.servers.fake_chat_completions as fc
 from adapters.launch import ConfiguredLauncher, probe_version
-from adapters.opencode import basic_auth, parse_listening_line
-from adapters.opencode_runtime import free_loopback_port, serve_argv
-from adapters.stdio import AgentProcess, ProcessSpec
+from adapters.opencode import basic_auth
 from gateway.config.model import Config, check_config
 from gateway.domain import InteractionState
 from gateway.errors import AgentStartError
@@ -30,38 +26,10 @@ from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
 from tests.gateway_harness import ALICE, ROOM, Running
-from tests.opencode_env import OPENCODE_WAIT, OpenCodeHome
+from tests.opencode_env import OPENCODE_WAIT, OpenCodeHome, Server, opencode_server
 from tests.servers.fake_chat_completions import DONE, FakeChatCompletions
 
 pytestmark = [pytest.mark.real_agent("opencode"), pytest.mark.timeout(300)]
-
-
-@dataclass(frozen=True)
-class Server:
-    url: str
-    password: str
-    process: AgentProcess
-
-
-@asynccontextmanager
-async def opencode_server(opencode_bin: str, home: OpenCodeHome) -> AsyncIterator[Server]:
-    """``opencode serve`` run by the test, as a person would run it: the gateway only
-    reaches it."""
-    port = free_loopback_port()
-    password = secrets.token_urlsafe(18)
-    spec = ProcessSpec(
-        argv=serve_argv([opencode_bin], port),
-        cwd=home.workspace,
-        env={**home.env, "OPENCODE_SERVER_PASSWORD": password},
-        stop_grace_seconds=2,
-        eof_grace_seconds=0,
-    )
-    async with AgentProcess.spawn(spec) as process:
-        while (line := await process.read_line()) is not None:
-            if parse_listening_line(line.decode("utf-8", "replace")) is not None:
-                break
-        url = f"http://127.0.0.1:{port}"
-        yield Server(url=url, password=password, process=process)
 
 
 def attached_config(server: Server, home: OpenCodeHome, data_dir: Path, password: str) -> Config:

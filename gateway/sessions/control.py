@@ -186,7 +186,8 @@ class Control:
 
     async def reap(self, host: str) -> list[str]:
         """Another host stopped (its lease lapsed and this host fenced it out, design point
-        9): orphan its live epochs' requests ("host X stopped"), interrupt its in-flight
+        9): orphan its live epochs' requests ("host X stopped"; an attached server's are left open:
+        it outlives its host, which reattaches it when back), interrupt its in-flight
         prompts and hold its queues, edit the cards and tell the conversations. Its agents are
         processes on its machine: not signalled here, and their epochs stay live in the
         ledger, so that X's own recovery, when it comes back, finds them and ends their
@@ -195,12 +196,18 @@ class Control:
         store = self._store
         note = f"host {host} stopped"
         touched: list[str] = []
+        attached: set[str] = set()  # sessions whose agent is a server that outlives its host
         for epoch in await store.sessions.live_epochs(host=host):
+            touched.append(epoch.session_id)
+            if await self._outlives_its_host(epoch):
+                # its server still asks what it asked: the requests stay open, and an answer
+                # given meanwhile reaches it when the host is back (its recovery reattaches)
+                attached.add(epoch.session_id)
+                continue
             for update in await store.interactions.orphan_epoch(
                 epoch.session_id, epoch.epoch, gateway_restarted=True, note=note
             ):
                 self._gw.broker.mark_dirty(update.interaction.id)
-            touched.append(epoch.session_id)
         for session_id in await store.prompts.recover_after_restart(host=host):
             if session_id not in touched:
                 touched.append(session_id)
@@ -214,11 +221,25 @@ class Control:
                 f"⚠ Host {host} stopped answering the ledger: its agent for this conversation"
                 " is taken as ended, and its open requests can no longer be answered."
             )
+            if session_id in attached:
+                text = (
+                    f"⚠ Host {host} stopped answering the ledger. This conversation's agent is "
+                    "a server that outlives it: its open requests stay open, and an answer "
+                    f"given now reaches it once host {host} is back."
+                )
             if held:
                 text += " " + held_note(len(held), typed_now=False)
             text += f" Your next message resumes the conversation once host {host} is back."
             await self._notifier.send(await store.sessions.list_bindings(session_id), text)
         return touched
+
+    async def _outlives_its_host(self, epoch: EpochRecord) -> bool:
+        """The epoch is an attached server's (OpenCode ``url``): no process of the host's."""
+        if epoch.pid is not None:
+            return False
+        session = await self._store.sessions.get(epoch.session_id)
+        project = self._gw.config.projects.get(session.project) if session else None
+        return project is not None and project.attached
 
     async def reply(self, conversation: ConversationRef, text: str) -> None:
         await self._reply(conversation, text)
