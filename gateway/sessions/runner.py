@@ -201,9 +201,8 @@ class SessionRunner:
         self._reattach: int | None = None  # a live epoch whose server outlived the gateway
         self._keep_attached = False  # the gateway stops: an attached epoch stays live
         self.usage = SessionUsage()  # since this gateway started the session's runner
-        self._claimed: PromptRecord | None = None  # the prompt the feed took, until its end
         self._shown_in: list[ConversationRef] = []  # the conversations last read
-        self._ledger_down: str | None = None  # what the ledger failed with, until it answers
+        self._ledger_failing = False  # until a look at the queue (and a record) succeeds
         self._retry_in = LEDGER_FIRST_RETRY_SECONDS  # then doubled, up to LEDGER_RETRY_SECONDS
         self._unrecorded: int | None = None  # an epoch ended by a ledger failure, not recorded
 
@@ -350,7 +349,7 @@ class SessionRunner:
     async def run(self) -> None:
         async with self._outbound.running():  # what is queued to each conversation is sent
             while not self._closing:
-                if self._ledger_down is None:
+                if not self._ledger_failing:
                     await self._wake.wait()
                 else:  # look again after a while: a ledger back gives no other sign
                     with contextlib.suppress(TimeoutError):
@@ -364,9 +363,11 @@ class SessionRunner:
                     await self._record_ended_epoch()
                     if self._reattach is not None or await self._has_work():
                         await self._run_epoch()
-                    self._ledger_down, self._retry_in = None, LEDGER_FIRST_RETRY_SECONDS
                 except StoreError as exc:  # before an agent ran: its message waits, queued
                     await self._ledger_unavailable(exc)
+                    continue
+                if self._unrecorded is None:  # else looked at again until it is recorded
+                    self._ledger_failing, self._retry_in = False, LEDGER_FIRST_RETRY_SECONDS
 
     async def _has_work(self) -> bool:
         session = await self._store.sessions.get(self.session_id)
@@ -485,7 +486,7 @@ class SessionRunner:
     async def _feed(self, agent: RunningAgent, epoch: int) -> None:
         while True:
             self._prompt_ready.clear()
-            prompt = self._claimed = await self._claim_next()
+            prompt = await self._claim_next()
             if prompt is None:
                 await self._prompt_ready.wait()
                 continue
@@ -497,7 +498,6 @@ class SessionRunner:
                 # the epoch ended between the claim and the turn (the agent exited, or the
                 # gateway is stopping): nothing was sent, so the prompt keeps its place
                 await self._store.prompts.release(prompt.id)
-                self._claimed = None
                 await asyncio.Event().wait()  # the consumer ends this epoch
             self._turn_done.clear()
             self._interrupt_requested.clear()
@@ -762,7 +762,6 @@ class SessionRunner:
                 self.usage = self.usage.add(event)
 
     async def _end_turn(self, status: TurnStatus, error: str | None) -> None:
-        self._claimed = None
         stopped_by, self._stopped_by = self._stopped_by, None
         turn, self._turn = self._turn, None
         stream, self._stream = self._stream, None
@@ -894,7 +893,7 @@ class SessionRunner:
             exc,
             epoch,
         )
-        self._ledger_down = str(exc)
+        self._ledger_failing = True
         stream, self._stream = self._stream, None
         if stream is not None and self._outbound.is_running:
             stream.end_running_tools(LEDGER_ENDED_WORDS)
@@ -924,7 +923,7 @@ class SessionRunner:
         prompt = await self._store.prompts.in_flight(self.session_id)
         if prompt is not None:
             await self._store.prompts.mark_interrupted(prompt.id)
-        self._turn = self._claimed = None
+        self._turn = None
         await self._store.sessions.end_epoch(self.session_id, epoch, exit_description=LEDGER_EXIT)
         for update in await self._store.interactions.orphan_epoch(
             self.session_id, epoch, note=LEDGER_EXIT
@@ -939,8 +938,8 @@ class SessionRunner:
         nothing was lost (the message waits in the queue); said once per outage, and looked
         at again soon, then less often (up to every LEDGER_RETRY_SECONDS)."""
         log.warning("session %s: the ledger failed (%s); trying again", self.session_id, exc)
-        if self._ledger_down is None:
-            self._ledger_down = str(exc)
+        if not self._ledger_failing:
+            self._ledger_failing = True
             await self._notify(LEDGER_WAITING)
 
     async def _notify(self, text: str) -> None:

@@ -268,7 +268,8 @@ class Database:
     ) -> T:
         fault = self.faults.next_call(label) if self.faults is not None else None
         if fault is Fault.FAIL:
-            raise StoreError(f"ledger fault: {label} lost its connection before it ran")
+            lost = ConnectionError("injected")
+            raise StoreError(f"ledger fault: {label} lost its connection before it ran") from lost
         if fault is Fault.HANG:
             waited = self._deadline or 1.0
             await asyncio.sleep(waited)  # the deadline's own wait, as a frozen server's
@@ -285,7 +286,8 @@ class Database:
         )
         if fault is Fault.CUT:
             ticket.commit_sent = writes  # a read's lost answer is only a lost answer
-            raise StoreError(f"ledger fault: {label}'s answer lost after it ran")
+            lost = ConnectionError("injected")
+            raise StoreError(f"ledger fault: {label}'s answer lost after it ran") from lost
         return result
 
     def audit(
@@ -428,12 +430,10 @@ def _retryable(exc: StoreError) -> bool:
 
 
 def _lost(exc: StoreError) -> bool:
-    """The call's connection was lost (cut, shut at the deadline, or a fault that says so),
-    as opposed to the database refusing what it was asked."""
+    """The call's connection was lost (cut, shut at the deadline, or an injected fault), as
+    opposed to the database refusing what it was asked."""
     cause = exc.__cause__
-    if cause is None:
-        return str(exc).startswith("ledger fault:")
-    if isinstance(cause, TimeoutError):
+    if isinstance(cause, TimeoutError | ConnectionError):
         return True
     state = getattr(cause, "sqlstate", None)
     if state is not None:
