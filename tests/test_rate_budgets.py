@@ -92,6 +92,25 @@ async def test_a_token_taken_on_one_host_is_gone_for_the_other(
     assert isinstance(await b.budget("telegram", "bot2").take([CHAT_BUCKET], HOLD), Ticket)
 
 
+async def test_a_host_that_died_with_a_call_in_flight_holds_the_chat_no_longer_than_its_lease(
+    target: PgTarget,
+) -> None:
+    """A host's marks lapse within its lease (``in_flight_cap``): the host that reaps it,
+    which edits its cards in the same chats, waits a window past that at most, not the
+    15 s a call may stay in flight."""
+    lease = 0.4
+    async with LedgerRates(target, in_flight_cap=lease) as dead, LedgerRates(target) as reaper:
+        assert isinstance(await dead.budget("telegram", "bot").take([CHAT_BUCKET], HOLD), Ticket)
+        # the host dies here: its call never returns
+        budget = reaper.budget("telegram", "bot")
+        waits: list[float] = []
+        while not isinstance(answer := await budget.take([CHAT_BUCKET], HOLD), Ticket):
+            waits.append(answer)
+            assert len(waits) <= 3, waits  # 15 s of whole windows otherwise
+            await asyncio.sleep(answer)  # as the outbox does: the wait the ledger answered
+        assert sum(waits) <= lease + 2 * CHAT_BUCKET.seconds, waits
+
+
 async def test_a_return_rides_in_the_next_take_of_its_host(
     hosts: tuple[LedgerRates, LedgerRates],
 ) -> None:

@@ -317,7 +317,7 @@ async def shared_rates(config: Config, platforms: Mapping[str, Platform]) -> Asy
         return
     from gateway.store.rate_buckets import LedgerRates
 
-    async with LedgerRates(target) as rates:
+    async with LedgerRates(target, in_flight_cap=config.gateway.host_lease_seconds) as rates:
         for platform in platforms.values():
             if isinstance(platform, SharesRates):
                 platform.share_rates(rates)

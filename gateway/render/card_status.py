@@ -80,7 +80,7 @@ def _next_start(interaction: Interaction) -> str:
     end = interaction.resolution
     host = _stopped_host(end.note) if end is not None else None
     if host is not None:
-        return f"your next message resumes the session once host {host} is back"
+        return f"once host {host} is back, a new message resumes the session"
     return _NEXT_START
 
 

@@ -229,7 +229,7 @@ class Control:
                 )
             if held:
                 text += " " + held_note(len(held), typed_now=False)
-            text += f" Your next message resumes the conversation once host {host} is back."
+            text += f" Once host {host} is back, a new message resumes the conversation."
             await self._notifier.send(await store.sessions.list_bindings(session_id), text)
         return touched
 

@@ -6,11 +6,12 @@ PostgreSQL only), a row per (platform, bot, bucket), by the database's clock:
 
 - **take** (:data:`_TAKE`, one statement): locks the call's rows in key order (two hosts
   never lock them in opposite orders), and either appends to every counting bucket a *mark*
-  (``now() + IN_FLIGHT_CAP``: the call is in flight, counted as if it returned at the end
-  of the window) or, if any bucket is full or the lane's hold is set, takes nothing and
-  answers how long to wait: until the oldest call that must leave the window has left it,
-  or until the hold ends; while that call is still in flight, a whole window (it cannot
-  leave sooner: it returns now at the earliest);
+  (``now() + IN_FLIGHT_CAP``, or the host lease if shorter: the call is in flight, counted
+  as if it returned then; a host that dies with a call in flight holds nothing past its
+  lease, so the host that reaps it edits its cards at once) or, if any bucket is full or the
+  lane's hold is set, takes nothing and answers how long to wait: until the oldest call that
+  must leave the window has left it, or until the hold ends; while that call is still in
+  flight, a whole window (it cannot leave sooner: it returns now at the earliest);
 - **return** (:data:`_RETURN`, one statement for every call returned meanwhile on one bot):
   each mark is replaced by the time the call returned, by the database's clock (its now,
   less how long ago the call returned by this host's monotonic clock: the return is written
@@ -167,9 +168,18 @@ class LedgerRates:
     ``take`` (a token taken), ``wait`` (answered: wait), ``make`` (a bucket's row made),
     ``return`` (a batch of returns), ``purge``."""
 
-    def __init__(self, target: PgTarget, *, take_timeout: float = TAKE_TIMEOUT) -> None:
+    def __init__(
+        self,
+        target: PgTarget,
+        *,
+        take_timeout: float = TAKE_TIMEOUT,
+        in_flight_cap: float = IN_FLIGHT_CAP,
+    ) -> None:
         self._target = target
         self._take_timeout = take_timeout
+        # a host that died with a call in flight is reaped once its lease lapsed: its marks
+        # must have lapsed by then, or the reaper's edits of its cards wait for them
+        self._in_flight_cap = min(in_flight_cap, IN_FLIGHT_CAP)
         self._conn: psycopg.AsyncConnection[Any] | None = None
         self._lock = asyncio.Lock()  # one statement at a time on the connection
         # (platform, bot): (ticket, 429's retry-after, monotonic time it returned)
@@ -217,7 +227,7 @@ class LedgerRates:
             "calls": [b.calls for b in rows],
             "spans": [b.seconds for b in rows],
             "counts": [b.counts for b in rows],
-            "cap": IN_FLIGHT_CAP,
+            "cap": self._in_flight_cap,
         }
         try:
             async with asyncio.timeout(self._take_timeout):
