@@ -23,7 +23,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Protocol
 
-__all__ = ["EntryKind", "EntryWrite", "Flag", "Timeline", "Unsaved"]
+from gateway.domain import ConversationRef
+
+__all__ = ["EntryKind", "EntryWrite", "Flag", "ShownPart", "Timeline", "Unsaved"]
 
 
 class EntryKind(StrEnum):
@@ -47,6 +49,17 @@ class EntryWrite:
     replace: bool
     part: int
     text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ShownPart:
+    """A platform message that shows part ``part`` of section ``section`` of a turn (the
+    section split to the platform's limit): what a recovery edits to close the turn there."""
+
+    conversation: ConversationRef
+    section: int
+    part: int
+    message_id: str
 
 
 @dataclass(eq=False, kw_only=True, slots=True)

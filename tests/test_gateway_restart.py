@@ -480,6 +480,8 @@ async def test_sigkill_with_an_approval_pending_then_resume(
         _, refs = await card_waiting_in_two_threads(gw)
         await gw.say(ROOM, "alice", "and then say hello")
         await gw.text_containing("Queued as a message for the agent", ROOM)
+        running = "▸ `/bin/bash -c 'echo ran >> ran.txt'`"
+        [shows_it] = await gw.until_turn_saved(running)
         gw.kill()
         assert await gw.exited() == -9
 
@@ -491,6 +493,13 @@ async def test_sigkill_with_an_approval_pending_then_resume(
 
     async with gateway_process(config, logs) as gw:
         assert not process_alive(*agent)
+        # the tool line the dead process showed running is closed where it was shown
+        closed = running.replace("▸", "✗") + " (stopped: the gateway restarted)"
+        edited = await gw.wait_for(
+            lambda: (m := gw.messages.get(shows_it)) is not None and closed in (m.text or ""),
+            what="the turn's message closed",
+        )
+        assert edited
         for status in await every_copy_edited(gw, refs):
             assert status == (
                 "The gateway restarted and ended the agent process before anyone answered: no"

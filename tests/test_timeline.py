@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from gateway.config.ledger_url import PgTarget
-from gateway.domain import TurnStatus
+from gateway.domain import ConversationRef, TurnStatus
+from gateway.sessions.outbound import TurnStream
+from gateway.sessions.turn_close import close_shown_turn
 from gateway.store.migrations import MIGRATIONS
 from gateway.store.records import TurnTimeline
 from gateway.store.store import Store
 from gateway.timeline import EntryKind, Timeline
+from platforms.memory.platform import MemoryPlatform
 from tests.store_backends import open_store
 from tests.store_helpers import SteppingClock, approval, running_session
 
@@ -166,3 +169,39 @@ async def test_a_ledger_of_the_last_schema_gets_timelines(tmp_path: Path) -> Non
         timeline.delta("m1", "hello")
         await save(store, turn.turn.id, timeline)
         assert [e.text for e in (await stored(store, session.id)).entries] == ["hello"]
+
+
+async def test_a_turn_a_dead_process_showed_running_is_closed_in_the_ledger_and_its_messages(
+    store: Store,
+) -> None:
+    """What a recovery does for a turn its previous process died in (close_shown_turn): the
+    tool lines left running are closed in the ledger and in the messages that showed them;
+    a message with nothing running in it is not touched."""
+    turn_id, epoch, session_id = await a_turn(store)
+    opened = await store.interactions.create(session_id, epoch, approval(), turn_id=turn_id)
+    platform = MemoryPlatform("memory")
+    room = ConversationRef(platform="memory", space=None, channel="room")
+    stream = TurnStream()
+    stream.delta("m1", "Let me look.")
+    stream.timeline.tool("tool:ls", "✓ `ls`")
+    stream.interaction_opened(opened.interaction.id)  # a card: what follows is a message of its own
+    stream.delta("m1", "Now the tests.")
+    stream.timeline.tool("tool:make", "▸ `make test`")
+    for section in range(stream.timeline.sections):
+        [chunk] = stream.chunks(section, platform.limits)
+        ref = await platform.send_text(room, chunk)
+        stream.posted(room, section, 0, ref.message_id)
+    first, second = platform.messages(room)
+    unsaved = stream.timeline.unsaved()
+    await store.timeline.save(turn_id, unsaved.writes, stream.take_posted())
+
+    assert await close_shown_turn(store, {"memory": platform}, turn_id) == 1
+
+    closed = "✗ `make test` (stopped: the gateway restarted)"
+    assert platform.messages(room)[1].text == f"Now the tests.\n\n{closed}"
+    assert platform.messages(room)[1].edits == 1 and first.edits == 0
+    texts = [entry.text for entry in (await stored(store, session_id)).entries]
+    assert closed in texts and "▸ `make test`" not in texts
+    # a second recovery finds nothing left running: nothing edited again
+    assert await close_shown_turn(store, {"memory": platform}, turn_id) == 0
+    assert second.ref == platform.messages(room)[1].ref

@@ -62,6 +62,7 @@ from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.outbound import Notifier
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.turn_close import close_shown_turn
 from gateway.store.records import EnqueueOutcome, EpochRecord
 from gateway.store.requests import RequestKind, SessionRequest
 from gateway.store.store import Store
@@ -156,9 +157,12 @@ class Control:
                 session_id=epoch.session_id,
                 details={"epoch": epoch.epoch, "pid": epoch.pid, "outcome": outcome},
             )
+            turn = await store.turns.running(epoch.session_id)  # ended with its epoch
             await store.sessions.end_epoch(
                 epoch.session_id, epoch.epoch, exit_description="the gateway restarted"
             )
+            if turn is not None:  # its tool lines shown running: closed where shown
+                await close_shown_turn(store, self._gw.platforms, turn.id)
             for update in await store.interactions.orphan_epoch(
                 epoch.session_id, epoch.epoch, gateway_restarted=True, note="the gateway restarted"
             ):
@@ -279,6 +283,7 @@ class Control:
         turn = await store.turns.running(epoch.session_id)
         if turn is not None:
             await store.turns.end(turn.id, TurnStatus.INTERRUPTED, error="the gateway restarted")
+            await close_shown_turn(store, self._gw.platforms, turn.id)
         for update in await store.interactions.orphan_epoch(
             epoch.session_id,
             epoch.epoch,

@@ -23,7 +23,7 @@ from gateway.events import ToolActivity, ToolKind, ToolPhase
 from gateway.platform import Platform, PlatformLimits, RateLimited
 from gateway.render.commands import spell_commands
 from gateway.render.textsplit import GrowingSplit, fit_rendered, split_text
-from gateway.timeline import Timeline
+from gateway.timeline import ShownPart, Timeline
 
 __all__ = [
     "AGENT_ENDED_WORDS",
@@ -31,6 +31,7 @@ __all__ = [
     "TOOL_ENDED_WORDS",
     "Notifier",
     "TurnStream",
+    "closed_line",
     "with_rate_limit",
 ]
 
@@ -108,6 +109,14 @@ def _activity_line(event: ToolActivity, *, ended: str | None = None) -> str:
     return f"✓ {subject}"
 
 
+def closed_line(line: str, words: str) -> str | None:
+    """A tool's line shown running ("▸ subject"), closed in ``words`` (how it ended, where
+    the tool never reported it: its turn ended under it); None for a line not running."""
+    if not line.startswith("▸ "):
+        return None
+    return f"✗ {line.removeprefix('▸ ')} ({words})"
+
+
 EXPIRED_WORDS = "expired: nobody answered"
 # how a tool still running when its turn ended is shown (it never reports its end)
 TOOL_ENDED_WORDS = {
@@ -141,6 +150,7 @@ class TurnStream:
         self._running: dict[str, None] = {}  # tools not completed, in the order they started
         self._waiting_on: dict[str, str] = {}  # interaction -> the tool that waits for it
         self._ended: dict[str, str] = {}  # item -> how it ended, in a person's words
+        self._posted: list[ShownPart] = []  # messages posted for the turn, not yet saved
 
     # --- what the agent did (synchronous, cheap: called for every event) ------------------
 
@@ -183,6 +193,24 @@ class TurnStream:
             ended = self._ended.setdefault(item, words)
             self.timeline.tool(f"tool:{item}", _activity_line(self._tools[item], ended=ended))
         self._running.clear()
+
+    def posted(
+        self, conversation: ConversationRef, section: int, part: int, message_id: str
+    ) -> None:
+        """A platform message now shows part ``part`` of ``section``: saved with the
+        timeline, for a recovery that must close the turn where it was shown."""
+        self._posted.append(
+            ShownPart(conversation=conversation, section=section, part=part, message_id=message_id)
+        )
+
+    def take_posted(self) -> list[ShownPart]:
+        """The messages posted since the last call (the saver's, which puts them back if
+        its save fails)."""
+        posted, self._posted = self._posted, []
+        return posted
+
+    def put_back(self, posted: list[ShownPart]) -> None:
+        self._posted[:0] = posted
 
     # --- reading it -----------------------------------------------------------------------
 

@@ -289,13 +289,17 @@ class Outlet:
                         if before == chunk:
                             continue
                         if ref is None:
-                            ref = await platform.send_text(conversation, chunk)
+                            now = await platform.send_text(conversation, chunk)
                         else:
-                            ref = await self._edit_or_post(ref, chunk)
-                        shown[index] = (ref, chunk)
+                            now = await self._edit_or_post(ref, chunk)
+                        shown[index] = (now, chunk)
                     else:
+                        ref = None
                         shown.append((None, ""))  # its place, if the send fails
-                        shown[index] = (await platform.send_text(conversation, chunk), chunk)
+                        now = await platform.send_text(conversation, chunk)
+                        shown[index] = (now, chunk)
+                    if now != ref:  # a message of the turn's: the ledger learns where it is
+                        stream.posted(conversation, section, index, now.message_id)
         except RateLimited as exc:
             self._held_until = self._clock() + exc.retry_after
             self._release(None)  # nobody waits for a held conversation

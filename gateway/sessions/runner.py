@@ -707,8 +707,13 @@ class SessionRunner:
         """What the ledger lacks of the turn's timeline: new entries, text appended since."""
         async with stream.saving:
             unsaved = stream.timeline.unsaved()
-            if unsaved.writes:
-                await self._store.timeline.save(turn.id, unsaved.writes)
+            posted = stream.take_posted()
+            if unsaved.writes or posted:
+                try:
+                    await self._store.timeline.save(turn.id, unsaved.writes, posted)
+                except BaseException:
+                    stream.put_back(posted)
+                    raise
                 stream.timeline.saved(unsaved)
 
     # --- events ---------------------------------------------------------------------------

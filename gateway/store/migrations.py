@@ -545,6 +545,25 @@ POSTGRESQL_ONLY_TABLES = frozenset(
     {"leases", "receiver_offsets", "rate_buckets", "session_requests"}
 )
 
+# Which platform messages show each part of a turn's text (a section, split to a platform's
+# limit): the recovery of a gateway that died mid-turn edits them, so a tool line it showed
+# running ("▸") is closed there too, as /stop and an agent's crash close it live
+_TURN_MESSAGES = (
+    """
+    CREATE TABLE turn_messages (
+        turn_id INTEGER NOT NULL REFERENCES turns(id),
+        platform TEXT NOT NULL,
+        space TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        section INTEGER NOT NULL CHECK (section >= 0),
+        part INTEGER NOT NULL CHECK (part >= 0),
+        message_id TEXT NOT NULL,
+        PRIMARY KEY (turn_id, platform, space, channel, thread, section, part)
+    )
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -586,6 +605,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         statements=(),
         postgresql=_SESSION_REQUESTS,
     ),
+    Migration(version=16, name="the messages that show a turn", statements=_TURN_MESSAGES),
 )
 
 

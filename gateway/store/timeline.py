@@ -10,11 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gateway.errors import StoreError
-from gateway.store.database import Conn, Database, fetch_all, parse_time
+from gateway.store.database import (
+    Conn,
+    Database,
+    conversation_from_row,
+    conversation_params,
+    fetch_all,
+    parse_time,
+)
 from gateway.store.prompts import prompt_by_id
 from gateway.store.records import TimelineEntry, TurnTimeline
 from gateway.store.turns import TURN_COLUMNS, turn_from_row
-from gateway.timeline import EntryKind, EntryWrite
+from gateway.timeline import EntryKind, EntryWrite, ShownPart
 
 __all__ = ["TimelineLedger"]
 
@@ -25,10 +32,13 @@ class TimelineLedger:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def save(self, turn_id: int, writes: Sequence[EntryWrite]) -> None:
+    async def save(
+        self, turn_id: int, writes: Sequence[EntryWrite], shown: Sequence[ShownPart] = ()
+    ) -> None:
         """Record new entries and their text: appended as a new part, or replacing the
-        entry's parts. One transaction: nothing of it, or all of it."""
-        if not writes:
+        entry's parts; and the platform messages that show the turn (a part posted anew
+        replaces the one it stood in for). One transaction: nothing of it, or all of it."""
+        if not writes and not shown:
             return
 
         def save(conn: Conn) -> None:
@@ -57,11 +67,50 @@ class TimelineLedger:
                         "INSERT INTO timeline_text (turn_id, seq, part, text) VALUES (?, ?, ?, ?)",
                         (turn_id, write.seq, write.part, write.text),
                     )
+            for message in shown:
+                conn.execute(
+                    "INSERT INTO turn_messages"
+                    " (turn_id, platform, space, channel, thread, section, part, message_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (turn_id, platform, space, channel, thread, section, part)"
+                    " DO UPDATE SET message_id = excluded.message_id",
+                    (
+                        turn_id,
+                        *conversation_params(message.conversation),
+                        message.section,
+                        message.part,
+                        message.message_id,
+                    ),
+                )
 
         try:
             await self._db.write(save)
         except StoreError as exc:
             raise StoreError(f"turn {turn_id}'s timeline was not saved: {exc}") from exc
+
+    async def of_turn(self, turn_id: int) -> tuple[tuple[TimelineEntry, ...], list[ShownPart]]:
+        """One turn's timeline as saved, and the platform messages that show it."""
+
+        def of_turn(conn: Conn) -> tuple[tuple[TimelineEntry, ...], list[ShownPart]]:
+            rows = fetch_all(
+                conn,
+                "SELECT platform, space, channel, thread, section, part, message_id"
+                " FROM turn_messages WHERE turn_id = ?"
+                " ORDER BY platform, space, channel, thread, section, part",
+                (turn_id,),
+            )
+            shown = [
+                ShownPart(
+                    conversation=conversation_from_row(row),
+                    section=int(row["section"]),
+                    part=int(row["part"]),
+                    message_id=row["message_id"],
+                )
+                for row in rows
+            ]
+            return _entries(conn, turn_id), shown
+
+        return await self._db.read(of_turn)
 
     async def of_session(self, session_id: str, *, turns: int = 50) -> list[TurnTimeline]:
         """The session's latest ``turns`` turns, oldest first, each with its prompt and its

@@ -395,6 +395,17 @@ class GatewayProcess:
                 if len(found) >= copies and all(c["state"] in ("sent", "edited") for c in found):
                     return list(found)
 
+    async def until_turn_saved(self, fragment: str) -> list[str]:
+        """Wait until the ledger holds a running turn whose saved text says ``fragment``, and
+        the message that shows it (the timeline is saved every second: what a process killed
+        now leaves for the next one). Each look is a command answered by the gateway; returns
+        the ids of the turn's messages."""
+        async with asyncio.timeout(DEADLINE):
+            while True:
+                for turn in (await self.command("running"))["turns"]:
+                    if fragment in turn["text"] and turn["messages"]:
+                        return list(turn["messages"])
+
     # --- what the platform shows ----------------------------------------------------------
 
     def shown(self, conversation: ConversationRef | None = None) -> list[Shown]:

@@ -29,6 +29,8 @@ stdin (commands)::
     {"n": N, "cmd": "dump"}                                -> {"reply": N, "messages": [...]}
     {"n": N, "cmd": "copies"}                              -> {"reply": N, "copies": [...]}
         every card copy of every open interaction, as the ledger records it
+    {"n": N, "cmd": "running"}                             -> {"reply": N, "turns": [...]}
+        each running turn as the ledger has saved it: its text and the messages showing it
     {"n": N, "cmd": "received"}                            -> {"reply": N, "received": K}
         how many decisions the scripted agents were written (``--scripted-approvals``)
     {"n": N, "cmd": "quit"}  (or stdin EOF)                the gateway shuts down, exit 0
@@ -185,6 +187,21 @@ async def handle(
                 for c in copies
             ]
         }
+    if name == "running":
+        store = gateway.store
+        turns = []
+        for session in await store.sessions.list_sessions():
+            turn = await store.turns.running(session.id)
+            if turn is None:
+                continue
+            entries, shown = await store.timeline.of_turn(turn.id)
+            turns.append(
+                {
+                    "text": "\n".join(entry.text for entry in entries),
+                    "messages": [part.message_id for part in shown],
+                }
+            )
+        return {"turns": turns}
     raise ValueError(f"unknown command {name!r}")
 
 
