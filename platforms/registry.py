@@ -15,6 +15,7 @@ its help in ``config.example.toml``, and the factory that builds it from its set
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,10 @@ class PlatformEntry:
     # "module:callable" that `agent-gateway check` awaits with the settings: asks the
     # platform's servers what the config may do, (OK, lines to print); None: nothing asked
     probe: str | None = None
+    # the package extra that installs its SDK (`pip install 'agent-gateway[<extra>]'`), and
+    # the SDK's top-level modules; None and (): nothing beyond the core
+    extra: str | None = None
+    sdk: tuple[str, ...] = ()
 
 
 class Registry:
@@ -81,7 +86,7 @@ class Registry:
         if factory is None:
             raise ConfigError(f"platform {name} is not started by agent-gateway run")
         module, _, attribute = factory.partition(":")
-        make: Callable[[Any], Platform] = getattr(importlib.import_module(module), attribute)
+        make: Callable[[Any], Platform] = getattr(self._import(name, module), attribute)
         return make(settings)
 
     async def probe(self, name: str, settings: PlatformConfig) -> tuple[bool, list[str]] | None:
@@ -92,9 +97,24 @@ class Registry:
             return None
         module, _, attribute = probe.partition(":")
         ask: Callable[[Any], Awaitable[tuple[bool, list[str]]]] = getattr(
-            importlib.import_module(module), attribute
+            self._import(name, module), attribute
         )
         return await ask(settings)
+
+    def require_sdk(self, name: str) -> None:
+        """A ConfigError naming the extra to install if the platform's SDK is not installed
+        (the core installs no platform's SDK). Found, not imported: ``check`` loads none."""
+        entry = self.entry(name)
+        missing = [module for module in entry.sdk if importlib.util.find_spec(module) is None]
+        if missing:
+            raise ConfigError(
+                f"platform {name} is configured, but its SDK is not installed (no module "
+                f"{missing[0]!r}): pip install 'agent-gateway[{entry.extra}]' (or [all])"
+            )
+
+    def _import(self, name: str, module: str) -> Any:
+        self.require_sdk(name)
+        return importlib.import_module(module)
 
 
 # the order in which `agent-gateway run` builds and starts them
@@ -111,12 +131,17 @@ PLATFORMS = Registry(
             config="platforms.telegram.config",
             factory="platforms.telegram.platform:TelegramPlatform",
             auth_table="telegram",
+            extra="telegram",
+            sdk=("telegram",),
+            probe="platforms.telegram.probe:check",
         ),
         PlatformEntry(
             name="slack",
             config="platforms.slack.config",
             factory="platforms.slack.platform:SlackPlatform",
             auth_table="slack",
+            extra="slack",
+            sdk=("slack_bolt", "slack_sdk"),
             probe="platforms.slack.probe:check",
         ),
         PlatformEntry(
@@ -124,6 +149,8 @@ PLATFORMS = Registry(
             config="platforms.discord.config",
             factory="platforms.discord.platform:DiscordPlatform",
             auth_table="discord",
+            extra="discord",
+            sdk=("discord",),
             probe="platforms.discord.probe:check",
         ),
         PlatformEntry(

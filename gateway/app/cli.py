@@ -284,7 +284,10 @@ async def _ask_platform(name: str, settings: PlatformConfig) -> tuple[bool, list
     """What the platform's servers say of its settings (Slack: the tokens, scopes, Socket
     Mode); None for a platform that asks nothing. Never raises: a failure is a line."""
     try:
+        PLATFORMS.require_sdk(name)
         return await PLATFORMS.probe(name, settings)
+    except ConfigError as exc:  # its SDK is not installed: which extra to install
+        return False, [str(exc)]
     except Exception as exc:
         return False, [f"{name}: could not be asked: {type(exc).__name__}: {exc}"]
 

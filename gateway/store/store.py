@@ -8,6 +8,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
@@ -149,9 +150,9 @@ class Store:
     ) -> AsyncIterator[Store]:
         """Two psycopg connections (the writer's; the reader's, read-only), each on a thread
         of its own, autocommit, the schema migrated first; closed in the reverse order.
-        psycopg is imported here: a SQLite gateway never pays its ~0.2 s import."""
-        import psycopg
-
+        psycopg is imported here: a SQLite gateway never pays its ~0.2 s import, nor needs
+        it installed."""
+        psycopg = require_psycopg()
         errors = (psycopg.Error,)
         async with _pg_connection(target, "ledger-writer", read_only=False) as (runner, conn):
             deadline = target.timeouts.call_deadline
@@ -187,6 +188,19 @@ class Store:
                         reader.close()
             finally:
                 db.close()
+
+
+def require_psycopg() -> ModuleType:
+    """psycopg, which the ``[postgres]`` extra installs; its absence is a StoreError that says
+    how to install it (a ledger on PostgreSQL is configured)."""
+    try:
+        import psycopg
+    except ModuleNotFoundError:
+        raise StoreError(
+            "the ledger is on PostgreSQL, but psycopg is not installed: "
+            "pip install 'agent-gateway[postgres]' (or [all])"
+        ) from None
+    return psycopg
 
 
 @asynccontextmanager
