@@ -39,13 +39,14 @@ allow_from = ["*"]
     return path
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gateway", *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
+        env=env,
     )
 
 
@@ -121,7 +122,7 @@ def test_check_reports_every_project_even_after_one_fails_or_hangs(tmp_path: Pat
     among others, stopped after --probe-timeout, not a traceback that ends the check."""
     fails = _script(tmp_path / "fails", 'echo "cannot load my config" >&2; exit 3')
     hangs = _script(tmp_path / "hangs", "exec sleep 600")
-    works = _script(tmp_path / "works", 'echo "fake-codex 1.2.3"')
+    works = _script(tmp_path / "works", 'echo "fake-codex 0.171.0"')
     work = tmp_path / "work"
     work.mkdir()
     projects = "".join(
@@ -149,7 +150,7 @@ auth.memory = {{ allow_from = ["*"] }}
         "code 3; stderr ends with: cannot load my config",
         f"second: codex-app-server via {hangs}: FAILED: {hangs} --version did not answer "
         "within 0.5 s",
-        f"third: codex-app-server via {works}: fake-codex 1.2.3",
+        f"third: codex-app-server via {works}: fake-codex 0.171.0",
         "2 problem(s)",
     ], done.stdout
     assert "Traceback" not in done.stderr, done.stderr

@@ -252,9 +252,10 @@ async def _check(path: Path, host: str, probe_timeout: float) -> int:
         }
     failed = 0
     for probe in probes.values():
-        ok, line = probe.result()
+        ok, lines = probe.result()
         failed += not ok
-        print(line)
+        for line in lines:
+            print(line)
     for answer in asked.values():  # what each platform's servers say of its settings
         said = answer.result()
         if said is not None:
@@ -267,17 +268,21 @@ async def _check(path: Path, host: str, probe_timeout: float) -> int:
     return 1 if count else 0
 
 
-async def _probe(name: str, project: ProjectConfig, deadline: float) -> tuple[bool, str]:
-    """Whether the project's agent answered ``--version``, and the line that says so."""
+async def _probe(name: str, project: ProjectConfig, deadline: float) -> tuple[bool, list[str]]:
+    """Whether the project's agent answered ``--version``, the line that says so, and a
+    warning line for a version other than the one proven or a sandbox that cannot start
+    (said, not failed)."""
     from adapters.launch import probe_version
+    from adapters.proven_versions import sandbox_warning, version_warning
 
     via = project.agent_options.url if project.attached else " ".join(project.argv())
     agent = f"{name}: {project.agent.value} via {via}"
     try:
         version = await probe_version(project, deadline=deadline)
     except GatewayError as exc:
-        return False, f"{agent}: FAILED: {exc}"
-    return True, f"{agent}: {version}"
+        return False, [f"{agent}: FAILED: {exc}"]
+    warnings = [version_warning(project, version), sandbox_warning(project)]
+    return True, [f"{agent}: {version}", *(f"{name}: warning: {w}" for w in warnings if w)]
 
 
 async def _ask_platform(name: str, settings: PlatformConfig) -> tuple[bool, list[str]] | None:
