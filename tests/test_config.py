@@ -156,7 +156,8 @@ def test_a_platform_table_missing_a_key_is_followed_by_its_help() -> None:
         f"gw.toml:{line_of(text, '[platforms.telegram]')}: platforms.telegram.token: required"
         in message
     )
-    assert f"gw.toml:{line_of(text, 'tokn')}: platforms.telegram.tokn: unknown key" in message
+    tokn = line_of(text, "tokn")
+    assert f"gw.toml:{tokn}: platforms.telegram.tokn: unknown key; did you mean 'token'?" in message
     help_text = message.split(
         "platforms.telegram: its keys, as config.example.toml documents them:\n"
     )[1]
@@ -373,7 +374,7 @@ def test_unknown_keys_wrong_types_and_missing_keys_name_key_and_line() -> None:
     assert "gw.toml:2: gateway.queue_depth: should be greater than or equal to 1" in message
     assert "gw.toml:4: projects.web.work_dir: required key is missing" in message
     assert "gw.toml:6: projects.web.scope: should be 'thread', 'channel' or 'user'" in message
-    assert "gw.toml:7: projects.web.modle: unknown key" in message
+    assert "gw.toml:7: projects.web.modle: unknown key; did you mean 'model'?" in message
     assert "gw.toml:10: projects.web.auth.memory.allow_from: should be an array" in message
 
 

@@ -24,6 +24,7 @@ Callers pass the registry; ``platforms.registry`` has :func:`parse_config` and
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import shutil
@@ -32,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, get_args, get_origin
 
 from pydantic import (
     AfterValidator,
@@ -341,6 +342,8 @@ class ProjectConfig(_Model):
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
     policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
+    # tables whose keys may be written in this one (the "did you mean" of an unknown key)
+    FLAT_TABLES: ClassVar[tuple[str, ...]] = ("agent_options",)
 
     _paths = field_validator("work_dir", mode="after")(_expand_path)
 
@@ -444,17 +447,65 @@ _TOML_WORDS = (
 )
 
 
-def _pydantic_message(error: Mapping[str, Any]) -> str:
+def _pydantic_message(error: Mapping[str, Any], model: type[BaseModel] | None = None) -> str:
+    """The error in the words of a TOML file; an unknown key of ``model``'s tree with the
+    known key it most resembles ("did you mean")."""
     kind = error.get("type")
     if kind == "missing":
         return "required key is missing"
     if kind == "extra_forbidden":
-        return "unknown key"
+        loc = _pydantic_loc(error)
+        known = _keys_at(model, loc[:-1]) if model is not None and loc else ()
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6) if loc else []
+        return f"unknown key; did you mean {close[0]!r}?" if close else "unknown key"
     message = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
     message = re.sub(r"a valid dictionary or instance of \w+", "a table", message)
     for python, toml in _TOML_WORDS:
         message = message.replace(python, toml)
     return message
+
+
+def _keys_at(model: type[BaseModel], path: Loc) -> tuple[str, ...]:
+    """The keys of the table at ``path`` below ``model`` (tables of a name: one part for the
+    name), or () where the path leaves the models."""
+    current: Any = model
+    named = False  # the part is the name of a table in a table of named tables
+    for part in path:
+        if named:
+            named = False
+            continue
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return ()
+        field = current.model_fields.get(str(part))
+        if field is None:
+            return ()
+        current = _model_in(field.annotation)
+        if current is None:
+            return ()
+        if isinstance(current, tuple):  # a table of named tables: the next part is a name
+            current, named = current[0], True
+    if not (isinstance(current, type) and issubclass(current, BaseModel)):
+        return ()
+    keys = [field.alias or name for name, field in current.model_fields.items()]
+    for table in getattr(current, "FLAT_TABLES", ()):
+        keys += _keys_at(current, (table,))
+    return tuple(keys)
+
+
+def _model_in(annotation: Any) -> Any:
+    """The model an annotation holds: itself, or ``(model,)`` for a mapping of models."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = get_origin(annotation)
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if origin is not None and args and isinstance(args[-1], type):
+        if issubclass(args[-1], BaseModel) and origin in (dict, Mapping):
+            return (args[-1],)
+    for arg in args:  # Optional[Model], Annotated[Model, ...]
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _pydantic_loc(error: Mapping[str, Any]) -> Loc:
@@ -635,7 +686,9 @@ def _platform_settings(
     for name, table in raw.items():
         where: Loc = ("platforms", name)
         if name not in known:
-            found.append((where, f"unknown platform; one of {', '.join(sorted(known))}"))
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            found.append((where, f"unknown platform; {hint}one of {', '.join(sorted(known))}"))
             continue
         schema = registry.table(name)
         try:
@@ -643,7 +696,9 @@ def _platform_settings(
         except ValidationError as exc:
             # not chained: pydantic's own message quotes the input values, secrets included
             errors = exc.errors(include_input=False, include_url=False)
-            found += [((*where, *_pydantic_loc(e)), _pydantic_message(e)) for e in errors]
+            found += [
+                ((*where, *_pydantic_loc(e)), _pydantic_message(e, schema.model)) for e in errors
+            ]
             if any(e.get("type") in ("missing", "extra_forbidden") for e in errors):
                 helps[f"platforms.{name}"] = schema.help  # which keys there are
     in_order = {name: settings[name] for name in known if name in settings}
@@ -685,7 +740,7 @@ def parse_config(
         errors = exc.errors(include_input=False, include_url=False)
     else:
         errors = []
-    problems = [located(_pydantic_loc(e), _pydantic_message(e)) for e in errors]
+    problems = [located(_pydantic_loc(e), _pydantic_message(e, Config)) for e in errors]
     _raise(problems + [located(loc, message) for loc, message in in_tables], helps)
     config._source = source_name
     config._locator = locator
