@@ -19,6 +19,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gateway import __version__
+from gateway.app.init_config import AGENTS as INIT_AGENTS
+from gateway.app.init_config import PLATFORMS as INIT_PLATFORMS
+from gateway.app.init_config import (
+    InitChoice,
+    config_text,
+    default_config_path,
+    default_data_dir,
+    next_steps,
+)
+from gateway.app.init_config import write as write_config
 from gateway.config.model import (
     DEFAULT_DATA_DIR,
     HOST_PATTERN,
@@ -83,6 +93,17 @@ def _parser() -> argparse.ArgumentParser:
         default=20.0,
         help="seconds each agent gets to answer --version (default 20)",
     )
+    init = commands.add_parser(
+        "init", help="write a first config for one platform and one agent (never overwrites)"
+    )
+    init.add_argument("--config", type=Path, help="where to write it (default: %(default)s)")
+    init.add_argument("--platform", choices=INIT_PLATFORMS)
+    init.add_argument("--agent", choices=tuple(INIT_AGENTS))
+    init.add_argument("--work-dir", type=Path, help="the folder the agent works in (default: .)")
+    init.add_argument("--data-dir", type=Path, help="ledger and key (default: %(default)s)")
+    init.add_argument("--user-id", help="your id on the platform: allow_from and approvers")
+    init.add_argument("--project", default="main", help="the project's name (default: main)")
+    init.set_defaults(config=default_config_path(), data_dir=default_data_dir())
     ledger = commands.add_parser("ledger", help="pending and recent interactions")
     where = ledger.add_mutually_exclusive_group()
     where.add_argument("--config", type=Path)
@@ -157,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(
                 _audit(args.config, args.data_dir, args.since, args.project, args.format)
             )
+        if args.command == "init":
+            return _init(args)
         if args.command == "slack-manifest":
             from platforms.slack.manifest import manifest_json
 
@@ -176,6 +199,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def _init(args: argparse.Namespace) -> int:
+    """Write the first config; what is not given is asked in a terminal, else refused."""
+    platform = args.platform or _ask("Platform", INIT_PLATFORMS)
+    agent = args.agent or _ask("Agent", tuple(INIT_AGENTS))
+    choice = InitChoice(
+        platform=platform,
+        agent=agent,
+        work_dir=args.work_dir or Path.cwd(),
+        data_dir=args.data_dir,
+        user_id=args.user_id,
+        project=args.project,
+    )
+    text = config_text(choice)
+    write_config(args.config, text)
+    print(next_steps(choice, args.config))
+    return 0
+
+
+def _ask(what: str, choices: tuple[str, ...]) -> str:
+    flag = f"--{what.lower()}"
+    if not sys.stdin.isatty():
+        raise ConfigError(f"{flag}: one of {', '.join(choices)}")
+    answer = input(f"{what} ({', '.join(choices)}) [{choices[0]}]: ").strip() or choices[0]
+    if answer not in choices:
+        raise ConfigError(f"{flag}: one of {', '.join(choices)}")
+    return answer
 
 
 def _discord_invite(path: Path | None, application_id: str | None) -> str:
