@@ -242,6 +242,18 @@ async def test_an_agent_that_exits_before_its_first_reply_could_not_start(
         await gw.say(BROKEN, "alice", "hello?")
         notice = await gw.text_containing("could not start", BROKEN)
         assert "boom" in notice and "/resume" in notice
+        assert "agent-gateway check --config" in notice  # the next step
+        # said where an operator looks, and where the person asks
+        logged = await gw.wait_for(
+            lambda: next(
+                (line for line in gw.log_tail().splitlines() if "could not start" in line), None
+            ),
+            what="the start failure in the log",
+        )
+        assert "exited with code 3" in logged and "boom" in logged
+        await gw.say(BROKEN, "alice", "/status")
+        status = await gw.text_containing("Agent: could not start", BROKEN)
+        assert "boom" in status
         await healthy_still_works(gw)
     ledger = await read_ledger(data_dir)
     assert session_of(ledger, "broken").queue_paused

@@ -666,7 +666,10 @@ class Control:
             if session.current_epoch
             else None
         )
-        if epoch is not None:
+        failed = runner.start_failure if runner is not None else None
+        if failed is not None and (epoch is None or not epoch.is_live):
+            lines.append(f"Agent: could not start: {failed}")
+        elif epoch is not None:
             running = "running" if epoch.is_live else f"ended ({epoch.exit_description})"
             lines.append(f"Agent: {epoch.agent_version or 'version unknown'}, {running}")
             policy = ", ".join(f"{k} = {v}" for k, v in sorted(epoch.policy.items()))

@@ -79,6 +79,23 @@ __all__ = ["SessionRunner"]
 
 log = logging.getLogger(__name__)
 
+
+def start_failure_hint(exc: Exception) -> str:
+    """The next step after an agent failed to start, from what is known of why."""
+    said = str(exc)
+    if "No such file or directory" in said or "not found" in said:
+        return (
+            "Is it installed, and on the PATH the gateway runs with (a service's PATH is not "
+            "your shell's)? `agent-gateway check --config …` on this machine probes it."
+        )
+    if "Permission denied" in said:
+        return "The file is not executable by the gateway's user: check its mode and owner."
+    return (
+        "`agent-gateway check --config …` on this machine probes the agent and names its "
+        "version; the gateway's log has the agent's last lines."
+    )
+
+
 _QUIET_WARNINGS = frozenset({"config_warning"})
 # The expiry task sleeps on the event loop's monotonic time but compares the injected wall
 # clock: it looks again at least this often, so a clock that jumps (or a suspended machine)
@@ -195,6 +212,7 @@ class SessionRunner:
         self._exit_notice: str | None = None
         self.agent: RunningAgent | None = None
         self.epoch: int | None = None
+        self.start_failure: str | None = None  # why the agent last failed to start, until it does
         self._turn: TurnRecord | None = None
         self._stream: TurnStream | None = None
         self._stopped_by: Actor | None = None  # the person whose /stop the turn is ending on
@@ -395,6 +413,7 @@ class SessionRunner:
                 else:
                     epoch = await self._begin_epoch(agent)
                 self.agent, self.epoch = agent, epoch
+                self.start_failure = None
                 try:
                     await self._on_started(agent.started, epoch)
                     async with asyncio.TaskGroup() as tasks:
@@ -433,10 +452,13 @@ class SessionRunner:
                     self.session_id, reattach, runtime_outlives_gateway=True, note=str(exc)
                 ):
                     self._broker.mark_dirty(update.interaction.id)
+            self.start_failure = str(exc)
+            log.warning("session %s: the agent could not start: %s", self.session_id, exc)
             await self._store.prompts.hold(self.session_id, reason="the agent failed to start")
             await self._notify(
-                f"⚠ The agent could not start: {exc}\nYour messages are held: "
-                "/resume to try again, /clear to drop them; a new message tries again first."
+                f"⚠ The agent could not start: {exc}\n{start_failure_hint(exc)}\n"
+                "Your messages are held: /resume to try again, /clear to drop them; a new "
+                "message tries again first."
             )
 
     async def _begin_epoch(self, agent: RunningAgent) -> int:
