@@ -39,6 +39,7 @@ __all__ = [
     "LeasedReceiving",
     "MessageGone",
     "MessageRef",
+    "NotConnected",
     "Platform",
     "PlatformLimits",
     "PlatformUnreachable",
@@ -113,6 +114,11 @@ class MessageGone(RefusedForGood):
 class PlatformUnreachable(PlatformError):
     """The platform could not be reached (an outage, as opposed to a refusal): the platform
     calls ``Inbox.on_platform_back`` once it reaches its servers again."""
+
+
+class NotConnected(PlatformUnreachable):
+    """The platform has not connected yet (its servers were out when the gateway started:
+    gateway/platform_links.py tries again, and tells the gateway once it is connected)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

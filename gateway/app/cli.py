@@ -40,7 +40,7 @@ from gateway.config.model import (
 from gateway.config.platform_tables import PlatformConfig
 from gateway.errors import ConfigError, GatewayError
 from gateway.interactions.machine import Interaction
-from gateway.platform import Platform, SharesRates, connected
+from gateway.platform import Platform, SharesRates
 from platforms.registry import PLATFORMS, load_config
 
 if TYPE_CHECKING:
@@ -385,6 +385,7 @@ async def shared_rates(config: Config, platforms: Mapping[str, Platform]) -> Asy
 
 async def _run(path: Path, host: str) -> int:
     from adapters.launch import ConfiguredLauncher
+    from gateway.platform_links import linked
     from gateway.sessions.engine import Gateway
     from gateway.sessions.receivers import lease_receivers
 
@@ -396,13 +397,15 @@ async def _run(path: Path, host: str) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
-    # every platform is connected before the gateway's recovery and closed after its ledger;
-    # the gateway attaches them, and tells them to stop taking input before its runners stop
+    # every platform is connected before the gateway's recovery (one whose servers are out:
+    # tried again meanwhile, gateway/platform_links.py) and closed after its ledger; the
+    # gateway attaches them, and tells them to stop taking input before its runners stop
     async with (
         shared_rates(config, platforms),
-        connected(platforms),
+        linked(platforms) as links,
         Gateway(config, platforms=platforms, launcher=launcher, host=host) as gateway,
     ):
+        links.attach(gateway)
         log.info(
             "agent-gateway running (host %s, data dir %s, ledger %s)",
             host,

@@ -36,6 +36,7 @@ from gateway.platform import (
     Inbox,
     KnowsApprovers,
     MessageRef,
+    NotConnected,
     PlatformLimits,
     ReceiverGate,
 )
@@ -273,7 +274,7 @@ class DiscordPlatform:
 
     def _sending(self) -> Sender:
         if self._sender is None:
-            raise PlatformError("the Discord platform is not running")
+            raise NotConnected("discord: not connected yet")
         return self._sender
 
     # --- back after an outage -------------------------------------------------------------
@@ -295,7 +296,7 @@ class DiscordPlatform:
 
     async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
         if self._client is None:
-            raise PlatformError("the Discord platform is not connected")
+            raise NotConnected("discord: not connected yet")
         try:
             dm = await self._client.create_dm(discord.Object(id=int(actor.user_id)))
         except (discord.HTTPException, ValueError) as exc:

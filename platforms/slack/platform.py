@@ -34,12 +34,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 from gateway.cards import Card
 from gateway.deadline import ack_wait_seconds
 from gateway.domain import Actor, ConversationRef, TurnStatus
-from gateway.errors import PlatformError
 from gateway.platform import (
     EditResult,
     HearsProblems,
     Inbox,
     MessageRef,
+    NotConnected,
     PlatformLimits,
 )
 from gateway.rate_budget import ALONE, RateBudget, SharedRates, bot_key
@@ -173,15 +173,23 @@ class SlackPlatform:
         except BaseException:
             await self.close()
             raise
+        self._start_receiving()  # attached before it could connect: it receives now
 
     def attach(self, inbox: Inbox) -> None:
-        """The gateway is ready: start taking events."""
+        """The gateway is ready: start taking events (once connected, if it is not yet)."""
         self._inbox = inbox
-        if self._tasks is None or self._app is None or self._events is None:
-            raise PlatformError("the Slack platform is not connected")
         # any host may take a click (Socket Mode picks one at random): with a shared ledger
         # a form is found by its card there (platforms/form_drafts.py LedgerForms)
-        self.forms = self._posting.forms = self._events.forms = forms_for(inbox)
+        self.forms = self._posting.forms = forms_for(inbox)
+        self._start_receiving()
+
+    def _start_receiving(self) -> None:
+        """Attached and connected (in either order): events are taken from now on."""
+        if self._inbox is None or self._tasks is None or self._app is None:
+            return
+        if self._events is None or self._receiving is not None:
+            return
+        self._events.forms = self.forms
         self._receiving = self._tasks.create_task(
             self._receiver.start(self._app, stopped=lambda: self._stopped)
         )
@@ -266,7 +274,7 @@ class SlackPlatform:
 
     def _running(self) -> SlackOutbox:
         if self._outbox is None:
-            raise PlatformError("the Slack platform is not running")
+            raise NotConnected("slack: not connected yet")
         return self._outbox
 
     def _tell_problem(self, text: str) -> None:

@@ -59,6 +59,7 @@ from gateway.platform import (
     Inbox,
     KnowsFenced,
     MessageRef,
+    NotConnected,
     PlatformLimits,
     ReceiverGate,
 )
@@ -563,7 +564,7 @@ class TelegramPlatform:
 
     def _running(self) -> TelegramOutbox:
         if self._outbox is None:
-            raise PlatformError("the Telegram platform is not running")
+            raise NotConnected("telegram: not connected yet")
         return self._outbox
 
     async def _send(

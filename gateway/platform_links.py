@@ -1,0 +1,139 @@
+"""Connecting the platforms of ``agent-gateway run``, and keeping at it.
+
+A gateway started before the network is up, or while one platform is out, must not die:
+every platform is connected on its own; one that cannot reach its servers is tried again
+with backoff (:data:`FIRST_RETRY` doubling to :data:`MAX_RETRY`), logged with what to check,
+while the others serve; until it connects, its calls fail as an outage would
+(:class:`NotConnected`, a PlatformUnreachable: the core keeps what failed and sends it again
+when the platform is back). Once it connects the gateway is told (``on_platform_back``), as
+after any outage, and brings its cards up to date. A platform that refuses the
+configuration (a revoked token: a ConfigError) is not retried: it stops, said in the log and
+to the console's problems; the gateway runs on with the others, and refuses to start only
+when none is left.
+
+One owner: :func:`linked` runs the retries as tasks of its own, cancelled and the platforms
+closed (those that connected) when its block ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from gateway.errors import ConfigError
+from gateway.platform import HearsProblems, Inbox, Platform
+
+__all__ = ["FIRST_RETRY", "MAX_RETRY", "PlatformLinks", "linked"]
+
+log = logging.getLogger(__name__)
+
+FIRST_RETRY = 1.0  # seconds before the first retry of a platform that could not connect
+MAX_RETRY = 60.0  # the longest wait between two retries
+
+
+class PlatformLinks:
+    """Which platforms are connected, which are being retried, which stopped, and why."""
+
+    def __init__(self, platforms: Mapping[str, Platform]) -> None:
+        self._platforms = platforms
+        self.connected: set[str] = set()
+        self.retrying: dict[str, str] = {}  # platform: why it is not connected yet
+        self.stopped: dict[str, str] = {}  # platform: why it was given up (a refusal)
+        self._inbox: Inbox | None = None
+        self._told: list[tuple[str, str]] = []  # problems said before the gateway attached
+        self.late: list[str] = []  # connected by a retry, in that order
+
+    def attach(self, inbox: Inbox) -> None:
+        """The gateway runs: it hears the problems said so far, and of each platform that
+        connects from now on."""
+        self._inbox = inbox
+        for platform, text in self._told:
+            self._problem(platform, text)
+        self._told.clear()
+
+    def _problem(self, platform: str, text: str) -> None:
+        if self._inbox is None:
+            self._told.append((platform, text))
+        elif isinstance(self._inbox, HearsProblems):
+            self._inbox.platform_problem(platform, text)
+
+    def refused(self, name: str, exc: ConfigError) -> None:
+        self.retrying.pop(name, None)
+        self.stopped[name] = str(exc)
+        log.error("%s stopped: %s (fix the config and restart; the others run on)", name, exc)
+        self._problem(name, f"Stopped: {exc}. Fix the configuration and restart the gateway.")
+
+    async def keep_trying(self, name: str, first: float, most: float) -> None:
+        """Connect ``name`` again until it connects or refuses; then tell the gateway."""
+        platform = self._platforms[name]
+        wait = first
+        while True:
+            await asyncio.sleep(wait)  # the backoff: the platform's servers are not there
+            try:
+                await platform.connect()
+            except ConfigError as exc:
+                self.refused(name, exc)
+                return
+            except Exception as exc:  # any failure to reach it: tried again
+                wait = min(wait * 2, most)
+                self.retrying[name] = _why(exc)
+                log.warning("%s still cannot connect (%s): next try in %g s", name, _why(exc), wait)
+                continue
+            self.retrying.pop(name, None)
+            self.connected.add(name)
+            self.late.append(name)
+            log.info("%s connected", name)
+            if self._inbox is not None:
+                await self._inbox.on_platform_back(name)
+            return
+
+
+def _why(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
+
+
+@asynccontextmanager
+async def linked(
+    platforms: Mapping[str, Platform], *, first: float = FIRST_RETRY, most: float = MAX_RETRY
+) -> AsyncIterator[PlatformLinks]:
+    """Connect every platform for the block (those that cannot: tried again meanwhile), and
+    close each one that connected after it. Raises the ConfigError of the first platform
+    that refused if none is left to run."""
+    links = PlatformLinks(platforms)
+    retries: list[asyncio.Task[None]] = []
+    async with AsyncExitStack() as stack:
+        for name, platform in platforms.items():
+            try:
+                await platform.connect()
+            except ConfigError as exc:
+                links.refused(name, exc)
+                continue
+            except Exception as exc:  # an outage at start: tried again meanwhile
+                links.retrying[name] = _why(exc)
+                log.warning(
+                    "%s cannot connect (%s): check the network, a proxy, or its base URL in "
+                    "the config; tried again in %g s while the others run",
+                    name,
+                    _why(exc),
+                    first,
+                )
+                retries.append(asyncio.create_task(links.keep_trying(name, first, most)))
+                continue
+            links.connected.add(name)
+            stack.push_async_callback(platform.close)
+        if not links.connected and not links.retrying:
+            refused = next(iter(links.stopped.values()), "no platform")
+            raise ConfigError(f"no platform could start: {refused}")
+        try:
+            yield links
+        finally:
+            for task in retries:
+                task.cancel()
+            for task in retries:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            for name in links.late:  # connected by a retry: closed here (the others by stack)
+                await platforms[name].close()
