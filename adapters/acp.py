@@ -26,9 +26,10 @@ other agent request (``fs/*``, ``terminal/*``, ``elicitation/create``, unknown) 
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
 
@@ -504,6 +505,7 @@ def _permission_request(key: str, params: JsonObject) -> InteractionRequest:
     if len(set(ids)) != len(ids):
         raise MalformedMessage("permission options with the same id", repr(ids)[:200])
     tool_call = get_object(params, "toolCall") or {}
+    actions = _with_rule(actions, tool_call)
     tool_title = get_text(tool_call, "title") or ""
     kind = _TOOL_KINDS.get(get_text(tool_call, "kind") or "", ToolKind.TOOL_CALL)
     detail: Command | FileChange | Text
@@ -523,6 +525,24 @@ def _permission_request(key: str, params: JsonObject) -> InteractionRequest:
         title=title,
         detail=detail,
         actions=actions,
+    )
+
+
+def _with_rule(actions: tuple[Action, ...], tool_call: JsonObject) -> tuple[Action, ...]:
+    """The lasting rule an "always" option adds, where the agent says which: codex-acp puts
+    the exec-policy amendment it proposes in ``rawInput.proposed_execpolicy_amendment`` (the
+    words it writes to ``$CODEX_HOME/rules/default.rules`` when that option is chosen). ACP
+    itself names no rule; an agent that gives none gets none."""
+    raw = get_object(tool_call, "rawInput") or {}
+    words = raw.get("proposed_execpolicy_amendment")
+    if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
+        return actions
+    rule = shlex.join(str(word) for word in words)
+    return tuple(
+        replace(action, rule=rule)
+        if action.effect is Effect.ALLOW and action.scope is Scope.ALWAYS
+        else action
+        for action in actions
     )
 
 
