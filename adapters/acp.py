@@ -19,7 +19,10 @@ as withdrawn. ACP has no "request resolved" message: an answered permission is c
 the next line from the agent.
 
 ``session/request_permission`` -> an approval whose actions are the agent's ``options`` in
-order (effect from ``allow_*`` / ``reject_*``, scope from ``*_once`` / ``*_always``). Every
+order (effect from ``allow_*`` / ``reject_*``, scope from ``*_once`` / ``*_always``), each
+labelled with the name the agent gave it; the card's summary is the agent's own words (the
+tool's title where the card does not show it already, ``rawInput.reason``, the text content
+without the sections codex-acp adds to restate the options and the rule). Every
 other agent request (``fs/*``, ``terminal/*``, ``elicitation/create``, unknown) is answered
 -32601 and reported as a Warning: never approved.
 """
@@ -159,6 +162,14 @@ _TRANSITIONS: Final[Mapping[tuple[AcpState, _Move], AcpState]] = {
 }
 
 
+# What a refusal does is the agent's to say (codex-acp's "abort" ends the turn, another
+# agent's reject goes on): the gateway's own words never guess.
+_REJECT_WORDS: Final[Mapping[str, str]] = {
+    "reject_once": "Refuses it; what the agent does next is its own choice.",
+    "reject_always": "Refuses it, and the agent refuses calls like it from now on.",
+}
+
+
 def option_action(option: JsonObject) -> Action:
     """One ``PermissionOption {optionId, name, kind}`` as a button: its own id and label,
     effect and scope from its kind."""
@@ -174,6 +185,7 @@ def option_action(option: JsonObject) -> Action:
         label=get_text(option, "name") or option_id,
         effect=effects[effect_word],
         scope=scopes[scope_word],
+        description=_REJECT_WORDS.get(kind, ""),
     )
 
 
@@ -508,24 +520,79 @@ def _permission_request(key: str, params: JsonObject) -> InteractionRequest:
     actions = _with_rule(actions, tool_call)
     tool_title = get_text(tool_call, "title") or ""
     kind = _TOOL_KINDS.get(get_text(tool_call, "kind") or "", ToolKind.TOOL_CALL)
-    detail: Command | FileChange | Text
+    reason = get_text(get_object(tool_call, "rawInput") or {}, "reason")
+    detail: Command | FileChange | Text | None
     if kind is ToolKind.COMMAND:
         title = "Run a command"
         command = _command_text(tool_call) or tool_title
-        detail = Command(command=command, cwd=_raw_cwd(tool_call))
+        detail = Command(command=command, cwd=_raw_cwd(tool_call), reason=reason)
+        shown = [command]
     elif kind is ToolKind.FILE_CHANGE:
         title = "Apply file changes"
-        detail = FileChange(paths=_paths(tool_call), diff=_diff(tool_call))
+        detail = FileChange(paths=_paths(tool_call), diff=_diff(tool_call), reason=reason)
+        shown = [*detail.paths]
     else:
         title = tool_title or "Use a tool"
-        detail = Text(text=tool_title or "The agent asks to use a tool.")
+        detail = None if tool_title else Text(text="The agent asks to use a tool.")
+        shown = [title]
     return InteractionRequest(
         native_key=key,
         kind=InteractionKind.APPROVAL,
         title=title,
+        summary=_agent_words(tool_title, reason, _content_text(tool_call), shown),
         detail=detail,
         actions=actions,
     )
+
+
+# codex-acp restates what the request already carries in labelled sections of its text:
+# the options (the buttons), the amendment (the "always" option's rule). Seen on codex-acp
+# 0.16.0 ("Proposed Amendment: /bin/bash\n-c\n...\nAvailable Decisions: Approved\n..."); the
+# labels are the binary's own strings.
+_RESTATED_SECTIONS: Final = (
+    "Proposed Amendment:",
+    "Proposed Network Policy Amendments:",
+    "Available Decisions:",
+)
+# its other labelled sections, which say something the card does not: kept
+_OTHER_SECTIONS: Final = (
+    "Additional Permissions:",
+    "Network Approval Context:",
+    "Network Access:",
+)
+
+
+def _content_text(tool_call: JsonObject) -> str:
+    """The tool call's text content, without the sections that restate the request."""
+    texts = []
+    for content in get_array(tool_call, "content") or []:
+        inner = content.get("content") if isinstance(content, dict) else None
+        if isinstance(inner, dict) and inner.get("type") == "text":
+            text = inner.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+    kept: list[str] = []
+    restated = False
+    for line in "\n".join(texts).splitlines():
+        if line.startswith(_RESTATED_SECTIONS):
+            restated = True
+        elif line.startswith(_OTHER_SECTIONS):
+            restated = False
+        if not restated:
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def _agent_words(title: str, reason: str | None, text: str, shown: list[str]) -> str:
+    """What the agent says about the request, each thing once: the tool's title where the
+    card does not show it already (a command's title is the command), its reason, and the
+    rest of its text."""
+    said: list[str] = []
+    for part in (title, reason or "", *text.splitlines()):
+        part = part.strip()
+        if part and part not in said and part not in shown:
+            said.append(part)
+    return "\n".join(said)
 
 
 def _with_rule(actions: tuple[Action, ...], tool_call: JsonObject) -> tuple[Action, ...]:

@@ -137,11 +137,15 @@ async def test_always_allow_is_a_line_of_codex_rules_that_revoke_removes(
     codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
 ) -> None:
     """codex-acp writes its "always" to ``$CODEX_HOME/rules/default.rules``, as Codex does:
-    /grants names that line (not Claude's settings) and /revoke removes it."""
-    fake_model.enqueue((shell("echo hi > hi.txt"), message("Done.")))
+    /grants names that line (not Claude's settings) and /revoke removes it. The card shows
+    the agent's reason and the rule."""
+    fake_model.enqueue((shell("echo hi > hi.txt", justification="Need hi.txt"), message("Done.")))
     rules = acp_home.home / "rules" / "default.rules"
     async with running_gateway(acp_config(codex_acp_bin, acp_home, tmp_path / "d")) as gw:
         tokens = await ask(gw, "make hi.txt")
+        [card] = [shown.card for shown in gw.cards() if shown.card is not None]
+        assert card.summary == "Need hi.txt", card
+        assert [a.rule for a in card.actions] == ["", "/bin/bash -c 'echo hi > hi.txt'", ""]
         await gw.memory.click(ROOM, ALICE, tokens["Always allow"])
         await gw.text_where(lambda text: "Done." in text)
         assert 'prefix_rule(pattern=["/bin/bash", "-c", "echo hi > hi.txt"]' in rules.read_text()
