@@ -94,6 +94,7 @@ from gateway.events import (
 
 __all__ = [
     "ACP_CAPABILITIES",
+    "ENDED_AT_REFUSAL",
     "PROTOCOL_VERSION",
     "AcpCodec",
     "AcpState",
@@ -200,7 +201,14 @@ def stop_reason_outcome(stop_reason: str) -> TurnCompleted:
 class _Permission:
     request_id: RequestId
     option_ids: tuple[str, ...]
+    refusals: frozenset[str] = frozenset()  # the options that refuse (reject_*)
     answered: bool = False
+
+
+# why a turn ended, where the agent ended it ("cancelled") right after a person's refusal,
+# with no /stop: codex-acp's "abort" does (seen on 0.16.0: no tool update, then the prompt's
+# result ``{stopReason: "cancelled"}``); the core says "The turn ended: ..."
+ENDED_AT_REFUSAL: Final = "the request was refused, and the agent ended its turn there"
 
 
 class AcpCodec:
@@ -231,6 +239,7 @@ class AcpCodec:
         self.unknown_updates: Counter[str] = Counter()
         self._turn_running = False
         self._turn_count = 0
+        self._refused = False  # the running turn's last answer refused, and no /stop since
         self._permissions: dict[str, _Permission] = {}
         self._closing: list[AgentEvent] = []  # answered permissions, closed on the next line
         # tool_call_update repeats only what changed: the title and kind of each call so far
@@ -322,6 +331,7 @@ class AcpCodec:
         }
         self._rpc.send_request("session/prompt", params)
         self._turn_running = True
+        self._refused = False
         self._turn_count += 1
 
     def _respond(self, respond: Respond) -> None:
@@ -337,6 +347,7 @@ class AcpCodec:
         outcome: JsonObject = {"outcome": "selected", "optionId": chosen}
         self._rpc.send_result(permission.request_id, {"outcome": outcome})
         permission.answered = True
+        self._refused = chosen in permission.refusals
         del self._permissions[respond.native_key]
         self._closing.append(
             InteractionClosed(native_key=respond.native_key, how=Resolution.ANSWERED)
@@ -345,6 +356,7 @@ class AcpCodec:
     def _interrupt(self) -> None:
         if not self._turn_running:
             return
+        self._refused = False  # the person stopped it: not the agent's own end
         self._rpc.send_notification("session/cancel", {"sessionId": self.session_id})
         self._cancel_open_permissions()
 
@@ -368,7 +380,10 @@ class AcpCodec:
             case "session/prompt":
                 result = as_object(response.result, where="session/prompt result")
                 stop_reason = get_text(result, "stopReason") or "end_turn"
-                return self._turn_ended(stop_reason_outcome(stop_reason))
+                outcome = stop_reason_outcome(stop_reason)
+                if stop_reason == "cancelled" and self._refused:
+                    outcome = TurnCompleted(status=outcome.status, error=ENDED_AT_REFUSAL)
+                return self._turn_ended(outcome)
         return []
 
     def _on_initialized(self, response: Response) -> list[AgentEvent]:
@@ -451,7 +466,9 @@ class AcpCodec:
             tool_title = get_text(tool_call, "title") or _command_text(tool_call) or ""
             self._tools[call_id] = (tool_title, _TOOL_KINDS.get(wire_kind, ToolKind.TOOL_CALL))
         self._permissions[key] = _Permission(
-            request_id=request.id, option_ids=tuple(action.id for action in opened.actions)
+            request_id=request.id,
+            option_ids=tuple(action.id for action in opened.actions),
+            refusals=frozenset(a.id for a in opened.actions if a.effect is Effect.DENY),
         )
         return [InteractionOpened(request=opened)]
 

@@ -170,6 +170,10 @@ async def test_deny_is_abort_and_nothing_runs(
         await gw.memory.wait_for(lambda: "ended interrupted" in gw.memory.turn_signals(ROOM))
         await gw.card_where(lambda card: card.status_line.startswith("Denied"))
         assert not (acp_home.workspace / "hi.txt").exists()
+        # how the turn ended, in words: not a bare "interrupted", which nobody did
+        ended = "⏹ The turn ended: the request was refused, and the agent ended its turn there."
+        await gw.text_where(lambda text: text == ended)
+        assert "⏹ The turn was interrupted." not in gw.memory.texts(ROOM)
 
 
 async def test_stop_while_pending_cancels_and_the_next_prompt_works(
