@@ -601,10 +601,12 @@ def _content_text(tool_call: JsonObject) -> str:
 
 
 def _agent_words(title: str, reason: str | None, text: str, shown: list[str]) -> str:
-    """What the agent says about the request, each thing once: the tool's title where the
-    card does not show it already (a command's title is the command), its reason, and the
-    rest of its text."""
+    """What the agent says about the request, each thing once: the tool's title where it
+    names nothing the card shows already (a command's title is the command, a file edit's
+    "Edit /path" names the diff's file), its reason, and the rest of its text."""
     said: list[str] = []
+    if any(thing and thing in title for thing in shown):
+        title = ""
     for part in (title, reason or "", *text.splitlines()):
         part = part.strip()
         if part and part not in said and part not in shown:

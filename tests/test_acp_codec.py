@@ -282,3 +282,46 @@ def test_a_codex_acp_card_shows_the_agents_reason_and_options_not_its_internal_l
     assert "carries on" not in card.actions[2].explanation
     shown = visible_text(render_card(card, None, private=True, limit=4096).html)
     assert "Need to create hello.txt" in shown and "Available Decisions" not in shown
+
+
+@pytest.mark.parametrize(
+    ("call", "title", "summary"),
+    [
+        # a file edit's title names the diff's file: not said again; its reason is
+        (
+            {
+                "kind": "edit",
+                "title": "Edit /w/a.txt",
+                "content": [{"type": "diff", "path": "/w/a.txt", "oldText": "a", "newText": "b"}],
+                "rawInput": {"reason": "Fix the typo"},
+            },
+            "Apply file changes",
+            "Fix the typo",
+        ),
+        # another tool's title is the card's title, and its text (not the title again) the body
+        (
+            {
+                "kind": "fetch",
+                "title": "Fetch https://example.com",
+                "content": [{"type": "content", "content": {"type": "text", "text": "For docs"}}],
+            },
+            "Fetch https://example.com",
+            "For docs",
+        ),
+    ],
+)
+def test_each_thing_the_agent_says_is_on_the_card_once(
+    call: dict[str, Any], title: str, summary: str
+) -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="go"))
+    sent(codec)
+    options = [{"optionId": "y", "name": "Yes", "kind": "allow_once"}]
+    params = {"sessionId": SESSION, "toolCall": {"toolCallId": "c9", **call}, "options": options}
+    [opened] = codec.feed(line({"id": 5, "method": "session/request_permission", "params": params}))
+    assert isinstance(opened, InteractionOpened)
+    card = card_for(opened)
+    assert (card.title, card.summary) == (title, summary)
+    everything = repr(card)
+    for said in (title, summary):
+        assert everything.count(said) == 1, everything
