@@ -43,6 +43,7 @@ from gateway.store.records import Grant
 __all__ = [
     "GrantKind",
     "RuleLine",
+    "claude_settings_file",
     "codex_rules_file",
     "find_rule_line",
     "grant_kind",
@@ -53,7 +54,6 @@ __all__ = [
 ]
 
 CODEX_RULES = Path("rules") / "default.rules"
-CLAUDE_SETTINGS = "~/.claude/settings.json"
 # codex-acp's "always" option: Codex's exec-policy amendment, written to the rules file
 CODEX_ACP_AMENDMENT = "approved-execpolicy-amendment"
 
@@ -85,7 +85,8 @@ def settings_place(agent: AgentKind, project: ProjectConfig) -> str:
     """Where an ``AGENT_SETTINGS`` grant is kept, in words, and what to do about it."""
     match agent:
         case AgentKind.CLAUDE_CODE:
-            return f"Claude's user settings ({CLAUDE_SETTINGS}, permissions.allow): remove it there"
+            settings = claude_settings_file(project)
+            return f"Claude's user settings ({settings}, permissions.allow): remove it there"
         case AgentKind.CODEX_APP_SERVER | AgentKind.CODEX_EXEC:
             rules = codex_rules_file(project).parent
             return f"a network rule in Codex's rules ({rules}): remove it there"
@@ -96,14 +97,26 @@ def settings_place(agent: AgentKind, project: ProjectConfig) -> str:
             )
 
 
+def _agent_env(project: ProjectConfig, name: str) -> str:
+    """``name`` as the agent sees it: the project's value, else the gateway's; "" if unset."""
+    given = project.agent_options.env.get(name)
+    return given.get_secret_value() if given is not None else os.environ.get(name, "")
+
+
+def claude_settings_file(project: ProjectConfig) -> Path:
+    """Where Claude keeps its user settings: ``settings.json`` in its config directory,
+    ``CLAUDE_CONFIG_DIR`` else ``~/.claude`` (read in the 2.1.197 binary: user settings are
+    ``join(configDir, "settings.json")``, the config dir ``CLAUDE_CONFIG_DIR ?? ~/.claude``)."""
+    home = _agent_env(project, "HOME") or str(Path.home())
+    config_dir = _agent_env(project, "CLAUDE_CONFIG_DIR") or str(Path(home) / ".claude")
+    return Path(config_dir) / "settings.json"
+
+
 def codex_rules_file(project: ProjectConfig) -> Path:
     """Where Codex writes exec-policy amendments: ``$CODEX_HOME/rules/default.rules``
     (``CODEX_HOME`` as the project gives it to the agent, else the gateway's, else
     ``~/.codex``)."""
-    given = project.agent_options.env.get("CODEX_HOME")
-    home = (
-        given.get_secret_value() if given is not None else os.environ.get("CODEX_HOME", "")
-    ) or str(Path.home() / ".codex")
+    home = _agent_env(project, "CODEX_HOME") or str(Path.home() / ".codex")
     return Path(home) / CODEX_RULES
 
 
