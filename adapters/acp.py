@@ -202,6 +202,7 @@ class _Permission:
     request_id: RequestId
     option_ids: tuple[str, ...]
     refusals: frozenset[str] = frozenset()  # the options that refuse (reject_*)
+    call_id: str | None = None  # the tool call it asks about
     answered: bool = False
 
 
@@ -244,6 +245,8 @@ class AcpCodec:
         self._closing: list[AgentEvent] = []  # answered permissions, closed on the next line
         # tool_call_update repeats only what changed: the title and kind of each call so far
         self._tools: dict[str, tuple[str, ToolKind]] = {}
+        # tool calls a person refused: their "failed" end is shown as denied
+        self._refused_calls: set[str] = set()
 
     # --- public surface -------------------------------------------------------------------
 
@@ -348,6 +351,8 @@ class AcpCodec:
         self._rpc.send_result(permission.request_id, {"outcome": outcome})
         permission.answered = True
         self._refused = chosen in permission.refusals
+        if self._refused and permission.call_id is not None:
+            self._refused_calls.add(permission.call_id)
         del self._permissions[respond.native_key]
         self._closing.append(
             InteractionClosed(native_key=respond.native_key, how=Resolution.ANSWERED)
@@ -469,6 +474,7 @@ class AcpCodec:
             request_id=request.id,
             option_ids=tuple(action.id for action in opened.actions),
             refusals=frozenset(a.id for a in opened.actions if a.effect is Effect.DENY),
+            call_id=call_id,
         )
         return [InteractionOpened(request=opened)]
 
@@ -509,6 +515,9 @@ class AcpCodec:
         if status in ("completed", "failed"):
             phase = ToolPhase.COMPLETED
             self._tools.pop(call_id, None)
+            if status == "failed" and call_id in self._refused_calls:
+                status = "denied"
+            self._refused_calls.discard(call_id)
         else:
             phase = ToolPhase.STARTED if started else ToolPhase.OUTPUT
             self._tools[call_id] = (title, kind)

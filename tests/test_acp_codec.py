@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from adapters.acp import AcpCodec, AcpState
+from adapters.acp import ENDED_AT_REFUSAL, AcpCodec, AcpState
 from gateway.cards import Card
 from gateway.domain import Decision, Effect, Resolution, Scope, TurnStatus
 from gateway.errors import CodecUsageError, RemoteError
@@ -325,3 +325,40 @@ def test_each_thing_the_agent_says_is_on_the_card_once(
     everything = repr(card)
     for said in (title, summary):
         assert everything.count(said) == 1, everything
+
+
+def test_a_tool_a_person_refused_ends_denied_not_failed() -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="go"))
+    sent(codec)
+    [opened] = codec.feed(permission("p-1", [("y", "allow_once"), ("n", "reject_once")]))
+    assert isinstance(opened, InteractionOpened)
+    codec.send(Respond(native_key=opened.request.native_key, decision=Decision(action_id="n")))
+    sent(codec)
+    events = codec.feed(
+        update({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "failed"})
+    )
+    [tool] = [e for e in events if isinstance(e, ToolActivity)]
+    assert (tool.title, tool.phase, tool.status) == ("ls", ToolPhase.COMPLETED, "denied")
+    # the turn goes on (this agent carries on): it completes as the agent says
+    [ended] = codec.feed(line({"id": 3, "result": {"stopReason": "end_turn"}}))
+    assert ended == TurnCompleted(status=TurnStatus.COMPLETED)
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+def test_a_turn_the_agent_cancels_after_a_refusal_says_so_and_a_stop_does_not(
+    stopped: bool,
+) -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="go"))
+    sent(codec)
+    [opened] = codec.feed(permission("p-1", [("y", "allow_once"), ("abort", "reject_once")]))
+    assert isinstance(opened, InteractionOpened)
+    codec.send(Respond(native_key=opened.request.native_key, decision=Decision(action_id="abort")))
+    if stopped:
+        codec.send(Interrupt())
+    sent(codec)
+    events = codec.feed(line({"id": 3, "result": {"stopReason": "cancelled"}}))
+    [ended] = [e for e in events if isinstance(e, TurnCompleted)]
+    assert ended.status is TurnStatus.INTERRUPTED
+    assert ended.error == (None if stopped else ENDED_AT_REFUSAL)
