@@ -93,7 +93,7 @@ def settings_place(agent: AgentKind, project: ProjectConfig) -> str:
         case _:
             return (
                 "the agent's own settings: the gateway does not know where this agent keeps "
-                "it, so it cannot be listed or removed from here (see the agent's documentation)"
+                "it, so it cannot be removed from here (see the agent's documentation)"
             )
 
 
