@@ -19,16 +19,20 @@ as withdrawn. ACP has no "request resolved" message: an answered permission is c
 the next line from the agent.
 
 ``session/request_permission`` -> an approval whose actions are the agent's ``options`` in
-order (effect from ``allow_*`` / ``reject_*``, scope from ``*_once`` / ``*_always``). Every
+order (effect from ``allow_*`` / ``reject_*``, scope from ``*_once`` / ``*_always``), each
+labelled with the name the agent gave it; the card's summary is the agent's own words (the
+tool's title where the card does not show it already, ``rawInput.reason``, the text content
+without the sections codex-acp adds to restate the options and the rule). Every
 other agent request (``fs/*``, ``terminal/*``, ``elicitation/create``, unknown) is answered
 -32601 and reported as a Warning: never approved.
 """
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Final
 
@@ -90,6 +94,7 @@ from gateway.events import (
 
 __all__ = [
     "ACP_CAPABILITIES",
+    "ENDED_AT_REFUSAL",
     "PROTOCOL_VERSION",
     "AcpCodec",
     "AcpState",
@@ -158,6 +163,14 @@ _TRANSITIONS: Final[Mapping[tuple[AcpState, _Move], AcpState]] = {
 }
 
 
+# What a refusal does is the agent's to say (codex-acp's "abort" ends the turn, another
+# agent's reject goes on): the gateway's own words never guess.
+_REJECT_WORDS: Final[Mapping[str, str]] = {
+    "reject_once": "Refuses it; what the agent does next is its own choice.",
+    "reject_always": "Refuses it, and the agent refuses calls like it from now on.",
+}
+
+
 def option_action(option: JsonObject) -> Action:
     """One ``PermissionOption {optionId, name, kind}`` as a button: its own id and label,
     effect and scope from its kind."""
@@ -173,6 +186,7 @@ def option_action(option: JsonObject) -> Action:
         label=get_text(option, "name") or option_id,
         effect=effects[effect_word],
         scope=scopes[scope_word],
+        description=_REJECT_WORDS.get(kind, ""),
     )
 
 
@@ -187,7 +201,15 @@ def stop_reason_outcome(stop_reason: str) -> TurnCompleted:
 class _Permission:
     request_id: RequestId
     option_ids: tuple[str, ...]
+    refusals: frozenset[str] = frozenset()  # the options that refuse (reject_*)
+    call_id: str | None = None  # the tool call it asks about
     answered: bool = False
+
+
+# why a turn ended, where the agent ended it ("cancelled") right after a person's refusal,
+# with no /stop: codex-acp's "abort" does (seen on 0.16.0: no tool update, then the prompt's
+# result ``{stopReason: "cancelled"}``); the core says "The turn ended: ..."
+ENDED_AT_REFUSAL: Final = "the request was refused, and the agent ended its turn there"
 
 
 class AcpCodec:
@@ -218,10 +240,13 @@ class AcpCodec:
         self.unknown_updates: Counter[str] = Counter()
         self._turn_running = False
         self._turn_count = 0
+        self._refused = False  # the running turn's last answer refused, and no /stop since
         self._permissions: dict[str, _Permission] = {}
         self._closing: list[AgentEvent] = []  # answered permissions, closed on the next line
         # tool_call_update repeats only what changed: the title and kind of each call so far
         self._tools: dict[str, tuple[str, ToolKind]] = {}
+        # tool calls a person refused: their "failed" end is shown as denied
+        self._refused_calls: set[str] = set()
 
     # --- public surface -------------------------------------------------------------------
 
@@ -309,6 +334,7 @@ class AcpCodec:
         }
         self._rpc.send_request("session/prompt", params)
         self._turn_running = True
+        self._refused = False
         self._turn_count += 1
 
     def _respond(self, respond: Respond) -> None:
@@ -324,6 +350,9 @@ class AcpCodec:
         outcome: JsonObject = {"outcome": "selected", "optionId": chosen}
         self._rpc.send_result(permission.request_id, {"outcome": outcome})
         permission.answered = True
+        self._refused = chosen in permission.refusals
+        if self._refused and permission.call_id is not None:
+            self._refused_calls.add(permission.call_id)
         del self._permissions[respond.native_key]
         self._closing.append(
             InteractionClosed(native_key=respond.native_key, how=Resolution.ANSWERED)
@@ -332,6 +361,7 @@ class AcpCodec:
     def _interrupt(self) -> None:
         if not self._turn_running:
             return
+        self._refused = False  # the person stopped it: not the agent's own end
         self._rpc.send_notification("session/cancel", {"sessionId": self.session_id})
         self._cancel_open_permissions()
 
@@ -355,7 +385,10 @@ class AcpCodec:
             case "session/prompt":
                 result = as_object(response.result, where="session/prompt result")
                 stop_reason = get_text(result, "stopReason") or "end_turn"
-                return self._turn_ended(stop_reason_outcome(stop_reason))
+                outcome = stop_reason_outcome(stop_reason)
+                if stop_reason == "cancelled" and self._refused:
+                    outcome = TurnCompleted(status=outcome.status, error=ENDED_AT_REFUSAL)
+                return self._turn_ended(outcome)
         return []
 
     def _on_initialized(self, response: Response) -> list[AgentEvent]:
@@ -438,7 +471,10 @@ class AcpCodec:
             tool_title = get_text(tool_call, "title") or _command_text(tool_call) or ""
             self._tools[call_id] = (tool_title, _TOOL_KINDS.get(wire_kind, ToolKind.TOOL_CALL))
         self._permissions[key] = _Permission(
-            request_id=request.id, option_ids=tuple(action.id for action in opened.actions)
+            request_id=request.id,
+            option_ids=tuple(action.id for action in opened.actions),
+            refusals=frozenset(a.id for a in opened.actions if a.effect is Effect.DENY),
+            call_id=call_id,
         )
         return [InteractionOpened(request=opened)]
 
@@ -479,6 +515,9 @@ class AcpCodec:
         if status in ("completed", "failed"):
             phase = ToolPhase.COMPLETED
             self._tools.pop(call_id, None)
+            if status == "failed" and call_id in self._refused_calls:
+                status = "denied"
+            self._refused_calls.discard(call_id)
         else:
             phase = ToolPhase.STARTED if started else ToolPhase.OUTPUT
             self._tools[call_id] = (title, kind)
@@ -504,25 +543,101 @@ def _permission_request(key: str, params: JsonObject) -> InteractionRequest:
     if len(set(ids)) != len(ids):
         raise MalformedMessage("permission options with the same id", repr(ids)[:200])
     tool_call = get_object(params, "toolCall") or {}
+    actions = _with_rule(actions, tool_call)
     tool_title = get_text(tool_call, "title") or ""
     kind = _TOOL_KINDS.get(get_text(tool_call, "kind") or "", ToolKind.TOOL_CALL)
-    detail: Command | FileChange | Text
+    reason = get_text(get_object(tool_call, "rawInput") or {}, "reason")
+    detail: Command | FileChange | Text | None
     if kind is ToolKind.COMMAND:
         title = "Run a command"
         command = _command_text(tool_call) or tool_title
-        detail = Command(command=command, cwd=_raw_cwd(tool_call))
+        detail = Command(command=command, cwd=_raw_cwd(tool_call), reason=reason)
+        shown = [command]
     elif kind is ToolKind.FILE_CHANGE:
         title = "Apply file changes"
-        detail = FileChange(paths=_paths(tool_call), diff=_diff(tool_call))
+        detail = FileChange(paths=_paths(tool_call), diff=_diff(tool_call), reason=reason)
+        shown = [*detail.paths]
     else:
         title = tool_title or "Use a tool"
-        detail = Text(text=tool_title or "The agent asks to use a tool.")
+        detail = None if tool_title else Text(text="The agent asks to use a tool.")
+        shown = [title]
     return InteractionRequest(
         native_key=key,
         kind=InteractionKind.APPROVAL,
         title=title,
+        summary=_agent_words(tool_title, reason, _content_text(tool_call), shown),
         detail=detail,
         actions=actions,
+    )
+
+
+# codex-acp restates what the request already carries in labelled sections of its text:
+# the options (the buttons), the amendment (the "always" option's rule). Seen on codex-acp
+# 0.16.0 ("Proposed Amendment: /bin/bash\n-c\n...\nAvailable Decisions: Approved\n..."); the
+# labels are the binary's own strings.
+_RESTATED_SECTIONS: Final = (
+    "Proposed Amendment:",
+    "Proposed Network Policy Amendments:",
+    "Available Decisions:",
+)
+# its other labelled sections, which say something the card does not: kept
+_OTHER_SECTIONS: Final = (
+    "Additional Permissions:",
+    "Network Approval Context:",
+    "Network Access:",
+)
+
+
+def _content_text(tool_call: JsonObject) -> str:
+    """The tool call's text content, without the sections that restate the request."""
+    texts = []
+    for content in get_array(tool_call, "content") or []:
+        inner = content.get("content") if isinstance(content, dict) else None
+        if isinstance(inner, dict) and inner.get("type") == "text":
+            text = inner.get("text")
+            if isinstance(text, str):
+                texts.append(text)
+    kept: list[str] = []
+    restated = False
+    for line in "\n".join(texts).splitlines():
+        if line.startswith(_RESTATED_SECTIONS):
+            restated = True
+        elif line.startswith(_OTHER_SECTIONS):
+            restated = False
+        if not restated:
+            kept.append(line)
+    return "\n".join(kept).strip()
+
+
+def _agent_words(title: str, reason: str | None, text: str, shown: list[str]) -> str:
+    """What the agent says about the request, each thing once: the tool's title where it
+    names nothing the card shows already (a command's title is the command, a file edit's
+    "Edit /path" names the diff's file), its reason, and the rest of its text."""
+    said: list[str] = []
+    if any(thing and thing in title for thing in shown):
+        title = ""
+    for part in (title, reason or "", *text.splitlines()):
+        part = part.strip()
+        if part and part not in said and part not in shown:
+            said.append(part)
+    return "\n".join(said)
+
+
+def _with_rule(actions: tuple[Action, ...], tool_call: JsonObject) -> tuple[Action, ...]:
+    """The lasting rule an "always" option adds, where the agent says which: codex-acp puts
+    the exec-policy amendment it proposes in ``rawInput.proposed_execpolicy_amendment`` (the
+    words it writes to ``$CODEX_HOME/rules/default.rules`` when that option is chosen). ACP
+    itself names no rule; an agent that gives none gets none."""
+    raw = get_object(tool_call, "rawInput") or {}
+    words = raw.get("proposed_execpolicy_amendment")
+    if not isinstance(words, list) or not words or not all(isinstance(w, str) for w in words):
+        return actions
+    rule = shlex.join(str(word) for word in words)
+    return tuple(
+        replace(action, rule=rule)
+        if action.effect is Effect.ALLOW and action.scope is Scope.ALWAYS
+        else action
+        for action in actions
     )
 
 

@@ -26,6 +26,12 @@ What 1.18.33 was seen to do (tests/test_gateway_opencode.py, the lab's run_*.log
   multiple, custom}]}``; the answer is one label array per question, in order;
   ``/question/{id}/reject`` dismisses it (the model reads "The user dismissed this
   question"). ``custom`` (typing one's own answer) is on unless the question says false.
+- A permission refused without a message (``reply: "reject"``) fails its tool with "The user
+  rejected permission to use this specific tool call" and ends the agent's loop: the turn
+  goes idle with no more model requests (seen on the binary). With a message the model
+  reads it and goes on. So the tool is reported ``denied`` (its permission's
+  ``tool.callID``), and a turn whose last act was a refusal ends ``INTERRUPTED`` with
+  :data:`ENDED_AT_REFUSAL`, not as a completed turn ("✓ Done.").
 - After ``abort`` a pending permission is still listed by ``GET /permission`` and no event
   announces its end: the codec forgets it at the turn's end (the core withdraws it then) and
   never reopens it on a reconcile.
@@ -79,6 +85,7 @@ from gateway.events import (
 
 __all__ = [
     "ASK_EVERYTHING",
+    "ENDED_AT_REFUSAL",
     "SERVER_USER",
     "HttpRequest",
     "OpenCodeCodec",
@@ -99,6 +106,10 @@ ASK_EVERYTHING: tuple[Mapping[str, str], ...] = (
 )
 _LISTENING = "opencode server listening on "
 _PERMISSION = "permission:"
+# why a turn ended at a refusal (the core says "The turn ended: ..."): 1.18.33 stops its loop
+ENDED_AT_REFUSAL = (
+    "the request was refused, and OpenCode stops at a refusal that gives it no message"
+)
 _QUESTION = "question:"
 _FILE_TOOLS = frozenset({"edit", "write", "patch", "multiedit"})
 _HIDDEN_TOOLS = frozenset({"question"})  # its card says it; a tool line would say it twice
@@ -173,6 +184,7 @@ class _Asked:
     native_id: str
     labels: tuple[tuple[str, ...], ...] = ()  # a question's option labels, per question
     turn: int = 0
+    call_id: str | None = None  # a permission's tool call (``tool.callID``)
 
 
 @dataclass(kw_only=True)
@@ -192,6 +204,8 @@ class _State:
     said: set[str] = field(default_factory=set)  # text parts whose final text was emitted
     asked: dict[str, _Asked] = field(default_factory=dict)  # native key -> request
     forgotten: set[str] = field(default_factory=set)  # ended with their turn: never reopened
+    refused_calls: set[str] = field(default_factory=set)  # tool calls whose permission was refused
+    refused_last: bool = False  # the running turn's last act was a refusal: OpenCode stops there
 
 
 class OpenCodeCodec:
@@ -264,6 +278,7 @@ class OpenCodeCodec:
                 self._s.turn += 1
                 self._s.running, self._s.aborting, self._s.aborted = True, False, False
                 self._s.error = None
+                self._s.refused_last = False
                 self._s.prompt_message = None
                 body: JsonObject = {"parts": [{"type": "text", "text": text}]}
                 request = HttpRequest(
@@ -365,13 +380,27 @@ class OpenCodeCodec:
                 return self._on_permission(props)
             case "question.asked":
                 return self._on_question(props)
-            case "permission.replied" | "question.replied" | "question.rejected":
+            case "permission.replied":
+                self._note_refusal(props)
+                return self._closed("permission", props.get("requestID"))
+            case "question.replied" | "question.rejected":
                 return self._closed(kind.split(".")[0], props.get("requestID"))
             case "session.error" if self._current():
                 return self._on_error(props.get("error"))
             case "session.idle" if self._current():
                 return self._turn_over()
         return []
+
+    def _note_refusal(self, props: JsonObject) -> None:
+        """A refused permission: its tool is shown denied, and unless the agent goes on (a
+        refusal with a message), the turn ended there."""
+        asked = self._s.asked.get(_PERMISSION + str(props.get("requestID")))
+        if props.get("reply") != "reject" or asked is None:
+            return
+        if asked.call_id is not None:
+            self._s.refused_calls.add(asked.call_id)
+        if asked.turn == self._s.turn:
+            self._s.refused_last = True
 
     def _note_message(self, info: JsonObject) -> None:
         message_id = info.get("id")
@@ -410,7 +439,10 @@ class OpenCodeCodec:
         if props.get("field") != "text" or not self._ours_now(props.get("messageID")):
             return []
         delta = props.get("delta")
-        return [TextDelta(item_id=str(props.get("partID")), text=delta)] if delta else []
+        if not delta:
+            return []
+        self._s.refused_last = False  # the agent went on after a refusal
+        return [TextDelta(item_id=str(props.get("partID")), text=delta)]
 
     def _on_part(self, part: JsonObject) -> list[AgentEvent]:
         part_type = part.get("type")
@@ -422,6 +454,7 @@ class OpenCodeCodec:
             part_id = str(part.get("id"))
             if ended and isinstance(text, str) and text and part_id not in self._s.said:
                 self._s.said.add(part_id)
+                self._s.refused_last = False
                 return [AgentMessage(item_id=part_id, text=text)]
             return []
         if part_type == "tool":
@@ -463,6 +496,7 @@ class OpenCodeCodec:
         events: list[AgentEvent] = []
         if item_id not in self._s.tools_started:
             self._s.tools_started.add(item_id)
+            self._s.refused_last = False
             events.append(
                 ToolActivity(
                     item_id=item_id, tool=kind, phase=ToolPhase.STARTED, title=title, paths=paths
@@ -473,13 +507,16 @@ class OpenCodeCodec:
             meta = _obj(state.get("metadata"))
             exit_code = meta.get("exit")
             output = state.get("output") if status == "completed" else state.get("error")
+            ended = "completed" if status == "completed" else "failed"
+            if status == "error" and part.get("callID") in self._s.refused_calls:
+                ended = "denied"
             events.append(
                 ToolActivity(
                     item_id=item_id,
                     tool=kind,
                     phase=ToolPhase.COMPLETED,
                     title=title,
-                    status="completed" if status == "completed" else "failed",
+                    status=ended,
                     exit_code=exit_code if isinstance(exit_code, int) else None,
                     output=str(output) if output is not None else None,
                     paths=paths,
@@ -494,7 +531,13 @@ class OpenCodeCodec:
         key = _PERMISSION + native_id
         if key in self._s.asked or key in self._s.forgotten:
             return []
-        self._s.asked[key] = _Asked(kind="permission", native_id=native_id, turn=self._s.turn)
+        call_id = _obj(props.get("tool")).get("callID")
+        self._s.asked[key] = _Asked(
+            kind="permission",
+            native_id=native_id,
+            turn=self._s.turn,
+            call_id=call_id if isinstance(call_id, str) else None,
+        )
         return [InteractionOpened(request=permission_request(key, props))]
 
     def _on_question(self, props: JsonObject) -> list[AgentEvent]:
@@ -557,10 +600,13 @@ class OpenCodeCodec:
             if asked.turn == self._s.turn:
                 del self._s.asked[key]
                 self._s.forgotten.add(key)
+        refused, self._s.refused_last = self._s.refused_last, False
         if self._s.aborted or self._s.aborting:
             return [TurnCompleted(status=TurnStatus.INTERRUPTED)]
         if self._s.error is not None:
             return [TurnCompleted(status=TurnStatus.FAILED, error=self._s.error)]
+        if refused:
+            return [TurnCompleted(status=TurnStatus.INTERRUPTED, error=ENDED_AT_REFUSAL)]
         return [TurnCompleted(status=TurnStatus.COMPLETED)]
 
     def known_history(self, messages: object) -> None:
@@ -703,7 +749,17 @@ def permission_request(key: str, props: Mapping[str, Any]) -> InteractionRequest
             ),
             rule=rule,
         ),
-        Action(id="reject", label="Deny", effect=Effect.DENY, scope=Scope.ONCE),
+        Action(
+            id="reject",
+            label="Deny",
+            effect=Effect.DENY,
+            scope=Scope.ONCE,
+            # not the gateway's usual "the agent carries on": OpenCode does only with a message
+            description=(
+                "Refuses it, and OpenCode ends its turn; a refusal with a message lets it go "
+                "on with your words."
+            ),
+        ),
     )
     return InteractionRequest(
         native_key=key,

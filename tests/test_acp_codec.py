@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adapters.acp import AcpCodec, AcpState
+from adapters.acp import ENDED_AT_REFUSAL, AcpCodec, AcpState
+from gateway.cards import Card
 from gateway.domain import Decision, Effect, Resolution, Scope, TurnStatus
 from gateway.errors import CodecUsageError, RemoteError
 from gateway.events import (
@@ -25,6 +28,10 @@ from gateway.events import (
     Usage,
     Warning,
 )
+from gateway.interactions.machine import Interaction, InteractionState
+from gateway.render.interaction_card import render_interaction
+from platforms.telegram.render import render_card
+from tests.servers.telegram_wire import visible_text
 
 SESSION = "sess-1"
 
@@ -210,3 +217,148 @@ def test_a_permission_with_an_unknown_option_kind_is_refused() -> None:
     assert isinstance(warning, Warning)
     [error] = sent(codec)
     assert error["error"]["code"] == -32602
+
+
+RECORDED = Path(__file__).parent / "transcripts" / "codex-acp-0.16" / "always_with_reason.jsonl"
+
+
+def recorded_permission() -> dict[str, Any]:
+    """codex-acp 0.16.0's own request, as recorded (a reason, its "Available Decisions")."""
+    for raw in RECORDED.read_text().splitlines():
+        msg = json.loads(raw)["msg"]
+        if msg.get("method") == "session/request_permission":
+            return dict(msg)
+    raise AssertionError("no permission request recorded")
+
+
+def card_for(opened: InteractionOpened) -> Card:
+    request = opened.request
+    t0 = datetime(2026, 12, 5, 5, 15, tzinfo=UTC)
+    item = Interaction(
+        id="k3m9x2p7qa",
+        session_id="s1",
+        runtime_epoch=1,
+        turn_id=1,
+        native_key=request.native_key,
+        kind=request.kind,
+        title=request.title,
+        summary=request.summary,
+        detail=request.detail,
+        actions=request.actions,
+        questions=request.questions,
+        state=InteractionState.PENDING,
+        version=1,
+        created_at=t0,
+        updated_at=t0,
+    )
+    return render_interaction(item, token_for=lambda choice: f"tok-{choice}")
+
+
+def test_a_codex_acp_card_shows_the_agents_reason_and_options_not_its_internal_lines() -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="make hello.txt"))
+    sent(codec)
+    [opened] = codec.feed(json.dumps(recorded_permission()).encode())
+    assert isinstance(opened, InteractionOpened)
+    card = card_for(opened)
+    everything = repr(card)
+    # the agent's reason, once; its restatement of the options and the rule, never
+    assert card.summary == "Need to create hello.txt"
+    assert everything.count("Need to create hello.txt") == 1
+    assert "Available Decisions" not in everything and "Proposed Amendment" not in everything
+    # the command once, in its block (the tool's title is the same command)
+    assert "echo hi" not in card.summary
+    # each option as codex-acp wrote it, on its button or in the button's explanation
+    names = [
+        "Yes, proceed",
+        "Yes, and don't ask again for commands that start with `/bin/bash -c echo hi > hello.txt`",
+        "No, and tell Codex what to do differently",
+    ]
+    for name, action in zip(names, card.actions, strict=True):
+        assert name.replace("`", "") in f"{action.label} {action.explanation}", action
+    # the "always" option adds the amendment codex-acp writes to its rules file, said whole
+    assert card.actions[1].rule == "/bin/bash -c 'echo hi > hello.txt'"
+    # a refusal's explanation does not guess that the agent carries on (codex-acp's ends the turn)
+    assert "carries on" not in card.actions[2].explanation
+    shown = visible_text(render_card(card, None, private=True, limit=4096).html)
+    assert "Need to create hello.txt" in shown and "Available Decisions" not in shown
+
+
+@pytest.mark.parametrize(
+    ("call", "title", "summary"),
+    [
+        # a file edit's title names the diff's file: not said again; its reason is
+        (
+            {
+                "kind": "edit",
+                "title": "Edit /w/a.txt",
+                "content": [{"type": "diff", "path": "/w/a.txt", "oldText": "a", "newText": "b"}],
+                "rawInput": {"reason": "Fix the typo"},
+            },
+            "Apply file changes",
+            "Fix the typo",
+        ),
+        # another tool's title is the card's title, and its text (not the title again) the body
+        (
+            {
+                "kind": "fetch",
+                "title": "Fetch https://example.com",
+                "content": [{"type": "content", "content": {"type": "text", "text": "For docs"}}],
+            },
+            "Fetch https://example.com",
+            "For docs",
+        ),
+    ],
+)
+def test_each_thing_the_agent_says_is_on_the_card_once(
+    call: dict[str, Any], title: str, summary: str
+) -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="go"))
+    sent(codec)
+    options = [{"optionId": "y", "name": "Yes", "kind": "allow_once"}]
+    params = {"sessionId": SESSION, "toolCall": {"toolCallId": "c9", **call}, "options": options}
+    [opened] = codec.feed(line({"id": 5, "method": "session/request_permission", "params": params}))
+    assert isinstance(opened, InteractionOpened)
+    card = card_for(opened)
+    assert (card.title, card.summary) == (title, summary)
+    everything = repr(card)
+    for said in (title, summary):
+        assert everything.count(said) == 1, everything
+
+
+def test_a_tool_a_person_refused_ends_denied_not_failed() -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="go"))
+    sent(codec)
+    [opened] = codec.feed(permission("p-1", [("y", "allow_once"), ("n", "reject_once")]))
+    assert isinstance(opened, InteractionOpened)
+    codec.send(Respond(native_key=opened.request.native_key, decision=Decision(action_id="n")))
+    sent(codec)
+    events = codec.feed(
+        update({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "failed"})
+    )
+    [tool] = [e for e in events if isinstance(e, ToolActivity)]
+    assert (tool.title, tool.phase, tool.status) == ("ls", ToolPhase.COMPLETED, "denied")
+    # the turn goes on (this agent carries on): it completes as the agent says
+    [ended] = codec.feed(line({"id": 3, "result": {"stopReason": "end_turn"}}))
+    assert ended == TurnCompleted(status=TurnStatus.COMPLETED)
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+def test_a_turn_the_agent_cancels_after_a_refusal_says_so_and_a_stop_does_not(
+    stopped: bool,
+) -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="go"))
+    sent(codec)
+    [opened] = codec.feed(permission("p-1", [("y", "allow_once"), ("abort", "reject_once")]))
+    assert isinstance(opened, InteractionOpened)
+    codec.send(Respond(native_key=opened.request.native_key, decision=Decision(action_id="abort")))
+    if stopped:
+        codec.send(Interrupt())
+    sent(codec)
+    events = codec.feed(line({"id": 3, "result": {"stopReason": "cancelled"}}))
+    [ended] = [e for e in events if isinstance(e, TurnCompleted)]
+    assert ended.status is TurnStatus.INTERRUPTED
+    assert ended.error == (None if stopped else ENDED_AT_REFUSAL)

@@ -124,6 +124,41 @@ async def test_always_allow_is_a_grant_in_status(
         assert "don't ask again" in said and "always, by Alice" in said, said
 
 
+async def said(gw: Running, text: str, starts: str) -> str:
+    """Say ``text`` as Alice; the first reply since then starting with ``starts``."""
+    before = len(gw.memory.texts(ROOM))
+    await gw.memory.say(ROOM, ALICE, text)
+    return await gw.memory.wait_for(
+        lambda: next((t for t in gw.memory.texts(ROOM)[before:] if t.startswith(starts)), None)
+    )
+
+
+async def test_always_allow_is_a_line_of_codex_rules_that_revoke_removes(
+    codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    """codex-acp writes its "always" to ``$CODEX_HOME/rules/default.rules``, as Codex does:
+    /grants names that line (not Claude's settings) and /revoke removes it. The card shows
+    the agent's reason and the rule."""
+    fake_model.enqueue((shell("echo hi > hi.txt", justification="Need hi.txt"), message("Done.")))
+    rules = acp_home.home / "rules" / "default.rules"
+    async with running_gateway(acp_config(codex_acp_bin, acp_home, tmp_path / "d")) as gw:
+        tokens = await ask(gw, "make hi.txt")
+        [card] = [shown.card for shown in gw.cards() if shown.card is not None]
+        assert card.summary == "Need hi.txt", card
+        assert [a.rule for a in card.actions] == ["", "/bin/bash -c 'echo hi > hi.txt'", ""]
+        await gw.memory.click(ROOM, ALICE, tokens["Always allow"])
+        await gw.text_where(lambda text: "Done." in text)
+        assert 'prefix_rule(pattern=["/bin/bash", "-c", "echo hi > hi.txt"]' in rules.read_text()
+        listed = await said(gw, "/grants", "Grants in force")
+        assert f"· line 1 of {rules}\n" in listed, listed
+        assert "Claude" not in listed
+        shown = await said(gw, "/revoke 1", "Grant 1 is line 1")
+        assert "/revoke 1 remove deletes that line" in shown, shown
+        done = await said(gw, "/revoke 1 remove", "Grant 1 revoked")
+        assert f"line 1 removed from {rules}" in done, done
+        assert "prefix_rule" not in rules.read_text()
+
+
 async def test_deny_is_abort_and_nothing_runs(
     codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
 ) -> None:
@@ -135,6 +170,10 @@ async def test_deny_is_abort_and_nothing_runs(
         await gw.memory.wait_for(lambda: "ended interrupted" in gw.memory.turn_signals(ROOM))
         await gw.card_where(lambda card: card.status_line.startswith("Denied"))
         assert not (acp_home.workspace / "hi.txt").exists()
+        # how the turn ended, in words: not a bare "interrupted", which nobody did
+        ended = "⏹ The turn ended: the request was refused, and the agent ended its turn there."
+        await gw.text_where(lambda text: text == ended)
+        assert "⏹ The turn was interrupted." not in gw.memory.texts(ROOM)
 
 
 async def test_stop_while_pending_cancels_and_the_next_prompt_works(

@@ -78,6 +78,31 @@ async def test_the_agents_four_options_in_order_and_the_chosen_id_goes_back(
         assert "Grants:" in said and "none" not in said.split("Grants:")[1].splitlines()[0]
 
 
+async def test_grants_say_the_gateway_does_not_know_where_another_acp_agent_keeps_always(
+    tmp_path: Path,
+) -> None:
+    """An ACP agent that is not codex-acp keeps its "always" where it likes: /grants and
+    /revoke say the gateway does not know where, and never send the person to another agent's
+    settings."""
+    async with running_gateway(acp_config(tmp_path)) as gw:
+        _, tokens = await asked_card(gw, "ask")
+        await gw.memory.click(ROOM, ALICE, tokens["Yes, always"])
+        await gw.text_where(lambda text: "chose 7" in text)
+        before = len(gw.memory.texts(ROOM))
+        await gw.memory.say(ROOM, ALICE, "/grants")
+        listed = await gw.memory.wait_for(
+            lambda: next((t for t in gw.memory.texts(ROOM)[before:] if "Grants in" in t), None)
+        )
+        assert "the gateway does not know where this agent keeps it" in listed, listed
+        assert "Claude" not in listed and "settings.json" not in listed
+        await gw.memory.say(ROOM, ALICE, "/revoke 1")
+        revoked = await gw.memory.wait_for(
+            lambda: next((t for t in gw.memory.texts(ROOM)[before:] if "Grant 1" in t), None)
+        )
+        assert "does not know where this agent keeps it" in revoked, revoked
+        assert "Claude" not in revoked
+
+
 async def test_a_numeric_request_id_and_a_refusal_with_an_odd_option_id(tmp_path: Path) -> None:
     async with running_gateway(acp_config(tmp_path)) as gw:
         _, tokens = await asked_card(gw, "ask-num")

@@ -132,8 +132,36 @@ async def test_command_denied_with_a_message_the_model_reads(
         await gw.memory.say(ROOM, ALICE, f"/deny {interaction_id} not in this folder")
         await gw.text_where(lambda text: "Done. The tool said" in text)
         assert not (opencode_home.workspace / "made.txt").exists()
+        # refused, not failed; with a message the agent goes on and the turn completes
+        assert "✗ `echo hi > made.txt` (denied)" in gw.memory.texts(ROOM)
+        await gw.memory.wait_for(lambda: "ended completed" in gw.memory.turn_signals(ROOM))
     told = fake_chat.model_requests()[-1].tool_result()
     assert told is not None and "not in this folder" in told
+
+
+async def test_a_plain_deny_says_denied_and_that_the_turn_ended_there(
+    opencode_bin: str, opencode_home: OpenCodeHome, fake_chat: FakeChatCompletions, tmp_path: Path
+) -> None:
+    """OpenCode stops its turn at a refusal without a message (the model is not asked again):
+    the tool line says denied, not failed, and the turn is not reported done ("✓ Done.")."""
+    fake_chat.enqueue([fc.bash("echo hi > made.txt", "Write made.txt"), DONE])
+    config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
+        await gw.memory.say(ROOM, ALICE, "please make a file")
+        shown = await gw.card_where(lambda card: bool(card.actions))
+        assert shown.card is not None
+        [deny] = [action for action in shown.card.actions if action.label == "Deny"]
+        assert "OpenCode ends its turn" in deny.explanation
+        ack = await gw.memory.click(ROOM, ALICE, deny.token)
+        assert ack.accepted, ack.text
+        await gw.text_where(
+            lambda text: text.startswith("⏹ The turn ended: the request was refused")
+        )
+        assert gw.memory.turn_signals(ROOM)[-1] == "ended interrupted"
+        assert "✗ `echo hi > made.txt` (denied)" in gw.memory.texts(ROOM)
+        assert not any("(failed)" in text for text in gw.memory.texts(ROOM))
+    assert len(fake_chat.model_requests()) == 1  # the model was not asked again
+    assert not (opencode_home.workspace / "made.txt").exists()
 
 
 async def test_always_is_a_grant_kept_by_the_server_until_it_stops(

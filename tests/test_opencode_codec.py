@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from adapters.opencode import (
+    ENDED_AT_REFUSAL,
     OpenCodeCodec,
     SseDecoder,
     basic_auth,
@@ -27,6 +28,8 @@ from gateway.events import (
     Prompt,
     Respond,
     TextDelta,
+    ToolActivity,
+    ToolPhase,
     TurnCompleted,
 )
 
@@ -311,3 +314,41 @@ def test_saved_permissions_of_a_grant_are_matched_by_permission_and_pattern() ->
     assert matching_saved(None, "bash", ["echo *"]) == []
     request = remove_saved("psv_1/../x")
     assert (request.method, request.path) == ("DELETE", "/api/permission/saved/psv_1%2F..%2Fx")
+
+
+def _refused_turn(*, goes_on: bool) -> list[Any]:
+    """A bash call asked, refused (``reply: "reject"``); the agent goes on or stops there."""
+    codec = started()
+    codec.request_for(Prompt(text="go"))
+    codec.feed_event(role("msg_u", "user"))
+    codec.feed_event(role("msg_a", "assistant"))
+    asked = {**PERMISSION, "tool": {"messageID": "msg_a", "callID": "call_1"}}
+    codec.feed_event(event("permission.asked", **asked))
+    tool = {
+        "id": "prt_t",
+        "messageID": "msg_a",
+        "type": "tool",
+        "tool": "bash",
+        "callID": "call_1",
+        "state": {"status": "running", "input": {"command": "echo hi > a.txt"}},
+    }
+    events = codec.feed_event(event("message.part.updated", part=tool))
+    events += codec.feed_event(event("permission.replied", requestID="per_1", reply="reject"))
+    error = {"status": "error", "input": {"command": "echo hi > a.txt"}, "error": "The user ..."}
+    events += codec.feed_event(event("message.part.updated", part={**tool, "state": error}))
+    if goes_on:
+        delta = event("message.part.delta", messageID="msg_a", partID="p", field="text", delta="Ok")
+        events += codec.feed_event(delta)
+    return events + codec.feed_event(event("session.idle"))
+
+
+@pytest.mark.parametrize("goes_on", [False, True])
+def test_a_refused_tool_is_denied_and_a_turn_that_stops_there_says_why(goes_on: bool) -> None:
+    events = _refused_turn(goes_on=goes_on)
+    [ended] = [e for e in events if isinstance(e, ToolActivity) and e.phase is ToolPhase.COMPLETED]
+    assert ended.status == "denied"
+    [turn] = [e for e in events if isinstance(e, TurnCompleted)]
+    if goes_on:  # a refusal with a message: the model read it and answered
+        assert turn == TurnCompleted(status=TurnStatus.COMPLETED)
+    else:
+        assert turn == TurnCompleted(status=TurnStatus.INTERRUPTED, error=ENDED_AT_REFUSAL)

@@ -161,7 +161,10 @@ class GrantDesk:
             if line is None:
                 return f"a rule in {self._rules_path(session)} (its line was not found)"
             return f"line {line.number} of {line.path}"
-        return settings_place(session.agent_kind)
+        return self._settings_place(session)
+
+    def _settings_place(self, session: SessionRecord) -> str:
+        return settings_place(session.agent_kind, self._config.projects[session.project])
 
     def _rules_path(self, session: SessionRecord) -> str:
         return str(codex_rules_file(self._config.projects[session.project]))
@@ -229,7 +232,7 @@ class GrantDesk:
                 f"Grant {grant_id} revoked: line {line.number} removed from {line.path}; "
                 f"{ENDS_PROCESS}."
             )
-        return f"Grant {grant_id} is kept in {settings_place(session.agent_kind)}."
+        return f"Grant {grant_id} is kept in {self._settings_place(session)}."
 
     async def _revoke_opencode(
         self, session: SessionRecord, entry: ProjectGrant, actor: Actor, then: str

@@ -9,14 +9,19 @@ A grant (the ``grants`` table: a person chose an action whose scope is the sessi
 - **Codex's rules file** (an exec-policy amendment, "Always allow commands like this"): Codex
   appends ``prefix_rule(pattern=[...], decision="allow")`` to
   ``$CODEX_HOME/rules/default.rules``; revoking names the file and line and offers to remove
-  that line (and ends the process, which holds the rule in memory too).
+  that line (and ends the process, which holds the rule in memory too). codex-acp, an ACP
+  agent over Codex, does the same for its ``approved-execpolicy-amendment`` option (seen on
+  codex-acp 0.16.0: ``prefix_rule(pattern=["/bin/bash", "-c", "echo hi > hello.txt"], ...)``).
 - **the OpenCode server** (its "always"): 1.18.33 keeps it in the server's memory (and a
   server that saves it keeps it in its saved permissions, ``/api/permission/saved``);
   revoking deletes any saved permission for those patterns and ends the server (one per
   epoch, so only while that epoch is live is it in force); the next epoch's server starts
   without it.
-- **elsewhere in the agent's own settings** (Claude's rules saved to its user settings,
-  Codex's network amendments): named, to be removed there.
+- **elsewhere in the agent's own settings**: named, to be removed there, where the gateway
+  knows the place: Claude's rules saved to its user settings, Codex's network amendments
+  (``network_rule`` lines in its rules directory). Any other ACP agent's "always" is kept
+  wherever that agent keeps it, which the gateway does not know and says so: it never names
+  another agent's file.
 
 """
 
@@ -38,16 +43,19 @@ from gateway.store.records import Grant
 __all__ = [
     "GrantKind",
     "RuleLine",
+    "claude_settings_file",
     "codex_rules_file",
     "find_rule_line",
     "grant_kind",
     "opencode_permission",
     "remove_rule_line",
     "rule_words",
+    "settings_place",
 ]
 
 CODEX_RULES = Path("rules") / "default.rules"
-CLAUDE_SETTINGS = "~/.claude/settings.json"
+# codex-acp's "always" option: Codex's exec-policy amendment, written to the rules file
+CODEX_ACP_AMENDMENT = "approved-execpolicy-amendment"
 
 
 class GrantKind(StrEnum):
@@ -68,23 +76,47 @@ def grant_kind(agent: AgentKind, grant: Grant) -> GrantKind:
         return GrantKind.OPENCODE_SERVER
     if _is_codex(agent) and grant.action_id.startswith("rule"):
         return GrantKind.CODEX_RULE
+    if agent is AgentKind.ACP and grant.action_id == CODEX_ACP_AMENDMENT:
+        return GrantKind.CODEX_RULE
     return GrantKind.AGENT_SETTINGS
 
 
-def settings_place(agent: AgentKind) -> str:
-    if _is_codex(agent):
-        return "Codex's config (network rules): remove it there"
-    return f"Claude's user settings ({CLAUDE_SETTINGS}, permissions.allow): remove it there"
+def settings_place(agent: AgentKind, project: ProjectConfig) -> str:
+    """Where an ``AGENT_SETTINGS`` grant is kept, in words, and what to do about it."""
+    match agent:
+        case AgentKind.CLAUDE_CODE:
+            settings = claude_settings_file(project)
+            return f"Claude's user settings ({settings}, permissions.allow): remove it there"
+        case AgentKind.CODEX_APP_SERVER | AgentKind.CODEX_EXEC:
+            rules = codex_rules_file(project).parent
+            return f"a network rule in Codex's rules ({rules}): remove it there"
+        case _:
+            return (
+                "the agent's own settings: the gateway does not know where this agent keeps "
+                "it, so it cannot be removed from here (see the agent's documentation)"
+            )
+
+
+def _agent_env(project: ProjectConfig, name: str) -> str:
+    """``name`` as the agent sees it: the project's value, else the gateway's; "" if unset."""
+    given = project.agent_options.env.get(name)
+    return given.get_secret_value() if given is not None else os.environ.get(name, "")
+
+
+def claude_settings_file(project: ProjectConfig) -> Path:
+    """Where Claude keeps its user settings: ``settings.json`` in its config directory,
+    ``CLAUDE_CONFIG_DIR`` else ``~/.claude`` (read in the 2.1.197 binary: user settings are
+    ``join(configDir, "settings.json")``, the config dir ``CLAUDE_CONFIG_DIR ?? ~/.claude``)."""
+    home = _agent_env(project, "HOME") or str(Path.home())
+    config_dir = _agent_env(project, "CLAUDE_CONFIG_DIR") or str(Path(home) / ".claude")
+    return Path(config_dir) / "settings.json"
 
 
 def codex_rules_file(project: ProjectConfig) -> Path:
     """Where Codex writes exec-policy amendments: ``$CODEX_HOME/rules/default.rules``
     (``CODEX_HOME`` as the project gives it to the agent, else the gateway's, else
     ``~/.codex``)."""
-    given = project.agent_options.env.get("CODEX_HOME")
-    home = (
-        given.get_secret_value() if given is not None else os.environ.get("CODEX_HOME", "")
-    ) or str(Path.home() / ".codex")
+    home = _agent_env(project, "CODEX_HOME") or str(Path.home() / ".codex")
     return Path(home) / CODEX_RULES
 
 

@@ -97,6 +97,8 @@ def start_failure_hint(exc: Exception) -> str:
 
 
 _QUIET_WARNINGS = frozenset({"config_warning"})
+# a turn that ended before its end and nobody stopped it, where the agent gives no reason
+INTERRUPTED_WORDS = "⏹ The turn was interrupted."
 # The expiry task sleeps on the event loop's monotonic time but compares the injected wall
 # clock: it looks again at least this often, so a clock that jumps (or a suspended machine)
 # delays an expiry by this much at most.
@@ -815,8 +817,8 @@ class SessionRunner:
             held = len(await self._store.prompts.list_held(self.session_id))
             interrupted = status is TurnStatus.INTERRUPTED
             await self._notify(stopped_notice(str(stopped_by), held=held, interrupted=interrupted))
-        elif status is TurnStatus.INTERRUPTED:
-            await self._notify("⏹ The turn was interrupted.")
+        elif status is TurnStatus.INTERRUPTED:  # the agent's reason where it gives one
+            await self._notify(f"⏹ The turn ended: {error}." if error else INTERRUPTED_WORDS)
         self._turn_done.set()
         self._prompt_ready.set()
 
