@@ -200,23 +200,58 @@ def _explanation(action: Action) -> str:
     return f"{_EFFECT_PHRASE[action.effect]}."
 
 
-def _short(action: Action) -> tuple[str, str]:
-    """(label, explanation): the label as it is where it is short, else the action's short
-    words, the whole label then leading its explanation."""
+def _short(action: Action) -> tuple[str, str, bool]:
+    """(label, explanation, shortened): the label as it is where it is short, else the
+    action's short words, the whole label then leading its explanation."""
     label = action_label(action.label, action.scope)
     explanation = _explanation(action)
     if len(label) <= LABEL_SHORT_CHARS:
-        return label, explanation
+        return label, explanation, False
     short = _SHORT_LABEL.get((action.effect, action.scope))
     if short is None:
         short = "Deny and stop the turn" if action.effect is Effect.CANCEL else "Deny"
-    return short, f"{action.label.replace('`', '')}: {explanation}"
+    return short, f"{action.label.replace('`', '')}: {explanation}", True
+
+
+def _distinct(labels: list[str], wholes: list[str]) -> list[str]:
+    """Labels no two alike: a short label another button also took gives way to the start of
+    its own whole label, then to a number (the whole label is in its explanation)."""
+    out = list(labels)
+    for index, label in enumerate(labels):
+        if labels.count(label) > 1:
+            out[index] = _clip(wholes[index], LABEL_SHORT_CHARS)
+    for index, label in enumerate(list(out)):
+        if out.count(label) > 1:
+            out[index] = f"{_clip(label, LABEL_SHORT_CHARS - 4)} ({out[:index].count(label) + 1})"
+    return out
+
+
+def _buttons(
+    actions: tuple[Action, ...],
+    tokens: tuple[str, ...],
+    attached: tuple[str, ...],
+    kind: InteractionKind,
+) -> tuple[CardAction, ...]:
+    shorts = [_short(action) for action in actions]
+    wholes = [action_label(action.label, action.scope) for action in actions]
+    labels = _distinct([label for label, _, _ in shorts], wholes)
+    return tuple(
+        _button(action, token, label, explanation, shortened or label != short, attached, kind)
+        for action, token, label, (short, explanation, shortened) in zip(
+            actions, tokens, labels, shorts, strict=True
+        )
+    )
 
 
 def _button(
-    action: Action, token: str, attached: tuple[str, ...], kind: InteractionKind
+    action: Action,
+    token: str,
+    label: str,
+    explanation: str,
+    shortened: bool,
+    attached: tuple[str, ...],
+    kind: InteractionKind,
 ) -> CardAction:
-    label, explanation = _short(action)
     suffix = "".join(f" (see attached {what})" for what in attached)
     label = _clip(label, LABEL_MAX_CHARS - len(suffix)) + suffix
     # sending a plan back refuses nothing for good: the agent plans again
@@ -227,6 +262,9 @@ def _button(
         style = ButtonStyle.DEFAULT
     else:
         style = ButtonStyle.DANGER
+    # what a label cannot say whole is said in the card's text, on every platform: a label
+    # that gave way, a grant beyond this once, a rule
+    lasting = action.scope is not Scope.ONCE or bool(action.rule)
     return CardAction(
         label=label,
         token=token,
@@ -235,6 +273,7 @@ def _button(
         scope=action.scope,
         explanation=explanation,
         rule=action.rule,
+        explain_on_card=bool(explanation) and (shortened or lasting),
         takes_message=sends_back,
     )
 
@@ -330,10 +369,16 @@ def render_interaction(
     summary = _clip(interaction.summary, max(0, budget))
     actions: tuple[CardAction, ...] = ()
     if pending:
-        actions = tuple(
-            _button(action, token_for(str(index)), attached, interaction.kind)
+        shown = tuple(
+            (action, token_for(str(index)))
             for index, action in enumerate(interaction.actions)
             if not _answered_by_form(action, form)
+        )
+        actions = _buttons(
+            tuple(action for action, _ in shown),
+            tuple(token for _, token in shown),
+            attached,
+            interaction.kind,
         )
     return Card(
         title=title,

@@ -262,6 +262,6 @@ def card_html(
         f"<h3>{escape(card.title)}</h3>"
         f'<span class="state {state.value}">{_BADGE.get(state, state.value)}</span></div>'
         f"{_where(view) if with_session else ''}{summary}{blocks}{attachments}"
-        f"{_actions(view, ctx)}{_form(interaction, card.form, ctx)}{_refusals(refusals)}"
+        f"{_form(interaction, card.form, ctx)}{_actions(view, ctx)}{_refusals(refusals)}"
         f'<p class="status">{escape(card.status_line)}</p>{_timeline(interaction)}</article>'
     )

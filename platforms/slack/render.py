@@ -63,6 +63,8 @@ BUTTON_MAX = 75
 MAX_BLOCKS = 50
 ACTIONS_PER_BLOCK = 25
 FALLBACK_MAX = 3000  # the notification text beside the blocks
+CONFIRM_MAX = 300  # a confirm dialog's text
+_RULE_ON_CARD = " (the whole rule is on the card)"
 
 # action_ids: unique within a message; what a click means is only ever its value (a token)
 ACTION_PREFIX = "gw.act."
@@ -177,15 +179,41 @@ def _block(block: Block) -> list[dict[str, Any]]:
 
 
 def _confirm(action: CardAction) -> dict[str, Any] | None:
-    """A grant beyond this once asks again: the core styles only a one-time allow primary."""
+    """A grant beyond this once asks again: the core styles only a one-time allow primary.
+    The dialog says what the click grants (the explanation) and the rule it adds, whole where
+    it fits Slack's 300 characters, else as far as it fits and where the rest is."""
     if action.effect is not Effect.ALLOW or action.style is not ButtonStyle.DEFAULT:
         return None
+    said = escape(action.explanation or action.label)
+    if action.rule:
+        rule = escape(action.rule).replace("`", "'")
+        whole = f"{said}\n`{rule}`"
+        if len(whole) > CONFIRM_MAX:
+            room = CONFIRM_MAX - len(said) - len(_RULE_ON_CARD) - 4
+            whole = f"{said}\n`{clip(rule, max(room, 20))}`{_RULE_ON_CARD}"
+        said = whole
     return {
         "title": _plain("Allow beyond this once?"),
-        "text": {"type": "mrkdwn", "text": clip(escape(action.label), 300)},
+        "text": {"type": "mrkdwn", "text": clip(said, CONFIRM_MAX)},
         "confirm": _plain("Allow"),
         "deny": _plain("Cancel"),
     }
+
+
+def _explanations(card: Card) -> list[dict[str, Any]]:
+    """What a button grants where its label cannot say it all (it was shortened, it reaches
+    beyond this once, it adds a rule), and the rule, whole: a section above the buttons."""
+    blocks: list[dict[str, Any]] = []
+    for action in card.actions:
+        if not (action.explain_on_card or action.rule):
+            continue
+        head = f"*{escape(action.label)}*"
+        if action.explanation:
+            head += f": {escape(action.explanation)}"
+        blocks.append(_section(clip(head, SECTION_MAX)))
+        if action.rule:
+            blocks.extend(_code_blocks(action.rule))
+    return blocks
 
 
 def _button(label: str, value: str, action_id: str, style: ButtonStyle) -> dict[str, Any]:
@@ -201,14 +229,9 @@ def _button(label: str, value: str, action_id: str, style: ButtonStyle) -> dict[
 
 
 def _buttons(card: Card) -> list[dict[str, Any]]:
+    """The form's own buttons first (the options, "Answer…"), then the card's actions:
+    refusing a question (Dismiss, Do not answer) is last, away from a hurried tap."""
     buttons: list[dict[str, Any]] = []
-    for index, action in enumerate(card.actions):
-        prefix = MESSAGE_PREFIX if action.takes_message else ACTION_PREFIX
-        button = _button(action.label, action.token, f"{prefix}{index}", action.style)
-        confirm = _confirm(action)
-        if confirm is not None:
-            button["confirm"] = confirm
-        buttons.append(button)
     form = card.form
     if form is not None:
         items = form.questions
@@ -229,18 +252,31 @@ def _buttons(card: Card) -> list[dict[str, Any]]:
             buttons.append(
                 _button("Answer…", form.submit_token, ANSWER_ACTION, ButtonStyle.PRIMARY)
             )
+    for index, action in enumerate(card.actions):
+        prefix = MESSAGE_PREFIX if action.takes_message else ACTION_PREFIX
+        button = _button(action.label, action.token, f"{prefix}{index}", action.style)
+        confirm = _confirm(action)
+        if confirm is not None:
+            button["confirm"] = confirm
+        buttons.append(button)
     return buttons
 
 
 def _questions(card: Card) -> list[dict[str, Any]]:
+    """The questions; a header or text the card's title or summary already says is not said
+    again (a single question is the card's title and summary)."""
     if card.form is None:
         return []
+    shown = (card.title.strip(), card.summary.strip())
     lines: list[str] = []
     for item in card.form.questions:
         question = item.question
-        head = f"*{escape(question.header)}* " if question.header else ""
+        header = "" if question.header.strip() in shown else question.header
+        text = "" if question.text.strip() in shown else question.text
+        head = f"*{escape(header)}* " if header else ""
         secret = " :lock: (secret: only you see what you type)" if question.secret else ""
-        lines.append(f"{head}{escape(question.text)}{secret}")
+        if head or text or secret:
+            lines.append(f"{head}{escape(text)}{secret}".strip())
         for option in question.options:
             about = f": {escape(option.description)}" if option.description else ""
             lines.append(f"  • {escape(option.label)}{about}")
@@ -273,9 +309,11 @@ def render_card(card: Card, *, mention: str = "") -> RenderedCard:
     body: list[dict[str, Any]] = []
     if mention:
         body.append(_section(mention))
-    body.extend(text_blocks(card.summary, markdown=True))
+    if card.summary.strip() != title:  # the header says it already
+        body.extend(text_blocks(card.summary, markdown=True))
     for block in card.blocks:
         body.extend(_block(block))
+    body.extend(_explanations(card))
     body.extend(_questions(card))
     tail: list[dict[str, Any]] = []
     buttons = _buttons(card)

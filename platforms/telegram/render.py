@@ -33,7 +33,7 @@ from gateway.cards import (
     FormQuestion,
     TextBlock,
 )
-from gateway.domain import Question, Scope
+from gateway.domain import Question
 from gateway.render.markdown import telegram_html
 from gateway.wording import attached_notice
 from platforms.form_drafts import Draft, Form
@@ -173,8 +173,9 @@ def _at(
 
 @dataclass(kw_only=True, slots=True)
 class _Rule:
-    """A button whose grant lasts (always) or adds a rule: its label, what it does, and the
-    rule, whole (a label is cut at 60 characters; the body is not)."""
+    """A button whose label does not say all it grants (it was shortened, it reaches beyond
+    this once, it adds a rule): its label, what it does, and the rule, whole (a label is cut
+    at 60 characters; the body is not)."""
 
     label: str
     explanation: str
@@ -348,7 +349,7 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
         rules=[
             _Rule(label=action.label, explanation=action.explanation, rule=action.rule)
             for action in card.actions
-            if action.rule or action.scope is Scope.ALWAYS
+            if action.explain_on_card or action.rule
         ],
     )
     text, extra = _fit(parts, limit)
@@ -358,7 +359,10 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
     def button(label: str, data: str) -> Button:
         return Button(label=_clip(label, BUTTON_MAX_CHARS - len(suffix)) + suffix, data=data)
 
-    rows: list[tuple[Button, ...]] = [
+    # a question's own buttons come first: refusing it (Dismiss, Do not answer) is last, away
+    # from where a hurried tap lands
+    rows: list[tuple[Button, ...]] = _form_keyboard(card, form, private)
+    rows += [
         (button(action.label, action.token),)
         if not action.takes_message
         else (
@@ -367,5 +371,4 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
         )
         for action in card.actions
     ]
-    rows += _form_keyboard(card, form, private)
     return RenderedCard(html=text, keyboard=tuple(rows), attachments=card.attachments + extra)
