@@ -84,7 +84,9 @@ class OpenedRequest:
 def _command_rule(prefix: tuple[str, ...], command: str) -> Action:
     """The action adding a lasting command rule. Its label is short (a button on a phone:
     Telegram cuts at 60 characters, Slack at 75); the rule goes whole in ``rule``, shown
-    beside the description, unless it is the whole command, shown on the card already."""
+    beside the description, also where it is the whole command (then in the command's own
+    words): the card's command is what runs now, the rule what lasts, and a person reads
+    what lasts beside the button that adds it (issue 29)."""
     try:
         whole = tuple(shlex.split(command)) == prefix
     except ValueError:
@@ -97,8 +99,9 @@ def _command_rule(prefix: tuple[str, ...], command: str) -> Action:
             scope=Scope.ALWAYS,
             description=(
                 "Run it, and add a lasting rule: this command, and any command that starts "
-                "with it, runs without asking, now and in later sessions."
+                "with it, runs without asking, now and in later sessions:"
             ),
+            rule=command,
         )
     return Action(
         id="rule",
