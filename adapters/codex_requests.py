@@ -234,6 +234,13 @@ def _describe_additional_permissions(params: JsonObject) -> str:
     return f"It also asks for: {'; '.join(asked)}." if asked else ""
 
 
+def _sentences(parts: list[str]) -> str:
+    """The parts of a summary as sentences: each ends with a full stop where the agent's
+    words did not ("write outside. It also asks for: …")."""
+    kept = [part.strip() for part in parts if part.strip()]
+    return " ".join(part if part[-1] in ".!?…:" else f"{part}." for part in kept)
+
+
 def open_command_approval(native_key: str, params: JsonObject) -> OpenedRequest:
     """Schema: CommandExecutionRequestApprovalParams; ``kind`` defaults to ``command``."""
     kind = get_text(params, "kind") or "command"
@@ -268,7 +275,7 @@ def open_command_approval(native_key: str, params: JsonObject) -> OpenedRequest:
         native_key=native_key,
         kind=InteractionKind.APPROVAL,
         title=title,
-        summary=" ".join(part for part in summary_parts if part),
+        summary=_sentences(summary_parts),
         detail=detail,
         actions=actions,
         turn_native_id=get_text(params, "turnId"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.acp import AcpCodec
+from adapters.claude_code import ClaudeCodeCodec
 from adapters.opencode import OpenCodeCodec
 from gateway.cards import Card
 from gateway.domain import InteractionRequest, Resolution
@@ -60,6 +62,7 @@ SESSION_ID = "s7h2q9d4lm"
 TELEGRAM_LIMIT = 4096
 SLACK_LIMIT = 12000
 DISCORD_LIMIT = 4096
+WORK_DIR = "/home/ada/project"
 
 # codex-acp asking to run a command, as the lab recorded it (codex-acp-run.log, line 7, some
 # ids left out), with the ``rawInput.reason`` codex-acp sends when the model gives one (issue
@@ -123,18 +126,27 @@ class Sample:
         return f"{self.agent}-{self.source}-{self.request.kind.value}"
 
 
-def _codex() -> Iterator[Sample]:
+def _placed(path: Path, folder: Path) -> Path:
+    """The recording with its ``$WORKSPACE`` placeholder as a real work dir, so a path under
+    it is shown as a person would see it (relative to the work dir)."""
+    placed = folder / path.name
+    placed.write_text(path.read_text().replace("$WORKSPACE", WORK_DIR))
+    return placed
+
+
+def _codex(folder: Path) -> Iterator[Sample]:
     for path in sorted(transcript_replay.TRANSCRIPTS.glob("*.jsonl")):
-        for segment in transcript_replay.load_transcript(path):
+        for segment in transcript_replay.load_transcript(_placed(path, folder)):
             for event in transcript_replay.replay(segment).events:
                 if isinstance(event, InteractionOpened):
                     yield Sample(agent="codex", source=path.stem, request=event.request)
 
 
-def _claude() -> Iterator[Sample]:
+def _claude(folder: Path) -> Iterator[Sample]:
     for path in sorted(claude_replay.TRANSCRIPTS.glob("*.jsonl")):
-        for segment in claude_replay.load_transcript(path):
-            for event in claude_replay.replay(segment).events:
+        for segment in claude_replay.load_transcript(_placed(path, folder)):
+            codec = ClaudeCodeCodec(segment.launch(), cwd=WORK_DIR)
+            for event in claude_replay.replay(segment, codec).events:
                 if isinstance(event, InteractionOpened):
                     yield Sample(agent="claude", source=path.stem, request=event.request)
 
@@ -174,7 +186,9 @@ def _acp() -> Iterator[Sample]:
 def samples() -> list[Sample]:
     """Every distinct request of every agent's recordings (the same card once)."""
     found: dict[tuple[object, ...], Sample] = {}
-    for sample in (*_codex(), *_claude(), *_opencode(), *_acp()):
+    with tempfile.TemporaryDirectory() as folder:
+        recorded = [*_codex(Path(folder)), *_claude(Path(folder))]
+    for sample in (*recorded, *_opencode(), *_acp()):
         request = sample.request
         key = (sample.agent, request.kind, request.title, request.summary, request.actions)
         found.setdefault(key, sample)
@@ -327,3 +341,31 @@ _DRAW = {"telegram": _telegram, "slack": _slack, "discord": _discord, "console":
 
 def draw(item: Interaction, platform: str) -> Drawn:
     return _DRAW[platform](item)
+
+
+# --- the payloads committed under docs/screenshots/cards/ ----------------------------------
+
+PAYLOAD_PLATFORMS = ("slack", "discord", "telegram")
+# a file's name: (agent, recording) of the sample drawn
+PAYLOAD_CARDS = {
+    "codex-command": ("codex", "shell_execpolicy_amendment"),
+    "claude-edit": ("claude", "edit_allow"),
+    "acp-permission": ("codex-acp", "codex-acp-run"),
+    "question": ("claude", "ask_other"),
+}
+
+
+def payload_files() -> dict[str, str]:
+    """File name → the JSON it holds: each platform's payload of a Codex command, a Claude
+    edit, a codex-acp permission, a question, and the Codex command orphaned."""
+    found = {(sample.agent, sample.source): sample.request for sample in samples()}
+    items = {name: pending(found[key]) for name, key in PAYLOAD_CARDS.items()}
+    items["orphaned"] = orphaned(items["codex-command"])
+    return {
+        f"{name}.{platform}.json": json.dumps(
+            draw(item, platform).payload, indent=2, ensure_ascii=False
+        )
+        + "\n"
+        for name, item in items.items()
+        for platform in PAYLOAD_PLATFORMS
+    }

@@ -13,9 +13,12 @@ card's facts are each said once.
 from __future__ import annotations
 
 import re
+import shlex
+from pathlib import Path
 
 import pytest
 
+from adapters.codex_requests import open_command_approval
 from gateway.domain import Command, FileChange, InteractionKind, Network, Permissions
 from tests.card_samples import (
     INTERACTION_ID,
@@ -25,6 +28,7 @@ from tests.card_samples import (
     Sample,
     draw,
     orphaned,
+    payload_files,
     pending,
     samples,
 )
@@ -163,3 +167,51 @@ def test_a_questions_refusal_is_its_last_button(platform: str) -> None:
     for sample in asked:
         drawn = draw(pending(sample.request), platform)
         assert drawn.labels[-1] == "Dismiss", drawn.labels
+
+
+def test_a_summarys_sentences_each_end_with_a_full_stop() -> None:
+    """Claude's "Create hello.txt It touches …" and Codex's "write outside It also asks
+    for: …" were two sentences joined without one."""
+    joined = [s.request.summary for s in SAMPLES if re.search(r"[^.!?:…] It ", s.request.summary)]
+    assert joined == []
+    summaries = {s.request.summary for s in SAMPLES}
+    assert "Create hello.txt. It touches /home/ada/project/hello.txt." in summaries
+    assert any(summary.startswith("write outside. It also asks for:") for summary in summaries)
+
+
+def test_the_committed_card_payloads_are_what_the_renderers_draw() -> None:
+    """docs/screenshots/cards/ (written by scripts/write_card_payloads.py) stays true."""
+    folder = Path(__file__).parent.parent / "docs" / "screenshots" / "cards"
+    files = payload_files()
+    assert len(files) == 15
+    for name, text in files.items():
+        assert (folder / name).read_text() == text, f"run scripts/write_card_payloads.py: {name}"
+
+
+def test_a_whole_command_rule_whose_command_is_a_file_points_at_that_file() -> None:
+    """Codex's "Always allow this command" for a command too long for the card: the rule is
+    the command, so the button's explanation names the command's file, on every platform,
+    and no second file or copy of it is sent."""
+    words = "a generated word " * 1200
+    command = f"printf '%s' '{words}' > long.txt"
+    params = {
+        "threadId": "t",
+        "turnId": "u",
+        "itemId": "i",
+        "command": command,
+        "cwd": "/home/ada/project",
+        "reason": "Write the long file",
+        "availableDecisions": [
+            "accept",
+            {"acceptWithExecpolicyAmendment": {"execpolicy_amendment": shlex.split(command)}},
+            "decline",
+        ],
+    }
+    item = pending(open_command_approval("rpc:9", params).request)
+    for platform in PLATFORMS:
+        drawn = draw(item, platform)
+        assert "The rule is the whole command, attached as command.sh." in drawn.text, platform
+        if platform != "console":  # the console shows the attachment itself, once
+            assert words not in drawn.text, platform
+        files = drawn.payload.get("files") or drawn.payload.get("documents") or []
+        assert "rule.txt" not in files and "request.md" not in files, (platform, files)

@@ -229,18 +229,31 @@ def _distinct(labels: list[str], wholes: list[str]) -> list[str]:
 def _buttons(
     actions: tuple[Action, ...],
     tokens: tuple[str, ...],
+    attachments: tuple[Attachment, ...],
     attached: tuple[str, ...],
     kind: InteractionKind,
 ) -> tuple[CardAction, ...]:
     shorts = [_short(action) for action in actions]
     wholes = [action_label(action.label, action.scope) for action in actions]
     labels = _distinct([label for label, _, _ in shorts], wholes)
-    return tuple(
+    buttons = [
         _button(action, token, label, explanation, shortened or label != short, attached, kind)
         for action, token, label, (short, explanation, shortened) in zip(
             actions, tokens, labels, shorts, strict=True
         )
-    )
+    ]
+    return tuple(_rule_in_file(button, attachments) for button in buttons)
+
+
+def _rule_in_file(button: CardAction, attachments: tuple[Attachment, ...]) -> CardAction:
+    """A rule that is the whole command (Codex's "Always allow this command"), where the
+    command went to a file, is that file: said so, not drawn again beside the button."""
+    same = next((a for a in attachments if button.rule and a.content == button.rule), None)
+    if same is None:
+        return button
+    said = button.explanation.rstrip(" :.")
+    note = f"The rule is the whole command, attached as {same.name}."
+    return replace(button, rule="", explanation=f"{said}. {note}" if said else note)
 
 
 def _button(
@@ -377,6 +390,7 @@ def render_interaction(
         actions = _buttons(
             tuple(action for action, _ in shown),
             tuple(token for _, token in shown),
+            attachments,
             attached,
             interaction.kind,
         )

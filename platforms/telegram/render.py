@@ -235,7 +235,18 @@ def _attach_largest(parts: _Parts) -> Attachment | None:
     what, name = _ATTACHABLE[type(block)]
     content = block.code if isinstance(block, CodeBlock) else block.diff
     parts.blocks[index] = TextBlock(text=attached_notice(what, name, content))
-    return Attachment(name=name, content=content)
+    moved = Attachment(name=name, content=content)
+    _rules_in_files(parts, (moved,))
+    return moved
+
+
+def _rules_in_files(parts: _Parts, files: tuple[Attachment, ...]) -> None:
+    """A rule that is the whole command (Codex's "Always allow this command") points at the
+    command's file where the command went to one: one file, not the same text twice."""
+    for rule in parts.rules:
+        same = next((f for f in files if rule.rule and f.content == rule.rule), None)
+        if same is not None and not rule.attached:
+            rule.attached = same.name
 
 
 def _clip_prose(parts: _Parts, overflow: int) -> bool:
@@ -352,6 +363,7 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
             if action.explain_on_card or action.rule
         ],
     )
+    _rules_in_files(parts, card.attachments)
     text, extra = _fit(parts, limit)
     attached = tuple(a.name for a in extra)
     suffix = "".join(f" (see {name})" for name in attached)
