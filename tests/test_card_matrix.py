@@ -19,7 +19,16 @@ from pathlib import Path
 import pytest
 
 from adapters.codex_requests import open_command_approval
-from gateway.domain import Command, FileChange, InteractionKind, Network, Permissions
+from gateway.cards import ButtonStyle
+from gateway.domain import (
+    Command,
+    Effect,
+    FileChange,
+    InteractionKind,
+    Network,
+    Permissions,
+    Scope,
+)
 from tests.card_samples import (
     INTERACTION_ID,
     PLATFORMS,
@@ -94,9 +103,11 @@ def test_slacks_confirm_dialog_says_what_lasts(sample: Sample) -> None:
     """Only Slack asks again, in a dialog, before a grant beyond this once."""
     drawn = draw(pending(sample.request), "slack")
     confirmed = [
-        a for a in drawn.card.actions if a.effect is not None and a.effect.value == "allow"
+        a
+        for a in drawn.card.actions
+        if (a.effect is Effect.ALLOW and a.style is ButtonStyle.DEFAULT)
+        or (a.effect is not Effect.ALLOW and (a.scope is Scope.ALWAYS or a.rule))
     ]
-    confirmed = [a for a in confirmed if a.style.value == "default"]
     assert len(drawn.confirms) == len(confirmed)
     for action, text in zip(confirmed, drawn.confirms, strict=True):
         assert text != action.label  # the dialog says more than the button did
@@ -215,3 +226,45 @@ def test_a_whole_command_rule_whose_command_is_a_file_points_at_that_file() -> N
             assert words not in drawn.text, platform
         files = drawn.payload.get("files") or drawn.payload.get("documents") or []
         assert "rule.txt" not in files and "request.md" not in files, (platform, files)
+
+
+def test_a_lasting_refusal_asks_again_on_slack_and_says_what_it_adds() -> None:
+    """Codex's "Always block this host" adds a rule too: Slack asks before it, in the words
+    of what it adds, as it does before a lasting allow."""
+    params = {
+        "threadId": "t",
+        "turnId": "u",
+        "itemId": "i",
+        "command": "curl https://example.com",
+        "reason": "Fetch the page",
+        "networkApprovalContext": {"host": "example.com", "protocol": "https"},
+        "availableDecisions": [
+            "accept",
+            {
+                "applyNetworkPolicyAmendment": {
+                    "network_policy_amendment": {"host": "example.com", "action": "allow"}
+                }
+            },
+            {
+                "applyNetworkPolicyAmendment": {
+                    "network_policy_amendment": {"host": "example.com", "action": "deny"}
+                }
+            },
+            "decline",
+        ],
+    }
+    item = pending(open_command_approval("rpc:8", params).request)
+    drawn = draw(item, "slack")
+    [actions] = [block for block in drawn.payload["blocks"] if block["type"] == "actions"]
+    asked = {
+        button["text"]["text"]: button["confirm"]
+        for button in actions["elements"]
+        if "confirm" in button
+    }
+    assert set(asked) == {"Always allow this host", "Always block this host"}
+    block = asked["Always block this host"]
+    assert block["title"]["text"] == "Refuse from now on?"
+    assert block["confirm"]["text"] == "Refuse"
+    assert "lasting rule blocking network access to this host" in block["text"]["text"]
+    for platform in PLATFORMS:  # and every platform says it beside the button
+        assert "lasting rule blocking network access" in draw(item, platform).text, platform

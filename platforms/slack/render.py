@@ -34,7 +34,7 @@ from gateway.cards import (
     FieldsBlock,
     TextBlock,
 )
-from gateway.domain import Effect
+from gateway.domain import Effect, Scope
 from gateway.render.markdown import slack_mrkdwn
 
 __all__ = [
@@ -179,10 +179,13 @@ def _block(block: Block) -> list[dict[str, Any]]:
 
 
 def _confirm(action: CardAction) -> dict[str, Any] | None:
-    """A grant beyond this once asks again: the core styles only a one-time allow primary.
-    The dialog says what the click grants (the explanation) and the rule it adds, whole where
+    """A grant beyond this once asks again (the core styles only a one-time allow primary),
+    and so does a lasting refusal (Codex's "Always block this host" adds a rule). The dialog
+    says what the click grants (the explanation) and the rule it adds, whole where
     it fits Slack's 300 characters, else as far as it fits and where the rest is."""
-    if action.effect is not Effect.ALLOW or action.style is not ButtonStyle.DEFAULT:
+    grants = action.effect is Effect.ALLOW and action.style is ButtonStyle.DEFAULT
+    blocks = action.effect is not Effect.ALLOW and (action.scope is Scope.ALWAYS or action.rule)
+    if not (grants or blocks):
         return None
     said = escape(action.explanation or action.label)
     if action.rule:
@@ -193,9 +196,9 @@ def _confirm(action: CardAction) -> dict[str, Any] | None:
             whole = f"{said}\n`{clip(rule, max(room, 20))}`{_RULE_ON_CARD}"
         said = whole
     return {
-        "title": _plain("Allow beyond this once?"),
+        "title": _plain("Allow beyond this once?" if grants else "Refuse from now on?"),
         "text": {"type": "mrkdwn", "text": clip(said, CONFIRM_MAX)},
-        "confirm": _plain("Allow"),
+        "confirm": _plain("Allow" if grants else "Refuse"),
         "deny": _plain("Cancel"),
     }
 
