@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,10 +22,12 @@ import pytest
 from adapters.codex_requests import open_command_approval
 from gateway.cards import ButtonStyle
 from gateway.domain import (
+    Action,
     Command,
     Effect,
     FileChange,
     InteractionKind,
+    InteractionRequest,
     Network,
     Permissions,
     Scope,
@@ -268,3 +271,27 @@ def test_a_lasting_refusal_asks_again_on_slack_and_says_what_it_adds() -> None:
     assert "lasting rule blocking network access to this host" in block["text"]["text"]
     for platform in PLATFORMS:  # and every platform says it beside the button
         assert "lasting rule blocking network access" in draw(item, platform).text, platform
+
+
+def test_two_long_labels_that_would_shorten_alike_stay_distinct_and_said_whole() -> None:
+    """Whatever an agent sends: two grants whose labels are too long for a button and would
+    give way to the same short words each keep a label of their own, and their whole label
+    is said beside them on every platform."""
+    base = command_sample()
+    long = "Allow, and give access to /home/ada/project/vendor/third_party/{}"
+    grants = tuple(
+        Action(id=f"dirs-{n}", label=long.format(n), effect=Effect.ALLOW, scope=Scope.SESSION)
+        for n in ("generated", "checked_in")
+    )
+    item = pending(replace(base, actions=(base.actions[0], *grants)))
+    for platform in PLATFORMS:
+        drawn = draw(item, platform)
+        assert len(set(drawn.labels)) == 3, (platform, drawn.labels)
+        assert all(len(label) <= 40 for label in drawn.labels), drawn.labels
+        for grant in grants:
+            assert grant.label in _squash(drawn.text), (platform, drawn.text)
+
+
+def command_sample() -> InteractionRequest:
+    [sample] = [s for s in SAMPLES if s.source == "shell_execpolicy_amendment"]
+    return sample.request

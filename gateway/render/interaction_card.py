@@ -215,14 +215,18 @@ def _short(action: Action) -> tuple[str, str, bool]:
 
 def _distinct(labels: list[str], wholes: list[str]) -> list[str]:
     """Labels no two alike: a short label another button also took gives way to the start of
-    its own whole label, then to a number (the whole label is in its explanation)."""
-    out = list(labels)
-    for index, label in enumerate(labels):
-        if labels.count(label) > 1:
-            out[index] = _clip(wholes[index], LABEL_SHORT_CHARS)
+    its own whole label; where those are alike too, the short words are numbered (the whole
+    label leads each one's explanation, said beside the button)."""
+    out = [
+        _clip(whole, LABEL_SHORT_CHARS) if labels.count(label) > 1 else label
+        for label, whole in zip(labels, wholes, strict=True)
+    ]
+    alike = [out.count(label) > 1 for label in out]
+    seen: dict[str, int] = {}
     for index, label in enumerate(list(out)):
-        if out.count(label) > 1:
-            out[index] = f"{_clip(label, LABEL_SHORT_CHARS - 4)} ({out[:index].count(label) + 1})"
+        if alike[index]:
+            seen[label] = seen.get(label, 0) + 1
+            out[index] = f"{labels[index]} ({seen[label]})"
     return out
 
 
