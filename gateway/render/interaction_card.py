@@ -7,10 +7,12 @@ own blocks, keyboards or components.
 What a person approves is shown whole (DESIGN.md, Platforms): a command, diff or plan too
 long for the message goes as an :class:`Attachment`, the card says so, and every button
 says "(see attached diff)". A card offers exactly the actions the agent offered, one button
-each, labelled with what it does and how far it reaches (where there is a form, an action that
-gives the answers is the form's submit, not a button of its own); once the interaction is no longer
-pending the buttons are gone and the status line tells who decided what, whether it was
-delivered, and how it ended.
+each, labelled with what it does and how far it reaches, no two alike (where there is a form, an
+action that gives the answers is the form's submit, not a button of its own). What a label
+cannot say whole (it was shortened, it grants beyond this once, it adds a rule) every
+platform says in the card's text (``CardAction.explain_on_card``), the rule whole. Once the
+interaction is no longer pending the buttons are gone and the status line tells who decided
+what, whether it was delivered, and how it ended.
 """
 
 from __future__ import annotations

@@ -14,7 +14,8 @@ rows of :data:`BUTTONS_PER_ROW` buttons, a label :data:`LABEL_MAX`, a ``custom_i
   trusted, and it means the same after a restart (the platform registers a DynamicItem for
   the prefix).
 - The body is the embed's description: the summary (the agent's Markdown), code and diffs
-  in code blocks, lasting grants explained, the questions; facts are fields; the status line
+  in code blocks, what each button grants beyond its label (and the rule it adds, whole),
+  the questions (what the title and summary say not again); facts are fields; the status line
   is the footer. A body too long for the description moves its largest code block to a file
   first (the card says so), then the whole body (the card says so again).
 - Nothing in the agent's text pings anyone: it is defused (gateway/render/markdown.py) and every

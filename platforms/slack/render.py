@@ -16,6 +16,11 @@ question, not secret: the option tokens), else one "Answer…" button (``value``
 token) that opens a modal (forms.py); the core leaves out an allow action beside a form
 (Claude's "Answer": gateway/render/interaction_card.py). A decided card has no buttons; its status
 line is a context block.
+
+What a button grants beyond its label (it was shortened, it reaches beyond this once, it adds
+a rule) is a section above the buttons, with the rule whole, and its confirm dialog says the
+same; a lasting refusal asks to confirm too. The form's buttons come before the card's
+actions: refusing a question is last.
 """
 
 from __future__ import annotations

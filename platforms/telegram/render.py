@@ -9,6 +9,9 @@ says so, then long prose is clipped. A pending card has one button per action th
 offers (callback_data = the action token); a question form shows the step of the person
 answering (see forms.py); a decided card has no buttons and shows the status line.
 
+What a button grants beyond its label is a line under the command, with the rule whole. The
+form's buttons come before the card's actions: refusing a question is last.
+
 An action that takes a message (a plan's Keep planning) has a second button beside it,
 ``m:<token>``: pressed, the bot asks for the message with a ForceReply prompt, and the
 reply is the press with that message (updates.py). The plain button sends it without one.
