@@ -99,6 +99,26 @@ _MODE_EFFECTS = {
 }
 
 
+# What a mode grants, in the few words a button holds (its whole effect is the description).
+_MODE_LABELS = {
+    "acceptEdits": "accept all edits",
+    "plan": "plan mode",
+    "default": "ask each time",
+    "dontAsk": "deny other tools",
+    "auto": "auto-approve",
+    "bypassPermissions": "ask nothing",
+}
+
+
+def _reach_label(grant: str, scope: Scope) -> str:
+    """A label that says what the button grants besides this call, and for how long, in at
+    most 40 characters (gateway.cards.LABEL_SHORT_CHARS): "Allow + accept all edits for the
+    session". Two suggestions on one card never read alike."""
+    if scope is Scope.ALWAYS:
+        return f"Always allow + {grant}"
+    return f"Allow + {grant} for the session"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OpenedRequest:
     request: InteractionRequest
@@ -218,13 +238,15 @@ def describe_suggestion(
         if not directories:
             return None
         shown = ", ".join(directories)
-        label = f"Allow, and give access to {shown}"
+        # the folder itself is in the description, said beside the button on every platform:
+        # a path in the label would be cut to the same words as the next button's
+        label = _reach_label("folder access", scope)
         description = f"Allow it now, and the agent may use {shown} without asking {lasting}."
     elif kind == "setMode":
         mode = get_text(suggestion, "mode") or ""
         if mode not in _MODE_EFFECTS or (mode in _DANGEROUS_MODES and not allow_dangerous):
             return None
-        label = f"Allow, and switch to {mode} mode"
+        label = _reach_label(_MODE_LABELS[mode], scope)
         description = f"Allow it now, and switch to {mode} mode: {_MODE_EFFECTS[mode]}, {lasting}."
     else:
         return None
@@ -276,6 +298,13 @@ def _approval_actions(
     return tuple(actions), tuple(grants), tuple(warnings)
 
 
+def _sentences(parts: list[str]) -> str:
+    """The parts of a summary as sentences: each ends with a full stop where the agent's
+    words did not ("Create hello.txt. It touches /w/hello.txt.")."""
+    kept = [part.strip() for part in parts if part.strip()]
+    return " ".join(part if part[-1] in ".!?…:" else f"{part}." for part in kept)
+
+
 def _open_approval(
     native_key: str,
     tool: str,
@@ -315,7 +344,7 @@ def _open_approval(
         native_key=native_key,
         kind=InteractionKind.APPROVAL,
         title=title,
-        summary=" ".join(part for part in summary if part),
+        summary=_sentences(summary),
         detail=detail,
         actions=actions,
     )

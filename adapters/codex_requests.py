@@ -84,7 +84,9 @@ class OpenedRequest:
 def _command_rule(prefix: tuple[str, ...], command: str) -> Action:
     """The action adding a lasting command rule. Its label is short (a button on a phone:
     Telegram cuts at 60 characters, Slack at 75); the rule goes whole in ``rule``, shown
-    beside the description, unless it is the whole command, shown on the card already."""
+    beside the description, also where it is the whole command (then in the command's own
+    words): the card's command is what runs now, the rule what lasts, and a person reads
+    what lasts beside the button that adds it (issue 29)."""
     try:
         whole = tuple(shlex.split(command)) == prefix
     except ValueError:
@@ -97,8 +99,9 @@ def _command_rule(prefix: tuple[str, ...], command: str) -> Action:
             scope=Scope.ALWAYS,
             description=(
                 "Run it, and add a lasting rule: this command, and any command that starts "
-                "with it, runs without asking, now and in later sessions."
+                "with it, runs without asking, now and in later sessions:"
             ),
+            rule=command,
         )
     return Action(
         id="rule",
@@ -231,6 +234,13 @@ def _describe_additional_permissions(params: JsonObject) -> str:
     return f"It also asks for: {'; '.join(asked)}." if asked else ""
 
 
+def _sentences(parts: list[str]) -> str:
+    """The parts of a summary as sentences: each ends with a full stop where the agent's
+    words did not ("write outside. It also asks for: …")."""
+    kept = [part.strip() for part in parts if part.strip()]
+    return " ".join(part if part[-1] in ".!?…:" else f"{part}." for part in kept)
+
+
 def open_command_approval(native_key: str, params: JsonObject) -> OpenedRequest:
     """Schema: CommandExecutionRequestApprovalParams; ``kind`` defaults to ``command``."""
     kind = get_text(params, "kind") or "command"
@@ -265,7 +275,7 @@ def open_command_approval(native_key: str, params: JsonObject) -> OpenedRequest:
         native_key=native_key,
         kind=InteractionKind.APPROVAL,
         title=title,
-        summary=" ".join(part for part in summary_parts if part),
+        summary=_sentences(summary_parts),
         detail=detail,
         actions=actions,
         turn_native_id=get_text(params, "turnId"),

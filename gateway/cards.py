@@ -79,7 +79,11 @@ class CardAction:
 
     ``label`` is short; ``explanation`` says what it does (never the label again);
     ``rule`` is the exact lasting rule it adds (a command prefix), whole: a platform shows
-    it beside the explanation, never in the label, where it would be cut."""
+    it beside the explanation, never in the label, where it would be cut.
+
+    ``explain_on_card``: the label alone does not say all that a click grants (it was
+    shortened, it reaches beyond this once, or it adds a rule), so every platform shows the
+    explanation (and the rule) in the card's text, not only where it has room for a hint."""
 
     label: str
     token: str
@@ -88,6 +92,7 @@ class CardAction:
     scope: Scope = Scope.ONCE
     explanation: str = ""
     rule: str = ""
+    explain_on_card: bool = False
     # the person may add a message the agent reads (a plan's Keep planning): a platform
     # asks for it with the button (a text field, a modal), and sends it with the click
     takes_message: bool = False

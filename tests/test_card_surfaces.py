@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from html import unescape
+from html import escape, unescape
 
 from adapters.claude_requests import open_can_use_tool
 from adapters.codex_requests import (
@@ -167,12 +167,16 @@ def test_a_rule_button_has_a_short_label_and_the_whole_rule_beside_its_explanati
     assert f'<code class="rule">{rule}</code>' in html and console.count(rule) == 1
 
 
-def test_a_rule_that_is_the_whole_command_is_not_shown_twice() -> None:
+def test_a_rule_that_is_the_whole_command_is_said_as_the_rule_beside_its_button() -> None:
+    """The command is what runs now, the rule what lasts: a person reads the rule where the
+    button that adds it is explained, on every surface (issue 29), in the command's words."""
     item = interaction(command_request(["/bin/sh", "-c", "echo hello | tee hello.txt"]))
     assert [action.label for action in card(item).actions][1] == "Always allow this command"
-    _, console = console_text(item)
-    _, phone = telegram(item)
-    assert console.count(COMMAND) == 1 and phone.count(COMMAND) == 1
+    html, console = console_text(item)
+    drawn, phone = telegram(item)
+    assert console.count(COMMAND) == 2 and phone.count(COMMAND) == 2  # the command, the rule
+    assert f"<code>{escape(COMMAND, quote=False)}</code>" in drawn.html
+    assert f'<code class="rule">{escape(COMMAND)}</code>' in html
     assert "any command that starts with it" in phone  # what "always" adds, on the phone too
 
 

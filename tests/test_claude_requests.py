@@ -83,17 +83,22 @@ def test_a_bash_call_shows_the_command_and_every_suggestion_as_its_own_action() 
     request = made.request
     assert request.kind is InteractionKind.APPROVAL and request.title == "Run a command"
     assert request.detail == Command(command="touch hello.txt", cwd=CWD, reason="Create hello.txt")
-    assert "It touches /work/project/hello.txt." in request.summary
+    # two sentences, each ending with its full stop
+    assert request.summary == "Create hello.txt. It touches /work/project/hello.txt."
     offered = [(a.id, a.effect, a.scope, a.label) for a in request.actions]
     assert offered == [
         ("allow", Effect.ALLOW, Scope.ONCE, "Allow once"),
         ("grant-1", Effect.ALLOW, Scope.SESSION, "Allow calls like this for this session"),
-        ("grant-2", Effect.ALLOW, Scope.SESSION, "Allow, and give access to /work/project"),
-        ("grant-3", Effect.ALLOW, Scope.SESSION, "Allow, and switch to acceptEdits mode"),
+        # each says what it grants besides this call; the folder and the mode's effect are
+        # said whole in the description, shown beside the button on every platform
+        ("grant-2", Effect.ALLOW, Scope.SESSION, "Allow + folder access for the session"),
+        ("grant-3", Effect.ALLOW, Scope.SESSION, "Allow + accept all edits for the session"),
         ("deny", Effect.DENY, Scope.ONCE, "Deny"),
         ("stop", Effect.CANCEL, Scope.ONCE, "Deny and stop the turn"),
     ]
     assert request.actions[1].rule == "Bash(touch hello.txt)"  # shown whole beside it
+    assert "/work/project without asking" in request.actions[2].description
+    assert "file edits are accepted without asking" in request.actions[3].description
     assert made.warnings == ()
 
 

@@ -154,8 +154,9 @@ async def test_always_allow_adds_a_rule_and_the_next_command_is_not_asked(tmp_pa
     async with demo_agent(tmp_path) as talk:
         request = await talk.ask("command")
         [rule] = [a for a in request.actions if a.id == "rule"]
-        # the rule is the whole command, shown on the card: the label stays short
-        assert rule.label == "Always allow this command" and rule.rule == ""
+        # the rule is the whole command: the label stays short, the rule is said beside it
+        assert rule.label == "Always allow this command"
+        assert rule.rule == "/bin/sh -c 'echo hello | tee hello.txt'"
         events = await talk.decide(request, Decision(action_id="rule"))
         assert "I added your rule" in said(events)
         (talk.work_dir / "hello.txt").unlink()

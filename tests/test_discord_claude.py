@@ -60,8 +60,9 @@ async def test_a_multi_select_is_a_checkbox_group_and_a_missing_answer_is_asked_
     async with on_discord(config):
         said = await fake.say(ALICE, fake.general, f"<@{BOT.id}> ask me", mentions=(BOT,))
         card = await card_in(fake, said.id)
-        # beside the form, Claude's "Answer" (no answers of its own) is not a button
-        assert card.labels == ["Do not answer", "Do not answer and stop the turn", "Answer…"]
+        # beside the form, Claude's "Answer" (no answers of its own) is not a button; the way
+        # to answer first, refusing last
+        assert card.labels == ["Answer…", "Do not answer", "Do not answer and stop the turn"]
         assert "Which checks should run?" in seen(card)
         opened = await fake.click(ALICE, card, "Answer…")
         await fake.wait_for(lambda: opened.modal)
@@ -75,7 +76,7 @@ async def test_a_multi_select_is_a_checkbox_group_and_a_missing_answer_is_asked_
         await fake.wait_for(lambda: refused.original)
         assert refused.original is not None
         assert refused.original.content == "“Color” needs an answer."
-        assert card.labels[-1] == "Answer…"  # nothing decided, nothing sent
+        assert card.labels[0] == "Answer…"  # nothing decided, nothing sent
         assert len(fake_anthropic.model_requests()) == 1
 
         again = await fake.click(ALICE, refused.original, "Answer again")

@@ -58,6 +58,7 @@ async def test_a_20000_character_command_is_attached_hashed_and_buttons_come_aft
     async with on_telegram(config, fake_telegram) as tg:
         await tg.say(ALICE, "write the long file")
         card = await tg.card(ALICE.id)
+        waiting = card.text
         [request] = await tg.gateway.store.interactions.list_open()
         [document] = [m for m in fake_telegram.bot_messages(ALICE.id) if m.document]
         calls = list(fake_telegram.calls)
@@ -79,6 +80,8 @@ async def test_a_20000_character_command_is_attached_hashed_and_buttons_come_aft
     assert f"(1 line, {shown:,} characters) is attached as command.sh" in card.text, card.text
     assert WORDS not in card.text and len(card.text) <= 4096
     assert all(b["text"].endswith("(see attached command)") for b in card.buttons), card.buttons
+    # the rule "Always allow this command" adds is the command: its file, not a second one
+    assert "The rule is the whole command, attached as command.sh." in waiting
     # the short hash, on the card, of what the ledger keeps and the decision records
     assert request.content_hash
     assert card.text.rstrip().endswith(f"content hash {short_hash(request.content_hash)}")

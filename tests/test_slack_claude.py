@@ -42,8 +42,9 @@ def config_for(fake: FakeSlack, home: ClaudeHome, claude_bin: str, tmp_path: Pat
 async def questions_card(slack: OnSlack) -> tuple[Posted, Posted]:
     said = await slack.mention(ALICE, "ask me")
     card = await slack.card(GENERAL, said.ts)
-    # two questions, one of them multi: a modal; no "Answer" without answers beside it
-    assert card.labels == ["Do not answer", "Do not answer and stop the turn", "Answer…"]
+    # two questions, one of them multi: a modal; no "Answer" without answers beside it; the
+    # way to answer first, refusing last
+    assert card.labels == ["Answer…", "Do not answer", "Do not answer and stop the turn"]
     assert "Which checks should run?" in read(card.seen)
     return said, card
 
@@ -102,7 +103,7 @@ async def test_a_missing_answer_is_refused_in_the_modal_then_completed_once(
         assert refused.state == "acked"  # within Slack's 3 s
         assert not modal.closed
         assert set(modal.errors) <= {"q0", "q0.other"} and modal.errors
-        assert card.labels[-1] == "Answer…"  # nothing decided, nothing sent
+        assert card.labels[0] == "Answer…"  # nothing decided, nothing sent
         assert len(fake_anthropic.model_requests()) == 1
 
         sent = await fake_slack.submit(ALICE, {"Color": "Blue", "Checks": ["Lint", "Tests"]})

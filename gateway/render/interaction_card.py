@@ -7,10 +7,12 @@ own blocks, keyboards or components.
 What a person approves is shown whole (DESIGN.md, Platforms): a command, diff or plan too
 long for the message goes as an :class:`Attachment`, the card says so, and every button
 says "(see attached diff)". A card offers exactly the actions the agent offered, one button
-each, labelled with what it does and how far it reaches (where there is a form, an action that
-gives the answers is the form's submit, not a button of its own); once the interaction is no longer
-pending the buttons are gone and the status line tells who decided what, whether it was
-delivered, and how it ended.
+each, labelled with what it does and how far it reaches, no two alike (where there is a form, an
+action that gives the answers is the form's submit, not a button of its own). What a label
+cannot say whole (it was shortened, it grants beyond this once, it adds a rule) every
+platform says in the card's text (``CardAction.explain_on_card``), the rule whole. Once the
+interaction is no longer pending the buttons are gone and the status line tells who decided
+what, whether it was delivered, and how it ended.
 """
 
 from __future__ import annotations
@@ -200,23 +202,75 @@ def _explanation(action: Action) -> str:
     return f"{_EFFECT_PHRASE[action.effect]}."
 
 
-def _short(action: Action) -> tuple[str, str]:
-    """(label, explanation): the label as it is where it is short, else the action's short
-    words, the whole label then leading its explanation."""
+def _short(action: Action) -> tuple[str, str, bool]:
+    """(label, explanation, shortened): the label as it is where it is short, else the
+    action's short words, the whole label then leading its explanation."""
     label = action_label(action.label, action.scope)
     explanation = _explanation(action)
     if len(label) <= LABEL_SHORT_CHARS:
-        return label, explanation
+        return label, explanation, False
     short = _SHORT_LABEL.get((action.effect, action.scope))
     if short is None:
         short = "Deny and stop the turn" if action.effect is Effect.CANCEL else "Deny"
-    return short, f"{action.label.replace('`', '')}: {explanation}"
+    return short, f"{action.label.replace('`', '')}: {explanation}", True
+
+
+def _distinct(labels: list[str], wholes: list[str]) -> list[str]:
+    """Labels no two alike: a short label another button also took gives way to the start of
+    its own whole label; where those are alike too, the short words are numbered (the whole
+    label leads each one's explanation, said beside the button)."""
+    out = [
+        _clip(whole, LABEL_SHORT_CHARS) if labels.count(label) > 1 else label
+        for label, whole in zip(labels, wholes, strict=True)
+    ]
+    alike = [out.count(label) > 1 for label in out]
+    seen: dict[str, int] = {}
+    for index, label in enumerate(list(out)):
+        if alike[index]:
+            seen[label] = seen.get(label, 0) + 1
+            out[index] = f"{labels[index]} ({seen[label]})"
+    return out
+
+
+def _buttons(
+    actions: tuple[Action, ...],
+    tokens: tuple[str, ...],
+    attachments: tuple[Attachment, ...],
+    attached: tuple[str, ...],
+    kind: InteractionKind,
+) -> tuple[CardAction, ...]:
+    shorts = [_short(action) for action in actions]
+    wholes = [action_label(action.label, action.scope) for action in actions]
+    labels = _distinct([label for label, _, _ in shorts], wholes)
+    buttons = [
+        _button(action, token, label, explanation, shortened or label != short, attached, kind)
+        for action, token, label, (short, explanation, shortened) in zip(
+            actions, tokens, labels, shorts, strict=True
+        )
+    ]
+    return tuple(_rule_in_file(button, attachments) for button in buttons)
+
+
+def _rule_in_file(button: CardAction, attachments: tuple[Attachment, ...]) -> CardAction:
+    """A rule that is the whole command (Codex's "Always allow this command"), where the
+    command went to a file, is that file: said so, not drawn again beside the button."""
+    same = next((a for a in attachments if button.rule and a.content == button.rule), None)
+    if same is None:
+        return button
+    said = button.explanation.rstrip(" :.")
+    note = f"The rule is the whole command, attached as {same.name}."
+    return replace(button, rule="", explanation=f"{said}. {note}" if said else note)
 
 
 def _button(
-    action: Action, token: str, attached: tuple[str, ...], kind: InteractionKind
+    action: Action,
+    token: str,
+    label: str,
+    explanation: str,
+    shortened: bool,
+    attached: tuple[str, ...],
+    kind: InteractionKind,
 ) -> CardAction:
-    label, explanation = _short(action)
     suffix = "".join(f" (see attached {what})" for what in attached)
     label = _clip(label, LABEL_MAX_CHARS - len(suffix)) + suffix
     # sending a plan back refuses nothing for good: the agent plans again
@@ -227,6 +281,9 @@ def _button(
         style = ButtonStyle.DEFAULT
     else:
         style = ButtonStyle.DANGER
+    # what a label cannot say whole is said in the card's text, on every platform: a label
+    # that gave way, a grant beyond this once, a rule
+    lasting = action.scope is not Scope.ONCE or bool(action.rule)
     return CardAction(
         label=label,
         token=token,
@@ -235,6 +292,7 @@ def _button(
         scope=action.scope,
         explanation=explanation,
         rule=action.rule,
+        explain_on_card=bool(explanation) and (shortened or lasting),
         takes_message=sends_back,
     )
 
@@ -330,10 +388,17 @@ def render_interaction(
     summary = _clip(interaction.summary, max(0, budget))
     actions: tuple[CardAction, ...] = ()
     if pending:
-        actions = tuple(
-            _button(action, token_for(str(index)), attached, interaction.kind)
+        shown = tuple(
+            (action, token_for(str(index)))
             for index, action in enumerate(interaction.actions)
             if not _answered_by_form(action, form)
+        )
+        actions = _buttons(
+            tuple(action for action, _ in shown),
+            tuple(token for _, token in shown),
+            attachments,
+            attached,
+            interaction.kind,
         )
     return Card(
         title=title,

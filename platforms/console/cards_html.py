@@ -141,7 +141,9 @@ def _action_row(button: CardAction) -> str:
     )
 
 
-def _question(question: Question) -> str:
+def _question(question: Question, shown: tuple[str, ...] = ()) -> str:
+    """A question's fieldset; its text is left out where the card's summary says it already
+    (a single question is the card's title and summary)."""
     qid = escape(question.id)
     kind = "checkbox" if question.multi else "radio"
     parts = []
@@ -166,17 +168,20 @@ def _question(question: Question) -> str:
         else ""
     )
     header = question.header or question.text
-    text = f"<p>{escape(question.text)}</p>" if question.header else ""
+    said = question.text.strip() in shown
+    text = f"<p>{escape(question.text)}</p>" if question.header and not said else ""
     return (
         f'<fieldset class="question"{required}><legend>{escape(header)}{mark}</legend>'
         f'{text}{secret}{"".join(parts)}<p class="why"></p></fieldset>'
     )
 
 
-def _form(interaction: Interaction, form: QuestionForm | None, ctx: PostContext) -> str:
+def _form(
+    interaction: Interaction, form: QuestionForm | None, ctx: PostContext, summary: str = ""
+) -> str:
     if form is None:
         return ""
-    questions = "".join(_question(item.question) for item in form.questions)
+    questions = "".join(_question(item.question, (summary.strip(),)) for item in form.questions)
     return (
         f'<form class="qform" method="post" action="/i/{escape(interaction.id)}/form"'
         f' data-enhance>{ctx.hidden()}<input type="hidden" name="token"'
@@ -262,6 +267,7 @@ def card_html(
         f"<h3>{escape(card.title)}</h3>"
         f'<span class="state {state.value}">{_BADGE.get(state, state.value)}</span></div>'
         f"{_where(view) if with_session else ''}{summary}{blocks}{attachments}"
-        f"{_actions(view, ctx)}{_form(interaction, card.form, ctx)}{_refusals(refusals)}"
+        f"{_form(interaction, card.form, ctx, card.summary)}{_actions(view, ctx)}"
+        f"{_refusals(refusals)}"
         f'<p class="status">{escape(card.status_line)}</p>{_timeline(interaction)}</article>'
     )

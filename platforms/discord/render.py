@@ -14,7 +14,8 @@ rows of :data:`BUTTONS_PER_ROW` buttons, a label :data:`LABEL_MAX`, a ``custom_i
   trusted, and it means the same after a restart (the platform registers a DynamicItem for
   the prefix).
 - The body is the embed's description: the summary (the agent's Markdown), code and diffs
-  in code blocks, lasting grants explained, the questions; facts are fields; the status line
+  in code blocks, what each button grants beyond its label (and the rule it adds, whole),
+  the questions (what the title and summary say not again); facts are fields; the status line
   is the footer. A body too long for the description moves its largest code block to a file
   first (the card says so), then the whole body (the card says so again).
 - Nothing in the agent's text pings anyone: it is defused (gateway/render/markdown.py) and every
@@ -38,7 +39,6 @@ from gateway.cards import (
     QuestionForm,
     TextBlock,
 )
-from gateway.domain import Scope
 from gateway.render.markdown import discord_escape, discord_markdown
 
 __all__ = [
@@ -179,25 +179,33 @@ def _block_text(block: Block) -> str:
 
 
 def _rules(card: Card) -> list[str]:
-    """A button whose grant lasts or adds a rule: what it does, and the rule whole (a
-    label is cut at 80 characters; the body is not)."""
+    """A button whose label does not say all it grants (shortened, beyond this once, a
+    rule): what it does, and the rule whole (a label is cut at 80 characters; the body is
+    not)."""
     lines = []
     for action in card.actions:
-        if not (action.rule or action.scope is Scope.ALWAYS) or not action.explanation:
+        if not (action.explain_on_card or action.rule):
             continue
-        head = f"**{discord_escape(action.label)}**: {discord_escape(action.explanation)}"
+        head = f"**{discord_escape(action.label)}**"
+        if action.explanation:
+            head += f": {discord_escape(action.explanation)}"
         lines.append(f"{head}\n{_fence(action.rule)}" if action.rule else head)
     return lines
 
 
-def _questions(form: QuestionForm | None) -> str:
+def _questions(form: QuestionForm | None, shown: tuple[str, ...] = ()) -> str:
+    """The questions; a header or text the card's title or summary already says is not said
+    again (a single question is the card's title and summary)."""
     if form is None:
         return ""
     lines: list[str] = []
     for item in form.questions:
         question = item.question
-        head = f"**{discord_escape(question.header)}** " if question.header else ""
-        lines.append(f"{head}{discord_escape(question.text)}")
+        header = "" if question.header.strip() in shown else question.header
+        text = "" if question.text.strip() in shown else question.text
+        head = f"**{discord_escape(header)}** " if header else ""
+        if head or text:
+            lines.append(f"{head}{discord_escape(text)}".strip())
         if question.secret:
             lines.append("🔒 Secret: answered in a form only you see, never shown here.")
         elif question.multi:
@@ -289,15 +297,9 @@ def _button(
 
 
 def _buttons(card: Card) -> list[dict[str, Any]]:
-    buttons = [
-        _button(
-            action.label,
-            action.token,
-            action.style,
-            MESSAGE_ID_PREFIX if action.takes_message else CUSTOM_ID_PREFIX,
-        )
-        for action in card.actions
-    ]
+    """The form's own buttons first (the options, "Answer…"), then the card's actions:
+    refusing a question (Dismiss, Do not answer) is last, away from a hurried tap."""
+    buttons: list[dict[str, Any]] = []
     form = card.form
     if form is not None:
         direct = answers_by_buttons(card)
@@ -309,6 +311,15 @@ def _buttons(card: Card) -> list[dict[str, Any]]:
             ]
         if not direct or form.questions[0].question.allow_other:
             buttons.append(_button("Answer…", form.submit_token, ButtonStyle.PRIMARY))
+    buttons += [
+        _button(
+            action.label,
+            action.token,
+            action.style,
+            MESSAGE_ID_PREFIX if action.takes_message else CUSTOM_ID_PREFIX,
+        )
+        for action in card.actions
+    ]
     if len(buttons) > ROWS_MAX * BUTTONS_PER_ROW:
         raise ValueError(
             f"a card takes {ROWS_MAX * BUTTONS_PER_ROW} buttons; this one has {len(buttons)}"
@@ -340,7 +351,7 @@ def render_card(card: Card, *, approvers: tuple[str, ...] = ()) -> RenderedCard:
         summary=card.summary if card.summary.strip() != card.title.strip() else "",
         blocks=[block for block in card.blocks if not isinstance(block, FieldsBlock)],
         rules=[*field_lines, *_rules(card)],
-        questions=_questions(card.form),
+        questions=_questions(card.form, (card.title.strip(), card.summary.strip())),
     )
     description, files = _fit(body, min(DESCRIPTION_MAX, EMBED_TOTAL_MAX - used))
     embed: dict[str, Any] = {

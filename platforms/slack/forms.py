@@ -78,11 +78,20 @@ def _plain(text: str) -> dict[str, Any]:
     return {"type": "plain_text", "text": text, "emoji": True}
 
 
-def _options(question: Question) -> list[dict[str, Any]]:
-    return [
-        {"text": _plain(clip(option.label, OPTION_MAX)), "value": str(j)}
-        for j, option in enumerate(question.options)
-    ]
+def _options(question: Question, *, described: bool) -> list[dict[str, Any]]:
+    """The options as Slack draws them; an option's description (what the card's buttons
+    said beside it) goes with it: as the option's own ``description`` in radio buttons and
+    checkboxes, after its label in a select, which has no such field."""
+    options: list[dict[str, Any]] = []
+    for j, option in enumerate(question.options):
+        label, about = option.label, option.description.strip()
+        if about and not described:
+            label = f"{label}: {about}"
+        drawn: dict[str, Any] = {"text": _plain(clip(label, OPTION_MAX)), "value": str(j)}
+        if about and described:
+            drawn["description"] = _plain(clip(about, OPTION_MAX))
+        options.append(drawn)
+    return options
 
 
 def _label(question: Question) -> str:
@@ -126,7 +135,7 @@ def _question_blocks(index: int, question: Question) -> list[dict[str, Any]]:
         if question.multi
         else ("radio_buttons" if few else "static_select")
     )
-    element = {"type": kind, "options": _options(question)}
+    element = {"type": kind, "options": _options(question, described=few)}
     if kind.endswith("select"):
         element["placeholder"] = _plain("Choose…")
     one_input = not question.allow_other

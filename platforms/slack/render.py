@@ -16,6 +16,11 @@ question, not secret: the option tokens), else one "Answer…" button (``value``
 token) that opens a modal (forms.py); the core leaves out an allow action beside a form
 (Claude's "Answer": gateway/render/interaction_card.py). A decided card has no buttons; its status
 line is a context block.
+
+What a button grants beyond its label (it was shortened, it reaches beyond this once, it adds
+a rule) is a section above the buttons, with the rule whole, and its confirm dialog says the
+same; a lasting refusal asks to confirm too. The form's buttons come before the card's
+actions: refusing a question is last.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from gateway.cards import (
     FieldsBlock,
     TextBlock,
 )
-from gateway.domain import Effect
+from gateway.domain import Effect, Scope
 from gateway.render.markdown import slack_mrkdwn
 
 __all__ = [
@@ -63,6 +68,8 @@ BUTTON_MAX = 75
 MAX_BLOCKS = 50
 ACTIONS_PER_BLOCK = 25
 FALLBACK_MAX = 3000  # the notification text beside the blocks
+CONFIRM_MAX = 300  # a confirm dialog's text
+_RULE_ON_CARD = " (the whole rule is on the card)"
 
 # action_ids: unique within a message; what a click means is only ever its value (a token)
 ACTION_PREFIX = "gw.act."
@@ -177,15 +184,44 @@ def _block(block: Block) -> list[dict[str, Any]]:
 
 
 def _confirm(action: CardAction) -> dict[str, Any] | None:
-    """A grant beyond this once asks again: the core styles only a one-time allow primary."""
-    if action.effect is not Effect.ALLOW or action.style is not ButtonStyle.DEFAULT:
+    """A grant beyond this once asks again (the core styles only a one-time allow primary),
+    and so does a lasting refusal (Codex's "Always block this host" adds a rule). The dialog
+    says what the click grants (the explanation) and the rule it adds, whole where
+    it fits Slack's 300 characters, else as far as it fits and where the rest is."""
+    grants = action.effect is Effect.ALLOW and action.style is ButtonStyle.DEFAULT
+    blocks = action.effect is not Effect.ALLOW and (action.scope is Scope.ALWAYS or action.rule)
+    if not (grants or blocks):
         return None
+    said = escape(action.explanation or action.label)
+    if action.rule:
+        rule = escape(action.rule).replace("`", "'")
+        whole = f"{said}\n`{rule}`"
+        if len(whole) > CONFIRM_MAX:
+            room = CONFIRM_MAX - len(said) - len(_RULE_ON_CARD) - 4
+            whole = f"{said}\n`{clip(rule, max(room, 20))}`{_RULE_ON_CARD}"
+        said = whole
     return {
-        "title": _plain("Allow beyond this once?"),
-        "text": {"type": "mrkdwn", "text": clip(escape(action.label), 300)},
-        "confirm": _plain("Allow"),
+        "title": _plain("Allow beyond this once?" if grants else "Refuse from now on?"),
+        "text": {"type": "mrkdwn", "text": clip(said, CONFIRM_MAX)},
+        "confirm": _plain("Allow" if grants else "Refuse"),
         "deny": _plain("Cancel"),
     }
+
+
+def _explanations(card: Card) -> list[dict[str, Any]]:
+    """What a button grants where its label cannot say it all (it was shortened, it reaches
+    beyond this once, it adds a rule), and the rule, whole: a section above the buttons."""
+    blocks: list[dict[str, Any]] = []
+    for action in card.actions:
+        if not (action.explain_on_card or action.rule):
+            continue
+        head = f"*{escape(action.label)}*"
+        if action.explanation:
+            head += f": {escape(action.explanation)}"
+        blocks.append(_section(clip(head, SECTION_MAX)))
+        if action.rule:
+            blocks.extend(_code_blocks(action.rule))
+    return blocks
 
 
 def _button(label: str, value: str, action_id: str, style: ButtonStyle) -> dict[str, Any]:
@@ -201,14 +237,9 @@ def _button(label: str, value: str, action_id: str, style: ButtonStyle) -> dict[
 
 
 def _buttons(card: Card) -> list[dict[str, Any]]:
+    """The form's own buttons first (the options, "Answer…"), then the card's actions:
+    refusing a question (Dismiss, Do not answer) is last, away from a hurried tap."""
     buttons: list[dict[str, Any]] = []
-    for index, action in enumerate(card.actions):
-        prefix = MESSAGE_PREFIX if action.takes_message else ACTION_PREFIX
-        button = _button(action.label, action.token, f"{prefix}{index}", action.style)
-        confirm = _confirm(action)
-        if confirm is not None:
-            button["confirm"] = confirm
-        buttons.append(button)
     form = card.form
     if form is not None:
         items = form.questions
@@ -229,18 +260,31 @@ def _buttons(card: Card) -> list[dict[str, Any]]:
             buttons.append(
                 _button("Answer…", form.submit_token, ANSWER_ACTION, ButtonStyle.PRIMARY)
             )
+    for index, action in enumerate(card.actions):
+        prefix = MESSAGE_PREFIX if action.takes_message else ACTION_PREFIX
+        button = _button(action.label, action.token, f"{prefix}{index}", action.style)
+        confirm = _confirm(action)
+        if confirm is not None:
+            button["confirm"] = confirm
+        buttons.append(button)
     return buttons
 
 
 def _questions(card: Card) -> list[dict[str, Any]]:
+    """The questions; a header or text the card's title or summary already says is not said
+    again (a single question is the card's title and summary)."""
     if card.form is None:
         return []
+    shown = (card.title.strip(), card.summary.strip())
     lines: list[str] = []
     for item in card.form.questions:
         question = item.question
-        head = f"*{escape(question.header)}* " if question.header else ""
+        header = "" if question.header.strip() in shown else question.header
+        text = "" if question.text.strip() in shown else question.text
+        head = f"*{escape(header)}* " if header else ""
         secret = " :lock: (secret: only you see what you type)" if question.secret else ""
-        lines.append(f"{head}{escape(question.text)}{secret}")
+        if head or text or secret:
+            lines.append(f"{head}{escape(text)}{secret}".strip())
         for option in question.options:
             about = f": {escape(option.description)}" if option.description else ""
             lines.append(f"  • {escape(option.label)}{about}")
@@ -273,9 +317,11 @@ def render_card(card: Card, *, mention: str = "") -> RenderedCard:
     body: list[dict[str, Any]] = []
     if mention:
         body.append(_section(mention))
-    body.extend(text_blocks(card.summary, markdown=True))
+    if card.summary.strip() != title:  # the header says it already
+        body.extend(text_blocks(card.summary, markdown=True))
     for block in card.blocks:
         body.extend(_block(block))
+    body.extend(_explanations(card))
     body.extend(_questions(card))
     tail: list[dict[str, Any]] = []
     buttons = _buttons(card)

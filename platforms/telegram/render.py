@@ -9,6 +9,9 @@ says so, then long prose is clipped. A pending card has one button per action th
 offers (callback_data = the action token); a question form shows the step of the person
 answering (see forms.py); a decided card has no buttons and shows the status line.
 
+What a button grants beyond its label is a line under the command, with the rule whole. The
+form's buttons come before the card's actions: refusing a question is last.
+
 An action that takes a message (a plan's Keep planning) has a second button beside it,
 ``m:<token>``: pressed, the bot asks for the message with a ForceReply prompt, and the
 reply is the press with that message (updates.py). The plain button sends it without one.
@@ -33,7 +36,7 @@ from gateway.cards import (
     FormQuestion,
     TextBlock,
 )
-from gateway.domain import Question, Scope
+from gateway.domain import Question
 from gateway.render.markdown import telegram_html
 from gateway.wording import attached_notice
 from platforms.form_drafts import Draft, Form
@@ -173,8 +176,9 @@ def _at(
 
 @dataclass(kw_only=True, slots=True)
 class _Rule:
-    """A button whose grant lasts (always) or adds a rule: its label, what it does, and the
-    rule, whole (a label is cut at 60 characters; the body is not)."""
+    """A button whose label does not say all it grants (it was shortened, it reaches beyond
+    this once, it adds a rule): its label, what it does, and the rule, whole (a label is cut
+    at 60 characters; the body is not)."""
 
     label: str
     explanation: str
@@ -234,7 +238,18 @@ def _attach_largest(parts: _Parts) -> Attachment | None:
     what, name = _ATTACHABLE[type(block)]
     content = block.code if isinstance(block, CodeBlock) else block.diff
     parts.blocks[index] = TextBlock(text=attached_notice(what, name, content))
-    return Attachment(name=name, content=content)
+    moved = Attachment(name=name, content=content)
+    _rules_in_files(parts, (moved,))
+    return moved
+
+
+def _rules_in_files(parts: _Parts, files: tuple[Attachment, ...]) -> None:
+    """A rule that is the whole command (Codex's "Always allow this command") points at the
+    command's file where the command went to one: one file, not the same text twice."""
+    for rule in parts.rules:
+        same = next((f for f in files if rule.rule and f.content == rule.rule), None)
+        if same is not None and not rule.attached:
+            rule.attached = same.name
 
 
 def _clip_prose(parts: _Parts, overflow: int) -> bool:
@@ -348,9 +363,10 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
         rules=[
             _Rule(label=action.label, explanation=action.explanation, rule=action.rule)
             for action in card.actions
-            if action.rule or action.scope is Scope.ALWAYS
+            if action.explain_on_card or action.rule
         ],
     )
+    _rules_in_files(parts, card.attachments)
     text, extra = _fit(parts, limit)
     attached = tuple(a.name for a in extra)
     suffix = "".join(f" (see {name})" for name in attached)
@@ -358,7 +374,10 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
     def button(label: str, data: str) -> Button:
         return Button(label=_clip(label, BUTTON_MAX_CHARS - len(suffix)) + suffix, data=data)
 
-    rows: list[tuple[Button, ...]] = [
+    # a question's own buttons come first: refusing it (Dismiss, Do not answer) is last, away
+    # from where a hurried tap lands
+    rows: list[tuple[Button, ...]] = _form_keyboard(card, form, private)
+    rows += [
         (button(action.label, action.token),)
         if not action.takes_message
         else (
@@ -367,5 +386,4 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
         )
         for action in card.actions
     ]
-    rows += _form_keyboard(card, form, private)
     return RenderedCard(html=text, keyboard=tuple(rows), attachments=card.attachments + extra)

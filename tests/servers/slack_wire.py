@@ -47,6 +47,8 @@ _BLOCK_TYPES = frozenset(
     " context_actions table".split()
 )
 _MARKDOWN_OPTIONS = frozenset({"radio_buttons", "checkboxes"})  # the others: plain_text only
+# an option's description: only in these (docs.slack.dev/reference/block-kit/composition-objects)
+_DESCRIBED_OPTIONS = frozenset({"radio_buttons", "checkboxes", "overflow"})
 _OPTION_LIMITS = {
     "radio_buttons": 10,
     "checkboxes": 10,
@@ -279,6 +281,9 @@ def _element(element: Any, at: str, faults: _Faults) -> None:
         if options is not None:
             faults.at_most(options, _OPTION_LIMITS[kind], f"{at}/options", "items")
             _options(options, f"{at}/options", faults, plain=kind not in _MARKDOWN_OPTIONS)
+            described = [o for o in options if isinstance(o, dict) and "description" in o]
+            if described and kind not in _DESCRIBED_OPTIONS:
+                faults.add(f"an option of a {kind} has no description", f"{at}/options")
         if groups is not None:
             faults.at_most(groups, 100, f"{at}/option_groups", "items")
 
@@ -293,6 +298,8 @@ def _options(options: Any, at: str, faults: _Faults, *, plain: bool) -> None:
             faults.add("must be an option object", f"{at}/{k}")
             continue
         _text(option.get("text"), 75, f"{at}/{k}/text", faults, plain=plain)
+        if option.get("description") is not None:
+            _text(option["description"], 75, f"{at}/{k}/description", faults, plain=plain)
         value = option.get("value")
         if not isinstance(value, str) or not value:
             faults.add("must be more than 0 characters", f"{at}/{k}/value")
