@@ -119,6 +119,7 @@ class Gateway:
         # a shared ledger: Telegram polling and the Discord connection, one host at a time
         # (design point 6), each a task that receives while it holds its lease
         self.receivers: dict[str, ReceiverLease] = {}
+        self._receiver_target: PgTarget | None = None  # the ledger the receivers' leases are in
         self._receiver_tasks: list[asyncio.Task[None]] = []
         self.store: Store
         self.broker: Broker
@@ -237,23 +238,27 @@ class Gateway:
             await self._stack.aclose()
 
     def _lease_receivers(self, target: PgTarget) -> None:
+        self._receiver_target = target
+        for platform in self.platforms.values():
+            self._lease_receiver(platform)
+
+    def _lease_receiver(self, platform: Platform) -> None:
+        """Receive ``platform`` by its lease, if it is received so and not yet (a platform
+        that connected late names its lease only once connected: Telegram's bot id)."""
         from gateway.store.leases import LeaseHolder  # psycopg: only where it is used
 
-        assert self._tasks is not None and self.ledger_host is not None
-        for platform in self.platforms.values():
-            if not isinstance(platform, LeasedReceiving):
-                continue
-            name = platform.receiver_lease()
-            if name is None:
-                continue  # every host receives (a Telegram webhook)
-            holder = LeaseHolder(
-                target, name, self.ledger_host, self.config.gateway.host_lease_seconds
-            )
-            receiver = ReceiverLease(
-                platform, holder, fenced=lambda: self.fenced, lost=self.lease_lost
-            )
-            self.receivers[name] = receiver
-            self._receiver_tasks.append(self._tasks.create_task(receiver.run()))
+        target = self._receiver_target
+        if target is None or self._tasks is None or self.ledger_host is None:
+            return
+        if not isinstance(platform, LeasedReceiving):
+            return
+        name = platform.receiver_lease()
+        if name is None or name in self.receivers:
+            return  # every host receives (a Telegram webhook), or it is received already
+        holder = LeaseHolder(target, name, self.ledger_host, self.config.gateway.host_lease_seconds)
+        receiver = ReceiverLease(platform, holder, fenced=lambda: self.fenced, lost=self.lease_lost)
+        self.receivers[name] = receiver
+        self._receiver_tasks.append(self._tasks.create_task(receiver.run()))
 
     async def _stop_receivers(self) -> None:
         """First of all when stopping: the leased receivers end (their batches finished)
@@ -687,6 +692,9 @@ class Gateway:
         self._tasks.create_task(work)
 
     async def on_platform_back(self, platform: str) -> None:
+        back = self.platforms.get(platform)
+        if back is not None:
+            self._lease_receiver(back)  # connected only now: its receiving by lease starts
         for runner in list(self._runners.values()):
             runner.platform_back(platform)  # a turn's final text that failed there
         sent = await self.broker.resend_failed()
