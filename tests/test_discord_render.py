@@ -99,7 +99,7 @@ def test_an_approval_card_is_one_embed_with_a_button_per_action() -> None:
             FieldsBlock(fields=(("Directory", "/srv/web"),)),
         ),
         actions=allow_deny(),
-        status_line="Waiting for a decision",
+        status=("Waiting for a decision",),
     )
     drawn = render_card(card)
     within_limits(drawn)
@@ -119,12 +119,12 @@ def test_an_approval_card_is_one_embed_with_a_button_per_action() -> None:
 
 
 def test_a_new_card_names_its_approvers_once_and_lets_only_them_be_pinged() -> None:
-    card = Card(title="Run?", actions=allow_deny(), status_line="Waiting")
+    card = Card(title="Run?", actions=allow_deny(), status=("Waiting",))
     drawn = render_card(card, approvers=("111", "role:901"))
     assert drawn.content == "<@111> <@&901>: waiting for you."
     assert drawn.allowed_mentions == {"parse": [], "users": ["111"], "roles": ["901"]}
     assert "<@111>" not in drawn.embed.get("description", "")
-    decided = render_card(Card(title="Run?", status_line="Allowed by @ann"), approvers=("111",))
+    decided = render_card(Card(title="Run?", status=("Allowed by @ann",)), approvers=("111",))
     assert decided.content == "" and decided.allowed_mentions == no_pings()
     assert decided.components == []
     assert mention_line(("role:x", "bob")) == ("", no_pings())

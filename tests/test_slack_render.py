@@ -55,7 +55,7 @@ def test_an_approval_card_has_a_button_per_action_with_its_token_and_a_confirm_p
         summary="The agent wants to <!channel> list files & more",
         blocks=(CodeBlock(code="ls <@U0BOB> && rm -rf /tmp/x", language="sh"),),
         actions=allow_deny(),
-        status_line="Waiting for a decision",
+        status=("Waiting for a decision",),
     )
     drawn = render_card(card)
     check_message(drawn.blocks, drawn.text)
@@ -85,7 +85,7 @@ def test_a_card_past_every_limit_is_cut_to_fit_and_says_so() -> None:
             FieldsBlock(fields=tuple((f"k{i}", "v" * 3000) for i in range(12))),
         ),
         actions=(CardAction(label=long_label, token="t", effect=Effect.ALLOW),),
-        status_line="Waiting",
+        status=("Waiting",),
     )
     drawn = render_card(card)
     check_message(drawn.blocks, drawn.text)
@@ -97,7 +97,7 @@ def test_a_card_past_every_limit_is_cut_to_fit_and_says_so() -> None:
 
 
 def test_a_decided_card_has_no_buttons_and_its_status_in_context() -> None:
-    card = Card(title="Run a command?", status_line="Approved by @alice · delivered · done")
+    card = Card(title="Run a command?", status=("Approved by @alice · delivered · done",))
     drawn = render_card(card)
     check_message(drawn.blocks, drawn.text)
     assert buttons_of(drawn.blocks) == []

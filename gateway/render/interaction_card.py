@@ -51,8 +51,8 @@ from gateway.domain import (
     Text,
 )
 from gateway.interactions.machine import Interaction
-from gateway.render.card_status import action_label, status_line
-from gateway.render.tally_line import card_status_line
+from gateway.render.card_status import action_label, status_parts
+from gateway.render.tally_line import card_status, hash_detail
 from gateway.wording import attached_notice
 
 __all__ = ["render_interaction", "secret_elsewhere"]
@@ -298,9 +298,10 @@ def render_interaction(
     are one decision, taken where the secret can be): the card names ``private_places``.
     """
     title = _clip(interaction.title, TITLE_MAX_CHARS)
-    status = card_status_line(interaction, status_line(interaction))
+    status = card_status(interaction, status_parts(interaction))
+    hashed = hash_detail(interaction)
     if interaction.kind is InteractionKind.AUTHENTICATION:
-        return Card(title=title, summary=interaction.summary, status_line=status)
+        return Card(title=title, summary=interaction.summary, status=status, content_hash=hashed)
     pending = interaction.state is InteractionState.PENDING
     secret_here = not private_surface and any(q.secret for q in interaction.questions)
     form = None
@@ -324,7 +325,7 @@ def render_interaction(
     if pending and secret_here:  # the questions, read-only, and where to answer them
         asked = _fields(*((q.header or "Question", q.text) for q in interaction.questions))
         blocks = (*blocks, *asked, TextBlock(text=secret_elsewhere(private_places)))
-    base = Card(title=title, summary=interaction.summary, status_line=status, form=form)
+    base = Card(title=title, summary=interaction.summary, status=status, form=form)
     blocks, attachments, attached = _fit(blocks, base, interaction.kind, text_max_chars)
     budget = text_max_chars - card_text_length(_with_blocks(base, list(blocks))) + len(base.summary)
     summary = _clip(interaction.summary, max(0, budget))
@@ -341,6 +342,7 @@ def render_interaction(
         blocks=blocks,
         actions=actions,
         form=form,
-        status_line=status,
+        status=status,
         attachments=attachments,
+        content_hash=hashed,
     )

@@ -534,8 +534,11 @@ class Broker:
                 name for name, p in self._platforms.items() if p.limits.has_private_surface
             ),
         )
-        spelled = spell_commands(card.status_line, platform.spell_command)
-        return card if spelled == card.status_line else replace(card, status_line=spelled)
+        spelled = tuple(
+            spell_commands(part, platform.spell_command) if isinstance(part, str) else part
+            for part in card.status
+        )
+        return card if spelled == card.status else replace(card, status=spelled)
 
     async def _show(
         self, interaction: Interaction, copy: CardCopy, *, wait_out_429: bool = True
