@@ -103,14 +103,15 @@ async def test_two_of_three_pressing_at_once_write_once(
         await gw.text_where(lambda text: "Done." in text)
     assert (codex_home.workspace / "hello.txt").exists()
     assert "Process exited with code 0" in told(fake_model)
-    # what they approved is what the card showed: the same hash, on the card and every vote;
-    # behind "details" before anyone voted, on the card's face once people vote
-    shown = asked.first.content_hash
-    assert re.fullmatch(r"[0-9a-f]{10}", shown), asked.first
-    assert "content hash" not in asked.first.status_line
-    assert asked.now.status_line.endswith(f" · content hash {shown}")
-    assert asked.now.content_hash == ""  # said once: on the face, not again in the details
-    assert [vote.content_hash[:10] for vote in record.votes] == [shown] * 2
+    # what they approved is what the card showed: the same hash, on the card's face (several
+    # people vote: it lets them see they approve the same content) and every vote
+    shown = re.fullmatch(
+        r"Waiting for a decision · content hash ([0-9a-f]{10})", asked.first.status_line
+    )
+    assert shown is not None, asked.first.status_line
+    assert asked.now.status_line.endswith(f" · content hash {shown[1]}")
+    assert (asked.first.content_hash, asked.now.content_hash) == ("", "")  # not again in details
+    assert [vote.content_hash[:10] for vote in record.votes] == [shown[1]] * 2
 
 
 async def test_one_deny_decides_at_once(

@@ -288,6 +288,7 @@ def render_interaction(
     text_max_chars: int = 4096,
     private_surface: bool = True,
     private_places: tuple[str, ...] = (),
+    approvals: int = 1,
 ) -> Card:
     """The card for ``interaction`` as it stands now; pure.
 
@@ -296,10 +297,12 @@ def render_interaction(
     ``text_max_chars`` is the platform's card body limit. Where the platform has no
     ``private_surface``, a request with a secret question gets no form at all (its answers
     are one decision, taken where the secret can be): the card names ``private_places``.
+    ``approvals`` is how many people the request's rule asks to approve it: past one, the
+    content hash is on the card's face (gateway/render/tally_line.py).
     """
     title = _clip(interaction.title, TITLE_MAX_CHARS)
-    status = card_status(interaction, status_parts(interaction))
-    hashed = hash_detail(interaction)
+    status = card_status(interaction, status_parts(interaction), approvals=approvals)
+    hashed = hash_detail(interaction, approvals=approvals)
     if interaction.kind is InteractionKind.AUTHENTICATION:
         return Card(title=title, summary=interaction.summary, status=status, content_hash=hashed)
     pending = interaction.state is InteractionState.PENDING

@@ -33,16 +33,19 @@ def votes_line(interaction: Interaction) -> str:
     return counted.line(interaction.actions)
 
 
-def _voted(interaction: Interaction) -> bool:
-    """Several people vote on it: a rule asked for more than one approval, and someone voted."""
-    return any(vote.needed > 1 for vote in interaction.votes)
+def _voted(interaction: Interaction, approvals: int) -> bool:
+    """Several people vote on it: its rule asks for more than one approval (``approvals``,
+    where the caller knows it), or a vote under such a rule was cast."""
+    return approvals > 1 or any(vote.needed > 1 for vote in interaction.votes)
 
 
-def card_status(interaction: Interaction, status: tuple[StatusPart, ...]) -> tuple[StatusPart, ...]:
+def card_status(
+    interaction: Interaction, status: tuple[StatusPart, ...], *, approvals: int = 1
+) -> tuple[StatusPart, ...]:
     """``status`` (card_status.status_parts) with the tally and, where people vote, the
     short content hash."""
     extra = [votes_line(interaction)]
-    if _voted(interaction) and interaction.content_hash:
+    if _voted(interaction, approvals) and interaction.content_hash:
         extra.append(f"content hash {short_hash(interaction.content_hash)}")
     joined = " · ".join(part for part in extra if part)
     if not joined:
@@ -50,9 +53,9 @@ def card_status(interaction: Interaction, status: tuple[StatusPart, ...]) -> tup
     return (*status, f" · {joined}") if status else (joined,)
 
 
-def hash_detail(interaction: Interaction) -> str:
+def hash_detail(interaction: Interaction, *, approvals: int = 1) -> str:
     """The short content hash where the card's face does not show it (nobody votes), for a
     platform to put behind "details"; empty where the status line carries it."""
-    if _voted(interaction) or not interaction.content_hash:
+    if _voted(interaction, approvals) or not interaction.content_hash:
         return ""
     return short_hash(interaction.content_hash)
