@@ -144,6 +144,11 @@ async def settles(gw: Running, asked: Asked, status: str) -> Interaction:
     return await interaction(gw, asked.interaction.id)
 
 
+def hash_said(asked: Asked) -> str:
+    """How a vote's receipt names what it approves: " (content hash 5a0426e840)"."""
+    return f" (content hash {asked.interaction.content_hash[:10]})"
+
+
 def without_hash(card_status: str) -> str:
     """A card's status line without the content hash a voted card ends with (elsewhere the
     hash is a detail, not on the line)."""
