@@ -247,3 +247,14 @@ def test_the_status_time_is_the_embed_timestamp_and_the_hash_a_details_field() -
     # the fake refuses a time Discord could not place in a reader's zone
     naive = {**drawn.embed, "timestamp": "2026-12-01T09:30:00"}
     assert "embeds.0.timestamp" in check_message({"embeds": [naive]})
+
+
+def test_the_details_field_never_costs_a_fact() -> None:
+    """25 facts and the hash: the details field is the 25th field, the fact it displaced is
+    in the body."""
+    facts = tuple((f"k{i}", f"v{i}") for i in range(25))
+    card = Card(title="Run?", blocks=(FieldsBlock(fields=facts),), content_hash="5a0426e840")
+    drawn = render_card(card)
+    assert len(drawn.embed["fields"]) == 25
+    assert drawn.embed["fields"][-1]["name"] == "Details"
+    assert "**k24**: v24" in drawn.embed["description"]

@@ -355,7 +355,12 @@ def render_card(card: Card, *, approvers: tuple[str, ...] = ()) -> RenderedCard:
         - len(footer)
         - sum(len(f["name"]) + len(f["value"]) for f in details),
     )
-    fields = [*fields[: FIELDS_MAX - len(details)], *details]
+    kept = FIELDS_MAX - len(details)  # a fact the details field displaces goes to the body
+    field_lines = [
+        *(f"**{discord_escape(f['name'])}**: {f['value']}" for f in fields[kept:]),
+        *field_lines,
+    ]
+    fields = [*fields[:kept], *details]
     used = len(title) + len(footer) + sum(len(f["name"]) + len(f["value"]) for f in fields)
     body = _Body(
         summary=card.summary if card.summary.strip() != card.title.strip() else "",
