@@ -4,9 +4,11 @@ able to ping or link."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway.cards import (
+    At,
     ButtonStyle,
     Card,
     CardAction,
@@ -250,3 +252,38 @@ def test_a_message_slack_will_not_edit_is_gone_for_good() -> None:
         assert isinstance(permanent_refusal(error), MessageGone)
     archived = permanent_refusal("is_archived")
     assert isinstance(archived, RefusedForGood) and not isinstance(archived, MessageGone)
+
+
+def test_the_notification_says_what_is_asked_and_of_whom_and_times_are_each_readers() -> None:
+    at = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    asked = Card(
+        title="Run a command",
+        blocks=(CodeBlock(code="touch a<b.txt\necho two", language="sh"),),
+        actions=(CardAction(label="Allow once", token="t", effect=Effect.ALLOW),),
+        status=("Waiting for a decision",),
+        content_hash="5a0426e840",
+    )
+    drawn = render_card(asked, mention="<@U0ALICE> <@U0BOB>: waiting for you.")
+    assert drawn.text == "Run a command: touch a&lt;b.txt · waiting for <@U0ALICE> <@U0BOB>"
+    [context] = [b for b in drawn.blocks if b["type"] == "context"]
+    assert [e["text"] for e in context["elements"]] == [
+        "Waiting for a decision",
+        "Details: content hash 5a0426e840",
+    ]
+    decided = Card(
+        title="Run a command",
+        blocks=asked.blocks,
+        status=("Approved by @alice", At(at), " · sent to the agent"),
+        content_hash="5a0426e840",
+    )
+    drawn = render_card(decided)
+    [context] = [b for b in drawn.blocks if b["type"] == "context"]
+    assert context["elements"][0]["text"] == (
+        "Approved by @alice at <!date^1796117400^{date_short_pretty} {time}|09:30 UTC>"
+        " · sent to the agent"
+    )
+    # an edit notifies nobody: what is asked and where it stands, its time in UTC
+    assert drawn.text == (
+        "Run a command: touch a&lt;b.txt · Approved by @alice at 09:30 UTC · sent to the agent"
+    )
+    check_message(drawn.blocks, drawn.text)
