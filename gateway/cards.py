@@ -4,20 +4,30 @@ A :class:`Card` is a title, a summary, blocks (code, a diff, text, fields), butt
 carrying a signed token, an optional form of questions, a status line and attachments. It is
 made by :func:`gateway.render.interaction_card.render_interaction`; each platform turns it into
 its own blocks, keyboards or components.
+
+The status line carries the instants it names as :class:`At`, never as text: each platform
+shows one in its reader's own time zone (Slack's date formatting, Discord's embed timestamp,
+Telegram's date_time entity, the browser's clock), with the UTC text where it cannot
+(:attr:`Card.status_line`, a notification). The content hash rides along apart
+(:attr:`Card.content_hash`), for a platform to put behind "details".
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from gateway.domain import Effect, Question, Scope
+from gateway.wording import clock_time
 
 __all__ = [
     "FIELD_MAX_CHARS",
     "LABEL_MAX_CHARS",
     "LABEL_SHORT_CHARS",
     "TITLE_MAX_CHARS",
+    "At",
     "Attachment",
     "Block",
     "ButtonStyle",
@@ -28,8 +38,10 @@ __all__ = [
     "FieldsBlock",
     "FormQuestion",
     "QuestionForm",
+    "StatusPart",
     "TextBlock",
     "card_text_length",
+    "status_text",
 ]
 
 TITLE_MAX_CHARS = 200
@@ -123,15 +135,51 @@ class Attachment:
     content: str
 
 
+@dataclass(frozen=True, slots=True)
+class At:
+    """An instant on a status line, read "at 09:17 UTC" where a platform cannot show it in
+    its reader's own time zone. Aware, always: a naive time would be read as local."""
+
+    when: datetime
+
+    def __post_init__(self) -> None:
+        if self.when.tzinfo is None:
+            raise ValueError("a time on a card must carry its time zone")
+
+
+# a status line is words and instants: ("Approved by Ann", At(t), " · sent to the agent")
+StatusPart = str | At
+
+
+def status_text(
+    parts: tuple[StatusPart, ...], at: Callable[[datetime], str] = lambda t: f" at {clock_time(t)}"
+) -> str:
+    """The status line as one text, each instant drawn by ``at`` (" at 09:17 UTC" unless a
+    platform draws it its own way); the words are given as they are (escape them first)."""
+    return "".join(part if isinstance(part, str) else at(part.when) for part in parts)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Card:
+    """``status`` is where the request stands (words and instants: see :class:`At`);
+    ``content_hash`` is the short hash of what is asked, for a platform to show behind
+    "details": empty where the status itself names it (several people vote on the request,
+    and the hash lets them see they approve the same thing)."""
+
     title: str
     summary: str = ""
     blocks: tuple[Block, ...] = ()
     actions: tuple[CardAction, ...] = ()
     form: QuestionForm | None = None
-    status_line: str = ""
+    status: tuple[StatusPart, ...] = ()
     attachments: tuple[Attachment, ...] = ()
+    content_hash: str = ""
+
+    @property
+    def status_line(self) -> str:
+        """The status as plain text, its times in UTC: what a notification or a surface
+        without its own clock reads."""
+        return status_text(self.status)
 
 
 def _block_length(block: Block) -> int:

@@ -127,9 +127,9 @@ async def ask(
 
 async def settles(gw: Running, asked: Asked, status: str) -> Interaction:
     """Wait until the card's status line matches ``status`` (a regex, the whole line before
-    the content hash every card ends with); the card has no buttons or form left then.
+    the content hash a voted card ends with); the card has no buttons or form left then.
     Returns the ledger's record at that point."""
-    whole = rf"(?:{status}) · content hash [0-9a-f]{{10}}"
+    whole = rf"(?:{status})(?: · content hash [0-9a-f]{{10}})?"
 
     def final() -> Card | None:
         card = asked.shown.card
@@ -144,11 +144,16 @@ async def settles(gw: Running, asked: Asked, status: str) -> Interaction:
     return await interaction(gw, asked.interaction.id)
 
 
+def hash_said(asked: Asked) -> str:
+    """How a vote's receipt names what it approves: " (content hash 5a0426e840)"."""
+    return f" (content hash {asked.interaction.content_hash[:10]})"
+
+
 def without_hash(card_status: str) -> str:
-    """A card's status line without the content hash every card ends with (which it must)."""
-    head, hashed = card_status.rsplit(" · content hash ", 1)
-    assert re.fullmatch(r"[0-9a-f]{10}", hashed), card_status
-    return head
+    """A card's status line without the content hash a voted card ends with (elsewhere the
+    hash is a detail, not on the line)."""
+    head, _, hashed = card_status.rpartition(" · content hash ")
+    return head if head and re.fullmatch(r"[0-9a-f]{10}", hashed) else card_status
 
 
 async def interaction(gw: Running, interaction_id: str) -> Interaction:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import re
 import socket
 import sqlite3
 import threading
@@ -135,9 +136,13 @@ class LedgerLock:
         self._loop.call_soon_threadsafe(self.released.set)
 
 
+_DATE = re.compile(r"<!date\^[0-9]+\^[^|>]*\|([^>]*)>")
+
+
 def read(text: str) -> str:
-    """What a person reads of mrkdwn the app sent (``&amp;`` as ``&``)."""
-    return html.unescape(text)
+    """What a person reads of mrkdwn the app sent (``&amp;`` as ``&``; a date as its UTC
+    fallback text, which a client shows in the reader's own zone)."""
+    return html.unescape(_DATE.sub(r"\1", text))
 
 
 @dataclass

@@ -306,7 +306,7 @@ async def test_a_429_storm_on_one_platform_holds_back_no_card_edit_on_another(
         "Closed before anyone answered: the agent withdrew the request · nothing was sent to the"
         " agent"
     )
-    assert status.startswith(f"{withdrawn} · content hash ")
+    assert status == withdrawn
     # ...while the other platform's copy still waits out its 429s
     assert running.memory.too_many
     waiting = running.memory.cards(ROOM)[0].card
@@ -315,7 +315,7 @@ async def test_a_429_storm_on_one_platform_holds_back_no_card_edit_on_another(
     edited = await running.memory.wait_for(
         lambda: (card := running.memory.cards(ROOM)[0].card) and not card.actions and card
     )
-    assert edited.status_line.startswith(f"{withdrawn} · content hash ")
+    assert edited.status_line == withdrawn
     copies = await running.gateway.store.cards.list_for(asked.id)
     assert {c.rendered_version for c in copies} == {update.interaction.version}
 

@@ -166,5 +166,5 @@ async def test_drafts_by_submit_token_are_each_persons_and_go_when_decided() -> 
     assert found.draft(bob) is not mine
     await forms.drop_draft("sub", ANN)  # handed over: hers is gone, Bob's is not
     assert set(found.drafts) == {"222"}
-    forms.update("sub", HERE, Card(title="t", status_line="Answered"))  # decided
+    forms.update("sub", HERE, Card(title="t", status=("Answered",)))  # decided
     assert await forms.get("sub", ANN) is None

@@ -98,7 +98,7 @@ async def test_a_mention_a_card_a_click_and_a_modal(fake: FakeDiscord) -> None:
             title="Run a command?",
             summary="ls @everyone",
             actions=(CardAction(label="Allow once", token=TOKEN_A, style=ButtonStyle.PRIMARY),),
-            status_line="Waiting for a decision",
+            status=("Waiting for a decision",),
         )
         ref = await platform.send_card(message.conversation, card)
         sent = fake.message(ref.message_id)
@@ -112,7 +112,7 @@ async def test_a_mention_a_card_a_click_and_a_modal(fake: FakeDiscord) -> None:
         await fake.wait_for(lambda: click.followups)
         assert click.followups[0].content == "Allowed once." and click.followups[0].ephemeral
 
-        await platform.edit_card(ref, Card(title="Run a command?", status_line="Allowed by @alice"))
+        await platform.edit_card(ref, Card(title="Run a command?", status=("Allowed by @alice",)))
         assert fake.message(ref.message_id).components == []
 
         question = Question(
@@ -165,7 +165,7 @@ async def test_commands_in_a_thread_dms_and_an_archived_threads_card(fake: FakeD
         )
         ref = await platform.send_card(first.conversation, card)
         await fake.archive(thread)
-        await platform.edit_card(ref, Card(title="Run?", status_line="Allowed by @alice"))
+        await platform.edit_card(ref, Card(title="Run?", status=("Allowed by @alice",)))
         assert fake.message(ref.message_id).components == []  # unarchived, then edited
         assert not thread.archived
 
@@ -213,7 +213,7 @@ async def test_an_edit_of_a_deleted_card_is_message_gone(fake: FakeDiscord) -> N
         ref = await platform.send_card(message.conversation, card)
         fake.message(ref.message_id).deleted = True  # someone deleted the card
         with pytest.raises(MessageGone) as gone:
-            await platform.edit_card(ref, Card(title="Run?", status_line="Allowed by @alice"))
+            await platform.edit_card(ref, Card(title="Run?", status=("Allowed by @alice",)))
         assert isinstance(gone.value, RefusedForGood)  # the core does not ask again
         assert "10008" in str(gone.value)
         text = await platform.send_text(message.conversation, "Working…")

@@ -4,11 +4,13 @@ card naming who may decide it once."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from gateway.cards import (
+    At,
     Attachment,
     ButtonStyle,
     Card,
@@ -34,6 +36,7 @@ from platforms.discord.render import (
     render_card,
     token_of,
 )
+from tests.servers.discord_wire import check_message
 
 TOKEN = "a1:Xk3f9Qa2:0:7:Hc2mB0q1n8Zk"
 
@@ -99,7 +102,7 @@ def test_an_approval_card_is_one_embed_with_a_button_per_action() -> None:
             FieldsBlock(fields=(("Directory", "/srv/web"),)),
         ),
         actions=allow_deny(),
-        status_line="Waiting for a decision",
+        status=("Waiting for a decision",),
     )
     drawn = render_card(card)
     within_limits(drawn)
@@ -119,12 +122,12 @@ def test_an_approval_card_is_one_embed_with_a_button_per_action() -> None:
 
 
 def test_a_new_card_names_its_approvers_once_and_lets_only_them_be_pinged() -> None:
-    card = Card(title="Run?", actions=allow_deny(), status_line="Waiting")
+    card = Card(title="Run?", actions=allow_deny(), status=("Waiting",))
     drawn = render_card(card, approvers=("111", "role:901"))
     assert drawn.content == "<@111> <@&901>: waiting for you."
     assert drawn.allowed_mentions == {"parse": [], "users": ["111"], "roles": ["901"]}
     assert "<@111>" not in drawn.embed.get("description", "")
-    decided = render_card(Card(title="Run?", status_line="Allowed by @ann"), approvers=("111",))
+    decided = render_card(Card(title="Run?", status=("Allowed by @ann",)), approvers=("111",))
     assert decided.content == "" and decided.allowed_mentions == no_pings()
     assert decided.components == []
     assert mention_line(("role:x", "bob")) == ("", no_pings())
@@ -221,3 +224,37 @@ def test_twenty_five_options_fill_five_rows_of_five() -> None:
     drawn = render_card(Card(title="Question", form=form(question)))
     within_limits(drawn)
     assert [len(row["components"]) for row in drawn.components] == [5] * 5
+
+
+def test_the_status_time_is_the_embed_timestamp_and_the_hash_a_details_field() -> None:
+    """Discord draws no ``<t:…>`` in a footer: the footer keeps the words, the embed's
+    ``timestamp`` the instant (shown beside it in each reader's zone); the hash is a field."""
+    at = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    card = Card(
+        title="Run?",
+        status=("Approved by @ann", At(at), " · sent to the agent"),
+        content_hash="5a0426e840",
+    )
+    drawn = render_card(card)
+    assert drawn.embed["footer"] == {"text": "Approved by @ann · sent to the agent"}
+    assert drawn.embed["timestamp"] == "2026-12-01T09:30:00+00:00"
+    assert drawn.embed["fields"][-1] == {
+        "name": "Details",
+        "value": "content hash 5a0426e840",
+        "inline": True,
+    }
+    assert check_message({"embeds": [drawn.embed]}) == {}
+    # the fake refuses a time Discord could not place in a reader's zone
+    naive = {**drawn.embed, "timestamp": "2026-12-01T09:30:00"}
+    assert "embeds.0.timestamp" in check_message({"embeds": [naive]})
+
+
+def test_the_details_field_never_costs_a_fact() -> None:
+    """25 facts and the hash: the details field is the 25th field, the fact it displaced is
+    in the body."""
+    facts = tuple((f"k{i}", f"v{i}") for i in range(25))
+    card = Card(title="Run?", blocks=(FieldsBlock(fields=facts),), content_hash="5a0426e840")
+    drawn = render_card(card)
+    assert len(drawn.embed["fields"]) == 25
+    assert drawn.embed["fields"][-1]["name"] == "Details"
+    assert "**k24**: v24" in drawn.embed["description"]

@@ -105,7 +105,7 @@ async def test_forms_and_drafts_are_bounded_and_each_dropped_form_is_said() -> N
         form.choose(person, 0, 0)
     assert len(form.drafts) == MAX_DRAFTS and people[0].user_id not in form.drafts
 
-    forms.update(keys[-1], HERE, Card(title="Order", status_line="Decided"))  # no questions left
+    forms.update(keys[-1], HERE, Card(title="Order", status=("Decided",)))  # no questions left
     assert dropped == [keys[0], keys[-1]] and forms.peek(keys[-1]) is None
     forms.update(("C9", "1.0"), HERE, ORDER)  # a card sent by an earlier process
     assert forms.peek(("C9", "1.0")) is not None

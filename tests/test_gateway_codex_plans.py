@@ -77,7 +77,7 @@ async def test_plan_then_implement_runs_a_default_mode_turn(
         closed = await closed_plan(gw)
         assert closed.status_line.startswith("Approved") and "Alice" in closed.status_line
         # queued until its turn starts, then sent: never "sent" while it only waits
-        assert "· sent to the agent as the next turn · " in closed.status_line
+        assert closed.status_line.endswith("· sent to the agent as the next turn")
         await gw.memory.say(ROOM, ALICE, "/status")
         status = await gw.text_where(lambda text: text.startswith("Session "))
         # the fake model reports 10 in and 5 out a call; Codex knows the model's window

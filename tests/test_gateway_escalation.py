@@ -22,7 +22,7 @@ from gateway.sessions.engine import Gateway
 from gateway.store.escalations import ESCALATED
 from platforms.memory.platform import MemoryPlatform, Rendered
 from tests.codex_env import CodexHome
-from tests.gateway_flows import WHEN, Asked, count_rows, settles
+from tests.gateway_flows import WHEN, Asked, count_rows, hash_said, settles
 from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
 from tests.servers.fake_responses import FakeResponses
 from tests.test_gateway_policy import ask_to_touch, line_of, refused_at_start
@@ -87,7 +87,9 @@ async def test_unanswered_it_reaches_a_dm_and_a_channel_and_a_vote_there_counts(
     async with running_gateway(config(codex_bin, codex_home, tmp_path, ESCALATING)) as gw:
         asked: Asked = await ask_to_touch(gw, fake_model)
         vote = await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
-        assert vote == Ack(text="Your vote is counted: 1 of 2: Alice approved.", accepted=True)
+        assert vote == Ack(
+            text=f"Your vote is counted: 1 of 2: Alice approved{hash_said(asked)}.", accepted=True
+        )
         # nobody else answered: after 2 s the card is also in each lead's DM and the channel
         in_dm = await copy_in(gw, CAROLS_DM)
         await copy_in(gw, DAVES_DM)

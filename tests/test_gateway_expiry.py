@@ -93,7 +93,7 @@ def assert_expired(record: Interaction, after_seconds: float, outcome: str) -> N
 async def ask_to_touch(gw: Running, fake: FakeResponses, name: str = "hello.txt") -> Asked:
     steps = [shell(f"touch {name}", escalated=True), DONE]
     asked = await ask(gw, fake, steps, f"please create {name}")
-    assert asked.first.status_line.startswith("Waiting for a decision · content hash ")
+    assert asked.first.status_line == "Waiting for a decision"
     return asked
 
 
@@ -208,7 +208,7 @@ async def test_the_default_never_expires_while_an_expiring_project_does(tmp_path
         # older than the one that expired, and still waiting for a person
         still = await interaction(gw, waiting.interaction.id)
         assert still.state is InteractionState.PENDING
-        assert waiting.now.status_line.startswith("Waiting for a decision · content hash ")
+        assert waiting.now.status_line == "Waiting for a decision"
         ack = await gw.memory.click(ROOM, ALICE, waiting.token("Approve"))
         assert ack == Ack(text="Approved: Approve. Sent to the agent.", accepted=True)
         assert await expired_ids(gw.gateway) == [record.id]

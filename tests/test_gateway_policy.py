@@ -21,7 +21,17 @@ from gateway.domain import Actor, InteractionState
 from gateway.platform import Ack
 from tests.codex_env import CodexHome
 from tests.console_harness import CONSOLE_TABLES, client, console_gateway, logged_in, origin
-from tests.gateway_flows import DONE, WHEN, Asked, ask, count_rows, interaction, settles, told
+from tests.gateway_flows import (
+    DONE,
+    WHEN,
+    Asked,
+    ask,
+    count_rows,
+    hash_said,
+    interaction,
+    settles,
+    told,
+)
 from tests.gateway_harness import ALICE, BOB, ROOM, Running, gateway_config, running_gateway
 from tests.platform_contract.console_driver import page_items
 from tests.servers.fake_responses import FakeResponses, shell
@@ -82,7 +92,9 @@ async def test_two_of_three_pressing_at_once_write_once(
         asked = await ask_to_touch(gw, fake_model)
         allow = asked.token("Allow once")
         ack = await gw.memory.click(ROOM, ALICE, allow)
-        assert ack == Ack(text="Your vote is counted: 1 of 2: Alice approved.", accepted=True)
+        assert ack == Ack(
+            text=f"Your vote is counted: 1 of 2: Alice approved{hash_said(asked)}.", accepted=True
+        )
         await tally_shown(gw, asked, "Waiting for a decision · 1 of 2: Alice approved")
         assert (await interaction(gw, asked.interaction.id)).state is InteractionState.PENDING
         both = await asyncio.gather(
@@ -103,10 +115,15 @@ async def test_two_of_three_pressing_at_once_write_once(
         await gw.text_where(lambda text: "Done." in text)
     assert (codex_home.workspace / "hello.txt").exists()
     assert "Process exited with code 0" in told(fake_model)
-    # what they approved is what the card showed: the same hash, on the card and every vote
-    shown = re.search(r"content hash ([0-9a-f]{10})$", asked.first.status_line)
-    assert shown is not None
-    assert [vote.content_hash[:10] for vote in record.votes] == [shown.group(1)] * 2
+    # what they approved is what the card showed: the same hash, on the card's face (several
+    # people vote: it lets them see they approve the same content) and every vote
+    shown = re.fullmatch(
+        r"Waiting for a decision · content hash ([0-9a-f]{10})", asked.first.status_line
+    )
+    assert shown is not None, asked.first.status_line
+    assert asked.now.status_line.endswith(f" · content hash {shown[1]}")
+    assert (asked.first.content_hash, asked.now.content_hash) == ("", "")  # not again in details
+    assert [vote.content_hash[:10] for vote in record.votes] == [shown[1]] * 2
 
 
 async def test_one_deny_decides_at_once(
@@ -135,7 +152,9 @@ async def test_without_deny_wins_a_mixed_tally_waits_and_two_denies_decide(
     async with running_gateway(config(codex_bin, codex_home, tmp_path, rules)) as gw:
         asked = await ask_to_touch(gw, fake_model)
         denied = await gw.memory.click(ROOM, BOB, asked.token("Deny"))
-        assert denied == Ack(text="Your vote is counted: 1 of 2: Bob denied.", accepted=True)
+        assert denied == Ack(
+            text=f"Your vote is counted: 1 of 2: Bob denied{hash_said(asked)}.", accepted=True
+        )
         approved = await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
         assert approved.accepted and "Alice approved" in approved.text, approved
         await tally_shown(gw, asked, "Alice approved")  # one of each: still waiting
@@ -164,7 +183,8 @@ async def test_the_same_person_counts_once_whatever_the_account(
         assert (await gw.memory.click(ROOM, ALICE, allow)).accepted
         again = await gw.memory.click(ROOM, ALICE, allow)
         assert again == Ack(
-            text="Your vote was already counted: 1 of 2: Alice approved.", accepted=False
+            text=f"Your vote was already counted: 1 of 2: Alice approved{hash_said(asked)}.",
+            accepted=False,
         )
         other_account = await gw.memory.click(ROOM, ALICE_AGAIN, allow)
         assert not other_account.accepted and "1 of 2" in other_account.text
@@ -209,7 +229,9 @@ async def test_one_persons_accounts_on_two_platforms_count_once(
         ) as response:
             from_console = await response.json()
         assert not from_console["accepted"]
-        assert from_console["text"] == "Your vote was already counted: 1 of 2: Alice approved."
+        assert from_console["text"] == (
+            f"Your vote was already counted: 1 of 2: Alice approved{hash_said(asked)}."
+        )
         record = await interaction(gw, asked.interaction.id)
         assert record.state is InteractionState.PENDING
         assert [vote.person for vote in record.votes] == ["alice"]
@@ -242,7 +264,7 @@ async def test_a_vote_withdrawn_no_longer_counts(
         )
         # Bob alone is one of two: still waiting
         assert (await gw.memory.click(ROOM, BOB, allow)).text == (
-            "Your vote is counted: 1 of 2: Bob approved."
+            f"Your vote is counted: 1 of 2: Bob approved{hash_said(asked)}."
         )
         done = await gw.memory.click(ROOM, ALICE, allow)
         assert done.text == "Approved: Allow once. Sent to the agent."

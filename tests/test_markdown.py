@@ -219,6 +219,9 @@ def test_telegram_nested_fences_show_the_inner_fence_as_code() -> None:
         '<code class="language-python">x</code>',  # a language on a code outside a pre
         '<b class="x">x</b>',
         "<b><b>x</b></b>",
+        "<tg-time>09:17 UTC</tg-time>",  # a date_time entity without its Unix time
+        '<tg-time unix="1796117400" format="x">09:17 UTC</tg-time>',  # not r|w?[dD]?[tT]?
+        '<tg-time unix="1796117400" tz="UTC">09:17 UTC</tg-time>',
     ],
 )
 def test_the_fake_bot_api_refuses_what_telegram_would_refuse_or_change(html: str) -> None:
@@ -236,6 +239,16 @@ def test_the_fake_bot_api_reads_telegrams_own_examples() -> None:
     visible, entities = parse_html(html)
     assert visible.endswith('<>&"!!')
     assert {e["type"] for e in entities} >= {"bold", "spoiler", "text_link", "pre", "blockquote"}
+
+
+def test_the_fake_bot_api_reads_a_date_time_entity() -> None:
+    """Bot API 9.5: ``<tg-time>`` is a ``date_time`` entity; its text, the fallback."""
+    visible, entities = parse_html(
+        '<i>by Ann at <tg-time unix="1796117400" format="t">09:30 UTC</tg-time></i>'
+    )
+    assert visible == "by Ann at 09:30 UTC"
+    time = {"type": "date_time", "offset": 10, "length": 9, "unix_time": 1796117400}
+    assert {**time, "date_time_format": "t"} in entities
 
 
 # --- Slack and Discord ---------------------------------------------------------------------

@@ -4,9 +4,11 @@ able to ping or link."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from gateway.cards import (
+    At,
     ButtonStyle,
     Card,
     CardAction,
@@ -55,7 +57,7 @@ def test_an_approval_card_has_a_button_per_action_with_its_token_and_a_confirm_p
         summary="The agent wants to <!channel> list files & more",
         blocks=(CodeBlock(code="ls <@U0BOB> && rm -rf /tmp/x", language="sh"),),
         actions=allow_deny(),
-        status_line="Waiting for a decision",
+        status=("Waiting for a decision",),
     )
     drawn = render_card(card)
     check_message(drawn.blocks, drawn.text)
@@ -85,7 +87,7 @@ def test_a_card_past_every_limit_is_cut_to_fit_and_says_so() -> None:
             FieldsBlock(fields=tuple((f"k{i}", "v" * 3000) for i in range(12))),
         ),
         actions=(CardAction(label=long_label, token="t", effect=Effect.ALLOW),),
-        status_line="Waiting",
+        status=("Waiting",),
     )
     drawn = render_card(card)
     check_message(drawn.blocks, drawn.text)
@@ -97,7 +99,7 @@ def test_a_card_past_every_limit_is_cut_to_fit_and_says_so() -> None:
 
 
 def test_a_decided_card_has_no_buttons_and_its_status_in_context() -> None:
-    card = Card(title="Run a command?", status_line="Approved by @alice · delivered · done")
+    card = Card(title="Run a command?", status=("Approved by @alice · delivered · done",))
     drawn = render_card(card)
     check_message(drawn.blocks, drawn.text)
     assert buttons_of(drawn.blocks) == []
@@ -250,3 +252,38 @@ def test_a_message_slack_will_not_edit_is_gone_for_good() -> None:
         assert isinstance(permanent_refusal(error), MessageGone)
     archived = permanent_refusal("is_archived")
     assert isinstance(archived, RefusedForGood) and not isinstance(archived, MessageGone)
+
+
+def test_the_notification_says_what_is_asked_and_of_whom_and_times_are_each_readers() -> None:
+    at = datetime(2026, 12, 1, 9, 30, tzinfo=UTC)
+    asked = Card(
+        title="Run a command",
+        blocks=(CodeBlock(code="touch a<b.txt\necho two", language="sh"),),
+        actions=(CardAction(label="Allow once", token="t", effect=Effect.ALLOW),),
+        status=("Waiting for a decision",),
+        content_hash="5a0426e840",
+    )
+    drawn = render_card(asked, mention="<@U0ALICE> <@U0BOB>: waiting for you.")
+    assert drawn.text == "Run a command: touch a&lt;b.txt · waiting for <@U0ALICE> <@U0BOB>"
+    [context] = [b for b in drawn.blocks if b["type"] == "context"]
+    assert [e["text"] for e in context["elements"]] == [
+        "Waiting for a decision",
+        "Details: content hash 5a0426e840",
+    ]
+    decided = Card(
+        title="Run a command",
+        blocks=asked.blocks,
+        status=("Approved by @alice", At(at), " · sent to the agent"),
+        content_hash="5a0426e840",
+    )
+    drawn = render_card(decided)
+    [context] = [b for b in drawn.blocks if b["type"] == "context"]
+    assert context["elements"][0]["text"] == (
+        "Approved by @alice at <!date^1796117400^{date_short_pretty} {time}|09:30 UTC>"
+        " · sent to the agent"
+    )
+    # an edit notifies nobody: what is asked and where it stands, its time in UTC
+    assert drawn.text == (
+        "Run a command: touch a&lt;b.txt · Approved by @alice at 09:30 UTC · sent to the agent"
+    )
+    check_message(drawn.blocks, drawn.text)

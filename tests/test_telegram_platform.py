@@ -142,6 +142,6 @@ async def test_an_edit_of_a_deleted_card_is_message_gone(
         ref = await tg.telegram.send_card(chat, Card(title="Run?"))
         tg.fake.message(ALICE.id, int(ref.message_id)).deleted = True
         with pytest.raises(MessageGone) as gone:
-            await tg.telegram.edit_card(ref, Card(title="Run?", status_line="Allowed"))
+            await tg.telegram.edit_card(ref, Card(title="Run?", status=("Allowed",)))
         assert isinstance(gone.value, RefusedForGood)
         assert "not found" in str(gone.value)

@@ -75,7 +75,7 @@ def test_what_the_agent_wrote_is_escaped_and_shown_as_written() -> None:
         summary="a & b",
         blocks=(CodeBlock(code="echo '<b>' && rm -rf x", language="sh"),),
         actions=(CardAction(label="Allow once", token="a1:x:0:1:AAAAAAAAAAAA"),),
-        status_line="Waiting for a decision",
+        status=("Waiting for a decision",),
     )
     drawn = render_card(card, None, private=True, limit=4096)
     shown = visible_text(drawn.html)  # what Telegram's HTML parser makes of it

@@ -11,14 +11,19 @@ that lists them (the console's card timeline), so that the line and the list agr
 
 Each way a request can end is one case of :func:`ended_because`; a new one (a person's
 /stop, say) is one more case there and reads right on the line and in the list.
+
+:func:`status_parts` keeps the line's instants as instants (:class:`gateway.cards.At`), for a
+card that each platform shows in its reader's own time; :func:`status_line` is the same line
+as text, its times in UTC, for replies and notices.
 """
 
 from __future__ import annotations
 
+from gateway.cards import At, StatusPart, status_text
 from gateway.domain import Effect, InteractionKind, InteractionState, Resolution, Scope
 from gateway.interactions.expiry import waited
 from gateway.interactions.machine import DecisionFact, DeliveryOutcome, Interaction
-from gateway.wording import clock_time, quoted
+from gateway.wording import quoted
 
 __all__ = [
     "action_label",
@@ -27,6 +32,7 @@ __all__ = [
     "ended_because",
     "ending",
     "status_line",
+    "status_parts",
     "undelivered",
 ]
 
@@ -125,7 +131,7 @@ def ended_because(interaction: Interaction) -> str:
             return ""
 
 
-def _decided(interaction: Interaction, fact: DecisionFact) -> str:
+def _decided(interaction: Interaction, fact: DecisionFact) -> tuple[StatusPart, ...]:
     action = interaction.action(fact.decision.action_id) if fact.decision.action_id else None
     if interaction.kind is InteractionKind.QUESTION and (
         action is None or action.effect is Effect.ALLOW
@@ -140,7 +146,7 @@ def _decided(interaction: Interaction, fact: DecisionFact) -> str:
     choice = ""
     if action is not None and verdict != "Answered":
         choice = f" ({quoted(action_label(action.label, action.scope))})"
-    return f"{verdict}{choice} by {fact.actor} at {clock_time(fact.at)}"
+    return f"{verdict}{choice} by {fact.actor}", At(fact.at)
 
 
 def _refusal(interaction: Interaction) -> str:
@@ -188,30 +194,31 @@ def end_how(interaction: Interaction) -> Resolution | None:
     return interaction.resolution.how if interaction.resolution is not None else None
 
 
-def _unanswered(interaction: Interaction) -> str:
+def _unanswered(interaction: Interaction) -> tuple[StatusPart, ...]:
     """A request that ended with nobody's decision."""
     why = ended_because(interaction)
     match interaction.state:
         case InteractionState.EXPIRED:
-            return _expired(interaction)
+            return (_expired(interaction),)
         case InteractionState.ORPHANED:
             why = why[:1].upper() + why[1:]
             return (
                 f"{why} before anyone answered: no answer can reach it now · "
-                f"{_next_start(interaction)}"
+                f"{_next_start(interaction)}",
             )
         case InteractionState.CANCELLED if end_how(interaction) is Resolution.STOPPED:
             end = interaction.resolution
             assert end is not None
             who = end.note or end.by
             return (
-                f"Stopped by {who} at {clock_time(end.at)} before anyone answered · "
-                "nothing was sent to the agent"
+                f"Stopped by {who}",
+                At(end.at),
+                " before anyone answered · nothing was sent to the agent",
             )
         case InteractionState.CANCELLED:
-            return f"Closed before anyone answered: {why} · nothing was sent to the agent"
+            return (f"Closed before anyone answered: {why} · nothing was sent to the agent",)
         case state:
-            return f"Closed ({state.value})"
+            return (f"Closed ({state.value})",)
 
 
 def _after_decision(interaction: Interaction) -> str:
@@ -253,19 +260,25 @@ def _after_decision(interaction: Interaction) -> str:
             return ""
 
 
-def status_line(interaction: Interaction) -> str:
-    """One line: what happened, what the agent was told, and what to do next."""
+def status_parts(interaction: Interaction) -> tuple[StatusPart, ...]:
+    """One line: what happened, what the agent was told, and what to do next; its times
+    kept as instants (:class:`gateway.cards.At`) for a card to show in each reader's zone."""
     if interaction.kind is InteractionKind.AUTHENTICATION:
-        return "Sign-in requests are not supported in chat: answer it where the agent runs"
+        return ("Sign-in requests are not supported in chat: answer it where the agent runs",)
     if interaction.state is InteractionState.PENDING:
         if interaction.kind is InteractionKind.QUESTION:
-            return "Waiting for an answer"
-        return "Waiting for a decision"
+            return ("Waiting for an answer",)
+        return ("Waiting for a decision",)
     if interaction.decision is None:
         return _unanswered(interaction)
     after = _after_decision(interaction)
     head = _decided(interaction, interaction.decision)
-    return f"{head} · {after}" if after else head
+    return (*head, f" · {after}") if after else head
+
+
+def status_line(interaction: Interaction) -> str:
+    """:func:`status_parts` as one text, its times in UTC ("at 09:17 UTC")."""
+    return status_text(status_parts(interaction))
 
 
 def delivery_words(interaction: Interaction) -> str | None:

@@ -53,8 +53,8 @@ from gateway.domain import (
     Text,
 )
 from gateway.interactions.machine import Interaction
-from gateway.render.card_status import action_label, status_line
-from gateway.render.tally_line import card_status_line
+from gateway.render.card_status import action_label, status_parts
+from gateway.render.tally_line import card_status, hash_detail
 from gateway.wording import attached_notice
 
 __all__ = ["render_interaction", "secret_elsewhere"]
@@ -346,6 +346,7 @@ def render_interaction(
     text_max_chars: int = 4096,
     private_surface: bool = True,
     private_places: tuple[str, ...] = (),
+    approvals: int = 1,
 ) -> Card:
     """The card for ``interaction`` as it stands now; pure.
 
@@ -354,11 +355,14 @@ def render_interaction(
     ``text_max_chars`` is the platform's card body limit. Where the platform has no
     ``private_surface``, a request with a secret question gets no form at all (its answers
     are one decision, taken where the secret can be): the card names ``private_places``.
+    ``approvals`` is how many people the request's rule asks to approve it: past one, the
+    content hash is on the card's face (gateway/render/tally_line.py).
     """
     title = _clip(interaction.title, TITLE_MAX_CHARS)
-    status = card_status_line(interaction, status_line(interaction))
+    status = card_status(interaction, status_parts(interaction), approvals=approvals)
+    hashed = hash_detail(interaction, approvals=approvals)
     if interaction.kind is InteractionKind.AUTHENTICATION:
-        return Card(title=title, summary=interaction.summary, status_line=status)
+        return Card(title=title, summary=interaction.summary, status=status, content_hash=hashed)
     pending = interaction.state is InteractionState.PENDING
     secret_here = not private_surface and any(q.secret for q in interaction.questions)
     form = None
@@ -382,7 +386,7 @@ def render_interaction(
     if pending and secret_here:  # the questions, read-only, and where to answer them
         asked = _fields(*((q.header or "Question", q.text) for q in interaction.questions))
         blocks = (*blocks, *asked, TextBlock(text=secret_elsewhere(private_places)))
-    base = Card(title=title, summary=interaction.summary, status_line=status, form=form)
+    base = Card(title=title, summary=interaction.summary, status=status, form=form)
     blocks, attachments, attached = _fit(blocks, base, interaction.kind, text_max_chars)
     budget = text_max_chars - card_text_length(_with_blocks(base, list(blocks))) + len(base.summary)
     summary = _clip(interaction.summary, max(0, budget))
@@ -406,6 +410,7 @@ def render_interaction(
         blocks=blocks,
         actions=actions,
         form=form,
-        status_line=status,
+        status=status,
         attachments=attachments,
+        content_hash=hashed,
     )

@@ -39,6 +39,7 @@ from gateway.errors import (
 from gateway.interactions.expiry import ExpiryPlan
 from gateway.interactions.machine import Interaction
 from gateway.interactions.policy import Requirement
+from gateway.interactions.votes import PolicyBook
 from gateway.platform import MessageRef, Platform, RateLimited, RefusedForGood
 from gateway.render.commands import spell_commands
 from gateway.render.interaction_card import render_interaction
@@ -131,8 +132,13 @@ class Broker:
         deliverer: Deliverer,
         *,
         host: str | None = None,
+        policy: PolicyBook | None = None,
     ) -> None:
         self._store = store
+        # how many people a request's rule asks to approve it: a card several people vote on
+        # shows the content hash on its face (gateway/render/tally_line.py)
+        self._policy = policy
+        self._projects: OrderedDict[str, str] = OrderedDict()  # session id: its project
         # the host whose cards this broker sends again (the owner edits its sessions' cards:
         # issue 19); None: every card of a ledger no other host shares
         self._host = host
@@ -515,6 +521,25 @@ class Broker:
             await self._show(await self._require(copy.interaction_id), copy)
         return len(failed)
 
+    def _approvals(self, interaction: Interaction) -> int:
+        """How many people the request's rule asks to approve it (1 where no rule asks for
+        votes, or the session's project is not known yet: :meth:`_learn_project`)."""
+        project = self._projects.get(interaction.session_id)
+        if self._policy is None or project is None:
+            return 1
+        return self._policy.requirement(project, interaction).approvals
+
+    async def _learn_project(self, session_id: str) -> None:
+        """Remember the session's project (it never changes), for :meth:`_approvals`."""
+        if self._policy is None or session_id in self._projects:
+            return
+        session = await self._store.sessions.get(session_id)
+        if session is None:
+            return
+        self._projects[session_id] = session.project
+        while len(self._projects) > REFUSED_KEPT:
+            self._projects.popitem(last=False)
+
     def render(self, interaction: Interaction, platform: Platform) -> Card:
         """The card as ``platform`` shows it: its tokens, its card body limit, no field for
         a secret where it has no private surface (the card says where to answer), and the
@@ -533,9 +558,13 @@ class Broker:
             private_places=tuple(
                 name for name, p in self._platforms.items() if p.limits.has_private_surface
             ),
+            approvals=self._approvals(interaction),
         )
-        spelled = spell_commands(card.status_line, platform.spell_command)
-        return card if spelled == card.status_line else replace(card, status_line=spelled)
+        spelled = tuple(
+            spell_commands(part, platform.spell_command) if isinstance(part, str) else part
+            for part in card.status
+        )
+        return card if spelled == card.status else replace(card, status=spelled)
 
     async def _show(
         self, interaction: Interaction, copy: CardCopy, *, wait_out_429: bool = True
@@ -548,6 +577,7 @@ class Broker:
         if platform is None:
             await self._store.cards.mark_failed(copy.id, error="platform not running")
             return
+        await self._learn_project(interaction.session_id)
         card = self.render(interaction, platform)
         retry = with_rate_limit if wait_out_429 else _once
         # a copy sent whose record the ledger failed to take: edited, never sent twice

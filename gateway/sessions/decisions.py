@@ -43,6 +43,7 @@ from gateway.errors import (
     TokenRejected,
     VersionMoved,
 )
+from gateway.interactions.content_hash import short_hash
 from gateway.interactions.machine import Interaction
 from gateway.interactions.policy import Requirement
 from gateway.interactions.votes import PolicyBook, surface_of
@@ -317,6 +318,10 @@ class DecisionDesk:
             up = await self._owner_up(session, owner, outcome.interaction)
             text = _outcome(outcome.interaction, outcome.decision, owner, up)
             return Ack(text=text, accepted=True)
+        # the hash of what the vote approves, as every copy's face shows it: voters on other
+        # surfaces compare it (gateway/render/tally_line.py)
+        if interaction.content_hash:
+            counted += f" (content hash {short_hash(interaction.content_hash)})"
         if not outcome.counted:
             return Ack(text=f"Your vote was already counted: {counted}.", accepted=False)
         return Ack(text=f"Your vote is counted: {counted}.", accepted=True)

@@ -161,7 +161,14 @@ class Gateway:
         elsewhere = sorted(set(self.config.projects) - set(self.projects))
         if elsewhere:
             log.info("host %s: projects run on other hosts: %s", self.host, ", ".join(elsewhere))
-        self.broker = Broker(self.store, self.platforms, key, deliverer=self, host=self.ledger_host)
+        self.broker = Broker(
+            self.store,
+            self.platforms,
+            key,
+            deliverer=self,
+            host=self.ledger_host,
+            policy=self.policy,
+        )
         self.desk = DecisionDesk(
             self.config,
             self.store,

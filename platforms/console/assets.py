@@ -271,6 +271,20 @@ SCRIPT = """
       refresh();
     }
   });
+  // times come as UTC text in <time datetime>: shown in the browser's own zone, the UTC
+  // text kept as the tooltip (a page without script reads the UTC text)
+  function localTimes(root) {
+    for (const t of root.querySelectorAll('time[datetime]:not([data-local])')) {
+      const at = new Date(t.getAttribute('datetime'));
+      if (isNaN(at)) continue;
+      t.title = t.textContent;
+      t.textContent = at.toLocaleTimeString([], {hour: '2-digit', minute: '2-digit'});
+      t.dataset.local = '';
+    }
+  }
+  localTimes(document);
+  new MutationObserver(() => localTimes(document)).observe(document.body,
+    {childList: true, subtree: true});
   const events = new EventSource('/events');
   events.addEventListener('changed', refresh);
   events.addEventListener('open', refresh);

@@ -22,7 +22,9 @@ from gateway.cards import (
     DiffBlock,
     FieldsBlock,
     QuestionForm,
+    StatusPart,
     TextBlock,
+    status_text,
 )
 from gateway.domain import InteractionState, Question
 from gateway.interactions.machine import Interaction
@@ -71,9 +73,26 @@ def state_class(text: str) -> str:
 
 
 def clock(at: datetime) -> str:
-    """A clock time as every surface writes it (gateway/wording.py), machine-readable too."""
+    """A clock time as every surface writes it (gateway/wording.py), machine-readable too:
+    the page's script shows it in the browser's own time zone; without script, UTC."""
     utc = at.astimezone(UTC)
     return f'<time datetime="{utc.isoformat()}">{clock_time(utc)}</time>'
+
+
+def _status(status: tuple[StatusPart, ...], content_hash: str) -> str:
+    """The status line, its times as :func:`clock`; the content hash, where the card carries
+    it as a detail, folded under "Details"."""
+    line = status_text(
+        tuple(escape(p) if isinstance(p, str) else p for p in status),
+        at=lambda t: f" at {clock(t)}",
+    )
+    details = (
+        f'<details class="hash"><summary>Details</summary>content hash {escape(content_hash)}'
+        "</details>"
+        if content_hash
+        else ""
+    )
+    return f'<p class="status">{line}</p>{details}'
 
 
 def _block(block: Block) -> str:
@@ -269,5 +288,5 @@ def card_html(
         f"{_where(view) if with_session else ''}{summary}{blocks}{attachments}"
         f"{_form(interaction, card.form, ctx, card.summary)}{_actions(view, ctx)}"
         f"{_refusals(refusals)}"
-        f'<p class="status">{escape(card.status_line)}</p>{_timeline(interaction)}</article>'
+        f"{_status(card.status, card.content_hash)}{_timeline(interaction)}</article>"
     )

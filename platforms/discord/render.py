@@ -16,8 +16,11 @@ rows of :data:`BUTTONS_PER_ROW` buttons, a label :data:`LABEL_MAX`, a ``custom_i
 - The body is the embed's description: the summary (the agent's Markdown), code and diffs
   in code blocks, what each button grants beyond its label (and the rule it adds, whole),
   the questions (what the title and summary say not again); facts are fields; the status line
-  is the footer. A body too long for the description moves its largest code block to a file
-  first (the card says so), then the whole body (the card says so again).
+  is the footer, its time the embed's ``timestamp`` (which Discord shows beside the footer in
+  each reader's zone: ``<t:…>`` markup is not drawn in a footer); the content hash, where the
+  card carries it as a detail, is the last field, "Details". A body too long for the
+  description moves its largest code block to a file first (the card says so), then the whole
+  body (the card says so again).
 - Nothing in the agent's text pings anyone: it is defused (gateway/render/markdown.py) and every
   send says whom it may ping. A new card names who may decide it, once, in the message's
   content, and lets exactly them be pinged; an edit pings nobody.
@@ -26,9 +29,11 @@ rows of :data:`BUTTONS_PER_ROW` buttons, a label :data:`LABEL_MAX`, a ``custom_i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Any
 
 from gateway.cards import (
+    At,
     Attachment,
     Block,
     ButtonStyle,
@@ -38,6 +43,7 @@ from gateway.cards import (
     FieldsBlock,
     QuestionForm,
     TextBlock,
+    status_text,
 )
 from gateway.render.markdown import discord_escape, discord_markdown
 
@@ -270,6 +276,13 @@ def _fields(card: Card, room: int) -> tuple[list[dict[str, Any]], list[str]]:
     return fields, lines
 
 
+def _details_field(card: Card) -> list[dict[str, Any]]:
+    """The content hash where the card's face does not show it: a field of its own, last."""
+    if not card.content_hash:
+        return []
+    return [{"name": "Details", "value": f"content hash {card.content_hash}", "inline": True}]
+
+
 # --- buttons -------------------------------------------------------------------------------
 
 
@@ -342,10 +355,23 @@ def render_card(card: Card, *, approvers: tuple[str, ...] = ()) -> RenderedCard:
     once, for a new card only; a card with no buttons (decided) names nobody."""
     buttons = _buttons(card)
     title = clip(card.title.strip() or "Request", TITLE_MAX)
-    footer = clip(card.status_line, FOOTER_MAX)
+    footer = clip(status_text(card.status, at=lambda _: ""), FOOTER_MAX)
+    moments = [part.when for part in card.status if isinstance(part, At)]
+    details = _details_field(card)
     fields, field_lines = _fields(
-        card, EMBED_TOTAL_MAX - DESCRIPTION_MAX - len(title) - len(footer)
+        card,
+        EMBED_TOTAL_MAX
+        - DESCRIPTION_MAX
+        - len(title)
+        - len(footer)
+        - sum(len(f["name"]) + len(f["value"]) for f in details),
     )
+    kept = FIELDS_MAX - len(details)  # a fact the details field displaces goes to the body
+    field_lines = [
+        *(f"**{discord_escape(f['name'])}**: {f['value']}" for f in fields[kept:]),
+        *field_lines,
+    ]
+    fields = [*fields[:kept], *details]
     used = len(title) + len(footer) + sum(len(f["name"]) + len(f["value"]) for f in fields)
     body = _Body(
         summary=card.summary if card.summary.strip() != card.title.strip() else "",
@@ -365,6 +391,8 @@ def render_card(card: Card, *, approvers: tuple[str, ...] = ()) -> RenderedCard:
         embed["fields"] = fields
     if footer:
         embed["footer"] = {"text": footer}
+    if moments:  # the latest instant the status names, in each reader's own zone
+        embed["timestamp"] = moments[-1].astimezone(UTC).isoformat()
     content, allowed = mention_line(approvers) if buttons else ("", no_pings())
     return RenderedCard(
         content=content,

@@ -21,10 +21,16 @@ What a button grants beyond its label (it was shortened, it reaches beyond this 
 a rule) is a section above the buttons, with the rule whole, and its confirm dialog says the
 same; a lasting refusal asks to confirm too. The form's buttons come before the card's
 actions: refusing a question is last.
+
+The status line's times use Slack's date formatting (``<!date^…|09:17 UTC>``), so each reader
+sees their own time; the content hash, where the card carries it as a detail, is a second
+element of that context block. The message's ``text`` (a phone's notification) says what is
+asked and of whom, never the hash.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -38,9 +44,11 @@ from gateway.cards import (
     DiffBlock,
     FieldsBlock,
     TextBlock,
+    status_text,
 )
 from gateway.domain import Effect, Scope
-from gateway.render.markdown import slack_mrkdwn
+from gateway.render.markdown import slack_mrkdwn, slack_time
+from gateway.wording import clock_time
 
 __all__ = [
     "ACTION_PREFIX",
@@ -78,6 +86,8 @@ ANSWER_ACTION = "gw.answer"
 MESSAGE_PREFIX = "gw.msg."  # a button that asks for a message first (Keep planning)
 
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_MENTION = re.compile(r"<@[A-Z0-9]+>")
+ASKED_MAX = 200  # of the command (or summary) a notification quotes
 
 
 def escape(text: str) -> str:
@@ -327,9 +337,9 @@ def render_card(card: Card, *, mention: str = "") -> RenderedCard:
     buttons = _buttons(card)
     for i in range(0, len(buttons), ACTIONS_PER_BLOCK):
         tail.append({"type": "actions", "elements": buttons[i : i + ACTIONS_PER_BLOCK]})
-    if card.status_line:
-        status = clip(escape(card.status_line), SECTION_MAX)
-        tail.append({"type": "context", "elements": [{"type": "mrkdwn", "text": status}]})
+    status = _status_context(card)
+    if status is not None:
+        tail.append(status)
     room = MAX_BLOCKS - len(head) - len(tail)
     if len(body) > room:
         cut = len(body) - (room - 1)
@@ -337,5 +347,46 @@ def render_card(card: Card, *, mention: str = "") -> RenderedCard:
             *body[: room - 1],
             _section(f"_… {cut} more part(s) not shown: Slack shows {MAX_BLOCKS} blocks._"),
         ]
-    fallback = clip(f"{title}: {card.status_line}" if card.status_line else title, FALLBACK_MAX)
-    return RenderedCard(text=escape(fallback), blocks=[*head, *body, *tail])
+    return RenderedCard(text=_notification(card, mention), blocks=[*head, *body, *tail])
+
+
+def _status_context(card: Card) -> dict[str, Any] | None:
+    """The status line, its times in each reader's zone, and the content hash as a detail
+    beside it (its own element, after the status: never in the notification)."""
+    elements: list[dict[str, Any]] = []
+    if card.status:
+        status = status_text(
+            tuple(escape(p) if isinstance(p, str) else p for p in card.status),
+            at=lambda t: f" at {slack_time(t, clock_time(t))}",
+        )
+        if len(status) > SECTION_MAX:  # never cut inside a date's markup: the plain words
+            status = clip(escape(card.status_line), SECTION_MAX)
+        elements.append({"type": "mrkdwn", "text": status})
+    if card.content_hash:
+        elements.append({"type": "mrkdwn", "text": f"Details: content hash {card.content_hash}"})
+    return {"type": "context", "elements": elements} if elements else None
+
+
+def _asked(card: Card) -> str:
+    """What the card asks, in a line: the command (the first code block's first line), else
+    the summary; empty where there is neither."""
+    for block in card.blocks:
+        if isinstance(block, CodeBlock) and block.code.strip():
+            return block.code.strip().splitlines()[0]
+    summary = card.summary.strip()
+    return summary.splitlines()[0] if summary and summary != card.title.strip() else ""
+
+
+def _notification(card: Card, mention: str) -> str:
+    """The message's ``text``, which a phone's notification shows: what is asked and of
+    whom ("Run a command: touch hello.txt · waiting for <@U1>"); for an edit (nobody is
+    notified), what is asked and where it stands."""
+    title = clip(card.title.strip() or "Request", HEADER_MAX)
+    asked = clip(_asked(card), ASKED_MAX)
+    head = escape(f"{title}: {asked}" if asked else title)
+    people = _MENTION.findall(mention)
+    if people and (card.actions or card.form is not None):
+        tail = "waiting for " + " ".join(people)
+    else:
+        tail = escape(clip(card.status_line, FALLBACK_MAX - 2 * len(head)))
+    return f"{head} · {tail}" if tail else head

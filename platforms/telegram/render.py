@@ -12,6 +12,10 @@ answering (see forms.py); a decided card has no buttons and shows the status lin
 What a button grants beyond its label is a line under the command, with the rule whole. The
 form's buttons come before the card's actions: refusing a question is last.
 
+The status line's times are ``date_time`` entities (``<tg-time>``, Bot API 9.5): each reader
+sees their own time, and a client that cannot draw one shows its UTC text. The content hash,
+where the card carries it as a detail, is a spoiler under the status: there, not in the way.
+
 An action that takes a message (a plan's Keep planning) has a second button beside it,
 ``m:<token>``: pressed, the bot asks for the message with a ForceReply prompt, and the
 reply is the press with that message (updates.py). The plain button sends it without one.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from gateway.cards import (
     Attachment,
@@ -34,11 +39,13 @@ from gateway.cards import (
     DiffBlock,
     FieldsBlock,
     FormQuestion,
+    StatusPart,
     TextBlock,
+    status_text,
 )
 from gateway.domain import Question
 from gateway.render.markdown import telegram_html
-from gateway.wording import attached_notice
+from gateway.wording import attached_notice, clock_time
 from platforms.form_drafts import Draft, Form
 
 __all__ = [
@@ -92,6 +99,16 @@ def _e(text: str) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def _time_html(at: datetime) -> str:
+    """``at`` as a ``date_time`` entity: the reader's own clock time ("t"), the UTC text where
+    a client cannot show it."""
+    return f' at <tg-time unix="{int(at.timestamp())}" format="t">{_e(clock_time(at))}</tg-time>'
+
+
+def _status_html(status: tuple[StatusPart, ...]) -> str:
+    return status_text(tuple(_e(p) if isinstance(p, str) else p for p in status), at=_time_html)
 
 
 # --- text ----------------------------------------------------------------------------------
@@ -200,8 +217,9 @@ class _Parts:
     summary: str
     blocks: list[Block]
     form: str
-    status: str
+    status: tuple[StatusPart, ...]
     rules: list[_Rule] = field(default_factory=list)
+    content_hash: str = ""
 
     def html(self) -> str:
         pieces = [f"<b>{_e(self.title)}</b>"]
@@ -212,7 +230,9 @@ class _Parts:
         if self.form:
             pieces.append(self.form)
         if self.status:
-            pieces.append(f"<i>{_e(self.status)}</i>")
+            pieces.append(f"<i>{_status_html(self.status)}</i>")
+        if self.content_hash:
+            pieces.append(f"Details: <tg-spoiler>content hash {_e(self.content_hash)}</tg-spoiler>")
         return "\n\n".join(piece for piece in pieces if piece)
 
 
@@ -359,7 +379,8 @@ def render_card(card: Card, form: Form | None, *, private: bool, limit: int) -> 
         summary=card.summary,
         blocks=list(card.blocks),
         form=_form_html(form, card),
-        status=card.status_line,
+        status=card.status,
+        content_hash=card.content_hash,
         rules=[
             _Rule(label=action.label, explanation=action.explanation, rule=action.rule)
             for action in card.actions

@@ -44,7 +44,10 @@ _ITEM = re.compile(
     re.DOTALL,
 )
 _BUTTON = re.compile(r'<button type="submit" name="token"[^>]*value="([^"]*)">([^<]*)</button>')
-_STATUS = re.compile(r'<p class="status">([^<]*)</p>')
+_STATUS = re.compile(
+    r'<p class="status">((?:[^<]|</?time[^>]*>)*)</p>'
+    r"(?:<details class=\"hash\"><summary>Details</summary>([^<]*)</details>)?"
+)
 _FILE = re.compile(
     r"<details open><summary>([^<]*) \([\d,]+ lines?\)</summary><pre>(.*?)</pre></details>",
     re.DOTALL,
@@ -91,7 +94,10 @@ def page_items(page: str, bodies: dict[str, str] | None = None) -> list[Seen]:
                 key=interaction,
                 text=text_of(card_body),
                 card=True,
-                status=html.unescape(status.group(1)) if status else "",
+                status=html.unescape(re.sub(r"</?time[^>]*>", "", status.group(1)))
+                if status
+                else "",
+                details=html.unescape(status.group(2) or "") if status else "",
                 buttons=buttons,
                 files=tuple(
                     (html.unescape(name), html.unescape(_TAG.sub("", content)))

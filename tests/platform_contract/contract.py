@@ -99,6 +99,7 @@ class Seen:
     text: str  # everything it says (a card: title, body, answers, status)
     card: bool = False
     status: str = ""  # a card's status line: who decided what, and what came of it
+    details: str = ""  # what a card keeps behind "details" (the content hash, unless voted)
     buttons: tuple[Button, ...] = ()
     files: tuple[tuple[str, str], ...] = ()  # attached files: (name, content)
     edits: int = 0  # how many times it changed since it was sent
@@ -456,7 +457,7 @@ def answers_of(driver: Driver) -> list[dict[str, Answer]]:
 
 
 def before_hash(status: str) -> str:
-    """A card's status line as drawn, without the content hash every card ends with; ""
-    where the hash is missing (so that an equality fails)."""
+    """A card's status line as drawn, without the content hash a voted card ends with (on
+    other cards the hash is a detail: :attr:`Seen.details`)."""
     head, _, hashed = status.rpartition(" · content hash ")
-    return head if re.fullmatch(r"[0-9a-f]{10}", hashed) else ""
+    return head if head and re.fullmatch(r"[0-9a-f]{10}", hashed) else status

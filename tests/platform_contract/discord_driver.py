@@ -256,10 +256,14 @@ gateway_url = "{fake.gateway_url}"
 
     def _seen(self, message: Sent) -> Seen:
         embed = message.embeds[0] if message.embeds else None
+        details = ""
         if embed is None:
             text = message.content
             status = ""
         else:
+            details = next(
+                (f["value"] for f in embed.get("fields", []) if f["name"] == "Details"), ""
+            )
             parts = [embed.get("title", ""), embed.get("description", "")]
             parts += [f"{f['name']}: {f['value']}" for f in embed.get("fields", [])]
             status = (embed.get("footer") or {}).get("text", "")
@@ -278,6 +282,7 @@ gateway_url = "{fake.gateway_url}"
             text=text,
             card=embed is not None,
             status=status,
+            details=details,
             buttons=tuple(
                 Button(
                     label=b.get("label", ""),

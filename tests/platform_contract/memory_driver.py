@@ -210,6 +210,7 @@ approvers = ["alice"]
             text=card_text(card),
             card=True,
             status=card.status_line,
+            details=card.content_hash and f"content hash {card.content_hash}",
             buttons=buttons,
             files=tuple((a.name, a.content) for a in card.attachments),
             edits=shown.edits,

@@ -202,12 +202,14 @@ class SlackDriver(Driver):
         pairs = buttons_of(message.blocks)
         for _, button in pairs:
             self.buttons.setdefault(str(button.get("value")), dict(button))
-        status = [
+        context = [
             text_of(element)
             for block in message.blocks
             if block.get("type") == "context"
             for element in block.get("elements") or []
         ]
+        details = [text for text in context if text.startswith("Details: ")]
+        status = [text for text in context if not text.startswith("Details: ")]
         files = tuple(
             (f.name, (f.content or b"").decode()) for f in message.files if f.content is not None
         )
@@ -216,6 +218,7 @@ class SlackDriver(Driver):
             text=read(message.seen),
             card=any(block.get("type") == "header" for block in message.blocks),
             status=read(status[-1]) if status else "",
+            details=read(details[-1]).removeprefix("Details: ") if details else "",
             buttons=tuple(
                 Button(label=text_of(b.get("text")), token=str(b.get("value"))) for _, b in pairs
             ),

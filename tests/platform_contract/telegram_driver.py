@@ -35,7 +35,11 @@ PEOPLE = {"alice": ALICE, "carol": CAROL}
 # where a request is escalated: another group the bot is in
 ESCALATIONS = group_chat(-1009876543210, "Escalations")
 ESCALATIONS_ID = int(ESCALATIONS["id"])
-_STATUS = re.compile(r"<i>([^<]*)</i>\s*$")
+# the status line, its times date_time entities; then, on an unvoted card, the hash's spoiler
+_STATUS = re.compile(
+    r"<i>((?:[^<]|</?tg-time[^>]*>)*)</i>\s*(?:Details: <tg-spoiler>([^<]*)</tg-spoiler>\s*)?$"
+)
+_TIME_TAG = re.compile(r"</?tg-time[^>]*>")
 
 
 class TelegramDriver(Driver):
@@ -223,7 +227,8 @@ def _seen(message: Sent) -> Seen:
         key=str(message.message_id),
         text=message.text,
         card=card and message.document is None,
-        status=html.unescape(status.group(1)) if status else "",
+        status=html.unescape(_TIME_TAG.sub("", status.group(1))) if status else "",
+        details=html.unescape(status.group(2) or "") if status else "",
         buttons=buttons,
         files=_files(message),
         edits=len(message.versions) - 1,

@@ -4,9 +4,11 @@ buttons left; the agent got exactly that action."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from tests.platform_contract.contract import ACTIONS, Case, Driver, Seen, before_hash
+from tests.platform_contract.contract import ACTIONS, Case, Driver, Seen
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -41,13 +43,16 @@ async def test_every_action_kind_round_trip(driver: Driver) -> None:
             await driver.say("approve" if n == 1 else f"approve {n}")
             card = await new_card(driver, before)
             assert card.labels == [action.label for action in ACTIONS]
-            assert before_hash(card.status) == "Waiting for a decision"
+            # the content hash is behind "details" (nobody votes), never on the status line
+            assert card.status == "Waiting for a decision", card
+            assert re.fullmatch(r"content hash [0-9a-f]{10}", card.details), card
             answer = await driver.press(card, label)
             assert label in answer and "Sent to the agent" in answer, answer
             done = await settled(driver, card)
             assert f'("{label}") by {alice}' in done.status, done
             assert done.text.count(done.status) == 1, done  # one status line: the new one
             assert "Waiting for a decision" not in done.text
+            assert "content hash" not in done.status and done.details == card.details, done
         seen = await driver.seen()
     for label in order:
         deciding = [s for s in seen if f'("{label}") by {alice}' in s.text]

@@ -5,6 +5,8 @@ the card, with the notice where it was first asked), where a vote counts."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.platform_contract.contract import Case, Driver, Seen, before_hash
@@ -23,14 +25,20 @@ async def test_every_copy_shows_the_tally_and_a_second_vote_of_one_person_counts
     async with driver.running():
         await driver.say("two")
         card = await driver.card(lambda s: bool(s.buttons))
-        assert before_hash(card.status) == "Waiting for a decision", card
+        # several people vote: the hash is on the card's face, for each to see they approve
+        # the same content, and not again behind "details"
+        hashed = re.fullmatch(r"Waiting for a decision · (content hash [0-9a-f]{10})", card.status)
+        assert hashed is not None and card.details == "", card
         counted = await driver.press(card, "Allow once")
-        assert counted == f"Your vote is counted: {tallied(driver, 'alice')}.", counted
+        # the receipt names what the vote approves, as the card's face does
+        said = f"{tallied(driver, 'alice')} ({hashed[1]})"
+        assert counted == f"Your vote is counted: {said}.", counted
         now = await driver.card(lambda s: s.key == card.key and "1 of 2" in s.status)
         assert before_hash(now.status) == f"Waiting for a decision · {tallied(driver, 'alice')}"
+        assert now.status.endswith(f" · {hashed[1]}") and now.details == "", now
         assert now.labels == card.labels  # still open: one person is not two
         again = await driver.press(now, "Allow once")
-        assert again == f"Your vote was already counted: {tallied(driver, 'alice')}.", again
+        assert again == f"Your vote was already counted: {said}.", again
     assert driver.received == []
 
 

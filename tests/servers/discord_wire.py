@@ -10,6 +10,7 @@ answers them (``{"code": 50035, "message": "Invalid Form Body", "errors": ...}``
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 __all__ = [
@@ -82,6 +83,17 @@ def _too_long(errors: dict[str, str], path: str, value: Any, limit: int) -> None
         errors[path] = f"Must be {limit} or fewer in length."
 
 
+def _iso8601(stamp: Any) -> bool:
+    """An embed's ``timestamp``: ISO 8601 with its offset (Discord shows it in each reader's
+    zone, so a time without one has no meaning)."""
+    if not isinstance(stamp, str):
+        return False
+    try:
+        return datetime.fromisoformat(stamp).tzinfo is not None
+    except ValueError:
+        return False
+
+
 def check_message(body: dict[str, Any]) -> dict[str, str]:
     """The 50035 errors of a message body (content, embeds, components)."""
     errors: dict[str, str] = {}
@@ -100,6 +112,9 @@ def check_message(body: dict[str, Any]) -> dict[str, str]:
         author = embed.get("author") or {}
         _too_long(errors, f"embeds.{i}.author.name", author.get("name"), 256)
         total += len(author.get("name") or "")
+        stamp = embed.get("timestamp")
+        if stamp is not None and not _iso8601(stamp):
+            errors[f"embeds.{i}.timestamp"] = f"Could not parse {stamp!r}. Should be ISO8601."
         fields = embed.get("fields") or []
         if len(fields) > 25:
             errors[f"embeds.{i}.fields"] = "Must be 25 or fewer in length."

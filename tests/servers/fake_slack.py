@@ -977,10 +977,13 @@ class FakeSlack:
     def _ping(self, posted: Posted, texts: list[str]) -> None:
         """A new message notifies the people its mrkdwn mentions (``<@U…>``) and, for
         ``<!channel>``, ``<!here>`` or ``<!everyone>``, everyone there (plain_text is never
-        parsed); an edit notifies nobody."""
+        parsed), each once however often it names them (in the ``text`` and the blocks
+        alike); an edit notifies nobody."""
         for text in texts:
             for match in _PING.finditer(text):
-                self.pings.append((posted.ts, match.group(1) or f"!{match.group(2)}"))
+                ping = (posted.ts, match.group(1) or f"!{match.group(2)}")
+                if ping not in self.pings:
+                    self.pings.append(ping)
 
     def _resolve(self, channel_id: str) -> str:
         """A user id names the DM with them (chat.postMessage allows it)."""

@@ -16,7 +16,9 @@ everything the gateway sends reads exactly as meant (each refusal says "strict")
   ``are_entities_valid``; the server drops or splits them): nothing inside ``<code>`` or
   ``<pre>`` but the ``<code class="language-…">`` spanning a ``<pre>``; ``<code>`` and
   ``<pre>`` inside nothing but a blockquote; no link in a link; no blockquote in a blockquote
-  or a link; no entity inside another of its own kind.
+  or a link; no entity inside another of its own kind;
+- a ``<tg-time>`` (the ``date_time`` entity, Bot API 9.5) without a ``unix`` time, or with a
+  ``format`` that is not ``r`` or ``w?[dD]?[tT]?`` ("Date-time entity formatting").
 
 The limits apply to the text *after* the entities are parsed, its surrounding white space
 trimmed: :func:`visible_text` is what a person sees.
@@ -65,6 +67,7 @@ _ENTITY_OF_TAG = {
     "pre": "pre",
     "a": "text_link",
     "blockquote": "blockquote",
+    "tg-time": "date_time",
 }
 _ATTRIBUTES = {
     "a": {"href"},
@@ -72,7 +75,9 @@ _ATTRIBUTES = {
     "span": {"class"},
     "tg-emoji": {"emoji-id"},
     "blockquote": {"expandable"},
+    "tg-time": {"unix", "format"},
 }
+_TIME_FORMAT = re.compile(r"^(?:r|w?[dD]?[tT]?)$")
 _CHAR_ENTITY = re.compile(r"&(?:(lt|gt|amp|quot)|#([0-9]{1,7})|#x([0-9a-fA-F]{1,6}));")
 _NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
 _LINK = re.compile(r"(?i)^(https?://[^\s]+|tg://[^\s]+)$")
@@ -183,6 +188,13 @@ def _check_start(tag: str, attributes: dict[str, str], stack: list[_Open], text_
     elif tag == "span":
         if attributes.get("class") != "tg-spoiler":
             raise _refuse('Tag "span" must have class "tg-spoiler"')
+    elif tag == "tg-time":
+        unix, fmt = attributes.get("unix", ""), attributes.get("format", "")
+        if not unix.isdigit():
+            raise _refuse('Tag "tg-time" must have attribute "unix" with a Unix time')
+        if not _TIME_FORMAT.match(fmt):
+            raise _refuse(f'Invalid date-time format {fmt!r} of tag "tg-time"')
+        argument = f"{unix} {fmt}"
     kind = _ENTITY_OF_TAG[tag]
     parent = stack[-1] if stack else None
     in_pre = parent is not None and parent.kind == "pre" and parent.text_at == text_at
@@ -267,6 +279,11 @@ def parse_html(text: str) -> tuple[str, list[dict[str, Any]]]:
             }
             if opened.kind == "text_link":
                 entity["url"] = opened.argument
+            if opened.kind == "date_time":
+                unix, fmt = opened.argument.split(" ")
+                entity["unix_time"] = int(unix)
+                if fmt:
+                    entity["date_time_format"] = fmt
             last = entities[-1] if entities else None
             same_span = (
                 last is not None
