@@ -18,9 +18,17 @@ from platforms.console.assets import SCRIPT, STYLE
 from platforms.console.cards_html import PostContext, card_html, clock, state_class
 from platforms.console.highlight import highlight_code
 from platforms.console.security import Notice
-from platforms.console.views import CardView, SessionRow, TextItem
+from platforms.console.views import (
+    CardView,
+    SessionRow,
+    TextItem,
+    agent_name,
+    person_name,
+    platform_name,
+)
 
 __all__ = [
+    "GATEWAY_LABEL",
     "Frame",
     "Notices",
     "agent_where",
@@ -89,14 +97,16 @@ class Frame:
             f"{link('/pending', 'Pending', self.pending, hot=True)}</span>"
         )
         notice = self.notices.html()  # after the body took the refusals it places
+        # the tab says how many requests wait, read from another tab (the script keeps it)
+        waiting = f"({self.pending}) " if self.pending else ""
         return (
             "<!doctype html><html lang=en><head><meta charset=utf-8>"
             '<meta name="viewport" content="width=device-width,initial-scale=1">'
-            f'<link rel="icon" href="data:,"><title>{escape(title)} · agent-gateway</title>'
-            f"<style>{STYLE}</style></head><body>"
+            f'<link rel="icon" href="data:,"><title>{waiting}{escape(title)} · agent-gateway'
+            f"</title><style>{STYLE}</style></head><body>"
             '<header class="top"><strong class="brand">agent-gateway</strong>'
             f'<nav id="nav" data-live>{counts}</nav>'
-            f'<span class="who">acting as {escape(self.identity)}</span></header>'
+            f'<span class="who">acting as {escape(person_name(self.identity))}</span></header>'
             f'<main>{problems_html(self.problems)}<div id="notice" role="status">{notice}</div>'
             f"{body}</main>"
             f"<script>{SCRIPT}</script></body></html>"
@@ -136,11 +146,13 @@ def _session_row(row: SessionRow) -> str:
     session = row.session
     state = escape(row.state)
     waiting = f"{row.open_count} open" if row.open_count else ""
-    shown = ", ".join(escape(p) for p in row.shown_on)
+    # the chats that show it besides this console (a person's words, not the config's)
+    shown = ", ".join(escape(platform_name(p)) for p in row.shown_on if p != "console") or "—"
     version = f"{row.state}-{row.open_count}-{len(row.shown_on)}"
     return (
         f'<tr data-key="s-{escape(session.id)}" data-version="{escape(version)}">'
-        f'<td><a href="/s/{escape(session.id)}">{escape(row.title)}</a></td>'
+        f'<td><a href="/s/{escape(session.id)}" title="session {escape(session.id)}">'
+        f"{escape(row.title)}</a></td>"
         f'<td class="wide">{escape(agent_where(session))}</td>'
         f'<td><span class="state {state_class(row.state)}">{state}</span> {waiting}</td>'
         f'<td class="wide">{shown}</td><td>{clock(session.created_at)}</td></tr>'
@@ -149,7 +161,7 @@ def _session_row(row: SessionRow) -> str:
 
 def agent_where(session: SessionRecord) -> str:
     """Its agent, and the host it runs on where several hosts share the ledger."""
-    kind = session.agent_kind.value
+    kind = agent_name(session.agent_kind)
     return kind if session.host is None else f"{kind} on host {session.host}"
 
 
@@ -180,7 +192,8 @@ def _new_form(
         )
     options = "".join(f"<option>{escape(p)}</option>" for p in projects)
     return (
-        '<h2>Start a conversation</h2><form class="say start" method="post" action="/new"'
+        '<h2>Start a conversation</h2><form class="say start" id="say" method="post"'
+        ' action="/new"'
         f' data-enhance>{ctx.hidden()}<select name="project" aria-label="project">{options}'
         '</select><textarea name="text" aria-label="first message" required'
         ' placeholder="What should the agent do?"></textarea>'
@@ -203,7 +216,7 @@ def sessions_page(
         body += "</td></tr>"
     table = (
         '<table class="sessions"><thead><tr><th>Session</th><th class="wide">Agent</th>'
-        '<th>State</th><th class="wide">Shown on</th><th>Started</th></tr></thead>'
+        '<th>State</th><th class="wide">Also in</th><th>Started</th></tr></thead>'
         f'<tbody id="rows" data-live>{body}</tbody></table>'
     )
     start = _new_form(projects, ctx, words, refusals_html(frame.notices.take("say")))
@@ -239,20 +252,49 @@ def pending_page(
 # --- one conversation ----------------------------------------------------------------------
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # terminal colours
+GATEWAY_LABEL = "agent-gateway"  # over the gateway's own messages
+# Marks the gateway writes that only an emoji font draws (without one, a box): the console
+# writes each as a character every text font has.
+_TEXT_MARKS = str.maketrans({"\u23f9": "\u25a0"})  # ⏹ (stop button) → ■
+
+
+def _text_marks(text: str) -> str:
+    return text.translate(_TEXT_MARKS)
 
 
 def message_html(item: TextItem) -> str:
     """A message: the agent's (its text, tool lines, notices) drawn from its Markdown by
     the shared renderer, the person's own as they typed it."""
     text = _ANSI.sub("", item.text)
-    if item.author is None:
-        css, who, body = "msg md", "", console_html(text.strip(), highlight_code)
+    if item.from_gateway:
+        # the gateway's own words (notices, /status, /help): labelled and drawn apart, so
+        # that they are never taken for the agent's
+        css, who = "msg md gateway", f'<span class="who">{GATEWAY_LABEL}</span>'
+        body = console_html(_text_marks(text.strip()), highlight_code)
+    elif item.author is None:
+        css, who, body = "msg md", "", console_html(_text_marks(text.strip()), highlight_code)
     else:
         css, who = "msg mine", f'<span class="who">{escape(item.author)}</span>'
         body = escape(text.strip())
     return (
         f'<div class="{css}" data-key="t-{escape(item.id)}" data-version="{item.version}">'
         f"{who}{body}</div>"
+    )
+
+
+# the run states in which no turn runs: nothing to stop
+_AT_REST = frozenset({"idle", "failed", "closed"})
+
+
+def _stop_button(session: SessionRecord, ctx: PostContext) -> str:
+    """/stop as a button, beside the session's state while a turn runs: what a person
+    looks for to stop it, where typing /stop is a thing to know."""
+    return (
+        f' <form class="stop" data-key="stop" data-version="0" method="post"'
+        f' action="/s/{escape(session.id)}/say" data-enhance>{ctx.hidden()}'
+        '<input type="hidden" name="text" value="/stop">'
+        '<button type="submit" class="danger" title="Stop the turn (/stop)">'
+        "Stop</button></form>"
     )
 
 
@@ -284,17 +326,21 @@ def conversation_page(
             f' <span data-key="usage" data-version="{escape(usage)}" class="usage meta">'
             f"{escape(usage)}</span>"
         )
+    if typing_refused is None and state not in _AT_REST:
+        head += _stop_button(session, ctx)
+    # the session's id is for commands and logs: on the page only where a pointer rests
     heading = (
         f'<h1>{escape(title)} <span id="head" data-live>{head}</span></h1>'
         f'<p class="meta">project {escape(session.project)} · '
-        f"{escape(agent_where(session))} · started {clock(session.created_at)}"
-        f" · session {escape(session.id)}"
+        f"{escape(agent_where(session))} · "
+        f'<span title="session {escape(session.id)}">started {clock(session.created_at)}</span>'
         f' · <a href="/s/{escape(session.id)}/grants">grants</a></p>'
     )
     if typing_refused is None:
         # the placeholder stays short: on a phone it shares a line with nothing else
         box = (
-            f'<form class="say" method="post" action="/s/{escape(session.id)}/say" data-enhance>'
+            f'<form class="say" id="say" method="post" action="/s/{escape(session.id)}/say"'
+            " data-enhance>"
             f'{ctx.hidden()}<textarea name="text" aria-label="message" required'
             ' aria-describedby="say-note" placeholder="A message for the agent"></textarea>'
             '<button type="submit" class="primary">Send</button></form>'
