@@ -259,14 +259,14 @@ SCRIPT = """
     const form = ev.target;
     if (!form.matches('form[data-enhance]')) return;
     ev.preventDefault();
+    // what an earlier form was told is not about this one: it must not stay on top
+    notice.replaceChildren();
     const gaps = form.matches('.qform') ? missing(form) : [];
     if (gaps.length) {
       refuse(form, named(gaps));
       gaps[0].scrollIntoView({block: 'center'});
       return;
     }
-    // what an earlier form was told is not about this one: it must not stay on top
-    notice.replaceChildren();
     const body = new URLSearchParams(new FormData(form, ev.submitter));
     const buttons = form.querySelectorAll('button');
     buttons.forEach(b => b.disabled = true);

@@ -82,8 +82,12 @@ async def menu(turn: Turn) -> None:
 async def command(turn: Turn) -> None:
     shown = shlex.join(COMMAND_ARGV)
     by_rule = COMMAND_ARGV in turn.memory.command_rules
-    ask = "" if by_rule else " The gateway asks you first."
-    await turn.say(f"I will write `hello.txt` in my work dir with `{COMMAND_SCRIPT}`.{ask}")
+    # the card shows the command: said here too, it would be read three times with the
+    # tool's line; run by a rule, with no card, it is said here
+    if by_rule:
+        await turn.say(f"I will write `hello.txt` in my work dir with `{COMMAND_SCRIPT}`.")
+    else:
+        await turn.say("I will write `hello.txt` in my work dir. The gateway asks you first.")
     call, started = turn.memory.next_call_id(), now_ms()
     item = command_item(call, shown, turn.cwd, inner=COMMAND_SCRIPT, started_ms=started)
     turn.item_started(item)
