@@ -7,6 +7,7 @@ each label on one line, and nothing wider than a phone."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -42,6 +43,11 @@ async def test_each_agents_card_is_taken_at_a_desktops_width_and_a_phones(
     assert set(widths) == set(script.SHOTS)
     for name, width in widths.items():
         assert width == (390 if name.endswith("-phone.png") else 1280), name
+    console = (ROOT / "docs" / "console.md").read_text()
+    linked = {n for n in re.findall(r"\(screenshots/(cards-[\w.-]+\.png)\)", console)}
+    assert linked == set(script.SHOTS)  # docs/console.md links every one, and only those
+    for name in script.SHOTS:
+        assert (ROOT / "docs" / "screenshots" / name).is_file(), name
     context = await browser.new_context(viewport=script.DESKTOP)
     page = await context.new_page()
     for name in ("codex-command", "claude-edit"):

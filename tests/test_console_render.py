@@ -320,5 +320,13 @@ def test_the_pages_speak_of_people_and_agents_not_of_ids() -> None:
         typing_refused=None,
     )
     assert 'class="stop"' not in idle  # nothing to stop
+    for state in (
+        "waiting for approval",
+        "waiting for input",
+        "waiting for its plan to be reviewed",
+    ):
+        shown = conversation_page(frame, session("web"), "web", state, [], CTX, typing_refused=None)
+        # the agent waits in its turn on a card: Stop ends the turn; a plan's turn has ended
+        assert ('class="stop"' in shown) == (state != "waiting for its plan to be reviewed")
     assert "<title>web: tidy up · agent-gateway</title>" in idle
     assert "acting as 42 on Telegram" in idle

@@ -84,7 +84,7 @@ dl.fields dt{color:var(--mut)}dl.fields dd{margin:0;min-width:0;overflow-wrap:an
 .action{display:flex;flex-direction:column;gap:4px;flex:1 1 0}
 .action button{width:100%;white-space:nowrap;text-align:center;min-width:0}
 label.message{display:flex;flex-direction:column;gap:4px;font-size:13px;color:var(--mut);
-flex-basis:100%}
+flex-basis:100%;order:1}
 label.message textarea{max-width:none;min-height:44px}
 .action .effect{color:var(--mut);font-size:13px;line-height:1.35}
 .card p.file{margin:10px 0 -4px;font-weight:600}

@@ -11,6 +11,8 @@ import re
 from collections.abc import Sequence
 from html import escape
 
+from gateway.domain import RunState
+from gateway.interactions.machine import run_state_words
 from gateway.render.markdown import console_html
 from gateway.session_record import SessionRecord
 from gateway.sessions.platform_problems import PlatformProblem
@@ -282,8 +284,11 @@ def message_html(item: TextItem) -> str:
     )
 
 
-# the run states in which no turn runs: nothing to stop
-_AT_REST = frozenset({"idle", "failed", "closed"})
+# the run states in which a turn runs (its agent may wait on a card): what Stop stops
+_TURN_RUNS = frozenset(
+    run_state_words(state)
+    for state in (RunState.RUNNING, RunState.WAITING_APPROVAL, RunState.WAITING_INPUT)
+)
 
 
 def _stop_button(session: SessionRecord, ctx: PostContext) -> str:
@@ -326,7 +331,7 @@ def conversation_page(
             f' <span data-key="usage" data-version="{escape(usage)}" class="usage meta">'
             f"{escape(usage)}</span>"
         )
-    if typing_refused is None and state not in _AT_REST:
+    if typing_refused is None and state in _TURN_RUNS:
         head += _stop_button(session, ctx)
     # the session's id is for commands and logs: on the page only where a pointer rests
     heading = (

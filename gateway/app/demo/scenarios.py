@@ -303,11 +303,9 @@ async def slow(turn: Turn) -> None:
 
 
 async def crash(turn: Turn) -> None:
-    await turn.say(
-        "I will ask to run a command, then my process dies before you answer. The card will "
-        "say so: the process that asked is gone, so no answer can reach it. Your next "
-        "message starts me again."
-    )
+    # what the crash does to the card and what to do next, the card and the gateway's
+    # notice say: said here ahead of time too, it was read three times
+    await turn.say("I will ask to run a command, then my process dies before you answer.")
     call, started = turn.memory.next_call_id(), now_ms()
     script = "echo this never runs"
     shown = shlex.join(("/bin/sh", "-c", script))
