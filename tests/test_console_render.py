@@ -10,18 +10,27 @@ from html import unescape
 
 from gateway.domain import (
     Action,
+    Actor,
     AgentKind,
     ConversationRef,
+    Decision,
     Effect,
     FileChange,
     InteractionKind,
     InteractionState,
     Option,
     Question,
+    Resolution,
     Scope,
     TurnStatus,
 )
-from gateway.interactions.machine import Interaction
+from gateway.interactions.machine import (
+    DecisionFact,
+    DeliveryFact,
+    DeliveryOutcome,
+    Interaction,
+    ResolutionFact,
+)
 from gateway.render.interaction_card import render_interaction
 from gateway.session_record import SessionRecord
 from gateway.store.records import TurnRecord
@@ -330,3 +339,25 @@ def test_the_pages_speak_of_people_and_agents_not_of_ids() -> None:
         assert ('class="stop"' in shown) == (state != "waiting for its plan to be reviewed")
     assert "<title>web: tidy up · agent-gateway</title>" in idle
     assert "acting as 42 on Telegram" in idle
+
+
+def test_a_card_in_any_state_says_no_internal_word() -> None:
+    # the ledger's words (runtime, epoch, the ids, the auth table's prefix) stay in the ledger
+    alice = Actor(platform="local", user_id="alice", display="alice")
+    decided = {
+        "decision": DecisionFact(actor=alice, decision=Decision(action_id="accept"), at=NOW),
+        "delivery": DeliveryFact(
+            outcome=DeliveryOutcome.OK, at=NOW, error="not written: the runtime ended first"
+        ),
+        "resolution": ResolutionFact(how=Resolution.ORPHANED, at=NOW, by="gateway"),
+    }
+    for state in InteractionState:
+        for facts in ({}, decided):
+            shown = interaction(
+                state=state,
+                actions=(Action(id="accept", label="Allow", effect=Effect.ALLOW),),
+                **facts,
+            )
+            face = visible(card_html(view(shown), CTX))
+            for word in ("runtime", "epoch", "local:", "abc123", "rpc:0", "s1"):
+                assert word not in face, (state, word, face)
