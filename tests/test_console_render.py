@@ -12,6 +12,7 @@ from gateway.domain import (
     Action,
     Actor,
     AgentKind,
+    Command,
     ConversationRef,
     Decision,
     Effect,
@@ -361,3 +362,34 @@ def test_a_card_in_any_state_says_no_internal_word() -> None:
             face = visible(card_html(view(shown), CTX))
             for word in ("runtime", "epoch", "local:", "abc123", "rpc:0", "s1"):
                 assert word not in face, (state, word, face)
+
+
+def test_a_waiting_command_is_shown_once_by_its_card_not_again_by_its_tool_line() -> None:
+    command = "/bin/bash -c 'touch hello.txt'"
+    said = TextItem(
+        id="m1", at=NOW, text=f"I will make it.\n\n▸ `{command}`", version=3, author=None
+    )
+    waiting = interaction(
+        title="Run a command",
+        detail=Command(command=command, cwd="/w"),
+        actions=(Action(id="accept", label="Allow once", effect=Effect.ALLOW),),
+    )
+
+    def page(item: Interaction) -> str:
+        return conversation_page(
+            Frame(identity="local:alice", pending=1, sessions=1),
+            session("web"),
+            "web",
+            "waiting for approval",
+            [said, view(item)],
+            CTX,
+            typing_refused=None,
+        )
+
+    shown = page(waiting)
+    assert visible(shown).count("touch hello.txt") == 1  # on the card only
+    assert "I will make it." in shown and 'data-version="3-waiting"' in shown
+    # answered, the line is back (with how the command ends, once it does)
+    decided = page(dataclasses.replace(waiting, state=InteractionState.DECIDED))
+    assert visible(decided).count("touch hello.txt") == 2
+    assert 'data-key="t-m1" data-version="3"' in decided

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from html import escape
 
-from gateway.domain import RunState
+from gateway.domain import Command, InteractionState, RunState
 from gateway.interactions.machine import run_state_words
 from gateway.render.markdown import console_html
 from gateway.session_record import SessionRecord
@@ -284,6 +285,40 @@ def message_html(item: TextItem) -> str:
     )
 
 
+def without_waiting_tool_lines(
+    items: Sequence[TextItem | CardView],
+) -> list[TextItem | CardView]:
+    """The conversation without the running tool line ("▸ `command`") of a command whose
+    card waits just below it: the card shows the command, and the line said it again
+    (once the card is answered the line comes back, with how the command ended). A message
+    left with nothing is left out; one that lost a line changes its version, so that a live
+    page draws it again when the line comes back."""
+    shown: list[TextItem | CardView] = []
+    for at, item in enumerate(items):
+        after = items[at + 1] if at + 1 < len(items) else None
+        if not isinstance(item, TextItem) or item.author is not None or item.from_gateway:
+            shown.append(item)
+            continue
+        if (
+            not isinstance(after, CardView)
+            or after.interaction.state is not InteractionState.PENDING
+        ):
+            shown.append(item)
+            continue
+        detail = after.interaction.detail
+        if not isinstance(detail, Command):
+            shown.append(item)
+            continue
+        line = f"▸ `{detail.command}`"
+        kept = [row for row in item.text.split("\n") if row.strip() != line]
+        if len(kept) == len(item.text.split("\n")):
+            shown.append(item)
+        elif "".join(kept).strip():
+            text = "\n".join(kept)
+            shown.append(replace(item, text=text, version=f"{item.version}-waiting"))
+    return shown
+
+
 # the run states in which a turn runs (its agent may wait on a card): what Stop stops
 _TURN_RUNS = frozenset(
     run_state_words(state)
@@ -318,7 +353,8 @@ def conversation_page(
         return card_html(view, ctx, refusals=frame.notices.take(f"i-{view.interaction.id}"))
 
     feed = "".join(
-        message_html(item) if isinstance(item, TextItem) else card(item) for item in items
+        message_html(item) if isinstance(item, TextItem) else card(item)
+        for item in without_waiting_tool_lines(items)
     )
     if not items:
         feed = '<p class="empty" data-key="none" data-version="0">Nothing here yet.</p>'

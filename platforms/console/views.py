@@ -81,7 +81,7 @@ class TextItem:
     id: str
     at: datetime
     text: str
-    version: int
+    version: int | str  # a str where the page drew it changed (pages.without_waiting_tool_lines)
     author: str | None = None  # set for what the console's person typed
     from_gateway: bool = False  # the gateway's own words, not the agent's
 
