@@ -89,7 +89,7 @@ label.message textarea{max-width:none;min-height:44px}
 .action .effect{color:var(--mut);font-size:13px;line-height:1.35}
 .card p.file{margin:10px 0 -4px;font-weight:600}
 .card p.file code{font-size:13.5px}
-form.stop{display:inline}
+form.stop{display:inline;margin-left:6px}
 form.stop button{min-width:0;padding:1px 12px;font-size:13px;vertical-align:middle}
 button{font:inherit;padding:6px 14px;border-radius:6px;border:1px solid #9ca3af;
 background:#f9fafb;cursor:pointer;min-width:120px;text-align:left}
