@@ -13,8 +13,9 @@ button carries an action token (gateway/action_tokens.py), nothing else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -50,7 +51,31 @@ __all__ = [
     "SharesRates",
     "TextSealer",
     "connected",
+    "gateway_speaking",
+    "gateway_speaks",
 ]
+
+# True while the core sends words of its own (see gateway_speaking)
+_GATEWAY_SPEAKS: ContextVar[bool] = ContextVar("gateway_speaks", default=False)
+
+
+@contextmanager
+def gateway_speaking() -> Iterator[None]:
+    """Around the core's ``send_text`` of its own words (a notice, a command's reply), as
+    opposed to the agent's text. A platform that shows the two apart (the console labels the
+    gateway's messages) asks :func:`gateway_speaks` in ``send_text``; the others need not
+    know. A context variable rather than an argument: the ``send_text`` of every platform
+    stays as it is."""
+    token = _GATEWAY_SPEAKS.set(True)
+    try:
+        yield
+    finally:
+        _GATEWAY_SPEAKS.reset(token)
+
+
+def gateway_speaks() -> bool:
+    """Whether the text being sent now is the gateway's own (see :func:`gateway_speaking`)."""
+    return _GATEWAY_SPEAKS.get()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

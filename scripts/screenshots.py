@@ -6,7 +6,7 @@
 Runs the demo as `agent-gateway demo` does (the console, the demo agent as a real process,
 the whole gateway between; a fresh data dir under the system's temporary folder), drives
 Debian's headless chromium through Playwright as a person would (the start page's words, the
-buttons, the form), and saves each screen at a desktop width (1100 px) and, for the ones a
+buttons, the form), and saves each screen at a desktop width (1280 px) and, for the ones a
 phone shows differently, at a phone's (390 px, the ``-phone`` files). Nothing is faked: what
 the pictures show is what a newcomer gets. tests/test_console_demo_browser.py runs it too, so
 that it keeps working.
@@ -36,7 +36,7 @@ from platforms.console.platform import ConsolePlatform  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
-DESKTOP: ViewportSize = {"width": 1100, "height": 820}
+DESKTOP: ViewportSize = {"width": 1280, "height": 820}
 PHONE: ViewportSize = {"width": 390, "height": 844}
 WAIT_MS = 30_000
 # The screens, each a file in the output folder (docs/console.md shows some of them).

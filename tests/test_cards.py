@@ -402,8 +402,8 @@ STATUS_LINES = [
     ),
     (
         decided(interaction(state=InteractionState.UNKNOWN), ALLOW, delivery=delivered()),
-        f"{YES} · sent to the agent, but whether it got it is not known: the agent's runtime"
-        " outlived the gateway, which cannot ask it",
+        f"{YES} · sent to the agent, but whether it got it is not known: the agent runs on"
+        " its own and outlived the gateway, which cannot ask it",
     ),
 ]
 

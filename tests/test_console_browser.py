@@ -147,7 +147,7 @@ async def test_the_console_opens_with_its_token_and_refuses_without_it(
     await expect(stranger.locator("h1")).to_contain_text("needs its access token")
     page = await open_page(browser, running, "")
     await expect(page.locator("h1")).to_have_text("Sessions")
-    await expect(page.locator("header.top")).to_contain_text("acting as local:alice")
+    await expect(page.locator("header.top")).to_contain_text("acting as alice")
 
 
 async def test_start_a_conversation_and_approve_its_command(

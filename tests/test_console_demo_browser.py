@@ -58,9 +58,10 @@ async def browser() -> AsyncIterator[Browser]:
 
 
 @asynccontextmanager
-async def demo_console(data_dir: Path) -> AsyncIterator[ConsolePlatform]:
-    """`agent-gateway demo` in this process: the console serving, the gateway running."""
-    demo = build_demo(data_dir, pace=0)
+async def demo_console(data_dir: Path, *, pace: float = 0) -> AsyncIterator[ConsolePlatform]:
+    """`agent-gateway demo` in this process: the console serving, the gateway running
+    (``pace`` 1: its slow answer as slow as a person sees it, long enough to stop)."""
+    demo = build_demo(data_dir, pace=pace)
     assert demo.console is not None
     gateway = Gateway(demo.config, platforms=demo.platforms, launcher=demo.launcher)
     async with connected(demo.platforms), gateway:
@@ -234,8 +235,68 @@ async def test_the_readme_screenshots_are_taken_from_the_demo(
     assert set(widths) == set(script.SHOTS)
     assert {w for name, w in widths.items() if name.endswith("-phone.png")} == {PHONE["width"]}
     assert {w for name, w in widths.items() if not name.endswith("-phone.png")} == {
-        DESKTOP["width"]
+        script.DESKTOP["width"]
     }
     console = (ROOT / "docs" / "console.md").read_text()
     shown = re.findall(r"\(screenshots/([\w.-]+\.png)\)", console)
+    shown = [name for name in shown if not name.startswith("cards-")]  # card_screenshots.py's
     assert shown and set(shown) <= set(script.SHOTS)  # docs/console.md shows what the script takes
+
+
+async def _one_row_one_line(buttons: Locator) -> None:
+    """The buttons side by side (one top edge) and each label on one line (one height)."""
+    boxes = [await buttons.nth(at).bounding_box() for at in range(await buttons.count())]
+    assert len(boxes) == 4 and all(box is not None for box in boxes)
+    tops = {round(box["y"]) for box in boxes if box is not None}
+    heights = {round(box["height"]) for box in boxes if box is not None}
+    assert len(tops) == 1, f"the decision buttons are not in one row: {boxes}"
+    assert len(heights) == 1, f"a decision button's label wraps: {boxes}"
+
+
+async def test_what_a_person_reads_of_their_inputs_and_of_the_gateways_words(
+    browser: Browser, tmp_path: Path
+) -> None:
+    async with demo_console(tmp_path / "data", pace=1) as console:
+        page = await open_page(browser, console, viewport={"width": 1280, "height": 800})
+        live = await start(page, "stop")
+        notice = page.locator("#notice")
+        # a turn runs: Stop is a button beside its state; what it did is said as a command's
+        stop = page.locator("#head").get_by_role("button", name="Stop")
+        await expect(stop).to_be_visible(timeout=WAIT_MS)
+        await stop.click()
+        await expect(notice).to_have_text(
+            "/stop is a command for the gateway: its answer is in the conversation."
+        )
+        # the gateway's answer is labelled as the gateway's, its mark drawn in any font
+        stopped = live.locator(".msg.gateway", has_text="Stopped by")
+        await expect(stopped).to_be_visible(timeout=WAIT_MS)
+        await expect(stopped.locator(".who")).to_have_text("agent-gateway")
+        await expect(stopped).to_contain_text("■ Stopped by")
+        await expect(stop).to_have_count(0, timeout=WAIT_MS)  # nothing left to stop
+        assert not await live.locator(".msg:not(.gateway)", has_text="Stopped by").count()
+        box = page.get_by_label("message", exact=True)
+        await box.fill("/status")
+        await page.get_by_role("button", name="Send").click()
+        await expect(notice).to_have_text(
+            "/status is a command for the gateway: its answer is in the conversation."
+        )
+        await expect(live.locator(".msg.gateway").last).not_to_have_text(re.compile("Stopped"))
+        # a message to an agent at rest reached it; a later refusal does not sit under that
+        await box.fill("form")
+        await page.get_by_role("button", name="Send").click()
+        await expect(notice).to_have_text("Sent to the agent.")
+        submit = live.get_by_role("button", name="Submit answers")
+        await expect(submit).to_be_visible(timeout=WAIT_MS)
+        await expect(page).to_have_title(re.compile(r"^\(1\) demo: stop"))  # one request waits
+        await submit.click()
+        await expect(live.locator("article.card").get_by_role("alert")).to_contain_text(
+            "need an answer"
+        )
+        await expect(notice).to_be_empty()
+        # a command card's four decisions side by side, each on one line, at 1280 px
+        await page.goto(console.url)
+        live = await start(page, "command")
+        buttons = live.locator("article.card .actions button")
+        await expect(buttons).to_have_count(4, timeout=WAIT_MS)
+        await _one_row_one_line(buttons)
+        await expect(page).to_have_title(re.compile(r"^\(2\) demo: command"))

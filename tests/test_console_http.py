@@ -200,7 +200,9 @@ async def test_pending_center_shows_every_open_request_with_its_whole_command(
     assert f'id="i-{interaction.id}"' in page
     assert '<span class="prog">rm</span> <span class="flag">-rf</span> build' in page
     assert "Allow once" in page and "Allows it, this time only." in page
-    assert "shown on console, memory" in page
+    # the card says which chats show it besides this console, and no internal word
+    assert "also in memory" in page and "shown on" not in page
+    assert "codex-app-server" not in page and f"session {interaction.session_id}<" not in page
 
 
 async def test_a_form_without_its_required_answers_is_refused_by_the_ledger(
@@ -355,9 +357,14 @@ async def test_without_javascript_a_refusal_is_an_error_next_to_its_form_naming_
         csrf = await logged_in(http, running)
         empty = {"token": submit.submit_token, "csrf": csrf, "back": "/pending"}
         async with http.post(
-            f"{running.console.url}i/{form.id}/form", data=empty, headers=headers
+            f"{running.console.url}i/{form.id}/form",
+            data=empty,
+            headers=headers,
+            allow_redirects=False,
         ) as response:
-            assert response.url.path == "/pending"
+            # back to the card itself: the page opens where its refusal is, not at its top
+            assert response.headers["Location"] == f"/pending#i-{form.id}"
+        async with http.get(f"{running.console.url}pending") as response:
             refused = await response.text()
         denied = {"token": deny, "csrf": csrf, "back": "/pending"}
         async with http.post(
@@ -400,10 +407,13 @@ async def test_a_session_is_titled_by_its_first_words_or_when_it_started(
         async with http.get(f"{running.console.url}s/{asked.session_id}") as response:
             page = await response.text()
     title = "demo: please tidy the build folder and then run every test that we…"
-    assert f'<a href="/s/{asked.session_id}">{title}</a>' in listed
-    assert f"<h1>{title} " in page and f"<title>{title} · agent-gateway</title>" in page
+    # the id only where a pointer rests: the tab counts the two requests that wait
+    hover = f'title="session {asked.session_id}"'
+    assert f'<a href="/s/{asked.session_id}" {hover}>{title}</a>' in listed
+    assert f"<h1>{title} " in page and f"<title>(2) {title} · agent-gateway</title>" in page
     started = f"demo, started {session.created_at:%Y-%m-%d %H:%M} UTC"
-    assert f'<a href="/s/{quiet.session_id}">{started}</a>' in listed
+    hover = f'title="session {quiet.session_id}"'
+    assert f'<a href="/s/{quiet.session_id}" {hover}>{started}</a>' in listed
 
 
 async def test_the_session_view_shows_the_tokens_and_the_context_used(

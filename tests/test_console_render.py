@@ -10,28 +10,51 @@ from html import unescape
 
 from gateway.domain import (
     Action,
+    Actor,
     AgentKind,
+    Command,
     ConversationRef,
+    Decision,
     Effect,
     FileChange,
     InteractionKind,
     InteractionState,
     Option,
     Question,
+    Resolution,
     Scope,
     TurnStatus,
 )
-from gateway.interactions.machine import Interaction
+from gateway.interactions.machine import (
+    DecisionFact,
+    DeliveryFact,
+    DeliveryOutcome,
+    Interaction,
+    ResolutionFact,
+)
 from gateway.render.interaction_card import render_interaction
 from gateway.session_record import SessionRecord
 from gateway.store.records import TurnRecord
 from platforms.console.answers import answers_from_form
-from platforms.console.cards_html import PostContext, card_html
+from platforms.console.cards_html import PostContext, card_html, split_diff
 from platforms.console.config import ConsoleConfig
 from platforms.console.highlight import highlight_diff, highlight_shell
-from platforms.console.pages import agent_where
+from platforms.console.pages import (
+    GATEWAY_LABEL,
+    Frame,
+    agent_where,
+    conversation_page,
+    message_html,
+)
+from platforms.console.receipts import message_receipt
 from platforms.console.security import Guard, host_allowed, origin_allowed
-from platforms.console.views import CardView, route_channel, run_state, typing_refusal
+from platforms.console.views import (
+    CardView,
+    TextItem,
+    route_channel,
+    run_state,
+    typing_refusal,
+)
 from platforms.registry import parse_config
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -233,6 +256,140 @@ def test_a_card_shows_the_whole_diff_each_action_and_a_form_with_masked_secrets(
 
 
 def test_a_session_of_a_shared_ledger_says_its_host() -> None:
-    assert agent_where(session("web")) == "codex-app-server"
+    assert agent_where(session("web")) == "Codex"
     on_b = dataclasses.replace(session("web"), host="b")
-    assert agent_where(on_b) == "codex-app-server on host b"
+    assert agent_where(on_b) == "Codex on host b"
+
+
+def visible(html: str) -> str:
+    """What a person reads of ``html``: its text, without tags or their attributes."""
+    return unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+def test_the_gateways_own_words_are_labelled_and_its_marks_drawn_in_any_font() -> None:
+    stopped = TextItem(id="m1", at=NOW, text="⏹ Stopped by You.", version=1, from_gateway=True)
+    said = message_html(stopped)
+    agent = message_html(TextItem(id="m2", at=NOW, text="Done: `hello.txt`.", version=1))
+    assert 'class="msg md gateway"' in said
+    assert f'<span class="who">{GATEWAY_LABEL}</span>' in said
+    # ⏹ is a box without an emoji font: the square every text font has stands in for it
+    assert "■ Stopped by You." in said and "⏹" not in said
+    assert "gateway" not in agent and 'class="who"' not in agent
+
+
+def test_a_typed_text_is_said_to_go_where_it_went() -> None:
+    def receipt(text: str, **state: bool) -> str:
+        at_rest = {"held": False, "turn_running": False, "card_waiting": False}
+        return message_receipt(text, **{**at_rest, **state})
+
+    for command in ("/stop", "/status", "/help", "/nonsense now"):
+        said = receipt(command, turn_running=True)
+        assert said.startswith(f"{command.split()[0]} is a command for the gateway")
+        assert "Sent to the agent" not in said
+    assert receipt("hello") == "Sent to the agent."
+    assert receipt("/plan add a test") == "Sent to the agent."
+    assert receipt("hello", turn_running=True).startswith("Queued: the agent reads it when")
+    assert "once the request waiting above is answered" in receipt("ok", card_waiting=True)
+    assert receipt("hello", held=True).startswith("Held")
+
+
+def test_a_diff_names_each_file_up_front() -> None:
+    diff = (
+        "--- /dev/null\n+++ b/greeting.py\n@@ -0,0 +1 @@\n+print('hi')\n"
+        "--- a/old.py\n+++ b/old.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+    )
+    change = interaction(detail=FileChange(paths=("greeting.py", "old.py"), diff=diff))
+    html = card_html(view(change), CTX)
+    new = '<p class="file"><code>greeting.py (new file)</code></p><pre class="diff">'
+    assert new + '<span class="hunk">@@ -0,0 +1 @@</span>' in html
+    assert '<p class="file"><code>old.py</code></p><pre class="diff">' in html
+    assert "+++" not in html and "/dev/null" not in html  # said once, by the names above
+    assert split_diff("@@ -1 +1 @@\n-a\n+b") == [(None, "@@ -1 +1 @@\n-a\n+b")]
+
+
+def test_the_pages_speak_of_people_and_agents_not_of_ids() -> None:
+    frame = Frame(identity="local:alice", pending=2, sessions=1)
+    running = conversation_page(
+        frame, session("web"), "web: tidy up", "running", [], CTX, typing_refused=None
+    )
+    assert "acting as alice" in running and "local:" not in visible(running)
+    assert "<title>(2) web: tidy up · agent-gateway</title>" in running  # what waits, counted
+    assert "Codex" in visible(running) and "codex-app-server" not in running
+    assert "s1" not in visible(running)  # the session's id: where a pointer rests only
+    # a turn runs: /stop as a button beside its state
+    stop = re.search(r'<form class="stop"[^>]*action="/s/s1/say".*?</form>', running)
+    assert stop is not None and 'name="text" value="/stop"' in stop.group()
+    assert ">Stop</button>" in stop.group()
+    idle = conversation_page(
+        Frame(identity="telegram:42", pending=0, sessions=1),
+        session("web"),
+        "web: tidy up",
+        "idle",
+        [],
+        CTX,
+        typing_refused=None,
+    )
+    assert 'class="stop"' not in idle  # nothing to stop
+    for state in (
+        "waiting for approval",
+        "waiting for input",
+        "waiting for its plan to be reviewed",
+    ):
+        shown = conversation_page(frame, session("web"), "web", state, [], CTX, typing_refused=None)
+        # the agent waits in its turn on a card: Stop ends the turn; a plan's turn has ended
+        assert ('class="stop"' in shown) == (state != "waiting for its plan to be reviewed")
+    assert "<title>web: tidy up · agent-gateway</title>" in idle
+    assert "acting as 42 on Telegram" in idle
+
+
+def test_a_card_in_any_state_says_no_internal_word() -> None:
+    # the ledger's words (runtime, epoch, the ids, the auth table's prefix) stay in the ledger
+    alice = Actor(platform="local", user_id="alice", display="alice")
+    decided = {
+        "decision": DecisionFact(actor=alice, decision=Decision(action_id="accept"), at=NOW),
+        "delivery": DeliveryFact(
+            outcome=DeliveryOutcome.OK, at=NOW, error="not written: the runtime ended first"
+        ),
+        "resolution": ResolutionFact(how=Resolution.ORPHANED, at=NOW, by="gateway"),
+    }
+    for state in InteractionState:
+        for facts in ({}, decided):
+            shown = interaction(
+                state=state,
+                actions=(Action(id="accept", label="Allow", effect=Effect.ALLOW),),
+                **facts,
+            )
+            face = visible(card_html(view(shown), CTX))
+            for word in ("runtime", "epoch", "local:", "abc123", "rpc:0", "s1"):
+                assert word not in face, (state, word, face)
+
+
+def test_a_waiting_command_is_shown_once_by_its_card_not_again_by_its_tool_line() -> None:
+    command = "/bin/bash -c 'touch hello.txt'"
+    said = TextItem(
+        id="m1", at=NOW, text=f"I will make it.\n\n▸ `{command}`", version=3, author=None
+    )
+    waiting = interaction(
+        title="Run a command",
+        detail=Command(command=command, cwd="/w"),
+        actions=(Action(id="accept", label="Allow once", effect=Effect.ALLOW),),
+    )
+
+    def page(item: Interaction) -> str:
+        return conversation_page(
+            Frame(identity="local:alice", pending=1, sessions=1),
+            session("web"),
+            "web",
+            "waiting for approval",
+            [said, view(item)],
+            CTX,
+            typing_refused=None,
+        )
+
+    shown = page(waiting)
+    assert visible(shown).count("touch hello.txt") == 1  # on the card only
+    assert "I will make it." in shown and 'data-version="3-waiting"' in shown
+    # answered, the line is back (with how the command ends, once it does)
+    decided = page(dataclasses.replace(waiting, state=InteractionState.DECIDED))
+    assert visible(decided).count("touch hello.txt") == 2
+    assert 'data-key="t-m1" data-version="3"' in decided

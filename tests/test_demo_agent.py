@@ -23,6 +23,7 @@ from gateway.domain import (
     Decision,
     FileChange,
     InteractionRequest,
+    Plan,
     Resolution,
     TurnStatus,
 )
@@ -292,3 +293,25 @@ async def test_crash_dies_with_an_approval_pending(tmp_path: Path) -> None:
     assert (exited.code, exited.reason) == (CRASH_EXIT_CODE, "exited")
     assert "crashing on purpose" in exited.stderr_tail
     assert not only(events, InteractionClosed) and not only(events, TurnCompleted)
+
+
+async def test_a_plan_sent_back_with_a_message_comes_back_revised_not_the_menu(
+    tmp_path: Path,
+) -> None:
+    # "Keep planning" with a message, and /plan TEXT, are plan-mode turns whose prompt is the
+    # person's words: the demo answers with its plan again, taking them in
+    async with demo_agent(tmp_path) as talk:
+        for words in ("add a test for farewell", "Keep planning: the plan is not approved yet."):
+            await talk.agent.send(Prompt(text=words, mode="plan"))
+            events = await talk.until(InteractionOpened)
+            opened = events[-1]
+            assert isinstance(opened, InteractionOpened)
+            assert isinstance(opened.request.detail, Plan)
+            assert "farewell" in opened.request.detail.markdown
+            assert ("as you asked: add a test" in opened.request.detail.markdown) == (
+                words.startswith("add")
+            )
+            assert "Type one of these words" not in said(events)  # not the menu
+        # Implement, a default-mode turn, still ends the plan's way
+        events = await talk.turn("Implement the plan.")
+        assert "You approved the plan" in said(events)

@@ -124,7 +124,7 @@ def ended_because(interaction: Interaction) -> str:
         case InteractionState.ORPHANED:
             return _process_end(note)
         case InteractionState.UNKNOWN:
-            return "the agent's runtime outlived the gateway, which cannot ask it"
+            return "the agent runs on its own and outlived the gateway, which cannot ask it"
         case InteractionState.EXPIRED:
             return f"nobody answered within {waited(interaction)}"
         case _:

@@ -20,7 +20,7 @@ from typing import TypeVar
 from gateway.domain import ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.events import ToolActivity, ToolKind, ToolPhase
-from gateway.platform import Platform, PlatformLimits, RateLimited
+from gateway.platform import Platform, PlatformLimits, RateLimited, gateway_speaking
 from gateway.render.commands import spell_commands
 from gateway.render.textsplit import GrowingSplit, fit_rendered, split_text
 from gateway.timeline import ShownPart, Timeline
@@ -71,12 +71,13 @@ class Notifier:
 
     async def _send(self, platform: Platform, conversation: ConversationRef, text: str) -> None:
         spelled = spell_commands(text, platform.spell_command)
-        for chunk in platform_parts(spelled, platform.limits):
-            try:
-                await with_rate_limit(partial(platform.send_text, conversation, chunk))
-            except PlatformError as exc:
-                log.warning("notice to %s failed: %s", conversation.key(), exc)
-                return
+        with gateway_speaking():
+            for chunk in platform_parts(spelled, platform.limits):
+                try:
+                    await with_rate_limit(partial(platform.send_text, conversation, chunk))
+                except PlatformError as exc:
+                    log.warning("notice to %s failed: %s", conversation.key(), exc)
+                    return
 
 
 def platform_parts(text: str, limits: PlatformLimits) -> list[str]:

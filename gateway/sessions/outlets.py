@@ -27,7 +27,14 @@ from typing import TypeVar
 
 from gateway.domain import ConversationRef, TurnStatus
 from gateway.errors import PlatformError
-from gateway.platform import MessageGone, MessageRef, Platform, PlatformUnreachable, RateLimited
+from gateway.platform import (
+    MessageGone,
+    MessageRef,
+    Platform,
+    PlatformUnreachable,
+    RateLimited,
+    gateway_speaking,
+)
 from gateway.render.commands import spell_commands
 from gateway.sessions.outbound import MAX_RATE_LIMIT_WAIT, TurnStream, platform_parts
 
@@ -223,12 +230,14 @@ class Outlet:
 
     async def _send_notice(self, text: str) -> None:
         spelled = spell_commands(text, self.platform.spell_command)
-        for chunk in platform_parts(spelled, self.platform.limits):
-            try:
-                await self._patiently(partial(self.platform.send_text, self.conversation, chunk))
-            except PlatformError as exc:
-                log.warning("notice to %s failed: %s", self.conversation.key(), exc)
-                return
+        with gateway_speaking():
+            for chunk in platform_parts(spelled, self.platform.limits):
+                try:
+                    send = partial(self.platform.send_text, self.conversation, chunk)
+                    await self._patiently(send)
+                except PlatformError as exc:
+                    log.warning("notice to %s failed: %s", self.conversation.key(), exc)
+                    return
 
     async def _finish(self, stream: TurnStream) -> None:
         """The turn's final text, waiting out 429s (bounded)."""

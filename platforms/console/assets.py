@@ -21,7 +21,8 @@ STYLE = """
 :root{--bg:#f6f7f9;--fg:#1d2230;--mut:#5b6475;--line:#d9dde5;--card:#fff;--pri:#1f6feb;
 --danger:#c62828;--ok:#1b7f3b;--warn:#a15c00;--code:#0f1420;--codefg:#e6e9ef}
 *{box-sizing:border-box}
-body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;
+body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif,
+"Apple Color Emoji","Segoe UI Emoji","Noto Color Emoji";
 background:var(--bg);color:var(--fg)}
 header.top{display:flex;gap:18px;align-items:center;padding:10px 22px;background:#111827;
 color:#e5e7eb;white-space:nowrap}
@@ -79,11 +80,17 @@ pre .flag{color:#79c0ff}pre .string{color:#a5d6ff}pre .op{color:#ff7b72}
 pre .var{color:#d2a8ff}pre .comment{color:#8b949e}
 dl.fields{display:grid;grid-template-columns:max-content 1fr;gap:3px 14px;margin:8px 0}
 dl.fields dt{color:var(--mut)}dl.fields dd{margin:0;min-width:0;overflow-wrap:anywhere}
-.actions{display:flex;flex-direction:column;gap:8px;margin:12px 0 4px}
-.action{display:flex;gap:12px;align-items:baseline}
-label.message{display:flex;flex-direction:column;gap:4px;font-size:13px;color:var(--mut)}
+.actions{display:flex;flex-wrap:wrap;gap:10px 12px;margin:12px 0 4px;align-items:flex-start}
+.action{display:flex;flex-direction:column;gap:4px;flex:1 1 0}
+.action button{width:100%;white-space:nowrap;text-align:center;min-width:0}
+label.message{display:flex;flex-direction:column;gap:4px;font-size:13px;color:var(--mut);
+flex-basis:100%;order:1}
 label.message textarea{max-width:none;min-height:44px}
-.action .effect{color:var(--mut);font-size:13px}
+.action .effect{color:var(--mut);font-size:13px;line-height:1.35}
+.card p.file{margin:10px 0 -4px;font-weight:600}
+.card p.file code{font-size:13.5px}
+form.stop{display:inline;margin-left:6px}
+form.stop button{min-width:0;padding:1px 12px;font-size:13px;vertical-align:middle}
 button{font:inherit;padding:6px 14px;border-radius:6px;border:1px solid #9ca3af;
 background:#f9fafb;cursor:pointer;min-width:120px;text-align:left}
 button.primary{background:var(--pri);border-color:var(--pri);color:#fff}
@@ -120,6 +127,9 @@ margin:0 0 14px;white-space:pre-wrap;word-break:break-word}
 .msg.md a{color:var(--pri)}
 .msg pre code{background:none;padding:0;border-radius:0;font-size:inherit;color:inherit}
 .msg .who{display:block;font-size:12px;color:var(--mut);margin-bottom:2px}
+.msg.gateway{background:#f1f3f6;border-style:dashed;border-color:#c3c9d4;color:#374151;
+font-size:14px}
+.msg.gateway .who{font-weight:600;letter-spacing:.02em}
 form.say{display:flex;gap:10px;margin-top:18px}
 form.say select{width:auto;max-width:220px}
 form.say textarea{max-width:none;min-height:60px}
@@ -138,7 +148,9 @@ form.say{flex-direction:column}
 form.say select{max-width:none;width:100%}
 form.say button[type=submit].primary{align-self:flex-end}
 table.sessions .wide{display:none}
-.action{flex-direction:column;gap:2px}
+.actions{flex-direction:column;align-items:stretch}
+.action{flex:none;gap:2px}
+.action button{white-space:normal}
 }
 .empty{color:var(--mut)}
 details summary{cursor:pointer;color:var(--pri)}
@@ -180,6 +192,7 @@ SCRIPT = """
     finally { busy = false; if (again) { again = false; refresh(); } }
   }
   function merge(doc) {
+    document.title = doc.title;  // it counts the requests that wait
     for (const fresh of doc.querySelectorAll('[data-live]')) {
       const region = document.getElementById(fresh.id);
       if (!region) continue;
@@ -246,6 +259,8 @@ SCRIPT = """
     const form = ev.target;
     if (!form.matches('form[data-enhance]')) return;
     ev.preventDefault();
+    // what an earlier form was told is not about this one: it must not stay on top
+    notice.replaceChildren();
     const gaps = form.matches('.qform') ? missing(form) : [];
     if (gaps.length) {
       refuse(form, named(gaps));

@@ -32,9 +32,16 @@ from gateway.render.card_status import action_label, delivery_words, ending
 from gateway.render.markdown import console_html
 from gateway.wording import clock_time, count, line_count, quoted
 from platforms.console.highlight import highlight_code, highlight_diff, highlight_shell
-from platforms.console.views import CardView
+from platforms.console.views import PLATFORM, CardView, agent_name, platform_name
 
-__all__ = ["MESSAGE_MAX_CHARS", "PostContext", "card_html", "clock", "state_class"]
+__all__ = [
+    "MESSAGE_MAX_CHARS",
+    "PostContext",
+    "card_html",
+    "clock",
+    "split_diff",
+    "state_class",
+]
 
 MESSAGE_MAX_CHARS = 4000  # a message sent with a button (Keep planning's "what to change")
 
@@ -102,7 +109,7 @@ def _block(block: Block) -> str:
             body = highlight_shell(code) if css == "sh" else escape(code)
             return f'<pre class="{css}">{body}</pre>'
         case DiffBlock(diff=diff):
-            return f'<pre class="diff">{highlight_diff(diff)}</pre>'
+            return "".join(_file_diff(name, part) for name, part in split_diff(diff))
         case TextBlock(text=text, markdown=True):
             return f'<div class="msg md">{console_html(text, highlight_code)}</div>'
         case TextBlock(text=text):
@@ -110,6 +117,52 @@ def _block(block: Block) -> str:
         case FieldsBlock(fields=fields):
             rows = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in fields)
             return f'<dl class="fields">{rows}</dl>'
+
+
+def _file_diff(name: str | None, diff: str) -> str:
+    """One file's changes: its name up front, then its hunks (the ``---``/``+++`` lines
+    said it in diff's own words, once the name is above them they are left out)."""
+    if name is None:
+        return f'<pre class="diff">{highlight_diff(diff)}</pre>'
+    return (
+        f'<p class="file"><code>{escape(name)}</code></p>'
+        f'<pre class="diff">{highlight_diff(diff)}</pre>'
+    )
+
+
+def split_diff(diff: str) -> list[tuple[str | None, str]]:
+    """A unified diff as (file name, its hunks), one per file; a name "(new file)" or
+    "(deleted)" where one side is /dev/null. Text before the first file header, or a diff
+    without headers, comes whole with no name."""
+    lines = diff.splitlines(keepends=True)
+    files: list[tuple[str | None, list[str]]] = [(None, [])]
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        after = lines[index + 1] if index + 1 < len(lines) else ""
+        if line.startswith("--- ") and after.startswith("+++ "):
+            files.append((_diff_name(line[4:].strip(), after[4:].strip()), []))
+            index += 2
+            continue
+        files[-1][1].append(line)
+        index += 1
+    if not files[0][1]:
+        files.pop(0)
+    return [(name, "".join(body).rstrip("\n")) for name, body in files]
+
+
+def _diff_name(old: str, new: str) -> str:
+    def bare(path: str) -> str:
+        path = path.split("\t", 1)[0]
+        return path[2:] if path.startswith(("a/", "b/")) else path
+
+    if old == "/dev/null":
+        return f"{bare(new)} (new file)"
+    if new == "/dev/null":
+        return f"{bare(old)} (deleted)"
+    if bare(old) != bare(new):
+        return f"{bare(old)} → {bare(new)}"
+    return bare(new)
 
 
 def _attachment(attachment: Attachment) -> str:
@@ -244,17 +297,19 @@ def _timeline(interaction: Interaction) -> str:
 
 
 def _where(view: CardView) -> str:
+    """The session the card belongs to, its agent, and the chats that show the card too
+    (this console goes without saying; ids only where a pointer rests)."""
     session = view.session
     parts = []
     if session is not None:
-        title = escape(view.session_title or f"session {session.id}")
+        title = escape(view.session_title or "a session")
         parts.append(
-            f'<a href="/s/{escape(session.id)}">{title}</a>'
-            f" · {escape(session.agent_kind.value)} · session {escape(session.id)}"
+            f'<a href="/s/{escape(session.id)}" title="session {escape(session.id)}">{title}</a>'
+            f" · {escape(agent_name(session.agent_kind))}"
         )
-    shown = sorted({c.conversation.platform for c in view.copies})
-    if shown:
-        parts.append("shown on " + ", ".join(escape(p) for p in shown))
+    others = sorted({c.conversation.platform for c in view.copies} - {PLATFORM})
+    if others:
+        parts.append("also in " + ", ".join(escape(platform_name(p)) for p in others))
     return f'<p class="meta">{" · ".join(parts)}</p>' if parts else ""
 
 

@@ -40,6 +40,7 @@ class Shown:
     card: Card | None = None
     version: int = 1
     author: str | None = None  # the console's own person, for what they typed
+    from_gateway: bool = False  # the gateway's own words (a notice, a command's reply)
 
 
 class Feed:
@@ -56,6 +57,7 @@ class Feed:
         text: str | None,
         card: Card | None,
         author: str | None = None,
+        from_gateway: bool = False,
     ) -> Shown:
         shown = Shown(
             id=f"{self._prefix}{next(self._ids)}",
@@ -64,6 +66,7 @@ class Feed:
             text=text,
             card=card,
             author=author,
+            from_gateway=from_gateway,
         )
         self._append(shown)
         return shown

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from html import escape
 
+from gateway.domain import Command, InteractionState, RunState
+from gateway.interactions.machine import run_state_words
 from gateway.render.markdown import console_html
 from gateway.session_record import SessionRecord
 from gateway.sessions.platform_problems import PlatformProblem
@@ -18,9 +21,17 @@ from platforms.console.assets import SCRIPT, STYLE
 from platforms.console.cards_html import PostContext, card_html, clock, state_class
 from platforms.console.highlight import highlight_code
 from platforms.console.security import Notice
-from platforms.console.views import CardView, SessionRow, TextItem
+from platforms.console.views import (
+    CardView,
+    SessionRow,
+    TextItem,
+    agent_name,
+    person_name,
+    platform_name,
+)
 
 __all__ = [
+    "GATEWAY_LABEL",
     "Frame",
     "Notices",
     "agent_where",
@@ -89,14 +100,16 @@ class Frame:
             f"{link('/pending', 'Pending', self.pending, hot=True)}</span>"
         )
         notice = self.notices.html()  # after the body took the refusals it places
+        # the tab says how many requests wait, read from another tab (the script keeps it)
+        waiting = f"({self.pending}) " if self.pending else ""
         return (
             "<!doctype html><html lang=en><head><meta charset=utf-8>"
             '<meta name="viewport" content="width=device-width,initial-scale=1">'
-            f'<link rel="icon" href="data:,"><title>{escape(title)} · agent-gateway</title>'
-            f"<style>{STYLE}</style></head><body>"
+            f'<link rel="icon" href="data:,"><title>{waiting}{escape(title)} · agent-gateway'
+            f"</title><style>{STYLE}</style></head><body>"
             '<header class="top"><strong class="brand">agent-gateway</strong>'
             f'<nav id="nav" data-live>{counts}</nav>'
-            f'<span class="who">acting as {escape(self.identity)}</span></header>'
+            f'<span class="who">acting as {escape(person_name(self.identity))}</span></header>'
             f'<main>{problems_html(self.problems)}<div id="notice" role="status">{notice}</div>'
             f"{body}</main>"
             f"<script>{SCRIPT}</script></body></html>"
@@ -136,11 +149,13 @@ def _session_row(row: SessionRow) -> str:
     session = row.session
     state = escape(row.state)
     waiting = f"{row.open_count} open" if row.open_count else ""
-    shown = ", ".join(escape(p) for p in row.shown_on)
+    # the chats that show it besides this console (a person's words, not the config's)
+    shown = ", ".join(escape(platform_name(p)) for p in row.shown_on if p != "console") or "—"
     version = f"{row.state}-{row.open_count}-{len(row.shown_on)}"
     return (
         f'<tr data-key="s-{escape(session.id)}" data-version="{escape(version)}">'
-        f'<td><a href="/s/{escape(session.id)}">{escape(row.title)}</a></td>'
+        f'<td><a href="/s/{escape(session.id)}" title="session {escape(session.id)}">'
+        f"{escape(row.title)}</a></td>"
         f'<td class="wide">{escape(agent_where(session))}</td>'
         f'<td><span class="state {state_class(row.state)}">{state}</span> {waiting}</td>'
         f'<td class="wide">{shown}</td><td>{clock(session.created_at)}</td></tr>'
@@ -149,7 +164,7 @@ def _session_row(row: SessionRow) -> str:
 
 def agent_where(session: SessionRecord) -> str:
     """Its agent, and the host it runs on where several hosts share the ledger."""
-    kind = session.agent_kind.value
+    kind = agent_name(session.agent_kind)
     return kind if session.host is None else f"{kind} on host {session.host}"
 
 
@@ -180,7 +195,8 @@ def _new_form(
         )
     options = "".join(f"<option>{escape(p)}</option>" for p in projects)
     return (
-        '<h2>Start a conversation</h2><form class="say start" method="post" action="/new"'
+        '<h2>Start a conversation</h2><form class="say start" id="say" method="post"'
+        ' action="/new"'
         f' data-enhance>{ctx.hidden()}<select name="project" aria-label="project">{options}'
         '</select><textarea name="text" aria-label="first message" required'
         ' placeholder="What should the agent do?"></textarea>'
@@ -203,7 +219,7 @@ def sessions_page(
         body += "</td></tr>"
     table = (
         '<table class="sessions"><thead><tr><th>Session</th><th class="wide">Agent</th>'
-        '<th>State</th><th class="wide">Shown on</th><th>Started</th></tr></thead>'
+        '<th>State</th><th class="wide">Also in</th><th>Started</th></tr></thead>'
         f'<tbody id="rows" data-live>{body}</tbody></table>'
     )
     start = _new_form(projects, ctx, words, refusals_html(frame.notices.take("say")))
@@ -239,20 +255,86 @@ def pending_page(
 # --- one conversation ----------------------------------------------------------------------
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")  # terminal colours
+GATEWAY_LABEL = "agent-gateway"  # over the gateway's own messages
+# Marks the gateway writes that only an emoji font draws (without one, a box): the console
+# writes each as a character every text font has.
+_TEXT_MARKS = str.maketrans({"\u23f9": "\u25a0"})  # ⏹ (stop button) → ■
+
+
+def _text_marks(text: str) -> str:
+    return text.translate(_TEXT_MARKS)
 
 
 def message_html(item: TextItem) -> str:
     """A message: the agent's (its text, tool lines, notices) drawn from its Markdown by
     the shared renderer, the person's own as they typed it."""
     text = _ANSI.sub("", item.text)
-    if item.author is None:
-        css, who, body = "msg md", "", console_html(text.strip(), highlight_code)
+    if item.from_gateway:
+        # the gateway's own words (notices, /status, /help): labelled and drawn apart, so
+        # that they are never taken for the agent's
+        css, who = "msg md gateway", f'<span class="who">{GATEWAY_LABEL}</span>'
+        body = console_html(_text_marks(text.strip()), highlight_code)
+    elif item.author is None:
+        css, who, body = "msg md", "", console_html(_text_marks(text.strip()), highlight_code)
     else:
         css, who = "msg mine", f'<span class="who">{escape(item.author)}</span>'
         body = escape(text.strip())
     return (
         f'<div class="{css}" data-key="t-{escape(item.id)}" data-version="{item.version}">'
         f"{who}{body}</div>"
+    )
+
+
+def without_waiting_tool_lines(
+    items: Sequence[TextItem | CardView],
+) -> list[TextItem | CardView]:
+    """The conversation without the running tool line ("▸ `command`") of a command whose
+    card waits just below it: the card shows the command, and the line said it again
+    (once the card is answered the line comes back, with how the command ended). A message
+    left with nothing is left out; one that lost a line changes its version, so that a live
+    page draws it again when the line comes back."""
+    shown: list[TextItem | CardView] = []
+    for at, item in enumerate(items):
+        after = items[at + 1] if at + 1 < len(items) else None
+        if not isinstance(item, TextItem) or item.author is not None or item.from_gateway:
+            shown.append(item)
+            continue
+        if (
+            not isinstance(after, CardView)
+            or after.interaction.state is not InteractionState.PENDING
+        ):
+            shown.append(item)
+            continue
+        detail = after.interaction.detail
+        if not isinstance(detail, Command):
+            shown.append(item)
+            continue
+        line = f"▸ `{detail.command}`"
+        kept = [row for row in item.text.split("\n") if row.strip() != line]
+        if len(kept) == len(item.text.split("\n")):
+            shown.append(item)
+        elif "".join(kept).strip():
+            text = "\n".join(kept)
+            shown.append(replace(item, text=text, version=f"{item.version}-waiting"))
+    return shown
+
+
+# the run states in which a turn runs (its agent may wait on a card): what Stop stops
+_TURN_RUNS = frozenset(
+    run_state_words(state)
+    for state in (RunState.RUNNING, RunState.WAITING_APPROVAL, RunState.WAITING_INPUT)
+)
+
+
+def _stop_button(session: SessionRecord, ctx: PostContext) -> str:
+    """/stop as a button, beside the session's state while a turn runs: what a person
+    looks for to stop it, where typing /stop is a thing to know."""
+    return (
+        f' <form class="stop" data-key="stop" data-version="0" method="post"'
+        f' action="/s/{escape(session.id)}/say" data-enhance>{ctx.hidden()}'
+        '<input type="hidden" name="text" value="/stop">'
+        '<button type="submit" class="danger" title="Stop the turn (/stop)">'
+        "Stop</button></form>"
     )
 
 
@@ -271,7 +353,8 @@ def conversation_page(
         return card_html(view, ctx, refusals=frame.notices.take(f"i-{view.interaction.id}"))
 
     feed = "".join(
-        message_html(item) if isinstance(item, TextItem) else card(item) for item in items
+        message_html(item) if isinstance(item, TextItem) else card(item)
+        for item in without_waiting_tool_lines(items)
     )
     if not items:
         feed = '<p class="empty" data-key="none" data-version="0">Nothing here yet.</p>'
@@ -284,17 +367,21 @@ def conversation_page(
             f' <span data-key="usage" data-version="{escape(usage)}" class="usage meta">'
             f"{escape(usage)}</span>"
         )
+    if typing_refused is None and state in _TURN_RUNS:
+        head += _stop_button(session, ctx)
+    # the session's id is for commands and logs: on the page only where a pointer rests
     heading = (
         f'<h1>{escape(title)} <span id="head" data-live>{head}</span></h1>'
         f'<p class="meta">project {escape(session.project)} · '
-        f"{escape(agent_where(session))} · started {clock(session.created_at)}"
-        f" · session {escape(session.id)}"
+        f"{escape(agent_where(session))} · "
+        f'<span title="session {escape(session.id)}">started {clock(session.created_at)}</span>'
         f' · <a href="/s/{escape(session.id)}/grants">grants</a></p>'
     )
     if typing_refused is None:
         # the placeholder stays short: on a phone it shares a line with nothing else
         box = (
-            f'<form class="say" method="post" action="/s/{escape(session.id)}/say" data-enhance>'
+            f'<form class="say" id="say" method="post" action="/s/{escape(session.id)}/say"'
+            " data-enhance>"
             f'{ctx.hidden()}<textarea name="text" aria-label="message" required'
             ' aria-describedby="say-note" placeholder="A message for the agent"></textarea>'
             '<button type="submit" class="primary">Send</button></form>'

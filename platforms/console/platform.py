@@ -48,7 +48,7 @@ from aiohttp import web
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
-from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits
+from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits, gateway_speaks
 from gateway.render.commands import slash
 from gateway.session_record import SessionRecord
 from platforms.console.config import ConsoleConfig
@@ -251,7 +251,8 @@ class ConsolePlatform:
 
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
         self._check(conversation)
-        shown = self.feed.add(conversation, text=text, card=None)
+        # the gateway's notices and replies are labelled as its own (gateway_speaking)
+        shown = self.feed.add(conversation, text=text, card=None, from_gateway=gateway_speaks())
         self.changes.bump()
         return MessageRef(conversation=conversation, message_id=shown.id)
 

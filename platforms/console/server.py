@@ -55,6 +55,7 @@ from platforms.console.pages import (
     refused_page,
     sessions_page,
 )
+from platforms.console.receipts import message_receipt
 from platforms.console.security import (
     BrowserSession,
     Guard,
@@ -269,10 +270,15 @@ def _answer(request: web.Request, ack: Ack, *, location: str | None = None) -> w
     if "application/json" in request.headers.get("Accept", ""):
         body = {"accepted": ack.accepted, "text": ack.text, "location": location}
         return web.json_response(body)
-    request[SESSION].notify(ack.text, refused=not ack.accepted, about=_about(request))
+    about = _about(request)
+    request[SESSION].notify(ack.text, refused=not ack.accepted, about=about)
     back = location or _field(request, "back")
     if not back.startswith("/") or back.startswith("//"):
         back = "/"
+    elif location is None:
+        # back to the form it came from (a card's, or the message box), where its refusal
+        # is: a page without script would open at its top, the refusal below the fold
+        back = f"{back.partition('#')[0]}#{about}"
     return _see_other(back)
 
 
@@ -307,7 +313,14 @@ async def _conversation(request: web.Request) -> web.Response:
     conversations = await console_conversations(gateway, record.id)
     texts = await remembered_texts(gateway, record, conversations, console.since)
     texts += [
-        TextItem(id=m.id, at=m.at, text=m.text, version=m.version, author=m.author)
+        TextItem(
+            id=m.id,
+            at=m.at,
+            text=m.text,
+            version=m.version,
+            author=m.author,
+            from_gateway=m.from_gateway,
+        )
         for m in console.feed.messages(conversations)
         if m.text is not None
     ]
@@ -441,10 +454,22 @@ async def _say(request: web.Request) -> web.Response:
         return _answer(request, Ack(text=refused, accepted=False))
     if not text:
         return _answer(request, Ack(text="Type a message first.", accepted=False))
-    await gateway.on_message(_message(console, conversation, text))
+    # what the session was doing when the message came: the receipt says where it went
+    latest = await gateway.store.turns.latest(record.id)
+    card_waiting = bool(await gateway.store.interactions.list_open(record.id))
+    message = _message(console, conversation, text)
+    await gateway.on_message(message)
+    queued = await gateway.store.prompts.list_queued(record.id)
+    held = any(p.platform_message_id == message.message_id and p.held for p in queued)
+    receipt = message_receipt(
+        text,
+        held=held,
+        turn_running=latest is not None and latest.is_running,
+        card_waiting=card_waiting,
+    )
     now = await gateway.store.sessions.lookup(conversation)
     location = f"/s/{now.id}" if now is not None and now.id != record.id else None
-    return _answer(request, Ack(text="Sent to the agent.", accepted=True), location=location)
+    return _answer(request, Ack(text=receipt, accepted=True), location=location)
 
 
 async def _where_shown(gateway: Gateway, interaction: Interaction) -> ConversationRef | None:

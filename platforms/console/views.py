@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from gateway.cards import Card
 from gateway.config.model import Config, SessionScope
-from gateway.domain import Actor, ConversationRef, RunState, TurnStatus
+from gateway.domain import Actor, AgentKind, ConversationRef, RunState, TurnStatus
 from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
 from gateway.session_record import SessionRecord
 from gateway.sessions.routing import project_for, route_key
@@ -32,10 +32,13 @@ __all__ = [
     "CardView",
     "SessionRow",
     "TextItem",
+    "agent_name",
     "card_view",
     "console_conversations",
     "conversation_items",
     "pending_views",
+    "person_name",
+    "platform_name",
     "remembered_texts",
     "route_channel",
     "run_state",
@@ -78,11 +81,42 @@ class TextItem:
     id: str
     at: datetime
     text: str
-    version: int
+    version: int | str  # a str where the page drew it changed (pages.without_waiting_tool_lines)
     author: str | None = None  # set for what the console's person typed
+    from_gateway: bool = False  # the gateway's own words, not the agent's
 
 
 # --- pure ----------------------------------------------------------------------------------
+
+# An agent as a person calls it: its kind is the config's word ("codex-app-server")
+_AGENT_NAMES = {
+    AgentKind.CODEX_APP_SERVER: "Codex",
+    AgentKind.CODEX_EXEC: "Codex (exec)",
+    AgentKind.CLAUDE_CODE: "Claude Code",
+    AgentKind.ACP: "ACP agent",
+    AgentKind.OPENCODE: "OpenCode",
+}
+_PLATFORM_NAMES = {"telegram": "Telegram", "slack": "Slack", "discord": "Discord"}
+
+
+def agent_name(kind: AgentKind) -> str:
+    return _AGENT_NAMES.get(kind, kind.value)
+
+
+def platform_name(platform: str) -> str:
+    """A platform as its people call it ("Telegram"; the console is "this console")."""
+    if platform == PLATFORM:
+        return "this console"
+    return _PLATFORM_NAMES.get(platform, platform)
+
+
+def person_name(identity: str) -> str:
+    """Who the console acts as, without the auth table's prefix: "alice" for
+    "local:alice", "12345 on Telegram" for "telegram:12345"."""
+    platform, _, user = identity.partition(":")
+    if not user:
+        return identity
+    return user if platform == "local" else f"{user} on {platform_name(platform)}"
 
 
 def run_state(

@@ -38,7 +38,8 @@ __all__ = ["ConsoleDriver", "page_items"]
 
 T = TypeVar("T")
 _ITEM = re.compile(
-    r'<div class="msg( mine)?(?: md)?" data-key="(t-[^"]+)" data-version="(\d+)">(.*?)</div>'
+    r'<div class="msg( mine)?(?: md)?(?: gateway)?" data-key="(t-[^"]+)"'
+    r' data-version="(\d+)(?:-waiting)?">(?:<span class="who">agent-gateway</span>)?(.*?)</div>'
     r'|<article class="card [^"]*" id="i-([^"]+)" data-key="[^"]*" data-version="(\d+)">'
     r"(.*?)</article>",
     re.DOTALL,

@@ -69,6 +69,13 @@ def _object(value: object) -> Json:
     return value if isinstance(value, dict) else {}
 
 
+def _mode(params: Json) -> str | None:
+    """The collaboration mode turn/start asks for (``collaborationMode.mode``: "plan" or
+    "default"), None where it names none."""
+    mode = _object(params.get("collaborationMode")).get("mode")
+    return mode if isinstance(mode, str) else None
+
+
 def _text(params: Json, key: str, default: str) -> str:
     value = params.get(key)
     return value if isinstance(value, str) and value else default
@@ -214,6 +221,7 @@ class DemoAgent:
             cwd=self._cwd,
             prompt=text,
             pace=self._pace,
+            mode=_mode(params),
         )
         # turn/start result, then turn/started and the user's message (shell_accept)
         self._wire.result(request_id, {"turn": turn_object(turn.id)})
@@ -224,7 +232,7 @@ class DemoAgent:
         turn.item_started(user_message_item(user_item, text, started_ms=now_ms(), done=False))
         turn.item_completed(user_message_item(user_item, text, started_ms=now_ms(), done=True))
         self._turn = turn
-        self._turn_task = self._tasks.create_task(self._run_turn(turn, pick(text)))
+        self._turn_task = self._tasks.create_task(self._run_turn(turn, pick(text, mode=turn.mode)))
 
     def _interrupt(self, request_id: object, params: Json) -> None:
         # TurnInterruptResponse is {} (interrupt_pending_approval); the turn then completes

@@ -31,7 +31,7 @@ from pathlib import Path
 from gateway.app.demo.texts import LONG_ANSWER, MENU, SLOW_INTRO
 from gateway.app.demo.turn import Turn, TurnCancelled
 from gateway.app.demo.wire import Json, command_item, file_change_item, now_ms
-from gateway.interactions.plans import IMPLEMENT_TEXT
+from gateway.interactions.plans import IMPLEMENT_TEXT, KEEP_PLANNING_TEXT, PLAN_MODE
 
 __all__ = [
     "COMMAND_ARGV",
@@ -82,8 +82,12 @@ async def menu(turn: Turn) -> None:
 async def command(turn: Turn) -> None:
     shown = shlex.join(COMMAND_ARGV)
     by_rule = COMMAND_ARGV in turn.memory.command_rules
-    ask = "" if by_rule else " The gateway asks you first."
-    await turn.say(f"I will write `hello.txt` in my work dir with `{COMMAND_SCRIPT}`.{ask}")
+    # the card shows the command: said here too, it would be read three times with the
+    # tool's line; run by a rule, with no card, it is said here
+    if by_rule:
+        await turn.say(f"I will write `hello.txt` in my work dir with `{COMMAND_SCRIPT}`.")
+    else:
+        await turn.say("I will write `hello.txt` in my work dir. The gateway asks you first.")
     call, started = turn.memory.next_call_id(), now_ms()
     item = command_item(call, shown, turn.cwd, inner=COMMAND_SCRIPT, started_ms=started)
     turn.item_started(item)
@@ -299,11 +303,9 @@ async def slow(turn: Turn) -> None:
 
 
 async def crash(turn: Turn) -> None:
-    await turn.say(
-        "I will ask to run a command, then my process dies before you answer. The card will "
-        "say so: the process that asked is gone, so no answer can reach it. Your next "
-        "message starts me again."
-    )
+    # what the crash does to the card and what to do next, the card and the gateway's
+    # notice say: said here ahead of time too, it was read three times
+    await turn.say("I will ask to run a command, then my process dies before you answer.")
     call, started = turn.memory.next_call_id(), now_ms()
     script = "echo this never runs"
     shown = shlex.join(("/bin/sh", "-c", script))
@@ -359,8 +361,21 @@ async def plan(turn: Turn) -> None:
             "I am the demo, so I leave `greeting.py` as it is."
         )
         return
-    await turn.say("Here is my plan. I change nothing until you decide.")
-    item: Json = {"type": "plan", "id": turn.memory.next_message_id(), "text": DEMO_PLAN}
+    asked = turn.prompt.strip()
+    text = DEMO_PLAN
+    if turn.mode == PLAN_MODE and asked.lower() not in (
+        "",
+        "plan",
+        "7",
+        KEEP_PLANNING_TEXT.lower(),
+    ):
+        # sent back with a message ("Keep planning" with text, or /plan TEXT): the plan
+        # takes it in, so the way back to Implement stays open
+        await turn.say("I changed my plan as you asked. I change nothing until you decide.")
+        text = f"{DEMO_PLAN}4. Also, as you asked: {asked}\n"
+    else:
+        await turn.say("Here is my plan. I change nothing until you decide.")
+    item: Json = {"type": "plan", "id": turn.memory.next_message_id(), "text": text}
     turn.item_started({**item, "text": ""})
     turn.item_completed(item)
 
@@ -393,11 +408,15 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(name="plan", words=("7", "plan"), run=plan, about="a plan to implement or send back"),
 )
+PLAN_SCENARIO = SCENARIOS[-1]
 MENU_SCENARIO = Scenario(name="menu", words=("menu", "help"), run=menu)
 
 
-def pick(prompt: str) -> Scenario:
-    """The scenario named by the first word of the prompt that names one; else the menu."""
+def pick(prompt: str, *, mode: str | None = None) -> Scenario:
+    """In plan mode (Keep planning, /plan TEXT) the plan, revised by what was said; else
+    the scenario named by the first word of the prompt that names one; else the menu."""
+    if mode == PLAN_MODE:
+        return PLAN_SCENARIO
     for word in re.findall(r"[a-z0-9]+", prompt.lower()):
         for scenario in SCENARIOS:
             if word in scenario.words:

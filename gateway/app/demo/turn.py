@@ -55,6 +55,7 @@ class Turn:
         cwd: str,
         prompt: str,
         pace: float,
+        mode: str | None = None,
     ) -> None:
         self.wire = wire
         self.memory = memory
@@ -62,6 +63,7 @@ class Turn:
         self.id = turn_id
         self.cwd = cwd
         self.prompt = prompt
+        self.mode = mode  # the collaboration mode turn/start asked for ("plan" in plan mode)
         self.pace = pace
         self.started_ms = now_ms()
         self.items: list[Json] = []  # completed agent messages, for turn/completed
