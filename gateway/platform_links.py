@@ -60,11 +60,18 @@ class PlatformLinks:
         elif isinstance(self._inbox, HearsProblems):
             self._inbox.platform_problem(platform, text)
 
-    def refused(self, name: str, exc: ConfigError) -> None:
+    def refused(self, name: str, exc: ConfigError, *, said: bool = True) -> None:
+        """``name`` refused its configuration: given up. ``said`` False: not yet logged
+        (at start, where it is said only if other platforms run on)."""
         self.retrying.pop(name, None)
         self.stopped[name] = str(exc)
-        log.error("%s stopped: %s (fix the config and restart; the others run on)", name, exc)
-        self._problem(name, f"Stopped: {exc}. Fix the configuration and restart the gateway.")
+        if said:
+            self.say_stopped(name)
+
+    def say_stopped(self, name: str) -> None:
+        why = self.stopped[name]
+        log.error("%s stopped: %s (fix the config and restart; the others run on)", name, why)
+        self._problem(name, f"Stopped: {why}. Fix the configuration and restart the gateway.")
 
     async def keep_trying(self, name: str, first: float, most: float) -> None:
         """Connect ``name`` again until it connects or refuses; then tell the gateway."""
@@ -104,12 +111,14 @@ async def linked(
     that refused if none is left to run."""
     links = PlatformLinks(platforms)
     retries: list[asyncio.Task[None]] = []
+    refusals: list[ConfigError] = []
     async with AsyncExitStack() as stack:
         for name, platform in platforms.items():
             try:
                 await platform.connect()
             except ConfigError as exc:
-                links.refused(name, exc)
+                links.refused(name, exc, said=False)
+                refusals.append(exc)
                 continue
             except Exception as exc:  # an outage at start: tried again meanwhile
                 links.retrying[name] = _why(exc)
@@ -125,8 +134,11 @@ async def linked(
             links.connected.add(name)
             stack.push_async_callback(platform.close)
         if not links.connected and not links.retrying:
-            refused = next(iter(links.stopped.values()), "no platform")
-            raise ConfigError(f"no platform could start: {refused}")
+            if len(refusals) == 1:  # the one platform configured: its own words, once
+                raise refusals[0]
+            raise ConfigError("no platform could start: " + "; ".join(map(str, refusals)))
+        for name in links.stopped:  # the others run on: said in the log and on the console
+            links.say_stopped(name)
         try:
             yield links
         finally:
