@@ -36,6 +36,7 @@ __all__ = [
     "Inbox",
     "KnowsApprovers",
     "KnowsFenced",
+    "KnowsWaiting",
     "LeasedReceiving",
     "MessageGone",
     "MessageRef",
@@ -48,6 +49,7 @@ __all__ = [
     "SharesForms",
     "SharesRates",
     "TextSealer",
+    "WaitingRequest",
     "connected",
 ]
 
@@ -191,6 +193,29 @@ class KnowsApprovers(Protocol):
     async def approvers(self, conversation: ConversationRef) -> tuple[str, ...]:
         """The ids, on ``conversation``'s platform, of who may decide the requests of the
         session bound there (none for a conversation without one, or where anyone may)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WaitingRequest:
+    """A request waiting for a decision, as a command that names it offers it: its id (what
+    is typed), its title, and whether it is a question (``/answer``) or not (``/approve``)."""
+
+    id: str
+    title: str
+    question: bool
+
+
+@runtime_checkable
+class KnowsWaiting(Protocol):
+    """What the gateway's inbox also tells a platform that completes a command's request id
+    as it is typed (Discord's autocomplete); a platform checks for it, an inbox without it
+    is still an :class:`Inbox`."""
+
+    async def waiting(self, conversation: ConversationRef) -> tuple[WaitingRequest, ...]:
+        """The requests of the session bound to ``conversation`` that wait for a decision,
+        oldest first (none for a conversation without one). Never waits behind the ledger's
+        writer."""
         ...
 
 

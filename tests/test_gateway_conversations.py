@@ -65,8 +65,8 @@ async def test_ok_yes_approve_typed_while_an_approval_waits_are_prompts_not_deci
         fake_model.enqueue(*([message(f"Noted: {w}")] for w in ("ok", "yes", "approve")))
         assert await reply_to(gw, "ok", by=ALICE) == (
             "Queued as a message for the agent, not as a decision. Still waiting for a "
-            f"decision on: Run a command ({iid}). Use the card's buttons, or /approve ID, "
-            "/deny ID."
+            f"decision on: Run a command ({iid}). Use the card's buttons, or /approve {iid}, "
+            f"/deny {iid}."
         )
         told = len(gw.memory.texts(ROOM))
         for by, word in [(BOB, "yes"), (ALICE, "approve")]:  # said once: then a mark

@@ -866,10 +866,14 @@ _NO_PLAN_MODE = (
 
 
 def _not_a_decision(waiting: Sequence[Interaction], *, replying: bool) -> str:
-    """The full notice: chat text is a message for the agent, never a decision."""
+    """The full notice: chat text is a message for the agent, never a decision. The
+    commands it names are spelled by each platform as they work where it is read (a Slack
+    thread: "@app /approve"; Discord registers /approve, /deny and /answer), with the
+    request's own id where one waits."""
     names = ", ".join(f"{i.title} ({i.id})" for i in waiting)
     questions = all(i.kind is InteractionKind.QUESTION for i in waiting)
-    how = "/answer ID" if questions else "/approve ID, /deny ID"
+    which = waiting[0].id if len(waiting) == 1 else "ID"
+    how = f"/answer {which}" if questions else f"/approve {which}, /deny {which}"
     if replying:
         return (
             f"Queued as a message for the agent, not as a decision. Still waiting for a "

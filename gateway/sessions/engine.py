@@ -25,7 +25,7 @@ from gateway.action_tokens import interaction_named, require_callback_room
 from gateway.config.access import approver_ids
 from gateway.config.hmac_key import load_or_create_hmac_key, read_hmac_key
 from gateway.config.model import Config
-from gateway.domain import ConversationRef, Decision
+from gateway.domain import ConversationRef, Decision, InteractionKind, InteractionState
 from gateway.errors import ConfigError, GatewayError, StoreError
 from gateway.interactions.machine import Interaction
 from gateway.interactions.votes import PolicyBook
@@ -37,6 +37,7 @@ from gateway.platform import (
     InboundMessage,
     LeasedReceiving,
     Platform,
+    WaitingRequest,
 )
 from gateway.session_record import SessionRecord
 from gateway.sessions.agents import AgentLauncher
@@ -678,6 +679,18 @@ class Gateway:
             conversation.platform, conversation.platform
         )
         return approver_ids(self.config, session.project, platform, session.initiator)
+
+    async def waiting(self, conversation: ConversationRef) -> tuple[WaitingRequest, ...]:
+        """The requests waiting for a decision in the session bound to ``conversation``
+        (``KnowsWaiting``: a command's request id completed as it is typed)."""
+        session = await self.store.peek.bound(conversation)
+        if session is None or session.is_closed:
+            return ()
+        return tuple(
+            WaitingRequest(id=i.id, title=i.title, question=i.kind is InteractionKind.QUESTION)
+            for i in await self.store.interactions.list_open(session.id)
+            if i.state is InteractionState.PENDING
+        )
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the engine's task group, which the ledger outlives (a refused

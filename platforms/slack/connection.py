@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -23,7 +24,7 @@ from gateway.errors import ConfigError, PlatformError
 from platforms.slack.config import SlackConfig
 from platforms.slack.outbox import error_of
 
-__all__ = ["SDK_LOGGERS", "Receiver", "check_token", "quiet_sdk_loggers"]
+__all__ = ["SDK_LOGGERS", "BotUser", "Receiver", "check_token", "quiet_sdk_loggers"]
 
 SDK_LOGGERS = ("slack_sdk", "slack_bolt")
 
@@ -34,8 +35,16 @@ def quiet_sdk_loggers() -> None:
         logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
 
 
-async def check_token(client: AsyncWebClient, team_id: str) -> str:
-    """The bot's user id, once ``auth.test`` took the token and it is of ``team_id``."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BotUser:
+    """The app's bot user: its id (``<@U…>`` mentions it) and its name (``@name``)."""
+
+    id: str
+    name: str
+
+
+async def check_token(client: AsyncWebClient, team_id: str) -> BotUser:
+    """The bot's user, once ``auth.test`` took the token and it is of ``team_id``."""
     try:
         me = await client.auth_test()
     except SlackApiError as exc:
@@ -50,7 +59,7 @@ async def check_token(client: AsyncWebClient, team_id: str) -> str:
         raise ConfigError(
             f"platforms.slack.team_id: the bot token is of team {team}, not {team_id}"
         )
-    return str(me.get("user_id") or "")
+    return BotUser(id=str(me.get("user_id") or ""), name=str(me.get("user") or ""))
 
 
 class Receiver:
