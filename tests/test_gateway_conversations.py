@@ -128,7 +128,7 @@ async def test_a_decision_in_one_thread_updates_the_card_in_the_other(
         await settles(gw, there, final)
         late = await gw.memory.click(ROOM_T2, BOB, there.token("Deny"))
         assert not late.accepted
-        assert late.text.startswith("Already decided by Alice.")
+        assert late.text.startswith("Already decided by Alice: ")
         await gw.text_where(lambda text: "Done." in text, ROOM_T2)
     assert (codex_home.workspace / "hello.txt").exists()
 

@@ -210,7 +210,7 @@ async def test_the_default_never_expires_while_an_expiring_project_does(tmp_path
         assert still.state is InteractionState.PENDING
         assert waiting.now.status_line.startswith("Waiting for a decision · content hash ")
         ack = await gw.memory.click(ROOM, ALICE, waiting.token("Approve"))
-        assert ack == Ack(text="Approved: Approve. Sent to the agent.", accepted=True)
+        assert ack == Ack(text="Approved. Sent to the agent.", accepted=True)
         assert await expired_ids(gw.gateway) == [record.id]
     assert_expired(record, 0.2, "deny")
     assert still.created_at < record.created_at
