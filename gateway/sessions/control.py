@@ -37,6 +37,7 @@ from gateway.domain import (
 from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
 from gateway.platform import InboundMessage, Platform
+from gateway.render.card_pointers import restart_notice
 from gateway.render.card_status import undelivered
 from gateway.render.commands import (
     HELP_TEXT,
@@ -138,6 +139,7 @@ class Control:
         runtime that outlived the gateway (an answer written to it: UNKNOWN)."""
         store = self._store
         touched: dict[str, str] = {}
+        ended: dict[str, list[Interaction]] = {}  # by session: the requests orphaned here
         host = self._gw.ledger_host  # on a shared ledger: only this host's; else every one
         for epoch in await store.sessions.live_epochs(host=host):
             if await self._reattached(epoch, touched):
@@ -163,6 +165,7 @@ class Control:
                 epoch.session_id, epoch.epoch, gateway_restarted=True, note="the gateway restarted"
             ):
                 self._gw.broker.mark_dirty(update.interaction.id)
+                ended.setdefault(epoch.session_id, []).append(update.interaction)
             touched[epoch.session_id] = "stopped"
         for session_id in await store.prompts.recover_after_restart(host=host):
             touched.setdefault(session_id, "held")
@@ -173,11 +176,10 @@ class Control:
         await self._gw.broker.resend_failed()
         for session_id, how in touched.items():
             held = await store.prompts.list_held(session_id)
-            text = _RECOVERED.get(how, _RECOVERED["stopped"])
-            if held:
-                text += " " + held_note(len(held), typed_now=False)
-            text += " Your next message resumes the conversation."
-            await self._notifier.send(await store.sessions.list_bindings(session_id), text)
+            await self._notifier.send(
+                await store.sessions.list_bindings(session_id),
+                _recovered_text(how, ended.get(session_id, []), held=len(held)),
+            )
         for session_id, how in touched.items():
             if how == "reattach":
                 session = await store.sessions.get(session_id)
@@ -846,6 +848,19 @@ _OWNER_COMMANDS = frozenset(
         CommandName.REVOKE,
     }
 )
+
+
+def _recovered_text(how: str, ended: Sequence[Interaction], *, held: int) -> str:
+    """What a conversation is told once the gateway is back. Where cards of its requests
+    were ended, their edits say the restart and what a next message does; this short line
+    only notifies and points at them (an edit notifies nobody). Elsewhere, in full."""
+    if ended:
+        text = restart_notice(ended)
+        return f"{text} {held_note(held, typed_now=False)}" if held else text
+    text = _RECOVERED.get(how, _RECOVERED["stopped"])
+    if held:
+        text += " " + held_note(held, typed_now=False)
+    return text + " Your next message resumes the conversation."
 
 
 def _owner_down(owner: str) -> str:
