@@ -29,10 +29,31 @@ __all__ = ["SDK_LOGGERS", "BotUser", "Receiver", "check_token", "quiet_sdk_logge
 SDK_LOGGERS = ("slack_sdk", "slack_bolt")
 
 
+# bolt's AsyncApp reads SLACK_BOT_TOKEN from the environment whenever it is given no token,
+# and warns that the token is unused when it is also given a client: in the documented setup
+# (the token in SLACK_BOT_TOKEN, the gateway's own client, pointed at the configured API) it
+# warned at every start about nothing to change. bolt has no way to say "no token": "" is
+# read as none and the environment is read again.
+_TOKEN_UNUSED = "As you gave `client` as well, `token` will be unused."
+
+
+class _NotTheTokenUnused(logging.Filter):
+    """Drops bolt's "token will be unused" warning: the gateway gives its client on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != _TOKEN_UNUSED
+
+
+_BOLT_APP_LOGGER = "slack_bolt.AsyncApp"  # bolt's get_bolt_logger(AsyncApp)
+
+
 def quiet_sdk_loggers() -> None:
     for name in SDK_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+    bolt_app = logging.getLogger(_BOLT_APP_LOGGER)
+    if not any(isinstance(f, _NotTheTokenUnused) for f in bolt_app.filters):
+        bolt_app.addFilter(_NotTheTokenUnused())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
