@@ -46,6 +46,7 @@ __all__ = [
     "RateLimited",
     "ReceiverGate",
     "RefusedForGood",
+    "RepliesToMessages",
     "SharesForms",
     "SharesRates",
     "TextSealer",
@@ -216,6 +217,21 @@ class KnowsWaiting(Protocol):
         """The requests of the session bound to ``conversation`` that wait for a decision,
         oldest first (none for a conversation without one). Never waits behind the ledger's
         writer."""
+        ...
+
+
+@runtime_checkable
+class RepliesToMessages(Protocol):
+    """A platform whose new message can be shown as a reply to an earlier one (Telegram's
+    ``reply_parameters``): a notice about a card replies to it, which points at the card
+    and notifies. Where a conversation is a thread (Slack, Discord), a notice is in the
+    card's thread already; a platform without it sends the notice as a plain text."""
+
+    async def send_reply(
+        self, conversation: ConversationRef, text: str, reply_to: str
+    ) -> MessageRef:
+        """``send_text``, shown as a reply to the message ``reply_to`` (a ``MessageRef``'s
+        id); a message gone meanwhile is not an error (the text is sent without it)."""
         ...
 
 

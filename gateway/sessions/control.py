@@ -60,7 +60,7 @@ from gateway.sessions.agents import AgentLauncher, ReattachesAgents
 from gateway.sessions.broker import Broker
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.grant_desk import GrantDesk
-from gateway.sessions.outbound import Notifier
+from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
 from gateway.store.records import EnqueueOutcome, EpochRecord
@@ -176,9 +176,11 @@ class Control:
         await self._gw.broker.resend_failed()
         for session_id, how in touched.items():
             held = await store.prompts.list_held(session_id)
+            cards = ended.get(session_id, [])
             await self._notifier.send(
                 await store.sessions.list_bindings(session_id),
-                _recovered_text(how, ended.get(session_id, []), held=len(held)),
+                _recovered_text(how, cards, held=len(held)),
+                await card_messages(store, *(i.id for i in cards)),  # replies to a card
             )
         for session_id, how in touched.items():
             if how == "reattach":

@@ -67,7 +67,13 @@ from gateway.render.exit_notice import exit_notice
 from gateway.render.queue_notes import held_note, stopped_notice
 from gateway.sessions.agents import AgentLauncher, RunningAgent
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
-from gateway.sessions.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
+from gateway.sessions.outbound import (
+    AGENT_ENDED_WORDS,
+    TOOL_ENDED_WORDS,
+    Notifier,
+    TurnStream,
+    card_messages,
+)
 from gateway.sessions.outlets import Outbound
 from gateway.sessions.usage import SessionUsage
 from gateway.store.database import Clock, utc_now
@@ -695,7 +701,7 @@ class SessionRunner:
         before anything the agent says after it."""
         if self._stream is not None:
             self._stream.interaction_expired(expired.id)  # its tool line: not "declined"
-        await self._notify(expiry_notice(expired))
+        await self._notify(expiry_notice(expired), about=expired.id)
 
     # --- the turn's timeline --------------------------------------------------------------
 
@@ -944,13 +950,17 @@ class SessionRunner:
             self._ledger_failing = True
             await self._notify(LEDGER_WAITING)
 
-    async def _notify(self, text: str) -> None:
+    async def _notify(self, text: str, *, about: str | None = None) -> None:
+        """``text`` to every conversation of the session; ``about`` an interaction: as a
+        reply to its card there, where the platform shows replies (Telegram)."""
         try:
             conversations = await self._conversations()
+            cards = await card_messages(self._store, about) if about is not None else {}
         except StoreError as exc:  # the ledger fails (perhaps what this says): as last read
             log.warning("session %s: its conversations not read (%s)", self.session_id, exc)
-            conversations = self._shown_in
+            conversations, cards = self._shown_in, {}
         if self._outbound.is_running:
-            self._outbound.notice(conversations, text)  # sent by each conversation's outlet
+            # sent by each conversation's outlet
+            self._outbound.notice(conversations, text, cards)
         else:  # the runner has ended (report_crash)
-            await self._notifier.send(conversations, text)
+            await self._notifier.send(conversations, text, cards)
