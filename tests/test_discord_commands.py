@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from gateway.platform import connected
+from gateway.render.commands import CommandName
 from gateway.sessions.engine import Gateway
+from platforms.discord.commands import COMMANDS, spec_of
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DISCORD_LIMITS, DiscordPlatform
 from platforms.registry import parse_config
@@ -53,6 +55,12 @@ gateway_url = "{fake.gateway_url}"
 """
 
 
+def test_every_command_the_gateway_names_is_a_slash_command_on_discord() -> None:
+    """The help and the notices name commands as "/name" on Discord: each one is
+    registered, so each works as typed there (in a thread too)."""
+    assert sorted(spec.name for spec in COMMANDS) == sorted(name.value for name in CommandName)
+
+
 async def test_the_notice_names_approve_which_is_registered_completed_and_decides(
     fake: FakeDiscord, tmp_path: Path
 ) -> None:
@@ -71,6 +79,11 @@ async def test_the_notice_names_approve_which_is_registered_completed_and_decide
         for command in synced:
             for option in command.get("options") or []:
                 assert option["description"] not in ("…", "..."), (command["name"], option)
+            spec = spec_of(command["name"])  # as platforms/discord/commands.py says
+            assert [
+                (o["name"], o["description"], bool(o.get("required")), bool(o.get("autocomplete")))
+                for o in command.get("options") or []
+            ] == [(o.name, o.description, o.required, o.requests) for o in spec.options]
         [request, action] = fake.command("approve")["options"]
         assert request["name"] == "request" and request["required"] and request["autocomplete"]
         assert "id" in request["description"]

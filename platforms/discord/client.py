@@ -175,6 +175,25 @@ def _callback(messages: Messages, name: str) -> Callback:
 
         return answer
 
+    if name == "withdraw":
+
+        async def withdraw(interaction: discord.Interaction[Any], request: str) -> None:
+            await messages.on_slash(interaction, name, request)
+
+        return withdraw
+    if name == "plan":
+
+        async def plan(interaction: discord.Interaction[Any], text: str) -> None:
+            await messages.on_slash(interaction, name, text)
+
+        return plan
+    if name == "revoke":
+
+        async def revoke(interaction: discord.Interaction[Any], grant: str) -> None:
+            await messages.on_slash(interaction, name, grant)
+
+        return revoke
+
     async def plain(interaction: discord.Interaction[Any]) -> None:
         await messages.on_slash(interaction, name)
 

@@ -101,6 +101,32 @@ COMMANDS: tuple[CommandSpec, ...] = (
         ),
         questions=True,
     ),
+    CommandSpec(
+        name="withdraw",
+        description="Take back your vote on a request that needs several approvals",
+        options=(_request("whose vote to take back"),),
+    ),
+    CommandSpec(
+        name="plan",
+        description="Ask the agent for a plan first: it changes nothing until you choose",
+        options=(
+            OptionSpec(
+                name="text",
+                description="What the agent should plan, as you would ask it",
+                required=True,
+            ),
+        ),
+    ),
+    CommandSpec(name="grants", description="What was granted beyond one request"),
+    CommandSpec(
+        name="revoke",
+        description="Take a grant back",
+        options=(
+            OptionSpec(
+                name="grant", description="The grant's id, as /grants lists it", required=True
+            ),
+        ),
+    ),
     CommandSpec(name="help", description="What the gateway understands"),
 )
 _BY_NAME = {spec.name: spec for spec in COMMANDS}
