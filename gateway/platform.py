@@ -213,10 +213,12 @@ class KnowsWaiting(Protocol):
     as it is typed (Discord's autocomplete); a platform checks for it, an inbox without it
     is still an :class:`Inbox`."""
 
-    async def waiting(self, conversation: ConversationRef) -> tuple[WaitingRequest, ...]:
+    async def waiting(
+        self, conversation: ConversationRef, actor: Actor
+    ) -> tuple[WaitingRequest, ...]:
         """The requests of the session bound to ``conversation`` that wait for a decision,
-        oldest first (none for a conversation without one). Never waits behind the ledger's
-        writer."""
+        oldest first (none for a conversation without one, or for an ``actor`` who may not
+        talk to its project)."""
         ...
 
 

@@ -21,7 +21,7 @@ from platforms.discord.platform import DISCORD_LIMITS, DiscordPlatform
 from platforms.registry import parse_config
 from tests.platform_contract.contract import requests_for
 from tests.scripted_launcher import ScriptedLauncher
-from tests.servers.fake_discord import ALICE, APP_ID, BOT, TOKEN, FakeDiscord
+from tests.servers.fake_discord import ALICE, APP_ID, BOB, BOT, TOKEN, FakeDiscord
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -122,6 +122,8 @@ async def test_the_notice_names_approve_which_is_registered_completed_and_decide
         assert await fake.choices(typed) == []
         question = await fake.autocomplete(ALICE, thread, "answer", "request")
         assert await fake.choices(question) == []  # an approval is not answered
+        stranger = await fake.autocomplete(BOB, thread, "approve", "request")
+        assert await fake.choices(stranger) == []  # not in allow_from: told nothing
 
         approve = await fake.slash(ALICE, thread, "approve", {"request": iid})
         await fake.wait_for(lambda: approve.callback is not None)

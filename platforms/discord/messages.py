@@ -122,7 +122,10 @@ class Messages:
                 if not isinstance(inbox, KnowsWaiting):
                     return []
                 where = conversation_of(place_of(interaction.channel, interaction.guild_id))
-                waiting = await inbox.waiting(where)
+                user = interaction.user
+                waiting = await inbox.waiting(
+                    where, actor_of(str(user.id), user.name, roles_of(user))
+                )
         except (TimeoutError, GatewayError) as exc:
             log.info("discord: no choices for /%s (%s)", name, type(exc).__name__)
             return []
