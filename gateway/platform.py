@@ -37,6 +37,7 @@ __all__ = [
     "Inbox",
     "KnowsApprovers",
     "KnowsFenced",
+    "KnowsWaiting",
     "LeasedReceiving",
     "MessageGone",
     "MessageRef",
@@ -47,9 +48,11 @@ __all__ = [
     "RateLimited",
     "ReceiverGate",
     "RefusedForGood",
+    "RepliesToMessages",
     "SharesForms",
     "SharesRates",
     "TextSealer",
+    "WaitingRequest",
     "connected",
     "gateway_speaking",
     "gateway_speaks",
@@ -222,6 +225,46 @@ class KnowsApprovers(Protocol):
     async def approvers(self, conversation: ConversationRef) -> tuple[str, ...]:
         """The ids, on ``conversation``'s platform, of who may decide the requests of the
         session bound there (none for a conversation without one, or where anyone may)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class WaitingRequest:
+    """A request waiting for a decision, as a command that names it offers it: its id (what
+    is typed), its title, and whether it is a question (``/answer``) or not (``/approve``)."""
+
+    id: str
+    title: str
+    question: bool
+
+
+@runtime_checkable
+class KnowsWaiting(Protocol):
+    """What the gateway's inbox also tells a platform that completes a command's request id
+    as it is typed (Discord's autocomplete); a platform checks for it, an inbox without it
+    is still an :class:`Inbox`."""
+
+    async def waiting(
+        self, conversation: ConversationRef, actor: Actor
+    ) -> tuple[WaitingRequest, ...]:
+        """The requests of the session bound to ``conversation`` that wait for a decision,
+        oldest first (none for a conversation without one, or for an ``actor`` who may not
+        talk to its project)."""
+        ...
+
+
+@runtime_checkable
+class RepliesToMessages(Protocol):
+    """A platform whose new message can be shown as a reply to an earlier one (Telegram's
+    ``reply_parameters``): a notice about a card replies to it, which points at the card
+    and notifies. Where a conversation is a thread (Slack, Discord), a notice is in the
+    card's thread already; a platform without it sends the notice as a plain text."""
+
+    async def send_reply(
+        self, conversation: ConversationRef, text: str, reply_to: str
+    ) -> MessageRef:
+        """``send_text``, shown as a reply to the message ``reply_to`` (a ``MessageRef``'s
+        id); a message gone meanwhile is not an error (the text is sent without it)."""
         ...
 
 

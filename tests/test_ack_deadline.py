@@ -62,7 +62,7 @@ async def test_memory_a_click_past_the_deadline_is_received_and_the_card_ends_de
         await settles(gw, asked, DELIVERED)
         assert launcher.received == [APPROVE]
     # the core's own answer came after the neutral one, and nothing cut it short
-    assert memory.late == [Ack(text="Approved: Approve. Sent to the agent.", accepted=True)]
+    assert memory.late == [Ack(text="Approved. Sent to the agent.", accepted=True)]
 
 
 async def test_telegram_a_click_past_the_deadline_is_received_and_the_card_ends_delivered(

@@ -122,6 +122,23 @@ def test_the_example_shows_each_platform_table_as_its_config_module_documents_it
         assert table.help in example
 
 
+def test_the_example_names_each_platforms_own_api_address_key() -> None:
+    """The platforms' introduction says which key points each chat platform at its API:
+    Discord's is api_base_url, not the base_url the others take."""
+    example = (ROOT / "config.example.toml").read_text()
+    start = example.index("# --- platforms")
+    intro = example[start : example.index("\n[platforms.", start)]
+    named = set(re.findall(r"\b([a-z_]*base_url)\b", intro))
+    keys = {
+        key
+        for name in PLATFORMS.names()
+        for key in PLATFORMS.table(name).model.model_fields
+        if key.endswith("base_url")
+    }
+    assert named == keys, (named, keys)
+    assert "api_base_url (and\n# gateway_url, its websocket) for Discord" in intro
+
+
 def test_an_unknown_platform_table_is_refused_with_the_known_ones() -> None:
     text = MINIMAL + '\n[platforms.matrix]\nbot_token = "xoxb-1"\napp_token = "xapp-1"\n'
     text = text.replace('["*"]', '["*"]\n[projects.web.auth.telegram]\nallow_from = ["1"]')

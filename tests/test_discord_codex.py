@@ -68,7 +68,7 @@ async def test_a_denied_command_does_not_run(
         card = await card_in(fake, said.id)
         click = await fake.click(ALICE, card, "Deny")
         await fake.wait_for(lambda: click.followups)
-        assert click.followups[0].content.startswith("Denied: Deny.")
+        assert click.followups[0].content.startswith("Denied. ")
         await bot_says(fake, said.id, "Understood.")
         await fake.wait_for(lambda: not card.labels and "Denied" in seen(card))
         assert 'Denied ("Deny") by @alice' in seen(card)

@@ -128,7 +128,7 @@ async def test_a_form_over_two_modal_pages_with_a_secret(
         assert inputs(second) == [(21, "q3"), (4, "q3.other")]
         done = await fake.submit(ALICE, second, {"q3.other": "medium, please"})
         await fake.wait_for(lambda: done.followups)
-        assert done.followups[0].content.startswith("Answer sent")
+        assert done.followups[0].content.startswith("Answer sent to the agent")
         await fake.wait_for(lambda: not card.labels and "Answered" in seen(card))
         await bot_says(fake, said.id, "Deployed.")
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from gateway.domain import ConversationRef
+from platforms.discord.commands import command_text
 from platforms.discord.inbound import (
     Place,
     Seen,
     actor_of,
-    command_text,
     conversation_of,
     heard,
     in_thread,
@@ -113,6 +113,7 @@ def test_only_the_bots_mention_is_taken_out() -> None:
 
 def test_slash_commands_become_the_gateways_commands() -> None:
     assert command_text("stop") == "/stop"
-    assert command_text("resume", "  abc  def ") == "/resume abc def"
+    assert command_text("approve", "  abc ", " Allow  once ") == "/approve abc Allow once"
+    assert command_text("deny", "abc", "") == "/deny abc"
     with pytest.raises(ValueError):
         command_text("rm")

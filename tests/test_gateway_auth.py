@@ -186,7 +186,7 @@ async def test_a_replayed_click_is_told_who_decided_and_nothing_is_written_again
         assert await rejections(gw, BOB) == ["not_open"]
     for ack in (again, other):
         assert not ack.accepted
-        assert ack.text.startswith('Already decided by Alice. Approved ("Allow once") by Alice')
+        assert ack.text.startswith('Already decided by Alice: Approved ("Allow once") at')
     assert record.decision is not None and record.decision.actor == ALICE
     assert len(fake_model.model_requests()) == 2  # the command's output, reported once
 
@@ -274,7 +274,7 @@ async def test_approve_command_follows_the_same_rules_as_a_click(
         )
         await gw.text_where(lambda text: "Done." in text)
         again = await reply_to(gw, ALICE, f"/deny {iid}")
-        assert again.startswith('Already decided by Bob. Approved ("Allow once") by Bob')
+        assert again.startswith('Already decided by Bob: Approved ("Allow once") at')
         assert count_rows(gw, "deliveries", iid) == 1
     assert (codex_home.workspace / "hello.txt").exists()
 
@@ -285,7 +285,7 @@ async def test_deny_command_declines_and_approve_takes_an_action_by_number(
     async with running_gateway(gateway_config(codex_bin, codex_home, tmp_path / "data")) as gw:
         first = await ask_to_touch(gw, fake_model)
         reply = await reply_to(gw, ALICE, f"/deny {first.interaction.id} not now")
-        assert reply == "Denied: Deny. Sent to the agent."
+        assert reply == "Denied. Sent to the agent."
         await settles(
             gw, first, rf'Denied \("Deny"\) by Alice at {WHEN} · sent to the agent · done'
         )
@@ -340,7 +340,7 @@ async def test_two_approvers_clicking_at_once_make_one_decision(
             alice, bob = bob, alice
         assert [alice.accepted, bob.accepted].count(True) == 1, (alice, bob)
         winner, loser = (ALICE, bob) if alice.accepted else (BOB, alice)
-        assert loser.text.startswith(f"Already decided by {winner.display}."), loser.text
+        assert loser.text.startswith(f"Already decided by {winner.display}"), loser.text
         verdict = r'Approved \("Allow once"\)' if winner == ALICE else r'Denied \("Deny"\)'
         record = await settles(
             gw, asked, rf"{verdict} by {winner.display} at {WHEN} · sent to the agent · done"

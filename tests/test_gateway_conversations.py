@@ -65,8 +65,8 @@ async def test_ok_yes_approve_typed_while_an_approval_waits_are_prompts_not_deci
         fake_model.enqueue(*([message(f"Noted: {w}")] for w in ("ok", "yes", "approve")))
         assert await reply_to(gw, "ok", by=ALICE) == (
             "Queued as a message for the agent, not as a decision. Still waiting for a "
-            f"decision on: Run a command ({iid}). Use the card's buttons, or /approve ID, "
-            "/deny ID."
+            f"decision on: Run a command ({iid}). Use the card's buttons, or /approve {iid}, "
+            f"/deny {iid}."
         )
         told = len(gw.memory.texts(ROOM))
         for by, word in [(BOB, "yes"), (ALICE, "approve")]:  # said once: then a mark
@@ -128,7 +128,7 @@ async def test_a_decision_in_one_thread_updates_the_card_in_the_other(
         await settles(gw, there, final)
         late = await gw.memory.click(ROOM_T2, BOB, there.token("Deny"))
         assert not late.accepted
-        assert late.text.startswith("Already decided by Alice.")
+        assert late.text.startswith("Already decided by Alice: ")
         await gw.text_where(lambda text: "Done." in text, ROOM_T2)
     assert (codex_home.workspace / "hello.txt").exists()
 

@@ -127,7 +127,7 @@ async def test_declined_command_is_not_run_and_the_model_is_told(
     async with running_gateway(gateway_config(codex_bin, codex_home, tmp_path / "data")) as gw:
         asked = await ask_to_touch(gw, fake_model)
         ack, since = await click(gw, asked, "Deny")
-        assert ack == Ack(text="Denied: Deny. Sent to the agent.", accepted=True)
+        assert ack == Ack(text="Denied. Sent to the agent.", accepted=True)
         record = await settles(
             gw, asked, rf'Denied \("Deny"\) by Alice at {WHEN} · sent to the agent · done'
         )
@@ -146,7 +146,7 @@ async def test_deny_and_stop_interrupts_the_turn_and_the_model_hears_nothing(
         asked = await ask_to_touch(gw, fake_model)
         ack, since = await click(gw, asked, "Deny and stop the turn")
         assert ack == Ack(
-            text="Denied and stopped: Deny and stop the turn. Sent to the agent.",
+            text="Denied and stopped. Sent to the agent.",
             accepted=True,
         )
         record = await settles(
@@ -289,7 +289,7 @@ async def test_declined_file_change_is_not_written_and_the_model_is_told(
     async with running_gateway(config) as gw:
         asked = await ask_to_patch(gw, fake_model, add_file("patched.txt"))
         ack, since = await click(gw, asked, "Deny")
-        assert ack == Ack(text="Denied: Deny. Sent to the agent.", accepted=True)
+        assert ack == Ack(text="Denied. Sent to the agent.", accepted=True)
         record = await settles(
             gw, asked, rf'Denied \("Deny"\) by Alice at {WHEN} · sent to the agent · done'
         )
@@ -333,7 +333,7 @@ async def test_questions_answered_in_the_form_with_an_option_and_free_text(
         }
         since = datetime.now(UTC)
         ack = await gw.memory.submit(ROOM, ALICE, form.submit_token, answers)
-        assert ack == Ack(text="Answer sent. Sent to the agent.", accepted=True)
+        assert ack == Ack(text="Answer sent to the agent.", accepted=True)
         record = await settles(
             gw, asked, rf"Answered by Alice at {WHEN} · sent to the agent · done"
         )
@@ -357,7 +357,7 @@ async def test_a_single_question_is_answered_by_its_option_button(
         assert asked.first.form is not None
         [color] = asked.first.form.questions
         ack = await gw.memory.click(ROOM, ALICE, color.option_tokens[0])  # "Red"
-        assert ack == Ack(text="Answer sent. Sent to the agent.", accepted=True)
+        assert ack == Ack(text="Answer sent to the agent.", accepted=True)
         await settles(gw, asked, rf"Answered by Alice at {WHEN} · sent to the agent · done")
         await gw.text_where(lambda text: "Done." in text)
     assert '"color":{"answers":["Red"]}' in told(fake_model)
@@ -401,7 +401,7 @@ async def test_a_secret_answer_is_taken_only_in_a_private_form_and_never_shown_o
 
         since = datetime.now(UTC)
         ack = await gw.memory.submit(ROOM, ALICE, form.submit_token, answers, private=True)
-        assert ack == Ack(text="Answer sent. Sent to the agent.", accepted=True)
+        assert ack == Ack(text="Answer sent to the agent.", accepted=True)
         record = await settles(
             gw, asked, rf"Answered by Alice at {WHEN} · sent to the agent · done"
         )

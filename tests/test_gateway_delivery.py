@@ -142,7 +142,7 @@ async def test_a_failed_write_says_so_on_the_card_and_in_pending_and_is_not_rese
             r"\(the agent's stdin is closed\) and was not resent: /stop the turn, then send a"
             " new message"
         )
-        assert ack.text.startswith("Approved: Approve. ") and "did not reach" in ack.text
+        assert ack.text.startswith("Approved. ") and "did not reach" in ack.text
         await settles(gw, asked, failed)
         await gw.memory.say(ROOM, ALICE, "/pending")
         pending = await gw.text_where(lambda text: text.startswith("Open requests:"))

@@ -170,7 +170,7 @@ async def test_may_answer_answers_and_refuses_while_a_long_write_holds_the_write
         blue = form_of(asked).questions[0].option_tokens[1]
         assert (await gw.memory.click(ROOM, ALICE, blue)).accepted
         refused = await gw.memory.open_form(ROOM, ALICE, token)
-        assert not refused.accepted and refused.text.startswith("Already decided by Alice.")
+        assert not refused.accepted and refused.text.startswith("Already decided by Alice: ")
     # every refusal was audited (after its answer, through the writer), none was lost
     async with Store.open(tmp_path / "data") as store:
         audited = await store.audit.entries(event="click.rejected")

@@ -133,7 +133,7 @@ async def test_one_deny_decides_at_once(
         asked = await ask_to_touch(gw, fake_model)
         await gw.memory.click(ROOM, ALICE, asked.token("Allow once"))
         ack = await gw.memory.click(ROOM, BOB, asked.token("Deny"))
-        assert ack == Ack(text="Denied: Deny. Sent to the agent.", accepted=True)
+        assert ack == Ack(text="Denied. Sent to the agent.", accepted=True)
         await settles(
             gw,
             asked,
@@ -160,7 +160,7 @@ async def test_without_deny_wins_a_mixed_tally_waits_and_two_denies_decide(
         await tally_shown(gw, asked, "Alice approved")  # one of each: still waiting
         assert (await interaction(gw, asked.interaction.id)).state is InteractionState.PENDING
         done = await gw.memory.click(ROOM, CAROL, asked.token("Deny"))
-        assert done == Ack(text="Denied: Deny. Sent to the agent.", accepted=True)
+        assert done == Ack(text="Denied. Sent to the agent.", accepted=True)
         record = await settles(
             gw, asked, rf'Denied \("Deny"\) by Carol at {WHEN} · sent to the agent · done · .*'
         )

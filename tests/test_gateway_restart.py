@@ -520,6 +520,9 @@ async def test_sigkill_with_an_approval_pending_then_resume(
         for thread in (ROOM, SECOND_THREAD):
             notice = await gw.text_containing("The gateway restarted", thread)
             assert "1 earlier message is held: /resume runs it" in notice
+            # a short line that notifies and points at the card, which carries the detail
+            assert notice.startswith('↻ The gateway restarted: the card of "'), notice
+            assert "no answer can reach it" not in notice and "agent process" not in notice
         await gw.say(ROOM, "alice", "/status")
         status = await gw.text_containing("Queue:", ROOM)
         assert "Queue: 0 waiting, 1 held (the gateway restarted)" in status, status

@@ -330,8 +330,8 @@ async def test_the_not_a_decision_notice_is_said_once_per_card_then_a_mark(
         [notice] = await new_texts(memory, before)
         assert notice == (
             "Queued as a message for the agent, not as a decision. Still waiting for a "
-            f"decision on: Run puppet:1? ({one}). Use the card's buttons, or /approve ID, "
-            "/deny ID."
+            f"decision on: Run puppet:1? ({one}). Use the card's buttons, or /approve {one}, "
+            f"/deny {one}."
         )
         yes = await memory.say(ROOM, BOB, "yes")
         await memory.wait_for(lambda: (ROOM, yes) in memory.marks)
@@ -371,7 +371,7 @@ async def test_a_reply_to_a_card_gets_the_notice_and_the_card_again_deciding_onc
         assert notice.text == (
             "Queued as a message for the agent, not as a decision. Still waiting for a "
             f"decision on: Run puppet:1? ({iid}). Decide with the buttons below, or /approve "
-            "ID, /deny ID."
+            f"{iid}, /deny {iid}."
         )
         assert again.card is not None and card.card is not None
         assert [a.label for a in again.card.actions] == [a.label for a in card.card.actions]

@@ -113,11 +113,11 @@ async def test_approve_received_by_another_host_is_written_once_by_the_owner(
     async with both_running(config, tmp_path, on_a, on_b) as (a, b):
         asked = await open_card(a, ON_A, "approve")
         said = await said_by(b, f"/approve {asked.interaction.id}")
-        assert said == "Approved: Approve. Host a, which runs the agent, sends it on."
+        assert said == "Approved. Host a, which runs the agent, sends it on."
         await settles(a, asked, DELIVERED)
         assert on_a.received == [Decision(action_id="accept")]
         again = await said_by(b, f"/approve {asked.interaction.id}")
-        assert again.startswith("Already decided by Alice.")
+        assert again.startswith("Already decided by Alice: ")
         await a.text_where(lambda text: text.startswith("Thanks: "), ON_A)
         assert on_a.received == [Decision(action_id="accept")]  # written once
         assert on_b.received == []

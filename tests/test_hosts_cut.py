@@ -69,7 +69,7 @@ async def test_a_click_on_b_cut_at_its_commit_is_decided_once_and_b_goes_on(
             assert cut.is_set()
             if how is Cut.BEFORE_COMMIT:
                 assert ack.accepted, ack.text
-                assert ack.text == "Approved: Approve. Host a, which runs the agent, sends it on."
+                assert ack.text == "Approved. Host a, which runs the agent, sends it on."
             else:
                 assert not ack.accepted
                 assert ack.text.startswith(NO_ANSWER)

@@ -134,7 +134,7 @@ async def test_a_form_answered_through_two_hosts_reaches_the_owners_agent_whole_
 
         # submitted through b: b decides, a (the owner) writes to its agent
         answer = await through(b).press(ALICE, card, "Submit answers")
-        assert answer["text"].startswith("Answer sent.")
+        assert answer["text"].startswith("Answered. Host a")
         await fake_telegram.wait_for(lambda: card.markup is None and "Answered" in card.text)
         await a.telegram.fake.wait_for(lambda: received(a) or None)
         assert received(a) == [
@@ -210,7 +210,7 @@ async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
         assert sorted(person for _, person, _ in rows) == ["telegram:111", "telegram:222"]
         interaction_id = rows[0][0]
         answer = await through(b).press(ALICE, card, "Submit answers")
-        assert answer["text"].startswith("Answer sent.")
+        assert answer["text"].startswith("Answered. Host a")
         await fake_telegram.wait_for(lambda: card.markup is None and "Answered" in card.text)
         decided = card.text
         # Bob's screen still shows the buttons: his press reaches b, which held the form,

@@ -123,7 +123,7 @@ async def test_a_secret_answered_through_another_host_reaches_the_owners_agent_o
         token = asked.first.form.submit_token
         ack = await b.memory.submit(ON_A, ALICE, token, ANSWERS, private=True)
         assert ack.accepted, ack
-        assert ack.text == "Answer sent. Host a, which runs the agent, sends it on."
+        assert ack.text == "Answered. Host a, which runs the agent, sends it on."
         await on_a.writes.waiting.wait()
         sealed = await b.gateway.store.interactions.sealed_answers(asked.interaction.id)
         assert sealed is not None and SECRET not in sealed

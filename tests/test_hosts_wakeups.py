@@ -64,7 +64,7 @@ async def test_a_click_received_by_another_host_is_written_once_by_the_owner(
         # the card's button, clicked where b receives it (one bot: the same conversation)
         ack = await b.memory.click(ON_A, ALICE, asked.token("Approve"))
         assert ack.accepted, ack
-        assert ack.text == "Approved: Approve. Host a, which runs the agent, sends it on."
+        assert ack.text == "Approved. Host a, which runs the agent, sends it on."
         await on_a.writes.waiting.wait()  # a was woken and writes it
         on_a.writes.release()
         decided = await settles(a, asked, DELIVERED)  # a's card, edited by a

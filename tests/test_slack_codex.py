@@ -99,7 +99,7 @@ async def test_a_denied_command_does_not_run(
         said = await slack.mention(ALICE, "please create denied.txt")
         card = await slack.card(GENERAL, said.ts)
         answer = await slack.click(ALICE, card, "Deny")
-        assert read(answer.text).startswith("Denied: Deny.")
+        assert read(answer.text).startswith("Denied. ")
         await bot_says(slack, said.ts, "Understood.")
         text = await decided(slack, card, "Denied")
         assert 'Denied ("Deny") by @alice' in text

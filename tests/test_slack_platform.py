@@ -5,6 +5,7 @@ ephemeral and the card is edited for everyone."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from platforms.slack.platform import SLACK_LIMITS
 from tests.platform_contract.contract import requests_for
 from tests.scripted_launcher import ScriptedLauncher
-from tests.servers.fake_slack import FakeSlack
+from tests.servers.fake_slack import BOT_TOKEN, FakeSlack
 from tests.slack_harness import ALICE, CAROL, GENERAL, on_slack, read, slack_config
 
 pytestmark = pytest.mark.timeout(60)
@@ -184,3 +185,22 @@ async def test_a_refusal_for_good_is_said_once_per_channel_and_its_card_copy_is_
     assert all(
         state == "failed" and "cant_update_message" in error for _, state, error in copies
     ), copies
+
+
+async def test_a_start_with_the_token_in_slack_bot_token_logs_no_warning(
+    fake: FakeSlack,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The documented setup (the bot token in SLACK_BOT_TOKEN) starts without a warning: bolt
+    read the variable and said the token was unused, at every start, with nothing to do."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", BOT_TOKEN)
+    caplog.set_level(logging.WARNING)
+    (tmp_path / "work").mkdir()
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    async with on_slack(config, fake, ScriptedLauncher(requests_for(SLACK_LIMITS))) as slack:
+        said = await slack.mention(ALICE, "approve")
+        await slack.card(GENERAL, said.ts)
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == [], warned

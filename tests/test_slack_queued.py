@@ -6,6 +6,7 @@ without the reactions:write scope gets the short reply instead."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -84,3 +85,26 @@ async def test_without_reactions_write_the_queued_mark_is_a_short_reply(
         assert fake.refused.count(("reactions.add", "missing_scope")) == 1  # not asked again
     said_in_log = [r.getMessage() for r in caplog.records if "reactions:write" in r.getMessage()]
     assert len(said_in_log) == 1, said_in_log
+
+
+async def test_the_notice_names_the_command_as_a_thread_takes_it_and_that_decides(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    """Slack runs no slash command in a thread: the notice says "@app /approve ID" with the
+    app's real mention (``<@U…>``, read as its name) and the request's own id, never
+    ``/agent approve``; written in the thread as said, it decides the card."""
+    (tmp_path / "work").mkdir()
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    launcher = ScriptedLauncher(requests_for(SLACK_LIMITS))
+    async with on_slack(config, fake, launcher) as slack:
+        said, card = await card_and_first_notice(slack)
+        [notice] = [t for t in app_texts(slack, said.ts) if t.startswith("Queued as a message")]
+        found = re.search(
+            rf"or <@{BOT_USER_ID}> /approve (\w+), <@{BOT_USER_ID}> /deny \1\.$", notice
+        )
+        assert found is not None, notice
+        assert "/agent" not in notice
+        await slack.mention(ALICE, f"/approve {found[1]}", thread_ts=said.ts)
+        await fake.wait_for(lambda: not card.labels)
+        assert "by @alice" in read(card.seen)  # decided by the command, once
+    assert fake.refused == []

@@ -82,5 +82,10 @@ async def test_an_expired_command_says_nobody_answered_on_its_card_and_its_line(
     assert "✗ /bin/bash -c 'touch hello.txt' (expired: nobody answered)" in line.text
     assert line.entities_of("code") == ["/bin/bash -c 'touch hello.txt'"]
     assert not any("(declined)" in text for text in tg.texts(ALICE.id))
-    assert "timed out: nobody answered within" in notice.text and "“" not in notice.text
+    # one short line pointing at the card, before the agent's reply to the refusal
+    assert notice.text.endswith("timed out: its card says what became of it.")
+    assert notice.reply_to == card.message_id  # a reply to the card: it points at it
+    assert "nobody answered within" not in notice.text and "“" not in notice.text
+    texts = tg.texts(ALICE.id)
+    assert texts.index(notice.text) < next(i for i, t in enumerate(texts) if "Done." in t)
     assert not (codex_home.workspace / "hello.txt").exists()

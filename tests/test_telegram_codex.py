@@ -81,7 +81,7 @@ async def test_a_command_is_approved_from_a_phone(
         assert (codex_home.workspace / "hello.txt").exists()
 
         late = await tg.click(ALICE, card, deny)
-        assert late["text"].startswith("Already decided by @alice.")
+        assert late["text"].startswith("Already decided by @alice: ")
         assert late["show_alert"] in (True, "true")
     assert fake_telegram.too_many == []
     menu = [c["command"] for c in fake_telegram.commands]
@@ -101,7 +101,7 @@ async def test_a_denied_command_does_not_run(
         await tg.say(ALICE, "please create denied.txt")
         card = await tg.card(ALICE.id)
         answer = await tg.press(ALICE, card, "Deny")
-        assert answer["text"].startswith("Denied: Deny.")
+        assert answer["text"].startswith("Denied. ")
         await tg.bot_message(ALICE.id, lambda m: m.text.endswith("Understood."))
         text = await decided(tg, ALICE.id, card.message_id, "Denied")
         assert 'Denied ("Deny") by @alice' in text
@@ -210,7 +210,7 @@ async def test_two_questions_one_after_another_with_other_text_and_a_summary(
         assert "Blue" in card.text and "call it shopping-list.txt" in card.text
 
         answer = await tg.press(ALICE, card, "Submit answers")
-        assert answer["text"].startswith("Answer sent.")
+        assert answer["text"].startswith("Answer sent to the agent.")
         await decided(tg, ALICE.id, card.message_id, "Answered")
         await tg.bot_message(ALICE.id, lambda m: "Noted." in m.text)
         # the plain message went to the agent as a prompt of its own, after the question

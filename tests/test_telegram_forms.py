@@ -135,7 +135,7 @@ async def test_multi_select_toggles_and_other_text_only_from_a_reply_to_the_prom
         await tg.fake.wait_for(lambda: "Your answer: teal" in card.text)
 
         answer = await tg.press(ALICE, card, "Submit")
-        assert answer["text"].startswith("Answer sent.")
+        assert answer["text"].startswith("Answer sent to the agent.")
         await tg.fake.wait_for(lambda: card.markup is None and "Answered" in card.text)
         assert "Blue, teal" in card.text
         assert received(tg) == [{"colours": Answer(option_ids=("blue",), other="teal")}]
@@ -170,7 +170,7 @@ async def test_questions_one_after_another_required_then_optional_then_a_summary
         await tg.press(ALICE, card, "Skip")
         await tg.fake.wait_for(lambda: "Your answers" in card.text)
         answer = await tg.press(ALICE, card, "Submit answers")
-        assert answer["text"].startswith("Answer sent.")
+        assert answer["text"].startswith("Answer sent to the agent.")
         assert received(tg) == [
             {"go": Answer(option_ids=("yes",)), "extras": Answer(option_ids=("green",))}
         ]
@@ -183,7 +183,7 @@ async def test_one_single_choice_question_is_answered_by_one_click(
         await tg.say(ALICE, "ask-one", chat=GROUP)
         card = await tg.card(GROUP_ID)
         answer = await tg.press(BOB, card, "Green")
-        assert answer["text"].startswith("Answer sent.")
+        assert answer["text"].startswith("Answer sent to the agent.")
         await tg.fake.wait_for(lambda: card.markup is None and "by @bob" in card.text)
         assert received(tg) == [{"pick": Answer(option_ids=("green",))}]
 

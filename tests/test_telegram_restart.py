@@ -92,9 +92,17 @@ async def test_a_card_on_screen_when_the_gateway_is_killed_is_edited_by_the_next
                 await fake.wait_for(
                     lambda: card.markup is None and "before anyone answered" in card.text
                 )
-                await fake.wait_for(
-                    lambda: any("gateway restarted" in m.text for m in fake.bot_messages(ALICE.id))
+                notice = await fake.wait_for(
+                    lambda: next(
+                        (m for m in fake.bot_messages(ALICE.id) if m.text.startswith("↻")),
+                        None,
+                    )
                 )
+                # one short line, a reply to the card, which says the rest: it notifies, and
+                # the card's edit carries the detail
+                assert notice.reply_to == card.message_id
+                assert notice.text.startswith("↻ The gateway restarted: the card of "), notice
+                assert "no answer can reach it" not in notice.text
                 query_id, click = callback_update(fake, ALICE, card, allow)
                 await fake.push(click)
                 answer = await fake.wait_for(

@@ -144,7 +144,7 @@ async def test_a_reply_to_a_card_gets_the_notice_and_its_buttons_again_which_dec
                 )
             )
         late = await tg.click(ALICE, card, deny)
-        assert late["text"].startswith("Already decided by @bob.")
+        assert late["text"].startswith("Already decided by @bob: ")
         await tg.bot_message(ALICE.id, lambda m: m.text == "heard: what will this do?")
         [record] = await interactions_of(tg)
         copies = await tg.gateway.store.cards.list_for(record.id)

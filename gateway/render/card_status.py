@@ -27,6 +27,7 @@ from gateway.wording import quoted
 
 __all__ = [
     "action_label",
+    "after_decision",
     "delivered_words",
     "delivery_words",
     "ended_because",
@@ -258,6 +259,12 @@ def _after_decision(interaction: Interaction) -> str:
             return f"nothing reached the agent: {why} first{next_step}"
         case _:
             return ""
+
+
+def after_decision(interaction: Interaction) -> str:
+    """What became of a decision, without the decision itself ("sent to the agent"): for a
+    receipt that has just said what was decided (gateway/sessions/decisions.py)."""
+    return _after_decision(interaction)
 
 
 def status_parts(interaction: Interaction) -> tuple[StatusPart, ...]:

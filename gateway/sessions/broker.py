@@ -412,10 +412,18 @@ class Broker:
 
     # --- nobody decided in time -----------------------------------------------------------
 
-    async def expire(self, interaction: Interaction, plan: ExpiryPlan) -> Interaction | None:
+    async def expire(
+        self,
+        interaction: Interaction,
+        plan: ExpiryPlan,
+        *,
+        committed: Callable[[Interaction], Awaitable[None]] | None = None,
+    ) -> Interaction | None:
         """The expiry policy fired: commit EXPIRE (CAS on version, like a decision), then
         write the plan's refusal to the agent through the request's own key, then record
         the write. None, with nothing written, when a decision (or the agent) came first.
+        ``committed`` runs between the commit and the write: the people are told before
+        the agent, so their notice comes before the agent's reply to the refusal.
         """
         update = await self._store.interactions.expire(
             interaction.id,
@@ -428,6 +436,8 @@ class Broker:
         crashpoint("expiry_committed")
         expired = update.interaction
         self.mark_dirty(expired.id)
+        if committed is not None:
+            await committed(expired)
         decision = plan.decision
         if decision is None:
             return expired

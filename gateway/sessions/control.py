@@ -37,6 +37,7 @@ from gateway.domain import (
 from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
 from gateway.platform import InboundMessage, Platform
+from gateway.render.card_pointers import restart_notice
 from gateway.render.card_status import undelivered
 from gateway.render.commands import (
     HELP_TEXT,
@@ -59,7 +60,7 @@ from gateway.sessions.agents import AgentLauncher, ReattachesAgents
 from gateway.sessions.broker import Broker
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.grant_desk import GrantDesk
-from gateway.sessions.outbound import Notifier
+from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
 from gateway.sessions.turn_close import close_shown_turn
@@ -139,6 +140,7 @@ class Control:
         runtime that outlived the gateway (an answer written to it: UNKNOWN)."""
         store = self._store
         touched: dict[str, str] = {}
+        ended: dict[str, list[Interaction]] = {}  # by session: the requests orphaned here
         host = self._gw.ledger_host  # on a shared ledger: only this host's; else every one
         for epoch in await store.sessions.live_epochs(host=host):
             if await self._reattached(epoch, touched):
@@ -167,6 +169,7 @@ class Control:
                 epoch.session_id, epoch.epoch, gateway_restarted=True, note="the gateway restarted"
             ):
                 self._gw.broker.mark_dirty(update.interaction.id)
+                ended.setdefault(epoch.session_id, []).append(update.interaction)
             touched[epoch.session_id] = "stopped"
         for session_id in await store.prompts.recover_after_restart(host=host):
             touched.setdefault(session_id, "held")
@@ -177,11 +180,12 @@ class Control:
         await self._gw.broker.resend_failed()
         for session_id, how in touched.items():
             held = await store.prompts.list_held(session_id)
-            text = _RECOVERED.get(how, _RECOVERED["stopped"])
-            if held:
-                text += " " + held_note(len(held), typed_now=False)
-            text += " Your next message resumes the conversation."
-            await self._notifier.send(await store.sessions.list_bindings(session_id), text)
+            cards = ended.get(session_id, [])
+            await self._notifier.send(
+                await store.sessions.list_bindings(session_id),
+                _recovered_text(how, cards, held=len(held)),
+                await card_messages(store, *(i.id for i in cards)),  # replies to a card
+            )
         for session_id, how in touched.items():
             if how == "reattach":
                 session = await store.sessions.get(session_id)
@@ -856,6 +860,19 @@ _OWNER_COMMANDS = frozenset(
 )
 
 
+def _recovered_text(how: str, ended: Sequence[Interaction], *, held: int) -> str:
+    """What a conversation is told once the gateway is back. Where cards of its requests
+    were ended, their edits say the restart and what a next message does; this short line
+    only notifies and points at them (an edit notifies nobody). Elsewhere, in full."""
+    if ended:
+        text = restart_notice(ended)
+        return f"{text} {held_note(held, typed_now=False)}" if held else text
+    text = _RECOVERED.get(how, _RECOVERED["stopped"])
+    if held:
+        text += " " + held_note(held, typed_now=False)
+    return text + " Your next message resumes the conversation."
+
+
 def _owner_down(owner: str) -> str:
     return (
         f"Host {owner}, which runs this session, is not answering the ledger: your message is "
@@ -874,10 +891,14 @@ _NO_PLAN_MODE = (
 
 
 def _not_a_decision(waiting: Sequence[Interaction], *, replying: bool) -> str:
-    """The full notice: chat text is a message for the agent, never a decision."""
+    """The full notice: chat text is a message for the agent, never a decision. The
+    commands it names are spelled by each platform as they work where it is read (a Slack
+    thread: "@app /approve"; Discord registers /approve, /deny and /answer), with the
+    request's own id where one waits."""
     names = ", ".join(f"{i.title} ({i.id})" for i in waiting)
     questions = all(i.kind is InteractionKind.QUESTION for i in waiting)
-    how = "/answer ID" if questions else "/approve ID, /deny ID"
+    which = waiting[0].id if len(waiting) == 1 else "ID"
+    how = f"/answer {which}" if questions else f"/approve {which}, /deny {which}"
     if replying:
         return (
             f"Queued as a message for the agent, not as a decision. Still waiting for a "

@@ -48,7 +48,7 @@ from gateway.interactions.machine import Interaction
 from gateway.interactions.policy import Requirement
 from gateway.interactions.votes import PolicyBook, surface_of
 from gateway.platform import Ack, InboundAction, InboundForm
-from gateway.render.card_status import action_label, delivered_words, status_line
+from gateway.render.card_status import action_label, after_decision, status_line
 from gateway.render.commands import resolve_action
 from gateway.render.tally_line import votes_line
 from gateway.session_record import SessionRecord
@@ -74,6 +74,14 @@ OwnerElsewhere = Callable[[SessionRecord], str | None]
 """The host that runs a session where that is another host (issue 19), else None."""
 
 _VERDICT = {Effect.ALLOW: "Approved", Effect.DENY: "Denied", Effect.CANCEL: "Denied and stopped"}
+# a button's label that says no more than its verdict ("Deny": "Denied"), left out of a receipt
+_SAID_BY_VERDICT = {
+    Effect.ALLOW: frozenset({"allow", "approve", "yes", "accept", "ok"}),
+    Effect.DENY: frozenset({"deny", "reject", "decline", "refuse", "no"}),
+    Effect.CANCEL: frozenset(
+        {"deny and stop", "deny and stop the turn", "reject and stop", "cancel", "stop", "abort"}
+    ),
+}
 
 
 class DecisionDesk:
@@ -419,36 +427,54 @@ def _already(exc: AlreadyDecided) -> str:
 
 
 def _not_open(interaction: Interaction) -> str:
-    if interaction.decision is not None and interaction.state is not InteractionState.ORPHANED:
-        return f"Already decided by {interaction.decision.actor}. {status_line(interaction)}"
+    """Why a click finds its request closed: the card's own line, who decided said once
+    ("Already decided by @alice: Approved ("Allow once") at 09:17 UTC · sent to the
+    agent")."""
+    fact = interaction.decision
+    if fact is not None and interaction.state is not InteractionState.ORPHANED:
+        line = status_line(interaction).replace(f" by {fact.actor}", "", 1)
+        return f"Already decided by {fact.actor}: {line}"
     return f"This request is no longer open. {status_line(interaction)}"
+
+
+def _verdict(interaction: Interaction, decision: Decision) -> str:
+    """What was decided, each fact once: "Approved: Always allow commands like this",
+    "Denied" (for a "Deny" button: the label says nothing more), "Answered"."""
+    if decision.action_id is None:
+        return "Answered"
+    action = interaction.action(decision.action_id)
+    if action is None:
+        return f"Decided: {decision.action_id}"
+    verdict = _VERDICT[action.effect]
+    if interaction.kind is InteractionKind.PLAN and action.effect is Effect.DENY:
+        verdict = "Sent back"  # as the card says: the plan goes back to the agent
+    label = action_label(action.label, action.scope)
+    plain = " ".join("".join(c for c in label if c.isalnum() or c.isspace()).casefold().split())
+    if label == action.label.replace("`", "") and plain in _SAID_BY_VERDICT[action.effect]:
+        return verdict
+    return f"{verdict}: {label}"
 
 
 def _outcome(
     interaction: Interaction, decision: Decision, owner: str | None = None, owner_up: bool = True
 ) -> str:
-    if decision.action_id is not None:
-        action = interaction.action(decision.action_id)
-        verdict = _VERDICT[action.effect] if action is not None else "Decided"
-        plan = interaction.kind is InteractionKind.PLAN
-        if plan and action is not None and action.effect is Effect.DENY:
-            verdict = "Sent back"  # as the card says: the plan goes back to the agent
-        label = (
-            action_label(action.label, action.scope) if action is not None else decision.action_id
-        )
-        head = f"{verdict}: {label}."
-    else:
-        head = "Answer sent."
+    """The receipt of a decision: what was decided, then what became of it, once each
+    ("Denied. Sent to the agent.", "Answer sent to the agent.")."""
+    head = _verdict(interaction, decision)
     if owner is not None and interaction.state is InteractionState.DECIDED:
         # committed here; the write is the owner's, which is all that can be said of it
         if owner_up:
-            return f"{head} Host {owner}, which runs the agent, sends it on."
+            return f"{head}. Host {owner}, which runs the agent, sends it on."
         return (
-            f"{head} Host {owner}, which runs the agent, is not answering the ledger: it goes "
+            f"{head}. Host {owner}, which runs the agent, is not answering the ledger: it goes "
             "to the agent only once that host answers again."
         )
-    if interaction.state is InteractionState.DELIVERED:
-        return f"{head} {delivered_words(interaction).capitalize()}."
     if interaction.state is InteractionState.ORPHANED:
-        return f"{head} But the agent process has ended: nothing was delivered."
-    return f"{head} {status_line(interaction)}"
+        return f"{head}. But the agent process has ended: nothing was delivered."
+    after = after_decision(interaction)
+    if head == "Answered" and after.startswith("sent to the agent"):
+        return f"Answer {after}."  # "Answer sent to the agent.", not "Answered. Sent to…"
+    if not after:
+        return f"{head}."
+    end = "" if after.endswith(("…", ".")) else "."
+    return f"{head}. {after[:1].upper()}{after[1:]}{end}"

@@ -22,10 +22,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from gateway.action_tokens import interaction_named, require_callback_room
-from gateway.config.access import approver_ids
+from gateway.config.access import approver_ids, may_talk
 from gateway.config.hmac_key import load_or_create_hmac_key, read_hmac_key
 from gateway.config.model import Config
-from gateway.domain import ConversationRef, Decision
+from gateway.domain import Actor, ConversationRef, Decision, InteractionKind, InteractionState
 from gateway.errors import ConfigError, GatewayError, StoreError
 from gateway.interactions.machine import Interaction
 from gateway.interactions.votes import PolicyBook
@@ -37,6 +37,7 @@ from gateway.platform import (
     InboundMessage,
     LeasedReceiving,
     Platform,
+    WaitingRequest,
 )
 from gateway.session_record import SessionRecord
 from gateway.sessions.agents import AgentLauncher
@@ -690,6 +691,27 @@ class Gateway:
             conversation.platform, conversation.platform
         )
         return approver_ids(self.config, session.project, platform, session.initiator)
+
+    async def waiting(
+        self, conversation: ConversationRef, actor: Actor
+    ) -> tuple[WaitingRequest, ...]:
+        """The requests waiting for a decision in the session bound to ``conversation``
+        (``KnowsWaiting``: a command's request id completed as it is typed); none for a
+        person who may not talk to its project, who learns nothing of them."""
+        session = await self.store.peek.bound(conversation)
+        if session is None or session.is_closed:
+            return ()
+        platform = self.config.platforms.auth_platforms().get(
+            conversation.platform, conversation.platform
+        )
+        checked = Actor(platform=platform, user_id=actor.user_id, roles=actor.roles)
+        if not may_talk(self.config, session.project, checked):
+            return ()
+        return tuple(
+            WaitingRequest(id=i.id, title=i.title, question=i.kind is InteractionKind.QUESTION)
+            for i in await self.store.interactions.list_open(session.id)
+            if i.state is InteractionState.PENDING
+        )
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the engine's task group, which the ledger outlives (a refused

@@ -20,9 +20,16 @@ from typing import TypeVar
 from gateway.domain import ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.events import ToolActivity, ToolKind, ToolPhase
-from gateway.platform import Platform, PlatformLimits, RateLimited, gateway_speaking
+from gateway.platform import (
+    Platform,
+    PlatformLimits,
+    RateLimited,
+    RepliesToMessages,
+    gateway_speaking,
+)
 from gateway.render.commands import spell_commands
 from gateway.render.textsplit import GrowingSplit, fit_rendered, split_text
+from gateway.store.store import Store
 from gateway.timeline import ShownPart, Timeline
 
 __all__ = [
@@ -31,6 +38,7 @@ __all__ = [
     "TOOL_ENDED_WORDS",
     "Notifier",
     "TurnStream",
+    "card_messages",
     "closed_line",
     "with_rate_limit",
 ]
@@ -62,22 +70,52 @@ class Notifier:
     def __init__(self, platforms: Mapping[str, Platform]) -> None:
         self._platforms = platforms
 
-    async def send(self, conversations: list[ConversationRef], text: str) -> None:
+    async def send(
+        self,
+        conversations: list[ConversationRef],
+        text: str,
+        reply_to: Mapping[ConversationRef, str] | None = None,
+    ) -> None:
+        """``text`` to each conversation; where ``reply_to`` names a message there (a
+        card), as a reply to it where the platform shows replies (Telegram)."""
         async with asyncio.TaskGroup() as tasks:
             for conversation in conversations:
                 platform = self._platforms.get(conversation.platform)
                 if platform is not None:
-                    tasks.create_task(self._send(platform, conversation, text))
+                    replied = (reply_to or {}).get(conversation)
+                    tasks.create_task(self._send(platform, conversation, text, replied))
 
-    async def _send(self, platform: Platform, conversation: ConversationRef, text: str) -> None:
+    async def _send(
+        self,
+        platform: Platform,
+        conversation: ConversationRef,
+        text: str,
+        reply_to: str | None = None,
+    ) -> None:
         spelled = spell_commands(text, platform.spell_command)
         with gateway_speaking():
             for chunk in platform_parts(spelled, platform.limits):
+                send = partial(platform.send_text, conversation, chunk)
+                if reply_to is not None and isinstance(platform, RepliesToMessages):
+                    send = partial(platform.send_reply, conversation, chunk, reply_to)
+                    reply_to = None  # the first part replies; the rest follow it
                 try:
-                    await with_rate_limit(partial(platform.send_text, conversation, chunk))
+                    await with_rate_limit(send)
                 except PlatformError as exc:
                     log.warning("notice to %s failed: %s", conversation.key(), exc)
                     return
+
+
+async def card_messages(store: Store, *interaction_ids: str) -> dict[ConversationRef, str]:
+    """Where the cards of ``interaction_ids`` are shown: each conversation's card message
+    (its own copy there, not one drawn again; the first interaction named that is shown
+    there), for a notice that replies to it."""
+    found: dict[ConversationRef, str] = {}
+    for interaction_id in interaction_ids:
+        for copy in sorted(await store.cards.list_for(interaction_id), key=lambda c: c.again):
+            if copy.message_ref is not None:
+                found.setdefault(copy.conversation, copy.message_ref)
+    return found
 
 
 def platform_parts(text: str, limits: PlatformLimits) -> list[str]:

@@ -33,6 +33,7 @@ from gateway.platform import (
     Platform,
     PlatformUnreachable,
     RateLimited,
+    RepliesToMessages,
     gateway_speaking,
 )
 from gateway.render.commands import spell_commands
@@ -55,6 +56,7 @@ ABANDON_SECONDS = 2.0  # telling a platform a turn it showed is gone (the host g
 class _Notice:
     text: str
     after: tuple[TurnStream, int] | None  # the turn's text as it was: shown before it
+    reply_to: str | None = None  # the message (a card) it is about, where replies show
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +132,7 @@ class Outlet:
 
     # --- what the runner hands over -------------------------------------------------------
 
-    def notice(self, text: str) -> None:
+    def notice(self, text: str, reply_to: str | None = None) -> None:
         if self._notices >= MAX_QUEUED:
             log.warning(
                 "notice to %s dropped: %d wait already", self.conversation.key(), self._notices
@@ -138,7 +140,8 @@ class Outlet:
             return
         self._notices += 1
         stream = self._streaming
-        self._queue(_Notice(text, None if stream is None else (stream, stream.version)))
+        after = None if stream is None else (stream, stream.version)
+        self._queue(_Notice(text, after, reply_to))
 
     def start(self, stream: TurnStream) -> None:
         self._streaming = stream
@@ -212,13 +215,13 @@ class Outlet:
 
     async def _do(self, op: _Op) -> None:
         match op:
-            case _Notice(text=text, after=after):
+            case _Notice(text=text, after=after, reply_to=reply_to):
                 self._notices -= 1
                 view = self._view
                 if after is not None and view is not None and view.stream is after[0]:
                     # what the agent said before the notice comes before it
                     await self._catch_up(view, after[1])
-                await self._send_notice(text)
+                await self._send_notice(text, reply_to)
             case _Start(stream=stream):
                 self._view = _View(stream, version=0)
                 stream.watch(self._wake)
@@ -228,12 +231,15 @@ class Outlet:
                 ended = self.platform.turn_ended(self.conversation, status)
                 await self._signal("turn_ended", ended)
 
-    async def _send_notice(self, text: str) -> None:
+    async def _send_notice(self, text: str, reply_to: str | None = None) -> None:
         spelled = spell_commands(text, self.platform.spell_command)
         with gateway_speaking():
             for chunk in platform_parts(spelled, self.platform.limits):
+                send = partial(self.platform.send_text, self.conversation, chunk)
+                if reply_to is not None and isinstance(self.platform, RepliesToMessages):
+                    send = partial(self.platform.send_reply, self.conversation, chunk, reply_to)
+                    reply_to = None  # the first part replies; the rest follow it
                 try:
-                    send = partial(self.platform.send_text, self.conversation, chunk)
                     await self._patiently(send)
                 except PlatformError as exc:
                     log.warning("notice to %s failed: %s", self.conversation.key(), exc)
@@ -405,9 +411,16 @@ class Outbound:
     def is_running(self) -> bool:
         return self._tasks is not None
 
-    def notice(self, conversations: list[ConversationRef], text: str) -> None:
+    def notice(
+        self,
+        conversations: list[ConversationRef],
+        text: str,
+        reply_to: Mapping[ConversationRef, str] | None = None,
+    ) -> None:
+        """``text`` to each conversation, after what its outlet holds; where ``reply_to``
+        names a message there (a card), as a reply to it where the platform shows replies."""
         for outlet in self._outlets_of(conversations):
-            outlet.notice(text)
+            outlet.notice(text, (reply_to or {}).get(outlet.conversation))
 
     def start_turn(self, stream: TurnStream, conversations: list[ConversationRef]) -> None:
         outlets = self._outlets_of(conversations)

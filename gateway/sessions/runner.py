@@ -62,18 +62,23 @@ from gateway.interactions.plans import next_turn, plan_prompt_key
 from gateway.interactions.policy import governing_rule
 from gateway.interactions.votes import POLICY_ACTOR, refusal
 from gateway.platform import Platform
-from gateway.render.card_status import status_line
+from gateway.render.card_pointers import expiry_notice
 from gateway.render.exit_notice import exit_notice
 from gateway.render.queue_notes import held_note, stopped_notice
 from gateway.sessions.agents import AgentLauncher, RunningAgent
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
-from gateway.sessions.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
+from gateway.sessions.outbound import (
+    AGENT_ENDED_WORDS,
+    TOOL_ENDED_WORDS,
+    Notifier,
+    TurnStream,
+    card_messages,
+)
 from gateway.sessions.outlets import Outbound
 from gateway.sessions.usage import SessionUsage
 from gateway.store.database import Clock, utc_now
 from gateway.store.records import PromptRecord, TurnRecord
 from gateway.store.store import Store
-from gateway.wording import quoted
 
 __all__ = ["SessionRunner"]
 
@@ -704,20 +709,23 @@ class SessionRunner:
 
     async def _expire(self, interaction: Interaction) -> None:
         plan = plan_expiry(interaction, self._project.expiry.outcome)
-        expired = await self._broker.expire(interaction, plan)
+        expired = await self._broker.expire(interaction, plan, committed=self._tell_expired)
         if expired is None:
             return  # decided (or closed by the agent) first: that one wins
-        if self._stream is not None:
-            self._stream.interaction_expired(expired.id)  # its tool line: not "declined"
         if plan.interrupt:
             try:
                 await self.interrupt()
             except GatewayError as exc:  # the agent died under the write: its exit follows
                 log.warning("expiry: the turn could not be interrupted: %s", exc)
-        # in the card's words (gateway/render/card_status.py): "nobody answered within 2 min · a
-        # refusal was sent to the agent"
-        told = status_line(expired).removeprefix("Timed out: ")
-        await self._notify(f"⌛ {quoted(expired.title)} ({expired.id}) timed out: {told}.")
+
+    async def _tell_expired(self, expired: Interaction) -> None:
+        """Committed, not yet written to the agent: its tool line says it expired, and one
+        short notice, which notifies (a card's edit does not), points at the card, which
+        says what the agent is told. Handed to the outlets before the write, so it comes
+        before anything the agent says after it."""
+        if self._stream is not None:
+            self._stream.interaction_expired(expired.id)  # its tool line: not "declined"
+        await self._notify(expiry_notice(expired), about=expired.id)
 
     # --- the turn's timeline --------------------------------------------------------------
 
@@ -971,13 +979,17 @@ class SessionRunner:
             self._ledger_failing = True
             await self._notify(LEDGER_WAITING)
 
-    async def _notify(self, text: str) -> None:
+    async def _notify(self, text: str, *, about: str | None = None) -> None:
+        """``text`` to every conversation of the session; ``about`` an interaction: as a
+        reply to its card there, where the platform shows replies (Telegram)."""
         try:
             conversations = await self._conversations()
+            cards = await card_messages(self._store, about) if about is not None else {}
         except StoreError as exc:  # the ledger fails (perhaps what this says): as last read
             log.warning("session %s: its conversations not read (%s)", self.session_id, exc)
-            conversations = self._shown_in
+            conversations, cards = self._shown_in, {}
         if self._outbound.is_running:
-            self._outbound.notice(conversations, text)  # sent by each conversation's outlet
+            # sent by each conversation's outlet
+            self._outbound.notice(conversations, text, cards)
         else:  # the runner has ended (report_crash)
-            await self._notifier.send(conversations, text)
+            await self._notifier.send(conversations, text, cards)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import discord
@@ -25,13 +26,12 @@ from discord import app_commands
 
 from gateway.errors import ConfigError, GatewayError, PlatformError
 from platforms.discord.clicks import Clicks
+from platforms.discord.commands import COMMANDS, CommandSpec
 from platforms.discord.config import DiscordConfig
-from platforms.discord.inbound import COMMANDS
 from platforms.discord.messages import Messages
 from platforms.discord.widgets import CardButton, MessageButton, PageButton
 
 __all__ = [
-    "COMMAND_HELP",
     "GUILD_READY_SECONDS",
     "READY_SECONDS",
     "GatewayClient",
@@ -52,15 +52,6 @@ READY_SECONDS = 30.0
 # guild_available), and nothing here needs the guild cache at READY: sends and edits go by
 # channel id, a message in a guild not yet cached still arrives.
 GUILD_READY_SECONDS = 0.5
-COMMAND_HELP = {
-    "new": "Start a new session here",
-    "stop": "Stop the agent's turn",
-    "resume": "Resume a session",
-    "clear": "Forget this conversation's session",
-    "status": "What the session is doing",
-    "pending": "The requests waiting for a decision",
-    "help": "What the gateway understands",
-}
 
 
 def quiet_sdk_logger() -> None:
@@ -112,10 +103,10 @@ class GatewayClient(discord.Client):
         await self.sync_commands()
 
     async def sync_commands(self) -> None:
-        """/new /stop /resume /clear /status /pending /help, each with optional text;
-        synced in the configured guilds, else globally."""
-        for name in COMMANDS:
-            self.tree.add_command(self._command(name))
+        """The gateway's commands (platforms/discord/commands.py), synced in the configured
+        guilds, else globally."""
+        for spec in COMMANDS:
+            self.tree.add_command(self._command(spec))
         if self.guild_ids:
             for guild in self.guild_ids:
                 target = discord.Object(id=int(guild))
@@ -125,12 +116,24 @@ class GatewayClient(discord.Client):
         else:
             await self.tree.sync()
 
-    def _command(self, name: str) -> app_commands.Command[Any, Any, None]:
-        async def run(interaction: discord.Interaction[Any], text: str = "") -> None:
-            await self.messages.on_slash(interaction, name, text)
+    def _command(self, spec: CommandSpec) -> app_commands.Command[Any, Any, None]:
+        """``spec`` as discord.py's command: its options described as the spec says
+        (discord.py would write "…"), a request id completed as it is typed."""
+        messages, name = self.messages, spec.name
+        run = _callback(messages, name)
+        described = app_commands.describe(**{o.name: o.description for o in spec.options})
+        requests = [o.name for o in spec.options if o.requests]
+        if requests:
 
+            async def complete(
+                interaction: discord.Interaction[Any], current: str
+            ) -> list[app_commands.Choice[str]]:
+                found = await messages.request_choices(interaction, name, current)
+                return [app_commands.Choice(name=shown, value=value) for shown, value in found]
+
+            run = app_commands.autocomplete(**{option: complete for option in requests})(run)
         return app_commands.Command(
-            name=name, description=COMMAND_HELP.get(name, name), callback=run
+            name=name, description=spec.description, callback=described(run)
         )
 
     async def on_message(self, message: discord.Message) -> None:
@@ -141,6 +144,60 @@ class GatewayClient(discord.Client):
             await self.clicks.on_modal(interaction)
         elif interaction.type is discord.InteractionType.component:
             await self.clicks.on_unlisted_click(interaction)
+
+
+Callback = Callable[..., Coroutine[Any, Any, None]]
+
+
+def _callback(messages: Messages, name: str) -> Callback:
+    """The function discord.py reads a command's parameters from (their names are the
+    options' names in platforms/discord/commands.py), handing the command on as text."""
+    if name == "approve":
+
+        async def approve(
+            interaction: discord.Interaction[Any], request: str, action: str = ""
+        ) -> None:
+            await messages.on_slash(interaction, name, request, action)
+
+        return approve
+    if name == "deny":
+
+        async def deny(
+            interaction: discord.Interaction[Any], request: str, message: str = ""
+        ) -> None:
+            await messages.on_slash(interaction, name, request, message)
+
+        return deny
+    if name == "answer":
+
+        async def answer(interaction: discord.Interaction[Any], request: str, answer: str) -> None:
+            await messages.on_slash(interaction, name, request, answer)
+
+        return answer
+
+    if name == "withdraw":
+
+        async def withdraw(interaction: discord.Interaction[Any], request: str) -> None:
+            await messages.on_slash(interaction, name, request)
+
+        return withdraw
+    if name == "plan":
+
+        async def plan(interaction: discord.Interaction[Any], text: str) -> None:
+            await messages.on_slash(interaction, name, text)
+
+        return plan
+    if name == "revoke":
+
+        async def revoke(interaction: discord.Interaction[Any], grant: str) -> None:
+            await messages.on_slash(interaction, name, grant)
+
+        return revoke
+
+    async def plain(interaction: discord.Interaction[Any]) -> None:
+        await messages.on_slash(interaction, name)
+
+    return plain
 
 
 async def log_in(client: discord.Client, token: str) -> None:

@@ -31,7 +31,6 @@ __all__ = [
     "Place",
     "Seen",
     "actor_of",
-    "command_text",
     "conversation_of",
     "heard",
     "in_thread",
@@ -39,7 +38,6 @@ __all__ = [
 ]
 
 PLATFORM = "discord"
-COMMANDS = ("new", "stop", "resume", "clear", "status", "pending", "help")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -149,11 +147,3 @@ def in_thread(conversation: ConversationRef, thread_id: str) -> ConversationRef:
     return ConversationRef(
         platform=PLATFORM, space=conversation.space, channel=conversation.channel, thread=thread_id
     )
-
-
-def command_text(name: str, argument: str = "") -> str:
-    """A slash command as the gateway's chat command: ``/resume`` ``abc`` → ``/resume abc``."""
-    if name not in COMMANDS:
-        raise ValueError(f"no command /{name}")
-    argument = " ".join(argument.split())
-    return f"/{name} {argument}" if argument else f"/{name}"

@@ -17,13 +17,13 @@ from typing import Any
 import discord
 
 from gateway.domain import ConversationRef
-from gateway.errors import PlatformError
-from gateway.platform import InboundMessage, Inbox, MessageRef
+from gateway.errors import GatewayError, PlatformError
+from gateway.platform import InboundMessage, Inbox, KnowsWaiting, MessageRef
+from platforms.discord.commands import command_text, request_choices
 from platforms.discord.config import DiscordConfig
 from platforms.discord.inbound import (
     Heard,
     actor_of,
-    command_text,
     conversation_of,
     heard,
     in_thread,
@@ -38,6 +38,7 @@ __all__ = ["Messages"]
 log = logging.getLogger(__name__)
 
 _THREAD_EXISTS = 160004
+AUTOCOMPLETE_SECONDS = 2.0  # of Discord's 3 s for the choices
 
 
 class Messages:
@@ -87,7 +88,9 @@ class Messages:
                 ),
             )
 
-    async def on_slash(self, interaction: discord.Interaction[Any], name: str, text: str) -> None:
+    async def on_slash(
+        self, interaction: discord.Interaction[Any], name: str, *arguments: str
+    ) -> None:
         """Answered at once (only its person sees it); the command goes to the gateway, which
         answers it where it was typed (the help too: said once, there)."""
         await interaction.response.send_message(f"/{name}: sent.", ephemeral=True)
@@ -101,11 +104,32 @@ class Messages:
             InboundMessage(
                 conversation=conversation_of(place),
                 actor=actor_of(str(user.id), user.name, roles_of(user)),
-                text=command_text(name, text),
+                text=command_text(name, *arguments),
                 message_id=f"command:{interaction.id}",
                 private=interaction.guild_id is None,
             ),
         )
+
+    async def request_choices(
+        self, interaction: discord.Interaction[Any], name: str, typed: str
+    ) -> list[tuple[str, str]]:
+        """What ``/name``'s request id is completed with as it is typed: the requests
+        waiting in the conversation (nothing where the gateway cannot say in time: Discord
+        waits 3 s for the choices)."""
+        try:
+            async with asyncio.timeout(AUTOCOMPLETE_SECONDS):
+                inbox = await self._inbox()
+                if not isinstance(inbox, KnowsWaiting):
+                    return []
+                where = conversation_of(place_of(interaction.channel, interaction.guild_id))
+                user = interaction.user
+                waiting = await inbox.waiting(
+                    where, actor_of(str(user.id), user.name, roles_of(user))
+                )
+        except (TimeoutError, GatewayError) as exc:
+            log.info("discord: no choices for /%s (%s)", name, type(exc).__name__)
+            return []
+        return request_choices(name, waiting, typed)
 
     def _order_of(self, key: str) -> asyncio.Lock:
         lock = self._order.get(key)

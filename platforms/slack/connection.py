@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from aiohttp import web
 from slack_bolt.adapter.socket_mode.aiohttp import AsyncSocketModeHandler
@@ -23,19 +24,48 @@ from gateway.errors import ConfigError, PlatformError
 from platforms.slack.config import SlackConfig
 from platforms.slack.outbox import error_of
 
-__all__ = ["SDK_LOGGERS", "Receiver", "check_token", "quiet_sdk_loggers"]
+__all__ = ["SDK_LOGGERS", "BotUser", "Receiver", "check_token", "quiet_sdk_loggers"]
 
 SDK_LOGGERS = ("slack_sdk", "slack_bolt")
+
+
+# bolt's AsyncApp reads SLACK_BOT_TOKEN from the environment whenever it is given no token,
+# and warns that the token is unused when it is also given a client: in the documented setup
+# (the token in SLACK_BOT_TOKEN, the gateway's own client, pointed at the configured API) it
+# warned at every start about nothing to change. bolt has no way to say "no token": "" is
+# read as none and the environment is read again.
+_TOKEN_UNUSED = "As you gave `client` as well, `token` will be unused."
+
+
+class _NotTheTokenUnused(logging.Filter):
+    """Drops bolt's "token will be unused" warning: the gateway gives its client on purpose."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != _TOKEN_UNUSED
+
+
+_BOLT_APP_LOGGER = "slack_bolt.AsyncApp"  # bolt's get_bolt_logger(AsyncApp)
 
 
 def quiet_sdk_loggers() -> None:
     for name in SDK_LOGGERS:
         logger = logging.getLogger(name)
         logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+    bolt_app = logging.getLogger(_BOLT_APP_LOGGER)
+    if not any(isinstance(f, _NotTheTokenUnused) for f in bolt_app.filters):
+        bolt_app.addFilter(_NotTheTokenUnused())
 
 
-async def check_token(client: AsyncWebClient, team_id: str) -> str:
-    """The bot's user id, once ``auth.test`` took the token and it is of ``team_id``."""
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BotUser:
+    """The app's bot user: its id (``<@U…>`` mentions it) and its name (``@name``)."""
+
+    id: str
+    name: str
+
+
+async def check_token(client: AsyncWebClient, team_id: str) -> BotUser:
+    """The bot's user, once ``auth.test`` took the token and it is of ``team_id``."""
     try:
         me = await client.auth_test()
     except SlackApiError as exc:
@@ -50,7 +80,7 @@ async def check_token(client: AsyncWebClient, team_id: str) -> str:
         raise ConfigError(
             f"platforms.slack.team_id: the bot token is of team {team}, not {team_id}"
         )
-    return str(me.get("user_id") or "")
+    return BotUser(id=str(me.get("user_id") or ""), name=str(me.get("user") or ""))
 
 
 class Receiver:

@@ -96,6 +96,7 @@ class SlackPlatform:
         # the cards' forms: this process's until attached to a gateway sharing its ledger
         self.forms: PendingForms[tuple[str, str]] = MemoryForms()
         self.bot_user_id = ""
+        self.bot_name = ""  # the bot user's name: commands are spelled "@name /stop"
         self._stack = AsyncExitStack()
         self._tasks: asyncio.TaskGroup | None = None
         self._outbox: SlackOutbox | None = None
@@ -146,7 +147,9 @@ class SlackPlatform:
         """Check the bot token and its team, start the outbox; events are taken once the
         gateway attaches itself."""
         quiet_sdk_loggers()
-        self.bot_user_id = await check_token(self.client, self.team_id)
+        me = await check_token(self.client, self.team_id)
+        self.bot_user_id, self.bot_name = me.id, me.name
+        self._posting.app = me
         try:
             self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
             self._outbox = SlackOutbox(
@@ -232,7 +235,13 @@ class SlackPlatform:
     # --- the platform contract ------------------------------------------------------------
 
     def spell_command(self, name: str) -> str:
-        return f"{self._config.command} {name}"
+        """ "@gateway /stop": a mention, then the command, works wherever the gateway writes
+        (a session's thread takes no slash command: Slack sends a command without its
+        thread; a mention counts in a channel and a DM too). A text's ``@gateway`` is made
+        a real mention when it is posted (:meth:`SlackPosting.send_text`)."""
+        if not self.bot_name:  # not connected: the slash command, for a channel or a DM
+            return f"{self._config.command} {name}"
+        return f"@{self.bot_name} /{name}"
 
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return None

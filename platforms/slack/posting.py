@@ -26,6 +26,7 @@ from gateway.errors import PlatformError
 from gateway.platform import EditResult, Inbox, KnowsApprovers, MessageRef, PlatformLimits
 from platforms.form_drafts import PendingForms
 from platforms.outbox import Priority
+from platforms.slack.connection import BotUser
 from platforms.slack.outbox import SlackMessageGone, SlackOutbox, error_of, permanent_refusal
 from platforms.slack.render import mrkdwn, render_card
 from platforms.turn_end import TurnEnds
@@ -62,10 +63,20 @@ class SlackPosting:
         self._uneditable: OrderedDict[tuple[str, str], str] = OrderedDict()  # message: error
         self._no_reactions = False  # no reactions:write scope: no mark, said in the log once
         self.turn_ends = TurnEnds()  # whether a turn's end needs a message that notifies
+        self.app: BotUser | None = None  # the app's bot user, once connected
+
+    def _mention_app(self, shown: str) -> str:
+        """A command the gateway spelled "@gateway /stop" (``spell_command``) with the app's
+        real mention, which reads as its name and is what a person copies; only the app's
+        own name before a command, so nothing else in a text pings."""
+        app = self.app
+        if app is None or not app.name or not app.id:
+            return shown
+        return re.sub(rf"(?<![\w@<])@{re.escape(app.name)}(?= /\w)", f"<@{app.id}>", shown)
 
     async def send_text(self, conversation: ConversationRef, text: str) -> MessageRef:
         self._check_length(text)
-        shown = mrkdwn(text)
+        shown = self._mention_app(mrkdwn(text))
 
         async def post() -> str:
             sent = await self.client.chat_postMessage(
@@ -87,7 +98,7 @@ class SlackPosting:
     async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
         self._check_length(text)
         channel, ts = ref.conversation.channel, ref.message_id
-        shown = mrkdwn(text)
+        shown = self._mention_app(mrkdwn(text))
         if self._shown.get((channel, ts)) == shown:
             return EditResult.NOT_MODIFIED
 

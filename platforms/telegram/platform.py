@@ -373,6 +373,22 @@ class TelegramPlatform:
         self._remember(sent, text)
         return MessageRef(conversation=conversation, message_id=str(sent.message_id))
 
+    async def send_reply(
+        self, conversation: ConversationRef, text: str, reply_to: str
+    ) -> MessageRef:
+        """A notice about a card, as a reply to it (``RepliesToMessages``): it quotes the
+        card and notifies, where the card's edit does not; sent plainly if the card is gone
+        (``allow_sending_without_reply``)."""
+        if not reply_to.isdigit():  # not a message of this platform's: a plain text
+            return await self.send_text(conversation, text)
+        self._check_length(text)
+        html = telegram_html(text)
+        sent = await self._send(
+            conversation, Priority.TEXT, html, ParseMode.HTML, reply_to=int(reply_to)
+        )
+        self._remember(sent, text)
+        return MessageRef(conversation=conversation, message_id=str(sent.message_id))
+
     async def edit_text(self, ref: MessageRef, text: str) -> EditResult:
         self._check_length(text)
         chat_id, message_id = chat_id_of(ref.conversation), int(ref.message_id)

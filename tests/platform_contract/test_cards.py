@@ -32,6 +32,14 @@ async def settled(driver: Driver, card: Seen) -> Seen:
     )
 
 
+RECEIPTS = {
+    "Allow once": "Approved: Allow once. ",
+    "Deny": "Denied. ",
+    "Deny and stop": "Denied and stopped. ",
+    "Allow for session": "Approved: Allow for session. ",
+}
+
+
 async def test_every_action_kind_round_trip(driver: Driver) -> None:
     driver.require(Case.CARD_ROUND_TRIP)
     alice = driver.shown_as["alice"]
@@ -47,7 +55,8 @@ async def test_every_action_kind_round_trip(driver: Driver) -> None:
             assert card.status == "Waiting for a decision", card
             assert re.fullmatch(r"content hash [0-9a-f]{10}", card.details), card
             answer = await driver.press(card, label)
-            assert label in answer and "Sent to the agent" in answer, answer
+            # each fact once: a label that only says the verdict ("Deny") is not repeated
+            assert answer.startswith(RECEIPTS[label]) and "Sent to the agent" in answer, answer
             done = await settled(driver, card)
             assert f'("{label}") by {alice}' in done.status, done
             assert done.text.count(done.status) == 1, done  # one status line: the new one

@@ -24,7 +24,7 @@ async def test_single_multi_and_other_answers_reach_the_agent_and_the_card(
             chosen={"env": ("Green",), "langs": ("Red", "Blue")}, typed={"note": "ship it"}
         )
         answer = await driver.answer_form(card, FORM, filled)
-        assert answer is not None and answer.startswith("Answer sent."), answer
+        assert answer is not None and answer.startswith("Answer sent to the agent."), answer
         done = await driver.card(lambda s: s.key == card.key and "sent to the agent" in s.status)
         await driver.text(lambda text: text == "Thanks: 3 answer(s) received.")
     assert driver.received[0].answers == {

@@ -247,7 +247,7 @@ class Interaction:
 
     id: str
     token: str
-    type: Literal[2, 3, 5]  # slash command, component, modal submit
+    type: Literal[2, 3, 4, 5]  # slash command, component, autocomplete, modal submit
     person: Person
     channel: Channel
     data: dict[str, Any]

@@ -23,6 +23,7 @@ __all__ = [
     "TEXT_DISPLAY",
     "TEXT_INPUT",
     "DiscordError",
+    "check_choices",
     "check_commands",
     "check_message",
     "check_modal",
@@ -219,6 +220,40 @@ def check_commands(commands: Any) -> dict[str, str]:
             description = command.get("description") or ""
             if not 1 <= len(description) <= 100:
                 errors[f"{i}.description"] = "Must be between 1 and 100 in length."
+        options = command.get("options") or []
+        if len(options) > 25:
+            errors[f"{i}.options"] = "Must be 25 or fewer in length."
+        optional = False
+        for j, option in enumerate(options):
+            where = f"{i}.options.{j}"
+            option_name = option.get("name") or ""
+            if not 1 <= len(option_name) <= 32 or option_name != option_name.lower():
+                errors[f"{where}.name"] = "Invalid command name."
+            if not 1 <= len(option.get("description") or "") <= 100:
+                errors[f"{where}.description"] = "Must be between 1 and 100 in length."
+            if option.get("required") and optional:
+                errors[f"{where}.required"] = (
+                    "Required options must be placed before non-required options"
+                )
+            optional = optional or not option.get("required")
+            if option.get("autocomplete") and option.get("choices"):
+                errors[f"{where}.autocomplete"] = "Autocomplete cannot be set with choices"
+    return errors
+
+
+def check_choices(data: Any) -> dict[str, str]:
+    """The 50035 errors of an autocomplete answer (callback type 8)."""
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list):
+        return {"choices": "This field is required"}
+    errors: dict[str, str] = {}
+    if len(choices) > 25:
+        errors["choices"] = "Must be 25 or fewer in length."
+    for i, choice in enumerate(choices):
+        if not 1 <= len(str(choice.get("name") or "")) <= 100:
+            errors[f"choices.{i}.name"] = "Must be between 1 and 100 in length."
+        if not 1 <= len(str(choice.get("value") or "")) <= 100:
+            errors[f"choices.{i}.value"] = "Must be between 1 and 100 in length."
     return errors
 
 

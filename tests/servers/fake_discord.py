@@ -25,14 +25,18 @@ Discord is:
 - uploads (multipart) past ``attachment_size_limit`` answer 40005; threads from a message
   (a thread's id is its message's); an archived thread refuses edits (50083) until a
   PATCH of the channel unarchives it; permissions by channel overwrite (50013);
-- application commands: PUT/GET global and per guild (validated, recorded);
+- application commands: PUT/GET global and per guild (validated, options too: a description
+  of 1 to 100 characters, required options first; recorded); a slash command is run only
+  with options it was synced with, its required ones given; an autocomplete (interaction
+  type 4) is answered only with callback type 8, at most 25 choices;
 - what ``agent-gateway check`` and ``discord-invite`` ask: ``GET /applications/@me`` (the
   application's id and flags: the Message Content toggle), a channel with the bot's
   overwrite, the guild's roles and owner, the bot's member;
 - ``allowed_mentions`` applied to what a new message pings (``Sent.pinged``: user ids,
   ``role:<id>``, ``@everyone``); edits ping no one, as on Discord.
 
-A test acts as people (:meth:`say`, :meth:`click`, :meth:`submit`, :meth:`slash`) and reads
+A test acts as people (:meth:`say`, :meth:`click`, :meth:`submit`, :meth:`slash`,
+:meth:`autocomplete`) and reads
 what they see (:meth:`messages`, :attr:`interactions`, :attr:`commands`), waiting with
 :meth:`wait_for`.
 """
@@ -77,6 +81,7 @@ from tests.servers.discord_wire import (
     ROW,
     TEXT_DISPLAY,
     DiscordError,
+    check_choices,
     check_commands,
     check_message,
     check_modal,
@@ -390,17 +395,70 @@ class FakeDiscord:
         name: str,
         options: dict[str, Any] | None = None,
     ) -> Interaction:
-        """``person`` runs ``/name`` with string ``options`` (it must have been synced)."""
+        """``person`` runs ``/name`` with string ``options`` (it must have been synced, with
+        those options and every required one, as Discord's client insists)."""
+        command = self._synced(channel, name)
+        given = options or {}
+        self._check_options(command, given)
+        data: dict[str, Any] = {"id": command["id"], "name": name, "type": 1}
+        if given:
+            data["options"] = [{"name": k, "type": 3, "value": v} for k, v in given.items()]
+        if channel.guild_id is not None:
+            data["guild_id"] = channel.guild_id
+        return await self._interact(2, person, channel, data, None)
+
+    async def autocomplete(
+        self,
+        person: Person,
+        channel: Channel,
+        name: str,
+        focused: str,
+        typed: str = "",
+        options: dict[str, Any] | None = None,
+    ) -> Interaction:
+        """``person`` types ``typed`` in ``/name``'s option ``focused`` (one the app said it
+        completes): Discord asks the app for choices (an interaction of type 4, answered
+        with callback type 8; :meth:`choices` reads them)."""
+        command = self._synced(channel, name)
+        option = next((o for o in command.get("options") or [] if o["name"] == focused), None)
+        if option is None or not option.get("autocomplete"):
+            raise AssertionError(f"/{name} {focused}: not an option that is completed")
+        given = [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()]
+        given.append({"name": focused, "type": 3, "value": typed, "focused": True})
+        data: dict[str, Any] = {"id": command["id"], "name": name, "type": 1, "options": given}
+        if channel.guild_id is not None:
+            data["guild_id"] = channel.guild_id
+        return await self._interact(4, person, channel, data, None)
+
+    async def choices(self, asked: Interaction) -> list[dict[str, Any]]:
+        """The choices the app answered an autocomplete with, once it answered."""
+        await self.wait_for(lambda: asked.callback is not None)
+        assert asked.callback is not None and asked.callback["type"] == 8, asked.callback
+        return list(asked.callback["data"]["choices"])
+
+    def command(self, name: str, guild_id: str | None = None) -> dict[str, Any]:
+        """The synced command ``name`` (global, or ``guild_id``'s), as Discord keeps it."""
+        found = next((c for c in self.commands.get(guild_id, []) if c["name"] == name), None)
+        if found is None:
+            raise AssertionError(f"/{name} was not synced")
+        return found
+
+    def _synced(self, channel: Channel, name: str) -> dict[str, Any]:
         synced = [*self.commands.get(None, []), *self.commands.get(channel.guild_id, [])]
         command = next((c for c in synced if c["name"] == name), None)
         if command is None:
             raise AssertionError(f"/{name} was not synced: {[c['name'] for c in synced]}")
-        data: dict[str, Any] = {"id": command["id"], "name": name, "type": 1}
-        if options:
-            data["options"] = [{"name": k, "type": 3, "value": v} for k, v in options.items()]
-        if channel.guild_id is not None:
-            data["guild_id"] = channel.guild_id
-        return await self._interact(2, person, channel, data, None)
+        return command
+
+    @staticmethod
+    def _check_options(command: dict[str, Any], given: dict[str, Any]) -> None:
+        known = {o["name"]: o for o in command.get("options") or []}
+        unknown = set(given) - set(known)
+        if unknown:
+            raise AssertionError(f"/{command['name']} has no option {sorted(unknown)}")
+        missing = [n for n, o in known.items() if o.get("required") and n not in given]
+        if missing:
+            raise AssertionError(f"/{command['name']} needs {missing}: Discord's client asks")
 
     @property
     def application_flags(self) -> int:
@@ -987,6 +1045,10 @@ class FakeDiscord:
             if not isinstance(body, dict) or not isinstance(body.get("type"), int):
                 raise DiscordError.invalid({"type": "This field is required"})
             kind, data = body["type"], body.get("data") or {}
+            if (kind == 8) != (interaction.type == 4):
+                raise DiscordError.invalid({"type": "Only an autocomplete is answered with 8."})
+            if kind == 8:
+                _check_body(data, check_choices)
             if kind in (6, 7) and interaction.message is None:
                 raise DiscordError.invalid({"type": "This interaction has no message to update."})
             if kind == 9:
