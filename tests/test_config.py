@@ -67,8 +67,26 @@ def line_of(text: str, needle: str) -> int:
 # --- what loads ----------------------------------------------------------------------------
 
 
-def test_the_example_file_loads_with_every_platform_enabled() -> None:
+def commented(table: str) -> str:
+    """A platform's table as the example keeps it when it is off: every line behind "# "."""
+    return "\n".join(f"# {line}" if line else "#" for line in table.split("\n"))
+
+
+def every_platform_on(example: str) -> str:
+    """The example with each platform's commented table turned on, as its comment says."""
+    for name in PLATFORMS.names():
+        example = example.replace(commented(PLATFORMS.table(name).help), PLATFORMS.table(name).help)
+    return example
+
+
+def test_the_example_file_turns_one_platform_on_and_loads() -> None:
     config = load_config(ROOT / "config.example.toml", env=EXAMPLE_ENV)
+    assert config.platforms.enabled() == ("telegram",)
+
+
+def test_the_example_file_loads_with_every_platform_turned_on() -> None:
+    text = every_platform_on((ROOT / "config.example.toml").read_text())
+    config = parse_config(text, "config.example.toml", env=EXAMPLE_ENV, base_dir=ROOT)
 
     assert (
         config.platforms.enabled()
@@ -98,7 +116,7 @@ def test_the_example_file_loads_with_every_platform_enabled() -> None:
 
 def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
     example = (ROOT / "config.example.toml").read_text()
-    written = set(re.findall(r"^#?\s*([a-z_]+)\s*=", example, flags=re.MULTILINE))
+    written = set(re.findall(r"^(?:#\s*)*([a-z_]+)\s*=", example, flags=re.MULTILINE))
     written |= {"token_file", "secret_token_file"} & set(example.split())
     models: list[type[BaseModel]] = [
         module.GatewaySection,
@@ -119,7 +137,8 @@ def test_the_example_shows_each_platform_table_as_its_config_module_documents_it
     for name in PLATFORMS.names():
         table = PLATFORMS.table(name)
         assert table.help.startswith(f"[platforms.{name}]\n")
-        assert table.help in example
+        shown = table.help if name == "telegram" else commented(table.help)  # the one on
+        assert shown in example, name
 
 
 def test_the_example_names_each_platforms_own_api_address_key() -> None:
@@ -399,7 +418,24 @@ def test_a_data_dir_inside_a_work_dir_is_refused(tmp_path: Path) -> None:
     text = MINIMAL.replace("/srv/web", str(tmp_path)) + (
         f'[gateway]\ndata_dir = "{tmp_path}/.gateway"\n'
     )
-    assert "gateway.data_dir: lies inside the work dir of project web" in refusal(text)
+    message = refusal(text)
+    assert f"gateway.data_dir: {tmp_path}/.gateway lies inside the work dir of project web" in (
+        message
+    )
+    assert "give each project a folder of its own" in message
+
+
+def test_the_example_copied_to_a_home_folder_says_so_once_with_its_fix(tmp_path: Path) -> None:
+    """Every project of the example works in the config's folder ("."): copied to the home
+    folder, whose data dir is inside it, one problem names them all, with the fix."""
+    home = tmp_path / "home"
+    home.mkdir()
+    text = every_platform_on((ROOT / "config.example.toml").read_text()).replace(
+        "~/.local/share/agent-gateway", str(home / ".local" / "share" / "agent-gateway")
+    )
+    message = refusal(text, EXAMPLE_ENV, base_dir=home)
+    assert message.count("lies inside the work dir") == 1, message
+    assert "of project web, notes, oc" in message
 
 
 def test_toml_syntax_errors_name_the_line() -> None:

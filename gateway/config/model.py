@@ -518,11 +518,22 @@ def _pydantic_loc(error: Mapping[str, Any]) -> Loc:
 def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
     found: list[tuple[Loc, str]] = []
     data_dir = config.gateway.data_dir.resolve()
+    holding: list[str] = []  # the projects whose work dir holds the data dir
     for name, project in config.projects.items():
         found += _agent_problems(("projects", name, "agent_options"), project)
         found += _auth_problems(("projects", name, "auth"), project, config.platforms)
         if data_dir.is_relative_to(project.work_dir.resolve()):
-            found.append((("gateway", "data_dir"), f"lies inside the work dir of project {name}"))
+            holding.append(name)
+    if holding:  # one problem, with its fix: the agent may write anywhere in its work dir
+        which = ", ".join(holding)
+        found.append(
+            (
+                ("gateway", "data_dir"),
+                f"{data_dir} lies inside the work dir of project {which}, where the agent may "
+                "write: give each project a folder of its own (work_dir, relative to this "
+                "file), or put data_dir elsewhere",
+            )
+        )
     found += policy_problems(
         {name: project.policy for name, project in config.projects.items()},
         config.groups,
