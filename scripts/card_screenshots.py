@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import sys
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -48,6 +47,7 @@ from gateway.session_record import SessionRecord  # noqa: E402
 from platforms.console.cards_html import PostContext  # noqa: E402
 from platforms.console.pages import Frame, pending_page  # noqa: E402
 from platforms.console.views import CardView  # noqa: E402
+from tests.card_samples import pending  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
@@ -171,24 +171,7 @@ def _line(message: dict[str, object]) -> bytes:
 
 
 def _interaction(request: InteractionRequest, **facts: object) -> Interaction:
-    base = Interaction(
-        id="k3m9x2p7qa",
-        session_id="s1",
-        runtime_epoch=1,
-        turn_id=1,
-        native_key=request.native_key,
-        kind=request.kind,
-        title=request.title,
-        summary=request.summary,
-        detail=request.detail,
-        actions=request.actions,
-        questions=request.questions,
-        state=InteractionState.PENDING,
-        version=1,
-        created_at=T0,
-        updated_at=T0,
-    )
-    return replace(base, **facts)  # type: ignore[arg-type]
+    return pending(request, at=T0, **facts)
 
 
 def _orphaned() -> Interaction:

@@ -195,8 +195,10 @@ def samples() -> list[Sample]:
     return list(found.values())
 
 
-def pending(request: InteractionRequest) -> Interaction:
-    return Interaction(
+def pending(request: InteractionRequest, *, at: datetime = T0, **facts: object) -> Interaction:
+    """``request`` as the ledger holds it once opened and waiting (``facts``: what differs,
+    a decided or ended one)."""
+    base = Interaction(
         id=INTERACTION_ID,
         session_id=SESSION_ID,
         runtime_epoch=3,
@@ -210,9 +212,10 @@ def pending(request: InteractionRequest) -> Interaction:
         questions=request.questions,
         state=InteractionState.PENDING,
         version=1,
-        created_at=T0,
-        updated_at=T0,
+        created_at=at,
+        updated_at=at,
     )
+    return replace(base, **facts)  # type: ignore[arg-type]
 
 
 def orphaned(item: Interaction) -> Interaction:

@@ -28,9 +28,9 @@ from gateway.events import (
     Usage,
     Warning,
 )
-from gateway.interactions.machine import Interaction, InteractionState
 from gateway.render.interaction_card import render_interaction
 from platforms.telegram.render import render_card
+from tests.card_samples import pending
 from tests.servers.telegram_wire import visible_text
 
 SESSION = "sess-1"
@@ -233,24 +233,7 @@ def recorded_permission() -> dict[str, Any]:
 
 def card_for(opened: InteractionOpened) -> Card:
     request = opened.request
-    t0 = datetime(2026, 12, 5, 5, 15, tzinfo=UTC)
-    item = Interaction(
-        id="k3m9x2p7qa",
-        session_id="s1",
-        runtime_epoch=1,
-        turn_id=1,
-        native_key=request.native_key,
-        kind=request.kind,
-        title=request.title,
-        summary=request.summary,
-        detail=request.detail,
-        actions=request.actions,
-        questions=request.questions,
-        state=InteractionState.PENDING,
-        version=1,
-        created_at=t0,
-        updated_at=t0,
-    )
+    item = pending(request, at=datetime(2026, 12, 5, 5, 15, tzinfo=UTC))
     return render_interaction(item, token_for=lambda choice: f"tok-{choice}")
 
 

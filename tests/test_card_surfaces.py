@@ -6,7 +6,6 @@ whole, and an ended card says what happened in a person's words."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from html import escape, unescape
 
@@ -32,6 +31,7 @@ from platforms.console.views import CardView
 from platforms.discord.render import render_card as discord_render
 from platforms.slack.render import render_card as slack_render
 from platforms.telegram.render import BUTTON_MAX_CHARS, RenderedCard, render_card
+from tests.card_samples import pending
 from tests.servers.telegram_wire import visible_text
 
 T0 = datetime(2026, 12, 1, 9, 15, 2, tzinfo=UTC)
@@ -42,24 +42,7 @@ YOU = Actor(platform="console", user_id="you", display="You")
 
 
 def interaction(request: InteractionRequest, **facts: object) -> Interaction:
-    base = Interaction(
-        id="k3m9x2p7qa",
-        session_id="s1",
-        runtime_epoch=1,
-        turn_id=1,
-        native_key=request.native_key,
-        kind=request.kind,
-        title=request.title,
-        summary=request.summary,
-        detail=request.detail,
-        actions=request.actions,
-        questions=request.questions,
-        state=InteractionState.PENDING,
-        version=1,
-        created_at=T0,
-        updated_at=T0,
-    )
-    return replace(base, **facts)  # type: ignore[arg-type]
+    return pending(request, at=T0, **facts)
 
 
 def card(item: Interaction) -> Card:
