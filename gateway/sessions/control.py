@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.config.access import may_talk, stranger_refusal
-from gateway.config.model import Config, SessionScope
+from gateway.config.model import BusyInput, Config, SessionScope
 from gateway.domain import (
     Actor,
     AgentKind,
@@ -57,13 +57,14 @@ from gateway.render.queue_notes import held_note
 from gateway.session_record import SessionRecord
 from gateway.sessions.agents import AgentLauncher, ReattachesAgents
 from gateway.sessions.broker import Broker
+from gateway.sessions.compaction import COMPACTING_WORDS, compaction_offered
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.outbound import Notifier
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
 from gateway.sessions.turn_close import close_shown_turn
-from gateway.store.records import EnqueueOutcome, EpochRecord
+from gateway.store.records import EnqueueOutcome, EpochRecord, PromptRecord
 from gateway.store.requests import RequestKind, SessionRequest
 from gateway.store.store import Store
 
@@ -479,6 +480,8 @@ class Control:
             self._tell(conversation, waiting)
         elif waiting:
             await self._mark_queued(message)
+        else:
+            await self._steer_if_asked(session, project, result.prompt, result.ahead)
         if result.held:
             await self._note_held(session.id, conversation)
         owner = self._gw.owner_elsewhere(session)
@@ -486,6 +489,24 @@ class Control:
             # nobody runs it now: said at once, and what becomes of the message
             await self._reply(conversation, _owner_down(owner))
         self._gw.kick(session)
+
+    async def _steer_if_asked(
+        self, session: SessionRecord, project: str, prompt: PromptRecord | None, ahead: int
+    ) -> None:
+        """``busy_input = "steer"``: a message typed during a turn goes into it (the runner
+        checks again that nothing waits for a decision: gateway/sessions/steering.py). It
+        stays queued, said nothing more, where it cannot: the session runs on another host,
+        no turn runs, messages wait ahead of it."""
+        if self._gw.config.projects[project].busy_input is not BusyInput.STEER:
+            return
+        runner = self._gw.existing_runner(session.id)
+        if prompt is None or ahead or runner is None or not runner.turn_running:
+            return
+        if self._gw.owner_elsewhere(session) is not None:
+            return
+        why = await runner.steer(prompt.id)
+        if why is not None:
+            log.info("session %s: message %s queued, not steered: %s", session.id, prompt.id, why)
 
     async def _replied_card(
         self, message: InboundMessage, waiting: Sequence[Interaction]
@@ -613,6 +634,24 @@ class Control:
             await self._reply(conversation, await self._grants.list_text(session))
         elif name is CommandName.REVOKE:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
+        elif name is CommandName.COMPACT:
+            await self._reply(conversation, self._compact(session, runner, conversation))
+
+    def _compact(
+        self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef
+    ) -> str:
+        """/compact: the agent's own compaction, run by the session's runner as a turn of its
+        own before the next queued message (gateway/sessions/compaction.py)."""
+        settings = self._gw.config.projects.get(session.project)
+        offered = compaction_offered(settings.agent if settings else session.agent_kind)
+        if offered is not None:
+            return offered
+        owner = self._gw.owner_elsewhere(session)
+        if owner is not None:
+            return f"/compact works on host {owner}, which runs this session: nothing was changed."
+        if runner is None or not runner.compact(conversation):
+            return "The agent is not running: there is nothing to compact now."
+        return COMPACTING_WORDS
 
     @property
     def grants(self) -> GrantDesk:
