@@ -23,7 +23,7 @@ import pytest
 from gateway.session_record import SessionRecord
 from gateway.store.records import PromptState
 from tests.codex_env import CodexHome
-from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
+from tests.gateway_harness import ALICE, BOB, ROOM, Running, gateway_config, running_gateway
 from tests.servers.fake_responses import FakeResponses, ModelRequest, message, shell
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
@@ -133,3 +133,38 @@ async def test_compact_runs_codex_compaction_and_says_when_done(
         await gw.text_where(lambda text: text.startswith("🗜 Compacting"))
         done = await gw.text_where(lambda text: "ompact" in text and "Compacting" not in text)
         assert done.startswith("🗜 Compacted"), done
+
+
+async def test_the_queued_notice_button_sends_the_message_into_the_turn_for_its_author_only(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((shell("cat gate"), message(_bananas)))
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data")  # busy_input = "queue"
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "read the gate")
+        async with _gate(codex_home.workspace / "gate") as gate:
+            await gw.memory.say(ROOM, ALICE, STEERED)
+            shown = await gw.card_where(lambda card: card.title.startswith("✍ Queued"))
+            assert shown.card is not None
+            [button] = shown.card.actions
+            assert button.label == "Send into this turn now"
+            forged = button.token[:-1] + ("A" if button.token[-1] != "A" else "B")
+            refused = await gw.memory.click(ROOM, ALICE, forged)
+            assert (refused.accepted, refused.text) == (False, "This button is not valid.")
+            refused = await gw.memory.click(ROOM, BOB, button.token)
+            assert (refused.accepted, refused.text) == (
+                False,
+                "Only Alice can send their message into the turn.",
+            )
+            ack = await gw.memory.click(ROOM, ALICE, button.token)
+            assert ack.accepted, ack.text
+            await gw.text_where(lambda text: "Sent into the running turn" in text)
+            again = await gw.memory.click(ROOM, ALICE, button.token)  # once
+            assert not again.accepted and "no longer waiting" in again.text
+            os.write(gate, b"open\n")
+        await gw.text_where(lambda text: "Bananas, as asked." in text)
+        stale = await gw.memory.click(ROOM, ALICE, button.token)  # after the turn ended
+        assert not stale.accepted and "no longer waiting" in stale.text
+        requests = fake_model.model_requests()
+        assert {r.turn_id for r in requests} == {requests[0].turn_id}
+        assert STEERED in requests[-1].user_texts()

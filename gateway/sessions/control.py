@@ -63,6 +63,7 @@ from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.outbound import Notifier
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.steer_button import SteerButtons
 from gateway.sessions.turn_close import close_shown_turn
 from gateway.store.records import EnqueueOutcome, EpochRecord, PromptRecord
 from gateway.store.requests import RequestKind, SessionRequest
@@ -101,6 +102,7 @@ class SessionsHost(Protocol):
     store: Store
     broker: Broker
     desk: DecisionDesk
+    steer_buttons: SteerButtons
     host_lease: LeaseHolder | None
 
     @property
@@ -481,7 +483,7 @@ class Control:
         elif waiting:
             await self._mark_queued(message)
         else:
-            await self._steer_if_asked(session, project, result.prompt, result.ahead)
+            await self._steer_or_offer(session, project, result.prompt, result.ahead)
         if result.held:
             await self._note_held(session.id, conversation)
         owner = self._gw.owner_elsewhere(session)
@@ -490,19 +492,22 @@ class Control:
             await self._reply(conversation, _owner_down(owner))
         self._gw.kick(session)
 
-    async def _steer_if_asked(
+    async def _steer_or_offer(
         self, session: SessionRecord, project: str, prompt: PromptRecord | None, ahead: int
     ) -> None:
-        """``busy_input = "steer"``: a message typed during a turn goes into it (the runner
-        checks again that nothing waits for a decision: gateway/sessions/steering.py). It
-        stays queued, said nothing more, where it cannot: the session runs on another host,
-        no turn runs, messages wait ahead of it."""
-        if self._gw.config.projects[project].busy_input is not BusyInput.STEER:
-            return
+        """A message typed during a turn, no card waiting: with ``busy_input = "steer"`` it
+        goes into the turn (the runner checks again that nothing waits for a decision:
+        gateway/sessions/steering.py); with "queue" its author is offered the button "Send
+        into this turn now" (gateway/sessions/steer_button.py). Nothing of either where
+        it cannot go: the session runs on another host, no turn runs in an agent that
+        steers, messages wait ahead of it."""
         runner = self._gw.existing_runner(session.id)
-        if prompt is None or ahead or runner is None or not runner.turn_running:
+        if prompt is None or ahead or runner is None or not runner.can_steer:
             return
         if self._gw.owner_elsewhere(session) is not None:
+            return
+        if self._gw.config.projects[project].busy_input is not BusyInput.STEER:
+            await self._gw.steer_buttons.offer(prompt)
             return
         why = await runner.steer(prompt.id)
         if why is not None:

@@ -283,6 +283,11 @@ class SessionRunner:
         self._interrupt_requested.set()
         return True
 
+    @property
+    def can_steer(self) -> bool:
+        """A turn runs in an agent that takes text into it (gateway/sessions/steering.py)."""
+        return self._turn is not None and self.agent is not None and self.agent.capabilities.steer
+
     async def steer(self, prompt_id: int) -> str | None:
         """Give the queued prompt ``prompt_id`` to the running turn (gateway/sessions/
         steering.py): None when written, else why not (it stays queued)."""

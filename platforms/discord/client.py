@@ -112,7 +112,7 @@ class GatewayClient(discord.Client):
         await self.sync_commands()
 
     async def sync_commands(self) -> None:
-        """/new /stop /resume /clear /status /pending /help, each with optional text;
+        """/new /stop /resume /clear /status /pending /compact /help, each with optional text;
         synced in the configured guilds, else globally."""
         for name in COMMANDS:
             self.tree.add_command(self._command(name))

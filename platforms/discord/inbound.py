@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 PLATFORM = "discord"
-COMMANDS = ("new", "stop", "resume", "clear", "status", "pending", "help")
+COMMANDS = ("new", "stop", "resume", "clear", "status", "pending", "compact", "help")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
