@@ -1,0 +1,83 @@
+"""A steer the agent refuses falls back to the queue, and runs once (issue 31), through the
+whole gateway with an agent the test moves by hand (tests/puppet_launcher.py): the refusal
+of a real Codex (a turn that ended between the message and its ``turn/steer``) cannot be
+timed from outside."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gateway.events import SteerRefused, SteerTaken
+from gateway.sessions.engine import Gateway
+from gateway.store.records import PromptState
+from platforms.memory.platform import MemoryPlatform
+from platforms.registry import parse_config
+from tests.gateway_harness import ALICE, ROOM
+from tests.puppet_launcher import PuppetLauncher
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _config(tmp_path: Path) -> str:
+    work = tmp_path / "work"
+    work.mkdir()
+    return f"""
+[gateway]
+data_dir = {json.dumps(str(tmp_path / "data"))}
+
+[projects.demo]
+work_dir = {json.dumps(str(work))}
+agent = "codex-app-server"
+busy_input = "steer"
+
+[projects.demo.auth.memory]
+allow_from = ["alice"]
+approvers = ["alice"]
+
+[platforms.memory]
+"""
+
+
+async def test_a_refused_steer_is_queued_again_and_runs_as_the_next_turn_once(
+    tmp_path: Path,
+) -> None:
+    puppet = PuppetLauncher(steers=True)
+    memory = MemoryPlatform()
+    config = parse_config(_config(tmp_path), "test.toml")
+    async with Gateway(config, platforms={"memory": memory}, launcher=puppet) as gateway:
+        await memory.say(ROOM, ALICE, "first")
+        agent, text = await puppet.prompt()
+        assert text == "first"
+        agent.start_turn()  # the runner has the turn since it sent the prompt
+        await memory.say(ROOM, ALICE, "second")
+        steer = await puppet.steered()
+        assert steer.text == "second"
+        agent.emit(SteerRefused(key=steer.key, reason="the turn had ended"))
+        await memory.wait_for(
+            lambda: any("did not take your message" in t for t in memory.texts(ROOM)) or None
+        )
+        agent.complete()
+        agent, text = await puppet.prompt()
+        assert text == "second"  # queued again, at its place: the next turn
+        agent.start_turn()
+        await memory.say(ROOM, ALICE, "third")
+        steer = await puppet.steered()
+        assert steer.text == "third"
+        agent.emit(SteerTaken(key=steer.key))
+        await memory.wait_for(
+            lambda: any("Sent into the running turn" in t for t in memory.texts(ROOM)) or None
+        )
+        agent.complete()
+        await memory.say(ROOM, ALICE, "fourth")
+        agent, text = await puppet.prompt()
+        assert text == "fourth"  # "third" went into the turn: never a turn of its own
+        states = [await gateway.store.prompts.get(n) for n in range(1, 4)]
+        assert [(p.text, p.state) for p in states if p is not None] == [
+            ("first", PromptState.DONE),
+            ("second", PromptState.DONE),
+            ("third", PromptState.DONE),  # taken by the turn
+        ]
+        agent.complete()
