@@ -11,11 +11,7 @@ app-server against the fake model (issue 31).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -23,6 +19,7 @@ import pytest
 from gateway.session_record import SessionRecord
 from gateway.store.records import PromptState
 from tests.codex_env import CodexHome
+from tests.command_gate import command_gate
 from tests.gateway_harness import ALICE, BOB, ROOM, Running, gateway_config, running_gateway
 from tests.servers.fake_responses import FakeResponses, ModelRequest, message, shell
 
@@ -33,27 +30,6 @@ STEERED = "also mention bananas"
 
 def _bananas(request: ModelRequest) -> str:
     return "Bananas, as asked." if STEERED in request.user_texts() else "No bananas."
-
-
-@asynccontextmanager
-async def _gate(fifo: Path) -> AsyncIterator[int]:
-    """The write end of ``fifo``, open once the agent's command reads it (the command is
-    running then); a gate never reached is released so that no thread is left blocked."""
-    os.mkfifo(fifo)
-    opening = asyncio.ensure_future(asyncio.to_thread(os.open, fifo, os.O_WRONLY))
-    try:
-        fd = await asyncio.wait_for(asyncio.shield(opening), 60)
-    except BaseException:
-        release = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # lets the blocked open return
-        with contextlib.suppress(BaseException):
-            os.close(await opening)
-        os.close(release)
-        raise
-    try:
-        yield fd
-    finally:
-        with contextlib.suppress(OSError):
-            os.close(fd)
 
 
 async def _prompts(gw: Running) -> list[tuple[str, PromptState]]:
@@ -80,7 +56,7 @@ async def test_a_message_typed_during_a_command_goes_into_the_running_turn(
     config = gateway_config(codex_bin, codex_home, tmp_path / "data", busy_input="steer")
     async with running_gateway(config) as gw:
         await gw.memory.say(ROOM, ALICE, "read the gate")
-        async with _gate(codex_home.workspace / "gate") as gate:  # the command now runs
+        async with command_gate(codex_home.workspace / "gate") as gate:  # the command now runs
             await gw.memory.say(ROOM, ALICE, STEERED)
             await gw.text_where(lambda text: "Sent into the running turn" in text)
             os.write(gate, b"open\n")
@@ -142,7 +118,7 @@ async def test_the_queued_notice_button_sends_the_message_into_the_turn_for_its_
     config = gateway_config(codex_bin, codex_home, tmp_path / "data")  # busy_input = "queue"
     async with running_gateway(config) as gw:
         await gw.memory.say(ROOM, ALICE, "read the gate")
-        async with _gate(codex_home.workspace / "gate") as gate:
+        async with command_gate(codex_home.workspace / "gate") as gate:
             await gw.memory.say(ROOM, ALICE, STEERED)
             shown = await gw.card_where(lambda card: card.title.startswith("✍ Queued"))
             assert shown.card is not None
