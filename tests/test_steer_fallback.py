@@ -81,3 +81,24 @@ async def test_a_refused_steer_is_queued_again_and_runs_as_the_next_turn_once(
             ("third", PromptState.DONE),  # taken by the turn
         ]
         agent.complete()
+
+
+async def test_compact_where_the_agent_does_not_compact_changes_nothing(tmp_path: Path) -> None:
+    puppet = PuppetLauncher()  # an agent without the compact capability
+    memory = MemoryPlatform()
+    config = parse_config(_config(tmp_path), "test.toml")
+    async with Gateway(config, platforms={"memory": memory}, launcher=puppet):
+        await memory.say(ROOM, ALICE, "/compact")
+        await memory.wait_for(lambda: any("No session here yet" in t for t in memory.texts(ROOM)))
+        await memory.say(ROOM, ALICE, "first")
+        agent, _ = await puppet.prompt()
+        agent.complete()
+        await memory.say(ROOM, ALICE, "/compact")
+        said = await memory.wait_for(
+            lambda: next((t for t in memory.texts(ROOM) if "/compact is not" in t), None)
+        )
+        assert said == "/compact is not offered by this agent (codex-app-server): nothing changed."
+        await memory.say(ROOM, ALICE, "second")
+        agent, text = await puppet.prompt()
+        assert text == "second"  # no compaction turn came first
+        agent.complete()

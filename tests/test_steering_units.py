@@ -8,10 +8,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from gateway.domain import Actor, ConversationRef, InteractionKind, InteractionState, TurnStatus
+from gateway.domain import (
+    Actor,
+    AgentKind,
+    ConversationRef,
+    InteractionKind,
+    InteractionState,
+    TurnStatus,
+)
 from gateway.errors import CodecUsageError
 from gateway.events import Compact, Prompt, Steer, SteerRefused, SteerTaken, TurnCompleted
 from gateway.interactions.machine import Interaction
+from gateway.sessions.compaction import compaction_offered, ended_words
 from gateway.sessions.steer_button import (
     NOT_VALID,
     click_refusal,
@@ -152,3 +160,12 @@ def test_the_button_is_its_authors_once_and_its_token_is_signed() -> None:
     done = _prompt(PromptState.DONE)
     assert click_refusal(done, clicker=ALICE, where=ROOM) == NOT_QUEUED
     assert click_refusal(_prompt(held=True), clicker=ALICE, where=ROOM) == NOT_QUEUED
+
+
+def test_compact_is_offered_by_codex_app_server_only_and_its_end_is_said() -> None:
+    assert compaction_offered(AgentKind.CODEX_APP_SERVER) is None
+    for other in (AgentKind.CLAUDE_CODE, AgentKind.OPENCODE, AgentKind.ACP):
+        said = compaction_offered(other)
+        assert said is not None and said.startswith("/compact is not offered by this agent")
+    assert ended_words(TurnStatus.COMPLETED, None).startswith("🗜 Compacted")
+    assert "bad" in ended_words(TurnStatus.FAILED, "bad")

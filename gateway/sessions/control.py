@@ -654,8 +654,10 @@ class Control:
         owner = self._gw.owner_elsewhere(session)
         if owner is not None:
             return f"/compact works on host {owner}, which runs this session: nothing was changed."
-        if runner is None or not runner.compact(conversation):
+        if runner is None or runner.agent is None:
             return "The agent is not running: there is nothing to compact now."
+        if not runner.compact(conversation):
+            return f"/compact is not offered by this agent ({session.agent_kind}): nothing changed."
         return COMPACTING_WORDS
 
     @property

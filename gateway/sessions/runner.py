@@ -302,7 +302,10 @@ class SessionRunner:
         )
         if why is not None or agent is None or turn is None:
             return why
-        return await self._steering.steer(agent, prompt_id, turn_id=turn.id)
+        why = await self._steering.steer(agent, prompt_id, turn_id=turn.id)
+        if why is not None:  # queued again: the feed may have looked at the queue meanwhile
+            self.kick()
+        return why
 
     def compact(self, conversation: ConversationRef) -> bool:
         """Ask the agent's own compaction, as a turn before the next queued message,
