@@ -73,7 +73,7 @@ from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.sessions.compaction import Compaction
 from gateway.sessions.outbound import AGENT_ENDED_WORDS, TOOL_ENDED_WORDS, Notifier, TurnStream
 from gateway.sessions.outlets import Outbound
-from gateway.sessions.steering import Steering, steer_refusal
+from gateway.sessions.steering import Steering
 from gateway.sessions.usage import SessionUsage
 from gateway.store.database import Clock, utc_now
 from gateway.store.records import PromptRecord, TurnRecord
@@ -291,19 +291,11 @@ class SessionRunner:
     async def steer(self, prompt_id: int) -> str | None:
         """Give the queued prompt ``prompt_id`` to the running turn (gateway/sessions/
         steering.py): None when written, else why not (it stays queued)."""
-        agent, turn = self.agent, self._turn
-        queued = await self._store.prompts.list_queued(self.session_id)
-        place = next((p.position for p in queued if p.id == prompt_id), None)
-        why = steer_refusal(
-            agent_steers=agent is not None and agent.capabilities.steer,
-            turn_running=turn is not None,
-            ahead=sum(1 for p in queued if place is not None and p.position < place and not p.held),
-            waiting=await self._store.interactions.list_open(self.session_id),
+        turn = self._turn
+        why = await self._steering.steer(
+            self.session_id, prompt_id, self.agent, turn_id=turn.id if turn else None
         )
-        if why is not None or agent is None or turn is None:
-            return why
-        why = await self._steering.steer(agent, prompt_id, turn_id=turn.id)
-        if why is not None:  # queued again: the feed may have looked at the queue meanwhile
+        if why is not None:  # it stays queued: the feed may have looked at the queue meanwhile
             self.kick()
         return why
 

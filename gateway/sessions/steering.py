@@ -88,10 +88,27 @@ class Steering:
         self._notifier = notifier
         self._sent: dict[str, PromptRecord] = {}  # Steer.key: the prompt written
 
-    async def steer(self, agent: RunningAgent, prompt_id: int, *, turn_id: int) -> str | None:
-        """Take ``prompt_id`` from the queue and write it into the running turn ``turn_id``.
-        None when written (its answer comes as an event); else why not, the prompt queued
-        as before."""
+    async def steer(
+        self,
+        session_id: str,
+        prompt_id: int,
+        agent: RunningAgent | None,
+        *,
+        turn_id: int | None,
+    ) -> str | None:
+        """Take ``prompt_id`` from the queue and write it into the running turn ``turn_id``
+        of ``agent`` (None: no agent, no turn). None when written (its answer comes as an
+        event); else why not, the prompt queued as before."""
+        queued = await self._store.prompts.list_queued(session_id)
+        place = next((p.position for p in queued if p.id == prompt_id), None)
+        why = steer_refusal(
+            agent_steers=agent is not None and agent.capabilities.steer,
+            turn_running=turn_id is not None,
+            ahead=sum(1 for p in queued if place is not None and p.position < place and not p.held),
+            waiting=await self._store.interactions.list_open(session_id),
+        )
+        if why is not None or agent is None or turn_id is None:
+            return why
         prompt = await self._store.prompts.take_for_steering(prompt_id, turn_id=turn_id)
         if prompt is None:
             return NOT_QUEUED
