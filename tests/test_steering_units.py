@@ -22,12 +22,16 @@ from gateway.interactions.machine import Interaction
 from gateway.sessions.compaction import compaction_offered, ended_words
 from gateway.sessions.steer_button import (
     NOT_VALID,
+    SEND_NOW_LABEL,
     click_refusal,
     encode_steer_token,
+    queued_notice,
     verify_steer_token,
 )
 from gateway.sessions.steering import NOT_QUEUED, steer_refusal
 from gateway.store.records import PromptRecord, PromptState
+from platforms.discord import render as discord_render
+from platforms.slack import render as slack_render
 from tests.codex_harness import THREAD, TURN, ready, running
 
 # --- the Codex codec -----------------------------------------------------------------------
@@ -169,3 +173,24 @@ def test_compact_is_offered_by_codex_app_server_only_and_its_end_is_said() -> No
         assert said is not None and said.startswith("/compact is not offered by this agent")
     assert ended_words(TurnStatus.COMPLETED, None).startswith("🗜 Compacted")
     assert "bad" in ended_words(TurnStatus.FAILED, "bad")
+
+
+def test_the_queued_notice_is_one_button_carrying_the_token_on_slack_and_discord() -> None:
+    key = b"k" * 32
+    card = queued_notice(key, 5)
+    token = encode_steer_token(key, 5)
+    slack = slack_render.render_card(card)
+    buttons = [
+        element
+        for block in slack.blocks
+        if block["type"] == "actions"
+        for element in block["elements"]
+    ]
+    assert [(b["text"]["text"], b["value"]) for b in buttons] == [(SEND_NOW_LABEL, token)]
+    assert "Queued" in slack.text
+    discord = discord_render.render_card(card)
+    [row] = discord.components
+    [button] = row["components"]
+    assert button["label"] == SEND_NOW_LABEL
+    assert discord_render.token_of(button["custom_id"]) == token
+    assert "Queued" in discord.embed["title"]

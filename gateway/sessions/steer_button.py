@@ -42,6 +42,7 @@ __all__ = [
     "click_refusal",
     "encode_steer_token",
     "is_steer_token",
+    "queued_notice",
     "verify_steer_token",
 ]
 
@@ -78,6 +79,16 @@ def verify_steer_token(key: bytes, text: str) -> int | None:
     if not hmac.compare_digest(expected.encode("ascii"), match["tag"].encode("ascii")):
         return None
     return int(match["prompt"])
+
+
+def queued_notice(key: bytes, prompt_id: int) -> Card:
+    """The notice under a message queued during a turn: one button, for its author."""
+    button = CardAction(
+        label=SEND_NOW_LABEL,
+        token=encode_steer_token(key, prompt_id),
+        style=ButtonStyle.PRIMARY,
+    )
+    return Card(title=QUEUED_TITLE, actions=(button,))
 
 
 def click_refusal(
@@ -120,15 +131,8 @@ class SteerButtons:
         platform = self._platforms.get(prompt.conversation.platform)
         if platform is None:
             return
-        button = CardAction(
-            label=SEND_NOW_LABEL,
-            token=encode_steer_token(self._key, prompt.id),
-            style=ButtonStyle.PRIMARY,
-        )
         try:
-            await platform.send_card(
-                prompt.conversation, Card(title=QUEUED_TITLE, actions=(button,))
-            )
+            await platform.send_card(prompt.conversation, queued_notice(self._key, prompt.id))
         except PlatformError as exc:
             log.info("queued notice in %s not shown: %s", prompt.conversation.key(), exc)
 
