@@ -38,8 +38,8 @@ Commands (only in READY; :class:`gateway.errors.CodecUsageError` otherwise):
 - ``Steer`` -> ``turn/steer`` with the running turn's id as ``expectedTurnId`` (schema:
   TurnSteerParams); its answer is ``SteerTaken``, its refusal (the turn ended meanwhile: a
   mismatch) ``SteerRefused``. Refused at once (CodecUsageError, nothing written) while no
-  turn id is known yet or the turn is a compaction, which cannot be steered (nor can a
-  review turn; the gateway starts none).
+  turn id is known yet, while a request of the turn waits for its answer, or the turn is a
+  compaction, which cannot be steered (nor can a review turn; the gateway starts none).
 - ``Compact`` -> ``thread/compact/start`` (schema: ThreadCompactStartParams); Codex runs the
   compaction as a turn of its own (turn/started ... turn/completed), which ends as any turn
   does. Refused while a turn runs, like ``Prompt``.
@@ -313,6 +313,10 @@ class CodexAppServerCodec:
             raise CodecUsageError("no running turn to steer (none, or its id not known yet)")
         if self._compacting:
             raise CodecUsageError("a compaction turn cannot be steered")
+        if any(key not in self._answered for key in self._replies):
+            # the core checks this too; here it is checked against the lines read so far, so
+            # that a request that arrived meanwhile is never overtaken by chat text
+            raise CodecUsageError("a request of the turn waits for an answer")
         # Schema: TurnSteerParams {threadId, expectedTurnId, input}: the server refuses it
         # when the turn named is no longer the active one (the text is then not taken)
         text_input: JsonObject = {"type": "text", "text": steer.text, "text_elements": []}

@@ -12,12 +12,13 @@ from gateway.domain import (
     Actor,
     AgentKind,
     ConversationRef,
+    Decision,
     InteractionKind,
     InteractionState,
     TurnStatus,
 )
 from gateway.errors import CodecUsageError
-from gateway.events import Compact, Prompt, Steer, SteerRefused, SteerTaken, TurnCompleted
+from gateway.events import Compact, Prompt, Respond, Steer, SteerRefused, SteerTaken, TurnCompleted
 from gateway.interactions.machine import Interaction
 from gateway.sessions.compaction import compaction_offered, ended_words
 from gateway.sessions.steer_button import (
@@ -32,7 +33,7 @@ from gateway.sessions.steering import NOT_QUEUED, steer_refusal
 from gateway.store.records import PromptRecord, PromptState
 from platforms.discord import render as discord_render
 from platforms.slack import render as slack_render
-from tests.codex_harness import THREAD, TURN, ready, running
+from tests.codex_harness import COMMAND, COMMAND_PARAMS, THREAD, TURN, ready, running
 
 # --- the Codex codec -----------------------------------------------------------------------
 
@@ -194,3 +195,14 @@ def test_the_queued_notice_is_one_button_carrying_the_token_on_slack_and_discord
     assert button["label"] == SEND_NOW_LABEL
     assert discord_render.token_of(button["custom_id"]) == token
     assert "Queued" in discord.embed["title"]
+
+
+def test_no_steer_while_a_request_of_the_turn_waits_for_its_answer() -> None:
+    session = running()
+    request = session.asked(COMMAND, COMMAND_PARAMS)
+    with pytest.raises(CodecUsageError):
+        session.send(Steer(key="1", text="yes, approve"))
+    assert session.sent() == []
+    session.send(Respond(native_key=request.native_key, decision=Decision(action_id="accept")))
+    [steer] = session.send(Steer(key="2", text="and then bananas"))
+    assert steer["method"] == "turn/steer"
