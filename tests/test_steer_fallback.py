@@ -17,6 +17,7 @@ from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
 from tests.gateway_harness import ALICE, ROOM
 from tests.puppet_launcher import PuppetLauncher
+from tests.store_helpers import approval
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -101,4 +102,34 @@ async def test_compact_where_the_agent_does_not_compact_changes_nothing(tmp_path
         await memory.say(ROOM, ALICE, "second")
         agent, text = await puppet.prompt()
         assert text == "second"  # no compaction turn came first
+        agent.complete()
+
+
+async def test_the_button_moves_nothing_while_a_card_of_the_turn_waits(tmp_path: Path) -> None:
+    puppet = PuppetLauncher(steers=True)
+    memory = MemoryPlatform()
+    text = _config(tmp_path).replace('busy_input = "steer"', 'busy_input = "queue"')
+    config = parse_config(text, "test.toml")
+    async with Gateway(config, platforms={"memory": memory}, launcher=puppet):
+        await memory.say(ROOM, ALICE, "first")
+        agent, _ = await puppet.prompt()
+        agent.start_turn()
+        await memory.say(ROOM, ALICE, "yes, approve")
+        notice = await memory.wait_for(
+            lambda: next(
+                (c.card for c in memory.cards(ROOM) if c.card and "Queued" in c.card.title), None
+            )
+        )
+        agent.ask(approval("rpc:1"))  # a card of the turn opens after the notice
+        await memory.wait_for(
+            lambda: next(
+                (c for c in memory.cards(ROOM) if c.card and c.card.title == "Run ls?"), None
+            )
+        )
+        ack = await memory.click(ROOM, ALICE, notice.actions[0].token)
+        assert not ack.accepted
+        assert "waits for a decision" in ack.text
+        agent.complete()  # the request is withdrawn with the turn; the message runs next
+        agent, text = await puppet.prompt()
+        assert text == "yes, approve"
         agent.complete()
