@@ -1,10 +1,11 @@
 """/compact: the agent's own compaction of its context, asked from a chat (issue 31).
 
 Only an agent that compacts on request offers it (``Capabilities.compact``: Codex
-``thread/compact/start``); Claude Code 2.1.197 in stream-json mode and the others get "not
-offered by this agent". A compaction is a turn of its own in the session's runner: it runs
-before the next queued message (after the running turn, never into it), is recorded as a
-turn without a prompt, and is reported where it was asked when it ends.
+``thread/compact/start``; Claude Code's own ``/compact`` command, which 2.1.197 takes as a
+stream-json user message); OpenCode, ACP and codex exec get "not offered by this agent". A
+compaction is a turn of its own in the session's runner: it runs before the next queued
+message (after the running turn, never into it), is recorded as a turn without a prompt,
+and is reported where it was asked when it ends.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ __all__ = ["COMPACTING_WORDS", "Compaction", "compaction_offered", "ended_words"
 
 COMPACTING_WORDS = "🗜 Compacting the agent's context: it runs before your next message."
 # the agents whose adapter compacts on request (their Capabilities.compact)
-_COMPACTS = frozenset({AgentKind.CODEX_APP_SERVER})
+_COMPACTS = frozenset({AgentKind.CODEX_APP_SERVER, AgentKind.CLAUDE_CODE})
 
 
 def compaction_offered(agent: AgentKind) -> str | None:
