@@ -40,6 +40,11 @@ Commands (only in READY; :class:`gateway.errors.CodecUsageError` otherwise):
   pending ``can_use_tool`` requests (``control_cancel_request``) and ends the turn with an
   error ``result``, reported as ``TurnCompleted(INTERRUPTED)``; so is a turn stopped by
   "deny and stop the turn" (``interrupt: true``).
+- ``Compact`` -> the ``user`` message ``/compact``, Claude Code's own compaction, as a turn:
+  2.1.197 answers ``system/status`` ``compacting``, then ``compact_result`` ``success`` or
+  ``failed`` (with ``compact_error``, e.g. "Not enough messages to compact."), a
+  ``compact_boundary``, and the turn's ``result`` (seen on the pinned binary; a failed one
+  still ends in a success ``result``, so the codec reports it as FAILED with that error).
 
 Interactions close with ``InteractionClosed``: ANSWERED when the ``tool_result`` with the
 request's ``tool_use_id`` arrives after our answer; CANCELLED_BY_AGENT on
@@ -77,6 +82,7 @@ from gateway.events import (
     AgentCommand,
     AgentEvent,
     Capabilities,
+    Compact,
     InteractionOpened,
     Interrupt,
     PolicyChanged,
@@ -105,6 +111,7 @@ CLAUDE_CAPABILITIES: Final = Capabilities(
     session_resume=True,
     interrupt=True,
     sandbox=False,
+    compact=True,
 )
 
 # system subtypes that carry nothing a person acts on
@@ -185,6 +192,8 @@ class ClaudeCodeCodec:
         self._turn = _Turn.IDLE
         self._stop_asked = False  # an interrupt or a "deny and stop" was sent this turn
         self._interrupting = False  # our interrupt request is unanswered
+        self._compacting = False  # the turn is a /compact
+        self._compact_error: str | None = None  # what its compact_result "failed" said
         self._open = OpenRequests()  # the can_use_tool requests shown as interactions
 
     # --- public surface -------------------------------------------------------------------
@@ -225,6 +234,9 @@ class ClaudeCodeCodec:
                 self._respond(command)
             case Interrupt():
                 self._interrupt()
+            case Compact():
+                self._prompt(Prompt(text="/compact"))
+                self._compacting = True
 
     def feed(self, line: bytes) -> list[AgentEvent]:
         """Events for one line from the CLI. Raises only when the session cannot go on."""
@@ -420,6 +432,9 @@ class ClaudeCodeCodec:
             case "init":
                 return self._on_init(msg)
             case "status":
+                if self._compacting and get_text(msg, "compact_result") == "failed":
+                    error = get_text(msg, "compact_error") or "the compaction failed"
+                    self._compact_error = error
                 mode = get_text(msg, "permissionMode")
                 return self._mode_reported(mode) if mode else []
             case "api_retry":
@@ -463,6 +478,9 @@ class ClaudeCodeCodec:
             status, error = TurnStatus.INTERRUPTED, None
         else:
             status, error = TurnStatus.FAILED, result.error
+        if self._compact_error is not None and status is TurnStatus.COMPLETED:
+            status, error = TurnStatus.FAILED, self._compact_error
+        self._compacting, self._compact_error = False, None
         self._turn = _Turn.IDLE
         self._stop_asked = self._interrupting = False
         self._mapper.reset_turn()

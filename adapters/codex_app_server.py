@@ -35,6 +35,14 @@ Commands (only in READY; :class:`gateway.errors.CodecUsageError` otherwise):
   request did not offer, a missing required answer: CodecUsageError, nothing written.
 - ``Interrupt`` -> ``turn/interrupt`` with the current turn id; if turn/start is still
   unanswered the interrupt is sent as soon as the turn id is known; with no turn, nothing.
+- ``Steer`` -> ``turn/steer`` with the running turn's id as ``expectedTurnId`` (schema:
+  TurnSteerParams); its answer is ``SteerTaken``, its refusal (the turn ended meanwhile: a
+  mismatch) ``SteerRefused``. Refused at once (CodecUsageError, nothing written) while no
+  turn id is known yet, while a request of the turn waits for its answer, or the turn is a
+  compaction, which cannot be steered (nor can a review turn; the gateway starts none).
+- ``Compact`` -> ``thread/compact/start`` (schema: ThreadCompactStartParams); Codex runs the
+  compaction as a turn of its own (turn/started ... turn/completed), which ends as any turn
+  does. Refused while a turn runs, like ``Prompt``.
 
 Notifications -> events: see :meth:`CodexAppServerCodec._on_notification`. Methods the codec
 does not map are counted in :attr:`CodexAppServerCodec.unknown_notifications`, except the
@@ -84,12 +92,16 @@ from gateway.events import (
     AgentCommand,
     AgentEvent,
     Capabilities,
+    Compact,
     InteractionClosed,
     InteractionOpened,
     Interrupt,
     Prompt,
     Respond,
     SessionStarted,
+    Steer,
+    SteerRefused,
+    SteerTaken,
     ToolActivity,
     ToolKind,
     TurnCompleted,
@@ -115,6 +127,8 @@ CODEX_CAPABILITIES: Final = Capabilities(
     session_resume=True,
     interrupt=True,
     sandbox=True,
+    steer=True,
+    compact=True,
 )
 
 
@@ -190,6 +204,7 @@ class CodexAppServerCodec:
         self._turn_id: str | None = None
         self._turn_starting = False
         self._interrupt_pending = False
+        self._compacting = False  # the running turn is a compaction: it cannot be steered
         # open server requests we turned into interactions
         self._replies: dict[str, Reply] = {}
         self._answered: set[str] = set()
@@ -236,6 +251,10 @@ class CodexAppServerCodec:
                 self._respond(command)
             case Interrupt():
                 self._interrupt()
+            case Steer():
+                self._steer(command)
+            case Compact():
+                self._compact()
 
     def feed(self, line: bytes) -> list[AgentEvent]:
         """Events for one line from the server. Raises only on a fatal protocol error."""
@@ -289,6 +308,33 @@ class CodexAppServerCodec:
         self._turn_starting = True
         self._interrupt_pending = False
 
+    def _steer(self, steer: Steer) -> None:
+        if self._turn_id is None:
+            raise CodecUsageError("no running turn to steer (none, or its id not known yet)")
+        if self._compacting:
+            raise CodecUsageError("a compaction turn cannot be steered")
+        if any(key not in self._answered for key in self._replies):
+            # the core checks this too; here it is checked against the lines read so far, so
+            # that a request that arrived meanwhile is never overtaken by chat text
+            raise CodecUsageError("a request of the turn waits for an answer")
+        # Schema: TurnSteerParams {threadId, expectedTurnId, input}: the server refuses it
+        # when the turn named is no longer the active one (the text is then not taken)
+        text_input: JsonObject = {"type": "text", "text": steer.text, "text_elements": []}
+        params: JsonObject = {
+            "threadId": self.thread_id,
+            "expectedTurnId": self._turn_id,
+            "input": [text_input],
+        }
+        self._rpc.send_request("turn/steer", params, tag=steer.key)
+
+    def _compact(self) -> None:
+        if self._turn_starting or self._turn_id is not None:
+            raise CodecUsageError("a turn is running: wait for TurnCompleted before compacting")
+        self._rpc.send_request("thread/compact/start", {"threadId": self.thread_id})
+        self._turn_starting = True  # its turn/started names the turn
+        self._compacting = True
+        self._interrupt_pending = False
+
     def _respond(self, respond: Respond) -> None:
         reply = self._replies.get(respond.native_key)
         if reply is None:
@@ -334,6 +380,8 @@ class CodexAppServerCodec:
                 turn_id = get_text(turn, "id") if turn else None
                 if turn_id and self._turn_starting:
                     self._turn_known(turn_id)
+            case "turn/steer":
+                return [SteerTaken(key=response.tag or "")]
         return []
 
     def _on_initialized(self, response: Response) -> list[AgentEvent]:
@@ -378,6 +426,12 @@ class CodexAppServerCodec:
         error = response.error
         if response.method in ("initialize", "thread/start", "thread/resume"):
             self._session.fail(error.as_exception())
+        if response.method == "turn/steer":
+            return [SteerRefused(key=response.tag or "", reason=error.message)]
+        if response.method == "thread/compact/start":
+            self._turn_starting = self._compacting = False
+            text = f"codex refused to compact: {error.message}"
+            return [TurnCompleted(status=TurnStatus.FAILED, error=text)]
         if response.method == "turn/start":
             self._turn_starting = False
             self._interrupt_pending = False
@@ -487,6 +541,7 @@ class CodexAppServerCodec:
     def _turn_ended(self) -> None:
         self._turn_id = None
         self._turn_starting = False
+        self._compacting = False
         self._interrupt_pending = False
         self._file_changes.clear()
         self._command_titles.clear()

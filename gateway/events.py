@@ -14,6 +14,7 @@ __all__ = [
     "AgentExited",
     "AgentMessage",
     "Capabilities",
+    "Compact",
     "InteractionClosed",
     "InteractionOpened",
     "Interrupt",
@@ -21,6 +22,9 @@ __all__ = [
     "Prompt",
     "Respond",
     "SessionStarted",
+    "Steer",
+    "SteerRefused",
+    "SteerTaken",
     "TextDelta",
     "ToolActivity",
     "ToolKind",
@@ -43,6 +47,11 @@ class Capabilities:
     session_resume: bool = False
     interrupt: bool = False
     sandbox: bool = False
+    # text given to a running turn enters it (Codex turn/steer); without it, text waits for
+    # the turn's end (gateway/sessions/steering.py)
+    steer: bool = False
+    # the agent compacts its own context on request (Codex thread/compact/start)
+    compact: bool = False
 
 
 # --- events --------------------------------------------------------------------------------
@@ -156,6 +165,22 @@ class AgentExited:
 DETACHED = "detached"
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SteerTaken:
+    """The agent took the text of :class:`Steer` ``key`` into its running turn."""
+
+    key: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SteerRefused:
+    """The agent refused the text of :class:`Steer` ``key`` (the turn it named had ended,
+    or is one that cannot be steered): the text was not taken, it waits for its own turn."""
+
+    key: str
+    reason: str
+
+
 AgentEvent = (
     SessionStarted
     | TurnStarted
@@ -169,6 +194,8 @@ AgentEvent = (
     | PolicyChanged
     | Warning
     | AgentExited
+    | SteerTaken
+    | SteerRefused
 )
 
 
@@ -195,4 +222,20 @@ class Interrupt:
     pass
 
 
-AgentCommand = Prompt | Respond | Interrupt
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Steer:
+    """Text for the running turn (only to an agent whose capabilities say ``steer``): the
+    agent answers with :class:`SteerTaken` or :class:`SteerRefused` of the same ``key``, or
+    the codec refuses it at once (CodecUsageError) when no turn it could steer runs."""
+
+    key: str
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Compact:
+    """The agent's own compaction of its context, run as a turn of its own (only to an agent
+    whose capabilities say ``compact``); it ends with TurnCompleted like any turn."""
+
+
+AgentCommand = Prompt | Respond | Interrupt | Steer | Compact

@@ -7,7 +7,7 @@ from typing import Any
 
 from adapters.codex_app_server import CodexAppServerCodec
 from gateway.domain import InteractionRequest
-from gateway.events import AgentEvent, InteractionOpened, Interrupt, Prompt, Respond
+from gateway.events import AgentCommand, AgentEvent, InteractionOpened, Prompt
 
 THREAD = "thr-1"
 TURN = "turn-1"
@@ -28,7 +28,7 @@ class Session:
     def sent(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.codec.data_to_send()]
 
-    def send(self, command: Prompt | Respond | Interrupt) -> list[dict[str, Any]]:
+    def send(self, command: AgentCommand) -> list[dict[str, Any]]:
         self.codec.send(command)
         return self.sent()
 

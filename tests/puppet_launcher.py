@@ -28,6 +28,7 @@ from gateway.events import (
     Prompt,
     Respond,
     SessionStarted,
+    Steer,
     TextDelta,
     ToolActivity,
     ToolKind,
@@ -44,15 +45,25 @@ class PuppetAgent:
     pgid: int | None = None
     start_time: int | None = None
 
-    def __init__(self, prompts: asyncio.Queue[tuple[PuppetAgent, str]]) -> None:
+    def __init__(
+        self,
+        prompts: asyncio.Queue[tuple[PuppetAgent, str]],
+        steers: asyncio.Queue[Steer] | None = None,
+    ) -> None:
         self._prompts = prompts
+        self._steers = steers  # None: the agent takes no text into a running turn
         self._events: asyncio.Queue[AgentEvent] = asyncio.Queue()
         self.received: list[Decision] = []
         self._ended = False
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(interactive_questions=True, human_approval=True, interrupt=True)
+        return Capabilities(
+            interactive_questions=True,
+            human_approval=True,
+            interrupt=True,
+            steer=self._steers is not None,
+        )
 
     @property
     def started(self) -> SessionStarted:
@@ -69,6 +80,8 @@ class PuppetAgent:
                 self.emit(InteractionClosed(native_key=key, how=Resolution.ANSWERED))
             case Interrupt():
                 self.emit(TurnCompleted(status=TurnStatus.INTERRUPTED))
+            case Steer() if self._steers is not None:
+                self._steers.put_nowait(command)
             case _:
                 pass
 
@@ -124,8 +137,10 @@ class PuppetAgent:
 
 
 class PuppetLauncher:
-    def __init__(self) -> None:
+    def __init__(self, *, steers: bool = False) -> None:
         self._prompts: asyncio.Queue[tuple[PuppetAgent, str]] = asyncio.Queue()
+        # steers: its agents take text into a running turn, handed to the test (steered())
+        self._steers: asyncio.Queue[Steer] | None = asyncio.Queue() if steers else None
         self.starts = asyncio.Event()  # cleared: an agent being started waits (hold/release)
         self.starts.set()
 
@@ -141,12 +156,18 @@ class PuppetLauncher:
         async with asyncio.timeout(deadline):
             return await self._prompts.get()
 
+    async def steered(self, deadline: float = 30.0) -> Steer:
+        """The next text the gateway gave a running turn (a launcher made with steers)."""
+        assert self._steers is not None
+        async with asyncio.timeout(deadline):
+            return await self._steers.get()
+
     @asynccontextmanager
     async def launch(
         self, project: ProjectConfig, *, resume_native_id: str | None
     ) -> AsyncIterator[PuppetAgent]:
         await self.starts.wait()
-        agent = PuppetAgent(self._prompts)
+        agent = PuppetAgent(self._prompts, self._steers)
         try:
             yield agent
         finally:

@@ -71,6 +71,7 @@ __all__ = [
     "HOST_PATTERN",
     "AgentOptions",
     "ApprovalPolicy",
+    "BusyInput",
     "CollaborationMode",
     "Config",
     "ConfigProblem",
@@ -107,6 +108,13 @@ class SessionScope(StrEnum):
     THREAD = "thread"  # one session per thread (or per chat/channel where there are none)
     CHANNEL = "channel"  # one session per channel, shared by its threads
     USER = "user"  # one session per person, wherever they write
+
+
+class BusyInput(StrEnum):
+    """What a message typed while the agent works does (issue 31, Steering)."""
+
+    QUEUE = "queue"  # it waits for the turn's end and runs as a turn of its own
+    STEER = "steer"  # it goes into the running turn, where the agent takes it (Codex)
 
 
 class ApprovalPolicy(StrEnum):
@@ -338,6 +346,9 @@ class ProjectConfig(_Model):
     # with a PostgreSQL store, refused without one (_host_problems)
     host: HostName | None = None
     scope: SessionScope = SessionScope.THREAD
+    # "steer": a message typed during a turn goes into it where the agent takes it, except
+    # while a request of the turn waits for a decision (gateway/sessions/steering.py)
+    busy_input: BusyInput = BusyInput.QUEUE
     agent_options: AgentOptions = Field(default_factory=AgentOptions)
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from gateway.config.access import may_talk, stranger_refusal
-from gateway.config.model import Config, SessionScope
+from gateway.config.model import BusyInput, Config, SessionScope
 from gateway.domain import (
     Actor,
     AgentKind,
@@ -58,13 +58,15 @@ from gateway.render.queue_notes import held_note
 from gateway.session_record import SessionRecord
 from gateway.sessions.agents import AgentLauncher, ReattachesAgents
 from gateway.sessions.broker import Broker
+from gateway.sessions.compaction import COMPACTING_WORDS, compaction_offered
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.steer_button import SteerButtons
 from gateway.sessions.turn_close import close_shown_turn
-from gateway.store.records import EnqueueOutcome, EpochRecord
+from gateway.store.records import EnqueueOutcome, EpochRecord, PromptRecord
 from gateway.store.requests import RequestKind, SessionRequest
 from gateway.store.store import Store
 
@@ -101,6 +103,7 @@ class SessionsHost(Protocol):
     store: Store
     broker: Broker
     desk: DecisionDesk
+    steer_buttons: SteerButtons
     host_lease: LeaseHolder | None
 
     @property
@@ -483,6 +486,8 @@ class Control:
             self._tell(conversation, waiting)
         elif waiting:
             await self._mark_queued(message)
+        else:
+            await self._steer_or_offer(session, project, result.prompt, result.ahead)
         if result.held:
             await self._note_held(session.id, conversation)
         owner = self._gw.owner_elsewhere(session)
@@ -490,6 +495,27 @@ class Control:
             # nobody runs it now: said at once, and what becomes of the message
             await self._reply(conversation, _owner_down(owner))
         self._gw.kick(session)
+
+    async def _steer_or_offer(
+        self, session: SessionRecord, project: str, prompt: PromptRecord | None, ahead: int
+    ) -> None:
+        """A message typed during a turn, no card waiting: with ``busy_input = "steer"`` it
+        goes into the turn (the runner checks again that nothing waits for a decision:
+        gateway/sessions/steering.py); with "queue" its author is offered the button "Send
+        into this turn now" (gateway/sessions/steer_button.py). Nothing of either where
+        it cannot go: the session runs on another host, no turn runs in an agent that
+        steers, messages wait ahead of it."""
+        runner = self._gw.existing_runner(session.id)
+        if prompt is None or ahead or runner is None or not runner.can_steer:
+            return
+        if self._gw.owner_elsewhere(session) is not None:
+            return
+        if self._gw.config.projects[project].busy_input is not BusyInput.STEER:
+            await self._gw.steer_buttons.offer(prompt)
+            return
+        why = await runner.steer(prompt.id)
+        if why is not None:
+            log.info("session %s: message %s queued, not steered: %s", session.id, prompt.id, why)
 
     async def _replied_card(
         self, message: InboundMessage, waiting: Sequence[Interaction]
@@ -617,6 +643,26 @@ class Control:
             await self._reply(conversation, await self._grants.list_text(session))
         elif name is CommandName.REVOKE:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
+        elif name is CommandName.COMPACT:
+            await self._reply(conversation, self._compact(session, runner, conversation))
+
+    def _compact(
+        self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef
+    ) -> str:
+        """/compact: the agent's own compaction, run by the session's runner as a turn of its
+        own before the next queued message (gateway/sessions/compaction.py)."""
+        settings = self._gw.config.projects.get(session.project)
+        offered = compaction_offered(settings.agent if settings else session.agent_kind)
+        if offered is not None:
+            return offered
+        owner = self._gw.owner_elsewhere(session)
+        if owner is not None:
+            return f"/compact works on host {owner}, which runs this session: nothing was changed."
+        if runner is None or runner.agent is None:
+            return "The agent is not running: there is nothing to compact now."
+        if not runner.compact(conversation):
+            return f"/compact is not offered by this agent ({session.agent_kind}): nothing changed."
+        return COMPACTING_WORDS
 
     @property
     def grants(self) -> GrantDesk:

@@ -48,6 +48,7 @@ from gateway.sessions.form_ledger import SharedFormLedger
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.receivers import ReceiverLease
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
 from gateway.store.store import Store
@@ -187,6 +188,13 @@ class Gateway:
             )
             if self.ledger_host is not None
             else None
+        )
+        self.steer_buttons = SteerButtons(
+            self.store,
+            self.platforms,
+            key,
+            runner_of=self.existing_runner,
+            auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
         )
         self.control = Control(self)
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
@@ -626,6 +634,8 @@ class Gateway:
     async def on_action(self, action: InboundAction) -> Ack:
         if self.fenced:
             return Ack(text=self.fenced_text(), accepted=False)
+        if is_steer_token(action.token):  # "Send into this turn now": not a decision
+            return await self.steer_buttons.on_click(action)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_action(action)

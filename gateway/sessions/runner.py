@@ -35,6 +35,7 @@ from gateway.events import (
     AgentEvent,
     AgentExited,
     AgentMessage,
+    Compact,
     InteractionClosed,
     InteractionOpened,
     Interrupt,
@@ -42,6 +43,8 @@ from gateway.events import (
     Prompt,
     Respond,
     SessionStarted,
+    SteerRefused,
+    SteerTaken,
     TextDelta,
     ToolActivity,
     TurnCompleted,
@@ -67,6 +70,7 @@ from gateway.render.exit_notice import exit_notice
 from gateway.render.queue_notes import held_note, stopped_notice
 from gateway.sessions.agents import AgentLauncher, RunningAgent
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
+from gateway.sessions.compaction import Compaction
 from gateway.sessions.outbound import (
     AGENT_ENDED_WORDS,
     TOOL_ENDED_WORDS,
@@ -75,6 +79,7 @@ from gateway.sessions.outbound import (
     card_messages,
 )
 from gateway.sessions.outlets import Outbound
+from gateway.sessions.steering import Steering
 from gateway.sessions.usage import SessionUsage
 from gateway.store.database import Clock, utc_now
 from gateway.store.records import PromptRecord, TurnRecord
@@ -230,6 +235,8 @@ class SessionRunner:
         self._ledger_failing = False  # until a look at the queue (and a record) succeeds
         self._retry_in = LEDGER_FIRST_RETRY_SECONDS  # then doubled, up to LEDGER_RETRY_SECONDS
         self._unrecorded: int | None = None  # an epoch ended by a ledger failure, not recorded
+        self._steering = Steering(store, self._notifier)  # messages given to the running turn
+        self._compaction = Compaction(self._notifier)  # a /compact asked
 
     # --- what the engine asks -------------------------------------------------------------
 
@@ -279,6 +286,31 @@ class SessionRunner:
             self._stopped_by = by
         await agent.send(Interrupt())
         self._interrupt_requested.set()
+        return True
+
+    @property
+    def can_steer(self) -> bool:
+        """A turn runs in an agent that takes text into it (gateway/sessions/steering.py)."""
+        return self._turn is not None and self.agent is not None and self.agent.capabilities.steer
+
+    async def steer(self, prompt_id: int) -> str | None:
+        """Give the queued prompt ``prompt_id`` to the running turn (gateway/sessions/
+        steering.py): None when written, else why not (it stays queued)."""
+        turn = self._turn
+        why = await self._steering.steer(
+            self.session_id, prompt_id, self.agent, turn_id=turn.id if turn else None
+        )
+        if why is not None:  # it stays queued: the feed may have looked at the queue meanwhile
+            self.kick()
+        return why
+
+    def compact(self, conversation: ConversationRef) -> bool:
+        """Ask the agent's own compaction, as a turn before the next queued message,
+        reported in ``conversation``; False when no agent that compacts runs."""
+        if self.agent is None or not self.agent.capabilities.compact:
+            return False
+        self._compaction.ask(conversation)
+        self.kick()
         return True
 
     def own_delivery(
@@ -515,18 +547,20 @@ class SessionRunner:
     async def _feed(self, agent: RunningAgent, epoch: int) -> None:
         while True:
             self._prompt_ready.clear()
-            prompt = await self._claim_next()
-            if prompt is None:
+            compacting = self._compaction.take()  # a /compact: a turn of its own, first
+            prompt = None if compacting else await self._claim_next()
+            if prompt is None and not compacting:
                 await self._prompt_ready.wait()
                 continue
             try:
                 turn = self._turn = await self._store.turns.start(
-                    self.session_id, epoch, prompt_id=prompt.id
+                    self.session_id, epoch, prompt_id=prompt.id if prompt else None
                 )
             except EpochEnded:
                 # the epoch ended between the claim and the turn (the agent exited, or the
                 # gateway is stopping): nothing was sent, so the prompt keeps its place
-                await self._store.prompts.release(prompt.id)
+                if prompt is not None:
+                    await self._store.prompts.release(prompt.id)
                 await asyncio.Event().wait()  # the consumer ends this epoch
             self._turn_done.clear()
             self._interrupt_requested.clear()
@@ -536,8 +570,11 @@ class SessionRunner:
             try:
                 async with asyncio.TaskGroup() as turn_tasks:
                     saver = turn_tasks.create_task(self._keep_saving(turn, stream))
-                    await self._close_gateway_plans(prompt)
-                    await agent.send(Prompt(text=prompt.text, mode=prompt.mode))
+                    if prompt is None:
+                        await agent.send(Compact())
+                    else:
+                        await self._close_gateway_plans(prompt)
+                        await agent.send(Prompt(text=prompt.text, mode=prompt.mode))
                     await self._turn_done.wait()
                     saver.cancel()
             except* StoreError:
@@ -793,7 +830,11 @@ class SessionRunner:
             case Warning(message=message, code=code):
                 if code not in _QUIET_WARNINGS:
                     await self._notify(f"⚠ {message}")
+            case SteerTaken() | SteerRefused():
+                if await self._steering.on_answer(event):
+                    self.kick()
             case AgentExited():
+                await self._steering.agent_ended()
                 await self._on_exit(event, epoch)
             case Usage():
                 self.usage = self.usage.add(event)
@@ -819,7 +860,9 @@ class SessionRunner:
                 else:
                     await self._store.prompts.mark_interrupted(turn.prompt_id)
             await self._withdraw_leftovers(turn.id, stopped_by)
-        if status is TurnStatus.FAILED:
+        # a /compact's turn: its end is said where it was asked
+        compacted = await self._compaction.ended(status, error)
+        if status is TurnStatus.FAILED and not compacted:
             await self._notify(f"⚠ The turn failed: {error or 'no reason given'}")
         elif stopped_by is not None:  # the one notice of a person's /stop
             held = len(await self._store.prompts.list_held(self.session_id))

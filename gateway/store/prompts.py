@@ -5,6 +5,10 @@ A prompt moves ``queued → in_flight → done | interrupted``, or ``queued → 
 ignored. The same platform message (platform, conversation, message id) is never queued
 twice, and past the configured depth nothing is queued and the caller is told.
 
+A queued prompt given to the running turn instead (steering, gateway/sessions/steering.py)
+moves ``queued → done`` when it is taken, before it is written, and back to ``queued`` only
+when the agent refuses it (:meth:`PromptQueue.take_for_steering`).
+
 A queued prompt may be *held* (/stop, a restart, an agent that failed to start): it keeps its
 place among the held ones but is not sent until :meth:`PromptQueue.resume`, which puts the
 held prompts, in their order, after every prompt queued since. A prompt queued while others
@@ -188,6 +192,58 @@ class PromptQueue:
                 (self._db.now(), prompt_id),
             )
         )
+
+    async def take_for_steering(self, prompt_id: int, *, turn_id: int) -> PromptRecord | None:
+        """Take a queued prompt (not held) to give to the running turn ``turn_id``: it is
+        marked done at once, before it is written, so that it can never also be claimed as
+        a turn of its own (at most once, as a prompt in flight at a restart). None when it
+        is no longer queued (claimed, steered, cleared) or is held. Audited."""
+
+        def take(conn: Conn) -> PromptRecord | None:
+            row = fetch_one(
+                conn,
+                "UPDATE prompts SET state = 'done', updated_at = ?"
+                " WHERE id = ? AND state = 'queued' AND held = 0"
+                f" RETURNING {_COLUMNS}",
+                (self._db.now(), prompt_id),
+            )
+            if row is None:
+                return None
+            prompt = _prompt_from_row(row)
+            self._db.audit(
+                conn,
+                "prompt.steered",
+                actor=prompt.author,
+                session_id=prompt.session_id,
+                details={"prompt_id": prompt_id, "turn_id": turn_id},
+            )
+            return prompt
+
+        return await self._db.write(take)
+
+    async def return_unsteered(self, prompt_id: int, *, reason: str) -> bool:
+        """The agent refused a prompt taken for steering: nothing of it was taken, so it is
+        queued again at its place (it runs as a turn of its own). False if it was not a
+        steered prompt. Audited."""
+
+        def give_back(conn: Conn) -> bool:
+            row = fetch_one(
+                conn,
+                "UPDATE prompts SET state = 'queued', updated_at = ?"
+                " WHERE id = ? AND state = 'done' RETURNING session_id",
+                (self._db.now(), prompt_id),
+            )
+            if row is None:
+                return False
+            self._db.audit(
+                conn,
+                "prompt.steer_refused",
+                session_id=row["session_id"],
+                details={"prompt_id": prompt_id, "reason": reason},
+            )
+            return True
+
+        return await self._db.write(give_back)
 
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
         def finish(conn: Conn) -> PromptRecord:

@@ -66,6 +66,7 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(name="clear", description="Drop the queued messages"),
     CommandSpec(name="status", description="What the session is doing"),
     CommandSpec(name="pending", description="The requests waiting for a decision"),
+    CommandSpec(name="compact", description="Have the agent compact its context"),
     CommandSpec(
         name="approve",
         description="Approve a waiting request (as its card's button would)",

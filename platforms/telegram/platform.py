@@ -90,6 +90,7 @@ MENU = (
     CommandName.CLEAR,
     CommandName.STATUS,
     CommandName.PENDING,
+    CommandName.COMPACT,
     CommandName.HELP,
 )
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
