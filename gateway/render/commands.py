@@ -57,6 +57,9 @@ class CommandName(StrEnum):
     PLAN = "plan"
     GRANTS = "grants"
     REVOKE = "revoke"
+    SESSIONS = "sessions"
+    SWITCH = "switch"
+    NAME = "name"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -98,6 +101,11 @@ COMMANDS: tuple[CommandInfo, ...] = (
         name=CommandName.GRANTS, args="", description="what was granted beyond one request"
     ),
     CommandInfo(name=CommandName.REVOKE, args="ID", description="take a grant back"),
+    CommandInfo(name=CommandName.SESSIONS, args="[page]", description="the sessions you can see"),
+    CommandInfo(
+        name=CommandName.SWITCH, args="NAME|N", description="continue an earlier session here"
+    ),
+    CommandInfo(name=CommandName.NAME, args="TEXT", description="name this session"),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}

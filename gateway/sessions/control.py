@@ -62,6 +62,7 @@ from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.outbound import Notifier
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.session_names import name_session
 from gateway.sessions.turn_close import close_shown_turn
 from gateway.store.records import EnqueueOutcome, EpochRecord
 from gateway.store.requests import RequestKind, SessionRequest
@@ -613,6 +614,8 @@ class Control:
             await self._reply(conversation, await self._grants.list_text(session))
         elif name is CommandName.REVOKE:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
+        elif name is CommandName.NAME:
+            await self._reply(conversation, await name_session(store, session, args, actor))
 
     @property
     def grants(self) -> GrantDesk:
@@ -658,7 +661,8 @@ class Control:
             turn_running = await store.turns.running(session.id) is not None
         open_ = await store.interactions.list_open(session.id)
         state = derive_run_state(open_, turn_running=turn_running)
-        head = f"Session {session.id} · project {session.project} · {session.agent_kind}"
+        named = f" “{session.name}”" if session.name else ""
+        head = f"Session {session.id}{named} · project {session.project} · {session.agent_kind}"
         lines = [head if session.host is None else f"{head} · host {session.host}"]
         lines.append(f"State: {run_state_words(state)}")
         epoch = (

@@ -35,7 +35,7 @@ __all__ = [
 _SESSION_COLUMNS = (
     "id, project, agent_kind, native_session_id, created_at, current_epoch, closed_at,"
     " close_reason, queue_paused, queue_pause_reason, initiator_platform, initiator_user_id,"
-    " initiator_display, host"
+    " initiator_display, host, name"
 )
 # a host's rows, or every row where the host asked for is None (a single-host ledger): the
 # host is given twice
@@ -192,6 +192,17 @@ class SessionLedger:
                 conn,
                 "UPDATE sessions SET native_session_id = ? WHERE id = ?",
                 (native_session_id, session_id),
+                f"no session {session_id}",
+            )
+        )
+
+    async def set_name(self, session_id: str, name: str) -> None:
+        """Name the session (/name): checked by the caller (gateway/sessions/session_names.py)."""
+        await self._db.write(
+            lambda conn: _require_update(
+                conn,
+                "UPDATE sessions SET name = ? WHERE id = ?",
+                (name, session_id),
                 f"no session {session_id}",
             )
         )
@@ -517,6 +528,7 @@ def _session_from_row(row: Row) -> SessionRecord:
             display=row["initiator_display"] or "",
         ),
         host=row["host"],
+        name=row["name"],
     )
 
 
