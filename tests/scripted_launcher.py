@@ -87,7 +87,9 @@ class ScriptedAgent:
         go_on: asyncio.Event | None = None,
         turn_over: asyncio.Event | None = None,
         may_end: asyncio.Event | None = None,
+        native_id: str = "scripted-thread",
     ):
+        self._native_id = native_id
         self._requests = requests
         self._streams = streams or {}
         self._go_on = go_on or asyncio.Event()
@@ -111,7 +113,7 @@ class ScriptedAgent:
 
     @property
     def started(self) -> SessionStarted:
-        return SessionStarted(native_id="scripted-thread", agent_version="scripted 1")
+        return SessionStarted(native_id=self._native_id, agent_version="scripted 1")
 
     async def send(self, command: AgentCommand) -> None:
         match command:
@@ -195,11 +197,15 @@ class ScriptedLauncher:
         self.received: list[Decision] = []
         self.writes = Writes()
         self.on_stop = on_stop
+        # the native id each start was asked to resume (None: a new session), in order
+        self.resumed: list[str | None] = []
+        self._threads = itertools.count(1)
 
     @asynccontextmanager
     async def launch(
         self, project: ProjectConfig, *, resume_native_id: str | None
     ) -> AsyncIterator[ScriptedAgent]:
+        self.resumed.append(resume_native_id)
         agent = ScriptedAgent(
             self.requests,
             self.received,
@@ -209,6 +215,8 @@ class ScriptedLauncher:
             go_on=self.go_on,
             turn_over=self.turn_over,
             may_end=self.may_end,
+            # a resumed session keeps its native id; a new one has its own
+            native_id=resume_native_id or f"scripted-thread-{next(self._threads)}",
         )
         try:
             yield agent

@@ -62,7 +62,9 @@ from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.outbound import Notifier
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.session_list import sessions_page, visible
 from gateway.sessions.session_names import name_session
+from gateway.sessions.session_switch import switch_session
 from gateway.sessions.turn_close import close_shown_turn
 from gateway.store.records import EnqueueOutcome, EpochRecord
 from gateway.store.requests import RequestKind, SessionRequest
@@ -570,6 +572,11 @@ class Control:
         if name is CommandName.HELP:
             await self._reply(conversation, HELP_TEXT)
             return
+        if name in (CommandName.SESSIONS, CommandName.SWITCH):  # no session here needed
+            await self._reply(
+                conversation, await self._sessions_command(name, conversation, project, actor, args)
+            )
+            return
         session = await self._session(conversation, project, actor, create=False)
         if session is None:
             await self._reply(conversation, "No session here yet: send a message to start one.")
@@ -616,6 +623,59 @@ class Control:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
         elif name is CommandName.NAME:
             await self._reply(conversation, await name_session(store, session, args, actor))
+
+    async def _sessions_command(
+        self,
+        name: CommandName,
+        conversation: ConversationRef,
+        project: str,
+        actor: Actor,
+        args: str,
+    ) -> str:
+        """/sessions and /switch (gateway/sessions/session_list.py, session_switch.py),
+        answered from the ledger on any host."""
+        current = await self._session(conversation, project, actor, create=False)
+        if name is CommandName.SESSIONS:
+            summaries = await self._store.session_index.of_project(project)
+            listed = visible(
+                self._gw.config,
+                project,
+                actor,
+                conversation,
+                summaries,
+                current=None if current is None else current.id,
+            )
+            return sessions_page(listed, args)
+
+        async def retire(session: SessionRecord, reason: str) -> None:
+            owner = self._gw.owner_elsewhere(session)
+            if owner is not None:  # its host ends its agent, as for /new
+                await self._store.requests.send(
+                    session.id,
+                    RequestKind.NEW,
+                    actor=actor,
+                    conversation=conversation,
+                    by_host=self._gw.host,
+                    close_reason=reason,
+                )
+                return
+            runner = self._gw.existing_runner(session.id)
+            if runner is not None:
+                await runner.shutdown()
+
+        async with self._routing:  # the route changes: no first message routes meanwhile
+            return await switch_session(
+                config=self._gw.config,
+                store=self._store,
+                project=project,
+                actor=actor,
+                here=conversation,
+                spec=args,
+                current=current,
+                host=self._gw.session_host(project),
+                retire=retire,
+                show_here=self._show_here,
+            )
 
     @property
     def grants(self) -> GrantDesk:
