@@ -85,7 +85,20 @@ async def test_a_command_is_approved_from_a_phone(
         assert late["show_alert"] in (True, "true")
     assert fake_telegram.too_many == []
     menu = [c["command"] for c in fake_telegram.commands]
-    assert sorted(menu) == sorted(["new", "stop", "resume", "clear", "status", "pending", "help"])
+    assert sorted(menu) == sorted(
+        [
+            "new",
+            "stop",
+            "resume",
+            "clear",
+            "status",
+            "pending",
+            "help",
+            "sessions",
+            "switch",
+            "name",
+        ]
+    )
 
 
 async def test_a_denied_command_does_not_run(

@@ -60,6 +60,9 @@ COMMAND_HELP = {
     "status": "What the session is doing",
     "pending": "The requests waiting for a decision",
     "help": "What the gateway understands",
+    "sessions": "The sessions you can see (text: a page number)",
+    "switch": "Continue an earlier session (text: its name or number)",
+    "name": "Name this session",
 }
 
 
@@ -112,7 +115,8 @@ class GatewayClient(discord.Client):
         await self.sync_commands()
 
     async def sync_commands(self) -> None:
-        """/new /stop /resume /clear /status /pending /help, each with optional text;
+        """/new /stop /resume /clear /status /pending /help /sessions /switch /name, each with
+        optional text;
         synced in the configured guilds, else globally."""
         for name in COMMANDS:
             self.tree.add_command(self._command(name))

@@ -91,6 +91,9 @@ MENU = (
     CommandName.STATUS,
     CommandName.PENDING,
     CommandName.HELP,
+    CommandName.SESSIONS,  # issue 31: find, continue and name a session
+    CommandName.SWITCH,
+    CommandName.NAME,
 )
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 _SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits
