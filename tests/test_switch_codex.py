@@ -1,0 +1,61 @@
+"""``/switch`` after a gateway restart continues the earlier Codex thread natively (issue
+31): the real Codex app-server against the fake Responses server, the whole gateway in the
+test, stopped and started again on the same data dir between the two sessions and the
+switch. What is asserted is what the model receives: the next request of the session taken
+up again carries its earlier messages, and none of the session left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.config.model import SessionScope
+from tests.codex_env import CodexHome
+from tests.gateway_flows import session_of, with_scope
+from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
+from tests.servers.fake_responses import FakeResponses, message
+
+pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
+
+
+async def reply_to(gw: Running, text: str) -> str:
+    before = len(gw.memory.texts(ROOM))
+    await gw.memory.say(ROOM, ALICE, text)
+    [reply] = await gw.memory.wait_for(lambda: gw.memory.texts(ROOM)[before:] or None)
+    return reply
+
+
+async def exchange(gw: Running, fake: FakeResponses, said: str, answer: str) -> None:
+    fake.enqueue([message(answer)])
+    await gw.memory.say(ROOM, ALICE, said)
+    await gw.text_where(lambda text: answer in text)
+
+
+async def test_switch_after_a_restart_continues_the_earlier_codex_thread(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    config = with_scope(
+        gateway_config(codex_bin, codex_home, tmp_path / "data"), SessionScope.CHANNEL
+    )
+    async with running_gateway(config) as gw:
+        await exchange(gw, fake_model, "remember the codeword pelican", "Noted: pelican.")
+        assert (await reply_to(gw, "/name birds")).startswith("This session is now named")
+        birds = await session_of(gw)
+        assert birds.native_session_id is not None
+        assert await reply_to(gw, "/new") == "A new session starts with your next message."
+        await exchange(gw, fake_model, "an unrelated start", "Fresh here.")
+    async with running_gateway(config) as gw:  # the gateway restarted
+        assert (await reply_to(gw, "/switch birds")).splitlines() == [
+            "↪ Switched to session birds (project demo, codex-app-server): your next message"
+            " continues it.",
+            "Last exchange:",
+            "Alice: remember the codeword pelican",
+            "Agent: Noted: pelican.",
+        ]
+        await exchange(gw, fake_model, "what was the codeword?", "It was pelican.")
+        assert (await session_of(gw)).id == birds.id
+    last = fake_model.model_requests()[-1].user_texts()
+    assert any("remember the codeword pelican" in text for text in last)
+    assert any("what was the codeword?" in text for text in last)
+    assert not any("an unrelated start" in text for text in last)
