@@ -37,6 +37,7 @@ __all__ = [
     "KnowsApprovers",
     "KnowsFenced",
     "LeasedReceiving",
+    "LinksConversations",
     "MessageGone",
     "MessageRef",
     "NotConnected",
@@ -185,6 +186,18 @@ class Inbox(Protocol):
 
     async def on_platform_back(self, platform: str) -> None:
         """``platform`` reaches its servers again after failing: show what failed to send."""
+        ...
+
+
+@runtime_checkable
+class LinksConversations(Protocol):
+    """A platform that can link to one of its conversations (a thread, a topic), what
+    ``/switch`` answers with where sessions follow threads; a platform without it is named
+    by its thread's id instead."""
+
+    def conversation_link(self, conversation: ConversationRef) -> str | None:
+        """An address that opens ``conversation`` for the people in it; None where the
+        platform has none for it."""
         ...
 
 

@@ -284,7 +284,7 @@ async def test_in_thread_scope_switch_points_to_the_other_thread(tmp_path: Path)
         await answered(gw, "in thread one")
         here = await session_of(gw)
         assert await reply_to(gw, f"/switch {other.id}") == (
-            f"Session {other.id} follows thread t2 of this channel: continue it there."
+            f"Session {other.id} follows thread t2 of this channel — continue it there."
             " Nothing was changed here."
         )
         assert (await session_of(gw)).id == here.id

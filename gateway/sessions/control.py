@@ -36,7 +36,7 @@ from gateway.domain import (
 )
 from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
-from gateway.platform import InboundMessage, Platform
+from gateway.platform import InboundMessage, LinksConversations, Platform
 from gateway.render.card_status import undelivered
 from gateway.render.commands import (
     HELP_TEXT,
@@ -675,7 +675,14 @@ class Control:
                 host=self._gw.session_host(project),
                 retire=retire,
                 show_here=self._show_here,
+                link_of=self._link_of,
             )
+
+    def _link_of(self, conversation: ConversationRef) -> str | None:
+        platform = self._gw.platforms.get(conversation.platform)
+        if isinstance(platform, LinksConversations):
+            return platform.conversation_link(conversation)
+        return None
 
     @property
     def grants(self) -> GrantDesk:

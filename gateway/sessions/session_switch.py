@@ -35,6 +35,9 @@ PROMPT_CHARS = 300
 Retire = Callable[[SessionRecord, str], Awaitable[None]]
 # shows a session's open requests in a conversation it is now bound to
 ShowHere = Callable[[SessionRecord, ConversationRef], Awaitable[None]]
+# the address of a conversation on its platform, where it has one (gateway/platform.py
+# LinksConversations)
+LinkOf = Callable[[ConversationRef], str | None]
 
 
 def _clip(text: str, limit: int) -> str:
@@ -93,6 +96,7 @@ async def switch_session(
     host: str | None,
     retire: Retire,
     show_here: ShowHere,
+    link_of: LinkOf,
 ) -> str:
     """``/switch spec`` by ``actor`` in ``here``; returns what the person is told.
     ``host``: the host new sessions of the project run on (None: a single-host ledger)."""
@@ -116,20 +120,22 @@ async def switch_session(
         return f"{gone} Nothing was changed; your next message here starts a new session."
     settings = config.projects[project]
     if settings.scope is SessionScope.THREAD and here not in found.summary.conversations:
-        return _elsewhere(found)
+        return _elsewhere(found, link_of)
     return await _reroute(store, settings.scope, actor, here, found, current, retire, show_here)
 
 
-def _elsewhere(found: Listed) -> str:
+def _elsewhere(found: Listed, link_of: LinkOf) -> str:
     """A session that follows another thread: where to continue it (never pulled here)."""
     target = found.summary.session
     threads = [c for c in found.summary.conversations if c.thread]
     where = threads[0] if threads else found.summary.conversations[0]
-    place = f"thread {where.thread}" if where.thread else f"channel {where.channel}"
-    return (
-        f"Session {target.title} follows {place} of this channel: continue it there. "
-        "Nothing was changed here."
-    )
+    link = link_of(where)
+    if link is not None:
+        place = f"its own thread: {link}"
+    else:
+        place = f"thread {where.thread}" if where.thread else f"channel {where.channel}"
+        place += " of this channel"
+    return f"Session {target.title} follows {place} — continue it there. Nothing was changed here."
 
 
 async def _reroute(
