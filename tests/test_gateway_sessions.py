@@ -219,6 +219,8 @@ async def test_switch_takes_up_an_earlier_session_natively_with_its_last_exchang
         # and back, by its number: the session just left is the second listed
         assert (await reply_to(gw, "/switch 2")).startswith(f"↪ Switched to session {later} ")
         assert (await session_of(gw)).id == later
+        await answered(gw, "and on with this one")  # its agent, just ended, starts again
+        assert launcher.resumed[-1] == "scripted-thread-2"
         assert await reply_to(gw, f"/switch {later}") == (
             f"This conversation is already on session {later}."
         )
