@@ -79,7 +79,13 @@ from adapters.jsonrpc import (
 )
 from adapters.session_state import SessionState
 from gateway.domain import Resolution, TurnStatus
-from gateway.errors import AlreadyAnswered, CodecUsageError, MalformedMessage, RequestClosed
+from gateway.errors import (
+    AlreadyAnswered,
+    CodecUsageError,
+    MalformedMessage,
+    NativeSessionGone,
+    RequestClosed,
+)
 from gateway.events import (
     AgentCommand,
     AgentEvent,
@@ -376,7 +382,11 @@ class CodexAppServerCodec:
 
     def _on_error_response(self, response: ErrorResponse) -> list[AgentEvent]:
         error = response.error
-        if response.method in ("initialize", "thread/start", "thread/resume"):
+        if response.method == "thread/resume":
+            # the thread the session names is not Codex's any more (its rollout file is gone:
+            # another CODEX_HOME, a cleaned home): that session cannot be continued
+            self._session.fail(NativeSessionGone(error.code, error.message, error.data))
+        if response.method in ("initialize", "thread/start"):
             self._session.fail(error.as_exception())
         if response.method == "turn/start":
             self._turn_starting = False

@@ -2,10 +2,12 @@
 31): the real Codex app-server against the fake Responses server, the whole gateway in the
 test, stopped and started again on the same data dir between the two sessions and the
 switch. What is asserted is what the model receives: the next request of the session taken
-up again carries its earlier messages, and none of the session left."""
+up again carries its earlier messages, and none of the session left. A session whose thread
+Codex no longer has is said to be gone, and the next message starts a new one."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -59,3 +61,29 @@ async def test_switch_after_a_restart_continues_the_earlier_codex_thread(
     assert any("remember the codeword pelican" in text for text in last)
     assert any("what was the codeword?" in text for text in last)
     assert not any("an unrelated start" in text for text in last)
+
+
+async def test_a_session_whose_thread_codex_no_longer_has_is_gone_and_a_new_one_starts(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    config = with_scope(
+        gateway_config(codex_bin, codex_home, tmp_path / "data"), SessionScope.CHANNEL
+    )
+    async with running_gateway(config) as gw:
+        await exchange(gw, fake_model, "remember the codeword pelican", "Noted: pelican.")
+        gone = await session_of(gw)
+    shutil.rmtree(codex_home.home / "sessions")  # Codex's threads, cleaned away
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "what was the codeword?")
+        notice = await gw.text_where(lambda text: text.startswith("⚠ This session is gone"))
+        assert notice == (
+            "⚠ This session is gone: codex-app-server no longer has its conversation (no rollout"
+            f" found for thread id {gone.native_session_id}). Your message was not sent: send"
+            " it again to start a new session."
+        )
+        await exchange(gw, fake_model, "let us start again", "Fresh start.")
+        fresh = await session_of(gw)
+        assert fresh.id != gone.id and fresh.native_session_id != gone.native_session_id
+    last = fake_model.model_requests()[-1].user_texts()
+    assert any("let us start again" in text for text in last)
+    assert not any("pelican" in text or "codeword" in text for text in last)

@@ -28,6 +28,7 @@ from gateway.errors import (
     EpochEnded,
     GatewayError,
     InvalidDecision,
+    NativeSessionGone,
     StoreError,
 )
 from gateway.events import (
@@ -454,6 +455,9 @@ class SessionRunner:
                     self.session_id, reattach, runtime_outlives_gateway=True, note=str(exc)
                 ):
                     self._broker.mark_dirty(update.interaction.id)
+            if isinstance(exc, NativeSessionGone) and reattach is None:
+                await self._native_session_gone(exc)
+                return
             self.start_failure = str(exc)
             log.warning("session %s: the agent could not start: %s", self.session_id, exc)
             await self._store.prompts.hold(self.session_id, reason="the agent failed to start")
@@ -462,6 +466,28 @@ class SessionRunner:
                 "Your messages are held: /resume to try again, /clear to drop them; a new "
                 "message tries again first."
             )
+
+    async def _native_session_gone(self, exc: NativeSessionGone) -> None:
+        """The agent no longer knows this session's native id (issue 31): the session is
+        over, said plainly; what was queued for it is dropped (never sent to a session it
+        was not typed for), and the next message starts a new session."""
+        log.warning("session %s: the agent no longer knows it: %s", self.session_id, exc)
+        dropped = await self._store.prompts.clear(self.session_id)
+        await self._store.sessions.close(
+            self.session_id, reason=f"the agent no longer knows it: {exc.message}"
+        )
+        unsent = (
+            " Your message was not sent: send it again to start a new session."
+            if dropped == 1
+            else f" Your {dropped} messages were not sent: send them again to start a new session."
+            if dropped
+            else " Your next message starts a new session."
+        )
+        await self._notify(
+            f"⚠ This session is gone: {self._project.agent.value} no longer has its"
+            f" conversation ({exc.message}).{unsent}"
+        )
+        self._closing = True  # nothing more runs for it here
 
     async def _begin_epoch(self, agent: RunningAgent) -> int:
         """Record the agent's new epoch; one whose commit's answer was lost is read back
