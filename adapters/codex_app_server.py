@@ -35,6 +35,8 @@ Commands (only in READY; :class:`gateway.errors.CodecUsageError` otherwise):
   request did not offer, a missing required answer: CodecUsageError, nothing written.
 - ``Interrupt`` -> ``turn/interrupt`` with the current turn id; if turn/start is still
   unanswered the interrupt is sent as soon as the turn id is known; with no turn, nothing.
+- ``NameSession`` -> ``thread/name/set`` (ThreadSetNameParams {threadId, name}); a refusal
+  is a Warning.
 
 Notifications -> events: see :meth:`CodexAppServerCodec._on_notification`. Methods the codec
 does not map are counted in :attr:`CodexAppServerCodec.unknown_notifications`, except the
@@ -93,6 +95,7 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    NameSession,
     Prompt,
     Respond,
     SessionStarted,
@@ -242,6 +245,10 @@ class CodexAppServerCodec:
                 self._respond(command)
             case Interrupt():
                 self._interrupt()
+            case NameSession(name=name):
+                self._rpc.send_request(
+                    "thread/name/set", {"threadId": self.thread_id, "name": name}
+                )
 
     def feed(self, line: bytes) -> list[AgentEvent]:
         """Events for one line from the server. Raises only on a fatal protocol error."""

@@ -17,6 +17,7 @@ __all__ = [
     "InteractionClosed",
     "InteractionOpened",
     "Interrupt",
+    "NameSession",
     "PolicyChanged",
     "Prompt",
     "Respond",
@@ -195,4 +196,12 @@ class Interrupt:
     pass
 
 
-AgentCommand = Prompt | Respond | Interrupt
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NameSession:
+    """Name the agent's own session, where the agent keeps names (Codex ``thread/name/set``;
+    issue 31's ``/name``); an agent without names ignores it."""
+
+    name: str
+
+
+AgentCommand = Prompt | Respond | Interrupt | NameSession

@@ -41,6 +41,7 @@ from gateway.events import (
     Capabilities,
     InteractionClosed,
     InteractionOpened,
+    NameSession,
     Prompt,
     Respond,
     SessionStarted,
@@ -88,8 +89,10 @@ class ScriptedAgent:
         turn_over: asyncio.Event | None = None,
         may_end: asyncio.Event | None = None,
         native_id: str = "scripted-thread",
+        names: list[str] | None = None,
     ):
         self._native_id = native_id
+        self._names = names if names is not None else []
         self._requests = requests
         self._streams = streams or {}
         self._go_on = go_on or asyncio.Event()
@@ -145,6 +148,8 @@ class ScriptedAgent:
                 turn = self._asked.pop(key, "turn-?")
                 await self._events.put(InteractionClosed(native_key=key, how=Resolution.ANSWERED))
                 await self._finish(turn, f"Thanks: {len(decision.answers)} answer(s) received.")
+            case NameSession(name=name):
+                self._names.append(name)
             case _:
                 await self._events.put(TurnCompleted(status=TurnStatus.INTERRUPTED))
 
@@ -199,6 +204,7 @@ class ScriptedLauncher:
         self.on_stop = on_stop
         # the native id each start was asked to resume (None: a new session), in order
         self.resumed: list[str | None] = []
+        self.named: list[str] = []  # the names its agents were given (/name), in order
         self._threads = itertools.count(1)
 
     @asynccontextmanager
@@ -217,6 +223,7 @@ class ScriptedLauncher:
             may_end=self.may_end,
             # a resumed session keeps its native id; a new one has its own
             native_id=resume_native_id or f"scripted-thread-{next(self._threads)}",
+            names=self.named,
         )
         try:
             yield agent

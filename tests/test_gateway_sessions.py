@@ -46,13 +46,14 @@ async def answered(gw: Running, text: str, conversation: ConversationRef = ROOM)
 
 
 async def test_name_names_the_session_and_status_shows_it(tmp_path: Path) -> None:
-    async with scripted_gateway(scripted_config(tmp_path, fast=NEVER)) as (gw, _):
+    async with scripted_gateway(scripted_config(tmp_path, fast=NEVER)) as (gw, launcher):
         await answered(gw, "hello")
         assert await reply_to(gw, "/name  release notes ") == (
             "This session is now named “release notes”: /switch release notes finds it again."
         )
         session = await session_of(gw)
         assert session.name == "release notes"
+        assert launcher.named == ["release notes"]  # the running agent is told too
         status = await reply_to(gw, "/status")
         assert status.splitlines()[0] == (
             f"Session {session.id} “release notes” · project slow · codex-app-server"

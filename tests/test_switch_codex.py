@@ -7,6 +7,7 @@ Codex no longer has is said to be gone, and the next message starts a new one.""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -45,6 +46,7 @@ async def test_switch_after_a_restart_continues_the_earlier_codex_thread(
         assert (await reply_to(gw, "/name birds")).startswith("This session is now named")
         birds = await session_of(gw)
         assert birds.native_session_id is not None
+
         assert await reply_to(gw, "/new") == "A new session starts with your next message."
         await exchange(gw, fake_model, "an unrelated start", "Fresh here.")
     async with running_gateway(config) as gw:  # the gateway restarted
@@ -57,6 +59,12 @@ async def test_switch_after_a_restart_continues_the_earlier_codex_thread(
         ]
         await exchange(gw, fake_model, "what was the codeword?", "It was pelican.")
         assert (await session_of(gw)).id == birds.id
+    # Codex keeps the name of its thread (0.171: a line of $CODEX_HOME/session_index.jsonl),
+    # given once: the start after the restart does not give it again
+    index = (codex_home.home / "session_index.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [(json.loads(line)["id"], json.loads(line)["thread_name"]) for line in index] == [
+        (birds.native_session_id, "birds")
+    ]
     last = fake_model.model_requests()[-1].user_texts()
     assert any("remember the codeword pelican" in text for text in last)
     assert any("what was the codeword?" in text for text in last)

@@ -623,6 +623,10 @@ class Control:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
         elif name is CommandName.NAME:
             await self._reply(conversation, await name_session(store, session, args, actor))
+            named = await store.sessions.get(session.id)
+            if named is not None and named.name and named.name != session.name:
+                if self._gw.runs_here(named):  # the agent's own session is named too
+                    await self._gw.runner(named).name_agent_session(named.name)
 
     async def _sessions_command(
         self,

@@ -39,6 +39,7 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    NameSession,
     PolicyChanged,
     Prompt,
     Respond,
@@ -212,6 +213,7 @@ class SessionRunner:
         self._sweep_wanted = asyncio.Event()
         self._epoch_tasks: asyncio.TaskGroup | None = None
         self._closing = False
+        self._name_pending: str | None = None  # a /name given while no agent ran
         self._exit_notice: str | None = None
         self.agent: RunningAgent | None = None
         self.epoch: int | None = None
@@ -419,6 +421,8 @@ class SessionRunner:
                 self.start_failure = None
                 try:
                     await self._on_started(agent.started, epoch)
+                    named, self._name_pending = self._name_pending, None
+                    await self._name_agent_session(agent, named)
                     async with asyncio.TaskGroup() as tasks:
                         self._epoch_tasks = tasks
                         tasks.create_task(self._consume(agent, epoch))
@@ -466,6 +470,23 @@ class SessionRunner:
                 "Your messages are held: /resume to try again, /clear to drop them; a new "
                 "message tries again first."
             )
+
+    async def name_agent_session(self, name: str) -> None:
+        """``/name``: the agent names its own session too (Codex keeps thread names), now if
+        it runs, else once it starts (Codex keeps the name: it is not sent at every start)."""
+        agent = self.agent
+        if agent is None:
+            self._name_pending = name
+            return
+        await self._name_agent_session(agent, name)
+
+    async def _name_agent_session(self, agent: RunningAgent, name: str | None) -> None:
+        if name is None:
+            return
+        try:
+            await agent.send(NameSession(name=name))
+        except AgentError as exc:  # a name is a nicety: the session goes on without it
+            log.info("session %s: the agent did not take its name: %s", self.session_id, exc)
 
     async def _native_session_gone(self, exc: NativeSessionGone) -> None:
         """The agent no longer knows this session's native id (issue 31): the session is
