@@ -43,6 +43,8 @@ Commands (only in READY; :class:`gateway.errors.CodecUsageError` otherwise):
 - ``Compact`` -> ``thread/compact/start`` (schema: ThreadCompactStartParams); Codex runs the
   compaction as a turn of its own (turn/started ... turn/completed), which ends as any turn
   does. Refused while a turn runs, like ``Prompt``.
+- ``NameSession`` -> ``thread/name/set`` (ThreadSetNameParams {threadId, name}); a refusal
+  is a Warning.
 
 Notifications -> events: see :meth:`CodexAppServerCodec._on_notification`. Methods the codec
 does not map are counted in :attr:`CodexAppServerCodec.unknown_notifications`, except the
@@ -87,7 +89,13 @@ from adapters.jsonrpc import (
 )
 from adapters.session_state import SessionState
 from gateway.domain import Resolution, TurnStatus
-from gateway.errors import AlreadyAnswered, CodecUsageError, MalformedMessage, RequestClosed
+from gateway.errors import (
+    AlreadyAnswered,
+    CodecUsageError,
+    MalformedMessage,
+    NativeSessionGone,
+    RequestClosed,
+)
 from gateway.events import (
     AgentCommand,
     AgentEvent,
@@ -96,6 +104,7 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    NameSession,
     Prompt,
     Respond,
     SessionStarted,
@@ -255,6 +264,10 @@ class CodexAppServerCodec:
                 self._steer(command)
             case Compact():
                 self._compact()
+            case NameSession(name=name):
+                self._rpc.send_request(
+                    "thread/name/set", {"threadId": self.thread_id, "name": name}
+                )
 
     def feed(self, line: bytes) -> list[AgentEvent]:
         """Events for one line from the server. Raises only on a fatal protocol error."""
@@ -424,7 +437,11 @@ class CodexAppServerCodec:
 
     def _on_error_response(self, response: ErrorResponse) -> list[AgentEvent]:
         error = response.error
-        if response.method in ("initialize", "thread/start", "thread/resume"):
+        if response.method == "thread/resume":
+            # the thread the session names is not Codex's any more (its rollout file is gone:
+            # another CODEX_HOME, a cleaned home): that session cannot be continued
+            self._session.fail(NativeSessionGone(error.code, error.message, error.data))
+        if response.method in ("initialize", "thread/start"):
             self._session.fail(error.as_exception())
         if response.method == "turn/steer":
             return [SteerRefused(key=response.tag or "", reason=error.message)]

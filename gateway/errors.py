@@ -10,6 +10,7 @@
     │   ├── ProtocolError            the agent broke its protocol (remote misbehaviour)
     │   │   └── MalformedMessage     a line that is not JSON or not a valid message
     │   ├── RemoteError              the agent answered one of our requests with an error
+    │   │   └── NativeSessionGone    it no longer knows the session it was asked to resume
     │   └── CodecUsageError          we misused a codec (local misuse, a bug of ours)
     │       ├── AlreadyAnswered      a second answer to one request: the first one's bytes
     │       │                        are already queued, nothing more is written
@@ -54,6 +55,7 @@ __all__ = [
     "InvalidDecision",
     "LineTooLong",
     "MalformedMessage",
+    "NativeSessionGone",
     "PlatformError",
     "ProtocolError",
     "RemoteError",
@@ -116,6 +118,12 @@ class RemoteError(AgentError):
         self.code = code
         self.message = message
         self.data = data
+
+
+class NativeSessionGone(RemoteError):
+    """The agent refused to resume the native session it was given: it no longer knows it
+    (Codex 0.171 answers ``thread/resume`` -32600 "no rollout found for thread id …"). The
+    session cannot go on; a new one can (issue 31)."""
 
 
 class CodecUsageError(AgentError):

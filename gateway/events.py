@@ -18,6 +18,7 @@ __all__ = [
     "InteractionClosed",
     "InteractionOpened",
     "Interrupt",
+    "NameSession",
     "PolicyChanged",
     "Prompt",
     "Respond",
@@ -238,4 +239,12 @@ class Compact:
     whose capabilities say ``compact``); it ends with TurnCompleted like any turn."""
 
 
-AgentCommand = Prompt | Respond | Interrupt | Steer | Compact
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NameSession:
+    """Name the agent's own session, where the agent keeps names (Codex ``thread/name/set``;
+    issue 31's ``/name``); an agent without names ignores it."""
+
+    name: str
+
+
+AgentCommand = Prompt | Respond | Interrupt | Steer | Compact | NameSession

@@ -39,6 +39,7 @@ __all__ = [
     "KnowsFenced",
     "KnowsWaiting",
     "LeasedReceiving",
+    "LinksConversations",
     "MessageGone",
     "MessageRef",
     "NotConnected",
@@ -213,6 +214,18 @@ class Inbox(Protocol):
 
     async def on_platform_back(self, platform: str) -> None:
         """``platform`` reaches its servers again after failing: show what failed to send."""
+        ...
+
+
+@runtime_checkable
+class LinksConversations(Protocol):
+    """A platform that can link to one of its conversations (a thread, a topic), what
+    ``/switch`` answers with where sessions follow threads; a platform without it is named
+    by its thread's id instead."""
+
+    def conversation_link(self, conversation: ConversationRef) -> str | None:
+        """An address that opens ``conversation`` for the people in it; None where the
+        platform has none for it."""
         ...
 
 

@@ -25,6 +25,12 @@ class SessionRecord:
     initiator: Actor | None = None  # who started it: the default approver
     # the host that runs its agents (issue 19); None: this machine (a single-host ledger)
     host: str | None = None
+    name: str | None = None  # what a person called it (/name), None until then
+
+    @property
+    def title(self) -> str:
+        """How a person tells it apart: its name, else its id."""
+        return self.name or self.id
 
     @property
     def is_closed(self) -> bool:

@@ -41,6 +41,7 @@ from gateway.events import (
     Capabilities,
     InteractionClosed,
     InteractionOpened,
+    NameSession,
     Prompt,
     Respond,
     SessionStarted,
@@ -87,7 +88,11 @@ class ScriptedAgent:
         go_on: asyncio.Event | None = None,
         turn_over: asyncio.Event | None = None,
         may_end: asyncio.Event | None = None,
+        native_id: str = "scripted-thread",
+        names: list[str] | None = None,
     ):
+        self._native_id = native_id
+        self._names = names if names is not None else []
         self._requests = requests
         self._streams = streams or {}
         self._go_on = go_on or asyncio.Event()
@@ -111,7 +116,7 @@ class ScriptedAgent:
 
     @property
     def started(self) -> SessionStarted:
-        return SessionStarted(native_id="scripted-thread", agent_version="scripted 1")
+        return SessionStarted(native_id=self._native_id, agent_version="scripted 1")
 
     async def send(self, command: AgentCommand) -> None:
         match command:
@@ -143,6 +148,8 @@ class ScriptedAgent:
                 turn = self._asked.pop(key, "turn-?")
                 await self._events.put(InteractionClosed(native_key=key, how=Resolution.ANSWERED))
                 await self._finish(turn, f"Thanks: {len(decision.answers)} answer(s) received.")
+            case NameSession(name=name):
+                self._names.append(name)
             case _:
                 await self._events.put(TurnCompleted(status=TurnStatus.INTERRUPTED))
 
@@ -195,11 +202,16 @@ class ScriptedLauncher:
         self.received: list[Decision] = []
         self.writes = Writes()
         self.on_stop = on_stop
+        # the native id each start was asked to resume (None: a new session), in order
+        self.resumed: list[str | None] = []
+        self.named: list[str] = []  # the names its agents were given (/name), in order
+        self._threads = itertools.count(1)
 
     @asynccontextmanager
     async def launch(
         self, project: ProjectConfig, *, resume_native_id: str | None
     ) -> AsyncIterator[ScriptedAgent]:
+        self.resumed.append(resume_native_id)
         agent = ScriptedAgent(
             self.requests,
             self.received,
@@ -209,6 +221,9 @@ class ScriptedLauncher:
             go_on=self.go_on,
             turn_over=self.turn_over,
             may_end=self.may_end,
+            # a resumed session keeps its native id; a new one has its own
+            native_id=resume_native_id or f"scripted-thread-{next(self._threads)}",
+            names=self.named,
         )
         try:
             yield agent

@@ -416,6 +416,24 @@ async def test_a_session_is_titled_by_its_first_words_or_when_it_started(
     assert f'<a href="/s/{quiet.session_id}" {hover}>{started}</a>' in listed
 
 
+async def test_a_named_session_is_titled_by_its_name(running: ConsoleRunning) -> None:
+    asked = await ask(running, APPROVAL)
+    await running.gateway.store.prompts.enqueue(
+        asked.session_id,
+        conversation=ROOM,
+        platform_message_id="m1",
+        author=ALICE,
+        text="please tidy the build folder",
+        max_depth=10,
+    )
+    await running.gateway.store.sessions.set_name(asked.session_id, "tidy <build>")
+    async with client() as http:
+        await logged_in(http, running)
+        async with http.get(running.console.url) as response:
+            listed = await response.text()
+    assert f'<a href="/s/{asked.session_id}">demo: tidy &lt;build&gt;</a>' in listed
+
+
 async def test_the_session_view_shows_the_tokens_and_the_context_used(
     running: ConsoleRunning,
 ) -> None:

@@ -187,3 +187,15 @@ def test_the_python_in_the_long_answer_runs_as_it_says(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("Approved: Allow once.")
     assert (tmp_path / "demo-data-work" / "hello.txt").read_text() == "hello\n"
+
+
+async def test_a_named_demo_session_says_nothing_more_than_its_new_name(tmp_path: Path) -> None:
+    """/name reaches the demo agent as thread/name/set (as Codex takes it): no warning."""
+    async with demo_gateway(tmp_path) as gw:
+        await gw.memory.say(ROOM, YOU, "hi")
+        await gw.text_where(lambda text: "start with a slash" in text)
+        await gw.memory.say(ROOM, YOU, "/name my demo")
+        await gw.text_where(lambda text: text.startswith("This session is now named “my demo”"))
+        await gw.memory.say(ROOM, YOU, "/status")  # answered after the agent took the name
+        await gw.text_where(lambda text: text.startswith("Session "))
+        assert not any(text.startswith("⚠") for text in gw.memory.texts(ROOM))

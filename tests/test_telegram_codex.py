@@ -85,7 +85,10 @@ async def test_a_command_is_approved_from_a_phone(
         assert late["show_alert"] in (True, "true")
     assert fake_telegram.too_many == []
     menu = [c["command"] for c in fake_telegram.commands]
-    expected = ["new", "stop", "resume", "clear", "status", "pending", "compact", "help"]
+    expected = [
+        *("new", "stop", "resume", "clear", "status", "pending", "compact", "help"),
+        *("sessions", "switch", "name"),
+    ]
     assert sorted(menu) == sorted(expected)
 
 

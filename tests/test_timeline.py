@@ -19,7 +19,7 @@ from gateway.store.store import Store
 from gateway.timeline import EntryKind, Timeline
 from platforms.memory.platform import MemoryPlatform
 from tests.store_backends import open_store
-from tests.store_helpers import SteppingClock, approval, running_session
+from tests.store_helpers import SESSION_NAME_COLUMN, SteppingClock, approval, running_session
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -159,9 +159,13 @@ async def test_a_turn_reads_back_in_the_order_it_happened(store: Store) -> None:
 
 async def test_a_ledger_of_the_last_schema_gets_timelines(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    async with Store.open(data_dir, migrations=MIGRATIONS[:-1]) as old:
+    # the schema before turn messages (migration 16), with today's session name (17) only
+    # while today's reads need it
+    async with Store.open(data_dir, migrations=MIGRATIONS[:15]) as old:
+        await old.writer.write(lambda conn: conn.execute(SESSION_NAME_COLUMN))
         session, epoch = await running_session(old)
         await old.turns.start(session.id, epoch)
+        await old.writer.write(lambda conn: conn.execute("ALTER TABLE sessions DROP COLUMN name"))
     async with Store.open(data_dir) as store:
         [turn] = await store.timeline.of_session(session.id)
         assert turn.entries == ()  # a turn from before: no timeline, still read

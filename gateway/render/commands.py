@@ -58,6 +58,9 @@ class CommandName(StrEnum):
     GRANTS = "grants"
     REVOKE = "revoke"
     COMPACT = "compact"
+    SESSIONS = "sessions"
+    SWITCH = "switch"
+    NAME = "name"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -102,6 +105,11 @@ COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo(
         name=CommandName.COMPACT, args="", description="have the agent compact its context"
     ),
+    CommandInfo(name=CommandName.SESSIONS, args="[page]", description="the sessions you can see"),
+    CommandInfo(
+        name=CommandName.SWITCH, args="NAME|N", description="continue an earlier session here"
+    ),
+    CommandInfo(name=CommandName.NAME, args="TEXT", description="name this session"),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}

@@ -36,7 +36,7 @@ from gateway.domain import (
 )
 from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
-from gateway.platform import InboundMessage, Platform
+from gateway.platform import InboundMessage, LinksConversations, Platform
 from gateway.render.card_pointers import restart_notice
 from gateway.render.card_status import undelivered
 from gateway.render.commands import (
@@ -64,6 +64,9 @@ from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.session_list import sessions_page, visible
+from gateway.sessions.session_names import name_session
+from gateway.sessions.session_switch import switch_session
 from gateway.sessions.steer_button import SteerButtons
 from gateway.sessions.turn_close import close_shown_turn
 from gateway.store.records import EnqueueOutcome, EpochRecord, PromptRecord
@@ -599,6 +602,11 @@ class Control:
         if name is CommandName.HELP:
             await self._reply(conversation, HELP_TEXT)
             return
+        if name in (CommandName.SESSIONS, CommandName.SWITCH):  # no session here needed
+            await self._reply(
+                conversation, await self._sessions_command(name, conversation, project, actor, args)
+            )
+            return
         session = await self._session(conversation, project, actor, create=False)
         if session is None:
             await self._reply(conversation, "No session here yet: send a message to start one.")
@@ -645,6 +653,12 @@ class Control:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
         elif name is CommandName.COMPACT:
             await self._reply(conversation, self._compact(session, runner, conversation))
+        elif name is CommandName.NAME:
+            await self._reply(conversation, await name_session(store, session, args, actor))
+            named = await store.sessions.get(session.id)
+            if named is not None and named.name and named.name != session.name:
+                if self._gw.runs_here(named):  # the agent's own session is named too
+                    await self._gw.runner(named).name_agent_session(named.name)
 
     def _compact(
         self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef
@@ -663,6 +677,66 @@ class Control:
         if not runner.compact(conversation):
             return f"/compact is not offered by this agent ({session.agent_kind}): nothing changed."
         return COMPACTING_WORDS
+
+    async def _sessions_command(
+        self,
+        name: CommandName,
+        conversation: ConversationRef,
+        project: str,
+        actor: Actor,
+        args: str,
+    ) -> str:
+        """/sessions and /switch (gateway/sessions/session_list.py, session_switch.py),
+        answered from the ledger on any host."""
+        current = await self._session(conversation, project, actor, create=False)
+        if name is CommandName.SESSIONS:
+            summaries = await self._store.session_index.of_project(project)
+            listed = visible(
+                self._gw.config,
+                project,
+                actor,
+                conversation,
+                summaries,
+                current=None if current is None else current.id,
+            )
+            return sessions_page(listed, args)
+
+        async def retire(session: SessionRecord, reason: str) -> None:
+            owner = self._gw.owner_elsewhere(session)
+            if owner is not None:  # its host ends its agent, as for /new
+                await self._store.requests.send(
+                    session.id,
+                    RequestKind.NEW,
+                    actor=actor,
+                    conversation=conversation,
+                    by_host=self._gw.host,
+                    close_reason=reason,
+                )
+                return
+            runner = self._gw.existing_runner(session.id)
+            if runner is not None:
+                await runner.shutdown()
+
+        async with self._routing:  # the route changes: no first message routes meanwhile
+            return await switch_session(
+                config=self._gw.config,
+                store=self._store,
+                project=project,
+                actor=actor,
+                here=conversation,
+                spec=args,
+                current=current,
+                host=self._gw.session_host(project),
+                retire=retire,
+                show_here=self._show_here,
+                link_of=self._link_of,
+            )
+
+    def _link_of(self, conversation: ConversationRef) -> str | None:
+        platform = self._gw.platforms.get(conversation.platform)
+        if isinstance(platform, LinksConversations):
+            return platform.conversation_link(conversation)
+        return None
 
     @property
     def grants(self) -> GrantDesk:
@@ -708,7 +782,8 @@ class Control:
             turn_running = await store.turns.running(session.id) is not None
         open_ = await store.interactions.list_open(session.id)
         state = derive_run_state(open_, turn_running=turn_running)
-        head = f"Session {session.id} · project {session.project} · {session.agent_kind}"
+        named = f" “{session.name}”" if session.name else ""
+        head = f"Session {session.id}{named} · project {session.project} · {session.agent_kind}"
         lines = [head if session.host is None else f"{head} · host {session.host}"]
         lines.append(f"State: {run_state_words(state)}")
         epoch = (

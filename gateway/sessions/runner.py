@@ -28,6 +28,7 @@ from gateway.errors import (
     EpochEnded,
     GatewayError,
     InvalidDecision,
+    NativeSessionGone,
     StoreError,
 )
 from gateway.events import (
@@ -39,6 +40,7 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    NameSession,
     PolicyChanged,
     Prompt,
     Respond,
@@ -221,6 +223,7 @@ class SessionRunner:
         self._sweep_wanted = asyncio.Event()
         self._epoch_tasks: asyncio.TaskGroup | None = None
         self._closing = False
+        self._name_pending: str | None = None  # a /name given while no agent ran
         self._exit_notice: str | None = None
         self.agent: RunningAgent | None = None
         self.epoch: int | None = None
@@ -455,6 +458,8 @@ class SessionRunner:
                 self.start_failure = None
                 try:
                     await self._on_started(agent.started, epoch)
+                    named, self._name_pending = self._name_pending, None
+                    await self._name_agent_session(agent, named)
                     async with asyncio.TaskGroup() as tasks:
                         self._epoch_tasks = tasks
                         tasks.create_task(self._consume(agent, epoch))
@@ -491,6 +496,9 @@ class SessionRunner:
                     self.session_id, reattach, runtime_outlives_gateway=True, note=str(exc)
                 ):
                     self._broker.mark_dirty(update.interaction.id)
+            if isinstance(exc, NativeSessionGone) and reattach is None:
+                await self._native_session_gone(exc)
+                return
             self.start_failure = str(exc)
             log.warning("session %s: the agent could not start: %s", self.session_id, exc)
             await self._store.prompts.hold(self.session_id, reason="the agent failed to start")
@@ -499,6 +507,45 @@ class SessionRunner:
                 "Your messages are held: /resume to try again, /clear to drop them; a new "
                 "message tries again first."
             )
+
+    async def name_agent_session(self, name: str) -> None:
+        """``/name``: the agent names its own session too (Codex keeps thread names), now if
+        it runs, else once it starts (Codex keeps the name: it is not sent at every start)."""
+        agent = self.agent
+        if agent is None:
+            self._name_pending = name
+            return
+        await self._name_agent_session(agent, name)
+
+    async def _name_agent_session(self, agent: RunningAgent, name: str | None) -> None:
+        if name is None:
+            return
+        try:
+            await agent.send(NameSession(name=name))
+        except AgentError as exc:  # a name is a nicety: the session goes on without it
+            log.info("session %s: the agent did not take its name: %s", self.session_id, exc)
+
+    async def _native_session_gone(self, exc: NativeSessionGone) -> None:
+        """The agent no longer knows this session's native id (issue 31): the session is
+        over, said plainly; what was queued for it is dropped (never sent to a session it
+        was not typed for), and the next message starts a new session."""
+        log.warning("session %s: the agent no longer knows it: %s", self.session_id, exc)
+        dropped = await self._store.prompts.clear(self.session_id)
+        await self._store.sessions.close(
+            self.session_id, reason=f"the agent no longer knows it: {exc.message}"
+        )
+        unsent = (
+            " Your message was not sent: send it again to start a new session."
+            if dropped == 1
+            else f" Your {dropped} messages were not sent: send them again to start a new session."
+            if dropped
+            else " Your next message starts a new session."
+        )
+        await self._notify(
+            f"⚠ This session is gone: {self._project.agent.value} no longer has its"
+            f" conversation ({exc.message}).{unsent}"
+        )
+        self._closing = True  # nothing more runs for it here
 
     async def _begin_epoch(self, agent: RunningAgent) -> int:
         """Record the agent's new epoch; one whose commit's answer was lost is read back

@@ -564,6 +564,9 @@ _TURN_MESSAGES = (
     """,
 )
 
+# issue 31: a person names a session (/name), to find it again in /sessions and /switch to it
+_SESSION_NAME = ("ALTER TABLE sessions ADD COLUMN name TEXT",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -606,6 +609,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         postgresql=_SESSION_REQUESTS,
     ),
     Migration(version=16, name="the messages that show a turn", statements=_TURN_MESSAGES),
+    Migration(version=17, name="a session's name", statements=_SESSION_NAME),
 )
 
 

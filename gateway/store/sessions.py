@@ -25,17 +25,19 @@ from gateway.store.records import EpochRecord
 
 __all__ = [
     "ON_HOST",
+    "SESSION_COLUMNS",
     "SessionLedger",
     "bindings_of",
     "epoch_of",
     "session_by_id",
+    "session_from_row",
     "session_of",
 ]
 
-_SESSION_COLUMNS = (
+SESSION_COLUMNS = (
     "id, project, agent_kind, native_session_id, created_at, current_epoch, closed_at,"
     " close_reason, queue_paused, queue_pause_reason, initiator_platform, initiator_user_id,"
-    " initiator_display, host"
+    " initiator_display, host, name"
 )
 # a host's rows, or every row where the host asked for is None (a single-host ledger): the
 # host is given twice
@@ -136,12 +138,12 @@ class SessionLedger:
             conn.execute("DELETE FROM sessions WHERE id = ?", (made.id,))
             row = fetch_one(
                 conn,
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
                 " FROM routes WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
                 conversation_params(key),
             )
             assert row is not None  # the route that refused this one names a session
-            return _session_from_row(row), False
+            return session_from_row(row), False
 
         return await self._db.write(route_if_unchanged)
 
@@ -159,14 +161,14 @@ class SessionLedger:
         rows = await self._db.read(
             lambda conn: fetch_all(
                 conn,
-                f"SELECT {_SESSION_COLUMNS} FROM sessions"
+                f"SELECT {SESSION_COLUMNS} FROM sessions"
                 " WHERE (CAST(? AS TEXT) IS NULL OR project = ?) AND (? OR closed_at IS NULL)"
                 f" AND {ON_HOST} ORDER BY created_at, id",
                 (project, project, include_closed, host, host),
             ),
             one_statement=True,
         )
-        return [_session_from_row(row) for row in rows]
+        return [session_from_row(row) for row in rows]
 
     async def adopt(self, host: str, projects: Collection[str]) -> int:
         """Give ``host`` the sessions of ``projects`` that name no host: those a single
@@ -195,6 +197,32 @@ class SessionLedger:
                 f"no session {session_id}",
             )
         )
+
+    async def set_name(self, session_id: str, name: str) -> None:
+        """Name the session (/name): checked by the caller (gateway/sessions/session_names.py)."""
+        await self._db.write(
+            lambda conn: _require_update(
+                conn,
+                "UPDATE sessions SET name = ? WHERE id = ?",
+                (name, session_id),
+                f"no session {session_id}",
+            )
+        )
+
+    async def reopen(self, session_id: str) -> SessionRecord:
+        """Take a closed session up again (/switch): it takes prompts, and its agent's next
+        start resumes its native session."""
+
+        def reopen(conn: Conn) -> SessionRecord:
+            _require_update(
+                conn,
+                "UPDATE sessions SET closed_at = NULL, close_reason = NULL WHERE id = ?",
+                (session_id,),
+                f"no session {session_id}",
+            )
+            return _session(conn, session_id)
+
+        return await self._db.write(reopen)
 
     async def close(self, session_id: str, *, reason: str) -> SessionRecord:
         """Mark the session closed (for example by /new); idempotent, the first reason stays."""
@@ -379,13 +407,13 @@ class SessionLedger:
         row = await self._db.read(
             lambda conn: fetch_one(
                 conn,
-                f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
                 " FROM routes WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
                 conversation_params(key),
             ),
             one_statement=True,
         )
-        return None if row is None else _session_from_row(row)
+        return None if row is None else session_from_row(row)
 
     async def list_bindings(self, session_id: str) -> list[ConversationRef]:
         """Every conversation that shows the session, in the order they were bound."""
@@ -394,8 +422,8 @@ class SessionLedger:
 
 def session_by_id(conn: Conn, session_id: str) -> SessionRecord | None:
     """``SessionLedger.get`` inside a caller's read or transaction."""
-    row = fetch_one(conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
-    return None if row is None else _session_from_row(row)
+    row = fetch_one(conn, f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+    return None if row is None else session_from_row(row)
 
 
 def session_of(conn: Conn, conversation: ConversationRef) -> SessionRecord | None:
@@ -408,7 +436,7 @@ def session_of_sent(
 ) -> Callable[[], SessionRecord | None]:
     """``session_of``'s SELECT, sent; what it returns reads the answer."""
     cursor = conn.execute(
-        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
+        f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
         " FROM conversations"
         " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
         conversation_params(conversation),
@@ -421,7 +449,7 @@ def session_of_interaction_sent(
 ) -> Callable[[], SessionRecord | None]:
     """The session of an interaction, its SELECT sent; what it returns reads the answer."""
     cursor = conn.execute(
-        f"SELECT {_SESSION_COLUMNS} FROM sessions"
+        f"SELECT {SESSION_COLUMNS} FROM sessions"
         " WHERE id = (SELECT session_id FROM interactions WHERE id = ?)",
         (interaction_id,),
     )
@@ -439,7 +467,7 @@ def epoch_of_interaction_sent(conn: Conn, interaction_id: str) -> Callable[[], E
 
 
 def _session_or_none(row: Row | None) -> SessionRecord | None:
-    return None if row is None else _session_from_row(row)
+    return None if row is None else session_from_row(row)
 
 
 def _epoch_or_none(row: Row | None) -> EpochRecord | None:
@@ -479,10 +507,10 @@ def _require_update(conn: Conn, sql: str, params: tuple[object, ...], missing: s
 
 
 def _session(conn: Conn, session_id: str) -> SessionRecord:
-    row = fetch_one(conn, f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+    row = fetch_one(conn, f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
     if row is None:
         raise StoreError(f"no session {session_id}")
-    return _session_from_row(row)
+    return session_from_row(row)
 
 
 def _epoch(conn: Conn, session_id: str, epoch: int, *, lock: bool = False) -> EpochRecord:
@@ -497,7 +525,7 @@ def _epoch(conn: Conn, session_id: str, epoch: int, *, lock: bool = False) -> Ep
     return _epoch_from_row(row)
 
 
-def _session_from_row(row: Row) -> SessionRecord:
+def session_from_row(row: Row) -> SessionRecord:
     return SessionRecord(
         id=row["id"],
         project=row["project"],
@@ -517,6 +545,7 @@ def _session_from_row(row: Row) -> SessionRecord:
             display=row["initiator_display"] or "",
         ),
         host=row["host"],
+        name=row["name"],
     )
 
 

@@ -137,7 +137,10 @@ def run_state(
 def session_title(session: SessionRecord, first_prompt: str | None) -> str:
     """A session as a person would name it: its project and the first words they said to it
     (cut at a word, about :data:`TITLE_CHARS` long), or, before anyone said anything, the
-    time it started. Its id stays on the page, beside the title, for commands and logs."""
+    time it started; a name given by ``/name`` before all of these. Its id stays on the page,
+    beside the title, for commands and logs."""
+    if session.name:
+        return f"{session.project}: {session.name}"
     words = " ".join((first_prompt or "").split())
     if not words:
         started = session.created_at.astimezone(UTC)

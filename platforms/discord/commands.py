@@ -128,6 +128,29 @@ COMMANDS: tuple[CommandSpec, ...] = (
             ),
         ),
     ),
+    CommandSpec(
+        name="sessions",
+        description="The sessions you can see",
+        options=(OptionSpec(name="page", description="Which page of the list (1, 2, …)"),),
+    ),
+    CommandSpec(
+        name="switch",
+        description="Continue an earlier session here",
+        options=(
+            OptionSpec(
+                name="session",
+                description="Its name, or its number in /sessions",
+                required=True,
+            ),
+        ),
+    ),
+    CommandSpec(
+        name="name",
+        description="Name this session",
+        options=(
+            OptionSpec(name="name", description="The session's name (one line)", required=True),
+        ),
+    ),
     CommandSpec(name="help", description="What the gateway understands"),
 )
 _BY_NAME = {spec.name: spec for spec in COMMANDS}

@@ -34,6 +34,7 @@ __all__ = [
     "conversation_of",
     "heard",
     "in_thread",
+    "link_to",
     "strip_mention",
 ]
 
@@ -147,3 +148,9 @@ def in_thread(conversation: ConversationRef, thread_id: str) -> ConversationRef:
     return ConversationRef(
         platform=PLATFORM, space=conversation.space, channel=conversation.channel, thread=thread_id
     )
+
+
+def link_to(conversation: ConversationRef) -> str:
+    """The address that opens ``conversation`` in Discord (a thread, a channel or a DM)."""
+    guild = conversation.space or "@me"
+    return f"https://discord.com/channels/{guild}/{conversation.thread or conversation.channel}"

@@ -54,7 +54,7 @@ from platforms.discord.client import (
     until_ready,
 )
 from platforms.discord.config import DiscordConfig
-from platforms.discord.inbound import PLATFORM
+from platforms.discord.inbound import PLATFORM, link_to
 from platforms.discord.messages import Messages
 from platforms.discord.outbox import DiscordOutbox, classify
 from platforms.discord.render import CONTENT_MAX, CUSTOM_ID_MAX, CUSTOM_ID_PREFIX, rendered_length
@@ -309,6 +309,9 @@ class DiscordPlatform:
 
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return None
+
+    def conversation_link(self, conversation: ConversationRef) -> str | None:
+        return link_to(conversation)
 
     async def turn_started(self, conversation: ConversationRef) -> None:
         self.turn_ends.started(turn_key(conversation))

@@ -37,6 +37,7 @@ __all__ = [
     "command_text",
     "conversation",
     "heard",
+    "link_to",
     "strip_mentions",
 ]
 
@@ -72,6 +73,13 @@ class Click:
     action_id: str
     trigger_id: str
     message_ts: str
+
+
+def link_to(conversation: ConversationRef) -> str:
+    """The address of a thread (its first message's ts without the dot) or a channel, which
+    Slack opens in the person's workspace (``chat.getPermalink`` would cost a call)."""
+    base = f"https://slack.com/archives/{conversation.channel}"
+    return f"{base}/p{conversation.thread.replace('.', '')}" if conversation.thread else base
 
 
 def conversation(team: str, channel: str, thread: str | None = None) -> ConversationRef:

@@ -50,7 +50,7 @@ from platforms.outbox import Pacing
 from platforms.slack.config import SlackConfig
 from platforms.slack.connection import SDK_LOGGERS, Receiver, check_token, quiet_sdk_loggers
 from platforms.slack.events import SlackEvents
-from platforms.slack.inbound import PLATFORM, conversation
+from platforms.slack.inbound import PLATFORM, conversation, link_to
 from platforms.slack.outbox import SlackOutbox, classify
 from platforms.slack.posting import QUEUED_REACTION, SlackPosting
 from platforms.slack.receive import Lanes
@@ -245,6 +245,9 @@ class SlackPlatform:
 
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return None
+
+    def conversation_link(self, conversation: ConversationRef) -> str | None:
+        return link_to(conversation)
 
     async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
         """The DM with the person (``conversations.open``: a DM's id is not the user id)."""

@@ -26,6 +26,7 @@ __all__ = [
     "chat_id_of",
     "conversation_of",
     "is_private",
+    "link_to",
     "replied_id",
     "topic_of",
 ]
@@ -47,6 +48,16 @@ def conversation_of(chat: Chat, topic: int | None) -> ConversationRef:
         channel=str(chat.id),
         thread=str(topic) if topic is not None else None,
     )
+
+
+def link_to(conversation: ConversationRef) -> str | None:
+    """The address of a forum topic (or a supergroup) for its members: ``t.me/c/<id>/<topic>``,
+    the chat id without its ``-100``; None for another chat (a private chat or a basic group
+    has no such address)."""
+    if not conversation.channel.startswith("-100"):
+        return None
+    chat = conversation.channel.removeprefix("-100")
+    return f"https://t.me/c/{chat}/{conversation.thread}" if conversation.thread else None
 
 
 def chat_id_of(conversation: ConversationRef) -> int:

@@ -71,7 +71,7 @@ from platforms.form_drafts import Form, MemoryForms, PendingForms, forms_for
 from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
 from platforms.telegram.forms import SECRET_MARK, MessageKey, Prompts, request_note
-from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private
+from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private, link_to
 from platforms.telegram.outbox import CHAT_ACTION, Pace, TelegramOutbox, translate
 from platforms.telegram.receive import Health, Poller
 from platforms.telegram.render import Button, RenderedCard, render_card
@@ -92,6 +92,9 @@ MENU = (
     CommandName.PENDING,
     CommandName.COMPACT,
     CommandName.HELP,
+    CommandName.SESSIONS,  # issue 31: find, continue and name a session
+    CommandName.SWITCH,
+    CommandName.NAME,
 )
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 _SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits
@@ -240,6 +243,9 @@ class TelegramPlatform:
 
     def mirror_conversation(self, session: SessionRecord) -> ConversationRef | None:
         return None  # a session is shown in the chats it is bound to
+
+    def conversation_link(self, conversation: ConversationRef) -> str | None:
+        return link_to(conversation)
 
     async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
         # a private chat's id is the person's user id (Bot API: Chat.id of a private chat)

@@ -138,6 +138,8 @@ class DemoAgent:
             self._start_turn(request_id, params)
         elif method == "turn/interrupt":
             self._interrupt(request_id, params)
+        elif method == "thread/name/set":  # /name: ThreadSetNameResponse is {}
+            self._wire.result(request_id, {})
         else:
             self._wire.error(request_id, _METHOD_NOT_FOUND, f"method not found: {method}")
 
