@@ -31,7 +31,8 @@ async def answer_to(
     """The bot's message in ``thread`` that answers the application command ``command``
     (it starts with ``starts``; a turn's end line may come in between)."""
     before = len(fake.bot_messages(thread))
-    await fake.slash(ALICE, thread, command, {"text": text} if text else None)
+    option = {"sessions": "page", "switch": "session", "name": "name"}.get(command, "text")
+    await fake.slash(ALICE, thread, command, {option: text} if text else None)
     return await fake.wait_for(
         lambda: next(
             (m for m in fake.bot_messages(thread)[before:] if m.content.startswith(starts)), None

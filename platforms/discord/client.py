@@ -194,6 +194,25 @@ def _callback(messages: Messages, name: str) -> Callback:
 
         return revoke
 
+    if name == "sessions":
+
+        async def sessions(interaction: discord.Interaction[Any], page: str = "") -> None:
+            await messages.on_slash(interaction, name, page)
+
+        return sessions
+    if name == "switch":
+
+        async def switch(interaction: discord.Interaction[Any], session: str) -> None:
+            await messages.on_slash(interaction, name, session)
+
+        return switch
+    if name == "name":
+
+        async def name_it(interaction: discord.Interaction[Any], name: str) -> None:
+            await messages.on_slash(interaction, "name", name)
+
+        return name_it
+
     async def plain(interaction: discord.Interaction[Any]) -> None:
         await messages.on_slash(interaction, name)
 
