@@ -181,6 +181,7 @@ class ClaudeCodeCodec:
         self._outbox: list[bytes] = []
         self._ids = itertools.count(1)
         self._our_requests: dict[str, str] = {}  # request id -> subtype, until answered
+        self._model_asked: str | None = None  # the last model set_model asked for
         self._mapper = MessageMapper(cwd=cwd)
         self._turn = _Turn.IDLE
         self._stop_asked = False  # an interrupt or a "deny and stop" was sent this turn
@@ -277,6 +278,11 @@ class ClaudeCodeCodec:
     def _prompt(self, prompt: Prompt) -> None:
         if self._turn is not _Turn.IDLE:
             raise CodecUsageError("a turn is running: wait for TurnCompleted before prompting")
+        if prompt.model is not None and prompt.model != self._model_asked:
+            # the CLI reads its stdin in order: the model is set before the message is read
+            # (set_model changes the model of the next request, FACTS-session-features.md)
+            self._control_request({"subtype": "set_model", "model": prompt.model})
+            self._model_asked = prompt.model
         self._write(
             {
                 "type": "user",
@@ -349,6 +355,10 @@ class ClaudeCodeCodec:
                 )
             case "set_permission_mode":
                 return self._on_mode_confirmed(get_object(body, "response") or {})
+            case "set_model" if refused:
+                self._model_asked = None  # asked again with the next prompt
+                text = f"claude refused the model: {error}"
+                return [Warning(message=text, code="model_refused")]
             case "interrupt":
                 self._interrupting = False
                 if refused:

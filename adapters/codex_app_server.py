@@ -275,6 +275,10 @@ class CodexAppServerCodec:
         # Schema: TurnStartParams, UserInput {"type": "text", text, text_elements}.
         text_input: JsonObject = {"type": "text", "text": prompt.text, "text_elements": []}
         params: JsonObject = {"threadId": self.thread_id, "input": [text_input]}
+        if prompt.model is not None:
+            # TurnStartParams.model: "override the model for this turn and subsequent turns"
+            params["model"] = prompt.model
+            self.model = prompt.model
         mode = prompt.mode or self._default_mode
         if mode is not None:
             # Schema: CollaborationMode {mode: ModeKind, settings: Settings {model (required),

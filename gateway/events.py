@@ -182,6 +182,10 @@ class Prompt:
     # (the project's setting). Only Codex app-server has modes: the gateway asks a mode of
     # no other agent (/plan is refused there), and their codecs ignore it.
     mode: str | None = None
+    # issue 31: the model a person chose with /model, for this turn and the next (Codex's
+    # turn/start ``model``, Claude Code's ``set_model``); None: the agent's own. Only agents
+    # whose project may list ``models`` are asked one; the others' codecs ignore it.
+    model: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

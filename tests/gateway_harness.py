@@ -39,6 +39,7 @@ def gateway_config(
     features: tuple[str, ...] = (),
     extra: str = "",
     agent: str = "codex-app-server",
+    project_extra: str = "",  # more keys of [projects.demo]
 ) -> Config:
     env = "\n".join(f"{name} = {json.dumps(value)}" for name, value in home.env.items())
     text = f"""
@@ -53,6 +54,7 @@ argv = [{json.dumps(codex_bin)}]
 approval_policy = "{approval_policy}"
 sandbox = "{sandbox}"
 features = {json.dumps(list(features))}
+{project_extra}
 
 [projects.demo.agent_options.env]
 {env}

@@ -462,3 +462,20 @@ def test_lines_written_never_contain_a_newline() -> None:
     codec.send(Prompt(text="a\nb\r\nc\u2028d"))
     [data] = codec.data_to_send()
     assert b"\n" not in data and b"\r" not in data
+
+
+def test_a_chosen_model_is_set_before_the_message_once_and_a_refusal_is_said() -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="one", model="claude-haiku"))
+    set_model, user = sent(codec)
+    assert set_model["request"] == {"subtype": "set_model", "model": "claude-haiku"}
+    assert user["message"]["content"] == "one"
+    codec.feed(result())
+    codec.send(Prompt(text="two", model="claude-haiku"))  # already set: only the message
+    assert [m["type"] for m in sent(codec)] == ["user"]
+    codec.feed(result())
+    codec.send(Prompt(text="three", model="claude-opus"))
+    set_model, _ = sent(codec)
+    [warning] = codec.feed(answer(set_model["request_id"], error="no such model"))
+    assert isinstance(warning, Warning) and warning.code == "model_refused"
+    assert "no such model" in warning.message

@@ -169,15 +169,18 @@ _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features", "collaboratio
 _APP_SERVER_ONLY = frozenset({"collaboration_mode"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
 _OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the gateway attaches to
+# issue 31: the models /model offers; only where the gateway can set a turn's model (Codex
+# app-server's turn/start, Claude Code's set_model), see docs/decisions.md
+_NO_MODEL_CHOICE = frozenset({"models"})
 # the agent options each kind does not take (ACP's session/new has no policy or model)
 _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
     AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY | _OPENCODE_ONLY,
-    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY | _OPENCODE_ONLY,  # exec has no modes
+    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY | _OPENCODE_ONLY | _NO_MODEL_CHOICE,
     AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY,
-    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"},
+    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"} | _NO_MODEL_CHOICE,
     # OpenCode: its model and provider are its own config; the session's rules ask for every
     # tool, so no Codex or Claude option means anything to it
-    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
+    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"} | _NO_MODEL_CHOICE,
 }
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -292,6 +295,8 @@ class AgentOptions(_Model):
     env: dict[EnvName, SecretStr] = Field(default_factory=dict)
     env_allowlist: tuple[EnvName, ...] = ()
     model: NonEmpty | None = None
+    # issue 31: the models a person may pick with /model (empty: /model changes nothing)
+    models: tuple[NonEmpty, ...] = ()
     approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
     sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE
     permission_mode: PermissionMode = PermissionMode.DEFAULT

@@ -57,6 +57,7 @@ class CommandName(StrEnum):
     PLAN = "plan"
     GRANTS = "grants"
     REVOKE = "revoke"
+    MODEL = "model"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -98,6 +99,7 @@ COMMANDS: tuple[CommandInfo, ...] = (
         name=CommandName.GRANTS, args="", description="what was granted beyond one request"
     ),
     CommandInfo(name=CommandName.REVOKE, args="ID", description="take a grant back"),
+    CommandInfo(name=CommandName.MODEL, args="[name]", description="the model, or pick one"),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}

@@ -62,6 +62,7 @@ from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.outbound import Notifier
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.session_settings import SettingsDesk
 from gateway.sessions.turn_close import close_shown_turn
 from gateway.store.records import EnqueueOutcome, EpochRecord
 from gateway.store.requests import RequestKind, SessionRequest
@@ -127,6 +128,7 @@ class Control:
         self._told: OrderedDict[tuple[ConversationRef, str], None] = OrderedDict()
         self._held_told: dict[str, tuple[int, ...]] = {}  # session: the held prompts last told
         self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
+        self._settings = SettingsDesk(gateway.config.projects, gateway.store)
 
     # --- recovery -------------------------------------------------------------------------
 
@@ -613,6 +615,8 @@ class Control:
             await self._reply(conversation, await self._grants.list_text(session))
         elif name is CommandName.REVOKE:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
+        elif name is CommandName.MODEL:
+            await self._reply(conversation, await self._settings.model(session, args, actor))
 
     @property
     def grants(self) -> GrantDesk:
@@ -661,6 +665,7 @@ class Control:
         head = f"Session {session.id} · project {session.project} · {session.agent_kind}"
         lines = [head if session.host is None else f"{head} · host {session.host}"]
         lines.append(f"State: {run_state_words(state)}")
+        lines.append(await self._settings.describe_model(session))
         epoch = (
             await store.sessions.get_epoch(session.id, session.current_epoch)
             if session.current_epoch

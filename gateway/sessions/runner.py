@@ -532,7 +532,8 @@ class SessionRunner:
                 async with asyncio.TaskGroup() as turn_tasks:
                     saver = turn_tasks.create_task(self._keep_saving(turn, stream))
                     await self._close_gateway_plans(prompt)
-                    await agent.send(Prompt(text=prompt.text, mode=prompt.mode))
+                    model = await self._store.settings.model(self.session_id)
+                    await agent.send(Prompt(text=prompt.text, mode=prompt.mode, model=model))
                     await self._turn_done.wait()
                     saver.cancel()
             except* StoreError:

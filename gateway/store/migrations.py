@@ -564,6 +564,10 @@ _TURN_MESSAGES = (
     """,
 )
 
+# issue 31: the model a person chose with /model (one of the project's ``models``), used from
+# the session's next turn and after a restart; NULL: the project's configured model
+_SESSION_MODEL = ("ALTER TABLE sessions ADD COLUMN model TEXT",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -606,6 +610,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         postgresql=_SESSION_REQUESTS,
     ),
     Migration(version=16, name="the messages that show a turn", statements=_TURN_MESSAGES),
+    Migration(version=17, name="the model a person chose", statements=_SESSION_MODEL),
 )
 
 

@@ -60,6 +60,7 @@ COMMAND_HELP = {
     "status": "What the session is doing",
     "pending": "The requests waiting for a decision",
     "help": "What the gateway understands",
+    "model": "The model, or pick one of the project's",
 }
 
 

@@ -39,7 +39,8 @@ __all__ = [
 ]
 
 PLATFORM = "discord"
-COMMANDS = ("new", "stop", "resume", "clear", "status", "pending", "help")
+COMMANDS: tuple[str, ...] = ("new", "stop", "resume", "clear", "status", "pending", "help")
+COMMANDS += ("model",)  # issue 31
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,0 +1,93 @@
+"""``/model``: the model a person picks for a session (issue 31); decide purely, then act.
+
+The project's ``models = [...]`` is the whole list a person may pick from. Without it,
+``/model`` says which model runs and changes nothing: a person in a chat never names a model
+the operator did not list. The choice is kept in the ledger (``store.settings``), so it
+holds on any host and after a restart; the runner reads it when it starts each turn, so it
+applies from the next turn and never to the one running.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.config.model import ProjectConfig
+from gateway.domain import Actor
+from gateway.session_record import SessionRecord
+from gateway.store.store import Store
+
+__all__ = ["ModelChoice", "SettingsDesk", "choose_model", "model_line"]
+
+# a name is echoed back only this long: what was typed may be anything
+_ECHO_MAX = 64
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelChoice:
+    """What ``/model ARGS`` comes to: the model to record (None: nothing changes) and what
+    the person is told."""
+
+    text: str
+    chosen: str | None = None
+
+
+def model_line(project: ProjectConfig, chosen: str | None) -> str:
+    """The model a session's next turn runs, in a person's words (``/model``, ``/status``)."""
+    if chosen is not None:
+        return f"Model: {chosen} (chosen with /model)"
+    configured = project.agent_options.model
+    if configured is not None:
+        return f"Model: {configured} (the project's)"
+    return "Model: the agent's own default"
+
+
+def choose_model(project: ProjectConfig, chosen: str | None, args: str) -> ModelChoice:
+    """Pure: what ``/model ARGS`` does in a session of ``project`` whose choice so far is
+    ``chosen``. A name outside the project's ``models`` changes nothing and says why."""
+    models = project.agent_options.models
+    now = model_line(project, chosen)
+    wanted = args.strip()
+    if not models:
+        told = "This project lists no models to choose from (models in its config)"
+        return ModelChoice(text=f"{now}\n{told}: nothing changes.")
+    listing = "\n".join(f"  · /model {name}" for name in models)
+    if not wanted:
+        return ModelChoice(text=f"{now}\nChoose one of:\n{listing}")
+    match = next((name for name in models if name.casefold() == wanted.casefold()), None)
+    if match is None:
+        shown = wanted if len(wanted) <= _ECHO_MAX else wanted[:_ECHO_MAX] + "…"
+        shown = "".join(c if c.isprintable() else "?" for c in shown)
+        return ModelChoice(
+            text=f"“{shown}” is not one of this project's models; nothing changed. "
+            f"Choose one of:\n{listing}"
+        )
+    if match == (chosen or project.agent_options.model):
+        return ModelChoice(text=f"{now}: nothing to change.")
+    return ModelChoice(text=f"Model: {match}, from the next turn.", chosen=match)
+
+
+class SettingsDesk:
+    """Carries out ``/model`` for a session: the ledger's record, then the answer."""
+
+    def __init__(self, projects: dict[str, ProjectConfig], store: Store) -> None:
+        self._projects = projects
+        self._store = store
+
+    async def describe_model(self, session: SessionRecord) -> str:
+        chosen = await self._store.settings.model(session.id)
+        return model_line(self._projects[session.project], chosen)
+
+    async def model(self, session: SessionRecord, args: str, actor: Actor) -> str:
+        """``/model ARGS`` by ``actor``: what they are told (the choice recorded and
+        audited first)."""
+        chosen = await self._store.settings.model(session.id)
+        choice = choose_model(self._projects[session.project], chosen, args)
+        if choice.chosen is not None:
+            await self._store.settings.set_model(session.id, choice.chosen)
+            await self._store.audit.record(
+                "session.model",
+                actor=actor.key(),
+                session_id=session.id,
+                details={"model": choice.chosen, "before": chosen},
+            )
+        return choice.text

@@ -1,0 +1,63 @@
+"""``/model`` end to end (issue 31): the real codex app-server against the fake Responses
+server; the model a person picks from the project's ``models`` is the one the next model
+request names, and it still is after a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.codex_env import CodexHome
+from tests.gateway_harness import ALICE, ROOM, gateway_config, running_gateway
+from tests.servers.fake_responses import FakeResponses, message
+
+pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
+
+MODELS = 'models = ["gpt-5.5", "gpt-5.4-mini"]'
+
+
+async def test_the_model_picked_names_the_next_request_and_survives_a_restart(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((message("One."),), (message("Two."),), (message("Three."),))
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data", project_extra=MODELS)
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        assert fake_model.model_requests()[-1].body["model"] == "gpt-5.5"
+
+        await gw.memory.say(ROOM, ALICE, "/model gpt-9")
+        await gw.text_where(lambda text: "“gpt-9” is not one of this project's models" in text)
+        await gw.memory.say(ROOM, ALICE, "/model gpt-5.4-mini")
+        await gw.text_where(lambda text: text == "Model: gpt-5.4-mini, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "/status")
+        await gw.text_where(lambda text: "Model: gpt-5.4-mini (chosen with /model)" in text)
+
+        asked = len(fake_model.model_requests())
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: "Two." in text)
+        later = fake_model.model_requests()[asked:]
+        assert later[-1].body["model"] == "gpt-5.4-mini"
+
+    async with running_gateway(config) as gw:
+        asked = len(fake_model.model_requests())
+        await gw.memory.say(ROOM, ALICE, "third")
+        await gw.text_where(lambda text: "Three." in text)
+        assert fake_model.model_requests()[-1].body["model"] == "gpt-5.4-mini"
+        assert len(fake_model.model_requests()) > asked
+
+
+async def test_without_models_in_config_model_changes_nothing(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((message("One."),), (message("Two."),))
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data")
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        await gw.memory.say(ROOM, ALICE, "/model gpt-5.4-mini")
+        await gw.text_where(lambda text: "This project lists no models to choose from" in text)
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: "Two." in text)
+        assert {r.body["model"] for r in fake_model.model_requests()} == {"gpt-5.5"}

@@ -1,0 +1,84 @@
+"""``/model`` decided purely (issue 31): the project's ``models`` is the whole list a person
+may pick from; a name outside it, or no list at all, changes nothing and says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gateway.config.model import AgentOptions, ProjectConfig
+from gateway.domain import AgentKind
+from gateway.errors import ConfigError
+from gateway.sessions.session_settings import choose_model
+from platforms.registry import parse_config
+
+
+def project(*, model: str | None = "gpt-5.5", models: tuple[str, ...] = ()) -> ProjectConfig:
+    return ProjectConfig(
+        work_dir=Path("/work"),
+        agent=AgentKind.CODEX_APP_SERVER,
+        agent_options=AgentOptions(model=model, models=models),
+    )
+
+
+LISTED = project(models=("gpt-5.5", "gpt-5.4-mini"))
+
+
+def test_a_listed_model_is_chosen_whatever_its_case() -> None:
+    choice = choose_model(LISTED, None, " GPT-5.4-MINI ")
+    assert choice.chosen == "gpt-5.4-mini"
+    assert choice.text == "Model: gpt-5.4-mini, from the next turn."
+
+
+def test_without_a_name_the_model_and_the_list_are_shown() -> None:
+    choice = choose_model(LISTED, "gpt-5.4-mini", "")
+    assert choice.chosen is None
+    assert choice.text.splitlines() == [
+        "Model: gpt-5.4-mini (chosen with /model)",
+        "Choose one of:",
+        "  · /model gpt-5.5",
+        "  · /model gpt-5.4-mini",
+    ]
+
+
+def test_a_name_not_listed_changes_nothing_and_is_echoed_short_and_printable() -> None:
+    choice = choose_model(LISTED, None, "x\x07" + "y" * 2000)
+    assert choice.chosen is None
+    assert choice.text.startswith("“x?" + "y" * 62 + "…” is not one of this project's models")
+    assert "nothing changed" in choice.text
+
+
+def test_the_model_in_use_is_not_chosen_again() -> None:
+    assert choose_model(LISTED, None, "gpt-5.5").chosen is None
+    assert choose_model(LISTED, "gpt-5.4-mini", "gpt-5.4-mini").chosen is None
+
+
+@pytest.mark.parametrize("args", ["", "gpt-5.4-mini"])
+def test_without_models_in_config_model_only_says_which_runs(args: str) -> None:
+    choice = choose_model(project(), None, args)
+    assert choice.chosen is None
+    assert choice.text == (
+        "Model: gpt-5.5 (the project's)\n"
+        "This project lists no models to choose from (models in its config): nothing changes."
+    )
+    assert choose_model(project(model=None), None, args).text.startswith(
+        "Model: the agent's own default\n"
+    )
+
+
+@pytest.mark.parametrize("agent", ["opencode", "codex-exec"])
+def test_models_is_refused_where_the_gateway_cannot_set_a_turn_s_model(agent: str) -> None:
+    text = f"""
+[projects.p]
+work_dir = "/tmp"
+agent = "{agent}"
+models = ["a", "b"]
+
+[projects.p.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+    with pytest.raises(ConfigError, match="models: does not apply to agent"):
+        parse_config(text, env={})
