@@ -186,6 +186,10 @@ class Prompt:
     # turn/start ``model``, Claude Code's ``set_model``); None: the agent's own. Only agents
     # whose project may list ``models`` are asked one; the others' codecs ignore it.
     model: str | None = None
+    # issue 31: the permission mode a person chose with /mode (Codex's approval policy and
+    # sandbox, on turn/start for this turn and the next); None: the project's, as started
+    approval_policy: str | None = None
+    sandbox: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

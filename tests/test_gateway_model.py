@@ -4,6 +4,7 @@ request names, and it still is after a restart."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,30 @@ async def test_without_models_in_config_model_changes_nothing(
         await gw.memory.say(ROOM, ALICE, "second")
         await gw.text_where(lambda text: "Two." in text)
         assert {r.body["model"] for r in fake_model.model_requests()} == {"gpt-5.5"}
+
+
+MODES = 'allowed_modes = ["untrusted", "on-request", "read-only", "workspace-write"]'
+
+
+async def test_a_tighter_mode_applies_from_the_next_turn_and_a_looser_one_is_not_taken_by_text(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((message("One."),), (message("Two."),))
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data", project_extra=MODES)
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        await gw.memory.say(ROOM, ALICE, "/mode danger-full-access")
+        await gw.text_where(lambda text: "is not one of this project's modes" in text)
+        await gw.memory.say(ROOM, ALICE, "/mode read-only")
+        await gw.text_where(lambda text: text == "Sandbox: read-only, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: "Codex now runs with sandbox read-only" in text)
+        await gw.text_where(lambda text: "Two." in text)
+        # what Codex tells the model of its sandbox: the new one, in the turn it applies to
+        told = json.dumps(fake_model.model_requests()[-1].input)
+        assert "`sandbox_mode` is `read-only`" in told
+        await gw.memory.say(ROOM, ALICE, "/status")
+        status = await gw.text_where(lambda text: text.startswith("Session "))
+        assert "Mode: approval policy on-request, sandbox read-only" in status
+        assert "sandbox = read-only" in status  # the policy Codex took

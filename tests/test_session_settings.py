@@ -1,5 +1,6 @@
-"""``/model`` decided purely (issue 31): the project's ``models`` is the whole list a person
-may pick from; a name outside it, or no list at all, changes nothing and says why."""
+"""``/model`` and ``/mode`` decided purely (issue 31): the project's ``models`` and
+``allowed_modes`` are the whole lists a person may pick from; a name outside them, or no list
+at all, changes nothing and says why; a looser mode is only ever asked for."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config.model import AgentOptions, ProjectConfig
+from gateway.config.model import AgentOptions, ApprovalPolicy, ProjectConfig, SandboxMode
 from gateway.domain import AgentKind
 from gateway.errors import ConfigError
+from gateway.sessions.permission_modes import choose_mode
 from gateway.sessions.session_settings import choose_model
+from gateway.store.session_settings import ChosenSettings
 from platforms.registry import parse_config
 
 
@@ -82,3 +85,68 @@ allow_from = ["*"]
 """
     with pytest.raises(ConfigError, match="models: does not apply to agent"):
         parse_config(text, env={})
+
+
+MODES = project(models=()).model_copy(
+    update={
+        "agent_options": AgentOptions(
+            allowed_modes=(
+                ApprovalPolicy.UNTRUSTED,
+                ApprovalPolicy.ON_REQUEST,
+                SandboxMode.READ_ONLY,
+                SandboxMode.WORKSPACE_WRITE,
+            )
+        )
+    }
+)
+
+
+def test_a_tighter_mode_is_chosen_and_a_looser_one_needs_an_approver() -> None:
+    tighter = choose_mode(MODES, ChosenSettings(), "Read-Only")
+    assert (tighter.setting, tighter.value, tighter.loosens) == ("sandbox", "read-only", False)
+    assert tighter.text == "Sandbox: read-only, from the next turn."
+    looser = choose_mode(MODES, ChosenSettings(sandbox="read-only"), "workspace-write")
+    assert (looser.setting, looser.value, looser.loosens) == ("sandbox", "workspace-write", True)
+    assert looser.text.startswith("Loosening the sandbox from read-only to workspace-write")
+    fewer_questions = choose_mode(MODES, ChosenSettings(approval_policy="untrusted"), "on-request")
+    assert fewer_questions.loosens
+
+
+def test_a_mode_not_listed_or_in_force_changes_nothing() -> None:
+    assert choose_mode(MODES, ChosenSettings(), "never").setting is None
+    assert choose_mode(MODES, ChosenSettings(), "sudo").text.startswith(
+        "“sudo” is not one of this project's modes; nothing changed."
+    )
+    assert choose_mode(MODES, ChosenSettings(), "on-request").text.endswith("nothing to change.")
+    listing = choose_mode(MODES, ChosenSettings(sandbox="read-only"), "").text.splitlines()
+    assert listing == [
+        "Mode: approval policy on-request, sandbox read-only",
+        "Choose one of:",
+        "  · /mode untrusted",
+        "  · /mode on-request (in force)",
+        "  · /mode read-only (in force)",
+        "  · /mode workspace-write (asks an approver)",
+    ]
+    assert choose_mode(project(), ChosenSettings(), "read-only").text.endswith(
+        "This project lists no modes to choose from (allowed_modes in its config): nothing changes."
+    )
+
+
+def test_a_dangerous_mode_needs_allow_dangerous() -> None:
+    text = """
+[projects.p]
+work_dir = "/tmp"
+agent = "codex-app-server"
+allowed_modes = ["read-only", "danger-full-access"]
+
+[projects.p.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+    with pytest.raises(ConfigError, match='"danger-full-access" lets the agent act'):
+        parse_config(text, env={})
+    allowed = parse_config(
+        text.replace('"codex-app-server"', '"codex-app-server"\nallow_dangerous = true'), env={}
+    )
+    assert allowed.projects["p"].agent_options.allowed_modes[-1] == "danger-full-access"

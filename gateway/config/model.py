@@ -172,15 +172,26 @@ _OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the g
 # issue 31: the models /model offers; only where the gateway can set a turn's model (Codex
 # app-server's turn/start, Claude Code's set_model), see docs/decisions.md
 _NO_MODEL_CHOICE = frozenset({"models"})
+# issue 31: the permission modes /mode may set; Codex app-server only (turn/start)
+_NO_MODE_CHOICE = frozenset({"allowed_modes"})
 # the agent options each kind does not take (ACP's session/new has no policy or model)
 _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
     AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY | _OPENCODE_ONLY,
-    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY | _OPENCODE_ONLY | _NO_MODEL_CHOICE,
-    AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY,
-    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"} | _NO_MODEL_CHOICE,
+    AgentKind.CODEX_EXEC: _CLAUDE_ONLY
+    | _APP_SERVER_ONLY
+    | _OPENCODE_ONLY
+    | _NO_MODEL_CHOICE
+    | _NO_MODE_CHOICE,
+    AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY | _NO_MODE_CHOICE,
+    AgentKind.ACP: _CODEX_ONLY
+    | _CLAUDE_ONLY
+    | _OPENCODE_ONLY
+    | {"model"}
+    | _NO_MODEL_CHOICE
+    | _NO_MODE_CHOICE,
     # OpenCode: its model and provider are its own config; the session's rules ask for every
     # tool, so no Codex or Claude option means anything to it
-    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"} | _NO_MODEL_CHOICE,
+    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"} | _NO_MODEL_CHOICE | _NO_MODE_CHOICE,
 }
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -297,6 +308,9 @@ class AgentOptions(_Model):
     model: NonEmpty | None = None
     # issue 31: the models a person may pick with /model (empty: /model changes nothing)
     models: tuple[NonEmpty, ...] = ()
+    # issue 31: the approval policies and sandboxes a person may set with /mode (Codex
+    # app-server); a looser one than in force waits for an approver
+    allowed_modes: tuple[ApprovalPolicy | SandboxMode, ...] = ()
     approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
     sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE
     permission_mode: PermissionMode = PermissionMode.DEFAULT
@@ -589,6 +603,16 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
                     "the project sets allow_dangerous = true",
                 )
             )
+    for value in options.allowed_modes:
+        if any(value in dangerous for dangerous in DANGEROUS.values()):
+            if not options.allow_dangerous:
+                found.append(
+                    (
+                        (*where, "allowed_modes"),
+                        f'"{value}" lets the agent act without asking anyone; refused unless '
+                        "the project sets allow_dangerous = true",
+                    )
+                )
     wrong = _NOT_FOR[project.agent] & options.model_fields_set
     if project.agent not in DEFAULT_ARGV and options.argv is None:
         found.append(((*where, "argv"), f"agent {project.agent} needs an argv: the command to run"))

@@ -58,6 +58,7 @@ class CommandName(StrEnum):
     GRANTS = "grants"
     REVOKE = "revoke"
     MODEL = "model"
+    MODE = "mode"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -100,6 +101,7 @@ COMMANDS: tuple[CommandInfo, ...] = (
     ),
     CommandInfo(name=CommandName.REVOKE, args="ID", description="take a grant back"),
     CommandInfo(name=CommandName.MODEL, args="[name]", description="the model, or pick one"),
+    CommandInfo(name=CommandName.MODE, args="[mode]", description="the agent's permission mode"),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}

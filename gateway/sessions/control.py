@@ -617,6 +617,8 @@ class Control:
             await self._reply(conversation, await self._grants.revoke(session, args, actor))
         elif name is CommandName.MODEL:
             await self._reply(conversation, await self._settings.model(session, args, actor))
+        elif name is CommandName.MODE:
+            await self._reply(conversation, await self._settings.mode(session, args, actor))
 
     @property
     def grants(self) -> GrantDesk:
@@ -666,6 +668,7 @@ class Control:
         lines = [head if session.host is None else f"{head} · host {session.host}"]
         lines.append(f"State: {run_state_words(state)}")
         lines.append(await self._settings.describe_model(session))
+        lines += filter(None, [await self._settings.describe_mode(session)])
         epoch = (
             await store.sessions.get_epoch(session.id, session.current_epoch)
             if session.current_epoch

@@ -532,8 +532,16 @@ class SessionRunner:
                 async with asyncio.TaskGroup() as turn_tasks:
                     saver = turn_tasks.create_task(self._keep_saving(turn, stream))
                     await self._close_gateway_plans(prompt)
-                    model = await self._store.settings.model(self.session_id)
-                    await agent.send(Prompt(text=prompt.text, mode=prompt.mode, model=model))
+                    chosen = await self._store.settings.of(self.session_id)
+                    await agent.send(
+                        Prompt(
+                            text=prompt.text,
+                            mode=prompt.mode,
+                            model=chosen.model,
+                            approval_policy=chosen.approval_policy,
+                            sandbox=chosen.sandbox,
+                        )
+                    )
                     await self._turn_done.wait()
                     saver.cancel()
             except* StoreError:

@@ -1,4 +1,5 @@
-"""``/model``: the model a person picks for a session (issue 31); decide purely, then act.
+"""``/model`` and ``/mode``: what a person sets for a session (issue 31); the decisions are
+pure functions (here and in :mod:`gateway.sessions.permission_modes`), the desk acts.
 
 The project's ``models = [...]`` is the whole list a person may pick from. Without it,
 ``/model`` says which model runs and changes nothing: a person in a chat never names a model
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from gateway.config.model import ProjectConfig
 from gateway.domain import Actor
 from gateway.session_record import SessionRecord
+from gateway.sessions.permission_modes import choose_mode, mode_line
 from gateway.store.store import Store
 
 __all__ = ["ModelChoice", "SettingsDesk", "choose_model", "model_line"]
@@ -76,6 +78,32 @@ class SettingsDesk:
     async def describe_model(self, session: SessionRecord) -> str:
         chosen = await self._store.settings.model(session.id)
         return model_line(self._projects[session.project], chosen)
+
+    async def describe_mode(self, session: SessionRecord) -> str | None:
+        """The mode line of ``/status`` where the project offers modes."""
+        project = self._projects[session.project]
+        if not project.agent_options.allowed_modes:
+            return None
+        return mode_line(project, await self._store.settings.of(session.id))
+
+    async def mode(self, session: SessionRecord, args: str, actor: Actor) -> str:
+        """``/mode ARGS`` by ``actor``: a tightening is recorded (and audited) and applies
+        from the next turn; a loosening is never done by text."""
+        chosen = await self._store.settings.of(session.id)
+        choice = choose_mode(self._projects[session.project], chosen, args)
+        if choice.setting is None or choice.value is None:
+            return choice.text
+        if choice.loosens:
+            return f"{choice.text} Asking one is not built yet: nothing changed."
+        before = getattr(chosen, choice.setting)
+        await self._store.settings.choose(session.id, choice.setting, choice.value)
+        await self._store.audit.record(
+            "session.mode",
+            actor=actor.key(),
+            session_id=session.id,
+            details={"setting": choice.setting, "value": choice.value, "before": before},
+        )
+        return choice.text
 
     async def model(self, session: SessionRecord, args: str, actor: Actor) -> str:
         """``/model ARGS`` by ``actor``: what they are told (the choice recorded and

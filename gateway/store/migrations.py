@@ -564,9 +564,14 @@ _TURN_MESSAGES = (
     """,
 )
 
-# issue 31: the model a person chose with /model (one of the project's ``models``), used from
-# the session's next turn and after a restart; NULL: the project's configured model
-_SESSION_MODEL = ("ALTER TABLE sessions ADD COLUMN model TEXT",)
+# issue 31: what a person chose for a session, used from its next turn and after a restart:
+# the model (/model, one of the project's ``models``) and the approval policy and sandbox
+# (/mode, one of its ``modes``); NULL: the project's own
+_SESSION_SETTINGS = (
+    "ALTER TABLE sessions ADD COLUMN model TEXT",
+    "ALTER TABLE sessions ADD COLUMN approval_policy TEXT",
+    "ALTER TABLE sessions ADD COLUMN sandbox TEXT",
+)
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
@@ -610,7 +615,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         postgresql=_SESSION_REQUESTS,
     ),
     Migration(version=16, name="the messages that show a turn", statements=_TURN_MESSAGES),
-    Migration(version=17, name="the model a person chose", statements=_SESSION_MODEL),
+    Migration(version=17, name="the settings a person chose", statements=_SESSION_SETTINGS),
 )
 
 

@@ -61,6 +61,7 @@ COMMAND_HELP = {
     "pending": "The requests waiting for a decision",
     "help": "What the gateway understands",
     "model": "The model, or pick one of the project's",
+    "mode": "The agent's permission mode, or set one of the project's",
 }
 
 

@@ -41,6 +41,7 @@ __all__ = [
 PLATFORM = "discord"
 COMMANDS: tuple[str, ...] = ("new", "stop", "resume", "clear", "status", "pending", "help")
 COMMANDS += ("model",)  # issue 31
+COMMANDS += ("mode",)  # issue 31
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
