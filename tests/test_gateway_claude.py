@@ -144,3 +144,25 @@ async def test_conversation_resumes_after_a_gateway_restart(
     assert again.current_epoch == 2
     history = " ".join(fake_anthropic.model_requests()[-1].prompts())
     assert "the sky is green" in history  # the resumed process carried the conversation
+
+
+async def test_a_model_picked_with_model_names_the_next_request(
+    claude_bin: str, claude_home: ClaudeHome, fake_anthropic: fm.FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_anthropic.enqueue([fm.text("One.")], [fm.text("Two.")])
+    config = claude_config(claude_bin, claude_home, tmp_path / "d")
+    notes = config.projects["notes"]
+    options = notes.agent_options.model_copy(update={"models": ("claude-haiku-4-5",)})
+    config = config.model_copy(
+        update={"projects": {"notes": notes.model_copy(update={"agent_options": options})}}
+    )
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        first = fake_anthropic.model_requests()[-1].body["model"]
+        assert first != "claude-haiku-4-5"
+        await gw.memory.say(ROOM, ALICE, "/model claude-haiku-4-5")
+        await gw.text_where(lambda text: text == "Model: claude-haiku-4-5, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: "Two." in text)
+        assert fake_anthropic.model_requests()[-1].body["model"] == "claude-haiku-4-5"
