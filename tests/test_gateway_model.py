@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.codex_env import CodexHome
-from tests.gateway_harness import ALICE, ROOM, gateway_config, running_gateway
+from tests.gateway_harness import ALICE, BOB, ROOM, gateway_config, running_gateway
 from tests.servers.fake_responses import FakeResponses, message
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
@@ -89,3 +89,68 @@ async def test_a_tighter_mode_applies_from_the_next_turn_and_a_looser_one_is_not
         status = await gw.text_where(lambda text: text.startswith("Session "))
         assert "Mode: approval policy on-request, sandbox read-only" in status
         assert "sandbox = read-only" in status  # the policy Codex took
+
+
+async def test_a_looser_mode_waits_for_an_approver_then_the_next_turn_runs_in_it(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue(
+        (message("One."),),
+        (message("Not a decision."),),
+        (message("Two."),),
+        (message("Three."),),
+    )
+    config = gateway_config(
+        codex_bin,
+        codex_home,
+        tmp_path / "data",
+        approvers=("alice",),
+        sandbox="read-only",
+        project_extra=MODES,
+    )
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, BOB, "first")
+        await gw.text_where(lambda text: "One." in text)
+        await gw.memory.say(ROOM, BOB, "/mode workspace-write")
+        await gw.text_where(lambda text: "needs an approver of this project: request" in text)
+        shown = await gw.card_where(lambda card: "Loosen the sandbox" in card.title)
+        assert shown.card is not None
+        assert [a.label for a in shown.card.actions] == ["Allow for this session", "Deny"]
+        # asked twice: one request
+        await gw.memory.say(ROOM, BOB, "/mode workspace-write")
+        await gw.text_where(lambda text: text.startswith("Already asked: request"))
+
+        # typed, it is a message for the agent, never a decision on the card
+        await gw.memory.say(ROOM, BOB, "yes, approve it")
+        await gw.text_where(lambda text: "Not a decision." in text)
+        told = json.dumps(fake_model.model_requests()[-1].input)
+        assert "`sandbox_mode` is `read-only`" in told
+
+        refused = await gw.memory.click(ROOM, BOB, shown.card.actions[0].token)
+        assert not refused.accepted and refused.text == "You may not decide this request."
+        ack = await gw.memory.click(ROOM, ALICE, shown.card.actions[0].token)
+        assert ack.accepted, ack.text
+
+        await gw.memory.say(ROOM, ALICE, "/grants")
+        grants = await gw.text_where(lambda text: text.startswith("Grants in force"))
+        assert "Loosen the sandbox: read-only → workspace-write" in grants
+
+        await gw.memory.say(ROOM, BOB, "second")
+        await gw.text_where(lambda text: "Codex now runs with sandbox workspace-write" in text)
+        await gw.text_where(lambda text: "Two." in text)
+        told = json.dumps(fake_model.model_requests()[-1].input)
+        assert "`sandbox_mode` is `workspace-write`" in told
+        decided = await gw.card_where(lambda card: "Loosen the sandbox" in card.title)
+        assert decided.card is not None
+        assert "applied from the agent's next turn" in decided.card.status_line
+
+    async with running_gateway(config) as gw:  # a setting, not the process's: it stays
+        await gw.memory.say(ROOM, ALICE, "/grants")
+        grants = await gw.text_where(lambda text: text.startswith("Grants in force"))
+        assert "a setting of this session, kept by the gateway across restarts" in grants
+        await gw.memory.say(ROOM, ALICE, "/revoke 1")
+        await gw.text_where(lambda text: "the sandbox is read-only again" in text)
+        await gw.memory.say(ROOM, BOB, "third")
+        await gw.text_where(lambda text: "Three." in text)
+        told = json.dumps(fake_model.model_requests()[-1].input)
+        assert "`sandbox_mode` is `read-only`" in told

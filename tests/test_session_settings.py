@@ -4,13 +4,30 @@ at all, changes nothing and says why; a looser mode is only ever asked for."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from gateway.config.model import AgentOptions, ApprovalPolicy, ProjectConfig, SandboxMode
-from gateway.domain import AgentKind
+from gateway.domain import (
+    Actor,
+    AgentKind,
+    Decision,
+    Effect,
+    InteractionOrigin,
+    InteractionState,
+    Scope,
+)
 from gateway.errors import ConfigError
+from gateway.interactions.machine import DecisionFact, Interaction
+from gateway.interactions.setting_change import (
+    SettingChange,
+    accepted,
+    change_of,
+    setting_request,
+)
 from gateway.sessions.permission_modes import choose_mode
 from gateway.sessions.session_settings import choose_model
 from gateway.store.session_settings import ChosenSettings
@@ -25,6 +42,8 @@ def project(*, model: str | None = "gpt-5.5", models: tuple[str, ...] = ()) -> P
     )
 
 
+WHEN = datetime(2026, 1, 1, tzinfo=UTC)
+BOB = Actor(platform="memory", user_id="bob", display="Bob")
 LISTED = project(models=("gpt-5.5", "gpt-5.4-mini"))
 
 
@@ -150,3 +169,41 @@ allow_from = ["*"]
         text.replace('"codex-app-server"', '"codex-app-server"\nallow_dangerous = true'), env={}
     )
     assert allowed.projects["p"].agent_options.allowed_modes[-1] == "danger-full-access"
+
+
+def test_a_setting_change_card_names_what_it_applies_and_what_it_keeps() -> None:
+    request = setting_request("sandbox", "workspace-write", now="read-only", asker="Bob")
+    assert request.origin is InteractionOrigin.SETTING
+    assert request.title == "Loosen the sandbox: read-only → workspace-write?"
+    assert [(a.label, a.effect, a.scope) for a in request.actions] == [
+        ("Allow for this session", Effect.ALLOW, Scope.SESSION),
+        ("Deny", Effect.DENY, Scope.ONCE),
+    ]
+    again = setting_request("sandbox", "workspace-write", now="read-only", asker="Bob")
+    assert again.native_key != request.native_key  # asked again after a refusal: a new one
+    asked = Interaction(
+        id="i1",
+        session_id="s1",
+        runtime_epoch=1,
+        turn_id=None,
+        native_key=request.native_key,
+        origin=request.origin,
+        kind=request.kind,
+        title=request.title,
+        summary=request.summary,
+        detail=request.detail,
+        actions=request.actions,
+        questions=(),
+        state=InteractionState.PENDING,
+        version=1,
+        created_at=WHEN,
+        updated_at=WHEN,
+    )
+    assert change_of(asked) == SettingChange(
+        setting="sandbox", value="workspace-write", before="read-only"
+    )
+    assert not accepted(asked)
+    for action, applies in zip(request.actions, (True, False), strict=True):
+        fact = DecisionFact(actor=BOB, decision=Decision(action_id=action.id), at=WHEN)
+        assert accepted(replace(asked, decision=fact)) is applies
+    assert change_of(replace(asked, origin=InteractionOrigin.AGENT)) is None

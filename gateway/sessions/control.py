@@ -31,6 +31,7 @@ from gateway.domain import (
     AgentKind,
     ConversationRef,
     InteractionKind,
+    InteractionOrigin,
     InteractionState,
     TurnStatus,
 )
@@ -128,7 +129,7 @@ class Control:
         self._told: OrderedDict[tuple[ConversationRef, str], None] = OrderedDict()
         self._held_told: dict[str, tuple[int, ...]] = {}  # session: the held prompts last told
         self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
-        self._settings = SettingsDesk(gateway.config.projects, gateway.store)
+        self._settings = SettingsDesk(gateway.config.projects, gateway.store, gateway.broker)
 
     # --- recovery -------------------------------------------------------------------------
 
@@ -463,13 +464,14 @@ class Control:
             )
             return
         open_ = await self._store.interactions.list_open(session.id)
-        if any(i.native_key is None and i.state is InteractionState.PENDING for i in open_):
+        plan = InteractionOrigin.PLAN
+        if any(i.origin is plan and i.state is InteractionState.PENDING for i in open_):
             await self._reply(conversation, _PLAN_SET_ASIDE)
         waiting = [
             i
             for i in open_
             if i.kind in (InteractionKind.APPROVAL, InteractionKind.QUESTION, InteractionKind.PLAN)
-            and i.native_key is not None  # the gateway's own plan: set aside, said above
+            and i.origin is not InteractionOrigin.PLAN  # the gateway's own plan: said above
         ]
         replied = await self._replied_card(message, waiting)
         if replied is not None:  # the full notice, and the card again under it

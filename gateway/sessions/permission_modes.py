@@ -9,7 +9,7 @@ turn is the policy in force (``PolicyChanged``, shown by ``/status``).
 
 Tightening (more questions, a narrower sandbox) is done at once by whoever may talk to the
 project. Loosening is never done by text: it is a request an approver of the project accepts
-or refuses (:mod:`gateway.sessions.mode_requests`).
+or refuses (:mod:`gateway.interactions.setting_change`).
 """
 
 from __future__ import annotations

@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gateway.config.model import ProjectConfig
-from gateway.domain import Actor
+from gateway.domain import Actor, InteractionOrigin, InteractionState
+from gateway.interactions.setting_change import change_of, setting_request
 from gateway.session_record import SessionRecord
-from gateway.sessions.permission_modes import choose_mode, mode_line
+from gateway.sessions.broker import Broker
+from gateway.sessions.permission_modes import choose_mode, mode_in_force, mode_line
 from gateway.store.store import Store
 
 __all__ = ["ModelChoice", "SettingsDesk", "choose_model", "model_line"]
@@ -71,9 +73,10 @@ def choose_model(project: ProjectConfig, chosen: str | None, args: str) -> Model
 class SettingsDesk:
     """Carries out ``/model`` for a session: the ledger's record, then the answer."""
 
-    def __init__(self, projects: dict[str, ProjectConfig], store: Store) -> None:
+    def __init__(self, projects: dict[str, ProjectConfig], store: Store, broker: Broker) -> None:
         self._projects = projects
         self._store = store
+        self._broker = broker
 
     async def describe_model(self, session: SessionRecord) -> str:
         chosen = await self._store.settings.model(session.id)
@@ -94,7 +97,7 @@ class SettingsDesk:
         if choice.setting is None or choice.value is None:
             return choice.text
         if choice.loosens:
-            return f"{choice.text} Asking one is not built yet: nothing changed."
+            return await self._ask_to_loosen(session, choice.setting, choice.value, actor)
         before = getattr(chosen, choice.setting)
         await self._store.settings.choose(session.id, choice.setting, choice.value)
         await self._store.audit.record(
@@ -119,3 +122,35 @@ class SettingsDesk:
                 details={"model": choice.chosen, "before": chosen},
             )
         return choice.text
+
+    async def _ask_to_loosen(
+        self, session: SessionRecord, setting: str, value: str, actor: Actor
+    ) -> str:
+        """A looser mode is a card an approver of the project accepts or refuses (its
+        origin: a setting change); nothing changes until then."""
+        project = self._projects[session.project]
+        now = mode_in_force(project, await self._store.settings.of(session.id))[setting]
+        for waiting in await self._store.interactions.list_open(session.id):
+            change = change_of(waiting)
+            if (
+                change is not None
+                and waiting.state is InteractionState.PENDING
+                and (change.setting, change.value) == (setting, value)
+            ):
+                return f"Already asked: request {waiting.id} waits for an approver."
+        if session.current_epoch == 0:
+            return "The agent has not started in this session yet: send it a message first."
+        request = setting_request(setting, value, now=now, asker=str(actor))
+        asked = await self._broker.open(session.id, session.current_epoch, request, turn_id=None)
+        assert asked.origin is InteractionOrigin.SETTING
+        await self._store.audit.record(
+            "session.mode_asked",
+            actor=actor.key(),
+            session_id=session.id,
+            interaction_id=asked.id,
+            details={"setting": setting, "value": value, "before": now},
+        )
+        return (
+            f"Loosening the {setting.replace('_', ' ')} from {now} to {value} needs an approver "
+            f"of this project: request {asked.id} waits for one. Nothing changes until then."
+        )
