@@ -89,7 +89,7 @@ def test_without_models_in_config_model_only_says_which_runs(args: str) -> None:
     )
 
 
-@pytest.mark.parametrize("agent", ["opencode", "codex-exec"])
+@pytest.mark.parametrize("agent", ["acp", "codex-exec"])
 def test_models_is_refused_where_the_gateway_cannot_set_a_turn_s_model(agent: str) -> None:
     text = f"""
 [projects.p]
@@ -104,6 +104,24 @@ allow_from = ["*"]
 """
     with pytest.raises(ConfigError, match="models: does not apply to agent"):
         parse_config(text, env={})
+
+
+def test_an_opencode_model_is_named_provider_slash_model() -> None:
+    text = """
+[projects.p]
+work_dir = "/tmp"
+agent = "opencode"
+models = ["fake/fake-mini", "gpt-5"]
+
+[projects.p.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+    with pytest.raises(ConfigError, match='"gpt-5": OpenCode names a model "provider/model"'):
+        parse_config(text, env={})
+    fixed = parse_config(text.replace('"gpt-5"', '"fake/gpt-5"'), env={})
+    assert fixed.projects["p"].agent_options.models == ("fake/fake-mini", "fake/gpt-5")
 
 
 MODES = project(models=()).model_copy(

@@ -170,7 +170,7 @@ _APP_SERVER_ONLY = frozenset({"collaboration_mode"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
 _OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the gateway attaches to
 # issue 31: the models /model offers; only where the gateway can set a turn's model (Codex
-# app-server's turn/start, Claude Code's set_model), see docs/decisions.md
+# app-server's turn/start, Claude Code's set_model, OpenCode's prompt), see docs/decisions.md
 _NO_MODEL_CHOICE = frozenset({"models"})
 # issue 31: the permission modes /mode may set; Codex app-server only (turn/start)
 _NO_MODE_CHOICE = frozenset({"allowed_modes"})
@@ -191,7 +191,7 @@ _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
     | _NO_MODE_CHOICE,
     # OpenCode: its model and provider are its own config; the session's rules ask for every
     # tool, so no Codex or Claude option means anything to it
-    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"} | _NO_MODEL_CHOICE | _NO_MODE_CHOICE,
+    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"} | _NO_MODE_CHOICE,
 }
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -613,6 +613,12 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
                         "the project sets allow_dangerous = true",
                     )
                 )
+    if project.agent is AgentKind.OPENCODE:
+        found += [
+            ((*where, "models"), f'"{name}": OpenCode names a model "provider/model"')
+            for name in options.models
+            if not all(name.partition("/")[::2])
+        ]
     wrong = _NOT_FOR[project.agent] & options.model_fields_set
     if project.agent not in DEFAULT_ARGV and options.argv is None:
         found.append(((*where, "argv"), f"agent {project.agent} needs an argv: the command to run"))
