@@ -190,6 +190,7 @@ class Prompt:
     # sandbox, on turn/start for this turn and the next); None: the project's, as started
     approval_policy: str | None = None
     sandbox: str | None = None
+    permission_mode: str | None = None  # Claude Code's, by set_permission_mode
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -225,3 +225,28 @@ def test_a_setting_change_card_names_what_it_applies_and_what_it_keeps() -> None
         fact = DecisionFact(actor=BOB, decision=Decision(action_id=action.id), at=WHEN)
         assert accepted(replace(asked, decision=fact)) is applies
     assert change_of(replace(asked, origin=InteractionOrigin.AGENT)) is None
+
+
+@pytest.mark.parametrize(
+    ("agent", "modes", "refusal"),
+    [
+        ("claude-code", '["plan", "read-only"]', '"read-only" is no mode of claude-code'),
+        ("codex-app-server", '["read-only", "plan"]', '"plan" is no mode of codex-app-server'),
+        ("claude-code", '["plan", "dontAsk"]', '"dontAsk" is neither tighter nor looser'),
+        ("opencode", '["plan"]', "allowed_modes: does not apply to agent opencode"),
+    ],
+)
+def test_allowed_modes_are_the_agent_s_own(agent: str, modes: str, refusal: str) -> None:
+    text = f"""
+[projects.p]
+work_dir = "/tmp"
+agent = "{agent}"
+allowed_modes = {modes}
+
+[projects.p.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+    with pytest.raises(ConfigError, match=refusal):
+        parse_config(text, env={})

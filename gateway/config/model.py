@@ -172,7 +172,8 @@ _OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the g
 # issue 31: the models /model offers; only where the gateway can set a turn's model (Codex
 # app-server's turn/start, Claude Code's set_model, OpenCode's prompt), see docs/decisions.md
 _NO_MODEL_CHOICE = frozenset({"models"})
-# issue 31: the permission modes /mode may set; Codex app-server only (turn/start)
+# issue 31: the permission modes /mode may set: Codex app-server (turn/start) and Claude
+# Code (set_permission_mode)
 _NO_MODE_CHOICE = frozenset({"allowed_modes"})
 # the agent options each kind does not take (ACP's session/new has no policy or model)
 _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
@@ -182,7 +183,7 @@ _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
     | _OPENCODE_ONLY
     | _NO_MODEL_CHOICE
     | _NO_MODE_CHOICE,
-    AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY | _NO_MODE_CHOICE,
+    AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY,
     AgentKind.ACP: _CODEX_ONLY
     | _CLAUDE_ONLY
     | _OPENCODE_ONLY
@@ -308,9 +309,9 @@ class AgentOptions(_Model):
     model: NonEmpty | None = None
     # issue 31: the models a person may pick with /model (empty: /model changes nothing)
     models: tuple[NonEmpty, ...] = ()
-    # issue 31: the approval policies and sandboxes a person may set with /mode (Codex
-    # app-server); a looser one than in force waits for an approver
-    allowed_modes: tuple[ApprovalPolicy | SandboxMode, ...] = ()
+    # issue 31: the approval policies and sandboxes (Codex app-server), or the permission
+    # modes (Claude Code), a person may set with /mode; a looser one waits for an approver
+    allowed_modes: tuple[ApprovalPolicy | SandboxMode | PermissionMode, ...] = ()
     approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
     sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE
     permission_mode: PermissionMode = PermissionMode.DEFAULT
@@ -604,6 +605,17 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
                 )
             )
     for value in options.allowed_modes:
+        codex_mode = isinstance(value, ApprovalPolicy | SandboxMode)
+        if codex_mode != (project.agent is AgentKind.CODEX_APP_SERVER):
+            found.append(((*where, "allowed_modes"), f'"{value}" is no mode of {project.agent}'))
+        elif value is PermissionMode.DONT_ASK:
+            found.append(
+                (
+                    (*where, "allowed_modes"),
+                    '"dontAsk" is neither tighter nor looser than the others (it asks nobody '
+                    "and refuses what is not allowed already): set it as permission_mode",
+                )
+            )
         if any(value in dangerous for dangerous in DANGEROUS.values()):
             if not options.allow_dangerous:
                 found.append(

@@ -28,16 +28,21 @@ from gateway.interactions.machine import Interaction, new_short_id
 __all__ = ["SettingChange", "accepted", "change_of", "setting_request"]
 
 _KEEP = "keep="  # the refusing action's id: keep=<the value in force when asked>
-_WORDS = {"approval_policy": "approval policy", "sandbox": "sandbox"}
+_WORDS = {
+    "approval_policy": "approval policy",
+    "sandbox": "sandbox",
+    "permission_mode": "permission mode",
+}
 _WHAT = {
     "approval_policy": "the agent asks before fewer actions",
     "sandbox": "the agent may touch more without asking",
+    "permission_mode": "the agent asks before fewer actions",
 }
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SettingChange:
-    setting: str  # "approval_policy" or "sandbox"
+    setting: str  # "approval_policy", "sandbox" or "permission_mode"
     value: str
     before: str  # the value in force when it was asked
 

@@ -1,5 +1,7 @@
 """``/mode``: the agent's permission mode within the project's ``allowed_modes`` (issue 31).
 
+For Claude Code a mode is its permission mode (``plan`` < ``default`` < ``acceptEdits`` <
+``auto`` < ``bypassPermissions``), set by ``set_permission_mode`` before the next message.
 For Codex app-server a mode is one of two settings, each named by its own value: the
 approval policy (``untrusted``, ``on-request``, ``never``: when it asks) and the sandbox
 (``read-only``, ``workspace-write``, ``danger-full-access``: what it may touch). The project's
@@ -17,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gateway.config.model import ApprovalPolicy, ProjectConfig, SandboxMode
+from gateway.config.model import ApprovalPolicy, PermissionMode, ProjectConfig, SandboxMode
+from gateway.domain import AgentKind
 from gateway.store.session_settings import ChosenSettings
 
 __all__ = ["ModeChoice", "choose_mode", "mode_in_force", "mode_line", "setting_of"]
@@ -26,8 +29,21 @@ __all__ = ["ModeChoice", "choose_mode", "mode_in_force", "mode_line", "setting_o
 _ORDER: Mapping[str, tuple[str, ...]] = {
     "approval_policy": (ApprovalPolicy.UNTRUSTED, ApprovalPolicy.ON_REQUEST, ApprovalPolicy.NEVER),
     "sandbox": (SandboxMode.READ_ONLY, SandboxMode.WORKSPACE_WRITE, SandboxMode.DANGER_FULL_ACCESS),
+    # Claude Code: plan changes nothing; acceptEdits takes edits unasked; auto has a classifier
+    # decide; bypassPermissions asks nobody (dontAsk is refused in allowed_modes: no order)
+    "permission_mode": (
+        PermissionMode.PLAN,
+        PermissionMode.DEFAULT,
+        PermissionMode.ACCEPT_EDITS,
+        PermissionMode.AUTO,
+        PermissionMode.BYPASS_PERMISSIONS,
+    ),
 }
-_WORDS = {"approval_policy": "approval policy", "sandbox": "sandbox"}
+_WORDS = {
+    "approval_policy": "approval policy",
+    "sandbox": "sandbox",
+    "permission_mode": "permission mode",
+}
 _ECHO_MAX = 64
 
 
@@ -37,8 +53,11 @@ def setting_of(value: str) -> str | None:
 
 
 def mode_in_force(project: ProjectConfig, chosen: ChosenSettings) -> dict[str, str]:
-    """The approval policy and sandbox the session's next turn asks for."""
+    """The settings of the mode the session's next turn asks for: Claude Code's permission
+    mode, or Codex's approval policy and sandbox."""
     options = project.agent_options
+    if project.agent is AgentKind.CLAUDE_CODE:
+        return {"permission_mode": chosen.permission_mode or options.permission_mode.value}
     return {
         "approval_policy": chosen.approval_policy or options.approval_policy.value,
         "sandbox": chosen.sandbox or options.sandbox.value,
@@ -47,7 +66,7 @@ def mode_in_force(project: ProjectConfig, chosen: ChosenSettings) -> dict[str, s
 
 def mode_line(project: ProjectConfig, chosen: ChosenSettings) -> str:
     now = mode_in_force(project, chosen)
-    return f"Mode: approval policy {now['approval_policy']}, sandbox {now['sandbox']}"
+    return "Mode: " + ", ".join(f"{_WORDS[setting]} {value}" for setting, value in now.items())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,10 +89,11 @@ def choose_mode(project: ProjectConfig, chosen: ChosenSettings, args: str) -> Mo
         told = "This project lists no modes to choose from (allowed_modes in its config)"
         return ModeChoice(text=f"{line}\n{told}: nothing changes.")
     listing = "\n".join(f"  · /mode {mode}{_note(now, mode)}" for mode in modes)
-    wanted = args.strip().casefold()
-    if not wanted:
+    typed = args.strip().casefold()
+    if not typed:
         return ModeChoice(text=f"{line}\nChoose one of:\n{listing}")
-    if wanted not in modes:
+    wanted = next((mode for mode in modes if mode.casefold() == typed), None)
+    if wanted is None:
         shown = args.strip()
         shown = shown if len(shown) <= _ECHO_MAX else shown[:_ECHO_MAX] + "…"
         shown = "".join(c if c.isprintable() else "?" for c in shown)
@@ -82,7 +102,7 @@ def choose_mode(project: ProjectConfig, chosen: ChosenSettings, args: str) -> Mo
             f"Choose one of:\n{listing}"
         )
     setting = setting_of(wanted)
-    assert setting is not None  # the config holds only values of a setting
+    assert setting is not None and setting in now  # the config holds the agent's values
     order = _ORDER[setting]
     words = _WORDS[setting]
     if now[setting] == wanted:
@@ -100,7 +120,7 @@ def choose_mode(project: ProjectConfig, chosen: ChosenSettings, args: str) -> Mo
 
 def _note(now: Mapping[str, str], mode: str) -> str:
     setting = setting_of(mode)
-    if setting is None:
+    if setting is None or setting not in now:
         return ""
     order = _ORDER[setting]
     if now[setting] == mode:

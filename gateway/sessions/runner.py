@@ -551,6 +551,7 @@ class SessionRunner:
                             model=chosen.model,
                             approval_policy=chosen.approval_policy,
                             sandbox=chosen.sandbox,
+                            permission_mode=chosen.permission_mode,
                         )
                     )
                     await self._turn_done.wait()

@@ -566,13 +566,15 @@ _TURN_MESSAGES = (
 
 # issue 31: what a person chose for a session, used from its next turn and after a restart:
 # the model (/model, one of the project's ``models``) and the approval policy and sandbox
-# (/mode, one of its ``modes``); NULL: the project's own
+# (Codex) or the permission mode (Claude Code) (/mode, its ``allowed_modes``); NULL: the
+# project's own
 # ... and who asks an interaction (gateway.domain.InteractionOrigin): the agent, the gateway's
 # plan (until now: the rows without a native key), or a setting change an approver accepts
 _SESSION_SETTINGS = (
     "ALTER TABLE sessions ADD COLUMN model TEXT",
     "ALTER TABLE sessions ADD COLUMN approval_policy TEXT",
     "ALTER TABLE sessions ADD COLUMN sandbox TEXT",
+    "ALTER TABLE sessions ADD COLUMN permission_mode TEXT",
     "ALTER TABLE interactions ADD COLUMN origin TEXT NOT NULL DEFAULT 'agent'"
     " CHECK (origin IN ('agent', 'plan', 'setting'))",
     "UPDATE interactions SET origin = 'plan' WHERE native_key IS NULL",

@@ -15,7 +15,7 @@ from gateway.store.database import Conn, Database, fetch_one
 __all__ = ["ChosenSettings", "SessionSettings"]
 
 # the columns a person may set, by the name a setting has everywhere else
-_COLUMNS = ("model", "approval_policy", "sandbox")
+_COLUMNS = ("model", "approval_policy", "sandbox", "permission_mode")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -25,6 +25,7 @@ class ChosenSettings:
     model: str | None = None
     approval_policy: str | None = None
     sandbox: str | None = None
+    permission_mode: str | None = None  # Claude Code's
 
 
 class SessionSettings:
@@ -37,13 +38,17 @@ class SessionSettings:
         def read(conn: Conn) -> ChosenSettings:
             row = fetch_one(
                 conn,
-                "SELECT model, approval_policy, sandbox FROM sessions WHERE id = ?",
+                "SELECT model, approval_policy, sandbox, permission_mode FROM sessions"
+                " WHERE id = ?",
                 (session_id,),
             )
             if row is None:
                 return ChosenSettings()
             return ChosenSettings(
-                model=row["model"], approval_policy=row["approval_policy"], sandbox=row["sandbox"]
+                model=row["model"],
+                approval_policy=row["approval_policy"],
+                sandbox=row["sandbox"],
+                permission_mode=row["permission_mode"],
             )
 
         return await self._db.read(read)
@@ -53,7 +58,7 @@ class SessionSettings:
         return (await self.of(session_id)).model
 
     async def choose(self, session_id: str, setting: str, value: str | None) -> None:
-        """Record ``value`` for ``setting`` (``model``, ``approval_policy``, ``sandbox``)
+        """Record ``value`` for ``setting`` (one of ``_COLUMNS``)
         from the session's next turn on; None: back to the project's."""
         if setting not in _COLUMNS:
             raise StoreError(f"no setting {setting!r}")
