@@ -89,7 +89,7 @@ def test_without_models_in_config_model_only_says_which_runs(args: str) -> None:
     )
 
 
-@pytest.mark.parametrize("agent", ["acp", "codex-exec"])
+@pytest.mark.parametrize("agent", ["codex-exec"])
 def test_models_is_refused_where_the_gateway_cannot_set_a_turn_s_model(agent: str) -> None:
     text = f"""
 [projects.p]

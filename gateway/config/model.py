@@ -170,7 +170,8 @@ _APP_SERVER_ONLY = frozenset({"collaboration_mode"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
 _OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the gateway attaches to
 # issue 31: the models /model offers; only where the gateway can set a turn's model (Codex
-# app-server's turn/start, Claude Code's set_model, OpenCode's prompt), see docs/decisions.md
+# app-server's turn/start, Claude Code's set_model, OpenCode's prompt, an ACP agent's model
+# config option), see docs/decisions.md
 _NO_MODEL_CHOICE = frozenset({"models"})
 # issue 31: the permission modes /mode may set: Codex app-server (turn/start) and Claude
 # Code (set_permission_mode)
@@ -184,12 +185,7 @@ _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
     | _NO_MODEL_CHOICE
     | _NO_MODE_CHOICE,
     AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY,
-    AgentKind.ACP: _CODEX_ONLY
-    | _CLAUDE_ONLY
-    | _OPENCODE_ONLY
-    | {"model"}
-    | _NO_MODEL_CHOICE
-    | _NO_MODE_CHOICE,
+    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"} | _NO_MODE_CHOICE,
     # OpenCode: its model and provider are its own config; the session's rules ask for every
     # tool, so no Codex or Claude option means anything to it
     AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"} | _NO_MODE_CHOICE,
