@@ -255,6 +255,7 @@ class AcpCodec:
         self._model_in_force: str | None = None
         self._held_prompt: JsonObject | None = None
         self._model_wanted: str | None = None
+        self._held_stopped = False  # /stop came while the prompt was held
 
     # --- public surface -------------------------------------------------------------------
 
@@ -382,6 +383,11 @@ class AcpCodec:
         if not self._turn_running:
             return
         self._refused = False  # the person stopped it: not the agent's own end
+        if self._held_prompt is not None:
+            # stopped before its prompt was sent: it is never sent, and the turn ends when
+            # the model's answer comes (_send_held_prompt)
+            self._held_stopped = True
+            return
         self._rpc.send_notification("session/cancel", {"sessionId": self.session_id})
         self._cancel_open_permissions()
 
@@ -404,7 +410,7 @@ class AcpCodec:
                 return self._on_opened(response)
             case "session/set_config_option":
                 self._model_in_force = self._model_wanted
-                self._send_held_prompt()
+                return self._send_held_prompt()
             case "session/prompt":
                 result = as_object(response.result, where="session/prompt result")
                 stop_reason = get_text(result, "stopReason") or "end_turn"
@@ -468,10 +474,14 @@ class AcpCodec:
                 )
                 return
 
-    def _send_held_prompt(self) -> None:
+    def _send_held_prompt(self) -> list[AgentEvent]:
         held, self._held_prompt = self._held_prompt, None
+        if self._held_stopped:  # stopped meanwhile: never sent, the turn ends here
+            self._held_stopped = False
+            return self._turn_ended(TurnCompleted(status=TurnStatus.INTERRUPTED))
         if held is not None:
             self._rpc.send_request("session/prompt", held)
+        return []
 
     def _on_error(self, response: ErrorResponse) -> list[AgentEvent]:
         error = response.error
@@ -481,9 +491,9 @@ class AcpCodec:
             text = f"the agent refused the prompt: {error.message}"
             return self._turn_ended(TurnCompleted(status=TurnStatus.FAILED, error=text))
         if response.method == "session/set_config_option":
-            self._send_held_prompt()  # the message still goes, under the model in force
             text = f"the agent refused the model: {error.message}; the turn runs with the last"
-            return [Warning(message=text, code="model_refused")]
+            # the message still goes, under the model in force
+            return [Warning(message=text, code="model_refused"), *self._send_held_prompt()]
         message = f"the agent refused {response.method}: {error.message} ({error.code})"
         return [Warning(message=message, code="request_failed")]
 

@@ -398,3 +398,21 @@ def test_a_chosen_model_is_set_as_the_model_option_before_the_prompt_is_sent() -
     assert isinstance(warning, Warning) and "no such model" in warning.message
     [prompt] = sent(codec)  # the message still goes, under the model in force
     assert prompt["params"]["prompt"][0]["text"] == "third"
+
+
+def test_a_stop_while_the_model_is_being_set_ends_the_turn_without_sending_the_prompt() -> None:
+    codec = AcpCodec(cwd="/w")
+    codec.start()
+    sent(codec)
+    codec.feed(line({"id": 1, "result": {"agentCapabilities": {}, "agentInfo": {}}}))
+    sent(codec)
+    option = {"id": "model", "category": "model", "currentValue": "a", "options": []}
+    codec.feed(line({"id": 2, "result": {"sessionId": SESSION, "configOptions": [option]}}))
+    codec.send(Prompt(text="hi", model="b"))
+    [change] = sent(codec)
+    codec.send(Interrupt())
+    assert sent(codec) == []
+    [done] = codec.feed(line({"id": change["id"], "result": {}}))
+    assert done == TurnCompleted(status=TurnStatus.INTERRUPTED)
+    assert sent(codec) == []  # the prompt was never sent
+    codec.send(Prompt(text="next"))  # the turn is over
