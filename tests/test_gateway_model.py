@@ -154,3 +154,29 @@ async def test_a_looser_mode_waits_for_an_approver_then_the_next_turn_runs_in_it
         await gw.text_where(lambda text: "Three." in text)
         told = json.dumps(fake_model.model_requests()[-1].input)
         assert "`sandbox_mode` is `read-only`" in told
+
+
+async def test_a_looser_mode_nobody_accepts_in_time_expires_and_changes_nothing(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((message("One."),), (message("Two."),))
+    config = gateway_config(
+        codex_bin,
+        codex_home,
+        tmp_path / "data",
+        sandbox="read-only",
+        project_extra=f"{MODES}\nexpiry = {{ after_seconds = 0.5 }}",
+    )
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, BOB, "first")
+        await gw.text_where(lambda text: "One." in text)
+        await gw.memory.say(ROOM, BOB, "/mode workspace-write")
+        expired = await gw.card_where(
+            lambda card: "Loosen the sandbox" in card.title and not card.actions
+        )
+        assert expired.card is not None
+        assert "nothing changed: nobody accepted it in time" in expired.card.status_line
+        await gw.memory.say(ROOM, BOB, "second")
+        await gw.text_where(lambda text: "Two." in text)
+        told = json.dumps(fake_model.model_requests()[-1].input)
+        assert "`sandbox_mode` is `read-only`" in told

@@ -129,7 +129,9 @@ class Control:
         self._told: OrderedDict[tuple[ConversationRef, str], None] = OrderedDict()
         self._held_told: dict[str, tuple[int, ...]] = {}  # session: the held prompts last told
         self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
-        self._settings = SettingsDesk(gateway.config.projects, gateway.store, gateway.broker)
+        self._settings = SettingsDesk(
+            gateway.config.projects, gateway.store, gateway.broker, gateway.existing_runner
+        )
 
     # --- recovery -------------------------------------------------------------------------
 

@@ -247,6 +247,11 @@ class SessionRunner:
         self._wake.set()
         self._prompt_ready.set()
 
+    def request_opened(self) -> None:
+        """A request was opened outside the agent's events (a setting change, issue 31): the
+        expiry task looks at it now, not at its next look."""
+        self._opened.set()
+
     async def shutdown(self, *, notice: str | None = None, gateway_stopping: bool = False) -> None:
         """Stop taking work and end the agent (its exit is recorded like any other);
         ``notice`` is what the session's conversations are told then, instead of the

@@ -10,6 +10,7 @@ applies from the next turn and never to the one running.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gateway.config.model import ProjectConfig
@@ -18,6 +19,7 @@ from gateway.interactions.setting_change import change_of, setting_request
 from gateway.session_record import SessionRecord
 from gateway.sessions.broker import Broker
 from gateway.sessions.permission_modes import choose_mode, mode_in_force, mode_line
+from gateway.sessions.runner import SessionRunner
 from gateway.store.store import Store
 
 __all__ = ["ModelChoice", "SettingsDesk", "choose_model", "model_line"]
@@ -73,10 +75,17 @@ def choose_model(project: ProjectConfig, chosen: str | None, args: str) -> Model
 class SettingsDesk:
     """Carries out ``/model`` for a session: the ledger's record, then the answer."""
 
-    def __init__(self, projects: dict[str, ProjectConfig], store: Store, broker: Broker) -> None:
+    def __init__(
+        self,
+        projects: dict[str, ProjectConfig],
+        store: Store,
+        broker: Broker,
+        runner_of: Callable[[str], SessionRunner | None],
+    ) -> None:
         self._projects = projects
         self._store = store
         self._broker = broker
+        self._runner_of = runner_of
 
     async def describe_model(self, session: SessionRecord) -> str:
         chosen = await self._store.settings.model(session.id)
@@ -143,6 +152,9 @@ class SettingsDesk:
         request = setting_request(setting, value, now=now, asker=str(actor))
         asked = await self._broker.open(session.id, session.current_epoch, request, turn_id=None)
         assert asked.origin is InteractionOrigin.SETTING
+        runner = self._runner_of(session.id)
+        if runner is not None:  # its expiry is watched from now (or from the agent's start)
+            runner.request_opened()
         await self._store.audit.record(
             "session.mode_asked",
             actor=actor.key(),
