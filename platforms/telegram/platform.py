@@ -91,6 +91,8 @@ MENU = (
     CommandName.STATUS,
     CommandName.PENDING,
     CommandName.HELP,
+    CommandName.MODEL,  # issue 31
+    CommandName.MODE,  # issue 31
 )
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 _SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits
