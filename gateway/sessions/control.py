@@ -671,7 +671,7 @@ class Control:
         head = f"Session {session.id} · project {session.project} · {session.agent_kind}"
         lines = [head if session.host is None else f"{head} · host {session.host}"]
         lines.append(f"State: {run_state_words(state)}")
-        lines.append(await self._settings.describe_model(session))
+        lines += filter(None, [await self._settings.describe_model(session)])
         lines += filter(None, [await self._settings.describe_mode(session)])
         epoch = (
             await store.sessions.get_epoch(session.id, session.current_epoch)

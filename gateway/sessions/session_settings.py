@@ -87,9 +87,15 @@ class SettingsDesk:
         self._broker = broker
         self._runner_of = runner_of
 
-    async def describe_model(self, session: SessionRecord) -> str:
+    async def describe_model(self, session: SessionRecord) -> str | None:
+        """The model line of ``/status`` where the gateway knows the model (chosen, or in the
+        project's config) or offers a choice; None where only the agent knows it."""
+        project = self._projects[session.project]
         chosen = await self._store.settings.model(session.id)
-        return model_line(self._projects[session.project], chosen)
+        options = project.agent_options
+        if chosen is None and options.model is None and not options.models:
+            return None
+        return model_line(project, chosen)
 
     async def describe_mode(self, session: SessionRecord) -> str | None:
         """The mode line of ``/status`` where the project offers modes."""
