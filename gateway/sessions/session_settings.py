@@ -73,7 +73,8 @@ def choose_model(project: ProjectConfig, chosen: str | None, args: str) -> Model
 
 
 class SettingsDesk:
-    """Carries out ``/model`` for a session: the ledger's record, then the answer."""
+    """Carries out ``/model`` and ``/mode`` for a session: the ledger's record (or, for a
+    looser mode, an approver's request), then the answer."""
 
     def __init__(
         self,
