@@ -247,6 +247,15 @@ class AcpCodec:
         self._tools: dict[str, tuple[str, ToolKind]] = {}
         # tool calls a person refused: their "failed" end is shown as denied
         self._refused_calls: set[str] = set()
+        # issue 31's /model: the session config option of the model category (its id, the
+        # values it offers, the one in force), from session/new or session/load, and a
+        # prompt held until the agent answered session/set_config_option
+        self._model_option: str | None = None
+        self._models_offered: tuple[str, ...] = ()
+        self._model_in_force: str | None = None
+        self._held_prompt: JsonObject | None = None
+        self._model_wanted: str | None = None
+        self._held_stopped = False  # /stop came while the prompt was held
 
     # --- public surface -------------------------------------------------------------------
 
@@ -332,7 +341,19 @@ class AcpCodec:
             "sessionId": self.session_id,
             "prompt": [{"type": "text", "text": prompt.text}],
         }
-        self._rpc.send_request("session/prompt", params)
+        wanted = prompt.model
+        if wanted is not None and wanted != self._model_in_force and self._model_option:
+            # set first, prompt once the agent answered: a prompt sent alongside could start
+            # under the old model (ACP: session/set_config_option {sessionId, configId, value})
+            change: JsonObject = {
+                "sessionId": self.session_id,
+                "configId": self._model_option,
+                "value": wanted,
+            }
+            self._rpc.send_request("session/set_config_option", change)
+            self._held_prompt, self._model_wanted = params, wanted
+        else:
+            self._rpc.send_request("session/prompt", params)
         self._turn_running = True
         self._refused = False
         self._turn_count += 1
@@ -362,6 +383,11 @@ class AcpCodec:
         if not self._turn_running:
             return
         self._refused = False  # the person stopped it: not the agent's own end
+        if self._held_prompt is not None:
+            # stopped before its prompt was sent: it is never sent, and the turn ends when
+            # the model's answer comes (_send_held_prompt)
+            self._held_stopped = True
+            return
         self._rpc.send_notification("session/cancel", {"sessionId": self.session_id})
         self._cancel_open_permissions()
 
@@ -382,6 +408,9 @@ class AcpCodec:
                 return self._on_initialized(response)
             case "session/new" | "session/load":
                 return self._on_opened(response)
+            case "session/set_config_option":
+                self._model_in_force = self._model_wanted
+                return self._send_held_prompt()
             case "session/prompt":
                 result = as_object(response.result, where="session/prompt result")
                 stop_reason = get_text(result, "stopReason") or "end_turn"
@@ -426,9 +455,33 @@ class AcpCodec:
             self._session.fail(exc)
         self._session.move(_Move.OPENED)
         self.session_id = session_id
+        self._read_model_option(response.result)
         return [
             SessionStarted(native_id=session_id, agent_version=self.agent_version, resumed=loaded)
         ]
+
+    def _read_model_option(self, result: object) -> None:
+        """The session's config option of the ``model`` category, if it offers one
+        (SessionConfigOption {id, category, type: select, currentValue, options[{value}]})."""
+        options = get_array(result, "configOptions") if isinstance(result, dict) else None
+        for option in options or ():
+            if isinstance(option, dict) and get_text(option, "category") == "model":
+                self._model_option = get_text(option, "id")
+                self._model_in_force = get_text(option, "currentValue")
+                values = get_array(option, "options") or ()
+                self._models_offered = tuple(
+                    str(v.get("value")) for v in values if isinstance(v, dict)
+                )
+                return
+
+    def _send_held_prompt(self) -> list[AgentEvent]:
+        held, self._held_prompt = self._held_prompt, None
+        if self._held_stopped:  # stopped meanwhile: never sent, the turn ends here
+            self._held_stopped = False
+            return self._turn_ended(TurnCompleted(status=TurnStatus.INTERRUPTED))
+        if held is not None:
+            self._rpc.send_request("session/prompt", held)
+        return []
 
     def _on_error(self, response: ErrorResponse) -> list[AgentEvent]:
         error = response.error
@@ -437,6 +490,10 @@ class AcpCodec:
         if response.method == "session/prompt":
             text = f"the agent refused the prompt: {error.message}"
             return self._turn_ended(TurnCompleted(status=TurnStatus.FAILED, error=text))
+        if response.method == "session/set_config_option":
+            text = f"the agent refused the model: {error.message}; the turn runs with the last"
+            # the message still goes, under the model in force
+            return [Warning(message=text, code="model_refused"), *self._send_held_prompt()]
         message = f"the agent refused {response.method}: {error.message} ({error.code})"
         return [Warning(message=message, code="request_failed")]
 

@@ -162,6 +162,10 @@ class _Turn(StrEnum):
     RUNNING = "running"
 
 
+# what a set_permission_mode of /mode is tracked as (the start's own is "set_permission_mode")
+_MODE_CHANGE = "set_permission_mode:change"
+
+
 def native_key_for(request_id: str) -> str:
     """The opaque key of a ``can_use_tool`` control request: ``cc:<request_id>``."""
     return f"cc:{request_id}"
@@ -188,6 +192,8 @@ class ClaudeCodeCodec:
         self._outbox: list[bytes] = []
         self._ids = itertools.count(1)
         self._our_requests: dict[str, str] = {}  # request id -> subtype, until answered
+        self._model_asked: str | None = None  # the last model set_model asked for
+        self._mode_asked: str | None = None  # a mode change not answered yet
         self._mapper = MessageMapper(cwd=cwd)
         self._turn = _Turn.IDLE
         self._stop_asked = False  # an interrupt or a "deny and stop" was sent this turn
@@ -271,9 +277,11 @@ class ClaudeCodeCodec:
     def _write(self, msg: JsonObject) -> None:
         self._outbox.append(json.dumps(msg, ensure_ascii=False).encode())
 
-    def _control_request(self, request: JsonObject) -> None:
+    def _control_request(self, request: JsonObject, *, tracked: str | None = None) -> None:
+        """Send one of our requests; its answer is matched by ``tracked`` (default: its
+        subtype), which tells a mode change apart from the start's mode confirmation."""
         request_id = f"gw-{next(self._ids)}"
-        self._our_requests[request_id] = str(request["subtype"])
+        self._our_requests[request_id] = tracked or str(request["subtype"])
         self._write({"type": "control_request", "request_id": request_id, "request": request})
 
     def _control_response(self, request_id: str, response: JsonObject) -> None:
@@ -289,6 +297,23 @@ class ClaudeCodeCodec:
     def _prompt(self, prompt: Prompt) -> None:
         if self._turn is not _Turn.IDLE:
             raise CodecUsageError("a turn is running: wait for TurnCompleted before prompting")
+        if prompt.model is not None and prompt.model != self._model_asked:
+            # the CLI reads its stdin in order: the model is set before the message is read
+            # (set_model changes the model of the next request, FACTS-session-features.md)
+            self._control_request({"subtype": "set_model", "model": prompt.model})
+            self._model_asked = prompt.model
+        mode = prompt.permission_mode
+        if (
+            mode is not None
+            and mode != self.policy.get("permission_mode")
+            and (mode != self._mode_asked)
+        ):
+            # issue 31's /mode: asked before the message is read; the answer (and the next
+            # system/init) is the mode in force
+            self._control_request(
+                {"subtype": "set_permission_mode", "mode": mode}, tracked=_MODE_CHANGE
+            )
+            self._mode_asked = mode
         self._write(
             {
                 "type": "user",
@@ -361,6 +386,17 @@ class ClaudeCodeCodec:
                 )
             case "set_permission_mode":
                 return self._on_mode_confirmed(get_object(body, "response") or {})
+            case "set_permission_mode:change":  # _MODE_CHANGE
+                self._mode_asked = None
+                if refused:
+                    text = f"claude refused the permission mode: {error}"
+                    return [Warning(message=text, code="policy_mismatch")]
+                mode = get_text(get_object(body, "response") or {}, "mode")
+                return self._mode_reported(mode) if mode else []
+            case "set_model" if refused:
+                self._model_asked = None  # asked again with the next prompt
+                text = f"claude refused the model: {error}"
+                return [Warning(message=text, code="model_refused")]
             case "interrupt":
                 self._interrupting = False
                 if refused:

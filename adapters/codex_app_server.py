@@ -65,7 +65,7 @@ from adapters import codex_events
 from adapters import codex_requests as requests
 from adapters.codex_events import IGNORED_NOTIFICATIONS
 from adapters.codex_replies import Reply
-from adapters.codex_session import SessionSetup, open_thread_params, read_policy
+from adapters.codex_session import SANDBOX_MODES, SessionSetup, open_thread_params, read_policy
 from adapters.json_fields import (
     as_object,
     get_object,
@@ -105,6 +105,7 @@ from gateway.events import (
     InteractionOpened,
     Interrupt,
     NameSession,
+    PolicyChanged,
     Prompt,
     Respond,
     SessionStarted,
@@ -208,6 +209,7 @@ class CodexAppServerCodec:
         self.thread_id: str | None = None
         self.model: str | None = model  # the thread's model, once thread/start says it
         self.policy: dict[str, str] = {}
+        self._policy_asked: dict[str, str] = {}  # on the turn/start not answered yet
         self.unknown_notifications: Counter[str] = Counter()
         # the turn: id once known; "starting" between turn/start and its result
         self._turn_id: str | None = None
@@ -307,6 +309,11 @@ class CodexAppServerCodec:
         # Schema: TurnStartParams, UserInput {"type": "text", text, text_elements}.
         text_input: JsonObject = {"type": "text", "text": prompt.text, "text_elements": []}
         params: JsonObject = {"threadId": self.thread_id, "input": [text_input]}
+        if prompt.model is not None:
+            # TurnStartParams.model: "override the model for this turn and subsequent turns"
+            params["model"] = prompt.model
+            self.model = prompt.model
+        self._policy_asked = self._ask_policy(prompt, params)
         mode = prompt.mode or self._default_mode
         if mode is not None:
             # Schema: CollaborationMode {mode: ModeKind, settings: Settings {model (required),
@@ -347,6 +354,20 @@ class CodexAppServerCodec:
         self._turn_starting = True  # its turn/started names the turn
         self._compacting = True
         self._interrupt_pending = False
+
+    def _ask_policy(self, prompt: Prompt, params: JsonObject) -> dict[str, str]:
+        """The approval policy and sandbox of ``prompt`` on turn/start (TurnStartParams
+        ``approvalPolicy`` and ``sandboxPolicy``: "for this turn and subsequent turns"; 0.171
+        has no thread/settings/update), and those that differ from the policy in force."""
+        asked: dict[str, str] = {}
+        if prompt.approval_policy is not None:
+            params["approvalPolicy"] = prompt.approval_policy
+            asked["approval_policy"] = prompt.approval_policy
+        if prompt.sandbox is not None:
+            kind = next(k for k, v in SANDBOX_MODES.items() if v == prompt.sandbox)
+            params["sandboxPolicy"] = {"type": kind}
+            asked["sandbox"] = prompt.sandbox
+        return {key: value for key, value in asked.items() if self.policy.get(key) != value}
 
     def _respond(self, respond: Respond) -> None:
         reply = self._replies.get(respond.native_key)
@@ -393,9 +414,19 @@ class CodexAppServerCodec:
                 turn_id = get_text(turn, "id") if turn else None
                 if turn_id and self._turn_starting:
                     self._turn_known(turn_id)
+                return self._policy_taken()
             case "turn/steer":
                 return [SteerTaken(key=response.tag or "")]
         return []
+
+    def _policy_taken(self) -> list[AgentEvent]:
+        """Codex took the turn with the policy it asked: that policy is in force now."""
+        asked, self._policy_asked = self._policy_asked, {}
+        if not asked:
+            return []
+        self.policy.update(asked)
+        said = ", ".join(f"{key.replace('_', ' ')} {value}" for key, value in sorted(asked.items()))
+        return [PolicyChanged(policy=dict(self.policy), message=f"⚙ Codex now runs with {said}.")]
 
     def _on_initialized(self, response: Response) -> list[AgentEvent]:
         # Schema: InitializeResponse {userAgent, codexHome, platformFamily, platformOs}.
@@ -452,6 +483,7 @@ class CodexAppServerCodec:
         if response.method == "turn/start":
             self._turn_starting = False
             self._interrupt_pending = False
+            self._policy_asked = {}  # not taken: the policy in force stays
             text = f"codex refused to start the turn: {error.message}"
             return [TurnCompleted(status=TurnStatus.FAILED, error=text)]
         message = f"codex refused {response.method}: {error.message} ({error.code})"

@@ -272,7 +272,7 @@ class OpenCodeCodec:
         """The requests a command of the core stands for, and the events it implies."""
         sid = self._require_session()
         match command:
-            case Prompt(text=text):
+            case Prompt(text=text, model=model):
                 if self._s.running:
                     raise CodecUsageError("a turn is running: wait for its end before prompting")
                 self._s.turn += 1
@@ -281,6 +281,11 @@ class OpenCodeCodec:
                 self._s.refused_last = False
                 self._s.prompt_message = None
                 body: JsonObject = {"parts": [{"type": "text", "text": text}]}
+                if model is not None:
+                    # the prompt's own model (issue 31's /model): {providerID, modelID}, the
+                    # config's "provider/model" split at its first slash
+                    provider, _, model_id = model.partition("/")
+                    body["model"] = {"providerID": provider, "modelID": model_id}
                 request = HttpRequest(
                     method="POST",
                     path=f"/session/{sid}/prompt_async",

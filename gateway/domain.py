@@ -22,6 +22,7 @@ __all__ = [
     "Effect",
     "FileChange",
     "InteractionKind",
+    "InteractionOrigin",
     "InteractionRequest",
     "InteractionState",
     "Network",
@@ -53,6 +54,22 @@ class InteractionKind(StrEnum):
     QUESTION = "question"
     PLAN = "plan"
     AUTHENTICATION = "authentication"  # reserved: reported as unsupported, never rendered
+
+
+class InteractionOrigin(StrEnum):
+    """Who asks (issue 31): what a decision's delivery is, and what ends the interaction.
+
+    ``agent``: the agent's own request, answered through its native key, tied to the runtime
+    epoch that asked. ``plan``: the gateway's plan card (gateway/interactions/plans.py): its
+    decision is queued as the next turn, which resolves it, and a new turn supersedes it.
+    ``setting``: a setting change a person asked for that an approver must accept (a looser
+    /mode): its delivery is applying the setting, once; no turn ends it and no epoch's end
+    orphans it (gateway/interactions/setting_change.py).
+    """
+
+    AGENT = "agent"
+    PLAN = "plan"
+    SETTING = "setting"
 
 
 class InteractionState(StrEnum):
@@ -243,6 +260,7 @@ class InteractionRequest:
     actions: tuple[Action, ...] = ()
     questions: tuple[Question, ...] = ()
     turn_native_id: str | None = None
+    origin: InteractionOrigin = InteractionOrigin.AGENT
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

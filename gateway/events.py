@@ -210,6 +210,15 @@ class Prompt:
     # (the project's setting). Only Codex app-server has modes: the gateway asks a mode of
     # no other agent (/plan is refused there), and their codecs ignore it.
     mode: str | None = None
+    # issue 31: the model a person chose with /model, for this turn and the next (Codex's
+    # turn/start ``model``, Claude Code's ``set_model``); None: the agent's own. Only agents
+    # whose project may list ``models`` are asked one; the others' codecs ignore it.
+    model: str | None = None
+    # issue 31: the permission mode a person chose with /mode (Codex's approval policy and
+    # sandbox, on turn/start for this turn and the next); None: the project's, as started
+    approval_policy: str | None = None
+    sandbox: str | None = None
+    permission_mode: str | None = None  # Claude Code's, by set_permission_mode
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

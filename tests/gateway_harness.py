@@ -40,6 +40,7 @@ def gateway_config(
     extra: str = "",
     agent: str = "codex-app-server",
     busy_input: str = "queue",
+    project_extra: str = "",  # more keys of [projects.demo]
 ) -> Config:
     env = "\n".join(f"{name} = {json.dumps(value)}" for name, value in home.env.items())
     text = f"""
@@ -55,6 +56,7 @@ approval_policy = "{approval_policy}"
 sandbox = "{sandbox}"
 features = {json.dumps(list(features))}
 busy_input = "{busy_input}"
+{project_extra}
 
 [projects.demo.agent_options.env]
 {env}

@@ -48,6 +48,9 @@ __all__ = [
 OPENCODE_WAIT = 150.0
 
 
+SECOND_MODEL = "fake-mini"
+
+
 @dataclass(frozen=True, kw_only=True)
 class OpenCodeHome:
     root: Path
@@ -66,7 +69,11 @@ def opencode_config(base_url: str) -> dict[str, object]:
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "Fake local",
                 "options": {"baseURL": f"{base_url}/v1", "apiKey": "sk-fake"},
-                "models": {MODEL: {"name": "Fake model", "tool_call": True}},
+                "models": {
+                    MODEL: {"name": "Fake model", "tool_call": True},
+                    # a second model, for /model (issue 31)
+                    SECOND_MODEL: {"name": "Fake mini", "tool_call": True},
+                },
             }
         },
         "model": f"fake/{MODEL}",

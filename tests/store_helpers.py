@@ -108,20 +108,31 @@ SESSION_NAME_COLUMN = "ALTER TABLE sessions ADD COLUMN name TEXT"  # migration 1
 SEALED_ANSWERS_TABLE = MIGRATIONS[9].statements[0]  # migration 10's table (a delivery deletes)
 
 
+# who asks an interaction (migration 17), which today's reads of an interaction select
+INTERACTION_ORIGIN_COLUMN = (
+    "ALTER TABLE interactions ADD COLUMN origin TEXT NOT NULL DEFAULT 'agent'"
+)
+
+
 async def todays_reads(store: Store) -> Store:
     """``store``, opened at an older schema, with what today's reads of an interaction need
-    (the votes table, which migration 6 creates only where it is missing) and today's
-    sessions (their host column, migration 8, their name, migration 17, and the sealed
+    (the votes table, which migration 6 creates only where it is missing, and its origin,
+    migration 18) and today's sessions (their host column, migration 8, their name,
+    migration 17, and the sealed
     answers of migration 10, which :func:`as_it_was` takes away again)."""
     await store.writer.write(lambda conn: conn.execute(VOTES_TABLE))
     await store.writer.write(lambda conn: conn.execute(SESSION_HOST_COLUMN))
     await store.writer.write(lambda conn: conn.execute(SESSION_NAME_COLUMN))
     await store.writer.write(lambda conn: conn.execute(SEALED_ANSWERS_TABLE))
+    await store.writer.write(lambda conn: conn.execute(INTERACTION_ORIGIN_COLUMN))
     return store
 
 
 async def as_it_was(store: Store) -> None:
-    """Undo :func:`todays_reads`' column, so that today's migrations find the old schema."""
+    """Undo :func:`todays_reads`' columns, so that today's migrations find the old schema."""
     await store.writer.write(lambda conn: conn.execute("ALTER TABLE sessions DROP COLUMN host"))
     await store.writer.write(lambda conn: conn.execute("ALTER TABLE sessions DROP COLUMN name"))
     await store.writer.write(lambda conn: conn.execute("DROP TABLE sealed_answers"))
+    await store.writer.write(
+        lambda conn: conn.execute("ALTER TABLE interactions DROP COLUMN origin")
+    )

@@ -345,3 +345,57 @@ def test_a_turn_the_agent_cancels_after_a_refusal_says_so_and_a_stop_does_not(
     [ended] = [e for e in events if isinstance(e, TurnCompleted)]
     assert ended.status is TurnStatus.INTERRUPTED
     assert ended.error == (None if stopped else ENDED_AT_REFUSAL)
+
+
+def test_a_chosen_model_is_set_as_the_model_option_before_the_prompt_is_sent() -> None:
+    codec = AcpCodec(cwd="/w")
+    codec.start()
+    sent(codec)
+    codec.feed(line({"id": 1, "result": {"agentCapabilities": {}, "agentInfo": {}}}))
+    sent(codec)
+    model_option = {
+        "id": "model",
+        "category": "model",
+        "type": "select",
+        "currentValue": "gpt-5.5",
+        "options": [{"value": "gpt-5.5"}, {"value": "gpt-5.4-mini"}],
+    }
+    codec.feed(line({"id": 2, "result": {"sessionId": SESSION, "configOptions": [model_option]}}))
+    codec.send(Prompt(text="hi", model="gpt-5.5"))  # in force already: straight to the prompt
+    [prompt] = sent(codec)
+    assert prompt["method"] == "session/prompt"
+    codec.feed(line({"id": prompt["id"], "result": {"stopReason": "end_turn"}}))
+    codec.send(Prompt(text="again", model="gpt-5.4-mini"))
+    [change] = sent(codec)  # the prompt waits for the agent's answer
+    assert change["method"] == "session/set_config_option"
+    assert change["params"] == {"sessionId": SESSION, "configId": "model", "value": "gpt-5.4-mini"}
+    assert codec.feed(line({"id": change["id"], "result": {"configOptions": []}})) == []
+    [prompt] = sent(codec)
+    assert prompt["method"] == "session/prompt"
+    assert prompt["params"]["prompt"][0]["text"] == "again"
+    codec.feed(line({"id": prompt["id"], "result": {"stopReason": "end_turn"}}))
+    codec.send(Prompt(text="third", model="gpt-9"))
+    [change] = sent(codec)
+    refused = line({"id": change["id"], "error": {"code": -32602, "message": "no such model"}})
+    [warning] = codec.feed(refused)
+    assert isinstance(warning, Warning) and "no such model" in warning.message
+    [prompt] = sent(codec)  # the message still goes, under the model in force
+    assert prompt["params"]["prompt"][0]["text"] == "third"
+
+
+def test_a_stop_while_the_model_is_being_set_ends_the_turn_without_sending_the_prompt() -> None:
+    codec = AcpCodec(cwd="/w")
+    codec.start()
+    sent(codec)
+    codec.feed(line({"id": 1, "result": {"agentCapabilities": {}, "agentInfo": {}}}))
+    sent(codec)
+    option = {"id": "model", "category": "model", "currentValue": "a", "options": []}
+    codec.feed(line({"id": 2, "result": {"sessionId": SESSION, "configOptions": [option]}}))
+    codec.send(Prompt(text="hi", model="b"))
+    [change] = sent(codec)
+    codec.send(Interrupt())
+    assert sent(codec) == []
+    [done] = codec.feed(line({"id": change["id"], "result": {}}))
+    assert done == TurnCompleted(status=TurnStatus.INTERRUPTED)
+    assert sent(codec) == []  # the prompt was never sent
+    codec.send(Prompt(text="next"))  # the turn is over

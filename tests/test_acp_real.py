@@ -209,3 +209,24 @@ async def test_a_killed_agent_orphans_its_card_and_the_session_is_loaded_again(
     # the new process loaded the session: the model saw the first turn's prompt again
     last = fake_model.requests[-1]
     assert "make hi.txt" in json.dumps(last.body)
+
+
+async def test_a_model_picked_with_model_is_set_as_the_session_s_model_option(
+    codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((message("One."),), (message("Two."),))
+    config = acp_config(codex_acp_bin, acp_home, tmp_path / "data")
+    demo = config.projects["demo"]
+    options = demo.agent_options.model_copy(update={"models": ("gpt-5.5", "gpt-5.4-mini")})
+    config = config.model_copy(
+        update={"projects": {"demo": demo.model_copy(update={"agent_options": options})}}
+    )
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        assert fake_model.model_requests()[-1].body["model"] == "gpt-5.5"
+        await gw.memory.say(ROOM, ALICE, "/model gpt-5.4-mini")
+        await gw.text_where(lambda text: text == "Model: gpt-5.4-mini, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: "Two." in text)
+        assert fake_model.model_requests()[-1].body["model"] == "gpt-5.4-mini"

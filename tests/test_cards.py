@@ -437,6 +437,7 @@ def gateway_plan(state: InteractionState) -> Interaction:
             summary=request.summary,
         ),
         native_key=None,
+        origin=request.origin,
     )
 
 

@@ -462,3 +462,43 @@ def test_lines_written_never_contain_a_newline() -> None:
     codec.send(Prompt(text="a\nb\r\nc\u2028d"))
     [data] = codec.data_to_send()
     assert b"\n" not in data and b"\r" not in data
+
+
+def test_a_chosen_model_is_set_before_the_message_once_and_a_refusal_is_said() -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="one", model="claude-haiku"))
+    set_model, user = sent(codec)
+    assert set_model["request"] == {"subtype": "set_model", "model": "claude-haiku"}
+    assert user["message"]["content"] == "one"
+    codec.feed(result())
+    codec.send(Prompt(text="two", model="claude-haiku"))  # already set: only the message
+    assert [m["type"] for m in sent(codec)] == ["user"]
+    codec.feed(result())
+    codec.send(Prompt(text="three", model="claude-opus"))
+    set_model, _ = sent(codec)
+    [warning] = codec.feed(answer(set_model["request_id"], error="no such model"))
+    assert isinstance(warning, Warning) and warning.code == "model_refused"
+    assert "no such model" in warning.message
+
+
+def test_a_chosen_permission_mode_is_set_before_the_message_and_its_answer_is_in_force() -> None:
+    codec, _ = ready()
+    codec.send(Prompt(text="one", permission_mode="plan"))
+    change, user = sent(codec)
+    assert change["request"] == {"subtype": "set_permission_mode", "mode": "plan"}
+    assert user["type"] == "user"
+    [changed] = codec.feed(answer(change["request_id"], {"mode": "plan"}))
+    assert changed == PolicyChanged(
+        policy={"permission_mode": "plan"},
+        message="Claude now runs in permission mode plan (was default).",
+    )
+    assert codec.state is CodecState.READY  # a change is not the start's confirmation
+    codec.feed(result())
+    codec.send(Prompt(text="two", permission_mode="plan"))  # in force: only the message
+    assert [m["type"] for m in sent(codec)] == ["user"]
+    codec.feed(result())
+    codec.send(Prompt(text="three", permission_mode="default"))
+    change, _ = sent(codec)
+    [warning] = codec.feed(answer(change["request_id"], error="not now"))
+    assert isinstance(warning, Warning) and "not now" in warning.message
+    assert codec.state is CodecState.READY and codec.policy == {"permission_mode": "plan"}

@@ -221,3 +221,8 @@ async def test_an_edit_of_a_deleted_card_is_message_gone(fake: FakeDiscord) -> N
         fake.message(text.message_id).deleted = True
         with pytest.raises(MessageGone):
             await platform.edit_text(text, "Done.")
+
+
+async def test_model_and_mode_are_application_commands(fake: FakeDiscord) -> None:
+    async with DiscordPlatform(settings(fake)):
+        assert {"model", "mode"} <= {c["name"] for c in fake.commands.get(None, [])}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tests.servers.fake_anthropic as fm
-from gateway.config.model import Config
+from gateway.config.model import Config, PermissionMode
 from gateway.domain import Answer
 from platforms.registry import parse_config
 from tests.claude_env import ClaudeHome
@@ -144,3 +144,61 @@ async def test_conversation_resumes_after_a_gateway_restart(
     assert again.current_epoch == 2
     history = " ".join(fake_anthropic.model_requests()[-1].prompts())
     assert "the sky is green" in history  # the resumed process carried the conversation
+
+
+async def test_a_model_picked_with_model_names_the_next_request(
+    claude_bin: str, claude_home: ClaudeHome, fake_anthropic: fm.FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_anthropic.enqueue([fm.text("One.")], [fm.text("Two.")])
+    config = claude_config(claude_bin, claude_home, tmp_path / "d")
+    notes = config.projects["notes"]
+    options = notes.agent_options.model_copy(update={"models": ("claude-haiku-4-5",)})
+    config = config.model_copy(
+        update={"projects": {"notes": notes.model_copy(update={"agent_options": options})}}
+    )
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        first = fake_anthropic.model_requests()[-1].body["model"]
+        assert first != "claude-haiku-4-5"
+        await gw.memory.say(ROOM, ALICE, "/model claude-haiku-4-5")
+        await gw.text_where(lambda text: text == "Model: claude-haiku-4-5, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: "Two." in text)
+        assert fake_anthropic.model_requests()[-1].body["model"] == "claude-haiku-4-5"
+
+
+async def test_mode_tightens_at_once_and_loosens_only_by_an_approver_s_click(
+    claude_bin: str, claude_home: ClaudeHome, fake_anthropic: fm.FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_anthropic.enqueue([fm.text("One.")], [fm.text("Two.")], [fm.text("Three.")])
+    config = claude_config(claude_bin, claude_home, tmp_path / "d")
+    notes = config.projects["notes"]
+    options = notes.agent_options.model_copy(
+        update={"allowed_modes": (PermissionMode.PLAN, PermissionMode.DEFAULT)}
+    )
+    config = config.model_copy(
+        update={"projects": {"notes": notes.model_copy(update={"agent_options": options})}}
+    )
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        await gw.memory.say(ROOM, ALICE, "/mode plan")
+        await gw.text_where(lambda text: text == "Permission mode: plan, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: "Claude now runs in permission mode plan" in text)
+        await gw.text_where(lambda text: "Two." in text)
+
+        await gw.memory.say(ROOM, ALICE, "/mode default")
+        await gw.text_where(lambda text: "needs an approver of this project: request" in text)
+        shown = await gw.card_where(lambda card: "Loosen the permission mode" in card.title)
+        assert shown.card is not None
+        ack = await gw.memory.click(ROOM, ALICE, shown.card.actions[0].token)
+        assert ack.accepted, ack.text
+        await gw.memory.say(ROOM, ALICE, "third")
+        await gw.text_where(lambda text: "Claude now runs in permission mode default" in text)
+        await gw.text_where(lambda text: "Three." in text)
+        await gw.memory.say(ROOM, ALICE, "/status")
+        status = await gw.text_where(lambda text: text.startswith("Session "))
+        assert "permission_mode = default" in status
+        assert "Mode: permission mode default" in status

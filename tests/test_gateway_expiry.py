@@ -24,6 +24,7 @@ from gateway.domain import (
     Decision,
     Effect,
     InteractionKind,
+    InteractionOrigin,
     InteractionState,
     Resolution,
     Scope,
@@ -306,7 +307,11 @@ ALLOW = Action(id="accept", label="Allow", effect=Effect.ALLOW)
 NONE_OFFERED = "not written: the agent offers no way to decline this approval"
 
 
-def pending(*actions: Action, native_key: str | None = "k") -> Interaction:
+def pending(
+    *actions: Action,
+    native_key: str | None = "k",
+    origin: InteractionOrigin = InteractionOrigin.AGENT,
+) -> Interaction:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     return Interaction(
         id="i1",
@@ -314,6 +319,7 @@ def pending(*actions: Action, native_key: str | None = "k") -> Interaction:
         runtime_epoch=1,
         turn_id=None,
         native_key=native_key,
+        origin=origin,
         kind=InteractionKind.APPROVAL,
         title="Run ls?",
         summary="",
@@ -366,9 +372,18 @@ def test_what_an_expiry_writes(
 
 
 def test_a_gateway_plan_expires_without_a_write() -> None:
-    plan = plan_expiry(pending(ALLOW, DENY, native_key=None), ExpiryOutcome.CANCEL)
+    plan = plan_expiry(
+        pending(ALLOW, DENY, native_key=None, origin=InteractionOrigin.PLAN), ExpiryOutcome.CANCEL
+    )
     assert plan.action is None and plan.decision is None and not plan.interrupt
     assert plan.not_written == "not written: the gateway's own plan has no agent request to answer"
+
+
+def test_a_setting_change_expires_without_a_write_and_changes_nothing() -> None:
+    asked = pending(ALLOW, DENY, native_key="setting:x", origin=InteractionOrigin.SETTING)
+    plan = plan_expiry(asked, ExpiryOutcome.DENY)
+    assert plan.action is None and plan.decision is None and not plan.interrupt
+    assert plan.not_written == "nothing changed: nobody accepted it in time"
 
 
 async def test_a_decision_and_an_expiry_in_the_same_instant_exactly_one_wins(

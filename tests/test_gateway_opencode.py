@@ -22,7 +22,7 @@ from gateway.config.model import Config
 from gateway.domain import Answer
 from platforms.registry import parse_config
 from tests.gateway_harness import ALICE, ROOM, running_gateway
-from tests.opencode_env import OPENCODE_WAIT, OpenCodeHome
+from tests.opencode_env import OPENCODE_WAIT, SECOND_MODEL, OpenCodeHome
 from tests.servers.fake_chat_completions import DONE, FakeChatCompletions
 
 pytestmark = [pytest.mark.real_agent("opencode"), pytest.mark.timeout(300)]
@@ -393,3 +393,24 @@ async def test_a_port_taken_before_the_server_binds_it_is_not_a_failed_start(
             assert agent.started.native_id  # its session was made: the server works
     finally:
         held.close()
+
+
+async def test_a_model_picked_with_model_is_the_next_prompt_s(
+    opencode_bin: str, opencode_home: OpenCodeHome, fake_chat: FakeChatCompletions, tmp_path: Path
+) -> None:
+    fake_chat.enqueue([fc.text("One.")], [fc.text("Two.")])
+    config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
+    notes = config.projects["notes"]
+    options = notes.agent_options.model_copy(update={"models": (f"fake/{SECOND_MODEL}",)})
+    config = config.model_copy(
+        update={"projects": {"notes": notes.model_copy(update={"agent_options": options})}}
+    )
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        assert fake_chat.model_requests()[-1].body["model"] == fc.MODEL
+        await gw.memory.say(ROOM, ALICE, f"/model fake/{SECOND_MODEL}")
+        await gw.text_where(lambda text: text == f"Model: fake/{SECOND_MODEL}, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: "Two." in text)
+        assert fake_chat.model_requests()[-1].body["model"] == SECOND_MODEL

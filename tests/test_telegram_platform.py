@@ -145,3 +145,15 @@ async def test_an_edit_of_a_deleted_card_is_message_gone(
             await tg.telegram.edit_card(ref, Card(title="Run?", status=("Allowed",)))
         assert isinstance(gone.value, RefusedForGood)
         assert "not found" in str(gone.value)
+
+
+async def test_model_and_mode_are_registered_and_in_help(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    async with scripted(fake_telegram, tmp_path) as tg:
+        registered = await tg.fake.wait_for(lambda: tg.fake.commands, 30)
+        assert {"model", "mode"} <= {command["command"] for command in registered}
+        await tg.say(BOB, "/help")
+        await tg.bot_message(
+            BOB.id, lambda m: "/model [name]" in m.text and "/mode [mode]" in m.text
+        )

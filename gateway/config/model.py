@@ -177,15 +177,26 @@ _CODEX_ONLY = frozenset({"approval_policy", "sandbox", "features", "collaboratio
 _APP_SERVER_ONLY = frozenset({"collaboration_mode"})
 _CLAUDE_ONLY = frozenset({"permission_mode", "allowed_tools", "disallowed_tools", "extra_args"})
 _OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the gateway attaches to
+# issue 31: the models /model offers; only where the gateway can set a turn's model (Codex
+# app-server's turn/start, Claude Code's set_model, OpenCode's prompt, an ACP agent's model
+# config option), see docs/decisions.md
+_NO_MODEL_CHOICE = frozenset({"models"})
+# issue 31: the permission modes /mode may set: Codex app-server (turn/start) and Claude
+# Code (set_permission_mode)
+_NO_MODE_CHOICE = frozenset({"allowed_modes"})
 # the agent options each kind does not take (ACP's session/new has no policy or model)
 _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
     AgentKind.CODEX_APP_SERVER: _CLAUDE_ONLY | _OPENCODE_ONLY,
-    AgentKind.CODEX_EXEC: _CLAUDE_ONLY | _APP_SERVER_ONLY | _OPENCODE_ONLY,  # exec has no modes
+    AgentKind.CODEX_EXEC: _CLAUDE_ONLY
+    | _APP_SERVER_ONLY
+    | _OPENCODE_ONLY
+    | _NO_MODEL_CHOICE
+    | _NO_MODE_CHOICE,
     AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY,
-    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"},
+    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"} | _NO_MODE_CHOICE,
     # OpenCode: its model and provider are its own config; the session's rules ask for every
     # tool, so no Codex or Claude option means anything to it
-    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
+    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"} | _NO_MODE_CHOICE,
 }
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -300,6 +311,11 @@ class AgentOptions(_Model):
     env: dict[EnvName, SecretStr] = Field(default_factory=dict)
     env_allowlist: tuple[EnvName, ...] = ()
     model: NonEmpty | None = None
+    # issue 31: the models a person may pick with /model (empty: /model changes nothing)
+    models: tuple[NonEmpty, ...] = ()
+    # issue 31: the approval policies and sandboxes (Codex app-server), or the permission
+    # modes (Claude Code), a person may set with /mode; a looser one waits for an approver
+    allowed_modes: tuple[ApprovalPolicy | SandboxMode | PermissionMode, ...] = ()
     approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
     sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE
     permission_mode: PermissionMode = PermissionMode.DEFAULT
@@ -606,6 +622,33 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
                     "the project sets allow_dangerous = true",
                 )
             )
+    for value in options.allowed_modes:
+        codex_mode = isinstance(value, ApprovalPolicy | SandboxMode)
+        if codex_mode != (project.agent is AgentKind.CODEX_APP_SERVER):
+            found.append(((*where, "allowed_modes"), f'"{value}" is no mode of {project.agent}'))
+        elif value is PermissionMode.DONT_ASK:
+            found.append(
+                (
+                    (*where, "allowed_modes"),
+                    '"dontAsk" is neither tighter nor looser than the others (it asks nobody '
+                    "and refuses what is not allowed already): set it as permission_mode",
+                )
+            )
+        if any(value in dangerous for dangerous in DANGEROUS.values()):
+            if not options.allow_dangerous:
+                found.append(
+                    (
+                        (*where, "allowed_modes"),
+                        f'"{value}" lets the agent act without asking anyone; refused unless '
+                        "the project sets allow_dangerous = true",
+                    )
+                )
+    if project.agent is AgentKind.OPENCODE:
+        found += [
+            ((*where, "models"), f'"{name}": OpenCode names a model "provider/model"')
+            for name in options.models
+            if not all(name.partition("/")[::2])
+        ]
     wrong = _NOT_FOR[project.agent] & options.model_fields_set
     if project.agent not in DEFAULT_ARGV and options.argv is None:
         found.append(((*where, "argv"), f"agent {project.agent} needs an argv: the command to run"))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from gateway.config.model import ExpiryOutcome
-from gateway.domain import Action, Decision, Effect, InteractionState, Scope
+from gateway.domain import Action, Decision, Effect, InteractionOrigin, InteractionState, Scope
 from gateway.interactions.machine import Interaction
 from gateway.wording import duration
 
@@ -89,7 +89,14 @@ def _refusal(interaction: Interaction, effect: Effect) -> Action | None:
 
 def plan_expiry(interaction: Interaction, outcome: ExpiryOutcome) -> ExpiryPlan:
     """The action to write (if any) for ``interaction`` under the configured ``outcome``."""
-    if interaction.native_key is None:
+    if interaction.origin is InteractionOrigin.SETTING:
+        return ExpiryPlan(
+            action=None,
+            interrupt=False,
+            outcome="",
+            not_written="nothing changed: nobody accepted it in time",
+        )
+    if interaction.origin is InteractionOrigin.PLAN:
         return ExpiryPlan(
             action=None,
             interrupt=False,

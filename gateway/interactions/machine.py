@@ -65,6 +65,7 @@ from gateway.domain import (
     Detail,
     Effect,
     InteractionKind,
+    InteractionOrigin,
     InteractionState,
     Question,
     Resolution,
@@ -298,6 +299,7 @@ class Interaction:
     resolution: ResolutionFact | None = None
     votes: tuple[VoteFact, ...] = ()  # standing votes, oldest first (withdrawn ones left out)
     content_hash: str = ""  # sha256 of what a person is asked to approve (content_hash.py)
+    origin: InteractionOrigin = InteractionOrigin.AGENT  # who asks (issue 31)
 
     @property
     def is_live(self) -> bool:

@@ -17,6 +17,7 @@ from gateway.domain import (
     Decision,
     Effect,
     InteractionKind,
+    InteractionOrigin,
     InteractionRequest,
     Plan,
 )
@@ -70,6 +71,7 @@ def proposed_plan(markdown: str) -> InteractionRequest:
     )
     return InteractionRequest(
         native_key="",
+        origin=InteractionOrigin.PLAN,
         kind=InteractionKind.PLAN,
         title="Implement the plan?",
         summary="The agent proposes a plan and waits for you before changing anything.",

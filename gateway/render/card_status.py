@@ -20,9 +20,17 @@ as text, its times in UTC, for replies and notices.
 from __future__ import annotations
 
 from gateway.cards import At, StatusPart, status_text
-from gateway.domain import Effect, InteractionKind, InteractionState, Resolution, Scope
+from gateway.domain import (
+    Effect,
+    InteractionKind,
+    InteractionOrigin,
+    InteractionState,
+    Resolution,
+    Scope,
+)
 from gateway.interactions.expiry import waited
 from gateway.interactions.machine import DecisionFact, DeliveryOutcome, Interaction
+from gateway.interactions.setting_change import accepted
 from gateway.wording import quoted
 
 __all__ = [
@@ -64,12 +72,14 @@ def action_label(label: str, scope: Scope) -> str:
 def _gateway_plan(interaction: Interaction) -> bool:
     """The gateway's own plan card (a Codex plan): its decision is the next turn, queued, and
     reaches the agent when that turn starts (gateway/interactions/plans.py)."""
-    return interaction.kind is InteractionKind.PLAN and interaction.native_key is None
+    return interaction.origin is InteractionOrigin.PLAN
 
 
 def delivered_words(interaction: Interaction) -> str:
     """What a delivered decision became: "sent to the agent", or for the gateway's own plan
     "queued as the next turn" (nothing reached the agent yet)."""
+    if interaction.origin is InteractionOrigin.SETTING:  # applied by the gateway, not written
+        return "applied from the agent's next turn" if accepted(interaction) else "nothing changed"
     return "queued as the next turn" if _gateway_plan(interaction) else "sent to the agent"
 
 
@@ -238,6 +248,8 @@ def _after_decision(interaction: Interaction) -> str:
             return delivered_words(interaction)
         case InteractionState.RESOLVED if plan:
             return "sent to the agent as the next turn"
+        case InteractionState.RESOLVED if interaction.origin is InteractionOrigin.SETTING:
+            return delivered_words(interaction)  # applied (or not) by the gateway, at once
         case InteractionState.RESOLVED:
             return "sent to the agent · done" if outcome is DeliveryOutcome.OK else "done"
         case InteractionState.UNKNOWN:

@@ -61,6 +61,8 @@ class CommandName(StrEnum):
     SESSIONS = "sessions"
     SWITCH = "switch"
     NAME = "name"
+    MODEL = "model"
+    MODE = "mode"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -110,6 +112,8 @@ COMMANDS: tuple[CommandInfo, ...] = (
         name=CommandName.SWITCH, args="NAME|N", description="continue an earlier session here"
     ),
     CommandInfo(name=CommandName.NAME, args="TEXT", description="name this session"),
+    CommandInfo(name=CommandName.MODEL, args="[name]", description="the model, or pick one"),
+    CommandInfo(name=CommandName.MODE, args="[mode]", description="the agent's permission mode"),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}

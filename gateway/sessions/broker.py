@@ -25,6 +25,7 @@ from gateway.domain import (
     Answer,
     ConversationRef,
     Decision,
+    InteractionOrigin,
     InteractionRequest,
     InteractionState,
 )
@@ -37,8 +38,9 @@ from gateway.errors import (
     StoreError,
 )
 from gateway.interactions.expiry import ExpiryPlan
-from gateway.interactions.machine import Interaction
+from gateway.interactions.machine import Interaction, InteractionEvent
 from gateway.interactions.policy import Requirement
+from gateway.interactions.setting_change import change_of
 from gateway.interactions.votes import PolicyBook
 from gateway.platform import MessageRef, Platform, RateLimited, RefusedForGood
 from gateway.render.commands import spell_commands
@@ -277,6 +279,8 @@ class Broker:
     async def _deliver_committed(self, decided: Interaction, decision: Decision) -> Interaction:
         crashpoint("decision_committed")
         self.mark_dirty(decided.id)
+        if decided.origin is InteractionOrigin.SETTING:
+            return await self._apply_setting(decided, decision)
         try:
             task = self._deliverer.own_delivery(
                 decided, partial(self._write_and_record, decided, decision)
@@ -309,7 +313,7 @@ class Broker:
         stranded = [
             i
             for i in await self._store.interactions.list_open(session_id)
-            if i.runtime_epoch == epoch
+            if (i.runtime_epoch == epoch or i.origin is InteractionOrigin.SETTING)
             and i.state is InteractionState.DECIDED
             and i.delivery is None
             and i.id not in self._in_flight
@@ -328,6 +332,9 @@ class Broker:
                 continue
             decision = self._committed_decision(interaction)
             handled += 1
+            if interaction.origin is InteractionOrigin.SETTING and decision is not None:
+                await self._apply_setting(interaction, decision)
+                continue
             failure = _SECRET_NOT_KEPT
             if decision is None:
                 try:
@@ -372,6 +379,23 @@ class Broker:
         if secret.keys() != _secret_answers(interaction, fact.decision).keys():
             raise SealBroken("the sealed answers are not those of the decision")
         return replace(fact.decision, answers={**fact.decision.answers, **secret})
+
+    async def _apply_setting(self, interaction: Interaction, decision: Decision) -> Interaction:
+        """A decision on a setting change (a looser /mode) is delivered by applying it, once:
+        the ledger's choice for the session, which its next turn carries to the agent (and
+        whose acceptance there is the policy in force). Nothing waits for the agent, which may
+        not be running: the request is resolved here. A refusal applies nothing."""
+        change = change_of(interaction)
+        applies = change is not None and decision.action_id == f"{change.setting}={change.value}"
+        if change is not None and applies:
+            await self._store.settings.choose(interaction.session_id, change.setting, change.value)
+        await self._store.interactions.record_delivery(interaction.id, ok=True)
+        note = "applies from the next turn" if applies else "nothing changed"
+        update = await self._store.interactions.resolve(
+            interaction.id, InteractionEvent.CONFIRM, by="gateway", note=note
+        )
+        self.mark_dirty(interaction.id)
+        return update.interaction
 
     async def _write_and_record(self, interaction: Interaction, decision: Decision) -> Interaction:
         """Write the decision to the agent, then record the write (in the session's task)."""

@@ -31,6 +31,7 @@ from gateway.domain import (
     AgentKind,
     ConversationRef,
     InteractionKind,
+    InteractionOrigin,
     InteractionState,
     TurnStatus,
 )
@@ -66,6 +67,7 @@ from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
 from gateway.sessions.session_list import sessions_page, visible
 from gateway.sessions.session_names import name_session
+from gateway.sessions.session_settings import SettingsDesk
 from gateway.sessions.session_switch import switch_session
 from gateway.sessions.steer_button import SteerButtons
 from gateway.sessions.turn_close import close_shown_turn
@@ -134,6 +136,9 @@ class Control:
         self._told: OrderedDict[tuple[ConversationRef, str], None] = OrderedDict()
         self._held_told: dict[str, tuple[int, ...]] = {}  # session: the held prompts last told
         self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
+        self._settings = SettingsDesk(
+            gateway.config.projects, gateway.store, gateway.broker, gateway.existing_runner
+        )
 
     # --- recovery -------------------------------------------------------------------------
 
@@ -471,13 +476,14 @@ class Control:
             )
             return
         open_ = await self._store.interactions.list_open(session.id)
-        if any(i.native_key is None and i.state is InteractionState.PENDING for i in open_):
+        plan = InteractionOrigin.PLAN
+        if any(i.origin is plan and i.state is InteractionState.PENDING for i in open_):
             await self._reply(conversation, _PLAN_SET_ASIDE)
         waiting = [
             i
             for i in open_
             if i.kind in (InteractionKind.APPROVAL, InteractionKind.QUESTION, InteractionKind.PLAN)
-            and i.native_key is not None  # the gateway's own plan: set aside, said above
+            and i.origin is not InteractionOrigin.PLAN  # the gateway's own plan: said above
         ]
         replied = await self._replied_card(message, waiting)
         if replied is not None:  # the full notice, and the card again under it
@@ -659,6 +665,10 @@ class Control:
             if named is not None and named.name and named.name != session.name:
                 if self._gw.runs_here(named):  # the agent's own session is named too
                     await self._gw.runner(named).name_agent_session(named.name)
+        elif name is CommandName.MODEL:
+            await self._reply(conversation, await self._settings.model(session, args, actor))
+        elif name is CommandName.MODE:
+            await self._reply(conversation, await self._settings.mode(session, args, actor))
 
     def _compact(
         self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef
@@ -786,6 +796,8 @@ class Control:
         head = f"Session {session.id}{named} · project {session.project} · {session.agent_kind}"
         lines = [head if session.host is None else f"{head} · host {session.host}"]
         lines.append(f"State: {run_state_words(state)}")
+        lines += filter(None, [await self._settings.describe_model(session)])
+        lines += filter(None, [await self._settings.describe_mode(session)])
         epoch = (
             await store.sessions.get_epoch(session.id, session.current_epoch)
             if session.current_epoch

@@ -34,6 +34,7 @@ from gateway.domain import (
     Decision,
     Effect,
     InteractionKind,
+    InteractionOrigin,
     InteractionState,
 )
 from gateway.errors import (
@@ -415,7 +416,9 @@ def _rejection(
     if rejection in (None, Rejection.NOT_OPEN) and interaction.decision is None:
         # a request nobody decided whose agent process has ended (orphaned, or about to
         # be): the token is stale, whatever the state says; a decided one says who decided
-        if view.epoch is None or not view.epoch.is_live:
+        # (a setting change is the gateway's, not the process's: it outlives the process)
+        setting = interaction.origin is InteractionOrigin.SETTING
+        if not setting and (view.epoch is None or not view.epoch.is_live):
             return Rejection.STALE
     return rejection
 

@@ -22,6 +22,7 @@ from gateway.config.access import may_decide
 from gateway.config.model import Config
 from gateway.domain import Actor
 from gateway.errors import AgentError
+from gateway.interactions.setting_change import SettingChange, change_of
 from gateway.session_record import SessionRecord
 from gateway.sessions.agents import SavesPermissions
 from gateway.sessions.grant_kinds import (
@@ -97,6 +98,12 @@ class GrantDesk:
         for entry in await self._store.grants.for_session(session.id, session.project):
             if entry.revoked is not None:
                 continue
+            change = await self._change(entry)
+            if change is not None:  # a looser /mode: in force while the session keeps it
+                chosen = await self._store.settings.of(session.id)
+                if getattr(chosen, change.setting) == change.value:
+                    kept.append(entry)
+                continue
             kind = grant_kind(session.agent_kind, entry.grant)
             if kind in _EPOCH_BOUND and (
                 entry.grant.session_id != session.id or entry.runtime_epoch != live
@@ -109,6 +116,20 @@ class GrantDesk:
         lines = []
         for entry in await self.in_force(session):
             grant = entry.grant
+            change = await self._change(entry)
+            if change is not None:
+                lines.append(
+                    GrantLine(
+                        id=grant.id,
+                        description=grant.description,
+                        by=await self._granted_by(entry),
+                        when=_when(grant.granted_at),
+                        where="a setting of this session, kept by the gateway across restarts",
+                        then="confirm",
+                        button=f"Revoke: back to {change.before}",
+                    )
+                )
+                continue
             kind = grant_kind(session.agent_kind, grant)
             then, button = {
                 GrantKind.PROCESS: ("confirm", "Revoke: end the agent process"),
@@ -195,6 +216,9 @@ class GrantDesk:
                 )
             return f"No grant {grant_id} is in force here: /grants lists them."
         grant = entry.grant
+        change = await self._change(entry)
+        if change is not None:
+            return await self._revoke_setting(session, entry, change, actor)
         kind = grant_kind(session.agent_kind, grant)
         if kind is GrantKind.PROCESS:
             if then != "confirm":
@@ -233,6 +257,24 @@ class GrantDesk:
                 f"{ENDS_PROCESS}."
             )
         return f"Grant {grant_id} is kept in {self._settings_place(session)}."
+
+    async def _change(self, entry: ProjectGrant) -> SettingChange | None:
+        """The setting change (a looser /mode) the grant is, or None for an agent's grant."""
+        interaction = await self._store.interactions.get(entry.grant.interaction_id)
+        return change_of(interaction) if interaction is not None else None
+
+    async def _revoke_setting(
+        self, session: SessionRecord, entry: ProjectGrant, change: SettingChange, actor: Actor
+    ) -> str:
+        """A looser mode taken back: the setting is what it was before it was granted, from
+        the agent's next turn (tightening needs no confirmation, and ends no process)."""
+        words = change.setting.replace("_", " ")
+        await self._store.settings.choose(session.id, change.setting, change.before or None)
+        await self._store.grants.revoke(entry.grant, actor, how=f"{words} back to {change.before}")
+        return (
+            f"Grant {entry.grant.id} revoked: the {words} is {change.before} again from the "
+            "agent's next turn."
+        )
 
     async def _revoke_opencode(
         self, session: SessionRecord, entry: ProjectGrant, actor: Actor, then: str

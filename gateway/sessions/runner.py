@@ -21,7 +21,14 @@ from datetime import datetime
 
 from gateway.config.model import ProjectConfig
 from gateway.config.policy_rules import PolicyRule, RuleAction
-from gateway.domain import Actor, ConversationRef, Decision, InteractionState, TurnStatus
+from gateway.domain import (
+    Actor,
+    ConversationRef,
+    Decision,
+    InteractionOrigin,
+    InteractionState,
+    TurnStatus,
+)
 from gateway.errors import (
     AgentError,
     AlreadyDecided,
@@ -255,6 +262,11 @@ class SessionRunner:
         self._wake.set()
         self._prompt_ready.set()
 
+    def request_opened(self) -> None:
+        """A request was opened outside the agent's events (a setting change, issue 31): the
+        expiry task looks at it now, not at its next look."""
+        self._opened.set()
+
     async def shutdown(self, *, notice: str | None = None, gateway_stopping: bool = False) -> None:
         """Stop taking work and end the agent (its exit is recorded like any other);
         ``notice`` is what the session's conversations are told then, instead of the
@@ -361,9 +373,13 @@ class SessionRunner:
         agent = self.agent
         if agent is None or self.epoch != interaction.runtime_epoch:
             raise DeliveryRefused("the agent process that asked has ended")
-        if interaction.native_key is None:
+        if interaction.origin is InteractionOrigin.PLAN:
             await self._plan_decided(interaction, decision)
             return
+        if interaction.origin is InteractionOrigin.SETTING:  # the broker applies it
+            raise DeliveryRefused("a setting change is not written to the agent")
+        if interaction.native_key is None:  # pragma: no cover - an agent's request has one
+            raise DeliveryRefused("the request has no key to answer it by")
         await agent.send(Respond(native_key=interaction.native_key, decision=decision))
 
     async def _plan_decided(self, interaction: Interaction, decision: Decision) -> None:
@@ -393,7 +409,7 @@ class SessionRunner:
         waiting is replaced by the message that runs now (a message is never a decision on
         it). A decision queued behind this message waits for its own turn."""
         for waiting in await self._store.interactions.list_open(self.session_id):
-            if waiting.native_key is not None:
+            if waiting.origin is not InteractionOrigin.PLAN:
                 continue
             if waiting.state is InteractionState.DELIVERED:
                 if prompt.platform_message_id != plan_prompt_key(waiting.id):
@@ -621,7 +637,17 @@ class SessionRunner:
                         await agent.send(Compact())
                     else:
                         await self._close_gateway_plans(prompt)
-                        await agent.send(Prompt(text=prompt.text, mode=prompt.mode))
+                        chosen = await self._store.settings.of(self.session_id)
+                        await agent.send(
+                            Prompt(
+                                text=prompt.text,
+                                mode=prompt.mode,
+                                model=chosen.model,
+                                approval_policy=chosen.approval_policy,
+                                sandbox=chosen.sandbox,
+                                permission_mode=chosen.permission_mode,
+                            )
+                        )
                     await self._turn_done.wait()
                     saver.cancel()
             except* StoreError:
@@ -669,8 +695,11 @@ class SessionRunner:
             expired = False
             for interaction in await self._store.interactions.list_open(self.session_id):
                 after_seconds = self._expires_after(interaction)
-                if interaction.runtime_epoch != epoch or after_seconds is None:
-                    continue
+                other_epoch = interaction.runtime_epoch != epoch
+                if (other_epoch and interaction.origin is not InteractionOrigin.SETTING) or (
+                    after_seconds is None
+                ):
+                    continue  # a setting change is a person's: it outlives the epoch
                 if is_due(interaction, after_seconds, now):
                     await self._expire(interaction)
                     expired = True

@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from gateway.domain import Actor, Decision, InteractionKind, InteractionState, Resolution
+from gateway.domain import (
+    Actor,
+    Decision,
+    InteractionKind,
+    InteractionOrigin,
+    InteractionState,
+    Resolution,
+)
 from gateway.errors import UnknownInteraction
 from gateway.interactions.content_hash import content_hash
 from gateway.interactions.machine import (
@@ -32,7 +39,7 @@ __all__ = [
 SELECT_INTERACTION = """
 SELECT i.id, i.session_id, i.runtime_epoch, i.turn_id, i.native_key, i.kind, i.title,
        i.summary, i.detail_json, i.actions_json, i.questions_json, i.state, i.version,
-       i.created_at, i.updated_at,
+       i.created_at, i.updated_at, i.origin,
        d.actor_platform, d.actor_user_id, d.actor_display, d.action_id, d.answers_json,
        d.message, d.decided_at,
        v.outcome AS delivery_outcome, v.error AS delivery_error, v.at AS delivered_at,
@@ -129,6 +136,7 @@ def interaction_from_row(row: Row) -> Interaction:
         turn_id=row["turn_id"],
         native_key=row["native_key"],
         kind=InteractionKind(row["kind"]),
+        origin=InteractionOrigin(row["origin"]),
         title=row["title"],
         summary=row["summary"],
         detail=codec.decode_detail(row["detail_json"]),

@@ -23,6 +23,7 @@ from gateway.domain import (
     ConversationRef,
     Decision,
     Effect,
+    InteractionOrigin,
     InteractionRequest,
     InteractionState,
     Resolution,
@@ -161,7 +162,11 @@ class InteractionLedger:
         epoch_row = locked.fetchone()
         earlier = None if found is None else found()
         bindings = read_bindings()
-        if epoch_row is None or epoch_row["ended_at"] is not None:
+        # a setting change (issue 31) is a person's request, not the process's: it may be
+        # asked while no agent runs (after a restart, an idle end) and is kept with the last
+        if epoch_row is None or (
+            epoch_row["ended_at"] is not None and request.origin is not InteractionOrigin.SETTING
+        ):
             raise StoreError(f"epoch {epoch} of session {session_id} is not live")
         if earlier is not None:
             self._db.audit(
@@ -198,8 +203,8 @@ class InteractionLedger:
             insert = conn.execute(
                 "INSERT INTO interactions (id, session_id, runtime_epoch, turn_id,"
                 " native_key, kind, title, summary, detail_json, actions_json,"
-                " questions_json, state, version, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?)"
+                " questions_json, state, version, created_at, updated_at, origin)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', 1, ?, ?, ?)"
                 " ON CONFLICT (id) DO NOTHING RETURNING id",
                 (
                     interaction_id,
@@ -215,6 +220,7 @@ class InteractionLedger:
                     codec.encode_questions(request.questions),
                     now,
                     now,
+                    request.origin.value,
                 ),
             )
             read_back = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
@@ -608,6 +614,8 @@ class InteractionLedger:
             for current in (interaction_from_row(row) for row in rows):
                 if current.native_key is not None and current.native_key in keep:
                     continue
+                if current.origin is InteractionOrigin.SETTING:
+                    continue  # a person's request, not the process's: it outlives it
                 if current.state is InteractionState.EXPIRED:
                     self._insert_delivery(conn, current.id, DeliveryOutcome.UNKNOWN, note)
                 moved = transition(

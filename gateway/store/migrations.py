@@ -567,6 +567,22 @@ _TURN_MESSAGES = (
 # issue 31: a person names a session (/name), to find it again in /sessions and /switch to it
 _SESSION_NAME = ("ALTER TABLE sessions ADD COLUMN name TEXT",)
 
+# issue 31: what a person chose for a session, used from its next turn and after a restart:
+# the model (/model, one of the project's ``models``) and the approval policy and sandbox
+# (Codex) or the permission mode (Claude Code) (/mode, its ``allowed_modes``); NULL: the
+# project's own
+# ... and who asks an interaction (gateway.domain.InteractionOrigin): the agent, the gateway's
+# plan (until now: the rows without a native key), or a setting change an approver accepts
+_SESSION_SETTINGS = (
+    "ALTER TABLE sessions ADD COLUMN model TEXT",
+    "ALTER TABLE sessions ADD COLUMN approval_policy TEXT",
+    "ALTER TABLE sessions ADD COLUMN sandbox TEXT",
+    "ALTER TABLE sessions ADD COLUMN permission_mode TEXT",
+    "ALTER TABLE interactions ADD COLUMN origin TEXT NOT NULL DEFAULT 'agent'"
+    " CHECK (origin IN ('agent', 'plan', 'setting'))",
+    "UPDATE interactions SET origin = 'plan' WHERE native_key IS NULL",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -610,6 +626,11 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(version=16, name="the messages that show a turn", statements=_TURN_MESSAGES),
     Migration(version=17, name="a session's name", statements=_SESSION_NAME),
+    Migration(
+        version=18,
+        name="a person's settings; who asks an interaction",
+        statements=_SESSION_SETTINGS,
+    ),
 )
 
 

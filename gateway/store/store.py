@@ -27,6 +27,7 @@ from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
 from gateway.store.prompts import PromptQueue
 from gateway.store.requests import SessionRequests
 from gateway.store.session_index import SessionIndex
+from gateway.store.session_settings import SessionSettings
 from gateway.store.sessions import SessionLedger
 from gateway.store.timeline import TimelineLedger
 from gateway.store.turns import TurnLedger
@@ -79,6 +80,7 @@ class Store:
         self.reader = reader
         self.sessions = SessionLedger(db)
         self.session_index = SessionIndex(db)
+        self.settings = SessionSettings(db)  # what a person chose (/model)
         self.turns = TurnLedger(db)
         self.timeline = TimelineLedger(db)
         self.prompts = PromptQueue(db)

@@ -194,6 +194,18 @@ def _callback(messages: Messages, name: str) -> Callback:
 
         return revoke
 
+    if name == "model":
+
+        async def model(interaction: discord.Interaction[Any], model: str = "") -> None:
+            await messages.on_slash(interaction, name, model)
+
+        return model
+    if name == "mode":
+
+        async def mode(interaction: discord.Interaction[Any], mode: str = "") -> None:
+            await messages.on_slash(interaction, name, mode)
+
+        return mode
     if name == "sessions":
 
         async def sessions(interaction: discord.Interaction[Any], page: str = "") -> None:

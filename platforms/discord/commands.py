@@ -151,6 +151,16 @@ COMMANDS: tuple[CommandSpec, ...] = (
             OptionSpec(name="name", description="The session's name (one line)", required=True),
         ),
     ),
+    CommandSpec(
+        name="model",
+        description="The model, or pick one of the project's",
+        options=(OptionSpec(name="model", description="The model's name, from /model's list"),),
+    ),
+    CommandSpec(
+        name="mode",
+        description="The agent's permission mode, or set one of the project's",
+        options=(OptionSpec(name="mode", description="The mode, from /mode's list"),),
+    ),
     CommandSpec(name="help", description="What the gateway understands"),
 )
 _BY_NAME = {spec.name: spec for spec in COMMANDS}

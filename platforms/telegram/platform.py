@@ -95,6 +95,8 @@ MENU = (
     CommandName.SESSIONS,  # issue 31: find, continue and name a session
     CommandName.SWITCH,
     CommandName.NAME,
+    CommandName.MODEL,  # issue 31
+    CommandName.MODE,  # issue 31
 )
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 _SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits

@@ -1,0 +1,252 @@
+"""``/model`` and ``/mode`` decided purely (issue 31): the project's ``models`` and
+``allowed_modes`` are the whole lists a person may pick from; a name outside them, or no list
+at all, changes nothing and says why; a looser mode is only ever asked for."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gateway.config.model import AgentOptions, ApprovalPolicy, ProjectConfig, SandboxMode
+from gateway.domain import (
+    Actor,
+    AgentKind,
+    Decision,
+    Effect,
+    InteractionOrigin,
+    InteractionState,
+    Scope,
+)
+from gateway.errors import ConfigError
+from gateway.interactions.machine import DecisionFact, Interaction
+from gateway.interactions.setting_change import (
+    SettingChange,
+    accepted,
+    change_of,
+    setting_request,
+)
+from gateway.sessions.permission_modes import choose_mode
+from gateway.sessions.session_settings import choose_model
+from gateway.store.session_settings import ChosenSettings
+from platforms.registry import parse_config
+
+
+def project(*, model: str | None = "gpt-5.5", models: tuple[str, ...] = ()) -> ProjectConfig:
+    return ProjectConfig(
+        work_dir=Path("/work"),
+        agent=AgentKind.CODEX_APP_SERVER,
+        agent_options=AgentOptions(model=model, models=models),
+    )
+
+
+WHEN = datetime(2026, 1, 1, tzinfo=UTC)
+BOB = Actor(platform="memory", user_id="bob", display="Bob")
+LISTED = project(models=("gpt-5.5", "gpt-5.4-mini"))
+
+
+def test_a_listed_model_is_chosen_whatever_its_case() -> None:
+    choice = choose_model(LISTED, None, " GPT-5.4-MINI ")
+    assert choice.chosen == "gpt-5.4-mini"
+    assert choice.text == "Model: gpt-5.4-mini, from the next turn."
+
+
+def test_without_a_name_the_model_and_the_list_are_shown() -> None:
+    choice = choose_model(LISTED, "gpt-5.4-mini", "")
+    assert choice.chosen is None
+    assert choice.text.splitlines() == [
+        "Model: gpt-5.4-mini (chosen with /model)",
+        "Choose one of:",
+        "  · /model gpt-5.5",
+        "  · /model gpt-5.4-mini",
+    ]
+
+
+def test_a_name_not_listed_changes_nothing_and_is_echoed_short_and_printable() -> None:
+    choice = choose_model(LISTED, None, "x\x07" + "y" * 2000)
+    assert choice.chosen is None
+    assert choice.text.startswith("“x?" + "y" * 62 + "…” is not one of this project's models")
+    assert "nothing changed" in choice.text
+
+
+def test_the_model_in_use_is_not_chosen_again() -> None:
+    assert choose_model(LISTED, None, "gpt-5.5").chosen is None
+    assert choose_model(LISTED, "gpt-5.4-mini", "gpt-5.4-mini").chosen is None
+
+
+@pytest.mark.parametrize("args", ["", "gpt-5.4-mini"])
+def test_without_models_in_config_model_only_says_which_runs(args: str) -> None:
+    choice = choose_model(project(), None, args)
+    assert choice.chosen is None
+    assert choice.text == (
+        "Model: gpt-5.5 (the project's)\n"
+        "This project lists no models to choose from (models in its config): nothing changes."
+    )
+    assert choose_model(project(model=None), None, args).text.startswith(
+        "Model: the agent's own default\n"
+    )
+
+
+@pytest.mark.parametrize("agent", ["codex-exec"])
+def test_models_is_refused_where_the_gateway_cannot_set_a_turn_s_model(agent: str) -> None:
+    text = f"""
+[projects.p]
+work_dir = "/tmp"
+agent = "{agent}"
+models = ["a", "b"]
+
+[projects.p.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+    with pytest.raises(ConfigError, match="models: does not apply to agent"):
+        parse_config(text, env={})
+
+
+def test_an_opencode_model_is_named_provider_slash_model() -> None:
+    text = """
+[projects.p]
+work_dir = "/tmp"
+agent = "opencode"
+models = ["fake/fake-mini", "gpt-5"]
+
+[projects.p.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+    with pytest.raises(ConfigError, match='"gpt-5": OpenCode names a model "provider/model"'):
+        parse_config(text, env={})
+    fixed = parse_config(text.replace('"gpt-5"', '"fake/gpt-5"'), env={})
+    assert fixed.projects["p"].agent_options.models == ("fake/fake-mini", "fake/gpt-5")
+
+
+MODES = project(models=()).model_copy(
+    update={
+        "agent_options": AgentOptions(
+            allowed_modes=(
+                ApprovalPolicy.UNTRUSTED,
+                ApprovalPolicy.ON_REQUEST,
+                SandboxMode.READ_ONLY,
+                SandboxMode.WORKSPACE_WRITE,
+            )
+        )
+    }
+)
+
+
+def test_a_tighter_mode_is_chosen_and_a_looser_one_needs_an_approver() -> None:
+    tighter = choose_mode(MODES, ChosenSettings(), "Read-Only")
+    assert (tighter.setting, tighter.value, tighter.loosens) == ("sandbox", "read-only", False)
+    assert tighter.text == "Sandbox: read-only, from the next turn."
+    looser = choose_mode(MODES, ChosenSettings(sandbox="read-only"), "workspace-write")
+    assert (looser.setting, looser.value, looser.loosens) == ("sandbox", "workspace-write", True)
+    assert looser.text.startswith("Loosening the sandbox from read-only to workspace-write")
+    fewer_questions = choose_mode(MODES, ChosenSettings(approval_policy="untrusted"), "on-request")
+    assert fewer_questions.loosens
+
+
+def test_a_mode_not_listed_or_in_force_changes_nothing() -> None:
+    assert choose_mode(MODES, ChosenSettings(), "never").setting is None
+    assert choose_mode(MODES, ChosenSettings(), "sudo").text.startswith(
+        "“sudo” is not one of this project's modes; nothing changed."
+    )
+    assert choose_mode(MODES, ChosenSettings(), "on-request").text.endswith("nothing to change.")
+    listing = choose_mode(MODES, ChosenSettings(sandbox="read-only"), "").text.splitlines()
+    assert listing == [
+        "Mode: approval policy on-request, sandbox read-only",
+        "Choose one of:",
+        "  · /mode untrusted",
+        "  · /mode on-request (in force)",
+        "  · /mode read-only (in force)",
+        "  · /mode workspace-write (asks an approver)",
+    ]
+    assert choose_mode(project(), ChosenSettings(), "read-only").text.endswith(
+        "This project lists no modes to choose from (allowed_modes in its config): nothing changes."
+    )
+
+
+def test_a_dangerous_mode_needs_allow_dangerous() -> None:
+    text = """
+[projects.p]
+work_dir = "/tmp"
+agent = "codex-app-server"
+allowed_modes = ["read-only", "danger-full-access"]
+
+[projects.p.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+    with pytest.raises(ConfigError, match='"danger-full-access" lets the agent act'):
+        parse_config(text, env={})
+    allowed = parse_config(
+        text.replace('"codex-app-server"', '"codex-app-server"\nallow_dangerous = true'), env={}
+    )
+    assert allowed.projects["p"].agent_options.allowed_modes[-1] == "danger-full-access"
+
+
+def test_a_setting_change_card_names_what_it_applies_and_what_it_keeps() -> None:
+    request = setting_request("sandbox", "workspace-write", now="read-only", asker="Bob")
+    assert request.origin is InteractionOrigin.SETTING
+    assert request.title == "Loosen the sandbox: read-only → workspace-write?"
+    assert [(a.label, a.effect, a.scope) for a in request.actions] == [
+        ("Allow for this session", Effect.ALLOW, Scope.SESSION),
+        ("Deny", Effect.DENY, Scope.ONCE),
+    ]
+    again = setting_request("sandbox", "workspace-write", now="read-only", asker="Bob")
+    assert again.native_key != request.native_key  # asked again after a refusal: a new one
+    asked = Interaction(
+        id="i1",
+        session_id="s1",
+        runtime_epoch=1,
+        turn_id=None,
+        native_key=request.native_key,
+        origin=request.origin,
+        kind=request.kind,
+        title=request.title,
+        summary=request.summary,
+        detail=request.detail,
+        actions=request.actions,
+        questions=(),
+        state=InteractionState.PENDING,
+        version=1,
+        created_at=WHEN,
+        updated_at=WHEN,
+    )
+    assert change_of(asked) == SettingChange(
+        setting="sandbox", value="workspace-write", before="read-only"
+    )
+    assert not accepted(asked)
+    for action, applies in zip(request.actions, (True, False), strict=True):
+        fact = DecisionFact(actor=BOB, decision=Decision(action_id=action.id), at=WHEN)
+        assert accepted(replace(asked, decision=fact)) is applies
+    assert change_of(replace(asked, origin=InteractionOrigin.AGENT)) is None
+
+
+@pytest.mark.parametrize(
+    ("agent", "modes", "refusal"),
+    [
+        ("claude-code", '["plan", "read-only"]', '"read-only" is no mode of claude-code'),
+        ("codex-app-server", '["read-only", "plan"]', '"plan" is no mode of codex-app-server'),
+        ("claude-code", '["plan", "dontAsk"]', '"dontAsk" is neither tighter nor looser'),
+        ("opencode", '["plan"]', "allowed_modes: does not apply to agent opencode"),
+    ],
+)
+def test_allowed_modes_are_the_agent_s_own(agent: str, modes: str, refusal: str) -> None:
+    text = f"""
+[projects.p]
+work_dir = "/tmp"
+agent = "{agent}"
+allowed_modes = {modes}
+
+[projects.p.auth.memory]
+allow_from = ["*"]
+
+[platforms.memory]
+"""
+    with pytest.raises(ConfigError, match=refusal):
+        parse_config(text, env={})
