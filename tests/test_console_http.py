@@ -431,7 +431,8 @@ async def test_a_named_session_is_titled_by_its_name(running: ConsoleRunning) ->
         await logged_in(http, running)
         async with http.get(running.console.url) as response:
             listed = await response.text()
-    assert f'<a href="/s/{asked.session_id}">demo: tidy &lt;build&gt;</a>' in listed
+    link = f'<a href="/s/{asked.session_id}" title="session {asked.session_id}">'
+    assert f"{link}demo: tidy &lt;build&gt;</a>" in listed
 
 
 async def test_the_session_view_shows_the_tokens_and_the_context_used(

@@ -96,9 +96,13 @@ async def test_a_request_the_server_still_asks_survives_the_restart_and_is_answe
             assert waiting.state is InteractionState.PENDING
             assert (shown.card, len(shown.versions)) == before  # the card untouched
             assert await store.audit.entries(event="recovery.leftover_agent") == []
+            asked = len(fake_chat.model_requests())
             ack = await gw.memory.click(ROOM, ALICE, shown.card.actions[0].token)
             assert ack.accepted, ack.text
-            await gw.wait_for(lambda: (opencode_home.workspace / "made.txt").exists() or None)
+            # the command ran: OpenCode asks the model on with its output (the turn's text
+            # is not shown after the restart: no change of the chat to wait on)
+            await fake_chat.wait_for_requests(asked + 1)
+            assert (opencode_home.workspace / "made.txt").exists()
             await gw.wait_for(lambda: shown.card is not None and not shown.card.actions)
             answered = await store.interactions.get(waiting.id)
             assert answered is not None and answered.runtime_epoch == 1

@@ -113,8 +113,12 @@ async def test_a_clean_stop_leaves_an_attached_servers_request_answerable(
             assert "goes to the agent only once that host answers again" in ack.text
             assert not made.exists()
         assert server.process.running  # nobody ended it
+        asked = len(fake_chat.model_requests())
         async with on_host(config, tmp_path, "a") as a:  # back: reattached, the answer sent
-            await a.wait_for(lambda: made.exists() or None)
+            # the command ran: OpenCode asks the model on with its output (the turn's text
+            # is not shown after the restart: no change of the chat to wait on)
+            await fake_chat.wait_for_requests(asked + 1)
+            assert made.exists()
             answered = await a.gateway.store.interactions.get(waiting.id)
             assert answered is not None and answered.decision is not None
             assert answered.runtime_epoch == waiting.runtime_epoch  # the same server's epoch

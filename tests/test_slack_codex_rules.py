@@ -12,6 +12,7 @@ from tests.codex_env import CodexHome
 from tests.servers.fake_responses import FakeResponses, message, shell
 from tests.servers.fake_slack import FakeSlack
 from tests.slack_harness import ALICE, GENERAL, on_slack, read, slack_config
+from tests.test_slack_codex import bot_says
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
 
@@ -53,4 +54,5 @@ async def test_the_rule_an_always_button_adds_is_on_the_card_and_in_its_confirm(
         assert "confirm" not in once  # only a grant beyond this once asks again
         await fake_slack.click(ALICE, card, always)
         await slack.fake.wait_for(lambda: not card.labels and "Approved" in card.seen)
+        await bot_says(slack, said.ts, "Done.")  # the command ran before the turn ended
     assert (codex_home.workspace / "hello.txt").exists()

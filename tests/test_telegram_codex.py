@@ -87,7 +87,7 @@ async def test_a_command_is_approved_from_a_phone(
     menu = [c["command"] for c in fake_telegram.commands]
     expected = [
         *("new", "stop", "resume", "clear", "status", "pending", "compact", "help"),
-        *("sessions", "switch", "name"),
+        *("sessions", "switch", "name", "model", "mode"),
     ]
     assert sorted(menu) == sorted(expected)
 
