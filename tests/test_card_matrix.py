@@ -56,7 +56,9 @@ INTERNAL = re.compile(r"\bepoch\b|\bruntime\b|\blocal:|\brpc:|\bctl:|\btok-", re
 
 
 def _squash(text: str) -> str:
-    return re.sub(r"\s+", " ", text).strip()
+    """Text as read: spaces squashed, and the backticks of the agent's inline code left
+    out (a platform draws them as code, or shows them)."""
+    return re.sub(r"\s+", " ", text.replace("`", "")).strip()
 
 
 def _on_face(drawn: Drawn, said: str) -> bool:
@@ -152,6 +154,19 @@ def test_the_agents_reason_is_carried_for_every_agent() -> None:
     reasoned = [sample.name for sample in SAMPLES if _reason(sample)]
     for agent in ("codex-acp-", "claude-", "codex-"):
         assert any(name.startswith(agent) for name in reasoned), (agent, reasoned)
+
+
+@pytest.mark.parametrize(
+    ("sample", "platform"),
+    [case for case in REASONED if case.values[1] in ("telegram", "console")],
+)
+def test_the_agents_markdown_in_its_reason_is_drawn_not_shown_raw(
+    sample: Sample, platform: str
+) -> None:
+    """Telegram and the console draw the agent's inline code as code: no backtick is left
+    to read (Slack and Discord draw the same Markdown from the text itself)."""
+    drawn = draw(pending(sample.request), platform)
+    assert "`" not in drawn.text, drawn.text
 
 
 @pytest.mark.parametrize(("sample", "platform"), REASONED)

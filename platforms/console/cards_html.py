@@ -333,7 +333,7 @@ def card_html(
         frame = "done"
     blocks = "".join(_block(block) for block in card.blocks)
     attachments = "".join(_attachment(a) for a in card.attachments)
-    summary = f"<p>{escape(card.summary)}</p>" if card.summary else ""
+    summary = console_html(card.summary) if card.summary else ""  # the agent's Markdown
     return (
         f'<article class="card {frame}" id="i-{escape(interaction.id)}"'
         f' data-key="i-{escape(interaction.id)}" data-version="{interaction.version}">'

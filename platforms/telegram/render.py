@@ -224,7 +224,7 @@ class _Parts:
     def html(self) -> str:
         pieces = [f"<b>{_e(self.title)}</b>"]
         if self.summary and self.summary != self.title:
-            pieces.append(_e(self.summary))
+            pieces.append(telegram_html(self.summary))  # the agent's words, in its Markdown
         pieces += [_block_html(block) for block in self.blocks]
         pieces += [rule.html() for rule in self.rules]
         if self.form:
