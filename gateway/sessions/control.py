@@ -520,7 +520,7 @@ class Control:
         if self._gw.owner_elsewhere(session) is not None:
             return
         if self._gw.config.projects[project].busy_input is not BusyInput.STEER:
-            await self._gw.steer_buttons.offer(prompt)
+            self._gw.steer_buttons.offer(prompt)
             return
         why = await runner.steer(prompt.id)
         if why is not None:

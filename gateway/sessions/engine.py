@@ -195,6 +195,7 @@ class Gateway:
             key,
             runner_of=self.existing_runner,
             auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
+            spawn=self._spawn,
         )
         self.control = Control(self)
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())

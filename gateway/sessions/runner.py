@@ -289,6 +289,11 @@ class SessionRunner:
     def turn_running(self) -> bool:
         return self._turn is not None
 
+    async def turn_over(self) -> None:
+        """Wait until the turn running now ends (at once if none runs)."""
+        if self._turn is not None:
+            await self._turn_done.wait()
+
     async def interrupt(self, *, by: Actor | None = None) -> bool:
         """The native interrupt; the agent is killed if the turn does not end within the
         grace period. False when no turn runs. ``by``: a person's /stop. What the turn's end

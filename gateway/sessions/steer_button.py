@@ -19,12 +19,14 @@ start ``a1:``). A click is checked purely first (:func:`click_refusal`), then ac
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
 
 from gateway.cards import ButtonStyle, Card, CardAction
 from gateway.domain import Actor, ConversationRef
@@ -51,6 +53,8 @@ log = logging.getLogger(__name__)
 STEER_TOKEN_PREFIX = "s1:"
 SEND_NOW_LABEL = "Send into this turn now"
 QUEUED_TITLE = "✍ Queued: your message runs when this turn ends."
+# how long a turn goes on after a message came before its author is offered the button
+OFFER_GRACE = 2.0
 NOT_VALID = "This button is not valid."
 _TOKEN = re.compile(r"^s1:(?P<prompt>[0-9]{1,18}):(?P<tag>[A-Za-z0-9_-]{12})$")
 
@@ -118,16 +122,40 @@ class SteerButtons:
         *,
         runner_of: Callable[[str], SessionRunner | None],
         auth_platform: Callable[[str], str],
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
     ) -> None:
+        self._spawn = spawn
         self._store = store
         self._platforms = platforms
         self._key = key
         self._runner_of = runner_of
         self._auth_platform = auth_platform
 
-    async def offer(self, prompt: PromptRecord) -> None:
-        """The queued notice under ``prompt``, with the button (best effort: a platform that
-        fails to show it leaves the message queued, which is what it is anyway)."""
+    def offer(self, prompt: PromptRecord) -> None:
+        """The queued notice under ``prompt``, with the button, once the turn has gone on for
+        :data:`OFFER_GRACE` seconds after the message came (a message typed as the turn's
+        last words show is not told it waits: it runs the next moment); run by the engine's
+        task group (``spawn``)."""
+        self._spawn(self._offer_later(prompt))
+
+    async def _offer_later(self, prompt: PromptRecord) -> None:
+        runner = self._runner_of(prompt.session_id)
+        if runner is None:
+            return
+        try:
+            async with asyncio.timeout(OFFER_GRACE):
+                await runner.turn_over()
+            return  # the turn ended within the grace: the message runs now, nothing to offer
+        except TimeoutError:
+            pass  # the grace, not a failure: the turn goes on, the message waits
+        current = await self._store.prompts.get(prompt.id)
+        if current is None or current.state is not PromptState.QUEUED or current.held:
+            return
+        await self._offer(prompt)
+
+    async def _offer(self, prompt: PromptRecord) -> None:
+        """Best effort: a platform that fails to show it leaves the message queued, which
+        is what it is anyway."""
         platform = self._platforms.get(prompt.conversation.platform)
         if platform is None:
             return
