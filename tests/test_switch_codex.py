@@ -60,11 +60,15 @@ async def test_switch_after_a_restart_continues_the_earlier_codex_thread(
         await exchange(gw, fake_model, "what was the codeword?", "It was pelican.")
         assert (await session_of(gw)).id == birds.id
     # Codex keeps the name of its thread (0.171: a line of $CODEX_HOME/session_index.jsonl),
-    # given once: the start after the restart does not give it again
-    index = (codex_home.home / "session_index.jsonl").read_text(encoding="utf-8").splitlines()
-    assert [(json.loads(line)["id"], json.loads(line)["thread_name"]) for line in index] == [
-        (birds.native_session_id, "birds")
-    ]
+    # given at most once (not again at the start after the restart). Not asserted that it
+    # was given: thread/name/set is written and not waited for, and "/new" right after may
+    # end the agent before it wrote the line (docs/decisions.md, issue 31)
+    index_file = codex_home.home / "session_index.jsonl"
+    index = index_file.read_text(encoding="utf-8").splitlines() if index_file.exists() else []
+    assert [(json.loads(line)["id"], json.loads(line)["thread_name"]) for line in index] in (
+        [],
+        [(birds.native_session_id, "birds")],
+    )
     last = fake_model.model_requests()[-1].user_texts()
     assert any("remember the codeword pelican" in text for text in last)
     assert any("what was the codeword?" in text for text in last)
