@@ -311,7 +311,8 @@ async def test_a_rules_expiry_overrides_the_projects(
         record = await settles(
             gw,
             asked,
-            r"Timed out: nobody answered within 0\.5 s · a refusal was sent to the agent"
+            # (what it waited, measured: half a second, a little more on a busy machine)
+            r"Timed out: nobody answered within 0\.[5-9] s · a refusal was sent to the agent"
             r" · 1 of 2: Alice approved",
         )
         await gw.text_where(lambda text: "Done." in text)
