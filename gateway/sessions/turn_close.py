@@ -34,8 +34,12 @@ async def close_shown_turn(
     """Close the turn's tool lines left running, in the ledger and in every message that
     shows them. Returns how many messages were edited."""
     entries, shown = await store.timeline.of_turn(turn_id)
-    running = [e for e in entries if e.kind is EntryKind.TOOL and closed_line(e.text, words)]
-    if not running:
+    closing = {
+        _tool_id(entry): closed
+        for entry in entries
+        if entry.kind is EntryKind.TOOL and (closed := closed_line(entry.text, words))
+    }
+    if not closing:
         return 0
     stream = _replayed(entries)
     wanted = {
@@ -44,13 +48,16 @@ async def close_shown_turn(
         if (platform := platforms.get(part.conversation.platform)) is not None
     }
     before = {key: stream.chunks(*key) for key in wanted}
-    for entry in running:
-        closed = closed_line(entry.text, words)
-        if closed is not None and entry.item_id is not None:
-            stream.timeline.tool(entry.item_id, closed)
+    for item_id, closed in closing.items():
+        stream.timeline.tool(item_id, closed)
     unsaved = stream.timeline.unsaved()
     await store.timeline.save(turn_id, unsaved.writes)
     return await _edit(platforms, shown, before, stream)
+
+
+def _tool_id(entry: TimelineEntry) -> str:
+    """The item a tool entry is replayed under (its own, else one from its place)."""
+    return entry.item_id or f"tool:{entry.seq}"
 
 
 def _replayed(entries: Iterable[TimelineEntry]) -> TurnStream:
@@ -63,7 +70,7 @@ def _replayed(entries: Iterable[TimelineEntry]) -> TurnStream:
             case EntryKind.TEXT:
                 timeline.delta(entry.item_id or f"text:{entry.seq}", entry.text)
             case EntryKind.TOOL:
-                timeline.tool(entry.item_id or f"tool:{entry.seq}", entry.text)
+                timeline.tool(_tool_id(entry), entry.text)
             case EntryKind.INTERACTION:
                 timeline.interaction_opened(entry.interaction_id or f"interaction:{entry.seq}")
     timeline.saved(timeline.unsaved())  # what the ledger holds: nothing of it to write again
