@@ -9,13 +9,15 @@ with setuptools' warnings turned into errors.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+
+from tests.wheel_build import build_wheel
+from tests.wheel_build import run as _run
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,35 +47,10 @@ def test_the_editable_install_builds_without_a_setuptools_warning(tmp_path: Path
     assert wheel.name == done.stdout.strip().splitlines()[-1]
 
 
-_BUILD_WHEEL = """
-import sys
-import zipfile
-from setuptools import build_meta
-
-print(build_meta.build_wheel(sys.argv[1]))
-"""
-
-
-def _run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None) -> str:
-    done = subprocess.run(
-        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=False
-    )
-    assert done.returncode == 0, f"{argv}: {done.stderr[-3000:]}"
-    return done.stdout
-
-
 def test_the_wheel_carries_the_license_and_runs_from_where_it_is_installed(
     tmp_path: Path,
 ) -> None:
-    source = tmp_path / "source"  # a copy: the build writes its build/ beside the sources
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
-        (source / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / name, source / name)
-    for top in ("gateway", "platforms", "adapters"):
-        shutil.copytree(ROOT / top, source / top, ignore=shutil.ignore_patterns("__pycache__"))
-    built = tmp_path / "dist"
-    name = _run([sys.executable, "-c", _BUILD_WHEEL, str(built)], cwd=source).splitlines()[-1]
-    wheel = built / name
+    wheel = build_wheel(tmp_path)
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
     license_file = next(n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
