@@ -351,6 +351,11 @@ class LeasedReceiving(Protocol):
 
     def stop_receiving(self) -> None: ...
 
+    async def reachable(self) -> None:
+        """Returns once the platform answers this host (at once unless it was found
+        unreachable): a host that cannot reach the platform does not ask for the lease."""
+        ...
+
 
 @runtime_checkable
 class SharesRates(Protocol):

@@ -30,10 +30,12 @@ from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_discord import ALICE, APP_ID, FakeDiscord
 from tests.servers.fake_discord import TOKEN as DISCORD_TOKEN
 from tests.servers.fake_telegram import TOKEN, FakeTelegram
+from tests.servers.telegram_people import Person, message_update, private_chat
 
 LEASE = 5.0  # seconds: a renewer stalled past its deadline (two thirds of the lease) on
 # a loaded machine would lose a lease by itself
 LEASE_NAME = "telegram:999000"  # the fake bot's id
+POLLED = Person(4242, "Polly")
 
 
 def telegram_on(fake: FakeTelegram) -> TelegramPlatform:
@@ -129,3 +131,36 @@ async def test_discord_the_connection_moves_to_the_other_host_and_back_in_one_pr
             asked = await fake.slash(ALICE, fake.general, "help")
             await fake.wait_for(lambda: asked.callback is not None)
             assert asked.refused == []
+
+
+async def test_a_host_that_cannot_reach_telegram_leaves_the_polling_to_one_that_can(
+    tmp_path: Path, pg_database: PgCluster, fake_telegram: FakeTelegram
+) -> None:
+    """Issue 30: a's network loses Telegram while b's does not. a stops polling and lets the
+    receiver lease go, b polls and takes the updates; a does not ask for the lease while
+    Telegram does not answer it, and stands by once it does (b holds the lease)."""
+    config = two_hosts(tmp_path, pg_database.dsn, lease_seconds=LEASE)
+
+    def via(name: str) -> TelegramPlatform:
+        return TelegramPlatform(
+            TelegramConfig(
+                token=TOKEN, base_url=fake_telegram.via_url(name), poll_timeout_seconds=2
+            )
+        )
+
+    async with host(config, tmp_path, "a", via("a")) as a:
+        await receiver(a).receiving.wait()
+        async with host(config, tmp_path, "b", via("b")) as b:
+            fake_telegram.cut_off.add("a")
+            await receiver(a).idle.wait()  # a let it go, its host lease kept
+            await receiver(b).receiving.wait()
+            assert not a.fenced
+            chat = private_chat(POLLED)
+            pushed = await fake_telegram.push(message_update(fake_telegram, chat, POLLED, "hi"))
+            # taken and confirmed: by b, since every call of a is answered 502
+            await fake_telegram.wait_for(lambda: pushed not in fake_telegram.unconfirmed)
+            fake_telegram.cut_off.clear()
+            telegram_a = a.platforms["telegram"]
+            assert isinstance(telegram_a, TelegramPlatform)
+            await telegram_a.health.answers()  # a hears Telegram again: it stands by
+            assert receiver(b).receiving.is_set() and not receiver(a).receiving.is_set()

@@ -114,6 +114,7 @@ class ReceiverLease:
         receiving stops; a cancellation (the gateway stopping) stops the receiving, lets
         its batch finish and releases the lease, so another host takes over at once."""
         while True:
+            await self._platform.reachable()  # a host that cannot reach it leaves it to others
             if not self._fenced() and await self._holder.acquire():
                 try:
                     await self._receive_while_held()

@@ -215,6 +215,9 @@ class DiscordPlatform:
     def stop_receiving(self) -> None:
         self._stop_receiving.set()
 
+    async def reachable(self) -> None:
+        """discord.py reconnects by itself while it holds the lease: nothing to wait for."""
+
     async def stop_input(self) -> None:
         """Take nothing more; events waiting for :meth:`attach` are let go (not taken)."""
         self._stopped = True

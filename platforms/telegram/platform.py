@@ -352,6 +352,9 @@ class TelegramPlatform:
         if self._receiver is not None:
             self._receiver.stop()
 
+    async def reachable(self) -> None:
+        await self.health.answers()
+
     async def _stop_leased(self) -> None:
         """stop_input with a leased poller still running (the gateway normally ended it
         first): stopped, and its batch given the grace to finish."""

@@ -55,17 +55,25 @@ class Health:
     def __init__(self, on_back: Callable[[], None]) -> None:
         self._on_back = on_back
         self._down = asyncio.Event()
+        self._up = asyncio.Event()
+        self._up.set()
 
     @property
     def down(self) -> bool:
         return self._down.is_set()
 
+    async def answers(self) -> None:
+        """Returns once Telegram answers (at once unless it was found unreachable)."""
+        await self._up.wait()
+
     def failed(self) -> None:
         self._down.set()
+        self._up.clear()
 
     def ok(self) -> None:
         if self._down.is_set():
             self._down.clear()
+            self._up.set()
             log.info("Telegram answers again")
             self._on_back()
 
@@ -119,6 +127,8 @@ class Poller:
             log.info("polling Telegram from offset %s", offset)
         saved = offset  # the offset the ledger has
         await self._call_until_ok(lambda: self._bot.delete_webhook(drop_pending_updates=False))
+        if self._leave_to_another_host():
+            return
         told: int | None = None  # the offset Telegram last heard
         backoff = 0.0
         retry = 0.0
@@ -136,6 +146,8 @@ class Poller:
                 continue
             except TelegramError as exc:
                 backoff = self._failed(exc, backoff)
+                if self._leave_to_another_host():
+                    break
                 await self._pause(backoff)  # backing off from a failing server
                 continue
             if updates is None:
@@ -158,8 +170,25 @@ class Poller:
             else:  # the ledger may be busy or closing: ask again, later, from that update
                 retry = min(max(retry * 2, FIRST_RETRY_SECONDS), MAX_BACKOFF_SECONDS)
                 await self._pause(retry)
-        if offset is not None and offset != told and (gate is None or gate.holds()):
+        if (
+            offset is not None
+            and offset != told
+            and not self._health.down
+            and (gate is None or gate.holds())
+        ):
             await self._confirm(offset)
+
+    def _leave_to_another_host(self) -> bool:
+        """With several hosts: this host cannot reach Telegram, so it stops polling and lets
+        the lease go, for a host that can (gateway/sessions/receivers.py waits for Telegram
+        to answer this host again before it asks for the lease)."""
+        if self._gate is None or not self._health.down:
+            return False
+        log.warning(
+            "Telegram cannot be reached from this host: polling is left to another host "
+            "until it answers here again (check this host's network, DNS and proxy)"
+        )
+        return True
 
     async def _fetch(self, offset: int | None) -> tuple[Update, ...] | None:
         """The next updates (a long poll); None if :meth:`stop` cut it short."""
@@ -216,4 +245,6 @@ class Poller:
                 return
             except TelegramError as exc:
                 backoff = self._failed(exc, backoff)
+                if self._leave_to_another_host():
+                    return
                 await self._pause(backoff)

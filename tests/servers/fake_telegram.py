@@ -146,6 +146,9 @@ class FakeTelegram:
         self.handed_out: list[list[int]] = []  # the update ids of each getUpdates answer
         self.conflicts = 0  # long polls ended by another poller's getUpdates (409)
         self.down = False  # Telegram unreachable: every method answers 502
+        # the names of the routes cut off (via_url): those callers alone get 502, as a host
+        # whose network cannot reach Telegram while the others can
+        self.cut_off: set[str] = set()
         self.refused: list[str] = []  # the methods (but getUpdates) answered 502 while down
         self.down_at_next_card = False  # go down when the next message with buttons comes
         self.chats: dict[int, dict[str, Any]] = {}
@@ -173,6 +176,7 @@ class FakeTelegram:
     async def __aenter__(self) -> FakeTelegram:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._api)
+        app.router.add_route("*", "/via/{via}/bot{token}/{method}", self._api)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -200,6 +204,10 @@ class FakeTelegram:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def via_url(self, name: str) -> str:
+        """A base URL of its own for one caller (a host), that :attr:`cut_off` can cut."""
+        return f"{self.base_url}/via/{name}"
 
     # --- what a test does -----------------------------------------------------------------
 
@@ -272,6 +280,9 @@ class FakeTelegram:
         params = await params_of(request)
         if method == "sendMessage" and self.down_at_next_card and params.get("reply_markup"):
             self.down_at_next_card, self.down = False, True
+        if request.match_info.get("via") in self.cut_off:
+            await self._notify()
+            return error(502, "Bad Gateway")
         if self.down:
             if method != "getUpdates":
                 self.refused.append(method)
