@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from gateway.cards import Card
 from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
-from gateway.errors import PlatformError
+from gateway.errors import ConfigError, PlatformError
 from gateway.rate_budget import SharedRates
 from gateway.session_record import SessionRecord
 
@@ -49,6 +49,7 @@ __all__ = [
     "RateLimited",
     "ReceiverGate",
     "RefusedForGood",
+    "RefusedWhileRunning",
     "RepliesToMessages",
     "SharesForms",
     "SharesRates",
@@ -354,6 +355,16 @@ class LeasedReceiving(Protocol):
     async def reachable(self) -> None:
         """Returns once the platform answers this host (at once unless it was found
         unreachable): a host that cannot reach the platform does not ask for the lease."""
+        ...
+
+
+@runtime_checkable
+class RefusedWhileRunning(Protocol):
+    """A platform whose servers may refuse its configuration while it runs (a token revoked
+    or changed): it stops taking and sending, and :meth:`refused` returns why."""
+
+    async def refused(self) -> ConfigError:
+        """Returns (the refusal, naming the key) once it happened; never returns otherwise."""
         ...
 
 

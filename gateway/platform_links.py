@@ -9,7 +9,9 @@ when the platform is back). Once it connects the gateway is told (``on_platform_
 after any outage, and brings its cards up to date. A platform that refuses the
 configuration (a revoked token: a ConfigError) is not retried: it stops, said in the log and
 to the console's problems; the gateway runs on with the others, and refuses to start only
-when none is left.
+when none is left. The same refusal while running (a token revoked then: a platform that is
+:class:`RefusedWhileRunning`) stops that platform the same way; when it was the last one,
+:attr:`PlatformLinks.none_left` is set and ``run`` ends with a non-zero status.
 
 One owner: :func:`linked` runs the retries as tasks of its own, cancelled and the platforms
 closed (those that connected) when its block ends.
@@ -24,7 +26,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 
 from gateway.errors import ConfigError
-from gateway.platform import HearsProblems, Inbox, Platform
+from gateway.platform import HearsProblems, Inbox, Platform, RefusedWhileRunning
 
 __all__ = ["FIRST_RETRY", "MAX_RETRY", "PlatformLinks", "linked"]
 
@@ -45,6 +47,8 @@ class PlatformLinks:
         self._inbox: Inbox | None = None
         self._told: list[tuple[str, str]] = []  # problems said before the gateway attached
         self.late: list[str] = []  # connected by a retry, in that order
+        self.none_left = asyncio.Event()  # every platform stopped: `run` ends, non-zero
+        self._watches: list[asyncio.Task[None]] = []  # one per connected platform (watch)
 
     def attach(self, inbox: Inbox) -> None:
         """The gateway runs: it hears the problems said so far, and of each platform that
@@ -70,8 +74,30 @@ class PlatformLinks:
 
     def say_stopped(self, name: str) -> None:
         why = self.stopped[name]
-        log.error("%s stopped: %s (fix the config and restart; the others run on)", name, why)
+        others = "; the others run on" if self.connected or self.retrying else ""
+        log.error("%s stopped: %s (fix the config and restart%s)", name, why, others)
         self._problem(name, f"Stopped: {why}. Fix the configuration and restart the gateway.")
+
+    def linked(self, name: str) -> None:
+        """``name`` connected: watched from now on for a refusal while it runs."""
+        self.retrying.pop(name, None)
+        self.connected.add(name)
+        platform = self._platforms[name]
+        if isinstance(platform, RefusedWhileRunning):
+            self._watches.append(asyncio.create_task(self._watch(name, platform)))
+
+    async def _watch(self, name: str, platform: RefusedWhileRunning) -> None:
+        exc = await platform.refused()
+        self.connected.discard(name)
+        self.refused(name, exc)
+        if not self.connected and not self.retrying:
+            log.critical("no platform is left running: the gateway stops")
+            self.none_left.set()
+
+    async def unwatch(self) -> None:
+        for task in self._watches:
+            task.cancel()
+        await asyncio.gather(*self._watches, return_exceptions=True)
 
     async def keep_trying(self, name: str, first: float, most: float) -> None:
         """Connect ``name`` again until it connects or refuses; then tell the gateway."""
@@ -89,8 +115,7 @@ class PlatformLinks:
                 self.retrying[name] = _why(exc)
                 log.warning("%s still cannot connect (%s): next try in %g s", name, _why(exc), wait)
                 continue
-            self.retrying.pop(name, None)
-            self.connected.add(name)
+            self.linked(name)
             self.late.append(name)
             log.info("%s connected", name)
             if self._inbox is not None:
@@ -131,7 +156,7 @@ async def linked(
                 )
                 retries.append(asyncio.create_task(links.keep_trying(name, first, most)))
                 continue
-            links.connected.add(name)
+            links.linked(name)
             stack.push_async_callback(platform.close)
         if not links.connected and not links.retrying:
             if len(refusals) == 1:  # the one platform configured: its own words, once
@@ -142,6 +167,7 @@ async def linked(
         try:
             yield links
         finally:
+            await links.unwatch()
             for task in retries:
                 task.cancel()
             for task in retries:

@@ -451,3 +451,29 @@ async def test_the_session_view_shows_the_tokens_and_the_context_used(
         async with http.get(f"{running.console.url}s/{session.id}") as response:
             page = await response.text()
     assert "Tokens: 1,200 in, 300 out · context 1,500 of 200,000 (1% used)" in page
+
+
+async def test_the_session_view_says_the_agent_could_not_start_and_what_to_do(
+    running: ConsoleRunning,
+) -> None:
+    """Issue 30: an agent that cannot start left the header at "idle"; it says so now, with
+    the reason and the next step (the binary is not there: the PATH, `check`)."""
+    await running.memory.say(ROOM, ALICE, "hello")
+    await running.memory.wait_for(
+        lambda: any("could not start" in text for text in running.memory.texts(ROOM))
+    )
+    [session] = await running.gateway.store.sessions.list_sessions()
+    async with client() as http:
+        await logged_in(http, running)
+        async with http.get(f"{running.console.url}s/{session.id}") as response:
+            page = await response.text()
+    head = page[page.index('<span id="head"') :]
+    head = head[: head.index("</h1>")]
+    assert 'class="state agent-could-not-start">agent could not start</span>' in head
+    assert "/nonexistent/codex" in head and "on the PATH the gateway runs with" in head
+    assert ">idle<" not in head
+    async with client() as http:
+        await logged_in(http, running)
+        async with http.get(running.console.url) as response:
+            listed = await response.text()
+    assert 'class="state agent-could-not-start">agent could not start</span>' in listed

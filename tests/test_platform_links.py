@@ -6,6 +6,7 @@ Telegram; the in-process memory platform beside it; the scripted agent."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -123,3 +124,38 @@ async def test_a_refused_token_stops_that_platform_and_the_others_run_on(tmp_pat
         with pytest.raises(ConfigError, match=r"^platforms\.telegram\.token: Telegram refused"):
             async with linked(alone):
                 pass
+
+
+async def test_a_token_refused_while_running_stops_that_platform_and_the_others_run_on(
+    tmp_path: Path,
+) -> None:
+    async with FakeTelegram() as fake:
+        config = parse_config(two_platforms(tmp_path, fake), "gw.toml")
+        settings = config.platforms.get("telegram", TelegramConfig)
+        assert settings is not None
+        memory = MemoryPlatform(adopt_unknown=True)
+        platforms = {"memory": memory, "telegram": TelegramPlatform(settings)}
+        async with (
+            linked(platforms, first=0.05) as links,
+            Gateway(config, platforms=platforms, launcher=ScriptedLauncher(REQUESTS)) as gateway,
+        ):
+            links.attach(gateway)
+            chat = private_chat(ALICE_ON_TELEGRAM)
+            await fake.push(message_update(fake, chat, ALICE_ON_TELEGRAM, "hello"))
+            await fake.wait_for(lambda: fake.bot_messages(chat["id"]) or None)
+            told = asyncio.Event()
+            gateway.platform_problems.listen(told.set)
+            fake.token = "999000:revoked"  # revoked at BotFather while the gateway runs
+            await told.wait()
+            [problem] = gateway.platform_problems.listed()
+            assert problem.platform == "telegram"
+            assert "refused the bot token while the gateway ran" in problem.text
+            assert links.connected == {"memory"} and "telegram" in links.stopped
+            assert not links.none_left.is_set()
+            gw = Running(gateway=gateway, memory=memory)
+            await memory.say(ROOM, ALICE, "hello")
+            await gw.text_where(lambda text: text == "echo: hello", ROOM)
+            await memory.say(ROOM, ALICE, "/status")
+            status = await gw.text_where(lambda text: text.startswith("Session "), ROOM)
+            assert "Platform problems" in status
+            assert "telegram: Stopped: platforms.telegram.token: Telegram refused" in status

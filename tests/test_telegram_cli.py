@@ -53,7 +53,7 @@ poll_timeout_seconds = 5
         )
         assert process.stderr is not None and process.stdout is not None
         try:
-            await fake.wait_for(lambda: fake.commands, DEADLINE)
+            await fake.wait_for(lambda: fake.commands or None, DEADLINE)
             await fake.push(message_update(fake, private_chat(ALICE), ALICE, "/help"))
             help_text = await fake.wait_for(
                 lambda: next((m for m in fake.bot_messages(ALICE.id)), None), DEADLINE
@@ -68,3 +68,56 @@ poll_timeout_seconds = 5
     assert code == 0, err.decode()
     assert TOKEN not in err.decode() + out.decode()
     assert TOKEN.split(":")[1] not in err.decode() + out.decode()
+
+
+async def test_run_stops_with_an_error_when_its_only_platform_refuses_the_token_later(
+    tmp_path: Path,
+) -> None:
+    """A token revoked while the gateway runs: Telegram answers 401 to the next call; the
+    platform stops, said in the log, and with no platform left `run` exits non-zero
+    instead of running on deaf (issue 30)."""
+    (tmp_path / "work").mkdir()
+    async with FakeTelegram() as fake:
+        config = tmp_path / "gateway.toml"
+        config.write_text(
+            f"""
+[gateway]
+data_dir = "{tmp_path / "data"}"
+
+[projects.demo]
+work_dir = "{tmp_path / "work"}"
+agent = "codex-app-server"
+argv = ["/nonexistent/codex"]
+
+[projects.demo.auth.telegram]
+allow_from = ["{ALICE.id}"]
+
+[platforms.telegram]
+token = "{TOKEN}"
+base_url = "{fake.base_url}"
+poll_timeout_seconds = 1
+""",
+            encoding="utf-8",
+        )
+        process = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "gateway", "run", "--config", str(config)),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert process.stdout is not None
+        try:
+            await fake.wait_for(lambda: fake.commands or None, DEADLINE)
+            fake.token = "999000:revoked"  # BotFather's /revoke: the old token is refused
+            async with asyncio.timeout(DEADLINE):
+                out = await process.stdout.read()
+                code = await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    log = out.decode()
+    assert code == 1, log
+    assert "telegram stopped: platforms.telegram.token: Telegram refused the bot token" in log
+    assert "no platform is left running" in log
+    assert TOKEN.split(":")[1] not in log

@@ -412,7 +412,13 @@ async def _run(path: Path, host: str) -> int:
             config.gateway.data_dir,
             gateway.store.location,  # a PostgreSQL target without its password
         )
-        await stop.wait()
+        stopping = asyncio.create_task(stop.wait())
+        left = asyncio.create_task(links.none_left.wait())
+        await asyncio.wait({stopping, left}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        left.cancel()
+    if links.none_left.is_set() and not stop.is_set():
+        return 1  # every platform refused its configuration while running (logged)
     return 0
 
 

@@ -63,6 +63,7 @@ from gateway.sessions.compaction import COMPACTING_WORDS, compaction_offered
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.outbound import Notifier, card_messages
+from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
 from gateway.sessions.session_list import sessions_page, visible
@@ -82,6 +83,7 @@ log = logging.getLogger(__name__)
 # the cards whose full "queued, not a decision" notice each conversation was given: bounded,
 # in memory (a restart orphans every card, so nothing here outlives its cards)
 MAX_TOLD = 4096
+SHOWN_PROBLEMS = 3  # the latest platform problems /status repeats
 _RECOVERED = {
     "stopped": "↻ The gateway restarted; the agent process it ran was ended.",
     "held": "↻ The gateway restarted; the agent process it ran was ended.",
@@ -110,6 +112,7 @@ class SessionsHost(Protocol):
     desk: DecisionDesk
     steer_buttons: SteerButtons
     host_lease: LeaseHolder | None
+    platform_problems: PlatformProblems
 
     @property
     def fenced(self) -> bool: ...
@@ -826,6 +829,10 @@ class Control:
         lines.append("Grants: " + ("none" if not grants else ""))
         lines += [f"  · {g.description} ({g.scope.value}, by {g.actor})" for g in grants]
         lines.append(await self.pending_text(session))
+        problems = self._gw.platform_problems.listed()[-SHOWN_PROBLEMS:]
+        if problems:  # a platform stopped or refused: said where people look, too
+            lines.append("Platform problems (the console lists them all):")
+            lines += [f"  · {p.platform}: {p.text}" for p in problems]
         return "\n".join(lines)
 
     async def pending_text(self, session: SessionRecord) -> str:

@@ -235,6 +235,7 @@ class SessionRunner:
         self.agent: RunningAgent | None = None
         self.epoch: int | None = None
         self.start_failure: str | None = None  # why the agent last failed to start, until it does
+        self.start_failure_help = ""  # the next step after it (start_failure_hint)
         self._turn: TurnRecord | None = None
         self._stream: TurnStream | None = None
         self._stopped_by: Actor | None = None  # the person whose /stop the turn is ending on
@@ -521,6 +522,7 @@ class SessionRunner:
                 await self._native_session_gone(exc)
                 return
             self.start_failure = str(exc)
+            self.start_failure_help = start_failure_hint(exc)
             log.warning("session %s: the agent could not start: %s", self.session_id, exc)
             await self._store.prompts.hold(self.session_id, reason="the agent failed to start")
             await self._notify(

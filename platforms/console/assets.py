@@ -57,7 +57,7 @@ font-weight:600;background:#e5e7eb;color:#374151;white-space:nowrap}
 .state.running{background:#dbeafe;color:#1e40af}
 .state.waiting-for-approval,.state.waiting-for-its-plan-to-be-reviewed,.state.pending{background:#fef3c7;color:#92400e}
 .state.waiting-for-input{background:#ede9fe;color:#5b21b6}
-.state.failed,.state.orphaned,.state.unknown{background:#fee2e2;color:#991b1b}
+.state.failed,.state.orphaned,.state.unknown,.state.agent-could-not-start{background:#fee2e2;color:#991b1b}
 .state.resolved,.state.delivered,.state.decided{background:#dcfce7;color:#166534}
 .state.cancelled,.state.expired,.state.closed{background:#e5e7eb;color:#4b5563}
 .card{background:var(--card);border:1px solid var(--line);border-left:4px solid #9ca3af;

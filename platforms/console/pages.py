@@ -348,6 +348,7 @@ def conversation_page(
     *,
     typing_refused: str | None,
     usage: str | None = None,
+    start_failure: str | None = None,
 ) -> str:
     def card(view: CardView) -> str:
         return card_html(view, ctx, refusals=frame.notices.take(f"i-{view.interaction.id}"))
@@ -362,6 +363,11 @@ def conversation_page(
         f'<span data-key="state" data-version="{escape(state)}" class="state '
         f'{state_class(state)}">{escape(state)}</span>'
     )
+    if start_failure is not None:  # the agent did not start: why, and what to do
+        head += (
+            f' <span data-key="start-failure" data-version="{escape(start_failure)}" '
+            f'class="start-failure meta">{escape(start_failure)}</span>'
+        )
     if usage is not None:  # tokens in and out, the context used (gateway/sessions/usage.py)
         head += (
             f' <span data-key="usage" data-version="{escape(usage)}" class="usage meta">'

@@ -64,6 +64,8 @@ from platforms.console.security import (
     origin_allowed,
 )
 from platforms.console.views import (
+    AGENT_DID_NOT_START,
+    IDLE_WORDS,
     YOU,
     TextItem,
     console_conversations,
@@ -337,6 +339,10 @@ async def _conversation(request: web.Request) -> web.Response:
     first = await gateway.store.prompts.first_texts([record.id])
     runner = gateway.existing_runner(record.id)
     usage = runner.usage.describe() if runner is not None and runner.usage.reported else None
+    failure = None
+    if runner is not None and runner.start_failure is not None and state == IDLE_WORDS:
+        state = AGENT_DID_NOT_START  # idle, as far as the ledger knows: say why
+        failure = f"{runner.start_failure}. {runner.start_failure_help}"
     page = conversation_page(
         await _frame(request),
         record,
@@ -346,6 +352,7 @@ async def _conversation(request: web.Request) -> web.Response:
         _context(request, browser),
         typing_refused=refused,
         usage=usage,
+        start_failure=failure,
     )
     return _html(page)
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from gateway.sessions.engine import Gateway
 
 __all__ = [
+    "AGENT_DID_NOT_START",
+    "IDLE_WORDS",
     "YOU",
     "CardView",
     "SessionRow",
@@ -117,6 +119,10 @@ def person_name(identity: str) -> str:
     if not user:
         return identity
     return user if platform == "local" else f"{user} on {platform_name(platform)}"
+
+
+IDLE_WORDS = run_state_words(RunState.IDLE)
+AGENT_DID_NOT_START = "agent could not start"  # the header's state, beside why (server.py)
 
 
 def run_state(
@@ -256,11 +262,15 @@ async def session_rows(gateway: Gateway) -> list[SessionRow]:
         open_ = await store.interactions.list_open(session.id)
         latest = await store.turns.latest(session.id)
         bound = await store.sessions.list_bindings(session.id)
+        state = run_state(open_, latest, closed=session.is_closed)
+        runner = gateway.existing_runner(session.id)
+        if runner is not None and runner.start_failure is not None and state == IDLE_WORDS:
+            state = AGENT_DID_NOT_START
         rows.append(
             SessionRow(
                 session=session,
                 title=session_title(session, first.get(session.id)),
-                state=run_state(open_, latest, closed=session.is_closed),
+                state=state,
                 open_count=len(open_),
                 shown_on=tuple(dict.fromkeys(c.platform for c in bound)),
             )

@@ -23,7 +23,14 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError
+from telegram.error import (
+    BadRequest,
+    Forbidden,
+    InvalidToken,
+    NetworkError,
+    RetryAfter,
+    TelegramError,
+)
 
 from gateway.errors import PlatformError
 from gateway.platform import PlatformUnreachable, RateLimited
@@ -140,14 +147,21 @@ class TelegramOutbox(Outbox[int]):
         *,
         on_network_failure: Callable[[], None] = lambda: None,
         on_success: Callable[[], None] = lambda: None,
+        on_token_refused: Callable[[], None] = lambda: None,
         clock: Clock = MONOTONIC,
         budget: RateBudget = ALONE,
     ) -> None:
         self.pace = pace or Pace()
+
+        def classified(exc: Exception) -> Verdict | None:
+            if isinstance(exc, InvalidToken):  # 401: the token was revoked or changed
+                on_token_refused()
+            return classify(exc)
+
         super().__init__(
             tasks,
             self.pace.pacing(),
-            classify=classify,
+            classify=classified,
             name="telegram",
             on_unreachable=on_network_failure,
             on_success=on_success,

@@ -30,6 +30,7 @@ import contextlib
 import logging
 import os
 import socket
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
@@ -128,6 +129,9 @@ TELEGRAM_LIMITS = PlatformLimits(
 )
 
 
+TOKEN_REFUSED = "platforms.telegram.token: Telegram refused the bot token"
+
+
 class TelegramPlatform:
     name = PLATFORM
 
@@ -178,6 +182,7 @@ class TelegramPlatform:
         self._typing_tasks: set[asyncio.Task[None]] = set()
         self.turn_ends = TurnEnds()  # whether a turn's end needs a message that notifies
         self.me: User | None = None
+        self._token_refused = asyncio.Event()  # Telegram refused the token while running
 
     # --- lifetime -------------------------------------------------------------------------
 
@@ -209,7 +214,7 @@ class TelegramPlatform:
             commands = [BotCommand(info.name.value, info.description) for info in COMMANDS]
             await self.bot.set_my_commands([c for c in commands if c.command in MENU])
         except InvalidToken as exc:
-            raise ConfigError("platforms.telegram.token: Telegram refused the bot token") from exc
+            raise ConfigError(TOKEN_REFUSED) from exc
         except TelegramError as exc:
             raise translate(exc) from exc
         try:
@@ -220,6 +225,7 @@ class TelegramPlatform:
                 budget=self._budget(),
                 on_network_failure=self.health.failed,
                 on_success=self.health.ok,
+                on_token_refused=self._token_refused.set,
             )
             self._long_tasks = [self._tasks.create_task(self.health.probe(self.bot))]
             if self._polls_by_lease():
@@ -293,7 +299,21 @@ class TelegramPlatform:
         else:
             receiver = Poller(self.bot, handler, self.health, self._config.poll_timeout_seconds)
         self._receiver = receiver
-        await receiver.run()
+        with self._refusal_noted():
+            await receiver.run()
+
+    @contextlib.contextmanager
+    def _refusal_noted(self) -> Iterator[None]:
+        """A receiver that Telegram refuses the token (revoked, or changed while running)
+        ends; the platform stops receiving for good and says so (:meth:`refused`)."""
+        try:
+            yield
+        except InvalidToken:
+            self._token_refused.set()
+
+    async def refused(self) -> ConfigError:
+        await self._token_refused.wait()
+        return ConfigError(f"{TOKEN_REFUSED} while the gateway ran (revoked or changed?)")
 
     def _update_handler(self) -> UpdateHandler:
         """One handler for the platform's life (its send-back prompts outlive a poller)."""
@@ -343,7 +363,8 @@ class TelegramPlatform:
         )
         self._receiver = poller
         try:
-            await poller.run()
+            with self._refusal_noted():
+                await poller.run()
         finally:
             self._receiver = None
             done.set()
@@ -354,6 +375,8 @@ class TelegramPlatform:
 
     async def reachable(self) -> None:
         await self.health.answers()
+        if self._token_refused.is_set():
+            await asyncio.Future()  # refused: never again, until the gateway stops
 
     async def _stop_leased(self) -> None:
         """stop_input with a leased poller still running (the gateway normally ended it

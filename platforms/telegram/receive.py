@@ -243,6 +243,9 @@ class Poller:
             try:
                 await call()
                 return
+            except InvalidToken:
+                log.critical("Telegram refused the bot token: no updates will be taken")
+                raise
             except TelegramError as exc:
                 backoff = self._failed(exc, backoff)
                 if self._leave_to_another_host():
