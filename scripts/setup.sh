@@ -61,6 +61,17 @@ if [ ! -x /usr/bin/chromium ]; then
             "the console's browser tests need it" >&2
     fi
 fi
+# `agent-gateway service`'s unit is checked with systemd-analyze verify (tests/
+# test_service_unit.py); nothing runs systemd here.
+if ! command -v systemd-analyze >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
+    else
+        echo "setup: systemd-analyze is missing (apt-get install systemd as root);" \
+            "the service unit's test needs it" >&2
+    fi
+fi
 # The ledger's PostgreSQL tests and bench start a throwaway cluster of their own (initdb and
 # pg_ctl from /usr/lib/postgresql/*/bin, tests/pg_cluster.py); the package's own cluster
 # service is not used, and is stopped again if installing it started one.

@@ -1,11 +1,12 @@
-"""``agent-gateway``: run, check, ledger, demo, slack-manifest, discord-invite (``python -m
-gateway`` is the same program)."""
+"""``agent-gateway``: run, check, init, ledger, audit, demo, service, slack-manifest,
+discord-invite (``python -m gateway`` is the same program)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import re
 import shutil
 import signal
@@ -135,6 +136,21 @@ def _parser() -> argparse.ArgumentParser:
     manifest.add_argument(
         "--request-url", help="HTTP mode: the public https address Slack posts to"
     )
+    service = commands.add_parser(
+        "service", help="print (or --write) a systemd unit that keeps the gateway running"
+    )
+    service.add_argument("--config", type=Path, required=True)
+    service.add_argument(
+        "--write", action="store_true", help="write the unit and an empty environment file"
+    )
+    service.add_argument(
+        "--system-user",
+        metavar="USER",
+        help="a system-wide unit (/etc/systemd/system) that runs as this dedicated user",
+    )
+    service.add_argument(
+        "--env-file", type=Path, help="the tokens' file (default: beside the config, 'env')"
+    )
     invite = commands.add_parser(
         "discord-invite",
         help="print the URL that adds the Discord bot to a server, with the permissions it needs",
@@ -185,6 +201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(manifest_json(name=args.name, command=args.slash, request_url=args.request_url))
             return 0
+        if args.command == "service":
+            return _service(args)
         if args.command == "discord-invite":
             print(_discord_invite(args.config, args.application_id))
             return 0
@@ -216,6 +234,46 @@ def _init(args: argparse.Namespace) -> int:
     text = config_text(choice)
     write_config(args.config, text)
     print(next_steps(choice, args.config))
+    return 0
+
+
+def _service(args: argparse.Namespace) -> int:
+    """Print the systemd unit, or write it and its environment file (never over a file)."""
+    from gateway.app import service_unit as unit
+
+    config = args.config.expanduser().resolve()
+    try:
+        text = config.read_text(encoding="utf-8")
+        grace = tomllib.loads(text).get("gateway", {}).get("stop_grace_seconds", 5.0)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{config}: {exc}") from exc
+    installed = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "agent-gateway" else None
+    argv = (str(installed),) if installed is not None else (sys.executable, "-m", "gateway")
+    here = str(Path(sys.executable).parent)
+    path = os.pathsep.join(dict.fromkeys([here, *os.environ.get("PATH", "").split(os.pathsep)]))
+    choice = unit.UnitChoice(
+        argv=argv,
+        config=config,
+        env_file=(args.env_file or config.parent / "env").expanduser().resolve(),
+        path=path,
+        stop_timeout=unit.stop_timeout(float(grace)),
+        system_user=args.system_user,
+    )
+    written = unit.unit_text(choice)
+    if not args.write:
+        print(written, end="")
+        return 0
+    if args.system_user is not None:
+        target = Path("/etc/systemd/system") / unit.UNIT_NAME
+    else:
+        base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+        target = Path(base) / "systemd" / "user" / unit.UNIT_NAME
+    if not unit.write_new(target, written, mode=0o644):
+        raise ConfigError(f"{target} exists: not overwritten (remove it to write it again)")
+    env_text = unit.env_file_text(unit.referenced_variables(text))
+    made = unit.write_new(choice.env_file, env_text, mode=0o600)
+    print(f"Wrote {target}" + (f" and {choice.env_file}" if made else "") + ". Next:")
+    print(unit.next_steps(choice, target))
     return 0
 
 
