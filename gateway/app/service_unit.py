@@ -131,8 +131,7 @@ def next_steps(choice: UnitChoice, unit: Path) -> str:
         return "\n".join(
             [
                 f"  1. Put the tokens in {choice.env_file} (owned by {user}, mode 0600).",
-                "  2. sudo systemctl daemon-reload && sudo systemctl enable --now "
-                f"{unit.name}",
+                f"  2. sudo systemctl daemon-reload && sudo systemctl enable --now {unit.name}",
                 f"  3. Its log: journalctl -u {unit.name} -f; after a config change: "
                 f"sudo systemctl reload {unit.name}",
             ]
