@@ -46,6 +46,7 @@ from platforms.registry import PLATFORMS, load_config
 
 if TYPE_CHECKING:
     from gateway.config.ledger_url import PgTarget
+    from gateway.sessions.engine import Gateway
 
 __all__ = ["SDK_LOGGERS", "configure_logging", "main"]
 
@@ -464,6 +465,15 @@ async def _run(path: Path, host: str) -> int:
         Gateway(config, platforms=platforms, launcher=launcher, host=host) as gateway,
     ):
         links.attach(gateway)
+        reloading = asyncio.Lock()
+        reloads: set[asyncio.Task[None]] = set()
+
+        def reload() -> None:  # SIGHUP, `systemctl reload`: one reload at a time, in order
+            task = asyncio.create_task(_reload(path, gateway, reloading))
+            reloads.add(task)
+            task.add_done_callback(reloads.discard)
+
+        loop.add_signal_handler(signal.SIGHUP, reload)
         log.info(
             "agent-gateway running (host %s, data dir %s, ledger %s)",
             host,
@@ -475,9 +485,29 @@ async def _run(path: Path, host: str) -> int:
         await asyncio.wait({stopping, left}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         left.cancel()
+        loop.remove_signal_handler(signal.SIGHUP)
+        for task in reloads:
+            task.cancel()
     if links.none_left.is_set() and not stop.is_set():
         return 1  # every platform refused its configuration while running (logged)
     return 0
+
+
+async def _reload(path: Path, gateway: Gateway, lock: asyncio.Lock) -> None:
+    """Reread the config and apply what may change while agents run; a file that does not
+    parse, or a change that needs a restart, is refused, said in the log, and nothing of
+    it applied (the gateway runs on with the config it had)."""
+    async with lock:
+        try:
+            config = load_config(path)
+            changed = await gateway.reload(config)
+        except GatewayError as exc:
+            log.error("reload of %s refused: %s", path, exc)
+            return
+        if changed:
+            log.info("reloaded %s: %s", path, ", ".join(changed))
+        else:
+            log.info("reloaded %s: nothing a reload applies changed", path)
 
 
 def _ledger_location(

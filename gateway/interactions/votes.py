@@ -62,6 +62,12 @@ class PolicyBook:
                 self._known.popitem(last=False)
         return known
 
+    def reload(self, config: Config) -> None:
+        """A reloaded config's rules and people for the requests opened from now on; a
+        request already seen keeps the requirement it opened with (remembered above)."""
+        self._config = config
+        self.people = People(config.people)
+
     def person(self, actor: Actor) -> str:
         return self.people.of(actor)
 

@@ -143,6 +143,10 @@ class Control:
             gateway.config.projects, gateway.store, gateway.broker, gateway.existing_runner
         )
 
+    def reload(self, config: Config) -> None:
+        """Who may revoke, from a reloaded config (the rest reads the engine's config)."""
+        self._grants.reload(config)
+
     # --- recovery -------------------------------------------------------------------------
 
     async def recover(self) -> None:

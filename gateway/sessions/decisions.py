@@ -107,6 +107,10 @@ class DecisionDesk:
         self._policy = policy or PolicyBook(config)  # the engine shares it with the runners
         self._audits_in_flight = 0
 
+    def reload(self, config: Config) -> None:
+        """Who may decide, from a reloaded config (gateway/config/reload.py)."""
+        self._config = config
+
     # --- buttons and forms ----------------------------------------------------------------
 
     async def may_answer(self, action: InboundAction) -> Ack:

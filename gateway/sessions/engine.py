@@ -25,6 +25,7 @@ from gateway.action_tokens import interaction_named, require_callback_room
 from gateway.config.access import approver_ids, may_talk
 from gateway.config.hmac_key import load_or_create_hmac_key, read_hmac_key
 from gateway.config.model import Config
+from gateway.config.reload import config_hash, reloadable_changes
 from gateway.domain import Actor, ConversationRef, Decision, InteractionKind, InteractionState
 from gateway.errors import ConfigError, GatewayError, StoreError
 from gateway.interactions.machine import Interaction
@@ -128,6 +129,36 @@ class Gateway:
         self.control: Control
         self.desk: DecisionDesk
         self._form_ledger: SharedFormLedger | None = None
+
+    # --- reload (SIGHUP) ----------------------------------------------------------------
+
+    async def reload(self, config: Config) -> list[str]:
+        """Apply a reread config's allowlists, approvers, people, groups and policy without
+        touching an agent (gateway/config/reload.py); returns the keys changed. ConfigError,
+        nothing applied, when it changes what needs a restart. A request already open keeps
+        the requirement it opened with. Audited either way."""
+        try:
+            changed = reloadable_changes(self.config, config)
+        except ConfigError as exc:
+            await self.store.audit.record(
+                "config.reload_refused", actor="gateway", details={"why": str(exc)}
+            )
+            raise
+        self.config = config
+        self.projects = config.projects_on(self.host)
+        self.policy.reload(config)
+        self.desk.reload(config)
+        self.control.reload(config)
+        for runner in self._runners.values():
+            session = await self.store.sessions.get(runner.session_id)
+            if session is not None:  # a reload keeps every project
+                runner.reload(config.projects[session.project], config.groups, config.people)
+        await self.store.audit.record(
+            "config.reloaded",
+            actor="gateway",
+            details={"changed": changed, "config_hash": config_hash(config), "host": self.host},
+        )
+        return changed
 
     # --- lifetime -------------------------------------------------------------------------
 

@@ -86,6 +86,10 @@ class GrantDesk:
         self._store = store
         self._runner_of = runner_of
 
+    def reload(self, config: Config) -> None:
+        """Who may revoke, from a reloaded config (gateway/config/reload.py)."""
+        self._config = config
+
     async def in_force(self, session: SessionRecord) -> list[ProjectGrant]:
         """Not revoked, and (those living in the agent process) given in its live epoch."""
         runner = self._runner_of(session.id)

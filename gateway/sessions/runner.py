@@ -251,6 +251,18 @@ class SessionRunner:
 
     # --- what the engine asks -------------------------------------------------------------
 
+    def reload(
+        self,
+        project: ProjectConfig,
+        groups: Mapping[str, Sequence[str]],
+        people: Mapping[str, Sequence[str]],
+    ) -> None:
+        """A reloaded config's policy, groups and people (whom an escalation asks); what
+        the agent was started with cannot have changed (gateway/config/reload.py)."""
+        self._project = project
+        self._groups = groups
+        self._people = people
+
     def reattach(self, epoch: int) -> None:
         """Reach the session's agent server again, which outlived the previous gateway
         (attached OpenCode), continuing ``epoch``: its requests the server still lists stay
