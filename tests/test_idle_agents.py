@@ -100,6 +100,35 @@ async def test_a_codex_whose_card_waits_is_not_ended_until_it_is_answered_and_id
         assert runner.agent is None
 
 
+@pytest.mark.real_agent("codex")
+async def test_a_codex_whose_mode_change_waits_for_an_approver_is_not_ended(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    modes = 'allowed_modes = ["read-only", "workspace-write"]'
+    config = gateway_config(
+        codex_bin,
+        codex_home,
+        tmp_path / "data",
+        sandbox="read-only",
+        project_extra=f"{modes}\n{IDLE}",
+    )
+    async with running_gateway(config) as gw:
+        fake_model.enqueue([message("One.")])
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        runner = await runner_of(gw)
+        await gw.memory.say(ROOM, ALICE, "/mode workspace-write")
+        shown = await gw.card_where(lambda card: "Loosen the sandbox" in card.title)
+        assert shown.card is not None
+        await runner.idle.kept_at_least(runner.idle.kept + 2)  # a setting's card waits
+        assert runner.agent is not None and not runner.ended_idle.is_set()
+        [deny] = [a for a in shown.card.actions if a.label == "Deny"]
+        ack = await gw.memory.click(ROOM, ALICE, deny.token)
+        assert ack.accepted, ack.text
+        await runner.ended_idle.wait()  # nothing open now: idle
+        assert runner.agent is None
+
+
 def claude_config(claude_bin: str, home: ClaudeHome, data_dir: Path) -> Config:
     env = "\n".join(f"{name} = {json.dumps(value)}" for name, value in home.env.items())
     return parse_config(

@@ -118,6 +118,11 @@ async def test_new_in_general_opens_a_topic_where_the_sessions_cards_and_forms_s
         assert "“Fix the login”" in status.text.splitlines()[0]
         general = await said_in(tg, ALICE, "/status", "Session ")
         assert general.text.split()[1] != status.text.split()[1]
+        switched = await said_in(tg, ALICE, "/switch Fix the login", "Session ")
+        assert switched.text == (  # a link to its topic; nothing moves
+            f"Session Fix the login follows its own thread: https://t.me/c/1234567890/{topic}"
+            " — continue it there. Nothing was changed here."
+        )
 
         # a card of the topic's session, and its form's ForceReply prompt, in the topic
         await tg.say(ALICE, "ask", chat=GROUP, thread=topic)
