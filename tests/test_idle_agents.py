@@ -10,20 +10,26 @@ test waits on the runner's events (the end recorded, the session found busy), no
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import tests.servers.fake_anthropic as fm
+import tests.servers.fake_chat_completions as fc
 from gateway.config.model import Config
 from gateway.errors import ConfigError
 from gateway.sessions.runner import SessionRunner
 from platforms.registry import parse_config
 from tests.claude_env import ClaudeHome
-from tests.codex_env import CodexHome
+from tests.codex_env import CodexHome, make_codex_home
 from tests.gateway_flows import DONE, WHEN, ask, session_of, settles
 from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
+from tests.opencode_env import OPENCODE_WAIT, OpenCodeHome
+from tests.servers.fake_chat_completions import FakeChatCompletions
 from tests.servers.fake_responses import FakeResponses, message, shell
+from tests.test_acp_real import acp_config
+from tests.test_gateway_opencode import opencode_config
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -205,3 +211,61 @@ allow_from = ["alice"]
     with pytest.raises(ConfigError, match="idle_minutes"):
         load('agent = "codex-app-server"\nidle_minutes = 0')
     assert load('agent = "codex-app-server"\nidle_minutes = 30').projects["demo"].idle_minutes == 30
+
+
+def idling(config: Config) -> Config:
+    """``config`` with its one project's ``idle_minutes`` set to 0.02."""
+    [(name, project)] = config.projects.items()
+    idle = project.model_copy(update={"idle_minutes": 0.02})
+    return config.model_copy(update={"projects": {name: idle}})
+
+
+@pytest.mark.real_agent("opencode")
+@pytest.mark.timeout(300)
+async def test_an_idle_opencode_server_is_ended_and_the_next_message_resumes_its_session(
+    opencode_bin: str, opencode_home: OpenCodeHome, fake_chat: FakeChatCompletions, tmp_path: Path
+) -> None:
+    fake_chat.enqueue([fc.text("Noted: pelican.")], [fc.text("It was pelican.")])
+    config = idling(opencode_config(opencode_bin, opencode_home, tmp_path / "d"))
+    async with running_gateway(config, deadline=OPENCODE_WAIT) as gw:
+        await gw.memory.say(ROOM, ALICE, "remember the codeword pelican")
+        await gw.text_where(lambda text: "Noted: pelican." in text)
+        first = await session_of(gw)
+        runner = await runner_of(gw)
+        await runner.ended_idle.wait()
+        assert runner.agent is None
+        await gw.memory.say(ROOM, ALICE, "what was the codeword?")
+        await gw.text_where(lambda text: "It was pelican." in text)
+        resumed = await session_of(gw)
+        assert resumed.current_epoch == first.current_epoch + 1
+        assert resumed.native_session_id == first.native_session_id
+    prompts = fake_chat.model_requests()[-1].prompts()
+    assert any("remember the codeword pelican" in text for text in prompts)
+    assert any("what was the codeword?" in text for text in prompts)
+
+
+@pytest.fixture
+def acp_home(fake_model: FakeResponses) -> Iterator[CodexHome]:
+    with make_codex_home(fake_model.base_url) as home:
+        yield home
+
+
+@pytest.mark.real_agent("codex-acp")
+async def test_an_idle_acp_agent_is_ended_and_the_next_message_loads_its_session(
+    codex_acp_bin: str, acp_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((message("Noted: pelican."),), (message("It was pelican."),))
+    config = idling(acp_config(codex_acp_bin, acp_home, tmp_path / "d"))
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "remember the codeword pelican")
+        await gw.text_where(lambda text: "Noted: pelican." in text)
+        first = await session_of(gw)
+        runner = await runner_of(gw)
+        await runner.ended_idle.wait()
+        assert runner.agent is None
+        await gw.memory.say(ROOM, ALICE, "what was the codeword?")
+        await gw.text_where(lambda text: "It was pelican." in text)
+        assert (await session_of(gw)).current_epoch == first.current_epoch + 1
+    last = fake_model.model_requests()[-1].user_texts()
+    assert any("remember the codeword pelican" in text for text in last)
+    assert any("what was the codeword?" in text for text in last)
