@@ -17,7 +17,7 @@ import pytest
 
 import tests.servers.fake_anthropic as fm
 import tests.servers.fake_chat_completions as fc
-from gateway.config.model import Config
+from gateway.config.model import Config, ExpiryPolicy
 from gateway.errors import ConfigError
 from gateway.sessions.runner import SessionRunner
 from platforms.registry import parse_config
@@ -26,6 +26,8 @@ from tests.codex_env import CodexHome, make_codex_home
 from tests.gateway_flows import DONE, WHEN, ask, session_of, settles
 from tests.gateway_harness import ALICE, ROOM, Running, gateway_config, running_gateway
 from tests.opencode_env import OPENCODE_WAIT, OpenCodeHome
+from tests.scripted_gateway import REQUESTS, scripted_config, scripted_gateway
+from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_chat_completions import FakeChatCompletions
 from tests.servers.fake_responses import FakeResponses, message, shell
 from tests.test_acp_real import acp_config
@@ -214,10 +216,31 @@ allow_from = ["alice"]
 
 
 def idling(config: Config) -> Config:
-    """``config`` with its one project's ``idle_minutes`` set to 0.02."""
-    [(name, project)] = config.projects.items()
-    idle = project.model_copy(update={"idle_minutes": 0.02})
-    return config.model_copy(update={"projects": {name: idle}})
+    """``config`` with every project's ``idle_minutes`` set to 0.02."""
+    projects = {
+        name: project.model_copy(update={"idle_minutes": 0.02})
+        for name, project in config.projects.items()
+    }
+    return config.model_copy(update={"projects": projects})
+
+
+async def test_a_running_turn_is_not_idle_and_the_next_start_resumes_the_native_session(
+    tmp_path: Path,
+) -> None:
+    launcher = ScriptedLauncher(REQUESTS, streams={"work": ("Working on it. ", "Done now.")})
+    config = idling(scripted_config(tmp_path, ExpiryPolicy()))
+    async with scripted_gateway(config, launcher) as (gw, _):
+        await gw.memory.say(ROOM, ALICE, "work")
+        await gw.text_where(lambda text: text.startswith("Working on it."))
+        runner = await runner_of(gw)
+        await runner.idle.kept_at_least(2)  # twice the quiet time, the turn still running
+        assert runner.turn_running and runner.agent is not None
+        launcher.go_on.set()
+        await gw.text_where(lambda text: text == "Working on it. Done now.")
+        await runner.ended_idle.wait()
+        await gw.memory.say(ROOM, ALICE, "hello again")
+        await gw.text_where(lambda text: text == "echo: hello again")
+        assert launcher.resumed == [None, "scripted-thread-1"]  # the same native session
 
 
 @pytest.mark.real_agent("opencode")
