@@ -43,6 +43,7 @@ __all__ = [
     "MessageGone",
     "MessageRef",
     "NotConnected",
+    "OpensThreads",
     "Platform",
     "PlatformLimits",
     "PlatformUnreachable",
@@ -54,6 +55,7 @@ __all__ = [
     "SharesForms",
     "SharesRates",
     "TextSealer",
+    "ThreadRefused",
     "WaitingRequest",
     "connected",
     "gateway_speaking",
@@ -139,6 +141,11 @@ class MessageGone(RefusedForGood):
     (Slack's ``message_not_found``, Telegram's "message to edit not found", Discord's 10008).
     Asking again changes nothing: a card copy is failed for good; a turn's text goes on in a
     new message."""
+
+
+class ThreadRefused(PlatformError):
+    """The platform refused to open a thread (a Telegram bot without the right to manage a
+    forum's topics); its message says, in a person's words, what would allow it."""
 
 
 class PlatformUnreachable(PlatformError):
@@ -227,6 +234,22 @@ class LinksConversations(Protocol):
     def conversation_link(self, conversation: ConversationRef) -> str | None:
         """An address that opens ``conversation`` for the people in it; None where the
         platform has none for it."""
+        ...
+
+
+@runtime_checkable
+class OpensThreads(Protocol):
+    """A platform where a new session may get a thread of its own: ``/new`` typed in a
+    Telegram forum's General topic opens a topic for it (where sessions follow threads)."""
+
+    def opens_threads(self, conversation: ConversationRef) -> bool:
+        """Whether a new session asked for in ``conversation`` gets a new thread beside it
+        (a forum's General topic), rather than replacing the session there."""
+        ...
+
+    async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
+        """A new thread named ``title`` in ``conversation``'s channel; :class:`ThreadRefused`
+        when the platform does not let the bot open one there (nothing was made)."""
         ...
 
 

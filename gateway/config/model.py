@@ -365,6 +365,10 @@ class ProjectConfig(_Model):
     # "steer": a message typed during a turn goes into it where the agent takes it, except
     # while a request of the turn waits for a decision (gateway/sessions/steering.py)
     busy_input: BusyInput = BusyInput.QUEUE
+    # minutes with no turn running, nothing queued and no request open after which the
+    # agent's process is ended (gateway/sessions/idle.py); the next message resumes its
+    # session natively. None: never. Not for an attached OpenCode server, never ended
+    idle_minutes: float | None = Field(default=None, gt=0)
     agent_options: AgentOptions = Field(default_factory=AgentOptions)
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
@@ -655,6 +659,13 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
     found += [((*where, key), f"does not apply to agent {project.agent}") for key in sorted(wrong)]
     if project.agent is AgentKind.OPENCODE:
         found += _attached_problems(where, options)
+    if project.attached and project.idle_minutes is not None:
+        found.append(
+            (
+                (*where[:-1], "idle_minutes"),  # a key of the project, not of its options
+                "does not apply to an attached OpenCode server (url): the gateway never ends it",
+            )
+        )
     return found
 
 

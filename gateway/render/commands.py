@@ -87,7 +87,11 @@ COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo(
         name=CommandName.STATUS, args="", description="the session, its policy and what waits"
     ),
-    CommandInfo(name=CommandName.NEW, args="[project]", description="start a new session"),
+    CommandInfo(
+        name=CommandName.NEW,
+        args="[name]",
+        description="start a new session (in a forum's General topic: in a new topic)",
+    ),
     CommandInfo(name=CommandName.PENDING, args="", description="list the requests waiting for you"),
     CommandInfo(name=CommandName.APPROVE, args="ID [action]", description="approve a request"),
     CommandInfo(name=CommandName.DENY, args="ID [message]", description="deny a request"),

@@ -37,7 +37,7 @@ from gateway.domain import (
 )
 from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
-from gateway.platform import InboundMessage, LinksConversations, Platform
+from gateway.platform import InboundMessage, LinksConversations, OpensThreads, Platform
 from gateway.render.card_pointers import restart_notice
 from gateway.render.card_status import undelivered
 from gateway.render.commands import (
@@ -70,6 +70,7 @@ from gateway.sessions.session_list import sessions_page, visible
 from gateway.sessions.session_names import name_session
 from gateway.sessions.session_settings import SettingsDesk
 from gateway.sessions.session_switch import switch_session
+from gateway.sessions.session_topics import open_session_thread
 from gateway.sessions.steer_button import SteerButtons
 from gateway.sessions.turn_close import close_shown_turn
 from gateway.store.records import EnqueueOutcome, EpochRecord, PromptRecord
@@ -620,6 +621,11 @@ class Control:
                 conversation, await self._sessions_command(name, conversation, project, actor, args)
             )
             return
+        if name is CommandName.NEW and self._opens_thread(conversation, project):
+            await self._reply(
+                conversation, await self._new_in_thread(conversation, project, actor, args)
+            )
+            return
         session = await self._session(conversation, project, actor, create=False)
         if session is None:
             await self._reply(conversation, "No session here yet: send a message to start one.")
@@ -676,6 +682,33 @@ class Control:
             await self._reply(conversation, await self._settings.model(session, args, actor))
         elif name is CommandName.MODE:
             await self._reply(conversation, await self._settings.mode(session, args, actor))
+
+    def _opens_thread(self, conversation: ConversationRef, project: str) -> bool:
+        """Whether /new here opens a thread for the new session (a forum's General topic,
+        where sessions follow threads)."""
+        if self._gw.config.projects[project].scope is not SessionScope.THREAD:
+            return False
+        platform = self._gw.platforms.get(conversation.platform)
+        return isinstance(platform, OpensThreads) and platform.opens_threads(conversation)
+
+    async def _new_in_thread(
+        self, conversation: ConversationRef, project: str, actor: Actor, args: str
+    ) -> str:
+        """/new in a forum's General topic (gateway/sessions/session_topics.py)."""
+        platform = self._gw.platforms[conversation.platform]
+        assert isinstance(platform, OpensThreads)
+        return await open_session_thread(
+            platform=platform,
+            config=self._gw.config,
+            store=self._store,
+            project=project,
+            actor=actor,
+            here=conversation,
+            args=args,
+            host=self._gw.session_host(project),
+            say=self._reply,
+            link_of=self._link_of,
+        )
 
     def _compact(
         self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef

@@ -80,6 +80,7 @@ from gateway.render.queue_notes import held_note, stopped_notice
 from gateway.sessions.agents import AgentLauncher, RunningAgent
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.sessions.compaction import Compaction
+from gateway.sessions.idle import IdleWatch, idle_words
 from gateway.sessions.outbound import (
     AGENT_ENDED_WORDS,
     TOOL_ENDED_WORDS,
@@ -248,6 +249,13 @@ class SessionRunner:
         self._unrecorded: int | None = None  # an epoch ended by a ledger failure, not recorded
         self._steering = Steering(store, self._notifier)  # messages given to the running turn
         self._compaction = Compaction(self._notifier)  # a /compact asked
+        self.idle = IdleWatch()  # idle_minutes: the quiet time of the live epoch
+        self._idle_end: str | None = None  # why the agent is being ended, when idle
+        # taken by the feed to start a turn; by the idle end, for good, to start none
+        self._feed_gate = asyncio.Lock()
+        self._idled = False  # the epoch ending now was ended as idle
+        # set once an idle agent's process has ended and its end is recorded (for tests)
+        self.ended_idle = asyncio.Event()
 
     # --- what the engine asks -------------------------------------------------------------
 
@@ -272,12 +280,14 @@ class SessionRunner:
 
     def kick(self) -> None:
         """Something was queued or resumed: look at the queue."""
+        self.idle.touch()
         self._wake.set()
         self._prompt_ready.set()
 
     def request_opened(self) -> None:
         """A request was opened outside the agent's events (a setting change, issue 31): the
         expiry task looks at it now, not at its next look."""
+        self.idle.touch()
         self._opened.set()
 
     async def shutdown(self, *, notice: str | None = None, gateway_stopping: bool = False) -> None:
@@ -490,6 +500,8 @@ class SessionRunner:
                     epoch = await self._begin_epoch(agent)
                 self.agent, self.epoch = agent, epoch
                 self.start_failure = None
+                self._feed_gate = asyncio.Lock()
+                self.ended_idle.clear()
                 try:
                     await self._on_started(agent.started, epoch)
                     named, self._name_pending = self._name_pending, None
@@ -506,6 +518,9 @@ class SessionRunner:
                             tasks.create_task(self._expire_overdue(epoch))
                         if any(rule.escalate_after is not None for rule in self._project.policy):
                             tasks.create_task(self._escalate_overdue(epoch))
+                        minutes = self._project.idle_minutes
+                        if minutes is not None and not self._project.attached:
+                            tasks.create_task(self._end_when_idle(agent, epoch, minutes))
                 except* _AgentGone:
                     pass
                 except* StoreError as group:
@@ -521,6 +536,9 @@ class SessionRunner:
                         await self._end_epoch_quietly(epoch)
             if ledger_failure is not None:
                 await self._ledger_failed(epoch, ledger_failure)
+            if self._idled:  # its process ended and reaped (leaving the launcher)
+                self._idled = False
+                self.ended_idle.set()
         except AgentError as exc:
             if reattach is not None:  # the server went away after the recovery asked it
                 await self._store.sessions.end_epoch(
@@ -629,21 +647,24 @@ class SessionRunner:
     async def _feed(self, agent: RunningAgent, epoch: int) -> None:
         while True:
             self._prompt_ready.clear()
-            compacting = self._compaction.take()  # a /compact: a turn of its own, first
-            prompt = None if compacting else await self._claim_next()
+            async with self._feed_gate:  # an idle end holds it: nothing is claimed then
+                compacting = self._compaction.take()  # a /compact: a turn of its own, first
+                prompt = None if compacting else await self._claim_next()
+                if prompt is not None or compacting:
+                    try:
+                        turn = self._turn = await self._store.turns.start(
+                            self.session_id, epoch, prompt_id=prompt.id if prompt else None
+                        )
+                    except EpochEnded:
+                        # the epoch ended between the claim and the turn (the agent exited,
+                        # or the gateway is stopping): nothing was sent, so the prompt keeps
+                        # its place
+                        if prompt is not None:
+                            await self._store.prompts.release(prompt.id)
+                        await asyncio.Event().wait()  # the consumer ends this epoch
             if prompt is None and not compacting:
                 await self._prompt_ready.wait()
                 continue
-            try:
-                turn = self._turn = await self._store.turns.start(
-                    self.session_id, epoch, prompt_id=prompt.id if prompt else None
-                )
-            except EpochEnded:
-                # the epoch ended between the claim and the turn (the agent exited, or the
-                # gateway is stopping): nothing was sent, so the prompt keeps its place
-                if prompt is not None:
-                    await self._store.prompts.release(prompt.id)
-                await asyncio.Event().wait()  # the consumer ends this epoch
             self._turn_done.clear()
             self._interrupt_requested.clear()
             self._stopped_by = None
@@ -675,6 +696,37 @@ class SessionRunner:
                 # the agent died under our write; the consumer reports AgentExited
                 log.warning("prompt not sent: %s", group.exceptions[0])
                 await asyncio.Event().wait()
+
+    async def _end_when_idle(self, agent: RunningAgent, epoch: int, minutes: float) -> None:
+        """End the agent's process once the session has been idle ``minutes``
+        (gateway/sessions/idle.py): quietly, the queue untouched; the next message starts
+        it again with the session's native id, as after a restart."""
+        while True:
+            await self.idle.until_idle(minutes * 60, self._idle_now)
+            await self._feed_gate.acquire()  # kept: this epoch starts no more turns
+            if await self._idle_now():  # nothing was claimed while the gate was awaited
+                break
+            self._feed_gate.release()
+        self._idle_end = idle_words(minutes)
+        log.info(
+            "session %s: its agent (epoch %d) is ended after %g idle minutes; the next "
+            "message resumes it",
+            self.session_id,
+            epoch,
+            minutes,
+        )
+        await self._store.audit.record(
+            "session.idle_ended", session_id=self.session_id, details={"epoch": epoch}
+        )
+        await agent.stop()
+
+    async def _idle_now(self) -> bool:
+        """No turn runs, no message waits to run, and no request of any origin is open."""
+        if self._turn is not None or self._closing:
+            return False
+        if await self._store.interactions.list_open(self.session_id):
+            return False
+        return all(p.held for p in await self._store.prompts.list_queued(self.session_id))
 
     async def _watch_interrupt(self, agent: RunningAgent) -> None:
         """Kill the agent, as the last resort, when an interrupted turn does not end."""
@@ -883,6 +935,7 @@ class SessionRunner:
     # --- events ---------------------------------------------------------------------------
 
     async def _on_event(self, event: AgentEvent, epoch: int) -> None:
+        self.idle.touch()
         stream = self._stream
         match event:
             case TextDelta(item_id=item_id, text=text):
@@ -1000,7 +1053,8 @@ class SessionRunner:
             self._turn_done.set()
             self.epoch = None
             return
-        description = describe_exit(event)
+        idle, self._idle_end = self._idle_end, None
+        description = idle if idle is not None else describe_exit(event)
         turn = self._turn
         turn_cut = turn is not None
         stream, self._stream = self._stream, None
@@ -1024,7 +1078,9 @@ class SessionRunner:
             runtime_outlives_gateway=event.reason == DETACHED,
         ):
             self._broker.mark_dirty(update.interaction.id)
-        if not self._closing:
+        if idle is not None:
+            pass  # quiet: nothing ran or waited, and the next message resumes it (idle.py)
+        elif not self._closing:
             # what was queued behind the cut turn was written for a conversation that just
             # lost its answer: it waits for /resume instead of running into a new process
             # unseen (as after /stop or a restart); a new message runs first
@@ -1036,6 +1092,7 @@ class SessionRunner:
             await self._notify(self._exit_notice)
         self._turn_done.set()
         self.epoch = None
+        self._idled = idle is not None
 
     async def _end_epoch_quietly(self, epoch: int) -> None:
         self.epoch = None

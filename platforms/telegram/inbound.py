@@ -18,6 +18,7 @@ from telegram import Chat, Message, MessageEntity, User
 
 from gateway.domain import Actor, ConversationRef
 from platforms.telegram.config import GroupMode
+from platforms.telegram.topics import GENERAL_TOPIC
 
 __all__ = [
     "PLATFORM",
@@ -35,9 +36,11 @@ PLATFORM = "telegram"
 
 
 def topic_of(message: Message) -> int | None:
-    """The forum topic a message belongs to (None outside topics)."""
-    if message.is_topic_message and message.message_thread_id is not None:
-        return message.message_thread_id
+    """The forum topic a message belongs to (None outside topics, and in the General topic,
+    which is the chat itself)."""
+    topic = message.message_thread_id
+    if message.is_topic_message and topic is not None and topic != GENERAL_TOPIC:
+        return topic
     return None
 
 

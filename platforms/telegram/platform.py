@@ -76,6 +76,7 @@ from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private, link_to
 from platforms.telegram.outbox import CHAT_ACTION, Pace, TelegramOutbox, translate
 from platforms.telegram.receive import Health, Poller
 from platforms.telegram.render import Button, RenderedCard, render_card
+from platforms.telegram.topics import MAX_TOPIC_NAME, Forums, refusal_of, thread_id
 from platforms.telegram.updates import UpdateHandler
 from platforms.telegram.webhook import WebhookReceiver
 from platforms.turn_end import TurnEnds
@@ -181,6 +182,7 @@ class TelegramPlatform:
         self.typing: dict[tuple[int, int | None], asyncio.Event] = {}  # (chat, topic): ended
         self._typing_tasks: set[asyncio.Task[None]] = set()
         self.turn_ends = TurnEnds()  # whether a turn's end needs a message that notifies
+        self.forums = Forums()  # the forum chats seen: /new in General opens a topic
         self.me: User | None = None
         self._token_refused = asyncio.Event()  # Telegram refused the token while running
 
@@ -255,6 +257,27 @@ class TelegramPlatform:
     def conversation_link(self, conversation: ConversationRef) -> str | None:
         return link_to(conversation)
 
+    def opens_threads(self, conversation: ConversationRef) -> bool:
+        """A new session asked for in a forum's General topic gets a topic of its own."""
+        return self.forums.general_of(conversation)
+
+    async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
+        """A forum topic named ``title`` (createForumTopic); ThreadRefused, in words a person
+        can act on, when the bot may not manage the forum's topics (topics.py)."""
+        chat_id = chat_id_of(conversation)
+
+        async def create() -> int:
+            topic = await self.bot.create_forum_topic(chat_id, title[:MAX_TOPIC_NAME])
+            return topic.message_thread_id
+
+        try:
+            topic_id = await self._running().run(chat_id, Priority.CARD, create)
+        except PlatformError as exc:
+            raise refusal_of(exc) from exc.__cause__
+        return ConversationRef(
+            platform=PLATFORM, space=None, channel=conversation.channel, thread=str(topic_id)
+        )
+
     async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
         # a private chat's id is the person's user id (Bot API: Chat.id of a private chat)
         return ConversationRef(platform=PLATFORM, space=None, channel=actor.user_id)
@@ -327,6 +350,7 @@ class TelegramPlatform:
                 replies=self,
                 inbox=self._inbox,
                 limits=self.limits,
+                forums=self.forums,
             )
         return self._handler
 
@@ -724,7 +748,7 @@ def _button(button: Button) -> InlineKeyboardButton:
 
 
 def _thread(conversation: ConversationRef) -> int | None:
-    return int(conversation.thread) if conversation.thread else None
+    return thread_id(conversation)  # never the General topic's id (topics.py)
 
 
 def _str(value: int | None) -> str | None:

@@ -65,6 +65,7 @@ from platforms.telegram.inbound import (
 )
 from platforms.telegram.render import parse_local_data
 from platforms.telegram.send_back import SendBack, SendBacks, message_token
+from platforms.telegram.topics import Forums, thread_id
 
 __all__ = ["Replies", "UpdateHandler", "chat_of"]
 
@@ -123,8 +124,10 @@ class UpdateHandler:
         replies: Replies,
         inbox: Inbox,
         limits: PlatformLimits,
+        forums: Forums | None = None,
     ) -> None:
         self._bot = bot
+        self._forums = forums if forums is not None else Forums()
         self._config = config
         self._forms = forms
         self._prompts = prompts
@@ -138,6 +141,9 @@ class UpdateHandler:
         if update.callback_query is not None:
             await self._callback(update.callback_query)
         elif update.message is not None:
+            chat = update.message.chat
+            if chat.type == Chat.SUPERGROUP:  # /new in its General topic may open a topic
+                self._forums.saw(chat.id, forum=bool(chat.is_forum))
             await self._message(update.message)
         # edited messages, channel posts and the rest are not for the gateway
 
@@ -392,7 +398,7 @@ class UpdateHandler:
 
         ack = await answer_in_time(work, self._limits, answer)
         if answered and answered[0] is not ack and not ack.accepted:
-            thread = int(conversation.thread) if conversation.thread else None
+            thread = thread_id(conversation)
             await self._out.notice(card[0], thread, f"{actor}: {ack.text}", reply_to=card[1])
         return ack
 

@@ -16,7 +16,12 @@ API's envelope and reproduces the limits a bot meets (TESTING.md):
   POSTed to it with the ``X-Telegram-Bot-Api-Secret-Token`` header instead, one at a time
   and in order; one answered other than 2xx (or not answered) is POSTed again, after a
   growing pause, before any later one, as Telegram does;
-- a private chat exists only once the person wrote to the bot (403 otherwise).
+- a private chat exists only once the person wrote to the bot (403 otherwise);
+- forum topics: ``createForumTopic`` only in a forum (``is_forum``) where the bot is an admin
+  with ``can_manage_topics`` (``make_admin``; 400 "not enough rights to create a topic"
+  otherwise), a topic's id being its creation notice's message id; ``message_thread_id`` only
+  for a topic that exists (made so, or where a person wrote), and never 1, the General
+  topic's id ("message thread not found"), as the real Bot API refuses it.
 
 A test pushes updates (``push``; builders in ``tests/servers/telegram_people.py``), sees
 which are not confirmed yet (``unconfirmed``) and which each ``getUpdates`` handed out
@@ -153,6 +158,8 @@ class FakeTelegram:
         self.down_at_next_card = False  # go down when the next message with buttons comes
         self.chats: dict[int, dict[str, Any]] = {}
         self.private_open: set[int] = set()
+        self.topics: dict[int, dict[int, str]] = defaultdict(dict)  # chat: {topic id: name}
+        self.admin_rights: dict[int, dict[str, bool]] = {}  # chat: the bot's rights there
         self._sent: dict[tuple[int, int], Sent] = {}
         self._next_id: dict[int, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
         self._updates: list[dict[str, Any]] = []
@@ -241,6 +248,10 @@ class FakeTelegram:
 
     def register_chat(self, chat: dict[str, Any]) -> None:
         self.chats[int(chat["id"])] = chat
+
+    def make_admin(self, chat_id: int, *, can_manage_topics: bool = True) -> None:
+        """The bot is an admin of ``chat_id``, with or without the right to manage topics."""
+        self.admin_rights[chat_id] = {"can_manage_topics": can_manage_topics}
 
     def new_message_id(self, chat_id: int) -> int:
         return next(self._next_id[chat_id])
@@ -442,6 +453,22 @@ class FakeTelegram:
         message.markup = markup
         return self._json(message)
 
+    async def _m_createForumTopic(self, p: dict[str, Any]) -> dict[str, Any]:
+        chat_id = self._writable_chat(p)
+        if not self.chats[chat_id].get("is_forum"):
+            raise Refused(400, "Bad Request: the chat is not a forum")
+        if not self.admin_rights.get(chat_id, {}).get("can_manage_topics"):
+            raise Refused(400, "Bad Request: not enough rights to create a topic")
+        name = str(p.get("name") or "")
+        if not name:
+            raise Refused(400, "Bad Request: TOPIC_TITLE_EMPTY")
+        if len(name) > 128:
+            raise Refused(400, "Bad Request: TOPIC_TITLE_TOO_LONG")
+        # its id is its creation notice's (a service message, not kept among the messages)
+        topic_id = self.new_message_id(chat_id)
+        self.topics[chat_id][topic_id] = name
+        return {"message_thread_id": topic_id, "name": name, "icon_color": 7322096}
+
     async def _m_sendChatAction(self, p: dict[str, Any]) -> bool:
         self._writable_chat(p)
         if p.get("action") not in _CHAT_ACTIONS:
@@ -486,6 +513,10 @@ class FakeTelegram:
             raise Refused(400, "Bad Request: chat not found")
         if chat_id > 0 and chat_id not in self.private_open:
             raise Refused(403, "Forbidden: bot can't initiate conversation with a user")
+        thread = p.get("message_thread_id")
+        if thread is not None and int(thread) not in self.topics[chat_id]:
+            # the General topic (1) included: a message there is sent without a thread
+            raise Refused(400, "Bad Request: message thread not found")
         return chat_id
 
     def _existing(self, p: dict[str, Any], missing: str) -> Sent:
@@ -519,6 +550,9 @@ class FakeTelegram:
         if chat["type"] == "private":
             self.private_open.add(int(chat["id"]))
         key = (int(chat["id"]), int(message["message_id"]))
+        topic = message.get("message_thread_id")
+        if topic is not None and message.get("is_topic_message") and topic != 1:
+            self.topics[key[0]].setdefault(int(topic), f"topic {topic}")
         reply = message.get("reply_to_message")
         self._sent[key] = Sent(
             chat_id=key[0],
