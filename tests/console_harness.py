@@ -89,7 +89,9 @@ async def console_gateway(
     assert settings is not None
     terminal = io.StringIO()
     memory = memory or MemoryPlatform()
-    console = ConsolePlatform(settings, announce=terminal, limits=limits or CONSOLE_LIMITS)
+    console = ConsolePlatform(
+        settings, announce=terminal, limits=limits or CONSOLE_LIMITS, show_token=True
+    )
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
     platforms = {"memory": memory, "console": console}
     # as ``agent-gateway run`` has them: the console serves around the gateway's block (503

@@ -152,6 +152,20 @@ def _parser() -> argparse.ArgumentParser:
     service.add_argument(
         "--env-file", type=Path, help="the tokens' file (default: beside the config, 'env')"
     )
+    url = commands.add_parser(
+        "console-url", help="print the web console's address with its access token"
+    )
+    url.add_argument("--config", type=Path, required=True)
+    rotate = commands.add_parser(
+        "console-token", help="change the web console's access token (--rotate)"
+    )
+    rotate.add_argument("--config", type=Path, required=True)
+    rotate.add_argument(
+        "--rotate",
+        action="store_true",
+        required=True,
+        help="a new token: the old one, and the browsers it opened, are logged out",
+    )
     invite = commands.add_parser(
         "discord-invite",
         help="print the URL that adds the Discord bot to a server, with the permissions it needs",
@@ -204,6 +218,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "service":
             return _service(args)
+        if args.command in ("console-url", "console-token"):
+            return _console_token(args.config, rotate=args.command == "console-token")
         if args.command == "discord-invite":
             print(_discord_invite(args.config, args.application_id))
             return 0
@@ -275,6 +291,37 @@ def _service(args: argparse.Namespace) -> int:
     made = unit.write_new(choice.env_file, env_text, mode=0o600)
     print(f"Wrote {target}" + (f" and {choice.env_file}" if made else "") + ". Next:")
     print(unit.next_steps(choice, target))
+    return 0
+
+
+def _data_dir_of(path: Path) -> Path:
+    """The config's data dir, read without resolving its ``${VARS}`` (a shell that runs
+    ``console-url`` need not hold the tokens the service's environment file has)."""
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    found = Path(str(raw.get("gateway", {}).get("data_dir", DEFAULT_DATA_DIR))).expanduser()
+    return found if found.is_absolute() else path.resolve().parent / found
+
+
+def _console_token(path: Path, *, rotate: bool) -> int:
+    """``console-url``: the address the console last served on, with its token (asked for
+    by the person who runs it: printed); ``console-token --rotate``: a new token, then the
+    same."""
+    from platforms.console.token_file import TokenFile
+
+    tokens = TokenFile(_data_dir_of(path))
+    token = tokens.rotate() if rotate else tokens.read()
+    if token is None:
+        raise ConfigError(f"no console token in {tokens.data_dir}: has the console run yet?")
+    address = tokens.address()
+    if rotate:
+        print("New console token: the old one, and the browsers it opened, are logged out.")
+    if address is None:
+        print(f"(the console has not served yet) its token is in {tokens.path}")
+        return 0
+    print(f"{address}?token={token}")
     return 0
 
 

@@ -25,7 +25,7 @@ __all__ = ["HELP", "TABLE", "ConsoleConfig", "is_loopback"]
 
 HELP = """\
 [platforms.console]
-# The local web console. Its access token is printed once to the terminal at start.
+# The local web console. Its address with the access token is printed at start, to a terminal.
 # The address it listens on: loopback (127.0.0.1, ::1, localhost) unless public_url is set.
 # The console speaks plain HTTP; any other address would send its access token and session
 # cookie over the network in clear, and is refused without public_url.
@@ -42,6 +42,11 @@ port = 0
 # "local:<name>" for a person who has no chat account (checked against
 # [projects.<name>.auth.local]).
 identity = "local:alice"
+# The access token is kept in the data dir (console-token, mode 0600); `agent-gateway
+# console-url --config …` prints the address with it. true: the same token across restarts
+# (a bookmark keeps working; `agent-gateway console-token --rotate` changes it); false: a
+# new one at each start. It is printed only to a terminal (never to a log or the journal).
+fixed_token = false
 """
 
 
@@ -80,6 +85,7 @@ class ConsoleConfig(PlatformConfig):
     identity: Annotated[str, AfterValidator(_identity)]
     # the https address people open, served by a TLS proxy in front of host:port
     public_url: Annotated[str, AfterValidator(_public_url)] | None = None
+    fixed_token: bool = False  # keep the access token across restarts (token_file.py)
 
     def actor(self) -> Actor:
         """Who the console acts as: the same approver rules apply to it."""

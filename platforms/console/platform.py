@@ -36,10 +36,14 @@ closes (then 503 too) and the console with it.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import secrets
 import sys
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
 
@@ -55,12 +59,15 @@ from platforms.console.config import ConsoleConfig
 from platforms.console.feed import Changes, Feed
 from platforms.console.security import Guard, PublicAddress
 from platforms.console.server import build_app
+from platforms.console.token_file import TokenFile
 from platforms.console.views import PLATFORM, route_channel
 
 if TYPE_CHECKING:
     from gateway.sessions.engine import Gateway
 
 __all__ = ["CONSOLE_LIMITS", "ConsolePlatform"]
+
+log = logging.getLogger(__name__)
 
 CONSOLE_LIMITS = PlatformLimits(
     callback_max_bytes=64,
@@ -84,6 +91,7 @@ class ConsolePlatform:
         token: str | None = None,
         limits: PlatformLimits = CONSOLE_LIMITS,
         words: Sequence[tuple[str, str]] = (),
+        show_token: bool | None = None,
     ) -> None:
         self.settings = settings
         self.limits = limits
@@ -102,6 +110,10 @@ class ConsolePlatform:
         self.feed = Feed(id_prefix=f"{secrets.token_hex(3)}-")
         self.changes = Changes()
         self._announce = announce
+        # the token is printed only to a person's terminal: not to a file, a pipe or the
+        # journal (systemd sets INVOCATION_ID), which are logs (None: decided so)
+        self._show_token = show_token
+        self._token_file: TokenFile | None = None
         self._gateway: Gateway | None = None
         self.since: datetime | None = None  # attached then (the gateway's clock)
         self._taking_input = False
@@ -181,6 +193,7 @@ class ConsolePlatform:
             # the console is a view of the gateway's ledger, not only a source of input
             raise PlatformError("the web console attaches only to the gateway itself")
         self._gateway = inbox
+        self._keep_token_in(inbox.data_dir)
         # a problem a platform reports shows at the top of every open page at once
         inbox.platform_problems.listen(self.changes.bump)
         # the feed holds the text sent from now on; what came before is in the ledger
@@ -188,13 +201,40 @@ class ConsolePlatform:
         self._taking_input = True
         self._announce_once()
 
+    def _keep_token_in(self, data_dir: Path) -> None:
+        """The token in the data dir (token_file.py): kept across restarts with
+        ``fixed_token``, else new at this start; `console-url` reads it either way."""
+        tokens = TokenFile(data_dir)
+        try:
+            token = tokens.start(keep=self.settings.fixed_token)
+        except OSError as exc:
+            log.warning("console: the token is not kept in %s (%s)", data_dir, exc)
+            return
+        self._token_file = tokens
+        self.guard = Guard(token, current=tokens.current)
+
+    def _token_shown(self) -> bool:
+        if self._show_token is not None:
+            return self._show_token
+        on_terminal = self._announce is not None and self._announce.isatty()
+        return on_terminal and "INVOCATION_ID" not in os.environ
+
     def _announce_once(self) -> None:
         """The address with the token, once the console serves the gateway: a page opened
         from it works at once."""
-        if self._announce is None or self._runner is None or self._gateway is None:
+        if self._runner is None or self._gateway is None:
             return
-        # printed once, to the terminal only: the token never goes through logging
-        print(f"agent-gateway console: {self.login_url}", file=self._announce, flush=True)
+        if self._token_file is not None:
+            with contextlib.suppress(OSError):
+                self._token_file.served_at(self.url)
+        if self._announce is None:
+            return
+        # printed once, to a terminal only: the token never goes through logging
+        if self._token_shown():
+            said = self.login_url
+        else:
+            said = f"{self.url} (`agent-gateway console-url --config …` prints it with its token)"
+        print(f"agent-gateway console: {said}", file=self._announce, flush=True)
         self._announce = None
 
     async def stop_input(self) -> None:

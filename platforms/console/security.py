@@ -26,6 +26,7 @@ import hmac
 import ipaddress
 import secrets
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -64,14 +65,30 @@ class BrowserSession:
 
 
 class Guard:
-    """The access token and the browser sessions it opened (in memory: a restart logs out)."""
+    """The access token and the browser sessions it opened (in memory: a restart logs out).
 
-    def __init__(self, token: str | None = None) -> None:
+    With ``current`` (the data dir's token file, token_file.py), the token is read again at
+    each login: one rotated while the console runs is the only one taken from then on, and
+    the browser sessions the old one opened are closed."""
+
+    def __init__(
+        self, token: str | None = None, *, current: Callable[[], str | None] | None = None
+    ) -> None:
         self.token = token or secrets.token_urlsafe(32)
+        self._current = current
         self._sessions: OrderedDict[str, BrowserSession] = OrderedDict()
+
+    def _follow_rotation(self) -> None:
+        if self._current is None:
+            return
+        token = self._current()
+        if token is not None and token != self.token:
+            self.token = token
+            self._sessions.clear()  # opened with the old token: logged out
 
     def open_session(self, presented: str) -> BrowserSession | None:
         """A new browser session if ``presented`` is the access token, else None."""
+        self._follow_rotation()
         if not hmac.compare_digest(presented.encode(), self.token.encode()):
             return None
         session = BrowserSession(id=secrets.token_urlsafe(32), csrf=secrets.token_urlsafe(32))
@@ -83,6 +100,7 @@ class Guard:
     def session(self, cookie: str | None) -> BrowserSession | None:
         if not cookie:
             return None
+        self._follow_rotation()
         return self._sessions.get(cookie)
 
     @staticmethod
