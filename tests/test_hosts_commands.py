@@ -11,6 +11,7 @@ from pathlib import Path
 
 import psycopg
 
+from gateway.config.model import Config
 from gateway.domain import Decision, Scope
 from tests.gateway_flows import WHEN, session_of, settles
 from tests.gateway_harness import ALICE, Running
@@ -246,3 +247,41 @@ async def test_a_revoke_from_the_console_of_another_host_is_carried_out_by_the_o
         entry = await a.gateway.store.grants.get(line.id)
         assert entry is not None and entry.revoked is not None
         assert await b.gateway.control.grants.listing(session) == []
+
+
+async def test_status_says_when_the_hosts_run_different_configs_until_each_reloads(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    """Issue 37: each host records the hash of the config it runs; /status says when the
+    live hosts' differ (an approver added on one host only), and no longer once the other
+    host reloads the same config."""
+    config = two_hosts(tmp_path, pg_database.dsn)
+    wider = with_approvers(config, ["alice", "bob"])
+    on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
+    async with (
+        host_gateway(config, tmp_path, "a", on_a) as gateway_a,
+        host_gateway(wider, tmp_path, "b", on_b) as gateway_b,
+    ):
+        a = Running(gateway=gateway_a, memory=memory_of(gateway_a))
+        await open_card(a, ON_A, "approve")  # a session, with a request waiting
+        status = await said_by(a, "/status")
+        assert (
+            "Config: host b runs another config than host a: change it on every host, then "
+            "reload each (docs/operations.md)"
+        ) in status.splitlines()
+        assert await gateway_b.reload(config) == ["projects.pa.auth"]  # a's config
+        status = await said_by(a, "/status")
+        assert not any(line.startswith("Config:") for line in status.splitlines())
+        [reloaded] = await gateway_a.store.audit.entries(event="config.reloaded")
+        assert reloaded.details["host"] == "b" and reloaded.details["changed"] == [
+            "projects.pa.auth"
+        ]
+
+
+def with_approvers(config: Config, people: list[str]) -> Config:
+    project = config.projects["pa"]
+    auth = project.auth["memory"].model_copy(
+        update={"allow_from": tuple(people), "approvers": tuple(people)}
+    )
+    projects = {**config.projects, "pa": project.model_copy(update={"auth": {"memory": auth}})}
+    return config.model_copy(update={"projects": projects})

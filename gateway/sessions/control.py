@@ -130,6 +130,8 @@ class SessionsHost(Protocol):
 
     def kick(self, session: SessionRecord) -> None: ...
 
+    async def config_mismatch(self) -> str | None: ...
+
 
 class Control:
     def __init__(self, gateway: SessionsHost) -> None:
@@ -866,6 +868,7 @@ class Control:
         lines.append("Grants: " + ("none" if not grants else ""))
         lines += [f"  · {g.description} ({g.scope.value}, by {g.actor})" for g in grants]
         lines.append(await self.pending_text(session))
+        lines += filter(None, [await self._gw.config_mismatch()])
         problems = self._gw.platform_problems.listed()[-SHOWN_PROBLEMS:]
         if problems:  # a platform stopped or refused: said where people look, too
             lines.append("Platform problems (the console lists them all):")

@@ -62,6 +62,8 @@ __all__ = ["Gateway"]
 
 log = logging.getLogger(__name__)
 
+CONFIG_IN_FORCE = "config.in_force"  # audited: the hash of the config a host runs
+
 # On a ledger several hosts share: how often each session looks for decisions committed by
 # another host whose wake-up was lost (the listener reconnecting)
 SHARED_SWEEP_SECONDS = 5.0
@@ -146,6 +148,7 @@ class Gateway:
             raise
         self.config = config
         self.projects = config.projects_on(self.host)
+        await self._record_config_in_force()
         self.policy.reload(config)
         self.desk.reload(config)
         self.control.reload(config)
@@ -159,6 +162,42 @@ class Gateway:
             details={"changed": changed, "config_hash": config_hash(config), "host": self.host},
         )
         return changed
+
+    async def _record_config_in_force(self) -> None:
+        """The hash of the config this host runs, in the ledger's audit (at start and at
+        each reload): the hosts of one ledger compare theirs (:meth:`config_mismatch`)."""
+        await self.store.audit.record(
+            CONFIG_IN_FORCE,
+            actor="gateway",
+            details={"host": self.host, "config_hash": config_hash(self.config)},
+        )
+
+    async def config_mismatch(self) -> str | None:
+        """With several hosts: which live hosts run a config other than this one's, said as
+        /status says it; None when they agree (or this host is alone on its ledger)."""
+        lease = self.host_lease
+        if self.ledger_host is None or lease is None:
+            return None
+        from gateway.store import leases  # psycopg: only where it is used
+
+        try:
+            live = set(await leases.held(await lease.connection(), "host:"))
+        except Exception as exc:  # a failed read: /status goes on without this line
+            log.warning("host %s: the hosts' configs were not compared (%s)", self.host, exc)
+            return None
+        hashes: dict[str, str] = {}
+        for entry in await self.store.audit.entries(event=CONFIG_IN_FORCE, limit=500):
+            host = str(entry.details.get("host", ""))
+            if host in live and host not in hashes:  # the newest first: the one in force
+                hashes[host] = str(entry.details.get("config_hash", ""))
+        if len(set(hashes.values())) <= 1:
+            return None
+        mine = hashes.get(self.host)
+        others = sorted(host for host, value in hashes.items() if value != mine)
+        return (
+            f"Config: host {', '.join(others)} runs another config than host {self.host}: "
+            "change it on every host, then reload each (docs/operations.md)"
+        )
 
     # --- lifetime -------------------------------------------------------------------------
 
@@ -229,6 +268,7 @@ class Gateway:
             spawn=self._spawn,
         )
         self.control = Control(self)
+        await self._record_config_in_force()
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
         await self.control.recover()

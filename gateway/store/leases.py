@@ -103,6 +103,16 @@ async def release(conn: psycopg.AsyncConnection[Any], name: str, holder: str, fe
     )
 
 
+async def held(conn: psycopg.AsyncConnection[Any], prefix: str) -> list[str]:
+    """The names (without ``prefix``) of the leases held now whose name starts with it."""
+    cursor = await conn.execute(
+        "SELECT substr(name, %s) FROM leases WHERE starts_with(name, %s)"
+        " AND expires_at >= now() AND holder <> '' ORDER BY name",
+        (len(prefix) + 1, prefix),
+    )
+    return [str(row[0]) for row in await cursor.fetchall()]
+
+
 async def lapsed(conn: psycopg.AsyncConnection[Any], prefix: str) -> list[str]:
     """The names (without ``prefix``) of the lapsed leases whose name starts with it and
     that a holder let lapse (not those a reaper already fenced out)."""
