@@ -32,15 +32,15 @@ def test_demo_help() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    for option in ("--data-dir", "--port", "--host", "--pace"):
+    for option in ("--data-dir", "--port", "--host", "--pace", "--public-url"):
         assert option in done.stdout
 
 
 @asynccontextmanager
-async def demo_process(data_dir: Path) -> AsyncIterator[asyncio.subprocess.Process]:
+async def demo_process(data_dir: Path, *more: str) -> AsyncIterator[asyncio.subprocess.Process]:
     process = await asyncio.create_subprocess_exec(
         *(sys.executable, "-m", "gateway", "demo", "--data-dir", str(data_dir)),
-        *("--port", "0", "--pace", "0"),
+        *("--port", "0", "--pace", "0", *more),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -61,7 +61,7 @@ async def printed_address(process: asyncio.subprocess.Process) -> tuple[str, lis
             line = (await process.stdout.readline()).decode()
             assert line, "the demo ended before printing its address"
             lines.append(line)
-            found = re.search(r"http://\S+\?token=\S+", line)
+            found = re.search(r"https?://\S+\?token=\S+", line)
             if found:
                 return found.group(), lines
 
@@ -123,3 +123,13 @@ async def test_the_demo_serves_the_console_runs_the_agent_and_stops_on_ctrl_c(
     work_dir = tmp_path / "demo-work"
     assert (work_dir / "hello.txt").read_text() == "hello\n"
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+
+
+async def test_the_demo_behind_a_tls_proxy_prints_the_public_address(tmp_path: Path) -> None:
+    """``demo --public-url``: the address people are given is the proxy's (issue 37)."""
+    async with demo_process(tmp_path / "demo", "--public-url", "https://demo.example.test") as p:
+        login, _ = await printed_address(p)
+        p.send_signal(signal.SIGINT)
+        async with asyncio.timeout(DEADLINE):
+            assert await p.wait() == 0
+    assert login.startswith("https://demo.example.test/?token=")

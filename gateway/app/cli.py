@@ -129,6 +129,10 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--host", default="127.0.0.1", help="the console's address")
     demo.add_argument("--port", type=int, default=0, help="the console's port (0: a free one)")
     demo.add_argument("--pace", type=float, default=1.0, help="demo agent speed (0: no pauses)")
+    demo.add_argument(
+        "--public-url",
+        help="the https address of a TLS proxy in front of the console (to show it to others)",
+    )
     manifest = commands.add_parser(
         "slack-manifest", help="print the Slack app manifest to paste into api.slack.com/apps"
     )
@@ -227,7 +231,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gateway.app.demo.command import DEFAULT_DEMO_DATA_DIR, run_demo
 
             data_dir = args.data_dir or DEFAULT_DEMO_DATA_DIR
-            return asyncio.run(run_demo(data_dir, host=args.host, port=args.port, pace=args.pace))
+            return asyncio.run(
+                run_demo(
+                    data_dir,
+                    host=args.host,
+                    port=args.port,
+                    pace=args.pace,
+                    public_url=args.public_url,
+                )
+            )
         return asyncio.run(_run(args.config, this_host(args.host)))
     except GatewayError as exc:
         print(f"agent-gateway: {exc}", file=sys.stderr)

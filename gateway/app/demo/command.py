@@ -95,6 +95,7 @@ def demo_config_text(
     host: str = "127.0.0.1",
     port: int = 0,
     pace: float = 1.0,
+    public_url: str | None = None,
 ) -> str:
     """The demo's configuration, as a TOML file a person could have written."""
     argv = [sys.executable, "-m", "gateway.app.demo.agent", "--pace", f"{pace:g}"]
@@ -104,6 +105,8 @@ def demo_config_text(
 identity = "{CONSOLE_IDENTITY}"
 host = {json.dumps(host)}
 port = {port}"""
+        if public_url is not None:  # behind a TLS proxy: the only address it answers to
+            platform += f"\npublic_url = {json.dumps(public_url)}"
     return f"""# agent-gateway demo (generated)
 [gateway]
 data_dir = {json.dumps(str(data_dir))}
@@ -135,6 +138,7 @@ def build_demo(
     host: str = "127.0.0.1",
     port: int = 0,
     pace: float = 1.0,
+    public_url: str | None = None,
 ) -> Demo:
     """Create the demo's folders and return its config, platforms and launcher, unstarted.
 
@@ -152,7 +156,10 @@ def build_demo(
             readme.write_text(_README, encoding="utf-8")
     except OSError as exc:
         raise GatewayError(f"cannot prepare the demo work dir {work_dir}: {exc}") from exc
-    text = demo_config_text(data_dir, work_dir, headless=headless, host=host, port=port, pace=pace)
+    text = demo_config_text(
+        data_dir, work_dir, headless=headless, host=host, port=port, pace=pace,
+        public_url=public_url,
+    )  # fmt: skip
     config = parse_config(text, "<demo config>")
     launcher = ConfiguredLauncher(stop_grace_seconds=config.gateway.stop_grace_seconds)
     if headless:
@@ -183,11 +190,14 @@ async def run_demo(
     host: str = "127.0.0.1",
     port: int = 0,
     pace: float = 1.0,
+    public_url: str | None = None,
 ) -> int:
-    """Serve the console with the demo agent until SIGINT or SIGTERM; 0 on a clean stop."""
+    """Serve the console with the demo agent until SIGINT or SIGTERM; 0 on a clean stop.
+    ``public_url``: the https address of a TLS proxy in front (the console answers to it
+    only, and prints it)."""
     from gateway.sessions.engine import Gateway
 
-    demo = build_demo(data_dir, host=host, port=port, pace=pace)
+    demo = build_demo(data_dir, host=host, port=port, pace=pace, public_url=public_url)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
