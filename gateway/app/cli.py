@@ -156,6 +156,11 @@ def _parser() -> argparse.ArgumentParser:
     service.add_argument(
         "--env-file", type=Path, help="the tokens' file (default: beside the config, 'env')"
     )
+    move = commands.add_parser(
+        "move-ledger",
+        help="copy the SQLite ledger of the config's data dir into its (empty) PostgreSQL store",
+    )
+    move.add_argument("--config", type=Path, required=True)
     url = commands.add_parser(
         "console-url", help="print the web console's address with its access token"
     )
@@ -222,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "service":
             return _service(args)
+        if args.command == "move-ledger":
+            return asyncio.run(_move_ledger(args.config))
         if args.command in ("console-url", "console-token"):
             return _console_token(args.config, rotate=args.command == "console-token")
         if args.command == "discord-invite":
@@ -303,6 +310,28 @@ def _service(args: argparse.Namespace) -> int:
     made = unit.write_new(choice.env_file, env_text, mode=0o600)
     print(f"Wrote {target}" + (f" and {choice.env_file}" if made else "") + ". Next:")
     print(unit.next_steps(choice, target))
+    return 0
+
+
+async def _move_ledger(path: Path) -> int:
+    """The SQLite ledger in the config's data dir, copied into the PostgreSQL ledger its
+    ``store`` names (docs/operations.md, "Moving to PostgreSQL")."""
+    config = _load_config(path)
+    target = config.gateway.ledger_target()
+    if target is None:
+        raise ConfigError(
+            "[gateway] store: set it to the new PostgreSQL ledger's postgresql:// URL first "
+            "(the SQLite ledger is read from data_dir)"
+        )
+    from gateway.store.ledger_move import move_to_postgresql
+
+    copied = await move_to_postgresql(config.gateway.data_dir, target)
+    rows = sum(copied.values())
+    print(f"Moved {rows} rows of {len(copied)} tables into {target}.")
+    print(
+        "The SQLite file is left as it was (a backup); the gateway now uses PostgreSQL: "
+        "start it again."
+    )
     return 0
 
 
