@@ -39,56 +39,37 @@ install_agent @anthropic-ai/claude-code "$CLAUDE_NPM_VERSION" claude
 install_agent opencode-ai "$OPENCODE_NPM_VERSION" opencode
 # codex-acp ships its native binary in @zed-industries/codex-acp-linux-x64 (optional dep)
 install_agent @zed-industries/codex-acp "$CODEX_ACP_NPM_VERSION" codex-acp
+# debian_package PACKAGE WHY: apt-get install PACKAGE when we may (root, Debian), else say
+# WHY it is wanted; called only when what it provides is missing.
+debian_package() {
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$1" >/dev/null
+    else
+        echo "setup: $1 is missing (apt-get install $1 as root); $2" >&2
+    fi
+}
 # codex-acp runs approved commands in Codex's Linux sandbox, which needs Debian's bubblewrap
 # (without it an approved command fails: "Process exited with code 101").
-if ! command -v bwrap >/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null
-    else
-        echo "setup: bwrap is missing (apt-get install bubblewrap as root);" \
-            "codex-acp's approved commands need it" >&2
-    fi
-fi
+command -v bwrap >/dev/null || debian_package bubblewrap "codex-acp's approved commands need it"
 # The console's browser tests drive Debian's chromium (never a browser build of Playwright's
-# own: `playwright install` downloads one). Installed when missing and we may.
-if [ ! -x /usr/bin/chromium ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    else
-        echo "setup: /usr/bin/chromium is missing (apt-get install chromium as root);" \
-            "the console's browser tests need it" >&2
-    fi
-fi
+# own: `playwright install` downloads one).
+[ -x /usr/bin/chromium ] || debian_package chromium "the console's browser tests need it"
 # `agent-gateway service`'s unit is checked with systemd-analyze verify (tests/
 # test_service_unit.py); nothing runs systemd here.
-if ! command -v systemd-analyze >/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq systemd >/dev/null
-    else
-        echo "setup: systemd-analyze is missing (apt-get install systemd as root);" \
-            "the service unit's test needs it" >&2
-    fi
-fi
+command -v systemd-analyze >/dev/null ||
+    debian_package systemd "the service unit's test needs systemd-analyze"
 # The ledger's PostgreSQL tests and bench start a throwaway cluster of their own (initdb and
 # pg_ctl from /usr/lib/postgresql/*/bin, tests/pg_cluster.py); the package's own cluster
 # service is not used, and is stopped again if installing it started one.
 if ! compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-        if command -v pg_ctlcluster >/dev/null; then
-            for cluster in /etc/postgresql/*/*/; do
-                [ -d "$cluster" ] || continue
-                version=$(basename "$(dirname "$cluster")")
-                pg_ctlcluster "$version" "$(basename "$cluster")" stop 2>/dev/null || true
-            done
-        fi
-    else
-        echo "setup: PostgreSQL is missing (apt-get install postgresql as root);" \
-            "the ledger's PostgreSQL tests need it" >&2
+    debian_package postgresql "the ledger's PostgreSQL tests need it"
+    if command -v pg_ctlcluster >/dev/null; then
+        for cluster in /etc/postgresql/*/*/; do
+            [ -d "$cluster" ] || continue
+            version=$(basename "$(dirname "$cluster")")
+            pg_ctlcluster "$version" "$(basename "$cluster")" stop 2>/dev/null || true
+        done
     fi
 fi
 echo "agent-gateway set up: .venv, codex $("$agents/node_modules/.bin/codex" --version)," \

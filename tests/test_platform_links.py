@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from gateway.config.model import Config
 from gateway.domain import ConversationRef
 from gateway.errors import ConfigError
-from gateway.platform import NotConnected
+from gateway.platform import NotConnected, Platform
 from gateway.platform_links import linked
 from gateway.sessions.engine import Gateway
 from platforms.memory.platform import MemoryPlatform
@@ -61,16 +62,23 @@ poll_timeout_seconds = 1
 """
 
 
+def memory_and_telegram(
+    tmp_path: Path, fake: FakeTelegram, token: str = TOKEN
+) -> tuple[Config, TelegramConfig, MemoryPlatform, dict[str, Platform]]:
+    """The config of :func:`two_platforms`, its Telegram settings, and both platforms."""
+    config = parse_config(two_platforms(tmp_path, fake, token=token), "gw.toml")
+    settings = config.platforms.get("telegram", TelegramConfig)
+    assert settings is not None
+    memory = MemoryPlatform(adopt_unknown=True)
+    return config, settings, memory, {"memory": memory, "telegram": TelegramPlatform(settings)}
+
+
 async def test_a_platform_out_at_start_is_tried_again_while_the_others_serve(
     tmp_path: Path,
 ) -> None:
     async with FakeTelegram() as fake:
         fake.down = True  # Telegram answers 502 to everything: out
-        config = parse_config(two_platforms(tmp_path, fake), "gw.toml")
-        settings = config.platforms.get("telegram", TelegramConfig)
-        assert settings is not None
-        memory = MemoryPlatform(adopt_unknown=True)
-        platforms = {"memory": memory, "telegram": TelegramPlatform(settings)}
+        config, _settings, memory, platforms = memory_and_telegram(tmp_path, fake)
         launcher = ScriptedLauncher(REQUESTS)
         async with (
             linked(platforms, first=0.05, most=0.2) as links,
@@ -101,11 +109,7 @@ async def test_a_platform_out_at_start_is_tried_again_while_the_others_serve(
 
 async def test_a_refused_token_stops_that_platform_and_the_others_run_on(tmp_path: Path) -> None:
     async with FakeTelegram() as fake:
-        config = parse_config(two_platforms(tmp_path, fake, token="1:x"), "gw.toml")
-        settings = config.platforms.get("telegram", TelegramConfig)
-        assert settings is not None
-        memory = MemoryPlatform(adopt_unknown=True)
-        platforms = {"memory": memory, "telegram": TelegramPlatform(settings)}
+        config, settings, memory, platforms = memory_and_telegram(tmp_path, fake, token="1:x")
         async with (
             linked(platforms, first=0.05) as links,
             Gateway(config, platforms=platforms, launcher=ScriptedLauncher(REQUESTS)) as gateway,
@@ -130,11 +134,7 @@ async def test_a_token_refused_while_running_stops_that_platform_and_the_others_
     tmp_path: Path,
 ) -> None:
     async with FakeTelegram() as fake:
-        config = parse_config(two_platforms(tmp_path, fake), "gw.toml")
-        settings = config.platforms.get("telegram", TelegramConfig)
-        assert settings is not None
-        memory = MemoryPlatform(adopt_unknown=True)
-        platforms = {"memory": memory, "telegram": TelegramPlatform(settings)}
+        config, _settings, memory, platforms = memory_and_telegram(tmp_path, fake)
         async with (
             linked(platforms, first=0.05) as links,
             Gateway(config, platforms=platforms, launcher=ScriptedLauncher(REQUESTS)) as gateway,

@@ -20,13 +20,11 @@ pytestmark = pytest.mark.timeout(60)
 DEADLINE = 30.0
 
 
-async def test_run_builds_the_telegram_platform_from_the_config(tmp_path: Path) -> None:
-    (tmp_path / "work").mkdir()
-    (tmp_path / "bot.token").write_text(TOKEN + "\n")
-    async with FakeTelegram() as fake:
-        config = tmp_path / "gateway.toml"
-        config.write_text(
-            f"""
+def write_config(tmp_path: Path, fake: FakeTelegram, token: str, *, poll: int) -> Path:
+    """A config for ``run``: Telegram (``token``: its token line) against ``fake``."""
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f"""
 [gateway]
 data_dir = "{tmp_path / "data"}"
 
@@ -39,12 +37,20 @@ argv = ["/nonexistent/codex"]
 allow_from = ["{ALICE.id}"]
 
 [platforms.telegram]
-token_file = "bot.token"
+{token}
 base_url = "{fake.base_url}"
-poll_timeout_seconds = 5
+poll_timeout_seconds = {poll}
 """,
-            encoding="utf-8",
-        )
+        encoding="utf-8",
+    )
+    return config
+
+
+async def test_run_builds_the_telegram_platform_from_the_config(tmp_path: Path) -> None:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "bot.token").write_text(TOKEN + "\n")
+    async with FakeTelegram() as fake:
+        config = write_config(tmp_path, fake, 'token_file = "bot.token"', poll=5)
         process = await asyncio.create_subprocess_exec(
             *(sys.executable, "-m", "gateway", "run", "--config", str(config)),
             stdout=asyncio.subprocess.PIPE,
@@ -78,27 +84,7 @@ async def test_run_stops_with_an_error_when_its_only_platform_refuses_the_token_
     instead of running on deaf (issue 30)."""
     (tmp_path / "work").mkdir()
     async with FakeTelegram() as fake:
-        config = tmp_path / "gateway.toml"
-        config.write_text(
-            f"""
-[gateway]
-data_dir = "{tmp_path / "data"}"
-
-[projects.demo]
-work_dir = "{tmp_path / "work"}"
-agent = "codex-app-server"
-argv = ["/nonexistent/codex"]
-
-[projects.demo.auth.telegram]
-allow_from = ["{ALICE.id}"]
-
-[platforms.telegram]
-token = "{TOKEN}"
-base_url = "{fake.base_url}"
-poll_timeout_seconds = 1
-""",
-            encoding="utf-8",
-        )
+        config = write_config(tmp_path, fake, f'token = "{TOKEN}"', poll=1)
         process = await asyncio.create_subprocess_exec(
             *(sys.executable, "-m", "gateway", "run", "--config", str(config)),
             stdout=asyncio.subprocess.PIPE,
