@@ -80,6 +80,7 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    ModelsOffered,
     Prompt,
     Respond,
     SessionStarted,
@@ -456,9 +457,12 @@ class AcpCodec:
         self._session.move(_Move.OPENED)
         self.session_id = session_id
         self._read_model_option(response.result)
-        return [
-            SessionStarted(native_id=session_id, agent_version=self.agent_version, resumed=loaded)
-        ]
+        started = SessionStarted(
+            native_id=session_id, agent_version=self.agent_version, resumed=loaded
+        )
+        if not self._model_option:
+            return [started]
+        return [started, ModelsOffered(models=self._models_offered)]
 
     def _read_model_option(self, result: object) -> None:
         """The session's config option of the ``model`` category, if it offers one

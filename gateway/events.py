@@ -18,10 +18,12 @@ __all__ = [
     "InteractionClosed",
     "InteractionOpened",
     "Interrupt",
+    "ModelsOffered",
     "NameSession",
     "PolicyChanged",
     "Prompt",
     "Respond",
+    "SessionNamed",
     "SessionStarted",
     "Steer",
     "SteerRefused",
@@ -53,6 +55,9 @@ class Capabilities:
     steer: bool = False
     # the agent compacts its own context on request (Codex thread/compact/start)
     compact: bool = False
+    # the agent keeps a name for its session (Codex thread/name/set): NameSession is sent to
+    # it, and SessionStarted.native_name says the name it has
+    names_sessions: bool = False
 
 
 # --- events --------------------------------------------------------------------------------
@@ -64,6 +69,9 @@ class SessionStarted:
     agent_version: str | None = None
     policy: dict[str, str] = field(default_factory=dict)  # the policy actually in force
     resumed: bool = False
+    # the name the agent keeps for the session (where Capabilities.names_sessions): a
+    # session named while the agent did not take it is named again at its start
+    native_name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -182,6 +190,25 @@ class SteerRefused:
     reason: str
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelsOffered:
+    """The models the agent says it offers this session (issue 31's ``/model`` is checked
+    against them): Claude Code's ``initialize`` answer, an ACP session's config option of
+    the model category, Codex's ``model/list`` where its catalog is the provider's. Each
+    name as ``/model`` may be given it (a Claude alias and the model it resolves to are
+    both named). An agent that does not say (or cannot tell) emits none."""
+
+    models: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionNamed:
+    """The agent acknowledged :class:`NameSession` ``name`` (Codex answered
+    ``thread/name/set``): it keeps the name, which need not be given again."""
+
+    name: str
+
+
 AgentEvent = (
     SessionStarted
     | TurnStarted
@@ -197,6 +224,8 @@ AgentEvent = (
     | AgentExited
     | SteerTaken
     | SteerRefused
+    | ModelsOffered
+    | SessionNamed
 )
 
 

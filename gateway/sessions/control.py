@@ -660,11 +660,15 @@ class Control:
         elif name is CommandName.COMPACT:
             await self._reply(conversation, self._compact(session, runner, conversation))
         elif name is CommandName.NAME:
-            await self._reply(conversation, await name_session(store, session, args, actor))
+            said = await name_session(store, session, args, actor)
             named = await store.sessions.get(session.id)
             if named is not None and named.name and named.name != session.name:
-                if self._gw.runs_here(named):  # the agent's own session is named too
-                    await self._gw.runner(named).name_agent_session(named.name)
+                # the agent's own session is named too, its answer awaited before the reply
+                # (a /new right after then ends an agent that has the name); an agent not
+                # running here is given the ledger's name at its next start
+                if runner is not None and self._gw.runs_here(named):
+                    await runner.name_agent_session(named.name)
+            await self._reply(conversation, said)
         elif name is CommandName.MODEL:
             await self._reply(conversation, await self._settings.model(session, args, actor))
         elif name is CommandName.MODE:
