@@ -217,7 +217,8 @@ async def test_a_model_picked_with_model_is_set_as_the_session_s_model_option(
     fake_model.enqueue((message("One."),), (message("Two."),))
     config = acp_config(codex_acp_bin, acp_home, tmp_path / "data")
     demo = config.projects["demo"]
-    options = demo.agent_options.model_copy(update={"models": ("gpt-5.5", "gpt-5.4-mini")})
+    listed = ("gpt-5.5", "gpt-5.4-mini", "o3")
+    options = demo.agent_options.model_copy(update={"models": listed})
     config = config.model_copy(
         update={"projects": {"demo": demo.model_copy(update={"agent_options": options})}}
     )
@@ -225,6 +226,9 @@ async def test_a_model_picked_with_model_is_set_as_the_session_s_model_option(
         await gw.memory.say(ROOM, ALICE, "first")
         await gw.text_where(lambda text: "One." in text)
         assert fake_model.model_requests()[-1].body["model"] == "gpt-5.5"
+        # not among the values of the session's model option (codex-acp 0.16 lists five)
+        await gw.memory.say(ROOM, ALICE, "/model o3")
+        await gw.text_where(lambda text: text.startswith("acp does not offer o3"))
         await gw.memory.say(ROOM, ALICE, "/model gpt-5.4-mini")
         await gw.text_where(lambda text: text == "Model: gpt-5.4-mini, from the next turn.")
         await gw.memory.say(ROOM, ALICE, "second")

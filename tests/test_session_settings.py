@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.cards import ButtonStyle
 from gateway.config.model import AgentOptions, ApprovalPolicy, ProjectConfig, SandboxMode
 from gateway.domain import (
     Actor,
@@ -27,6 +28,17 @@ from gateway.interactions.setting_change import (
     accepted,
     change_of,
     setting_request,
+)
+from gateway.session_record import SessionRecord
+from gateway.sessions.model_buttons import (
+    NOT_ALLOWED,
+    NOT_VALID,
+    STALE,
+    click_refusal,
+    is_model_token,
+    model_card,
+    parse_model_token,
+    verify_model_token,
 )
 from gateway.sessions.permission_modes import choose_mode
 from gateway.sessions.session_settings import choose_model
@@ -74,6 +86,76 @@ def test_a_name_not_listed_changes_nothing_and_is_echoed_short_and_printable() -
 def test_the_model_in_use_is_not_chosen_again() -> None:
     assert choose_model(LISTED, None, "gpt-5.5").chosen is None
     assert choose_model(LISTED, "gpt-5.4-mini", "gpt-5.4-mini").chosen is None
+
+
+def test_a_model_the_agent_does_not_offer_changes_nothing_and_is_marked_in_the_list() -> None:
+    offered = ("GPT-5.5", "gpt-6-sol")  # what the agent said, in any case
+    refused = choose_model(LISTED, None, "gpt-5.4-mini", offered=offered)
+    assert refused.chosen is None
+    assert refused.text == (
+        "codex-app-server does not offer gpt-5.4-mini (it said which models it offers as it "
+        "started); nothing changed. Model: gpt-5.5 (the project's)."
+    )
+    listing = choose_model(LISTED, None, "", offered=offered).text.splitlines()
+    assert listing[-2:] == [
+        "  · /model gpt-5.5",
+        "  · /model gpt-5.4-mini (not offered by codex-app-server)",
+    ]
+    # an agent that never said: the project's list is trusted
+    assert choose_model(LISTED, None, "gpt-5.4-mini", offered=None).chosen == "gpt-5.4-mini"
+
+
+KEY = b"k" * 32
+
+
+def test_model_buttons_mark_the_model_in_force_and_leave_out_what_the_agent_lacks() -> None:
+    models = ("gpt-5.5", "gpt-5.4-mini", "gpt-9")
+    card = model_card(
+        KEY,
+        "sess123456",
+        models,
+        title="Model: gpt-5.5",
+        now="gpt-5.5",
+        offered=("gpt-5.5", "gpt-5.4-mini"),
+        agent="codex-app-server",
+    )
+    assert [(a.label, a.style) for a in card.actions] == [
+        ("✓ gpt-5.5", ButtonStyle.PRIMARY),
+        ("gpt-5.4-mini", ButtonStyle.DEFAULT),
+    ]
+    assert "Not offered by codex-app-server: gpt-9" in str(card.blocks)
+    token = card.actions[1].token
+    assert len(token.encode()) <= 64 and is_model_token(token)
+    clicked = parse_model_token(token)
+    assert clicked is not None
+    assert verify_model_token(KEY, clicked, models) == "gpt-5.4-mini"
+    # the list changed in the config since: that place names another model now
+    assert verify_model_token(KEY, clicked, ("gpt-5.5", "o3")) is None
+    assert verify_model_token(b"x" * 32, clicked, models) is None  # another gateway's key
+    assert parse_model_token(token + "x") is None
+
+
+def test_a_model_click_is_checked_for_its_token_then_who_then_whether_the_list_is_current() -> None:
+    mine = SessionRecord(
+        id="s1",
+        project="demo",
+        agent_kind=AgentKind.CODEX_APP_SERVER,
+        native_session_id=None,
+        created_at=WHEN,
+        current_epoch=1,
+        closed_at=None,
+        close_reason=None,
+        queue_paused=False,
+        queue_pause_reason=None,
+    )
+    other = replace(mine, id="s2")
+    assert click_refusal(model=None, session=mine, bound=mine, may=True) == NOT_VALID
+    assert click_refusal(model="m", session=mine, bound=mine, may=False) == NOT_ALLOWED
+    assert click_refusal(model="m", session=mine, bound=other, may=True) == STALE
+    assert click_refusal(model="m", session=mine, bound=None, may=True) == STALE
+    closed = replace(mine, closed_at=WHEN)
+    assert click_refusal(model="m", session=mine, bound=closed, may=True) == STALE
+    assert click_refusal(model="m", session=mine, bound=mine, may=True) is None
 
 
 @pytest.mark.parametrize("args", ["", "gpt-5.4-mini"])

@@ -62,6 +62,7 @@ from gateway.sessions.broker import Broker
 from gateway.sessions.compaction import COMPACTING_WORDS, compaction_offered
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.grant_desk import GrantDesk
+from gateway.sessions.model_buttons import ModelButtons
 from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
@@ -109,6 +110,7 @@ class SessionsHost(Protocol):
     broker: Broker
     desk: DecisionDesk
     steer_buttons: SteerButtons
+    button_key: bytes
     host_lease: LeaseHolder | None
 
     @property
@@ -138,6 +140,14 @@ class Control:
         self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
         self._settings = SettingsDesk(
             gateway.config.projects, gateway.store, gateway.broker, gateway.existing_runner
+        )
+        self.model_buttons = ModelButtons(
+            gateway.config,
+            gateway.store,
+            self._settings,
+            gateway.button_key,
+            auth_platform=self._auth_platform,
+            reply=self._reply,
         )
 
     # --- recovery -------------------------------------------------------------------------
@@ -670,9 +680,28 @@ class Control:
                     await runner.name_agent_session(named.name)
             await self._reply(conversation, said)
         elif name is CommandName.MODEL:
+            if not args.strip() and await self._model_card(session, conversation):
+                return
             await self._reply(conversation, await self._settings.model(session, args, actor))
         elif name is CommandName.MODE:
             await self._reply(conversation, await self._settings.mode(session, args, actor))
+
+    async def _model_card(self, session: SessionRecord, conversation: ConversationRef) -> bool:
+        """``/model`` without a name: the project's models as buttons, where the platform
+        shows a card that is no request's; False where the typed answer is given instead
+        (no models listed, the console, a card the platform refused)."""
+        platform = self._gw.platforms.get(conversation.platform)
+        if platform is None or not platform.limits.loose_cards:
+            return False
+        card = await self.model_buttons.card(session)
+        if card is None:
+            return False
+        try:
+            await platform.send_card(conversation, card)
+        except PlatformError as exc:
+            log.info("the /model card in %s not shown: %s", conversation.key(), exc)
+            return False
+        return True
 
     def _compact(
         self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef

@@ -10,7 +10,7 @@ applies from the next turn and never to the one running.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gateway.config.model import ProjectConfig
@@ -22,7 +22,7 @@ from gateway.sessions.permission_modes import choose_mode, mode_in_force, mode_l
 from gateway.sessions.runner import SessionRunner
 from gateway.store.store import Store
 
-__all__ = ["ModelChoice", "SettingsDesk", "choose_model", "model_line"]
+__all__ = ["ModelChoice", "SettingsDesk", "choose_model", "model_line", "offers"]
 
 # a name is echoed back only this long: what was typed may be anything
 _ECHO_MAX = 64
@@ -47,16 +47,33 @@ def model_line(project: ProjectConfig, chosen: str | None) -> str:
     return "Model: the agent's own default"
 
 
-def choose_model(project: ProjectConfig, chosen: str | None, args: str) -> ModelChoice:
+def offers(offered: Sequence[str] | None, name: str) -> bool:
+    """Whether the agent offers ``name``: it said which models it offers and ``name`` is one
+    (any case), or it never said (then the project's list is trusted)."""
+    return offered is None or name.casefold() in {model.casefold() for model in offered}
+
+
+def choose_model(
+    project: ProjectConfig,
+    chosen: str | None,
+    args: str,
+    *,
+    offered: Sequence[str] | None = None,
+) -> ModelChoice:
     """Pure: what ``/model ARGS`` does in a session of ``project`` whose choice so far is
-    ``chosen``. A name outside the project's ``models`` changes nothing and says why."""
+    ``chosen``, where the agent offers ``offered`` (None: it did not say). A name outside
+    the project's ``models``, or one the agent does not offer, changes nothing and says why."""
     models = project.agent_options.models
     now = model_line(project, chosen)
     wanted = args.strip()
     if not models:
         told = "This project lists no models to choose from (models in its config)"
         return ModelChoice(text=f"{now}\n{told}: nothing changes.")
-    listing = "\n".join(f"  · /model {name}" for name in models)
+    agent = project.agent.value
+    listing = "\n".join(
+        f"  · /model {name}" + ("" if offers(offered, name) else f" (not offered by {agent})")
+        for name in models
+    )
     if not wanted:
         return ModelChoice(text=f"{now}\nChoose one of:\n{listing}")
     match = next((name for name in models if name.casefold() == wanted.casefold()), None)
@@ -66,6 +83,11 @@ def choose_model(project: ProjectConfig, chosen: str | None, args: str) -> Model
         return ModelChoice(
             text=f"“{shown}” is not one of this project's models; nothing changed. "
             f"Choose one of:\n{listing}"
+        )
+    if not offers(offered, match):
+        return ModelChoice(
+            text=f"{agent} does not offer {match} (it said which models it offers as it "
+            f"started); nothing changed. {now}."
         )
     if match == (chosen or project.agent_options.model):
         return ModelChoice(text=f"{now}: nothing to change.")
@@ -127,8 +149,25 @@ class SettingsDesk:
     async def model(self, session: SessionRecord, args: str, actor: Actor) -> str:
         """``/model ARGS`` by ``actor``: what they are told (the choice recorded and
         audited first)."""
+        return (await self.choose_model(session, args, actor)).text
+
+    def offered_models(self, session: SessionRecord) -> tuple[str, ...] | None:
+        """The models the session's agent said it offers, where this host runs it and the
+        agent said (None: unknown, the project's list is trusted)."""
+        runner = self._runner_of(session.id)
+        return runner.models_offered if runner is not None else None
+
+    async def model_now(self, session: SessionRecord) -> str | None:
+        """The model the session's next turn asks for (chosen, else the project's)."""
         chosen = await self._store.settings.model(session.id)
-        choice = choose_model(self._projects[session.project], chosen, args)
+        return chosen or self._projects[session.project].agent_options.model
+
+    async def choose_model(self, session: SessionRecord, args: str, actor: Actor) -> ModelChoice:
+        """``/model ARGS`` (typed, or a button of its list) by ``actor``: the choice,
+        recorded and audited where it changes the model."""
+        chosen = await self._store.settings.model(session.id)
+        project = self._projects[session.project]
+        choice = choose_model(project, chosen, args, offered=self.offered_models(session))
         if choice.chosen is not None:
             await self._store.settings.set_model(session.id, choice.chosen)
             await self._store.audit.record(
@@ -137,7 +176,7 @@ class SettingsDesk:
                 session_id=session.id,
                 details={"model": choice.chosen, "before": chosen},
             )
-        return choice.text
+        return choice
 
     async def _ask_to_loosen(
         self, session: SessionRecord, setting: str, value: str, actor: Actor
