@@ -67,6 +67,7 @@ from gateway.events import (
     AgentEvent,
     AgentMessage,
     Capabilities,
+    Compact,
     InteractionClosed,
     InteractionOpened,
     Interrupt,
@@ -176,6 +177,9 @@ class HttpRequest:
     path: str
     body: JsonObject | list[Any] | None = None
     purpose: str = ""  # what it is for, said in an error
+    # answered only once its work is done (a summary), however long: no 30 s bound; the
+    # turn's own events and /stop bound it
+    waits_for_work: bool = False
 
 
 @dataclass(kw_only=True)
@@ -199,6 +203,9 @@ class _State:
     parents: dict[str, str] = field(default_factory=dict)  # assistant message -> its prompt's
     users: set[str] = field(default_factory=set)  # user messages seen (the prompts)
     prompt_message: str | None = None  # the running turn's user message, once seen
+    compacting: bool = False  # the running turn is a /compact (summarize)
+    compacted: bool = False  # ... and the server said session.compacted
+    model: str | None = None  # "provider/model" of the session's last message seen
     tools_started: set[str] = field(default_factory=set)
     tools_done: set[str] = field(default_factory=set)
     said: set[str] = field(default_factory=set)  # text parts whose final text was emitted
@@ -219,6 +226,7 @@ class OpenCodeCodec:
         session_resume=True,
         interrupt=True,
         sandbox=False,
+        compact=True,
     )
 
     def __init__(self, *, resume_session_id: str | None = None, version: str | None = None):
@@ -293,6 +301,8 @@ class OpenCodeCodec:
                     purpose="send the prompt",
                 )
                 return [request], [TurnStarted(turn_native_id=f"{sid}#{self._s.turn}")]
+            case Compact(model=model):
+                return self._summarize(sid, model or self._s.model)
             case Interrupt():
                 if not self._s.running:
                     return [], []
@@ -305,11 +315,39 @@ class OpenCodeCodec:
                 return [self._reply(key, decision)], []
         raise CodecUsageError(f"unknown command {command!r}")
 
+    def _summarize(self, sid: str, model: str | None) -> tuple[list[HttpRequest], list[AgentEvent]]:
+        """``/compact``: OpenCode's summary of the session (``POST /session/{id}/summarize``,
+        which needs the model to summarize with: the one chosen with /model, else the
+        session's last message's), a turn of its own that ends on ``session.compacted``."""
+        if self._s.running:
+            raise CodecUsageError("a turn is running: wait for its end before compacting")
+        self._s.turn += 1
+        started = TurnStarted(turn_native_id=f"{sid}#{self._s.turn}")
+        if model is None:
+            why = "OpenCode has not said which model this session uses yet: send a message first"
+            return [], [started, TurnCompleted(status=TurnStatus.FAILED, error=why)]
+        self._s.running, self._s.aborting, self._s.aborted = True, False, False
+        self._s.error = None
+        self._s.refused_last = False
+        self._s.prompt_message = None
+        self._s.compacting, self._s.compacted = True, False
+        provider, _, model_id = model.partition("/")
+        request = HttpRequest(
+            method="POST",
+            path=f"/session/{sid}/summarize",
+            body={"providerID": provider, "modelID": model_id},
+            purpose="compact the session",
+            waits_for_work=True,
+        )
+        return [request], [started]
+
     def prompt_refused(self, reason: str) -> list[AgentEvent]:
-        """``prompt_async`` was not accepted: the turn that was about to start failed."""
+        """``prompt_async`` (or ``summarize``) was not accepted: the turn that was about to
+        start failed."""
         if not self._s.running:
             return []
         self._s.running = False
+        self._s.compacting = self._s.compacted = False
         return [TurnCompleted(status=TurnStatus.FAILED, error=reason)]
 
     def _reply(self, key: str, decision: Decision) -> HttpRequest:
@@ -390,6 +428,9 @@ class OpenCodeCodec:
                 return self._closed("permission", props.get("requestID"))
             case "question.replied" | "question.rejected":
                 return self._closed(kind.split(".")[0], props.get("requestID"))
+            case "session.compacted" if self._s.compacting:
+                self._s.compacted = True
+                return []
             case "session.error" if self._current():
                 return self._on_error(props.get("error"))
             case "session.idle" if self._current():
@@ -413,6 +454,7 @@ class OpenCodeCodec:
             return
         role = str(info.get("role"))
         self._s.roles[message_id] = role
+        self._s.model = _model_of(info) or self._s.model
         if role == "assistant" and isinstance(info.get("parentID"), str):
             self._s.parents[message_id] = info["parentID"]
         elif role == "user" and message_id not in self._s.users:
@@ -424,8 +466,9 @@ class OpenCodeCodec:
         """Whether what the server says now is about the running turn. After an abort,
         1.18.33 may still send the aborted turn's last events (a second ``session.idle``,
         its tool's end) after the next prompt was sent: until the server has shown that
-        prompt's user message, they belong to the turn before."""
-        return self._s.prompt_message is not None or self._s.aborting
+        prompt's user message, they belong to the turn before. A compaction's end is
+        current once the server said it compacted."""
+        return self._s.prompt_message is not None or self._s.aborting or self._s.compacted
 
     def _ours_now(self, message_id: object) -> bool:
         """An assistant message of the running turn (the prompt itself is a user message).
@@ -443,6 +486,8 @@ class OpenCodeCodec:
     def _on_delta(self, props: JsonObject) -> list[AgentEvent]:
         if props.get("field") != "text" or not self._ours_now(props.get("messageID")):
             return []
+        if self._s.compacting:
+            return []  # the summary is the agent's own context, not a reply
         delta = props.get("delta")
         if not delta:
             return []
@@ -454,6 +499,8 @@ class OpenCodeCodec:
         if not self._ours_now(part.get("messageID")):
             return []  # the prompt, echoed as a user message's part, or the turn before
         if part_type == "text":
+            if self._s.compacting:
+                return []  # the summary is the agent's own context, not a reply
             text = part.get("text")
             ended = isinstance(part.get("time"), dict) and "end" in part["time"]
             part_id = str(part.get("id"))
@@ -606,8 +653,13 @@ class OpenCodeCodec:
                 del self._s.asked[key]
                 self._s.forgotten.add(key)
         refused, self._s.refused_last = self._s.refused_last, False
+        compacting, compacted = self._s.compacting, self._s.compacted
+        self._s.compacting = self._s.compacted = False
         if self._s.aborted or self._s.aborting:
             return [TurnCompleted(status=TurnStatus.INTERRUPTED)]
+        if compacting and not compacted and self._s.error is None:
+            why = "OpenCode went idle without saying it compacted the session"
+            return [TurnCompleted(status=TurnStatus.FAILED, error=why)]
         if self._s.error is not None:
             return [TurnCompleted(status=TurnStatus.FAILED, error=self._s.error)]
         if refused:
@@ -671,6 +723,17 @@ def _turn_messages(messages: list[Any]) -> list[JsonObject]:
     items = [m for m in messages if isinstance(m, dict)]
     users = [i for i, m in enumerate(items) if _obj(m.get("info")).get("role") == "user"]
     return items[users[-1] + 1 :] if users else items
+
+
+def _model_of(info: JsonObject) -> str | None:
+    """A message's model as ``"provider/model"``: a user message's ``model {providerID,
+    modelID}``, an assistant message's ``providerID`` and ``modelID``."""
+    given = info.get("model")
+    named: JsonObject = given if isinstance(given, dict) else info
+    provider, model = named.get("providerID"), named.get("modelID")
+    if isinstance(provider, str) and isinstance(model, str) and provider and model:
+        return f"{provider}/{model}"
+    return None
 
 
 def _obj(value: object) -> JsonObject:

@@ -347,9 +347,11 @@ class OpenCodeAgent:
             try:
                 await self._call(request)
             except AgentError as exc:
-                if request.path.endswith("/prompt_async"):
+                if request.path.endswith("/prompt_async") or request.waits_for_work:
                     for event in self.codec.prompt_refused(str(exc)):
                         await self._events.put(event)
+                if request.waits_for_work:
+                    return  # a compaction refused is its turn's failure, said as such
                 raise
 
     async def remove_saved_permissions(
@@ -386,7 +388,7 @@ class OpenCodeAgent:
                 request.method,
                 url,
                 json=request.body,
-                timeout=aiohttp.ClientTimeout(total=30),
+                timeout=aiohttp.ClientTimeout(total=None if request.waits_for_work else 30),
             ) as response:
                 raw = await response.read()
                 if response.status >= 400:

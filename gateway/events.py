@@ -274,7 +274,11 @@ class Steer:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Compact:
     """The agent's own compaction of its context, run as a turn of its own (only to an agent
-    whose capabilities say ``compact``); it ends with TurnCompleted like any turn."""
+    whose capabilities say ``compact``); it ends with TurnCompleted like any turn. ``model``:
+    the one chosen with /model, for an agent that summarizes with a model named per call
+    (OpenCode); None: the agent's own."""
+
+    model: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -665,7 +665,8 @@ class SessionRunner:
                 async with asyncio.TaskGroup() as turn_tasks:
                     saver = turn_tasks.create_task(self._keep_saving(turn, stream))
                     if prompt is None:
-                        await agent.send(Compact())
+                        chosen = await self._store.settings.of(self.session_id)
+                        await agent.send(Compact(model=chosen.model))
                     else:
                         await self._close_gateway_plans(prompt)
                         chosen = await self._store.settings.of(self.session_id)
