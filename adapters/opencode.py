@@ -71,6 +71,7 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    ModesOffered,
     Prompt,
     Respond,
     SessionStarted,
@@ -206,6 +207,8 @@ class _State:
     compacting: bool = False  # the running turn is a /compact (summarize)
     compacted: bool = False  # ... and the server said session.compacted
     model: str | None = None  # "provider/model" of the session's last message seen
+    agent: str | None = None  # the OpenCode agent of the session's last prompt (its mode)
+    said_agent: bool = True  # ModesOffered said that agent
     tools_started: set[str] = field(default_factory=set)
     tools_done: set[str] = field(default_factory=set)
     said: set[str] = field(default_factory=set)  # text parts whose final text was emitted
@@ -280,7 +283,7 @@ class OpenCodeCodec:
         """The requests a command of the core stands for, and the events it implies."""
         sid = self._require_session()
         match command:
-            case Prompt(text=text, model=model):
+            case Prompt(text=text, model=model, permission_mode=agent):
                 if self._s.running:
                     raise CodecUsageError("a turn is running: wait for its end before prompting")
                 self._s.turn += 1
@@ -294,6 +297,9 @@ class OpenCodeCodec:
                     # config's "provider/model" split at its first slash
                     provider, _, model_id = model.partition("/")
                     body["model"] = {"providerID": provider, "modelID": model_id}
+                if agent is not None:
+                    # issue 31's /mode: the OpenCode agent the prompt runs with (plan, build)
+                    body["agent"] = agent
                 request = HttpRequest(
                     method="POST",
                     path=f"/session/{sid}/prompt_async",
@@ -413,7 +419,10 @@ class OpenCodeCodec:
         match kind:
             case "message.updated":
                 self._note_message(_obj(props.get("info")))
-                return []
+                if self._s.said_agent:
+                    return []
+                self._s.said_agent = True
+                return [ModesOffered(modes=None, current=self._s.agent)]
             case "message.part.delta":
                 return self._on_delta(props)
             case "message.part.updated":
@@ -455,6 +464,10 @@ class OpenCodeCodec:
         role = str(info.get("role"))
         self._s.roles[message_id] = role
         self._s.model = _model_of(info) or self._s.model
+        agent = info.get("agent")
+        if role == "user" and isinstance(agent, str) and agent and agent != self._s.agent:
+            self._s.agent = agent  # said as the session's mode (issue 31's /mode)
+            self._s.said_agent = False
         if role == "assistant" and isinstance(info.get("parentID"), str):
             self._s.parents[message_id] = info["parentID"]
         elif role == "user" and message_id not in self._s.users:

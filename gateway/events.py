@@ -19,6 +19,7 @@ __all__ = [
     "InteractionOpened",
     "Interrupt",
     "ModelsOffered",
+    "ModesOffered",
     "NameSession",
     "PolicyChanged",
     "Prompt",
@@ -202,6 +203,17 @@ class ModelsOffered:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ModesOffered:
+    """The modes the agent offers this session and the one it runs in (issue 31's
+    ``/mode`` for an agent whose modes are its own ids): an ACP agent's session modes
+    (``session/new``'s ``modes``, a ``current_mode_update``), OpenCode's agent of the
+    session's last message. ``modes`` None: the agent does not list them."""
+
+    modes: tuple[str, ...] | None
+    current: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class SessionNamed:
     """The agent acknowledged :class:`NameSession` ``name`` (Codex answered
     ``thread/name/set``): it keeps the name, which need not be given again."""
@@ -225,6 +237,7 @@ AgentEvent = (
     | SteerTaken
     | SteerRefused
     | ModelsOffered
+    | ModesOffered
     | SessionNamed
 )
 
@@ -247,7 +260,9 @@ class Prompt:
     # sandbox, on turn/start for this turn and the next); None: the project's, as started
     approval_policy: str | None = None
     sandbox: str | None = None
-    permission_mode: str | None = None  # Claude Code's, by set_permission_mode
+    # Claude Code's (set_permission_mode), an ACP agent's session mode (session/set_mode),
+    # OpenCode's agent (the prompt's agent)
+    permission_mode: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

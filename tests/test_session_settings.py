@@ -315,7 +315,7 @@ def test_a_setting_change_card_names_what_it_applies_and_what_it_keeps() -> None
         ("claude-code", '["plan", "read-only"]', '"read-only" is no mode of claude-code'),
         ("codex-app-server", '["read-only", "plan"]', '"plan" is no mode of codex-app-server'),
         ("claude-code", '["plan", "dontAsk"]', '"dontAsk" is neither tighter nor looser'),
-        ("opencode", '["plan"]', "allowed_modes: does not apply to agent opencode"),
+        ("codex-exec", '["read-only"]', "allowed_modes: does not apply to agent codex-exec"),
     ],
 )
 def test_allowed_modes_are_the_agent_s_own(agent: str, modes: str, refusal: str) -> None:
@@ -332,3 +332,50 @@ allow_from = ["*"]
 """
     with pytest.raises(ConfigError, match=refusal):
         parse_config(text, env={})
+
+
+def _own_modes_project(agent: AgentKind) -> ProjectConfig:
+    return ProjectConfig(
+        work_dir=Path("/work"),
+        agent=agent,
+        agent_options=AgentOptions(allowed_modes=("read-only", "auto", "full-access")),
+    )
+
+
+def test_an_acp_agents_modes_are_its_own_ordered_by_the_project_and_checked_against_it() -> None:
+    acp = _own_modes_project(AgentKind.ACP)
+    offered = ("read-only", "auto")
+    unsaid = choose_mode(acp, ChosenSettings(), "read-only")
+    assert unsaid.setting is None and "has not said which modes it offers" in unsaid.text
+    lacking = choose_mode(acp, ChosenSettings(), "full-access", agent_modes=offered)
+    assert lacking.setting is None
+    assert lacking.text.startswith("acp does not offer the mode full-access; nothing changed.")
+    tighter = choose_mode(
+        acp, ChosenSettings(), "read-only", agent_modes=offered, agent_mode="auto"
+    )
+    assert (tighter.setting, tighter.value, tighter.loosens) == (
+        "permission_mode",
+        "read-only",
+        False,
+    )
+    looser = choose_mode(
+        acp, ChosenSettings(permission_mode="read-only"), "auto", agent_modes=offered
+    )
+    assert looser.loosens and looser.before == "read-only"
+    # a mode in force the project's order does not place is left only by an approver
+    unplaced = choose_mode(acp, ChosenSettings(), "read-only", agent_modes=offered, agent_mode="x")
+    assert unplaced.loosens
+
+
+def test_opencodes_agents_are_its_modes_without_a_list_of_them() -> None:
+    opencode = _own_modes_project(AgentKind.OPENCODE)
+    choice = choose_mode(opencode, ChosenSettings(), "read-only", agent_mode="auto")
+    assert (choice.value, choice.loosens) == ("read-only", False)
+    listing = choose_mode(opencode, ChosenSettings(), "", agent_mode="auto").text.splitlines()
+    assert listing == [
+        "Mode: permission mode auto",
+        "Choose one of:",
+        "  · /mode read-only",
+        "  · /mode auto (in force)",
+        "  · /mode full-access (asks an approver)",
+    ]

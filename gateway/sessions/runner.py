@@ -48,6 +48,7 @@ from gateway.events import (
     InteractionOpened,
     Interrupt,
     ModelsOffered,
+    ModesOffered,
     NameSession,
     PolicyChanged,
     Prompt,
@@ -239,6 +240,9 @@ class SessionRunner:
         # the models the agent said it offers (ModelsOffered), kept after it ends: /model is
         # checked against them; None where it never said
         self.models_offered: tuple[str, ...] | None = None
+        # the modes it said it offers (ModesOffered; None: not listed) and the one in force
+        self.modes_offered: tuple[str, ...] | None = None
+        self.mode_now: str | None = None
         self._exit_notice: str | None = None
         self.agent: RunningAgent | None = None
         self.epoch: int | None = None
@@ -940,6 +944,8 @@ class SessionRunner:
                     await self._notify(f"⚠ {message}")
             case ModelsOffered(models=models):
                 self.models_offered = models
+            case ModesOffered(modes=modes, current=current):
+                self.modes_offered, self.mode_now = modes, current
             case SessionNamed(name=name):
                 answered = self._names_asked.get(name)
                 if answered is not None and not answered.done():

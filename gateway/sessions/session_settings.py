@@ -18,7 +18,7 @@ from gateway.domain import Actor, InteractionOrigin, InteractionState
 from gateway.interactions.setting_change import change_of, setting_request
 from gateway.session_record import SessionRecord
 from gateway.sessions.broker import Broker
-from gateway.sessions.permission_modes import choose_mode, mode_in_force, mode_line
+from gateway.sessions.permission_modes import choose_mode, mode_line
 from gateway.sessions.runner import SessionRunner
 from gateway.store.store import Store
 
@@ -120,22 +120,41 @@ class SettingsDesk:
             return None
         return model_line(project, chosen)
 
+    def agent_modes(self, session: SessionRecord) -> tuple[tuple[str, ...] | None, str | None]:
+        """The modes the session's agent said it offers (None: not listed) and the one it
+        runs in, where this host runs it and the agent said (ACP agents, OpenCode)."""
+        runner = self._runner_of(session.id)
+        if runner is None:
+            return None, None
+        return runner.modes_offered, runner.mode_now
+
     async def describe_mode(self, session: SessionRecord) -> str | None:
         """The mode line of ``/status`` where the project offers modes."""
         project = self._projects[session.project]
         if not project.agent_options.allowed_modes:
             return None
-        return mode_line(project, await self._store.settings.of(session.id))
+        _, agent_mode = self.agent_modes(session)
+        chosen = await self._store.settings.of(session.id)
+        return mode_line(project, chosen, agent_mode=agent_mode)
 
     async def mode(self, session: SessionRecord, args: str, actor: Actor) -> str:
         """``/mode ARGS`` by ``actor``: a tightening is recorded (and audited) and applies
         from the next turn; a loosening is never done by text."""
         chosen = await self._store.settings.of(session.id)
-        choice = choose_mode(self._projects[session.project], chosen, args)
+        offered, agent_mode = self.agent_modes(session)
+        choice = choose_mode(
+            self._projects[session.project],
+            chosen,
+            args,
+            agent_modes=offered,
+            agent_mode=agent_mode,
+        )
         if choice.setting is None or choice.value is None:
             return choice.text
         if choice.loosens:
-            return await self._ask_to_loosen(session, choice.setting, choice.value, actor)
+            return await self._ask_to_loosen(
+                session, choice.setting, choice.value, choice.before, actor
+            )
         before = getattr(chosen, choice.setting)
         await self._store.settings.choose(session.id, choice.setting, choice.value)
         await self._store.audit.record(
@@ -179,12 +198,10 @@ class SettingsDesk:
         return choice
 
     async def _ask_to_loosen(
-        self, session: SessionRecord, setting: str, value: str, actor: Actor
+        self, session: SessionRecord, setting: str, value: str, now: str, actor: Actor
     ) -> str:
         """A looser mode is a card an approver of the project accepts or refuses (its
-        origin: a setting change); nothing changes until then."""
-        project = self._projects[session.project]
-        now = mode_in_force(project, await self._store.settings.of(session.id))[setting]
+        origin: a setting change); nothing changes until then. ``now``: the value in force."""
         for waiting in await self._store.interactions.list_open(session.id):
             change = change_of(waiting)
             if (
