@@ -1,4 +1,4 @@
-"""``/model`` as buttons (issue 31) on the fake Telegram and the fake Slack, with the real
+"""``/model`` as buttons (issue 31) on the fake Telegram, Slack and Discord, with the real
 Codex app-server against the fake Responses server: ``/model`` shows the project's models as
 the platform's own buttons, the one in force marked; a click by someone who may talk is the
 command ``/model NAME`` (said in the conversation, and the next model request names the
@@ -12,7 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from platforms.registry import parse_config
 from tests.codex_env import CodexHome
+from tests.discord_gateway import bot_says as discord_says
+from tests.discord_gateway import discord_gateway_config_text, on_discord
+from tests.servers.fake_discord import ALICE as ALICE_D
+from tests.servers.fake_discord import BOT, FakeDiscord
 from tests.servers.fake_responses import FakeResponses, message
 from tests.servers.fake_slack import FakeSlack, Posted
 from tests.servers.fake_telegram import FakeTelegram
@@ -132,3 +137,39 @@ async def bot_says(slack: OnSlack, thread: str, probe: Callable[[str], bool]) ->
         )
 
     return await slack.fake.wait_for(find)
+
+
+@pytest.fixture
+async def fake_discord() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord() as fake:
+        yield fake
+
+
+async def test_discord_model_buttons_pick_the_next_turns_model(
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    fake_discord: FakeDiscord,
+    tmp_path: Path,
+) -> None:
+    fake = fake_discord
+    text = discord_gateway_config_text(fake, codex_home, codex_bin, tmp_path / "data")
+    config = parse_config(text.replace("[projects.demo]\n", f"[projects.demo]\n{MODELS}\n", 1), "t")
+    fake_model.enqueue([message("One.")], [message("Two.")])
+    async with on_discord(config):
+        said = await fake.say(ALICE_D, fake.general, f"<@{BOT.id}> first", mentions=(BOT,))
+        await discord_says(fake, said.id, "One.")
+        thread = fake.channels[said.id]
+        await fake.slash(ALICE_D, thread, "model")
+        card = await fake.wait_for(
+            lambda: next((m for m in fake.bot_messages(thread) if m.labels), None)
+        )
+        assert card.labels == ["✓ gpt-5.5", "gpt-5.4-mini"]
+        clicked = await fake.click(ALICE_D, card, "gpt-5.4-mini")
+        answered = await fake.wait_for(lambda: clicked.followups or None)
+        assert answered[0].content == "Model: gpt-5.4-mini, from the next turn."
+        await discord_says(fake, said.id, "Model: gpt-5.4-mini, from the next turn.")
+        asked = len(fake_model.model_requests())
+        await fake.say(ALICE_D, thread, f"<@{BOT.id}> second", mentions=(BOT,))
+        await discord_says(fake, said.id, "Two.")
+        assert fake_model.model_requests()[asked:][-1].body["model"] == "gpt-5.4-mini"

@@ -149,13 +149,13 @@ def test_a_model_click_is_checked_for_its_token_then_who_then_whether_the_list_i
         queue_pause_reason=None,
     )
     other = replace(mine, id="s2")
-    assert click_refusal(model=None, session=mine, bound=mine, may=True) == NOT_VALID
-    assert click_refusal(model="m", session=mine, bound=mine, may=False) == NOT_ALLOWED
-    assert click_refusal(model="m", session=mine, bound=other, may=True) == STALE
-    assert click_refusal(model="m", session=mine, bound=None, may=True) == STALE
+    assert click_refusal(model=None, session=mine, here=mine, may=True) == NOT_VALID
+    assert click_refusal(model="m", session=mine, here=mine, may=False) == NOT_ALLOWED
+    assert click_refusal(model="m", session=mine, here=other, may=True) == STALE
+    assert click_refusal(model="m", session=mine, here=None, may=True) == STALE
     closed = replace(mine, closed_at=WHEN)
-    assert click_refusal(model="m", session=mine, bound=closed, may=True) == STALE
-    assert click_refusal(model="m", session=mine, bound=mine, may=True) is None
+    assert click_refusal(model="m", session=mine, here=closed, may=True) == STALE
+    assert click_refusal(model="m", session=mine, here=mine, may=True) is None
 
 
 @pytest.mark.parametrize("args", ["", "gpt-5.4-mini"])

@@ -148,6 +148,7 @@ class Control:
             gateway.button_key,
             auth_platform=self._auth_platform,
             reply=self._reply,
+            session_here=self._session_here,
         )
 
     # --- recovery -------------------------------------------------------------------------
@@ -393,6 +394,18 @@ class Control:
 
     def _auth_platform(self, platform: str) -> str:
         return self._gw.config.platforms.auth_platforms().get(platform, platform)
+
+    async def _session_here(
+        self, conversation: ConversationRef, project: str, actor: Actor
+    ) -> SessionRecord | None:
+        """The open session of ``project`` that ``actor``'s command in ``conversation``
+        reaches (a button of a command's card acts as typing it), or None."""
+        if (
+            project_for(self._gw.config, conversation, self._auth_platform(conversation.platform))
+            != project
+        ):
+            return None
+        return await self._session(conversation, project, actor, create=False)
 
     async def _session(
         self, conversation: ConversationRef, project: str, actor: Actor, *, create: bool

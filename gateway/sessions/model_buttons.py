@@ -13,9 +13,10 @@ the token does not carry: Telegram's 64 bytes hold any session id, and a list ch
 config since leaves the tag unverified, "not valid", rather than picking another model). A
 click is checked purely first (:func:`click_refusal`), in the click desk's order: the token
 (forged or from an older list: "not valid", audited), who may (the project's
-``allow_from``), then whether the list is current (its session is still the one open in the
-conversation it was clicked in: a list of a session switched away from or closed by ``/new``
-changes nothing).
+``allow_from``), then whether the list is current (its session is still the one the clicker's
+own ``/model`` would reach in the conversation it was clicked in: a list of a session switched
+away from or closed by ``/new``, or another person's own session in a channel of ``user``
+scope, changes nothing).
 """
 
 from __future__ import annotations
@@ -153,18 +154,18 @@ def click_refusal(
     *,
     model: str | None,
     session: SessionRecord | None,
-    bound: SessionRecord | None,
+    here: SessionRecord | None,
     may: bool,
 ) -> str | None:
     """Why a model button's click changes nothing (None: it is ``/model MODEL`` by the
-    person who clicked). ``model``: what the verified token names; ``bound``: the session
-    open in the conversation clicked in now; ``may``: whether the person may talk to the
-    session's project."""
+    person who clicked). ``model``: what the verified token names; ``here``: the session
+    open in the conversation clicked in now for the person who clicked (what their typed
+    ``/model`` would reach); ``may``: whether they may talk to the session's project."""
     if model is None or session is None:
         return NOT_VALID
     if not may:
         return NOT_ALLOWED
-    if bound is None or bound.id != session.id or bound.is_closed:
+    if here is None or here.id != session.id or here.is_closed:
         return STALE
     return None
 
@@ -181,6 +182,7 @@ class ModelButtons:
         *,
         auth_platform: Callable[[str], str],
         reply: Callable[[ConversationRef, str], Awaitable[None]],
+        session_here: Callable[[ConversationRef, str, Actor], Awaitable[SessionRecord | None]],
     ) -> None:
         self._config = config
         self._store = store
@@ -188,6 +190,9 @@ class ModelButtons:
         self._key = key
         self._auth_platform = auth_platform
         self._reply = reply
+        # the session the clicker's own /model would reach in that conversation (its route:
+        # in user scope, each person's own)
+        self._session_here = session_here
 
     async def card(self, session: SessionRecord) -> Card | None:
         """The card of ``/model`` in ``session`` (None where its project lists no models:
@@ -222,8 +227,12 @@ class ModelButtons:
             roles=action.actor.roles,
         )
         may = session is not None and may_talk(self._config, session.project, actor)
-        bound = await self._store.peek.bound(action.conversation) if may else None
-        why = click_refusal(model=model, session=session, bound=bound, may=may)
+        here = (
+            await self._session_here(action.conversation, session.project, actor)
+            if may and session is not None
+            else None
+        )
+        why = click_refusal(model=model, session=session, here=here, may=may)
         if why is not None or session is None or model is None:
             why = why or NOT_VALID
             await self._store.audit.record(
