@@ -1,7 +1,8 @@
 """``/model``'s buttons where no real agent is needed (issue 31), with the scripted agent on
 the memory platform: in a channel where each person has a session of their own, a person's
 click reaches only the session their own ``/model`` would (another's list changes nothing);
-a platform that draws no card that is no request's (the web console) gets the typed list."""
+a platform that draws no card that is no request's (the web console) gets the typed list; a
+session's model comes back with it on /switch."""
 
 from __future__ import annotations
 
@@ -75,3 +76,24 @@ async def test_where_no_loose_card_is_drawn_the_list_is_typed(tmp_path: Path) ->
             "  · /model gpt-5.4-mini",
         ]
         assert gw.memory.cards(ROOM) == []
+
+
+async def test_a_sessions_model_is_its_own_and_comes_back_with_it_on_switch(
+    tmp_path: Path,
+) -> None:
+    config = with_models(scripted_config(tmp_path, fast=ExpiryPolicy()))
+    async with gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "hello")
+        await gw.text_where(lambda text: text == "echo: hello")
+        await gw.memory.say(ROOM, ALICE, "/model gpt-5.4-mini")
+        await gw.text_where(lambda text: text == "Model: gpt-5.4-mini, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "/new")
+        await gw.text_where(lambda text: text.startswith("A new session starts"))
+        await gw.memory.say(ROOM, ALICE, "again")
+        await gw.text_where(lambda text: text == "echo: again")
+        await gw.memory.say(ROOM, ALICE, "/status")
+        await gw.text_where(lambda text: "Model: gpt-5.5 (the project's)" in text)
+        await gw.memory.say(ROOM, ALICE, "/switch 2")
+        await gw.text_where(lambda text: text.startswith("↪ Switched to session"))
+        await gw.memory.say(ROOM, ALICE, "/status")
+        await gw.text_where(lambda text: "Model: gpt-5.4-mini (chosen with /model)" in text)
