@@ -212,6 +212,8 @@ def test_a_named_sessions_card_says_its_name_once(sample: Sample, platform: str)
     plain = draw(pending(sample.request), platform)
     assert plain.labels == drawn.labels
     assert _squash(name) not in _squash(plain.text)
+    if platform == "slack":  # a phone's banner shows no fact: the name heads it
+        assert drawn.payload["text"].startswith(f"{name} · ")
 
 
 @pytest.mark.parametrize("platform", ["telegram", "slack", "discord", "console"])

@@ -391,7 +391,13 @@ def render_interaction(
     if pending and secret_here:  # the questions, read-only, and where to answer them
         asked = _fields(*((q.header or "Question", q.text) for q in interaction.questions))
         blocks = (*blocks, *asked, TextBlock(text=secret_elsewhere(private_places)))
-    base = Card(title=title, summary=interaction.summary, status=status, form=form)
+    base = Card(
+        title=title,
+        summary=interaction.summary,
+        status=status,
+        form=form,
+        session=session_name or "",
+    )
     blocks, attachments, attached = _fit(blocks, base, interaction.kind, text_max_chars)
     budget = text_max_chars - card_text_length(_with_blocks(base, list(blocks))) + len(base.summary)
     summary = _clip(interaction.summary, max(0, budget))
@@ -418,4 +424,5 @@ def render_interaction(
         status=status,
         attachments=attachments,
         content_hash=hashed,
+        session=session_name or "",
     )
