@@ -227,9 +227,9 @@ class ModelButtons:
             roles=action.actor.roles,
         )
         may = session is not None and may_talk(self._config, session.project, actor)
-        here = (
+        here = (  # only for a genuine button: a forged one learns nothing, binds nothing
             await self._session_here(action.conversation, session.project, actor)
-            if may and session is not None
+            if may and session is not None and model is not None
             else None
         )
         why = click_refusal(model=model, session=session, here=here, may=may)
