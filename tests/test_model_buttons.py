@@ -62,6 +62,14 @@ async def test_telegram_model_buttons_pick_the_next_turns_model(
 
         picked = await tg.press(ALICE, card, "gpt-5.4-mini")
         assert picked["text"] == "Model: gpt-5.4-mini, from the next turn."
+        # the card now marks the model picked
+        await tg.bot_message(
+            ALICE.id,
+            lambda m: (
+                m.message_id == card.message_id
+                and [b["text"] for b in m.buttons] == ["gpt-5.5", "✓ gpt-5.4-mini"]
+            ),
+        )
         await tg.bot_message(
             ALICE.id,
             lambda m: (
@@ -116,6 +124,7 @@ async def test_slack_model_buttons_pick_the_next_turns_model(
         assert stranger.text == "You may not use this project here."
         picked = await slack.click(SLACK_ALICE, card, "gpt-5.4-mini")
         assert picked.text == "Model: gpt-5.4-mini, from the next turn."
+        await slack.fake.wait_for(lambda: card.labels == ["gpt-5.5", "✓ gpt-5.4-mini"] or None)
         await bot_says(
             slack, said.ts, lambda text: text.endswith("Model: gpt-5.4-mini, from the next turn.")
         )

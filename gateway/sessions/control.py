@@ -144,6 +144,7 @@ class Control:
         self.model_buttons = ModelButtons(
             gateway.config,
             gateway.store,
+            gateway.platforms,
             self._settings,
             gateway.button_key,
             auth_platform=self._auth_platform,
@@ -706,15 +707,7 @@ class Control:
         platform = self._gw.platforms.get(conversation.platform)
         if platform is None or not platform.limits.loose_cards:
             return False
-        card = await self.model_buttons.card(session)
-        if card is None:
-            return False
-        try:
-            await platform.send_card(conversation, card)
-        except PlatformError as exc:
-            log.info("the /model card in %s not shown: %s", conversation.key(), exc)
-            return False
-        return True
+        return await self.model_buttons.show(session, platform, conversation)
 
     def _compact(
         self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef

@@ -26,14 +26,16 @@ import hashlib
 import hmac
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from gateway.cards import ButtonStyle, Card, CardAction, TextBlock
 from gateway.config.access import may_talk
 from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef
-from gateway.platform import Ack, InboundAction
+from gateway.errors import PlatformError
+from gateway.platform import Ack, InboundAction, MessageRef, Platform
 from gateway.session_record import SessionRecord
 from gateway.sessions.session_settings import SettingsDesk, model_line, offers
 from gateway.store.store import Store
@@ -56,6 +58,8 @@ MODEL_TOKEN_PREFIX = "m1:"
 # buttons on one card at most (Slack takes 25 elements in an actions block, Discord 25
 # components in a message); a longer list is named in the card's text to be typed
 MODEL_BUTTONS_MAX = 20
+_CARDS_KEPT = 4  # a session's /model cards this process redraws after a click
+_SESSIONS_KEPT = 256
 NOT_VALID = "This button is not valid."
 NOT_ALLOWED = "You may not use this project here."
 STALE = "This list belongs to a session no longer open here: type /model to see it again."
@@ -177,6 +181,7 @@ class ModelButtons:
         self,
         config: Config,
         store: Store,
+        platforms: Mapping[str, Platform],
         settings: SettingsDesk,
         key: bytes,
         *,
@@ -186,6 +191,9 @@ class ModelButtons:
     ) -> None:
         self._config = config
         self._store = store
+        self._platforms = platforms
+        # the cards this process showed, by session: redrawn after a click moves the mark
+        self._shown: OrderedDict[str, list[MessageRef]] = OrderedDict()
         self._settings = settings
         self._key = key
         self._auth_platform = auth_platform
@@ -210,6 +218,41 @@ class ModelButtons:
             offered=self._settings.offered_models(session),
             agent=project.agent.value,
         )
+
+    async def show(
+        self, session: SessionRecord, platform: Platform, conversation: ConversationRef
+    ) -> bool:
+        """Send ``/model``'s card; False where there is none or the platform refused it."""
+        card = await self.card(session)
+        if card is None:
+            return False
+        try:
+            ref = await platform.send_card(conversation, card)
+        except PlatformError as exc:
+            log.info("the /model card in %s not shown: %s", conversation.key(), exc)
+            return False
+        shown = self._shown.setdefault(session.id, [])
+        shown.append(ref)
+        del shown[:-_CARDS_KEPT]
+        self._shown.move_to_end(session.id)
+        while len(self._shown) > _SESSIONS_KEPT:
+            self._shown.popitem(last=False)
+        return True
+
+    async def _redraw(self, session: SessionRecord) -> None:
+        """Best effort: the session's cards this process showed mark the model now; one
+        the platform refuses keeps its old mark (a later /model shows the right one)."""
+        card = await self.card(session)
+        if card is None:
+            return
+        for ref in self._shown.get(session.id, []):
+            platform = self._platforms.get(ref.conversation.platform)
+            if platform is None:
+                continue
+            try:
+                await platform.edit_card(ref, card)
+            except PlatformError as exc:
+                log.info("a /model card in %s not redrawn: %s", ref.conversation.key(), exc)
 
     async def on_click(self, action: InboundAction) -> Ack:
         clicked = parse_model_token(action.token)
@@ -246,4 +289,6 @@ class ModelButtons:
         # said where it was clicked, as the typed command's answer is: the choice is the
         # whole conversation's
         await self._reply(action.conversation, f"{actor}: /model {model}\n{choice.text}")
+        if choice.chosen is not None:
+            await self._redraw(session)
         return Ack(text=choice.text, accepted=choice.chosen is not None)
