@@ -97,3 +97,20 @@ async def test_a_sessions_model_is_its_own_and_comes_back_with_it_on_switch(
         await gw.text_where(lambda text: text.startswith("↪ Switched to session"))
         await gw.memory.say(ROOM, ALICE, "/status")
         await gw.text_where(lambda text: "Model: gpt-5.4-mini (chosen with /model)" in text)
+
+
+async def test_a_typed_model_moves_the_mark_on_the_card_shown(tmp_path: Path) -> None:
+    config = with_models(scripted_config(tmp_path, fast=ExpiryPolicy()))
+    async with gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "hello")
+        await gw.text_where(lambda text: text == "echo: hello")
+        await gw.memory.say(ROOM, ALICE, "/model")
+        shown = await gw.card_where(lambda card: card.title.startswith("Model: "))
+        assert shown.card is not None
+        assert [a.label for a in shown.card.actions] == ["✓ gpt-5.5", "gpt-5.4-mini"]
+        await gw.memory.say(ROOM, ALICE, "/model GPT-5.4-mini")
+        await gw.text_where(lambda text: text == "Model: gpt-5.4-mini, from the next turn.")
+        redrawn = await gw.card_where(
+            lambda card: [a.label for a in card.actions] == ["gpt-5.5", "✓ gpt-5.4-mini"]
+        )
+        assert redrawn.ref == shown.ref  # the same message, edited

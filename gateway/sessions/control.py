@@ -696,7 +696,10 @@ class Control:
         elif name is CommandName.MODEL:
             if not args.strip() and await self._model_card(session, conversation):
                 return
-            await self._reply(conversation, await self._settings.model(session, args, actor))
+            choice = await self._settings.choose_model(session, args, actor)
+            await self._reply(conversation, choice.text)
+            if choice.chosen is not None:  # a /model card on screen marks it too
+                await self.model_buttons.redraw(session)
         elif name is CommandName.MODE:
             await self._reply(conversation, await self._settings.mode(session, args, actor))
 

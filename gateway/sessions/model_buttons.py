@@ -239,7 +239,7 @@ class ModelButtons:
             self._shown.popitem(last=False)
         return True
 
-    async def _redraw(self, session: SessionRecord) -> None:
+    async def redraw(self, session: SessionRecord) -> None:
         """Best effort: the session's cards this process showed mark the model now; one
         the platform refuses keeps its old mark (a later /model shows the right one)."""
         card = await self.card(session)
@@ -290,5 +290,5 @@ class ModelButtons:
         # whole conversation's
         await self._reply(action.conversation, f"{actor}: /model {model}\n{choice.text}")
         if choice.chosen is not None:
-            await self._redraw(session)
+            await self.redraw(session)
         return Ack(text=choice.text, accepted=choice.chosen is not None)

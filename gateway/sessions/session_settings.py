@@ -165,11 +165,6 @@ class SettingsDesk:
         )
         return choice.text
 
-    async def model(self, session: SessionRecord, args: str, actor: Actor) -> str:
-        """``/model ARGS`` by ``actor``: what they are told (the choice recorded and
-        audited first)."""
-        return (await self.choose_model(session, args, actor)).text
-
     def offered_models(self, session: SessionRecord) -> tuple[str, ...] | None:
         """The models the session's agent said it offers, where this host runs it and the
         agent said (None: unknown, the project's list is trusted)."""
