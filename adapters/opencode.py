@@ -93,8 +93,10 @@ __all__ = [
     "OpenCodeCodec",
     "SseDecoder",
     "basic_auth",
+    "configured_providers",
     "listed_keys",
     "matching_saved",
+    "models_offered",
     "parse_listening_line",
     "remove_saved",
     "saved_permissions",
@@ -760,6 +762,25 @@ def _ours(listed: object, session_id: str | None) -> Iterable[JsonObject]:
 
 
 # --- saved permissions ("always" kept by the server) ----------------------------------------
+
+
+def configured_providers() -> HttpRequest:
+    """``GET /config/providers``: the providers of the server's config and their models."""
+    return HttpRequest(method="GET", path="/config/providers", purpose="list its providers")
+
+
+def models_offered(answer: object) -> tuple[str, ...]:
+    """The models ``/config/providers`` lists, named as the prompt's model is written
+    (``"provider/model"``): ``{providers: [{id, models: {id: {...}}}], default}``."""
+    providers = answer.get("providers") if isinstance(answer, dict) else None
+    names: list[str] = []
+    for provider in providers if isinstance(providers, list) else []:
+        if not isinstance(provider, dict) or not isinstance(provider.get("id"), str):
+            continue
+        models = provider.get("models")
+        for model in models if isinstance(models, dict) else {}:
+            names.append(f"{provider['id']}/{model}")
+    return tuple(names)
 
 
 def saved_permissions() -> HttpRequest:
