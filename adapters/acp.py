@@ -80,6 +80,9 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    ModelsOffered,
+    ModesOffered,
+    PolicyChanged,
     Prompt,
     Respond,
     SessionStarted,
@@ -253,8 +256,14 @@ class AcpCodec:
         self._model_option: str | None = None
         self._models_offered: tuple[str, ...] = ()
         self._model_in_force: str | None = None
+        # and its /mode: the session's modes (session/new's modes, or a config option of the
+        # mode category), set by session/set_mode (or that option) before the prompt
+        self._mode_option: str | None = None
+        self._modes_offered: tuple[str, ...] = ()
+        self._mode_in_force: str | None = None
         self._held_prompt: JsonObject | None = None
-        self._model_wanted: str | None = None
+        # the settings still to make before the held prompt: (method, params, what, value)
+        self._before_prompt: list[tuple[str, JsonObject, str, str]] = []
         self._held_stopped = False  # /stop came while the prompt was held
 
     # --- public surface -------------------------------------------------------------------
@@ -341,17 +350,29 @@ class AcpCodec:
             "sessionId": self.session_id,
             "prompt": [{"type": "text", "text": prompt.text}],
         }
-        wanted = prompt.model
-        if wanted is not None and wanted != self._model_in_force and self._model_option:
-            # set first, prompt once the agent answered: a prompt sent alongside could start
-            # under the old model (ACP: session/set_config_option {sessionId, configId, value})
+        # set first, prompt once the agent answered: a prompt sent alongside could start
+        # under the old model or mode (ACP: session/set_config_option {sessionId, configId,
+        # value}; session/set_mode {sessionId, modeId})
+        steps: list[tuple[str, JsonObject, str, str]] = []
+        model = prompt.model
+        if model is not None and model != self._model_in_force and self._model_option:
             change: JsonObject = {
                 "sessionId": self.session_id,
                 "configId": self._model_option,
-                "value": wanted,
+                "value": model,
             }
-            self._rpc.send_request("session/set_config_option", change)
-            self._held_prompt, self._model_wanted = params, wanted
+            steps.append(("session/set_config_option", change, "model", model))
+        mode = prompt.permission_mode
+        if mode is not None and mode != self._mode_in_force and self._modes_offered:
+            if self._mode_option:
+                change = {"sessionId": self.session_id, "configId": self._mode_option}
+                steps.append(("session/set_config_option", {**change, "value": mode}, "mode", mode))
+            else:
+                change = {"sessionId": self.session_id, "modeId": mode}
+                steps.append(("session/set_mode", change, "mode", mode))
+        if steps:
+            self._held_prompt, self._before_prompt = params, steps
+            self._next_setting()
         else:
             self._rpc.send_request("session/prompt", params)
         self._turn_running = True
@@ -408,9 +429,8 @@ class AcpCodec:
                 return self._on_initialized(response)
             case "session/new" | "session/load":
                 return self._on_opened(response)
-            case "session/set_config_option":
-                self._model_in_force = self._model_wanted
-                return self._send_held_prompt()
+            case "session/set_config_option" | "session/set_mode":
+                return self._setting_taken(response.tag or "")
             case "session/prompt":
                 result = as_object(response.result, where="session/prompt result")
                 stop_reason = get_text(result, "stopReason") or "end_turn"
@@ -456,9 +476,42 @@ class AcpCodec:
         self._session.move(_Move.OPENED)
         self.session_id = session_id
         self._read_model_option(response.result)
-        return [
-            SessionStarted(native_id=session_id, agent_version=self.agent_version, resumed=loaded)
+        self._read_modes(response.result)
+        policy = {"mode": self._mode_in_force} if self._mode_in_force else {}
+        events: list[AgentEvent] = [
+            SessionStarted(
+                native_id=session_id,
+                agent_version=self.agent_version,
+                resumed=loaded,
+                policy=policy,
+            )
         ]
+        if self._model_option:
+            events.append(ModelsOffered(models=self._models_offered))
+        if self._modes_offered:
+            events.append(ModesOffered(modes=self._modes_offered, current=self._mode_in_force))
+        return events
+
+    def _read_modes(self, result: object) -> None:
+        """The session's modes: a config option of the ``mode`` category (then set through
+        it), else ``modes {currentModeId, availableModes[{id}]}`` (session/set_mode)."""
+        if not isinstance(result, dict):
+            return
+        for option in get_array(result, "configOptions") or ():
+            if isinstance(option, dict) and get_text(option, "category") == "mode":
+                self._mode_option = get_text(option, "id")
+                self._mode_in_force = get_text(option, "currentValue")
+                values = get_array(option, "options") or ()
+                self._modes_offered = tuple(
+                    str(v.get("value")) for v in values if isinstance(v, dict)
+                )
+                return
+        modes = get_object(result, "modes") or {}
+        self._mode_in_force = get_text(modes, "currentModeId")
+        available = get_array(modes, "availableModes") or ()
+        self._modes_offered = tuple(
+            str(m.get("id")) for m in available if isinstance(m, dict) and m.get("id")
+        )
 
     def _read_model_option(self, result: object) -> None:
         """The session's config option of the ``model`` category, if it offers one
@@ -473,6 +526,37 @@ class AcpCodec:
                     str(v.get("value")) for v in values if isinstance(v, dict)
                 )
                 return
+
+    def _next_setting(self) -> list[AgentEvent]:
+        """The next setting to make before the held prompt, or the prompt once none is."""
+        if not self._before_prompt or self._held_stopped:
+            self._before_prompt = []
+            return self._send_held_prompt()
+        method, params, what, value = self._before_prompt.pop(0)
+        self._rpc.send_request(method, params, tag=f"{what}:{value}")
+        return []
+
+    def _setting_taken(self, tag: str) -> list[AgentEvent]:
+        what, _, value = tag.partition(":")
+        events: list[AgentEvent] = []
+        if what == "model":
+            self._model_in_force = value
+        elif what == "mode":
+            events += self._mode_now(value, said=True)
+        return [*events, *self._next_setting()]
+
+    def _mode_now(self, mode: str, *, said: bool) -> list[AgentEvent]:
+        """The agent runs in ``mode`` now (it took session/set_mode, or said so)."""
+        changed = mode != self._mode_in_force
+        self._mode_in_force = mode
+        events: list[AgentEvent] = [ModesOffered(modes=self._modes_offered, current=mode)]
+        if changed or said:
+            events.append(
+                PolicyChanged(
+                    policy={"mode": mode}, message=f"⚙ The agent now runs in mode {mode}."
+                )
+            )
+        return events
 
     def _send_held_prompt(self) -> list[AgentEvent]:
         held, self._held_prompt = self._held_prompt, None
@@ -490,10 +574,11 @@ class AcpCodec:
         if response.method == "session/prompt":
             text = f"the agent refused the prompt: {error.message}"
             return self._turn_ended(TurnCompleted(status=TurnStatus.FAILED, error=text))
-        if response.method == "session/set_config_option":
-            text = f"the agent refused the model: {error.message}; the turn runs with the last"
-            # the message still goes, under the model in force
-            return [Warning(message=text, code="model_refused"), *self._send_held_prompt()]
+        if response.method in ("session/set_config_option", "session/set_mode"):
+            what = (response.tag or "model:").partition(":")[0]
+            text = f"the agent refused the {what}: {error.message}; the turn runs with the last"
+            # the message still goes, under the model and mode in force
+            return [Warning(message=text, code=f"{what}_refused"), *self._next_setting()]
         message = f"the agent refused {response.method}: {error.message} ({error.code})"
         return [Warning(message=message, code="request_failed")]
 
@@ -558,6 +643,9 @@ class AcpCodec:
                 return [self._tool_activity(update, started=kind == "tool_call")]
             case "usage_update":
                 return [_usage(update)]
+            case "current_mode_update":
+                mode = get_text(update, "currentModeId")
+                return self._mode_now(mode, said=False) if mode else []
         if kind not in _QUIET_UPDATES:
             self.unknown_updates[kind] += 1
         return []

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections import Counter
 from collections.abc import Mapping
 from enum import StrEnum
@@ -67,7 +68,7 @@ from adapters.claude_launch import ClaudeLaunch
 from adapters.claude_messages import MessageMapper, api_retry_warning
 from adapters.claude_pending import OpenRequest, OpenRequests
 from adapters.claude_requests import open_can_use_tool
-from adapters.json_fields import as_object, get_object, get_text, require_text
+from adapters.json_fields import as_object, get_array, get_object, get_text, require_text
 from adapters.jsonrpc import JsonObject, excerpt
 from adapters.session_state import SessionState
 from gateway.domain import Resolution, TurnStatus
@@ -85,6 +86,7 @@ from gateway.events import (
     Compact,
     InteractionOpened,
     Interrupt,
+    ModelsOffered,
     PolicyChanged,
     Prompt,
     Respond,
@@ -100,6 +102,7 @@ __all__ = [
     "SESSION_TRANSITIONS",
     "ClaudeCodeCodec",
     "CodecState",
+    "models_offered",
     "native_key_for",
 ]
 
@@ -194,6 +197,7 @@ class ClaudeCodeCodec:
         self._our_requests: dict[str, str] = {}  # request id -> subtype, until answered
         self._model_asked: str | None = None  # the last model set_model asked for
         self._mode_asked: str | None = None  # a mode change not answered yet
+        self._models_offered: tuple[str, ...] = ()  # from the initialize answer
         self._mapper = MessageMapper(cwd=cwd)
         self._turn = _Turn.IDLE
         self._stop_asked = False  # an interrupt or a "deny and stop" was sent this turn
@@ -380,6 +384,7 @@ class ClaudeCodeCodec:
             self._session.fail(RemoteError(0, f"claude refused {subtype}: {error}"))
         match subtype:
             case "initialize":
+                self._models_offered = models_offered(get_object(body, "response") or {})
                 self._session.move(_SessionEvent.INITIALIZED)
                 self._control_request(
                     {"subtype": "set_permission_mode", "mode": self.launch.permission_mode}
@@ -422,7 +427,8 @@ class ClaudeCodeCodec:
         started = SessionStarted(
             native_id=self.session_id, policy=dict(self.policy), resumed=self.launch.resume
         )
-        return [started, *events]
+        offered = [ModelsOffered(models=self._models_offered)] if self._models_offered else []
+        return [started, *offered, *events]
 
     # --- requests of the CLI --------------------------------------------------------------
 
@@ -521,3 +527,28 @@ class ClaudeCodeCodec:
         self._stop_asked = self._interrupting = False
         self._mapper.reset_turn()
         return [*events, result.usage, TurnCompleted(status=status, error=error)]
+
+
+# a model's dated snapshot ("claude-haiku-4-5-20251001") and its context tag ("[1m]")
+_SNAPSHOT_DATE = re.compile(r"-[0-9]{8}$")
+_CONTEXT_TAG = re.compile(r"\[[^\]]*\]$")
+
+
+def models_offered(answer: JsonObject) -> tuple[str, ...]:
+    """The models Claude Code's ``initialize`` answer lists (``models: [{value,
+    resolvedModel, ...}]``, seen on 2.1.197), each by every name ``set_model`` takes: its
+    alias (``haiku``), the model it resolves to (``claude-haiku-4-5-20251001``) and that
+    model without its snapshot date or context tag (``claude-haiku-4-5``)."""
+    names: list[str] = []
+    for entry in get_array(answer, "models") or ():
+        if not isinstance(entry, dict):
+            continue
+        for key in ("value", "resolvedModel"):
+            name = get_text(entry, key)
+            if not name:
+                continue
+            bare = _CONTEXT_TAG.sub("", name)
+            for each in (name, bare, _SNAPSHOT_DATE.sub("", bare)):
+                if each not in names:
+                    names.append(each)
+    return tuple(names)

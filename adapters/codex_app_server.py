@@ -43,8 +43,13 @@ Commands (only in READY; :class:`gateway.errors.CodecUsageError` otherwise):
 - ``Compact`` -> ``thread/compact/start`` (schema: ThreadCompactStartParams); Codex runs the
   compaction as a turn of its own (turn/started ... turn/completed), which ends as any turn
   does. Refused while a turn runs, like ``Prompt``.
-- ``NameSession`` -> ``thread/name/set`` (ThreadSetNameParams {threadId, name}); a refusal
-  is a Warning.
+- ``NameSession`` -> ``thread/name/set`` (ThreadSetNameParams {threadId, name}); its answer
+  is ``SessionNamed`` (Codex keeps the name), a refusal a Warning.
+
+Where the thread's ``modelProvider`` is Codex's own (``openai``), ``model/list`` is asked
+once the thread is open and its answer is ``ModelsOffered``: the models ``/model`` may pick.
+Under another provider Codex still lists its own presets, not the provider's models
+(FACTS-session-features.md), so nothing is asked and nothing said.
 
 Notifications -> events: see :meth:`CodexAppServerCodec._on_notification`. Methods the codec
 does not map are counted in :attr:`CodexAppServerCodec.unknown_notifications`, except the
@@ -68,6 +73,7 @@ from adapters.codex_replies import Reply
 from adapters.codex_session import SANDBOX_MODES, SessionSetup, open_thread_params, read_policy
 from adapters.json_fields import (
     as_object,
+    get_array,
     get_object,
     get_text,
     require_object,
@@ -104,10 +110,12 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    ModelsOffered,
     NameSession,
     PolicyChanged,
     Prompt,
     Respond,
+    SessionNamed,
     SessionStarted,
     Steer,
     SteerRefused,
@@ -139,9 +147,13 @@ CODEX_CAPABILITIES: Final = Capabilities(
     sandbox=True,
     steer=True,
     compact=True,
+    names_sessions=True,
 )
 
 
+# the provider whose models Codex's model/list names: its own (OpenAI's) catalog
+OWN_CATALOG_PROVIDER = "openai"
+_MODEL_LIST_PAGES = 8  # model/list pages read at most (one in 0.171)
 _USER_AGENT_VERSION = re.compile(r"^[^/\s]+/(\S+)")
 
 _UNSUPPORTED_REQUEST_WARNING = (
@@ -224,6 +236,8 @@ class CodexAppServerCodec:
         self._file_changes: dict[str, requests.FileChangeSet] = {}
         self._command_titles: dict[str, str] = {}
         self._plan: str | None = None  # the running turn's proposed plan (a plan item)
+        self._models_listed: list[str] = []  # model/list's pages read so far
+        self._model_pages = 0
 
     # --- public surface -------------------------------------------------------------------
 
@@ -268,7 +282,7 @@ class CodexAppServerCodec:
                 self._compact()
             case NameSession(name=name):
                 self._rpc.send_request(
-                    "thread/name/set", {"threadId": self.thread_id, "name": name}
+                    "thread/name/set", {"threadId": self.thread_id, "name": name}, tag=name
                 )
 
     def feed(self, line: bytes) -> list[AgentEvent]:
@@ -417,7 +431,28 @@ class CodexAppServerCodec:
                 return self._policy_taken()
             case "turn/steer":
                 return [SteerTaken(key=response.tag or "")]
+            case "thread/name/set":
+                return [SessionNamed(name=response.tag or "")]
+            case "model/list":
+                return self._on_model_list(response)
         return []
+
+    def _on_model_list(self, response: Response) -> list[AgentEvent]:
+        # Schema: ModelListResponse {data: [Model {id, model, hidden, ...}], nextCursor}.
+        # Every page is read (bounded): the models are said once, whole.
+        result = as_object(response.result, where="model/list result")
+        for entry in get_array(result, "data") or ():
+            if isinstance(entry, dict):
+                for key in ("model", "id"):
+                    name = get_text(entry, key)
+                    if name and name not in self._models_listed:
+                        self._models_listed.append(name)
+        cursor = get_text(result, "nextCursor")
+        self._model_pages += 1
+        if cursor and self._model_pages < _MODEL_LIST_PAGES:
+            self._rpc.send_request("model/list", {"includeHidden": True, "cursor": cursor})
+            return []
+        return [ModelsOffered(models=tuple(self._models_listed))]
 
     def _policy_taken(self) -> list[AgentEvent]:
         """Codex took the turn with the policy it asked: that policy is in force now."""
@@ -455,12 +490,18 @@ class CodexAppServerCodec:
         self.thread_id = thread_id
         self.model = get_text(result, "model") or get_text(thread, "model") or self.model
         self.policy, mismatches = read_policy(self._setup, result)
+        if get_text(result, "modelProvider") == OWN_CATALOG_PROVIDER:
+            # model/list is Codex's own catalog: what this provider serves. Under any other
+            # provider it still lists Codex's presets (FACTS-session-features.md), not what
+            # the provider serves, so it is not asked: the project's models are trusted
+            self._rpc.send_request("model/list", {"includeHidden": True})
         events: list[AgentEvent] = [
             SessionStarted(
                 native_id=thread_id,
                 agent_version=self.agent_version,
                 policy=dict(self.policy),
                 resumed=response.method == "thread/resume",
+                native_name=get_text(thread, "name"),
             )
         ]
         events += [Warning(message=text, code="policy_mismatch") for text in mismatches]
@@ -474,6 +515,8 @@ class CodexAppServerCodec:
             self._session.fail(NativeSessionGone(error.code, error.message, error.data))
         if response.method in ("initialize", "thread/start"):
             self._session.fail(error.as_exception())
+        if response.method == "model/list":
+            return []  # the models offered stay unknown: the project's are trusted
         if response.method == "turn/steer":
             return [SteerRefused(key=response.tag or "", reason=error.message)]
         if response.method == "thread/compact/start":

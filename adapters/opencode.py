@@ -67,9 +67,11 @@ from gateway.events import (
     AgentEvent,
     AgentMessage,
     Capabilities,
+    Compact,
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    ModesOffered,
     Prompt,
     Respond,
     SessionStarted,
@@ -91,8 +93,10 @@ __all__ = [
     "OpenCodeCodec",
     "SseDecoder",
     "basic_auth",
+    "configured_providers",
     "listed_keys",
     "matching_saved",
+    "models_offered",
     "parse_listening_line",
     "remove_saved",
     "saved_permissions",
@@ -176,6 +180,9 @@ class HttpRequest:
     path: str
     body: JsonObject | list[Any] | None = None
     purpose: str = ""  # what it is for, said in an error
+    # answered only once its work is done (a summary), however long: no 30 s bound; the
+    # turn's own events and /stop bound it
+    waits_for_work: bool = False
 
 
 @dataclass(kw_only=True)
@@ -199,6 +206,11 @@ class _State:
     parents: dict[str, str] = field(default_factory=dict)  # assistant message -> its prompt's
     users: set[str] = field(default_factory=set)  # user messages seen (the prompts)
     prompt_message: str | None = None  # the running turn's user message, once seen
+    compacting: bool = False  # the running turn is a /compact (summarize)
+    compacted: bool = False  # ... and the server said session.compacted
+    model: str | None = None  # "provider/model" of the session's last message seen
+    agent: str | None = None  # the OpenCode agent of the session's last prompt (its mode)
+    said_agent: bool = True  # ModesOffered said that agent
     tools_started: set[str] = field(default_factory=set)
     tools_done: set[str] = field(default_factory=set)
     said: set[str] = field(default_factory=set)  # text parts whose final text was emitted
@@ -219,6 +231,7 @@ class OpenCodeCodec:
         session_resume=True,
         interrupt=True,
         sandbox=False,
+        compact=True,
     )
 
     def __init__(self, *, resume_session_id: str | None = None, version: str | None = None):
@@ -272,7 +285,7 @@ class OpenCodeCodec:
         """The requests a command of the core stands for, and the events it implies."""
         sid = self._require_session()
         match command:
-            case Prompt(text=text, model=model):
+            case Prompt(text=text, model=model, permission_mode=agent):
                 if self._s.running:
                     raise CodecUsageError("a turn is running: wait for its end before prompting")
                 self._s.turn += 1
@@ -286,6 +299,9 @@ class OpenCodeCodec:
                     # config's "provider/model" split at its first slash
                     provider, _, model_id = model.partition("/")
                     body["model"] = {"providerID": provider, "modelID": model_id}
+                if agent is not None:
+                    # issue 31's /mode: the OpenCode agent the prompt runs with (plan, build)
+                    body["agent"] = agent
                 request = HttpRequest(
                     method="POST",
                     path=f"/session/{sid}/prompt_async",
@@ -293,6 +309,8 @@ class OpenCodeCodec:
                     purpose="send the prompt",
                 )
                 return [request], [TurnStarted(turn_native_id=f"{sid}#{self._s.turn}")]
+            case Compact(model=model):
+                return self._summarize(sid, model or self._s.model)
             case Interrupt():
                 if not self._s.running:
                     return [], []
@@ -305,11 +323,39 @@ class OpenCodeCodec:
                 return [self._reply(key, decision)], []
         raise CodecUsageError(f"unknown command {command!r}")
 
+    def _summarize(self, sid: str, model: str | None) -> tuple[list[HttpRequest], list[AgentEvent]]:
+        """``/compact``: OpenCode's summary of the session (``POST /session/{id}/summarize``,
+        which needs the model to summarize with: the one chosen with /model, else the
+        session's last message's), a turn of its own that ends on ``session.compacted``."""
+        if self._s.running:
+            raise CodecUsageError("a turn is running: wait for its end before compacting")
+        self._s.turn += 1
+        started = TurnStarted(turn_native_id=f"{sid}#{self._s.turn}")
+        if model is None:
+            why = "OpenCode has not said which model this session uses yet: send a message first"
+            return [], [started, TurnCompleted(status=TurnStatus.FAILED, error=why)]
+        self._s.running, self._s.aborting, self._s.aborted = True, False, False
+        self._s.error = None
+        self._s.refused_last = False
+        self._s.prompt_message = None
+        self._s.compacting, self._s.compacted = True, False
+        provider, _, model_id = model.partition("/")
+        request = HttpRequest(
+            method="POST",
+            path=f"/session/{sid}/summarize",
+            body={"providerID": provider, "modelID": model_id},
+            purpose="compact the session",
+            waits_for_work=True,
+        )
+        return [request], [started]
+
     def prompt_refused(self, reason: str) -> list[AgentEvent]:
-        """``prompt_async`` was not accepted: the turn that was about to start failed."""
+        """``prompt_async`` (or ``summarize``) was not accepted: the turn that was about to
+        start failed."""
         if not self._s.running:
             return []
         self._s.running = False
+        self._s.compacting = self._s.compacted = False
         return [TurnCompleted(status=TurnStatus.FAILED, error=reason)]
 
     def _reply(self, key: str, decision: Decision) -> HttpRequest:
@@ -375,7 +421,10 @@ class OpenCodeCodec:
         match kind:
             case "message.updated":
                 self._note_message(_obj(props.get("info")))
-                return []
+                if self._s.said_agent:
+                    return []
+                self._s.said_agent = True
+                return [ModesOffered(modes=None, current=self._s.agent)]
             case "message.part.delta":
                 return self._on_delta(props)
             case "message.part.updated":
@@ -390,6 +439,9 @@ class OpenCodeCodec:
                 return self._closed("permission", props.get("requestID"))
             case "question.replied" | "question.rejected":
                 return self._closed(kind.split(".")[0], props.get("requestID"))
+            case "session.compacted" if self._s.compacting:
+                self._s.compacted = True
+                return []
             case "session.error" if self._current():
                 return self._on_error(props.get("error"))
             case "session.idle" if self._current():
@@ -413,6 +465,11 @@ class OpenCodeCodec:
             return
         role = str(info.get("role"))
         self._s.roles[message_id] = role
+        self._s.model = _model_of(info) or self._s.model
+        agent = info.get("agent")
+        if role == "user" and isinstance(agent, str) and agent and agent != self._s.agent:
+            self._s.agent = agent  # said as the session's mode (issue 31's /mode)
+            self._s.said_agent = False
         if role == "assistant" and isinstance(info.get("parentID"), str):
             self._s.parents[message_id] = info["parentID"]
         elif role == "user" and message_id not in self._s.users:
@@ -424,8 +481,9 @@ class OpenCodeCodec:
         """Whether what the server says now is about the running turn. After an abort,
         1.18.33 may still send the aborted turn's last events (a second ``session.idle``,
         its tool's end) after the next prompt was sent: until the server has shown that
-        prompt's user message, they belong to the turn before."""
-        return self._s.prompt_message is not None or self._s.aborting
+        prompt's user message, they belong to the turn before. A compaction's end is
+        current once the server said it compacted."""
+        return self._s.prompt_message is not None or self._s.aborting or self._s.compacted
 
     def _ours_now(self, message_id: object) -> bool:
         """An assistant message of the running turn (the prompt itself is a user message).
@@ -443,6 +501,8 @@ class OpenCodeCodec:
     def _on_delta(self, props: JsonObject) -> list[AgentEvent]:
         if props.get("field") != "text" or not self._ours_now(props.get("messageID")):
             return []
+        if self._s.compacting:
+            return []  # the summary is the agent's own context, not a reply
         delta = props.get("delta")
         if not delta:
             return []
@@ -454,6 +514,8 @@ class OpenCodeCodec:
         if not self._ours_now(part.get("messageID")):
             return []  # the prompt, echoed as a user message's part, or the turn before
         if part_type == "text":
+            if self._s.compacting:
+                return []  # the summary is the agent's own context, not a reply
             text = part.get("text")
             ended = isinstance(part.get("time"), dict) and "end" in part["time"]
             part_id = str(part.get("id"))
@@ -606,8 +668,13 @@ class OpenCodeCodec:
                 del self._s.asked[key]
                 self._s.forgotten.add(key)
         refused, self._s.refused_last = self._s.refused_last, False
+        compacting, compacted = self._s.compacting, self._s.compacted
+        self._s.compacting = self._s.compacted = False
         if self._s.aborted or self._s.aborting:
             return [TurnCompleted(status=TurnStatus.INTERRUPTED)]
+        if compacting and not compacted and self._s.error is None:
+            why = "OpenCode went idle without saying it compacted the session"
+            return [TurnCompleted(status=TurnStatus.FAILED, error=why)]
         if self._s.error is not None:
             return [TurnCompleted(status=TurnStatus.FAILED, error=self._s.error)]
         if refused:
@@ -673,6 +740,17 @@ def _turn_messages(messages: list[Any]) -> list[JsonObject]:
     return items[users[-1] + 1 :] if users else items
 
 
+def _model_of(info: JsonObject) -> str | None:
+    """A message's model as ``"provider/model"``: a user message's ``model {providerID,
+    modelID}``, an assistant message's ``providerID`` and ``modelID``."""
+    given = info.get("model")
+    named: JsonObject = given if isinstance(given, dict) else info
+    provider, model = named.get("providerID"), named.get("modelID")
+    if isinstance(provider, str) and isinstance(model, str) and provider and model:
+        return f"{provider}/{model}"
+    return None
+
+
 def _obj(value: object) -> JsonObject:
     return value if isinstance(value, dict) else {}
 
@@ -684,6 +762,25 @@ def _ours(listed: object, session_id: str | None) -> Iterable[JsonObject]:
 
 
 # --- saved permissions ("always" kept by the server) ----------------------------------------
+
+
+def configured_providers() -> HttpRequest:
+    """``GET /config/providers``: the providers of the server's config and their models."""
+    return HttpRequest(method="GET", path="/config/providers", purpose="list its providers")
+
+
+def models_offered(answer: object) -> tuple[str, ...]:
+    """The models ``/config/providers`` lists, named as the prompt's model is written
+    (``"provider/model"``): ``{providers: [{id, models: {id: {...}}}], default}``."""
+    providers = answer.get("providers") if isinstance(answer, dict) else None
+    names: list[str] = []
+    for provider in providers if isinstance(providers, list) else []:
+        if not isinstance(provider, dict) or not isinstance(provider.get("id"), str):
+            continue
+        models = provider.get("models")
+        for model in models if isinstance(models, dict) else {}:
+            names.append(f"{provider['id']}/{model}")
+    return tuple(names)
 
 
 def saved_permissions() -> HttpRequest:

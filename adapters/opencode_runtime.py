@@ -48,8 +48,10 @@ from adapters.opencode import (
     OpenCodeCodec,
     SseDecoder,
     basic_auth,
+    configured_providers,
     listed_keys,
     matching_saved,
+    models_offered,
     parse_listening_line,
     remove_saved,
     saved_permissions,
@@ -62,6 +64,7 @@ from gateway.events import (
     AgentEvent,
     AgentExited,
     Capabilities,
+    ModelsOffered,
     SessionStarted,
     Warning,
 )
@@ -321,6 +324,14 @@ class OpenCodeAgent:
         except AgentError as exc:
             raise AgentStartError(str(exc)) from exc
         self._session = self.codec.created(opened)
+        try:  # the models /model may pick (issue 31); unknown if it cannot be read
+            providers = await self._call(configured_providers())
+        except AgentError as exc:
+            log.info("opencode's providers not read: %s", exc)
+        else:
+            offered = models_offered(providers)
+            if offered:
+                await self._events.put(ModelsOffered(models=offered))
 
     # --- events ---------------------------------------------------------------------------
 
@@ -347,9 +358,11 @@ class OpenCodeAgent:
             try:
                 await self._call(request)
             except AgentError as exc:
-                if request.path.endswith("/prompt_async"):
+                if request.path.endswith("/prompt_async") or request.waits_for_work:
                     for event in self.codec.prompt_refused(str(exc)):
                         await self._events.put(event)
+                if request.waits_for_work:
+                    return  # a compaction refused is its turn's failure, said as such
                 raise
 
     async def remove_saved_permissions(
@@ -386,7 +399,7 @@ class OpenCodeAgent:
                 request.method,
                 url,
                 json=request.body,
-                timeout=aiohttp.ClientTimeout(total=30),
+                timeout=aiohttp.ClientTimeout(total=None if request.waits_for_work else 30),
             ) as response:
                 raw = await response.read()
                 if response.status >= 400:

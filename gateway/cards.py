@@ -174,6 +174,9 @@ class Card:
     status: tuple[StatusPart, ...] = ()
     attachments: tuple[Attachment, ...] = ()
     content_hash: str = ""
+    # the session's /name, for a notification that shows no fact (it is the card's first
+    # fact too): "" where the session has none
+    session: str = ""
 
     @property
     def status_line(self) -> str:

@@ -18,10 +18,13 @@ __all__ = [
     "InteractionClosed",
     "InteractionOpened",
     "Interrupt",
+    "ModelsOffered",
+    "ModesOffered",
     "NameSession",
     "PolicyChanged",
     "Prompt",
     "Respond",
+    "SessionNamed",
     "SessionStarted",
     "Steer",
     "SteerRefused",
@@ -53,6 +56,9 @@ class Capabilities:
     steer: bool = False
     # the agent compacts its own context on request (Codex thread/compact/start)
     compact: bool = False
+    # the agent keeps a name for its session (Codex thread/name/set): NameSession is sent to
+    # it, and SessionStarted.native_name says the name it has
+    names_sessions: bool = False
 
 
 # --- events --------------------------------------------------------------------------------
@@ -64,6 +70,9 @@ class SessionStarted:
     agent_version: str | None = None
     policy: dict[str, str] = field(default_factory=dict)  # the policy actually in force
     resumed: bool = False
+    # the name the agent keeps for the session (where Capabilities.names_sessions): a
+    # session named while the agent did not take it is named again at its start
+    native_name: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -182,6 +191,36 @@ class SteerRefused:
     reason: str
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelsOffered:
+    """The models the agent says it offers this session (issue 31's ``/model`` is checked
+    against them): Claude Code's ``initialize`` answer, an ACP session's config option of
+    the model category, Codex's ``model/list`` where its catalog is the provider's. Each
+    name as ``/model`` may be given it (a Claude alias and the model it resolves to are
+    both named). An agent that does not say (or cannot tell) emits none."""
+
+    models: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModesOffered:
+    """The modes the agent offers this session and the one it runs in (issue 31's
+    ``/mode`` for an agent whose modes are its own ids): an ACP agent's session modes
+    (``session/new``'s ``modes``, a ``current_mode_update``), OpenCode's agent of the
+    session's last message. ``modes`` None: the agent does not list them."""
+
+    modes: tuple[str, ...] | None
+    current: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionNamed:
+    """The agent acknowledged :class:`NameSession` ``name`` (Codex answered
+    ``thread/name/set``): it keeps the name, which need not be given again."""
+
+    name: str
+
+
 AgentEvent = (
     SessionStarted
     | TurnStarted
@@ -197,6 +236,9 @@ AgentEvent = (
     | AgentExited
     | SteerTaken
     | SteerRefused
+    | ModelsOffered
+    | ModesOffered
+    | SessionNamed
 )
 
 
@@ -218,7 +260,9 @@ class Prompt:
     # sandbox, on turn/start for this turn and the next); None: the project's, as started
     approval_policy: str | None = None
     sandbox: str | None = None
-    permission_mode: str | None = None  # Claude Code's, by set_permission_mode
+    # Claude Code's (set_permission_mode), an ACP agent's session mode (session/set_mode),
+    # OpenCode's agent (the prompt's agent)
+    permission_mode: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -245,7 +289,11 @@ class Steer:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Compact:
     """The agent's own compaction of its context, run as a turn of its own (only to an agent
-    whose capabilities say ``compact``); it ends with TurnCompleted like any turn."""
+    whose capabilities say ``compact``); it ends with TurnCompleted like any turn. ``model``:
+    the one chosen with /model, for an agent that summarizes with a model named per call
+    (OpenCode); None: the agent's own."""
+
+    model: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -102,6 +102,9 @@ class PlatformLimits:
     - ``has_private_surface``: whether it can take an answer nobody else sees (a modal, a
       DM). Without one, a card with a secret question offers no field for it and says where
       to answer.
+    - ``loose_cards``: whether a card that is no request's (a command's buttons: ``/model``'s
+      list) is shown. The web console draws cards from the ledger's requests only: where
+      False, the core says the same in text.
     """
 
     callback_max_bytes: int = 64
@@ -111,6 +114,7 @@ class PlatformLimits:
     min_edit_interval_seconds: float = 1.0  # stream edits per conversation
     has_private_surface: bool = True
     card_max_chars: int = 4096
+    loose_cards: bool = True
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -246,18 +246,21 @@ class Drawn:
     confirms: list[str]  # the texts of confirm dialogs (Slack)
 
 
-def _card(item: Interaction, limit: int, private: bool = True) -> Card:
+def _card(
+    item: Interaction, limit: int, private: bool = True, session_name: str | None = None
+) -> Card:
     return render_interaction(
         item,
         token_for=lambda choice: f"tok-{choice}",
         text_max_chars=limit,
         private_surface=private,
         private_places=("the console",),
+        session_name=session_name,
     )
 
 
-def _telegram(item: Interaction) -> Drawn:
-    card = _card(item, TELEGRAM_LIMIT)
+def _telegram(item: Interaction, session_name: str | None = None) -> Drawn:
+    card = _card(item, TELEGRAM_LIMIT, session_name=session_name)
     drawn = telegram_render(card, None, private=True, limit=TELEGRAM_LIMIT)
     keyboard = [[{"text": b.label, "callback_data": b.data} for b in row] for row in drawn.keyboard]
     payload = {
@@ -277,8 +280,8 @@ def _telegram(item: Interaction) -> Drawn:
     )
 
 
-def _slack(item: Interaction) -> Drawn:
-    card = _card(item, SLACK_LIMIT)
+def _slack(item: Interaction, session_name: str | None = None) -> Drawn:
+    card = _card(item, SLACK_LIMIT, session_name=session_name)
     drawn = slack_render(card)
     face = [block for block in drawn.blocks if block.get("type") != "actions"]
     buttons = [
@@ -301,8 +304,8 @@ def _slack(item: Interaction) -> Drawn:
 _DISCORD_ESCAPE = re.compile(r"\\([\\*_~`|>#\-\[\]()<:.!+=])")
 
 
-def _discord(item: Interaction) -> Drawn:
-    card = _card(item, DISCORD_LIMIT)
+def _discord(item: Interaction, session_name: str | None = None) -> Drawn:
+    card = _card(item, DISCORD_LIMIT, session_name=session_name)
     drawn = discord_render(card)
     embed = drawn.embed
     parts = [embed.get("title", ""), embed.get("description", "")]
@@ -322,8 +325,8 @@ def _discord(item: Interaction) -> Drawn:
     )
 
 
-def _console(item: Interaction) -> Drawn:
-    card = _card(item, TELEGRAM_LIMIT)
+def _console(item: Interaction, session_name: str | None = None) -> Drawn:
+    card = _card(item, TELEGRAM_LIMIT, session_name=session_name)
     html = card_html(
         CardView(interaction=item, card=card, session=None, copies=()),
         PostContext(csrf="c", back="/"),
@@ -342,8 +345,9 @@ PLATFORMS = ("telegram", "slack", "discord", "console")
 _DRAW = {"telegram": _telegram, "slack": _slack, "discord": _discord, "console": _console}
 
 
-def draw(item: Interaction, platform: str) -> Drawn:
-    return _DRAW[platform](item)
+def draw(item: Interaction, platform: str, *, session_name: str | None = None) -> Drawn:
+    """``item`` drawn on ``platform``; ``session_name``: its session's /name."""
+    return _DRAW[platform](item, session_name)
 
 
 # --- the payloads committed under docs/screenshots/cards/ ----------------------------------

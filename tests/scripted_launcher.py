@@ -44,6 +44,7 @@ from gateway.events import (
     NameSession,
     Prompt,
     Respond,
+    SessionNamed,
     SessionStarted,
     TextDelta,
     TurnCompleted,
@@ -112,7 +113,9 @@ class ScriptedAgent:
 
     @property
     def capabilities(self) -> Capabilities:
-        return Capabilities(interactive_questions=True, human_approval=True, interrupt=True)
+        return Capabilities(
+            interactive_questions=True, human_approval=True, interrupt=True, names_sessions=True
+        )
 
     @property
     def started(self) -> SessionStarted:
@@ -150,6 +153,7 @@ class ScriptedAgent:
                 await self._finish(turn, f"Thanks: {len(decision.answers)} answer(s) received.")
             case NameSession(name=name):
                 self._names.append(name)
+                await self._events.put(SessionNamed(name=name))
             case _:
                 await self._events.put(TurnCompleted(status=TurnStatus.INTERRUPTED))
 

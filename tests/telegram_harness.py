@@ -87,6 +87,7 @@ def telegram_config_text(
     sandbox: str = "workspace-write",
     telegram: str = "",
     policy: str = "",
+    project: str = "",
 ) -> str:
     env = "\n".join(f"{k} = {json.dumps(v)}" for k, v in (home.env if home else {}).items())
     text = f"""
@@ -100,6 +101,7 @@ agent = "codex-app-server"
 argv = [{json.dumps(codex_bin)}]
 sandbox = "{sandbox}"
 features = {json.dumps(list(features))}
+{project}
 
 [projects.demo.agent_options.env]
 {env}

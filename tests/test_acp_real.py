@@ -217,7 +217,8 @@ async def test_a_model_picked_with_model_is_set_as_the_session_s_model_option(
     fake_model.enqueue((message("One."),), (message("Two."),))
     config = acp_config(codex_acp_bin, acp_home, tmp_path / "data")
     demo = config.projects["demo"]
-    options = demo.agent_options.model_copy(update={"models": ("gpt-5.5", "gpt-5.4-mini")})
+    listed = ("gpt-5.5", "gpt-5.4-mini", "o3")
+    options = demo.agent_options.model_copy(update={"models": listed})
     config = config.model_copy(
         update={"projects": {"demo": demo.model_copy(update={"agent_options": options})}}
     )
@@ -225,8 +226,63 @@ async def test_a_model_picked_with_model_is_set_as_the_session_s_model_option(
         await gw.memory.say(ROOM, ALICE, "first")
         await gw.text_where(lambda text: "One." in text)
         assert fake_model.model_requests()[-1].body["model"] == "gpt-5.5"
+        # not among the values of the session's model option (codex-acp 0.16 lists five)
+        await gw.memory.say(ROOM, ALICE, "/model o3")
+        await gw.text_where(lambda text: text.startswith("acp does not offer o3"))
         await gw.memory.say(ROOM, ALICE, "/model gpt-5.4-mini")
         await gw.text_where(lambda text: text == "Model: gpt-5.4-mini, from the next turn.")
         await gw.memory.say(ROOM, ALICE, "second")
         await gw.text_where(lambda text: "Two." in text)
         assert fake_model.model_requests()[-1].body["model"] == "gpt-5.4-mini"
+
+
+async def test_mode_sets_the_acp_session_mode_tightening_at_once_loosening_by_an_approver(
+    codex_acp_bin: str, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    # codex-acp 0.16 offers its modes where the configured policy is one of theirs
+    # (on-request), none under "untrusted" (acp_home)
+    with make_codex_home(fake_model.base_url) as home:
+        await _modes_of_codex_acp(codex_acp_bin, home, fake_model, tmp_path)
+
+
+async def _modes_of_codex_acp(
+    codex_acp_bin: str, home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((message("One."),), (message("Two."),), (message("Three."),))
+    config = acp_config(codex_acp_bin, home, tmp_path / "data")
+    demo = config.projects["demo"]
+    # codex-acp 0.16 offers read-only, auto (its default) and full-access: written tightest
+    # first, as the project orders them; "sideways" is not among its modes
+    modes = ("read-only", "auto", "full-access", "sideways")
+    options = demo.agent_options.model_copy(update={"allowed_modes": modes})
+    config = config.model_copy(
+        update={"projects": {"demo": demo.model_copy(update={"agent_options": options})}}
+    )
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        assert "`sandbox_mode` is `workspace-write`" in json.dumps(fake_model.requests[-1].body)
+        await gw.memory.say(ROOM, ALICE, "/mode sideways")
+        await gw.text_where(lambda text: text.startswith("acp does not offer the mode sideways"))
+        await gw.memory.say(ROOM, ALICE, "/mode read-only")
+        await gw.text_where(lambda text: text == "Mode: read-only, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: text == "⚙ The agent now runs in mode read-only.")
+        await gw.text_where(lambda text: "Two." in text)
+        assert "`sandbox_mode` is `read-only`" in json.dumps(fake_model.requests[-1].body)
+
+        await gw.memory.say(ROOM, ALICE, "/mode full-access")
+        await gw.text_where(lambda text: "needs an approver of this project: request" in text)
+        shown = await gw.card_where(lambda card: "Loosen the permission mode" in card.title)
+        assert shown.card is not None and "read-only → full-access" in shown.card.title
+        ack = await gw.memory.click(ROOM, ALICE, shown.card.actions[0].token)
+        assert ack.accepted, ack.text
+        await gw.memory.say(ROOM, ALICE, "third")
+        await gw.text_where(lambda text: text == "⚙ The agent now runs in mode full-access.")
+        await gw.text_where(lambda text: "Three." in text)
+        told = json.dumps(fake_model.requests[-1].body)
+        assert "`sandbox_mode` is `danger-full-access`" in told
+        await gw.memory.say(ROOM, ALICE, "/status")
+        status = await gw.text_where(lambda text: text.startswith("Session "))
+        assert "Mode: permission mode full-access" in status
+        assert "Policy in force: mode = full-access" in status

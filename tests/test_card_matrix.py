@@ -200,6 +200,22 @@ def test_each_fact_is_said_once(sample: Sample, platform: str) -> None:
         assert face.count(command) - inside <= 1, drawn.text
 
 
+@pytest.mark.parametrize(("sample", "platform"), CASES)
+def test_a_named_sessions_card_says_its_name_once(sample: Sample, platform: str) -> None:
+    """The session's /name is the card's first fact (issue 31), said once; the rest of the
+    card is as it was (every other fact still once)."""
+    name = "release notes for v2"
+    drawn = draw(pending(sample.request), platform, session_name=name)
+    face = _squash(drawn.text)
+    assert face.count(_squash(name)) == 1, drawn.text
+    assert "Session" in drawn.text
+    plain = draw(pending(sample.request), platform)
+    assert plain.labels == drawn.labels
+    assert _squash(name) not in _squash(plain.text)
+    if platform == "slack":  # a phone's banner shows no fact: the name heads it
+        assert drawn.payload["text"].startswith(f"{name} · ")
+
+
 @pytest.mark.parametrize("platform", ["telegram", "slack", "discord", "console"])
 def test_a_questions_refusal_is_its_last_button(platform: str) -> None:
     """Dismiss ends the turn: it is last, after the options and "Other…", away from where a

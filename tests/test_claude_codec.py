@@ -24,6 +24,7 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    ModelsOffered,
     PolicyChanged,
     Prompt,
     Respond,
@@ -502,3 +503,26 @@ def test_a_chosen_permission_mode_is_set_before_the_message_and_its_answer_is_in
     [warning] = codec.feed(answer(change["request_id"], error="not now"))
     assert isinstance(warning, Warning) and "not now" in warning.message
     assert codec.state is CodecState.READY and codec.policy == {"permission_mode": "plan"}
+
+
+def test_the_models_of_the_initialize_answer_are_offered_by_every_name_set_model_takes() -> None:
+    codec = ClaudeCodeCodec(ClaudeLaunch(session_id=SESSION))
+    codec.start()
+    models = [
+        {"value": "default", "resolvedModel": "claude-opus-4-8[1m]"},
+        {"value": "haiku", "resolvedModel": "claude-haiku-4-5-20251001"},
+        "not a model",
+    ]
+    codec.feed(answer("gw-1", {"models": models}))
+    started, offered = codec.feed(answer("gw-2", {"mode": "default"}))
+    assert isinstance(started, SessionStarted)
+    assert offered == ModelsOffered(
+        models=(
+            "default",
+            "claude-opus-4-8[1m]",
+            "claude-opus-4-8",
+            "haiku",
+            "claude-haiku-4-5-20251001",
+            "claude-haiku-4-5",
+        )
+    )

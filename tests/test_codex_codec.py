@@ -24,7 +24,10 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    ModelsOffered,
+    NameSession,
     Prompt,
+    SessionNamed,
     SessionStarted,
     TextDelta,
     ToolActivity,
@@ -548,3 +551,55 @@ def test_no_plan_card_for_a_turn_that_did_not_complete() -> None:
     turn = {"id": TURN, "status": "interrupted", "items": []}
     [ended] = session.feed({"method": "turn/completed", "params": {"turn": turn}})
     assert isinstance(ended, TurnCompleted)
+
+
+# --- issue 31: the models Codex offers, and the thread's name ------------------------------
+
+
+def test_under_codex_s_own_provider_model_list_is_asked_and_each_page_read() -> None:
+    session = Session()
+    session.feed({"id": 1, "result": {"userAgent": USER_AGENT}})
+    session.sent()
+    started = session.feed(thread_result(modelProvider="openai", thread={"id": THREAD}))
+    assert [type(e) for e in started] == [SessionStarted]
+    [listing] = session.sent()
+    assert listing["method"] == "model/list" and listing["params"] == {"includeHidden": True}
+    page = {"data": [{"id": "gpt-5.5", "model": "gpt-5.5"}], "nextCursor": "2"}
+    assert session.feed({"id": listing["id"], "result": page}) == []
+    [second] = session.sent()
+    assert second["params"] == {"includeHidden": True, "cursor": "2"}
+    last = {"data": [{"id": "gpt-6-sol", "model": "gpt-6-sol", "hidden": True}]}
+    assert session.feed({"id": second["id"], "result": last}) == [
+        ModelsOffered(models=("gpt-5.5", "gpt-6-sol"))
+    ]
+
+
+def test_under_another_provider_model_list_is_not_asked() -> None:
+    # FACTS-session-features.md: it would list Codex's presets, not the provider's models
+    session = Session()
+    session.feed({"id": 1, "result": {"userAgent": USER_AGENT}})
+    session.sent()
+    session.feed(thread_result(modelProvider="mock"))
+    assert session.sent() == []
+
+
+def test_a_refused_model_list_leaves_the_models_unknown_and_says_nothing() -> None:
+    session = Session()
+    session.feed({"id": 1, "result": {"userAgent": USER_AGENT}})
+    session.sent()
+    session.feed(thread_result(modelProvider="openai"))
+    [listing] = session.sent()
+    refused = {"id": listing["id"], "error": {"code": -32601, "message": "no"}}
+    assert session.feed(refused) == []
+
+
+def test_the_thread_s_name_is_said_at_start_and_a_name_set_is_acknowledged() -> None:
+    session = Session(resume_thread_id=THREAD)
+    session.feed({"id": 1, "result": {"userAgent": USER_AGENT}})
+    session.sent()
+    [started] = session.feed(thread_result(thread={"id": THREAD, "name": "birds"}))
+    assert isinstance(started, SessionStarted) and started.native_name == "birds"
+    assert session.codec.capabilities.names_sessions
+    [named] = session.send(NameSession(name="herons"))
+    assert named["params"] == {"threadId": THREAD, "name": "herons"}
+    assert session.feed({"id": named["id"], "result": {}}) == [SessionNamed(name="herons")]

@@ -168,6 +168,41 @@ async def test_a_model_picked_with_model_names_the_next_request(
         assert fake_anthropic.model_requests()[-1].body["model"] == "claude-haiku-4-5"
 
 
+async def test_a_model_claude_does_not_offer_is_refused_and_changes_nothing(
+    claude_bin: str, claude_home: ClaudeHome, fake_anthropic: fm.FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_anthropic.enqueue([fm.text("One.")], [fm.text("Two.")], [fm.text("Three.")])
+    config = claude_config(claude_bin, claude_home, tmp_path / "d")
+    notes = config.projects["notes"]
+    listed = ("claude-haiku-4-5", "sonnet", "gpt-5.5")
+    options = notes.agent_options.model_copy(update={"models": listed})
+    config = config.model_copy(
+        update={"projects": {"notes": notes.model_copy(update={"agent_options": options})}}
+    )
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "first")
+        await gw.text_where(lambda text: "One." in text)
+        first = fake_anthropic.model_requests()[-1].body["model"]
+        # the models of Claude's initialize answer: an alias, a model without its snapshot date
+        await gw.memory.say(ROOM, ALICE, "/model gpt-5.5")
+        refused = await gw.text_where(lambda text: "does not offer gpt-5.5" in text)
+        assert refused.startswith("claude-code does not offer gpt-5.5")
+        assert refused.endswith("nothing changed. Model: the agent's own default.")
+        await gw.memory.say(ROOM, ALICE, "/model")
+        card = (await gw.card_where(lambda card: card.title.startswith("Model: "))).card
+        assert card is not None
+        assert [action.label for action in card.actions] == ["claude-haiku-4-5", "sonnet"]
+        assert "Not offered by claude-code: gpt-5.5" in str(card.blocks)
+        await gw.memory.say(ROOM, ALICE, "second")
+        await gw.text_where(lambda text: "Two." in text)
+        assert fake_anthropic.model_requests()[-1].body["model"] == first
+        await gw.memory.say(ROOM, ALICE, "/model sonnet")
+        await gw.text_where(lambda text: text == "Model: sonnet, from the next turn.")
+        await gw.memory.say(ROOM, ALICE, "third")
+        await gw.text_where(lambda text: "Three." in text)
+        assert fake_anthropic.model_requests()[-1].body["model"] != first
+
+
 async def test_mode_tightens_at_once_and_loosens_only_by_an_approver_s_click(
     claude_bin: str, claude_home: ClaudeHome, fake_anthropic: fm.FakeAnthropic, tmp_path: Path
 ) -> None:

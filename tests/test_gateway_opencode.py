@@ -401,7 +401,8 @@ async def test_a_model_picked_with_model_is_the_next_prompt_s(
     fake_chat.enqueue([fc.text("One.")], [fc.text("Two.")])
     config = opencode_config(opencode_bin, opencode_home, tmp_path / "d")
     notes = config.projects["notes"]
-    options = notes.agent_options.model_copy(update={"models": (f"fake/{SECOND_MODEL}",)})
+    listed = (f"fake/{SECOND_MODEL}", "fake/absent")  # the second: not in opencode.json
+    options = notes.agent_options.model_copy(update={"models": listed})
     config = config.model_copy(
         update={"projects": {"notes": notes.model_copy(update={"agent_options": options})}}
     )
@@ -409,6 +410,9 @@ async def test_a_model_picked_with_model_is_the_next_prompt_s(
         await gw.memory.say(ROOM, ALICE, "first")
         await gw.text_where(lambda text: "One." in text)
         assert fake_chat.model_requests()[-1].body["model"] == fc.MODEL
+        # checked against the models of its /config/providers
+        await gw.memory.say(ROOM, ALICE, "/model fake/absent")
+        await gw.text_where(lambda text: text.startswith("opencode does not offer fake/absent"))
         await gw.memory.say(ROOM, ALICE, f"/model fake/{SECOND_MODEL}")
         await gw.text_where(lambda text: text == f"Model: fake/{SECOND_MODEL}, from the next turn.")
         await gw.memory.say(ROOM, ALICE, "second")

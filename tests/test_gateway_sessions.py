@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.cards import FieldsBlock
 from gateway.config.model import Config, ExpiryPolicy, SessionScope
 from gateway.domain import Actor, AgentKind, ConversationRef
 from tests.gateway_flows import session_of
@@ -61,6 +62,18 @@ async def test_name_names_the_session_and_status_shows_it(tmp_path: Path) -> Non
         assert await reply_to(gw, "/name") == (
             "This session is named “release notes”. /name TEXT renames it."
         )
+
+
+async def test_a_named_sessions_cards_say_its_name(tmp_path: Path) -> None:
+    async with scripted_gateway(scripted_config(tmp_path, fast=NEVER)) as (gw, _):
+        await answered(gw, "hello")
+        await reply_to(gw, "/name birds")
+        await gw.memory.say(ROOM, ALICE, "approve")
+        shown = await gw.card_where(lambda card: card.title == "Run ls?")
+        assert shown.card is not None
+        assert str(shown.card.blocks).count("birds") == 1
+        first = shown.card.blocks[0]
+        assert isinstance(first, FieldsBlock) and first.fields == (("Session", "birds"),)
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ from gateway.domain import Answer, Decision, Resolution, Scope, TurnStatus
 from gateway.errors import CodecUsageError
 from gateway.events import (
     AgentMessage,
+    Compact,
     InteractionClosed,
     InteractionOpened,
     Interrupt,
@@ -352,3 +353,39 @@ def test_a_refused_tool_is_denied_and_a_turn_that_stops_there_says_why(goes_on: 
         assert turn == TurnCompleted(status=TurnStatus.COMPLETED)
     else:
         assert turn == TurnCompleted(status=TurnStatus.INTERRUPTED, error=ENDED_AT_REFUSAL)
+
+
+# --- /compact (issue 31) ----------------------------------------------------------------
+
+
+def test_compact_summarizes_with_the_session_s_model_and_ends_when_compacted() -> None:
+    codec = started()
+    user = {"id": "msg_u", "role": "user", "model": {"providerID": "fake", "modelID": "m1"}}
+    codec.feed_event(event("message.updated", info=user))
+    [request], [_] = codec.request_for(Compact())
+    assert (request.path, request.body) == (
+        f"/session/{SID}/summarize",
+        {"providerID": "fake", "modelID": "m1"},
+    )
+    assert request.waits_for_work and codec.turn_running
+    codec.feed_event(event("message.updated", info={"id": "msg_c", "role": "user"}))
+    codec.feed_event(role("msg_s", "assistant"))
+    part = {"id": "prt_s", "messageID": "msg_s", "type": "text", "text": "The summary."}
+    part["time"] = {"end": 1}
+    assert codec.feed_event(event("message.part.updated", part=part)) == []  # no reply
+    assert codec.feed_event(event("session.compacted")) == []
+    assert codec.feed_event(event("session.idle")) == [TurnCompleted(status=TurnStatus.COMPLETED)]
+
+
+def test_compact_with_a_chosen_model_and_without_any_known() -> None:
+    codec = started()
+    [request], _ = codec.request_for(Compact(model="fake/second"))
+    assert request.body == {"providerID": "fake", "modelID": "second"}
+    assert codec.feed_event(event("message.updated", info={"id": "msg_c", "role": "user"})) == []
+    [ended] = codec.feed_event(event("session.idle"))  # idle, but never said it compacted
+    assert isinstance(ended, TurnCompleted) and ended.status is TurnStatus.FAILED
+    fresh = started()
+    requests, [_, failed] = fresh.request_for(Compact())
+    assert requests == [] and not fresh.turn_running
+    assert isinstance(failed, TurnCompleted) and failed.status is TurnStatus.FAILED
+    assert "send a message first" in (failed.error or "")

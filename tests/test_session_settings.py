@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.cards import ButtonStyle
 from gateway.config.model import AgentOptions, ApprovalPolicy, ProjectConfig, SandboxMode
 from gateway.domain import (
     Actor,
@@ -27,6 +28,17 @@ from gateway.interactions.setting_change import (
     accepted,
     change_of,
     setting_request,
+)
+from gateway.session_record import SessionRecord
+from gateway.sessions.model_buttons import (
+    NOT_ALLOWED,
+    NOT_VALID,
+    STALE,
+    click_refusal,
+    is_model_token,
+    model_card,
+    parse_model_token,
+    verify_model_token,
 )
 from gateway.sessions.permission_modes import choose_mode
 from gateway.sessions.session_settings import choose_model
@@ -74,6 +86,76 @@ def test_a_name_not_listed_changes_nothing_and_is_echoed_short_and_printable() -
 def test_the_model_in_use_is_not_chosen_again() -> None:
     assert choose_model(LISTED, None, "gpt-5.5").chosen is None
     assert choose_model(LISTED, "gpt-5.4-mini", "gpt-5.4-mini").chosen is None
+
+
+def test_a_model_the_agent_does_not_offer_changes_nothing_and_is_marked_in_the_list() -> None:
+    offered = ("GPT-5.5", "gpt-6-sol")  # what the agent said, in any case
+    refused = choose_model(LISTED, None, "gpt-5.4-mini", offered=offered)
+    assert refused.chosen is None
+    assert refused.text == (
+        "codex-app-server does not offer gpt-5.4-mini (it said which models it offers as it "
+        "started); nothing changed. Model: gpt-5.5 (the project's)."
+    )
+    listing = choose_model(LISTED, None, "", offered=offered).text.splitlines()
+    assert listing[-2:] == [
+        "  · /model gpt-5.5",
+        "  · /model gpt-5.4-mini (not offered by codex-app-server)",
+    ]
+    # an agent that never said: the project's list is trusted
+    assert choose_model(LISTED, None, "gpt-5.4-mini", offered=None).chosen == "gpt-5.4-mini"
+
+
+KEY = b"k" * 32
+
+
+def test_model_buttons_mark_the_model_in_force_and_leave_out_what_the_agent_lacks() -> None:
+    models = ("gpt-5.5", "gpt-5.4-mini", "gpt-9")
+    card = model_card(
+        KEY,
+        "sess123456",
+        models,
+        title="Model: gpt-5.5",
+        now="gpt-5.5",
+        offered=("gpt-5.5", "gpt-5.4-mini"),
+        agent="codex-app-server",
+    )
+    assert [(a.label, a.style) for a in card.actions] == [
+        ("✓ gpt-5.5", ButtonStyle.PRIMARY),
+        ("gpt-5.4-mini", ButtonStyle.DEFAULT),
+    ]
+    assert "Not offered by codex-app-server: gpt-9" in str(card.blocks)
+    token = card.actions[1].token
+    assert len(token.encode()) <= 64 and is_model_token(token)
+    clicked = parse_model_token(token)
+    assert clicked is not None
+    assert verify_model_token(KEY, clicked, models) == "gpt-5.4-mini"
+    # the list changed in the config since: that place names another model now
+    assert verify_model_token(KEY, clicked, ("gpt-5.5", "o3")) is None
+    assert verify_model_token(b"x" * 32, clicked, models) is None  # another gateway's key
+    assert parse_model_token(token + "x") is None
+
+
+def test_a_model_click_is_checked_for_its_token_then_who_then_whether_the_list_is_current() -> None:
+    mine = SessionRecord(
+        id="s1",
+        project="demo",
+        agent_kind=AgentKind.CODEX_APP_SERVER,
+        native_session_id=None,
+        created_at=WHEN,
+        current_epoch=1,
+        closed_at=None,
+        close_reason=None,
+        queue_paused=False,
+        queue_pause_reason=None,
+    )
+    other = replace(mine, id="s2")
+    assert click_refusal(model=None, session=mine, here=mine, may=True) == NOT_VALID
+    assert click_refusal(model="m", session=mine, here=mine, may=False) == NOT_ALLOWED
+    assert click_refusal(model="m", session=mine, here=other, may=True) == STALE
+    assert click_refusal(model="m", session=mine, here=None, may=True) == STALE
+    closed = replace(mine, closed_at=WHEN)
+    assert click_refusal(model="m", session=mine, here=closed, may=True) == STALE
+    assert click_refusal(model="m", session=mine, here=mine, may=True) is None
 
 
 @pytest.mark.parametrize("args", ["", "gpt-5.4-mini"])
@@ -233,7 +315,7 @@ def test_a_setting_change_card_names_what_it_applies_and_what_it_keeps() -> None
         ("claude-code", '["plan", "read-only"]', '"read-only" is no mode of claude-code'),
         ("codex-app-server", '["read-only", "plan"]', '"plan" is no mode of codex-app-server'),
         ("claude-code", '["plan", "dontAsk"]', '"dontAsk" is neither tighter nor looser'),
-        ("opencode", '["plan"]', "allowed_modes: does not apply to agent opencode"),
+        ("codex-exec", '["read-only"]', "allowed_modes: does not apply to agent codex-exec"),
     ],
 )
 def test_allowed_modes_are_the_agent_s_own(agent: str, modes: str, refusal: str) -> None:
@@ -250,3 +332,50 @@ allow_from = ["*"]
 """
     with pytest.raises(ConfigError, match=refusal):
         parse_config(text, env={})
+
+
+def _own_modes_project(agent: AgentKind) -> ProjectConfig:
+    return ProjectConfig(
+        work_dir=Path("/work"),
+        agent=agent,
+        agent_options=AgentOptions(allowed_modes=("read-only", "auto", "full-access")),
+    )
+
+
+def test_an_acp_agents_modes_are_its_own_ordered_by_the_project_and_checked_against_it() -> None:
+    acp = _own_modes_project(AgentKind.ACP)
+    offered = ("read-only", "auto")
+    unsaid = choose_mode(acp, ChosenSettings(), "read-only")
+    assert unsaid.setting is None and "has not said which modes it offers" in unsaid.text
+    lacking = choose_mode(acp, ChosenSettings(), "full-access", agent_modes=offered)
+    assert lacking.setting is None
+    assert lacking.text.startswith("acp does not offer the mode full-access; nothing changed.")
+    tighter = choose_mode(
+        acp, ChosenSettings(), "read-only", agent_modes=offered, agent_mode="auto"
+    )
+    assert (tighter.setting, tighter.value, tighter.loosens) == (
+        "permission_mode",
+        "read-only",
+        False,
+    )
+    looser = choose_mode(
+        acp, ChosenSettings(permission_mode="read-only"), "auto", agent_modes=offered
+    )
+    assert looser.loosens and looser.before == "read-only"
+    # a mode in force the project's order does not place is left only by an approver
+    unplaced = choose_mode(acp, ChosenSettings(), "read-only", agent_modes=offered, agent_mode="x")
+    assert unplaced.loosens
+
+
+def test_opencodes_agents_are_its_modes_without_a_list_of_them() -> None:
+    opencode = _own_modes_project(AgentKind.OPENCODE)
+    choice = choose_mode(opencode, ChosenSettings(), "read-only", agent_mode="auto")
+    assert (choice.value, choice.loosens) == ("read-only", False)
+    listing = choose_mode(opencode, ChosenSettings(), "", agent_mode="auto").text.splitlines()
+    assert listing == [
+        "Mode: permission mode auto",
+        "Choose one of:",
+        "  · /mode read-only",
+        "  · /mode auto (in force)",
+        "  · /mode full-access (asks an approver)",
+    ]

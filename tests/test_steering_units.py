@@ -167,10 +167,11 @@ def test_the_button_is_its_authors_once_and_its_token_is_signed() -> None:
     assert click_refusal(_prompt(held=True), clicker=ALICE, where=ROOM) == NOT_QUEUED
 
 
-def test_compact_is_offered_by_codex_and_claude_code_only_and_its_end_is_said() -> None:
+def test_compact_is_offered_by_codex_claude_code_and_opencode_and_its_end_is_said() -> None:
     assert compaction_offered(AgentKind.CODEX_APP_SERVER) is None
     assert compaction_offered(AgentKind.CLAUDE_CODE) is None
-    for other in (AgentKind.CODEX_EXEC, AgentKind.OPENCODE, AgentKind.ACP):
+    assert compaction_offered(AgentKind.OPENCODE) is None
+    for other in (AgentKind.CODEX_EXEC, AgentKind.ACP):
         said = compaction_offered(other)
         assert said is not None and said.startswith("/compact is not offered by this agent")
     assert ended_words(TurnStatus.COMPLETED, None).startswith("🗜 Compacted")

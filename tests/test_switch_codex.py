@@ -59,16 +59,14 @@ async def test_switch_after_a_restart_continues_the_earlier_codex_thread(
         ]
         await exchange(gw, fake_model, "what was the codeword?", "It was pelican.")
         assert (await session_of(gw)).id == birds.id
-    # Codex keeps the name of its thread (0.171: a line of $CODEX_HOME/session_index.jsonl),
-    # given at most once (not again at the start after the restart). Not asserted that it
-    # was given: thread/name/set is written and not waited for, and "/new" right after may
-    # end the agent before it wrote the line (docs/decisions.md, issue 31)
+    # Codex keeps the name of its thread (0.171: a line of $CODEX_HOME/session_index.jsonl):
+    # /name waited for its answer, so the "/new" right after ended an agent that had it; and
+    # it was not given again at the start after the restart (thread/resume says the name)
     index_file = codex_home.home / "session_index.jsonl"
-    index = index_file.read_text(encoding="utf-8").splitlines() if index_file.exists() else []
-    assert [(json.loads(line)["id"], json.loads(line)["thread_name"]) for line in index] in (
-        [],
-        [(birds.native_session_id, "birds")],
-    )
+    index = index_file.read_text(encoding="utf-8").splitlines()
+    assert [(json.loads(line)["id"], json.loads(line)["thread_name"]) for line in index] == [
+        (birds.native_session_id, "birds")
+    ]
     last = fake_model.model_requests()[-1].user_texts()
     assert any("remember the codeword pelican" in text for text in last)
     assert any("what was the codeword?" in text for text in last)
@@ -99,3 +97,22 @@ async def test_a_session_whose_thread_codex_no_longer_has_is_gone_and_a_new_one_
     last = fake_model.model_requests()[-1].user_texts()
     assert any("let us start again" in text for text in last)
     assert not any("pelican" in text or "codeword" in text for text in last)
+
+
+async def test_a_name_codex_was_not_given_is_given_at_its_next_start_once(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data")
+    async with running_gateway(config) as gw:
+        await exchange(gw, fake_model, "remember the codeword heron", "Noted: heron.")
+        thread = (await session_of(gw)).native_session_id
+    async with running_gateway(config) as gw:  # no agent runs until the next message
+        assert (await reply_to(gw, "/name herons")).startswith("This session is now named")
+        await exchange(gw, fake_model, "and now?", "Still heron.")
+        await exchange(gw, fake_model, "and again?", "Heron.")
+    async with running_gateway(config) as gw:  # Codex has the name: not given again
+        await exchange(gw, fake_model, "once more?", "Heron, still.")
+    index = (codex_home.home / "session_index.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [(json.loads(line)["id"], json.loads(line)["thread_name"]) for line in index] == [
+        (thread, "herons")
+    ]

@@ -181,8 +181,9 @@ _OPENCODE_ONLY = frozenset({"url", "password_file"})  # an OpenCode server the g
 # app-server's turn/start, Claude Code's set_model, OpenCode's prompt, an ACP agent's model
 # config option), see docs/decisions.md
 _NO_MODEL_CHOICE = frozenset({"models"})
-# issue 31: the permission modes /mode may set: Codex app-server (turn/start) and Claude
-# Code (set_permission_mode)
+# issue 31: the permission modes /mode may set: Codex app-server (turn/start), Claude Code
+# (set_permission_mode), an ACP agent's session modes (session/set_mode) and OpenCode's
+# agents (the prompt's agent)
 _NO_MODE_CHOICE = frozenset({"allowed_modes"})
 # the agent options each kind does not take (ACP's session/new has no policy or model)
 _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
@@ -193,10 +194,10 @@ _NOT_FOR: Mapping[AgentKind, frozenset[str]] = {
     | _NO_MODEL_CHOICE
     | _NO_MODE_CHOICE,
     AgentKind.CLAUDE_CODE: _CODEX_ONLY | _OPENCODE_ONLY,
-    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"} | _NO_MODE_CHOICE,
+    AgentKind.ACP: _CODEX_ONLY | _CLAUDE_ONLY | _OPENCODE_ONLY | {"model"},
     # OpenCode: its model and provider are its own config; the session's rules ask for every
     # tool, so no Codex or Claude option means anything to it
-    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"} | _NO_MODE_CHOICE,
+    AgentKind.OPENCODE: _CODEX_ONLY | _CLAUDE_ONLY | {"model"},
 }
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -313,9 +314,16 @@ class AgentOptions(_Model):
     model: NonEmpty | None = None
     # issue 31: the models a person may pick with /model (empty: /model changes nothing)
     models: tuple[NonEmpty, ...] = ()
-    # issue 31: the approval policies and sandboxes (Codex app-server), or the permission
-    # modes (Claude Code), a person may set with /mode; a looser one waits for an approver
-    allowed_modes: tuple[ApprovalPolicy | SandboxMode | PermissionMode, ...] = ()
+    # issue 31: the approval policies and sandboxes (Codex app-server), the permission modes
+    # (Claude Code), or the agent's own mode ids (ACP session modes, OpenCode agents; written
+    # tightest first) a person may set with /mode; a looser one waits for an approver
+    allowed_modes: tuple[
+        Annotated[
+            ApprovalPolicy | SandboxMode | PermissionMode | NonEmpty,
+            Field(union_mode="left_to_right"),
+        ],
+        ...,
+    ] = ()
     approval_policy: ApprovalPolicy = ApprovalPolicy.ON_REQUEST
     sandbox: SandboxMode = SandboxMode.WORKSPACE_WRITE
     permission_mode: PermissionMode = PermissionMode.DEFAULT
@@ -626,9 +634,16 @@ def _agent_problems(where: Loc, project: ProjectConfig) -> list[tuple[Loc, str]]
                     "the project sets allow_dangerous = true",
                 )
             )
-    for value in options.allowed_modes:
-        codex_mode = isinstance(value, ApprovalPolicy | SandboxMode)
-        if codex_mode != (project.agent is AgentKind.CODEX_APP_SERVER):
+    # an ACP agent's or OpenCode's modes are its own ids: checked against what the agent
+    # offers when /mode is given, ordered as the project writes them
+    own_modes = project.agent in (AgentKind.ACP, AgentKind.OPENCODE)
+    for value in () if own_modes else options.allowed_modes:
+        known = (
+            isinstance(value, ApprovalPolicy | SandboxMode)
+            if project.agent is AgentKind.CODEX_APP_SERVER
+            else isinstance(value, PermissionMode)
+        )
+        if not known:
             found.append(((*where, "allowed_modes"), f'"{value}" is no mode of {project.agent}'))
         elif value is PermissionMode.DONT_ASK:
             found.append(

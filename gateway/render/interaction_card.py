@@ -347,6 +347,7 @@ def render_interaction(
     private_surface: bool = True,
     private_places: tuple[str, ...] = (),
     approvals: int = 1,
+    session_name: str | None = None,
 ) -> Card:
     """The card for ``interaction`` as it stands now; pure.
 
@@ -356,7 +357,10 @@ def render_interaction(
     ``private_surface``, a request with a secret question gets no form at all (its answers
     are one decision, taken where the secret can be): the card names ``private_places``.
     ``approvals`` is how many people the request's rule asks to approve it: past one, the
-    content hash is on the card's face (gateway/render/tally_line.py).
+    content hash is on the card's face (gateway/render/tally_line.py). ``session_name``:
+    the session's ``/name``, the card's first fact ("Session: birds"), said once, so a card
+    says which session asks wherever it is shown (a channel a request escalated to, the
+    conversation of a session switched away from).
     """
     title = _clip(interaction.title, TITLE_MAX_CHARS)
     status = card_status(interaction, status_parts(interaction), approvals=approvals)
@@ -380,13 +384,20 @@ def render_interaction(
             submit_token=token_for("s"),
         )
     blocks = (
+        *_fields(("Session", session_name)),
         *_detail_blocks(interaction.detail, interaction.summary),
         *_answer_fields(interaction),
     )
     if pending and secret_here:  # the questions, read-only, and where to answer them
         asked = _fields(*((q.header or "Question", q.text) for q in interaction.questions))
         blocks = (*blocks, *asked, TextBlock(text=secret_elsewhere(private_places)))
-    base = Card(title=title, summary=interaction.summary, status=status, form=form)
+    base = Card(
+        title=title,
+        summary=interaction.summary,
+        status=status,
+        form=form,
+        session=session_name or "",
+    )
     blocks, attachments, attached = _fit(blocks, base, interaction.kind, text_max_chars)
     budget = text_max_chars - card_text_length(_with_blocks(base, list(blocks))) + len(base.summary)
     summary = _clip(interaction.summary, max(0, budget))
@@ -413,4 +424,5 @@ def render_interaction(
         status=status,
         attachments=attachments,
         content_hash=hashed,
+        session=session_name or "",
     )

@@ -141,6 +141,7 @@ class Broker:
         # shows the content hash on its face (gateway/render/tally_line.py)
         self._policy = policy
         self._projects: OrderedDict[str, str] = OrderedDict()  # session id: its project
+        self._names: OrderedDict[str, str | None] = OrderedDict()  # session id: its /name
         # the host whose cards this broker sends again (the owner edits its sessions' cards:
         # issue 19); None: every card of a ledger no other host shares
         self._host = host
@@ -564,15 +565,19 @@ class Broker:
         return self._policy.requirement(project, interaction).approvals
 
     async def _learn_project(self, session_id: str) -> None:
-        """Remember the session's project (it never changes), for :meth:`_approvals`."""
-        if self._policy is None or session_id in self._projects:
-            return
+        """Remember the session's project (it never changes), for :meth:`_approvals`, and
+        its name as it is now (``/name`` may change it), for the card's title."""
         session = await self._store.sessions.get(session_id)
         if session is None:
             return
         self._projects[session_id] = session.project
+        self._names[session_id] = session.name
+        self._projects.move_to_end(session_id)
+        self._names.move_to_end(session_id)
         while len(self._projects) > REFUSED_KEPT:
             self._projects.popitem(last=False)
+        while len(self._names) > REFUSED_KEPT:
+            self._names.popitem(last=False)
 
     def render(self, interaction: Interaction, platform: Platform) -> Card:
         """The card as ``platform`` shows it: its tokens, its card body limit, no field for
@@ -593,6 +598,7 @@ class Broker:
                 name for name, p in self._platforms.items() if p.limits.has_private_surface
             ),
             approvals=self._approvals(interaction),
+            session_name=self._names.get(interaction.session_id),
         )
         spelled = tuple(
             spell_commands(part, platform.spell_command) if isinstance(part, str) else part

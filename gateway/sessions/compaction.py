@@ -2,7 +2,8 @@
 
 Only an agent that compacts on request offers it (``Capabilities.compact``: Codex
 ``thread/compact/start``; Claude Code's own ``/compact`` command, which 2.1.197 takes as a
-stream-json user message); OpenCode, ACP and codex exec get "not offered by this agent". A
+stream-json user message; OpenCode's ``POST /session/{id}/summarize``); ACP and codex exec
+get "not offered by this agent". A
 compaction is a turn of its own in the session's runner: it runs before the next queued
 message (after the running turn, never into it), is recorded as a turn without a prompt,
 and is reported where it was asked when it ends.
@@ -17,7 +18,7 @@ __all__ = ["COMPACTING_WORDS", "Compaction", "compaction_offered", "ended_words"
 
 COMPACTING_WORDS = "🗜 Compacting the agent's context: it runs before your next message."
 # the agents whose adapter compacts on request (their Capabilities.compact)
-_COMPACTS = frozenset({AgentKind.CODEX_APP_SERVER, AgentKind.CLAUDE_CODE})
+_COMPACTS = frozenset({AgentKind.CODEX_APP_SERVER, AgentKind.CLAUDE_CODE, AgentKind.OPENCODE})
 
 
 def compaction_offered(agent: AgentKind) -> str | None:

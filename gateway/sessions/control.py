@@ -62,6 +62,7 @@ from gateway.sessions.broker import Broker
 from gateway.sessions.compaction import COMPACTING_WORDS, compaction_offered
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.grant_desk import GrantDesk
+from gateway.sessions.model_buttons import ModelButtons
 from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.routing import project_for, route_key
@@ -112,6 +113,7 @@ class SessionsHost(Protocol):
     broker: Broker
     desk: DecisionDesk
     steer_buttons: SteerButtons
+    button_key: bytes
     host_lease: LeaseHolder | None
     platform_problems: PlatformProblems
 
@@ -145,10 +147,22 @@ class Control:
         self._settings = SettingsDesk(
             gateway.config.projects, gateway.store, gateway.broker, gateway.existing_runner
         )
+        self.model_buttons = ModelButtons(
+            gateway.config,
+            gateway.store,
+            gateway.platforms,
+            self._settings,
+            gateway.button_key,
+            auth_platform=self._auth_platform,
+            reply=self._reply,
+            session_here=self._session_here,
+        )
 
     def reload(self, config: Config) -> None:
-        """Who may revoke, from a reloaded config (the rest reads the engine's config)."""
+        """Who may revoke and pick a model, from a reloaded config (the rest reads the
+        engine's config)."""
         self._grants.reload(config)
+        self.model_buttons.reload(config)
 
     # --- recovery -------------------------------------------------------------------------
 
@@ -393,6 +407,18 @@ class Control:
 
     def _auth_platform(self, platform: str) -> str:
         return self._gw.config.platforms.auth_platforms().get(platform, platform)
+
+    async def _session_here(
+        self, conversation: ConversationRef, project: str, actor: Actor
+    ) -> SessionRecord | None:
+        """The open session of ``project`` that ``actor``'s command in ``conversation``
+        reaches (a button of a command's card acts as typing it), or None."""
+        if (
+            project_for(self._gw.config, conversation, self._auth_platform(conversation.platform))
+            != project
+        ):
+            return None
+        return await self._session(conversation, project, actor, create=False)
 
     async def _session(
         self, conversation: ConversationRef, project: str, actor: Actor, *, create: bool
@@ -675,13 +701,22 @@ class Control:
         elif name is CommandName.COMPACT:
             await self._reply(conversation, self._compact(session, runner, conversation))
         elif name is CommandName.NAME:
-            await self._reply(conversation, await name_session(store, session, args, actor))
+            said = await name_session(store, session, args, actor)
             named = await store.sessions.get(session.id)
             if named is not None and named.name and named.name != session.name:
-                if self._gw.runs_here(named):  # the agent's own session is named too
-                    await self._gw.runner(named).name_agent_session(named.name)
+                # the agent's own session is named too, its answer awaited before the reply
+                # (a /new right after then ends an agent that has the name); an agent not
+                # running here is given the ledger's name at its next start
+                if runner is not None and self._gw.runs_here(named):
+                    await runner.name_agent_session(named.name)
+            await self._reply(conversation, said)
         elif name is CommandName.MODEL:
-            await self._reply(conversation, await self._settings.model(session, args, actor))
+            if not args.strip() and await self._model_card(session, conversation):
+                return
+            choice = await self._settings.choose_model(session, args, actor)
+            await self._reply(conversation, choice.text)
+            if choice.chosen is not None:  # a /model card on screen marks it too
+                await self.model_buttons.redraw(session)
         elif name is CommandName.MODE:
             await self._reply(conversation, await self._settings.mode(session, args, actor))
 
@@ -711,6 +746,15 @@ class Control:
             say=self._reply,
             link_of=self._link_of,
         )
+
+    async def _model_card(self, session: SessionRecord, conversation: ConversationRef) -> bool:
+        """``/model`` without a name: the project's models as buttons, where the platform
+        shows a card that is no request's; False where the typed answer is given instead
+        (no models listed, the console, a card the platform refused)."""
+        platform = self._gw.platforms.get(conversation.platform)
+        if platform is None or not platform.limits.loose_cards:
+            return False
+        return await self.model_buttons.show(session, platform, conversation)
 
     def _compact(
         self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef

@@ -46,6 +46,7 @@ from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.sessions.control import Control
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.form_ledger import SharedFormLedger
+from gateway.sessions.model_buttons import is_model_token
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.receivers import ReceiverLease
 from gateway.sessions.runner import SessionRunner
@@ -259,6 +260,7 @@ class Gateway:
             if self.ledger_host is not None
             else None
         )
+        self.button_key = key  # the buttons that are no request's (/model's list)
         self.steer_buttons = SteerButtons(
             self.store,
             self.platforms,
@@ -708,6 +710,8 @@ class Gateway:
             return Ack(text=self.fenced_text(), accepted=False)
         if is_steer_token(action.token):  # "Send into this turn now": not a decision
             return await self.steer_buttons.on_click(action)
+        if is_model_token(action.token):  # /model's list: the command, not a decision
+            return await self.control.model_buttons.on_click(action)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_action(action)

@@ -47,10 +47,13 @@ from gateway.events import (
     InteractionClosed,
     InteractionOpened,
     Interrupt,
+    ModelsOffered,
+    ModesOffered,
     NameSession,
     PolicyChanged,
     Prompt,
     Respond,
+    SessionNamed,
     SessionStarted,
     SteerRefused,
     SteerTaken,
@@ -131,6 +134,8 @@ EXPIRY_RECHECK_SECONDS = 60.0
 # queue holds at most its depth plus this one.
 PLAN_QUEUE_EXTRA = 1
 SWEEP_SECONDS = 30.0
+# how long /name waits for the agent to acknowledge the name (Codex answers at once)
+NAME_ANSWER_SECONDS = 5.0
 # How long the text before a card may hold the card up (Outbound.settle): a platform slower
 # than that shows its text after the card, rather than every platform getting the card late.
 SETTLE_SECONDS = 1.0
@@ -231,7 +236,14 @@ class SessionRunner:
         self._sweep_wanted = asyncio.Event()
         self._epoch_tasks: asyncio.TaskGroup | None = None
         self._closing = False
-        self._name_pending: str | None = None  # a /name given while no agent ran
+        # NameSession's answers awaited (/name), by the name asked
+        self._names_asked: dict[str, asyncio.Future[None]] = {}
+        # the models the agent said it offers (ModelsOffered), kept after it ends: /model is
+        # checked against them; None where it never said
+        self.models_offered: tuple[str, ...] | None = None
+        # the modes it said it offers (ModesOffered; None: not listed) and the one in force
+        self.modes_offered: tuple[str, ...] | None = None
+        self.mode_now: str | None = None
         self._exit_notice: str | None = None
         self.agent: RunningAgent | None = None
         self.epoch: int | None = None
@@ -504,8 +516,7 @@ class SessionRunner:
                 self.ended_idle.clear()
                 try:
                     await self._on_started(agent.started, epoch)
-                    named, self._name_pending = self._name_pending, None
-                    await self._name_agent_session(agent, named)
+                    await self._name_if_untold(agent)
                     async with asyncio.TaskGroup() as tasks:
                         self._epoch_tasks = tasks
                         tasks.create_task(self._consume(agent, epoch))
@@ -561,21 +572,40 @@ class SessionRunner:
                 "message tries again first."
             )
 
-    async def name_agent_session(self, name: str) -> None:
-        """``/name``: the agent names its own session too (Codex keeps thread names), now if
-        it runs, else once it starts (Codex keeps the name: it is not sent at every start)."""
+    async def name_agent_session(self, name: str) -> bool:
+        """``/name``: the agent names its own session too (Codex keeps thread names), if it
+        runs and keeps names; its answer is awaited (at most :data:`NAME_ANSWER_SECONDS`).
+        True when the agent acknowledged it. A name it did not take is given again at its
+        next start (:meth:`_name_if_untold`), where the agent says the name it has."""
         agent = self.agent
-        if agent is None:
-            self._name_pending = name
-            return
-        await self._name_agent_session(agent, name)
+        if agent is None or not agent.capabilities.names_sessions:
+            return False
+        answered = self._names_asked.setdefault(name, asyncio.get_running_loop().create_future())
+        try:
+            await agent.send(NameSession(name=name))
+            async with asyncio.timeout(NAME_ANSWER_SECONDS):
+                await asyncio.shield(answered)
+            return True
+        except (AgentError, TimeoutError) as exc:  # a name is a nicety: the session goes on
+            log.info("session %s: the agent did not take its name: %r", self.session_id, exc)
+            return False
+        finally:
+            if self._names_asked.get(name) is answered:
+                del self._names_asked[name]
 
-    async def _name_agent_session(self, agent: RunningAgent, name: str | None) -> None:
-        if name is None:
+    async def _name_if_untold(self, agent: RunningAgent) -> None:
+        """At the agent's start: the ledger's name, where the agent keeps names and has
+        another (a /name it never acknowledged, given while no agent ran, or the agent's
+        copy lost), is given to it; not awaited: the first turn need not wait for it."""
+        if not agent.capabilities.names_sessions:
+            return
+        session = await self._store.sessions.get(self.session_id)
+        name = session.name if session is not None else None
+        if name is None or name == agent.started.native_name:
             return
         try:
             await agent.send(NameSession(name=name))
-        except AgentError as exc:  # a name is a nicety: the session goes on without it
+        except AgentError as exc:
             log.info("session %s: the agent did not take its name: %s", self.session_id, exc)
 
     async def _native_session_gone(self, exc: NativeSessionGone) -> None:
@@ -674,7 +704,8 @@ class SessionRunner:
                 async with asyncio.TaskGroup() as turn_tasks:
                     saver = turn_tasks.create_task(self._keep_saving(turn, stream))
                     if prompt is None:
-                        await agent.send(Compact())
+                        chosen = await self._store.settings.of(self.session_id)
+                        await agent.send(Compact(model=chosen.model))
                     else:
                         await self._close_gateway_plans(prompt)
                         chosen = await self._store.settings.of(self.session_id)
@@ -978,6 +1009,14 @@ class SessionRunner:
             case Warning(message=message, code=code):
                 if code not in _QUIET_WARNINGS:
                     await self._notify(f"⚠ {message}")
+            case ModelsOffered(models=models):
+                self.models_offered = models
+            case ModesOffered(modes=modes, current=current):
+                self.modes_offered, self.mode_now = modes, current
+            case SessionNamed(name=name):
+                answered = self._names_asked.get(name)
+                if answered is not None and not answered.done():
+                    answered.set_result(None)
             case SteerTaken() | SteerRefused():
                 if await self._steering.on_answer(event):
                     self.kick()

@@ -76,6 +76,7 @@ CONSOLE_LIMITS = PlatformLimits(
     ack_deadline_seconds=10.0,
     min_edit_interval_seconds=0.25,
     has_private_surface=True,
+    loose_cards=False,  # its pages draw the ledger's requests, never a command's card
 )
 SHUTDOWN_SECONDS = 2.0
 

@@ -382,6 +382,8 @@ def _notification(card: Card, mention: str) -> str:
     whom ("Run a command: touch hello.txt · waiting for <@U1>"); for an edit (nobody is
     notified), what is asked and where it stands."""
     title = clip(card.title.strip() or "Request", HEADER_MAX)
+    if card.session:  # which session asks: a banner shows no fact
+        title = f"{clip(card.session, HEADER_MAX)} · {title}"
     asked = clip(_asked(card), ASKED_MAX)
     head = escape(f"{title}: {asked}" if asked else title)
     people = _MENTION.findall(mention)
