@@ -28,7 +28,9 @@ __all__ = [
     "SavedFile",
     "attachments_from_json",
     "attachments_to_json",
+    "files_in_prompt",
     "is_picture",
+    "pictures_named_notice",
     "sniff_media_type",
 ]
 
@@ -141,3 +143,40 @@ def attachments_from_json(text: str | None) -> tuple[InboundAttachment, ...]:
         )
     except (ValueError, TypeError, KeyError) as exc:
         raise StoreError(f"a prompt's attachments are unreadable: {exc}") from exc
+
+
+def _shown(name: str) -> str:
+    """A name as sent, on one line of the prompt (a name cannot add lines of its own)."""
+    return "".join(" " if ch.isspace() or not ch.isprintable() else ch for ch in name)
+
+
+def files_in_prompt(
+    text: str, files: tuple[SavedFile, ...], *, takes_pictures: bool
+) -> tuple[str, tuple[SavedFile, ...]]:
+    """The prompt for an agent given ``files`` with ``text``: the pictures it takes natively
+    (``takes_pictures``) go apart as images; every other file is named in the text, with its
+    saved path and its name as sent, for the agent to read with its own tools. Returns the
+    text and the images, in the order sent."""
+    images = tuple(f for f in files if takes_pictures and f.picture)
+    named = [f for f in files if f not in images]
+    if not named:
+        return text, images
+    lines = [
+        "Files sent with this message, saved in the work dir (read them with your tools):",
+        *(f"- {_shown(f.name)} ({f.media_type}, {f.size} bytes): {f.path}" for f in named),
+    ]
+    note = "\n".join(lines)
+    return (f"{text}\n\n{note}" if text.strip() else note), images
+
+
+def pictures_named_notice(files: tuple[SavedFile, ...], *, takes_pictures: bool) -> str | None:
+    """What the chat is told when a picture cannot go to the agent as a picture; None when
+    every picture went as one (or none came)."""
+    pictures = [f for f in files if f.picture and not takes_pictures]
+    if not pictures:
+        return None
+    names = ", ".join(_shown(f.name) for f in pictures)
+    return (
+        f"📎 {names}: this agent is not given pictures directly; saved in the work dir and "
+        "named in the message, for the agent to open."
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gateway.attachments import SavedFile
 from gateway.domain import Decision, InteractionRequest, Resolution, TurnStatus
 
 __all__ = [
@@ -53,6 +54,9 @@ class Capabilities:
     steer: bool = False
     # the agent compacts its own context on request (Codex thread/compact/start)
     compact: bool = False
+    # pictures sent in chat go to it as images (Prompt.images: Codex localImage, Claude image
+    # blocks); without it they are saved and named in the prompt's text like any file
+    pictures: bool = False
 
 
 # --- events --------------------------------------------------------------------------------
@@ -219,6 +223,10 @@ class Prompt:
     approval_policy: str | None = None
     sandbox: str | None = None
     permission_mode: str | None = None  # Claude Code's, by set_permission_mode
+    # issue 32: pictures sent with the prompt, saved in the session's inbox, for an agent
+    # whose capabilities say ``pictures`` (the only ones given any); every other file sent
+    # is named in ``text`` (gateway.attachments.files_in_prompt)
+    images: tuple[SavedFile, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -13,7 +13,7 @@ button carries an action token (gateway/action_tokens.py), nothing else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -235,7 +235,7 @@ class FetchesFiles(Protocol):
     file) raises :class:`PlatformError` and is told. A platform never logs or raises a URL
     that holds its bot token."""
 
-    def fetch_file(self, attachment: InboundAttachment) -> AsyncIterator[bytes]: ...
+    def fetch_file(self, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]: ...
 
 
 @runtime_checkable

@@ -527,6 +527,8 @@ class Control:
         runner = self._gw.existing_runner(session.id)
         if prompt is None or ahead or runner is None or not runner.can_steer:
             return
+        if prompt.attachments:  # files go with a turn of their own (fetched when it starts)
+            return
         if self._gw.owner_elsewhere(session) is not None:
             return
         if self._gw.config.projects[project].busy_input is not BusyInput.STEER:

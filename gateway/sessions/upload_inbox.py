@@ -123,6 +123,15 @@ class UploadInbox:
                     os.unlink(partial, dir_fd=inbox)
         return SavedFile(path=self.path / final, name=name, media_type=media_type, size=size)
 
+    def discard(self, saved: SavedFile) -> None:
+        """Remove a file this inbox saved (the rest of its prompt was refused), by its name
+        in the inbox reached as for a save; a file gone or an inbox no longer reachable
+        without a link is left alone."""
+        if saved.path.parent != self.path:
+            return
+        with contextlib.suppress(FileRefused, OSError), self._opened() as inbox:
+            os.unlink(saved.path.name, dir_fd=inbox)
+
     async def _write(
         self,
         fd: int,

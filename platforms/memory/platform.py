@@ -31,7 +31,7 @@ import asyncio
 import itertools
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -217,7 +217,7 @@ class MemoryPlatform:
         self.files[reference] = content
         return InboundAttachment(name=name, reference=reference, size=len(content))
 
-    async def fetch_file(self, attachment: InboundAttachment) -> AsyncIterator[bytes]:
+    async def fetch_file(self, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]:
         """The file in chunks of :attr:`chunk_bytes`; while :attr:`fetch_cuts` is above zero a
         fetch is cut after its first chunk (one cut less each time), as a connection is."""
         self.fetched.append(attachment.reference)

@@ -121,6 +121,7 @@ class ConsoleDriver(Driver):
         Case.STORM: "served by the gateway's own process: nothing answers 429",
         Case.OUTAGE: "served by the gateway's own process: no connection to lose",
         Case.DELETED: "the page shows the gateway's own record: nobody deletes a message",
+        Case.FILES_IN: "the console's file picker: not yet (issue 32, step 6)",
     }
 
     def __init__(self, tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from platforms.registry import parse_config
 from tests.platform_contract.contract import (
     DEADLINE,
     Button,
+    Case,
     Driver,
     FormAnswers,
     Seen,
@@ -51,6 +52,7 @@ class DiscordDriver(Driver):
     name = "discord"
     accounts = {"alice": f"discord:{ALICE.id}", "carol": f"discord:{CAROL.id}"}
     channel_name = f"discord:#{ESCALATIONS}"
+    not_applicable = {Case.FILES_IN: "Discord's attachments: not yet (issue 32, step 6)"}
 
     def __init__(self, tmp_path: Path, fake: FakeDiscord) -> None:
         self.limits = DISCORD_LIMITS

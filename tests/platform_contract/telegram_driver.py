@@ -17,6 +17,7 @@ from platforms.telegram.platform import TELEGRAM_LIMITS
 from tests.platform_contract.contract import (
     DEADLINE,
     Button,
+    Case,
     Driver,
     FormAnswers,
     Seen,
@@ -47,6 +48,7 @@ class TelegramDriver(Driver):
     name = "telegram"
     accounts = {"alice": f"telegram:{ALICE.id}", "carol": f"telegram:{CAROL.id}"}
     channel_name = f"telegram:#{ESCALATIONS_ID}"
+    not_applicable = {Case.FILES_IN: "Telegram's photos and documents: not yet (issue 32, step 5)"}
     message_button = "✎ {}, with a message"
 
     def __init__(self, tmp_path: Path, fake: FakeTelegram) -> None:
