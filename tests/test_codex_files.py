@@ -1,0 +1,49 @@
+"""Files sent in chat reach the real codex app-server (issue 32): a picture as a ``localImage``
+input item, which Codex sends to the model as a Responses ``input_image`` of the same bytes;
+a PDF saved in the inbox and named, with its path, in the prompt's text."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from tests.codex_env import CodexHome
+from tests.gateway_harness import ALICE, ROOM, gateway_config, running_gateway
+from tests.servers.fake_responses import FakeResponses, message
+
+pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(90)]
+
+# a real 1x1 PNG (red), small enough to travel as it is
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
+)
+PDF = b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n"
+
+
+async def test_a_picture_reaches_the_model_as_an_input_image_and_a_pdf_is_named_by_path(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    fake_model.enqueue((message("It is a red dot."),))
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data")
+    async with running_gateway(config) as gw:
+        await gw.memory.say(
+            ROOM, ALICE, "why is this broken?", files=[("screen.png", PNG), ("spec.pdf", PDF)]
+        )
+        await gw.text_where(lambda text: "It is a red dot." in text)
+    [request] = fake_model.model_requests()
+    [user] = [i for i in request.input if i.get("type") == "message" and i.get("role") == "user"][
+        -1:
+    ]
+    images = [p for p in user["content"] if p.get("type") == "input_image"]
+    assert len(images) == 1
+    url = images[0]["image_url"]
+    assert url.startswith("data:image/png;base64,")
+    assert base64.b64decode(url.split(",", 1)[1]) == PNG  # the bytes sent, byte for byte
+    inbox = codex_home.workspace / ".agent-gateway" / "inbox"
+    [text] = [t for t in request.user_texts() if "why is this broken?" in t]
+    assert f"- spec.pdf (application/pdf, {len(PDF)} bytes): {inbox / 'spec.pdf'}" in text
+    assert "screen.png" not in text  # the picture went as a picture, not named
+    assert (inbox / "spec.pdf").read_bytes() == PDF
+    assert (inbox / "screen.png").read_bytes() == PNG
