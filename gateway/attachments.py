@@ -151,13 +151,17 @@ def _shown(name: str) -> str:
 
 
 def files_in_prompt(
-    text: str, files: tuple[SavedFile, ...], *, takes_pictures: bool
+    text: str,
+    files: tuple[SavedFile, ...],
+    *,
+    takes_pictures: bool,
+    picture_max_bytes: int | None = None,
 ) -> tuple[str, tuple[SavedFile, ...]]:
     """The prompt for an agent given ``files`` with ``text``: the pictures it takes natively
-    (``takes_pictures``) go apart as images; every other file is named in the text, with its
-    saved path and its name as sent, for the agent to read with its own tools. Returns the
-    text and the images, in the order sent."""
-    images = tuple(f for f in files if takes_pictures and f.picture)
+    (``takes_pictures``, up to ``picture_max_bytes`` each) go apart as images; every other
+    file is named in the text, with its saved path and its name as sent, for the agent to
+    read with its own tools. Returns the text and the images, in the order sent."""
+    images = _native(files, takes_pictures, picture_max_bytes)
     named = [f for f in files if f not in images]
     if not named:
         return text, images
@@ -169,14 +173,33 @@ def files_in_prompt(
     return (f"{text}\n\n{note}" if text.strip() else note), images
 
 
-def pictures_named_notice(files: tuple[SavedFile, ...], *, takes_pictures: bool) -> str | None:
+def _native(
+    files: tuple[SavedFile, ...], takes_pictures: bool, picture_max_bytes: int | None
+) -> tuple[SavedFile, ...]:
+    return tuple(
+        f
+        for f in files
+        if takes_pictures
+        and f.picture
+        and (picture_max_bytes is None or f.size <= picture_max_bytes)
+    )
+
+
+def pictures_named_notice(
+    files: tuple[SavedFile, ...], *, takes_pictures: bool, picture_max_bytes: int | None = None
+) -> str | None:
     """What the chat is told when a picture cannot go to the agent as a picture; None when
     every picture went as one (or none came)."""
-    pictures = [f for f in files if f.picture and not takes_pictures]
+    native = _native(files, takes_pictures, picture_max_bytes)
+    pictures = [f for f in files if f.picture and f not in native]
     if not pictures:
         return None
     names = ", ".join(_shown(f.name) for f in pictures)
+    why = (
+        "this agent is not given pictures directly"
+        if not takes_pictures
+        else f"larger than this agent takes as a picture ({picture_max_bytes} bytes)"
+    )
     return (
-        f"📎 {names}: this agent is not given pictures directly; saved in the work dir and "
-        "named in the message, for the agent to open."
+        f"📎 {names}: {why}; saved in the work dir and named in the message, for the agent to open."
     )

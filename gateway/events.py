@@ -57,6 +57,9 @@ class Capabilities:
     # pictures sent in chat go to it as images (Prompt.images: Codex localImage, Claude image
     # blocks); without it they are saved and named in the prompt's text like any file
     pictures: bool = False
+    # the largest picture it takes as one (Claude: the Messages API's 5 MB, base64 in one
+    # line); a larger one is named like any file. None: no limit of its own
+    picture_max_bytes: int | None = None
 
 
 # --- events --------------------------------------------------------------------------------

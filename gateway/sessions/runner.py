@@ -671,11 +671,14 @@ class SessionRunner:
                     else:
                         await self._close_gateway_plans(prompt)
                         chosen = await self._store.settings.of(self.session_id)
-                        takes_pictures = agent.capabilities.pictures
+                        caps = agent.capabilities
+                        takes, largest = caps.pictures, caps.picture_max_bytes
                         text, images = files_in_prompt(
-                            prompt.text, files, takes_pictures=takes_pictures
+                            prompt.text, files, takes_pictures=takes, picture_max_bytes=largest
                         )
-                        named = pictures_named_notice(files, takes_pictures=takes_pictures)
+                        named = pictures_named_notice(
+                            files, takes_pictures=takes, picture_max_bytes=largest
+                        )
                         if named is not None:
                             await self._notify(named)
                         await agent.send(
