@@ -5,6 +5,7 @@ a PDF saved in the inbox and named, with its path, in the prompt's text."""
 from __future__ import annotations
 
 import base64
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,31 @@ async def test_a_picture_reaches_the_model_as_an_input_image_and_a_pdf_is_named_
     assert "screen.png" not in text  # the picture went as a picture, not named
     assert (inbox / "spec.pdf").read_bytes() == PDF
     assert (inbox / "screen.png").read_bytes() == PNG
+
+
+def _git_repo(path: Path) -> None:
+    # codex exec refuses to run outside a git repository
+    subprocess.run(["git", "init", "-q", str(path)], check=True)
+
+
+async def test_codex_exec_gives_a_picture_of_a_resumed_turn_to_the_model(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    _git_repo(codex_home.workspace)
+    fake_model.enqueue((message("Hello."),), (message("A red dot."),))
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data", agent="codex-exec")
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "hello")
+        await gw.text_where(lambda text: "Hello." in text)
+        await gw.memory.say(ROOM, ALICE, "and this?", files=[("screen, v2.png", PNG)])
+        await gw.text_where(lambda text: "A red dot." in text)
+    request = fake_model.model_requests()[-1]
+    images = [
+        part
+        for item in request.input
+        if item.get("type") == "message" and item.get("role") == "user"
+        for part in item.get("content") or []
+        if part.get("type") == "input_image"
+    ]
+    assert len(images) == 1  # once, in the resumed turn, though its name has a comma
+    assert base64.b64decode(images[0]["image_url"].split(",", 1)[1]) == PNG

@@ -100,6 +100,7 @@ async def test_a_symlink_planted_under_the_sent_name_is_not_followed_nor_replace
         (".bashrc", "bashrc"),
         (".gitignore", "gitignore"),
         ("a\\b\nc.log", "a_b_c.log"),
+        ("screen, v2.png", "screen_ v2.png"),
     ],
 )
 def test_hostile_names_are_made_safe(sent: str, expected: str) -> None:

@@ -38,6 +38,8 @@ __all__ = ["GITIGNORE", "NAME_MAX_BYTES", "UploadInbox", "safe_name"]
 NAME_MAX_BYTES = 120  # UTF-8 bytes of a saved name, well under every file system's 255
 GITIGNORE = "# files sent to the agent from chat (agent-gateway): never committed\n*\n"
 _FALLBACK = "file"
+# separators, and the comma: ``codex exec --image`` splits its value at commas (seen on 0.171)
+_REPLACED = frozenset("/\\,")
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _MAX_TRIES = 1000  # names "x (2)" … tried before giving up
@@ -45,10 +47,12 @@ _MAX_TRIES = 1000  # names "x (2)" … tried before giving up
 
 def safe_name(sent: str) -> str:
     """A file name made of ``sent`` that is safe to create in the inbox: one component, no
-    NUL, separator or control character, not hidden, not "." or "..", at most
+    NUL, separator, comma or control character, not hidden, not "." or "..", at most
     :data:`NAME_MAX_BYTES` bytes with its extension kept. Never empty."""
     name = unicodedata.normalize("NFC", sent)
-    name = "".join("_" if ch in "/\\" or unicodedata.category(ch)[0] == "C" else ch for ch in name)
+    name = "".join(
+        "_" if ch in _REPLACED or unicodedata.category(ch)[0] == "C" else ch for ch in name
+    )
     name = name.strip().lstrip(".").strip()
     if not name.strip("._ "):
         return _FALLBACK
