@@ -45,6 +45,7 @@ from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, In
 from gateway.render.commands import NotForUs, parse_chat_text
 from platforms.form_drafts import Form, OpenPrompt, PendingForms, Redraw, Refuse, Step, Submit
 from platforms.telegram.config import GroupMode, TelegramConfig
+from platforms.telegram.files import attachments_of
 from platforms.telegram.forms import (
     SECRET_MARK,
     SECRET_NOT_TAKEN,
@@ -160,12 +161,13 @@ class UpdateHandler:
     # --- messages -------------------------------------------------------------------------
 
     async def _message(self, message: Message) -> None:
-        sender, text = message.from_user, message.text
-        if sender is None or text is None or sender.is_bot:
+        sender, files = message.from_user, attachments_of(message)
+        words = message.text if message.text is not None else message.caption
+        if sender is None or sender.is_bot or (words is None and not files):
             return
         actor = actor_of(sender)
         replied = message.reply_to_message
-        if replied is not None:
+        if replied is not None and message.text is not None:  # a typed answer is text
             prompt_key = (message.chat.id, replied.message_id)
             send_back = self._send_backs.get(prompt_key)
             if send_back is not None and send_back.user_id == actor.user_id:
@@ -179,13 +181,13 @@ class UpdateHandler:
                     return
             if await self._prompted_elsewhere(message, actor, replied):
                 return
-            if self._asked_a_secret(replied):  # perhaps a secret: never for the agent
-                await self._delete_quietly(message)
-                await self._out.notice(message.chat.id, topic_of(message), SECRET_NOT_TAKEN)
-                return
+        if replied is not None and self._asked_a_secret(replied):  # never for the agent
+            await self._delete_quietly(message)
+            await self._out.notice(message.chat.id, topic_of(message), SECRET_NOT_TAKEN)
+            return
         private = message.chat.type == Chat.PRIVATE
         mode = GroupMode.ALL if private else self._config.group_mode_for(str(message.chat.id))
-        taken = addressed_text(message, bot=self._bot, mode=mode)
+        taken = addressed_text(message, bot=self._bot, mode=mode, with_files=bool(files))
         if taken is None or isinstance(
             parse_chat_text(taken, bot_username=self._bot.username), NotForUs
         ):
@@ -197,6 +199,7 @@ class UpdateHandler:
             message_id=str(message.message_id),
             private=private,
             reply_to=replied_id(message),
+            attachments=files,
         )
         await self._inbox.on_message(inbound)
 
