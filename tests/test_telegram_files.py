@@ -145,3 +145,37 @@ async def test_a_file_declared_over_the_projects_limit_is_refused_before_it_is_q
         told = await tg.bot_message(ALICE.id, lambda m: "video.mp4" in m.text)
     assert "(25 MB) is larger than this project takes for one file (20 MB)" in told.text
     assert fake_telegram.calls_to("getFile") == []
+
+
+@pytest.mark.real_agent("codex")
+async def test_an_album_is_one_prompt_its_caption_from_any_part_its_pictures_in_order(
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    fake_telegram: FakeTelegram,
+    tmp_path: Path,
+) -> None:
+    fake_model.enqueue((message("Two dots."),))
+    config = telegram_config(
+        fake_telegram,
+        tmp_path / "data",
+        work_dir=codex_home.workspace,
+        codex_bin=codex_bin,
+        home=codex_home,
+    )
+    chat = private_chat(ALICE)
+    second = PNG[:-12] + PNG[-12:]  # the same picture, sent twice: two files all the same
+    async with on_telegram(config, fake_telegram) as tg:
+        await send(tg, photo_update(fake_telegram, chat, ALICE, PNG, media_group_id="g1"))
+        await send(
+            tg,
+            photo_update(
+                fake_telegram, chat, ALICE, second, caption="compare these", media_group_id="g1"
+            ),
+        )
+        await tg.bot_message(ALICE.id, lambda m: "Two dots." in m.text)
+    [request] = fake_model.model_requests()  # one prompt, one turn
+    assert user_images(request.input) == [PNG, second]
+    assert any("compare these" in t for t in request.user_texts())
+    saved = sorted(p.name for p in (codex_home.workspace / INBOX).iterdir())
+    assert len(saved) == 3 and saved[0] == ".gitignore"  # two photos, distinct names

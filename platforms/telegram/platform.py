@@ -30,11 +30,11 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Coroutine
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 from telegram import (
     Bot,
@@ -314,8 +314,16 @@ class TelegramPlatform:
                 replies=self,
                 inbox=self._inbox,
                 limits=self.limits,
+                spawn=self._spawn,
             )
         return self._handler
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A task of the platform's own group (an album gathered: updates.py)."""
+        if self._tasks is None:
+            work.close()
+            raise PlatformError("telegram is not connected")
+        return self._tasks.create_task(work)
 
     # --- polling by the gateway's lease (several hosts, gateway/sessions/receivers.py) ------
 

@@ -44,6 +44,7 @@ from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, PlatformLimits
 from gateway.render.commands import NotForUs, parse_chat_text
 from platforms.form_drafts import Form, OpenPrompt, PendingForms, Redraw, Refuse, Step, Submit
+from platforms.telegram.albums import AlbumPart, Albums, Spawn
 from platforms.telegram.config import GroupMode, TelegramConfig
 from platforms.telegram.files import attachments_of
 from platforms.telegram.forms import (
@@ -124,6 +125,7 @@ class UpdateHandler:
         replies: Replies,
         inbox: Inbox,
         limits: PlatformLimits,
+        spawn: Spawn,
     ) -> None:
         self._bot = bot
         self._config = config
@@ -133,6 +135,7 @@ class UpdateHandler:
         self._inbox = inbox
         self._limits = limits
         self._send_backs = SendBacks()
+        self._albums = Albums(deliver=inbox.on_message, on_failed=self._album_failed, spawn=spawn)
 
     async def handle(self, update: Update) -> None:
         """Act on ``update``; raises, having answered nothing, when it could not be taken."""
@@ -188,20 +191,30 @@ class UpdateHandler:
         private = message.chat.type == Chat.PRIVATE
         mode = GroupMode.ALL if private else self._config.group_mode_for(str(message.chat.id))
         taken = addressed_text(message, bot=self._bot, mode=mode, with_files=bool(files))
-        if taken is None or isinstance(
+        addressed = taken is not None and not isinstance(
             parse_chat_text(taken, bot_username=self._bot.username), NotForUs
-        ):
+        )
+        album = message.media_group_id if files else None
+        if not addressed and album is None:
             return
         inbound = InboundMessage(
             conversation=conversation_of(message.chat, topic_of(message)),
             actor=actor,
-            text=taken,
+            text=(taken or "") if addressed else "",
             message_id=str(message.message_id),
             private=private,
             reply_to=replied_id(message),
             attachments=files,
         )
+        if album is not None:  # one prompt for the album's parts (albums.py)
+            part = AlbumPart(message=inbound, addressed=addressed)
+            self._albums.add(str(message.chat.id), album, part)
+            return
         await self._inbox.on_message(inbound)
+
+    async def _album_failed(self, message: InboundMessage) -> None:
+        chat, thread = message.conversation.channel, message.conversation.thread
+        await self._out.notice(int(chat), None if thread is None else int(thread), MESSAGE_REFUSED)
 
     async def _prompted_elsewhere(self, message: Message, actor: Actor, replied: Message) -> bool:
         """A reply to a prompt this process did not send (another host did, with a shared

@@ -36,8 +36,9 @@ async def test_files_sent_with_a_caption_reach_the_agent_saved_in_the_inbox(
     assert (inbox / "error log.txt").read_bytes() == b"Traceback: boom\n"
     assert (inbox / "_.._screen.png").read_bytes() == PNG
     # the prompt names each file as sent, its type and where it was saved, in the order sent
-    assert f"- error log.txt (text/plain, 16 bytes): {inbox / 'error log.txt'}" in echo.text
-    assert f"- ../../screen.png (image/png, {len(PNG)} bytes): {inbox / '_.._screen.png'}" in (
+    # (a list item, drawn as the platform draws one)
+    assert f"error log.txt (text/plain, 16 bytes): {inbox / 'error log.txt'}" in echo.text
+    assert f"../../screen.png (image/png, {len(PNG)} bytes): {inbox / '_.._screen.png'}" in (
         echo.text
     )
     assert echo.text.index("error log.txt") < echo.text.index("screen.png")
@@ -80,4 +81,4 @@ async def test_a_held_prompt_keeps_its_files_across_a_gateway_restart(driver: Dr
         echo = await driver.text(lambda t: t.startswith("echo: and look at this"))
     saved = driver.work_dir / INBOX / "shot.png"
     assert saved.read_bytes() == PNG
-    assert f"- shot.png (image/png, {len(PNG)} bytes): {saved}" in echo.text
+    assert f"shot.png (image/png, {len(PNG)} bytes): {saved}" in echo.text
