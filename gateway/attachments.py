@@ -156,21 +156,23 @@ def files_in_prompt(
     *,
     takes_pictures: bool,
     picture_max_bytes: int | None = None,
-) -> tuple[str, tuple[SavedFile, ...]]:
+    links_files: bool = False,
+) -> tuple[str, tuple[SavedFile, ...], tuple[SavedFile, ...]]:
     """The prompt for an agent given ``files`` with ``text``: the pictures it takes natively
     (``takes_pictures``, up to ``picture_max_bytes`` each) go apart as images; every other
-    file is named in the text, with its saved path and its name as sent, for the agent to
-    read with its own tools. Returns the text and the images, in the order sent."""
+    file goes as a link where the agent takes links (``links_files``), else is named in the
+    text, with its saved path and its name as sent, for the agent to read with its own tools.
+    Returns the text, the images and the linked files, each in the order sent."""
     images = _native(files, takes_pictures, picture_max_bytes)
-    named = [f for f in files if f not in images]
-    if not named:
-        return text, images
+    rest = tuple(f for f in files if f not in images)
+    if links_files or not rest:
+        return text, images, rest if links_files else ()
     lines = [
         "Files sent with this message, saved in the work dir (read them with your tools):",
-        *(f"- {_shown(f.name)} ({f.media_type}, {f.size} bytes): {f.path}" for f in named),
+        *(f"- {_shown(f.name)} ({f.media_type}, {f.size} bytes): {f.path}" for f in rest),
     ]
     note = "\n".join(lines)
-    return (f"{text}\n\n{note}" if text.strip() else note), images
+    return (f"{text}\n\n{note}" if text.strip() else note), images, ()
 
 
 def _native(
@@ -200,6 +202,4 @@ def pictures_named_notice(
         if not takes_pictures
         else f"larger than this agent takes as a picture ({picture_max_bytes} bytes)"
     )
-    return (
-        f"📎 {names}: {why}; saved in the work dir and named in the message, for the agent to open."
-    )
+    return f"📎 {names}: {why}; saved in the work dir and given as a file, for the agent to open."

@@ -60,6 +60,9 @@ class Capabilities:
     # the largest picture it takes as one (Claude: the Messages API's 5 MB, base64 in one
     # line); a larger one is named like any file. None: no limit of its own
     picture_max_bytes: int | None = None
+    # other files sent in chat go to it as links it reads (ACP resource_link: Prompt.files);
+    # without it they are named in the prompt's text with their saved path
+    file_links: bool = False
 
 
 # --- events --------------------------------------------------------------------------------
@@ -230,6 +233,9 @@ class Prompt:
     # whose capabilities say ``pictures`` (the only ones given any); every other file sent
     # is named in ``text`` (gateway.attachments.files_in_prompt)
     images: tuple[SavedFile, ...] = ()
+    # ... and the other files, for an agent whose capabilities say ``file_links`` (for any
+    # other agent they are named in ``text``)
+    files: tuple[SavedFile, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

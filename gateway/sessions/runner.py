@@ -673,8 +673,12 @@ class SessionRunner:
                         chosen = await self._store.settings.of(self.session_id)
                         caps = agent.capabilities
                         takes, largest = caps.pictures, caps.picture_max_bytes
-                        text, images = files_in_prompt(
-                            prompt.text, files, takes_pictures=takes, picture_max_bytes=largest
+                        text, images, linked = files_in_prompt(
+                            prompt.text,
+                            files,
+                            takes_pictures=takes,
+                            picture_max_bytes=largest,
+                            links_files=caps.file_links,
                         )
                         named = pictures_named_notice(
                             files, takes_pictures=takes, picture_max_bytes=largest
@@ -685,6 +689,7 @@ class SessionRunner:
                             Prompt(
                                 text=text,
                                 images=images,
+                                files=linked,
                                 mode=prompt.mode,
                                 model=chosen.model,
                                 approval_policy=chosen.approval_policy,
