@@ -33,18 +33,27 @@ def human_size(size: int) -> str:
     return f"{size / (1024 * 1024):.1f} MB".replace(".0 MB", " MB")
 
 
+def _sizes(size: int, limit: int) -> tuple[str, str]:
+    """Both sizes as a person reads them, in bytes where rounding would make them equal."""
+    if human_size(size) == human_size(limit):
+        return f"{size:,} bytes", f"{limit:,} bytes"
+    return human_size(size), human_size(limit)
+
+
 def too_big_file(name: str, size: int | None, max_bytes: int) -> str:
-    said = "" if size is None else f" ({human_size(size)})"
+    said, limit = ("", human_size(max_bytes)) if size is None else _sizes(size, max_bytes)
+    said = f" ({said})" if said else ""
     return (
         f"{name!r}{said} is larger than this project takes for one file "
-        f"({human_size(max_bytes)}): the message was not sent to the agent."
+        f"({limit}): the message was not sent to the agent."
     )
 
 
 def too_big_for_prompt(total: int, policy: FilesPolicy) -> str:
+    said, limit = _sizes(total, policy.max_prompt_bytes)
     return (
-        f"These files come to {human_size(total)}, more than this project takes with one message "
-        f"({human_size(policy.max_prompt_bytes)}): the message was not sent to the agent."
+        f"These files come to {said}, more than this project takes with one message "
+        f"({limit}): the message was not sent to the agent."
     )
 
 

@@ -267,7 +267,10 @@ SCRIPT = """
       gaps[0].scrollIntoView({block: 'center'});
       return;
     }
-    const body = new URLSearchParams(new FormData(form, ev.submitter));
+    // files picked (the message box) go as multipart, the rest as a plain form
+    const data = new FormData(form, ev.submitter);
+    const picked = [...form.querySelectorAll('input[type=file]')].some(i => i.files.length);
+    const body = picked ? data : new URLSearchParams(data);
     const buttons = form.querySelectorAll('button');
     buttons.forEach(b => b.disabled = true);
     try {

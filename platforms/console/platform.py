@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, TextIO
 
 from aiohttp import web
 
+from gateway.attachments import InboundAttachment
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
@@ -55,6 +56,7 @@ from platforms.console.config import ConsoleConfig
 from platforms.console.feed import Changes, Feed
 from platforms.console.security import Guard, PublicAddress
 from platforms.console.server import build_app
+from platforms.console.uploads import Uploads
 from platforms.console.views import PLATFORM, route_channel
 
 if TYPE_CHECKING:
@@ -100,6 +102,7 @@ class ConsolePlatform:
             PublicAddress.parse(settings.public_url) if settings.public_url is not None else None
         )
         self.feed = Feed(id_prefix=f"{secrets.token_hex(3)}-")
+        self.uploads = Uploads()  # files picked in the message box (uploads.py)
         self.changes = Changes()
         self._announce = announce
         self._gateway: Gateway | None = None
@@ -143,6 +146,11 @@ class ConsolePlatform:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        self.uploads.close()
+
+    def fetch_file(self, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]:
+        """A file picked in the console, from its spool (uploads.py)."""
+        return self.uploads.fetch(attachment)
 
     @property
     def port(self) -> int:

@@ -85,6 +85,7 @@ class Case(StrEnum):
     ESCALATION = "escalation to a channel"
     DELETED = "the turn's message deleted while it streams"
     FILES_IN = "files sent with a message reach the agent"
+    FILES_KEPT = "a held prompt's files kept across a restart"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -65,15 +65,17 @@ async def test_a_file_over_the_projects_limit_is_refused_and_the_agent_given_not
         refused = await driver.text(lambda t: "huge.log" in t)
         await driver.say("and hello")
         await driver.text(lambda t: t.startswith("echo: and hello"))
+        seen = await driver.seen()
     assert "larger than this project takes for one file" in refused.text
     assert "not sent to the agent" in refused.text
-    assert not any(s.text.startswith("echo: read this") for s in await driver.seen())
+    assert not any(s.text.startswith("echo: read this") for s in seen)
     inbox = driver.work_dir / INBOX
     assert not inbox.exists() or sorted(p.name for p in inbox.iterdir()) == [".gitignore"]
 
 
 async def test_a_held_prompt_keeps_its_files_across_a_gateway_restart(driver: Driver) -> None:
     driver.require(Case.FILES_IN)
+    driver.require(Case.FILES_KEPT)
     driver.require(Case.RESTART)
     async with driver.running():
         await driver.say("approve")
