@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import puremagic
-
 from gateway.errors import StoreError
 
 __all__ = [
@@ -88,6 +86,9 @@ def sniff_media_type(head: bytes) -> str:
     ``text/plain`` for a start that decodes as UTF-8 text."""
     if not head:
         return OCTET_STREAM
+    # imported when a file comes, not with the contract every module reads (40 ms at start)
+    import puremagic
+
     try:
         found = puremagic.magic_string(head)
     except (puremagic.PureError, ValueError):
