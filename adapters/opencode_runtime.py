@@ -321,6 +321,20 @@ class OpenCodeAgent:
         except AgentError as exc:
             raise AgentStartError(str(exc)) from exc
         self._session = self.codec.created(opened)
+        await self._learn_models()
+
+    async def _learn_models(self) -> None:
+        """Which model is in use and whether it takes pictures (issue 32); a server that
+        does not say gets files named in the prompt, pictures included."""
+        config_request, providers_request = self.codec.models_requests()
+        try:
+            async with asyncio.timeout(self.settings.handshake_timeout):
+                config = await self._call(config_request)
+                providers = await self._call(providers_request)
+        except (AgentError, TimeoutError) as exc:
+            log.info("opencode: the models were not read (%s): pictures go as files", exc)
+            return
+        self.codec.learn_models(config, providers)
 
     # --- events ---------------------------------------------------------------------------
 
