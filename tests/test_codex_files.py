@@ -5,14 +5,16 @@ a PDF saved in the inbox and named, with its path, in the prompt's text."""
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.codex_env import CodexHome
+from tests.command_gate import command_gate
 from tests.gateway_harness import ALICE, ROOM, gateway_config, running_gateway
-from tests.servers.fake_responses import FakeResponses, message
+from tests.servers.fake_responses import FakeResponses, message, shell
 
 pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(90)]
 
@@ -76,3 +78,33 @@ async def test_codex_exec_gives_a_picture_of_a_resumed_turn_to_the_model(
     ]
     assert len(images) == 1  # once, in the resumed turn, though its name has a comma
     assert base64.b64decode(images[0]["image_url"].split(",", 1)[1]) == PNG
+
+
+async def test_a_picture_sent_during_a_turn_is_not_steered_but_runs_as_a_turn_of_its_own(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    """``busy_input = "steer"`` puts typed text into the running turn; a message with files
+    waits for a turn of its own, where its files are fetched and given."""
+    fake_model.enqueue((shell("cat gate"), message("Gate read.")), (message("A red dot."),))
+    config = gateway_config(codex_bin, codex_home, tmp_path / "data", busy_input="steer")
+    async with running_gateway(config) as gw:
+        await gw.memory.say(ROOM, ALICE, "read the gate")
+        async with command_gate(codex_home.workspace / "gate") as gate:  # the command now runs
+            await gw.memory.say(ROOM, ALICE, "and this?", files=[("screen.png", PNG)])
+            os.write(gate, b"open\n")
+        await gw.text_where(lambda text: "A red dot." in text)
+        assert not any("Sent into the running turn" in t for t in gw.memory.texts(ROOM))
+    first, *_, last = fake_model.model_requests()
+    assert first.turn_id != last.turn_id  # a second turn
+    assert not any(
+        "and this?" in t for r in fake_model.model_requests()[:-1] for t in r.user_texts()
+    )
+    assert any("and this?" in t for t in last.user_texts())
+    images = [
+        part
+        for item in last.input
+        if item.get("type") == "message" and item.get("role") == "user"
+        for part in item.get("content") or []
+        if part.get("type") == "input_image"
+    ]
+    assert len(images) == 1
