@@ -14,7 +14,12 @@ from tests.codex_env import CodexHome
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_responses import FakeResponses, message
 from tests.servers.fake_telegram import FILE_MAX_BYTES, TOKEN, FakeTelegram
-from tests.servers.telegram_people import document_update, photo_update, private_chat
+from tests.servers.telegram_people import (
+    document_update,
+    photo_update,
+    private_chat,
+    video_update,
+)
 from tests.telegram_harness import ALICE, OnTelegram, on_telegram, telegram_config
 
 pytestmark = pytest.mark.timeout(120)
@@ -179,3 +184,20 @@ async def test_an_album_is_one_prompt_its_caption_from_any_part_its_pictures_in_
     assert any("compare these" in t for t in request.user_texts())
     saved = sorted(p.name for p in (codex_home.workspace / INBOX).iterdir())
     assert len(saved) == 3 and saved[0] == ".gitignore"  # two photos, distinct names
+
+
+async def test_a_video_without_a_name_is_saved_under_one_and_named_in_the_prompt(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    clip = b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 64  # an MP4's start
+    config = telegram_config(fake_telegram, tmp_path / "data", work_dir=work)
+    async with on_telegram(config, fake_telegram, ScriptedLauncher({})) as tg:
+        await send(
+            tg, video_update(fake_telegram, private_chat(ALICE), ALICE, clip, caption="why?")
+        )
+        echo = await tg.bot_message(ALICE.id, lambda m: m.text.startswith("echo: why?"))
+    [saved] = [p for p in (work / INBOX).iterdir() if p.name.startswith("video-")]
+    assert saved.read_bytes() == clip
+    assert f"{saved.name} (video/mp4, {len(clip)} bytes): {saved}" in echo.text

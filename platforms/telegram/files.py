@@ -2,7 +2,7 @@
 
 - A photo comes in several sizes, the largest last: that one is taken, named
   ``photo-<file_unique_id>.jpg`` (Telegram sends every photo as JPEG and gives it no name).
-  A document keeps the name it was sent with. Each is an
+  A document (a video, an audio file, an animation) keeps the name it was sent with. Each is an
   :class:`~gateway.attachments.InboundAttachment` whose reference is its ``file_id``.
 - A download asks ``getFile`` for the file's path, then streams the file from the bot's file
   URL (``base_file_url``: ``<base_url>/file/bot<token>/<path>``, so a self-hosted or fake Bot
@@ -45,16 +45,25 @@ def attachments_of(message: Message) -> tuple[InboundAttachment, ...]:
                 declared_type="image/jpeg",
             )
         )
-    document = message.document
-    if document is not None:
+    # a document, or a video, an audio file or an animation sent as such: a file like any
+    # (a voice note is not one: it is for transcription, DESIGN.md "Files in")
+    for kind, media in (
+        ("document", message.document),
+        ("video", message.video),
+        ("audio", message.audio),
+        ("animation", message.animation),
+    ):
+        if media is None:
+            continue
         found.append(
             InboundAttachment(
-                name=document.file_name or f"document-{document.file_unique_id}",
-                reference=document.file_id,
-                size=document.file_size,
-                declared_type=document.mime_type or "",
+                name=getattr(media, "file_name", None) or f"{kind}-{media.file_unique_id}",
+                reference=media.file_id,
+                size=media.file_size,
+                declared_type=getattr(media, "mime_type", None) or "",
             )
         )
+        break  # an animation comes with a document of itself: one file
     return tuple(found)
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "message_update",
     "photo_update",
     "private_chat",
+    "video_update",
 ]
 
 _callback_ids = itertools.count(1)
@@ -224,3 +225,25 @@ def document_update(
         "file_size": len(content) if declared_size is None else declared_size,
     }
     return _with_media(fake, chat, person, caption, {"document": document}, media_group_id)
+
+
+def video_update(
+    fake: FakeTelegram,
+    chat: dict[str, Any],
+    person: Person,
+    content: bytes,
+    *,
+    caption: str | None = None,
+) -> dict[str, Any]:
+    """A video sent as one (no name of its own, as a phone's camera sends it)."""
+    file_id, unique = fake.add_file(content)
+    video = {
+        "file_id": file_id,
+        "file_unique_id": unique,
+        "width": 640,
+        "height": 360,
+        "duration": 1,
+        "mime_type": "video/mp4",
+        "file_size": len(content),
+    }
+    return _with_media(fake, chat, person, caption, {"video": video}, None)
