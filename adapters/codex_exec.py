@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from enum import StrEnum
 from typing import Final
 
@@ -168,6 +169,8 @@ class CodexExecCodec:
 
     @property
     def capabilities(self) -> Capabilities:
+        if "," in self.settings.cwd:  # --image splits its value at commas: named instead
+            return replace(CODEX_EXEC_CAPABILITIES, pictures=False)
         return CODEX_EXEC_CAPABILITIES
 
     @property

@@ -114,7 +114,7 @@ def exec_argv(
             raise CodecUsageError(f"not a codex thread id: {resume_thread_id!r}")
         argv += ["resume", resume_thread_id]
     for path in images:
-        if "," in path:  # --image splits its value at commas: a path with one is lost
+        if "," in path:  # --image splits its value at commas (the capabilities say no pictures)
             raise CodecUsageError(
                 f"codex exec cannot take a picture whose path has a comma: {path}"
             )

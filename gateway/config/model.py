@@ -364,6 +364,8 @@ class FilesPolicy(_Model):
     def _inside_work_dir(cls, value: Path) -> Path:
         if value.is_absolute() or not value.parts or ".." in value.parts:
             raise ValueError("inbox is a folder inside work_dir, written relative to it")
+        if "," in str(value):  # codex exec --image splits a picture's path at commas
+            raise ValueError("inbox: a folder name without a comma")
         return value
 
     @model_validator(mode="after")
