@@ -351,8 +351,9 @@ class AcpCodec:
         for image in prompt.images:
             try:
                 data = self._read_file(image.path)
-            except OSError as exc:
-                raise CodecUsageError(f"the picture {image.name!r} cannot be read: {exc}") from exc
+            except OSError as exc:  # gone since it was saved: said to the agent, not raised
+                blocks.append({"type": "text", "text": f"(picture {image.name!r}: {exc})"})
+                continue
             blocks.append(
                 {
                     "type": "image",

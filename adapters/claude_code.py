@@ -320,8 +320,9 @@ class ClaudeCodeCodec:
         for image in prompt.images:
             try:
                 data = self._read_file(image.path)
-            except OSError as exc:
-                raise CodecUsageError(f"the picture {image.name!r} cannot be read: {exc}") from exc
+            except OSError as exc:  # gone since it was saved: said to the agent, not raised
+                blocks.append({"type": "text", "text": f"(picture {image.name!r}: {exc})"})
+                continue
             source: JsonObject = {
                 "type": "base64",
                 "media_type": image.media_type,
