@@ -29,11 +29,13 @@ other agent request (``fs/*``, ``terminal/*``, ``elicitation/create``, unknown) 
 
 from __future__ import annotations
 
+import base64
 import shlex
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from pathlib import Path
 from typing import Final
 
 from adapters.json_fields import (
@@ -51,6 +53,7 @@ from adapters.jsonrpc import (
     InvalidParams,
     JsonObject,
     JsonRpcPeer,
+    JsonValue,
     MethodNotFound,
     Notification,
     Request,
@@ -225,8 +228,12 @@ class AcpCodec:
         resume_session_id: str | None = None,
         client_name: str = "agent-gateway",
         client_version: str = "0.1.0",
+        read_file: Callable[[Path], bytes] = Path.read_bytes,
     ) -> None:
         self._cwd = cwd
+        # a picture's bytes, for an image block (the codec's one read, injected)
+        self._read_file = read_file
+        self._takes_images = False  # the agent's promptCapabilities.image (initialize)
         self._resume = resume_session_id
         self._client = {"name": client_name, "version": client_version}
         self._rpc = JsonRpcPeer()
@@ -270,7 +277,9 @@ class AcpCodec:
 
     @property
     def capabilities(self) -> Capabilities:
-        return ACP_CAPABILITIES
+        # every ACP agent takes a resource_link; an image only where its initialize answer
+        # says promptCapabilities.image (ACP: ContentBlock, "Prompt capabilities")
+        return replace(ACP_CAPABILITIES, pictures=self._takes_images, file_links=True)
 
     @property
     def state(self) -> AcpState:
@@ -343,12 +352,43 @@ class AcpCodec:
 
     # --- commands -------------------------------------------------------------------------
 
+    def _blocks(self, prompt: Prompt) -> list[JsonValue]:
+        """The prompt's content blocks (ACP ContentBlock): the text, each picture as an
+        ``image`` (base64; only to an agent that takes images: the runner's choice by
+        :attr:`capabilities`), each other file as a ``resource_link`` to its saved path."""
+        blocks: list[JsonValue] = [{"type": "text", "text": prompt.text}]
+        for image in prompt.images:
+            try:
+                data = self._read_file(image.path)
+            except OSError as exc:  # gone since it was saved: said to the agent, not raised
+                blocks.append({"type": "text", "text": f"(picture {image.name!r}: {exc})"})
+                continue
+            blocks.append(
+                {
+                    "type": "image",
+                    "mimeType": image.media_type,
+                    "data": base64.b64encode(data).decode("ascii"),
+                    "uri": image.path.as_uri(),
+                }
+            )
+        for file in prompt.files:
+            blocks.append(
+                {
+                    "type": "resource_link",
+                    "uri": file.path.as_uri(),
+                    "name": file.name,
+                    "mimeType": file.media_type,
+                    "size": file.size,
+                }
+            )
+        return blocks
+
     def _prompt(self, prompt: Prompt) -> None:
         if self._turn_running:
             raise CodecUsageError("a turn is running: wait for TurnCompleted before prompting")
         params: JsonObject = {
             "sessionId": self.session_id,
-            "prompt": [{"type": "text", "text": prompt.text}],
+            "prompt": self._blocks(prompt),
         }
         # set first, prompt once the agent answered: a prompt sent alongside could start
         # under the old model or mode (ACP: session/set_config_option {sessionId, configId,
@@ -447,6 +487,7 @@ class AcpCodec:
             self._session.fail(exc)
         capabilities = get_object(result, "agentCapabilities") or {}
         self.load_session = get_bool(capabilities, "loadSession")
+        self._takes_images = get_bool(get_object(capabilities, "promptCapabilities") or {}, "image")
         info = get_object(result, "agentInfo") or {}
         label = " ".join(filter(None, (get_text(info, "name"), get_text(info, "version"))))
         self.agent_version = label or None

@@ -56,12 +56,14 @@ never approved. ``system/api_retry`` is a Warning. A line that is not a valid me
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
+from pathlib import Path
 from typing import Final
 
 from adapters.claude_launch import ClaudeLaunch
@@ -69,7 +71,7 @@ from adapters.claude_messages import MessageMapper, api_retry_warning
 from adapters.claude_pending import OpenRequest, OpenRequests
 from adapters.claude_requests import open_can_use_tool
 from adapters.json_fields import as_object, get_array, get_object, get_text, require_text
-from adapters.jsonrpc import JsonObject, excerpt
+from adapters.jsonrpc import JsonObject, JsonValue, excerpt
 from adapters.session_state import SessionState
 from gateway.domain import Resolution, TurnStatus
 from gateway.errors import (
@@ -106,6 +108,10 @@ __all__ = [
     "native_key_for",
 ]
 
+# The Messages API refuses an image whose base64 is over 5 MB (5,242,880 characters): the
+# bytes that make that many; a larger picture is saved and named like any file
+PICTURE_MAX_BYTES: Final = 5 * 1024 * 1024 * 3 // 4
+
 CLAUDE_CAPABILITIES: Final = Capabilities(
     structured_events=True,
     bidirectional_control=True,
@@ -115,6 +121,8 @@ CLAUDE_CAPABILITIES: Final = Capabilities(
     interrupt=True,
     sandbox=False,
     compact=True,
+    pictures=True,  # image blocks in the stream-json user message (issue 32)
+    picture_max_bytes=PICTURE_MAX_BYTES,
 )
 
 # system subtypes that carry nothing a person acts on
@@ -177,8 +185,17 @@ def native_key_for(request_id: str) -> str:
 class ClaudeCodeCodec:
     """One ``claude -p`` stream-json process, one session. Not thread-safe; no IO."""
 
-    def __init__(self, launch: ClaudeLaunch, *, cwd: str | None = None) -> None:
+    def __init__(
+        self,
+        launch: ClaudeLaunch,
+        *,
+        cwd: str | None = None,
+        read_file: Callable[[Path], bytes] = Path.read_bytes,
+    ) -> None:
         self.launch = launch
+        # how a picture's bytes are read (Prompt.images: saved in the inbox, at most
+        # PICTURE_MAX_BYTES each): the one read this codec does, injected
+        self._read_file = read_file
         self.session_id = launch.session_id
         self.cwd = cwd
         self.agent_version: str | None = None
@@ -298,6 +315,26 @@ class ClaudeCodeCodec:
 
     # --- commands -------------------------------------------------------------------------
 
+    def _content(self, prompt: Prompt) -> JsonValue:
+        """The user message's content: the text alone, or with pictures the Messages API's
+        content blocks, the text first, then each picture as an ``image`` block, base64."""
+        if not prompt.images:
+            return prompt.text
+        blocks: list[JsonValue] = [{"type": "text", "text": prompt.text}]
+        for image in prompt.images:
+            try:
+                data = self._read_file(image.path)
+            except OSError as exc:  # gone since it was saved: said to the agent, not raised
+                blocks.append({"type": "text", "text": f"(picture {image.name!r}: {exc})"})
+                continue
+            source: JsonObject = {
+                "type": "base64",
+                "media_type": image.media_type,
+                "data": base64.b64encode(data).decode("ascii"),
+            }
+            blocks.append({"type": "image", "source": source})
+        return blocks
+
     def _prompt(self, prompt: Prompt) -> None:
         if self._turn is not _Turn.IDLE:
             raise CodecUsageError("a turn is running: wait for TurnCompleted before prompting")
@@ -321,7 +358,7 @@ class ClaudeCodeCodec:
         self._write(
             {
                 "type": "user",
-                "message": {"role": "user", "content": prompt.text},
+                "message": {"role": "user", "content": self._content(prompt)},
                 "parent_tool_use_id": None,
                 "session_id": self.session_id,
             }

@@ -148,6 +148,7 @@ CODEX_CAPABILITIES: Final = Capabilities(
     steer=True,
     compact=True,
     names_sessions=True,
+    pictures=True,  # localImage input items (issue 32)
 )
 
 
@@ -320,9 +321,14 @@ class CodexAppServerCodec:
     def _prompt(self, prompt: Prompt) -> None:
         if self._turn_starting or self._turn_id is not None:
             raise CodecUsageError("a turn is running: wait for TurnCompleted before prompting")
-        # Schema: TurnStartParams, UserInput {"type": "text", text, text_elements}.
+        # Schema: TurnStartParams, UserInput {"type": "text", text, text_elements}, and a
+        # picture sent in chat {"type": "localImage", path}: Codex reads the file and sends
+        # it to the model as a Responses input_image (FACTS-session-features.md)
         text_input: JsonObject = {"type": "text", "text": prompt.text, "text_elements": []}
-        params: JsonObject = {"threadId": self.thread_id, "input": [text_input]}
+        images: list[JsonObject] = [
+            {"type": "localImage", "path": str(image.path)} for image in prompt.images
+        ]
+        params: JsonObject = {"threadId": self.thread_id, "input": [text_input, *images]}
         if prompt.model is not None:
             # TurnStartParams.model: "override the model for this turn and subsequent turns"
             params["model"] = prompt.model

@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from enum import StrEnum
 from typing import Final
 
@@ -83,6 +84,7 @@ CODEX_EXEC_CAPABILITIES: Final = Capabilities(
     session_resume=True,  # `codex exec resume <thread id>`
     interrupt=True,  # only by ending the turn's process group
     sandbox=True,
+    pictures=True,  # --image on the turn's argv (issue 32)
 )
 
 # --- the codec ---------------------------------------------------------------------------
@@ -167,6 +169,8 @@ class CodexExecCodec:
 
     @property
     def capabilities(self) -> Capabilities:
+        if "," in self.settings.cwd:  # --image splits its value at commas: named instead
+            return replace(CODEX_EXEC_CAPABILITIES, pictures=False)
         return CODEX_EXEC_CAPABILITIES
 
     @property
@@ -185,11 +189,12 @@ class CodexExecCodec:
 
     # --- a turn ---------------------------------------------------------------------------
 
-    def begin_turn(self) -> list[str]:
-        """Start a turn: the argv of its process (a resume once the thread id is known)."""
+    def begin_turn(self, images: Sequence[str] = ()) -> list[str]:
+        """Start a turn: the argv of its process (a resume once the thread id is known),
+        with the paths of the pictures sent with its prompt."""
         self._move(_Move.BEGIN)
         self._failure = None
-        return exec_argv(self.settings, resume_thread_id=self._thread_id)
+        return exec_argv(self.settings, resume_thread_id=self._thread_id, images=images)
 
     def feed(self, line: bytes) -> list[AgentEvent]:
         """Events for one stdout line. A bad line is a Warning, never an exception."""

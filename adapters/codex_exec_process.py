@@ -83,8 +83,17 @@ class CodexExecSettings:
                 raise ConfigError(f"not a codex config key: {key!r}")
 
 
-def exec_argv(settings: CodexExecSettings, *, resume_thread_id: str | None = None) -> list[str]:
+def exec_argv(
+    settings: CodexExecSettings,
+    *,
+    resume_thread_id: str | None = None,
+    images: Sequence[str] = (),
+) -> list[str]:
     """``codex exec --json [options] -`` or ``codex exec --json [options] resume <id> -``.
+
+    ``images``: pictures sent in chat (issue 32), each ``--image=PATH`` right before ``-``
+    (exec and ``exec resume`` both take it: "image(s) to attach to the prompt"); the model
+    receives each as an ``input_image`` (FACTS-session-features.md).
 
     Options go before ``resume`` (``codex exec resume --help`` has no --cd/--sandbox/--color;
     exec's own options before the subcommand apply to it). ``-`` makes exec read the prompt
@@ -104,6 +113,12 @@ def exec_argv(settings: CodexExecSettings, *, resume_thread_id: str | None = Non
         if not _THREAD_ID.fullmatch(resume_thread_id):
             raise CodecUsageError(f"not a codex thread id: {resume_thread_id!r}")
         argv += ["resume", resume_thread_id]
+    for path in images:
+        if "," in path:  # --image splits its value at commas (the capabilities say no pictures)
+            raise CodecUsageError(
+                f"codex exec cannot take a picture whose path has a comma: {path}"
+            )
+        argv.append(f"--image={path}")
     argv.append("-")
     return argv
 

@@ -222,18 +222,18 @@ class CodexExecSession:
             raise AgentExitedError("the codex exec session has ended (or was never entered)")
         match command:
             case Prompt():
-                await self._start_turn(command.text)
+                await self._start_turn(command.text, [str(i.path) for i in command.images])
             case Interrupt():
                 if self._turn is not None:
                     self._turn.interrupt.set()
             case Respond():
                 raise CodecUsageError("codex exec has no approval channel: nothing to answer")
 
-    async def _start_turn(self, text: str) -> None:
+    async def _start_turn(self, text: str, images: list[str]) -> None:
         if self._turn is not None:
             raise CodecUsageError("a turn is running: wait for TurnCompleted before prompting")
         assert self._tasks is not None
-        argv = self.codec.begin_turn()
+        argv = self.codec.begin_turn(images)
         spec = ProcessSpec(
             argv=argv,
             cwd=self.codec.settings.cwd,

@@ -42,7 +42,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -93,7 +93,6 @@ __all__ = [
     "OpenCodeCodec",
     "SseDecoder",
     "basic_auth",
-    "configured_providers",
     "listed_keys",
     "matching_saved",
     "models_offered",
@@ -223,7 +222,7 @@ class _State:
 class OpenCodeCodec:
     """The gateway's side of one OpenCode session on one server."""
 
-    capabilities = Capabilities(
+    _CAPABILITIES = Capabilities(
         structured_events=True,
         bidirectional_control=True,
         interactive_questions=True,
@@ -238,6 +237,41 @@ class OpenCodeCodec:
         self._resume = resume_session_id
         self._version = version
         self._s = _State()
+        # issue 32: the models ("provider/model") whose capabilities take image input, and
+        # the one in use (the config's, then a prompt's own): OpenCode drops or replaces a
+        # picture for a model that does not declare it, so only those are given pictures
+        self._image_models: frozenset[str] = frozenset()
+        self._model: str | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        takes = self._model is not None and self._model in self._image_models
+        return replace(self._CAPABILITIES, pictures=takes)
+
+    def models_requests(self) -> tuple[HttpRequest, HttpRequest]:
+        """What tells which model is in use and which take pictures: ``GET /config`` (its
+        ``model``) and ``GET /config/providers`` (each model's ``capabilities.input.image``)."""
+        return (
+            HttpRequest(method="GET", path="/config", purpose="read the model in use"),
+            HttpRequest(method="GET", path="/config/providers", purpose="read the models"),
+        )
+
+    def learn_models(self, config: object, providers: object) -> None:
+        """The answers to :meth:`models_requests` (anything unreadable: no pictures)."""
+        model = config.get("model") if isinstance(config, dict) else None
+        self._model = model if isinstance(model, str) else None
+        found: set[str] = set()
+        listed = providers.get("providers") if isinstance(providers, dict) else None
+        for provider in listed if isinstance(listed, list) else []:
+            if not isinstance(provider, dict) or not isinstance(provider.get("id"), str):
+                continue
+            models = provider.get("models")
+            for model_id, info in (models if isinstance(models, dict) else {}).items():
+                caps = info.get("capabilities") if isinstance(info, dict) else None
+                given = caps.get("input") if isinstance(caps, dict) else None
+                if isinstance(given, dict) and given.get("image") is True:
+                    found.add(f"{provider['id']}/{model_id}")
+        self._image_models = frozenset(found)
 
     # --- the session -----------------------------------------------------------------------
 
@@ -285,7 +319,7 @@ class OpenCodeCodec:
         """The requests a command of the core stands for, and the events it implies."""
         sid = self._require_session()
         match command:
-            case Prompt(text=text, model=model, permission_mode=agent):
+            case Prompt(text=text, model=model, permission_mode=agent, images=images):
                 if self._s.running:
                     raise CodecUsageError("a turn is running: wait for its end before prompting")
                 self._s.turn += 1
@@ -293,8 +327,21 @@ class OpenCodeCodec:
                 self._s.error = None
                 self._s.refused_last = False
                 self._s.prompt_message = None
-                body: JsonObject = {"parts": [{"type": "text", "text": text}]}
+                parts: list[Any] = [{"type": "text", "text": text}]
+                # a picture sent in chat, for a model that takes images: a file part that
+                # OpenCode reads from its path (FilePartInput: type, mime, url, filename)
+                parts += [
+                    {
+                        "type": "file",
+                        "mime": image.media_type,
+                        "url": image.path.as_uri(),
+                        "filename": image.name,
+                    }
+                    for image in images
+                ]
+                body: JsonObject = {"parts": parts}
                 if model is not None:
+                    self._model = model
                     # the prompt's own model (issue 31's /model): {providerID, modelID}, the
                     # config's "provider/model" split at its first slash
                     provider, _, model_id = model.partition("/")
@@ -762,11 +809,6 @@ def _ours(listed: object, session_id: str | None) -> Iterable[JsonObject]:
 
 
 # --- saved permissions ("always" kept by the server) ----------------------------------------
-
-
-def configured_providers() -> HttpRequest:
-    """``GET /config/providers``: the providers of the server's config and their models."""
-    return HttpRequest(method="GET", path="/config/providers", purpose="list its providers")
 
 
 def models_offered(answer: object) -> tuple[str, ...]:

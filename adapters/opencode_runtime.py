@@ -48,7 +48,6 @@ from adapters.opencode import (
     OpenCodeCodec,
     SseDecoder,
     basic_auth,
-    configured_providers,
     listed_keys,
     matching_saved,
     models_offered,
@@ -324,14 +323,24 @@ class OpenCodeAgent:
         except AgentError as exc:
             raise AgentStartError(str(exc)) from exc
         self._session = self.codec.created(opened)
-        try:  # the models /model may pick (issue 31); unknown if it cannot be read
-            providers = await self._call(configured_providers())
-        except AgentError as exc:
-            log.info("opencode's providers not read: %s", exc)
-        else:
-            offered = models_offered(providers)
-            if offered:
-                await self._events.put(ModelsOffered(models=offered))
+        await self._learn_models()
+
+    async def _learn_models(self) -> None:
+        """Which model is in use and whether it takes pictures (issue 32), and the models
+        /model may pick (issue 31); a server that does not say gets files named in the
+        prompt, pictures included, and the project's list of models trusted."""
+        config_request, providers_request = self.codec.models_requests()
+        try:
+            async with asyncio.timeout(self.settings.handshake_timeout):
+                config = await self._call(config_request)
+                providers = await self._call(providers_request)
+        except (AgentError, TimeoutError) as exc:
+            log.info("opencode: the models were not read (%s): pictures go as files", exc)
+            return
+        self.codec.learn_models(config, providers)
+        offered = models_offered(providers)
+        if offered:
+            await self._events.put(ModelsOffered(models=offered))
 
     # --- events ---------------------------------------------------------------------------
 

@@ -8,7 +8,9 @@
 - ``bench.concurrency``: 200 sessions of approvals at once (exactly once, RSS, CPU);
 - ``bench.startup``: ``agent-gateway run`` and ``demo`` to ready, import times, and no
   platform imported that is not configured;
-- ``bench.telegram_pacing``: which way of pacing Telegram calls avoids 429s.
+- ``bench.telegram_pacing``: which way of pacing Telegram calls avoids 429s;
+- ``bench.files_in``: a 20 MB Telegram document to the agent's disk (time, and the gateway's
+  peak RSS against idle: the download is streamed).
 
 The scripted agent is ``bench/agents/codex_bench_agent.py`` (Codex app-server 0.171 shapes);
 the platforms a benchmark can drive are in ``bench/platforms.py``.

@@ -37,6 +37,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "paced_turns": (["--turns", "5", "--seconds", "5"], ["--turns", "1", "--seconds", "1"]),
     # three host processes on one PostgreSQL (a throwaway cluster: scripts/setup.sh installs it)
     "hosts": (["--sessions", "100", "--approvals", "5"], ["--sessions", "2", "--approvals", "2"]),
+    # a file from the fake Bot API (a process of its own) to the agent's disk (issue 32)
+    "files_in": (["--megabytes", "20"], ["--megabytes", "1"]),
 }
 TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency"})
 

@@ -29,7 +29,10 @@
     ├── StoreError                   the ledger failed (sqlite3, psycopg errors are chained)
     │   ├── DataDirInUse             another gateway process holds the data dir's lock
     │   └── EpochEnded               a turn refused: its agent's epoch is no longer live
-    └── PlatformError                a chat platform failed (SDK errors are chained)
+    ├── PlatformError                a chat platform failed (SDK errors are chained)
+    └── FileRefused                  a file sent with a message was not saved (over a limit,
+                                     a refused type, an inbox reached through a link, a
+                                     download that kept failing); its text is for the person
 
 Foreign exceptions (OSError, sqlite3.Error, SDK errors) are translated at the seams with
 ``raise ... from exc``.
@@ -48,6 +51,7 @@ __all__ = [
     "ConfigError",
     "DataDirInUse",
     "EpochEnded",
+    "FileRefused",
     "GatewayError",
     "HandshakeTimeout",
     "IllegalTransition",
@@ -211,3 +215,9 @@ class DataDirInUse(StoreError):
 
 class PlatformError(GatewayError):
     pass
+
+
+class FileRefused(GatewayError):
+    """A file sent with a message was not saved in the session's inbox; nothing of it is
+    left half-written, and the message is not sent to the agent without it. The text says
+    why, for the person who sent it (gateway/sessions/upload_inbox.py)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from gateway.attachments import SavedFile
 from gateway.domain import Decision, InteractionRequest, Resolution, TurnStatus
 
 __all__ = [
@@ -59,6 +60,15 @@ class Capabilities:
     # the agent keeps a name for its session (Codex thread/name/set): NameSession is sent to
     # it, and SessionStarted.native_name says the name it has
     names_sessions: bool = False
+    # pictures sent in chat go to it as images (Prompt.images: Codex localImage, Claude image
+    # blocks); without it they are saved and named in the prompt's text like any file
+    pictures: bool = False
+    # the largest picture it takes as one (Claude: the Messages API's 5 MB, base64 in one
+    # line); a larger one is named like any file. None: no limit of its own
+    picture_max_bytes: int | None = None
+    # other files sent in chat go to it as links it reads (ACP resource_link: Prompt.files);
+    # without it they are named in the prompt's text with their saved path
+    file_links: bool = False
 
 
 # --- events --------------------------------------------------------------------------------
@@ -263,6 +273,13 @@ class Prompt:
     # Claude Code's (set_permission_mode), an ACP agent's session mode (session/set_mode),
     # OpenCode's agent (the prompt's agent)
     permission_mode: str | None = None
+    # issue 32: pictures sent with the prompt, saved in the session's inbox, for an agent
+    # whose capabilities say ``pictures`` (the only ones given any); every other file sent
+    # is named in ``text`` (gateway.attachments.files_in_prompt)
+    images: tuple[SavedFile, ...] = ()
+    # ... and the other files, for an agent whose capabilities say ``file_links`` (for any
+    # other agent they are named in ``text``)
+    files: tuple[SavedFile, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

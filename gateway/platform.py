@@ -13,13 +13,14 @@ button carries an action token (gateway/action_tokens.py), nothing else.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from gateway.attachments import InboundAttachment
 from gateway.cards import Card
 from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
@@ -29,6 +30,7 @@ from gateway.session_record import SessionRecord
 __all__ = [
     "Ack",
     "EditResult",
+    "FetchesFiles",
     "FormLedger",
     "HearsProblems",
     "InboundAction",
@@ -170,6 +172,9 @@ class InboundMessage:
     message_id: str  # the platform's own id: the prompt queue is idempotent on it
     private: bool = False
     reply_to: str | None = None  # the platform's id of the message this one replies to
+    # the files sent with it, in the order sent (issue 32); ``text`` is their caption, "" if
+    # none: the files alone are a prompt
+    attachments: tuple[InboundAttachment, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -227,6 +232,22 @@ class Inbox(Protocol):
     async def on_platform_back(self, platform: str) -> None:
         """``platform`` reaches its servers again after failing: show what failed to send."""
         ...
+
+
+@runtime_checkable
+class FetchesFiles(Protocol):
+    """A platform whose messages carry files (issue 32): the host that runs the session
+    fetches each :class:`~gateway.attachments.InboundAttachment` through it when the prompt's
+    turn comes, and saves it in the session's inbox (gateway/sessions/upload_inbox.py).
+
+    ``fetch_file`` yields the file's bytes in chunks as they come (never the whole file in
+    memory: the SDKs' own download helpers read it whole). A connection cut or a 5xx midway
+    raises :class:`PlatformUnreachable` (the file is fetched again from its start, a few
+    times); a refusal (too big for the platform, no permission, a sign-in page instead of the
+    file) raises :class:`PlatformError` and is told. A platform never logs or raises a URL
+    that holds its bot token."""
+
+    def fetch_file(self, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]: ...
 
 
 @runtime_checkable

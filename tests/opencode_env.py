@@ -31,6 +31,7 @@ from tests.servers.fake_chat_completions import MODEL, FakeChatCompletions
 
 __all__ = [
     "OPENCODE_WAIT",
+    "VISION_MODEL",
     "OpenCodeHome",
     "Server",
     "fake_chat",
@@ -49,6 +50,8 @@ OPENCODE_WAIT = 150.0
 
 
 SECOND_MODEL = "fake-mini"
+# a model declared to take images (issue 32): OpenCode gives it the pictures sent in chat
+VISION_MODEL = "fake-vision"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,7 +62,7 @@ class OpenCodeHome:
     env: dict[str, str]
 
 
-def opencode_config(base_url: str) -> dict[str, object]:
+def opencode_config(base_url: str, model: str = MODEL) -> dict[str, object]:
     if not base_url.startswith("http://127."):
         raise ValueError(f"the model API must stay on 127.0.0.0/8, not {base_url}")
     return {
@@ -73,10 +76,16 @@ def opencode_config(base_url: str) -> dict[str, object]:
                     MODEL: {"name": "Fake model", "tool_call": True},
                     # a second model, for /model (issue 31)
                     SECOND_MODEL: {"name": "Fake mini", "tool_call": True},
+                    VISION_MODEL: {
+                        "name": "Fake vision",
+                        "tool_call": True,
+                        "attachment": True,
+                        "modalities": {"input": ["text", "image"], "output": ["text"]},
+                    },
                 },
             }
         },
-        "model": f"fake/{MODEL}",
+        "model": f"fake/{model}",
         "small_model": f"fake/{MODEL}",
         # what a careless project might say: the gateway's session rules must win
         "permission": {"bash": "allow", "edit": "allow"},
@@ -86,14 +95,14 @@ def opencode_config(base_url: str) -> dict[str, object]:
 
 
 @contextmanager
-def make_opencode_home(base_url: str) -> Iterator[OpenCodeHome]:
+def make_opencode_home(base_url: str, model: str = MODEL) -> Iterator[OpenCodeHome]:
     with scratch_dir("agent-gateway-opencode-") as root:
         home = root / "home"
         workspace = root / "workspace"
         config_dir = home / ".config" / "opencode"
         for path in (config_dir, workspace):
             path.mkdir(parents=True)
-        (config_dir / "opencode.json").write_text(json.dumps(opencode_config(base_url)))
+        (config_dir / "opencode.json").write_text(json.dumps(opencode_config(base_url, model)))
         env = {
             "PATH": os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
             "HOME": str(home),

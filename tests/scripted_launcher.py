@@ -4,8 +4,9 @@ The real Codex never asks a multi-select question; Claude Code does. Until a tes
 Claude here, :class:`ScriptedLauncher` stands in at the engine's injected seam
 (``gateway.sessions.agents.AgentLauncher``), speaking the engine's own events: a prompt that names
 one of its ``requests`` opens that request and waits for the answer; any other prompt is
-answered "echo: <prompt>". Every decision it receives is kept in ``received``, and the
-message it sends back says only how many answers came (a secret must never reach the chat).
+answered "echo: <prompt>" (and a line per image it was given). Every decision it receives is
+kept in ``received``, every prompt in ``prompts``, and the message it sends back says only
+how many answers came (a secret must never reach the chat).
 
 Its writes behave as a real runtime's (adapters/runtime.py): the codec takes the answer (a
 second answer to one request is AlreadyAnswered, one to a closed request RequestClosed)
@@ -91,7 +92,11 @@ class ScriptedAgent:
         may_end: asyncio.Event | None = None,
         native_id: str = "scripted-thread",
         names: list[str] | None = None,
+        prompts: list[Prompt] | None = None,
+        pictures: bool = False,
     ):
+        self._prompts = prompts if prompts is not None else []
+        self._pictures = pictures
         self._native_id = native_id
         self._names = names if names is not None else []
         self._requests = requests
@@ -114,7 +119,11 @@ class ScriptedAgent:
     @property
     def capabilities(self) -> Capabilities:
         return Capabilities(
-            interactive_questions=True, human_approval=True, interrupt=True, names_sessions=True
+            interactive_questions=True,
+            human_approval=True,
+            interrupt=True,
+            pictures=self._pictures,
+            names_sessions=True,
         )
 
     @property
@@ -123,7 +132,8 @@ class ScriptedAgent:
 
     async def send(self, command: AgentCommand) -> None:
         match command:
-            case Prompt(text=text):
+            case Prompt(text=text, images=images):
+                self._prompts.append(command)
                 turn = f"turn-{next(_turns)}"
                 await self._events.put(TurnStarted(turn_native_id=turn))
                 parts = self._streams.get(text.strip())
@@ -132,7 +142,8 @@ class ScriptedAgent:
                     return
                 request = self._requests.get(text.strip())
                 if request is None:
-                    await self._finish(turn, f"echo: {text}")
+                    seen = "".join(f"\n[image: {i.name}, {i.media_type}]" for i in images)
+                    await self._finish(turn, f"echo: {text}{seen}")
                     return
                 self._asked[request.native_key] = turn
                 await self._events.put(InteractionOpened(request=request))
@@ -197,8 +208,11 @@ class ScriptedLauncher:
         *,
         on_stop: Callable[[], Awaitable[None]] | None = None,
         streams: Mapping[str, tuple[str, ...]] | None = None,
+        pictures: bool = False,
     ) -> None:
         self.requests = dict(requests)
+        self.pictures = pictures  # its agents take pictures as images (Prompt.images)
+        self.prompts: list[Prompt] = []  # every prompt its agents were given, in order
         self.streams = dict(streams or {})
         self.go_on = asyncio.Event()
         self.turn_over = asyncio.Event()  # set once the gateway is done with a turn
@@ -228,6 +242,8 @@ class ScriptedLauncher:
             # a resumed session keeps its native id; a new one has its own
             native_id=resume_native_id or f"scripted-thread-{next(self._threads)}",
             names=self.named,
+            prompts=self.prompts,
+            pictures=self.pictures,
         )
         try:
             yield agent

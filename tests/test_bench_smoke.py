@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import agent_startup, concurrency, interactions, policy, startup, throughput
+from bench import (
+    agent_startup,
+    concurrency,
+    files_in,
+    interactions,
+    policy,
+    startup,
+    throughput,
+)
 from bench.__main__ import markdown
 from bench.figures import Figure, machine, percentile
 
@@ -134,3 +142,8 @@ async def test_paced_turns_at_a_toy_size() -> None:
     assert found["429s"] == 0, found
     assert found["deltas_per_turn"] == 10 and found["edits_per_turn_max"] >= 0
     assert [f.name for f in paced_turns.figures_of(found)][-1] == "429s"
+
+
+async def test_files_in_at_a_toy_size_saves_the_file_whole(tmp_path: Path) -> None:
+    figures = await files_in.measure(tmp_path, megabytes=1)
+    assert figure(figures, "Telegram document").met is True  # the bytes the fake sent

@@ -18,6 +18,7 @@ from adapters.codex_exec_process import (
     warnings_from_stderr,
 )
 from adapters.stdio import ExitStatus
+from gateway.config.model import FilesPolicy
 from gateway.domain import TurnStatus
 from gateway.errors import CodecUsageError, ConfigError
 from gateway.events import (
@@ -443,3 +444,17 @@ def test_capabilities_say_there_is_no_approval_and_no_question_channel() -> None
     assert not caps.human_approval and not caps.interactive_questions
     assert not caps.bidirectional_control
     assert caps.interrupt and caps.session_resume and caps.structured_events
+
+
+def test_pictures_go_by_image_arguments_unless_a_comma_would_split_their_path() -> None:
+    """``--image`` splits its value at commas (seen on 0.171): a work dir with one gets its
+    pictures named in the prompt instead (the runner reads the capabilities), and the inbox
+    may not be named with one."""
+    plain = CodexExecCodec(CodexExecSettings(command=["codex"], cwd="/srv/app"))
+    assert plain.capabilities.pictures
+    argv = plain.begin_turn(["/srv/app/.agent-gateway/inbox/a b.png"])
+    assert argv[-2:] == ["--image=/srv/app/.agent-gateway/inbox/a b.png", "-"]
+    comma = CodexExecCodec(CodexExecSettings(command=["codex"], cwd="/srv/app, v2"))
+    assert not comma.capabilities.pictures
+    with pytest.raises(ValueError, match="without a comma"):
+        FilesPolicy(inbox=Path("in,box"))

@@ -3,8 +3,11 @@ conversation, from whom (with their roles, none in a DM), and which are ignored.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
+from gateway.attachments import InboundAttachment
 from gateway.domain import ConversationRef
 from platforms.discord.commands import command_text
 from platforms.discord.inbound import (
@@ -117,3 +120,28 @@ def test_slash_commands_become_the_gateways_commands() -> None:
     assert command_text("deny", "abc", "") == "/deny abc"
     with pytest.raises(ValueError):
         command_text("rm")
+
+
+def test_attached_files_are_taken_with_the_words_or_alone_where_the_bot_is_addressed() -> None:
+    log = InboundAttachment(
+        name="build.log", reference="https://cdn.discordapp.com/attachments/1/2/build.log?hm=x"
+    )
+
+    def with_file(content: str, place: Place, mentions: tuple[str, ...] = ()) -> Seen:
+        return replace(seen(content, place, mentions=mentions), attachments=(log,))
+
+    alone = heard(with_file("", DM_PLACE), bot_id=BOT, channels=(CHANNEL,), message_content=False)
+    assert alone is not None and alone.text == "" and alone.attachments == (log,)
+    mentioned = heard(
+        with_file(f"<@{BOT}> see this", CHANNEL_PLACE, (BOT,)),
+        bot_id=BOT,
+        channels=(CHANNEL,),
+        message_content=False,
+    )
+    assert mentioned is not None and mentioned.text == "see this"
+    assert mentioned.attachments == (log,) and mentioned.start_thread
+    # a bare file in a channel, nobody addressed: not for the bot
+    bare = heard(
+        with_file("", CHANNEL_PLACE), bot_id=BOT, channels=(CHANNEL,), message_content=True
+    )
+    assert bare is None

@@ -77,6 +77,7 @@ __all__ = [
     "ConfigProblem",
     "ExpiryOutcome",
     "ExpiryPolicy",
+    "FilesPolicy",
     "GatewaySection",
     "HostName",
     "LogLevel",
@@ -353,6 +354,40 @@ class ExpiryPolicy(_Model):
     outcome: ExpiryOutcome = ExpiryOutcome.DENY
 
 
+class FilesPolicy(_Model):
+    """[projects.<name>.files]: files a person sends with a message (issue 32). The defaults
+    are under every platform's own: a Telegram bot downloads 20 MB from the cloud Bot API
+    (a self-hosted Bot API server allows more, so the limit is read from here)."""
+
+    # where they are saved, relative to work_dir and inside it; reached without following
+    # links (gateway/sessions/upload_inbox.py), with a .gitignore of "*" so never committed
+    inbox: Path = Path(".agent-gateway/inbox")
+    max_file_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+    max_prompt_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    # media types refused (as sniffed from the bytes: "application/x-msdownload", "image/*")
+    refuse_types: tuple[NonEmpty, ...] = ()
+
+    @field_validator("inbox", mode="after")
+    @classmethod
+    def _inside_work_dir(cls, value: Path) -> Path:
+        if value.is_absolute() or not value.parts or ".." in value.parts:
+            raise ValueError("inbox is a folder inside work_dir, written relative to it")
+        if "," in str(value):  # codex exec --image splits a picture's path at commas
+            raise ValueError("inbox: a folder name without a comma")
+        return value
+
+    @model_validator(mode="after")
+    def _file_under_prompt(self) -> FilesPolicy:
+        if self.max_file_bytes > self.max_prompt_bytes:
+            raise ValueError("max_file_bytes is larger than max_prompt_bytes")
+        return self
+
+    def refuses(self, media_type: str) -> bool:
+        """Whether ``media_type`` (sniffed) is one of ``refuse_types`` ("image/*" too)."""
+        major = media_type.split("/", 1)[0]
+        return any(t in (media_type, f"{major}/*") for t in self.refuse_types)
+
+
 class PlatformAuth(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
@@ -379,6 +414,7 @@ class ProjectConfig(_Model):
     idle_minutes: float | None = Field(default=None, gt=0)
     agent_options: AgentOptions = Field(default_factory=AgentOptions)
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
+    files: FilesPolicy = Field(default_factory=FilesPolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
     policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
     # tables whose keys may be written in this one (the "did you mean" of an unknown key)

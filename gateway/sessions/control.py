@@ -61,6 +61,7 @@ from gateway.sessions.agents import AgentLauncher, ReattachesAgents
 from gateway.sessions.broker import Broker
 from gateway.sessions.compaction import COMPACTING_WORDS, compaction_offered
 from gateway.sessions.decisions import DecisionDesk
+from gateway.sessions.file_checks import FILES_WITH_A_COMMAND, declared_refusal
 from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.model_buttons import ModelButtons
 from gateway.sessions.outbound import Notifier, card_messages
@@ -355,6 +356,14 @@ class Control:
             await self._refuse_stranger(message, project, checked)
             return
         parsed = parse_chat_text(message.text)
+        if message.attachments and not isinstance(parsed, ChatPrompt | NotForUs):
+            await self._reply(conversation, FILES_WITH_A_COMMAND)
+            return
+        if message.attachments:
+            refused = declared_refusal(message.attachments, self._gw.config.projects[project].files)
+            if refused is not None:
+                await self._reply(conversation, refused)
+                return
         # whichever host receives it (issue 19): a prompt is queued in the ledger, which wakes
         # its host; a decision is committed here and written by that host; a command is
         # answered here from the ledger or passed to that host (_elsewhere_command)
@@ -498,6 +507,7 @@ class Control:
             text=text,
             max_depth=self._gw.config.gateway.queue_depth,
             mode=mode,
+            attachments=message.attachments,
         )
         if result.outcome is EnqueueOutcome.DUPLICATE:
             # a platform delivered the same message again: it is queued once; the attempt
@@ -552,6 +562,8 @@ class Control:
         steers, messages wait ahead of it."""
         runner = self._gw.existing_runner(session.id)
         if prompt is None or ahead or runner is None or not runner.can_steer:
+            return
+        if prompt.attachments:  # files go with a turn of their own (fetched when it starts)
             return
         if self._gw.owner_elsewhere(session) is not None:
             return

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 
+from gateway.attachments import SavedFile, files_in_prompt, pictures_named_notice
 from gateway.config.model import ProjectConfig
 from gateway.config.policy_rules import PolicyRule, RuleAction
 from gateway.domain import (
@@ -33,6 +34,7 @@ from gateway.errors import (
     AgentError,
     AlreadyDecided,
     EpochEnded,
+    FileRefused,
     GatewayError,
     InvalidDecision,
     NativeSessionGone,
@@ -83,6 +85,7 @@ from gateway.render.queue_notes import held_note, stopped_notice
 from gateway.sessions.agents import AgentLauncher, RunningAgent
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.sessions.compaction import Compaction
+from gateway.sessions.file_fetch import save_attachments
 from gateway.sessions.idle import IdleWatch, idle_words
 from gateway.sessions.outbound import (
     AGENT_ENDED_WORDS,
@@ -93,6 +96,7 @@ from gateway.sessions.outbound import (
 )
 from gateway.sessions.outlets import Outbound
 from gateway.sessions.steering import Steering
+from gateway.sessions.upload_inbox import UploadInbox
 from gateway.sessions.usage import SessionUsage
 from gateway.store.database import Clock, utc_now
 from gateway.store.records import PromptRecord, TurnRecord
@@ -651,6 +655,24 @@ class SessionRunner:
                     return made.epoch
             raise
 
+    async def _fetch_files(self, prompt: PromptRecord) -> tuple[SavedFile, ...] | None:
+        """The files of ``prompt``, fetched from its platform into the project's inbox (this
+        host runs the session: issue 32). None when one is refused: the person is told why,
+        and the prompt ends interrupted, never sent without its files."""
+        policy = self._project.files
+        try:
+            return await save_attachments(
+                prompt.attachments,
+                platform=self._platforms.get(prompt.conversation.platform),
+                inbox=UploadInbox(self._project.work_dir, policy.inbox),
+                policy=policy,
+            )
+        except FileRefused as exc:
+            log.info("session %s: prompt %s refused: %s", self.session_id, prompt.id, exc)
+            await self._store.prompts.mark_interrupted(prompt.id)
+            await self._notify(f"⚠️ {exc}")
+            return None
+
     async def _claim_next(self) -> PromptRecord | None:
         """The next prompt, claimed; a claim whose commit's answer was lost is read back."""
         try:
@@ -680,6 +702,13 @@ class SessionRunner:
             async with self._feed_gate:  # an idle end holds it: nothing is claimed then
                 compacting = self._compaction.take()  # a /compact: a turn of its own, first
                 prompt = None if compacting else await self._claim_next()
+                files: tuple[SavedFile, ...] = ()
+                if prompt is not None and prompt.attachments:
+                    # fetched by this host, which runs the session (issue 32)
+                    fetched = await self._fetch_files(prompt)
+                    if fetched is None:
+                        continue  # refused and told: the prompt does not go without its files
+                    files = fetched
                 if prompt is not None or compacting:
                     try:
                         turn = self._turn = await self._store.turns.start(
@@ -709,9 +738,25 @@ class SessionRunner:
                     else:
                         await self._close_gateway_plans(prompt)
                         chosen = await self._store.settings.of(self.session_id)
+                        caps = agent.capabilities
+                        takes, largest = caps.pictures, caps.picture_max_bytes
+                        text, images, linked = files_in_prompt(
+                            prompt.text,
+                            files,
+                            takes_pictures=takes,
+                            picture_max_bytes=largest,
+                            links_files=caps.file_links,
+                        )
+                        named = pictures_named_notice(
+                            files, takes_pictures=takes, picture_max_bytes=largest
+                        )
+                        if named is not None:
+                            await self._notify(named)
                         await agent.send(
                             Prompt(
-                                text=prompt.text,
+                                text=text,
+                                images=images,
+                                files=linked,
                                 mode=prompt.mode,
                                 model=chosen.model,
                                 approval_policy=chosen.approval_policy,

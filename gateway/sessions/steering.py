@@ -37,6 +37,7 @@ from gateway.store.records import PromptRecord
 from gateway.store.store import Store
 
 __all__ = [
+    "FILES_NOT_STEERED",
     "NOT_QUEUED",
     "STEERED_WORDS",
     "Steering",
@@ -79,6 +80,11 @@ def unsteered_words(reason: str) -> str:
     return f"The agent did not take your message into its turn ({reason}): it runs next."
 
 
+FILES_NOT_STEERED = (
+    "it carries files, which go with a turn of their own; it runs when the turn ends"
+)
+
+
 class Steering:
     """One session's steers in flight: taken from the queue, written, not yet answered.
     Owned by the session's runner, which hands it the agent's answers."""
@@ -100,6 +106,8 @@ class Steering:
         of ``agent`` (None: no agent, no turn). None when written (its answer comes as an
         event); else why not, the prompt queued as before."""
         queued = await self._store.prompts.list_queued(session_id)
+        if any(p.id == prompt_id and p.attachments for p in queued):
+            return FILES_NOT_STEERED  # its files are fetched when its own turn starts
         place = next((p.position for p in queued if p.id == prompt_id), None)
         why = steer_refusal(
             agent_steers=agent is not None and agent.capabilities.steer,

@@ -583,6 +583,13 @@ _SESSION_SETTINGS = (
     "UPDATE interactions SET origin = 'plan' WHERE native_key IS NULL",
 )
 
+# issue 32: the files sent with a prompt (gateway.attachments.InboundAttachment: name, size,
+# the platform's reference), kept with it so that a held or queued prompt keeps its files
+# across a restart; downloaded by the session's host when its turn comes
+_PROMPT_ATTACHMENTS = (
+    "ALTER TABLE prompts ADD COLUMN attachments_json TEXT NOT NULL DEFAULT '[]'",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -631,6 +638,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="a person's settings; who asks an interaction",
         statements=_SESSION_SETTINGS,
     ),
+    Migration(version=19, name="the files sent with a prompt", statements=_PROMPT_ATTACHMENTS),
 )
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gateway.attachments import InboundAttachment, attachments_from_json, attachments_to_json
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
 from gateway.store.database import (
@@ -39,7 +40,8 @@ __all__ = ["PromptQueue", "hold_queue", "prompt_by_id"]
 
 _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
-    " author_user_id, author_display, text, state, position, created_at, updated_at, held, mode"
+    " author_user_id, author_display, text, state, position, created_at, updated_at, held, mode,"
+    " attachments_json"
 )
 _IDS_PER_QUERY = 500  # well under SQLite's limit of bound parameters
 _FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
@@ -61,9 +63,11 @@ class PromptQueue:
         text: str,
         max_depth: int,
         mode: str | None = None,
+        attachments: tuple[InboundAttachment, ...] = (),
     ) -> EnqueueResult:
-        """Queue a message, unless it was queued before (DUPLICATE) or the queue holds
-        ``max_depth`` prompts already (FULL, audited). Never raises for either."""
+        """Queue a message with the files sent with it, unless it was queued before
+        (DUPLICATE: the earlier prompt, files and all) or the queue holds ``max_depth``
+        prompts already (FULL, audited). Never raises for either."""
         if max_depth < 1:
             raise ValueError("max_depth must be at least 1")
         key = (*conversation_params(conversation), platform_message_id)
@@ -111,8 +115,8 @@ class PromptQueue:
                 conn,
                 "INSERT INTO prompts (session_id, platform, space, channel, thread,"
                 " platform_message_id, author_platform, author_user_id, author_display, text,"
-                " mode, state, position, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
+                " mode, attachments_json, state, position, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
                 " (SELECT coalesce(max(position), 0) + 1 FROM prompts WHERE session_id = ?),"
                 f" ?, ?) RETURNING {_COLUMNS}",
                 (
@@ -123,6 +127,7 @@ class PromptQueue:
                     author.display,
                     text,
                     mode,
+                    attachments_to_json(attachments),
                     session_id,
                     now,
                     now,
@@ -524,6 +529,7 @@ def _prompt_from_row(row: Row) -> PromptRecord:
         updated_at=parse_time(row["updated_at"]),
         held=bool(row["held"]),
         mode=row["mode"],
+        attachments=attachments_from_json(row["attachments_json"]),
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from gateway.attachments import InboundAttachment
 from gateway.domain import Actor, ConversationRef, Scope, TurnStatus
 from gateway.interactions.machine import Interaction, Transition
 from gateway.timeline import EntryKind
@@ -108,6 +109,8 @@ class PromptRecord:
     updated_at: datetime
     held: bool = False  # queued before a /stop (or a restart): waits for /resume or /clear
     mode: str | None = None  # Codex collaboration mode asked for ("plan", "default")
+    # the files sent with it, in the order sent (issue 32): downloaded when its turn comes
+    attachments: tuple[InboundAttachment, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -255,6 +255,24 @@ SCRIPT = """
   }
   document.addEventListener('input', recheck);
   document.addEventListener('change', recheck);
+  // files pasted into or dropped on a message box join its file picker (issue 32)
+  function addFiles(form, files) {
+    const input = form && form.querySelector('input[type=file]');
+    if (!input || !files || !files.length) return false;
+    const all = new DataTransfer();
+    for (const f of input.files) all.items.add(f);
+    for (const f of files) all.items.add(f);
+    input.files = all.files;
+    return true;
+  }
+  const sayForm = (ev) => ev.target.closest ? ev.target.closest('form.say') : null;
+  document.addEventListener('paste', (ev) => {
+    if (ev.clipboardData && addFiles(sayForm(ev), ev.clipboardData.files)) ev.preventDefault();
+  });
+  document.addEventListener('dragover', (ev) => { if (sayForm(ev)) ev.preventDefault(); });
+  document.addEventListener('drop', (ev) => {
+    if (ev.dataTransfer && addFiles(sayForm(ev), ev.dataTransfer.files)) ev.preventDefault();
+  });
   document.addEventListener('submit', async (ev) => {
     const form = ev.target;
     if (!form.matches('form[data-enhance]')) return;
@@ -267,7 +285,10 @@ SCRIPT = """
       gaps[0].scrollIntoView({block: 'center'});
       return;
     }
-    const body = new URLSearchParams(new FormData(form, ev.submitter));
+    // files picked (the message box) go as multipart, the rest as a plain form
+    const data = new FormData(form, ev.submitter);
+    const picked = [...form.querySelectorAll('input[type=file]')].some(i => i.files.length);
+    const body = picked ? data : new URLSearchParams(data);
     const buttons = form.querySelectorAll('button');
     buttons.forEach(b => b.disabled = true);
     try {

@@ -196,10 +196,11 @@ def _new_form(
     options = "".join(f"<option>{escape(p)}</option>" for p in projects)
     return (
         '<h2>Start a conversation</h2><form class="say start" id="say" method="post"'
-        ' action="/new"'
+        ' action="/new" enctype="multipart/form-data"'
         f' data-enhance>{ctx.hidden()}<select name="project" aria-label="project">{options}'
-        '</select><textarea name="text" aria-label="first message" required'
+        '</select><textarea name="text" aria-label="first message"'
         ' placeholder="What should the agent do?"></textarea>'
+        '<input type="file" name="files" multiple aria-label="files for the agent">'
         f'<button type="submit" class="primary">Start</button>{_suggestions(words)}</form>'
         f"{refused}"
     )
@@ -387,9 +388,11 @@ def conversation_page(
         # the placeholder stays short: on a phone it shares a line with nothing else
         box = (
             f'<form class="say" id="say" method="post" action="/s/{escape(session.id)}/say"'
-            " data-enhance>"
-            f'{ctx.hidden()}<textarea name="text" aria-label="message" required'
+            ' enctype="multipart/form-data" data-enhance>'
+            f'{ctx.hidden()}<textarea name="text" aria-label="message"'
             ' aria-describedby="say-note" placeholder="A message for the agent"></textarea>'
+            # files for the agent (issue 32): a picture goes as an image where it takes one
+            '<input type="file" name="files" multiple aria-label="files for the agent">'
             '<button type="submit" class="primary">Send</button></form>'
             f"{refusals_html(frame.notices.take('say'))}"
             '<p class="meta" id="say-note">A message is never a decision: use the buttons on'

@@ -41,7 +41,7 @@ import logging
 import os
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from aiohttp import web
 
+from gateway.attachments import InboundAttachment
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
@@ -60,6 +61,7 @@ from platforms.console.feed import Changes, Feed
 from platforms.console.security import Guard, PublicAddress
 from platforms.console.server import build_app
 from platforms.console.token_file import TokenFile
+from platforms.console.uploads import Uploads
 from platforms.console.views import PLATFORM, route_channel
 
 if TYPE_CHECKING:
@@ -109,6 +111,7 @@ class ConsolePlatform:
             PublicAddress.parse(settings.public_url) if settings.public_url is not None else None
         )
         self.feed = Feed(id_prefix=f"{secrets.token_hex(3)}-")
+        self.uploads = Uploads()  # files picked in the message box (uploads.py)
         self.changes = Changes()
         self._announce = announce
         # the token is printed only to a person's terminal: not to a file, a pipe or the
@@ -156,6 +159,11 @@ class ConsolePlatform:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        self.uploads.close()
+
+    def fetch_file(self, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]:
+        """A file picked in the console, from its spool (uploads.py)."""
+        return self.uploads.fetch(attachment)
 
     @property
     def port(self) -> int:

@@ -30,6 +30,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 from multidict import MultiDictProxy
 
+from gateway.attachments import InboundAttachment
 from gateway.deadline import RECEIVED, answer_in_time
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
@@ -63,6 +64,7 @@ from platforms.console.security import (
     host_allowed,
     origin_allowed,
 )
+from platforms.console.uploads import MAX_UPLOAD_BYTES, Uploads
 from platforms.console.views import (
     AGENT_DID_NOT_START,
     IDLE_WORDS,
@@ -92,6 +94,8 @@ class ServedConsole(Platform, Protocol):
 
     @property
     def settings(self) -> ConsoleConfig: ...
+    @property
+    def uploads(self) -> Uploads: ...
     @property
     def words(self) -> tuple[tuple[str, str], ...]: ...
     @property
@@ -138,7 +142,8 @@ _HEADERS = {
 
 
 def build_app(console: ServedConsole) -> web.Application:
-    app = web.Application(middlewares=[_guard])
+    # a message may carry files picked in its box (uploads.py): aiohttp spools them to disk
+    app = web.Application(middlewares=[_guard], client_max_size=MAX_UPLOAD_BYTES)
     app[CONSOLE] = console
     app.router.add_get("/", _sessions)
     app.router.add_get("/pending", _pending)
@@ -390,9 +395,10 @@ async def _new(request: web.Request) -> web.Response:
     conversation = console.new_conversation(project) if project in console.projects() else None
     if conversation is None:
         return _answer(request, Ack(text=f"No project {project!r} here.", accepted=False))
-    if not text:
+    picked = _picked(request)
+    if not text and not picked:
         return _answer(request, Ack(text="Type a first message.", accepted=False))
-    await gateway.on_message(_message(console, conversation, text))
+    await gateway.on_message(_message(console, conversation, text, picked))
     started = await gateway.store.sessions.lookup(conversation)
     if started is None:
         replies = [m.text for m in console.feed.messages([conversation]) if m.text]
@@ -432,15 +438,32 @@ async def _revoke(request: web.Request) -> web.Response:
     return _answer(request, Ack(text=said, accepted=done))
 
 
-def _message(console: ServedConsole, conversation: ConversationRef, text: str) -> InboundMessage:
-    """What the person typed: shown in the conversation, then handed to the gateway."""
-    console.feed.add(conversation, text=text, card=None, author=YOU)
+def _message(
+    console: ServedConsole,
+    conversation: ConversationRef,
+    text: str,
+    attachments: tuple[InboundAttachment, ...] = (),
+) -> InboundMessage:
+    """What the person typed (and picked): shown in the conversation, then handed on."""
+    picked = "".join(f"\n📎 {a.name}" for a in attachments)
+    console.feed.add(conversation, text=f"{text}{picked}".strip(), card=None, author=YOU)
     return InboundMessage(
         conversation=conversation,
         actor=console.actor,
         text=text,
         message_id=f"console-{secrets.token_hex(8)}",
         private=True,  # the console is a private surface
+        attachments=attachments,
+    )
+
+
+def _picked(request: web.Request) -> tuple[InboundAttachment, ...]:
+    """The files picked in the message box, kept in the console's spool, in order."""
+    console = request.app[CONSOLE]
+    return tuple(
+        console.uploads.keep(field.filename, field.file)
+        for field in request[FORM].getall("files", [])
+        if isinstance(field, web.FileField) and field.filename
     )
 
 
@@ -459,12 +482,13 @@ async def _say(request: web.Request) -> web.Response:
     )
     if refused is not None:
         return _answer(request, Ack(text=refused, accepted=False))
-    if not text:
+    picked = _picked(request)
+    if not text and not picked:
         return _answer(request, Ack(text="Type a message first.", accepted=False))
     # what the session was doing when the message came: the receipt says where it went
     latest = await gateway.store.turns.latest(record.id)
     card_waiting = bool(await gateway.store.interactions.list_open(record.id))
-    message = _message(console, conversation, text)
+    message = _message(console, conversation, text, picked)
     await gateway.on_message(message)
     queued = await gateway.store.prompts.list_queued(record.id)
     held = any(p.platform_message_id == message.message_id and p.held for p in queued)

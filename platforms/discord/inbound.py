@@ -14,6 +14,8 @@ The platform reads the few fields it needs from discord.py's objects into a :cla
   permission); in a thread, a mention always counts, and a bare reply only with
   ``message_content`` where a session lives (:attr:`Heard.needs_session`). Bare top-level
   messages and every bot's message are ignored.
+- A message's attachments (issue 32) come with it, its words (if any) the prompt; the
+  reference of each is its CDN address (platforms/discord/files.py).
 - ``message_id`` is the message's snowflake: a message the gateway replays on RESUME is
   queued once.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gateway.attachments import InboundAttachment
 from gateway.domain import Actor, ConversationRef
 
 __all__ = [
@@ -63,6 +66,7 @@ class Seen:
     content: str
     mentions: tuple[str, ...] = ()  # user ids mentioned (discord.py's Message.mentions)
     roles: tuple[str, ...] = ()  # the author's role ids, where the author is a member
+    attachments: tuple[InboundAttachment, ...] = ()  # its files (issue 32), in order
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,6 +80,7 @@ class Heard:
     needs_session: bool = False  # only where a session lives (Inbox.has_session)
     start_thread: bool = False  # begins a session: in a thread made from the message
     direct: bool = False  # a DM: only its person and the bot see it
+    attachments: tuple[InboundAttachment, ...] = ()
 
 
 def conversation_of(place: Place) -> ConversationRef:
@@ -113,14 +118,20 @@ def heard(
     if seen.author_is_bot or not seen.author_id or seen.author_id == bot_id:
         return None
     text = strip_mention(seen.content, bot_id)
-    if not text:
+    files = seen.attachments
+    if not text and not files:
         return None  # nothing said (or, without the intent, nothing Discord let us read)
     place = seen.place
     where = conversation_of(place)
     if place.guild_id is None:
         actor = actor_of(seen.author_id, seen.author_name)  # no member: no roles
         return Heard(
-            conversation=where, actor=actor, text=text, message_id=seen.message_id, direct=True
+            conversation=where,
+            actor=actor,
+            text=text,
+            message_id=seen.message_id,
+            direct=True,
+            attachments=files,
         )
     if where.channel not in channels:
         return None
@@ -135,11 +146,17 @@ def heard(
             text=text,
             message_id=seen.message_id,
             needs_session=not mentioned,
+            attachments=files,
         )
     if not mentioned:
         return None
     return Heard(
-        conversation=where, actor=actor, text=text, message_id=seen.message_id, start_thread=True
+        conversation=where,
+        actor=actor,
+        text=text,
+        message_id=seen.message_id,
+        start_thread=True,
+        attachments=files,
     )
 
 

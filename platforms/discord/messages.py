@@ -85,6 +85,7 @@ class Messages:
                     text=found.text,
                     message_id=found.message_id,
                     private=found.direct,
+                    attachments=found.attachments,
                 ),
             )
 

@@ -24,10 +24,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncGenerator
 from types import TracebackType
 
 import discord
 
+from gateway.attachments import InboundAttachment
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
@@ -54,6 +56,7 @@ from platforms.discord.client import (
     until_ready,
 )
 from platforms.discord.config import DiscordConfig
+from platforms.discord.files import download
 from platforms.discord.inbound import PLATFORM, link_to
 from platforms.discord.messages import Messages
 from platforms.discord.outbox import DiscordOutbox, classify
@@ -306,6 +309,10 @@ class DiscordPlatform:
             log.info("discord: no DM with %s (%s)", actor.user_id, exc)
             return None
         return ConversationRef(platform=PLATFORM, space=None, channel=str(dm.id))
+
+    def fetch_file(self, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]:
+        """A file a person attached, streamed from Discord's CDN (platforms/discord/files.py)."""
+        return download(attachment, self._config.api_base_url)
 
     def spell_command(self, name: str) -> str:
         return f"/{name}"

@@ -12,6 +12,7 @@ from typing import Any
 
 import discord
 
+from platforms.discord.files import attachments_of
 from platforms.discord.inbound import Place, Seen
 
 __all__ = ["modal_values", "place_of", "roles_of", "seen_of"]
@@ -52,6 +53,7 @@ def seen_of(message: discord.Message) -> Seen:
         content=message.content or "",
         mentions=tuple(str(user.id) for user in message.mentions),
         roles=roles_of(message.author),
+        attachments=attachments_of(message.attachments),
     )
 
 

@@ -31,10 +31,11 @@ import asyncio
 import itertools
 import logging
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from gateway.attachments import InboundAttachment
 from gateway.cards import Card, card_text_length
 from gateway.deadline import RECEIVED, ack_wait_seconds
 from gateway.domain import Actor, Answer, ConversationRef, TurnStatus
@@ -107,6 +108,10 @@ class MemoryPlatform:
         self.turns: list[TurnSignal] = []
         self.marks: list[tuple[ConversationRef, str]] = []  # messages marked "queued"
         self.adopt_unknown = adopt_unknown
+        self.files: dict[str, bytes] = {}  # files sent with messages, by reference
+        self.fetched: list[str] = []  # the references fetched, once per try
+        self.fetch_cuts = 0  # how many fetches to come are cut after their first chunk
+        self.chunk_bytes = 64 * 1024
         self._inbox: Inbox | None = None
         self._taking_input = False
         self._ids = itertools.count(1)
@@ -204,6 +209,28 @@ class MemoryPlatform:
         await self._notify()
         return EditResult.EDITED
 
+    # --- files ------------------------------------------------------------------------------
+
+    def offer_file(self, name: str, content: bytes) -> InboundAttachment:
+        """Keep ``content`` as a file a message carries; its attachment, as sent."""
+        reference = f"file-{uuid.uuid4().hex[:16]}"
+        self.files[reference] = content
+        return InboundAttachment(name=name, reference=reference, size=len(content))
+
+    async def fetch_file(self, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]:
+        """The file in chunks of :attr:`chunk_bytes`; while :attr:`fetch_cuts` is above zero a
+        fetch is cut after its first chunk (one cut less each time), as a connection is."""
+        self.fetched.append(attachment.reference)
+        await self._check_up("fetch_file")
+        content = self.files.get(attachment.reference)
+        if content is None:
+            raise PlatformError(f"no file {attachment.reference}")
+        for start in range(0, max(len(content), 1), self.chunk_bytes):
+            yield content[start : start + self.chunk_bytes]
+            if self.fetch_cuts > 0:
+                self.fetch_cuts -= 1
+                raise PlatformUnreachable("the connection was cut")
+
     # --- what a person does ---------------------------------------------------------------
 
     async def say(
@@ -215,10 +242,12 @@ class MemoryPlatform:
         message_id: str | None = None,
         private: bool = False,
         reply_to: str | None = None,
+        files: Sequence[tuple[str, bytes]] = (),
     ) -> str:
         """``actor`` writes ``text`` in ``conversation`` (as a reply to the message
         ``reply_to``): a shared one, or with ``private`` their own conversation with the bot
-        (where a stranger is told their id). Returns the message's id."""
+        (where a stranger is told their id), with ``files`` (name, content) attached: the
+        platform keeps them until fetched (:meth:`fetch_file`). Returns the message's id."""
         message = InboundMessage(
             conversation=conversation,
             actor=actor,
@@ -227,6 +256,7 @@ class MemoryPlatform:
             message_id=message_id or f"in-{uuid.uuid4().hex[:16]}",
             private=private,
             reply_to=reply_to,
+            attachments=tuple(self.offer_file(name, content) for name, content in files),
         )
         await self._inbox_or_fail().on_message(message)
         return message.message_id

@@ -182,6 +182,7 @@ class SlackEvents:
             text=found.text,
             message_id=found.message_id,
             private=found.direct,
+            attachments=found.attachments,
         )
         await self._hand_over(message)
 

@@ -9,9 +9,11 @@
   (the mention is taken out of the text); a bare reply in a thread only where a session
   lives (:attr:`Heard.needs_session`: the platform asks ``Inbox.has_session``); a bare
   top-level message only with ``channel_mode = "all"``.
+- A message with files comes as subtype ``file_share``: each file is an attachment (issue 32)
+  whose reference is its Slack file id; its text, "" if none, is the prompt.
 - Ignored: the app's own and other bots' messages, edits, deletions and every other subtype
-  (joins, file shares, thread broadcasts); events of another team (a guest in a shared
-  channel) are refused (:class:`Foreign`).
+  (joins, thread broadcasts); events of another team (a guest in a shared channel) are
+  refused (:class:`Foreign`).
 - ``message_id`` is the message's ts: an event Slack delivers again (``retry_attempt``,
   ``X-Slack-Retry-Num``) is queued once.
 - A click: the card's conversation is its channel and ``message.thread_ts`` (None for a
@@ -24,6 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gateway.attachments import InboundAttachment
 from gateway.domain import Actor, ConversationRef
 from platforms.slack.config import ChannelMode
 
@@ -36,6 +39,7 @@ __all__ = [
     "click_of",
     "command_text",
     "conversation",
+    "files_of",
     "heard",
     "link_to",
     "strip_mentions",
@@ -55,6 +59,7 @@ class Heard:
     message_id: str
     needs_session: bool = False
     direct: bool = False  # a direct message (only its person and the app see it)
+    attachments: tuple[InboundAttachment, ...] = ()  # its files, in the order sent
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -122,7 +127,8 @@ def heard(
     event = body.get("event")
     if not isinstance(event, dict) or event.get("type") != "message":
         return None
-    if event.get("subtype") or event.get("bot_id") or event.get("hidden"):
+    subtype = event.get("subtype")
+    if (subtype and subtype != "file_share") or event.get("bot_id") or event.get("hidden"):
         return None
     user = str(event.get("user") or "")
     text = event.get("text")
@@ -138,11 +144,19 @@ def heard(
     mentioned = _mentions(text, bot_user_id)
     actor = actor_of(user)
     said = strip_mentions(text, bot_user_id)
-    if not said:
+    files = files_of(event)
+    if not said and not files:
         return None
     if event.get("channel_type") == "im":
         where = conversation(team_id, channel, thread if in_thread else None)
-        return Heard(conversation=where, actor=actor, text=said, message_id=ts, direct=True)
+        return Heard(
+            conversation=where,
+            actor=actor,
+            text=said,
+            message_id=ts,
+            direct=True,
+            attachments=files,
+        )
     if in_thread:
         assert thread is not None
         return Heard(
@@ -151,13 +165,36 @@ def heard(
             text=said,
             message_id=ts,
             needs_session=not mentioned,
+            attachments=files,
         )
     if not mentioned and mode is not ChannelMode.ALL:
         return None
     # a top-level message starts a session in its own thread, answered there
     return Heard(
-        conversation=conversation(team_id, channel, ts), actor=actor, text=said, message_id=ts
+        conversation=conversation(team_id, channel, ts),
+        actor=actor,
+        text=said,
+        message_id=ts,
+        attachments=files,
     )
+
+
+def files_of(event: dict[str, Any]) -> tuple[InboundAttachment, ...]:
+    """The files of a ``file_share`` message: name, declared size and type, file id."""
+    found: list[InboundAttachment] = []
+    for item in event.get("files") or []:
+        if not isinstance(item, dict) or not item.get("id"):
+            continue
+        size = item.get("size")
+        found.append(
+            InboundAttachment(
+                name=str(item.get("name") or item.get("title") or item["id"]),
+                reference=str(item["id"]),
+                size=size if isinstance(size, int) and size >= 0 else None,
+                declared_type=str(item.get("mimetype") or ""),
+            )
+        )
+    return tuple(found)
 
 
 def click_of(payload: dict[str, Any], *, team_id: str) -> Click | Foreign | None:

@@ -24,6 +24,7 @@ BOT_SCOPES = (
     "chat:write",
     "commands",
     "files:write",
+    "files:read",  # the files people send the agent (issue 32): url_private needs it
     "users:read",
     "reactions:write",  # the mark on a message queued behind a card (mark_queued)
 )

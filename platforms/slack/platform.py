@@ -25,12 +25,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack
 from types import TracebackType
 
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from gateway.attachments import InboundAttachment
 from gateway.cards import Card
 from gateway.deadline import ack_wait_seconds
 from gateway.domain import Actor, ConversationRef, TurnStatus
@@ -50,6 +52,7 @@ from platforms.outbox import Pacing
 from platforms.slack.config import SlackConfig
 from platforms.slack.connection import SDK_LOGGERS, Receiver, check_token, quiet_sdk_loggers
 from platforms.slack.events import SlackEvents
+from platforms.slack.files import download
 from platforms.slack.inbound import PLATFORM, conversation, link_to
 from platforms.slack.outbox import SlackOutbox, classify
 from platforms.slack.posting import QUEUED_REACTION, SlackPosting
@@ -233,6 +236,10 @@ class SlackPlatform:
         self._comeback.reached(self._tasks)
 
     # --- the platform contract ------------------------------------------------------------
+
+    def fetch_file(self, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]:
+        """A file a person sent, streamed from Slack (platforms/slack/files.py)."""
+        return download(self.client, self._config.bot_token.get_secret_value(), attachment)
 
     def spell_command(self, name: str) -> str:
         """ "@gateway /stop": a mention, then the command, works wherever the gateway writes

@@ -79,9 +79,14 @@ def actor_of(user: User) -> Actor:
 
 def _mentions_bot(message: Message, bot: User) -> bool:
     wanted = f"@{bot.username}".casefold() if bot.username else None
-    for entity, text in message.parse_entities(
-        [MessageEntity.MENTION, MessageEntity.TEXT_MENTION]
-    ).items():
+    kinds: list[str | None] = [MessageEntity.MENTION, MessageEntity.TEXT_MENTION]
+    # a photo or a document says its words in a caption, with entities of its own
+    found = (
+        message.parse_entities(kinds)
+        if message.text is not None
+        else message.parse_caption_entities(kinds)
+    )
+    for entity, text in found.items():
         if entity.type == MessageEntity.TEXT_MENTION and entity.user and entity.user.id == bot.id:
             return True
         if wanted is not None and text.casefold() == wanted:
@@ -107,15 +112,20 @@ def replied_id(message: Message) -> str | None:
 
 
 def _starts_with_command(message: Message) -> bool:
+    entities = message.entities if message.text is not None else message.caption_entities
     return any(
-        entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0
-        for entity in message.entities
+        entity.type == MessageEntity.BOT_COMMAND and entity.offset == 0 for entity in entities
     )
 
 
-def addressed_text(message: Message, *, bot: User, mode: GroupMode) -> str | None:
-    """The text the bot takes from ``message``, or None when it is not for the bot."""
-    text = message.text
+def addressed_text(
+    message: Message, *, bot: User, mode: GroupMode, with_files: bool = False
+) -> str | None:
+    """The text the bot takes from ``message``, or None when it is not for the bot. A message
+    ``with_files`` says its words in its caption, and is for the bot without any ("")."""
+    text = message.text if message.text is not None else message.caption
+    if with_files and text is None:
+        text = ""
     if text is None or message.from_user is None or message.from_user.is_bot:
         return None
     if message.chat.type != Chat.PRIVATE and mode is GroupMode.MENTIONS:
@@ -128,4 +138,4 @@ def addressed_text(message: Message, *, bot: User, mode: GroupMode) -> str | Non
             return None
     if bot.username and not text.lstrip().startswith("/"):
         text = re.sub(rf"(?i)@{re.escape(bot.username)}\b", "", text).strip()
-    return text or None
+    return text if text or with_files else None

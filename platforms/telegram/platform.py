@@ -30,11 +30,11 @@ import contextlib
 import logging
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Coroutine, Iterator
 from contextlib import AsyncExitStack
 from functools import partial
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 from telegram import (
     Bot,
@@ -52,6 +52,7 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
 
+from gateway.attachments import InboundAttachment
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
@@ -71,6 +72,7 @@ from gateway.session_record import SessionRecord
 from platforms.form_drafts import Form, MemoryForms, PendingForms, forms_for
 from platforms.outbox import Priority
 from platforms.telegram.config import TelegramConfig
+from platforms.telegram.files import download
 from platforms.telegram.forms import SECRET_MARK, MessageKey, Prompts, request_note
 from platforms.telegram.inbound import PLATFORM, chat_id_of, is_private, link_to
 from platforms.telegram.outbox import CHAT_ACTION, Pace, TelegramOutbox, translate
@@ -248,6 +250,10 @@ class TelegramPlatform:
         finally:
             await self.bot.shutdown()
 
+    def fetch_file(self, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]:
+        """A file a person sent, streamed from Telegram (platforms/telegram/files.py)."""
+        return download(self.bot, attachment)
+
     def spell_command(self, name: str) -> str:
         return slash(name)
 
@@ -351,8 +357,16 @@ class TelegramPlatform:
                 inbox=self._inbox,
                 limits=self.limits,
                 forums=self.forums,
+                spawn=self._spawn,
             )
         return self._handler
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A task of the platform's own group (an album gathered: updates.py)."""
+        if self._tasks is None:
+            work.close()
+            raise PlatformError("telegram is not connected")
+        return self._tasks.create_task(work)
 
     # --- polling by the gateway's lease (several hosts, gateway/sessions/receivers.py) ------
 

@@ -44,7 +44,9 @@ from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, InboundForm, InboundMessage, Inbox, PlatformLimits
 from gateway.render.commands import NotForUs, parse_chat_text
 from platforms.form_drafts import Form, OpenPrompt, PendingForms, Redraw, Refuse, Step, Submit
+from platforms.telegram.albums import AlbumPart, Albums, Spawn
 from platforms.telegram.config import GroupMode, TelegramConfig
+from platforms.telegram.files import attachments_of
 from platforms.telegram.forms import (
     SECRET_MARK,
     SECRET_NOT_TAKEN,
@@ -125,6 +127,7 @@ class UpdateHandler:
         inbox: Inbox,
         limits: PlatformLimits,
         forums: Forums | None = None,
+        spawn: Spawn,
     ) -> None:
         self._bot = bot
         self._forums = forums if forums is not None else Forums()
@@ -135,6 +138,7 @@ class UpdateHandler:
         self._inbox = inbox
         self._limits = limits
         self._send_backs = SendBacks()
+        self._albums = Albums(deliver=inbox.on_message, on_failed=self._album_failed, spawn=spawn)
 
     async def handle(self, update: Update) -> None:
         """Act on ``update``; raises, having answered nothing, when it could not be taken."""
@@ -166,12 +170,13 @@ class UpdateHandler:
     # --- messages -------------------------------------------------------------------------
 
     async def _message(self, message: Message) -> None:
-        sender, text = message.from_user, message.text
-        if sender is None or text is None or sender.is_bot:
+        sender, files = message.from_user, attachments_of(message)
+        words = message.text if message.text is not None else message.caption
+        if sender is None or sender.is_bot or (words is None and not files):
             return
         actor = actor_of(sender)
         replied = message.reply_to_message
-        if replied is not None:
+        if replied is not None and message.text is not None:  # a typed answer is text
             prompt_key = (message.chat.id, replied.message_id)
             send_back = self._send_backs.get(prompt_key)
             if send_back is not None and send_back.user_id == actor.user_id:
@@ -185,26 +190,37 @@ class UpdateHandler:
                     return
             if await self._prompted_elsewhere(message, actor, replied):
                 return
-            if self._asked_a_secret(replied):  # perhaps a secret: never for the agent
-                await self._delete_quietly(message)
-                await self._out.notice(message.chat.id, topic_of(message), SECRET_NOT_TAKEN)
-                return
+        if replied is not None and self._asked_a_secret(replied):  # never for the agent
+            await self._delete_quietly(message)
+            await self._out.notice(message.chat.id, topic_of(message), SECRET_NOT_TAKEN)
+            return
         private = message.chat.type == Chat.PRIVATE
         mode = GroupMode.ALL if private else self._config.group_mode_for(str(message.chat.id))
-        taken = addressed_text(message, bot=self._bot, mode=mode)
-        if taken is None or isinstance(
+        taken = addressed_text(message, bot=self._bot, mode=mode, with_files=bool(files))
+        addressed = taken is not None and not isinstance(
             parse_chat_text(taken, bot_username=self._bot.username), NotForUs
-        ):
+        )
+        album = message.media_group_id if files else None
+        if not addressed and album is None:
             return
         inbound = InboundMessage(
             conversation=conversation_of(message.chat, topic_of(message)),
             actor=actor,
-            text=taken,
+            text=(taken or "") if addressed else "",
             message_id=str(message.message_id),
             private=private,
             reply_to=replied_id(message),
+            attachments=files,
         )
+        if album is not None:  # one prompt for the album's parts (albums.py)
+            part = AlbumPart(message=inbound, addressed=addressed)
+            self._albums.add(str(message.chat.id), album, part)
+            return
         await self._inbox.on_message(inbound)
+
+    async def _album_failed(self, message: InboundMessage) -> None:
+        chat, thread = message.conversation.channel, message.conversation.thread
+        await self._out.notice(int(chat), None if thread is None else int(thread), MESSAGE_REFUSED)
 
     async def _prompted_elsewhere(self, message: Message, actor: Actor, replied: Message) -> bool:
         """A reply to a prompt this process did not send (another host did, with a shared

@@ -11,10 +11,12 @@ import html
 import io
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+
+import aiohttp
 
 from gateway.domain import InteractionRequest
 from gateway.sessions.engine import Gateway
@@ -121,12 +123,15 @@ class ConsoleDriver(Driver):
         Case.STORM: "served by the gateway's own process: nothing answers 429",
         Case.OUTAGE: "served by the gateway's own process: no connection to lose",
         Case.DELETED: "the page shows the gateway's own record: nobody deletes a message",
+        Case.FILES_KEPT: "the console keeps picked files in its process only (a spool it"
+        " removes when it closes): a prompt held over a restart is refused for its files",
     }
 
     def __init__(self, tmp_path: Path) -> None:
         self.limits = CONSOLE_LIMITS
         super().__init__(requests_for(self.limits))
-        (tmp_path / "work").mkdir()
+        self.work_dir = tmp_path / "work"
+        self.work_dir.mkdir()
         self.config = parse_config(
             f"""
 [gateway]
@@ -147,6 +152,7 @@ identity = "local:alice"
             "console-contract.toml",
         )
         self.session: str | None = None  # the conversation's session, once started
+        self.refusals: list[str] = []  # what a form was told it was refused, in order
         self._bodies: dict[str, str] = {}  # each card's HTML as last read
 
     @asynccontextmanager
@@ -191,6 +197,29 @@ identity = "local:alice"
             reply = await self._post(f"s/{self.session}/say", {"text": text})
             assert reply["accepted"], reply
 
+    async def say_with_files(
+        self, text: str, files: Sequence[tuple[str, bytes]], *, who: str = "alice"
+    ) -> None:
+        """The message box's file picker: the files posted with the text, as multipart."""
+        assert who == "alice", "the console acts as its one identity"
+        form = aiohttp.FormData(quote_fields=False)  # names as a browser sends them
+        form.add_field("csrf", self.csrf)
+        form.add_field("text", text)
+        for name, content in files:
+            form.add_field("files", content, filename=name)
+        if self.session is None:
+            form.add_field("project", "demo")
+        path = "new" if self.session is None else f"s/{self.session}/say"
+        headers = origin(self)  # type: ignore[arg-type]
+        async with self.http.post(self.console.url + path, data=form, headers=headers) as response:
+            assert response.status == 200, await response.text()
+            reply: dict[str, Any] = await response.json()
+        if self.session is None and reply["accepted"]:
+            self.session = reply["location"].rsplit("/", 1)[-1]
+        elif not reply["accepted"]:  # said next to the form: what the person reads there
+            self.refusals.append(str(reply["text"]))
+            self.console.changes.bump()
+
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
         assert who == "alice", "the console acts as its one identity"
         reply = await self._post(f"i/{card.key}/act", {"token": token})
@@ -228,11 +257,12 @@ identity = "local:alice"
         return str(reply["text"])
 
     async def seen(self) -> list[Seen]:
+        refused = [Seen(key=f"refusal-{n}", text=t) for n, t in enumerate(self.refusals)]
         if self.session is None:
-            return []
+            return refused
         async with self.http.get(f"{self.console.url}s/{self.session}") as response:
             assert response.status == 200
-            return page_items(await response.text(), self._bodies)
+            return [*refused, *page_items(await response.text(), self._bodies)]
 
     async def wait_for(
         self, probe: Callable[[list[Seen]], T | None], deadline: float = DEADLINE

@@ -20,10 +20,11 @@ from __future__ import annotations
 import abc
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import TypeVar
 
 import pytest
@@ -83,6 +84,8 @@ class Case(StrEnum):
     SECOND_VOTE = "a second approver's vote decides"
     ESCALATION = "escalation to a channel"
     DELETED = "the turn's message deleted while it streams"
+    FILES_IN = "files sent with a message reach the agent"
+    FILES_KEPT = "a held prompt's files kept across a restart"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -142,6 +145,9 @@ class Driver(abc.ABC):
     # a button of its own beside an action that takes a message (Telegram: no modal to
     # ask in), rather than a field or modal behind the action's own button
     message_button: str | None = None
+    # the project's work dir, and the largest file its [projects.X.files] takes (issue 32)
+    work_dir: Path
+    max_file_bytes: int = 20 * 1024 * 1024
 
     def __init__(self, requests: Mapping[str, InteractionRequest]) -> None:
         self.requests = requests
@@ -180,6 +186,13 @@ class Driver(abc.ABC):
 
     @abc.abstractmethod
     async def say(self, text: str, *, who: str = "alice") -> None: ...
+
+    async def say_with_files(
+        self, text: str, files: Sequence[tuple[str, bytes]], *, who: str = "alice"
+    ) -> None:
+        """Send ``text`` with ``files`` (name, content) attached, as the platform lets a
+        person (a caption, a message with files), served by the platform's fake."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:

@@ -6,7 +6,7 @@ A click's answer is the ephemeral followup only its person sees; a form is a mod
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -59,7 +59,8 @@ class DiscordDriver(Driver):
         fake.add_person(CAROL)
         self.escalations = fake.add_channel(ESCALATIONS, "escalations")
         self.thread: str | None = None
-        (tmp_path / "work").mkdir()
+        self.work_dir = tmp_path / "work"
+        self.work_dir.mkdir()
         self.config = parse_config(
             f"""
 [gateway]
@@ -101,8 +102,17 @@ gateway_url = "{fake.gateway_url}"
         return self.fake.channels[self.thread] if self.thread else self.fake.general
 
     async def say(self, text: str, *, who: str = "alice") -> None:
+        await self.say_with_files(text, (), who=who)
+
+    async def say_with_files(
+        self, text: str, files: Sequence[tuple[str, bytes]], *, who: str = "alice"
+    ) -> None:
         said = await self.fake.say(
-            PEOPLE[who], self._where(), f"<@{BOT.id}> {text}", mentions=(BOT,)
+            PEOPLE[who],
+            self._where(),
+            f"<@{BOT.id}> {text}",
+            mentions=(BOT,),
+            files=list(files),
         )
         if self.thread is None:
             await self.fake.wait_for(lambda: said.id in self.fake.channels, DEADLINE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -71,7 +71,9 @@ class MemoryDriver(Driver):
         self.limits = limits or PlatformLimits()
         super().__init__(requests_for(self.limits))
         self.platform = MemoryPlatform(limits=self.limits)
-        (tmp_path / "work").mkdir()
+        self.work_dir = tmp_path / "work"
+        self.work_dir.mkdir()
+        self.max_file_bytes = 64 * 1024
         self.config = parse_config(
             f"""
 [gateway]
@@ -81,6 +83,10 @@ stop_grace_seconds = 5
 [projects.demo]
 work_dir = {json.dumps(str(tmp_path / "work"))}
 agent = "codex-app-server"
+
+[projects.demo.files]
+max_file_bytes = {self.max_file_bytes}
+max_prompt_bytes = {2 * self.max_file_bytes}
 
 [projects.demo.auth.memory]
 allow_from = ["alice", "carol"]
@@ -109,6 +115,11 @@ approvers = ["alice"]
 
     async def say(self, text: str, *, who: str = "alice") -> None:
         await self.platform.say(ROOM, PEOPLE[who], text)
+
+    async def say_with_files(
+        self, text: str, files: Sequence[tuple[str, bytes]], *, who: str = "alice"
+    ) -> None:
+        await self.platform.say(ROOM, PEOPLE[who], text, files=files)
 
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
         return (await self.platform.click(ROOM, PEOPLE[who], token)).text

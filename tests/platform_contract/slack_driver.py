@@ -5,7 +5,7 @@ is the ephemeral message only its person sees; a form is answered in a modal."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,7 +47,8 @@ class SlackDriver(Driver):
         fake.add_channel(ESCALATIONS, "escalations", members={ALICE.id, CAROL.id})
         self.thread: str | None = None  # the thread the first mention started
         self.buttons: dict[str, dict[str, Any]] = {}  # every button seen, by its value
-        (tmp_path / "work").mkdir()
+        self.work_dir = tmp_path / "work"
+        self.work_dir.mkdir()
         self.config = slack_config(
             fake,
             tmp_path / "data",
@@ -65,6 +66,18 @@ class SlackDriver(Driver):
     async def say(self, text: str, *, who: str = "alice") -> None:
         said = await self.fake.say(
             PEOPLE[who], GENERAL, f"<@{BOT_USER_ID}> {text}", thread_ts=self.thread
+        )
+        self.thread = self.thread or said.ts
+
+    async def say_with_files(
+        self, text: str, files: Sequence[tuple[str, bytes]], *, who: str = "alice"
+    ) -> None:
+        said = await self.fake.say(
+            PEOPLE[who],
+            GENERAL,
+            f"<@{BOT_USER_ID}> {text}",
+            thread_ts=self.thread,
+            files=list(files),
         )
         self.thread = self.thread or said.ts
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator, Callable
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -25,7 +26,7 @@ from tests.platform_contract.contract import (
     requests_for,
 )
 from tests.servers.fake_telegram import FakeTelegram, Sent
-from tests.servers.telegram_people import Person, group_chat
+from tests.servers.telegram_people import Person, document_update, group_chat
 from tests.telegram_harness import ALICE, CAROL, GROUP, GROUP_ID, on_telegram, telegram_config
 
 __all__ = ["TelegramDriver"]
@@ -55,7 +56,8 @@ class TelegramDriver(Driver):
         self.fake = fake
         fake.register_chat(ESCALATIONS)
         self.refused = False  # whether the last click was answered with a refusal
-        (tmp_path / "work").mkdir()
+        self.work_dir = tmp_path / "work"
+        self.work_dir.mkdir()
         self.config = telegram_config(
             fake,
             tmp_path / "data",
@@ -74,6 +76,19 @@ class TelegramDriver(Driver):
 
     async def say(self, text: str, *, who: str = "alice") -> None:
         await self.tg.say(PEOPLE[who], text, chat=GROUP)
+
+    async def say_with_files(
+        self, text: str, files: Sequence[tuple[str, bytes]], *, who: str = "alice"
+    ) -> None:
+        """Each file a document; several an album (one media_group_id), the caption on the
+        first, as a phone sends them."""
+        album = f"album{uuid.uuid4().hex[:8]}" if len(files) > 1 else None
+        for n, (name, content) in enumerate(files):
+            caption = text if n == 0 else None
+            update = document_update(
+                self.fake, GROUP, PEOPLE[who], content, name, caption=caption, media_group_id=album
+            )
+            await self.fake.push(update)
 
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
         message = self.fake.message(GROUP_ID, int(card.key))

@@ -48,7 +48,9 @@ import contextlib
 import itertools
 import json
 import math
+import secrets
 import time
+import urllib.parse
 from collections import defaultdict, deque
 from collections.abc import Callable
 from types import TracebackType
@@ -171,6 +173,9 @@ class FakeDiscord:
         # connection of the bot (two gateways on one token would both answer)
         self.others: list[_Session] = []
         self._messages: dict[str, Sent] = {}
+        self.cdn: dict[str, tuple[bytes, str]] = {}  # attachment id -> (bytes, its signature)
+        self.cdn_downloads: list[str] = []  # the attachment id of each CDN request
+        self.cdn_expired = False  # every signed address has expired: 404
         self._edit_times: dict[str, deque[float]] = defaultdict(deque)
         self._route_times: dict[str, deque[float]] = defaultdict(deque)
         self._storm_until = 0.0
@@ -190,6 +195,7 @@ class FakeDiscord:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{path:.*}", self._rest)
+        app.router.add_get("/attachments/{cid}/{aid}/{name}", self._cdn_file)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -304,8 +310,11 @@ class FakeDiscord:
         content: str,
         *,
         mentions: tuple[Person, ...] = (),
+        files: list[tuple[str, bytes]] | None = None,
     ) -> Sent:
-        """``person`` posts in a channel, thread or DM: a MESSAGE_CREATE, as the intents let it."""
+        """``person`` posts in a channel, thread or DM: a MESSAGE_CREATE, as the intents let it;
+        ``files`` (name, content) are attachments on the fake's CDN path, at a signed address
+        (``ex``, ``is``, ``hm``: a request without the right ``hm`` is answered 404)."""
         message = self._store(
             Sent(
                 self._id(),
@@ -314,10 +323,38 @@ class FakeDiscord:
                 content,
                 mentions=list(mentions),
                 guild_id=channel.guild_id,
+                attachments=[self._attach(channel, name, data) for name, data in files or []],
             )
         )
         await self.dispatch("MESSAGE_CREATE", message)
         return message
+
+    def _attach(self, channel: Channel, name: str, data: bytes) -> dict[str, Any]:
+        attachment_id = self._id()
+        signature = secrets.token_hex(16)
+        self.cdn[attachment_id] = (data, signature)
+        quoted = urllib.parse.quote(name, safe="")
+        url = (
+            f"http://127.0.0.1:{self.port}/attachments/{channel.id}/{attachment_id}/{quoted}"
+            f"?ex=6a000000&is=69f00000&hm={signature}&"
+        )
+        return {
+            "id": attachment_id,
+            "filename": name,
+            "size": len(data),
+            "url": url,
+            "proxy_url": url,
+            "content_type": "application/octet-stream",
+        }
+
+    async def _cdn_file(self, request: web.Request) -> web.StreamResponse:
+        attachment_id = request.match_info["aid"]
+        self.cdn_downloads.append(attachment_id)
+        await self._notify()
+        found = self.cdn.get(attachment_id)
+        if found is None or self.cdn_expired or request.query.get("hm") != found[1]:
+            return web.Response(status=404, text="This content is no longer available.")
+        return web.Response(body=found[0], content_type="application/octet-stream")
 
     async def click(self, person: Person, message: Sent, label_or_custom_id: str) -> Interaction:
         """``person`` presses a button (by label, or by custom_id) on a message."""

@@ -130,7 +130,7 @@ BOB = Person("U0BOB", "bob")
 # the bot scopes an app has unless a test says otherwise (what the manifest asks for)
 SCOPES = frozenset(
     "app_mentions:read channels:history groups:history im:history im:write chat:write"
-    " commands files:write users:read reactions:write".split()
+    " commands files:write files:read users:read reactions:write".split()
 )
 # the scope each method needs (Slack answers missing_scope without it)
 _NEEDS = {
@@ -142,6 +142,7 @@ _NEEDS = {
     "users.info": "users:read",
     "files.getUploadURLExternal": "files:write",
     "files.completeUploadExternal": "files:write",
+    "files.info": "files:read",
     "reactions.add": "reactions:write",
     "reactions.remove": "reactions:write",
 }
@@ -212,6 +213,9 @@ class FakeSlack:
         self.events = events  # the app's event subscriptions
         self.scopes = scopes  # the bot token's scopes (x-oauth-scopes on every answer)
         self.socket_mode = socket_mode  # off: apps.connections.open is refused
+        self.shared: dict[str, tuple[str, bytes]] = {}  # files people shared, by file id
+        self.file_downloads: list[str] = []  # the file id of each url_private asked
+        self.sign_in_instead = False  # url_private redirects to the sign-in page all the same
         self.port = 0
         self.people: dict[str, Person] = {}
         self.channels: dict[str, Channel] = {}
@@ -268,6 +272,8 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/link/", self._link)
         app.router.add_post("/upload/v1/{file_id}", self._upload)
+        app.router.add_get("/files-pri/{file_id}/{name}", self._private_file)
+        app.router.add_get("/signin", self._signin)
         app.router.add_post("/respond/{rid}", self._respond)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
@@ -398,10 +404,13 @@ class FakeSlack:
         *,
         thread_ts: str | None = None,
         to: int | None = None,
+        files: list[tuple[str, bytes]] | None = None,
     ) -> Posted:
         """``person`` writes ``text`` in a channel or DM (in a thread if ``thread_ts``);
         the app hears it as Slack would tell it (``message.*``, ``app_mention``), on the
-        connection numbered ``to`` if given."""
+        connection numbered ``to`` if given. With ``files`` (name, content) the message is
+        a ``file_share``, each file served at its ``url_private`` (bot token and
+        ``files:read`` required; without the scope a redirect to an HTML sign-in page)."""
         channel = self.channels[channel_id]
         if person.id not in channel.members:
             raise AssertionError(f"{person.name} is not in {channel.name or channel.id}")
@@ -409,6 +418,7 @@ class FakeSlack:
             thread_ts = self._root(channel_id, thread_ts)
         posted = Posted(channel_id, self._ts(), text, [], person.id, thread_ts)
         self._messages[(channel_id, posted.ts)] = posted
+        shared = [self._share(name, content) for name, content in files or []]
         if BOT_USER_ID in channel.members:
             subscription = {"channel": "message.channels", "group": "message.groups"}.get(
                 channel.kind, "message.im"
@@ -429,6 +439,9 @@ class FakeSlack:
                     thread_ts=thread_ts,
                     parent_user_id=parent.user if parent else None,
                 )
+                if shared:
+                    event["subtype"] = "file_share"
+                    event["files"] = shared
                 self._deliver("events_api", event_callback(event, shared=channel.shared), to=to)
         await self._notify()
         return posted
@@ -930,6 +943,55 @@ class FakeSlack:
             raise SlackError("hash_conflict")
         self._replace_view(modal, view)
         return {"view": modal.view}
+
+    def _share(self, name: str, content: bytes) -> dict[str, Any]:
+        """A file a person shares: kept, and described as a ``file_share`` event does."""
+        file_id = f"F0SHARE{len(self.shared) + 1:04d}"
+        self.shared[file_id] = (name, content)
+        url = f"{self.origin}/files-pri/{file_id}/{urllib.parse.quote(name, safe='')}"
+        return {
+            "id": file_id,
+            "name": name,
+            "title": name,
+            "mimetype": "application/octet-stream",
+            "size": len(content),
+            "url_private": url,
+            "url_private_download": f"{url}?download=1",
+        }
+
+    def _m_files_info(self, p: dict[str, Any]) -> dict[str, Any]:
+        file_id = str(p.get("file") or "")
+        if file_id not in self.shared:
+            raise SlackError("file_not_found")
+        name, content = self.shared[file_id]
+        url = f"{self.origin}/files-pri/{file_id}/{urllib.parse.quote(name, safe='')}"
+        return {
+            "file": {
+                "id": file_id,
+                "name": name,
+                "size": len(content),
+                "url_private": url,
+                "url_private_download": f"{url}?download=1",
+            }
+        }
+
+    async def _private_file(self, request: web.Request) -> web.StreamResponse:
+        """``url_private``: the file for the bot token with ``files:read``; for anyone else
+        Slack's redirect to its sign-in page (an HTML page, not the file)."""
+        file_id = request.match_info["file_id"]
+        self.file_downloads.append(file_id)
+        await self._notify()
+        allowed = _bearer(request) == self.bot_token and "files:read" in self.scopes
+        if self.sign_in_instead or not allowed:
+            raise web.HTTPFound(f"{self.origin}/signin?redir={urllib.parse.quote(request.path)}")
+        if file_id not in self.shared:
+            return web.Response(status=404)
+        return web.Response(body=self.shared[file_id][1], content_type="application/octet-stream")
+
+    async def _signin(self, request: web.Request) -> web.Response:
+        return web.Response(
+            text="<html><body>Sign in to Slack</body></html>", content_type="text/html"
+        )
 
     def _m_files_getUploadURLExternal(self, p: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -22,6 +22,10 @@ API's envelope and reproduces the limits a bot meets (TESTING.md):
   otherwise), a topic's id being its creation notice's message id; ``message_thread_id`` only
   for a topic that exists (made so, or where a person wrote), and never 1, the General
   topic's id ("message thread not found"), as the real Bot API refuses it.
+- files a person sent (``add_file``): ``getFile`` answers a ``file_path`` (or "Bad Request:
+  file is too big" past :data:`FILE_MAX_BYTES`, the cloud Bot API's 20 MB), and the file is
+  served at ``/file/bot<token>/<file_path>``, streamed; ``file_cuts`` downloads to come are
+  cut after their first bytes, ``file_fails`` answered 502; ``downloads`` counts each.
 
 A test pushes updates (``push``; builders in ``tests/servers/telegram_people.py``), sees
 which are not confirmed yet (``unconfirmed``) and which each ``getUpdates`` handed out
@@ -60,7 +64,7 @@ from tests.servers.telegram_wire import (
     visible_text,
 )
 
-__all__ = ["BOT", "TOKEN", "FakeTelegram", "Sent"]
+__all__ = ["BOT", "FILE_MAX_BYTES", "TOKEN", "FakeTelegram", "Sent"]
 
 T = TypeVar("T")
 TOKEN = "123456:TEST-fake-token"
@@ -73,6 +77,7 @@ BOT: dict[str, Any] = {
     "can_read_all_group_messages": False,
     "supports_inline_queries": False,
 }
+FILE_MAX_BYTES = 20 * 1024 * 1024  # what getFile serves a bot from the cloud Bot API
 WEBHOOK_RETRY_SECONDS = (0.05, 1.0)  # the first pause before a POST again, and the longest
 _PER_CHAT = frozenset({"sendMessage", "sendDocument", "editMessageText", "editMessageReplyMarkup"})
 _LIMITED = _PER_CHAT | {"deleteMessage", "setMessageReaction"}
@@ -177,6 +182,12 @@ class FakeTelegram:
         self._runner: web.AppRunner | None = None
         self._http: aiohttp.ClientSession | None = None
         self._closing = False
+        self.files: dict[str, bytes] = {}  # by file_id
+        self._file_paths: dict[str, str] = {}  # file_path -> file_id
+        self._file_ids = itertools.count(1)
+        self.file_cuts = 0  # downloads to come cut after their first bytes
+        self.file_fails = 0  # downloads to come answered 502
+        self.downloads: list[str] = []  # the file_path of every download asked
 
     # --- lifetime -------------------------------------------------------------------------
 
@@ -184,6 +195,7 @@ class FakeTelegram:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/bot{token}/{method}", self._api)
         app.router.add_route("*", "/via/{via}/bot{token}/{method}", self._api)
+        app.router.add_get("/file/bot{token}/{path:.+}", self._file)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -245,6 +257,13 @@ class FakeTelegram:
     def refuse_next(self, retry_after: int) -> None:
         """The next message, edit or deletion is answered 429 with ``retry_after``."""
         self._refuse_next = retry_after
+
+    def add_file(self, content: bytes) -> tuple[str, str]:
+        """Keep ``content`` as a file a person sent; its ``file_id`` and ``file_unique_id``."""
+        n = next(self._file_ids)
+        file_id = f"BQACAgQAAxkBAAI{n:04d}"
+        self.files[file_id] = content
+        return file_id, f"AgAD{n:04d}"
 
     def register_chat(self, chat: dict[str, Any]) -> None:
         self.chats[int(chat["id"])] = chat
@@ -317,6 +336,49 @@ class FakeTelegram:
         finally:
             await self._notify()
         return web.json_response({"ok": True, "result": result})
+
+    async def _m_getFile(self, p: dict[str, Any]) -> dict[str, Any]:
+        file_id = str(p.get("file_id") or "")
+        content = self.files.get(file_id)
+        if content is None:
+            raise Refused(400, "Bad Request: invalid file_id")
+        if len(content) > FILE_MAX_BYTES:
+            raise Refused(400, "Bad Request: file is too big")
+        path = f"documents/file_{file_id[-4:]}"
+        self._file_paths[path] = file_id
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"AgAD{file_id[-4:]}",
+            "file_size": len(content),
+            "file_path": path,
+        }
+
+    async def _file(self, request: web.Request) -> web.StreamResponse:
+        if request.match_info["token"] != self.token:
+            return error(401, "Unauthorized")
+        path = request.match_info["path"]
+        self.downloads.append(path)
+        await self._notify()
+        file_id = self._file_paths.get(path)
+        if file_id is None:
+            return error(404, "Not Found")
+        if self.down or self.file_fails > 0:
+            self.file_fails = max(0, self.file_fails - 1)
+            return error(502, "Bad Gateway")
+        content = self.files[file_id]
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response.content_length = len(content)
+        await response.prepare(request)
+        if self.file_cuts > 0:
+            self.file_cuts -= 1
+            await response.write(content[: max(1, len(content) // 3)])
+            assert request.transport is not None
+            request.transport.close()  # cut midway, as a dropped connection is
+            return response
+        for start in range(0, len(content), 256 * 1024):
+            await response.write(content[start : start + 256 * 1024])
+        await response.write_eof()
+        return response
 
     def _check_rate(self, method: str, chat_id: int) -> None:
         now = time.monotonic()

@@ -17,9 +17,12 @@ from tests.servers.fake_telegram import BOT, FakeTelegram, Sent
 __all__ = [
     "Person",
     "callback_update",
+    "document_update",
     "group_chat",
     "message_update",
+    "photo_update",
     "private_chat",
+    "video_update",
 ]
 
 _callback_ids = itertools.count(1)
@@ -140,3 +143,107 @@ def callback_update(
         "message": shown,
     }
     return query_id, {"callback_query": query}
+
+
+def _with_media(
+    fake: FakeTelegram,
+    chat: dict[str, Any],
+    person: Person,
+    caption: str | None,
+    media: dict[str, Any],
+    media_group_id: str | None,
+) -> dict[str, Any]:
+    fake.register_chat(chat)
+    message: dict[str, Any] = {
+        "message_id": fake.new_message_id(int(chat["id"])),
+        "date": int(time.time()),
+        "chat": chat,
+        "from": person.user(),
+        **media,
+    }
+    if caption is not None:  # a captioned photo has ``caption``, not ``text`` (FACTS)
+        message["caption"] = caption
+        entities = _entities(caption)
+        if entities:
+            message["caption_entities"] = entities
+    if media_group_id is not None:
+        message["media_group_id"] = media_group_id
+    return {"message": message}
+
+
+def photo_update(
+    fake: FakeTelegram,
+    chat: dict[str, Any],
+    person: Person,
+    content: bytes,
+    *,
+    caption: str | None = None,
+    media_group_id: str | None = None,
+) -> dict[str, Any]:
+    """A photo as Telegram sends it: several sizes, the largest last (the fake serves
+    ``content`` for the largest, a few bytes of nothing for the thumbnails)."""
+    thumb_id, thumb_unique = fake.add_file(b"thumbnail")
+    file_id, unique = fake.add_file(content)
+    sizes = [
+        {
+            "file_id": thumb_id,
+            "file_unique_id": thumb_unique,
+            "width": 90,
+            "height": 90,
+            "file_size": 9,
+        },
+        {
+            "file_id": file_id,
+            "file_unique_id": unique,
+            "width": 1280,
+            "height": 720,
+            "file_size": len(content),
+        },
+    ]
+    return _with_media(fake, chat, person, caption, {"photo": sizes}, media_group_id)
+
+
+def document_update(
+    fake: FakeTelegram,
+    chat: dict[str, Any],
+    person: Person,
+    content: bytes,
+    file_name: str,
+    *,
+    mime_type: str = "application/octet-stream",
+    caption: str | None = None,
+    media_group_id: str | None = None,
+    declared_size: int | None = None,
+) -> dict[str, Any]:
+    """A file sent as a document (its name as sent, the type the client claims)."""
+    file_id, unique = fake.add_file(content)
+    document = {
+        "file_id": file_id,
+        "file_unique_id": unique,
+        "file_name": file_name,
+        "mime_type": mime_type,
+        "file_size": len(content) if declared_size is None else declared_size,
+    }
+    return _with_media(fake, chat, person, caption, {"document": document}, media_group_id)
+
+
+def video_update(
+    fake: FakeTelegram,
+    chat: dict[str, Any],
+    person: Person,
+    content: bytes,
+    *,
+    caption: str | None = None,
+) -> dict[str, Any]:
+    """A video sent as one (no name of its own, as a phone's camera sends it)."""
+    file_id, unique = fake.add_file(content)
+    video = {
+        "file_id": file_id,
+        "file_unique_id": unique,
+        "width": 640,
+        "height": 360,
+        "duration": 1,
+        "mime_type": "video/mp4",
+        "file_size": len(content),
+    }
+    return _with_media(fake, chat, person, caption, {"video": video}, None)
