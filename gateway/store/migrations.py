@@ -583,6 +583,24 @@ _SESSION_SETTINGS = (
     "UPDATE interactions SET origin = 'plan' WHERE native_key IS NULL",
 )
 
+# issue 36: the indexes the console's pages, /pending, the audit export and pruning read by
+# (each scanned the whole table, ORDER BY created_at, before), and the content hash an
+# interaction had before retention pruned its details (gateway/store/retention.py): the audit
+# export and the votes keep naming the content that was decided. NULL: the details are whole
+# (the hash is computed from the row, gateway/store/interaction_rows.py).
+_LEDGER_INDEXES = (
+    "CREATE INDEX interactions_created ON interactions(created_at, id)",
+    "CREATE INDEX interactions_live ON interactions(created_at, id)"
+    " WHERE state IN ('decided', 'delivered', 'pending')",
+    "CREATE INDEX interactions_updated ON interactions(updated_at)",
+    "CREATE INDEX audit_at ON audit(at)",
+    "CREATE INDEX prompts_updated ON prompts(updated_at)",
+    "CREATE INDEX turns_ended ON turns(ended_at)",
+    "CREATE INDEX grants_interaction ON grants(interaction_id)",
+    "CREATE INDEX timeline_entries_interaction ON timeline_entries(interaction_id)",
+    "ALTER TABLE interactions ADD COLUMN pruned_hash TEXT",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -630,6 +648,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         version=18,
         name="a person's settings; who asks an interaction",
         statements=_SESSION_SETTINGS,
+    ),
+    # 19-21: taken by issues 32 and 35 (files with prompts, schedules); renumbered at merge
+    Migration(version=19, name="(reserved)", statements=()),
+    Migration(version=20, name="(reserved)", statements=()),
+    Migration(version=21, name="(reserved)", statements=()),
+    Migration(
+        version=22,
+        name="indexes for pages, /pending, audit and pruning; a pruned interaction's hash",
+        statements=_LEDGER_INDEXES,
     ),
 )
 

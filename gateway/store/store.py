@@ -26,6 +26,7 @@ from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
 from gateway.store.prompts import PromptQueue
 from gateway.store.requests import SessionRequests
+from gateway.store.retention import Retention
 from gateway.store.session_index import SessionIndex
 from gateway.store.session_settings import SessionSettings
 from gateway.store.sessions import SessionLedger
@@ -59,6 +60,7 @@ class Store:
     - ``store.audit``: the audit log
     - ``store.requests``: commands for another host's session (a shared ledger only)
     - ``store.clicks``: what a click is checked against, in one read
+    - ``store.retention``: pruning texts and old interactions (``[gateway.retention]``)
 
     ``store.peek`` are the same reads as ``store.clicks`` through a second, read-only
     connection (``store.reader``), which never waits behind the writer: what must answer
@@ -94,6 +96,7 @@ class Store:
         self.audit = AuditLog(db)
         self.clicks = ClickViews(db)
         self.peek = ClickViews(reader)
+        self.retention = Retention(db)  # what goes when (issue 36)
 
     @classmethod
     @asynccontextmanager
