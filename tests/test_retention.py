@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from gateway.config.ledger_url import PgTarget
+from gateway.config.model import ExpiryPolicy
 from gateway.domain import Actor, Decision, InteractionState, TurnStatus
 from gateway.interactions.machine import InteractionEvent
 from gateway.interactions.policy import Requirement
@@ -443,3 +444,89 @@ async def test_prune_dry_run_says_what_would_go_and_prune_does_it(tmp_path: Path
         "accept",
     )
     assert record["delivered"] == "ok" and record["resolved"] == "answered"
+
+
+# --- a click on a pruned card ----------------------------------------------------------------
+
+
+class Ahead:
+    """The gateway's injected clock: ``days`` ahead of the wall clock, moving with it."""
+
+    def __init__(self, days: float) -> None:
+        self.ahead = timedelta(days=days)
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.ahead
+
+
+async def test_a_click_on_a_pruned_card_is_too_old_and_not_forged(tmp_path: Path) -> None:
+    from gateway.store.retention import rules_of
+    from tests.gateway_harness import ALICE as MEMORY_ALICE
+    from tests.gateway_harness import ROOM
+    from tests.scripted_gateway import open_card, scripted_config, scripted_gateway
+
+    config = scripted_config(tmp_path, fast=ExpiryPolicy())
+    async with scripted_gateway(config) as (gw, _):
+        asked = await open_card(gw, ROOM, "approve")
+        ack = await gw.memory.click(ROOM, MEMORY_ALICE, asked.token("Approve"))
+        assert ack.accepted, ack
+    # a year and more later, after the gateway pruned its ledger
+    async with scripted_gateway(config, clock=Ahead(400)) as (gw, _):
+        store = gw.gateway.store
+        pruned = await store.retention.prune(rules_of(config.gateway.retention))
+        assert pruned is not None and pruned.interactions == 1
+        assert await store.interactions.get(asked.interaction.id) is None
+        for press in (gw.memory.click, gw.memory.open_form):  # a button, a form's pre-check
+            refused = await press(ROOM, MEMORY_ALICE, asked.token("Deny"))
+            assert (refused.accepted, refused.text) == (
+                False,
+                "This request is too old: its record is no longer kept.",
+            )
+    # the pre-check's refusal is audited after its answer: read once the gateway stopped
+    async with Store.open(config.gateway.data_dir) as store:
+        entries = await store.audit.entries(event="click.rejected")
+    assert [(e.interaction_id, e.details["reason"]) for e in entries] == [
+        (asked.interaction.id, "too_old")
+    ] * 2
+
+
+async def test_one_host_prunes_a_shared_ledger_at_a_time(
+    ledger: PgTarget | None, tmp_path: Path
+) -> None:
+    if ledger is None:
+        pytest.skip("a SQLite ledger has one host: no lease")
+    from gateway.store.retention import LEASE
+
+    clock = SetClock(NOW)
+    async with open_store(ledger, tmp_path / "data", clock=clock) as store:
+        old = await story(store, clock, NOW - timedelta(days=400), prompt="p")
+        clock.at = NOW
+
+        def other_host_prunes(conn: Conn) -> None:
+            conn.execute(
+                "INSERT INTO leases (name, holder, fence, expires_at)"
+                " VALUES (?, 'host-b', 7, now() + make_interval(secs => 60))",
+                (LEASE,),
+            )
+
+        await store.writer.write(other_host_prunes)
+        assert await store.retention.prune(RULES, holder="host-a") is None
+        assert await store.interactions.get(old.interaction_id) is not None
+
+        def it_lapses(conn: Conn) -> None:
+            conn.execute("UPDATE leases SET expires_at = now() - make_interval(secs => 1)")
+
+        await store.writer.write(it_lapses)
+        pruned = await store.retention.prune(RULES, holder="host-a")
+        assert pruned is not None and pruned.interactions == 1
+
+        def lease_row(conn: Conn) -> list[Any]:
+            return fetch_all(
+                conn,
+                "SELECT holder, fence, expires_at < now() AS lapsed FROM leases WHERE name = ?",
+                (LEASE,),
+            )
+
+        [row] = await store.writer.read(lease_row)
+    # taken with a new fence, and given back at the end (lapsed: the next host may take it)
+    assert (row["holder"], row["fence"], row["lapsed"]) == ("host-a", 8, True)
