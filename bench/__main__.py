@@ -37,6 +37,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "paced_turns": (["--turns", "5", "--seconds", "5"], ["--turns", "1", "--seconds", "1"]),
     # three host processes on one PostgreSQL (a throwaway cluster: scripts/setup.sh installs it)
     "hosts": (["--sessions", "100", "--approvals", "5"], ["--sessions", "2", "--approvals", "2"]),
+    # issue 36: the console's first page and /pending on a big ledger, before/after the index
+    "ledger_pages": (["--interactions", "1000000"], ["--interactions", "2000", "--reads", "5"]),
 }
 TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency"})
 

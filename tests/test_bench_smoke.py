@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from bench import agent_startup, concurrency, interactions, policy, startup, throughput
+from bench import (
+    agent_startup,
+    concurrency,
+    interactions,
+    ledger_pages,
+    policy,
+    startup,
+    throughput,
+)
 from bench.__main__ import markdown
 from bench.figures import Figure, machine, percentile
 
@@ -134,3 +142,11 @@ async def test_paced_turns_at_a_toy_size() -> None:
     assert found["429s"] == 0, found
     assert found["deltas_per_turn"] == 10 and found["edits_per_turn_max"] >= 0
     assert [f.name for f in paced_turns.figures_of(found)][-1] == "429s"
+
+
+async def test_ledger_pages_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await ledger_pages.measure(tmp_path, interactions=300, reads=3)
+    assert figure(figures, "ledger filled").value.startswith("300 closed requests")
+    assert "n=3" in figure(figures, "console's first page, indexed").value
+    assert "n=3" in figure(figures, "/pending, no index").value
+    assert figure(figures, "prune: every").value.startswith("300 requests in ")

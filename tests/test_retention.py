@@ -194,7 +194,7 @@ async def test_prune_removes_exactly_what_the_rules_say_and_keeps_the_audit(
         assert counted == PruneCounts(
             prompt_texts=3,  # old, granted, middle (a prompt is not an interaction)
             timeline_texts=3,
-            request_details=2,  # old, middle: the granted one keeps its details
+            request_details=1,  # middle (old goes whole; the granted one keeps its details)
             interactions=1,  # old: the granted one stays
             audit_entries=0,
         )
@@ -410,7 +410,7 @@ async def test_prune_dry_run_says_what_would_go_and_prune_does_it(tmp_path: Path
         "Would prune (texts older than 30 days, the audit older than 365 days):",
         "  prompt texts:       2",
         "  turn timeline text: 2 turns",
-        "  request details:    2",
+        "  request details:    1",
         "  interactions:       1 (with decisions, votes, cards, audit)",
         "  other audit entries: 0",
     ]
@@ -424,7 +424,7 @@ async def test_prune_dry_run_says_what_would_go_and_prune_does_it(tmp_path: Path
     assert said.splitlines()[1:] == [
         "  prompt texts:       2",
         "  turn timeline text: 2 turns",
-        "  request details:    2",
+        "  request details:    1",
         "  interactions:       1 (with decisions, votes, cards, audit)",
         "  other audit entries: 0",
     ]

@@ -594,7 +594,10 @@ _LEDGER_INDEXES = (
     " WHERE state IN ('decided', 'delivered', 'pending')",
     "CREATE INDEX interactions_updated ON interactions(updated_at)",
     "CREATE INDEX audit_at ON audit(at)",
-    "CREATE INDEX prompts_updated ON prompts(updated_at)",
+    # pruning's: only the rows it has still to empty are in these two
+    "CREATE INDEX prompts_text_kept ON prompts(updated_at) WHERE text <> ''",
+    "CREATE INDEX interactions_detail_kept ON interactions(updated_at)"
+    " WHERE detail_json IS NOT NULL",
     "CREATE INDEX turns_ended ON turns(ended_at)",
     "CREATE INDEX grants_interaction ON grants(interaction_id)",
     "CREATE INDEX timeline_entries_interaction ON timeline_entries(interaction_id)",

@@ -76,16 +76,21 @@ _TIMELINE_TURNS = (
     "FROM turns t WHERE t.ended_at IS NOT NULL AND t.ended_at < ?"
     " AND EXISTS (SELECT 1 FROM timeline_text x WHERE x.turn_id = t.id)"
 )
-_DETAILS = (
-    f"FROM interactions i WHERE i.updated_at < ? AND i.state NOT IN {_LIVE}"
-    f" AND i.detail_json IS NOT NULL AND NOT {_LIVE_GRANT}"
-)
-_INTERACTIONS = (
-    f"FROM interactions i WHERE i.updated_at < ? AND i.state NOT IN {_LIVE}"
-    f" AND NOT {_LIVE_GRANT}"
+# a closed request whose whole rows go (the audit's clock): params (audit, audit)
+_GOES_WHOLE = (
+    "(i.updated_at < ?"
     " AND NOT EXISTS (SELECT 1 FROM audit a WHERE a.interaction_id = i.id AND a.at >= ?)"
     " AND EXISTS (SELECT 1 FROM runtime_epochs e WHERE e.session_id = i.session_id"
-    " AND e.epoch = i.runtime_epoch AND e.ended_at IS NOT NULL)"
+    " AND e.epoch = i.runtime_epoch AND e.ended_at IS NOT NULL))"
+)
+_INTERACTIONS = (
+    f"FROM interactions i WHERE i.state NOT IN {_LIVE} AND NOT {_LIVE_GRANT} AND {_GOES_WHOLE}"
+)
+# details of a closed request that stays (one that goes whole is not emptied first):
+# params (texts, audit, audit)
+_DETAILS = (
+    f"FROM interactions i WHERE i.updated_at < ? AND i.state NOT IN {_LIVE}"
+    f" AND i.detail_json IS NOT NULL AND NOT {_LIVE_GRANT} AND NOT {_GOES_WHOLE}"
 )
 _KEPT = "(" + ", ".join(f"'{event}'" for event in KEPT_EVENTS) + ")"
 _LOOSE_AUDIT = (
@@ -95,9 +100,8 @@ _LOOSE_AUDIT = (
 
 # the rows of an interaction, deleted before it (children first: foreign keys)
 _INTERACTION_CHILDREN = (
-    "DELETE FROM timeline_text WHERE EXISTS (SELECT 1 FROM timeline_entries e"
-    " WHERE e.turn_id = timeline_text.turn_id AND e.seq = timeline_text.seq"
-    " AND e.interaction_id IN ({ids}))",
+    "DELETE FROM timeline_text WHERE (turn_id, seq) IN (SELECT turn_id, seq"
+    " FROM timeline_entries WHERE interaction_id IN ({ids}))",
     "DELETE FROM timeline_entries WHERE interaction_id IN ({ids})",
     "DELETE FROM votes WHERE interaction_id IN ({ids})",
     "DELETE FROM decisions WHERE interaction_id IN ({ids})",
@@ -118,7 +122,7 @@ class RetentionRules:
 
     texts: timedelta
     audit: timedelta
-    batch: int = 500
+    batch: int = 100
 
 
 def rules_of(section: RetentionSection) -> RetentionRules:
@@ -181,7 +185,7 @@ class Retention:
             return PruneCounts(
                 prompt_texts=n(_PROMPT_TEXTS, (texts,)),
                 timeline_texts=n(_TIMELINE_TURNS, (texts,)),
-                request_details=n(_DETAILS, (texts,)),
+                request_details=n(_DETAILS, (texts, audit, audit)),
                 interactions=n(_INTERACTIONS, (audit, audit)),
                 audit_entries=n(_LOOSE_AUDIT, (audit,)),
             )
@@ -248,11 +252,14 @@ def _prune_batch(
     """One transaction: at most ``batch`` rows of each kind."""
     if shared and not _renew_lease(conn, holder):
         return None
+    gone = _prune_interactions(conn, audit, batch)
     return PruneCounts(
         prompt_texts=_prune_prompt_texts(conn, texts, batch),
         timeline_texts=_prune_timeline_texts(conn, texts, batch),
-        request_details=_prune_details(conn, texts, batch),
-        interactions=_prune_interactions(conn, audit, batch),
+        # while whole requests go, the details of those that stay wait: finding them means
+        # passing over every request still to go (a scan per batch on a big ledger)
+        request_details=_prune_details(conn, texts, audit, batch) if gone < batch else 0,
+        interactions=gone,
         audit_entries=_prune_loose_audit(conn, audit, batch),
     )
 
@@ -274,11 +281,11 @@ def _prune_timeline_texts(conn: Conn, before: str, batch: int) -> int:
     return len(turns)
 
 
-def _prune_details(conn: Conn, before: str, batch: int) -> int:
+def _prune_details(conn: Conn, before: str, audit: str, batch: int) -> int:
     rows = fetch_all(
         conn,
         f"{SELECT_INTERACTION} WHERE i.id IN (SELECT i.id {_DETAILS} LIMIT ?)",
-        (before, batch),
+        (before, audit, audit, batch),
     )
     for row in rows:
         kept_hash = interaction_from_row(row).content_hash  # the hash of the whole content
