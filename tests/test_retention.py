@@ -5,12 +5,14 @@ vote and a decision, delivered and confirmed), on both backends: pruning removes
 what the rules say; the audit export of a request whose texts went still says who asked,
 who decided and what; a request a grant in force refers to is kept; a dry run changes
 nothing; a click on a pruned card is answered "too old" (and not audited as forged);
-``agent-gateway prune`` says what would go, then prunes. The indexes: the console's first
-page and ``/pending`` are read through an index on a ledger with many closed requests.
+``agent-gateway prune`` says what would go, then prunes; the gateway prunes in the
+background. The indexes: the console's first page and ``/pending`` are read through an
+index on a ledger with many closed requests.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -530,3 +532,26 @@ async def test_one_host_prunes_a_shared_ledger_at_a_time(
         [row] = await store.writer.read(lease_row)
     # taken with a new fence, and given back at the end (lapsed: the next host may take it)
     assert (row["holder"], row["fence"], row["lapsed"]) == ("host-a", 8, True)
+
+
+async def test_the_gateway_prunes_in_the_background(tmp_path: Path) -> None:
+    from tests.gateway_harness import ALICE as MEMORY_ALICE
+    from tests.gateway_harness import ROOM
+    from tests.scripted_gateway import open_card, scripted_config, scripted_gateway
+
+    config = scripted_config(tmp_path, fast=ExpiryPolicy())
+    async with scripted_gateway(config) as (gw, _):
+        asked = await open_card(gw, ROOM, "approve")
+        assert (await gw.memory.click(ROOM, MEMORY_ALICE, asked.token("Approve"))).accepted
+    often = config.gateway.model_copy(
+        update={"retention": config.gateway.retention.model_copy(update={"every_minutes": 0.001})}
+    )
+    later = config.model_copy(update={"gateway": often})
+    async with scripted_gateway(later, clock=Ahead(400)) as (gw, _):
+        await asyncio.wait_for(gw.gateway.pruned.wait(), 30)
+        assert gw.gateway.last_prune is not None  # the round's counts (a later one's: zero)
+        store = gw.gateway.store
+        assert await store.interactions.get(asked.interaction.id) is None
+        turn = await store.turns.get(asked.interaction.turn_id or 0)
+        assert turn is not None and turn.prompt_id is not None  # the skeleton stays
+        assert await prompt_text(store, turn.prompt_id) == ""  # "approve", emptied

@@ -252,7 +252,7 @@ class RetentionSection(_Model):
     text_days: float = Field(default=30.0, gt=0, le=36_500)
     # interactions, decisions, votes, cards and audit entries: the audit export's rows
     audit_days: float = Field(default=365.0, gt=0, le=36_500)
-    every_minutes: float = Field(default=60.0, ge=1, le=10_080)
+    every_minutes: float = Field(default=60.0, gt=0, le=10_080)
     batch_rows: int = Field(default=100, ge=1, le=100_000)
 
     @model_validator(mode="after")

@@ -52,7 +52,7 @@ from gateway.sessions.runner import SessionRunner
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
-from gateway.store.retention import rules_of
+from gateway.store.retention import PruneCounts, rules_of
 from gateway.store.store import Store
 
 if TYPE_CHECKING:
@@ -122,6 +122,10 @@ class Gateway:
         self.lease_lost = asyncio.Event()  # set while it has lost its lease (for tests)
         self._tasks: asyncio.TaskGroup | None = None
         self._background: list[asyncio.Task[None]] = []
+        # [gateway.retention]: what the last background prune removed (None: none ran yet),
+        # and an event set after each round
+        self.last_prune: PruneCounts | None = None
+        self.pruned = asyncio.Event()
         # a shared ledger: Telegram polling and the Discord connection, one host at a time
         # (design point 6), each a task that receives while it holds its lease
         self.receivers: dict[str, ReceiverLease] = {}
@@ -641,7 +645,11 @@ class Gateway:
             except StoreError as exc:  # the next round tries again
                 log.warning("the ledger was not pruned: %s", exc)
                 continue
-            if pruned is not None and pruned.total:
+            if pruned is None:
+                continue  # another host prunes the shared ledger now
+            self.last_prune = pruned
+            self.pruned.set()
+            if pruned.total:
                 said = "; ".join(" ".join(line.split()) for line in pruned.lines())
                 log.info("ledger pruned: %s", said)
 
