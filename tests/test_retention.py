@@ -33,10 +33,8 @@ from gateway.store.database import Conn, fetch_all
 from gateway.store.retention import PruneCounts, RetentionRules
 from gateway.store.store import Store
 from gateway.timeline import EntryKind, EntryWrite
-from tests.store_backends import ledger, ledger_template, open_store
+from tests.store_backends import open_store
 from tests.store_helpers import ALICE, TELEGRAM, approval, running_session
-
-__all__ = ["ledger", "ledger_template"]  # fixtures
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -555,3 +553,48 @@ async def test_the_gateway_prunes_in_the_background(tmp_path: Path) -> None:
         turn = await store.turns.get(asked.interaction.turn_id or 0)
         assert turn is not None and turn.prompt_id is not None  # the skeleton stays
         assert await prompt_text(store, turn.prompt_id) == ""  # "approve", emptied
+
+
+# --- readers that never wait behind the writer ---------------------------------------------
+
+
+async def test_pages_pending_and_the_audit_export_answer_while_a_write_is_held(
+    ledger: PgTarget | None, tmp_path: Path
+) -> None:
+    """A write that takes its time (held open on the writer's thread): the console's first
+    page, its timeline, ``/pending`` and the audit export answer meanwhile, several at once,
+    and show what was committed before it."""
+    import threading
+
+    clock = SetClock(NOW)
+    async with open_store(ledger, tmp_path / "data", clock=clock) as store:
+        done = await story(store, clock, NOW - timedelta(days=1), prompt="p")
+        session, epoch = await running_session(store)
+        waiting = (await store.interactions.create(session.id, epoch, approval())).interaction
+        release = threading.Event()
+        holding = threading.Event()
+
+        def slow_write(conn: Conn) -> None:
+            conn.execute("UPDATE sessions SET name = 'held' WHERE id = ?", (session.id,))
+            holding.set()
+            release.wait(30)
+
+        async with asyncio.TaskGroup() as tasks:
+            held = tasks.create_task(store.writer.write(slow_write))
+            await asyncio.to_thread(holding.wait, 30)
+            try:
+                async with asyncio.timeout(10):
+                    page, pending, turns, export = await asyncio.gather(
+                        store.interactions.list_open_and_closed(closed_limit=50),
+                        store.interactions.list_pending_view(session.id),
+                        store.timeline.of_session(done.session_id),
+                        audit_records(store, NOW - timedelta(days=30), None),
+                    )
+                assert not held.done()  # all of it answered while the write was held
+            finally:
+                release.set()
+        live, closed = page
+    assert [i.id for i in live] == [waiting.id] and [i.id for i in closed] == [done.interaction_id]
+    assert [i.id for i in pending] == [waiting.id]
+    assert [t.prompt.text for t in turns if t.prompt] == ["p"]
+    assert {r["interaction"] for r in export} == {done.interaction_id, waiting.id}
