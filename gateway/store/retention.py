@@ -24,9 +24,12 @@ session's writes wait for one batch at most, never for the whole prune. On Postg
 host prunes at a time: the ``retention`` lease (gateway/store/leases.py's table, taken and
 given back through the writer's connection; a host that holds it and dies lets it lapse).
 
-Hook for files into the agent (issue 32): a prompt whose text is pruned loses its inbox
-files on the same clock; that step belongs beside :func:`_prune_prompt_texts`, and the
-files themselves are deleted by the host that runs the session.
+Hook for files into the agent (issue 32, merged into main after this branch forked): a
+prompt whose text is pruned loses its files on the same clock. At merge,
+:func:`_prune_prompt_texts` also sets ``attachments_json = '[]'`` (the names and saved paths
+of its files, migration 19 on main) and counts the paths it cleared; the files themselves,
+in the session's inbox inside its work dir, are deleted by the host that runs the session
+(the work dir is on that host only), from those paths, after the batch commits.
 """
 
 from __future__ import annotations
@@ -265,7 +268,7 @@ def _prune_batch(
 
 
 def _prune_prompt_texts(conn: Conn, before: str, batch: int) -> int:
-    # issue 32's inbox files go here too, on the same clock (see the module's docstring)
+    # issue 32: attachments_json and the inbox files go here too (the module's docstring)
     done = conn.execute(
         f"UPDATE prompts SET text = '' WHERE id IN (SELECT id {_PROMPT_TEXTS} LIMIT ?)",
         (before, batch),
