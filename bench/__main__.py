@@ -39,6 +39,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "hosts": (["--sessions", "100", "--approvals", "5"], ["--sessions", "2", "--approvals", "2"]),
     # a file from the fake Bot API (a process of its own) to the agent's disk (issue 32)
     "files_in": (["--megabytes", "20"], ["--megabytes", "1"]),
+    # issue 36: the console's first page and /pending on a big ledger, before/after the index
+    "ledger_pages": (["--interactions", "1000000"], ["--interactions", "2000", "--reads", "5"]),
 }
 TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency"})
 

@@ -78,6 +78,9 @@ class Rejection(StrEnum):
     NOT_APPROVER = "not_approver"  # may talk, but may not decide
     STALE = "stale"  # made for another runtime epoch (the agent process it asked for ended)
     NOT_OPEN = "not_open"  # the interaction is no longer pending (decided, cancelled...)
+    # a genuine token (its tag verifies) whose interaction is no longer in the ledger: pruned
+    # by retention (gateway/store/retention.py), since the ledger never deletes otherwise
+    TOO_OLD = "too_old"
 
 
 REJECTION_TEXT: dict[Rejection, str] = {
@@ -88,6 +91,7 @@ REJECTION_TEXT: dict[Rejection, str] = {
     Rejection.NOT_APPROVER: "You may not decide this request.",
     Rejection.STALE: "This request belongs to an agent process that has ended.",
     Rejection.NOT_OPEN: "This request is no longer open.",
+    Rejection.TOO_OLD: "This request is too old: its record is no longer kept.",
 }
 
 

@@ -113,6 +113,9 @@ INTERACTION_ORIGIN_COLUMN = (
     "ALTER TABLE interactions ADD COLUMN origin TEXT NOT NULL DEFAULT 'agent'"
 )
 
+# the hash of an interaction whose details were pruned (migration 20), which reads select
+PRUNED_HASH_COLUMN = "ALTER TABLE interactions ADD COLUMN pruned_hash TEXT"
+
 
 async def todays_reads(store: Store) -> Store:
     """``store``, opened at an older schema, with what today's reads of an interaction need
@@ -125,6 +128,7 @@ async def todays_reads(store: Store) -> Store:
     await store.writer.write(lambda conn: conn.execute(SESSION_NAME_COLUMN))
     await store.writer.write(lambda conn: conn.execute(SEALED_ANSWERS_TABLE))
     await store.writer.write(lambda conn: conn.execute(INTERACTION_ORIGIN_COLUMN))
+    await store.writer.write(lambda conn: conn.execute(PRUNED_HASH_COLUMN))
     return store
 
 
@@ -135,4 +139,7 @@ async def as_it_was(store: Store) -> None:
     await store.writer.write(lambda conn: conn.execute("DROP TABLE sealed_answers"))
     await store.writer.write(
         lambda conn: conn.execute("ALTER TABLE interactions DROP COLUMN origin")
+    )
+    await store.writer.write(
+        lambda conn: conn.execute("ALTER TABLE interactions DROP COLUMN pruned_hash")
     )

@@ -17,6 +17,7 @@ from bench import (
     concurrency,
     files_in,
     interactions,
+    ledger_pages,
     policy,
     startup,
     throughput,
@@ -147,3 +148,11 @@ async def test_paced_turns_at_a_toy_size() -> None:
 async def test_files_in_at_a_toy_size_saves_the_file_whole(tmp_path: Path) -> None:
     figures = await files_in.measure(tmp_path, megabytes=1)
     assert figure(figures, "Telegram document").met is True  # the bytes the fake sent
+
+
+async def test_ledger_pages_at_a_toy_size(tmp_path: Path) -> None:
+    figures = await ledger_pages.measure(tmp_path, interactions=300, reads=3)
+    assert figure(figures, "ledger filled").value.startswith("300 closed requests")
+    assert "n=3" in figure(figures, "console's first page, indexed").value
+    assert "n=3" in figure(figures, "/pending, no index").value
+    assert figure(figures, "prune: every").value.startswith("300 requests in ")

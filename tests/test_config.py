@@ -120,6 +120,7 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
     written |= {"token_file", "secret_token_file"} & set(example.split())
     models: list[type[BaseModel]] = [
         module.GatewaySection,
+        module.RetentionSection,
         module.ProjectConfig,
         module.AgentOptions,
         module.ExpiryPolicy,
@@ -129,7 +130,7 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
         *(PLATFORMS.table(name).model for name in PLATFORMS.names()),
     ]
     keys = {key for model in models for key in model.model_fields}
-    keys -= {"agent_options", "env", "expiry", "files", "auth", "policy"}  # tables, as headers
+    keys -= {"agent_options", "env", "expiry", "files", "auth", "policy", "retention"}  # tables
     assert keys - written == set()
 
 
@@ -482,3 +483,11 @@ def test_key_locator_finds_headers_dotted_quoted_and_inline_keys() -> None:
     assert locator.line_of(("projects", "my app", "agent")) == 2  # missing: its table
     assert locator.line_of(("projects", "other", "agent_options", "model")) == 9  # flat
     assert locator.line_of(("platforms",)) is None
+
+
+def test_retention_keeps_texts_no_longer_than_the_audit() -> None:
+    said = refusal("[gateway.retention]\ntext_days = 400\naudit_days = 365\n\n" + MINIMAL)
+    assert "gateway.retention" in said and "text_days is at most audit_days" in said
+    assert "batch_rows" in refusal("[gateway.retention]\nbatch_rows = 0\n\n" + MINIMAL)
+    retention = parse_config(MINIMAL, "gw.toml", env={}).gateway.retention
+    assert (retention.enabled, retention.text_days, retention.audit_days) == (True, 30, 365)

@@ -1,4 +1,4 @@
-"""``agent-gateway``: run, check, init, ledger, audit, demo, service, slack-manifest,
+"""``agent-gateway``: run, check, init, ledger, audit, prune, demo, service, slack-manifest,
 discord-invite (``python -m gateway`` is the same program)."""
 
 from __future__ import annotations
@@ -120,6 +120,13 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--since", required=True, help="a date or time: 2026-12-01[T09:00]")
     audit.add_argument("--project", help="only this project's interactions")
     audit.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    prune = commands.add_parser(
+        "prune", help="prune the ledger as [gateway.retention] says (--dry-run: say what would go)"
+    )
+    prune.add_argument("--config", type=Path, required=True)
+    prune.add_argument(
+        "--dry-run", action="store_true", help="count what would be pruned; change nothing"
+    )
     demo = commands.add_parser(
         "demo", help="the web console with a built-in demo agent: no account, no API key"
     )
@@ -218,6 +225,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(
                 _audit(args.config, args.data_dir, args.since, args.project, args.format)
             )
+        if args.command == "prune":
+            return asyncio.run(_prune(args.config, dry_run=args.dry_run))
         if args.command == "init":
             return _init(args)
         if args.command == "slack-manifest":
@@ -655,6 +664,36 @@ async def _audit(
     async with Store.open(data_dir, postgresql=target) as store:
         records = await audit_records(store, since.astimezone(UTC), project)
     sys.stdout.write(to_csv(records) if form == "csv" else to_jsonl(records))
+    return 0
+
+
+async def _prune(config_path: Path, *, dry_run: bool) -> int:
+    """What ``[gateway.retention]`` prunes now: counted (``--dry-run``), or pruned in the
+    same batches the gateway's background pruning uses (beside a running gateway too)."""
+    from gateway.store.retention import rules_of
+    from gateway.store.store import Store
+
+    section = _load_config(config_path).gateway
+    data_dir, target = section.data_dir, section.ledger_target()
+    if target is None and not data_dir.is_dir():
+        print(f"agent-gateway: no ledger in {data_dir}", file=sys.stderr)
+        return 1
+    rules = rules_of(section.retention)
+    kept = f"texts older than {section.retention.text_days:g} days, the audit older than "
+    kept += f"{section.retention.audit_days:g} days"
+    async with Store.open(data_dir, postgresql=target) as store:
+        if dry_run:
+            counts = await store.retention.count(rules)
+            print(f"Would prune ({kept}):")
+        else:
+            pruned = await store.retention.prune(rules, holder=f"prune:{socket.gethostname()}")
+            if pruned is None:
+                print("Another host is pruning this ledger now: nothing done.")
+                return 1
+            counts = pruned
+            print(f"Pruned ({kept}):")
+    for line in counts.lines():
+        print(f"  {line}")
     return 0
 
 

@@ -85,6 +85,7 @@ __all__ = [
     "PlatformAuth",
     "PlatformsSection",
     "ProjectConfig",
+    "RetentionSection",
     "SandboxMode",
     "SessionScope",
     "check_config",
@@ -241,6 +242,28 @@ def _optional_path(value: Path | None, info: ValidationInfo) -> Path | None:
 # --- sections ------------------------------------------------------------------------------
 
 
+class RetentionSection(_Model):
+    """``[gateway.retention]`` (issue 36; gateway/store/retention.py): how long the ledger
+    keeps texts, and how long the rows the audit export is built from."""
+
+    # prune in the background (each host; one at a time on PostgreSQL); false: only
+    # "agent-gateway prune" prunes
+    enabled: bool = True
+    # prompt texts, turn timeline text, a closed request's details (and, with files into the
+    # agent, their inbox files)
+    text_days: float = Field(default=30.0, gt=0, le=36_500)
+    # interactions, decisions, votes, cards and audit entries: the audit export's rows
+    audit_days: float = Field(default=365.0, gt=0, le=36_500)
+    every_minutes: float = Field(default=60.0, gt=0, le=10_080)
+    batch_rows: int = Field(default=100, ge=1, le=100_000)
+
+    @model_validator(mode="after")
+    def _texts_go_first(self) -> RetentionSection:
+        if self.text_days > self.audit_days:
+            raise ValueError("text_days is at most audit_days (texts go first, the audit last)")
+        return self
+
+
 class GatewaySection(_Model):
     data_dir: Path = Field(default=DEFAULT_DATA_DIR, validate_default=True)
     log_level: LogLevel = LogLevel.INFO
@@ -268,6 +291,7 @@ class GatewaySection(_Model):
     store_lock_seconds: float = Field(default=5.0, ge=0.1, le=3600)
     store_idle_in_transaction_seconds: float = Field(default=10.0, ge=0.1, le=3600)
     store_connect_seconds: float = Field(default=5.0, ge=1, le=600)
+    retention: RetentionSection = Field(default_factory=RetentionSection)
 
     _paths = field_validator("data_dir", mode="after")(_expand_path)
     _key_path = field_validator("hmac_key_file", mode="after")(_optional_path)

@@ -932,7 +932,7 @@ class Control:
         return "\n".join(lines)
 
     async def pending_text(self, session: SessionRecord) -> str:
-        open_ = await self._store.interactions.list_open(session.id)
+        open_ = await self._store.interactions.list_pending_view(session.id)  # a reader's
         if not open_:
             return "Open requests: none"
         unseen = {i.id for i in await self._gw.broker.unseen(session.id)}

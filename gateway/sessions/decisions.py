@@ -249,8 +249,8 @@ class DecisionDesk:
         except TokenRejected as exc:
             return await self._reject(Rejection(exc.reason), actor, None, soon=soon)
         view = await (views or self._store.clicks).view(token.interaction_id, conversation)
-        if view is None:
-            return await self._reject(Rejection.FORGED, actor, token.interaction_id, soon=soon)
+        if view is None:  # our key signed it, so it existed: retention pruned it since
+            return await self._reject(Rejection.TOO_OLD, actor, token.interaction_id, soon=soon)
         rejection = _rejection(self._config, self._policy, view, token, actor, conversation)
         if rejection is not None:
             return await self._rejected(rejection, actor, view.interaction, soon=soon)
@@ -277,7 +277,7 @@ class DecisionDesk:
             except VersionMoved:
                 # still pending, moved by a vote since it was read: read it again, try again
                 fresh = await self._store.interactions.get(interaction.id)
-                if fresh is None:  # pragma: no cover - interactions are never deleted
+                if fresh is None:  # pruned meanwhile (retention): it was no longer open
                     break
                 interaction = fresh
                 continue

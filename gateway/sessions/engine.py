@@ -53,6 +53,7 @@ from gateway.sessions.runner import SessionRunner
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
+from gateway.store.retention import PruneCounts, rules_of
 from gateway.store.store import Store
 
 if TYPE_CHECKING:
@@ -122,6 +123,10 @@ class Gateway:
         self.lease_lost = asyncio.Event()  # set while it has lost its lease (for tests)
         self._tasks: asyncio.TaskGroup | None = None
         self._background: list[asyncio.Task[None]] = []
+        # [gateway.retention]: what the last background prune removed (None: none ran yet),
+        # and an event set after each round
+        self.last_prune: PruneCounts | None = None
+        self.pruned = asyncio.Event()
         # a shared ledger: Telegram polling and the Discord connection, one host at a time
         # (design point 6), each a task that receives while it holds its lease
         self.receivers: dict[str, ReceiverLease] = {}
@@ -274,6 +279,7 @@ class Gateway:
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
         await self.control.recover()
+        self._background.append(self._tasks.create_task(self._prune_now_and_then()))
         if self.ledger_host is not None and target is not None:
             # decisions and prompts other hosts commit for this host's sessions (design
             # point 3), once recovery is done; psycopg: only where it is used
@@ -625,6 +631,29 @@ class Gateway:
                 continue
             if purged:
                 log.info("%d form draft(s) purged", purged)
+
+    async def _prune_now_and_then(self) -> None:
+        """``[gateway.retention]``: every ``every_minutes`` (the first time one interval after
+        start), the ledger pruned in small batches (gateway/store/retention.py); on a shared
+        ledger by one host at a time. The section is read each time: a reload changes it."""
+        while True:
+            section = self.config.gateway.retention
+            await asyncio.sleep(section.every_minutes * 60)
+            section = self.config.gateway.retention
+            if not section.enabled:
+                continue
+            try:
+                pruned = await self.store.retention.prune(rules_of(section), holder=self.host)
+            except StoreError as exc:  # the next round tries again
+                log.warning("the ledger was not pruned: %s", exc)
+                continue
+            if pruned is None:
+                continue  # another host prunes the shared ledger now
+            self.last_prune = pruned
+            self.pruned.set()
+            if pruned.total:
+                said = "; ".join(" ".join(line.split()) for line in pruned.lines())
+                log.info("ledger pruned: %s", said)
 
     def kick(self, session: SessionRecord) -> None:
         """Something was queued for ``session``: its runner here takes it; another host's

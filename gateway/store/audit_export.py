@@ -126,7 +126,8 @@ def _read(conn: Conn, since: datetime, project: str | None) -> list[Record]:
 
 
 async def audit_records(store: Store, since: datetime, project: str | None) -> list[Record]:
-    return await store.writer.read(lambda conn: _read(conn, since, project))
+    # one snapshot on a reader (store.readers): a long export never holds up the writer
+    return await store.readers.read(lambda conn: _read(conn, since, project))
 
 
 def to_jsonl(records: Iterable[Record]) -> str:

@@ -39,7 +39,7 @@ __all__ = [
 SELECT_INTERACTION = """
 SELECT i.id, i.session_id, i.runtime_epoch, i.turn_id, i.native_key, i.kind, i.title,
        i.summary, i.detail_json, i.actions_json, i.questions_json, i.state, i.version,
-       i.created_at, i.updated_at, i.origin,
+       i.created_at, i.updated_at, i.origin, i.pruned_hash,
        d.actor_platform, d.actor_user_id, d.actor_display, d.action_id, d.answers_json,
        d.message, d.decided_at,
        v.outcome AS delivery_outcome, v.error AS delivery_error, v.at AS delivered_at,
@@ -150,7 +150,9 @@ def interaction_from_row(row: Row) -> Interaction:
         delivery=delivery,
         resolution=resolution,
         votes=_votes(row["votes_json"]),
-        content_hash=content_hash(
+        # details pruned by retention (gateway/store/retention.py): the hash they had
+        content_hash=row["pruned_hash"]
+        or content_hash(
             kind=row["kind"],
             title=row["title"],
             summary=row["summary"],

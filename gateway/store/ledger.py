@@ -43,7 +43,7 @@ from gateway.interactions.machine import (
 )
 from gateway.store import codec
 from gateway.store.cards import add_copy_sent, copies_for_sent
-from gateway.store.database import Conn, Database, fetch_all, fetch_one, parse_time
+from gateway.store.database import Conn, Database, Reader, fetch_all, fetch_one, parse_time
 from gateway.store.dialect import FOR_UPDATE
 from gateway.store.interaction_rows import (
     SELECT_INTERACTION,
@@ -82,8 +82,9 @@ _WRITE_NOT_KNOWN = (
 class InteractionLedger:
     """``store.interactions``: the durable interactions and every move they make."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, views: Reader | None = None) -> None:
         self._db = db
+        self._views: Reader = views or db  # the reads people look at (store.readers)
 
     async def create(
         self,
@@ -257,6 +258,11 @@ class InteractionLedger:
         """Live interactions (pending, decided, delivered), oldest first."""
         return await self._db.read(lambda conn: _open(conn, session_id), one_statement=True)
 
+    async def list_pending_view(self, session_id: str | None = None) -> list[Interaction]:
+        """``list_open`` for people to look at (``/pending``, the console): on a reader, as
+        committed when the read began, never waiting behind a write."""
+        return await self._views.read(lambda conn: _open(conn, session_id), one_statement=True)
+
     async def list_open_and_closed(
         self, *, closed_limit: int
     ) -> tuple[list[Interaction], list[Interaction]]:
@@ -272,7 +278,7 @@ class InteractionLedger:
             )
             return _open(conn, None), [interaction_from_row(row) for row in rows]
 
-        return await self._db.read(list_both)
+        return await self._views.read(list_both)
 
     async def list_recent(
         self, *, limit: int = 20, session_id: str | None = None
@@ -288,7 +294,7 @@ class InteractionLedger:
             )
             return [interaction_from_row(row) for row in rows]
 
-        return await self._db.read(list_recent)
+        return await self._views.read(list_recent)
 
     async def decide(
         self,

@@ -590,6 +590,27 @@ _PROMPT_ATTACHMENTS = (
     "ALTER TABLE prompts ADD COLUMN attachments_json TEXT NOT NULL DEFAULT '[]'",
 )
 
+# issue 36: the indexes the console's pages, /pending, the audit export and pruning read by
+# (each scanned the whole table, ORDER BY created_at, before), and the content hash an
+# interaction had before retention pruned its details (gateway/store/retention.py): the audit
+# export and the votes keep naming the content that was decided. NULL: the details are whole
+# (the hash is computed from the row, gateway/store/interaction_rows.py).
+_LEDGER_INDEXES = (
+    "CREATE INDEX interactions_created ON interactions(created_at, id)",
+    "CREATE INDEX interactions_live ON interactions(created_at, id)"
+    " WHERE state IN ('decided', 'delivered', 'pending')",
+    "CREATE INDEX interactions_updated ON interactions(updated_at)",
+    "CREATE INDEX audit_at ON audit(at)",
+    # pruning's: only the rows it has still to empty are in these two
+    "CREATE INDEX prompts_text_kept ON prompts(updated_at) WHERE text <> ''",
+    "CREATE INDEX interactions_detail_kept ON interactions(updated_at)"
+    " WHERE detail_json IS NOT NULL",
+    "CREATE INDEX turns_ended ON turns(ended_at)",
+    "CREATE INDEX grants_interaction ON grants(interaction_id)",
+    "CREATE INDEX timeline_entries_interaction ON timeline_entries(interaction_id)",
+    "ALTER TABLE interactions ADD COLUMN pruned_hash TEXT",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -639,6 +660,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         statements=_SESSION_SETTINGS,
     ),
     Migration(version=19, name="the files sent with a prompt", statements=_PROMPT_ATTACHMENTS),
+    Migration(
+        version=20,
+        name="indexes for pages, /pending, audit and pruning; a pruned interaction's hash",
+        statements=_LEDGER_INDEXES,
+    ),
 )
 
 

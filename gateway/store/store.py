@@ -6,7 +6,7 @@ import functools
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -25,7 +25,9 @@ from gateway.store.grants import GrantBook
 from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
 from gateway.store.prompts import PromptQueue
+from gateway.store.readers import READERS, ReaderPool
 from gateway.store.requests import SessionRequests
+from gateway.store.retention import Retention
 from gateway.store.session_index import SessionIndex
 from gateway.store.session_settings import SessionSettings
 from gateway.store.sessions import SessionLedger
@@ -59,10 +61,13 @@ class Store:
     - ``store.audit``: the audit log
     - ``store.requests``: commands for another host's session (a shared ledger only)
     - ``store.clicks``: what a click is checked against, in one read
+    - ``store.retention``: pruning texts and old interactions (``[gateway.retention]``)
 
     ``store.peek`` are the same reads as ``store.clicks`` through a second, read-only
     connection (``store.reader``), which never waits behind the writer: what must answer
     within a platform's deadline while a long write runs (``Inbox.may_answer``).
+    ``store.readers`` are several more (gateway/store/readers.py) for what people look at:
+    the console's pages, ``/pending``, the audit export.
 
     At start-up, before anything resumes: for each of ``sessions.live_epochs()`` end the
     leftover process (pid, pgid and start time are recorded), then ``sessions.end_epoch``
@@ -72,19 +77,27 @@ class Store:
     """
 
     def __init__(
-        self, db: Database, path: Path | None, reader: ReadOnlyDatabase, *, location: str
+        self,
+        db: Database,
+        path: Path | None,
+        reader: ReadOnlyDatabase,
+        *,
+        location: str,
+        readers: ReaderPool | None = None,
     ) -> None:
         self.path = path  # the SQLite file; None on PostgreSQL
         self.location = location  # what may be shown of where the ledger is (no password)
         self.writer = db
         self.reader = reader
+        # the reads people look at (pages, /pending, the audit export): never behind a write
+        self.readers = readers if readers is not None else ReaderPool([reader])
         self.sessions = SessionLedger(db)
         self.session_index = SessionIndex(db)
         self.settings = SessionSettings(db)  # what a person chose (/model)
         self.turns = TurnLedger(db)
-        self.timeline = TimelineLedger(db)
+        self.timeline = TimelineLedger(db, views=self.readers)
         self.prompts = PromptQueue(db)
-        self.interactions = InteractionLedger(db)
+        self.interactions = InteractionLedger(db, views=self.readers)
         self.votes = VoteLedger(db, self.interactions)
         self.cards = CardCopies(db)
         self.form_drafts = FormDraftLedger(db)
@@ -94,6 +107,7 @@ class Store:
         self.audit = AuditLog(db)
         self.clicks = ClickViews(db)
         self.peek = ClickViews(reader)
+        self.retention = Retention(db)  # what goes when (issue 36)
 
     @classmethod
     @asynccontextmanager
@@ -136,8 +150,13 @@ class Store:
                 await runner.call(
                     functools.partial(apply_migrations, conn, migrations, now=db.now())
                 )
-                async with _read_only(path) as reader:
-                    yield cls(db, path, reader, location=str(path))
+                async with AsyncExitStack() as readers:
+                    # the click pre-check's own connection, then the pool's
+                    reader = await readers.enter_async_context(_read_only(path))
+                    pool = [
+                        await readers.enter_async_context(_read_only(path)) for _ in range(READERS)
+                    ]
+                    yield cls(db, path, reader, location=str(path), readers=ReaderPool(pool))
             finally:
                 db.close()
                 try:

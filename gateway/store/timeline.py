@@ -13,6 +13,7 @@ from gateway.errors import StoreError
 from gateway.store.database import (
     Conn,
     Database,
+    Reader,
     conversation_from_row,
     conversation_params,
     fetch_all,
@@ -29,8 +30,9 @@ __all__ = ["TimelineLedger"]
 class TimelineLedger:
     """``store.timeline``: each turn's entries under one sequence."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, views: Reader | None = None) -> None:
         self._db = db
+        self._views: Reader = views or db  # the console's reads (store.readers)
 
     async def save(
         self, turn_id: int, writes: Sequence[EntryWrite], shown: Sequence[ShownPart] = ()
@@ -130,7 +132,7 @@ class TimelineLedger:
                 found.append(TurnTimeline(turn=turn, prompt=prompt, entries=entries))
             return found
 
-        return await self._db.read(of_session)
+        return await self._views.read(of_session)
 
 
 def _entries(conn: Conn, turn_id: int) -> tuple[TimelineEntry, ...]:
