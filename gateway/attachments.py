@@ -52,6 +52,10 @@ class InboundAttachment:
     reference: str
     size: int | None = None
     declared_type: str = ""
+    # issue 34: a voice note (Telegram voice and audio, a Slack audio clip, a Discord voice
+    # message): transcribed, and the transcript is the prompt (gateway/sessions/voice_notes.py)
+    voice: bool = False
+    seconds: float | None = None  # its length, where the platform says it
 
     def __post_init__(self) -> None:
         if not self.reference:

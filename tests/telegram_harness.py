@@ -36,6 +36,7 @@ from gateway.platform import (
 from gateway.session_record import SessionRecord
 from gateway.sessions.agents import AgentLauncher
 from gateway.sessions.engine import Gateway
+from gateway.transcription import Transcriber
 from platforms.registry import parse_config
 from platforms.telegram.config import TelegramConfig
 from platforms.telegram.outbox import Pace
@@ -309,6 +310,7 @@ async def on_telegram(
     webhook_socket: socket.socket | None = None,
     inbox: Callable[[Inbox], Inbox] | None = None,
     limits: PlatformLimits = TELEGRAM_LIMITS,
+    transcriber: Transcriber | None = None,
 ) -> AsyncIterator[OnTelegram]:
     """The platform around the gateway, as ``agent-gateway run`` has them; with ``inbox``,
     the platform hands its updates to ``inbox(gateway)``."""
@@ -318,7 +320,9 @@ async def on_telegram(
     platform = TelegramPlatform(settings, pace=pace, webhook_socket=webhook_socket, limits=limits)
     async with platform as telegram:
         seen = telegram if inbox is None else InboxBetween(telegram, inbox)
-        async with Gateway(config, platforms={"telegram": seen}, launcher=agents) as gateway:
+        async with Gateway(
+            config, platforms={"telegram": seen}, launcher=agents, transcriber=transcriber
+        ) as gateway:
             between = seen.inbox if isinstance(seen, InboxBetween) else None
             yield OnTelegram(
                 gateway=gateway, telegram=telegram, fake=fake, launcher=agents, inbox=between

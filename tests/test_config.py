@@ -125,6 +125,7 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
         module.AgentOptions,
         module.ExpiryPolicy,
         module.FilesPolicy,
+        module.TranscriptionConfig,
         module.PlatformAuth,
         PolicyRule,
         *(PLATFORMS.table(name).model for name in PLATFORMS.names()),

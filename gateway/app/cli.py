@@ -541,6 +541,7 @@ async def shared_rates(config: Config, platforms: Mapping[str, Platform]) -> Asy
 
 async def _run(path: Path, host: str) -> int:
     from adapters.launch import ConfiguredLauncher
+    from adapters.transcription import transcriber_for
     from gateway.platform_links import linked
     from gateway.sessions.engine import Gateway
     from gateway.sessions.receivers import lease_receivers
@@ -559,7 +560,13 @@ async def _run(path: Path, host: str) -> int:
     async with (
         shared_rates(config, platforms),
         linked(platforms) as links,
-        Gateway(config, platforms=platforms, launcher=launcher, host=host) as gateway,
+        Gateway(
+            config,
+            platforms=platforms,
+            launcher=launcher,
+            host=host,
+            transcriber=transcriber_for(config.transcription),
+        ) as gateway,
     ):
         links.attach(gateway)
         reloading = asyncio.Lock()

@@ -474,6 +474,26 @@ class ProjectConfig(_Model):
         return self.agent_options.url is not None
 
 
+class TranscriptionConfig(_Model):
+    """[transcription]: voice notes turned into text (issue 34), by an OpenAI-compatible
+    ``POST {url}/audio/transcriptions`` (``url``, ``model``, ``api_key``) or by a local
+    ``command`` that reads the audio file named as its last argument and prints the text."""
+
+    url: Annotated[str, StringConstraints(pattern=r"^https?://[^\s/]+(/\S*)?$")] | None = None
+    model: NonEmpty = "whisper-1"
+    api_key: SecretStr | None = None  # "${OPENAI_API_KEY}", or api_key_file
+    command: tuple[NonEmpty, ...] = ()
+    max_seconds: float = Field(default=300.0, gt=0)  # where the platform says the length
+    max_bytes: int = Field(default=20 * 1024 * 1024, ge=1)
+    timeout_seconds: float = Field(default=120.0, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> TranscriptionConfig:
+        if (self.url is None) == (not self.command):
+            raise ValueError("give url (an OpenAI-compatible endpoint) or command, not both")
+        return self
+
+
 class Config(_Model):
     # platforms: validated apart, each table by its platform's own model (parse_config)
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -483,6 +503,7 @@ class Config(_Model):
     platforms: PlatformsSection = Field(default_factory=PlatformsSection)
     groups: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # policy approvers
     people: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # accounts of one
+    transcription: TranscriptionConfig | None = None  # voice notes (issue 34); None: off
 
     _source: str = PrivateAttr(default="<config>")
     _locator: KeyLocator | None = PrivateAttr(default=None)

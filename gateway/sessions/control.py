@@ -44,6 +44,7 @@ from gateway.render.commands import (
     HELP_TEXT,
     AnswerCommand,
     ApproveCommand,
+    ChatInput,
     ChatPrompt,
     CommandName,
     CommandUsage,
@@ -75,9 +76,11 @@ from gateway.sessions.session_switch import switch_session
 from gateway.sessions.session_topics import open_session_thread
 from gateway.sessions.steer_button import SteerButtons
 from gateway.sessions.turn_close import close_shown_turn
+from gateway.sessions.voice_notes import VoiceNotes
 from gateway.store.records import EnqueueOutcome, EpochRecord, PromptRecord
 from gateway.store.requests import RequestKind, SessionRequest
 from gateway.store.store import Store
+from gateway.transcription import Transcriber
 
 __all__ = ["Control"]
 
@@ -117,6 +120,7 @@ class SessionsHost(Protocol):
     button_key: bytes
     host_lease: LeaseHolder | None
     platform_problems: PlatformProblems
+    transcriber: Transcriber | None
 
     @property
     def fenced(self) -> bool: ...
@@ -145,6 +149,9 @@ class Control:
         self._told: OrderedDict[tuple[ConversationRef, str], None] = OrderedDict()
         self._held_told: dict[str, tuple[int, ...]] = {}  # session: the held prompts last told
         self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
+        self._voice = VoiceNotes(
+            lambda: gateway.config, gateway.transcriber, gateway.platforms, self._reply
+        )
         self._settings = SettingsDesk(
             gateway.config.projects, gateway.store, gateway.broker, gateway.existing_runner
         )
@@ -355,7 +362,16 @@ class Control:
         if not may_talk(self._gw.config, project, checked):
             await self._refuse_stranger(message, project, checked)
             return
-        parsed = parse_chat_text(message.text)
+        parsed: ChatInput
+        if any(a.voice for a in message.attachments):
+            spoken = await self._voice.transcribed(message, project)
+            if spoken is None:
+                return  # said in the conversation
+            # a transcript is words for the agent, never a command: spoken "/approve 3" or
+            # "yes" decides nothing (a card waiting: the person is told so, as for typing)
+            message, parsed = spoken, ChatPrompt(text=spoken.text)
+        else:
+            parsed = parse_chat_text(message.text)
         if message.attachments and not isinstance(parsed, ChatPrompt | NotForUs):
             await self._reply(conversation, FILES_WITH_A_COMMAND)
             return

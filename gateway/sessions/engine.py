@@ -55,6 +55,7 @@ from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
 from gateway.store.retention import PruneCounts, rules_of
 from gateway.store.store import Store
+from gateway.transcription import Transcriber
 
 if TYPE_CHECKING:
     from gateway.config.ledger_url import PgTarget
@@ -94,8 +95,10 @@ class Gateway:
         data_dir: Path | None = None,
         clock: Clock = utc_now,
         host: str | None = None,
+        transcriber: Transcriber | None = None,
     ) -> None:
         self.config = config
+        self.transcriber = transcriber  # voice notes into text (issue 34); None: off
         # this machine, as projects' ``host`` keys name it (``run --host``); it runs only the
         # projects of this host (all of them in a single-host config)
         self.host = host if host is not None else socket.gethostname()

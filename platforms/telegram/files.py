@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import AsyncGenerator
 
 import httpx
@@ -45,12 +46,24 @@ def attachments_of(message: Message) -> tuple[InboundAttachment, ...]:
                 declared_type="image/jpeg",
             )
         )
-    # a document, or a video, an audio file or an animation sent as such: a file like any
-    # (a voice note is not one: it is for transcription, DESIGN.md "Files in")
+    # a voice note or an audio file: for transcription (issue 34; DESIGN.md "Files in")
+    for kind, spoken in (("voice", message.voice), ("audio", message.audio)):
+        if spoken is None:
+            continue
+        found.append(
+            InboundAttachment(
+                name=getattr(spoken, "file_name", None) or f"{kind}-{spoken.file_unique_id}.ogg",
+                reference=spoken.file_id,
+                size=spoken.file_size,
+                declared_type=spoken.mime_type or "",
+                voice=True,
+                seconds=_seconds(spoken.duration),
+            )
+        )
+    # a document, or a video or an animation sent as such: a file like any
     for kind, media in (
         ("document", message.document),
         ("video", message.video),
-        ("audio", message.audio),
         ("animation", message.animation),
     ):
         if media is None:
@@ -65,6 +78,13 @@ def attachments_of(message: Message) -> tuple[InboundAttachment, ...]:
         )
         break  # an animation comes with a document of itself: one file
     return tuple(found)
+
+
+def _seconds(duration: object) -> float | None:
+    """A voice note's length: PTB gives seconds, or a timedelta under PTB_TIMEDELTA."""
+    if isinstance(duration, dt.timedelta):
+        return duration.total_seconds()
+    return float(duration) if isinstance(duration, int | float) else None
 
 
 async def download(bot: Bot, attachment: InboundAttachment) -> AsyncGenerator[bytes, None]:

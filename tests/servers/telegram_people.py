@@ -23,6 +23,7 @@ __all__ = [
     "photo_update",
     "private_chat",
     "video_update",
+    "voice_update",
 ]
 
 _callback_ids = itertools.count(1)
@@ -247,3 +248,26 @@ def video_update(
         "file_size": len(content),
     }
     return _with_media(fake, chat, person, caption, {"video": video}, None)
+
+
+def voice_update(
+    fake: FakeTelegram,
+    chat: dict[str, Any],
+    person: Person,
+    content: bytes,
+    *,
+    duration: int = 3,
+) -> dict[str, Any]:
+    """A voice note as Telegram sends it (Opus in Ogg, its length in seconds)."""
+    file_id, unique = fake.add_file(content)
+    update = message_update(fake, chat, person, "")
+    message = update["message"]
+    del message["text"]
+    message["voice"] = {
+        "file_id": file_id,
+        "file_unique_id": unique,
+        "duration": duration,
+        "mime_type": "audio/ogg",
+        "file_size": len(content),
+    }
+    return update
