@@ -26,6 +26,7 @@ from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
 from gateway.store.prompts import PromptQueue
 from gateway.store.requests import SessionRequests
+from gateway.store.schedules import ScheduleBook
 from gateway.store.session_index import SessionIndex
 from gateway.store.session_settings import SessionSettings
 from gateway.store.sessions import SessionLedger
@@ -90,6 +91,7 @@ class Store:
         self.form_drafts = FormDraftLedger(db)
         self.requests = SessionRequests(db)  # a shared ledger only: commands between hosts
         self.escalations = Escalations(db)
+        self.schedules = ScheduleBook(db)  # issue 35: schedules and their runs
         self.grants = GrantBook(db)
         self.audit = AuditLog(db)
         self.clicks = ClickViews(db)
