@@ -63,6 +63,7 @@ from gateway.config.policy_rules import PolicyRule, policy_problems
 from gateway.config.sources import KeyLocator, Loc, resolve_references
 from gateway.domain import AgentKind
 from gateway.errors import ConfigError, StoreError
+from gateway.schedule_times import ScheduleTimeError, zone_of
 
 __all__ = [
     "DANGEROUS",
@@ -266,6 +267,15 @@ class GatewaySection(_Model):
     store_lock_seconds: float = Field(default=5.0, ge=0.1, le=3600)
     store_idle_in_transaction_seconds: float = Field(default=10.0, ge=0.1, le=3600)
     store_connect_seconds: float = Field(default=5.0, ge=1, le=600)
+    # Scheduled work (issue 35, /every and /at): the shortest time between two runs of one
+    # schedule, the most schedules a project may have, how late a run missed while every host
+    # was down may still run once (else it is recorded as skipped), the longest prompt text,
+    # and how often the scheduler looks again when nothing tells it
+    schedule_min_interval_minutes: float = Field(default=5.0, ge=1, le=10_080)
+    schedule_max_per_project: int = Field(default=20, ge=1, le=1000)
+    schedule_grace_minutes: float = Field(default=60.0, ge=0, le=10_080)
+    schedule_text_max_chars: int = Field(default=4000, ge=1, le=100_000)
+    schedule_poll_seconds: float = Field(default=30.0, gt=0, le=3600)
 
     _paths = field_validator("data_dir", mode="after")(_expand_path)
     _key_path = field_validator("hmac_key_file", mode="after")(_optional_path)
@@ -369,10 +379,22 @@ class ProjectConfig(_Model):
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
     policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
+    # the IANA zone its schedules' times are read in (issue 35), unless a person's own; None: UTC
+    time_zone: NonEmpty | None = None
     # tables whose keys may be written in this one (the "did you mean" of an unknown key)
     FLAT_TABLES: ClassVar[tuple[str, ...]] = ("agent_options",)
 
     _paths = field_validator("work_dir", mode="after")(_expand_path)
+
+    @field_validator("time_zone", mode="after")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                zone_of(value)
+            except ScheduleTimeError as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from gateway.clock import Clock
 from gateway.config.access import may_talk, stranger_refusal
 from gateway.config.model import BusyInput, Config, SessionScope
 from gateway.domain import (
@@ -66,6 +67,8 @@ from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.schedule_desk import ScheduleDesk
+from gateway.sessions.schedule_runs import ScheduleRuns
 from gateway.sessions.session_list import sessions_page, visible
 from gateway.sessions.session_names import name_session
 from gateway.sessions.session_settings import SettingsDesk
@@ -113,6 +116,7 @@ class SessionsHost(Protocol):
     steer_buttons: SteerButtons
     host_lease: LeaseHolder | None
     platform_problems: PlatformProblems
+    schedule_clock: Clock
 
     @property
     def fenced(self) -> bool: ...
@@ -129,6 +133,8 @@ class SessionsHost(Protocol):
 
     def kick(self, session: SessionRecord) -> None: ...
 
+    def wake_scheduler(self) -> None: ...
+
 
 class Control:
     def __init__(self, gateway: SessionsHost) -> None:
@@ -141,6 +147,15 @@ class Control:
         self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
         self._settings = SettingsDesk(
             gateway.config.projects, gateway.store, gateway.broker, gateway.existing_runner
+        )
+        self.schedules = ScheduleDesk(gateway.config, gateway.store, gateway.schedule_clock)
+        self.schedule_runs = ScheduleRuns(
+            gateway.config,
+            gateway.store,
+            say=self._reply,
+            session_host=gateway.session_host,
+            kick=gateway.kick,
+            routing=self._routing,
         )
 
     # --- recovery -------------------------------------------------------------------------
@@ -611,6 +626,11 @@ class Control:
         if name is CommandName.HELP:
             await self._reply(conversation, HELP_TEXT)
             return
+        if name in _SCHEDULE_COMMANDS:  # the project's, answered from the ledger on any host
+            await self._reply(
+                conversation, await self._schedule_command(name, conversation, project, actor, args)
+            )
+            return
         if name in (CommandName.SESSIONS, CommandName.SWITCH):  # no session here needed
             await self._reply(
                 conversation, await self._sessions_command(name, conversation, project, actor, args)
@@ -672,6 +692,27 @@ class Control:
             await self._reply(conversation, await self._settings.model(session, args, actor))
         elif name is CommandName.MODE:
             await self._reply(conversation, await self._settings.mode(session, args, actor))
+
+    async def _schedule_command(
+        self,
+        name: CommandName,
+        conversation: ConversationRef,
+        project: str,
+        actor: Actor,
+        args: str,
+    ) -> str:
+        """/every, /at, /schedules, /unschedule (gateway/sessions/schedule_desk.py)."""
+        desk = self.schedules
+        if name is CommandName.EVERY:
+            answer = await desk.every(project, actor, conversation, args)
+        elif name is CommandName.AT:
+            answer = await desk.at(project, actor, conversation, args)
+        elif name is CommandName.UNSCHEDULE:
+            answer = await desk.unschedule(project, actor, args)
+        else:
+            return await desk.list_text(project)
+        self._gw.wake_scheduler()
+        return answer
 
     def _compact(
         self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef
@@ -987,6 +1028,9 @@ class Control:
         await self._notifier.send([conversation], text)  # it splits to the platform's limit
 
 
+_SCHEDULE_COMMANDS = frozenset(
+    {CommandName.EVERY, CommandName.AT, CommandName.SCHEDULES, CommandName.UNSCHEDULE}
+)
 # passed to the host that runs the session (store.requests); the others are answered by the
 # receiver from the ledger (/status, /pending, /clear, /help)
 _OWNER_COMMANDS = frozenset(

@@ -17,11 +17,13 @@ import logging
 import socket
 from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from gateway.action_tokens import interaction_named, require_callback_room
+from gateway.clock import clock_from_environment
 from gateway.config.access import approver_ids, may_talk
 from gateway.config.hmac_key import load_or_create_hmac_key, read_hmac_key
 from gateway.config.model import Config
@@ -48,6 +50,7 @@ from gateway.sessions.form_ledger import SharedFormLedger
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.receivers import ReceiverLease
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.scheduler import Scheduler
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
@@ -89,6 +92,7 @@ class Gateway:
         data_dir: Path | None = None,
         clock: Clock = utc_now,
         host: str | None = None,
+        schedule_clock: Clock | None = None,
     ) -> None:
         self.config = config
         # this machine, as projects' ``host`` keys name it (``run --host``); it runs only the
@@ -105,6 +109,9 @@ class Gateway:
         self.launcher = launcher
         self.data_dir = data_dir or config.gateway.data_dir
         self.clock = clock  # the ledger's times and the expiry policy's: one clock
+        # when schedules are due (issue 35): the clock file a test names, else the system's
+        self.schedule_clock = schedule_clock or clock_from_environment()
+        self.scheduler: Scheduler | None = None
         self.policy = PolicyBook(self.config)  # each request's rule, walked once
         self.platform_problems = PlatformProblems(clock)  # what the console shows at the top
         self._stack = AsyncExitStack()
@@ -214,6 +221,19 @@ class Gateway:
             self._background.append(self._tasks.create_task(self._purge_form_drafts()))
             self._background.append(self._tasks.create_task(self._hold_host()))
             self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
+        gateway_settings = self.config.gateway
+        self.scheduler = Scheduler(
+            self.store,
+            clock=self.schedule_clock,
+            host=self.ledger_host,
+            grace=timedelta(minutes=gateway_settings.schedule_grace_minutes),
+            start=self.control.schedule_runs.start,
+            said_skipped=self.control.schedule_runs.said_skipped,
+            settle=self.control.schedule_runs.settle,
+            poll_seconds=gateway_settings.schedule_poll_seconds,
+            fenced=lambda: self.fenced,
+        )
+        self._background.append(self._tasks.create_task(self.scheduler.run()))
         for platform in self.platforms.values():
             platform.attach(self)
         if self.ledger_host is not None and target is not None:
@@ -558,6 +578,11 @@ class Gateway:
         is woken by the ledger (the prompt's NOTIFY)."""
         if self.runs_here(session):
             self.runner(session).kick()
+
+    def wake_scheduler(self) -> None:
+        """A schedule was made or changed here: the scheduler looks again now."""
+        if self.scheduler is not None:
+            self.scheduler.wake()
 
     def existing_runner(self, session_id: str) -> SessionRunner | None:
         return self._runners.get(session_id)

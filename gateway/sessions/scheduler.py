@@ -1,6 +1,7 @@
 """The scheduler (issue 35): one task per host that claims due runs and hands each one on.
 
-Each pass (:meth:`Scheduler.tick`) first takes up the runs this host claimed and never started
+Each pass (:meth:`Scheduler.tick`) first settles the runs it started (their outcome, or a
+prompt a restart held), then takes up the runs this host claimed and never started
 (a crash between the claim and the start), then reads the schedules due by the scheduler's
 clock (gateway/clock.py), decides each one purely (:func:`gateway.schedule_times.due_now`:
 run, or skip as missed beyond the grace period) and claims it by compare-and-set on its
@@ -45,7 +46,9 @@ class Scheduler:
         grace: timedelta,
         start: RunStarter,
         said_skipped: RunStarter,
+        settle: RunStarter | None = None,
         poll_seconds: float = 30.0,
+        fenced: Callable[[], bool] = lambda: False,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -53,8 +56,11 @@ class Scheduler:
         self._grace = grace
         self._start = start
         self._said_skipped = said_skipped
+        self._settle = settle
         self._poll_seconds = poll_seconds
         self._wake = asyncio.Event()
+        self._pass = asyncio.Lock()  # one pass at a time: a run claimed here starts once
+        self._fenced = fenced  # a host that lost its lease claims nothing
 
     def wake(self) -> None:
         """Look again now (a schedule was made or resumed)."""
@@ -62,7 +68,18 @@ class Scheduler:
 
     async def tick(self) -> list[ScheduleRun]:
         """One pass; returns the runs this host claimed (started or skipped) in it."""
+        async with self._pass:
+            return await self._tick()
+
+    async def _tick(self) -> list[ScheduleRun]:
         handled: list[ScheduleRun] = []
+        if self._fenced():
+            return handled
+        if self._settle is not None:
+            for started in await self._store.schedules.started_runs(self._host):
+                schedule = await self._store.schedules.get(started.schedule_id)
+                if schedule is not None:
+                    await self._settle(schedule, started)
         for open_run in await self._store.schedules.open_runs(self._host):
             schedule = await self._store.schedules.get(open_run.schedule_id)
             if schedule is not None:

@@ -37,6 +37,7 @@ from gateway.store.database import (
     parse_optional_time,
     parse_time,
 )
+from gateway.store.records import PromptState
 
 __all__ = [
     "RunState",
@@ -350,6 +351,34 @@ class ScheduleBook:
                 (host, host),
             )
             return [_run_from_row(row) for row in rows]
+
+        return await self._db.read(read)
+
+    async def started_runs(self, host: str | None) -> list[ScheduleRun]:
+        """Runs whose prompt was queued and whose outcome is not recorded yet, of ``host``
+        (every host's where None), oldest first."""
+
+        def read(conn: Conn) -> list[ScheduleRun]:
+            rows = fetch_all(
+                conn,
+                f"SELECT {_RUN_COLUMNS} FROM schedule_runs WHERE state = 'started'"
+                " AND (CAST(? AS TEXT) IS NULL OR host = ?) ORDER BY due_at, schedule_id",
+                (host, host),
+            )
+            return [_run_from_row(row) for row in rows]
+
+        return await self._db.read(read)
+
+    async def prompt_state(self, run: ScheduleRun) -> tuple[PromptState, bool] | None:
+        """The state of the run's prompt and whether it is held; None if none was queued."""
+
+        def read(conn: Conn) -> tuple[PromptState, bool] | None:
+            row = fetch_one(
+                conn,
+                "SELECT state, held FROM prompts WHERE session_id = ? AND platform_message_id = ?",
+                (run.session_id, run_message_id(run.schedule_id, run.due_at)),
+            )
+            return None if row is None else (PromptState(row["state"]), bool(row["held"]))
 
         return await self._db.read(read)
 

@@ -1,0 +1,251 @@
+"""Scheduled work through the whole gateway (issue 35): the memory platform, the scripted agent
+(tests/scripted_launcher.py), a real SQLite ledger, and the scheduler's clock in a file the test
+sets (gateway/clock.py). Asserted on what the chat shows and what the ledger recorded:
+/every, /at, /schedules and /unschedule, their refusals, a run ("⏰ scheduled: TEXT", a fresh
+session, "schedule S1 by Alice" as who asked), and the runs skipped and said."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from gateway.clock import FileClock
+from gateway.config.model import Config
+from gateway.domain import Actor, ConversationRef, InteractionState
+from platforms.registry import parse_config
+from tests.gateway_flows import session_of
+from tests.gateway_harness import ALICE, BOB, ROOM, Running
+from tests.scripted_gateway import scripted_gateway
+
+pytestmark = pytest.mark.timeout(60)
+
+CAROL = Actor(platform="memory", user_id="carol", display="Carol")  # may talk, not approve
+OTHER = ConversationRef(platform="memory", space="team", channel="ops", thread="t9")
+START = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)  # a Friday; Berlin springs forward Sunday
+
+
+def config(tmp_path: Path, *, extra: str = "", approvers: str = '["alice", "bob"]') -> Config:
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    text = f"""
+[gateway]
+data_dir = {json.dumps(str(tmp_path / "data"))}
+stop_grace_seconds = 5
+{extra}
+
+[projects.ops]
+work_dir = {json.dumps(str(work))}
+agent = "codex-app-server"
+time_zone = "Europe/Berlin"
+
+[projects.ops.auth.memory]
+allow_from = ["alice", "bob", "carol"]
+approvers = {approvers}
+channels = ["ops"]
+
+[projects.demo]
+work_dir = {json.dumps(str(work))}
+agent = "codex-app-server"
+time_zone = "Europe/Berlin"
+
+[projects.demo.auth.memory]
+allow_from = ["alice", "bob", "carol"]
+approvers = {approvers}
+
+[platforms.memory]
+"""
+    return parse_config(text, "test.toml")
+
+
+@asynccontextmanager
+async def gateway(tmp_path: Path, **options: str) -> AsyncIterator[tuple[Running, FileClock]]:
+    clock = FileClock(tmp_path / "clock")
+    clock.set(START)
+    async with scripted_gateway(config(tmp_path, **options), schedule_clock=clock) as (gw, _):
+        yield gw, clock
+
+
+async def reply_to(
+    gw: Running, text: str, conversation: ConversationRef = ROOM, *, by: Actor = ALICE
+) -> str:
+    before = len(gw.memory.texts(conversation))
+    await gw.memory.say(conversation, by, text)
+    [reply] = await gw.memory.wait_for(lambda: gw.memory.texts(conversation)[before:] or None)
+    return reply
+
+
+async def at(gw: Running, clock: FileClock, moment: datetime) -> None:
+    """Move the scheduler's clock to ``moment`` and let it make one pass."""
+    clock.set(moment)
+    assert gw.gateway.scheduler is not None
+    await gw.gateway.scheduler.tick()
+
+
+async def test_every_makes_a_schedule_and_its_run_says_it_and_runs_in_a_fresh_session(
+    tmp_path: Path,
+) -> None:
+    async with gateway(tmp_path) as (gw, clock):
+        await gw.memory.say(ROOM, ALICE, "hello")
+        await gw.text_where(lambda said: said == "echo: hello")
+        first_session = await session_of(gw)
+        made = await reply_to(gw, "/every 30 2 * * * run the tests and say what broke")
+        assert made.splitlines()[0] == (
+            "⏰ Schedule S1 made: every 30 2 * * * (Europe/Berlin), next run"
+            " 2026-03-28 02:30 CET (01:30 UTC)."
+        )
+        await at(gw, clock, datetime(2026, 3, 28, 1, 30, tzinfo=UTC))
+        await gw.text_where(lambda said: said == "⏰ scheduled: run the tests and say what broke")
+        await gw.text_where(lambda said: said == "echo: run the tests and say what broke")
+        run_session = await session_of(gw)
+        assert run_session.id != first_session.id  # a fresh session: no grant, no mode kept
+        assert run_session.initiator == ALICE
+        runs = await gw.gateway.store.audit.entries(event="schedule.run")
+        assert [entry.actor for entry in runs] == ["memory:alice"]
+        # spring forward: the 02:30 that does not exist runs at 03:00 CEST, right after
+        listing = await reply_to(gw, "/schedules")
+        assert "next 2026-03-29 03:00 CEST (01:00 UTC)" in listing
+        # its echo is shown: the turn is ending or ended
+        assert re.search(
+            r"last 2026-03-28 02:30 CET \(01:30 UTC\), (running|done) · by Alice", listing
+        )
+        await at(gw, clock, datetime(2026, 3, 29, 1, 0, tzinfo=UTC))
+        await gw.wait_for(
+            lambda: (
+                gw.memory.texts(ROOM).count("echo: run the tests and say what broke") == 2 or None
+            )
+        )
+        listing = await reply_to(gw, "/schedules")
+        assert "last 2026-03-29 03:00 CEST (01:00 UTC)" in listing
+        await at(gw, clock, datetime(2026, 3, 29, 1, 1, tzinfo=UTC))  # a pass settles runs
+        runs = await gw.gateway.store.schedules.runs(1)
+        assert [run.due_at for run in runs] == [
+            datetime(2026, 3, 29, 1, 0, tzinfo=UTC),
+            datetime(2026, 3, 28, 1, 30, tzinfo=UTC),
+        ]
+        assert runs[1].state.value == "done"
+
+
+async def test_the_author_of_a_run_is_the_schedule_by_its_creator(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as (gw, clock):
+        await reply_to(gw, "/at in 2h summarize the open PRs")
+        await at(gw, clock, START + timedelta(hours=2))
+        await gw.text_where(lambda said: said == "echo: summarize the open PRs")
+        session = await session_of(gw)
+        timeline = await gw.gateway.store.timeline.of_session(session.id)
+        [turn] = timeline
+        assert turn.prompt is not None
+        assert turn.prompt.author.display == "schedule S1 by Alice"
+        listing = await reply_to(gw, "/schedules")
+        assert "S1: once · no next run · last" in listing
+
+
+@pytest.mark.parametrize(
+    ("typed", "said"),
+    [
+        ("/every 0 25 * * * x", "Not scheduled: the hour field '25' is not valid in '0 25 * * *'."),
+        ("/every 0 9 * * 1-5", "Not scheduled: say what the agent should do, after the time."),
+        (
+            "/every */2 * * * * poll",
+            "Not scheduled: */2 * * * * would run every 2 minutes at its most frequent; the least"
+            " time between two runs is 5 minutes (gateway.schedule_min_interval_minutes).",
+        ),
+        (
+            "/every * 9 * * * burst",
+            "Not scheduled: * 9 * * * would run every 1 minute at its most frequent; the least"
+            " time between two runs is 5 minutes (gateway.schedule_min_interval_minutes).",
+        ),
+        (
+            "/at 2026-03-01 09:00 late",
+            "Not scheduled: 2026-03-01 09:00 (Europe/Berlin) has passed.",
+        ),
+        ("/at soon do it", "Not scheduled: not a time: 'soon' (HH:MM, YYYY-MM-DD HH:MM or in 2h)."),
+    ],
+)
+async def test_bad_input_is_refused_and_says_why(tmp_path: Path, typed: str, said: str) -> None:
+    async with gateway(tmp_path) as (gw, _):
+        assert (await reply_to(gw, typed)).splitlines()[0] == said
+        assert await gw.gateway.store.schedules.of_project("demo") == []
+
+
+async def test_limits_who_may_and_another_projects_schedule(tmp_path: Path) -> None:
+    extra = "schedule_max_per_project = 1\nschedule_text_max_chars = 20"
+    async with gateway(tmp_path, extra=extra) as (gw, _):
+        assert (await reply_to(gw, "/every @daily x", by=CAROL)).startswith(
+            "Only an approver of project demo may make schedules"
+        )
+        too_long = await reply_to(gw, "/every @daily " + "y" * 21)
+        assert too_long.splitlines()[0] == (
+            "Not scheduled: the text is 21 characters; a scheduled prompt is at most 20."
+        )
+        made = await reply_to(gw, "/every @daily check CI")
+        assert made.startswith("⏰ Schedule S1 made: every @daily = 0 0 * * * (Europe/Berlin)")
+        full = await reply_to(gw, "/every weekdays check CI")
+        assert full == (
+            "Not scheduled: project demo has 1 schedules already (the most it may have):"
+            " delete one first."
+        )
+        elsewhere = await reply_to(gw, "/unschedule S1", OTHER)
+        assert elsewhere == (
+            "Schedule S1 is not a schedule of project ops: it is changed only from a"
+            " conversation of its own project."
+        )
+        assert (await reply_to(gw, "/unschedule S1", by=CAROL)).startswith(
+            "Only an approver of project demo may delete schedules"
+        )
+        assert await reply_to(gw, "/unschedule S1", by=BOB) == (
+            "Schedule S1 deleted: it runs no more."
+        )
+        assert await reply_to(gw, "/unschedule S1") == (
+            "No schedule S1: /schedules lists this project's."
+        )
+        events = [entry.event for entry in await gw.gateway.store.audit.entries()]
+        assert events.count("schedule.created") == 1 and "schedule.deleted" in events
+
+
+async def test_a_run_due_while_the_last_ones_card_waits_is_skipped_and_said(
+    tmp_path: Path,
+) -> None:
+    async with gateway(tmp_path) as (gw, clock):
+        await reply_to(gw, "/every 0 */1 * * * approve")
+        await at(gw, clock, datetime(2026, 3, 27, 13, 0, tzinfo=UTC))
+        card = await gw.card_where(lambda card: "Run ls?" in card.title)
+        # Carol may talk but not decide: the scheduled run's request waits for an approver
+        allow = next(a for a in card.card.actions if a.label.startswith("Approve"))
+        refused = await gw.memory.click(ROOM, CAROL, allow.token)
+        assert not refused.accepted
+        await at(gw, clock, datetime(2026, 3, 27, 14, 0, tzinfo=UTC))
+        await gw.text_where(
+            lambda said: (
+                said == "⏰ Schedule S1: the run of 2026-03-27 15:00 CET (14:00 UTC) was skipped:"
+                " a request of the conversation's session still waits for a decision."
+            )
+        )
+        session = await session_of(gw)
+        [waiting] = await gw.gateway.store.interactions.list_open(session.id)
+        assert waiting.state is InteractionState.PENDING
+        runs = await gw.gateway.store.schedules.runs(1)
+        assert [run.state.value for run in runs] == ["skipped", "started"]
+
+
+async def test_a_run_that_meets_a_held_queue_is_skipped_and_said(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as (gw, clock):
+        await reply_to(gw, "/every 0 */1 * * * check CI")
+        await gw.memory.say(ROOM, ALICE, "approve")
+        await gw.card_where(lambda card: "Run ls?" in card.title)
+        await gw.memory.say(ROOM, ALICE, "and then this")
+        await reply_to(gw, "/stop")
+        session = await session_of(gw)
+        assert await gw.gateway.store.prompts.list_held(session.id)
+        await at(gw, clock, datetime(2026, 3, 27, 13, 0, tzinfo=UTC))
+        said = await gw.text_where(lambda said: said.startswith("⏰ Schedule S1: the run of"))
+        assert said.endswith(
+            "was skipped: the conversation's queue is held (after /stop or a restart):"
+            " /resume or /clear."
+        )
+        assert "⏰ scheduled: check CI" not in gw.memory.texts(ROOM)
