@@ -18,6 +18,7 @@ import pytest
 from gateway.clock import FileClock
 from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef, InteractionState
+from platforms.memory.platform import Rendered
 from platforms.registry import parse_config
 from tests.gateway_flows import session_of
 from tests.gateway_harness import ALICE, BOB, ROOM, Running
@@ -80,6 +81,23 @@ async def reply_to(
     return reply
 
 
+async def listing(gw: Running, conversation: ConversationRef = ROOM) -> list[Rendered]:
+    """Ask /schedules; the cards it shows, one per schedule (after its closing line)."""
+    before = {shown.ref.message_id for shown in gw.memory.messages(conversation)}
+    await gw.memory.say(conversation, ALICE, "/schedules")
+    closing = "/unschedule ID deletes one; the buttons pause, resume or delete."
+    await gw.text_where(lambda said: said == closing, conversation)
+    return [
+        shown
+        for shown in gw.memory.cards(conversation)
+        if shown.ref.message_id not in before and shown.card is not None
+    ]
+
+
+def summaries(cards: list[Rendered]) -> str:
+    return "\n".join(shown.card.summary for shown in cards if shown.card is not None)
+
+
 async def at(gw: Running, clock: FileClock, moment: datetime) -> None:
     """Move the scheduler's clock to ``moment`` and let it make one pass."""
     clock.set(moment)
@@ -108,11 +126,11 @@ async def test_every_makes_a_schedule_and_its_run_says_it_and_runs_in_a_fresh_se
         runs = await gw.gateway.store.audit.entries(event="schedule.run")
         assert [entry.actor for entry in runs] == ["memory:alice"]
         # spring forward: the 02:30 that does not exist runs at 03:00 CEST, right after
-        listing = await reply_to(gw, "/schedules")
-        assert "next 2026-03-29 03:00 CEST (01:00 UTC)" in listing
+        listed = summaries(await listing(gw))
+        assert "next 2026-03-29 03:00 CEST (01:00 UTC)" in listed
         # its echo is shown: the turn is ending or ended
         assert re.search(
-            r"last 2026-03-28 02:30 CET \(01:30 UTC\), (running|done) · by Alice", listing
+            r"last 2026-03-28 02:30 CET \(01:30 UTC\), (running|done) · by Alice", listed
         )
         await at(gw, clock, datetime(2026, 3, 29, 1, 0, tzinfo=UTC))
         await gw.wait_for(
@@ -120,8 +138,7 @@ async def test_every_makes_a_schedule_and_its_run_says_it_and_runs_in_a_fresh_se
                 gw.memory.texts(ROOM).count("echo: run the tests and say what broke") == 2 or None
             )
         )
-        listing = await reply_to(gw, "/schedules")
-        assert "last 2026-03-29 03:00 CEST (01:00 UTC)" in listing
+        assert "last 2026-03-29 03:00 CEST (01:00 UTC)" in summaries(await listing(gw))
         await at(gw, clock, datetime(2026, 3, 29, 1, 1, tzinfo=UTC))  # a pass settles runs
         runs = await gw.gateway.store.schedules.runs(1)
         assert [run.due_at for run in runs] == [
@@ -141,8 +158,7 @@ async def test_the_author_of_a_run_is_the_schedule_by_its_creator(tmp_path: Path
         [turn] = timeline
         assert turn.prompt is not None
         assert turn.prompt.author.display == "schedule S1 by Alice"
-        listing = await reply_to(gw, "/schedules")
-        assert "S1: once · no next run · last" in listing
+        assert "S1: once · no next run · last" in summaries(await listing(gw))
 
 
 @pytest.mark.parametrize(
@@ -249,3 +265,36 @@ async def test_a_run_that_meets_a_held_queue_is_skipped_and_said(tmp_path: Path)
             " /resume or /clear."
         )
         assert "⏰ scheduled: check CI" not in gw.memory.texts(ROOM)
+
+
+async def test_the_buttons_pause_resume_and_delete_for_an_approver_only(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as (gw, clock):
+        await reply_to(gw, "/every 0 9 * * * check CI")
+        [shown] = await listing(gw)
+        assert shown.card is not None and shown.card.title == "⏰ Schedule S1"
+        pause, delete = shown.card.actions
+        assert (pause.label, delete.label) == ("Pause", "Delete")
+        refused = await gw.memory.click(ROOM, CAROL, pause.token)
+        assert not refused.accepted
+        assert refused.text.startswith("Only an approver of project demo may pause or resume")
+        elsewhere = await gw.memory.click(OTHER, ALICE, pause.token)
+        assert not elsewhere.accepted and "not a schedule of project ops" in elsewhere.text
+        forged = await gw.memory.click(ROOM, ALICE, pause.token[:-1] + "A")
+        assert (forged.accepted, forged.text) == (False, "This button is not valid.")
+        paused = await gw.memory.click(ROOM, BOB, pause.token)
+        assert paused.accepted and paused.text == (
+            "Schedule S1 paused: it runs no more until resumed."
+        )
+        await at(gw, clock, datetime(2026, 3, 28, 8, 0, tzinfo=UTC))  # 09:00 CET: paused
+        assert "⏰ scheduled: check CI" not in gw.memory.texts(ROOM)
+        [shown] = await listing(gw)
+        assert shown.card is not None and "paused" in shown.card.summary
+        resume, delete = shown.card.actions
+        assert resume.label == "Resume"
+        resumed = await gw.memory.click(ROOM, ALICE, resume.token)
+        assert resumed.text == ("Schedule S1 resumed: next run 2026-03-29 09:00 CEST (07:00 UTC).")
+        deleted = await gw.memory.click(ROOM, ALICE, delete.token)
+        assert deleted.text == "Schedule S1 deleted: it runs no more."
+        events = [entry.event for entry in await gw.gateway.store.audit.entries()]
+        assert {"schedule.paused", "schedule.resumed", "schedule.deleted"} <= set(events)
+        assert events.count("schedule.click_refused") == 3

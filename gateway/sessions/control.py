@@ -67,6 +67,7 @@ from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.schedule_buttons import schedule_card
 from gateway.sessions.schedule_desk import ScheduleDesk
 from gateway.sessions.schedule_runs import ScheduleRuns
 from gateway.sessions.session_list import sessions_page, visible
@@ -117,6 +118,7 @@ class SessionsHost(Protocol):
     host_lease: LeaseHolder | None
     platform_problems: PlatformProblems
     schedule_clock: Clock
+    button_key: bytes  # signs the buttons the gateway adds of its own (/schedules)
 
     @property
     def fenced(self) -> bool: ...
@@ -708,11 +710,31 @@ class Control:
         elif name is CommandName.AT:
             answer = await desk.at(project, actor, conversation, args)
         elif name is CommandName.UNSCHEDULE:
-            answer = await desk.unschedule(project, actor, args)
+            answer, _ = await desk.unschedule(project, actor, args)
         else:
-            return await desk.list_text(project)
+            return await self._show_schedules(conversation, project)
         self._gw.wake_scheduler()
         return answer
+
+    async def _show_schedules(self, conversation: ConversationRef, project: str) -> str:
+        """/schedules: each schedule as a card with its buttons (pause or resume, delete)
+        where the platform shows cards; the answer is the listing's head (or all of it, in
+        text, where a card cannot be sent)."""
+        listed = await self.schedules.listing(project)
+        if not listed:
+            return f"No schedules in project {project}: /every or /at makes one."
+        platform = self._gw.platforms.get(conversation.platform)
+        await self._reply(conversation, f"Schedules of project {project}:")
+        for schedule, line in listed:
+            card = schedule_card(self._gw.button_key, schedule, line)
+            try:
+                if platform is None:
+                    raise PlatformError(f"no platform {conversation.platform}")
+                await platform.send_card(conversation, card)
+            except PlatformError as exc:
+                log.info("a schedule's card in %s not shown: %s", conversation.key(), exc)
+                await self._reply(conversation, line)
+        return "/unschedule ID deletes one; the buttons pause, resume or delete."
 
     def _compact(
         self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef

@@ -50,6 +50,7 @@ from gateway.sessions.form_ledger import SharedFormLedger
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.receivers import ReceiverLease
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.schedule_buttons import ScheduleButtons, is_schedule_token
 from gateway.sessions.scheduler import Scheduler
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
@@ -204,7 +205,15 @@ class Gateway:
             auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
             spawn=self._spawn,
         )
+        self.button_key = key
         self.control = Control(self)
+        self.schedule_buttons = ScheduleButtons(
+            self.config,
+            self.store,
+            self.control.schedules,
+            key,
+            auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
+        )
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
         await self.control.recover()
@@ -662,6 +671,8 @@ class Gateway:
             return Ack(text=self.fenced_text(), accepted=False)
         if is_steer_token(action.token):  # "Send into this turn now": not a decision
             return await self.steer_buttons.on_click(action)
+        if is_schedule_token(action.token):  # /schedules' pause, resume, delete
+            return await self.schedule_buttons.on_click(action)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_action(action)

@@ -179,17 +179,24 @@ class ScheduleDesk:
             f"/schedules lists it; /unschedule {made.label} deletes it."
         )
 
-    async def list_text(self, project: str) -> str:
-        """``/schedules``: the project's schedules, next run, last run and its outcome."""
+    async def listing(self, project: str) -> list[tuple[ScheduleRecord, str]]:
+        """``/schedules``: each of the project's schedules and its line (next run, last run
+        and its outcome), oldest first."""
         schedules = await self._store.schedules.of_project(project)
-        if not schedules:
-            return f"No schedules in project {project}: /every or /at makes one."
         last = await self._store.schedules.last_runs([s.id for s in schedules])
-        lines = [f"Schedules of project {project}:"]
+        lines: list[tuple[ScheduleRecord, str]] = []
         for schedule in schedules:
             run = last.get(schedule.id)
             outcome = None if run is None else await self._outcome(run)
-            lines.append(_schedule_line(schedule, run, outcome))
+            lines.append((schedule, _schedule_line(schedule, run, outcome)))
+        return lines
+
+    async def list_text(self, project: str) -> str:
+        """``/schedules`` as one text (where no buttons are shown)."""
+        listed = await self.listing(project)
+        if not listed:
+            return f"No schedules in project {project}: /every or /at makes one."
+        lines = [f"Schedules of project {project}:", *(line for _, line in listed)]
         lines.append("/unschedule ID deletes one.")
         return "\n".join(lines)
 
@@ -202,25 +209,29 @@ class ScheduleDesk:
             return "started"
         return _PROMPT_WORDS.get(found[0], found[0].value)
 
-    async def unschedule(self, project: str, actor: Actor, args: str) -> str:
-        """``/unschedule ID``."""
+    async def unschedule(self, project: str, actor: Actor, args: str) -> tuple[str, bool]:
+        """``/unschedule ID``: what to answer, and whether it was deleted."""
         schedule, refusal = await self._own(project, args, "/unschedule ID (S3: see /schedules)")
         if schedule is None:
-            return refusal
+            return refusal, False
         if not self._may_manage(project, actor, schedule.creator):
-            return _NOT_APPROVER.format(project=project, what="delete")
+            return _NOT_APPROVER.format(project=project, what="delete"), False
         await self._store.schedules.delete(schedule.id, actor=actor)
-        return f"Schedule {schedule.label} deleted: it runs no more."
+        return f"Schedule {schedule.label} deleted: it runs no more.", True
 
-    async def set_paused(self, project: str, actor: Actor, args: str, *, paused: bool) -> str:
-        """Pause or resume a schedule (its buttons on /schedules)."""
+    async def set_paused(
+        self, project: str, actor: Actor, args: str, *, paused: bool
+    ) -> tuple[str, bool]:
+        """Pause or resume a schedule (its buttons on /schedules): what to answer, and
+        whether it changed."""
         schedule, refusal = await self._own(project, args, "a schedule's ID (see /schedules)")
         if schedule is None:
-            return refusal
+            return refusal, False
         if not self._may_manage(project, actor, schedule.creator):
-            return _NOT_APPROVER.format(project=project, what="pause or resume")
+            return _NOT_APPROVER.format(project=project, what="pause or resume"), False
         if schedule.paused == paused:
-            return f"Schedule {schedule.label} is {'paused' if paused else 'running'} already."
+            state = "paused" if paused else "running"
+            return f"Schedule {schedule.label} is {state} already.", False
         next_at = None
         zone = zone_of(schedule.zone)
         if not paused and schedule.cron is not None:
@@ -229,11 +240,11 @@ class ScheduleDesk:
             schedule.id, paused=paused, actor=actor, next_at=next_at
         )
         if paused:
-            return f"Schedule {schedule.label} paused: it runs no more until resumed."
+            return f"Schedule {schedule.label} paused: it runs no more until resumed.", True
         after = changed.next_at
         return f"Schedule {schedule.label} resumed: next run " + (
             when_words(after, zone) if after is not None else "none (its time has passed)"
-        )
+        ) + ".", True
 
     async def _own(self, project: str, spec: str, usage: str) -> tuple[ScheduleRecord | None, str]:
         schedule_id = schedule_id_of(spec)
