@@ -125,10 +125,11 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
         module.ExpiryPolicy,
         module.PlatformAuth,
         PolicyRule,
+        module.ScheduleEntry,
         *(PLATFORMS.table(name).model for name in PLATFORMS.names()),
     ]
     keys = {key for model in models for key in model.model_fields}
-    keys -= {"agent_options", "env", "expiry", "auth", "policy"}  # tables, as headers
+    keys -= {"agent_options", "env", "expiry", "auth", "policy", "schedule"}  # tables, as headers
     assert keys - written == set()
 
 
@@ -481,3 +482,58 @@ def test_key_locator_finds_headers_dotted_quoted_and_inline_keys() -> None:
     assert locator.line_of(("projects", "my app", "agent")) == 2  # missing: its table
     assert locator.line_of(("projects", "other", "agent_options", "model")) == 9  # flat
     assert locator.line_of(("platforms",)) is None
+
+
+SCHEDULED = MINIMAL.replace(
+    "[platforms.memory]",
+    """[[projects.web.schedule]]
+name = "weekday-tests"
+cron = "0 9 * * 1-5"
+text = "run the tests"
+channel = "memory:#team/room"
+creator = "memory:alice"
+
+[platforms.memory]""",
+)
+
+
+def test_a_schedule_entry_loads_with_its_cron_and_zone() -> None:
+    text = SCHEDULED.replace('cron = "0 9 * * 1-5"', 'cron = "weekdays"')
+    text = text.replace(
+        'agent = "codex-app-server"', 'agent = "codex-app-server"\ntime_zone = "Europe/Berlin"'
+    )
+    config = parse_config(text, "gw.toml", env={})
+    [entry] = config.projects["web"].schedule
+    assert (entry.name, entry.cron, entry.channel) == (
+        "weekday-tests",
+        "0 9 * * 1-5",
+        "memory:#team/room",
+    )
+    assert config.projects["web"].time_zone == "Europe/Berlin"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        ('cron = "0 9 * * 1-5"', 'cron = "0 9 * * 8"', "the day-of-week field '8'"),
+        ('channel = "memory:#team/room"', 'channel = "room"', "platform:#channel"),
+        ('creator = "memory:alice"', 'creator = "alice"', '"platform:user id"'),
+        ('name = "weekday-tests"', 'name = "weekday tests"', "schedule.0.name"),
+        (
+            'agent = "codex-app-server"',
+            'agent = "codex-app-server"\ntime_zone = "Mars/Base"',
+            "Mars/Base",
+        ),
+    ],
+)
+def test_a_bad_schedule_entry_is_refused_naming_the_key(old: str, new: str, said: str) -> None:
+    text = SCHEDULED.replace(old, new)
+    message = refusal(text)
+    assert said in message
+    assert "projects.web." in message
+
+
+def test_two_schedule_entries_of_one_name_are_refused() -> None:
+    entry = SCHEDULED[SCHEDULED.index("[[projects.web.schedule]]") : SCHEDULED.index("[platforms")]
+    text = SCHEDULED.replace("[platforms.memory]", entry + "[platforms.memory]")
+    assert "schedule names must be unique in a project: weekday-tests" in refusal(text)

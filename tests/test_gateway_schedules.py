@@ -298,3 +298,63 @@ async def test_the_buttons_pause_resume_and_delete_for_an_approver_only(tmp_path
         events = [entry.event for entry in await gw.gateway.store.audit.entries()]
         assert {"schedule.paused", "schedule.resumed", "schedule.deleted"} <= set(events)
         assert events.count("schedule.click_refused") == 3
+
+
+CHANNEL = ConversationRef(platform="memory", space="team", channel="room")
+
+
+def configured(tmp_path: Path, *entries: tuple[str, str, str]) -> Config:
+    """The test's config with ``[[projects.demo.schedule]]`` entries (name, cron, creator)."""
+    base = config(tmp_path)
+    text = "\n".join(
+        f'[[projects.x.schedule]]\nname = "{name}"\ncron = "{cron}"\n'
+        f'text = "{name} now"\nchannel = "memory:#team/room"\ncreator = "{creator}"\n'
+        for name, cron, creator in entries
+    )
+    parsed = parse_config(f"[projects.x]\nwork_dir = '.'\nagent = 'codex-app-server'\n{text}")
+    schedule = parsed.projects["x"].schedule
+    demo = base.projects["demo"].model_copy(update={"schedule": schedule})
+    return base.model_copy(update={"projects": {**base.projects, "demo": demo}})
+
+
+async def test_config_schedules_are_kept_by_name_across_restarts_and_read_only_in_chat(
+    tmp_path: Path,
+) -> None:
+    clock = FileClock(tmp_path / "clock")
+    clock.set(START)
+    first = configured(
+        tmp_path, ("tests", "0 9 * * 1-5", "memory:alice"), ("nightly", "@daily", "memory:dave")
+    )
+    async with scripted_gateway(first, schedule_clock=clock) as (gw, _):
+        cards = await listing(gw, CHANNEL)
+        assert [shown.card.title for shown in cards if shown.card] == [
+            "⏰ Schedule tests",
+            "⏰ Schedule nightly",
+        ]
+        assert all(shown.card and not shown.card.actions for shown in cards)
+        tests_id = (await gw.gateway.store.schedules.of_project("demo"))[0].id
+        refused = await reply_to(gw, f"/unschedule S{tests_id}", CHANNEL)
+        assert refused == (
+            "Schedule tests comes from the config file ([[projects.demo.schedule]]):"
+            " change it there."
+        )
+        # Monday 09:00 CET: "tests" runs as Alice; "nightly" ran at midnight as Dave, who may
+        # not talk to the project: skipped and said
+        await at(gw, clock, datetime(2026, 3, 28, 0, 0, tzinfo=UTC) - timedelta(hours=1))
+        await gw.text_where(
+            lambda said: (
+                said.startswith("⏰ Schedule nightly: the run of 2026-03-28 00:00 CET")
+                and said.endswith("its creator dave may no longer talk to project demo.")
+            ),
+            CHANNEL,
+        )
+        await at(gw, clock, datetime(2026, 3, 30, 7, 0, tzinfo=UTC))
+        await gw.text_where(lambda said: said == "echo: tests now", CHANNEL)
+    # the file changes: "nightly" goes, "tests" moves to 10:00; the same schedule, its id kept
+    second = configured(tmp_path, ("tests", "0 10 * * 1-5", "memory:alice"))
+    async with scripted_gateway(second, schedule_clock=clock) as (gw, _):
+        [kept] = await gw.gateway.store.schedules.of_project("demo")
+        assert (kept.id, kept.cron) == (tests_id, "0 10 * * 1-5")
+        assert kept.next_at == datetime(2026, 3, 30, 8, 0, tzinfo=UTC)
+        events = [entry.event for entry in await gw.gateway.store.audit.entries()]
+        assert "schedule.config_removed" in events and "schedule.config_changed" in events

@@ -248,3 +248,30 @@ async def test_paused_deleted_and_once_schedules(store: Store, tmp_path: Path) -
             await store.schedules.create(draft(utc(2026, 7, 1)), max_per_project=5)
     events = [entry.event for entry in await store.audit.entries()]
     assert events.count("schedule.created") == 5 and "schedule.paused" in events
+
+
+async def test_config_schedules_are_synced_by_name(store: Store) -> None:
+    entry = ScheduleDraft(
+        project="demo",
+        name="tests",
+        cron="0 9 * * 1-5",
+        zone="Europe/Berlin",
+        text="run the tests",
+        conversation=ROOM,
+        creator=ALICE,
+        next_at=utc(2026, 6, 1, 7, 0),
+    )
+    assert await store.schedules.sync_configured("demo", [entry]) == ["tests: made"]
+    # a second host starting with the same file changes nothing
+    assert await store.schedules.sync_configured("demo", [entry]) == []
+    [made] = await store.schedules.of_project("demo")
+    reworded = ScheduleDraft(**{**_fields(entry), "text": "run all the tests"})
+    assert await store.schedules.sync_configured("demo", [reworded]) == ["tests: changed"]
+    [kept] = await store.schedules.of_project("demo")
+    assert (kept.id, kept.text, kept.next_at) == (made.id, "run all the tests", made.next_at)
+    assert await store.schedules.sync_configured("demo", []) == ["tests: deleted"]
+    assert await store.schedules.of_project("demo") == []
+
+
+def _fields(draft: ScheduleDraft) -> dict[str, object]:
+    return {name: getattr(draft, name) for name in ScheduleDraft.__dataclass_fields__}

@@ -63,7 +63,7 @@ from gateway.config.policy_rules import PolicyRule, policy_problems
 from gateway.config.sources import KeyLocator, Loc, resolve_references
 from gateway.domain import AgentKind
 from gateway.errors import ConfigError, StoreError
-from gateway.schedule_times import ScheduleTimeError, zone_of
+from gateway.schedule_times import ScheduleTimeError, cron_of, zone_of
 
 __all__ = [
     "DANGEROUS",
@@ -86,6 +86,7 @@ __all__ = [
     "PlatformsSection",
     "ProjectConfig",
     "SandboxMode",
+    "ScheduleEntry",
     "SessionScope",
     "check_config",
     "load_config",
@@ -365,6 +366,58 @@ class PlatformAuth(_Model):
     channels: tuple[NonEmpty, ...] = ("*",)
 
 
+class ScheduleEntry(_Model):
+    """``[[projects.X.schedule]]`` (issue 35): a schedule of the config file, read-only from
+    the chat. ``name`` is its id across hosts and restarts; ``channel`` where its runs are
+    said and shown, written as a policy rule's ``escalate_to`` writes one
+    (``"slack:#T1/C0DEV"``, ``"telegram:#-1001"``); ``creator`` the account it runs as
+    (``"slack:U123"``): it must be allowed to talk to the project at every run, and decides
+    the runs' requests where the project names no approvers."""
+
+    name: Name
+    cron: NonEmpty
+    text: NonEmpty
+    channel: NonEmpty
+    creator: NonEmpty
+    time_zone: NonEmpty | None = None  # None: the project's
+
+    @field_validator("cron", mode="after")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        try:
+            return cron_of(value)
+        except ScheduleTimeError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("time_zone", mode="after")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                zone_of(value)
+            except ScheduleTimeError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("channel", mode="after")
+    @classmethod
+    def _channel(cls, value: str) -> str:
+        platform, colon, rest = value.partition(":")
+        if not colon or not platform or not rest.startswith("#") or not rest[1:].rpartition("/")[2]:
+            raise ValueError(
+                'a channel is written "platform:#channel" or "platform:#space/channel"'
+            )
+        return value
+
+    @field_validator("creator", mode="after")
+    @classmethod
+    def _creator(cls, value: str) -> str:
+        platform, colon, user = value.partition(":")
+        if not colon or not platform or not user:
+            raise ValueError('the creator is an account, "platform:user id" ("slack:U123")')
+        return value
+
+
 class ProjectConfig(_Model):
     work_dir: Path
     agent: AgentKind
@@ -381,6 +434,7 @@ class ProjectConfig(_Model):
     policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
     # the IANA zone its schedules' times are read in (issue 35), unless a person's own; None: UTC
     time_zone: NonEmpty | None = None
+    schedule: tuple[ScheduleEntry, ...] = ()  # [[projects.X.schedule]]: names unique
     # tables whose keys may be written in this one (the "did you mean" of an unknown key)
     FLAT_TABLES: ClassVar[tuple[str, ...]] = ("agent_options",)
 
@@ -394,6 +448,15 @@ class ProjectConfig(_Model):
                 zone_of(value)
             except ScheduleTimeError as exc:
                 raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("schedule", mode="after")
+    @classmethod
+    def _unique_names(cls, value: tuple[ScheduleEntry, ...]) -> tuple[ScheduleEntry, ...]:
+        names = [entry.name for entry in value]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"schedule names must be unique in a project: {', '.join(twice)}")
         return value
 
     @model_validator(mode="before")

@@ -51,6 +51,7 @@ from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.receivers import ReceiverLease
 from gateway.sessions.runner import SessionRunner
 from gateway.sessions.schedule_buttons import ScheduleButtons, is_schedule_token
+from gateway.sessions.schedule_desk import configured_drafts
 from gateway.sessions.scheduler import Scheduler
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
@@ -230,6 +231,11 @@ class Gateway:
             self._background.append(self._tasks.create_task(self._purge_form_drafts()))
             self._background.append(self._tasks.create_task(self._hold_host()))
             self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
+        now = self.schedule_clock()
+        for project in self.config.projects:  # the config file's schedules, by their names
+            drafts = configured_drafts(self.config, project, now)
+            for change in await self.store.schedules.sync_configured(project, drafts):
+                log.info("project %s: schedule %s (config file)", project, change)
         gateway_settings = self.config.gateway
         self.scheduler = Scheduler(
             self.store,

@@ -36,7 +36,7 @@ from gateway.store.records import PromptState
 from gateway.store.schedules import RunState, ScheduleDraft, ScheduleRecord, ScheduleRun
 from gateway.store.store import Store
 
-__all__ = ["ScheduleDesk", "schedule_id_of", "when_words"]
+__all__ = ["ScheduleDesk", "configured_drafts", "schedule_id_of", "when_words"]
 
 _NOT_APPROVER = (
     "Only an approver of project {project} may {what} schedules: a schedule's runs ask for"
@@ -56,6 +56,33 @@ def schedule_id_of(spec: str) -> int | None:
     """``S3``, ``s3`` or ``3``: the schedule's id; None if it is none of those."""
     text = spec.strip().removeprefix("S").removeprefix("s")
     return int(text) if text.isdigit() and len(text) <= 18 else None
+
+
+def configured_drafts(config: Config, project: str, now: datetime) -> list[ScheduleDraft]:
+    """The project's ``[[projects.X.schedule]]`` entries as the ledger keeps them (checked by
+    the config's model already), each next due after ``now``."""
+    settings = config.projects[project]
+    drafts: list[ScheduleDraft] = []
+    for entry in settings.schedule:
+        zone = zone_of(entry.time_zone or settings.time_zone or "UTC")
+        platform, _, where = entry.channel.partition(":#")
+        space, _, channel = where.rpartition("/")
+        creator_platform, _, creator_id = entry.creator.partition(":")
+        drafts.append(
+            ScheduleDraft(
+                project=project,
+                name=entry.name,
+                cron=entry.cron,
+                zone=zone.key,
+                text=entry.text,
+                conversation=ConversationRef(
+                    platform=platform, space=space or None, channel=channel
+                ),
+                creator=Actor(platform=creator_platform, user_id=creator_id, display=creator_id),
+                next_at=next_after(entry.cron, zone, now),
+            )
+        )
+    return drafts
 
 
 class ScheduleDesk:

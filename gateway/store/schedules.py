@@ -20,6 +20,7 @@ compared as stored: the database's own time is not read.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -182,6 +183,94 @@ class ScheduleBook:
             return record
 
         return await self._db.write(create)
+
+    async def sync_configured(self, project: str, drafts: Sequence[ScheduleDraft]) -> list[str]:
+        """Make the project's config-file schedules (``draft.name`` set) what ``drafts`` say,
+        in one transaction: a new name is made, a changed one updated (its next time moved
+        when its cron or zone changed, or it had none), a name gone from the file deleted.
+        Each change is audited (``schedule.config_*``); returns what changed, in words.
+        Several hosts starting at once make each name once (``UNIQUE (project, name)``)."""
+
+        def write(conn: Conn) -> list[str]:
+            now = self._db.now()
+            changes: list[str] = []
+            rows = fetch_all(
+                conn,
+                f"SELECT {_COLUMNS} FROM schedules WHERE project = ? AND name IS NOT NULL",
+                (project,),
+            )
+            existing = {row["name"]: _schedule_from_row(row) for row in rows}
+            for draft in drafts:
+                assert draft.name is not None
+                values = (
+                    draft.cron,
+                    draft.zone,
+                    draft.text,
+                    *conversation_params(draft.conversation),
+                    draft.creator.platform,
+                    draft.creator.user_id,
+                    draft.creator.display,
+                )
+                found = existing.get(draft.name)
+                if found is None:
+                    conn.execute(
+                        "INSERT INTO schedules (project, name, cron, zone, text, platform, space,"
+                        " channel, thread, creator_platform, creator_user_id, creator_display,"
+                        " next_at, created_at, updated_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                        " ON CONFLICT (project, name) DO NOTHING",
+                        (
+                            project,
+                            draft.name,
+                            *values,
+                            self._db.stored_time(draft.next_at),
+                            now,
+                            now,
+                        ),
+                    )
+                    changes.append(f"{draft.name}: made")
+                    self._audit_config(conn, "schedule.config_added", project, draft.name)
+                    continue
+                same = (
+                    found.cron == draft.cron
+                    and found.zone == draft.zone
+                    and found.text == draft.text
+                    and found.conversation == draft.conversation
+                    and found.creator == draft.creator
+                )
+                if same and not found.deleted:
+                    continue
+                moved = (
+                    found.deleted
+                    or found.next_at is None
+                    or (found.cron, found.zone) != (draft.cron, draft.zone)
+                )
+                next_at = self._db.stored_time(draft.next_at) if moved else None
+                conn.execute(
+                    "UPDATE schedules SET cron = ?, zone = ?, text = ?, platform = ?, space = ?,"
+                    " channel = ?, thread = ?, creator_platform = ?, creator_user_id = ?,"
+                    " creator_display = ?, next_at = coalesce(?, next_at), deleted_at = NULL,"
+                    " updated_at = ? WHERE id = ?",
+                    (*values, next_at, now, found.id),
+                )
+                changes.append(f"{draft.name}: changed")
+                self._audit_config(conn, "schedule.config_changed", project, draft.name)
+            wanted = {draft.name for draft in drafts}
+            for name, found in existing.items():
+                if name not in wanted and not found.deleted:
+                    conn.execute(
+                        "UPDATE schedules SET deleted_at = ?, next_at = NULL, updated_at = ?"
+                        " WHERE id = ?",
+                        (now, now, found.id),
+                    )
+                    changes.append(f"{name}: deleted")
+                    self._audit_config(conn, "schedule.config_removed", project, name)
+            return changes
+
+        return await self._db.write(write)
+
+    def _audit_config(self, conn: Conn, event: str, project: str, name: str) -> None:
+        self._db.audit(conn, event, actor="config", details={"project": project, "name": name})
 
     async def get(self, schedule_id: int) -> ScheduleRecord | None:
         def read(conn: Conn) -> ScheduleRecord | None:
