@@ -23,6 +23,7 @@ from datetime import timedelta
 from gateway.clock import Clock
 from gateway.errors import StoreError
 from gateway.schedule_times import DueKind, ScheduleTimeError, due_now, zone_of
+from gateway.sessions.faults import crashpoint
 from gateway.store.schedules import ScheduleRecord, ScheduleRun
 from gateway.store.store import Store
 
@@ -115,6 +116,7 @@ class Scheduler:
             if missed:
                 await self._said_skipped(schedule, run)
             else:
+                crashpoint("schedule_claimed")
                 await self._start(schedule, run)
         return handled
 
