@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -79,6 +81,22 @@ async def reply_to(
     await gw.memory.say(conversation, by, text)
     [reply] = await gw.memory.wait_for(lambda: gw.memory.texts(conversation)[before:] or None)
     return reply
+
+
+def audit_export(data_dir: Path, project: str) -> list[dict[str, object]]:
+    """What ``agent-gateway audit`` exports of ``project`` (JSON lines)."""
+    run = subprocess.run(
+        [
+            *(sys.executable, "-m", "gateway", "audit", "--data-dir", str(data_dir)),
+            *("--since", "2000-01-01", "--project", project),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    return [json.loads(line) for line in run.stdout.splitlines()]
 
 
 async def listing(gw: Running, conversation: ConversationRef = ROOM) -> list[Rendered]:
@@ -222,6 +240,13 @@ async def test_limits_who_may_and_another_projects_schedule(tmp_path: Path) -> N
         )
         events = [entry.event for entry in await gw.gateway.store.audit.entries()]
         assert events.count("schedule.created") == 1 and "schedule.deleted" in events
+    # `agent-gateway audit` lists each change of a schedule, and who made it
+    changes = audit_export(tmp_path / "data", "demo")
+    assert [(c["kind"], c["title"], c["asked_by"]) for c in changes] == [
+        ("schedule", "schedule.created S1", "memory:alice"),
+        ("schedule", "schedule.deleted S1", "memory:bob"),
+    ]
+    assert changes[0]["summary"] == "S1: every 0 0 * * * (Europe/Berlin): check CI"
 
 
 async def test_a_run_due_while_the_last_ones_card_waits_is_skipped_and_said(
