@@ -37,6 +37,7 @@ __all__ = [
     "Inbox",
     "KnowsApprovers",
     "KnowsFenced",
+    "KnowsTimeZones",
     "KnowsWaiting",
     "LeasedReceiving",
     "LinksConversations",
@@ -227,6 +228,16 @@ class LinksConversations(Protocol):
     def conversation_link(self, conversation: ConversationRef) -> str | None:
         """An address that opens ``conversation`` for the people in it; None where the
         platform has none for it."""
+        ...
+
+
+@runtime_checkable
+class KnowsTimeZones(Protocol):
+    """A platform that knows a person's time zone (Slack's user ``tz``): a schedule a person
+    makes there reads its times in it (issue 35)."""
+
+    async def time_zone(self, actor: Actor) -> str | None:
+        """The person's IANA zone; None where the platform does not say (or cannot now)."""
         ...
 
 

@@ -38,7 +38,7 @@ from gateway.domain import (
 )
 from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
-from gateway.platform import InboundMessage, LinksConversations, Platform
+from gateway.platform import InboundMessage, KnowsTimeZones, LinksConversations, Platform
 from gateway.render.card_pointers import restart_notice
 from gateway.render.card_status import undelivered
 from gateway.render.commands import (
@@ -150,7 +150,9 @@ class Control:
         self._settings = SettingsDesk(
             gateway.config.projects, gateway.store, gateway.broker, gateway.existing_runner
         )
-        self.schedules = ScheduleDesk(gateway.config, gateway.store, gateway.schedule_clock)
+        self.schedules = ScheduleDesk(
+            gateway.config, gateway.store, gateway.schedule_clock, person_zone=self._person_zone
+        )
         self.schedule_runs = ScheduleRuns(
             gateway.config,
             gateway.store,
@@ -715,6 +717,17 @@ class Control:
             return await self._show_schedules(conversation, project)
         self._gw.wake_scheduler()
         return answer
+
+    async def _person_zone(self, actor: Actor, conversation: ConversationRef) -> str | None:
+        """The person's zone where their platform says it (Slack's user tz)."""
+        platform = self._gw.platforms.get(conversation.platform)
+        if not isinstance(platform, KnowsTimeZones):
+            return None
+        try:
+            return await platform.time_zone(actor)
+        except PlatformError as exc:
+            log.info("the zone of %s not known: %s", actor.key(), exc)
+            return None
 
     async def _show_schedules(self, conversation: ConversationRef, project: str) -> str:
         """/schedules: each schedule as a card with its buttons (pause or resume, delete)

@@ -14,6 +14,7 @@ What a schedule's run does is gateway/sessions/schedule_runs.py's.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -85,17 +86,39 @@ def configured_drafts(config: Config, project: str, now: datetime) -> list[Sched
     return drafts
 
 
+PersonZone = Callable[[Actor, ConversationRef], Awaitable[str | None]]
+"""The zone a person's platform says they are in (Slack's user ``tz``), or None."""
+
+
+async def _no_zone(actor: Actor, conversation: ConversationRef) -> str | None:
+    return None
+
+
 class ScheduleDesk:
-    def __init__(self, config: Config, store: Store, clock: Clock) -> None:
+    def __init__(
+        self, config: Config, store: Store, clock: Clock, *, person_zone: PersonZone = _no_zone
+    ) -> None:
         self._config = config
         self._store = store
         self._clock = clock
+        self._person_zone = person_zone
 
     def zone(self, project: str) -> ZoneInfo:
         """The project's zone (``time_zone``), else UTC."""
         settings = self._config.projects.get(project)
         name = settings.time_zone if settings is not None else None
         return zone_of(name or "UTC")
+
+    async def zone_for(self, project: str, actor: Actor, conversation: ConversationRef) -> ZoneInfo:
+        """The zone a schedule ``actor`` makes reads its times in: theirs where their
+        platform says it, else the project's, else UTC."""
+        named = await self._person_zone(actor, conversation)
+        if named:
+            try:
+                return zone_of(named)
+            except ScheduleTimeError:
+                pass  # a zone this machine's zone data does not know: the project's
+        return self.zone(project)
 
     def _may_manage(self, project: str, actor: Actor, creator: Actor) -> bool:
         return may_decide(self._config, project, actor, creator)
@@ -130,7 +153,7 @@ class ScheduleDesk:
         problem = self._text_problem(text)
         if problem is not None:
             return f"Not scheduled: {problem}.\n{usage}"
-        zone = self.zone(project)
+        zone = await self.zone_for(project, actor, conversation)
         now = self._clock()
         minimum = timedelta(minutes=self._config.gateway.schedule_min_interval_minutes)
         gap = shortest_gap(cron, zone, now)
@@ -159,7 +182,7 @@ class ScheduleDesk:
         )
         if not self._may_manage(project, actor, actor):
             return _NOT_APPROVER.format(project=project, what="make")
-        zone = self.zone(project)
+        zone = await self.zone_for(project, actor, conversation)
         try:
             when, text = parse_at(args, zone=zone, now=self._clock())
         except ScheduleTimeError as exc:
