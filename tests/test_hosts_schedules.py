@@ -163,3 +163,60 @@ async def test_a_run_whose_claiming_host_dies_after_the_claim_runs_once_when_it_
         assert [run.due_at.hour for run in runs] == [8, 7]
     finally:
         await end_leftover_agents(tmp_path / "data")
+
+
+async def test_a_run_whose_host_is_sigkilled_while_its_card_waits_is_not_run_again(
+    tmp_path: Path, pg_database: PgCluster, clock: FileClock
+) -> None:
+    """Real gateway processes: the 07:00 run's agent, on host a, asks for an approval; a is
+    SIGKILLed while the card waits. Host b reaps it; the 08:00 run, claimed by b, is skipped
+    and said (a, which runs the conversation's session, is down); a, back, runs the 09:00
+    run. The agent was asked twice: the run cut short by the kill is never run again."""
+    prompts = tmp_path / "prompts.jsonl"
+    projects = [
+        scripted_project("pa", "normal", tmp_path / "work-a", channel="a", prompt_log=prompts),
+        scripted_project("pb", "normal", tmp_path / "work-b", channel="b"),
+    ]
+    config = write_config(
+        tmp_path / "hosts.toml",
+        tmp_path / "data",
+        projects,
+        store=PgTarget(url=pg_database.dsn),
+        hosts={"pa": "a", "pb": "b"},
+        host_lease_seconds=3.0,
+    )
+    text = config.read_text(encoding="utf-8")
+    config.write_text(text.replace("[gateway]\n", "[gateway]\nschedule_poll_seconds = 0.1\n"))
+    logs = tmp_path / "logs"
+    on_a = room("a")
+    a_dir, b_dir = tmp_path / "data-a", tmp_path / "data-b"
+    try:
+        async with gateway_process(config, logs, host="b", data_dir=b_dir) as b:
+            async with gateway_process(config, logs, host="a", data_dir=a_dir) as a:
+                await a.say(on_a, "alice", "/every 0 * * * * approve the deploy")
+                await a.text_containing("⏰ Schedule S1 made", on_a)
+                clock.set(START.replace(hour=7))
+                await a.card_where(lambda card: bool(card["actions"]), on_a)
+                a.kill()
+                await a.exited()
+            await b.text_containing("Host a stopped answering the ledger", on_a)
+            clock.set(START.replace(hour=8))
+            skipped = await b.text_containing("⏰ Schedule S1: the run of", on_a)
+            assert skipped == (
+                "⏰ Schedule S1: the run of 2026-06-01 08:00 UTC was skipped: host a, which runs"
+                " the conversation's session, is not running."
+            )
+            async with gateway_process(config, logs, host="a", data_dir=a_dir) as a:
+                clock.set(START.replace(hour=9))
+                await a.text_containing("⏰ scheduled: approve the deploy", on_a)
+                await a.card_where(lambda card: bool(card["actions"]), on_a)  # a new process
+        asked = [json.loads(line)["text"] for line in prompts.read_text().splitlines()]
+        assert asked == ["approve the deploy", "approve the deploy"]  # 07:00 and 09:00
+        async with open_ledger(tmp_path / "data") as store:
+            runs = await store.schedules.runs(1)
+        assert [(run.due_at.hour, run.state) for run in runs][:2] == [
+            (9, RunState.STARTED),
+            (8, RunState.SKIPPED),
+        ]
+    finally:
+        await end_leftover_agents(tmp_path / "data")

@@ -160,6 +160,7 @@ class Control:
             session_host=gateway.session_host,
             kick=gateway.kick,
             routing=self._routing,
+            owner_elsewhere=gateway.owner_elsewhere,
         )
 
     # --- recovery -------------------------------------------------------------------------

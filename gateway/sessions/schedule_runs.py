@@ -12,7 +12,8 @@ A run is **skipped and said**, not run, when (checked in this order, each run):
 
 - its project is gone from the config, or its creator may no longer talk to the project;
 - the conversation's current session (the previous run's, or a person's) still works, has a
-  request waiting for a decision, or has messages waiting: no pile-up;
+  request waiting for a decision, or has messages waiting, or the host that runs it is down
+  (several hosts): no pile-up;
 - that session's queue is held (after ``/stop`` or a restart): ``/resume`` or ``/clear`` it.
 
 A run's prompt held by a restart before it ran is dropped and its run recorded as skipped
@@ -63,6 +64,7 @@ class ScheduleRuns:
         session_host: Callable[[str], str | None],
         kick: Callable[[SessionRecord], None],
         routing: asyncio.Lock,
+        owner_elsewhere: Callable[[SessionRecord], str | None] = lambda session: None,
     ) -> None:
         self._config = config
         self._store = store
@@ -70,6 +72,7 @@ class ScheduleRuns:
         self._session_host = session_host
         self._kick = kick
         self._routing = routing
+        self._owner_elsewhere = owner_elsewhere
 
     async def start(self, schedule: ScheduleRecord, run: ScheduleRun) -> None:
         """Start a claimed run, or skip it and say why."""
@@ -150,6 +153,9 @@ class ScheduleRuns:
         if session.is_closed:
             return None
         store = self._store
+        owner = self._owner_elsewhere(session)
+        if owner is not None and not await store.requests.owner_up(session.id):
+            return f"host {owner}, which runs the conversation's session, is not running"
         waiting = [
             i
             for i in await store.interactions.list_open(session.id)
