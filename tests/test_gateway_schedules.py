@@ -25,6 +25,7 @@ from platforms.registry import parse_config
 from tests.gateway_flows import session_of
 from tests.gateway_harness import ALICE, BOB, ROOM, Running
 from tests.scripted_gateway import scripted_gateway
+from tests.scripted_launcher import ScriptedLauncher
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -67,11 +68,14 @@ approvers = {approvers}
 
 
 @asynccontextmanager
-async def gateway(tmp_path: Path, **options: str) -> AsyncIterator[tuple[Running, FileClock]]:
+async def gateway(
+    tmp_path: Path, **options: str
+) -> AsyncIterator[tuple[Running, FileClock, ScriptedLauncher]]:
     clock = FileClock(tmp_path / "clock")
     clock.set(START)
-    async with scripted_gateway(config(tmp_path, **options), schedule_clock=clock) as (gw, _):
-        yield gw, clock
+    config_ = config(tmp_path, **options)
+    async with scripted_gateway(config_, schedule_clock=clock) as (gw, launcher):
+        yield gw, clock, launcher
 
 
 async def reply_to(
@@ -126,18 +130,21 @@ async def at(gw: Running, clock: FileClock, moment: datetime) -> None:
 async def test_every_makes_a_schedule_and_its_run_says_it_and_runs_in_a_fresh_session(
     tmp_path: Path,
 ) -> None:
-    async with gateway(tmp_path) as (gw, clock):
+    async with gateway(tmp_path) as (gw, clock, launcher):
         await gw.memory.say(ROOM, ALICE, "hello")
         await gw.text_where(lambda said: said == "echo: hello")
+        await launcher.turn_over.wait()  # else the run is skipped: the session still works
         first_session = await session_of(gw)
         made = await reply_to(gw, "/every 30 2 * * * run the tests and say what broke")
         assert made.splitlines()[0] == (
             "⏰ Schedule S1 made: every 30 2 * * * (Europe/Berlin), next run"
             " 2026-03-28 02:30 CET (01:30 UTC)."
         )
+        launcher.turn_over.clear()
         await at(gw, clock, datetime(2026, 3, 28, 1, 30, tzinfo=UTC))
         await gw.text_where(lambda said: said == "⏰ scheduled: run the tests and say what broke")
         await gw.text_where(lambda said: said == "echo: run the tests and say what broke")
+        await launcher.turn_over.wait()
         run_session = await session_of(gw)
         assert run_session.id != first_session.id  # a fresh session: no grant, no mode kept
         assert run_session.initiator == ALICE
@@ -167,7 +174,7 @@ async def test_every_makes_a_schedule_and_its_run_says_it_and_runs_in_a_fresh_se
 
 
 async def test_the_author_of_a_run_is_the_schedule_by_its_creator(tmp_path: Path) -> None:
-    async with gateway(tmp_path) as (gw, clock):
+    async with gateway(tmp_path) as (gw, clock, _):
         await reply_to(gw, "/at in 2h summarize the open PRs")
         await at(gw, clock, START + timedelta(hours=2))
         await gw.text_where(lambda said: said == "echo: summarize the open PRs")
@@ -202,14 +209,14 @@ async def test_the_author_of_a_run_is_the_schedule_by_its_creator(tmp_path: Path
     ],
 )
 async def test_bad_input_is_refused_and_says_why(tmp_path: Path, typed: str, said: str) -> None:
-    async with gateway(tmp_path) as (gw, _):
+    async with gateway(tmp_path) as (gw, _, _):
         assert (await reply_to(gw, typed)).splitlines()[0] == said
         assert await gw.gateway.store.schedules.of_project("demo") == []
 
 
 async def test_limits_who_may_and_another_projects_schedule(tmp_path: Path) -> None:
     extra = "schedule_max_per_project = 1\nschedule_text_max_chars = 20"
-    async with gateway(tmp_path, extra=extra) as (gw, _):
+    async with gateway(tmp_path, extra=extra) as (gw, _, _):
         assert (await reply_to(gw, "/every @daily x", by=CAROL)).startswith(
             "Only an approver of project demo may make schedules"
         )
@@ -252,7 +259,7 @@ async def test_limits_who_may_and_another_projects_schedule(tmp_path: Path) -> N
 async def test_a_run_due_while_the_last_ones_card_waits_is_skipped_and_said(
     tmp_path: Path,
 ) -> None:
-    async with gateway(tmp_path) as (gw, clock):
+    async with gateway(tmp_path) as (gw, clock, _):
         await reply_to(gw, "/every 0 */1 * * * approve")
         await at(gw, clock, datetime(2026, 3, 27, 13, 0, tzinfo=UTC))
         card = await gw.card_where(lambda card: "Run ls?" in card.title)
@@ -275,7 +282,7 @@ async def test_a_run_due_while_the_last_ones_card_waits_is_skipped_and_said(
 
 
 async def test_a_run_that_meets_a_held_queue_is_skipped_and_said(tmp_path: Path) -> None:
-    async with gateway(tmp_path) as (gw, clock):
+    async with gateway(tmp_path) as (gw, clock, _):
         await reply_to(gw, "/every 0 */1 * * * check CI")
         await gw.memory.say(ROOM, ALICE, "approve")
         await gw.card_where(lambda card: "Run ls?" in card.title)
@@ -293,7 +300,7 @@ async def test_a_run_that_meets_a_held_queue_is_skipped_and_said(tmp_path: Path)
 
 
 async def test_the_buttons_pause_resume_and_delete_for_an_approver_only(tmp_path: Path) -> None:
-    async with gateway(tmp_path) as (gw, clock):
+    async with gateway(tmp_path) as (gw, clock, _):
         await reply_to(gw, "/every 0 9 * * * check CI")
         [shown] = await listing(gw)
         assert shown.card is not None and shown.card.title == "⏰ Schedule S1"

@@ -68,12 +68,16 @@ async def test_each_run_happens_once_with_both_hosts_up(
         await b.wait_for(lambda: b.memory.texts(ON_A) or None)
         assert b.memory.texts(ON_A)[0].startswith("⏰ Schedule S1 made: every 0 * * * * (UTC)")
         for hour in (7, 8, 9):
+            on_a.turn_over.clear()
             clock.set(START.replace(hour=hour))
             await ticks((a, b))
             await ticks((a, b))
             await a.wait_for(
                 lambda h=hour: a.memory.texts(ON_A).count("echo: check CI") == h - 6 or None
             )
+            # the run's turn is over in the ledger before the next is due: else the next
+            # is skipped ("still working"), as it should be
+            await asyncio.wait_for(on_a.turn_over.wait(), 30)
         assert said((a, b), "⏰ scheduled: check CI") == 3
         runs = await a.gateway.store.schedules.runs(1)
         assert [run.due_at.hour for run in runs] == [9, 8, 7]
@@ -206,10 +210,13 @@ async def test_a_run_whose_host_is_sigkilled_while_its_card_waits_is_not_run_aga
                 "⏰ Schedule S1: the run of 2026-06-01 08:00 UTC was skipped: host a, which runs"
                 " the conversation's session, is not running."
             )
+            before = b.texts(on_a).count("⏰ scheduled: approve the deploy")
             async with gateway_process(config, logs, host="a", data_dir=a_dir) as a:
                 clock.set(START.replace(hour=9))
-                await a.text_containing("⏰ scheduled: approve the deploy", on_a)
+                # said by whichever host claimed it; its card by a, which runs the session
                 await a.card_where(lambda card: bool(card["actions"]), on_a)  # a new process
+                shown = a.texts(on_a) + b.texts(on_a)
+                assert shown.count("⏰ scheduled: approve the deploy") == before + 1
         asked = [json.loads(line)["text"] for line in prompts.read_text().splitlines()]
         assert asked == ["approve the deploy", "approve the deploy"]  # 07:00 and 09:00
         async with open_ledger(tmp_path / "data") as store:
