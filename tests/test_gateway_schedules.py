@@ -390,3 +390,23 @@ async def test_config_schedules_are_kept_by_name_across_restarts_and_read_only_i
         assert kept.next_at == datetime(2026, 3, 30, 8, 0, tzinfo=UTC)
         events = [entry.event for entry in await gw.gateway.store.audit.entries()]
         assert "schedule.config_removed" in events and "schedule.config_changed" in events
+
+
+async def test_a_scheduled_approve_command_is_a_prompt_never_a_decision(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as (gw, clock, _):
+        await gw.memory.say(OTHER, ALICE, "approve")  # a card waits in project ops
+        shown = await gw.card_where(lambda card: "Run ls?" in card.title, OTHER)
+        session = await session_of(gw, OTHER)
+        [waiting] = await gw.gateway.store.interactions.list_open(session.id)
+        await reply_to(gw, f"/every @hourly /approve {waiting.id}", OTHER)
+        await reply_to(gw, f"/at in 1h /approve {waiting.id}")  # and in another conversation
+        await at(gw, clock, START + timedelta(hours=1))
+        await gw.text_where(lambda said: said == f"echo: /approve {waiting.id}")
+        [still] = await gw.gateway.store.interactions.list_open(session.id)
+        assert still.state is InteractionState.PENDING and still.decision is None
+        assert shown.card is not None and shown.card.actions  # its buttons are still there
+        # the run in the card's own conversation was not even started: a card waits there
+        assert any(
+            said.endswith("a request of the conversation's session still waits for a decision.")
+            for said in gw.memory.texts(OTHER)
+        )
