@@ -31,6 +31,7 @@ __all__ = ["MISSED_REASON", "RunStarter", "Scheduler"]
 
 log = logging.getLogger(__name__)
 
+_SOONEST_WAIT = 0.05  # seconds: a run due now is looked at again after this, not at once
 MISSED_REASON = "missed: no host was running at the time, and the grace period had passed"
 
 RunStarter = Callable[[ScheduleRecord, ScheduleRun], Awaitable[None]]
@@ -121,16 +122,24 @@ class Scheduler:
         return handled
 
     async def run(self) -> None:
-        """Until cancelled: a pass, then wait for the next due time (at most the poll
-        interval: the clock may be moved, and another host may make a schedule) or a wake."""
+        """Until cancelled: a pass, then wait until the next due time (at most the poll
+        interval: the clock may be moved, and another host may make a schedule) or a wake.
+        A pass that fails is logged and tried again: the scheduler never ends the gateway."""
         while True:
+            wait = self._poll_seconds
             try:
                 await self.tick()
+                soonest = await self._store.schedules.next_due()
+                ahead = None if soonest is None else (soonest - self._clock()).total_seconds()
+                if ahead is not None and ahead > 0:  # one still due now was left for cause
+                    wait = min(wait, max(ahead, _SOONEST_WAIT))
             except (StoreError, RuntimeError) as exc:
                 log.warning("the scheduler's pass failed (%s); again at the next wake", exc)
+            except Exception:
+                log.exception("the scheduler's pass failed; again at the next wake")
             self._wake.clear()
             try:
-                async with asyncio.timeout(self._poll_seconds):
+                async with asyncio.timeout(wait):
                     await self._wake.wait()
             except TimeoutError:
                 pass
