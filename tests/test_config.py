@@ -537,3 +537,10 @@ def test_two_schedule_entries_of_one_name_are_refused() -> None:
     entry = SCHEDULED[SCHEDULED.index("[[projects.web.schedule]]") : SCHEDULED.index("[platforms")]
     text = SCHEDULED.replace("[platforms.memory]", entry + "[platforms.memory]")
     assert "schedule names must be unique in a project: weekday-tests" in refusal(text)
+
+
+def test_an_unknown_scheduler_is_refused() -> None:
+    text = MINIMAL.replace(
+        'agent = "codex-app-server"', 'agent = "codex-app-server"\nschedulers = ["leads"]'
+    )
+    assert 'projects.web.schedulers: unknown group or person "leads"' in refusal(text)

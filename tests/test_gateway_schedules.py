@@ -34,7 +34,14 @@ OTHER = ConversationRef(platform="memory", space="team", channel="ops", thread="
 START = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)  # a Friday; Berlin springs forward Sunday
 
 
-def config(tmp_path: Path, *, extra: str = "", approvers: str = '["alice", "bob"]') -> Config:
+def config(
+    tmp_path: Path,
+    *,
+    extra: str = "",
+    approvers: str = '["alice", "bob"]',
+    demo: str = "",
+    tail: str = "",
+) -> Config:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     text = f"""
@@ -57,12 +64,14 @@ channels = ["ops"]
 work_dir = {json.dumps(str(work))}
 agent = "codex-app-server"
 time_zone = "Europe/Berlin"
+{demo}
 
 [projects.demo.auth.memory]
 allow_from = ["alice", "bob", "carol"]
 approvers = {approvers}
 
 [platforms.memory]
+{tail}
 """
     return parse_config(text, "test.toml")
 
@@ -218,7 +227,7 @@ async def test_limits_who_may_and_another_projects_schedule(tmp_path: Path) -> N
     extra = "schedule_max_per_project = 1\nschedule_text_max_chars = 20"
     async with gateway(tmp_path, extra=extra) as (gw, _, _):
         assert (await reply_to(gw, "/every @daily x", by=CAROL)).startswith(
-            "Only an approver of project demo may make schedules"
+            "Only an approver of project demo (or one of its schedulers) may make schedules"
         )
         too_long = await reply_to(gw, "/every @daily " + "y" * 21)
         assert too_long.splitlines()[0] == (
@@ -237,7 +246,7 @@ async def test_limits_who_may_and_another_projects_schedule(tmp_path: Path) -> N
             " conversation of its own project."
         )
         assert (await reply_to(gw, "/unschedule S1", by=CAROL)).startswith(
-            "Only an approver of project demo may delete schedules"
+            "Only an approver of project demo (or one of its schedulers) may delete schedules"
         )
         assert await reply_to(gw, "/unschedule S1", by=BOB) == (
             "Schedule S1 deleted: it runs no more."
@@ -308,7 +317,9 @@ async def test_the_buttons_pause_resume_and_delete_for_an_approver_only(tmp_path
         assert (pause.label, delete.label) == ("Pause", "Delete")
         refused = await gw.memory.click(ROOM, CAROL, pause.token)
         assert not refused.accepted
-        assert refused.text.startswith("Only an approver of project demo may pause or resume")
+        assert refused.text.startswith(
+            "Only an approver of project demo (or one of its schedulers) may pause or resume"
+        )
         elsewhere = await gw.memory.click(OTHER, ALICE, pause.token)
         assert not elsewhere.accepted and "not a schedule of project ops" in elsewhere.text
         forged = await gw.memory.click(ROOM, ALICE, pause.token[:-1] + "A")
@@ -409,4 +420,16 @@ async def test_a_scheduled_approve_command_is_a_prompt_never_a_decision(tmp_path
         assert any(
             said.endswith("a request of the conversation's session still waits for a decision.")
             for said in gw.memory.texts(OTHER)
+        )
+
+
+async def test_a_scheduler_who_is_not_an_approver_may_make_and_delete_schedules(
+    tmp_path: Path,
+) -> None:
+    leads = '[groups]\nops-leads = ["memory:carol"]'
+    async with gateway(tmp_path, demo='schedulers = ["ops-leads"]', tail=leads) as (gw, _, _):
+        made = await reply_to(gw, "/every @daily check CI", by=CAROL)
+        assert made.startswith("⏰ Schedule S1 made")
+        assert await reply_to(gw, "/unschedule S1", by=CAROL) == (
+            "Schedule S1 deleted: it runs no more."
         )

@@ -435,6 +435,9 @@ class ProjectConfig(_Model):
     # the IANA zone its schedules' times are read in (issue 35), unless a person's own; None: UTC
     time_zone: NonEmpty | None = None
     schedule: tuple[ScheduleEntry, ...] = ()  # [[projects.X.schedule]]: names unique
+    # who may make, change and delete the project's schedules besides its approvers:
+    # accounts ("slack:U1"), people or groups, as a policy rule's approvers are written
+    schedulers: tuple[NonEmpty, ...] = ()
     # tables whose keys may be written in this one (the "did you mean" of an unknown key)
     FLAT_TABLES: ClassVar[tuple[str, ...]] = ("agent_options",)
 
@@ -634,6 +637,14 @@ def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
     for name, project in config.projects.items():
         found += _agent_problems(("projects", name, "agent_options"), project)
         found += _auth_problems(("projects", name, "auth"), project, config.platforms)
+        for entry in project.schedulers:
+            if ":" not in entry and entry not in config.groups and entry not in config.people:
+                found.append(
+                    (
+                        ("projects", name, "schedulers"),
+                        f'unknown group or person "{entry}" (an account is "platform:id")',
+                    )
+                )
         if data_dir.is_relative_to(project.work_dir.resolve()):
             holding.append(name)
     if holding:  # one problem, with its fix: the agent may write anywhere in its work dir

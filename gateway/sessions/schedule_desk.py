@@ -3,7 +3,8 @@ and deleted from the chat, answered from the ledger on any host.
 
 Who may: making, pausing, resuming and deleting a schedule is a project approver's (the
 project's approvers, or, where the project names none, the person who made the schedule:
-``may_decide`` with the creator as the initiator); every change is audited by the ledger.
+``may_decide`` with the creator as the initiator), or one of the project's ``schedulers``
+(``may_schedule``); every change is audited by the ledger.
 What is refused, with what to do instead: a cron field that is wrong (named), a schedule
 that would run more often than the minimum interval, more than the project's maximum, an
 empty or too long text, a time already past, and any schedule of another project. A
@@ -19,7 +20,7 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from gateway.clock import Clock
-from gateway.config.access import may_decide
+from gateway.config.access import may_schedule
 from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
@@ -40,8 +41,9 @@ from gateway.store.store import Store
 __all__ = ["ScheduleDesk", "configured_drafts", "schedule_id_of", "when_words"]
 
 _NOT_APPROVER = (
-    "Only an approver of project {project} may {what} schedules: a schedule's runs ask for"
-    " approvals like any other, and it takes an approver to set one up."
+    "Only an approver of project {project} (or one of its schedulers) may {what} schedules:"
+    " a schedule's runs ask for approvals like any other, and it takes an approver to set"
+    " one up."
 )
 
 
@@ -121,7 +123,7 @@ class ScheduleDesk:
         return self.zone(project)
 
     def _may_manage(self, project: str, actor: Actor, creator: Actor) -> bool:
-        return may_decide(self._config, project, actor, creator)
+        return may_schedule(self._config, project, actor, creator)
 
     def _text_problem(self, text: str) -> str | None:
         limit = self._config.gateway.schedule_text_max_chars
