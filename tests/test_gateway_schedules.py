@@ -288,6 +288,9 @@ async def test_a_run_due_while_the_last_ones_card_waits_is_skipped_and_said(
         assert waiting.state is InteractionState.PENDING
         runs = await gw.gateway.store.schedules.runs(1)
         assert [run.state.value for run in runs] == ["skipped", "started"]
+    # the audit export says who asked the run's request: the schedule, by its creator
+    [asked] = [r for r in audit_export(tmp_path / "data", "demo") if r["kind"] == "approval"]
+    assert asked["asked_by"] == "schedule S1 by memory:alice"
 
 
 async def test_a_run_that_meets_a_held_queue_is_skipped_and_said(tmp_path: Path) -> None:

@@ -43,7 +43,8 @@ def _read(conn: Conn, since: datetime, project: str | None) -> list[Record]:
     found = fetch_all(
         conn,
         "SELECT i.id, s.project, s.agent_kind, p.author_platform, p.author_user_id,"
-        " p.author_display FROM interactions i JOIN sessions s ON s.id = i.session_id"
+        " p.author_display, p.platform_message_id"
+        " FROM interactions i JOIN sessions s ON s.id = i.session_id"
         " LEFT JOIN turns t ON t.id = i.turn_id LEFT JOIN prompts p ON p.id = t.prompt_id"
         " WHERE i.created_at >= ? AND (CAST(? AS TEXT) IS NULL OR s.project = ?)"
         " ORDER BY i.created_at, i.id",
@@ -72,6 +73,9 @@ def _read(conn: Conn, since: datetime, project: str | None) -> list[Record]:
         asked_by = None
         if head["author_platform"] is not None:
             asked_by = f"{head['author_platform']}:{head['author_user_id']}"
+            scheduled = str(head["platform_message_id"] or "").split(":")
+            if scheduled[0] == "schedule" and len(scheduled) > 2:  # "schedule:ID:DUE"
+                asked_by = f"schedule S{scheduled[1]} by {asked_by}"
         decided = entries.get("interaction.decided")
         decided_details = json.loads(decided["details_json"]) if decided else {}
         escalated = entries.get(ESCALATED)
