@@ -17,10 +17,17 @@ from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
 from gateway.sessions.scheduler import MISSED_REASON, Scheduler
 from gateway.store.ledger_faults import LedgerFaults
-from gateway.store.schedules import RunState, ScheduleDraft, ScheduleRecord, ScheduleRun
+from gateway.store.records import PromptState
+from gateway.store.schedules import (
+    RunState,
+    ScheduleDraft,
+    ScheduleRecord,
+    ScheduleRun,
+    run_message_id,
+)
 from gateway.store.store import Store
 from tests.store_backends import open_store
-from tests.store_helpers import SteppingClock
+from tests.store_helpers import SteppingClock, running_session
 
 ALICE = Actor(platform="slack", user_id="U1", display="alice")
 ROOM = ConversationRef(platform="slack", space="T1", channel="C1", thread=None)
@@ -275,3 +282,27 @@ async def test_config_schedules_are_synced_by_name(store: Store) -> None:
 
 def _fields(draft: ScheduleDraft) -> dict[str, object]:
     return {name: getattr(draft, name) for name in ScheduleDraft.__dataclass_fields__}
+
+
+async def test_a_held_run_prompt_is_dropped_alone(store: Store) -> None:
+    made = await store.schedules.create(draft(utc(2026, 6, 1, 7, 0)), max_per_project=5)
+    run = await store.schedules.claim(made, due_at=utc(2026, 6, 1, 7, 0), next_at=None, host=None)
+    assert run is not None
+    session, _ = await running_session(store)
+    for message_id, text in ((run_message_id(made.id, run.due_at), run.text), ("m1", "mine")):
+        await store.prompts.enqueue(
+            session.id,
+            conversation=ROOM,
+            platform_message_id=message_id,
+            author=ALICE,
+            text=text,
+            max_depth=10,
+        )
+    await store.schedules.started(run, session.id)
+    [started] = await store.schedules.started_runs(None)
+    await store.prompts.hold(session.id, reason="the gateway restarted")
+    assert await store.schedules.prompt_state(started) == (PromptState.QUEUED, True)
+    assert await store.schedules.drop_held_prompt(started)
+    assert not await store.schedules.drop_held_prompt(started)  # once
+    assert [p.text for p in await store.prompts.list_held(session.id)] == ["mine"]
+    assert await store.schedules.prompt_state(started) == (PromptState.DROPPED, False)

@@ -140,9 +140,9 @@ class ScheduleRuns:
         if found is None:
             return
         state, held = found
-        if state is PromptState.QUEUED and held and run.session_id is not None:
-            await self._store.prompts.clear(run.session_id, actor=author_of(schedule))
-            await self._skip(schedule, run, "its prompt met a held queue (a restart or /stop)")
+        if state is PromptState.QUEUED and held:
+            if await self._store.schedules.drop_held_prompt(run):
+                await self._skip(schedule, run, "its prompt met a held queue (a restart or /stop)")
         elif state is PromptState.DONE:
             await self._store.schedules.ended(run, failed=False)
         elif state in (PromptState.INTERRUPTED, PromptState.DROPPED):

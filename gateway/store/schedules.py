@@ -471,6 +471,37 @@ class ScheduleBook:
 
         return await self._db.read(read)
 
+    async def drop_held_prompt(self, run: ScheduleRun) -> bool:
+        """Drop the run's prompt if it is still queued and held (a restart or /stop held it
+        before it ran), leaving anything else of its session's queue as it is; whether it
+        was dropped. The session's queue stops being held once nothing in it is."""
+
+        def write(conn: Conn) -> bool:
+            dropped = conn.execute(
+                "UPDATE prompts SET state = 'dropped', held = 0, updated_at = ?"
+                " WHERE session_id = ? AND platform_message_id = ? AND state = 'queued'"
+                " AND held = 1",
+                (self._db.now(), run.session_id, run_message_id(run.schedule_id, run.due_at)),
+            )
+            if dropped.rowcount != 1:
+                return False
+            conn.execute(
+                "UPDATE sessions SET queue_paused = 0, queue_pause_reason = NULL WHERE id = ?"
+                " AND NOT EXISTS (SELECT 1 FROM prompts WHERE session_id = ? AND"
+                " state = 'queued' AND held = 1)",
+                (run.session_id, run.session_id),
+            )
+            self._db.audit(
+                conn,
+                "schedule.prompt_dropped",
+                actor=f"schedule:{run.schedule_id}",
+                session_id=run.session_id,
+                details={"schedule": run.schedule_id, "due_at": self._db.stored_time(run.due_at)},
+            )
+            return True
+
+        return await self._db.write(write)
+
     async def runs(self, schedule_id: int) -> list[ScheduleRun]:
         """The schedule's runs, newest first."""
 
