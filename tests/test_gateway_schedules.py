@@ -349,12 +349,14 @@ async def test_the_buttons_pause_resume_and_delete_for_an_approver_only(tmp_path
 CHANNEL = ConversationRef(platform="memory", space="team", channel="room")
 
 
-def configured(tmp_path: Path, *entries: tuple[str, str, str]) -> Config:
-    """The test's config with ``[[projects.demo.schedule]]`` entries (name, cron, creator)."""
+def configured(tmp_path: Path, *entries: tuple[str, str, str], session: str = "") -> Config:
+    """The test's config with ``[[projects.demo.schedule]]`` entries (name, cron, creator),
+    each run in the session named ``session`` if given."""
     base = config(tmp_path)
     text = "\n".join(
         f'[[projects.x.schedule]]\nname = "{name}"\ncron = "{cron}"\n'
         f'text = "{name} now"\nchannel = "memory:#team/room"\ncreator = "{creator}"\n'
+        + (f'session = "{session}"\n' if session else "")
         for name, cron, creator in entries
     )
     parsed = parse_config(f"[projects.x]\nwork_dir = '.'\nagent = 'codex-app-server'\n{text}")
@@ -436,3 +438,38 @@ async def test_a_scheduler_who_is_not_an_approver_may_make_and_delete_schedules(
         assert await reply_to(gw, "/unschedule S1", by=CAROL) == (
             "Schedule S1 deleted: it runs no more."
         )
+
+
+async def test_a_config_schedule_runs_in_its_named_session_until_it_holds_a_grant(
+    tmp_path: Path,
+) -> None:
+    clock = FileClock(tmp_path / "clock")
+    clock.set(START)
+    hourly = configured(tmp_path, ("checks", "0 * * * *", "memory:alice"), session="ops")
+    async with scripted_gateway(hourly, schedule_clock=clock) as (gw, launcher):
+        await gw.memory.say(CHANNEL, ALICE, "hello")
+        await gw.text_where(lambda said: said == "echo: hello", CHANNEL)
+        await launcher.turn_over.wait()
+        await reply_to(gw, "/name ops", CHANNEL)
+        named = await session_of(gw, CHANNEL)
+        launcher.turn_over.clear()
+        await at(gw, clock, datetime(2026, 3, 27, 13, 0, tzinfo=UTC))
+        await gw.text_where(lambda said: said == "echo: checks now", CHANNEL)
+        await launcher.turn_over.wait()
+        assert (await session_of(gw, CHANNEL)).id == named.id  # the named one, not a fresh one
+        # a person gives the session a grant: the next run does not inherit it
+        await gw.memory.say(CHANNEL, ALICE, "approve")
+        card = await gw.card_where(lambda card: "Run ls?" in card.title, CHANNEL)
+        assert card.card is not None
+        for_session = next(a for a in card.card.actions if a.label == "Approve for session")
+        launcher.turn_over.clear()
+        assert (await gw.memory.click(CHANNEL, ALICE, for_session.token)).accepted
+        await launcher.turn_over.wait()
+        await at(gw, clock, datetime(2026, 3, 27, 14, 0, tzinfo=UTC))
+        await gw.text_where(
+            lambda said: said.endswith(
+                "was skipped: session “ops” holds a grant a person gave (/grants, /revoke)."
+            ),
+            CHANNEL,
+        )
+        assert gw.memory.texts(CHANNEL).count("echo: checks now") == 1

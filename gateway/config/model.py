@@ -380,6 +380,9 @@ class ScheduleEntry(_Model):
     channel: NonEmpty
     creator: NonEmpty
     time_zone: NonEmpty | None = None  # None: the project's
+    # run in the project's open session of this name (/name), not a fresh one; only while it
+    # holds no session grant and no mode a person chose, else the run is skipped and said
+    session: NonEmpty | None = None
 
     @field_validator("cron", mode="after")
     @classmethod

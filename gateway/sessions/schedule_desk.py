@@ -83,6 +83,7 @@ def configured_drafts(config: Config, project: str, now: datetime) -> list[Sched
                 ),
                 creator=Actor(platform=creator_platform, user_id=creator_id, display=creator_id),
                 next_at=next_after(entry.cron, zone, now),
+                session_name=entry.session,
             )
         )
     return drafts

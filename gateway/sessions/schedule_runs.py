@@ -88,6 +88,9 @@ class ScheduleRuns:
                 f"its creator {schedule.creator} may no longer talk to project {schedule.project}",
             )
             return
+        if schedule.session_name is not None:
+            await self._start_named(schedule, run, schedule.session_name)
+            return
         key = route_key(settings.scope, schedule.conversation, schedule.creator)
         async with self._routing:
             current = await store.sessions.lookup_route(key)
@@ -128,6 +131,53 @@ class ScheduleRuns:
             details={"schedule": schedule.id, "due_at": run.due_at.isoformat()},
         )
         self._kick(session)
+
+    async def _start_named(self, schedule: ScheduleRecord, run: ScheduleRun, name: str) -> None:
+        """A run in the project's open session named ``name`` (a config entry's ``session``):
+        only while it holds no session grant and no mode a person chose, which a run must
+        not inherit; else skipped and said."""
+        store = self._store
+        found = [
+            summary.session
+            for summary in await store.session_index.of_project(schedule.project)
+            if summary.session.name == name and not summary.session.is_closed
+        ]
+        if not found:
+            await self._skip(
+                schedule, run, f"no open session is named “{name}” in project {schedule.project}"
+            )
+            return
+        session = found[0]
+        why = await self._busy(session) or await self._holds(session)
+        if why is not None:
+            await self._skip(schedule, run, why)
+            return
+        result = await store.prompts.enqueue(
+            session.id,
+            conversation=schedule.conversation,
+            platform_message_id=run_message_id(schedule.id, run.due_at),
+            author=author_of(schedule),
+            text=run.text,
+            max_depth=self._config.gateway.queue_depth,
+        )
+        if result.outcome is not EnqueueOutcome.DUPLICATE:
+            await self._say(schedule.conversation, f"{SCHEDULED_MARK} {run.text}")
+        await store.schedules.started(run, session.id)
+        self._kick(session)
+
+    async def _holds(self, session: SessionRecord) -> str | None:
+        """What a person gave ``session`` that a scheduled run must not inherit."""
+        grants = [
+            g
+            for g in await self._store.grants.for_session(session.id, session.project)
+            if g.revoked is None and g.grant.session_id == session.id
+        ]
+        if grants:
+            return f"session “{session.name}” holds a grant a person gave (/grants, /revoke)"
+        chosen = await self._store.settings.of(session.id)
+        if chosen.approval_policy or chosen.sandbox or chosen.permission_mode:
+            return f"session “{session.name}” runs with a mode a person chose (/mode)"
+        return None
 
     async def said_skipped(self, schedule: ScheduleRecord, run: ScheduleRun) -> None:
         """A run the scheduler recorded as skipped (missed): said in the conversation."""

@@ -210,14 +210,15 @@ class ScheduleBook:
                     draft.creator.platform,
                     draft.creator.user_id,
                     draft.creator.display,
+                    draft.session_name,
                 )
                 found = existing.get(draft.name)
                 if found is None:
                     conn.execute(
                         "INSERT INTO schedules (project, name, cron, zone, text, platform, space,"
                         " channel, thread, creator_platform, creator_user_id, creator_display,"
-                        " next_at, created_at, updated_at)"
-                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                        " session_name, next_at, created_at, updated_at)"
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                         " ON CONFLICT (project, name) DO NOTHING",
                         (
                             project,
@@ -237,6 +238,7 @@ class ScheduleBook:
                     and found.text == draft.text
                     and found.conversation == draft.conversation
                     and found.creator == draft.creator
+                    and found.session_name == draft.session_name
                 )
                 if same and not found.deleted:
                     continue
@@ -249,7 +251,8 @@ class ScheduleBook:
                 conn.execute(
                     "UPDATE schedules SET cron = ?, zone = ?, text = ?, platform = ?, space = ?,"
                     " channel = ?, thread = ?, creator_platform = ?, creator_user_id = ?,"
-                    " creator_display = ?, next_at = coalesce(?, next_at), deleted_at = NULL,"
+                    " creator_display = ?, session_name = ?, next_at = coalesce(?, next_at),"
+                    " deleted_at = NULL,"
                     " updated_at = ? WHERE id = ?",
                     (*values, next_at, now, found.id),
                 )
