@@ -221,9 +221,9 @@ async def test_a_run_whose_host_is_sigkilled_while_its_card_waits_is_not_run_aga
         assert asked == ["approve the deploy", "approve the deploy"]  # 07:00 and 09:00
         async with open_ledger(tmp_path / "data") as store:
             runs = await store.schedules.runs(1)
-        assert [(run.due_at.hour, run.state) for run in runs][:2] == [
-            (9, RunState.STARTED),
-            (8, RunState.SKIPPED),
-        ]
+        assert [run.due_at.hour for run in runs] == [9, 8, 7]
+        # 09:00 ran (its turn ended by a's shutdown, or not yet settled); 08:00 was skipped
+        assert runs[0].state in (RunState.STARTED, RunState.FAILED)
+        assert runs[1].state is RunState.SKIPPED
     finally:
         await end_leftover_agents(tmp_path / "data")
