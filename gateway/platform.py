@@ -39,6 +39,7 @@ __all__ = [
     "Inbox",
     "KnowsApprovers",
     "KnowsFenced",
+    "KnowsTimeZones",
     "KnowsWaiting",
     "LeasedReceiving",
     "LinksConversations",
@@ -275,6 +276,16 @@ class OpensThreads(Protocol):
     async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
         """A new thread named ``title`` in ``conversation``'s channel; :class:`ThreadRefused`
         when the platform does not let the bot open one there (nothing was made)."""
+        ...
+
+
+@runtime_checkable
+class KnowsTimeZones(Protocol):
+    """A platform that knows a person's time zone (Slack's user ``tz``): a schedule a person
+    makes there reads its times in it (issue 35)."""
+
+    async def time_zone(self, actor: Actor) -> str | None:
+        """The person's IANA zone; None where the platform does not say (or cannot now)."""
         ...
 
 

@@ -12,6 +12,7 @@ from typing import TypeVar
 
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card
+from gateway.clock import Clock
 from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef
 from gateway.sessions.engine import Gateway
@@ -112,9 +113,11 @@ class Running:
 
 @asynccontextmanager
 async def running_gateway(
-    config: Config, *, deadline: float = WAIT_SECONDS
+    config: Config, *, deadline: float = WAIT_SECONDS, schedule_clock: Clock | None = None
 ) -> AsyncIterator[Running]:
     memory = MemoryPlatform()
     launcher = ConfiguredLauncher(env_source={}, handshake_timeout=60)
-    async with Gateway(config, platforms={"memory": memory}, launcher=launcher) as gateway:
+    async with Gateway(
+        config, platforms={"memory": memory}, launcher=launcher, schedule_clock=schedule_clock
+    ) as gateway:
         yield Running(gateway=gateway, memory=memory, deadline=deadline)

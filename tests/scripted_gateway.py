@@ -86,12 +86,21 @@ _starts = iter(range(1, 1000))
 
 @asynccontextmanager
 async def scripted_gateway(
-    config: Config, launcher: ScriptedLauncher | None = None, clock: Clock = utc_now
+    config: Config,
+    launcher: ScriptedLauncher | None = None,
+    clock: Clock = utc_now,
+    schedule_clock: Clock | None = None,
 ) -> AsyncIterator[tuple[Running, ScriptedLauncher]]:
     # each start has its own message ids, and edits the cards an earlier start sent
     memory = MemoryPlatform(adopt_unknown=True, id_prefix=f"start{next(_starts)}-")
     launcher = launcher or ScriptedLauncher(REQUESTS)
-    async with Gateway(config, platforms={"memory": memory}, launcher=launcher, clock=clock) as gw:
+    async with Gateway(
+        config,
+        platforms={"memory": memory},
+        launcher=launcher,
+        clock=clock,
+        schedule_clock=schedule_clock,
+    ) as gw:
         yield Running(gateway=gw, memory=memory), launcher
 
 

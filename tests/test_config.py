@@ -128,10 +128,20 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
         module.TranscriptionConfig,
         module.PlatformAuth,
         PolicyRule,
+        module.ScheduleEntry,
         *(PLATFORMS.table(name).model for name in PLATFORMS.names()),
     ]
     keys = {key for model in models for key in model.model_fields}
-    keys -= {"agent_options", "env", "expiry", "files", "auth", "policy", "retention"}  # tables
+    keys -= {
+        "agent_options",
+        "env",
+        "expiry",
+        "files",
+        "auth",
+        "policy",
+        "retention",
+        "schedule",
+    }  # tables
     assert keys - written == set()
 
 
@@ -492,3 +502,65 @@ def test_retention_keeps_texts_no_longer_than_the_audit() -> None:
     assert "batch_rows" in refusal("[gateway.retention]\nbatch_rows = 0\n\n" + MINIMAL)
     retention = parse_config(MINIMAL, "gw.toml", env={}).gateway.retention
     assert (retention.enabled, retention.text_days, retention.audit_days) == (True, 30, 365)
+
+
+SCHEDULED = MINIMAL.replace(
+    "[platforms.memory]",
+    """[[projects.web.schedule]]
+name = "weekday-tests"
+cron = "0 9 * * 1-5"
+text = "run the tests"
+channel = "memory:#team/room"
+creator = "memory:alice"
+
+[platforms.memory]""",
+)
+
+
+def test_a_schedule_entry_loads_with_its_cron_and_zone() -> None:
+    text = SCHEDULED.replace('cron = "0 9 * * 1-5"', 'cron = "weekdays"')
+    text = text.replace(
+        'agent = "codex-app-server"', 'agent = "codex-app-server"\ntime_zone = "Europe/Berlin"'
+    )
+    config = parse_config(text, "gw.toml", env={})
+    [entry] = config.projects["web"].schedule
+    assert (entry.name, entry.cron, entry.channel) == (
+        "weekday-tests",
+        "0 9 * * 1-5",
+        "memory:#team/room",
+    )
+    assert config.projects["web"].time_zone == "Europe/Berlin"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        ('cron = "0 9 * * 1-5"', 'cron = "0 9 * * 8"', "the day-of-week field '8'"),
+        ('channel = "memory:#team/room"', 'channel = "room"', "platform:#channel"),
+        ('creator = "memory:alice"', 'creator = "alice"', '"platform:user id"'),
+        ('name = "weekday-tests"', 'name = "weekday tests"', "schedule.0.name"),
+        (
+            'agent = "codex-app-server"',
+            'agent = "codex-app-server"\ntime_zone = "Mars/Base"',
+            "Mars/Base",
+        ),
+    ],
+)
+def test_a_bad_schedule_entry_is_refused_naming_the_key(old: str, new: str, said: str) -> None:
+    text = SCHEDULED.replace(old, new)
+    message = refusal(text)
+    assert said in message
+    assert "projects.web." in message
+
+
+def test_two_schedule_entries_of_one_name_are_refused() -> None:
+    entry = SCHEDULED[SCHEDULED.index("[[projects.web.schedule]]") : SCHEDULED.index("[platforms")]
+    text = SCHEDULED.replace("[platforms.memory]", entry + "[platforms.memory]")
+    assert "schedule names must be unique in a project: weekday-tests" in refusal(text)
+
+
+def test_an_unknown_scheduler_is_refused() -> None:
+    text = MINIMAL.replace(
+        'agent = "codex-app-server"', 'agent = "codex-app-server"\nschedulers = ["leads"]'
+    )
+    assert 'projects.web.schedulers: unknown group or person "leads"' in refusal(text)

@@ -88,7 +88,8 @@ async def test_a_mention_a_card_a_click_and_a_modal(fake: FakeDiscord) -> None:
     async with DiscordPlatform(settings(fake)) as platform:
         platform.attach(inbox)
         assert {c["name"] for c in fake.commands.get(None, [])} >= {"stop", "new", "help"}
-        assert {c["name"] for c in fake.commands.get(None, [])} >= {"sessions", "switch", "name"}
+        names = {c["name"] for c in fake.commands.get(None, [])}
+        assert names >= {"sessions", "switch", "name", "every", "at", "schedules", "unschedule"}
         said = await fake.say(ALICE, fake.general, f"<@{BOT.id}> fix the tests", mentions=(BOT,))
         (message,) = await inbox.wait(lambda: inbox.messages)
         assert message.text == "fix the tests"

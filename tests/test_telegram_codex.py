@@ -88,6 +88,7 @@ async def test_a_command_is_approved_from_a_phone(
     expected = [
         *("new", "stop", "resume", "clear", "status", "pending", "compact", "help"),
         *("sessions", "switch", "name", "model", "mode"),
+        *("every", "at", "schedules", "unschedule"),
     ]
     assert sorted(menu) == sorted(expected)
 

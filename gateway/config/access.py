@@ -10,6 +10,8 @@ from collections.abc import Collection
 
 from gateway.action_tokens import ActionToken, Rejection, check_token_current
 from gateway.config.model import Config, PlatformAuth
+from gateway.config.people import People
+from gateway.config.policy_rules import resolve_approvers
 from gateway.domain import Actor, InteractionState
 
 __all__ = [
@@ -17,6 +19,7 @@ __all__ = [
     "approver_ids",
     "check_click",
     "may_decide",
+    "may_schedule",
     "may_talk",
     "stranger_refusal",
 ]
@@ -75,6 +78,19 @@ def may_decide(config: Config, project: str, actor: Actor, session_initiator: Ac
     if rules.approvers is None:
         return session_initiator is not None and session_initiator.key() == actor.key()
     return _listed(rules.approvers, actor)
+
+
+def may_schedule(config: Config, project: str, actor: Actor, creator: Actor) -> bool:
+    """May make, change or delete a schedule of ``creator``'s in ``project`` (issue 35): an
+    approver of the project (where it names none: the creator), or one of its
+    ``schedulers`` (accounts, people, groups) who may talk to it."""
+    if may_decide(config, project, actor, creator):
+        return True
+    settings = config.projects.get(project)
+    if settings is None or not settings.schedulers or not may_talk(config, project, actor):
+        return False
+    people = People(config.people)
+    return people.of(actor) in resolve_approvers(settings.schedulers, config.groups, people)
 
 
 def approver_ids(

@@ -63,6 +63,7 @@ from gateway.config.policy_rules import PolicyRule, policy_problems
 from gateway.config.sources import KeyLocator, Loc, resolve_references
 from gateway.domain import AgentKind
 from gateway.errors import ConfigError, StoreError
+from gateway.schedule_times import ScheduleTimeError, cron_of, zone_of
 
 __all__ = [
     "DANGEROUS",
@@ -87,6 +88,7 @@ __all__ = [
     "ProjectConfig",
     "RetentionSection",
     "SandboxMode",
+    "ScheduleEntry",
     "SessionScope",
     "check_config",
     "load_config",
@@ -292,6 +294,15 @@ class GatewaySection(_Model):
     store_idle_in_transaction_seconds: float = Field(default=10.0, ge=0.1, le=3600)
     store_connect_seconds: float = Field(default=5.0, ge=1, le=600)
     retention: RetentionSection = Field(default_factory=RetentionSection)
+    # Scheduled work (issue 35, /every and /at): the shortest time between two runs of one
+    # schedule, the most schedules a project may have, how late a run missed while every host
+    # was down may still run once (else it is recorded as skipped), the longest prompt text,
+    # and how often the scheduler looks again when nothing tells it
+    schedule_min_interval_minutes: float = Field(default=5.0, ge=1, le=10_080)
+    schedule_max_per_project: int = Field(default=20, ge=1, le=1000)
+    schedule_grace_minutes: float = Field(default=60.0, ge=0, le=10_080)
+    schedule_text_max_chars: int = Field(default=4000, ge=1, le=100_000)
+    schedule_poll_seconds: float = Field(default=30.0, gt=0, le=3600)
 
     _paths = field_validator("data_dir", mode="after")(_expand_path)
     _key_path = field_validator("hmac_key_file", mode="after")(_optional_path)
@@ -422,6 +433,61 @@ class PlatformAuth(_Model):
     channels: tuple[NonEmpty, ...] = ("*",)
 
 
+class ScheduleEntry(_Model):
+    """``[[projects.X.schedule]]`` (issue 35): a schedule of the config file, read-only from
+    the chat. ``name`` is its id across hosts and restarts; ``channel`` where its runs are
+    said and shown, written as a policy rule's ``escalate_to`` writes one
+    (``"slack:#T1/C0DEV"``, ``"telegram:#-1001"``); ``creator`` the account it runs as
+    (``"slack:U123"``): it must be allowed to talk to the project at every run, and decides
+    the runs' requests where the project names no approvers."""
+
+    name: Name
+    cron: NonEmpty
+    text: NonEmpty
+    channel: NonEmpty
+    creator: NonEmpty
+    time_zone: NonEmpty | None = None  # None: the project's
+    # run in the project's open session of this name (/name), not a fresh one; only while it
+    # holds no session grant and no mode a person chose, else the run is skipped and said
+    session: NonEmpty | None = None
+
+    @field_validator("cron", mode="after")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        try:
+            return cron_of(value)
+        except ScheduleTimeError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("time_zone", mode="after")
+    @classmethod
+    def _zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                zone_of(value)
+            except ScheduleTimeError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("channel", mode="after")
+    @classmethod
+    def _channel(cls, value: str) -> str:
+        platform, colon, rest = value.partition(":")
+        if not colon or not platform or not rest.startswith("#") or not rest[1:].rpartition("/")[2]:
+            raise ValueError(
+                'a channel is written "platform:#channel" or "platform:#space/channel"'
+            )
+        return value
+
+    @field_validator("creator", mode="after")
+    @classmethod
+    def _creator(cls, value: str) -> str:
+        platform, colon, user = value.partition(":")
+        if not colon or not platform or not user:
+            raise ValueError('the creator is an account, "platform:user id" ("slack:U123")')
+        return value
+
+
 class ProjectConfig(_Model):
     work_dir: Path
     agent: AgentKind
@@ -441,10 +507,35 @@ class ProjectConfig(_Model):
     files: FilesPolicy = Field(default_factory=FilesPolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
     policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
+    # the IANA zone its schedules' times are read in (issue 35), unless a person's own; None: UTC
+    time_zone: NonEmpty | None = None
+    schedule: tuple[ScheduleEntry, ...] = ()  # [[projects.X.schedule]]: names unique
+    # who may make, change and delete the project's schedules besides its approvers:
+    # accounts ("slack:U1"), people or groups, as a policy rule's approvers are written
+    schedulers: tuple[NonEmpty, ...] = ()
     # tables whose keys may be written in this one (the "did you mean" of an unknown key)
     FLAT_TABLES: ClassVar[tuple[str, ...]] = ("agent_options",)
 
     _paths = field_validator("work_dir", mode="after")(_expand_path)
+
+    @field_validator("time_zone", mode="after")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                zone_of(value)
+            except ScheduleTimeError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("schedule", mode="after")
+    @classmethod
+    def _unique_names(cls, value: tuple[ScheduleEntry, ...]) -> tuple[ScheduleEntry, ...]:
+        names = [entry.name for entry in value]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"schedule names must be unique in a project: {', '.join(twice)}")
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -642,6 +733,14 @@ def _cross_key_problems(config: Config) -> list[tuple[Loc, str]]:
     for name, project in config.projects.items():
         found += _agent_problems(("projects", name, "agent_options"), project)
         found += _auth_problems(("projects", name, "auth"), project, config.platforms)
+        for entry in project.schedulers:
+            if ":" not in entry and entry not in config.groups and entry not in config.people:
+                found.append(
+                    (
+                        ("projects", name, "schedulers"),
+                        f'unknown group or person "{entry}" (an account is "platform:id")',
+                    )
+                )
         if data_dir.is_relative_to(project.work_dir.resolve()):
             holding.append(name)
     if holding:  # one problem, with its fix: the agent may write anywhere in its work dir

@@ -63,6 +63,10 @@ class CommandName(StrEnum):
     NAME = "name"
     MODEL = "model"
     MODE = "mode"
+    EVERY = "every"
+    AT = "at"
+    SCHEDULES = "schedules"
+    UNSCHEDULE = "unschedule"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -118,6 +122,18 @@ COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo(name=CommandName.NAME, args="TEXT", description="name this session"),
     CommandInfo(name=CommandName.MODEL, args="[name]", description="the model, or pick one"),
     CommandInfo(name=CommandName.MODE, args="[mode]", description="the agent's permission mode"),
+    CommandInfo(
+        name=CommandName.EVERY,
+        args="CRON TEXT",
+        description="have the agent do TEXT on a schedule (cron, @daily, weekdays)",
+    ),
+    CommandInfo(
+        name=CommandName.AT,
+        args="WHEN TEXT",
+        description="have the agent do TEXT once (HH:MM, YYYY-MM-DD HH:MM, in 2h)",
+    ),
+    CommandInfo(name=CommandName.SCHEDULES, args="", description="the project's schedules"),
+    CommandInfo(name=CommandName.UNSCHEDULE, args="ID", description="delete a schedule"),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}

@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from gateway.clock import Clock
 from gateway.config.access import may_talk, stranger_refusal
 from gateway.config.model import BusyInput, Config, SessionScope
 from gateway.domain import (
@@ -37,7 +38,13 @@ from gateway.domain import (
 )
 from gateway.errors import GatewayError, InvalidDecision, PlatformError
 from gateway.interactions.machine import Interaction, derive_run_state, run_state_words
-from gateway.platform import InboundMessage, LinksConversations, OpensThreads, Platform
+from gateway.platform import (
+    InboundMessage,
+    KnowsTimeZones,
+    LinksConversations,
+    OpensThreads,
+    Platform,
+)
 from gateway.render.card_pointers import restart_notice
 from gateway.render.card_status import undelivered
 from gateway.render.commands import (
@@ -69,6 +76,9 @@ from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.schedule_buttons import schedule_card
+from gateway.sessions.schedule_desk import ScheduleDesk
+from gateway.sessions.schedule_runs import ScheduleRuns
 from gateway.sessions.session_list import sessions_page, visible
 from gateway.sessions.session_names import name_session
 from gateway.sessions.session_settings import SettingsDesk
@@ -121,6 +131,7 @@ class SessionsHost(Protocol):
     host_lease: LeaseHolder | None
     platform_problems: PlatformProblems
     transcriber: Transcriber | None
+    schedule_clock: Clock
 
     @property
     def fenced(self) -> bool: ...
@@ -138,6 +149,8 @@ class SessionsHost(Protocol):
     def kick(self, session: SessionRecord) -> None: ...
 
     async def config_mismatch(self) -> str | None: ...
+
+    def wake_scheduler(self) -> None: ...
 
 
 class Control:
@@ -166,11 +179,26 @@ class Control:
             session_here=self._session_here,
         )
 
+        self.schedules = ScheduleDesk(
+            gateway.config, gateway.store, gateway.schedule_clock, person_zone=self._person_zone
+        )
+        self.schedule_runs = ScheduleRuns(
+            gateway.config,
+            gateway.store,
+            say=self._reply,
+            session_host=gateway.session_host,
+            kick=gateway.kick,
+            routing=self._routing,
+            owner_elsewhere=gateway.owner_elsewhere,
+        )
+
     def reload(self, config: Config) -> None:
-        """Who may revoke and pick a model, from a reloaded config (the rest reads the
+        """Who may revoke, pick a model and schedule, from a reloaded config (the rest reads the
         engine's config)."""
         self._grants.reload(config)
         self.model_buttons.reload(config)
+        self.schedules.reload(config)
+        self.schedule_runs.reload(config)
 
     # --- recovery -------------------------------------------------------------------------
 
@@ -672,6 +700,11 @@ class Control:
         if name is CommandName.HELP:
             await self._reply(conversation, HELP_TEXT)
             return
+        if name in _SCHEDULE_COMMANDS:  # the project's, answered from the ledger on any host
+            await self._reply(
+                conversation, await self._schedule_command(name, conversation, project, actor, args)
+            )
+            return
         if name in (CommandName.SESSIONS, CommandName.SWITCH):  # no session here needed
             await self._reply(
                 conversation, await self._sessions_command(name, conversation, project, actor, args)
@@ -783,6 +816,58 @@ class Control:
         if platform is None or not platform.limits.loose_cards:
             return False
         return await self.model_buttons.show(session, platform, conversation)
+
+    async def _schedule_command(
+        self,
+        name: CommandName,
+        conversation: ConversationRef,
+        project: str,
+        actor: Actor,
+        args: str,
+    ) -> str:
+        """/every, /at, /schedules, /unschedule (gateway/sessions/schedule_desk.py)."""
+        desk = self.schedules
+        if name is CommandName.EVERY:
+            answer = await desk.every(project, actor, conversation, args)
+        elif name is CommandName.AT:
+            answer = await desk.at(project, actor, conversation, args)
+        elif name is CommandName.UNSCHEDULE:
+            answer, _ = await desk.unschedule(project, actor, args)
+        else:
+            return await self._show_schedules(conversation, project)
+        self._gw.wake_scheduler()
+        return answer
+
+    async def _person_zone(self, actor: Actor, conversation: ConversationRef) -> str | None:
+        """The person's zone where their platform says it (Slack's user tz)."""
+        platform = self._gw.platforms.get(conversation.platform)
+        if not isinstance(platform, KnowsTimeZones):
+            return None
+        try:
+            return await platform.time_zone(actor)
+        except PlatformError as exc:
+            log.info("the zone of %s not known: %s", actor.key(), exc)
+            return None
+
+    async def _show_schedules(self, conversation: ConversationRef, project: str) -> str:
+        """/schedules: each schedule as a card with its buttons (pause or resume, delete)
+        where the platform shows cards; the answer is the listing's head (or all of it, in
+        text, where a card cannot be sent)."""
+        listed = await self.schedules.listing(project)
+        if not listed:
+            return f"No schedules in project {project}: /every or /at makes one."
+        platform = self._gw.platforms.get(conversation.platform)
+        await self._reply(conversation, f"Schedules of project {project}:")
+        for schedule, line in listed:
+            card = schedule_card(self._gw.button_key, schedule, line)
+            try:
+                if platform is None:
+                    raise PlatformError(f"no platform {conversation.platform}")
+                await platform.send_card(conversation, card)
+            except PlatformError as exc:
+                log.info("a schedule's card in %s not shown: %s", conversation.key(), exc)
+                await self._reply(conversation, line)
+        return "/unschedule ID deletes one; the buttons pause, resume or delete."
 
     def _compact(
         self, session: SessionRecord, runner: SessionRunner | None, conversation: ConversationRef
@@ -1099,6 +1184,9 @@ class Control:
         await self._notifier.send([conversation], text)  # it splits to the platform's limit
 
 
+_SCHEDULE_COMMANDS = frozenset(
+    {CommandName.EVERY, CommandName.AT, CommandName.SCHEDULES, CommandName.UNSCHEDULE}
+)
 # passed to the host that runs the session (store.requests); the others are answered by the
 # receiver from the ledger (/status, /pending, /clear, /help)
 _OWNER_COMMANDS = frozenset(

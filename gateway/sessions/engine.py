@@ -17,11 +17,13 @@ import logging
 import socket
 from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from gateway.action_tokens import interaction_named, require_callback_room
+from gateway.clock import clock_from_environment
 from gateway.config.access import approver_ids, may_talk
 from gateway.config.hmac_key import load_or_create_hmac_key, read_hmac_key
 from gateway.config.model import Config
@@ -50,6 +52,9 @@ from gateway.sessions.model_buttons import is_model_token
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.receivers import ReceiverLease
 from gateway.sessions.runner import SessionRunner
+from gateway.sessions.schedule_buttons import ScheduleButtons, is_schedule_token
+from gateway.sessions.schedule_desk import configured_drafts
+from gateway.sessions.scheduler import Scheduler
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
@@ -96,6 +101,7 @@ class Gateway:
         clock: Clock = utc_now,
         host: str | None = None,
         transcriber: Transcriber | None = None,
+        schedule_clock: Clock | None = None,
     ) -> None:
         self.config = config
         self.transcriber = transcriber  # voice notes into text (issue 34); None: off
@@ -113,6 +119,9 @@ class Gateway:
         self.launcher = launcher
         self.data_dir = data_dir or config.gateway.data_dir
         self.clock = clock  # the ledger's times and the expiry policy's: one clock
+        # when schedules are due (issue 35): the clock file a test names, else the system's
+        self.schedule_clock = schedule_clock or clock_from_environment()
+        self.scheduler: Scheduler | None = None
         self.policy = PolicyBook(self.config)  # each request's rule, walked once
         self.platform_problems = PlatformProblems(clock)  # what the console shows at the top
         self._stack = AsyncExitStack()
@@ -161,6 +170,7 @@ class Gateway:
         self.policy.reload(config)
         self.desk.reload(config)
         self.control.reload(config)
+        self.schedule_buttons.reload(config)
         for runner in self._runners.values():
             session = await self.store.sessions.get(runner.session_id)
             if session is not None:  # a reload keeps every project
@@ -277,8 +287,16 @@ class Gateway:
             auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
             spawn=self._spawn,
         )
+        self.button_key = key
         self.control = Control(self)
         await self._record_config_in_force()
+        self.schedule_buttons = ScheduleButtons(
+            self.config,
+            self.store,
+            self.control.schedules,
+            key,
+            auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
+        )
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
         await self.control.recover()
@@ -296,6 +314,24 @@ class Gateway:
             self._background.append(self._tasks.create_task(self._purge_form_drafts()))
             self._background.append(self._tasks.create_task(self._hold_host()))
             self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
+        now = self.schedule_clock()
+        for project in self.config.projects:  # the config file's schedules, by their names
+            drafts = configured_drafts(self.config, project, now)
+            for change in await self.store.schedules.sync_configured(project, drafts):
+                log.info("project %s: schedule %s (config file)", project, change)
+        gateway_settings = self.config.gateway
+        self.scheduler = Scheduler(
+            self.store,
+            clock=self.schedule_clock,
+            host=self.ledger_host,
+            grace=timedelta(minutes=gateway_settings.schedule_grace_minutes),
+            start=self.control.schedule_runs.start,
+            said_skipped=self.control.schedule_runs.said_skipped,
+            settle=self.control.schedule_runs.settle,
+            poll_seconds=gateway_settings.schedule_poll_seconds,
+            fenced=lambda: self.fenced,
+        )
+        self._background.append(self._tasks.create_task(self.scheduler.run()))
         for platform in self.platforms.values():
             platform.attach(self)
         if self.ledger_host is not None and target is not None:
@@ -664,6 +700,11 @@ class Gateway:
         if self.runs_here(session):
             self.runner(session).kick()
 
+    def wake_scheduler(self) -> None:
+        """A schedule was made or changed here: the scheduler looks again now."""
+        if self.scheduler is not None:
+            self.scheduler.wake()
+
     def existing_runner(self, session_id: str) -> SessionRunner | None:
         return self._runners.get(session_id)
 
@@ -744,6 +785,8 @@ class Gateway:
             return await self.steer_buttons.on_click(action)
         if is_model_token(action.token):  # /model's list: the command, not a decision
             return await self.control.model_buttons.on_click(action)
+        if is_schedule_token(action.token):  # /schedules' pause, resume, delete
+            return await self.schedule_buttons.on_click(action)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_action(action)

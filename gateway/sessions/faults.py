@@ -21,6 +21,7 @@ CRASHPOINTS = frozenset(
         "response_written",  # the response line reached the agent, delivery not recorded
         "delivery_recorded",  # delivery recorded, the agent's confirmation not yet seen
         "expiry_committed",  # an expiry is in the ledger, its "timed out" not yet written
+        "schedule_claimed",  # a scheduled run claimed (its row in), its session not yet made
     }
 )
 

@@ -1,9 +1,12 @@
 """``agent-gateway audit``: every interaction, as an auditor reads it (issue 17).
 
 One record per interaction opened since a date (of one project, or all): who asked (the
-agent of a session, and the person whose message started the turn), the content hash and a
-summary of what was asked, each vote (withdrawn ones too, with when), the decision and its
-three facts (decided, delivered, resolved), the expiry and the escalation.
+agent of a session, and the person whose message started the turn: a scheduled run's is
+"schedule S1 by alice"), the content hash and a summary of what was asked, each vote
+(withdrawn ones too, with when), the decision and its three facts (decided, delivered,
+resolved), the expiry and the escalation. Then one record per change of a schedule (issue
+35: made, paused, resumed, deleted, from chat or the config file), ``kind`` "schedule", its
+``title`` the change and ``asked_by`` who made it; the interaction's columns are empty.
 
 No answer text is exported: a decision names the questions it answered, as the audit log
 does (answers to secret questions are never stored at all: gateway/store/codec.py). The
@@ -40,7 +43,8 @@ def _read(conn: Conn, since: datetime, project: str | None) -> list[Record]:
     found = fetch_all(
         conn,
         "SELECT i.id, s.project, s.agent_kind, p.author_platform, p.author_user_id,"
-        " p.author_display FROM interactions i JOIN sessions s ON s.id = i.session_id"
+        " p.author_display, p.platform_message_id"
+        " FROM interactions i JOIN sessions s ON s.id = i.session_id"
         " LEFT JOIN turns t ON t.id = i.turn_id LEFT JOIN prompts p ON p.id = t.prompt_id"
         " WHERE i.created_at >= ? AND (CAST(? AS TEXT) IS NULL OR s.project = ?)"
         " ORDER BY i.created_at, i.id",
@@ -69,6 +73,9 @@ def _read(conn: Conn, since: datetime, project: str | None) -> list[Record]:
         asked_by = None
         if head["author_platform"] is not None:
             asked_by = f"{head['author_platform']}:{head['author_user_id']}"
+            scheduled = str(head["platform_message_id"] or "").split(":")
+            if scheduled[0] == "schedule" and len(scheduled) > 2:  # "schedule:ID:DUE"
+                asked_by = f"schedule S{scheduled[1]} by {asked_by}"
         decided = entries.get("interaction.decided")
         decided_details = json.loads(decided["details_json"]) if decided else {}
         escalated = entries.get(ESCALATED)
@@ -122,6 +129,57 @@ def _read(conn: Conn, since: datetime, project: str | None) -> list[Record]:
                 "open": interaction.state is InteractionState.PENDING,
             }
         )
+    return records + _schedule_changes(conn, since, project)
+
+
+_SCHEDULE_CHANGES = (
+    "schedule.created",
+    "schedule.paused",
+    "schedule.resumed",
+    "schedule.deleted",
+    "schedule.config_added",
+    "schedule.config_changed",
+    "schedule.config_removed",
+)
+
+
+def _schedule_changes(conn: Conn, since: datetime, project: str | None) -> list[Record]:
+    marks = ", ".join("?" for _ in _SCHEDULE_CHANGES)
+    rows = fetch_all(
+        conn,
+        f"SELECT id, at, actor, event, details_json FROM audit WHERE event IN ({marks})"
+        " AND at >= ? ORDER BY id",
+        (*_SCHEDULE_CHANGES, since.astimezone(UTC).isoformat(timespec="microseconds")),
+    )
+    schedules = {
+        int(row["id"]): row
+        for row in fetch_all(conn, "SELECT id, project, name, cron, zone, text FROM schedules")
+    }
+    by_name = {(row["project"], row["name"]): row for row in schedules.values() if row["name"]}
+    records: list[Record] = []
+    for row in rows:
+        details = json.loads(row["details_json"])
+        schedule = schedules.get(int(details.get("schedule") or 0)) or by_name.get(
+            (details.get("project"), details.get("name"))
+        )
+        if schedule is None or (project is not None and schedule["project"] != project):
+            continue
+        label = schedule["name"] or f"S{schedule['id']}"
+        how = f"every {schedule['cron']} ({schedule['zone']})" if schedule["cron"] else "once"
+        record: Record = {column: None for column in CSV_COLUMNS}
+        record.update(
+            votes=[],
+            answered=None,
+            open=False,
+            project=schedule["project"],
+            asked_by=row["actor"],
+            asked_at=row["at"],
+            kind="schedule",
+            title=f"{row['event']} {label}",
+            summary=f"{label}: {how}: {schedule['text']}"[:SUMMARY_CHARS],
+            state=row["event"].removeprefix("schedule."),
+        )
+        records.append(record)
     return records
 
 

@@ -611,6 +611,56 @@ _LEDGER_INDEXES = (
     "ALTER TABLE interactions ADD COLUMN pruned_hash TEXT",
 )
 
+# issue 35: scheduled work. A schedule is a row; a run is claimed by compare-and-set on its
+# stored next time, and its row (unique: the schedule and the due instant) is inserted in the
+# same transaction (gateway/store/schedules.py). Times are instants (UTC text), computed by the
+# scheduler's clock (gateway/clock.py), never by the database's. A deleted schedule keeps its
+# row (its runs and audit name it). ``name``: a config entry's stable id across hosts; NULL for
+# one made in chat.
+_SCHEDULES = (
+    """
+    CREATE TABLE schedules (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        project TEXT NOT NULL,
+        name TEXT,
+        cron TEXT,
+        zone TEXT NOT NULL,
+        text TEXT NOT NULL,
+        platform TEXT NOT NULL,
+        space TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        creator_platform TEXT NOT NULL,
+        creator_user_id TEXT NOT NULL,
+        creator_display TEXT NOT NULL,
+        session_name TEXT,
+        paused INTEGER NOT NULL DEFAULT 0 CHECK (paused IN (0, 1)),
+        next_at TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        deleted_at TEXT,
+        UNIQUE (project, name)
+    )
+    """,
+    "CREATE INDEX schedules_due ON schedules(next_at) WHERE deleted_at IS NULL AND paused = 0",
+    """
+    CREATE TABLE schedule_runs (
+        schedule_id INTEGER NOT NULL REFERENCES schedules(id),
+        due_at TEXT NOT NULL,
+        state TEXT NOT NULL
+            CHECK (state IN ('claimed', 'started', 'skipped', 'done', 'failed')),
+        reason TEXT,
+        text TEXT NOT NULL,
+        host TEXT,
+        session_id TEXT,
+        claimed_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        PRIMARY KEY (schedule_id, due_at)
+    )
+    """,
+    "CREATE INDEX schedule_runs_open ON schedule_runs(state) WHERE state IN ('claimed', 'started')",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -665,6 +715,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="indexes for pages, /pending, audit and pruning; a pruned interaction's hash",
         statements=_LEDGER_INDEXES,
     ),
+    Migration(version=21, name="schedules and their runs", statements=_SCHEDULES),
 )
 
 

@@ -28,6 +28,7 @@ from gateway.store.prompts import PromptQueue
 from gateway.store.readers import READERS, ReaderPool
 from gateway.store.requests import SessionRequests
 from gateway.store.retention import Retention
+from gateway.store.schedules import ScheduleBook
 from gateway.store.session_index import SessionIndex
 from gateway.store.session_settings import SessionSettings
 from gateway.store.sessions import SessionLedger
@@ -103,6 +104,7 @@ class Store:
         self.form_drafts = FormDraftLedger(db)
         self.requests = SessionRequests(db)  # a shared ledger only: commands between hosts
         self.escalations = Escalations(db)
+        self.schedules = ScheduleBook(db)  # issue 35: schedules and their runs
         self.grants = GrantBook(db)
         self.audit = AuditLog(db)
         self.clicks = ClickViews(db)

@@ -206,6 +206,24 @@ def _callback(messages: Messages, name: str) -> Callback:
             await messages.on_slash(interaction, name, mode)
 
         return mode
+    if name == "every":
+
+        async def every(interaction: discord.Interaction[Any], cron: str, text: str) -> None:
+            await messages.on_slash(interaction, name, cron, text)
+
+        return every
+    if name == "at":
+
+        async def at(interaction: discord.Interaction[Any], when: str, text: str) -> None:
+            await messages.on_slash(interaction, name, when, text)
+
+        return at
+    if name == "unschedule":
+
+        async def unschedule(interaction: discord.Interaction[Any], schedule: str) -> None:
+            await messages.on_slash(interaction, name, schedule)
+
+        return unschedule
     if name == "sessions":
 
         async def sessions(interaction: discord.Interaction[Any], page: str = "") -> None:

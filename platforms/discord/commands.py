@@ -161,6 +161,36 @@ COMMANDS: tuple[CommandSpec, ...] = (
         description="The agent's permission mode, or set one of the project's",
         options=(OptionSpec(name="mode", description="The mode, from /mode's list"),),
     ),
+    CommandSpec(
+        name="every",
+        description="Have the agent do something on a schedule",
+        options=(
+            OptionSpec(
+                name="cron",
+                description="Five cron fields (0 9 * * 1-5), @hourly, @daily, @weekly or weekdays",
+                required=True,
+            ),
+            OptionSpec(name="text", description="What the agent should do", required=True),
+        ),
+    ),
+    CommandSpec(
+        name="at",
+        description="Have the agent do something once, later",
+        options=(
+            OptionSpec(name="when", description="HH:MM, YYYY-MM-DD HH:MM or in 2h", required=True),
+            OptionSpec(name="text", description="What the agent should do", required=True),
+        ),
+    ),
+    CommandSpec(name="schedules", description="The project's schedules"),
+    CommandSpec(
+        name="unschedule",
+        description="Delete a schedule",
+        options=(
+            OptionSpec(
+                name="schedule", description="Its id, as /schedules lists it (S3)", required=True
+            ),
+        ),
+    ),
     CommandSpec(name="help", description="What the gateway understands"),
 )
 _BY_NAME = {spec.name: spec for spec in COMMANDS}

@@ -38,7 +38,10 @@ def manifest(
     slash: dict[str, Any] = {
         "command": command,
         "description": "Talk to the agent gateway: stop, new, status, help",
-        "usage_hint": "stop | new | status | pending | sessions | switch NAME|N | name TEXT | help",
+        "usage_hint": (
+            "stop | new | status | pending | sessions | switch NAME|N | name TEXT"
+            " | every CRON TEXT | at WHEN TEXT | schedules | help"
+        ),
         "should_escape": False,
     }
     events: dict[str, Any] = {"bot_events": list(BOT_EVENTS)}

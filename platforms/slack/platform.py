@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from collections import OrderedDict
 from collections.abc import AsyncGenerator
 from contextlib import AsyncExitStack
 from types import TracebackType
@@ -63,6 +64,7 @@ __all__ = ["QUEUED_REACTION", "SDK_LOGGERS", "SLACK_LIMITS", "SlackPlatform"]
 log = logging.getLogger(__name__)
 
 STOP_GRACE_SECONDS = 10.0
+_ZONES = 4096  # the people whose zone is remembered (users.info), the oldest forgotten past it
 PROBE_SECONDS = 1.0  # while Slack is unreachable, how often auth.test asks
 
 SLACK_LIMITS = PlatformLimits(
@@ -101,6 +103,7 @@ class SlackPlatform:
         self.bot_user_id = ""
         self.bot_name = ""  # the bot user's name: commands are spelled "@name /stop"
         self._stack = AsyncExitStack()
+        self._zones: OrderedDict[str, str | None] = OrderedDict()  # user id: Slack's tz
         self._tasks: asyncio.TaskGroup | None = None
         self._outbox: SlackOutbox | None = None
         self._lanes: Lanes | None = None
@@ -255,6 +258,24 @@ class SlackPlatform:
 
     def conversation_link(self, conversation: ConversationRef) -> str | None:
         return link_to(conversation)
+
+    async def time_zone(self, actor: Actor) -> str | None:
+        """The person's zone as Slack keeps it (``users.info``'s ``tz``), remembered; None
+        when Slack does not answer it."""
+        if actor.user_id in self._zones:
+            return self._zones[actor.user_id]
+        try:
+            found = await self.client.users_info(user=actor.user_id)
+        except Exception as exc:
+            if classify(exc) is None:
+                raise
+            log.info("slack: the zone of %s not read: %s", actor.user_id, exc)
+            return None
+        zone = str((found.get("user") or {}).get("tz") or "") or None
+        self._zones[actor.user_id] = zone
+        while len(self._zones) > _ZONES:
+            self._zones.popitem(last=False)
+        return zone
 
     async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
         """The DM with the person (``conversations.open``: a DM's id is not the user id)."""

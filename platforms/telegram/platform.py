@@ -101,6 +101,10 @@ MENU = (
     CommandName.NAME,
     CommandName.MODEL,  # issue 31
     CommandName.MODE,  # issue 31
+    CommandName.EVERY,  # issue 35: scheduled work
+    CommandName.AT,
+    CommandName.SCHEDULES,
+    CommandName.UNSCHEDULE,
 )
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 _SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits
