@@ -22,6 +22,7 @@ from gateway.config.model import Config
 from gateway.platform import PlatformLimits, connected
 from gateway.sessions.agents import AgentLauncher
 from gateway.sessions.engine import Gateway
+from gateway.transcription import Transcriber
 from platforms.console.platform import ConsolePlatform
 from platforms.outbox import Pacing
 from platforms.registry import parse_config
@@ -190,6 +191,7 @@ async def on_slack(
     limits: PlatformLimits = SLACK_LIMITS,
     http_socket: socket.socket | None = None,
     console: ConsolePlatform | None = None,
+    transcriber: Transcriber | None = None,
 ) -> AsyncIterator[OnSlack]:
     """The platform around the gateway, as ``agent-gateway run`` has them (with the web
     console beside it, if given)."""
@@ -207,7 +209,7 @@ async def on_slack(
             platforms["console"] = await stack.enter_async_context(console)
         await stack.enter_async_context(connected({"slack": slack}))
         gateway = await stack.enter_async_context(
-            Gateway(config, platforms=platforms, launcher=agents)
+            Gateway(config, platforms=platforms, launcher=agents, transcriber=transcriber)
         )
         if settings.mode == "socket":
             await fake.wait_for(lambda: fake.connected, DEADLINE)

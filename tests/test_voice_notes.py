@@ -13,15 +13,22 @@ from pathlib import Path
 import pytest
 
 from adapters.transcription import CommandTranscriber, HttpTranscriber
+from gateway.config.model import TranscriptionConfig
 from gateway.sessions.voice_notes import NOT_CONFIGURED
 from gateway.transcription import TranscriptionFailed
 from tests.codex_env import CodexHome
+from tests.platform_contract.discord_driver import DiscordDriver
 from tests.scripted_gateway import REQUESTS
 from tests.scripted_launcher import ScriptedLauncher
+from tests.servers.fake_discord import ALICE as DISCORD_ALICE
+from tests.servers.fake_discord import FakeDiscord
 from tests.servers.fake_responses import FakeResponses, message
+from tests.servers.fake_slack import FakeSlack
 from tests.servers.fake_telegram import FakeTelegram
 from tests.servers.fake_transcription import FakeTranscription
 from tests.servers.telegram_people import message_update, private_chat, voice_update
+from tests.slack_harness import ALICE as SLACK_ALICE
+from tests.slack_harness import on_slack, slack_config
 from tests.telegram_harness import ALICE, OnTelegram, on_telegram, telegram_config
 
 pytestmark = pytest.mark.timeout(120)
@@ -178,3 +185,43 @@ async def test_a_local_command_transcribes_and_one_that_fails_or_hangs_is_said(
         await CommandTranscriber((sys.executable, str(script), "hang"), timeout=0.5).transcribe(
             audio, "audio/ogg"
         )
+
+
+async def test_a_slack_audio_clip_is_transcribed_and_queued(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    launcher = ScriptedLauncher(REQUESTS)
+    async with FakeTranscription() as heard, FakeSlack() as fake:
+        heard.say(OGG, "run the linter please")
+        dm = fake.dm(SLACK_ALICE)
+        config = slack_config(
+            fake, tmp_path / "data", work_dir=work, slack="\n" + transcription_table(heard.url)
+        )
+        async with on_slack(config, fake, launcher, transcriber=transcriber(heard)):
+            await fake.say(SLACK_ALICE, dm.id, "", files=[("audio_message.m4a", OGG)])
+            echo = await fake.wait_for(
+                lambda: next((m.text for m in fake.messages(dm.id) if "echo:" in m.text), None)
+            )
+    texts = [m.text for m in fake.messages(dm.id)]
+    assert "🎤 run the linter please" in texts
+    assert texts.index("🎤 run the linter please") < texts.index(echo)  # shown, then queued
+    assert echo == "echo: run the linter please"
+
+
+async def test_a_discord_voice_message_is_transcribed_and_queued(tmp_path: Path) -> None:
+    async with FakeTranscription() as heard, FakeDiscord() as fake:
+        heard.say(OGG, "what broke in the build?")
+        driver = DiscordDriver(tmp_path, fake)
+        driver.config = driver.config.model_copy(
+            update={"transcription": TranscriptionConfig(url=heard.url, api_key=None)}
+        )
+        driver.transcriber = transcriber(heard)
+        dm = fake.dm(DISCORD_ALICE)
+        async with driver.running():
+            await fake.say(DISCORD_ALICE, dm, "", files=[("voice-message.ogg", OGG)])
+            echo = await fake.wait_for(
+                lambda: next((m for m in fake.messages(dm) if "echo:" in m.content), None)
+            )
+    said = [m.content for m in fake.messages(dm)]
+    assert "🎤 what broke in the build?" in said
+    assert echo.content == "echo: what broke in the build?"

@@ -28,13 +28,16 @@ _TIMEOUT = aiohttp.ClientTimeout(total=None, connect=10, sock_read=30)
 
 
 def attachments_of(attachments: Any) -> tuple[InboundAttachment, ...]:
-    """discord.py's ``Message.attachments`` as the gateway's attachments, in order."""
+    """discord.py's ``Message.attachments`` as the gateway's attachments, in order; a
+    voice message's (its ``duration_secs`` and ``waveform``) is a voice note (issue 34)."""
     return tuple(
         InboundAttachment(
             name=str(item.filename),
             reference=str(item.url),
             size=int(item.size) if item.size is not None else None,
             declared_type=str(item.content_type or ""),
+            voice=bool(item.is_voice_message()),
+            seconds=float(item.duration) if item.duration is not None else None,
         )
         for item in attachments
         if item.url

@@ -186,12 +186,19 @@ def files_of(event: dict[str, Any]) -> tuple[InboundAttachment, ...]:
         if not isinstance(item, dict) or not item.get("id"):
             continue
         size = item.get("size")
+        declared = str(item.get("mimetype") or "")
+        # an audio clip recorded in Slack (subtype slack_audio), or an audio file: a voice
+        # note, transcribed (issue 34); its length in duration_ms where Slack gives it
+        spoken = item.get("subtype") == "slack_audio" or declared.startswith("audio/")
+        length = item.get("duration_ms")
         found.append(
             InboundAttachment(
                 name=str(item.get("name") or item.get("title") or item["id"]),
                 reference=str(item["id"]),
                 size=size if isinstance(size, int) and size >= 0 else None,
-                declared_type=str(item.get("mimetype") or ""),
+                declared_type=declared,
+                voice=spoken,
+                seconds=length / 1000 if isinstance(length, int | float) else None,
             )
         )
     return tuple(found)

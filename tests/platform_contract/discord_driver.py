@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from gateway.domain import InteractionRequest
 from gateway.platform import connected
 from gateway.sessions.engine import Gateway
+from gateway.transcription import Transcriber
 from platforms.discord.config import DiscordConfig
 from platforms.discord.platform import DISCORD_LIMITS, DiscordPlatform
 from platforms.registry import parse_config
@@ -59,6 +60,7 @@ class DiscordDriver(Driver):
         fake.add_person(CAROL)
         self.escalations = fake.add_channel(ESCALATIONS, "escalations")
         self.thread: str | None = None
+        self.transcriber: Transcriber | None = None  # voice notes (issue 34)
         self.work_dir = tmp_path / "work"
         self.work_dir.mkdir()
         self.config = parse_config(
@@ -94,7 +96,12 @@ gateway_url = "{fake.gateway_url}"
         platforms = {"discord": platform}
         async with (
             connected(platforms),  # type: ignore[arg-type]
-            Gateway(self.config, platforms=platforms, launcher=self.launcher) as gateway,  # type: ignore[arg-type]
+            Gateway(
+                self.config,
+                platforms=platforms,  # type: ignore[arg-type]
+                launcher=self.launcher,
+                transcriber=self.transcriber,
+            ) as gateway,
         ):
             yield gateway
 

@@ -338,7 +338,7 @@ class FakeDiscord:
             f"http://127.0.0.1:{self.port}/attachments/{channel.id}/{attachment_id}/{quoted}"
             f"?ex=6a000000&is=69f00000&hm={signature}&"
         )
-        return {
+        attached: dict[str, Any] = {
             "id": attachment_id,
             "filename": name,
             "size": len(data),
@@ -346,6 +346,9 @@ class FakeDiscord:
             "proxy_url": url,
             "content_type": "application/octet-stream",
         }
+        if name == "voice-message.ogg":  # recorded in Discord: a voice message's attachment
+            attached.update(content_type="audio/ogg", duration_secs=2.5, waveform="AAAA")
+        return attached
 
     async def _cdn_file(self, request: web.Request) -> web.StreamResponse:
         attachment_id = request.match_info["aid"]

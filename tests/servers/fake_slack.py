@@ -949,7 +949,7 @@ class FakeSlack:
         file_id = f"F0SHARE{len(self.shared) + 1:04d}"
         self.shared[file_id] = (name, content)
         url = f"{self.origin}/files-pri/{file_id}/{urllib.parse.quote(name, safe='')}"
-        return {
+        shared: dict[str, Any] = {
             "id": file_id,
             "name": name,
             "title": name,
@@ -958,6 +958,9 @@ class FakeSlack:
             "url_private": url,
             "url_private_download": f"{url}?download=1",
         }
+        if name.startswith("audio_message"):  # a clip recorded in Slack, as Slack shares it
+            shared.update(mimetype="audio/mp4", subtype="slack_audio", duration_ms=3200)
+        return shared
 
     def _m_files_info(self, p: dict[str, Any]) -> dict[str, Any]:
         file_id = str(p.get("file") or "")
