@@ -14,7 +14,7 @@ import pytest
 
 from adapters.transcription import CommandTranscriber, HttpTranscriber
 from gateway.config.model import TranscriptionConfig
-from gateway.sessions.voice_notes import NOT_CONFIGURED
+from gateway.sessions.voice_notes import NOT_CONFIGURED, NOTHING_TO_TRANSCRIBE
 from gateway.transcription import TranscriptionFailed
 from tests.codex_env import CodexHome
 from tests.platform_contract.discord_driver import DiscordDriver
@@ -148,16 +148,26 @@ async def test_a_failed_or_too_long_voice_note_is_said_and_nothing_is_sent(
         async with on_telegram(
             config, fake_telegram, launcher, transcriber=transcriber(heard)
         ) as tg:
+            chat = private_chat(ALICE)
+            await tg.fake.push(message_update(fake_telegram, chat, ALICE, "/transcribe"))
+            await tg.bot_message(ALICE.id, lambda m: m.text == NOTHING_TO_TRANSCRIBE)
             heard.fail_with = 503
             await voice(tg, OGG)
             failed = await tg.bot_message(ALICE.id, lambda m: "could not be turned" in m.text)
             await voice(tg, OGG + b"long", duration=600)
             long = await tg.bot_message(ALICE.id, lambda m: "long; the limit" in m.text)
+            assert launcher.prompts == []
+            heard.fail_with = None  # the service is back: /transcribe tries the note again
+            heard.say(OGG, "try the build again")
+            await tg.fake.push(message_update(fake_telegram, chat, ALICE, "/transcribe"))
+            await tg.bot_message(ALICE.id, lambda m: m.text == "echo: try the build again")
+    assert "🎤 try the build again" in tg.texts(ALICE.id)
     assert "the transcription service answered 503" in failed.text
+    assert "/transcribe tries again" in failed.text
     [kept] = (work / INBOX).glob("voice-*")
     assert str(kept) in failed.text and kept.read_bytes() == OGG  # kept, to send again
     assert "This voice note is 10 min long; the limit is 1 min" in long.text
-    assert len(heard.heard) == 1 and launcher.prompts == []
+    assert len(heard.heard) == 2 and [p.text for p in launcher.prompts] == ["try the build again"]
 
 
 async def test_a_local_command_transcribes_and_one_that_fails_or_hangs_is_said(

@@ -67,6 +67,7 @@ class CommandName(StrEnum):
     AT = "at"
     SCHEDULES = "schedules"
     UNSCHEDULE = "unschedule"
+    TRANSCRIBE = "transcribe"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -134,6 +135,11 @@ COMMANDS: tuple[CommandInfo, ...] = (
     ),
     CommandInfo(name=CommandName.SCHEDULES, args="", description="the project's schedules"),
     CommandInfo(name=CommandName.UNSCHEDULE, args="ID", description="delete a schedule"),
+    CommandInfo(
+        name=CommandName.TRANSCRIBE,
+        args="",
+        description="turn your last voice note into text again, after it failed",
+    ),
     CommandInfo(name=CommandName.HELP, args="", description="this list"),
 )
 _INFO = {info.name: info for info in COMMANDS}

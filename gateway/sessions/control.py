@@ -400,6 +400,11 @@ class Control:
             message, parsed = spoken, ChatPrompt(text=spoken.text)
         else:
             parsed = parse_chat_text(message.text)
+            if isinstance(parsed, ControlCommand) and parsed.name is CommandName.TRANSCRIBE:
+                again = await self._voice.again(message)  # a voice note that failed, again
+                if again is None:
+                    return
+                message, parsed = again, ChatPrompt(text=again.text)
         if message.attachments and not isinstance(parsed, ChatPrompt | NotForUs):
             await self._reply(conversation, FILES_WITH_A_COMMAND)
             return

@@ -21,7 +21,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 
-from gateway.attachments import InboundAttachment
+from gateway.attachments import InboundAttachment, SavedFile
 from gateway.config.model import Config, TranscriptionConfig
 from gateway.domain import ConversationRef
 from gateway.errors import FileRefused
@@ -30,7 +30,7 @@ from gateway.sessions.file_fetch import save_attachments
 from gateway.sessions.upload_inbox import UploadInbox
 from gateway.transcription import Transcriber, TranscriptionFailed
 
-__all__ = ["NOT_CONFIGURED", "VoiceNotes"]
+__all__ = ["NOTHING_TO_TRANSCRIBE", "NOT_CONFIGURED", "VoiceNotes"]
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,7 @@ NOT_CONFIGURED = (
     "docs/configuration.md). Type your message instead."
 )
 REMEMBERED = 4096  # conversations told that voice is off (bounded, in memory)
+NOTHING_TO_TRANSCRIBE = "🎤 No voice note of yours here is waiting to be turned into text."
 REPLY_CHARS = 3000  # a longer transcript is sent as plain texts, split to the platform's size
 
 Reply = Callable[[ConversationRef, str], Awaitable[None]]
@@ -62,6 +63,9 @@ class VoiceNotes:
         self._platforms = platforms
         self._reply = reply
         self._told_off: OrderedDict[ConversationRef, None] = OrderedDict()
+        # a note whose transcription failed, by conversation and person: /transcribe
+        self._failed: OrderedDict[tuple[ConversationRef, str], tuple[InboundMessage, SavedFile]]
+        self._failed = OrderedDict()
 
     async def transcribed(self, message: InboundMessage, project: str) -> InboundMessage | None:
         """``message`` with its voice notes turned into its text (their files removed), or
@@ -124,15 +128,42 @@ class VoiceNotes:
         except FileRefused as exc:
             await self._reply(conversation, f"🎤 {exc}")
             return None
+        return await self._transcribe(message, saved)
+
+    async def again(self, message: InboundMessage) -> InboundMessage | None:
+        """``/transcribe``: the person's last voice note here whose transcription failed,
+        transcribed again; the message it came with, with the transcript as its text."""
+        key = (message.conversation, message.actor.key())
+        failed = self._failed.get(key)
+        if failed is None or self._transcriber is None:
+            await self._reply(message.conversation, NOTHING_TO_TRANSCRIBE)
+            return None
+        original, saved = failed
+        text = await self._transcribe(original, saved)
+        if text is None:
+            return None
+        del self._failed[key]
+        words = [original.text.strip(), text]
+        return dataclasses.replace(
+            original,
+            text="\n\n".join(w for w in words if w),
+            attachments=tuple(a for a in original.attachments if not a.voice),
+        )
+
+    async def _transcribe(self, message: InboundMessage, saved: SavedFile) -> str | None:
+        conversation = message.conversation
         assert self._transcriber is not None
         try:
             text = await self._transcriber.transcribe(saved.path, saved.media_type)
         except TranscriptionFailed as exc:
             log.info("a voice note was not transcribed: %s", exc)
+            self._failed[(conversation, message.actor.key())] = (message, saved)
+            if len(self._failed) > REMEMBERED:
+                self._failed.popitem(last=False)
             await self._reply(
                 conversation,
                 f"🎤 The voice note could not be turned into text: {exc}. Nothing was sent to "
-                f"the agent; the recording is kept at {saved.path}.",
+                f"the agent; the recording is kept at {saved.path}: /transcribe tries again.",
             )
             return None
         if not text:

@@ -68,6 +68,9 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec(name="pending", description="The requests waiting for a decision"),
     CommandSpec(name="compact", description="Have the agent compact its context"),
     CommandSpec(
+        name="transcribe", description="Turn your last voice note into text again, after it failed"
+    ),
+    CommandSpec(
         name="approve",
         description="Approve a waiting request (as its card's button would)",
         options=(

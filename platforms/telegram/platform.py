@@ -105,6 +105,7 @@ MENU = (
     CommandName.AT,
     CommandName.SCHEDULES,
     CommandName.UNSCHEDULE,
+    CommandName.TRANSCRIBE,  # issue 34: a voice note again
 )
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 _SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits
