@@ -123,12 +123,13 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
         module.ProjectConfig,
         module.AgentOptions,
         module.ExpiryPolicy,
+        module.SendFilePolicy,
         module.PlatformAuth,
         PolicyRule,
         *(PLATFORMS.table(name).model for name in PLATFORMS.names()),
     ]
     keys = {key for model in models for key in model.model_fields}
-    keys -= {"agent_options", "env", "expiry", "auth", "policy"}  # tables, as headers
+    keys -= {"agent_options", "env", "expiry", "auth", "policy", "send_file"}  # tables
     assert keys - written == set()
 
 
