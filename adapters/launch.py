@@ -25,6 +25,7 @@ from adapters.codex_exec_process import CodexExecSettings
 from adapters.codex_exec_session import CodexExecSession
 from adapters.codex_launch import codex_app_server_argv
 from adapters.jsonrpc import ErrorResponse, JsonRpcPeer, Response
+from adapters.mcp_config import codex_mcp_servers
 from adapters.opencode import basic_auth
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
@@ -33,7 +34,7 @@ from gateway.config.model import ProjectConfig, read_password
 from gateway.domain import AgentKind
 from gateway.errors import AgentStartError, ConfigError
 from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
-from gateway.sessions.agents import RunningAgent
+from gateway.sessions.agents import GatewayMcpServer, RunningAgent
 
 __all__ = [
     "ConfiguredLauncher",
@@ -95,11 +96,16 @@ class ConfiguredLauncher:
         self._stop_grace = stop_grace_seconds
 
     def codec_and_argv(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> tuple[AgentCodec, list[str]]:
         options = project.agent_options
         if project.agent is AgentKind.CODEX_APP_SERVER:
             codec = CodexAppServerCodec(
+                mcp_servers=None if mcp_server is None else codex_mcp_servers(mcp_server),
                 cwd=str(project.work_dir),
                 approval_policy=options.approval_policy.value,
                 sandbox=options.sandbox.value,
@@ -139,13 +145,19 @@ class ConfiguredLauncher:
         )
 
     def launch(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AbstractAsyncContextManager[RunningAgent]:
         if project.agent is AgentKind.CODEX_EXEC:
             return self._launch_exec(project, resume_native_id=resume_native_id)
         if project.agent is AgentKind.OPENCODE:
             return self._launch_opencode(project, resume_native_id=resume_native_id)
-        return self._launch_runtime(project, resume_native_id=resume_native_id)
+        return self._launch_runtime(
+            project, resume_native_id=resume_native_id, mcp_server=mcp_server
+        )
 
     @asynccontextmanager
     async def _launch_exec(
@@ -212,10 +224,16 @@ class ConfiguredLauncher:
 
     @asynccontextmanager
     async def _launch_runtime(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AsyncIterator[RunningAgent]:
         try:
-            codec, argv = self.codec_and_argv(project, resume_native_id=resume_native_id)
+            codec, argv = self.codec_and_argv(
+                project, resume_native_id=resume_native_id, mcp_server=mcp_server
+            )
         except ConfigError as exc:
             raise AgentStartError(str(exc)) from exc
         env = self._env(project)

@@ -72,7 +72,8 @@ async def channel(tmp_path: Path) -> AsyncIterator[tuple[SendFileChannel, Record
     desk = RecordingDesk()
     data_dir = tmp_path / "d"
     data_dir.mkdir(mode=0o700)
-    async with SendFileChannel(data_dir / SOCKET_NAME, SendFileTokens(), desk) as served:
+    async with SendFileChannel(data_dir, SendFileTokens(), desk) as served:
+        assert served.socket_path == data_dir / SOCKET_NAME
         yield served, desk
 
 

@@ -23,19 +23,26 @@ import hashlib
 import logging
 import os
 import secrets
+import sys
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+import gateway
 from gateway.errors import MalformedMessage, StoreError
 from gateway.send_file_wire import (
+    ENV_SOCKET,
+    ENV_TOKEN,
     MAX_LINE_BYTES,
+    SOCKET_NAME,
     SendFileAnswer,
     SendFileCall,
     decode_call,
     encode_answer,
 )
+from gateway.sessions.agents import GatewayMcpServer
 
 __all__ = [
     "CALL_READ_SECONDS",
@@ -44,6 +51,7 @@ __all__ = [
     "SendFileChannel",
     "SendFileHandler",
     "SendFileTokens",
+    "mcp_command",
 ]
 
 log = logging.getLogger(__name__)
@@ -99,22 +107,53 @@ class SendFileTokens:
         return len(self._live)
 
 
+def mcp_command() -> tuple[tuple[str, ...], dict[str, str]]:
+    """How an agent starts ``agent-gateway mcp``: this Python, this gateway's code (its
+    import root on PYTHONPATH, so the MCP server is the same version as the gateway)."""
+    root = Path(gateway.__file__).resolve().parents[1]
+    return (sys.executable, "-m", "gateway", "mcp"), {"PYTHONPATH": str(root)}
+
+
+def _socket_path(data_dir: Path) -> tuple[Path, Path | None]:
+    """``send_file.sock`` in the data dir; where that path is too long for a Unix socket, in
+    a private (0700) directory of the system's temporary dir (removed at the end)."""
+    path = data_dir / SOCKET_NAME
+    if len(os.fsencode(path)) < _SUN_PATH_MAX:
+        return path, None
+    private = Path(tempfile.mkdtemp(prefix="agent-gateway-"))
+    path = private / SOCKET_NAME
+    if len(os.fsencode(path)) >= _SUN_PATH_MAX:
+        os.rmdir(private)
+        raise StoreError(
+            f"no place for the send_file socket: {data_dir} and {private.parent} are too "
+            "long for a Unix socket path"
+        )
+    log.info("send_file: the data dir's path is too long for a socket; using %s", path)
+    return path, private
+
+
 class SendFileChannel:
     """The Unix socket server, for as long as the ``async with`` lasts."""
 
-    def __init__(self, socket_path: Path, tokens: SendFileTokens, handler: SendFileHandler) -> None:
-        if len(os.fsencode(socket_path)) >= _SUN_PATH_MAX:
-            raise StoreError(
-                f"the send_file socket {socket_path} is longer than a Unix socket path may be "
-                f"({_SUN_PATH_MAX - 1} bytes): choose a shorter data dir"
-            )
-        self.socket_path = socket_path
+    def __init__(self, data_dir: Path, tokens: SendFileTokens, handler: SendFileHandler) -> None:
+        self._data_dir = data_dir
+        self.socket_path = data_dir / SOCKET_NAME
+        self._private_dir: Path | None = None
         self.tokens = tokens
         self._handler = handler
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
 
+    def mcp_server_for(self, session_id: str) -> tuple[GatewayMcpServer, str]:
+        """The MCP server entry for a new agent process of ``session_id``, and its token
+        (revoke it when the process ends)."""
+        token = self.tokens.issue(session_id)
+        command, env = mcp_command()
+        env = {**env, ENV_SOCKET: str(self.socket_path), ENV_TOKEN: token}
+        return GatewayMcpServer(name="agent-gateway", command=command, env=env), token
+
     async def __aenter__(self) -> SendFileChannel:
+        self.socket_path, self._private_dir = _socket_path(self._data_dir)
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()  # left by a gateway that crashed; the data dir lock is ours
         old_umask = os.umask(0o177)
@@ -146,6 +185,9 @@ class SendFileChannel:
             await server.wait_closed()
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
+        if self._private_dir is not None:
+            with contextlib.suppress(OSError):
+                self._private_dir.rmdir()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
