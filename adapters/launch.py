@@ -9,11 +9,13 @@ starts it through the one stdio runtime.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from adapters.acp import AcpCodec
@@ -24,8 +26,13 @@ from adapters.codex_app_server import CodexAppServerCodec
 from adapters.codex_exec_process import CodexExecSettings
 from adapters.codex_exec_session import CodexExecSession
 from adapters.codex_launch import codex_app_server_argv
-from adapters.jsonrpc import ErrorResponse, JsonRpcPeer, Response
-from adapters.mcp_config import codex_mcp_servers
+from adapters.jsonrpc import ErrorResponse, JsonObject, JsonRpcPeer, Response
+from adapters.mcp_config import (
+    acp_mcp_servers,
+    claude_allowed_tools,
+    claude_mcp_config,
+    codex_mcp_servers,
+)
 from adapters.opencode import basic_auth
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
@@ -83,6 +90,19 @@ class RuntimeAgent:
         await self._runtime.stop()
 
 
+@contextlib.contextmanager
+def _private_json(value: JsonObject) -> Iterator[str]:
+    """A 0600 file holding ``value`` for as long as the agent runs (it holds a token)."""
+    fd, path = tempfile.mkstemp(prefix="agent-gateway-mcp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(value, file)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
 class ConfiguredLauncher:
     def __init__(
         self,
@@ -101,6 +121,7 @@ class ConfiguredLauncher:
         *,
         resume_native_id: str | None,
         mcp_server: GatewayMcpServer | None = None,
+        mcp_config_file: str | None = None,
     ) -> tuple[AgentCodec, list[str]]:
         options = project.agent_options
         if project.agent is AgentKind.CODEX_APP_SERVER:
@@ -124,15 +145,24 @@ class ConfiguredLauncher:
                 permission_mode=options.permission_mode.value,
                 allow_dangerous=options.allow_dangerous,
                 model=options.model,
-                allowed_tools=options.allowed_tools,
+                allowed_tools=(
+                    options.allowed_tools
+                    if mcp_server is None or mcp_config_file is None
+                    else (*options.allowed_tools, *claude_allowed_tools(mcp_server))
+                ),
                 disallowed_tools=options.disallowed_tools,
                 extra_args=options.extra_args,
+                mcp_config=mcp_config_file,
             )
             if resume_native_id is not None:
                 launch = launch.resumed(resume_native_id)
             return ClaudeCodeCodec(launch, cwd=str(project.work_dir)), launch.argv()
         if project.agent is AgentKind.ACP:
-            codec_acp = AcpCodec(cwd=str(project.work_dir), resume_session_id=resume_native_id)
+            codec_acp = AcpCodec(
+                cwd=str(project.work_dir),
+                resume_session_id=resume_native_id,
+                mcp_servers=None if mcp_server is None else acp_mcp_servers(mcp_server),
+            )
             return codec_acp, list(project.argv())
         raise ConfigError(f"agent {project.agent.value} cannot be started by this gateway yet")
 
@@ -230,21 +260,30 @@ class ConfiguredLauncher:
         resume_native_id: str | None,
         mcp_server: GatewayMcpServer | None = None,
     ) -> AsyncIterator[RunningAgent]:
-        try:
-            codec, argv = self.codec_and_argv(
-                project, resume_native_id=resume_native_id, mcp_server=mcp_server
+        with contextlib.ExitStack() as files:
+            config_file = None
+            if mcp_server is not None and project.agent is AgentKind.CLAUDE_CODE:
+                config_file = files.enter_context(_private_json(claude_mcp_config(mcp_server)))
+            try:
+                codec, argv = self.codec_and_argv(
+                    project,
+                    resume_native_id=resume_native_id,
+                    mcp_server=mcp_server,
+                    mcp_config_file=config_file,
+                )
+            except ConfigError as exc:
+                raise AgentStartError(str(exc)) from exc
+            env = self._env(project)
+            spec = ProcessSpec(
+                argv=argv,
+                cwd=project.work_dir,
+                env=env,
+                stop_grace_seconds=self._stop_grace,
             )
-        except ConfigError as exc:
-            raise AgentStartError(str(exc)) from exc
-        env = self._env(project)
-        spec = ProcessSpec(
-            argv=argv,
-            cwd=project.work_dir,
-            env=env,
-            stop_grace_seconds=self._stop_grace,
-        )
-        async with AgentRuntime(spec, codec, handshake_timeout=self._handshake_timeout) as runtime:
-            yield RuntimeAgent(runtime)
+            async with AgentRuntime(
+                spec, codec, handshake_timeout=self._handshake_timeout
+            ) as runtime:
+                yield RuntimeAgent(runtime)
 
     async def end_leftover(self, *, pid: int, pgid: int | None, start_time: int | None) -> str:
         if start_time is None:

@@ -167,3 +167,29 @@ async def test_a_dotfile_is_asked_about_and_a_refusal_is_what_the_model_reads(
         assert "chose not to send .env" in done.text
     sent = fake_telegram.bot_messages(ALICE.id)
     assert not [m for m in sent if m.document is not None or m.photo is not None]
+
+
+async def test_after_a_gateway_restart_the_resumed_thread_still_has_send_file(
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    fake_telegram: FakeTelegram,
+    tmp_path: Path,
+) -> None:
+    (codex_home.workspace / "chart.png").write_bytes(PNG)
+    (codex_home.workspace / "report.txt").write_text("all green\n")
+    fake_model.enqueue(
+        send_file_turn("chart.png"),  # type: ignore[arg-type]
+        send_file_turn("report.txt"),  # type: ignore[arg-type]
+    )
+    config = config_for(fake_telegram, codex_home, codex_bin, tmp_path)
+    async with on_telegram(config, fake_telegram) as tg:
+        await tg.say(ALICE, "send me the chart")
+        await tg.bot_message(ALICE.id, lambda m: m.text.endswith("(72 bytes) to the chat"))
+    async with on_telegram(config, fake_telegram) as tg:  # a new gateway, a new Codex process
+        await tg.say(ALICE, "and the report")
+        document = await tg.bot_message(ALICE.id, lambda m: m.document is not None)
+        assert document.document == ("report.txt", b"all green\n")
+        await tg.bot_message(ALICE.id, lambda m: m.text.endswith("(10 bytes) to the chat"))
+    last = fake_model.model_requests()[-1]
+    assert "send me the chart" in last.user_texts()  # the thread was resumed, not a new one

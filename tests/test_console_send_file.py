@@ -1,0 +1,68 @@
+"""send_file on the console, with the real Codex: a picture the agent sends is shown inline
+in the session's page and can be downloaded; anything else is a download link."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.codex_env import CodexHome
+from tests.console_harness import CONSOLE_TABLES, client, console_gateway, logged_in
+from tests.gateway_harness import ALICE, ROOM, gateway_config
+from tests.servers.fake_responses import FakeResponses
+from tests.test_telegram_send_file import PNG, send_file_turn
+
+pytestmark = [pytest.mark.real_agent("codex"), pytest.mark.timeout(120)]
+
+
+async def test_a_picture_is_shown_inline_and_a_log_is_a_download(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    (codex_home.workspace / "chart.png").write_bytes(PNG)
+    (codex_home.workspace / "build.log").write_text("ok\n")
+    fake_model.enqueue(
+        send_file_turn("chart.png", "the chart"),  # type: ignore[arg-type]
+        send_file_turn("build.log"),  # type: ignore[arg-type]
+    )
+    config = gateway_config(codex_bin, codex_home, tmp_path / "d", extra=CONSOLE_TABLES)
+    async with console_gateway(config) as running:
+        await running.memory.say(ROOM, ALICE, "send me the chart")
+        await running.memory.wait_for(
+            lambda: any(t.endswith("(72 bytes) to the chat") for t in running.memory.texts(ROOM))
+        )
+        await running.memory.say(ROOM, ALICE, "and the log")
+        await running.memory.wait_for(
+            lambda: any(t.endswith("(3 bytes) to the chat") for t in running.memory.texts(ROOM))
+        )
+        [session] = await running.gateway.store.sessions.list_sessions()
+        [picture, log] = [
+            m
+            for m in running.console.feed.messages(
+                [
+                    c
+                    for c in await running.gateway.store.sessions.list_bindings(session.id)
+                    if c.platform == "console"
+                ]
+            )
+            if m.file is not None
+        ]
+        async with client() as http:
+            await logged_in(http, running)
+            async with http.get(f"{running.console.url}s/{session.id}") as response:
+                page = await response.text()
+            assert f'<img class="sent-file" src="/f/{picture.id}" alt="chart.png">' in page
+            assert f'href="/f/{log.id}?download=1" download="build.log">📎 build.log</a>' in page
+            assert "the chart" in page  # the caption
+            async with http.get(f"{running.console.url}f/{picture.id}") as response:
+                assert response.status == 200
+                assert await response.read() == PNG
+                assert response.headers["Content-Type"] == "image/png"
+                assert response.headers["X-Content-Type-Options"] == "nosniff"
+            async with http.get(f"{running.console.url}f/{log.id}") as response:
+                assert await response.read() == b"ok\n"
+                assert response.headers["Content-Type"] == "application/octet-stream"
+                assert response.headers["Content-Disposition"].startswith("attachment;")
+        async with client() as stranger:  # not logged in: nothing
+            async with stranger.get(f"{running.console.url}f/{picture.id}") as response:
+                assert await response.read() != PNG
