@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from platforms.memory.platform import MemoryPlatform
 from tests.codex_env import CodexHome
 from tests.console_harness import CONSOLE_TABLES, client, console_gateway, logged_in
 from tests.gateway_harness import ALICE, ROOM, gateway_config
@@ -66,3 +67,31 @@ async def test_a_picture_is_shown_inline_and_a_log_is_a_download(
         async with client() as stranger:  # not logged in: nothing
             async with stranger.get(f"{running.console.url}f/{picture.id}") as response:
                 assert await response.read() != PNG
+
+
+async def test_too_large_for_one_platform_the_person_sees_a_line_and_the_agent_is_told(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    (codex_home.workspace / "chart.png").write_bytes(PNG)
+    fake_model.enqueue(send_file_turn("chart.png"))  # type: ignore[arg-type]
+    memory = MemoryPlatform()
+    memory.file_max_bytes = 10
+    config = gateway_config(codex_bin, codex_home, tmp_path / "d", extra=CONSOLE_TABLES)
+    async with console_gateway(config, memory=memory) as running:
+        await running.memory.say(ROOM, ALICE, "send me the chart")
+        told = await running.memory.wait_for(
+            lambda: next((t for t in memory.texts(ROOM) if "The tool said" in t), None)
+        )
+        assert told.endswith(
+            "The tool said: sent chart.png (72 bytes) to the chat; not to memory: "
+            "72 bytes is more than the 10 bytes it takes"
+        )
+        assert (
+            "📎 The agent sent chart.png (72 bytes): not shown here, 72 bytes is more than "
+            "the 10 bytes it takes." in memory.texts(ROOM)
+        )
+        assert not [m for m in memory.messages(ROOM) if m.file is not None]
+        [session] = await running.gateway.store.sessions.list_sessions()
+        bound = await running.gateway.store.sessions.list_bindings(session.id)
+        shown = running.console.feed.messages([c for c in bound if c.platform == "console"])
+        assert [m.file.name for m in shown if m.file is not None] == ["chart.png"]
