@@ -34,7 +34,7 @@ async def test_claude_sends_a_picture_with_no_card_of_its_own(
     )
     async with running_gateway(claude_config(claude_bin, claude_home, tmp_path / "d")) as gw:
         await gw.memory.say(ROOM, ALICE, "send me the chart")
-        reply = await gw.text_where(lambda text: "The tool said" in text)
+        reply = await gw.text_where(lambda text: text.endswith("to the chat"))
         # the turn shows the tool's line, then what the model read
         assert reply.endswith(
             "✓ mcp__agent-gateway__send_file\n\n"
@@ -57,7 +57,7 @@ async def test_claude_reads_why_a_link_out_of_the_work_dir_is_refused(
     fake_anthropic.enqueue([fm.tool_use(TOOL, {"path": "notes.txt"}), fm.text(said)])
     async with running_gateway(claude_config(claude_bin, claude_home, tmp_path / "d")) as gw:
         await gw.memory.say(ROOM, ALICE, "send me the notes")
-        reply = await gw.text_where(lambda text: "The tool said" in text)
+        reply = await gw.text_where(lambda text: text.endswith("can be sent"))
         assert (
             "The tool said: not sent: notes.txt is outside this session's working directory"
             in reply

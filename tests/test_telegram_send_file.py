@@ -35,20 +35,25 @@ def config_for(
     )
 
 
-def tool_text(request: ModelRequest) -> str:
-    """What the model read of the last tool call: Codex hands an MCP tool's result back as
-    content items, the text after its own "Wall time: ... Output:" lines."""
-    output = request.tool_output() or ""
+def tool_text(output: str) -> str:
+    """What the model read of an MCP tool's result, unwrapped: Codex hands it back as
+    content items (app-server: its own "Wall time: ... Output:" lines first; codex-acp: the
+    MCP content items as JSON text)."""
     try:
         items = json.loads(output)
     except ValueError:
+        rest = output.rsplit("Output:", 1)[-1].strip()
+        return tool_text(rest) if rest != output else rest
+    if isinstance(items, str):
+        return tool_text(items)
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         return output
-    texts = [i.get("text", "") for i in items if isinstance(i, dict)]
-    return "\n".join(texts)
+    joined = "".join(str(i.get("text", "")) for i in items)
+    return tool_text(joined.rsplit("Output:", 1)[-1].strip())
 
 
 def said(request: ModelRequest) -> str:
-    return f"The tool said: {tool_text(request).rsplit('Output:', 1)[-1].strip()}"
+    return f"The tool said: {tool_text(request.tool_output() or '')}"
 
 
 def send_file_turn(path: str, caption: str | None = None) -> tuple[object, ...]:
