@@ -31,7 +31,10 @@ from adapters.mcp_config import (
     acp_mcp_servers,
     claude_allowed_tools,
     claude_mcp_config,
+    codex_exec_overrides,
     codex_mcp_servers,
+    opencode_config_content,
+    opencode_tool_name,
 )
 from adapters.opencode import basic_auth
 from adapters.process_group import end_leftover_process_group
@@ -182,18 +185,31 @@ class ConfiguredLauncher:
         mcp_server: GatewayMcpServer | None = None,
     ) -> AbstractAsyncContextManager[RunningAgent]:
         if project.agent is AgentKind.CODEX_EXEC:
-            return self._launch_exec(project, resume_native_id=resume_native_id)
+            return self._launch_exec(
+                project, resume_native_id=resume_native_id, mcp_server=mcp_server
+            )
         if project.agent is AgentKind.OPENCODE:
-            return self._launch_opencode(project, resume_native_id=resume_native_id)
+            return self._launch_opencode(
+                project, resume_native_id=resume_native_id, mcp_server=mcp_server
+            )
         return self._launch_runtime(
             project, resume_native_id=resume_native_id, mcp_server=mcp_server
         )
 
     @asynccontextmanager
     async def _launch_exec(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AsyncIterator[RunningAgent]:
         options = project.agent_options
+        env = self._env(project)
+        overrides: dict[str, str | int | list[str]] = {}
+        if mcp_server is not None:
+            overrides, server_env = codex_exec_overrides(mcp_server)
+            env.update(server_env)
         try:
             settings = CodexExecSettings(
                 command=project.argv(),
@@ -201,12 +217,13 @@ class ConfiguredLauncher:
                 sandbox=options.sandbox.value,
                 model=options.model,
                 enable=options.features,
+                config=overrides or None,
             )
         except ConfigError as exc:
             raise AgentStartError(str(exc)) from exc
         async with CodexExecSession(
             settings,
-            env=self._env(project),
+            env=env,
             thread_id=resume_native_id,
             stop_grace_seconds=self._stop_grace,
         ) as session:
@@ -214,16 +231,28 @@ class ConfiguredLauncher:
 
     @asynccontextmanager
     async def _launch_opencode(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AsyncIterator[RunningAgent]:
         # imported here: `agent-gateway check` (probe_version) must not load aiohttp
         from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
 
         options = project.agent_options
+        env = self._env(project)
+        if mcp_server is not None and options.url is None:  # a server we start ourselves
+            # merged over its own config files (the project's opencode.json stays in force)
+            env["OPENCODE_CONFIG_CONTENT"] = json.dumps(opencode_config_content(mcp_server))
+            allowed = tuple(opencode_tool_name(mcp_server, tool) for tool in mcp_server.tools)
+        else:
+            allowed = ()
         settings = OpenCodeSettings(
             command=project.argv(),
             cwd=project.work_dir,
-            env=self._env(project),
+            env=env,
+            allowed_tools=allowed,
             resume_session_id=resume_native_id,
             handshake_timeout=self._handshake_timeout,
             stop_grace_seconds=self._stop_grace,
