@@ -9,6 +9,7 @@ gateway (the call, with the session the token names).
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ from gateway.send_file_wire import (
     SOCKET_NAME,
     SendFileAnswer,
     SendFileCall,
+    encode_call,
 )
 from gateway.sessions.send_file_channel import (
     UNKNOWN_TOKEN_TEXT,
@@ -172,3 +174,31 @@ async def test_the_socket_is_only_for_the_gateway_s_user(tmp_path: Path, errlog:
     async with channel(tmp_path) as (served, _desk):
         assert served.socket_path.stat().st_mode & 0o777 == 0o600
     assert not served.socket_path.exists()
+
+
+async def test_a_call_whose_mcp_server_hangs_up_is_given_up(tmp_path: Path) -> None:
+    """The agent withdrew its call (a stopped turn): the gateway stops waiting for it."""
+    started, given_up = asyncio.Event(), asyncio.Event()
+
+    async def waits_for_a_click(caller: Caller, call: SendFileCall) -> SendFileAnswer:
+        started.set()
+        try:
+            await asyncio.Event().wait()  # a decision that never comes
+        except asyncio.CancelledError:
+            given_up.set()
+            raise
+        raise AssertionError("unreachable")
+
+    data_dir = tmp_path / "d"
+    data_dir.mkdir(mode=0o700)
+    async with SendFileChannel(data_dir, SendFileTokens(), waits_for_a_click) as served:
+        token = served.tokens.issue("session-1")
+        reader, writer = await asyncio.open_unix_connection(str(served.socket_path))
+        writer.write(encode_call(SendFileCall(token=token, call="rpc:1", path="a.txt")))
+        await writer.drain()
+        async with asyncio.timeout(10):
+            await started.wait()
+        writer.close()  # the MCP server's call was cancelled: it hangs up
+        async with asyncio.timeout(10):
+            await given_up.wait()
+        assert await reader.read() == b""  # and nothing was answered

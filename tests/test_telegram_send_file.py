@@ -198,3 +198,23 @@ async def test_after_a_gateway_restart_the_resumed_thread_still_has_send_file(
         await tg.bot_message(ALICE.id, lambda m: m.text.endswith("(10 bytes) to the chat"))
     last = fake_model.model_requests()[-1]
     assert "send me the chart" in last.user_texts()  # the thread was resumed, not a new one
+
+
+async def test_a_stop_while_the_file_waits_withdraws_its_card_and_nothing_is_sent(
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    fake_telegram: FakeTelegram,
+    tmp_path: Path,
+) -> None:
+    (codex_home.workspace / "build.log").write_text("step 1\n")
+    fake_model.enqueue(send_file_turn("build.log"))  # type: ignore[arg-type]
+    config = config_for(fake_telegram, codex_home, codex_bin, tmp_path, policy=RULE)
+    async with on_telegram(config, fake_telegram) as tg:
+        await tg.say(ALICE, "send me the build log")
+        card = await tg.card(ALICE.id)
+        await tg.say(ALICE, "/stop")
+        await tg.fake.wait_for(lambda: card.markup is None)
+        assert "Closed before anyone answered" in card.text
+    sent = fake_telegram.bot_messages(ALICE.id)
+    assert not [m for m in sent if m.document is not None]

@@ -1039,6 +1039,17 @@ class SessionRunner:
         try:
             await self._on_event(InteractionOpened(request=request), epoch)
             outcome = await answer
+        except asyncio.CancelledError:
+            # the agent withdrew its call (its MCP server hung up: a stopped turn): the card
+            # says so, as for any request the agent withdraws
+            withdrawn = await asyncio.shield(
+                self._store.interactions.close_from_agent(
+                    self.session_id, epoch, request.native_key, how=Resolution.CANCELLED_BY_AGENT
+                )
+            )
+            if withdrawn is not None:
+                self._broker.mark_dirty(withdrawn.interaction.id)
+            raise
         finally:
             self._files.forget(request.native_key)
         return SendFileAnswer(call=call.call, sent=outcome.sent, text=outcome.text)

@@ -132,6 +132,26 @@ def _socket_path(data_dir: Path) -> tuple[Path, Path | None]:
     return path, private
 
 
+async def _unless_hung_up(
+    reader: asyncio.StreamReader, answering: Awaitable[SendFileAnswer]
+) -> SendFileAnswer | None:
+    """The handler's answer; None, the handler cancelled, if the MCP server hangs up first
+    (its call was cancelled: the agent's turn stopped, or the agent ended), so that nothing
+    waits on for a call nobody reads the answer of."""
+    answer = asyncio.ensure_future(answering)
+    hangup = asyncio.ensure_future(reader.read(1))  # a call is one line: anything more is EOF
+    try:
+        done, _ = await asyncio.wait((answer, hangup), return_when=asyncio.FIRST_COMPLETED)
+        if answer in done:
+            return answer.result()  # the handler's own error, as it raised it
+        log.info("send_file: the MCP server hung up before its answer")
+        return None
+    finally:  # both are this call's: neither outlives it
+        for task in (answer, hangup):
+            task.cancel()
+        await asyncio.gather(answer, hangup, return_exceptions=True)
+
+
 class SendFileChannel:
     """The Unix socket server, for as long as the ``async with`` lasts."""
 
@@ -222,4 +242,4 @@ class SendFileChannel:
         if caller is None:
             log.warning("send_file: a call with a token no live agent process holds")
             return SendFileAnswer(call=call.call, sent=False, text=UNKNOWN_TOKEN_TEXT)
-        return await self._handler(caller, call)
+        return await _unless_hung_up(reader, self._handler(caller, call))
