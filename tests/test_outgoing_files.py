@@ -104,3 +104,12 @@ def test_a_send_file_rule_governs_by_kind_and_path_glob(work: Path) -> None:
     assert send_file_rule([commands, prefix, logs], chart) is None
     assert send_file_rule([commands, logs, every_file], chart) is every_file
     assert send_file_rule([PolicyRule(approvals=3)], chart) == PolicyRule(approvals=3)  # any kind
+
+
+def test_a_hard_link_is_shown_to_a_person_first(work: Path) -> None:
+    """A hard link inside the work dir is the outside file itself: no path check sees it."""
+    os.link(work.parent / "secret.txt", work / "innocent.txt")
+    linked = open_in_work_dir(work, "innocent.txt", max_bytes=MAX)
+    assert ask_reasons(linked, ask_above=MAX) == (
+        "it has other names (hard links), which may lie outside the work dir",
+    )

@@ -13,7 +13,8 @@ refused, and the agent is told why.
 
 The bytes are read at once (up to the limit), so what a person approves is what is sent.
 :func:`ask_reasons` says why a person should look first where no rule says so: a dotfile,
-anything under ``.git/``, a file larger than the project's ``ask_above``.
+anything under ``.git/``, a file larger than the project's ``ask_above``, and a file with
+hard links (the kernel cannot say where its other names are: one may be outside).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class OpenedFile:
     content: bytes
     media_type: str
     preview: str | None  # the first lines of a text file
+    links: int = 1  # its names (hard links): another one may lie outside the work dir
 
     @property
     def name(self) -> str:
@@ -188,7 +190,13 @@ def open_in_work_dir(work_dir: Path, requested: str, *, max_bytes: int) -> Opene
     if len(content) > max_bytes:
         raise FileRefused(f"not sent: {requested} grew past {file_size(max_bytes)} while read")
     media_type, preview = sniff_type(relative, content[:_SNIFF_BYTES])
-    return OpenedFile(relative=relative, content=content, media_type=media_type, preview=preview)
+    return OpenedFile(
+        relative=relative,
+        content=content,
+        media_type=media_type,
+        preview=preview,
+        links=status.st_nlink,
+    )
 
 
 def ask_reasons(opened: OpenedFile, *, ask_above: int) -> tuple[str, ...]:
@@ -201,4 +209,6 @@ def ask_reasons(opened: OpenedFile, *, ask_above: int) -> tuple[str, ...]:
         reasons.append("it is a hidden file (a dotfile: they often hold settings and secrets)")
     if opened.size > ask_above:
         reasons.append(f"it is larger than {file_size(ask_above)}")
+    if opened.links > 1:  # a hard link is the same file as its other names, wherever they are
+        reasons.append("it has other names (hard links), which may lie outside the work dir")
     return tuple(reasons)
