@@ -229,11 +229,14 @@ class AcpCodec:
         client_name: str = "agent-gateway",
         client_version: str = "0.1.0",
         read_file: Callable[[Path], bytes] = Path.read_bytes,
+        mcp_servers: list[JsonValue] | None = None,
     ) -> None:
         self._cwd = cwd
         # a picture's bytes, for an image block (the codec's one read, injected)
         self._read_file = read_file
         self._takes_images = False  # the agent's promptCapabilities.image (initialize)
+        # the gateway's MCP server (send_file), on session/new and session/load alike
+        self._mcp_servers: list[JsonValue] = list(mcp_servers or [])
         self._resume = resume_session_id
         self._client = {"name": client_name, "version": client_version}
         self._rpc = JsonRpcPeer()
@@ -494,13 +497,19 @@ class AcpCodec:
         self._session.move(_Move.INITIALIZED)
         events: list[AgentEvent] = []
         if self._resume is not None and self.load_session:
-            params: JsonObject = {"sessionId": self._resume, "cwd": self._cwd, "mcpServers": []}
+            params: JsonObject = {
+                "sessionId": self._resume,
+                "cwd": self._cwd,
+                "mcpServers": list(self._mcp_servers),
+            }
             self._rpc.send_request("session/load", params)
         else:
             if self._resume is not None:
                 text = "The agent cannot load an earlier session; a new session was started."
                 events.append(Warning(message=text, code="resume_unsupported"))
-            self._rpc.send_request("session/new", {"cwd": self._cwd, "mcpServers": []})
+            self._rpc.send_request(
+                "session/new", {"cwd": self._cwd, "mcpServers": list(self._mcp_servers)}
+            )
         return events
 
     def _on_opened(self, response: Response) -> list[AgentEvent]:

@@ -94,6 +94,9 @@ class ClaudeLaunch:
     allowed_tools: tuple[str, ...] = ()
     disallowed_tools: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = ()
+    # a file holding the gateway's MCP server (``--mcp-config``: a file, 0600, rather than
+    # JSON in the argv, which every local user can read in /proc; issue 33)
+    mcp_config: str | None = None
     session_id: str = field(default_factory=_new_session_id)
     resume: bool = False
     include_partial_messages: bool = True
@@ -148,6 +151,8 @@ class ClaudeLaunch:
             argv += ["--allowedTools", ",".join(self.allowed_tools)]
         if self.disallowed_tools:
             argv += ["--disallowedTools", ",".join(self.disallowed_tools)]
+        if self.mcp_config is not None:
+            argv += ["--mcp-config", self.mcp_config]
         flag = "--resume" if self.resume else "--session-id"
         argv.append(f"{flag}={self.session_id}")
         return [*argv, *self.extra_args]

@@ -198,8 +198,10 @@ class CodexAppServerCodec:
         collaboration_mode: str | None = None,
         client_name: str = "agent-gateway",
         client_version: str = "0.1.0",
+        mcp_servers: JsonObject | None = None,
     ) -> None:
         self._setup = SessionSetup(
+            mcp_servers=mcp_servers,
             cwd=cwd,
             approval_policy=approval_policy,
             sandbox=sandbox,

@@ -33,6 +33,7 @@ class SessionSetup:
     experimental_api: bool
     client_name: str
     client_version: str
+    mcp_servers: JsonObject | None = None  # Codex's config key mcp_servers (issue 33)
 
     def initialize_params(self) -> JsonObject:
         # Schema: InitializeParams {clientInfo: ClientInfo {name, title?, version},
@@ -60,6 +61,10 @@ def open_thread_params(setup: SessionSetup) -> tuple[str, JsonObject]:
     }
     if setup.model is not None:
         params["model"] = setup.model
+    if setup.mcp_servers:
+        # thread/start and thread/resume both take config overrides (ThreadStartParams,
+        # ThreadResumeParams .config); dynamic tools would not be carried over a resume
+        params["config"] = {"mcp_servers": setup.mcp_servers}
     if setup.resume_thread_id is None:
         return "thread/start", params
     # ThreadResumeParams.excludeTurns: the history is not needed here, and a long thread's

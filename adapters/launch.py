@@ -9,11 +9,13 @@ starts it through the one stdio runtime.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import tempfile
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 from adapters.acp import AcpCodec
@@ -24,7 +26,16 @@ from adapters.codex_app_server import CodexAppServerCodec
 from adapters.codex_exec_process import CodexExecSettings
 from adapters.codex_exec_session import CodexExecSession
 from adapters.codex_launch import codex_app_server_argv
-from adapters.jsonrpc import ErrorResponse, JsonRpcPeer, Response
+from adapters.jsonrpc import ErrorResponse, JsonObject, JsonRpcPeer, Response
+from adapters.mcp_config import (
+    acp_mcp_servers,
+    claude_allowed_tools,
+    claude_mcp_config,
+    codex_exec_overrides,
+    codex_mcp_servers,
+    opencode_config_content,
+    opencode_tool_name,
+)
 from adapters.opencode import basic_auth
 from adapters.process_group import end_leftover_process_group
 from adapters.runtime import AgentRuntime
@@ -33,7 +44,7 @@ from gateway.config.model import ProjectConfig, read_password
 from gateway.domain import AgentKind
 from gateway.errors import AgentStartError, ConfigError
 from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
-from gateway.sessions.agents import RunningAgent
+from gateway.sessions.agents import GatewayMcpServer, RunningAgent
 
 __all__ = [
     "ConfiguredLauncher",
@@ -82,6 +93,19 @@ class RuntimeAgent:
         await self._runtime.stop()
 
 
+@contextlib.contextmanager
+def _private_json(value: JsonObject) -> Iterator[str]:
+    """A 0600 file holding ``value`` for as long as the agent runs (it holds a token)."""
+    fd, path = tempfile.mkstemp(prefix="agent-gateway-mcp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            json.dump(value, file)
+        yield path
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
 class ConfiguredLauncher:
     def __init__(
         self,
@@ -95,11 +119,17 @@ class ConfiguredLauncher:
         self._stop_grace = stop_grace_seconds
 
     def codec_and_argv(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
+        mcp_config_file: str | None = None,
     ) -> tuple[AgentCodec, list[str]]:
         options = project.agent_options
         if project.agent is AgentKind.CODEX_APP_SERVER:
             codec = CodexAppServerCodec(
+                mcp_servers=None if mcp_server is None else codex_mcp_servers(mcp_server),
                 cwd=str(project.work_dir),
                 approval_policy=options.approval_policy.value,
                 sandbox=options.sandbox.value,
@@ -118,15 +148,24 @@ class ConfiguredLauncher:
                 permission_mode=options.permission_mode.value,
                 allow_dangerous=options.allow_dangerous,
                 model=options.model,
-                allowed_tools=options.allowed_tools,
+                allowed_tools=(
+                    options.allowed_tools
+                    if mcp_server is None or mcp_config_file is None
+                    else (*options.allowed_tools, *claude_allowed_tools(mcp_server))
+                ),
                 disallowed_tools=options.disallowed_tools,
                 extra_args=options.extra_args,
+                mcp_config=mcp_config_file,
             )
             if resume_native_id is not None:
                 launch = launch.resumed(resume_native_id)
             return ClaudeCodeCodec(launch, cwd=str(project.work_dir)), launch.argv()
         if project.agent is AgentKind.ACP:
-            codec_acp = AcpCodec(cwd=str(project.work_dir), resume_session_id=resume_native_id)
+            codec_acp = AcpCodec(
+                cwd=str(project.work_dir),
+                resume_session_id=resume_native_id,
+                mcp_servers=None if mcp_server is None else acp_mcp_servers(mcp_server),
+            )
             return codec_acp, list(project.argv())
         raise ConfigError(f"agent {project.agent.value} cannot be started by this gateway yet")
 
@@ -139,19 +178,38 @@ class ConfiguredLauncher:
         )
 
     def launch(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AbstractAsyncContextManager[RunningAgent]:
         if project.agent is AgentKind.CODEX_EXEC:
-            return self._launch_exec(project, resume_native_id=resume_native_id)
+            return self._launch_exec(
+                project, resume_native_id=resume_native_id, mcp_server=mcp_server
+            )
         if project.agent is AgentKind.OPENCODE:
-            return self._launch_opencode(project, resume_native_id=resume_native_id)
-        return self._launch_runtime(project, resume_native_id=resume_native_id)
+            return self._launch_opencode(
+                project, resume_native_id=resume_native_id, mcp_server=mcp_server
+            )
+        return self._launch_runtime(
+            project, resume_native_id=resume_native_id, mcp_server=mcp_server
+        )
 
     @asynccontextmanager
     async def _launch_exec(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AsyncIterator[RunningAgent]:
         options = project.agent_options
+        env = self._env(project)
+        overrides: dict[str, str | int | list[str]] = {}
+        if mcp_server is not None:
+            overrides, server_env = codex_exec_overrides(mcp_server)
+            env.update(server_env)
         try:
             settings = CodexExecSettings(
                 command=project.argv(),
@@ -159,12 +217,13 @@ class ConfiguredLauncher:
                 sandbox=options.sandbox.value,
                 model=options.model,
                 enable=options.features,
+                config=overrides or None,
             )
         except ConfigError as exc:
             raise AgentStartError(str(exc)) from exc
         async with CodexExecSession(
             settings,
-            env=self._env(project),
+            env=env,
             thread_id=resume_native_id,
             stop_grace_seconds=self._stop_grace,
         ) as session:
@@ -172,16 +231,28 @@ class ConfiguredLauncher:
 
     @asynccontextmanager
     async def _launch_opencode(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AsyncIterator[RunningAgent]:
         # imported here: `agent-gateway check` (probe_version) must not load aiohttp
         from adapters.opencode_runtime import OpenCodeAgent, OpenCodeSettings
 
         options = project.agent_options
+        env = self._env(project)
+        if mcp_server is not None and options.url is None:  # a server we start ourselves
+            # merged over its own config files (the project's opencode.json stays in force)
+            env["OPENCODE_CONFIG_CONTENT"] = json.dumps(opencode_config_content(mcp_server))
+            allowed = tuple(opencode_tool_name(mcp_server, tool) for tool in mcp_server.tools)
+        else:
+            allowed = ()
         settings = OpenCodeSettings(
             command=project.argv(),
             cwd=project.work_dir,
-            env=self._env(project),
+            env=env,
+            allowed_tools=allowed,
             resume_session_id=resume_native_id,
             handshake_timeout=self._handshake_timeout,
             stop_grace_seconds=self._stop_grace,
@@ -212,21 +283,36 @@ class ConfiguredLauncher:
 
     @asynccontextmanager
     async def _launch_runtime(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AsyncIterator[RunningAgent]:
-        try:
-            codec, argv = self.codec_and_argv(project, resume_native_id=resume_native_id)
-        except ConfigError as exc:
-            raise AgentStartError(str(exc)) from exc
-        env = self._env(project)
-        spec = ProcessSpec(
-            argv=argv,
-            cwd=project.work_dir,
-            env=env,
-            stop_grace_seconds=self._stop_grace,
-        )
-        async with AgentRuntime(spec, codec, handshake_timeout=self._handshake_timeout) as runtime:
-            yield RuntimeAgent(runtime)
+        with contextlib.ExitStack() as files:
+            config_file = None
+            if mcp_server is not None and project.agent is AgentKind.CLAUDE_CODE:
+                config_file = files.enter_context(_private_json(claude_mcp_config(mcp_server)))
+            try:
+                codec, argv = self.codec_and_argv(
+                    project,
+                    resume_native_id=resume_native_id,
+                    mcp_server=mcp_server,
+                    mcp_config_file=config_file,
+                )
+            except ConfigError as exc:
+                raise AgentStartError(str(exc)) from exc
+            env = self._env(project)
+            spec = ProcessSpec(
+                argv=argv,
+                cwd=project.work_dir,
+                env=env,
+                stop_grace_seconds=self._stop_grace,
+            )
+            async with AgentRuntime(
+                spec, codec, handshake_timeout=self._handshake_timeout
+            ) as runtime:
+                yield RuntimeAgent(runtime)
 
     async def end_leftover(self, *, pid: int, pgid: int | None, start_time: int | None) -> str:
         if start_time is None:

@@ -233,9 +233,21 @@ class OpenCodeCodec:
         compact=True,
     )
 
-    def __init__(self, *, resume_session_id: str | None = None, version: str | None = None):
+    def __init__(
+        self,
+        *,
+        resume_session_id: str | None = None,
+        version: str | None = None,
+        allowed_tools: tuple[str, ...] = (),
+    ):
         self._resume = resume_session_id
         self._version = version
+        # after "everything asks": the gateway's own tools (send_file), which its policy
+        # decides, so that a person never gets OpenCode's card and then the gateway's
+        self._rules: tuple[Mapping[str, str], ...] = (
+            *ASK_EVERYTHING,
+            *({"permission": tool, "pattern": "*", "action": "allow"} for tool in allowed_tools),
+        )
         self._s = _State()
         # issue 32: the models ("provider/model") whose capabilities take image input, and
         # the one in use (the config's, then a prompt's own): OpenCode drops or replaces a
@@ -286,9 +298,7 @@ class OpenCodeCodec:
     @property
     def policy(self) -> dict[str, str]:
         """The rules in force, for /status."""
-        rules = ", ".join(
-            f"{r['permission']} {r['pattern']} → {r['action']}" for r in ASK_EVERYTHING
-        )
+        rules = ", ".join(f"{r['permission']} {r['pattern']} → {r['action']}" for r in self._rules)
         return {"permission": rules}
 
     def open_session(self) -> HttpRequest:
@@ -297,7 +307,7 @@ class OpenCodeCodec:
             return HttpRequest(
                 method="GET", path=f"/session/{self._resume}", purpose="resume the session"
             )
-        body: JsonObject = {"title": "agent-gateway", "permission": list(map(dict, ASK_EVERYTHING))}
+        body: JsonObject = {"title": "agent-gateway", "permission": list(map(dict, self._rules))}
         return HttpRequest(method="POST", path="/session", body=body, purpose="create a session")
 
     def created(self, info: object) -> SessionStarted:

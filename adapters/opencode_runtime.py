@@ -109,6 +109,8 @@ class OpenCodeSettings:
     event_buffer: int = DEFAULT_EVENT_BUFFER
     # attached mode: the URL of a server the gateway neither starts nor ends (command unused)
     attach_url: str | None = None
+    # tools a new session's rules allow (the gateway's own send_file): asked nothing of
+    allowed_tools: tuple[str, ...] = ()
 
 
 class OpenCodeAgent:
@@ -125,7 +127,9 @@ class OpenCodeAgent:
         every event (``"<<"``): the transcript recorder's seam. Never the password."""
         self.settings = settings
         self._tap = tap
-        self.codec = OpenCodeCodec(resume_session_id=settings.resume_session_id)
+        self.codec = OpenCodeCodec(
+            resume_session_id=settings.resume_session_id, allowed_tools=settings.allowed_tools
+        )
         self._password = password or secrets.token_urlsafe(24)
         self._events: asyncio.Queue[AgentEvent] = asyncio.Queue(maxsize=settings.event_buffer)
         self._stack: contextlib.AsyncExitStack | None = None

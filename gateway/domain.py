@@ -27,6 +27,7 @@ __all__ = [
     "InteractionState",
     "Network",
     "Option",
+    "OutgoingFile",
     "Permissions",
     "Plan",
     "Question",
@@ -206,7 +207,26 @@ class Text:
     text: str
 
 
-Detail = Command | Network | FileChange | Permissions | Plan | Text
+@dataclass(frozen=True, kw_only=True, slots=True)
+class OutgoingFile:
+    """A file the agent asks to send to the chat (``send_file``, issue 33), as the gateway
+    found it once opened: where it really is in the work dir, its size, its type sniffed
+    from its first bytes, and for text its first lines. ``reason``: why a person is asked
+    (a dotfile, under .git/, larger than the limit), empty when a rule asks."""
+
+    path: str  # relative to the session's work dir
+    size: int
+    media_type: str
+    preview: str | None = None
+    caption: str | None = None
+    reason: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+Detail = Command | Network | FileChange | Permissions | Plan | Text | OutgoingFile
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

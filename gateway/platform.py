@@ -31,6 +31,7 @@ __all__ = [
     "Ack",
     "EditResult",
     "FetchesFiles",
+    "FileUpload",
     "FormLedger",
     "HearsProblems",
     "InboundAction",
@@ -55,6 +56,7 @@ __all__ = [
     "RefusedForGood",
     "RefusedWhileRunning",
     "RepliesToMessages",
+    "SendsFiles",
     "SharesForms",
     "SharesRates",
     "TextSealer",
@@ -323,6 +325,36 @@ class KnowsWaiting(Protocol):
         """The requests of the session bound to ``conversation`` that wait for a decision,
         oldest first (none for a conversation without one, or for an ``actor`` who may not
         talk to its project)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FileUpload:
+    """A file the agent sent (``send_file``), as a platform uploads it: the bytes a person
+    may have approved, read once by the core."""
+
+    name: str
+    content: bytes
+    media_type: str
+    caption: str | None = None
+
+    @property
+    def is_picture(self) -> bool:
+        return self.media_type in ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+@runtime_checkable
+class SendsFiles(Protocol):
+    """A platform that uploads a file natively into a conversation (issue 33): a picture
+    as a picture where it has those, anything else as a document. A platform without it
+    is sent a line saying what was not shown there."""
+
+    def file_limit(self, conversation: ConversationRef, upload: FileUpload) -> int:
+        """The largest upload (bytes) this conversation takes for a file of this kind."""
+        ...
+
+    async def send_file(self, conversation: ConversationRef, upload: FileUpload) -> MessageRef:
+        """Upload it; PlatformError (RateLimited for a 429) when it is not sent."""
         ...
 
 

@@ -20,7 +20,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-__all__ = ["attached_notice", "clock_time", "count", "duration", "line_count", "quoted"]
+__all__ = [
+    "attached_notice",
+    "clock_time",
+    "count",
+    "duration",
+    "file_size",
+    "line_count",
+    "quoted",
+]
 
 
 def clock_time(at: datetime) -> str:
@@ -66,3 +74,12 @@ def attached_notice(what: str, name: str, content: str) -> str:
     characters) is attached as command.sh."."""
     size = f"{count(line_count(content), 'line')}, {count(len(content), 'character')}"
     return f"The full {what} ({size}) is attached as {name}."
+
+
+def file_size(size: int) -> str:
+    """ "812 bytes", "12.0 KiB", "3.4 MiB": a file's size as a person reads it."""
+    if size < 1024:
+        return count(size, "byte")
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"

@@ -36,6 +36,7 @@ from gateway.events import (
     TurnCompleted,
     TurnStarted,
 )
+from gateway.sessions.agents import GatewayMcpServer
 
 __all__ = ["PuppetAgent", "PuppetLauncher"]
 
@@ -164,7 +165,11 @@ class PuppetLauncher:
 
     @asynccontextmanager
     async def launch(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AsyncIterator[PuppetAgent]:
         await self.starts.wait()
         agent = PuppetAgent(self._prompts, self._steers)

@@ -51,6 +51,7 @@ from gateway.events import (
     TurnCompleted,
     TurnStarted,
 )
+from gateway.sessions.agents import GatewayMcpServer
 
 __all__ = ["ScriptedAgent", "ScriptedLauncher", "Writes"]
 
@@ -227,7 +228,11 @@ class ScriptedLauncher:
 
     @asynccontextmanager
     async def launch(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AsyncIterator[ScriptedAgent]:
         self.resumed.append(resume_native_id)
         agent = ScriptedAgent(

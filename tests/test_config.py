@@ -126,6 +126,7 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
         module.ExpiryPolicy,
         module.FilesPolicy,
         module.TranscriptionConfig,
+        module.SendFilePolicy,
         module.PlatformAuth,
         PolicyRule,
         module.ScheduleEntry,
@@ -141,6 +142,7 @@ def test_every_key_of_the_schema_is_documented_in_the_example() -> None:
         "policy",
         "retention",
         "schedule",
+        "send_file",
     }  # tables
     assert keys - written == set()
 

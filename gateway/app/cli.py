@@ -106,6 +106,11 @@ def _parser() -> argparse.ArgumentParser:
     init.add_argument("--user-id", help="your id on the platform: allow_from and approvers")
     init.add_argument("--project", default="main", help="the project's name (default: main)")
     init.set_defaults(config=default_config_path(), data_dir=default_data_dir())
+    commands.add_parser(
+        "mcp",
+        help="the MCP server an agent starts for send_file (the gateway configures it; "
+        "a person never runs it)",
+    )
     ledger = commands.add_parser("ledger", help="pending and recent interactions")
     where = ledger.add_mutually_exclusive_group()
     where.add_argument("--config", type=Path)
@@ -229,6 +234,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_prune(args.config, dry_run=args.dry_run))
         if args.command == "init":
             return _init(args)
+        if args.command == "mcp":
+            from gateway.app.mcp_command import run_mcp_server
+
+            return asyncio.run(run_mcp_server())
         if args.command == "slack-manifest":
             from platforms.slack.manifest import manifest_json
 

@@ -89,6 +89,7 @@ __all__ = [
     "RetentionSection",
     "SandboxMode",
     "ScheduleEntry",
+    "SendFilePolicy",
     "SessionScope",
     "check_config",
     "load_config",
@@ -423,6 +424,23 @@ class FilesPolicy(_Model):
         return any(t in (media_type, f"{major}/*") for t in self.refuse_types)
 
 
+class SendFilePolicy(_Model):
+    """``[projects.X.send_file]``: files the agent sends to the chat (issue 33)."""
+
+    enabled: bool = True  # false: the agents of this project are not given send_file
+    max_mb: float = Field(default=50.0, gt=0, le=2000)  # larger: refused, the agent is told
+    # larger than this: a person is asked first even where no rule says so
+    ask_above_mb: float = Field(default=10.0, gt=0)
+
+    @property
+    def max_bytes(self) -> int:
+        return int(self.max_mb * 1024 * 1024)
+
+    @property
+    def ask_above_bytes(self) -> int:
+        return int(self.ask_above_mb * 1024 * 1024)
+
+
 class PlatformAuth(_Model):
     model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
 
@@ -505,6 +523,7 @@ class ProjectConfig(_Model):
     agent_options: AgentOptions = Field(default_factory=AgentOptions)
     expiry: ExpiryPolicy = Field(default_factory=ExpiryPolicy)
     files: FilesPolicy = Field(default_factory=FilesPolicy)
+    send_file: SendFilePolicy = Field(default_factory=SendFilePolicy)
     auth: dict[AuthTableName, PlatformAuth] = Field(default_factory=dict)
     policy: tuple[PolicyRule, ...] = ()  # [[projects.X.policy]]: first match wins
     # the IANA zone its schedules' times are read in (issue 35), unless a person's own; None: UTC

@@ -30,6 +30,7 @@ class RuleKind(StrEnum):
     PERMISSIONS = "permissions"
     QUESTION = "question"
     PLAN = "plan"
+    SEND_FILE = "send_file"  # a file the agent sends to the chat (issue 33)
 
 
 class RuleAction(StrEnum):

@@ -24,10 +24,12 @@ from gateway.config.policy_rules import PolicyRule, RuleAction, RuleKind, resolv
 from gateway.domain import (
     Action,
     Command,
+    Detail,
     Effect,
     FileChange,
     InteractionKind,
     Network,
+    OutgoingFile,
     Permissions,
     Scope,
 )
@@ -41,6 +43,7 @@ __all__ = [
     "governing_rule",
     "requirement",
     "rule_kind",
+    "send_file_rule",
     "tally",
 ]
 
@@ -60,18 +63,19 @@ def rule_kind(interaction: Interaction) -> RuleKind | None:
         return RuleKind.NETWORK
     if isinstance(detail, Permissions):
         return RuleKind.PERMISSIONS
+    if isinstance(detail, OutgoingFile):
+        return RuleKind.SEND_FILE
     return None
 
 
 def _matches(
     rule: PolicyRule,
-    interaction: Interaction,
+    detail: Detail | None,
     kind: RuleKind | None,
     texts: Callable[[], tuple[str, ...]],
 ) -> bool:
     if rule.kind is not None and rule.kind is not kind:
         return False
-    detail = interaction.detail
     if rule.command_prefix is not None or rule.command_regex is not None:
         if not isinstance(detail, Command):
             return False
@@ -82,14 +86,26 @@ def _matches(
         if pattern is not None and not any(pattern.search(text) for text in texts()):
             return False
     if rule.path_glob is not None:
-        if not isinstance(detail, FileChange) or not detail.paths:
+        if isinstance(detail, OutgoingFile):
+            if not fnmatchcase(detail.path, rule.path_glob):
+                return False
+        elif not isinstance(detail, FileChange) or not detail.paths:
             return False
-        if not any(fnmatchcase(path, rule.path_glob) for path in detail.paths):
+        elif not any(fnmatchcase(path, rule.path_glob) for path in detail.paths):
             return False
     if rule.host is not None:
         if not isinstance(detail, Network) or not fnmatchcase(detail.host, rule.host):
             return False
     return True
+
+
+def send_file_rule(rules: Sequence[PolicyRule], detail: OutgoingFile) -> PolicyRule | None:
+    """The first rule that governs sending this file (``kind = "send_file"``, or a rule of
+    any kind whose keys fit a file: ``path_glob``, matched against its work-dir path)."""
+    for rule in rules:
+        if _matches(rule, detail, RuleKind.SEND_FILE, lambda: ()):
+            return rule
+    return None
 
 
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash"})
@@ -120,7 +136,7 @@ def governing_rule(rules: Sequence[PolicyRule], interaction: Interaction) -> Pol
 
     kind = rule_kind(interaction)
     for rule in rules:
-        if _matches(rule, interaction, kind, texts):
+        if _matches(rule, interaction.detail, kind, texts):
             return rule
     return None
 

@@ -47,6 +47,7 @@ from gateway.domain import (
     InteractionKind,
     InteractionState,
     Network,
+    OutgoingFile,
     Permissions,
     Plan,
     Scope,
@@ -55,7 +56,7 @@ from gateway.domain import (
 from gateway.interactions.machine import Interaction
 from gateway.render.card_status import action_label, status_parts
 from gateway.render.tally_line import card_status, hash_detail
-from gateway.wording import attached_notice
+from gateway.wording import attached_notice, file_size
 
 __all__ = ["render_interaction", "secret_elsewhere"]
 
@@ -120,6 +121,17 @@ def _detail_blocks(detail: Detail | None, summary: str) -> tuple[Block, ...]:
             return (TextBlock(text=detail.markdown, markdown=True),)
         case Text():
             return (TextBlock(text=detail.text),)
+        case OutgoingFile():
+            return (
+                *fields(
+                    ("File", detail.path),
+                    ("Size", file_size(detail.size)),
+                    ("Type", detail.media_type),
+                    ("Caption", detail.caption),
+                    ("Why you are asked", detail.reason),
+                ),
+                *((CodeBlock(code=detail.preview, language=""),) if detail.preview else ()),
+            )
 
 
 def _said(value: str | None, summary: str) -> bool:

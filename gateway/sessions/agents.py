@@ -6,14 +6,34 @@ The core never imports an adapter: ``agent-gateway run`` injects an :class:`Agen
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from gateway.config.model import ProjectConfig
 from gateway.events import AgentCommand, AgentEvent, Capabilities, SessionStarted
 
-__all__ = ["AgentLauncher", "ReattachesAgents", "RunningAgent", "SavesPermissions"]
+__all__ = [
+    "AgentLauncher",
+    "GatewayMcpServer",
+    "ReattachesAgents",
+    "RunningAgent",
+    "SavesPermissions",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GatewayMcpServer:
+    """The gateway's own MCP server (``agent-gateway mcp``: ``send_file``), as an agent's
+    MCP config names it: a stdio command and its env (the socket and this process's token).
+    The launcher writes it into the agent's own MCP configuration, the tool pre-allowed
+    there, so that the gateway's policy is the one decision (issue 33)."""
+
+    name: str
+    command: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
+    tools: tuple[str, ...] = ("send_file",)
 
 
 class RunningAgent(Protocol):
@@ -62,9 +82,14 @@ class SavesPermissions(Protocol):
 
 class AgentLauncher(Protocol):
     def launch(
-        self, project: ProjectConfig, *, resume_native_id: str | None
+        self,
+        project: ProjectConfig,
+        *,
+        resume_native_id: str | None,
+        mcp_server: GatewayMcpServer | None = None,
     ) -> AbstractAsyncContextManager[RunningAgent]:
-        """Start the project's agent (resuming ``resume_native_id`` when given)."""
+        """Start the project's agent (resuming ``resume_native_id`` when given), with the
+        gateway's MCP server in its MCP config where the agent takes one."""
         ...
 
     async def end_leftover(self, *, pid: int, pgid: int | None, start_time: int | None) -> str:

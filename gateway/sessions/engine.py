@@ -42,6 +42,7 @@ from gateway.platform import (
     Platform,
     WaitingRequest,
 )
+from gateway.send_file_wire import SendFileAnswer, SendFileCall
 from gateway.session_record import SessionRecord
 from gateway.sessions.agents import AgentLauncher
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
@@ -55,6 +56,7 @@ from gateway.sessions.runner import SessionRunner
 from gateway.sessions.schedule_buttons import ScheduleButtons, is_schedule_token
 from gateway.sessions.schedule_desk import configured_drafts
 from gateway.sessions.scheduler import Scheduler
+from gateway.sessions.send_file_channel import Caller, SendFileChannel, SendFileTokens
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
@@ -146,6 +148,7 @@ class Gateway:
         self._receiver_tasks: list[asyncio.Task[None]] = []
         self.store: Store
         self.broker: Broker
+        self.send_files: SendFileChannel
         self.control: Control
         self.desk: DecisionDesk
         self._form_ledger: SharedFormLedger | None = None
@@ -241,6 +244,10 @@ class Gateway:
                 clock=self.clock,
                 postgresql=self.config.gateway.ledger_target(),
             )
+        )
+        # send_file's socket (issue 33): agents started from here reach it with their token
+        self.send_files = await self._stack.enter_async_context(
+            SendFileChannel(self.data_dir, SendFileTokens(), self._on_send_file)
         )
         target = self.config.gateway.ledger_target()
         if self.ledger_host is not None and target is not None:
@@ -560,10 +567,18 @@ class Gateway:
                 groups=self.config.groups,
                 people=self.config.people,
                 rule_of=functools.partial(self.policy.rule, session.project),
+                send_files=self.send_files,
             )
             self._runners[session.id] = runner
             self._runner_tasks[session.id] = self._tasks.create_task(self._run(runner))
         return runner
+
+    async def _on_send_file(self, caller: Caller, call: SendFileCall) -> SendFileAnswer:
+        """A ``send_file`` call from an agent process this gateway started (its token)."""
+        runner = self._runners.get(caller.session_id)
+        if runner is None:
+            return SendFileAnswer(call=call.call, sent=False, text="not sent: the session ended")
+        return await runner.send_file(call)
 
     def runs_here(self, session: SessionRecord) -> bool:
         """Whether this host runs ``session``: it is this host's, and its project is still

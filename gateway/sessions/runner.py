@@ -28,6 +28,7 @@ from gateway.domain import (
     Decision,
     InteractionOrigin,
     InteractionState,
+    Resolution,
     TurnStatus,
 )
 from gateway.errors import (
@@ -76,16 +77,18 @@ from gateway.interactions.escalation import due_at as escalation_due_at
 from gateway.interactions.expiry import due_at, is_due, plan_expiry
 from gateway.interactions.machine import Interaction, InteractionEvent
 from gateway.interactions.plans import next_turn, plan_prompt_key
-from gateway.interactions.policy import governing_rule
+from gateway.interactions.policy import governing_rule, send_file_rule
 from gateway.interactions.votes import POLICY_ACTOR, refusal
 from gateway.platform import Platform
 from gateway.render.card_pointers import expiry_notice
 from gateway.render.exit_notice import exit_notice
 from gateway.render.queue_notes import held_note, stopped_notice
+from gateway.send_file_wire import SendFileAnswer, SendFileCall
 from gateway.sessions.agents import AgentLauncher, RunningAgent
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.sessions.compaction import Compaction
 from gateway.sessions.file_fetch import save_attachments
+from gateway.sessions.file_sends import FileSends, file_request
 from gateway.sessions.idle import IdleWatch, idle_words
 from gateway.sessions.outbound import (
     AGENT_ENDED_WORDS,
@@ -94,7 +97,9 @@ from gateway.sessions.outbound import (
     TurnStream,
     card_messages,
 )
+from gateway.sessions.outgoing_files import SendRefused, ask_reasons, open_in_work_dir
 from gateway.sessions.outlets import Outbound
+from gateway.sessions.send_file_channel import SendFileChannel
 from gateway.sessions.steering import Steering
 from gateway.sessions.upload_inbox import UploadInbox
 from gateway.sessions.usage import SessionUsage
@@ -215,8 +220,11 @@ class SessionRunner:
         groups: Mapping[str, Sequence[str]] | None = None,
         people: Mapping[str, Sequence[str]] | None = None,
         rule_of: Callable[[Interaction], PolicyRule | None] | None = None,
+        send_files: SendFileChannel | None = None,
     ) -> None:
         self.session_id = session_id
+        self._send_files = send_files  # None: its agents are not given send_file
+        self._files = FileSends(platforms)
         self._project = project
         self._store = store
         self._broker = broker
@@ -424,6 +432,10 @@ class SessionRunner:
             raise DeliveryRefused("a setting change is not written to the agent")
         if interaction.native_key is None:  # pragma: no cover - an agent's request has one
             raise DeliveryRefused("the request has no key to answer it by")
+        if self._files.is_file_key(interaction.native_key):
+            # a send_file call: "written" is the file uploaded (or not) and the tool answered
+            await self._files.deliver(interaction, decision, await self._conversations())
+            return
         await agent.send(Respond(native_key=interaction.native_key, decision=decision))
 
     async def _plan_decided(self, interaction: Interaction, decision: Decision) -> None:
@@ -506,9 +518,14 @@ class SessionRunner:
         assert session is not None
         reattach, self._reattach = self._reattach, None
         ledger_failure: StoreError | None = None
+        mcp_server, token = None, None
+        if self._send_files is not None and self._project.send_file.enabled:
+            mcp_server, token = self._send_files.mcp_server_for(self.session_id)
         try:
             async with self._launcher.launch(
-                self._project, resume_native_id=session.native_session_id
+                self._project,
+                resume_native_id=session.native_session_id,
+                mcp_server=mcp_server,
             ) as agent:
                 if reattach is not None:
                     epoch = reattach  # the same server, the same epoch: its requests stay
@@ -575,6 +592,10 @@ class SessionRunner:
                 "Your messages are held: /resume to try again, /clear to drop them; a new "
                 "message tries again first."
             )
+        finally:
+            if token is not None and self._send_files is not None:
+                self._send_files.tokens.revoke(token)  # its calls are refused from now on
+            self._files.end_epoch("the agent's process ended before the file was decided")
 
     async def name_agent_session(self, name: str) -> bool:
         """``/name``: the agent names its own session too (Codex keeps thread names), if it
@@ -1012,6 +1033,12 @@ class SessionRunner:
 
     async def _on_event(self, event: AgentEvent, epoch: int) -> None:
         self.idle.touch()
+        for key in self._files.delivered_keys():  # the agent goes on: it read the result
+            closed = await self._store.interactions.close_from_agent(
+                self.session_id, epoch, key, how=Resolution.ANSWERED
+            )
+            if closed is not None:
+                self._broker.mark_dirty(closed.interaction.id)
         stream = self._stream
         match event:
             case TextDelta(item_id=item_id, text=text):
@@ -1070,6 +1097,46 @@ class SessionRunner:
                 await self._on_exit(event, epoch)
             case Usage():
                 self.usage = self.usage.add(event)
+
+    async def send_file(self, call: SendFileCall) -> SendFileAnswer:
+        """The agent's ``send_file`` call (issue 33): the file opened and checked, then sent
+        at once, or after a person's decision where a rule or the defaults ask for one."""
+        agent, epoch = self.agent, self.epoch
+        if agent is None or epoch is None:
+            return SendFileAnswer(call=call.call, sent=False, text="not sent: the agent ended")
+        limits = self._project.send_file
+        try:
+            opened = await asyncio.to_thread(
+                open_in_work_dir, self._project.work_dir, call.path, max_bytes=limits.max_bytes
+            )
+        except SendRefused as exc:
+            return SendFileAnswer(call=call.call, sent=False, text=str(exc))
+        reasons = ask_reasons(opened, ask_above=limits.ask_above_bytes)
+        rule = send_file_rule(self._project.policy, opened.detail(caption=None, reason=None))
+        if self._stream is not None:  # what the agent said before sending comes first
+            await self._outbound.settle(self._stream, SETTLE_SECONDS)
+        if rule is None and not reasons:
+            outcome = await self._files.upload(await self._conversations(), opened, call.caption)
+            return SendFileAnswer(call=call.call, sent=outcome.sent, text=outcome.text)
+        request = file_request(call.call, opened, call.caption, reasons)
+        answer = self._files.expect(request.native_key, opened, call.caption)
+        try:
+            await self._on_event(InteractionOpened(request=request), epoch)
+            outcome = await answer
+        except asyncio.CancelledError:
+            # the agent withdrew its call (its MCP server hung up: a stopped turn): the card
+            # says so, as for any request the agent withdraws
+            withdrawn = await asyncio.shield(
+                self._store.interactions.close_from_agent(
+                    self.session_id, epoch, request.native_key, how=Resolution.CANCELLED_BY_AGENT
+                )
+            )
+            if withdrawn is not None:
+                self._broker.mark_dirty(withdrawn.interaction.id)
+            raise
+        finally:
+            self._files.forget(request.native_key)
+        return SendFileAnswer(call=call.call, sent=outcome.sent, text=outcome.text)
 
     async def _end_turn(self, status: TurnStatus, error: str | None) -> None:
         stopped_by, self._stopped_by = self._stopped_by, None

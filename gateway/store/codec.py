@@ -22,6 +22,7 @@ from gateway.domain import (
     FileChange,
     Network,
     Option,
+    OutgoingFile,
     Permissions,
     Plan,
     Question,
@@ -91,6 +92,16 @@ def encode_detail(detail: Detail | None) -> str | None:
             body = {"type": "plan", "markdown": detail.markdown}
         case Text():
             body = {"type": "text", "text": detail.text}
+        case OutgoingFile():
+            body = {
+                "type": "outgoing_file",
+                "path": detail.path,
+                "size": detail.size,
+                "media_type": detail.media_type,
+                "preview": detail.preview,
+                "caption": detail.caption,
+                "reason": detail.reason,
+            }
     return dumps(body)
 
 
@@ -128,6 +139,15 @@ def decode_detail(text: str | None) -> Detail | None:
         return Plan(markdown=body["markdown"])
     if kind == "text":
         return Text(text=body["text"])
+    if kind == "outgoing_file":
+        return OutgoingFile(
+            path=body["path"],
+            size=body["size"],
+            media_type=body["media_type"],
+            preview=body["preview"],
+            caption=body["caption"],
+            reason=body["reason"],
+        )
     raise StoreError(f"unknown detail type {kind!r} in the ledger")
 
 

@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from gateway.cards import Card
 from gateway.domain import ConversationRef
 from gateway.errors import PlatformError
+from gateway.platform import FileUpload
 
 __all__ = ["Changes", "Feed", "Shown"]
 
@@ -41,6 +42,7 @@ class Shown:
     version: int = 1
     author: str | None = None  # the console's own person, for what they typed
     from_gateway: bool = False  # the gateway's own words (a notice, a command's reply)
+    file: FileUpload | None = None  # a file the agent sent (send_file): /f/<id> serves it
 
 
 class Feed:
@@ -58,6 +60,7 @@ class Feed:
         card: Card | None,
         author: str | None = None,
         from_gateway: bool = False,
+        file: FileUpload | None = None,
     ) -> Shown:
         shown = Shown(
             id=f"{self._prefix}{next(self._ids)}",
@@ -67,6 +70,7 @@ class Feed:
             card=card,
             author=author,
             from_gateway=from_gateway,
+            file=file,
         )
         self._append(shown)
         return shown

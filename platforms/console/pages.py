@@ -11,12 +11,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 from html import escape
+from urllib.parse import quote
 
 from gateway.domain import Command, InteractionState, RunState
 from gateway.interactions.machine import run_state_words
 from gateway.render.markdown import console_html
 from gateway.session_record import SessionRecord
 from gateway.sessions.platform_problems import PlatformProblem
+from gateway.wording import file_size
 from platforms.console.assets import SCRIPT, STYLE
 from platforms.console.cards_html import PostContext, card_html, clock, state_class
 from platforms.console.highlight import highlight_code
@@ -266,6 +268,23 @@ def _text_marks(text: str) -> str:
     return text.translate(_TEXT_MARKS)
 
 
+def _file_html(item: TextItem) -> str:
+    """A file the agent sent: a picture inline, and always a link to download it."""
+    assert item.file is not None
+    name, media_type, size = item.file
+    url = f"/f/{quote(item.id)}"
+    picture = (
+        f'<img class="sent-file" src="{escape(url)}" alt="{escape(name)}">'
+        if media_type in ("image/png", "image/jpeg", "image/gif", "image/webp")
+        else ""
+    )
+    link = (
+        f'<a class="sent-file" href="{escape(url)}?download=1" download="{escape(name)}">'
+        f"📎 {escape(name)}</a> ({escape(file_size(size))})"
+    )
+    return f"{picture}<div>{link}</div>"
+
+
 def message_html(item: TextItem) -> str:
     """A message: the agent's (its text, tool lines, notices) drawn from its Markdown by
     the shared renderer, the person's own as they typed it."""
@@ -280,6 +299,8 @@ def message_html(item: TextItem) -> str:
     else:
         css, who = "msg mine", f'<span class="who">{escape(item.author)}</span>'
         body = escape(text.strip())
+    if item.file is not None:
+        body = _file_html(item) + body
     return (
         f'<div class="{css}" data-key="t-{escape(item.id)}" data-version="{item.version}">'
         f"{who}{body}</div>"

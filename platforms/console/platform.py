@@ -53,7 +53,14 @@ from gateway.attachments import InboundAttachment
 from gateway.cards import Card
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
-from gateway.platform import EditResult, Inbox, MessageRef, PlatformLimits, gateway_speaks
+from gateway.platform import (
+    EditResult,
+    FileUpload,
+    Inbox,
+    MessageRef,
+    PlatformLimits,
+    gateway_speaks,
+)
 from gateway.render.commands import slash
 from gateway.session_record import SessionRecord
 from platforms.console.config import ConsoleConfig
@@ -67,7 +74,10 @@ from platforms.console.views import PLATFORM, route_channel
 if TYPE_CHECKING:
     from gateway.sessions.engine import Gateway
 
-__all__ = ["CONSOLE_LIMITS", "ConsolePlatform"]
+__all__ = ["CONSOLE_LIMITS", "FILE_MAX_BYTES", "ConsolePlatform"]
+
+# a file the agent sends is kept in memory while among the latest messages shown (feed.py)
+FILE_MAX_BYTES = 20 * 1024 * 1024
 
 log = logging.getLogger(__name__)
 
@@ -302,6 +312,18 @@ class ConsolePlatform:
         self._check(conversation)
         # the gateway's notices and replies are labelled as its own (gateway_speaking)
         shown = self.feed.add(conversation, text=text, card=None, from_gateway=gateway_speaks())
+        self.changes.bump()
+        return MessageRef(conversation=conversation, message_id=shown.id)
+
+    def file_limit(self, conversation: ConversationRef, upload: FileUpload) -> int:
+        """``SendsFiles``: the console keeps a file in memory while it is among the latest
+        messages of its conversation (feed.py), so it takes files up to FILE_MAX_BYTES."""
+        return FILE_MAX_BYTES
+
+    async def send_file(self, conversation: ConversationRef, upload: FileUpload) -> MessageRef:
+        """A picture inline, anything else a download link (``/f/<id>``), with its caption."""
+        self._check(conversation)
+        shown = self.feed.add(conversation, text=upload.caption or "", card=None, file=upload)
         self.changes.bump()
         return MessageRef(conversation=conversation, message_id=shown.id)
 

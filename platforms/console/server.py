@@ -149,6 +149,7 @@ def build_app(console: ServedConsole) -> web.Application:
     app.router.add_get("/pending", _pending)
     app.router.add_get("/s/{session}", _conversation)
     app.router.add_get("/events", _events)
+    app.router.add_get("/f/{message}", _file)
     app.router.add_post("/new", _new)
     app.router.add_post("/s/{session}/say", _say)
     app.router.add_get("/s/{session}/grants", _grants)
@@ -327,6 +328,9 @@ async def _conversation(request: web.Request) -> web.Response:
             version=m.version,
             author=m.author,
             from_gateway=m.from_gateway,
+            file=(
+                None if m.file is None else (m.file.name, m.file.media_type, len(m.file.content))
+            ),
         )
         for m in console.feed.messages(conversations)
         if m.text is not None
@@ -360,6 +364,29 @@ async def _conversation(request: web.Request) -> web.Response:
         start_failure=failure,
     )
     return _html(page)
+
+
+async def _file(request: web.Request) -> web.Response:
+    """A file the agent sent (send_file): a picture shown inline (its type was sniffed from
+    its bytes, and only PNG, JPEG, GIF and WebP count), anything else downloaded, never
+    drawn by the browser."""
+    console, _gateway, _browser = _parts(request)
+    shown = console.feed.get(request.match_info["message"])
+    if shown is None or shown.file is None:
+        raise web.HTTPNotFound(text="no such file (the console keeps the latest ones only)")
+    upload = shown.file
+    inline = upload.is_picture and request.query.get("download") is None
+    disposition = "inline" if inline else "attachment"
+    name = "".join(c if c.isalnum() or c in "._-" else "_" for c in upload.name) or "file"
+    return web.Response(
+        body=upload.content,
+        content_type=upload.media_type if inline else "application/octet-stream",
+        headers={
+            "Content-Disposition": f'{disposition}; filename="{name}"',
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "private, no-store",
+        },
+    )
 
 
 async def _events(request: web.Request) -> web.StreamResponse:

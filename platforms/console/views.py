@@ -86,6 +86,8 @@ class TextItem:
     version: int | str  # a str where the page drew it changed (pages.without_waiting_tool_lines)
     author: str | None = None  # set for what the console's person typed
     from_gateway: bool = False  # the gateway's own words, not the agent's
+    # a file the agent sent: (name, media type, size); the page links /f/<id> to it
+    file: tuple[str, str, int] | None = None
 
 
 # --- pure ----------------------------------------------------------------------------------

@@ -35,6 +35,7 @@ from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import PlatformError
 from gateway.platform import (
     EditResult,
+    FileUpload,
     Inbox,
     KnowsApprovers,
     MessageRef,
@@ -82,6 +83,10 @@ DISCORD_LIMITS = PlatformLimits(
     has_private_surface=True,  # modals, ephemerals
 )
 PROBE_SECONDS = 1.0  # while Discord is unreachable, how often GET /oauth2/applications/@me asks
+
+
+# Discord's upload limit of a server without boosts (and of a DM)
+DEFAULT_FILE_LIMIT = 10 * 1024 * 1024
 
 
 class DiscordPlatform:
@@ -261,6 +266,16 @@ class DiscordPlatform:
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         return await self._sending().send_card(conversation, card)
+
+    def file_limit(self, conversation: ConversationRef, upload: FileUpload) -> int:
+        """``SendsFiles``: the upload limit the server reports for its guild (its boost
+        tier), 10 MiB where it is not known (a DM, not connected)."""
+        client, space = self._client, conversation.space
+        guild = client.get_guild(int(space)) if client and space and space.isdigit() else None
+        return guild.filesize_limit if guild is not None else DEFAULT_FILE_LIMIT
+
+    async def send_file(self, conversation: ConversationRef, upload: FileUpload) -> MessageRef:
+        return await self._sending().send_file(conversation, upload)
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
         return await self._sending().edit_card(ref, card)

@@ -21,7 +21,7 @@ import discord
 from gateway.cards import Card
 from gateway.domain import ConversationRef
 from gateway.errors import PlatformError
-from gateway.platform import EditResult, MessageRef, PlatformLimits
+from gateway.platform import EditResult, FileUpload, MessageRef, PlatformLimits
 from gateway.render.markdown import discord_markdown
 from platforms.discord.outbox import ARCHIVED_THREAD, DiscordOutbox
 from platforms.discord.render import RenderedCard, clip, render_card
@@ -119,6 +119,22 @@ class Sender:
             return EditResult.EDITED
 
         return await self._edit(ref, Priority.STREAM, edit, "text")
+
+    async def send_file(self, conversation: ConversationRef, upload: FileUpload) -> MessageRef:
+        """A multipart attachment (a picture is shown as one by Discord), the caption as
+        the message's text, mentions defused."""
+        channel = self.channel(conversation)
+
+        async def post() -> str:
+            sent = await channel.send(
+                self._shown_text(upload.caption) if upload.caption else None,
+                file=discord.File(io.BytesIO(upload.content), filename=upload.name),
+                allowed_mentions=discord.AllowedMentions.none(),
+            )
+            return str(sent.id)
+
+        message_id = await self.run(conversation, Priority.TEXT, post)
+        return MessageRef(conversation=conversation, message_id=message_id)
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         drawn = render_card(card, approvers=await self._approvers(conversation))

@@ -43,6 +43,7 @@ from gateway.errors import PlatformError
 from gateway.platform import (
     Ack,
     EditResult,
+    FileUpload,
     InboundAction,
     InboundForm,
     InboundMessage,
@@ -70,6 +71,7 @@ class Rendered:
     ref: MessageRef
     text: str | None = None
     card: Card | None = None
+    file: FileUpload | None = None  # a file the agent sent (send_file)
     versions: list[Card | str] = field(default_factory=list)
 
     @property
@@ -102,6 +104,7 @@ class MemoryPlatform:
         self.name = name
         self.limits = limits or PlatformLimits()
         self.down = False  # an outage: every outbound call fails
+        self.file_max_bytes = 50 * 1024 * 1024  # what send_file takes (SendsFiles)
         self.refused: list[str] = []  # the outbound calls refused in an outage ("send_card"...)
         self.rate_limited: float | None = None  # a 429 storm: every call, this retry-after
         self.too_many: list[str] = []  # the outbound calls answered 429
@@ -162,6 +165,17 @@ class MemoryPlatform:
         self._check_text(text)
         ref = MessageRef(conversation=conversation, message_id=self._new_id())
         await self._store(Rendered(ref=ref, text=text, versions=[text]))
+        return ref
+
+    def file_limit(self, conversation: ConversationRef, upload: FileUpload) -> int:
+        return self.file_max_bytes
+
+    async def send_file(self, conversation: ConversationRef, upload: FileUpload) -> MessageRef:
+        """``SendsFiles``: kept as a message with the file and its caption as its text."""
+        await self._check_up("send_file")
+        ref = MessageRef(conversation=conversation, message_id=self._new_id())
+        caption = upload.caption or ""
+        await self._store(Rendered(ref=ref, text=caption, file=upload, versions=[caption]))
         return ref
 
     async def edit_text(self, ref: MessageRef, text: str) -> EditResult:

@@ -39,6 +39,7 @@ from gateway.deadline import ack_wait_seconds
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.platform import (
     EditResult,
+    FileUpload,
     HearsProblems,
     Inbox,
     MessageRef,
@@ -297,6 +298,12 @@ class SlackPlatform:
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         return await self._posting.send_card(conversation, card)
+
+    def file_limit(self, conversation: ConversationRef, upload: FileUpload) -> int:
+        return self._posting.file_limit(conversation, upload)
+
+    async def send_file(self, conversation: ConversationRef, upload: FileUpload) -> MessageRef:
+        return await self._posting.send_file(conversation, upload)
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:
         return await self._posting.edit_card(ref, card)

@@ -23,7 +23,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 from gateway.cards import Card
 from gateway.domain import ConversationRef, TurnStatus
 from gateway.errors import PlatformError
-from gateway.platform import EditResult, Inbox, KnowsApprovers, MessageRef, PlatformLimits
+from gateway.platform import (
+    EditResult,
+    FileUpload,
+    Inbox,
+    KnowsApprovers,
+    MessageRef,
+    PlatformLimits,
+)
 from platforms.form_drafts import PendingForms
 from platforms.outbox import Priority
 from platforms.slack.connection import BotUser
@@ -39,6 +46,10 @@ log = logging.getLogger(__name__)
 QUEUED_REACTION = "writing_hand"
 _SHOWN = 1024  # the last text of each message, to skip identical edits
 _USER_ID = re.compile(r"[UW][A-Z0-9]+")
+
+
+# what the gateway uploads (SendsFiles): the file is held in memory on its way
+FILE_MAX_BYTES = 50 * 1024 * 1024
 
 
 class SlackPosting:
@@ -109,6 +120,32 @@ class SlackPosting:
             return EditResult.EDITED
 
         return await self._edit(channel, ts, Priority.STREAM, edit, "text")
+
+    def file_limit(self, conversation: ConversationRef, upload: FileUpload) -> int:
+        """``SendsFiles``: what the gateway uploads to Slack (its own limit is far higher:
+        the bound is the memory a file takes on its way)."""
+        return FILE_MAX_BYTES
+
+    async def send_file(self, conversation: ConversationRef, upload: FileUpload) -> MessageRef:
+        """Into the session's thread: ``files.getUploadURLExternal``, the bytes, then
+        ``files.completeUploadExternal`` (slack_sdk's ``files_upload_v2`` walks the three;
+        ``files.upload`` is retired). The caption is the message that shares it."""
+        channel = conversation.channel
+
+        async def share() -> str:
+            sent = await self.client.files_upload_v2(
+                channel=channel,
+                thread_ts=conversation.thread,
+                content=upload.content,
+                filename=upload.name,
+                title=upload.name,
+                initial_comment=mrkdwn(upload.caption) if upload.caption else None,
+            )
+            files = sent.get("files") or [{}]
+            return str(files[0].get("id", ""))
+
+        file_id = await self._outbox().run(channel, Priority.TEXT, share, method="files.upload")
+        return MessageRef(conversation=conversation, message_id=file_id)
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         channel = conversation.channel

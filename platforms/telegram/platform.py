@@ -58,6 +58,7 @@ from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import ConfigError, PlatformError
 from gateway.platform import (
     EditResult,
+    FileUpload,
     Inbox,
     KnowsFenced,
     MessageRef,
@@ -108,6 +109,11 @@ MENU = (
     CommandName.TRANSCRIBE,  # issue 34: a voice note again
 )
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
+# Bot API limits of an upload (core.telegram.org/bots/api#sending-files): photos 10 MB,
+# other files 50 MB; a caption 1024 characters
+PHOTO_MAX_BYTES = 10 * 1024 * 1024
+DOCUMENT_MAX_BYTES = 50 * 1024 * 1024
+CAPTION_MAX_CHARS = 1024
 _SHOWN_TEXTS = 1024  # the last text of each stream message, to skip identical edits
 STOP_GRACE_SECONDS = 10.0  # for the updates being handled when input stops
 TYPING_SECONDS = 4.5  # Telegram shows "typing…" for 5 s, or until the bot sends a message
@@ -501,6 +507,36 @@ class TelegramPlatform:
         )
         if form is not None:
             self.forms.keep((chat_id, sent.message_id), form)
+        return MessageRef(conversation=conversation, message_id=str(sent.message_id))
+
+    def file_limit(self, conversation: ConversationRef, upload: FileUpload) -> int:
+        """What a bot may upload (``SendsFiles``): 50 MB (a picture over 10 MB goes as a
+        document, which keeps it whole)."""
+        return DOCUMENT_MAX_BYTES
+
+    async def send_file(self, conversation: ConversationRef, upload: FileUpload) -> MessageRef:
+        """A picture as a photo (``sendPhoto``, up to 10 MB), anything else, or a larger
+        picture, as a document (``sendDocument``); the caption as plain text."""
+        chat_id = chat_id_of(conversation)
+        file = InputFile(upload.content, filename=upload.name)
+        caption = upload.caption[:CAPTION_MAX_CHARS] if upload.caption else None
+        if upload.is_picture and len(upload.content) <= PHOTO_MAX_BYTES:
+            send = partial(
+                self.bot.send_photo,
+                chat_id,
+                file,
+                caption=caption,
+                message_thread_id=_thread(conversation),
+            )
+        else:
+            send = partial(
+                self.bot.send_document,
+                chat_id,
+                file,
+                caption=caption,
+                message_thread_id=_thread(conversation),
+            )
+        sent: Message = await self._running().run(chat_id, Priority.TEXT, send)
         return MessageRef(conversation=conversation, message_id=str(sent.message_id))
 
     async def edit_card(self, ref: MessageRef, card: Card) -> EditResult:

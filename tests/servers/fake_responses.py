@@ -46,8 +46,10 @@ __all__ = [
     "failure",
     "function_call",
     "message",
+    "namespaced_call",
     "request_user_input",
     "shell",
+    "tool_search",
 ]
 
 # what the agent sends back for each kind of call the model made
@@ -179,6 +181,44 @@ def function_call(name: str, arguments: dict[str, Any], *, call_id: str | None =
             "type": "function_call",
             "id": f"fc_{resp_id}",
             "call_id": call_id or default_call_id,
+            "name": name,
+            "arguments": json.dumps(arguments),
+        }
+        return Reply(events=_item_events(item))
+
+    return step
+
+
+def tool_search(query: str, *, call_id: str | None = None) -> Step:
+    """A ``tool_search`` call: how the model finds MCP tools, which Codex 0.171 does not list
+    among the first request's tools (FACTS-session-features.md)."""
+
+    def step(request: ModelRequest, resp_id: str, default_call_id: str) -> Reply:
+        item = {
+            "type": "tool_search_call",
+            "id": f"ts_{resp_id}",
+            "call_id": call_id or default_call_id,
+            "execution": "client",
+            "status": "completed",
+            "arguments": {"query": query},
+        }
+        return Reply(events=_item_events(item))
+
+    return step
+
+
+def namespaced_call(
+    namespace: str, name: str, arguments: dict[str, Any], *, call_id: str | None = None
+) -> Step:
+    """A call of a tool that a ``tool_search`` returned, in its namespace (an MCP server's
+    tools come back as ``mcp__<server>``)."""
+
+    def step(request: ModelRequest, resp_id: str, default_call_id: str) -> Reply:
+        item = {
+            "type": "function_call",
+            "id": f"fc_{resp_id}",
+            "call_id": call_id or default_call_id,
+            "namespace": namespace,
             "name": name,
             "arguments": json.dumps(arguments),
         }

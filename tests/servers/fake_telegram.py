@@ -79,7 +79,9 @@ BOT: dict[str, Any] = {
 }
 FILE_MAX_BYTES = 20 * 1024 * 1024  # what getFile serves a bot from the cloud Bot API
 WEBHOOK_RETRY_SECONDS = (0.05, 1.0)  # the first pause before a POST again, and the longest
-_PER_CHAT = frozenset({"sendMessage", "sendDocument", "editMessageText", "editMessageReplyMarkup"})
+_PER_CHAT = frozenset(
+    {"sendMessage", "sendDocument", "sendPhoto", "editMessageText", "editMessageReplyMarkup"}
+)
 _LIMITED = _PER_CHAT | {"deleteMessage", "setMessageReaction"}
 # the emoji a bot may react with (Bot API, ReactionTypeEmoji); anything else is refused
 REACTION_EMOJI = frozenset(
@@ -105,6 +107,7 @@ class Sent:
     from_bot: bool = True
     reply_to: int | None = None
     document: tuple[str, bytes] | None = None  # (file name, content)
+    photo: tuple[str, bytes] | None = None  # (file name, content): sent with sendPhoto
     deleted: bool = False
     html: str = ""
     versions: list[str] = field(default_factory=list)
@@ -487,6 +490,28 @@ class FakeTelegram:
             "file_unique_id": f"u{sent['message_id']}",
             "file_name": document[0],
         }
+        return sent
+
+    async def _m_sendPhoto(self, p: dict[str, Any]) -> dict[str, Any]:
+        chat_id = self._writable_chat(p)
+        photo = p.get("photo")
+        if not isinstance(photo, tuple):
+            raise Refused(400, "Bad Request: there is no photo in the request")
+        if len(photo[1]) > 10 * 1024 * 1024:
+            raise Refused(400, "Bad Request: PHOTO_INVALID_DIMENSIONS")
+        caption = p.get("caption") or ""
+        if len(caption) > 1024:
+            raise Refused(400, "Bad Request: message caption is too long")
+        sent = self._store_new(chat_id, p, caption, p.get("reply_markup"))
+        self._sent[(chat_id, sent["message_id"])].photo = photo
+        sent["photo"] = [
+            {
+                "file_id": f"photo-{sent['message_id']}",
+                "file_unique_id": f"p{sent['message_id']}",
+                "width": 1,
+                "height": 1,
+            }
+        ]
         return sent
 
     async def _m_editMessageText(self, p: dict[str, Any]) -> dict[str, Any]:
