@@ -93,11 +93,14 @@ async def _drive(
     store.writer.faults = None
     assert len(launcher.received) <= 1  # never written twice
     if told != ANSWERED:
-        # ended honestly: the card, if one was shown, ends without buttons and says why
+        # ended honestly: the card, if one was shown, ends without buttons and says why; a
+        # card answered before the failure says so, one still open then says why not
+        def settled() -> bool:
+            lines = [c.card.status_line for c in gw.cards(ROOM) if c.card is not None]
+            return all("ledger failed" in line or line.endswith(" · done") for line in lines)
+
         await gw.wait_for(lambda: all(not c.card.actions for c in gw.cards(ROOM) if c.card))
-        # a card answered before the failure says so; one still open then says why not
-        closed = [c.card.status_line for c in gw.cards(ROOM) if c.card is not None]
-        assert all("ledger failed" in line or line.endswith(" · done") for line in closed), closed
+        await gw.wait_for(settled)
         # and the next message starts the agent again
         await gw.memory.say(ROOM, ALICE, "hello again")
         await gw.text_where(lambda text: text == "echo: hello again")

@@ -502,7 +502,7 @@ class ScheduleEntry(_Model):
     def _creator(cls, value: str) -> str:
         platform, colon, user = value.partition(":")
         if not colon or not platform or not user:
-            raise ValueError('the creator is an account, "platform:user id" ("slack:U123")')
+            raise ValueError('the creator is an account, written "platform:user id"')
         return value
 
 
