@@ -89,6 +89,7 @@ async def test_a_command_is_approved_from_a_phone(
         *("new", "stop", "resume", "clear", "status", "pending", "compact", "help"),
         *("sessions", "switch", "name", "model", "mode"),
         *("every", "at", "schedules", "unschedule"),
+        "transcribe",
     ]
     assert sorted(menu) == sorted(expected)
 
