@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gateway import __version__
 from gateway.app.init_config import AGENTS as INIT_AGENTS
@@ -296,11 +296,8 @@ def _service(args: argparse.Namespace) -> int:
     from gateway.app import service_unit as unit
 
     config = args.config.expanduser().resolve()
-    try:
-        text = config.read_text(encoding="utf-8")
-        grace = tomllib.loads(text).get("gateway", {}).get("stop_grace_seconds", 5.0)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{config}: {exc}") from exc
+    text, raw = _raw_toml(config)
+    grace = raw.get("gateway", {}).get("stop_grace_seconds", 5.0)
     installed = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "agent-gateway" else None
     argv = (str(installed),) if installed is not None else (sys.executable, "-m", "gateway")
     here = str(Path(sys.executable).parent)
@@ -353,13 +350,20 @@ async def _move_ledger(path: Path) -> int:
     return 0
 
 
-def _data_dir_of(path: Path) -> Path:
-    """The config's data dir, read without resolving its ``${VARS}`` (a shell that runs
-    ``console-url`` need not hold the tokens the service's environment file has)."""
+def _raw_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The config file's text and its TOML, unvalidated and without resolving its
+    ``${VARS}`` (for the commands that read one key of it: a shell that runs them need not
+    hold the tokens the service's environment file has)."""
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        return text, tomllib.loads(text)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
+
+
+def _data_dir_of(path: Path) -> Path:
+    """The config's data dir, read from the file as it is (:func:`_raw_toml`)."""
+    _, raw = _raw_toml(path)
     found = Path(str(raw.get("gateway", {}).get("data_dir", DEFAULT_DATA_DIR))).expanduser()
     return found if found.is_absolute() else path.resolve().parent / found
 
@@ -400,10 +404,7 @@ def _discord_invite(path: Path | None, application_id: str | None) -> str:
     from platforms.discord.config import DiscordConfig, invite_url, written_application_id
 
     if path is not None:
-        try:
-            raw = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{path}: {exc}") from exc
+        _, raw = _raw_toml(path)
         application_id = written_application_id(raw)
         if application_id is None:
             from platforms.discord.probe import asked_application_id

@@ -46,6 +46,16 @@ REPLY_CHARS = 3000  # a longer transcript is sent as plain texts, split to the p
 Reply = Callable[[ConversationRef, str], Awaitable[None]]
 
 
+def _spoken(message: InboundMessage, transcripts: list[str]) -> InboundMessage:
+    """``message`` with its voice notes' transcripts after its own text, the notes gone."""
+    words = [message.text.strip(), *transcripts]
+    return dataclasses.replace(
+        message,
+        text="\n\n".join(w for w in words if w),
+        attachments=tuple(a for a in message.attachments if not a.voice),
+    )
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
 
@@ -86,12 +96,7 @@ class VoiceNotes:
             if text is None:
                 return None
             spoken.append(text)
-        words = [message.text.strip(), *spoken]
-        return dataclasses.replace(
-            message,
-            text="\n\n".join(w for w in words if w),
-            attachments=tuple(a for a in message.attachments if not a.voice),
-        )
+        return _spoken(message, spoken)
 
     async def _one(
         self,
@@ -143,12 +148,7 @@ class VoiceNotes:
         if text is None:
             return None
         del self._failed[key]
-        words = [original.text.strip(), text]
-        return dataclasses.replace(
-            original,
-            text="\n\n".join(w for w in words if w),
-            attachments=tuple(a for a in original.attachments if not a.voice),
-        )
+        return _spoken(original, [text])
 
     async def _transcribe(self, message: InboundMessage, saved: SavedFile) -> str | None:
         conversation = message.conversation
