@@ -16,6 +16,7 @@ from bench import (
     agent_startup,
     concurrency,
     files_in,
+    idle,
     interactions,
     ledger_pages,
     policy,
@@ -156,3 +157,13 @@ async def test_ledger_pages_at_a_toy_size(tmp_path: Path) -> None:
     assert "n=3" in figure(figures, "console's first page, indexed").value
     assert "n=3" in figure(figures, "/pending, no index").value
     assert figure(figures, "prune: every").value.startswith("300 requests in ")
+
+
+async def test_idle_at_a_toy_size(tmp_path: Path) -> None:
+    result = await idle.measure(tmp_path, sessions=3, window=0.5, dsn=None)
+    assert result.sessions == 3 and result.store == "sqlite"  # each opened: its echo shown
+    assert result.window_s >= 0.5 and result.cpu_s >= 0
+    assert sum(result.by_method.values()) <= result.writer_calls  # the tally saw the writer's
+    figures = idle.figures(result)
+    assert "% of one core" in figure(figures, "gateway CPU").value
+    assert "a second" in figure(figures, "ledger calls on the writer").value
