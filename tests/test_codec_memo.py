@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import hashlib
 
-from gateway.domain import Action, Command, Effect, FileChange, Option, Question, Scope
+import pytest
+
+from gateway.domain import Action, Answer, Command, Effect, FileChange, Option, Question, Scope
 from gateway.interactions.content_hash import content_hash
 from gateway.store.codec import (
     decode_actions,
+    decode_answers,
     decode_detail,
     decode_questions,
     encode_actions,
+    encode_answers,
     encode_detail,
     encode_questions,
 )
+from gateway.store.interaction_rows import interaction_from_row
 
 ACTIONS = (
     Action(id="accept", label="Allow once", effect=Effect.ALLOW),
@@ -89,3 +94,30 @@ def test_the_content_hash_is_the_same_remembered_or_not() -> None:
         ) == by_hand(*parts)
     moved = ("approval", "Run a command", "", '{"command": "l', 's"}[]', "[]")
     assert by_hand(*moved) != by_hand(*small)  # no two splits hash alike, remembered or not
+
+
+def test_each_read_of_a_decisions_answers_is_a_dict_of_its_own() -> None:
+    text = encode_answers({"q": Answer(option_ids=("a",)), "r": Answer(other="free text")})
+    first = decode_answers(text)
+    first["q"] = Answer(other="changed by a reader")
+    del first["r"]
+    assert decode_answers(text) == {
+        "q": Answer(option_ids=("a",)),
+        "r": Answer(other="free text"),
+    }
+
+
+def test_a_row_of_an_unknown_kind_is_refused_as_before() -> None:
+    row = {
+        "decided_at": None,
+        "delivered_at": None,
+        "resolved_at": None,
+        "id": "i1",
+        "session_id": "s1",
+        "runtime_epoch": 1,
+        "turn_id": None,
+        "native_key": "rpc:1",
+        "kind": "telepathy",
+    }
+    with pytest.raises(ValueError, match="telepathy"):
+        interaction_from_row(row)

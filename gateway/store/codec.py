@@ -269,6 +269,12 @@ def encode_answers(answers: Mapping[str, Answer]) -> str:
 
 
 def decode_answers(text: str) -> dict[str, Answer]:
+    """A decision's answers: a dict of its own (the Answers in it are frozen and shared)."""
+    return dict(_decode_answers(text))
+
+
+@_memoised
+def _decode_answers(text: str) -> dict[str, Answer]:
     return {
         question_id: Answer(option_ids=tuple(a["option_ids"]), other=a["other"])
         for question_id, a in json.loads(text).items()
