@@ -25,6 +25,8 @@ from bench import (
 )
 from bench.__main__ import markdown
 from bench.figures import Figure, machine, percentile
+from gateway.config.ledger_url import PgTarget
+from tests.pg_cluster import PgCluster
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -167,3 +169,14 @@ async def test_idle_at_a_toy_size(tmp_path: Path) -> None:
     figures = idle.figures(result)
     assert "% of one core" in figure(figures, "gateway CPU").value
     assert "a second" in figure(figures, "ledger calls on the writer").value
+
+
+async def test_ledger_pages_on_postgresql_at_a_toy_size(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    figures = await ledger_pages.measure(
+        tmp_path, interactions=200, reads=2, postgresql=PgTarget(url=pg_database.dsn)
+    )
+    assert figure(figures, "ledger filled").value.startswith("200 closed requests")
+    assert "n=2" in figure(figures, "/pending, indexed").value
+    assert figure(figures, "prune: every").value.startswith("200 requests in ")
