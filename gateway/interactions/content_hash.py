@@ -17,8 +17,8 @@ __all__ = ["SHORT_HASH_CHARS", "content_hash", "short_hash"]
 SHORT_HASH_CHARS = 10
 # a request's hash is taken on each of its reads (several per approval): small ones are
 # remembered (the parts are the key), a big diff is hashed again
-_MEMO_ENTRIES = 1024
-_MEMO_MAX_CHARS = 16_384
+_MEMO_ENTRIES = 512
+_MEMO_MAX_CHARS = 4096
 
 
 def content_hash(

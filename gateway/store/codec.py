@@ -53,8 +53,8 @@ SECRET_MARKER = "[secret answer: not stored]"
 # written, and a request is read several times per approval (its card, the click, the
 # decision, the delivery) while most requests of an agent offer the same actions. Texts
 # longer than _MEMO_MAX_CHARS (a big diff) are decoded each time rather than kept.
-_MEMO_ENTRIES = 1024
-_MEMO_MAX_CHARS = 16_384
+_MEMO_ENTRIES = 512
+_MEMO_MAX_CHARS = 4096
 
 
 _T = TypeVar("_T")
