@@ -41,6 +41,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "files_in": (["--megabytes", "20"], ["--megabytes", "1"]),
     # issue 36: the console's first page and /pending on a big ledger, before/after the index
     "ledger_pages": (["--interactions", "1000000"], ["--interactions", "2000", "--reads", "5"]),
+    # issue 36: a host with 1,000 idle sessions (scripted agents in its process): CPU, writes
+    "idle": (["--sessions", "1000", "--window", "30"], ["--sessions", "5", "--window", "1"]),
 }
 TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency"})
 

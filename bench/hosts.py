@@ -18,6 +18,20 @@ and "ok" deliveries per interaction. Exactly once: every count equals sessions x
 and no interaction has two decisions or two deliveries; anything else raises.
 It needs PostgreSQL (``scripts/setup.sh`` installs it); ``python -m bench --only hosts``
 runs it in the suite's table.
+
+Fixed offered loads and saturation (issue 36), instead of the run above:
+
+    python -m bench.hosts --rate 20 --rate 50 [--seconds 10] [--sessions 20]
+    python -m bench.hosts --saturation 10,20,50 [--approvals 5]
+
+``--rate R`` is an open loop: on each host an approval arrives every 1/R s, whether or not
+the earlier ones are done, and takes a free session of the host's ``--sessions`` (each
+session's first approval, which starts its agent, is taken before the clock starts and not
+measured); reported per load: click -> owner's card settled p50/p99 (target at 20/s: p50
+under 100 ms, p99 under 1 s), arrival -> settled (with the arrivals that found every session
+busy) and the throughput done. ``--saturation`` runs the closed loop above at each number of
+busy sessions per host: throughput that should grow with sessions until the CPU is spent.
+Each run gets three fresh host processes on the one cluster; its counts are its own.
 """
 
 from __future__ import annotations
@@ -25,16 +39,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import statistics
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
 
-from bench.figures import Figure
+from bench.figures import Figure, emit
 from gateway.config.ledger_url import PgTarget
 from tests.harness.driver import (
     GatewayProcess,
@@ -47,6 +62,7 @@ from tests.harness.driver import (
 from tests.pg_cluster import bench_ledger
 
 HOSTS = ("h0", "h1", "h2")
+Slot = tuple[int, Iterator[int], set[str]]  # a session of an open-loop run: thread, numbers, cards
 DEADLINE_S = 600.0  # a whole run; each wait of the driver has its own (60 s)
 
 
@@ -105,44 +121,49 @@ async def three_hosts(
         yield running
 
 
+async def one_approval(
+    running: dict[str, GatewayProcess], owner: int, thread: int, n: int, seen: set[str]
+) -> float:
+    """Say approval ``n``'s prompt in session ``thread`` of the owner, click its card on
+    another host, wait until the owner's card says it was sent; the click -> settled time
+    (ms). ``seen``: the cards of this session already taken."""
+    gw = running[HOSTS[owner]]
+    where = room(f"c{owner}", thread=f"t{thread}")
+    await gw.say(where, "alice", f"approve{n}")
+
+    def new_card() -> Shown | None:
+        for shown in gw.shown(where):
+            card = shown.card
+            if card is not None and shown.id not in seen and card["actions"]:
+                return shown
+        return None
+
+    card = await gw.wait_for(new_card, what=f"card {n} of {where.thread}")
+    seen.add(card.id)
+    assert card.card is not None
+    allow = card.card["actions"][0]
+    receiver = running[HOSTS[(owner + 1 + n % 2) % len(HOSTS)]]  # never the owner
+    start = time.perf_counter()
+    ack = await receiver.click(where, "alice", allow["token"])
+    if not ack["accepted"]:
+        raise RuntimeError(f"approval {n} of {where.thread} refused: {ack['text']}")
+
+    def settled(card_id: str = card.id) -> bool:
+        shown = gw.messages.get(card_id)
+        return shown is not None and "sent to the agent" in (
+            (shown.card or {}).get("status_line") or ""
+        )
+
+    await gw.wait_for(settled, what=f"card {n} of {where.thread} settled")
+    return (time.perf_counter() - start) * 1000
+
+
 async def one_session(
     running: dict[str, GatewayProcess], owner: int, thread: int, approvals: int
 ) -> list[float]:
-    """Say each approval's prompt on the owner, click its card on another host, wait until
-    the owner's card says it was sent; the click -> settled times."""
-    gw = running[HOSTS[owner]]
-    where = room(f"c{owner}", thread=f"t{thread}")
-    times = []
+    """``approvals`` approvals in a row in one session (the next once the last settled)."""
     seen: set[str] = set()
-    for n in range(approvals):
-        await gw.say(where, "alice", f"approve{n}")
-
-        def new_card() -> Shown | None:
-            for shown in gw.shown(where):
-                card = shown.card
-                if card is not None and shown.id not in seen and card["actions"]:
-                    return shown
-            return None
-
-        card = await gw.wait_for(new_card, what=f"card {n} of {where.thread}")
-        seen.add(card.id)
-        assert card.card is not None
-        allow = card.card["actions"][0]
-        receiver = running[HOSTS[(owner + 1 + n % 2) % len(HOSTS)]]  # never the owner
-        start = time.perf_counter()
-        ack = await receiver.click(where, "alice", allow["token"])
-        if not ack["accepted"]:
-            raise RuntimeError(f"approval {n} of {where.thread} refused: {ack['text']}")
-
-        def settled(card_id: str = card.id) -> bool:
-            shown = gw.messages.get(card_id)
-            return shown is not None and "sent to the agent" in (
-                (shown.card or {}).get("status_line") or ""
-            )
-
-        await gw.wait_for(settled, what=f"card {n} of {where.thread} settled")
-        times.append((time.perf_counter() - start) * 1000)
-    return times
+    return [await one_approval(running, owner, thread, n, seen) for n in range(approvals)]
 
 
 def ledger_counts(dsn: str) -> tuple[int, int, int]:
@@ -161,7 +182,16 @@ def ledger_counts(dsn: str) -> tuple[int, int, int]:
     return int(decisions[0]), int(ok[0]), int(twice[0])
 
 
+def counts_before(dsn: str) -> tuple[int, int, int]:
+    """:func:`ledger_counts` of the runs before on the same cluster (none: no tables yet)."""
+    try:
+        return ledger_counts(dsn)
+    except psycopg.errors.UndefinedTable:
+        return 0, 0, 0
+
+
 async def measure(root: Path, dsn: str, sessions: int, approvals: int) -> Result:
+    decisions_before, ok_before, _ = counts_before(dsn)
     async with asyncio.timeout(DEADLINE_S), three_hosts(root, dsn, approvals) as running:
         start = time.perf_counter()
         found = await asyncio.gather(
@@ -177,6 +207,7 @@ async def measure(root: Path, dsn: str, sessions: int, approvals: int) -> Result
         }
         rss = {host: peak_rss_mb(gw.pid) for host, gw in running.items()}
     decisions, ok, twice = ledger_counts(dsn)
+    decisions, ok = decisions - decisions_before, ok - ok_before
     result = Result(
         hosts=len(HOSTS),
         sessions=sessions,
@@ -224,12 +255,164 @@ def figures(result: Result) -> list[Figure]:
     ]
 
 
+@dataclass(frozen=True, kw_only=True)
+class Offered:
+    """An open-loop run: approvals arrive at ``rate`` a second on each host, whether or not
+    the earlier ones are done (each takes a free session of its host's ``sessions``)."""
+
+    rate: float  # offered, per host
+    seconds: float
+    sessions: int  # per host
+    click_ms: list[float]  # click on another host -> owner's card settled
+    arrival_ms: list[float]  # the approval's arrival (its prompt due) -> owner's card settled
+    waited: int  # arrivals that found every session of their host busy
+    done_s: float  # from the first arrival to the last card settled
+
+    @property
+    def offered(self) -> int:
+        return len(self.click_ms)
+
+
+async def measure_offered(
+    root: Path, dsn: str, *, sessions: int, rate: float, seconds: float
+) -> Offered:
+    """``rate`` approvals a second on each host for ``seconds`` (open loop: each arrives on
+    time, a prompt said in a free session of its host, its card clicked on another host at
+    once). Each session first takes one approval unmeasured (its agent started)."""
+    per_host = max(1, round(rate * seconds))
+    decisions_before, ok_before, _ = counts_before(dsn)
+    async with (
+        asyncio.timeout(DEADLINE_S),
+        three_hosts(root, dsn, per_host + 1) as running,
+    ):
+        slots: list[list[Slot]] = [
+            [(thread, itertools.count(1), set()) for thread in range(sessions)] for _ in HOSTS
+        ]
+        await asyncio.gather(  # each session's agent started, its first approval unmeasured
+            *(
+                one_approval(running, owner, thread, 0, seen)
+                for owner, mine in enumerate(slots)
+                for thread, _, seen in mine
+            )
+        )
+        pools: list[asyncio.Queue[Slot]] = []
+        for mine in slots:
+            pool: asyncio.Queue[Slot] = asyncio.Queue()
+            for slot in mine:
+                pool.put_nowait(slot)
+            pools.append(pool)
+        loop = asyncio.get_running_loop()
+        click: list[float] = []
+        arrival: list[float] = []
+        waited = 0
+
+        async def arrive(owner: int, due: float) -> None:
+            nonlocal waited
+            await asyncio.sleep(max(0.0, due - loop.time()))  # open loop: its own time
+            pool = pools[owner]
+            if pool.empty():
+                waited += 1
+            thread, numbers, seen = await pool.get()
+            try:
+                click.append(await one_approval(running, owner, thread, next(numbers), seen))
+                arrival.append((loop.time() - due) * 1000)
+            finally:
+                pool.put_nowait((thread, numbers, seen))
+
+        start = loop.time() + 0.1
+        spread = 1 / (rate * len(HOSTS))  # the hosts' arrivals interleaved
+        await asyncio.gather(
+            *(
+                arrive(owner, start + k / rate + owner * spread)
+                for k in range(per_host)
+                for owner in range(len(HOSTS))
+            )
+        )
+        done = loop.time() - start
+        received = [int((await gw.command("received"))["received"]) for gw in running.values()]
+    decisions, ok, twice = ledger_counts(dsn)
+    expected = len(HOSTS) * (per_host + sessions)
+    if twice or decisions - decisions_before != expected or ok - ok_before != expected:
+        raise RuntimeError(f"not exactly once: {decisions} decisions, {ok} deliveries, {twice}")
+    if any(count != per_host + sessions for count in received):
+        raise RuntimeError(f"agent-side answers {received}, expected {per_host + sessions} each")
+    return Offered(
+        rate=rate,
+        seconds=seconds,
+        sessions=sessions,
+        click_ms=sorted(click),
+        arrival_ms=sorted(arrival),
+        waited=waited,
+        done_s=done,
+    )
+
+
+def offered_figures(result: Offered) -> list[Figure]:
+    c = statistics.quantiles(result.click_ms, n=100)
+    a = statistics.quantiles(result.arrival_ms, n=100)
+    where = f"{result.rate:g} approvals/s per host offered ({result.sessions} sessions each)"
+    return [
+        Figure(
+            benchmark="hosts",
+            name=f"{where}: click on another host -> owner's card settled",
+            value=f"p50 {c[49]:.0f} ms, p99 {c[98]:.0f} ms (n={result.offered})",
+            target="p50 < 100 ms, p99 < 1000 ms at 20/s",
+            met=(c[49] < 100 and c[98] < 1000) if result.rate <= 20 else None,
+        ),
+        Figure(
+            benchmark="hosts",
+            name=f"{where}: arrival -> owner's card settled",
+            value=(
+                f"p50 {a[49]:.0f} ms, p99 {a[98]:.0f} ms;"
+                f" {result.waited} of {result.offered} waited for a free session"
+            ),
+        ),
+        Figure(
+            benchmark="hosts",
+            name=f"{where}: done",
+            value=(
+                f"{result.offered} approvals in {result.done_s:.1f} s"
+                f" ({result.offered / result.done_s:.0f}/s for the {len(HOSTS)} hosts,"
+                f" {len(HOSTS) * result.rate:g}/s offered)"
+            ),
+        ),
+    ]
+
+
+def saturation_figure(result: Result) -> Figure:
+    q = statistics.quantiles(result.latencies_ms, n=100)
+    return Figure(
+        benchmark="hosts",
+        name=f"saturation: {result.sessions} busy sessions per host",
+        value=(
+            f"{result.expected / result.wall_s:.0f} approvals/s for {result.hosts} hosts"
+            f" ({result.expected / result.wall_s / result.hosts:.1f} per host);"
+            f" click -> settled p50 {q[49]:.0f} ms, p99 {q[98]:.0f} ms"
+        ),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.hosts", description=__doc__)
     parser.add_argument("--sessions", type=int, default=100, help="per host")
     parser.add_argument("--approvals", type=int, default=5, help="per session")
+    parser.add_argument(
+        "--rate",
+        type=float,
+        action="append",
+        help="open loop: approvals a second offered per host (repeat for several loads)",
+    )
+    parser.add_argument("--seconds", type=float, default=10.0, help="of arrivals, with --rate")
+    parser.add_argument(
+        "--saturation",
+        type=lambda text: [int(n) for n in text.split(",")],
+        help="closed loop at each of these busy sessions per host, e.g. 10,20,50",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.rate or args.saturation:
+        emit(_loads(parser, args), as_json=args.json)
+        return
     with bench_ledger("bench-3hosts-", parser.error) as (root, dsn):
         result = asyncio.run(measure(root, dsn, args.sessions, args.approvals))
     if args.json:
@@ -248,6 +431,24 @@ def main() -> None:
     )
     for host, mb in result.peak_rss_mb.items():
         print(f"peak RSS {host}: {mb:.0f} MiB")
+
+
+def _loads(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Figure]:
+    """The open-loop runs (``--rate``) and the closed-loop ones (``--saturation``), one
+    cluster, three fresh host processes for each run."""
+    found: list[Figure] = []
+    with bench_ledger("bench-3hosts-", parser.error) as (root, dsn):
+        for n, rate in enumerate(args.rate or ()):
+            offered = asyncio.run(
+                measure_offered(
+                    root / f"rate{n}", dsn, sessions=args.sessions, rate=rate, seconds=args.seconds
+                )
+            )
+            found += offered_figures(offered)
+        for sessions in args.saturation or ():
+            result = asyncio.run(measure(root / f"sat{sessions}", dsn, sessions, args.approvals))
+            found.append(saturation_figure(result))
+    return found
 
 
 if __name__ == "__main__":

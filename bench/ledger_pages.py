@@ -1,7 +1,8 @@
 """The console's first page and ``/pending`` on a ledger with many closed requests, without
 and with migration 20's indexes; then a prune of that ledger (issue 36).
 
-    python -m bench.ledger_pages [--interactions 1000000] [--reads 200] [--json]
+    python -m bench.ledger_pages [--interactions 1000000] [--reads 200]
+                                 [--store sqlite|postgresql] [--json]
 
 A SQLite ledger gets ``--interactions`` closed requests (written straight into its tables,
 one a second, 800 days back, in a session whose agent process ended) and three pending ones
@@ -11,7 +12,8 @@ each (at most 10 without the index), first with the two indexes dropped (the cod
 issue 36: a scan of the whole table and a sort), then with them made again. Last,
 ``store.retention.prune`` of every closed request (past both clocks), while a live session
 writes one audit entry after another: the prune's time and batches, and what each of the
-live session's writes waited. Figures, not assertions.
+live session's writes waited. Figures, not assertions. ``--store postgresql`` does the same
+on a throwaway PostgreSQL cluster (tests/pg_cluster.py) instead of a SQLite file.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.figures import Figure, Latency, emit
+from gateway.config.ledger_url import PgTarget
 from gateway.domain import AgentKind
 from gateway.store.codec import encode_detail
 from gateway.store.database import Conn
@@ -84,9 +87,9 @@ def _insert_closed(
         conn.execute(
             "INSERT INTO interactions (id, session_id, runtime_epoch, native_key, kind,"
             " title, summary, detail_json, actions_json, questions_json, state, version,"
-            " created_at, updated_at) VALUES (?, ?, ?, ?, 'approval', 'Run ls?',"
+            " created_at, updated_at) VALUES (?, ?, ?, ?, 'approval', ?,"
             " 'the agent wants to run a command', ?, '[]', '[]', 'resolved', 3, ?, ?)",
-            (f"b{n:09d}", session_id, epoch, f"k{n}", _DETAIL, at, at),
+            (f"b{n:09d}", session_id, epoch, f"k{n}", "Run ls?", _DETAIL, at, at),
         )
 
 
@@ -137,9 +140,11 @@ async def _page_reads(store: Store, done: asyncio.Event) -> Latency:
     return Latency.of_ns(waited)
 
 
-async def measure(root: Path, *, interactions: int, reads: int) -> list[Figure]:
+async def measure(
+    root: Path, *, interactions: int, reads: int, postgresql: PgTarget | None = None
+) -> list[Figure]:
     figures: list[Figure] = []
-    async with Store.open(root / "data") as store:
+    async with Store.open(root / "data", postgresql=postgresql) as store:
         began = time.perf_counter()
         session_id = await _fill(store, interactions)
         filled = time.perf_counter() - began
@@ -214,10 +219,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.ledger_pages", description=__doc__)
     parser.add_argument("--interactions", type=int, default=1_000_000)
     parser.add_argument("--reads", type=int, default=200)
+    parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-ledger-") as root:
-        figures = asyncio.run(measure(Path(root), interactions=args.interactions, reads=args.reads))
+    if args.store == "postgresql":  # a throwaway cluster on a Unix socket (tests/pg_cluster.py)
+        from tests.pg_cluster import bench_ledger
+
+        with bench_ledger("bench-ledger-", parser.error) as (root, dsn):
+            figures = asyncio.run(
+                measure(
+                    root,
+                    interactions=args.interactions,
+                    reads=args.reads,
+                    postgresql=PgTarget(url=dsn),
+                )
+            )
+    else:
+        with tempfile.TemporaryDirectory(prefix="bench-ledger-") as root:
+            figures = asyncio.run(
+                measure(Path(root), interactions=args.interactions, reads=args.reads)
+            )
     emit(figures, as_json=args.json)
 
 

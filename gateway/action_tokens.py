@@ -27,6 +27,7 @@ below, each of which returns a :class:`Rejection` or None.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import re
@@ -190,10 +191,17 @@ def token_factory(
     ``callback_max_bytes``): what the card renderer takes."""
 
     def make(choice: str) -> str:
-        token = ActionToken(interaction_id=interaction_id, choice=choice, epoch=epoch)
-        return encode_token(key, token, max_bytes=max_bytes)
+        return _encoded(key, interaction_id, choice, epoch, max_bytes)
 
     return make
+
+
+@functools.lru_cache(maxsize=4096)
+def _encoded(key: bytes, interaction_id: str, choice: str, epoch: int, max_bytes: int) -> str:
+    """A button's token, remembered: a card is drawn again at each change of its request
+    (sent, clicked, decided, delivered), each time with the same tokens."""
+    token = ActionToken(interaction_id=interaction_id, choice=choice, epoch=epoch)
+    return encode_token(key, token, max_bytes=max_bytes)
 
 
 def interaction_named(text: str) -> str | None:

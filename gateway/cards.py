@@ -40,6 +40,7 @@ __all__ = [
     "QuestionForm",
     "StatusPart",
     "TextBlock",
+    "block_text_length",
     "card_text_length",
     "status_text",
 ]
@@ -185,7 +186,9 @@ class Card:
         return status_text(self.status)
 
 
-def _block_length(block: Block) -> int:
+def block_text_length(block: Block) -> int:
+    """A block's share of :func:`card_text_length` (the card's length is additive over its
+    blocks)."""
     match block:
         case CodeBlock(code=code, language=language):
             return len(code) + len(language) + 8  # fences and newlines
@@ -200,7 +203,7 @@ def _block_length(block: Block) -> int:
 def card_text_length(card: Card) -> int:
     """An estimate of the card's message text, in characters, as a platform would draw it."""
     length = len(card.title) + len(card.summary) + len(card.status_line) + 4
-    length += sum(_block_length(block) for block in card.blocks)
+    length += sum(block_text_length(block) for block in card.blocks)
     if card.form is not None:
         for item in card.form.questions:
             question = item.question

@@ -306,3 +306,16 @@ def test_a_key_others_can_read_or_of_the_wrong_size_is_refused(tmp_path: Path) -
     with pytest.raises(ConfigError, match="not 32 bytes") as caught:
         load_or_create_hmac_key(tmp_path)
     assert "short" not in str(caught.value)
+
+
+def test_a_remembered_token_is_the_one_encode_token_makes_under_that_key() -> None:
+    make = token_factory(KEY, "iid9", 3)
+    token = ActionToken.for_action("iid9", 1, 3)
+    assert make("1") == make("1") == encode_token(KEY, token)
+    other_key = bytes(reversed(KEY))
+    assert token_factory(other_key, "iid9", 3)("1") == encode_token(other_key, token)
+    assert token_factory(other_key, "iid9", 3)("1") != make("1")
+    tight = token_factory(KEY, "k3m9x2p7qa", 99_999_999, max_bytes=41)
+    for _ in range(2):  # a refusal is not remembered as a token
+        with pytest.raises(ValueError, match="more than 41"):
+            tight("q99.99")

@@ -16,6 +16,7 @@ from bench import (
     agent_startup,
     concurrency,
     files_in,
+    idle,
     interactions,
     ledger_pages,
     policy,
@@ -24,6 +25,8 @@ from bench import (
 )
 from bench.__main__ import markdown
 from bench.figures import Figure, machine, percentile
+from gateway.config.ledger_url import PgTarget
+from tests.pg_cluster import PgCluster
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -156,3 +159,24 @@ async def test_ledger_pages_at_a_toy_size(tmp_path: Path) -> None:
     assert "n=3" in figure(figures, "console's first page, indexed").value
     assert "n=3" in figure(figures, "/pending, no index").value
     assert figure(figures, "prune: every").value.startswith("300 requests in ")
+
+
+async def test_idle_at_a_toy_size(tmp_path: Path) -> None:
+    result = await idle.measure(tmp_path, sessions=3, window=0.5, dsn=None)
+    assert result.sessions == 3 and result.store == "sqlite"  # each opened: its echo shown
+    assert result.window_s >= 0.5 and result.cpu_s >= 0
+    assert sum(result.by_method.values()) <= result.writer_calls  # the tally saw the writer's
+    figures = idle.figures(result)
+    assert "% of one core" in figure(figures, "gateway CPU").value
+    assert "a second" in figure(figures, "ledger calls on the writer").value
+
+
+async def test_ledger_pages_on_postgresql_at_a_toy_size(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    figures = await ledger_pages.measure(
+        tmp_path, interactions=200, reads=2, postgresql=PgTarget(url=pg_database.dsn)
+    )
+    assert figure(figures, "ledger filled").value.startswith("200 closed requests")
+    assert "n=2" in figure(figures, "/pending, indexed").value
+    assert figure(figures, "prune: every").value.startswith("200 requests in ")

@@ -19,3 +19,20 @@ async def test_the_three_host_bench_runs_and_counts_every_approval_once(
     assert len(result.latencies_ms) == 12
     assert set(result.peak_rss_mb) == {"h0", "h1", "h2"}
     assert all(mb > 0 for mb in result.peak_rss_mb.values())
+
+
+async def test_an_open_loop_run_then_a_closed_one_on_the_same_ledger_count_their_own(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    offered = await hosts.measure_offered(
+        tmp_path / "rate", pg_database.dsn, sessions=2, rate=4, seconds=1
+    )
+    assert offered.offered == 12  # 4 a second for 1 s on each of 3 hosts, each settled
+    assert len(offered.arrival_ms) == 12 and 0 <= offered.waited <= 12
+    [click, arrival, done] = hosts.offered_figures(offered)
+    assert "(n=12)" in click.value and "waited for a free session" in arrival.value
+    assert done.value.startswith("12 approvals in ")
+    # a closed-loop run after it on the same ledger: its own decisions, not the earlier ones
+    closed = await hosts.measure(tmp_path / "sat", pg_database.dsn, sessions=1, approvals=1)
+    assert closed.decisions == closed.deliveries_ok == 3
+    assert "busy sessions per host" in hosts.saturation_figure(closed).name

@@ -36,6 +36,7 @@ from gateway.cards import (
     FormQuestion,
     QuestionForm,
     TextBlock,
+    block_text_length,
     card_text_length,
 )
 from gateway.domain import (
@@ -186,7 +187,8 @@ def _fit(
     blocks_list = list(blocks)
     attachments: list[Attachment] = []
     attached: list[str] = []
-    while card_text_length(_with_blocks(base, blocks_list)) > text_max_chars:
+    around = card_text_length(base)  # base has no blocks: the length is additive over them
+    while around + sum(map(block_text_length, blocks_list)) > text_max_chars:
         candidates = [
             (len(found[2]), index, found)
             for index, block in enumerate(blocks_list)
@@ -199,10 +201,6 @@ def _fit(
         attachments.append(Attachment(name=name, content=content))
         attached.append(what)
     return tuple(blocks_list), tuple(attachments), tuple(attached)
-
-
-def _with_blocks(card: Card, blocks: list[Block]) -> Card:
-    return replace(card, blocks=tuple(blocks))
 
 
 def _explanation(action: Action) -> str:
@@ -411,7 +409,8 @@ def render_interaction(
         session=session_name or "",
     )
     blocks, attachments, attached = _fit(blocks, base, interaction.kind, text_max_chars)
-    budget = text_max_chars - card_text_length(_with_blocks(base, list(blocks))) + len(base.summary)
+    length = card_text_length(base) + sum(map(block_text_length, blocks))
+    budget = text_max_chars - length + len(base.summary)
     summary = _clip(interaction.summary, max(0, budget))
     actions: tuple[CardAction, ...] = ()
     if pending:

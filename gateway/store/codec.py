@@ -8,9 +8,10 @@ the secret to a guesser), so the ledger, its WAL and its backups never hold one.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from gateway.domain import (
     Action,
@@ -46,6 +47,27 @@ __all__ = [
 ]
 
 SECRET_MARKER = "[secret answer: not stored]"
+
+# Decoding a request's detail, actions and questions is memoised on the stored text: the
+# values are frozen (tuples of frozen dataclasses), the text of a row never changes once
+# written, and a request is read several times per approval (its card, the click, the
+# decision, the delivery) while most requests of an agent offer the same actions. Texts
+# longer than _MEMO_MAX_CHARS (a big diff) are decoded each time rather than kept.
+_MEMO_ENTRIES = 512
+_MEMO_MAX_CHARS = 4096
+
+
+_T = TypeVar("_T")
+
+
+def _memoised(decode: Callable[[str], _T]) -> Callable[[str], _T]:
+    cached = functools.lru_cache(maxsize=_MEMO_ENTRIES)(decode)
+
+    @functools.wraps(decode)
+    def read(text: str) -> _T:
+        return cached(text) if len(text) <= _MEMO_MAX_CHARS else decode(text)
+
+    return read
 
 
 def dumps(value: object) -> str:
@@ -106,8 +128,11 @@ def encode_detail(detail: Detail | None) -> str | None:
 
 
 def decode_detail(text: str | None) -> Detail | None:
-    if text is None:
-        return None
+    return None if text is None else _decode_detail(text)
+
+
+@_memoised
+def _decode_detail(text: str) -> Detail:
     body = json.loads(text)
     kind = body["type"]
     if kind == "command":
@@ -167,6 +192,7 @@ def encode_actions(actions: tuple[Action, ...]) -> str:
     )
 
 
+@_memoised
 def decode_actions(text: str) -> tuple[Action, ...]:
     return tuple(
         Action(
@@ -201,6 +227,7 @@ def encode_questions(questions: tuple[Question, ...]) -> str:
     )
 
 
+@_memoised
 def decode_questions(text: str) -> tuple[Question, ...]:
     return tuple(
         Question(
@@ -242,6 +269,12 @@ def encode_answers(answers: Mapping[str, Answer]) -> str:
 
 
 def decode_answers(text: str) -> dict[str, Answer]:
+    """A decision's answers: a dict of its own (the Answers in it are frozen and shared)."""
+    return dict(_decode_answers(text))
+
+
+@_memoised
+def _decode_answers(text: str) -> dict[str, Answer]:
     return {
         question_id: Answer(option_ids=tuple(a["option_ids"]), other=a["other"])
         for question_id, a in json.loads(text).items()

@@ -94,6 +94,14 @@ def interaction_by_native_key_sent(
     return read
 
 
+# the stored value -> the member, by one dict lookup (an Enum call costs a dozen times that,
+# and a request's row is decoded several times per approval); a value not among them goes
+# through the Enum itself, which raises as before
+_KINDS = {member.value: member for member in InteractionKind}
+_ORIGINS = {member.value: member for member in InteractionOrigin}
+_STATES = {member.value: member for member in InteractionState}
+
+
 def actor_from_row(row: Row) -> Actor:
     return Actor(
         platform=row["actor_platform"],
@@ -135,14 +143,14 @@ def interaction_from_row(row: Row) -> Interaction:
         runtime_epoch=row["runtime_epoch"],
         turn_id=row["turn_id"],
         native_key=row["native_key"],
-        kind=InteractionKind(row["kind"]),
-        origin=InteractionOrigin(row["origin"]),
+        kind=_KINDS.get(row["kind"]) or InteractionKind(row["kind"]),
+        origin=_ORIGINS.get(row["origin"]) or InteractionOrigin(row["origin"]),
         title=row["title"],
         summary=row["summary"],
         detail=codec.decode_detail(row["detail_json"]),
         actions=codec.decode_actions(row["actions_json"]),
         questions=codec.decode_questions(row["questions_json"]),
-        state=InteractionState(row["state"]),
+        state=_STATES.get(row["state"]) or InteractionState(row["state"]),
         version=row["version"],
         created_at=parse_time(row["created_at"]),
         updated_at=parse_time(row["updated_at"]),
@@ -164,7 +172,7 @@ def interaction_from_row(row: Row) -> Interaction:
 
 
 def _votes(text: str | None) -> tuple[VoteFact, ...]:
-    if not text:
+    if not text or text == "[]":  # no standing vote: most requests
         return ()
     return tuple(
         VoteFact(

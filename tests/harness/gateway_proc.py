@@ -33,6 +33,10 @@ stdin (commands)::
         each running turn as the ledger has saved it: its text and the messages showing it
     {"n": N, "cmd": "received"}                            -> {"reply": N, "received": K}
         how many decisions the scripted agents were written (``--scripted-approvals``)
+    {"n": N, "cmd": "tally", "start": true}                -> {"reply": N, "calls": {...},
+     "writer_calls": K, "round_trips": R}  the ledger's calls since the last start (on the
+        writer connection, by store method: gateway/store/trip_tally.py); ``start`` begins
+        a new count (bench.idle: what an idle host writes)
     {"n": N, "cmd": "quit"}  (or stdin EOF)                the gateway shuts down, exit 0
 
 A rendered message is ``{"id", "conversation", "text", "card", "edits"}``; a card is
@@ -60,6 +64,7 @@ from gateway.cards import Card
 from gateway.config.model import Config
 from gateway.domain import Actor, Answer, ConversationRef
 from gateway.sessions.engine import Gateway
+from gateway.store.trip_tally import TripTally
 from platforms.memory.platform import MemoryPlatform, Rendered
 from platforms.registry import parse_config
 from tests.scripted_launcher import ScriptedLauncher
@@ -140,6 +145,15 @@ async def handle(
         launcher = gateway.launcher
         assert isinstance(launcher, ScriptedLauncher), "needs --scripted-approvals"
         return {"received": len(launcher.received)}
+    if name == "tally":
+        writer = gateway.store.writer
+        if command.get("start") or writer.tally is None:
+            writer.tally = TripTally()
+        return {
+            "calls": dict(writer.tally.calls),
+            "writer_calls": writer.runner.trips,
+            "round_trips": writer.round_trips or 0,
+        }
     if name == "say":
         await memory.say(
             conversation_of(command["conversation"]),
