@@ -192,7 +192,7 @@ async def test_the_author_of_a_run_is_the_schedule_by_its_creator(tmp_path: Path
         [turn] = timeline
         assert turn.prompt is not None
         assert turn.prompt.author.display == "schedule S1 by Alice"
-        assert "S1: once · no next run · last" in summaries(await listing(gw))
+        assert "S1: once (Europe/Berlin) · no next run · last" in summaries(await listing(gw))
 
 
 @pytest.mark.parametrize(
