@@ -99,14 +99,31 @@ async def _no_zone(actor: Actor, conversation: ConversationRef) -> str | None:
     return None
 
 
+PlaceSchedule = Callable[[ScheduleRecord, Actor], Awaitable[str | None]]
+"""Give a schedule just made a thread of its own where the platform can (a Telegram forum's
+topic: gateway/sessions/schedule_topics.py); the line saying where its runs speak, or None
+(they speak where it was made)."""
+
+
+async def _made_here(schedule: ScheduleRecord, actor: Actor) -> str | None:
+    return None
+
+
 class ScheduleDesk:
     def __init__(
-        self, config: Config, store: Store, clock: Clock, *, person_zone: PersonZone = _no_zone
+        self,
+        config: Config,
+        store: Store,
+        clock: Clock,
+        *,
+        person_zone: PersonZone = _no_zone,
+        place: PlaceSchedule = _made_here,
     ) -> None:
         self._config = config
         self._store = store
         self._clock = clock
         self._person_zone = person_zone
+        self._place = place
 
     def reload(self, config: Config) -> None:
         """Who may schedule and whose runs may go, from a reloaded config."""
@@ -235,11 +252,13 @@ class ScheduleDesk:
         except StoreError as exc:
             return f"Not scheduled: {exc}."
         how = f"every {shown} ({zone.key})" if shown is not None else f"once ({zone.key})"
+        where = await self._place(made, actor)
         return (
             f"⏰ Schedule {made.label} made: {how}, next run {when_words(next_at, zone)}.\n"
             "Each run starts a fresh session; what the agent asks waits for the project's"
             " approvers, as always.\n"
-            f"/schedules lists it; /unschedule {made.label} deletes it."
+            + ("" if where is None else where + "\n")
+            + f"/schedules lists it; /unschedule {made.label} deletes it."
         )
 
     async def listing(self, project: str) -> list[tuple[ScheduleRecord, str]]:

@@ -348,6 +348,31 @@ class ScheduleBook:
 
         return await self._db.write(write)
 
+    async def move_to_thread(
+        self, schedule_id: int, thread: ConversationRef, *, actor: Actor
+    ) -> ScheduleRecord:
+        """The schedule's runs speak and run in ``thread`` from now on (a Telegram topic
+        opened for it), audited ``schedule.thread_opened``."""
+
+        def write(conn: Conn) -> ScheduleRecord:
+            row = fetch_one(
+                conn,
+                "UPDATE schedules SET platform = ?, space = ?, channel = ?, thread = ?,"
+                f" updated_at = ? WHERE id = ? AND deleted_at IS NULL RETURNING {_COLUMNS}",
+                (*conversation_params(thread), self._db.now(), schedule_id),
+            )
+            if row is None:
+                raise StoreError(f"no schedule S{schedule_id}")
+            self._db.audit(
+                conn,
+                "schedule.thread_opened",
+                actor=actor,
+                details={"schedule": schedule_id, "thread": thread.key()},
+            )
+            return _schedule_from_row(row)
+
+        return await self._db.write(write)
+
     async def delete(self, schedule_id: int, *, actor: Actor) -> ScheduleRecord:
         """Delete (the row stays, marked, for its runs and the audit), audited."""
 
