@@ -13,7 +13,7 @@ import pytest
 
 from gateway.clock import FileClock
 from gateway.config.ledger_url import PgTarget
-from gateway.domain import Actor, ConversationRef
+from gateway.domain import Actor, AgentKind, ConversationRef
 from gateway.errors import StoreError
 from gateway.sessions.scheduler import MISSED_REASON, Scheduler
 from gateway.store.ledger_faults import LedgerFaults
@@ -306,3 +306,43 @@ async def test_a_held_run_prompt_is_dropped_alone(store: Store) -> None:
     assert not await store.schedules.drop_held_prompt(started)  # once
     assert [p.text for p in await store.prompts.list_held(session.id)] == ["mine"]
     assert await store.schedules.prompt_state(started) == (PromptState.DROPPED, False)
+
+
+async def test_a_schedule_moves_to_its_thread_and_a_run_hands_its_conversation_back(
+    store: Store,
+) -> None:
+    made = await store.schedules.create(draft(utc(2026, 6, 1, 7, 0)), max_per_project=5)
+    topic = ConversationRef(platform="telegram", space=None, channel="-100", thread="7")
+    moved = await store.schedules.move_to_thread(made.id, topic, actor=ALICE)
+    assert moved.conversation == topic
+    [entry] = await store.audit.entries(event="schedule.thread_opened")
+    assert entry.details == {"schedule": made.id, "thread": topic.key()}
+
+    mine = await store.sessions.create(project="demo", agent_kind=AgentKind.CODEX_APP_SERVER)
+    await store.sessions.route(ROOM, mine.id)
+    await store.sessions.bind(ROOM, mine.id)
+    ran, _ = await store.sessions.create_routed(
+        ROOM,
+        replacing=mine.id,
+        project="demo",
+        agent_kind=AgentKind.CODEX_APP_SERVER,
+        shown_in=ROOM,
+    )
+    run = await store.schedules.claim(made, due_at=utc(2026, 6, 1, 7, 0), next_at=None, host=None)
+    assert run is not None
+    await store.schedules.started(run, ran.id, replaced=mine.id)
+    [started] = await store.schedules.started_runs(None)
+    assert (started.session_id, started.replaced_session_id) == (ran.id, mine.id)
+    assert await store.schedules.hand_back(started, ROOM, ROOM)
+    assert not await store.schedules.hand_back(started, ROOM, ROOM)  # once: it moved on
+    found = await store.sessions.lookup_route(ROOM)
+    shown = await store.sessions.lookup(ROOM)
+    assert found is not None and shown is not None and found.id == shown.id == mine.id
+    # a /switch meanwhile wins: nothing is handed back over it
+    await store.sessions.route(ROOM, ran.id)
+    other = await store.sessions.create(project="demo", agent_kind=AgentKind.CODEX_APP_SERVER)
+    await store.sessions.route(ROOM, other.id)
+    assert not await store.schedules.hand_back(started, ROOM, ROOM)
+    assert [e.session_id for e in await store.audit.entries(event="schedule.handed_back")] == [
+        mine.id
+    ]
