@@ -514,6 +514,40 @@ class ScheduleBook:
 
         return await self._db.read(read)
 
+    async def take_orphaned_runs(self, host: str) -> list[ScheduleRun]:
+        """Runs another host claimed and never started, whose lease is gone (it died between
+        the claim and the start, and has not come back): made ``host``'s, each by one taker
+        (the UPDATE's row lock: a second host re-reads the row, now of a host whose lease is
+        held, and takes nothing), audited ``schedule.taken_over``. A shared ledger only (its
+        ``leases``); the database's ``now()`` says whether a lease is gone."""
+
+        def write(conn: Conn) -> list[ScheduleRun]:
+            rows = fetch_all(
+                conn,
+                "UPDATE schedule_runs SET host = ?, updated_at = ? WHERE state = 'claimed'"
+                " AND host IS NOT NULL AND host <> ? AND NOT EXISTS (SELECT 1 FROM leases l"
+                " WHERE l.name = 'host:' || schedule_runs.host AND l.holder = schedule_runs.host"
+                f" AND l.expires_at >= now()) RETURNING {_RUN_COLUMNS}",
+                (host, self._db.now(), host),
+            )
+            taken = sorted(
+                (_run_from_row(row) for row in rows), key=lambda r: (r.due_at, r.schedule_id)
+            )
+            for run in taken:
+                self._db.audit(
+                    conn,
+                    "schedule.taken_over",
+                    actor=f"schedule:{run.schedule_id}",
+                    details={
+                        "schedule": run.schedule_id,
+                        "due_at": self._db.stored_time(run.due_at),
+                        "host": host,
+                    },
+                )
+            return taken
+
+        return await self._db.write(write)
+
     async def started_runs(self, host: str | None) -> list[ScheduleRun]:
         """Runs whose prompt was queued and whose outcome is not recorded yet, of ``host``
         (every host's where None), oldest first."""
