@@ -143,11 +143,11 @@ async def test_a_schedule_made_in_a_forum_gets_its_own_topic_where_every_run_spe
             " 2026-03-28 09:00 JST (00:00 UTC)."
         )
         assert made.text.splitlines()[2] == (
-            f"Its runs speak in a topic of its own: https://t.me/c/1234567890/{topic}"
+            f"Its runs speak in a thread of its own: https://t.me/c/1234567890/{topic}"
         )
         assert tg.texts(GROUP_ID, topic) == [
-            "⏰ Schedule S1's runs speak in this topic, each in a fresh session: what its agent"
-            " asks waits here for the project's approvers."
+            "⏰ Schedule S1's runs speak here, each in a fresh session: what its agent asks"
+            " waits here for the project's approvers."
         ]
 
         # two runs, one topic: each says "⏰ scheduled" there, and runs there

@@ -18,6 +18,13 @@ A run is **skipped and said**, not run, when (checked in this order, each run):
 
 A run's prompt held by a restart before it ran is dropped and its run recorded as skipped
 (:meth:`ScheduleRuns.settle`): nothing scheduled runs late without being asked again.
+
+A run whose fresh session took the conversation from a person's session **gives it back**
+once it is over (:meth:`ScheduleRuns.settle`, woken by the turn's end), and says so: the
+person's next message goes to their own session, not the run's. Not when someone talked to
+the run's session meanwhile (it is theirs now), nor when the conversation moved on. A
+schedule made in a Telegram forum runs in a topic of its own (schedule_topics.py), where
+there is nothing to give back.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
-"""A topic of its own for a schedule made in a Telegram forum (issue 35): "one topic per
-schedule, not per run".
+"""A thread of its own for a schedule (issue 35): "in the schedule's thread where the platform
+has threads (one Telegram topic per schedule, not per run)".
 
 Where sessions follow threads (``scope = "thread"``) and the platform may open a thread in
-the conversation's channel (``OpensThreads.threads_beside``: a forum, from any of its
-topics), a schedule just made gets a topic named after it ("⏰ S1: TEXT"), opened by the bot;
-the schedule's conversation becomes that topic (``ScheduleBook.move_to_thread``, audited), so
-each run says "⏰ scheduled: TEXT" there and its fresh session follows the topic: it never
-takes over the General topic or the topic a person works in. Where no topic can be opened
-(the bot may not manage topics, or Telegram refuses) the schedule stays where it was made and
-the reply says so; the schedule is made either way.
+the conversation's channel (``OpensThreads.threads_beside``: a Telegram forum, from any of
+its topics; any Slack conversation), a schedule just made gets a thread named after it
+("⏰ S1: TEXT": a forum topic, or a Slack message at the top of the channel), opened by the
+bot; the schedule's conversation becomes that thread (``ScheduleBook.move_to_thread``,
+audited), so each run says "⏰ scheduled: TEXT" there and its fresh session follows the
+thread: it never takes over the conversation a person works in. Where no thread can be
+opened (the bot may not manage a forum's topics, or the platform refuses) the schedule
+stays where it was made and the reply says so; the schedule is made either way.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ __all__ = ["TOPIC_NOTICE", "open_schedule_thread", "topic_title"]
 log = logging.getLogger(__name__)
 
 TOPIC_NOTICE = (
-    "⏰ Schedule {label}'s runs speak in this topic, each in a fresh session: what its agent"
-    " asks waits here for the project's approvers."
+    "⏰ Schedule {label}'s runs speak here, each in a fresh session: what its agent asks"
+    " waits here for the project's approvers."
 )
 NO_TOPIC = (
     "Its runs speak here: I may not open topics in this group (make the bot an admin with"
@@ -38,7 +39,8 @@ _TITLE_TEXT_CHARS = 60  # of the schedule's text in its topic's name
 
 
 def topic_title(schedule: ScheduleRecord) -> str:
-    """The topic's name: the schedule's label and the start of its text, on one line."""
+    """The thread's name (a topic's, a Slack thread's first message): the schedule's label
+    and the start of its text, on one line."""
     text = " ".join(schedule.text.split())
     if len(text) > _TITLE_TEXT_CHARS:
         text = text[: _TITLE_TEXT_CHARS - 1] + "…"
@@ -54,7 +56,7 @@ async def open_schedule_thread(
     say: Callable[[ConversationRef, str], Awaitable[None]],
     link_of: Callable[[ConversationRef], str | None],
 ) -> str:
-    """Open ``schedule``'s topic and move the schedule there; the line its maker is told
+    """Open ``schedule``'s thread and move the schedule there; the line its maker is told
     (where its runs speak)."""
     try:
         thread = await platform.open_thread(schedule.conversation, topic_title(schedule))
@@ -67,4 +69,4 @@ async def open_schedule_thread(
     await say(thread, TOPIC_NOTICE.format(label=schedule.label))
     link = link_of(thread)
     where = link if link is not None else f"thread {thread.thread}"
-    return f"Its runs speak in a topic of its own: {where}"
+    return f"Its runs speak in a thread of its own: {where}"
