@@ -64,7 +64,7 @@ async def open_schedule_thread(
         return NO_TOPIC
     except PlatformError as exc:
         log.warning("schedule %s: no topic opened (%s)", schedule.label, exc)
-        return f"Its runs speak here: no topic could be opened for it ({exc})."
+        return f"Its runs speak here: no thread could be opened for it ({exc})."
     await store.schedules.move_to_thread(schedule.id, thread, actor=actor)
     await say(thread, TOPIC_NOTICE.format(label=schedule.label))
     link = link_of(thread)
