@@ -185,8 +185,7 @@ class ScheduleRuns:
         schedule's own the newest run stays)."""
         if current is None or current.is_closed:
             return None
-        runs = await self._store.schedules.runs(schedule.id)
-        if any(earlier.session_id == current.id for earlier in runs):
+        if await self._store.schedules.ran_in(schedule.id, current.id):
             return None
         return current.id
 

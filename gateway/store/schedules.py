@@ -621,6 +621,18 @@ class ScheduleBook:
 
         return await self._db.read(read)
 
+    async def ran_in(self, schedule_id: int, session_id: str) -> bool:
+        """Whether a run of the schedule ran in ``session_id``."""
+        found = await self._db.read(
+            lambda conn: fetch_one(
+                conn,
+                "SELECT 1 AS ran FROM schedule_runs WHERE schedule_id = ? AND session_id = ?",
+                (schedule_id, session_id),
+            ),
+            one_statement=True,
+        )
+        return found is not None
+
     async def last_runs(self, schedule_ids: list[int]) -> dict[int, ScheduleRun]:
         """The newest run of each schedule that has one."""
         found: dict[int, ScheduleRun] = {}
