@@ -197,3 +197,27 @@ async def test_where_the_bot_may_not_open_topics_the_schedule_speaks_where_it_wa
         await tg.bot_message(
             GROUP_ID, lambda m: m.text == "echo: check the nightly build" and m.thread is None
         )
+
+
+async def test_in_a_private_chat_a_run_gives_the_chat_back_to_the_persons_session(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    async with scheduled(fake_telegram, tmp_path) as (tg, clock):
+        launcher = tg.launcher
+        assert isinstance(launcher, ScriptedLauncher)
+        await answer(tg, ALICE, "hello", "echo: hello")
+        await launcher.turn_over.wait()
+        mine = (await answer(tg, ALICE, "/status", "Session ")).text.split()[1]
+        await answer(tg, ALICE, "/at 09:00 check the nightly build", "⏰ Schedule")
+        await tick(tg, clock, datetime(2026, 3, 28, 0, 0, tzinfo=UTC))
+        await tg.bot_message(ALICE.id, lambda m: m.text == "echo: check the nightly build")
+        back = await tg.bot_message(ALICE.id, lambda m: "run is over" in m.text)
+        assert back.text.startswith(
+            "⏰ Schedule S1's run is over: this conversation is back to the session it showed"
+            f" before ({mine})."
+        )
+        shown = tg.texts(ALICE.id)  # said once the run's last words are
+        assert shown.index("echo: check the nightly build") < shown.index(back.text)
+        await answer(tg, ALICE, "and mine", "echo: and mine")
+        status = await answer(tg, ALICE, "/status", "Session ")
+        assert status.text.split()[1] == mine
