@@ -850,8 +850,9 @@ class Control:
         return answer
 
     async def _schedule_thread(self, schedule: ScheduleRecord, actor: Actor) -> str | None:
-        """A topic of its own for a schedule made in a forum, where sessions follow threads
-        (gateway/sessions/schedule_topics.py); None where it stays where it was made."""
+        """A thread of its own for a schedule just made (a forum topic, a Slack or Discord
+        thread), where sessions follow threads (gateway/sessions/schedule_topics.py); the
+        line saying where its runs speak, or None where it stays where it was made."""
         conversation = schedule.conversation
         if self._gw.config.projects[schedule.project].scope is not SessionScope.THREAD:
             return None
