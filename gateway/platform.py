@@ -268,11 +268,19 @@ class LinksConversations(Protocol):
 @runtime_checkable
 class OpensThreads(Protocol):
     """A platform where a new session may get a thread of its own: ``/new`` typed in a
-    Telegram forum's General topic opens a topic for it (where sessions follow threads)."""
+    Telegram forum's General topic opens a topic for it (where sessions follow threads); and
+    where a schedule gets a thread of its own (issue 35: a forum topic, a Slack or Discord
+    thread under a message at the top of the channel)."""
 
     def opens_threads(self, conversation: ConversationRef) -> bool:
         """Whether a new session asked for in ``conversation`` gets a new thread beside it
         (a forum's General topic), rather than replacing the session there."""
+        ...
+
+    def threads_beside(self, conversation: ConversationRef) -> bool:
+        """Whether a thread may be opened in ``conversation``'s channel, from any of its
+        threads (a forum from any of its topics, a Slack conversation, a Discord server's
+        channel): a schedule made there gets one."""
         ...
 
     async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:

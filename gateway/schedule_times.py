@@ -19,11 +19,12 @@ compares the stored value (gateway/store/schedules.py).
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
 
@@ -78,9 +79,9 @@ def zone_of(name: str) -> ZoneInfo:
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError) as exc:
-        raise ScheduleTimeError(
-            f"unknown time zone {name!r} (an IANA name such as Europe/Berlin)"
-        ) from exc
+        close = difflib.get_close_matches(name, available_timezones(), n=1, cutoff=0.8)
+        hint = f"did you mean {close[0]!r}?" if close else "an IANA name such as Europe/Berlin"
+        raise ScheduleTimeError(f"unknown time zone {name!r} ({hint})") from exc
 
 
 def cron_of(expression: str) -> str:

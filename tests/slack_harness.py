@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from adapters.launch import ConfiguredLauncher
+from gateway.clock import Clock
 from gateway.config.model import Config
 from gateway.platform import PlatformLimits, connected
 from gateway.sessions.agents import AgentLauncher
@@ -192,9 +193,10 @@ async def on_slack(
     http_socket: socket.socket | None = None,
     console: ConsolePlatform | None = None,
     transcriber: Transcriber | None = None,
+    schedule_clock: Clock | None = None,
 ) -> AsyncIterator[OnSlack]:
     """The platform around the gateway, as ``agent-gateway run`` has them (with the web
-    console beside it, if given)."""
+    console beside it, if given); ``schedule_clock``: the scheduler's clock."""
     settings = config.platforms.get("slack", SlackConfig)
     assert settings is not None
     for person in (CAROL, MALLORY):
@@ -209,7 +211,13 @@ async def on_slack(
             platforms["console"] = await stack.enter_async_context(console)
         await stack.enter_async_context(connected({"slack": slack}))
         gateway = await stack.enter_async_context(
-            Gateway(config, platforms=platforms, launcher=agents, transcriber=transcriber)
+            Gateway(
+                config,
+                platforms=platforms,
+                launcher=agents,
+                transcriber=transcriber,
+                schedule_clock=schedule_clock,
+            )
         )
         if settings.mode == "socket":
             await fake.wait_for(lambda: fake.connected, DEADLINE)

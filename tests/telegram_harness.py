@@ -20,6 +20,7 @@ from typing import Any
 
 from adapters.launch import ConfiguredLauncher
 from gateway.cards import Card
+from gateway.clock import Clock
 from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef, TurnStatus
 from gateway.errors import StoreError
@@ -311,9 +312,11 @@ async def on_telegram(
     inbox: Callable[[Inbox], Inbox] | None = None,
     limits: PlatformLimits = TELEGRAM_LIMITS,
     transcriber: Transcriber | None = None,
+    schedule_clock: Clock | None = None,
 ) -> AsyncIterator[OnTelegram]:
     """The platform around the gateway, as ``agent-gateway run`` has them; with ``inbox``,
-    the platform hands its updates to ``inbox(gateway)``."""
+    the platform hands its updates to ``inbox(gateway)``; ``schedule_clock``: the
+    scheduler's clock (gateway/clock.py)."""
     settings = config.platforms.get("telegram", TelegramConfig)
     assert settings is not None
     agents = launcher or ConfiguredLauncher(env_source={}, handshake_timeout=60)
@@ -321,7 +324,11 @@ async def on_telegram(
     async with platform as telegram:
         seen = telegram if inbox is None else InboxBetween(telegram, inbox)
         async with Gateway(
-            config, platforms={"telegram": seen}, launcher=agents, transcriber=transcriber
+            config,
+            platforms={"telegram": seen},
+            launcher=agents,
+            transcriber=transcriber,
+            schedule_clock=schedule_clock,
         ) as gateway:
             between = seen.inbox if isinstance(seen, InboxBetween) else None
             yield OnTelegram(

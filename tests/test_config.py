@@ -566,3 +566,67 @@ def test_an_unknown_scheduler_is_refused() -> None:
         'agent = "codex-app-server"', 'agent = "codex-app-server"\nschedulers = ["leads"]'
     )
     assert 'projects.web.schedulers: unknown group or person "leads"' in refusal(text)
+
+
+PEOPLE_TABLES = MINIMAL.replace(
+    "[platforms.memory]",
+    """[people]
+bob = ["memory:bob"]
+
+[people.alice]
+accounts = ["memory:alice", "slack:U1"]
+time_zone = "Asia/Tokyo"
+
+[platforms.memory]""",
+)
+
+
+def test_a_person_written_as_a_table_gives_their_accounts_and_time_zone() -> None:
+    config = parse_config(PEOPLE_TABLES, "gw.toml", env={})
+    assert config.people == {"bob": ("memory:bob",), "alice": ("memory:alice", "slack:U1")}
+    assert config.time_zone_of("slack:U1") == "Asia/Tokyo"
+    assert config.time_zone_of("memory:bob") is None
+    assert config.time_zone_of("memory:carol") is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "said"),
+    [
+        (
+            'time_zone = "Asia/Tokyo"',
+            'time_zone = "Asia/Tokio"',
+            "gw.toml:13: people.alice.time_zone: unknown time zone 'Asia/Tokio'"
+            " (did you mean 'Asia/Tokyo'?)",
+        ),
+        (
+            'time_zone = "Asia/Tokyo"',
+            'timezone = "Asia/Tokyo"',
+            "gw.toml:13: people.alice.timezone: unknown key; did you mean 'time_zone'?",
+        ),
+        ('accounts = ["memory:alice", "slack:U1"]\n', "", "people.alice.accounts"),
+    ],
+)
+def test_a_bad_person_table_is_refused_naming_the_key(old: str, new: str, said: str) -> None:
+    assert said in refusal(PEOPLE_TABLES.replace(old, new))
+
+
+def test_a_reload_applies_a_persons_new_time_zone() -> None:
+    from gateway.config.reload import reloadable_changes
+
+    old = parse_config(PEOPLE_TABLES, "gw.toml", env={})
+    new = parse_config(PEOPLE_TABLES.replace("Asia/Tokyo", "Europe/Berlin"), "gw.toml", env={})
+    assert reloadable_changes(old, new) == ["people"]
+    assert new.time_zone_of("memory:alice") == "Europe/Berlin"
+
+
+def test_a_config_schedule_without_a_zone_takes_its_creators_then_the_projects() -> None:
+    from datetime import UTC, datetime
+
+    from gateway.sessions.schedule_desk import configured_drafts
+
+    people = '[people.alice]\naccounts = ["memory:alice"]\ntime_zone = "Asia/Tokyo"\n\n'
+    now = datetime(2026, 3, 27, 12, 0, tzinfo=UTC)  # a Friday
+    [draft] = configured_drafts(parse_config(people + SCHEDULED, env={}), "web", now)
+    assert (draft.zone, draft.next_at) == ("Asia/Tokyo", datetime(2026, 3, 30, 0, 0, tzinfo=UTC))
+    [draft] = configured_drafts(parse_config(SCHEDULED, env={}), "web", now)
+    assert (draft.zone, draft.next_at) == ("UTC", datetime(2026, 3, 30, 9, 0, tzinfo=UTC))

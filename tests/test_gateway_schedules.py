@@ -154,7 +154,10 @@ async def test_every_makes_a_schedule_and_its_run_says_it_and_runs_in_a_fresh_se
         await gw.text_where(lambda said: said == "⏰ scheduled: run the tests and say what broke")
         await gw.text_where(lambda said: said == "echo: run the tests and say what broke")
         await launcher.turn_over.wait()
-        run_session = await session_of(gw)
+        [run] = await gw.gateway.store.schedules.runs(1)
+        assert run.session_id is not None
+        run_session = await gw.gateway.store.sessions.get(run.session_id)
+        assert run_session is not None
         assert run_session.id != first_session.id  # a fresh session: no grant, no mode kept
         assert run_session.initiator == ALICE
         runs = await gw.gateway.store.audit.entries(event="schedule.run")
@@ -192,7 +195,7 @@ async def test_the_author_of_a_run_is_the_schedule_by_its_creator(tmp_path: Path
         [turn] = timeline
         assert turn.prompt is not None
         assert turn.prompt.author.display == "schedule S1 by Alice"
-        assert "S1: once · no next run · last" in summaries(await listing(gw))
+        assert "S1: once (Europe/Berlin) · no next run · last" in summaries(await listing(gw))
 
 
 @pytest.mark.parametrize(
@@ -473,3 +476,49 @@ async def test_a_config_schedule_runs_in_its_named_session_until_it_holds_a_gran
             CHANNEL,
         )
         assert gw.memory.texts(CHANNEL).count("echo: checks now") == 1
+
+
+async def test_a_run_over_gives_the_conversation_back_to_the_persons_session(
+    tmp_path: Path,
+) -> None:
+    async with gateway(tmp_path) as (gw, clock, launcher):
+        await gw.memory.say(ROOM, ALICE, "hello")
+        await gw.text_where(lambda said: said == "echo: hello")
+        await launcher.turn_over.wait()
+        mine = await session_of(gw)
+        await reply_to(gw, "/at in 2h summarize the open PRs")
+        await at(gw, clock, START + timedelta(hours=2))
+        await gw.text_where(lambda said: said == "echo: summarize the open PRs")
+        back = await gw.text_where(lambda said: said.startswith("⏰ Schedule S1's run is over"))
+        [run] = await gw.gateway.store.schedules.runs(1)
+        assert run.session_id is not None and run.session_id != mine.id
+        assert back == (
+            "⏰ Schedule S1's run is over: this conversation is back to the session it showed"
+            f" before ({mine.id}). /sessions lists the run's ({run.session_id})."
+        )
+        # Alice's next message goes on in her session, not the run's
+        await reply_to(gw, "and now mine")
+        assert (await session_of(gw)).id == mine.id
+        turns = await gw.gateway.store.timeline.of_session(mine.id)
+        assert [turn.prompt.text for turn in turns if turn.prompt] == ["hello", "and now mine"]
+        handed = await gw.gateway.store.audit.entries(event="schedule.handed_back")
+        assert [entry.session_id for entry in handed] == [mine.id]
+
+
+async def test_a_run_someone_talked_to_keeps_the_conversation(tmp_path: Path) -> None:
+    async with gateway(tmp_path) as (gw, clock, launcher):
+        await gw.memory.say(ROOM, ALICE, "hello")
+        await gw.text_where(lambda said: said == "echo: hello")
+        await launcher.turn_over.wait()
+        mine = await session_of(gw)
+        await reply_to(gw, "/at in 2h summarize the open PRs")
+        launcher.may_end.clear()  # the run's turn goes on until Alice has answered it
+        await at(gw, clock, START + timedelta(hours=2))
+        await gw.text_where(lambda said: said == "echo: summarize the open PRs")
+        await gw.memory.say(ROOM, ALICE, "and the closed ones")  # to the run's session
+        launcher.may_end.set()
+        await gw.text_where(lambda said: said == "echo: and the closed ones")
+        await at(gw, clock, START + timedelta(hours=2, minutes=1))  # a pass settles the run
+        ran = await session_of(gw)
+        assert ran.id != mine.id
+        assert not [t for t in gw.memory.texts(ROOM) if "run is over" in t]

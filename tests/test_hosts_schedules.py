@@ -113,18 +113,19 @@ async def test_a_restart_runs_a_missed_run_within_the_grace_once_and_skips_one_b
         assert morning is not None and morning.next_at == datetime(2026, 6, 2, 7, 0, tzinfo=UTC)
 
 
-async def test_a_run_whose_claiming_host_dies_after_the_claim_runs_once_when_it_returns(
+async def test_a_run_whose_claiming_host_dies_after_the_claim_is_taken_over_once(
     tmp_path: Path, pg_database: PgCluster, clock: FileClock
 ) -> None:
     """Real gateway processes on hosts a and b (tests/harness/gateway_proc.py), both reading
-    the clock file. Host a claims the 07:00 run and dies at once (the crash point
-    ``schedule_claimed``: the claim committed, no session made yet). Host b, up all along,
-    neither claims it again nor starts it (it is a's); a, back, starts it once; the 08:00 run
-    happens once with both up. The scripted agent's prompt log says what each run asked."""
+    the clock file. Host a, alone, claims the 07:00 run of project pb (host b's) and dies at
+    once (the crash point ``schedule_claimed``: the claim committed, no session made yet).
+    Host b, started after, takes the run over once a's lease is gone and runs it, without
+    waiting for a; a, back, does not run it again; the 08:00 run happens once with both up.
+    The scripted agent's prompt log says what each run asked."""
     prompts = tmp_path / "prompts.jsonl"
     projects = [
-        scripted_project("pa", "normal", tmp_path / "work-a", channel="a", prompt_log=prompts),
-        scripted_project("pb", "normal", tmp_path / "work-b", channel="b"),
+        scripted_project("pa", "normal", tmp_path / "work-a", channel="a"),
+        scripted_project("pb", "normal", tmp_path / "work-b", channel="b", prompt_log=prompts),
     ]
     config = write_config(
         tmp_path / "hosts.toml",
@@ -137,34 +138,37 @@ async def test_a_run_whose_claiming_host_dies_after_the_claim_runs_once_when_it_
     text = config.read_text(encoding="utf-8")
     config.write_text(text.replace("[gateway]\n", "[gateway]\nschedule_poll_seconds = 0.1\n"))
     logs = tmp_path / "logs"
-    on_a = room("a")
+    on_b = room("b")
     a_dir, b_dir = tmp_path / "data-a", tmp_path / "data-b"
     try:
         async with gateway_process(
             config, logs, host="a", data_dir=a_dir, crash_at="schedule_claimed"
         ) as a:
-            await a.say(on_a, "alice", "/every 0 * * * * check CI")
-            await a.text_containing("⏰ Schedule S1 made", on_a)
+            await a.say(on_b, "alice", "/every 0 * * * * check CI")
+            await a.text_containing("⏰ Schedule S1 made", on_b)
             clock.set(START.replace(hour=7))
             assert await a.exited() == CRASH_EXIT_CODE
+        async with open_ledger(tmp_path / "data") as store:
+            [claimed] = await store.schedules.runs(1)
+        assert (claimed.host, claimed.state) == ("a", RunState.CLAIMED)
         async with gateway_process(config, logs, host="b", data_dir=b_dir) as b:
-            async with open_ledger(tmp_path / "data") as store:
-                [claimed] = await store.schedules.runs(1)
-            assert (claimed.host, claimed.state) == ("a", RunState.CLAIMED)
+            await b.text_containing("echo: check CI", on_b)  # a is still down
             async with gateway_process(config, logs, host="a", data_dir=a_dir) as a:
-                await a.text_containing("echo: check CI", on_a)
                 clock.set(START.replace(hour=8))
-                await a.wait_for(
-                    lambda: a.texts(on_a).count("echo: check CI") == 2 or None,
+                await b.wait_for(
+                    lambda: b.texts(on_b).count("echo: check CI") == 2 or None,
                     what="the 08:00 run's answer",
                 )
-                shown = a.texts(on_a) + b.texts(on_a)
+                shown = a.texts(on_b) + b.texts(on_b)
                 assert shown.count("⏰ scheduled: check CI") == 2
         asked = [json.loads(line)["text"] for line in prompts.read_text().splitlines()]
         assert asked == ["check CI", "check CI"]  # 07:00 once, 08:00 once
         async with open_ledger(tmp_path / "data") as store:
             runs = await store.schedules.runs(1)
+            taken = await store.audit.entries(event="schedule.taken_over")
         assert [run.due_at.hour for run in runs] == [8, 7]
+        assert runs[1].host == "b"
+        assert [entry.details["host"] for entry in taken] == ["b"]
     finally:
         await end_leftover_agents(tmp_path / "data")
 

@@ -5,14 +5,17 @@ over the project's."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from gateway.clock import FileClock
+from gateway.domain import ConversationRef
 from tests.scripted_gateway import REQUESTS
 from tests.scripted_launcher import ScriptedLauncher
-from tests.servers.fake_slack import FakeSlack
-from tests.slack_harness import ALICE, on_slack, slack_config
+from tests.servers.fake_slack import TEAM_ID, FakeSlack
+from tests.slack_harness import ALICE, GENERAL, on_slack, read, slack_config
 from tests.test_slack_sessions import answered_in_thread, command_answer
 
 pytestmark = pytest.mark.timeout(90)
@@ -39,3 +42,50 @@ async def test_a_schedule_made_on_slack_reads_its_times_in_the_persons_zone(
         assert (schedule.zone, schedule.creator.user_id) == ("Europe/London", ALICE.id)
         asked = [params.get("user") for name, params in fake.calls if name == "users.info"]
         assert ALICE.id in asked
+
+
+async def test_a_schedule_gets_a_thread_of_its_own_and_the_persons_thread_stays_theirs(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    clock = FileClock(tmp_path / "clock")
+    clock.set(datetime(2026, 6, 1, 6, 0, tzinfo=UTC))  # 07:00 in London
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    launcher = ScriptedLauncher(REQUESTS)
+    async with on_slack(config, fake, launcher, schedule_clock=clock) as slack:
+        thread = await answered_in_thread(slack, "hello")
+        await launcher.turn_over.wait()
+        mine = ConversationRef(platform="slack", space=TEAM_ID, channel=GENERAL, thread=thread.ts)
+        working = await slack.gateway.store.sessions.lookup(mine)
+        assert working is not None
+        made = await command_answer(slack, thread, "/every 0 9 * * * check CI", "⏰ Schedule")
+        roots = [m for m in fake.messages(GENERAL) if m.from_bot]
+        [root] = [m for m in roots if read(m.text) == "⏰ S1: check CI"]
+        link = f"https://slack.com/archives/{GENERAL}/p{root.ts.replace('.', '')}"
+        assert made.splitlines()[2] == f"Its runs speak in a thread of its own: {link}"
+
+        def in_root() -> list[str]:
+            return [read(m.text) for m in fake.replies(GENERAL, root.ts) if m.from_bot]
+
+        assert in_root() == [
+            "⏰ Schedule S1's runs speak here, each in a fresh session: what its agent asks"
+            " waits here for the project's approvers."
+        ]
+        clock.set(datetime(2026, 6, 1, 8, 0, tzinfo=UTC))  # 09:00 in London
+        assert slack.gateway.scheduler is not None
+        await slack.gateway.scheduler.tick()
+        await fake.wait_for(lambda: "echo: check CI" in in_root() or None, 30.0)
+        assert in_root()[1] == "⏰ scheduled: check CI"
+        # the person's thread shows their session still, and their next message goes there
+        await slack.mention(ALICE, "and mine", thread_ts=thread.ts)
+        await fake.wait_for(
+            lambda: (
+                any(read(m.text) == "echo: and mine" for m in fake.replies(GENERAL, thread.ts))
+                or None
+            ),
+            30.0,
+        )
+        still = await slack.gateway.store.sessions.lookup(mine)
+        assert still is not None and still.id == working.id
+        theirs = [read(m.text) for m in fake.replies(GENERAL, thread.ts)]
+        assert "⏰ scheduled: check CI" not in theirs and "echo: check CI" not in theirs

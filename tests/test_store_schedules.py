@@ -5,6 +5,7 @@ sets, and survives a crash on either side of the claim without being lost or dou
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,9 +14,10 @@ import pytest
 
 from gateway.clock import FileClock
 from gateway.config.ledger_url import PgTarget
-from gateway.domain import Actor, ConversationRef
+from gateway.domain import Actor, AgentKind, ConversationRef
 from gateway.errors import StoreError
 from gateway.sessions.scheduler import MISSED_REASON, Scheduler
+from gateway.store.leases import acquire, connect
 from gateway.store.ledger_faults import LedgerFaults
 from gateway.store.records import PromptState
 from gateway.store.schedules import (
@@ -26,6 +28,7 @@ from gateway.store.schedules import (
     run_message_id,
 )
 from gateway.store.store import Store
+from tests.pg_cluster import PgCluster
 from tests.store_backends import open_store
 from tests.store_helpers import SteppingClock, running_session
 
@@ -306,3 +309,77 @@ async def test_a_held_run_prompt_is_dropped_alone(store: Store) -> None:
     assert not await store.schedules.drop_held_prompt(started)  # once
     assert [p.text for p in await store.prompts.list_held(session.id)] == ["mine"]
     assert await store.schedules.prompt_state(started) == (PromptState.DROPPED, False)
+
+
+async def test_a_schedule_moves_to_its_thread_and_a_run_hands_its_conversation_back(
+    store: Store,
+) -> None:
+    made = await store.schedules.create(draft(utc(2026, 6, 1, 7, 0)), max_per_project=5)
+    topic = ConversationRef(platform="telegram", space=None, channel="-100", thread="7")
+    moved = await store.schedules.move_to_thread(made.id, topic, actor=ALICE)
+    assert moved.conversation == topic
+    [entry] = await store.audit.entries(event="schedule.thread_opened")
+    assert entry.details == {"schedule": made.id, "thread": topic.key()}
+
+    mine = await store.sessions.create(project="demo", agent_kind=AgentKind.CODEX_APP_SERVER)
+    await store.sessions.route(ROOM, mine.id)
+    await store.sessions.bind(ROOM, mine.id)
+    ran, _ = await store.sessions.create_routed(
+        ROOM,
+        replacing=mine.id,
+        project="demo",
+        agent_kind=AgentKind.CODEX_APP_SERVER,
+        shown_in=ROOM,
+    )
+    run = await store.schedules.claim(made, due_at=utc(2026, 6, 1, 7, 0), next_at=None, host=None)
+    assert run is not None
+    await store.schedules.started(run, ran.id, replaced=mine.id)
+    [started] = await store.schedules.started_runs(None)
+    assert (started.session_id, started.replaced_session_id) == (ran.id, mine.id)
+    assert await store.schedules.hand_back(started, ROOM, ROOM)
+    assert not await store.schedules.hand_back(started, ROOM, ROOM)  # once: it moved on
+    found = await store.sessions.lookup_route(ROOM)
+    shown = await store.sessions.lookup(ROOM)
+    assert found is not None and shown is not None and found.id == shown.id == mine.id
+    # a /switch meanwhile wins: nothing is handed back over it
+    await store.sessions.route(ROOM, ran.id)
+    other = await store.sessions.create(project="demo", agent_kind=AgentKind.CODEX_APP_SERVER)
+    await store.sessions.route(ROOM, other.id)
+    assert not await store.schedules.hand_back(started, ROOM, ROOM)
+    assert [e.session_id for e in await store.audit.entries(event="schedule.handed_back")] == [
+        mine.id
+    ]
+
+
+async def test_a_dead_hosts_claim_is_taken_over_once_and_a_live_hosts_is_not(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    """On PostgreSQL (the leases are its): host a claimed a run and holds no lease now; b and
+    c, both holding theirs, take it over at once: one of them takes it. A run claimed by a
+    host whose lease is held is nobody else's."""
+    target = PgTarget(url=pg_database.dsn)
+    async with open_store(target, tmp_path / "data", clock=SteppingClock()) as store:
+        conn = await connect(target)
+        async with conn:
+            for host in ("b", "c", "d"):
+                assert await acquire(conn, f"host:{host}", host, 60.0) is not None
+            dead = await store.schedules.create(draft(utc(2026, 6, 1, 7, 0)), max_per_project=5)
+            live = await store.schedules.create(draft(utc(2026, 6, 1, 7, 0)), max_per_project=5)
+            for schedule, host in ((dead, "a"), (live, "d")):
+                claimed = await store.schedules.claim(
+                    schedule, due_at=utc(2026, 6, 1, 7, 0), next_at=None, host=host
+                )
+                assert claimed is not None
+            took_b, took_c = await asyncio.gather(
+                store.schedules.take_orphaned_runs("b"), store.schedules.take_orphaned_runs("c")
+            )
+            taken = took_b + took_c
+            assert [(run.schedule_id, run.host) for run in taken] in (
+                [(dead.id, "b")],
+                [(dead.id, "c")],
+            )
+            [run] = await store.schedules.runs(live.id)
+            assert run.host == "d"
+            assert await store.schedules.take_orphaned_runs("b") == []  # once
+            entries = await store.audit.entries(event="schedule.taken_over")
+            assert [entry.details["host"] for entry in entries] == [taken[0].host]

@@ -604,6 +604,31 @@ class TranscriptionConfig(_Model):
         return self
 
 
+class PersonEntry(_Model):
+    """``[people.NAME]`` written as a table: the person's ``accounts`` (as the array form
+    lists them) and their ``time_zone`` (an IANA name), which the schedules they make read
+    their times in where their platform does not say one (issue 35)."""
+
+    accounts: tuple[NonEmpty, ...]
+    time_zone: NonEmpty | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _array_form(cls, value: Any) -> Any:
+        """``alice = ["slack:U1"]``: the accounts alone."""
+        return value if isinstance(value, dict) else {"accounts": value}
+
+    @field_validator("time_zone", mode="after")
+    @classmethod
+    def _known_zone(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                zone_of(value)
+            except ScheduleTimeError as exc:
+                raise ValueError(str(exc)) from None
+        return value
+
+
 class Config(_Model):
     # platforms: validated apart, each table by its platform's own model (parse_config)
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
@@ -612,11 +637,25 @@ class Config(_Model):
     projects: dict[Name, ProjectConfig] = Field(min_length=1)
     platforms: PlatformsSection = Field(default_factory=PlatformsSection)
     groups: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # policy approvers
-    people: dict[Name, tuple[NonEmpty, ...]] = Field(default_factory=dict)  # accounts of one
+    # [people]: the accounts of one person, as an array or as a table with its time zone
+    people_entries: dict[Name, PersonEntry] = Field(default_factory=dict, alias="people")
     transcription: TranscriptionConfig | None = None  # voice notes (issue 34); None: off
 
     _source: str = PrivateAttr(default="<config>")
     _locator: KeyLocator | None = PrivateAttr(default=None)
+
+    @property
+    def people(self) -> dict[str, tuple[str, ...]]:
+        """``[people]``: each person's accounts, whichever way the entry is written."""
+        return {name: entry.accounts for name, entry in self.people_entries.items()}
+
+    def time_zone_of(self, account: str) -> str | None:
+        """The ``time_zone`` of the ``[people]`` entry that lists ``account``
+        (``"telegram:42"``), or None."""
+        for entry in self.people_entries.values():
+            if account in entry.accounts:
+                return entry.time_zone
+        return None
 
     def projects_on(self, host: str | None) -> dict[str, ProjectConfig]:
         """The projects whose agents run on ``host``: those naming it, and every project of
@@ -706,7 +745,9 @@ def _keys_at(model: type[BaseModel], path: Loc) -> tuple[str, ...]:
             continue
         if not (isinstance(current, type) and issubclass(current, BaseModel)):
             return ()
-        field = current.model_fields.get(str(part))
+        field = next(
+            (f for n, f in current.model_fields.items() if str(part) in (n, f.alias)), None
+        )
         if field is None:
             return ()
         current = _model_in(field.annotation)

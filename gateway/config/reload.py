@@ -28,7 +28,7 @@ RELOADABLE = "allowlists and approvers (projects.*.auth), [people], [groups], pr
 def _dump(config: Config) -> dict[str, Any]:
     """The config as data; secrets masked (compared as models in :func:`reloadable_changes`),
     each platform's table by its own model."""
-    dump = config.model_dump(mode="json", exclude={"platforms"})
+    dump = config.model_dump(mode="json", exclude={"platforms"}, by_alias=True)
     dump["platforms"] = {
         name: settings.model_dump(mode="json") for name, settings in config.platforms.items()
     }

@@ -79,6 +79,7 @@ from gateway.sessions.runner import SessionRunner
 from gateway.sessions.schedule_buttons import schedule_card
 from gateway.sessions.schedule_desk import ScheduleDesk
 from gateway.sessions.schedule_runs import ScheduleRuns
+from gateway.sessions.schedule_topics import open_schedule_thread
 from gateway.sessions.session_list import sessions_page, visible
 from gateway.sessions.session_names import name_session
 from gateway.sessions.session_settings import SettingsDesk
@@ -89,6 +90,7 @@ from gateway.sessions.turn_close import close_shown_turn
 from gateway.sessions.voice_notes import VoiceNotes
 from gateway.store.records import EnqueueOutcome, EpochRecord, PromptRecord
 from gateway.store.requests import RequestKind, SessionRequest
+from gateway.store.schedules import ScheduleRecord
 from gateway.store.store import Store
 from gateway.transcription import Transcriber
 
@@ -180,7 +182,11 @@ class Control:
         )
 
         self.schedules = ScheduleDesk(
-            gateway.config, gateway.store, gateway.schedule_clock, person_zone=self._person_zone
+            gateway.config,
+            gateway.store,
+            gateway.schedule_clock,
+            person_zone=self._person_zone,
+            place=self._schedule_thread,
         )
         self.schedule_runs = ScheduleRuns(
             gateway.config,
@@ -842,6 +848,25 @@ class Control:
             return await self._show_schedules(conversation, project)
         self._gw.wake_scheduler()
         return answer
+
+    async def _schedule_thread(self, schedule: ScheduleRecord, actor: Actor) -> str | None:
+        """A thread of its own for a schedule just made (a forum topic, a Slack or Discord
+        thread), where sessions follow threads (gateway/sessions/schedule_topics.py); the
+        line saying where its runs speak, or None where it stays where it was made."""
+        conversation = schedule.conversation
+        if self._gw.config.projects[schedule.project].scope is not SessionScope.THREAD:
+            return None
+        platform = self._gw.platforms.get(conversation.platform)
+        if not isinstance(platform, OpensThreads) or not platform.threads_beside(conversation):
+            return None
+        return await open_schedule_thread(
+            platform=platform,
+            store=self._store,
+            schedule=schedule,
+            actor=actor,
+            say=self._reply,
+            link_of=self._link_of,
+        )
 
     async def _person_zone(self, actor: Actor, conversation: ConversationRef) -> str | None:
         """The person's zone where their platform says it (Slack's user tz)."""

@@ -568,6 +568,8 @@ class Gateway:
                 people=self.config.people,
                 rule_of=functools.partial(self.policy.rule, session.project),
                 send_files=self.send_files,
+                # a scheduled run that is over gives its conversation back (schedule_runs.py)
+                turn_ended=self.wake_scheduler,
             )
             self._runners[session.id] = runner
             self._runner_tasks[session.id] = self._tasks.create_task(self._run(runner))

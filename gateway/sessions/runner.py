@@ -221,8 +221,10 @@ class SessionRunner:
         people: Mapping[str, Sequence[str]] | None = None,
         rule_of: Callable[[Interaction], PolicyRule | None] | None = None,
         send_files: SendFileChannel | None = None,
+        turn_ended: Callable[[], None] = lambda: None,
     ) -> None:
         self.session_id = session_id
+        self._turn_ended = turn_ended  # told after each turn's end is recorded (the scheduler)
         self._send_files = send_files  # None: its agents are not given send_file
         self._files = FileSends(platforms)
         self._project = project
@@ -1171,6 +1173,7 @@ class SessionRunner:
             await self._notify(f"⏹ The turn ended: {error}." if error else INTERRUPTED_WORDS)
         self._turn_done.set()
         self._prompt_ready.set()
+        self._turn_ended()
 
     async def _withdraw_leftovers(self, turn_id: int, stopped_by: Actor | None) -> None:
         """A request cannot outlive its turn: what is still open was withdrawn, by the

@@ -67,7 +67,9 @@ def configured_drafts(config: Config, project: str, now: datetime) -> list[Sched
     settings = config.projects[project]
     drafts: list[ScheduleDraft] = []
     for entry in settings.schedule:
-        zone = zone_of(entry.time_zone or settings.time_zone or "UTC")
+        zone = zone_of(
+            entry.time_zone or config.time_zone_of(entry.creator) or settings.time_zone or "UTC"
+        )
         platform, _, where = entry.channel.partition(":#")
         space, _, channel = where.rpartition("/")
         creator_platform, _, creator_id = entry.creator.partition(":")
@@ -97,14 +99,31 @@ async def _no_zone(actor: Actor, conversation: ConversationRef) -> str | None:
     return None
 
 
+PlaceSchedule = Callable[[ScheduleRecord, Actor], Awaitable[str | None]]
+"""Give a schedule just made a thread of its own where the platform can (a Telegram forum's
+topic: gateway/sessions/schedule_topics.py); the line saying where its runs speak, or None
+(they speak where it was made)."""
+
+
+async def _made_here(schedule: ScheduleRecord, actor: Actor) -> str | None:
+    return None
+
+
 class ScheduleDesk:
     def __init__(
-        self, config: Config, store: Store, clock: Clock, *, person_zone: PersonZone = _no_zone
+        self,
+        config: Config,
+        store: Store,
+        clock: Clock,
+        *,
+        person_zone: PersonZone = _no_zone,
+        place: PlaceSchedule = _made_here,
     ) -> None:
         self._config = config
         self._store = store
         self._clock = clock
         self._person_zone = person_zone
+        self._place = place
 
     def reload(self, config: Config) -> None:
         """Who may schedule and whose runs may go, from a reloaded config."""
@@ -118,13 +137,17 @@ class ScheduleDesk:
 
     async def zone_for(self, project: str, actor: Actor, conversation: ConversationRef) -> ZoneInfo:
         """The zone a schedule ``actor`` makes reads its times in: theirs where their
-        platform says it, else the project's, else UTC."""
+        platform says it (Slack's user ``tz``), else their ``[people]`` entry's
+        ``time_zone``, else the project's, else UTC."""
         named = await self._person_zone(actor, conversation)
         if named:
             try:
                 return zone_of(named)
             except ScheduleTimeError:
-                pass  # a zone this machine's zone data does not know: the project's
+                pass  # a zone this machine's zone data does not know: the config's
+        configured = self._config.time_zone_of(actor.key())
+        if configured is not None:
+            return zone_of(configured)  # checked when the config was read
         return self.zone(project)
 
     def _may_manage(self, project: str, actor: Actor, creator: Actor) -> bool:
@@ -228,12 +251,14 @@ class ScheduleDesk:
             )
         except StoreError as exc:
             return f"Not scheduled: {exc}."
-        how = f"every {shown} ({zone.key})" if shown is not None else "once"
+        how = f"every {shown} ({zone.key})" if shown is not None else f"once ({zone.key})"
+        where = await self._place(made, actor)
         return (
             f"⏰ Schedule {made.label} made: {how}, next run {when_words(next_at, zone)}.\n"
             "Each run starts a fresh session; what the agent asks waits for the project's"
             " approvers, as always.\n"
-            f"/schedules lists it; /unschedule {made.label} deletes it."
+            + ("" if where is None else where + "\n")
+            + f"/schedules lists it; /unschedule {made.label} deletes it."
         )
 
     async def listing(self, project: str) -> list[tuple[ScheduleRecord, str]]:
@@ -342,7 +367,7 @@ _PROMPT_WORDS = {
 
 def _schedule_line(schedule: ScheduleRecord, last: ScheduleRun | None, outcome: str | None) -> str:
     zone = zone_of(schedule.zone)
-    how = f"every {schedule.cron} ({schedule.zone})" if schedule.cron else "once"
+    how = f"every {schedule.cron} ({schedule.zone})" if schedule.cron else f"once ({schedule.zone})"
     parts = [f"{schedule.label}: {how}"]
     if schedule.paused:
         parts.append("paused")

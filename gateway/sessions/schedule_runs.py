@@ -18,6 +18,13 @@ A run is **skipped and said**, not run, when (checked in this order, each run):
 
 A run's prompt held by a restart before it ran is dropped and its run recorded as skipped
 (:meth:`ScheduleRuns.settle`): nothing scheduled runs late without being asked again.
+
+A run whose fresh session took the conversation from a person's session **gives it back**
+once it is over (:meth:`ScheduleRuns.settle`, woken by the turn's end), and says so: the
+person's next message goes to their own session, not the run's. Not when someone talked to
+the run's session meanwhile (it is theirs now), nor when the conversation moved on. A
+schedule made in a Telegram forum runs in a topic of its own (schedule_topics.py), where
+there is nothing to give back.
 """
 
 from __future__ import annotations
@@ -114,6 +121,7 @@ class ScheduleRuns:
         if not made:  # a person's first message routed the conversation meanwhile
             await self._skip(schedule, run, "the conversation started a session of its own")
             return
+        replaced = await self._given_back_to(schedule, current)
         result = await store.prompts.enqueue(
             session.id,
             conversation=schedule.conversation,
@@ -127,7 +135,7 @@ class ScheduleRuns:
             await store.schedules.started(run, result.prompt.session_id)
             return
         await self._say(schedule.conversation, f"{SCHEDULED_MARK} {run.text}")
-        await store.schedules.started(run, session.id)
+        await store.schedules.started(run, session.id, replaced=replaced)
         await store.audit.record(
             "schedule.run",
             actor=author_of(schedule),
@@ -169,6 +177,46 @@ class ScheduleRuns:
         await store.schedules.started(run, session.id)
         self._kick(session)
 
+    async def _given_back_to(
+        self, schedule: ScheduleRecord, current: SessionRecord | None
+    ) -> str | None:
+        """The session the conversation goes back to once the run is over: the one the run
+        took it from, unless that was closed or a run of this schedule (in a topic of the
+        schedule's own the newest run stays)."""
+        if current is None or current.is_closed:
+            return None
+        if await self._store.schedules.ran_in(schedule.id, current.id):
+            return None
+        return current.id
+
+    async def _hand_back(self, schedule: ScheduleRecord, run: ScheduleRun) -> None:
+        """A run that is over gives its conversation back to the session it took it from,
+        so a person's next message goes to their session, not the run's: unless someone
+        talked to the run's session meanwhile (it is theirs now), it still works or waits, or
+        the conversation moved on (a /new, a /switch, a later run)."""
+        store = self._store
+        if run.session_id is None or run.replaced_session_id is None:
+            return
+        settings = self._config.projects.get(schedule.project)
+        ran = await store.sessions.get(run.session_id)
+        before = await store.sessions.get(run.replaced_session_id)
+        if settings is None or ran is None or before is None or before.is_closed:
+            return
+        if await self._busy(ran) is not None:
+            return
+        if len(await store.timeline.of_session(ran.id, turns=2)) > 1:  # a person's turn too
+            return
+        key = route_key(settings.scope, schedule.conversation, schedule.creator)
+        async with self._routing:
+            if not await store.schedules.hand_back(run, key, schedule.conversation):
+                return
+        shown = f"“{before.name}”" if before.name else before.id
+        await self._say(
+            schedule.conversation,
+            f"⏰ Schedule {schedule.label}'s run is over: this conversation is back to the"
+            f" session it showed before ({shown}). /sessions lists the run's ({ran.id}).",
+        )
+
     async def _holds(self, session: SessionRecord) -> str | None:
         """What a person gave ``session`` that a scheduled run must not inherit."""
         grants = [
@@ -197,10 +245,13 @@ class ScheduleRuns:
         if state is PromptState.QUEUED and held:
             if await self._store.schedules.drop_held_prompt(run):
                 await self._skip(schedule, run, "its prompt met a held queue (a restart or /stop)")
+                await self._hand_back(schedule, run)
         elif state is PromptState.DONE:
             await self._store.schedules.ended(run, failed=False)
+            await self._hand_back(schedule, run)
         elif state in (PromptState.INTERRUPTED, PromptState.DROPPED):
             await self._store.schedules.ended(run, failed=True, reason=state.value)
+            await self._hand_back(schedule, run)
 
     async def _busy(self, session: SessionRecord) -> str | None:
         """Why a new run may not replace ``session`` in its conversation now (None: it may)."""

@@ -2,11 +2,13 @@
 
 Each pass (:meth:`Scheduler.tick`) first settles the runs it started (their outcome, or a
 prompt a restart held), then takes up the runs this host claimed and never started
-(a crash between the claim and the start), then reads the schedules due by the scheduler's
-clock (gateway/clock.py), decides each one purely (:func:`gateway.schedule_times.due_now`:
-run, or skip as missed beyond the grace period) and claims it by compare-and-set on its
-stored next time (:meth:`gateway.store.schedules.ScheduleBook.claim`). A claim another host
-won is nothing to this one. What a claimed run does (a session, a prompt, the checks that may
+(a crash between the claim and the start), with those of another host whose lease is gone
+(it died there and has not come back: each taken by one host), then reads the schedules
+due by the scheduler's clock (gateway/clock.py), decides each one purely
+(:func:`gateway.schedule_times.due_now`: run, or skip as missed beyond the grace period)
+and claims it by compare-and-set on its stored next time
+(:meth:`gateway.store.schedules.ScheduleBook.claim`). A claim another host won is nothing
+to this one. What a claimed run does (a session, a prompt, the checks that may
 skip it) is :class:`RunStarter`'s, given by the engine.
 
 A ledger error in a pass is logged and the pass is tried again at the next wake: what the
@@ -82,6 +84,9 @@ class Scheduler:
                 schedule = await self._store.schedules.get(started.schedule_id)
                 if schedule is not None:
                     await self._settle(schedule, started)
+        if self._host is not None:  # a shared ledger: a dead host's claims become ours
+            for taken in await self._store.schedules.take_orphaned_runs(self._host):
+                log.info("schedule S%s: the run of %s taken over", taken.schedule_id, taken.due_at)
         for open_run in await self._store.schedules.open_runs(self._host):
             schedule = await self._store.schedules.get(open_run.schedule_id)
             if schedule is not None:

@@ -661,6 +661,10 @@ _SCHEDULES = (
     "CREATE INDEX schedule_runs_open ON schedule_runs(state) WHERE state IN ('claimed', 'started')",
 )
 
+# issue 35, branch schedules35b: the session a run's fresh session took the conversation
+# from, given back to it when the run is over (gateway/sessions/schedule_runs.py)
+_RUN_HANDS_BACK = ("ALTER TABLE schedule_runs ADD COLUMN replaced_session_id TEXT",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -716,6 +720,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         statements=_LEDGER_INDEXES,
     ),
     Migration(version=21, name="schedules and their runs", statements=_SCHEDULES),
+    Migration(
+        version=22,
+        name="the session a scheduled run gives the conversation back to",
+        statements=_RUN_HANDS_BACK,
+    ),
 )
 
 

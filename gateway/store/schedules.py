@@ -53,7 +53,9 @@ _COLUMNS = (
     "id, project, name, cron, zone, text, platform, space, channel, thread, creator_platform,"
     " creator_user_id, creator_display, session_name, paused, next_at, created_at, deleted_at"
 )
-_RUN_COLUMNS = "schedule_id, due_at, state, reason, text, host, session_id, claimed_at"
+_RUN_COLUMNS = (
+    "schedule_id, due_at, state, reason, text, host, session_id, claimed_at, replaced_session_id"
+)
 
 
 class RunState(StrEnum):
@@ -111,6 +113,8 @@ class ScheduleRun:
     host: str | None
     session_id: str | None
     claimed_at: datetime
+    # the session the run's fresh session took the conversation from: given back after it
+    replaced_session_id: str | None = None
 
 
 def run_message_id(schedule_id: int, due_at: datetime) -> str:
@@ -348,6 +352,70 @@ class ScheduleBook:
 
         return await self._db.write(write)
 
+    async def move_to_thread(
+        self, schedule_id: int, thread: ConversationRef, *, actor: Actor
+    ) -> ScheduleRecord:
+        """The schedule's runs speak and run in ``thread`` from now on (a Telegram topic
+        opened for it), audited ``schedule.thread_opened``."""
+
+        def write(conn: Conn) -> ScheduleRecord:
+            row = fetch_one(
+                conn,
+                "UPDATE schedules SET platform = ?, space = ?, channel = ?, thread = ?,"
+                f" updated_at = ? WHERE id = ? AND deleted_at IS NULL RETURNING {_COLUMNS}",
+                (*conversation_params(thread), self._db.now(), schedule_id),
+            )
+            if row is None:
+                raise StoreError(f"no schedule S{schedule_id}")
+            self._db.audit(
+                conn,
+                "schedule.thread_opened",
+                actor=actor,
+                details={"schedule": schedule_id, "thread": thread.key()},
+            )
+            return _schedule_from_row(row)
+
+        return await self._db.write(write)
+
+    async def hand_back(
+        self, run: ScheduleRun, key: ConversationRef, conversation: ConversationRef
+    ) -> bool:
+        """Route ``key`` and show ``conversation`` to the session the run's took them from,
+        if they still name the run's session (compare-and-set, one transaction: a person's
+        ``/new`` or ``/switch`` meanwhile wins); audited ``schedule.handed_back``."""
+        assert run.session_id is not None and run.replaced_session_id is not None
+
+        def write(conn: Conn) -> bool:
+            now = self._db.now()
+            cursor = conn.execute(
+                "UPDATE routes SET session_id = ?, routed_at = ?"
+                " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?"
+                " AND session_id = ?",
+                (run.replaced_session_id, now, *conversation_params(key), run.session_id),
+            )
+            if cursor.rowcount != 1:
+                return False
+            conn.execute(
+                "UPDATE conversations SET session_id = ?, bound_at = ?"
+                " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?"
+                " AND session_id = ?",
+                (run.replaced_session_id, now, *conversation_params(conversation), run.session_id),
+            )
+            self._db.audit(
+                conn,
+                "schedule.handed_back",
+                actor=f"schedule:{run.schedule_id}",
+                session_id=run.replaced_session_id,
+                details={
+                    "schedule": run.schedule_id,
+                    "due_at": self._db.stored_time(run.due_at),
+                    "from_session": run.session_id,
+                },
+            )
+            return True
+
+        return await self._db.write(write)
+
     async def delete(self, schedule_id: int, *, actor: Actor) -> ScheduleRecord:
         """Delete (the row stays, marked, for its runs and the audit), audited."""
 
@@ -446,6 +514,40 @@ class ScheduleBook:
 
         return await self._db.read(read)
 
+    async def take_orphaned_runs(self, host: str) -> list[ScheduleRun]:
+        """Runs another host claimed and never started, whose lease is gone (it died between
+        the claim and the start, and has not come back): made ``host``'s, each by one taker
+        (the UPDATE's row lock: a second host re-reads the row, now of a host whose lease is
+        held, and takes nothing), audited ``schedule.taken_over``. A shared ledger only (its
+        ``leases``); the database's ``now()`` says whether a lease is gone."""
+
+        def write(conn: Conn) -> list[ScheduleRun]:
+            rows = fetch_all(
+                conn,
+                "UPDATE schedule_runs SET host = ?, updated_at = ? WHERE state = 'claimed'"
+                " AND host IS NOT NULL AND host <> ? AND NOT EXISTS (SELECT 1 FROM leases l"
+                " WHERE l.name = 'host:' || schedule_runs.host AND l.holder = schedule_runs.host"
+                f" AND l.expires_at >= now()) RETURNING {_RUN_COLUMNS}",
+                (host, self._db.now(), host),
+            )
+            taken = sorted(
+                (_run_from_row(row) for row in rows), key=lambda r: (r.due_at, r.schedule_id)
+            )
+            for run in taken:
+                self._db.audit(
+                    conn,
+                    "schedule.taken_over",
+                    actor=f"schedule:{run.schedule_id}",
+                    details={
+                        "schedule": run.schedule_id,
+                        "due_at": self._db.stored_time(run.due_at),
+                        "host": host,
+                    },
+                )
+            return taken
+
+        return await self._db.write(write)
+
     async def started_runs(self, host: str | None) -> list[ScheduleRun]:
         """Runs whose prompt was queued and whose outcome is not recorded yet, of ``host``
         (every host's where None), oldest first."""
@@ -519,6 +621,18 @@ class ScheduleBook:
 
         return await self._db.read(read)
 
+    async def ran_in(self, schedule_id: int, session_id: str) -> bool:
+        """Whether a run of the schedule ran in ``session_id``."""
+        found = await self._db.read(
+            lambda conn: fetch_one(
+                conn,
+                "SELECT 1 AS ran FROM schedule_runs WHERE schedule_id = ? AND session_id = ?",
+                (schedule_id, session_id),
+            ),
+            one_statement=True,
+        )
+        return found is not None
+
     async def last_runs(self, schedule_ids: list[int]) -> dict[int, ScheduleRun]:
         """The newest run of each schedule that has one."""
         found: dict[int, ScheduleRun] = {}
@@ -528,9 +642,12 @@ class ScheduleBook:
                 found[schedule_id] = runs[0]
         return found
 
-    async def started(self, run: ScheduleRun, session_id: str) -> None:
-        """The run's prompt is queued in ``session_id``."""
-        await self._move(run, RunState.STARTED, session_id=session_id)
+    async def started(
+        self, run: ScheduleRun, session_id: str, *, replaced: str | None = None
+    ) -> None:
+        """The run's prompt is queued in ``session_id``, which took the conversation from
+        ``replaced`` (a person's session, given back when the run is over)."""
+        await self._move(run, RunState.STARTED, session_id=session_id, replaced=replaced)
 
     async def skipped(self, run: ScheduleRun, reason: str) -> None:
         await self._move(run, RunState.SKIPPED, reason=reason)
@@ -545,17 +662,20 @@ class ScheduleBook:
         *,
         reason: str | None = None,
         session_id: str | None = None,
+        replaced: str | None = None,
     ) -> None:
         def write(conn: Conn) -> None:
             now = self._db.now()
             conn.execute(
                 "UPDATE schedule_runs SET state = ?, reason = coalesce(?, reason),"
-                " session_id = coalesce(?, session_id), updated_at = ?"
+                " session_id = coalesce(?, session_id),"
+                " replaced_session_id = coalesce(?, replaced_session_id), updated_at = ?"
                 " WHERE schedule_id = ? AND due_at = ?",
                 (
                     state.value,
                     reason,
                     session_id,
+                    replaced,
                     now,
                     run.schedule_id,
                     self._db.stored_time(run.due_at),
@@ -609,4 +729,5 @@ def _run_from_row(row: Row) -> ScheduleRun:
         host=row["host"],
         session_id=row["session_id"],
         claimed_at=parse_time(row["claimed_at"]),
+        replaced_session_id=row["replaced_session_id"],
     )

@@ -58,10 +58,16 @@ from platforms.discord.client import (
 )
 from platforms.discord.config import DiscordConfig
 from platforms.discord.files import download
-from platforms.discord.inbound import PLATFORM, link_to
+from platforms.discord.inbound import PLATFORM, in_thread, link_to
 from platforms.discord.messages import Messages
 from platforms.discord.outbox import DiscordOutbox, classify
-from platforms.discord.render import CONTENT_MAX, CUSTOM_ID_MAX, CUSTOM_ID_PREFIX, rendered_length
+from platforms.discord.render import (
+    CONTENT_MAX,
+    CUSTOM_ID_MAX,
+    CUSTOM_ID_PREFIX,
+    clip,
+    rendered_length,
+)
 from platforms.discord.sending import QUEUED_REACTION, Sender, ShownCards, turn_key
 from platforms.form_drafts import MemoryForms, PendingForms, forms_for
 from platforms.outbox import Pacing
@@ -337,6 +343,36 @@ class DiscordPlatform:
 
     def conversation_link(self, conversation: ConversationRef) -> str | None:
         return link_to(conversation)
+
+    def opens_threads(self, conversation: ConversationRef) -> bool:
+        """``/new`` opens no thread here: a mention in a channel starts one."""
+        return False
+
+    def threads_beside(self, conversation: ConversationRef) -> bool:
+        """A guild channel, from the channel or any of its threads (a DM has none)."""
+        return conversation.space is not None
+
+    async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
+        """A thread made from a new message ``title`` at the top of ``conversation``'s
+        channel (a schedule's thread, issue 35), as a session's is made from the message that
+        began it; PlatformError when Discord refuses it (the message stays)."""
+        client = self._client
+        if client is None:
+            raise NotConnected("discord: not connected yet")
+        top = ConversationRef(
+            platform=PLATFORM, space=conversation.space, channel=conversation.channel
+        )
+        root = await self.send_text(top, title)
+        try:
+            thread = await client.http.start_thread_with_message(
+                int(conversation.channel),
+                int(root.message_id),
+                name=clip(title, 90),
+                auto_archive_duration=10080,  # a week: a daily schedule's thread stays open
+            )
+        except discord.HTTPException as exc:
+            raise PlatformError(f"discord: no thread made ({exc.code}: {exc.text})") from exc
+        return in_thread(conversation, str(thread["id"]))
 
     async def turn_started(self, conversation: ConversationRef) -> None:
         self.turn_ends.started(turn_key(conversation))

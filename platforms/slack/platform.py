@@ -260,6 +260,28 @@ class SlackPlatform:
     def conversation_link(self, conversation: ConversationRef) -> str | None:
         return link_to(conversation)
 
+    def opens_threads(self, conversation: ConversationRef) -> bool:
+        """``/new`` opens no thread here: a message at the top of a channel starts one."""
+        return False
+
+    def threads_beside(self, conversation: ConversationRef) -> bool:
+        """Any conversation: a message at the top of its channel starts a thread."""
+        return True
+
+    async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
+        """The thread of a new message ``title`` at the top of ``conversation``'s channel (a
+        schedule's thread, issue 35)."""
+        top = ConversationRef(
+            platform=conversation.platform, space=conversation.space, channel=conversation.channel
+        )
+        root = await self._posting.send_text(top, title)
+        return ConversationRef(
+            platform=conversation.platform,
+            space=conversation.space,
+            channel=conversation.channel,
+            thread=root.message_id,
+        )
+
     async def time_zone(self, actor: Actor) -> str | None:
         """The person's zone as Slack keeps it (``users.info``'s ``tz``), remembered; None
         when Slack does not answer it."""

@@ -278,6 +278,10 @@ class TelegramPlatform:
         """A new session asked for in a forum's General topic gets a topic of its own."""
         return self.forums.general_of(conversation)
 
+    def threads_beside(self, conversation: ConversationRef) -> bool:
+        """Any topic of a forum (General included) may have a topic opened beside it."""
+        return int(conversation.channel) in self.forums
+
     async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
         """A forum topic named ``title`` (createForumTopic); ThreadRefused, in words a person
         can act on, when the bot may not manage the forum's topics (topics.py)."""
