@@ -48,6 +48,7 @@ from gateway.sessions.agents import AgentLauncher
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.sessions.control import Control
 from gateway.sessions.decisions import DecisionDesk
+from gateway.sessions.file_choice import FileChoices, is_files_token
 from gateway.sessions.form_ledger import SharedFormLedger
 from gateway.sessions.model_buttons import is_model_token
 from gateway.sessions.platform_problems import PlatformProblems
@@ -293,6 +294,14 @@ class Gateway:
             runner_of=self.existing_runner,
             auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
             spawn=self._spawn,
+        )
+        # the buttons under a message whose files did not come (issue 32)
+        self.file_choices = FileChoices(
+            self.store,
+            self.platforms,
+            key,
+            auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
+            kick=self.kick,
         )
         self.button_key = key
         self.control = Control(self)
@@ -568,6 +577,7 @@ class Gateway:
                 people=self.config.people,
                 rule_of=functools.partial(self.policy.rule, session.project),
                 send_files=self.send_files,
+                files_failed=self.file_choices.offer,
             )
             self._runners[session.id] = runner
             self._runner_tasks[session.id] = self._tasks.create_task(self._run(runner))
@@ -802,6 +812,8 @@ class Gateway:
             return await self.control.model_buttons.on_click(action)
         if is_schedule_token(action.token):  # /schedules' pause, resume, delete
             return await self.schedule_buttons.on_click(action)
+        if is_files_token(action.token):  # a message whose files did not come: not a decision
+            return await self.file_choices.on_click(action)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_action(action)

@@ -33,7 +33,13 @@ from gateway.store.database import (
     parse_time,
 )
 from gateway.store.dialect import FOR_UPDATE
-from gateway.store.records import EnqueueOutcome, EnqueueResult, PromptRecord, PromptState
+from gateway.store.records import (
+    EnqueueOutcome,
+    EnqueueResult,
+    FilesChoice,
+    PromptRecord,
+    PromptState,
+)
 from gateway.store.sessions import ON_HOST
 
 __all__ = ["PromptQueue", "hold_queue", "prompt_by_id"]
@@ -41,7 +47,7 @@ __all__ = ["PromptQueue", "hold_queue", "prompt_by_id"]
 _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
     " author_user_id, author_display, text, state, position, created_at, updated_at, held, mode,"
-    " attachments_json"
+    " attachments_json, files_choice, files_round"
 )
 _IDS_PER_QUERY = 500  # well under SQLite's limit of bound parameters
 _FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
@@ -249,6 +255,66 @@ class PromptQueue:
             return True
 
         return await self._db.write(give_back)
+
+    async def wait_for_files_choice(self, prompt_id: int, *, why: str) -> PromptRecord:
+        """The prompt in flight whose files failed (issue 32) waits for its author's choice:
+        interrupted (never claimed, held, resumed or recovered as a queued prompt is, so a
+        restart keeps it as it is), its files kept, its round counted (an earlier offer's
+        buttons are stale). Audited."""
+
+        def wait(conn: Conn) -> PromptRecord:
+            row = fetch_one(
+                conn,
+                "UPDATE prompts SET state = 'interrupted', files_choice = 'waiting',"
+                " files_round = files_round + 1, updated_at = ?"
+                f" WHERE id = ? AND state = 'in_flight' RETURNING {_COLUMNS}",
+                (self._db.now(), prompt_id),
+            )
+            if row is None:
+                raise StoreError(f"prompt {prompt_id} is not in flight")
+            prompt = _prompt_from_row(row)
+            self._db.audit(
+                conn,
+                "prompt.files_failed",
+                session_id=prompt.session_id,
+                details={"prompt_id": prompt_id, "round": prompt.files_round, "why": why},
+            )
+            return prompt
+
+        return await self._db.write(wait)
+
+    async def choose_for_files(
+        self, prompt_id: int, *, files_round: int, choice: FilesChoice, actor: Actor
+    ) -> PromptRecord | None:
+        """The author's choice on a prompt waiting for one (issue 32), by compare-and-set:
+        WITHOUT and AGAIN queue it again at its own place (it runs next), DROPPED drops it.
+        None when it no longer waits in that round (chosen already, or an earlier offer's
+        button): nothing changes. Audited."""
+        if choice is FilesChoice.WAITING:
+            raise ValueError("waiting is not a choice")
+        state = PromptState.DROPPED if choice is FilesChoice.DROPPED else PromptState.QUEUED
+
+        def choose(conn: Conn) -> PromptRecord | None:
+            row = fetch_one(
+                conn,
+                "UPDATE prompts SET state = ?, held = 0, files_choice = ?, updated_at = ?"
+                " WHERE id = ? AND state = 'interrupted' AND files_choice = 'waiting'"
+                f" AND files_round = ? RETURNING {_COLUMNS}",
+                (state.value, choice.value, self._db.now(), prompt_id, files_round),
+            )
+            if row is None:
+                return None
+            prompt = _prompt_from_row(row)
+            self._db.audit(
+                conn,
+                "prompt.files_choice",
+                actor=actor,
+                session_id=prompt.session_id,
+                details={"prompt_id": prompt_id, "round": files_round, "choice": choice},
+            )
+            return prompt
+
+        return await self._db.write(choose)
 
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
         def finish(conn: Conn) -> PromptRecord:
@@ -530,6 +596,8 @@ def _prompt_from_row(row: Row) -> PromptRecord:
         held=bool(row["held"]),
         mode=row["mode"],
         attachments=attachments_from_json(row["attachments_json"]),
+        files_choice=FilesChoice(row["files_choice"]) if row["files_choice"] else None,
+        files_round=row["files_round"],
     )
 
 
