@@ -137,14 +137,16 @@ def files_card(key: bytes, prompt: PromptRecord, why: str, *, again: bool) -> Ca
     )
 
 
-def _chosen_card(prompt: PromptRecord, choice: FilesChoice, by: Actor) -> Card:
-    """The card once chosen: what was chosen, by whom, and no buttons."""
+def _chosen_card(prompt: PromptRecord, choice: FilesChoice, by: Actor, why: str) -> Card:
+    """The card once chosen: why, what was chosen, by whom, and no buttons."""
     said = {
         FilesChoice.WITHOUT: f"sent without {_names(prompt)}",
         FilesChoice.AGAIN: "its files are fetched again",
         FilesChoice.DROPPED: "dropped, not sent",
     }[choice]
-    return Card(title="📎 Your message's files did not come", summary=f"{by.display}: {said}.")
+    return Card(
+        title="📎 Your message's files did not come", summary=f"{why}\n{by.display}: {said}."
+    )
 
 
 def _done_words(prompt: PromptRecord) -> str:
@@ -199,7 +201,8 @@ class FileChoices:
         self._key = key
         self._auth_platform = auth_platform
         self._kick = kick
-        self._shown: OrderedDict[tuple[int, int], MessageRef] = OrderedDict()
+        # each card shown, with why, by (prompt id, round): edited once chosen
+        self._shown: OrderedDict[tuple[int, int], tuple[MessageRef, str]] = OrderedDict()
 
     async def offer(self, prompt: PromptRecord, why: str, again: bool) -> None:
         """The card in the conversation the message came from; a platform that fails to
@@ -213,7 +216,7 @@ class FileChoices:
         except PlatformError as exc:
             log.warning("files' card in %s not shown: %s", prompt.conversation.key(), exc)
             return
-        self._shown[(prompt.id, prompt.files_round)] = ref
+        self._shown[(prompt.id, prompt.files_round)] = (ref, why)
         while len(self._shown) > _SHOWN_MAX:
             self._shown.popitem(last=False)
 
@@ -256,12 +259,13 @@ class FileChoices:
     ) -> None:
         """The card says what was chosen, its buttons gone (best effort: the ledger holds
         the choice, and a second click is refused by it anyway)."""
-        ref = self._shown.pop((prompt.id, files_round), None)
+        shown = self._shown.pop((prompt.id, files_round), None)
         platform = self._platforms.get(prompt.conversation.platform)
-        if ref is None or platform is None:
+        if shown is None or platform is None:
             return
+        ref, why = shown
         try:
-            await platform.edit_card(ref, _chosen_card(prompt, choice, by))
+            await platform.edit_card(ref, _chosen_card(prompt, choice, by, why))
         except PlatformError as exc:
             log.info("files' card in %s not edited: %s", prompt.conversation.key(), exc)
 

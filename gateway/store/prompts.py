@@ -70,10 +70,15 @@ class PromptQueue:
         max_depth: int,
         mode: str | None = None,
         attachments: tuple[InboundAttachment, ...] = (),
+        files_refused: str | None = None,
     ) -> EnqueueResult:
         """Queue a message with the files sent with it, unless it was queued before
         (DUPLICATE: the earlier prompt, files and all) or the queue holds ``max_depth``
-        prompts already (FULL, audited). Never raises for either."""
+        prompts already (FULL, audited). Never raises for either.
+
+        ``files_refused``: why its files are refused already (their declared sizes, issue
+        32): it is kept waiting for its author's choice, as a prompt whose files failed when
+        its turn came (:meth:`wait_for_files_choice`), never queued to be sent."""
         if max_depth < 1:
             raise ValueError("max_depth must be at least 1")
         key = (*conversation_params(conversation), platform_message_id)
@@ -121,8 +126,9 @@ class PromptQueue:
                 conn,
                 "INSERT INTO prompts (session_id, platform, space, channel, thread,"
                 " platform_message_id, author_platform, author_user_id, author_display, text,"
-                " mode, attachments_json, state, position, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
+                " mode, attachments_json, state, files_choice, files_round, position,"
+                " created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                 " (SELECT coalesce(max(position), 0) + 1 FROM prompts WHERE session_id = ?),"
                 f" ?, ?) RETURNING {_COLUMNS}",
                 (
@@ -134,6 +140,9 @@ class PromptQueue:
                     text,
                     mode,
                     attachments_to_json(attachments),
+                    "queued" if files_refused is None else "interrupted",
+                    None if files_refused is None else FilesChoice.WAITING.value,
+                    0 if files_refused is None else 1,
                     session_id,
                     now,
                     now,
@@ -141,6 +150,14 @@ class PromptQueue:
             )
             assert inserted is not None
             prompt = _prompt_from_row(inserted)
+            if files_refused is not None:
+                self._db.audit(
+                    conn,
+                    "prompt.files_failed",
+                    actor=author,
+                    session_id=session_id,
+                    details={"prompt_id": prompt.id, "round": 1, "why": files_refused},
+                )
             return EnqueueResult(
                 outcome=EnqueueOutcome.QUEUED, prompt=prompt, ahead=depth - held, held=held
             )

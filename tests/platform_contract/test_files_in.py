@@ -59,16 +59,22 @@ async def test_files_sent_with_a_caption_reach_the_agent_saved_in_the_inbox(
 async def test_a_file_over_the_projects_limit_is_refused_and_the_agent_given_nothing(
     driver: Driver,
 ) -> None:
+    """... unless its author asks for the message without it (issue 32): no "Try again"
+    for a file refused for its size."""
     driver.require(Case.FILES_IN)
     async with driver.running():
         await driver.say_with_files("read this", [("huge.log", b"x" * (driver.max_file_bytes + 1))])
-        refused = await driver.text(lambda t: "huge.log" in t)
+        refused = await driver.card(lambda s: "huge.log" in s.text)
         await driver.say("and hello")
         await driver.text(lambda t: t.startswith("echo: and hello"))
         seen = await driver.seen()
+        assert refused.labels == ["Send without the file", "Drop it"]
+        dropped = await driver.press(refused, "Drop it")
     assert "larger than this project takes for one file" in refused.text
     assert "not sent to the agent" in refused.text
+    assert dropped == "🗑 Dropped: your message will not be sent."
     assert not any(s.text.startswith("echo: read this") for s in seen)
+    assert [p.text for p in driver.launcher.prompts] == ["and hello"]
     inbox = driver.work_dir / INBOX
     assert not inbox.exists() or sorted(p.name for p in inbox.iterdir()) == [".gitignore"]
 
