@@ -129,3 +129,21 @@ async def test_a_restart_between_the_failure_and_the_press_keeps_the_message(
         await driver.press(card, "Try again")
         echo = await driver.text(lambda t: t.startswith("echo: after the restart"))
     assert f"build.log (text/plain, {len(LOG)} bytes)" in echo.text
+
+
+async def test_a_choice_the_platform_could_not_show_is_shown_once_it_is_back(
+    tmp_path: Path,
+) -> None:
+    driver = MemoryDriver(tmp_path)
+    async with driver.running():
+        await driver.say("hello")
+        await driver.text(lambda t: t.startswith("echo: hello"))
+        await driver.drop()  # the platform is down: its downloads and its cards fail
+        await driver.say_with_files("look at this", [("shot.txt", b"x\n")])
+        await driver.platform.wait_for(lambda: driver.platform.refused.count("send_card") >= 1, 20)
+        await driver.back()
+        card = await offered(driver)
+        await driver.press(card, "Try again")
+        echo = await driver.text(lambda t: t.startswith("echo: look at this"))
+    assert "memory platform is down" in card.text
+    assert "shot.txt (text/plain, 2 bytes)" in echo.text

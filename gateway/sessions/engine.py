@@ -914,6 +914,7 @@ class Gateway:
             self._lease_receiver(back)  # connected only now: its receiving by lease starts
         for runner in list(self._runners.values()):
             runner.platform_back(platform)  # a turn's final text that failed there
+        await self.file_choices.platform_back(platform)  # a files' choice it failed to show
         sent = await self.broker.resend_failed()
         if sent:
             log.info("%s is back: %d card(s) that had failed were sent again", platform, sent)

@@ -103,6 +103,10 @@ def verify_files_token(key: bytes, text: str) -> tuple[FilesChoice, int, int] | 
     return _CHOICES[match["what"]], int(match["prompt"]), int(match["round"])
 
 
+def _what(prompt: PromptRecord) -> str:
+    return "its files" if len(prompt.attachments) > 1 else "its file"
+
+
 def _names(prompt: PromptRecord) -> str:
     return ", ".join(" ".join(a.name.split()) for a in prompt.attachments)
 
@@ -131,7 +135,7 @@ def files_card(key: bytes, prompt: PromptRecord, why: str, *, again: bool) -> Ca
         else (f"send it without {them} or drop it")
     )
     return Card(
-        title="📎 Your message waits: its files did not come",
+        title=f"📎 Your message waits: {_what(prompt)} did not come",
         summary=f"{why}\nIt is kept until you choose: {choices}.",
         actions=(without, retry, drop) if again else (without, drop),
     )
@@ -145,7 +149,8 @@ def _chosen_card(prompt: PromptRecord, choice: FilesChoice, by: Actor, why: str)
         FilesChoice.DROPPED: "dropped, not sent",
     }[choice]
     return Card(
-        title="📎 Your message's files did not come", summary=f"{why}\n{by.display}: {said}."
+        title=f"📎 Your message's {_what(prompt).removeprefix('its ')} did not come",
+        summary=f"{why}\n{by.display}: {said}.",
     )
 
 
@@ -203,6 +208,8 @@ class FileChoices:
         self._kick = kick
         # each card shown, with why, by (prompt id, round): edited once chosen
         self._shown: OrderedDict[tuple[int, int], tuple[MessageRef, str]] = OrderedDict()
+        # the cards a platform failed to show, by platform: shown once it is back
+        self._unshown: dict[str, dict[int, tuple[PromptRecord, str, bool]]] = {}
 
     async def offer(self, prompt: PromptRecord, why: str, again: bool) -> None:
         """The card in the conversation the message came from; a platform that fails to
@@ -214,11 +221,23 @@ class FileChoices:
         try:
             ref = await platform.send_card(prompt.conversation, card)
         except PlatformError as exc:
-            log.warning("files' card in %s not shown: %s", prompt.conversation.key(), exc)
+            log.warning("files' card in %s not shown yet: %s", prompt.conversation.key(), exc)
+            unshown = self._unshown.setdefault(prompt.conversation.platform, {})
+            if len(unshown) < _SHOWN_MAX:
+                unshown[prompt.id] = (prompt, why, again)
             return
         self._shown[(prompt.id, prompt.files_round)] = (ref, why)
         while len(self._shown) > _SHOWN_MAX:
             self._shown.popitem(last=False)
+
+    async def platform_back(self, name: str) -> None:
+        """``name`` answers again: the cards it failed to show are shown now, for the
+        messages that still wait in the same round."""
+        for prompt, why, again in self._unshown.pop(name, {}).values():
+            now = await self._store.prompts.get(prompt.id)
+            waiting = now is not None and now.files_choice is FilesChoice.WAITING
+            if waiting and now is not None and now.files_round == prompt.files_round:
+                await self.offer(now, why, again)
 
     async def on_click(self, action: InboundAction) -> Ack:
         verified = verify_files_token(self._key, action.token)
