@@ -1053,6 +1053,12 @@ class Control:
         why = f" ({session.queue_pause_reason})" if session.queue_pause_reason else ""
         held_text = f", {held} held{why}: /resume or /clear" if held else ""
         lines.append(f"Queue: {len(queued) - held} waiting{held_text}")
+        stuck = len(await store.prompts.waiting_for_files(session.id))
+        if stuck:  # issue 32: each under its card (Send without, Try again, Drop it)
+            lines.append(
+                f"Files: {stuck} message(s) whose files did not come wait for their"
+                " author's choice, on the card under each"
+            )
         grants = await store.interactions.list_grants(session.id)
         lines.append("Grants: " + ("none" if not grants else ""))
         lines += [f"  · {g.description} ({g.scope.value}, by {g.actor})" for g in grants]

@@ -404,6 +404,19 @@ class PromptQueue:
         )
         return [_prompt_from_row(row) for row in rows]
 
+    async def waiting_for_files(self, session_id: str) -> list[PromptRecord]:
+        """The prompts whose files did not come that wait for their author's choice."""
+        rows = await self._db.read(
+            lambda conn: fetch_all(
+                conn,
+                f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'interrupted'"
+                " AND files_choice = 'waiting' ORDER BY position",
+                (session_id,),
+            ),
+            one_statement=True,
+        )
+        return [_prompt_from_row(row) for row in rows]
+
     async def list_held(self, session_id: str) -> list[PromptRecord]:
         """The prompts held by /stop or a restart, in the order /resume sends them."""
         return [p for p in await self.list_queued(session_id) if p.held]
