@@ -302,6 +302,7 @@ class Gateway:
             key,
             auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
             kick=self.kick,
+            may_talk=lambda project, actor: may_talk(self.config, project, actor),
         )
         self.button_key = key
         self.control = Control(self)

@@ -18,7 +18,8 @@ schedule_buttons.py, model_buttons.py). A click is checked purely first
 (``PromptQueue.choose_for_files``), so of two clicks exactly one counts:
 
 - a token that does not parse or verify, or clicked in another conversation: "not valid";
-- a click by anyone but the message's author: refused, as steering's is;
+- a click by anyone but the message's author: refused, as steering's is; and by its
+  author if they may no longer talk to the project (the config in force now);
 - a message no longer waiting (chosen already, by this card or an earlier one's) or an
   earlier offer's button (its files failed again since): said plainly, nothing changes;
 - a message whose session has ended (/new): said, nothing is queued in a closed session.
@@ -200,12 +201,14 @@ class FileChoices:
         *,
         auth_platform: Callable[[str], str],
         kick: Callable[[SessionRecord], None],
+        may_talk: Callable[[str, Actor], bool],
     ) -> None:
         self._store = store
         self._platforms = platforms
         self._key = key
         self._auth_platform = auth_platform
         self._kick = kick
+        self._may_talk = may_talk  # (project, person): the config in force now
         # each card shown, with why, by (prompt id, round): edited once chosen
         self._shown: OrderedDict[tuple[int, int], tuple[MessageRef, str]] = OrderedDict()
         # the cards a platform failed to show, by platform: shown once it is back
@@ -248,10 +251,13 @@ class FileChoices:
             platform=self._auth_platform(action.actor.platform),
             user_id=action.actor.user_id,
             display=action.actor.display,
+            roles=action.actor.roles,
         )
         why = click_refusal(
             prompt, files_round, clicker=clicker, where=action.conversation, session=session
         )
+        if why is None and session is not None and not self._may_talk(session.project, clicker):
+            why = "You may not use this project here."  # its author, no longer allowed
         chosen = None
         if why is None and prompt is not None and choice is not None:
             chosen = await self._store.prompts.choose_for_files(
