@@ -61,6 +61,7 @@ from gateway.sessions.send_file_channel import Caller, SendFileChannel, SendFile
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
+from gateway.store.records import PromptRecord
 from gateway.store.retention import PruneCounts, rules_of
 from gateway.store.store import Store
 from gateway.transcription import Transcriber
@@ -578,7 +579,7 @@ class Gateway:
                 people=self.config.people,
                 rule_of=functools.partial(self.policy.rule, session.project),
                 send_files=self.send_files,
-                files_failed=self.file_choices.offer,
+                files_failed=self._offer_files_choice,
             )
             self._runners[session.id] = runner
             self._runner_tasks[session.id] = self._tasks.create_task(self._run(runner))
@@ -901,6 +902,19 @@ class Gateway:
             for i in await self.store.interactions.list_open(session.id)
             if i.state is InteractionState.PENDING
         )
+
+    async def _offer_files_choice(self, prompt: PromptRecord, why: str, again: bool) -> None:
+        """A runner's prompt whose files did not come: its card shown apart, in the engine's
+        task group, so that a platform slow to take it (a 429 waited out) holds up no turn."""
+
+        async def offer() -> None:
+            try:
+                await self.file_choices.offer(prompt, why, again)
+            except Exception:  # the message waits in the ledger all the same: /status says so
+                log.exception("the files' card of prompt %s was not shown", prompt.id)
+
+        with contextlib.suppress(RuntimeError):  # stopping: the message waits in the ledger
+            self._spawn(offer())
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the engine's task group, which the ledger outlives (a refused
