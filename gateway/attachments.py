@@ -216,8 +216,12 @@ def without_files(text: str, missing: tuple[InboundAttachment, ...]) -> str:
     """The prompt sent without its files, by its author's choice (issue 32): ``text`` and a
     line naming each file that did not come, so the agent does not look for it."""
     names = ", ".join(_shown(a.name) for a in missing)
-    files = "a file" if len(missing) == 1 else "files"
-    note = f"(Sent with {files} that could not be fetched and did not come: {names}.)"
+    one = len(missing) == 1
+    files, were, they = ("a file", "was", "It is") if one else ("files", "were", "They are")
+    note = (
+        f"(Sent with {files} that {were} refused or could not be downloaded: {names}."
+        f" {they} not here.)"
+    )
     return f"{text}\n\n{note}" if text.strip() else note
 
 

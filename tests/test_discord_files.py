@@ -34,6 +34,6 @@ async def test_an_attachment_whose_cdn_address_expired_is_refused(tmp_path: Path
     assert not any(s.text.startswith("echo:") for s in seen)
     assert refused.startswith("Only ") and "can choose" in refused
     assert answer == "📎 Sending your message without trace.txt."
-    assert "did not come: trace.txt." in echo.text.replace("\\", "")
+    assert "could not be downloaded: trace.txt." in echo.text.replace("\\", "")
     assert driver.launcher.prompts[-1].images == ()
     assert sorted(p.name for p in (driver.work_dir / INBOX).iterdir()) == [".gitignore"]

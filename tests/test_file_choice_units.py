@@ -111,6 +111,7 @@ def test_a_press_is_refused_before_the_ledger_unless_it_is_the_authors_current_o
 
 def test_the_text_sent_without_its_files_names_each_on_one_line() -> None:
     assert without_files("why?", (SHOT,)) == (
-        "why?\n\n(Sent with a file that could not be fetched and did not come: screen shot.png.)"
+        "why?\n\n(Sent with a file that was refused or could not be downloaded: screen shot.png."
+        " It is not here.)"
     )
     assert without_files("", (SHOT, SHOT)).startswith("(Sent with files that")

@@ -18,7 +18,10 @@ pytestmark = pytest.mark.timeout(90)
 
 INBOX = Path(".agent-gateway/inbox")
 LOG = b"line\n" * 4_000  # twenty chunks of 1 KB: a cut falls midway
-MISSING = "(Sent with files that could not be fetched and did not come: first.txt, build.log.)"
+MISSING = (
+    "(Sent with files that were refused or could not be downloaded: first.txt, build.log."
+    " They are not here.)"
+)
 
 
 def failing(tmp_path: Path) -> MemoryDriver:

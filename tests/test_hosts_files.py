@@ -79,5 +79,5 @@ async def test_a_choice_pressed_on_one_host_sends_the_message_from_the_host_that
             for host in (a, b)
         )
     assert answer["text"] == "📎 Sending your message without spec.pdf."
-    assert "did not come: spec.pdf." in echo
+    assert "could not be downloaded: spec.pdf." in echo
     assert len(taken_by_a) == 1 and taken_by_b == []

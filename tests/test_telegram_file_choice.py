@@ -64,7 +64,7 @@ async def test_send_without_the_picture_gives_codex_the_caption_and_names_what_d
     [request] = fake_model.model_requests()
     assert user_images(request.input) == []
     [text] = [t for t in request.user_texts() if "why is this broken?" in t]
-    assert "could not be fetched and did not come: photo-" in text
+    assert "refused or could not be downloaded: photo-" in text
     assert len(fake_telegram.downloads) == FAILING  # not fetched again
 
 

@@ -117,7 +117,7 @@ async def test_a_file_that_cannot_be_downloaded_waits_for_its_authors_choice(
         again = await driver.press(card, "Drop it")
         settled = await driver.now(card.key)
     assert answer == "📎 Sending your message without screen.png."
-    assert "could not be fetched and did not come: screen.png." in plain(echo.text)
+    assert "refused or could not be downloaded: screen.png." in plain(echo.text)
     assert "screen.png" in plain(told.text)
     assert again == "This message was already sent without its files."
     assert settled.buttons == ()
