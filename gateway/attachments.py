@@ -228,4 +228,5 @@ def without_files(text: str, missing: tuple[InboundAttachment, ...]) -> str:
 def sent_without_notice(missing: tuple[InboundAttachment, ...]) -> str:
     """What the chat is told when a message goes to the agent without its files."""
     names = ", ".join(_shown(a.name) for a in missing)
-    return f"📎 Sent to the agent without {names}: it is told they did not come."
+    them = "it" if len(missing) == 1 else "they"
+    return f"📎 Sent to the agent without {names}: it is told {them} did not come."
