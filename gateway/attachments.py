@@ -29,7 +29,9 @@ __all__ = [
     "files_in_prompt",
     "is_picture",
     "pictures_named_notice",
+    "sent_without_notice",
     "sniff_media_type",
+    "without_files",
 ]
 
 SNIFF_BYTES = 8192  # what the sniffer reads of a file's start (puremagic needs far less)
@@ -208,3 +210,23 @@ def pictures_named_notice(
         else f"larger than this agent takes as a picture ({picture_max_bytes} bytes)"
     )
     return f"📎 {names}: {why}; saved in the work dir and given as a file, for the agent to open."
+
+
+def without_files(text: str, missing: tuple[InboundAttachment, ...]) -> str:
+    """The prompt sent without its files, by its author's choice (issue 32): ``text`` and a
+    line naming each file that did not come, so the agent does not look for it."""
+    names = ", ".join(_shown(a.name) for a in missing)
+    one = len(missing) == 1
+    files, were, they = ("a file", "was", "It is") if one else ("files", "were", "They are")
+    note = (
+        f"(Sent with {files} that {were} refused or could not be downloaded: {names}."
+        f" {they} not here.)"
+    )
+    return f"{text}\n\n{note}" if text.strip() else note
+
+
+def sent_without_notice(missing: tuple[InboundAttachment, ...]) -> str:
+    """What the chat is told when a message goes to the agent without its files."""
+    names = ", ".join(_shown(a.name) for a in missing)
+    them = "it" if len(missing) == 1 else "they"
+    return f"📎 Sent to the agent without {names}: it is told {them} did not come."

@@ -219,5 +219,12 @@ class PlatformError(GatewayError):
 
 class FileRefused(GatewayError):
     """A file sent with a message was not saved in the session's inbox; nothing of it is
-    left half-written, and the message is not sent to the agent without it. The text says
-    why, for the person who sent it (gateway/sessions/upload_inbox.py)."""
+    left half-written, and the message is not sent to the agent without it unless its
+    author says so (gateway/sessions/file_choice.py). The text says why, for the person
+    who sent it (gateway/sessions/upload_inbox.py). ``again``: fetching it again may
+    succeed (a download that kept failing, a platform not connected), unlike a file
+    refused for its size or type."""
+
+    def __init__(self, text: str, *, again: bool = False) -> None:
+        super().__init__(text)
+        self.again = again

@@ -114,3 +114,44 @@ async def test_a_picture_pasted_and_a_file_dropped_go_with_the_message(
     inbox = codex_home.workspace / ".agent-gateway" / "inbox"
     assert (inbox / "error.log").read_text() == "Traceback: boom\n"  # the dropped file
     assert any(str(inbox / "error.log") in t for t in request.user_texts())
+
+
+async def test_a_refused_picture_leaves_the_message_waiting_and_send_without_sends_it(
+    browser: Browser,  # noqa: F811
+    codex_bin: str,
+    codex_home: CodexHome,
+    fake_model: FakeResponses,
+    tmp_path: Path,
+) -> None:
+    """Issue 32: the project refuses pictures; the message waits under a card whose button,
+    pressed in the page, sends its words alone, the model told which file did not come."""
+    fake_model.enqueue((message("Without it, then."),))
+    refusing = '\n[projects.demo.files]\nrefuse_types = ["image/*"]\n'
+    config = gateway_config(
+        codex_bin, codex_home, tmp_path / "data", extra=CONSOLE_TABLES + refusing
+    )
+    picture = tmp_path / "screen.png"
+    picture.write_bytes(PNG)
+    async with console_gateway(config) as running:
+        page = await open_page(browser, running, "")
+        await page.get_by_label("first message").fill("why is this broken?")
+        await page.get_by_label("files for the agent").set_input_files(str(picture))
+        await page.get_by_role("button", name="Start").click()
+        await expect(page).to_have_url(re.compile(r"/s/[0-9a-z]+$"), timeout=WAIT_MS)
+        card = page.locator("article.card.notice")
+        await expect(card).to_contain_text("a type this project refuses", timeout=WAIT_MS)
+        assert fake_model.model_requests() == []
+        await card.get_by_role("button", name="Send without the file").click()
+        await expect(page.locator(".msg").last).to_contain_text(
+            "Without it, then.", timeout=WAIT_MS
+        )
+        await expect(card.get_by_role("button")).to_have_count(0)  # chosen: no buttons left
+    [request] = fake_model.model_requests()
+    [text] = [t for t in request.user_texts() if "why is this broken?" in t]
+    assert "refused or could not be downloaded: screen.png." in text
+    assert not any(
+        part.get("type") == "input_image"
+        for item in request.input
+        if item.get("type") == "message" and item.get("role") == "user"
+        for part in item.get("content") or []
+    )

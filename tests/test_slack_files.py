@@ -52,7 +52,7 @@ async def test_an_app_installed_without_files_read_is_told_to_reinstall(tmp_path
         async with on_slack(config, fake, ScriptedLauncher({})):
             await fake.say(ALICE, dm.id, "read the spec", files=[("spec.pdf", PDF)])
             told = await fake.wait_for(
-                lambda: next((m.text for m in fake.messages(dm.id) if "files:read" in m.text), None)
+                lambda: next((m.seen for m in fake.messages(dm.id) if "files:read" in m.seen), None)
             )
     assert "Reinstall it with the manifest" in told and "not sent to the agent" in told
     assert not any(m.text.startswith("echo:") for m in fake.messages(dm.id))
@@ -62,17 +62,26 @@ async def test_an_app_installed_without_files_read_is_told_to_reinstall(tmp_path
 async def test_a_sign_in_page_in_place_of_the_file_is_refused_never_saved(
     tmp_path: Path,
 ) -> None:
+    """... and the message waits for its author's choice: "Try again", once the file is
+    served, delivers it; the card then says so, its buttons gone."""
     work = tmp_path / "work"
     work.mkdir()
     async with FakeSlack() as fake:
         fake.sign_in_instead = True  # url_private answers Slack's redirect to its sign-in page
         dm = fake.dm(ALICE)
         config = slack_config(fake, tmp_path / "data", work_dir=work)
-        async with on_slack(config, fake, ScriptedLauncher({})):
+        async with on_slack(config, fake, ScriptedLauncher({})) as slack:
             await fake.say(ALICE, dm.id, "read the spec", files=[("spec.pdf", PDF)])
-            told = await fake.wait_for(
-                lambda: next((m.text for m in fake.messages(dm.id) if "files:read" in m.text), None)
-            )
-    assert "not sent to the agent" in told
-    assert fake.file_downloads == ["F0SHARE0001"]  # asked once: a refusal is not retried
-    assert sorted(p.name for p in (work / INBOX).iterdir()) == [".gitignore"]
+            card = await slack.card(dm.id, None, lambda m: "files:read" in m.seen)
+            assert card.labels == ["Send without the file", "Try again", "Drop it"]
+            assert "not sent to the agent" in card.seen
+            assert fake.file_downloads == ["F0SHARE0001"]  # asked once: a refusal is not retried
+            assert sorted(p.name for p in (work / INBOX).iterdir()) == [".gitignore"]
+            fake.sign_in_instead = False
+            answer = await slack.click(ALICE, card, "Try again")
+            echo = await echoed(fake, dm.id)
+    assert answer.text == "🔁 Fetching the files again."
+    assert card.labels == [] and "its files are fetched again" in card.seen
+    saved = work / INBOX / "spec.pdf"
+    assert saved.read_bytes() == PDF
+    assert f"spec.pdf (application/pdf, {len(PDF)} bytes): {saved}" in echo

@@ -147,8 +147,12 @@ async def test_a_file_declared_over_the_projects_limit_is_refused_before_it_is_q
             declared_size=25 * 1024 * 1024,
         )
         await send(tg, update)
-        told = await tg.bot_message(ALICE.id, lambda m: "video.mp4" in m.text)
+        told = await tg.card(ALICE.id, lambda m: "video.mp4" in m.text)
+        assert [b["text"] for b in told.buttons] == ["Send without the file", "Drop it"]
+        await tg.press(ALICE, told, "Send without the file")  # the message kept: issue 32
+        echo = await tg.bot_message(ALICE.id, lambda m: m.text.startswith("echo:"))
     assert "(25 MB) is larger than this project takes for one file (20 MB)" in told.text
+    assert "refused or could not be downloaded: video.mp4." in echo.text
     assert fake_telegram.calls_to("getFile") == []
 
 

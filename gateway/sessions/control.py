@@ -70,6 +70,7 @@ from gateway.sessions.broker import Broker
 from gateway.sessions.compaction import COMPACTING_WORDS, compaction_offered
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.file_checks import FILES_WITH_A_COMMAND, declared_refusal
+from gateway.sessions.file_choice import FileChoices
 from gateway.sessions.grant_desk import GrantDesk
 from gateway.sessions.model_buttons import ModelButtons
 from gateway.sessions.outbound import Notifier, card_messages
@@ -129,6 +130,7 @@ class SessionsHost(Protocol):
     broker: Broker
     desk: DecisionDesk
     steer_buttons: SteerButtons
+    file_choices: FileChoices
     button_key: bytes
     host_lease: LeaseHolder | None
     platform_problems: PlatformProblems
@@ -414,11 +416,9 @@ class Control:
         if message.attachments and not isinstance(parsed, ChatPrompt | NotForUs):
             await self._reply(conversation, FILES_WITH_A_COMMAND)
             return
+        refused = None
         if message.attachments:
             refused = declared_refusal(message.attachments, self._gw.config.projects[project].files)
-            if refused is not None:
-                await self._reply(conversation, refused)
-                return
         # whichever host receives it (issue 19): a prompt is queued in the ledger, which wakes
         # its host; a decision is committed here and written by that host; a command is
         # answered here from the ledger or passed to that host (_elsewhere_command)
@@ -426,6 +426,9 @@ class Control:
             case ChatPrompt(text=text, mode=mode):
                 if mode is not None and not self._has_modes(project):
                     await self._reply(conversation, _NO_PLAN_MODE)
+                    return
+                if refused is not None:  # kept for its author's choice, never sent as it is
+                    await self._files_refused(message, project, checked, text, refused)
                     return
                 await self._prompt(message, project, checked, text, mode=mode)
             case ControlCommand(name=name, args=args):
@@ -605,6 +608,30 @@ class Control:
             # nobody runs it now: said at once, and what becomes of the message
             await self._reply(conversation, _owner_down(owner))
         self._gw.kick(session)
+
+    async def _files_refused(
+        self, message: InboundMessage, project: str, actor: Actor, text: str, why: str
+    ) -> None:
+        """A message whose files are refused from what the platform declares of them (too
+        large, issue 32): kept in the ledger waiting for its author's choice (send it
+        without them, or drop it), its card offered here; nothing is queued to be sent."""
+        conversation = message.conversation
+        session = await self._session(conversation, project, actor, create=True)
+        assert session is not None
+        result = await self._store.prompts.enqueue(
+            session.id,
+            conversation=conversation,
+            platform_message_id=message.message_id,
+            author=actor,
+            text=text,
+            max_depth=self._gw.config.gateway.queue_depth,
+            attachments=message.attachments,
+            files_refused=why,
+        )
+        if result.outcome is EnqueueOutcome.FULL:
+            await self._reply(conversation, f"{why} The queue is full: it was not kept either.")
+        elif result.outcome is EnqueueOutcome.QUEUED and result.prompt is not None:
+            await self._gw.file_choices.offer(result.prompt, why, False)
 
     async def _steer_or_offer(
         self, session: SessionRecord, project: str, prompt: PromptRecord | None, ahead: int
@@ -1051,6 +1078,12 @@ class Control:
         why = f" ({session.queue_pause_reason})" if session.queue_pause_reason else ""
         held_text = f", {held} held{why}: /resume or /clear" if held else ""
         lines.append(f"Queue: {len(queued) - held} waiting{held_text}")
+        stuck = len(await store.prompts.waiting_for_files(session.id))
+        if stuck:  # issue 32: each under its card (Send without, Try again, Drop it)
+            lines.append(
+                f"Files: {stuck} message(s) whose files did not come wait for their"
+                " author's choice, on the card under each"
+            )
         grants = await store.interactions.list_grants(session.id)
         lines.append("Grants: " + ("none" if not grants else ""))
         lines += [f"  · {g.description} ({g.scope.value}, by {g.actor})" for g in grants]

@@ -48,6 +48,7 @@ from gateway.sessions.agents import AgentLauncher
 from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
 from gateway.sessions.control import Control
 from gateway.sessions.decisions import DecisionDesk
+from gateway.sessions.file_choice import FileChoices, is_files_token
 from gateway.sessions.form_ledger import SharedFormLedger
 from gateway.sessions.model_buttons import is_model_token
 from gateway.sessions.platform_problems import PlatformProblems
@@ -60,6 +61,7 @@ from gateway.sessions.send_file_channel import Caller, SendFileChannel, SendFile
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
+from gateway.store.records import PromptRecord
 from gateway.store.retention import PruneCounts, rules_of
 from gateway.store.store import Store
 from gateway.transcription import Transcriber
@@ -293,6 +295,15 @@ class Gateway:
             runner_of=self.existing_runner,
             auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
             spawn=self._spawn,
+        )
+        # the buttons under a message whose files did not come (issue 32)
+        self.file_choices = FileChoices(
+            self.store,
+            self.platforms,
+            key,
+            auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
+            kick=self.kick,
+            may_talk=lambda project, actor: may_talk(self.config, project, actor),
         )
         self.button_key = key
         self.control = Control(self)
@@ -570,6 +581,7 @@ class Gateway:
                 send_files=self.send_files,
                 # a scheduled run that is over gives its conversation back (schedule_runs.py)
                 turn_ended=self.wake_scheduler,
+                files_failed=self._offer_files_choice,
             )
             self._runners[session.id] = runner
             self._runner_tasks[session.id] = self._tasks.create_task(self._run(runner))
@@ -804,6 +816,8 @@ class Gateway:
             return await self.control.model_buttons.on_click(action)
         if is_schedule_token(action.token):  # /schedules' pause, resume, delete
             return await self.schedule_buttons.on_click(action)
+        if is_files_token(action.token):  # a message whose files did not come: not a decision
+            return await self.file_choices.on_click(action)
         try:
             with self.broker.ahead_of_edits():
                 return await self.desk.on_action(action)
@@ -891,6 +905,19 @@ class Gateway:
             if i.state is InteractionState.PENDING
         )
 
+    async def _offer_files_choice(self, prompt: PromptRecord, why: str, again: bool) -> None:
+        """A runner's prompt whose files did not come: its card shown apart, in the engine's
+        task group, so that a platform slow to take it (a 429 waited out) holds up no turn."""
+
+        async def offer() -> None:
+            try:
+                await self.file_choices.offer(prompt, why, again)
+            except Exception:  # the message waits in the ledger all the same: /status says so
+                log.exception("the files' card of prompt %s was not shown", prompt.id)
+
+        with contextlib.suppress(RuntimeError):  # stopping: the message waits in the ledger
+            self._spawn(offer())
+
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` in the engine's task group, which the ledger outlives (a refused
         pre-check's audit entry); RuntimeError once the group takes no more tasks."""
@@ -904,6 +931,7 @@ class Gateway:
             self._lease_receiver(back)  # connected only now: its receiving by lease starts
         for runner in list(self._runners.values()):
             runner.platform_back(platform)  # a turn's final text that failed there
+        await self.file_choices.platform_back(platform)  # a files' choice it failed to show
         sent = await self.broker.resend_failed()
         if sent:
             log.info("%s is back: %d card(s) that had failed were sent again", platform, sent)

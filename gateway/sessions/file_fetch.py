@@ -6,7 +6,8 @@ the prompt whose turn comes, through the platform the message came from
 A fetch cut midway or answered 5xx (``PlatformUnreachable``) or 429 is tried again from the
 file's start, up to :data:`FETCH_TRIES` times, then reported; a refusal is reported at once.
 Either way :class:`~gateway.errors.FileRefused` says why for the person, and the files of the
-prompt saved before it are removed: the prompt does not go without its files.
+prompt saved before it are removed: the prompt does not go without its files unless its
+author says so (gateway/sessions/file_choice.py).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ async def save_attachments(
         where = "its platform is not connected here" if platform is None else "it came from"
         raise FileRefused(
             f"The files of this message cannot be fetched ({where} {_name(platform)}): "
-            "the message was not sent to the agent."
+            "the message was not sent to the agent.",
+            again=True,
         )
     saved: list[SavedFile] = []
     try:
@@ -103,9 +105,11 @@ async def _save_one(
         except PlatformError as exc:
             raise FileRefused(
                 f"{attachment.name!r} could not be fetched from {_name(platform)} ({exc}): "
-                "the message was not sent to the agent."
+                "the message was not sent to the agent.",
+                again=True,
             ) from exc
     raise FileRefused(
         f"{attachment.name!r} could not be downloaded from {_name(platform)} after "
-        f"{FETCH_TRIES} tries ({last}): the message was not sent to the agent; send it again."
+        f"{FETCH_TRIES} tries ({last}): the message was not sent to the agent.",
+        again=True,
     ) from last

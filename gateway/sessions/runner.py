@@ -16,10 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 
-from gateway.attachments import SavedFile, files_in_prompt, pictures_named_notice
+from gateway.attachments import (
+    InboundAttachment,
+    SavedFile,
+    files_in_prompt,
+    pictures_named_notice,
+    sent_without_notice,
+    without_files,
+)
 from gateway.config.model import ProjectConfig
 from gateway.config.policy_rules import PolicyRule, RuleAction
 from gateway.domain import (
@@ -104,12 +111,15 @@ from gateway.sessions.steering import Steering
 from gateway.sessions.upload_inbox import UploadInbox
 from gateway.sessions.usage import SessionUsage
 from gateway.store.database import Clock, utc_now
-from gateway.store.records import PromptRecord, TurnRecord
+from gateway.store.records import FilesChoice, PromptRecord, TurnRecord
 from gateway.store.store import Store
 
-__all__ = ["SessionRunner"]
+__all__ = ["FilesFailed", "SessionRunner"]
 
 log = logging.getLogger(__name__)
+
+# a prompt's files failed, it waits: (the prompt, why, whether fetching again may help)
+FilesFailed = Callable[[PromptRecord, str, bool], Awaitable[None]]
 
 
 def start_failure_hint(exc: Exception) -> str:
@@ -222,9 +232,13 @@ class SessionRunner:
         rule_of: Callable[[Interaction], PolicyRule | None] | None = None,
         send_files: SendFileChannel | None = None,
         turn_ended: Callable[[], None] = lambda: None,
+        files_failed: FilesFailed | None = None,
     ) -> None:
         self.session_id = session_id
         self._turn_ended = turn_ended  # told after each turn's end is recorded (the scheduler)
+        # a prompt whose files failed waits for its author's choice: who offers it (issue 32;
+        # None: the chat is only told why)
+        self._files_failed = files_failed
         self._send_files = send_files  # None: its agents are not given send_file
         self._files = FileSends(platforms)
         self._project = project
@@ -681,7 +695,8 @@ class SessionRunner:
     async def _fetch_files(self, prompt: PromptRecord) -> tuple[SavedFile, ...] | None:
         """The files of ``prompt``, fetched from its platform into the project's inbox (this
         host runs the session: issue 32). None when one is refused: the person is told why,
-        and the prompt ends interrupted, never sent without its files."""
+        and the prompt waits for their choice (gateway/sessions/file_choice.py), never sent
+        without its files unless they say so."""
         policy = self._project.files
         try:
             return await save_attachments(
@@ -692,8 +707,11 @@ class SessionRunner:
             )
         except FileRefused as exc:
             log.info("session %s: prompt %s refused: %s", self.session_id, prompt.id, exc)
-            await self._store.prompts.mark_interrupted(prompt.id)
-            await self._notify(f"⚠️ {exc}")
+            waiting = await self._store.prompts.wait_for_files_choice(prompt.id, why=str(exc))
+            if self._files_failed is None:
+                await self._notify(f"⚠️ {exc}")
+            else:
+                await self._files_failed(waiting, str(exc), exc.again)
             return None
 
     async def _claim_next(self) -> PromptRecord | None:
@@ -726,7 +744,10 @@ class SessionRunner:
                 compacting = self._compaction.take()  # a /compact: a turn of its own, first
                 prompt = None if compacting else await self._claim_next()
                 files: tuple[SavedFile, ...] = ()
-                if prompt is not None and prompt.attachments:
+                missing: tuple[InboundAttachment, ...] = ()
+                if prompt is not None and prompt.files_choice is FilesChoice.WITHOUT:
+                    missing = prompt.attachments  # its author chose: text alone (issue 32)
+                elif prompt is not None and prompt.attachments:
                     # fetched by this host, which runs the session (issue 32)
                     fetched = await self._fetch_files(prompt)
                     if fetched is None:
@@ -773,6 +794,9 @@ class SessionRunner:
                         named = pictures_named_notice(
                             files, takes_pictures=takes, picture_max_bytes=largest
                         )
+                        if missing:
+                            text = without_files(text, missing)
+                            named = sent_without_notice(missing)
                         if named is not None:
                             await self._notify(named)
                         await agent.send(

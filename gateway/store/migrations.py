@@ -665,6 +665,24 @@ _SCHEDULES = (
 # from, given back to it when the run is over (gateway/sessions/schedule_runs.py)
 _RUN_HANDS_BACK = ("ALTER TABLE schedule_runs ADD COLUMN replaced_session_id TEXT",)
 
+# issue 32, a prompt whose files could not be fetched (or were refused when its turn came):
+# it waits, interrupted, for its author's choice on buttons (gateway/sessions/file_choice.py):
+# send it without them, fetch them again, or drop it. ``files_choice``: NULL (nothing asked),
+# 'waiting', or what was chosen; ``files_round``: how many times its files failed, named by
+# the buttons of each offer so that those of an earlier offer are stale. On PostgreSQL a
+# prompt queued again (a choice, made on any host) wakes its session's host, as a new one does.
+_FILES_CHOICE = (
+    "ALTER TABLE prompts ADD COLUMN files_choice TEXT"
+    " CHECK (files_choice IN ('waiting', 'without', 'again', 'dropped'))",
+    "ALTER TABLE prompts ADD COLUMN files_round INTEGER NOT NULL DEFAULT 0",
+)
+_FILES_CHOICE_WAKES = (
+    *(postgresql_ddl(statement) for statement in _FILES_CHOICE),
+    "CREATE TRIGGER prompts_requeued_wake_host AFTER UPDATE OF state ON prompts"
+    " FOR EACH ROW WHEN (NEW.state = 'queued' AND OLD.state <> 'queued')"
+    " EXECUTE FUNCTION wake_prompt_host()",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -724,6 +742,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         version=22,
         name="the session a scheduled run gives the conversation back to",
         statements=_RUN_HANDS_BACK,
+    ),
+    Migration(
+        version=23,
+        name="a prompt whose files failed waits for its author's choice",
+        statements=_FILES_CHOICE,
+        postgresql=_FILES_CHOICE_WAKES,
     ),
 )
 

@@ -33,7 +33,13 @@ from gateway.store.database import (
     parse_time,
 )
 from gateway.store.dialect import FOR_UPDATE
-from gateway.store.records import EnqueueOutcome, EnqueueResult, PromptRecord, PromptState
+from gateway.store.records import (
+    EnqueueOutcome,
+    EnqueueResult,
+    FilesChoice,
+    PromptRecord,
+    PromptState,
+)
 from gateway.store.sessions import ON_HOST
 
 __all__ = ["PromptQueue", "hold_queue", "prompt_by_id"]
@@ -41,7 +47,7 @@ __all__ = ["PromptQueue", "hold_queue", "prompt_by_id"]
 _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
     " author_user_id, author_display, text, state, position, created_at, updated_at, held, mode,"
-    " attachments_json"
+    " attachments_json, files_choice, files_round"
 )
 _IDS_PER_QUERY = 500  # well under SQLite's limit of bound parameters
 _FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
@@ -64,10 +70,15 @@ class PromptQueue:
         max_depth: int,
         mode: str | None = None,
         attachments: tuple[InboundAttachment, ...] = (),
+        files_refused: str | None = None,
     ) -> EnqueueResult:
         """Queue a message with the files sent with it, unless it was queued before
         (DUPLICATE: the earlier prompt, files and all) or the queue holds ``max_depth``
-        prompts already (FULL, audited). Never raises for either."""
+        prompts already (FULL, audited). Never raises for either.
+
+        ``files_refused``: why its files are refused already (their declared sizes, issue
+        32): it is kept waiting for its author's choice, as a prompt whose files failed when
+        its turn came (:meth:`wait_for_files_choice`), never queued to be sent."""
         if max_depth < 1:
             raise ValueError("max_depth must be at least 1")
         key = (*conversation_params(conversation), platform_message_id)
@@ -115,8 +126,9 @@ class PromptQueue:
                 conn,
                 "INSERT INTO prompts (session_id, platform, space, channel, thread,"
                 " platform_message_id, author_platform, author_user_id, author_display, text,"
-                " mode, attachments_json, state, position, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued',"
+                " mode, attachments_json, state, files_choice, files_round, position,"
+                " created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                 " (SELECT coalesce(max(position), 0) + 1 FROM prompts WHERE session_id = ?),"
                 f" ?, ?) RETURNING {_COLUMNS}",
                 (
@@ -128,6 +140,9 @@ class PromptQueue:
                     text,
                     mode,
                     attachments_to_json(attachments),
+                    "queued" if files_refused is None else "interrupted",
+                    None if files_refused is None else FilesChoice.WAITING.value,
+                    0 if files_refused is None else 1,
                     session_id,
                     now,
                     now,
@@ -135,6 +150,14 @@ class PromptQueue:
             )
             assert inserted is not None
             prompt = _prompt_from_row(inserted)
+            if files_refused is not None:
+                self._db.audit(
+                    conn,
+                    "prompt.files_failed",
+                    actor=author,
+                    session_id=session_id,
+                    details={"prompt_id": prompt.id, "round": 1, "why": files_refused},
+                )
             return EnqueueResult(
                 outcome=EnqueueOutcome.QUEUED, prompt=prompt, ahead=depth - held, held=held
             )
@@ -250,6 +273,66 @@ class PromptQueue:
 
         return await self._db.write(give_back)
 
+    async def wait_for_files_choice(self, prompt_id: int, *, why: str) -> PromptRecord:
+        """The prompt in flight whose files failed (issue 32) waits for its author's choice:
+        interrupted (never claimed, held, resumed or recovered as a queued prompt is, so a
+        restart keeps it as it is), its files kept, its round counted (an earlier offer's
+        buttons are stale). Audited."""
+
+        def wait(conn: Conn) -> PromptRecord:
+            row = fetch_one(
+                conn,
+                "UPDATE prompts SET state = 'interrupted', files_choice = 'waiting',"
+                " files_round = files_round + 1, updated_at = ?"
+                f" WHERE id = ? AND state = 'in_flight' RETURNING {_COLUMNS}",
+                (self._db.now(), prompt_id),
+            )
+            if row is None:
+                raise StoreError(f"prompt {prompt_id} is not in flight")
+            prompt = _prompt_from_row(row)
+            self._db.audit(
+                conn,
+                "prompt.files_failed",
+                session_id=prompt.session_id,
+                details={"prompt_id": prompt_id, "round": prompt.files_round, "why": why},
+            )
+            return prompt
+
+        return await self._db.write(wait)
+
+    async def choose_for_files(
+        self, prompt_id: int, *, files_round: int, choice: FilesChoice, actor: Actor
+    ) -> PromptRecord | None:
+        """The author's choice on a prompt waiting for one (issue 32), by compare-and-set:
+        WITHOUT and AGAIN queue it again at its own place (it runs next), DROPPED drops it.
+        None when it no longer waits in that round (chosen already, or an earlier offer's
+        button): nothing changes. Audited."""
+        if choice is FilesChoice.WAITING:
+            raise ValueError("waiting is not a choice")
+        state = PromptState.DROPPED if choice is FilesChoice.DROPPED else PromptState.QUEUED
+
+        def choose(conn: Conn) -> PromptRecord | None:
+            row = fetch_one(
+                conn,
+                "UPDATE prompts SET state = ?, held = 0, files_choice = ?, updated_at = ?"
+                " WHERE id = ? AND state = 'interrupted' AND files_choice = 'waiting'"
+                f" AND files_round = ? RETURNING {_COLUMNS}",
+                (state.value, choice.value, self._db.now(), prompt_id, files_round),
+            )
+            if row is None:
+                return None
+            prompt = _prompt_from_row(row)
+            self._db.audit(
+                conn,
+                "prompt.files_choice",
+                actor=actor,
+                session_id=prompt.session_id,
+                details={"prompt_id": prompt_id, "round": files_round, "choice": choice},
+            )
+            return prompt
+
+        return await self._db.write(choose)
+
     async def _finish(self, prompt_id: int, state: PromptState) -> PromptRecord:
         def finish(conn: Conn) -> PromptRecord:
             # the prompt in flight finished, and returned as written (one wait on
@@ -315,6 +398,19 @@ class PromptQueue:
                 conn,
                 f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'queued'"
                 " ORDER BY position",
+                (session_id,),
+            ),
+            one_statement=True,
+        )
+        return [_prompt_from_row(row) for row in rows]
+
+    async def waiting_for_files(self, session_id: str) -> list[PromptRecord]:
+        """The prompts whose files did not come that wait for their author's choice."""
+        rows = await self._db.read(
+            lambda conn: fetch_all(
+                conn,
+                f"SELECT {_COLUMNS} FROM prompts WHERE session_id = ? AND state = 'interrupted'"
+                " AND files_choice = 'waiting' ORDER BY position",
                 (session_id,),
             ),
             one_statement=True,
@@ -530,6 +626,8 @@ def _prompt_from_row(row: Row) -> PromptRecord:
         held=bool(row["held"]),
         mode=row["mode"],
         attachments=attachments_from_json(row["attachments_json"]),
+        files_choice=FilesChoice(row["files_choice"]) if row["files_choice"] else None,
+        files_round=row["files_round"],
     )
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "EnqueueOutcome",
     "EnqueueResult",
     "EpochRecord",
+    "FilesChoice",
     "Grant",
     "InteractionUpdate",
     "Opened",
@@ -95,6 +96,16 @@ class PromptState(StrEnum):
     DROPPED = "dropped"  # cleared from the queue by /clear
 
 
+class FilesChoice(StrEnum):
+    """A prompt whose files failed (issue 32): waiting for its author's choice, then what
+    they chose (gateway/sessions/file_choice.py). Never a decision of any request."""
+
+    WAITING = "waiting"
+    WITHOUT = "without"  # sent as text alone, the agent told which files did not come
+    AGAIN = "again"  # its files fetched again when its turn comes
+    DROPPED = "dropped"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PromptRecord:
     id: int
@@ -111,6 +122,9 @@ class PromptRecord:
     mode: str | None = None  # Codex collaboration mode asked for ("plan", "default")
     # the files sent with it, in the order sent (issue 32): downloaded when its turn comes
     attachments: tuple[InboundAttachment, ...] = ()
+    # its files failed: waiting for its author's choice, or what they chose (issue 32)
+    files_choice: FilesChoice | None = None
+    files_round: int = 0  # how many times its files failed: each offer's buttons name theirs
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

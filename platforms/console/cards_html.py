@@ -17,6 +17,7 @@ from gateway.cards import (
     Attachment,
     Block,
     ButtonStyle,
+    Card,
     CardAction,
     CodeBlock,
     DiffBlock,
@@ -39,6 +40,7 @@ __all__ = [
     "PostContext",
     "card_html",
     "clock",
+    "notice_html",
     "split_diff",
     "state_class",
 ]
@@ -344,4 +346,26 @@ def card_html(
         f"{_form(interaction, card.form, ctx, card.summary)}{_actions(view, ctx)}"
         f"{_refusals(refusals)}"
         f"{_status(card.status, card.content_hash)}{_timeline(interaction)}</article>"
+    )
+
+
+def notice_html(
+    message_id: str, card: Card, version: int, ctx: PostContext, refusals: Sequence[str] = ()
+) -> str:
+    """A card that is no request's (a message whose files did not come, issue 32): its
+    title, its text, and its buttons, which post to ``/m/<id>/act``; none once chosen."""
+    summary = escape(card.summary).replace("\n", "<br>") if card.summary else ""
+    rows = "".join(_action_row(button) for button in card.actions)
+    form = (
+        f'<form class="actions" method="post" action="/m/{escape(message_id)}/act"'
+        f" data-enhance>{ctx.hidden()}{rows}</form>"
+        if rows
+        else ""
+    )
+    frame = "live" if rows else "done"
+    return (
+        f'<article class="card notice {frame}" id="{escape(message_id)}"'
+        f' data-key="m-{escape(message_id)}" data-version="{version}">'
+        f'<div class="head"><h3>{escape(card.title)}</h3></div>'
+        f"<p>{summary}</p>{form}{_refusals(refusals)}</article>"
     )

@@ -43,6 +43,10 @@ class Shown:
     author: str | None = None  # the console's own person, for what they typed
     from_gateway: bool = False  # the gateway's own words (a notice, a command's reply)
     file: FileUpload | None = None  # a file the agent sent (send_file): /f/<id> serves it
+    # a card that is no request's (a notice with buttons: a message whose files did not
+    # come, issue 32): drawn from here with its buttons, which /m/<id>/act takes; a request's
+    # card is drawn from the ledger instead
+    notice: bool = False
 
 
 class Feed:
@@ -61,6 +65,7 @@ class Feed:
         author: str | None = None,
         from_gateway: bool = False,
         file: FileUpload | None = None,
+        notice: bool = False,
     ) -> Shown:
         shown = Shown(
             id=f"{self._prefix}{next(self._ids)}",
@@ -71,6 +76,7 @@ class Feed:
             author=author,
             from_gateway=from_gateway,
             file=file,
+            notice=notice,
         )
         self._append(shown)
         return shown

@@ -20,11 +20,18 @@ from gateway.session_record import SessionRecord
 from gateway.sessions.platform_problems import PlatformProblem
 from gateway.wording import file_size
 from platforms.console.assets import SCRIPT, STYLE
-from platforms.console.cards_html import PostContext, card_html, clock, state_class
+from platforms.console.cards_html import (
+    PostContext,
+    card_html,
+    clock,
+    notice_html,
+    state_class,
+)
 from platforms.console.highlight import highlight_code
 from platforms.console.security import Notice
 from platforms.console.views import (
     CardView,
+    NoticeItem,
     SessionRow,
     TextItem,
     agent_name,
@@ -308,14 +315,14 @@ def message_html(item: TextItem) -> str:
 
 
 def without_waiting_tool_lines(
-    items: Sequence[TextItem | CardView],
-) -> list[TextItem | CardView]:
+    items: Sequence[TextItem | NoticeItem | CardView],
+) -> list[TextItem | NoticeItem | CardView]:
     """The conversation without the running tool line ("▸ `command`") of a command whose
     card waits just below it: the card shows the command, and the line said it again
     (once the card is answered the line comes back, with how the command ended). A message
     left with nothing is left out; one that lost a line changes its version, so that a live
     page draws it again when the line comes back."""
-    shown: list[TextItem | CardView] = []
+    shown: list[TextItem | NoticeItem | CardView] = []
     for at, item in enumerate(items):
         after = items[at + 1] if at + 1 < len(items) else None
         if not isinstance(item, TextItem) or item.author is not None or item.from_gateway:
@@ -365,7 +372,7 @@ def conversation_page(
     session: SessionRecord,
     title: str,
     state: str,
-    items: Sequence[TextItem | CardView],
+    items: Sequence[TextItem | NoticeItem | CardView],
     ctx: PostContext,
     *,
     typing_refused: str | None,
@@ -375,10 +382,15 @@ def conversation_page(
     def card(view: CardView) -> str:
         return card_html(view, ctx, refusals=frame.notices.take(f"i-{view.interaction.id}"))
 
-    feed = "".join(
-        message_html(item) if isinstance(item, TextItem) else card(item)
-        for item in without_waiting_tool_lines(items)
-    )
+    def drawn(item: TextItem | NoticeItem | CardView) -> str:
+        if isinstance(item, TextItem):
+            return message_html(item)
+        if isinstance(item, NoticeItem):
+            refusals = frame.notices.take(f"m-{item.id}")
+            return notice_html(item.id, item.card, item.version, ctx, refusals)
+        return card(item)
+
+    feed = "".join(drawn(item) for item in without_waiting_tool_lines(items))
     if not items:
         feed = '<p class="empty" data-key="none" data-version="0">Nothing here yet.</p>'
     head = (

@@ -69,7 +69,7 @@ from platforms.console.security import Guard, PublicAddress
 from platforms.console.server import build_app
 from platforms.console.token_file import TokenFile
 from platforms.console.uploads import Uploads
-from platforms.console.views import PLATFORM, route_channel
+from platforms.console.views import PLATFORM, is_notice, route_channel
 
 if TYPE_CHECKING:
     from gateway.sessions.engine import Gateway
@@ -338,7 +338,7 @@ class ConsolePlatform:
 
     async def send_card(self, conversation: ConversationRef, card: Card) -> MessageRef:
         self._check(conversation)
-        shown = self.feed.add(conversation, text=None, card=card)
+        shown = self.feed.add(conversation, text=None, card=card, notice=is_notice(card))
         self.changes.bump()
         return MessageRef(conversation=conversation, message_id=shown.id)
 

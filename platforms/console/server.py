@@ -69,6 +69,7 @@ from platforms.console.views import (
     AGENT_DID_NOT_START,
     IDLE_WORDS,
     YOU,
+    NoticeItem,
     TextItem,
     console_conversations,
     conversation_items,
@@ -156,6 +157,7 @@ def build_app(console: ServedConsole) -> web.Application:
     app.router.add_post("/s/{session}/revoke", _revoke)
     app.router.add_post("/i/{interaction}/act", _act)
     app.router.add_post("/i/{interaction}/form", _form)
+    app.router.add_post("/m/{message}/act", _notice_act)
     return app
 
 
@@ -267,9 +269,13 @@ def _html(text: str) -> web.Response:
 
 
 def _about(request: web.Request) -> str:
-    """Which form of the page a POST came from: a card's (``i-<id>``) or the message box."""
+    """Which form of the page a POST came from: a card's (``i-<id>``), a notice's
+    (``m-<id>``) or the message box."""
     interaction = request.match_info.get("interaction")
-    return f"i-{interaction}" if interaction is not None else "say"
+    if interaction is not None:
+        return f"i-{interaction}"
+    message = request.match_info.get("message")
+    return f"m-{message}" if message is not None else "say"
 
 
 def _answer(request: web.Request, ack: Ack, *, location: str | None = None) -> web.Response:
@@ -335,7 +341,12 @@ async def _conversation(request: web.Request) -> web.Response:
         for m in console.feed.messages(conversations)
         if m.text is not None
     ]
-    items = await conversation_items(gateway, console, record, texts)
+    notices = [
+        NoticeItem(id=m.id, at=m.at, card=m.card, version=m.version)
+        for m in console.feed.messages(conversations)
+        if m.notice and m.card is not None
+    ]
+    items = await conversation_items(gateway, console, record, [*texts, *notices])
     open_ = await gateway.store.interactions.list_open(record.id)
     state = run_state(open_, await gateway.store.turns.latest(record.id), closed=record.is_closed)
     refused = (
@@ -560,6 +571,20 @@ async def _act(request: web.Request) -> web.StreamResponse:
     message = _field(request, "message")[:MESSAGE_MAX_CHARS] or None
     action = InboundAction(
         conversation=conversation, actor=console.actor, token=token, message=message
+    )
+    return await _in_time(request, gateway.on_action(action))
+
+
+async def _notice_act(request: web.Request) -> web.StreamResponse:
+    """A button of a notice that is no request's (a message whose files did not come):
+    its token goes to the gateway as a click in the conversation the notice was sent to,
+    checked there as on every platform."""
+    console, gateway, _ = _parts(request)
+    shown = console.feed.get(request.match_info["message"])
+    if shown is None or not shown.notice:
+        return _answer(request, Ack(text="This notice is no longer shown.", accepted=False))
+    action = InboundAction(
+        conversation=shown.conversation, actor=console.actor, token=_field(request, "token")
     )
     return await _in_time(request, gateway.on_action(action))
 

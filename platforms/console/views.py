@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from gateway.action_tokens import interaction_named
 from gateway.cards import Card
 from gateway.config.model import Config, SessionScope
 from gateway.domain import Actor, AgentKind, ConversationRef, RunState, TurnStatus
@@ -32,12 +33,14 @@ __all__ = [
     "IDLE_WORDS",
     "YOU",
     "CardView",
+    "NoticeItem",
     "SessionRow",
     "TextItem",
     "agent_name",
     "card_view",
     "console_conversations",
     "conversation_items",
+    "is_notice",
     "pending_views",
     "person_name",
     "platform_name",
@@ -90,7 +93,29 @@ class TextItem:
     file: tuple[str, str, int] | None = None
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NoticeItem:
+    """A card that is no request's, as sent (a message whose files did not come: its
+    choices), drawn from the console's memory with its buttons."""
+
+    id: str
+    at: datetime
+    card: Card
+    version: int
+
+
 # --- pure ----------------------------------------------------------------------------------
+
+
+def is_notice(card: Card) -> bool:
+    """Whether a card sent to the console is a notice with buttons of its own (none of
+    them a request's token, no form): a request's card is drawn from the ledger."""
+    return (
+        bool(card.actions)
+        and card.form is None
+        and not any(interaction_named(action.token) for action in card.actions)
+    )
+
 
 # An agent as a person calls it: its kind is the config's word ("codex-app-server")
 _AGENT_NAMES = {
@@ -307,15 +332,18 @@ async def pending_views(
 
 
 async def conversation_items(
-    gateway: Gateway, console: Platform, session: SessionRecord, texts: list[TextItem]
-) -> list[TextItem | CardView]:
-    """The session's text and its interactions, in the order they happened."""
+    gateway: Gateway,
+    console: Platform,
+    session: SessionRecord,
+    texts: Sequence[TextItem | NoticeItem],
+) -> list[TextItem | NoticeItem | CardView]:
+    """The session's text, notices and interactions, in the order they happened."""
     recent = await gateway.store.interactions.list_recent(
         session_id=session.id, limit=RECENT_INTERACTIONS
     )
     cards = [await card_view(gateway, console, interaction) for interaction in recent]
-    items: list[TextItem | CardView] = [*texts, *cards]
+    items: list[TextItem | NoticeItem | CardView] = [*texts, *cards]
     items.sort(
-        key=lambda item: item.at if isinstance(item, TextItem) else item.interaction.created_at
+        key=lambda item: item.interaction.created_at if isinstance(item, CardView) else item.at
     )
     return items

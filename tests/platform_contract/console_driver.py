@@ -42,10 +42,12 @@ T = TypeVar("T")
 _ITEM = re.compile(
     r'<div class="msg( mine)?(?: md)?(?: gateway)?" data-key="(t-[^"]+)"'
     r' data-version="(\d+)(?:-waiting)?">(?:<span class="who">agent-gateway</span>)?(.*?)</div>'
-    r'|<article class="card [^"]*" id="i-([^"]+)" data-key="[^"]*" data-version="(\d+)">'
+    r'|<article class="card [^"]*" id="(?:i-)?([^"]+)" data-key="[^"]*" data-version="(\d+)">'
     r"(.*?)</article>",
     re.DOTALL,
 )
+# a card that is no request's (a message whose files did not come): pressed at /m/<id>/act
+_NOTICE = re.compile(r'<article class="card notice [^"]*" id="([^"]+)"')
 _BUTTON = re.compile(r'<button type="submit" name="token"[^>]*value="([^"]*)">([^<]*)</button>')
 _STATUS = re.compile(
     r'<p class="status">((?:[^<]|</?time[^>]*>)*)</p>'
@@ -154,6 +156,7 @@ identity = "local:alice"
         self.session: str | None = None  # the conversation's session, once started
         self.refusals: list[str] = []  # what a form was told it was refused, in order
         self._bodies: dict[str, str] = {}  # each card's HTML as last read
+        self._notices: set[str] = set()  # the keys of the cards that are no request's
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[Gateway]:
@@ -222,7 +225,8 @@ identity = "local:alice"
 
     async def click(self, card: Seen, token: str, *, who: str = "alice") -> str:
         assert who == "alice", "the console acts as its one identity"
-        reply = await self._post(f"i/{card.key}/act", {"token": token})
+        where = "m" if card.key in self._notices else "i"
+        reply = await self._post(f"{where}/{card.key}/act", {"token": token})
         return str(reply["text"])
 
     async def press_with_message(
@@ -256,13 +260,20 @@ identity = "local:alice"
         reply = await self._post(f"i/{card.key}/form", data)
         return str(reply["text"])
 
+    def lose_files(self) -> None:
+        # each file kept from now on is removed from the spool as soon as it is kept, as a
+        # restart removes a held prompt's (uploads.py), without the restart
+        self.console.uploads = _Losing(self.console.uploads)  # type: ignore[assignment]
+
     async def seen(self) -> list[Seen]:
         refused = [Seen(key=f"refusal-{n}", text=t) for n, t in enumerate(self.refusals)]
         if self.session is None:
             return refused
         async with self.http.get(f"{self.console.url}s/{self.session}") as response:
             assert response.status == 200
-            return [*refused, *page_items(await response.text(), self._bodies)]
+            page = await response.text()
+        self._notices.update(_NOTICE.findall(page))
+        return [*refused, *page_items(page, self._bodies)]
 
     async def wait_for(
         self, probe: Callable[[list[Seen]], T | None], deadline: float = DEADLINE
@@ -279,3 +290,23 @@ identity = "local:alice"
                     await self.console.changes.wait_past(count)
         except TimeoutError:
             raise not_seen(self.name, deadline, last) from None
+
+
+class _Losing:
+    """The console's spool that loses every file it keeps (see ConsoleDriver.lose_files)."""
+
+    def __init__(self, uploads: Any) -> None:
+        self._uploads = uploads
+
+    def keep(self, name: str, data: Any) -> Any:
+        attachment = self._uploads.keep(name, data)
+        spool = self._uploads._spool
+        if spool is not None:
+            (spool / attachment.reference).unlink()
+        return attachment
+
+    def fetch(self, attachment: Any) -> Any:
+        return self._uploads.fetch(attachment)  # the real one: "no longer has this file"
+
+    def close(self) -> None:
+        self._uploads.close()

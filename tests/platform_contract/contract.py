@@ -217,6 +217,11 @@ class Driver(abc.ABC):
 
     # --- what the platform does -----------------------------------------------------------
 
+    def lose_files(self) -> None:
+        """Every file sent from now on can no longer be downloaded (the platform's file
+        server fails or refuses, or the console's spool has lost it)."""
+        raise NotImplementedError
+
     def storm(self, seconds: float) -> None:
         """Answer every outbound call 429 for ``seconds`` from now."""
         raise NotImplementedError

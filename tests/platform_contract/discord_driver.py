@@ -240,6 +240,9 @@ gateway_url = "{fake.gateway_url}"
     async def _opened(self, clicked: Interaction) -> None:
         await self.fake.wait_for(lambda: clicked.modal or clicked.original, DEADLINE)
 
+    def lose_files(self) -> None:
+        self.fake.cdn_expired = True  # every signed CDN address: 404
+
     def storm(self, seconds: float) -> None:
         self.fake.storm(seconds, retry_after=1)
 

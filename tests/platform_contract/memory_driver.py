@@ -167,6 +167,9 @@ approvers = ["alice"]
         ack = await self.platform.submit(ROOM, PEOPLE[who], token, given, private=secret)
         return ack.text
 
+    def lose_files(self) -> None:
+        self.platform.fetch_cuts = 1_000_000  # every try cut midway
+
     def storm(self, seconds: float) -> None:
         self.platform.rate_limited = 0.2  # a retry-after for every call...
         loop = asyncio.get_running_loop()

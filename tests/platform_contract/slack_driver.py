@@ -180,6 +180,9 @@ class SlackDriver(Driver):
         await sent.settled()
         return await self._answer(person, before)
 
+    def lose_files(self) -> None:
+        self.fake.sign_in_instead = True  # url_private: Slack's sign-in page
+
     def storm(self, seconds: float) -> None:
         self.fake.storm(seconds, retry_after=1)
 

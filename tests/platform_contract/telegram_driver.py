@@ -194,6 +194,9 @@ class TelegramDriver(Driver):
         await self.tg.say(person, text, reply_to=prompt)
         return answer
 
+    def lose_files(self) -> None:
+        self.fake.file_fails = 1_000_000  # the file server answers 502
+
     def storm(self, seconds: float) -> None:
         self.fake.storm(seconds, retry_after=1)
 

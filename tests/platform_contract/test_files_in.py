@@ -59,16 +59,22 @@ async def test_files_sent_with_a_caption_reach_the_agent_saved_in_the_inbox(
 async def test_a_file_over_the_projects_limit_is_refused_and_the_agent_given_nothing(
     driver: Driver,
 ) -> None:
+    """... unless its author asks for the message without it (issue 32): no "Try again"
+    for a file refused for its size."""
     driver.require(Case.FILES_IN)
     async with driver.running():
         await driver.say_with_files("read this", [("huge.log", b"x" * (driver.max_file_bytes + 1))])
-        refused = await driver.text(lambda t: "huge.log" in t)
+        refused = await driver.card(lambda s: "huge.log" in s.text)
         await driver.say("and hello")
         await driver.text(lambda t: t.startswith("echo: and hello"))
         seen = await driver.seen()
+        assert refused.labels == ["Send without the file", "Drop it"]
+        dropped = await driver.press(refused, "Drop it")
     assert "larger than this project takes for one file" in refused.text
     assert "not sent to the agent" in refused.text
+    assert dropped == "🗑 Dropped: your message will not be sent."
     assert not any(s.text.startswith("echo: read this") for s in seen)
+    assert [p.text for p in driver.launcher.prompts] == ["and hello"]
     inbox = driver.work_dir / INBOX
     assert not inbox.exists() or sorted(p.name for p in inbox.iterdir()) == [".gitignore"]
 
@@ -88,3 +94,33 @@ async def test_a_held_prompt_keeps_its_files_across_a_gateway_restart(driver: Dr
     saved = driver.work_dir / INBOX / "shot.png"
     assert saved.read_bytes() == PNG
     assert f"shot.png (image/png, {len(PNG)} bytes): {saved}" in plain(echo.text)
+
+
+async def test_a_file_that_cannot_be_downloaded_waits_for_its_authors_choice(
+    driver: Driver,
+) -> None:
+    """Issue 32: the message is not sent without its file; its author is offered the choice
+    on a card, and "Send without the file" sends its text alone, with a line naming the
+    file, and the chat says so; a second press changes nothing."""
+    driver.require(Case.FILES_IN)
+    async with driver.running():
+        await driver.say("hello")  # a session first: the console's spool is made by then
+        await driver.text(lambda t: t.startswith("echo: hello"))
+        driver.lose_files()
+        await driver.say_with_files("why is this broken?", [("screen.png", PNG)])
+        card = await driver.card(lambda s: "did not come" in s.text)
+        assert "not sent to the agent" in card.text
+        assert card.labels == ["Send without the file", "Try again", "Drop it"]
+        answer = await driver.press(card, "Send without the file")
+        echo = await driver.text(lambda t: t.startswith("echo: why is this broken?"))
+        told = await driver.text(lambda t: "Sent to the agent without" in t)
+        again = await driver.press(card, "Drop it")
+        settled = await driver.now(card.key)
+    assert answer == "📎 Sending your message without screen.png."
+    assert "refused or could not be downloaded: screen.png." in plain(echo.text)
+    assert "screen.png" in plain(told.text)
+    assert again == "This message was already sent without its files."
+    assert settled.buttons == ()
+    assert driver.launcher.prompts[-1].images == ()
+    inbox = driver.work_dir / INBOX
+    assert sorted(p.name for p in inbox.iterdir()) == [".gitignore"]
