@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import psycopg
 from psycopg import sql
@@ -42,10 +42,13 @@ async def listen_for_wakeups(
     wake: Callable[[str], None],
     *,
     listening: Callable[[], None],
+    lost: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Until cancelled: listen on ``host``'s channel and hand each notification's payload
     (a session id) to ``wake``; ``listening`` is called each time the LISTEN is in place
-    (the first time and after every reconnection: what was sent meanwhile is lost)."""
+    (the first time and after every reconnection: what was sent meanwhile is lost).
+    ``lost`` is awaited after the connection failed, before it is made again (default: a
+    pause of RETRY_SECONDS)."""
     extra = target.connect_options()
     listen = sql.SQL("LISTEN {}").format(sql.Identifier(channel(host)))
     while True:
@@ -63,4 +66,7 @@ async def listen_for_wakeups(
                 type(exc).__name__,
                 RETRY_SECONDS,
             )
-        await asyncio.sleep(RETRY_SECONDS)
+        if lost is None:
+            await asyncio.sleep(RETRY_SECONDS)
+        else:
+            await lost()

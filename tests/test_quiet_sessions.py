@@ -1,0 +1,200 @@
+"""Event-driven sessions (issue 36): an idle host makes no write of its own; a rare,
+read-only safety sweep asks the ledger once what there is to do and wakes only the runners
+concerned; a wake-up lost while the listener was disconnected is acted on once it is back.
+
+Through the whole gateway on the memory platform, the scripted agent
+(tests/scripted_launcher.py) standing in for the agents, on SQLite and on the real
+PostgreSQL cluster (tests/pg_cluster.py). A write is any call on the ledger's writer
+(``Store.writer.write``), counted by store method; the host lease's renewals are on a
+connection of their own and are not among them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from gateway.config.model import ExpiryPolicy
+from gateway.domain import ConversationRef, Decision, InteractionState
+from gateway.sessions.runner import SessionRunner
+from gateway.store.store import Store
+from gateway.store.trip_tally import label_of
+from tests.gateway_flows import session_of, settles
+from tests.gateway_harness import ALICE, Running
+from tests.hosts_harness import ON_A, both_running, two_hosts
+from tests.pg_cluster import PgCluster
+from tests.scripted_gateway import REQUESTS, open_card, scripted_config, scripted_gateway
+from tests.scripted_launcher import ScriptedLauncher
+
+pytestmark = pytest.mark.timeout(90)
+
+NEVER = ExpiryPolicy()
+APPROVE = Decision(action_id="accept")
+DELIVERED = r'Approved \("Approve"\) by Alice at .* · sent to the agent · done'
+SWEEPS = 3  # safety sweeps forced inside each window
+
+
+def rooms(channel: str, count: int) -> list[ConversationRef]:
+    return [
+        ConversationRef(platform="memory", space="team", channel=channel, thread=f"t{n}")
+        for n in range(count)
+    ]
+
+
+def count_writes(store: Store, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, the store method of every call on ``store``'s writer that writes."""
+    writes: list[str] = []
+    original = store.writer.write
+
+    async def counted(work: Callable[..., Any], **options: Any) -> Any:
+        writes.append(label_of(work))
+        return await original(work, **options)
+
+    monkeypatch.setattr(store.writer, "write", counted)
+    return writes
+
+
+async def idle_sessions(gw: Running, conversations: Iterable[ConversationRef]) -> list[str]:
+    """A turn run in each conversation; returns the sessions, once each runner's agent is
+    live and waits for work (nothing claimed, no turn)."""
+    conversations = list(conversations)
+    for conversation in conversations:
+        await gw.memory.say(conversation, ALICE, f"hi {conversation.thread}")
+    sessions: list[str] = []
+    for conversation in conversations:
+        await gw.text_where(f"echo: hi {conversation.thread}".__eq__, conversation)
+        session = await session_of(gw, conversation)
+        runner = gw.gateway.existing_runner(session.id)
+        assert runner is not None
+        await asyncio.wait_for(runner.waiting_for_work.wait(), gw.deadline)
+        assert runner.agent is not None  # its agent lives on, idle
+        sessions.append(session.id)
+    return sessions
+
+
+def runner_of(gw: Running, session_id: str) -> SessionRunner:
+    runner = gw.gateway.existing_runner(session_id)
+    assert runner is not None
+    return runner
+
+
+# --- SQLite: one host ----------------------------------------------------------------------
+
+
+async def test_an_idle_host_writes_nothing_while_its_safety_sweeps_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with scripted_gateway(scripted_config(tmp_path, fast=NEVER)) as (gw, _launcher):
+        sessions = await idle_sessions(gw, rooms("room", 6))
+        writes = count_writes(gw.gateway.store, monkeypatch)
+        for _ in range(SWEEPS):
+            work = await gw.gateway.sweep_now()
+            assert work is not None and work.nothing
+        assert writes == []
+        for session_id in sessions:  # still idle: nothing was claimed or run
+            assert runner_of(gw, session_id).waiting_for_work.is_set()
+
+
+async def test_the_safety_sweep_delivers_a_stranded_decision_and_wakes_only_its_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with scripted_gateway(scripted_config(tmp_path, fast=NEVER)) as (gw, launcher):
+        await idle_sessions(gw, rooms("idle", 3))
+        [room] = rooms("room", 1)
+        asked = await open_card(gw, room, "approve")
+        # committed with nothing written: its clicker cancelled as the commit landed
+        decided = await gw.gateway.store.interactions.decide(
+            asked.interaction.id,
+            expected_version=asked.interaction.version,
+            actor=ALICE,
+            decision=APPROVE,
+        )
+        assert decided.state is InteractionState.DECIDED and decided.delivery is None
+        writes = count_writes(gw.gateway.store, monkeypatch)
+        work = await gw.gateway.sweep_now()
+        assert work is not None
+        assert work.stranded == (asked.interaction.session_id,)
+        assert work.waiting == ()
+        await settles(gw, asked, DELIVERED)
+        assert launcher.received == [APPROVE]
+        # the writes were the delivery's, none another session's claim
+        assert "PromptQueue.claim_next" not in writes, writes
+        after = await gw.gateway.sweep_now()
+        assert after is not None and after.nothing
+
+
+async def test_the_safety_sweep_starts_a_prompt_whose_wake_up_was_lost(tmp_path: Path) -> None:
+    async with scripted_gateway(scripted_config(tmp_path, fast=NEVER)) as (gw, _launcher):
+        [room] = rooms("room", 1)
+        [session_id] = await idle_sessions(gw, [room])
+        # queued in the ledger with no wake-up (as another host's, whose NOTIFY was lost)
+        await gw.gateway.store.prompts.enqueue(
+            session_id,
+            conversation=room,
+            platform_message_id="lost-1",
+            author=ALICE,
+            text="unseen",
+            max_depth=10,
+        )
+        assert runner_of(gw, session_id).waiting_for_work.is_set()  # nobody told it
+        work = await gw.gateway.sweep_now()
+        assert work is not None and work.waiting == (session_id,)
+        await gw.text_where(lambda text: text == "echo: unseen", room)
+
+
+# --- PostgreSQL: two hosts -----------------------------------------------------------------
+
+
+async def test_idle_hosts_on_a_shared_ledger_write_nothing_but_their_leases(
+    tmp_path: Path, pg_database: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = two_hosts(tmp_path, pg_database.dsn)
+    on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
+        await idle_sessions(a, rooms("a", 4))
+        await idle_sessions(b, rooms("b", 4))
+        writes_a = count_writes(a.gateway.store, monkeypatch)
+        writes_b = count_writes(b.gateway.store, monkeypatch)
+        assert a.gateway.host_lease is not None
+        renewed = a.gateway.host_lease.renewed
+        renewed.clear()
+        for _ in range(SWEEPS):
+            for host in (a, b):
+                work = await host.gateway.sweep_now()
+                assert work is not None and work.nothing
+        await renewed.wait()  # the window spans a lease renewal too: it is not a store write
+        for _ in range(SWEEPS):
+            assert await a.gateway.sweep_now() is not None
+        assert writes_a == []
+        assert writes_b == []
+
+
+async def test_a_wake_up_lost_while_the_listener_was_away_is_acted_on_once_it_is_back(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    config = two_hosts(tmp_path, pg_database.dsn)
+    on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
+        [session_id] = await idle_sessions(a, [ON_A])
+        # a's listener loses its connection and is held down: a NOTIFY now reaches nobody
+        a.gateway.listener_may_return.clear()
+        async with await psycopg.AsyncConnection.connect(pg_database.dsn, autocommit=True) as admin:
+            cursor = await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND query = 'LISTEN \"host_a\"'"
+            )
+            assert [row[0] for row in await cursor.fetchall()] == [True]
+        await asyncio.wait_for(a.gateway.listener_lost.wait(), a.deadline)
+        # received by b for a's session: queued, its wake-up lost
+        await b.memory.say(ON_A, ALICE, "while away")
+        prompts = await a.gateway.store.prompts.list_queued(session_id)
+        assert [p.text for p in prompts] == ["while away"]
+        assert runner_of(a, session_id).waiting_for_work.is_set()  # a heard nothing
+        a.gateway.listener_may_return.set()  # it listens again: its catch-up sweeps
+        await a.text_where(lambda text: text == "echo: while away", ON_A)
+        assert b.memory.messages() == []
