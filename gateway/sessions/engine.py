@@ -40,6 +40,7 @@ from gateway.platform import (
     InboundMessage,
     LeasedReceiving,
     Platform,
+    ShowsTurnsElsewhere,
     WaitingRequest,
 )
 from gateway.send_file_wire import SendFileAnswer, SendFileCall
@@ -330,6 +331,7 @@ class Gateway:
                 self._woken,
                 listening=self._listening,
                 lost=self._listener_lost,
+                turn_text=self._turn_moved,
             )
             self._background.append(self._tasks.create_task(wakeups))
             self._background.append(self._tasks.create_task(self._purge_form_drafts()))
@@ -630,6 +632,16 @@ class Gateway:
             return
         with contextlib.suppress(RuntimeError):  # stopping: the next start holds it
             self._spawn(self._start_if_waiting([session_id]))
+
+    def _turn_moved(self, session_id: str) -> None:
+        """Some host saved a turn's timeline, or started or ended a turn, of ``session_id``:
+        the platforms that show other hosts' turns read it again (this host's own turns
+        reach them as they are sent)."""
+        if session_id in self._runners:
+            return
+        for platform in self.platforms.values():
+            if isinstance(platform, ShowsTurnsElsewhere):
+                platform.turn_moved_elsewhere(session_id)
 
     def _listening(self) -> None:
         """The wake-up listener is (again) in place: what was sent meanwhile was lost, so the
