@@ -21,6 +21,7 @@ import pytest
 
 from gateway.config.model import ExpiryPolicy
 from gateway.domain import ConversationRef, Decision, InteractionState
+from gateway.sessions import engine
 from gateway.sessions.runner import SessionRunner
 from gateway.store.store import Store
 from gateway.store.trip_tally import label_of
@@ -75,6 +76,25 @@ async def idle_sessions(gw: Running, conversations: Iterable[ConversationRef]) -
         assert runner.agent is not None  # its agent lives on, idle
         sessions.append(session.id)
     return sessions
+
+
+def calls(part: object, method: str, count: int, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """An event set once ``part.method`` (a store method) has been called ``count`` times
+    from now on."""
+    done = asyncio.Event()
+    made = 0
+    original = getattr(part, method)
+
+    async def counted(*args: Any, **options: Any) -> Any:
+        nonlocal made
+        result = await original(*args, **options)
+        made += 1
+        if made >= count:
+            done.set()
+        return result
+
+    monkeypatch.setattr(part, method, counted)
+    return done
 
 
 def runner_of(gw: Running, session_id: str) -> SessionRunner:
@@ -153,6 +173,9 @@ async def test_the_safety_sweep_starts_a_prompt_whose_wake_up_was_lost(tmp_path:
 async def test_idle_hosts_on_a_shared_ledger_write_nothing_but_their_leases(
     tmp_path: Path, pg_database: PgCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the hosts' own periodic work, made frequent: the safety sweep and the drafts' purge
+    monkeypatch.setattr(engine, "SAFETY_SWEEP_SECONDS", 0.05)
+    monkeypatch.setattr(engine, "DRAFT_PURGE_SECONDS", 0.05)
     config = two_hosts(tmp_path, pg_database.dsn)
     on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
     async with both_running(config, tmp_path, on_a, on_b) as (a, b):
@@ -160,16 +183,19 @@ async def test_idle_hosts_on_a_shared_ledger_write_nothing_but_their_leases(
         await idle_sessions(b, rooms("b", 4))
         writes_a = count_writes(a.gateway.store, monkeypatch)
         writes_b = count_writes(b.gateway.store, monkeypatch)
+        rounds = [
+            calls(host.gateway.store.host_work, "of_host", SWEEPS, monkeypatch) for host in (a, b)
+        ] + [
+            calls(host.gateway.store.form_drafts, "purgeable", SWEEPS, monkeypatch)
+            for host in (a, b)
+        ]
         assert a.gateway.host_lease is not None
         renewed = a.gateway.host_lease.renewed
         renewed.clear()
-        for _ in range(SWEEPS):
-            for host in (a, b):
-                work = await host.gateway.sweep_now()
-                assert work is not None and work.nothing
-        await renewed.wait()  # the window spans a lease renewal too: it is not a store write
-        for _ in range(SWEEPS):
-            assert await a.gateway.sweep_now() is not None
+        # the window: every host's sweep and purge ran SWEEPS times, and a's lease renewed
+        await asyncio.wait_for(
+            asyncio.gather(renewed.wait(), *(done.wait() for done in rounds)), a.deadline
+        )
         assert writes_a == []
         assert writes_b == []
 
