@@ -167,6 +167,23 @@ async def test_the_safety_sweep_starts_a_prompt_whose_wake_up_was_lost(tmp_path:
         await gw.text_where(lambda text: text == "echo: unseen", room)
 
 
+async def test_an_idle_ledger_s_retention_rounds_write_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = scripted_config(tmp_path, fast=NEVER)
+    retention = config.gateway.retention.model_copy(update={"every_minutes": 0.001})
+    config = config.model_copy(
+        update={"gateway": config.gateway.model_copy(update={"retention": retention})}
+    )
+    async with scripted_gateway(config) as (gw, _launcher):
+        await idle_sessions(gw, rooms("room", 2))
+        writes = count_writes(gw.gateway.store, monkeypatch)
+        rounds = calls(gw.gateway.store.retention, "due", SWEEPS, monkeypatch)
+        await asyncio.wait_for(rounds.wait(), gw.deadline)
+        assert writes == []  # nothing is old enough: no batch, no lease
+        assert gw.gateway.last_prune is None
+
+
 # --- PostgreSQL: two hosts -----------------------------------------------------------------
 
 

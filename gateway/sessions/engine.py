@@ -761,8 +761,11 @@ class Gateway:
             section = self.config.gateway.retention
             if not section.enabled:
                 continue
+            rules = rules_of(section)
             try:
-                pruned = await self.store.retention.prune(rules_of(section), holder=self.host)
+                if not await self.store.retention.due(rules):
+                    continue  # a read: an idle ledger's prune takes no lease, writes nothing
+                pruned = await self.store.retention.prune(rules, holder=self.host)
             except StoreError as exc:  # the next round tries again
                 log.warning("the ledger was not pruned: %s", exc)
                 continue
