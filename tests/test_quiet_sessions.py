@@ -217,6 +217,41 @@ async def test_idle_hosts_on_a_shared_ledger_write_nothing_but_their_leases(
         assert writes_b == []
 
 
+async def hold_listener_down(a: Running, dsn: str) -> None:
+    """a's wake-up listener loses its connection and is held down: a NOTIFY to a is lost."""
+    a.gateway.listener_may_return.clear()
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
+        cursor = await admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND query = 'LISTEN \"host_a\"'"
+        )
+        assert [row[0] for row in await cursor.fetchall()] == [True]
+    await asyncio.wait_for(a.gateway.listener_lost.wait(), a.deadline)
+
+
+async def test_a_decision_a_command_and_a_message_sent_while_the_listener_was_away_are_acted_on(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    config = two_hosts(tmp_path, pg_database.dsn)
+    on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
+        asked = await open_card(a, ON_A, "approve")  # a's turn waits for this decision
+        await hold_listener_down(a, pg_database.dsn)
+        # all received by b for a's session, each NOTIFY to a lost: a decision, a command
+        # only a can answer (where the agent runs), and a message queued behind the turn
+        ack = await b.memory.click(ON_A, ALICE, asked.token("Approve"))
+        assert ack.accepted, ack.text
+        await b.memory.say(ON_A, ALICE, "/grants")
+        await b.memory.say(ON_A, ALICE, "after the card")
+        assert on_a.received == []  # a heard nothing
+        a.gateway.listener_may_return.set()  # it listens again: its catch-up sweeps once
+        await settles(a, asked, DELIVERED)
+        assert on_a.received == [APPROVE]
+        await a.text_where(lambda text: text == "Grants in force: none.", ON_A)
+        await a.text_where(lambda text: text == "echo: after the card", ON_A)
+        assert on_b.received == []
+
+
 async def test_a_wake_up_lost_while_the_listener_was_away_is_acted_on_once_it_is_back(
     tmp_path: Path, pg_database: PgCluster
 ) -> None:
@@ -224,15 +259,7 @@ async def test_a_wake_up_lost_while_the_listener_was_away_is_acted_on_once_it_is
     on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
     async with both_running(config, tmp_path, on_a, on_b) as (a, b):
         [session_id] = await idle_sessions(a, [ON_A])
-        # a's listener loses its connection and is held down: a NOTIFY now reaches nobody
-        a.gateway.listener_may_return.clear()
-        async with await psycopg.AsyncConnection.connect(pg_database.dsn, autocommit=True) as admin:
-            cursor = await admin.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE datname = current_database() AND query = 'LISTEN \"host_a\"'"
-            )
-            assert [row[0] for row in await cursor.fetchall()] == [True]
-        await asyncio.wait_for(a.gateway.listener_lost.wait(), a.deadline)
+        await hold_listener_down(a, pg_database.dsn)
         # received by b for a's session: queued, its wake-up lost
         await b.memory.say(ON_A, ALICE, "while away")
         prompts = await a.gateway.store.prompts.list_queued(session_id)

@@ -695,7 +695,13 @@ class SessionRunner:
             return None
 
     async def _claim_next(self) -> PromptRecord | None:
-        """The next prompt, claimed; a claim whose commit's answer was lost is read back."""
+        """The next prompt, claimed; a claim whose commit's answer was lost is read back.
+        None, with no write, when the queue has nothing to take (read first)."""
+        try:
+            if not await self._store.prompts.claimable(self.session_id):
+                return None
+        except StoreError as exc:  # a reader's cut: the claim (the writer reconnects) decides
+            log.info("session %s: the queue not read first (%s)", self.session_id, exc)
         try:
             return await self._store.prompts.claim_next(self.session_id)
         except StoreError as exc:

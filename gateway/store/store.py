@@ -98,7 +98,7 @@ class Store:
         self.settings = SessionSettings(db)  # what a person chose (/model)
         self.turns = TurnLedger(db)
         self.timeline = TimelineLedger(db, views=self.readers)
-        self.prompts = PromptQueue(db)
+        self.prompts = PromptQueue(db, views=self.readers)
         self.interactions = InteractionLedger(db, views=self.readers)
         self.votes = VoteLedger(db, self.interactions)
         self.cards = CardCopies(db)
