@@ -25,7 +25,7 @@ from platforms.console.config import ConsoleConfig
 from platforms.console.platform import CONSOLE_LIMITS, ConsolePlatform
 from platforms.memory.platform import MemoryPlatform
 from platforms.registry import parse_config
-from tests.console_harness import ConsoleRunning, client, logged_in
+from tests.console_harness import ConsoleRunning, client, logged_in, origin
 from tests.gateway_flows import session_of
 from tests.gateway_harness import ALICE, Running
 from tests.hosts_harness import ON_A
@@ -36,6 +36,7 @@ from tests.scripted_launcher import ScriptedLauncher
 pytestmark = pytest.mark.timeout(90)
 
 STORY = ("Once upon", " a time there was", " a gateway.")
+TYPED = "Tell me more please"
 DEADLINE = 30.0
 
 
@@ -132,7 +133,7 @@ async def test_a_turn_on_host_a_streams_on_host_b_s_console_before_it_ends(
             host_with_console(config, tmp_path, "b", ScriptedLauncher(REQUESTS))
         )
         http = await stack.enter_async_context(client())
-        await logged_in(http, b)  # b's console, as a person opens it
+        csrf = await logged_in(http, b)  # b's console, as a person opens it
         events = await stack.enter_async_context(http.get(b.console.url + "events"))
         assert events.status == 200
         seen: asyncio.Queue[None] = asyncio.Queue()
@@ -155,6 +156,18 @@ async def test_a_turn_on_host_a_streams_on_host_b_s_console_before_it_ends(
             assert latest is not None and latest.ended_at is None  # it has not ended
             on_a.may_end.set()
             await on_a.turn_over.wait()
+            # a conversation started on b's console for a's project: run by a, its answer
+            # shown on b from the ledger, what was typed shown once (b's memory has it)
+            started = {"csrf": csrf, "project": "pa", "text": TYPED}
+            async with http.post(b.console.url + "new", data=started, headers=origin(b)) as r:
+                reply = await r.json()
+            assert reply["accepted"], reply
+            new_page = b.console.url + reply["location"].lstrip("/")
+            started_session = await b.gateway.store.sessions.get(new_page.rsplit("/", 1)[1])
+            assert started_session is not None and started_session.host == "a"
+            page = await page_when(http, new_page, seen, f"echo: {TYPED}")
+            # once from b's memory, not again from the ledger's copy of the prompt
+            assert page.count(f'<span class="who">You</span>{TYPED}<') == 1
         finally:
             reader.cancel()
             on_a.go_on.set()  # a failed wait leaves no turn holding the hosts' stop
