@@ -59,6 +59,7 @@ __all__ = [
     "SendsFiles",
     "SharesForms",
     "SharesRates",
+    "ShowsTurnsElsewhere",
     "TextSealer",
     "ThreadRefused",
     "WaitingRequest",
@@ -406,6 +407,16 @@ class HearsProblems(Protocol):
     def platform_problem(self, platform: str, text: str) -> None:
         """Keep ``text`` (a person's words, with what to do; never a secret) to show."""
         ...
+
+
+@runtime_checkable
+class ShowsTurnsElsewhere(Protocol):
+    """A platform that shows the turns of sessions another host runs (the web console: every
+    host's console shows every session), told when such a turn moved: its timeline was saved
+    (about once a second while it streams), it started or it ended. What changed is in the
+    ledger; the platform reads it from there (no text comes with this)."""
+
+    def turn_moved_elsewhere(self, session_id: str) -> None: ...
 
 
 class ReceiverGate(Protocol):

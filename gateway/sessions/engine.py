@@ -40,6 +40,7 @@ from gateway.platform import (
     InboundMessage,
     LeasedReceiving,
     Platform,
+    ShowsTurnsElsewhere,
     WaitingRequest,
 )
 from gateway.send_file_wire import SendFileAnswer, SendFileCall
@@ -61,6 +62,7 @@ from gateway.sessions.send_file_channel import Caller, SendFileChannel, SendFile
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
+from gateway.store.host_work import HostWork
 from gateway.store.records import PromptRecord
 from gateway.store.retention import PruneCounts, rules_of
 from gateway.store.store import Store
@@ -76,9 +78,11 @@ log = logging.getLogger(__name__)
 
 CONFIG_IN_FORCE = "config.in_force"  # audited: the hash of the config a host runs
 
-# On a ledger several hosts share: how often each session looks for decisions committed by
-# another host whose wake-up was lost (the listener reconnecting)
-SHARED_SWEEP_SECONDS = 5.0
+# How often the safety sweep asks the ledger (one read-only query, store.host_work) what
+# this host has to do that no event told it: a wake-up lost while the listener reconnected
+# (which also sweeps at once), a decision whose delivery was cut. Nothing else polls.
+SAFETY_SWEEP_SECONDS = 60.0
+SWEEP_RETRY_SECONDS = 1.0  # a sweep the ledger did not answer: the first pause before again
 # a click or form whose decision's transaction lost the ledger mid-way (a cut connection): it
 # may have committed before the cut, or not; the card, edited by the session's owner, says
 LEDGER_NO_ANSWER = (
@@ -135,6 +139,13 @@ class Gateway:
         # 9); without it (lost, or not yet taken again) the host takes no input
         self.host_lease: LeaseHolder | None = None
         self._starting_over = False
+        self._sweep_asked = asyncio.Event()  # the safety sweep runs now (listener back)
+        # a shared ledger's wake-up listener: set while its connection is lost (for tests),
+        # and a gate it waits on before listening again (a test closes it to hold it down)
+        self.listener_lost = asyncio.Event()
+        self.listener_may_return = asyncio.Event()
+        self.listener_may_return.set()
+        self._sweeping = asyncio.Lock()  # one safety sweep at a time
         self.started_over = asyncio.Event()  # set each time it started over after a loss
         self.lease_lost = asyncio.Event()  # set while it has lost its lease (for tests)
         self._tasks: asyncio.TaskGroup | None = None
@@ -319,16 +330,21 @@ class Gateway:
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))
         await self.control.recover()
         self._background.append(self._tasks.create_task(self._prune_now_and_then()))
+        self._background.append(self._tasks.create_task(self._safety_sweeps()))
         if self.ledger_host is not None and target is not None:
             # decisions and prompts other hosts commit for this host's sessions (design
             # point 3), once recovery is done; psycopg: only where it is used
             from gateway.store.wakeups import listen_for_wakeups
 
             wakeups = listen_for_wakeups(
-                target, self.ledger_host, self._woken, listening=self._catch_up
+                target,
+                self.ledger_host,
+                self._woken,
+                listening=self._listening,
+                lost=self._listener_lost,
+                turn_text=self._turn_moved,
             )
             self._background.append(self._tasks.create_task(wakeups))
-            self._background.append(self._tasks.create_task(self._poll_sweeps()))
             self._background.append(self._tasks.create_task(self._purge_form_drafts()))
             self._background.append(self._tasks.create_task(self._hold_host()))
             self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
@@ -631,32 +647,86 @@ class Gateway:
         with contextlib.suppress(RuntimeError):  # stopping: the next start holds it
             self._spawn(self._start_if_waiting([session_id]))
 
-    def _catch_up(self) -> None:
-        """What a lost wake-up would have said: every runner sweeps, and every session of
-        this host with a prompt waiting gets a runner."""
-        if self.fenced:
+    def _turn_moved(self, session_id: str) -> None:
+        """Some host saved a turn's timeline, or started or ended a turn, of ``session_id``:
+        the platforms that show other hosts' turns read it again (this host's own turns
+        reach them as they are sent)."""
+        if session_id in self._runners:
             return
-        for runner in list(self._runners.values()):
-            runner.sweep_soon()
-            runner.kick()
-        with contextlib.suppress(RuntimeError):
-            self._spawn(self._start_waiting())
+        for platform in self.platforms.values():
+            if isinstance(platform, ShowsTurnsElsewhere):
+                platform.turn_moved_elsewhere(session_id)
 
-    async def _start_waiting(self) -> None:
-        try:
-            waiting = await self.store.prompts.waiting_sessions(host=self.ledger_host)
-        except StoreError as exc:  # see _start_if_waiting
-            log.warning("host %s: the sessions waiting not read (%s)", self.host, exc)
-            return
-        await self._start_if_waiting(waiting)
-        if self.ledger_host is not None:
+    def _listening(self) -> None:
+        """The wake-up listener is (again) in place: what was sent meanwhile was lost, so the
+        safety sweep runs now."""
+        self.listener_lost.clear()
+        self._catch_up()
+
+    async def _listener_lost(self) -> None:
+        """The wake-up listener's connection failed: a pause, then it listens again."""
+        from gateway.store.wakeups import RETRY_SECONDS
+
+        self.listener_lost.set()
+        await asyncio.sleep(RETRY_SECONDS)
+        await self.listener_may_return.wait()  # open, unless a test holds the listener down
+
+    def _catch_up(self) -> None:
+        """What a lost wake-up would have said (the listener reconnected, the host started
+        over): the safety sweep runs now."""
+        self._sweep_asked.set()
+
+    async def sweep_now(self) -> HostWork | None:
+        """One safety sweep, awaited (tests; the periodic one is :meth:`_safety_sweeps`)."""
+        return await self._safety_sweep()
+
+    async def _safety_sweeps(self) -> None:
+        """The safety net under the events: every SAFETY_SWEEP_SECONDS, or at once when
+        asked (:meth:`_catch_up`), one sweep; one the ledger did not answer is tried again
+        after SWEEP_RETRY_SECONDS, doubled each time up to the period."""
+        pause = SAFETY_SWEEP_SECONDS
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(pause):
+                    await self._sweep_asked.wait()
+            self._sweep_asked.clear()
+            if await self._safety_sweep() is not None or self.fenced:
+                pause = SAFETY_SWEEP_SECONDS
+            else:
+                retry = SWEEP_RETRY_SECONDS if pause >= SAFETY_SWEEP_SECONDS else pause * 2
+                pause = min(retry, SAFETY_SWEEP_SECONDS)
+
+    async def _safety_sweep(self) -> HostWork | None:
+        """Ask the ledger once, read-only, what this host has to do (store.host_work), and
+        wake only the runners concerned: a session with a decision never delivered sweeps
+        (Broker.sweep), one with a prompt to take is kicked (started if need be), one with a
+        command passed takes it. An idle host writes nothing here. None: fenced, or the
+        ledger did not answer (the next sweep asks again)."""
+        async with self._sweeping:
+            if self.fenced:
+                return None
             try:
-                passed = await self.store.requests.waiting(host=self.ledger_host)
-            except StoreError as exc:  # the next catch-up looks again
-                log.warning("host %s: commands passed to it not read (%s)", self.host, exc)
-                return
-            for session_id in passed:
-                await self.control.take_requests(session_id)
+                try:
+                    work = await self.store.host_work.of_host(self.ledger_host)
+                except StoreError:  # a connection found cut: the next call makes it again
+                    work = await self.store.host_work.of_host(self.ledger_host)
+            except StoreError as exc:
+                log.warning(
+                    "host %s: the safety sweep did not read the ledger (%s)", self.host, exc
+                )
+                return None
+            for session_id in work.stranded:
+                runner = self._runners.get(session_id)
+                if runner is not None:  # with no runner, no epoch of it is live here
+                    runner.sweep_soon()
+            if work.waiting:
+                await self._start_if_waiting(list(work.waiting))
+            for session_id in work.passed:
+                try:
+                    await self.control.take_requests(session_id)
+                except StoreError as exc:  # the next sweep looks again
+                    log.warning("host %s: commands passed to it not read (%s)", self.host, exc)
+            return work
 
     async def _start_if_waiting(self, session_ids: list[str]) -> None:
         """A runner kicked or started for each of ``session_ids`` with a prompt queued. A
@@ -679,13 +749,6 @@ class Gateway:
             if any(not p.held for p in await self.store.prompts.list_queued(session_id)):
                 self.runner(session).kick()
 
-    async def _poll_sweeps(self) -> None:
-        """The safety net under the wake-ups: a NOTIFY is lost while the listener is not
-        connected, so this host looks for what it may have missed this often."""
-        while True:
-            await asyncio.sleep(SHARED_SWEEP_SECONDS)
-            self._catch_up()
-
     async def _purge_form_drafts(self) -> None:
         """The form drafts of requests decided, orphaned or expired anywhere, and those
         untouched too long, deleted now and then (a runner's expiry purges at once those it
@@ -693,6 +756,8 @@ class Gateway:
         while True:
             await asyncio.sleep(DRAFT_PURGE_SECONDS)
             try:
+                if not await self.store.form_drafts.purgeable():
+                    continue  # a read: an idle host writes nothing here
                 purged = await self.store.form_drafts.purge()
             except StoreError as exc:  # the next round tries again
                 log.warning("form drafts not purged: %s", exc)
@@ -710,8 +775,11 @@ class Gateway:
             section = self.config.gateway.retention
             if not section.enabled:
                 continue
+            rules = rules_of(section)
             try:
-                pruned = await self.store.retention.prune(rules_of(section), holder=self.host)
+                if not await self.store.retention.due(rules):
+                    continue  # a read: an idle ledger's prune takes no lease, writes nothing
+                pruned = await self.store.retention.prune(rules, holder=self.host)
             except StoreError as exc:  # the next round tries again
                 log.warning("the ledger was not pruned: %s", exc)
                 continue

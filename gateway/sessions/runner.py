@@ -145,14 +145,11 @@ INTERRUPTED_WORDS = "⏹ The turn was interrupted."
 # clock: it looks again at least this often, so a clock that jumps (or a suspended machine)
 # delays an expiry by this much at most.
 EXPIRY_RECHECK_SECONDS = 60.0
-# How often a live epoch looks for decisions committed but never written (Broker.sweep); it
-# also looks when it starts and when a cancelled decision asks it to.
 # A decision on a plan card is queued even when the queue of messages is full: the person
 # decided on a card the agent is waiting on, and refusing it would lose the decision. It is
 # still bounded: one plan card waits per session at most (the next turn closes it), so the
 # queue holds at most its depth plus this one.
 PLAN_QUEUE_EXTRA = 1
-SWEEP_SECONDS = 30.0
 # how long /name waits for the agent to acknowledge the name (Codex answers at once)
 NAME_ANSWER_SECONDS = 5.0
 # How long the text before a card may hold the card up (Outbound.settle): a platform slower
@@ -262,6 +259,9 @@ class SessionRunner:
         self._turn_done = asyncio.Event()
         self._interrupt_requested = asyncio.Event()
         self._sweep_wanted = asyncio.Event()
+        # set while the live epoch's feed waits for a prompt: no turn runs, nothing claimed
+        # (tests: from then on an idle session makes no call of its own)
+        self.waiting_for_work = asyncio.Event()
         self._epoch_tasks: asyncio.TaskGroup | None = None
         self._closing = False
         # NameSession's answers awaited (/name), by the name asked
@@ -715,7 +715,13 @@ class SessionRunner:
             return None
 
     async def _claim_next(self) -> PromptRecord | None:
-        """The next prompt, claimed; a claim whose commit's answer was lost is read back."""
+        """The next prompt, claimed; a claim whose commit's answer was lost is read back.
+        None, with no write, when the queue has nothing to take (read first)."""
+        try:
+            if not await self._store.prompts.claimable(self.session_id):
+                return None
+        except StoreError as exc:  # a reader's cut: the claim (the writer reconnects) decides
+            log.info("session %s: the queue not read first (%s)", self.session_id, exc)
         try:
             return await self._store.prompts.claim_next(self.session_id)
         except StoreError as exc:
@@ -766,7 +772,11 @@ class SessionRunner:
                             await self._store.prompts.release(prompt.id)
                         await asyncio.Event().wait()  # the consumer ends this epoch
             if prompt is None and not compacting:
-                await self._prompt_ready.wait()
+                self.waiting_for_work.set()
+                try:
+                    await self._prompt_ready.wait()
+                finally:
+                    self.waiting_for_work.clear()
                 continue
             self._turn_done.clear()
             self._interrupt_requested.clear()
@@ -864,7 +874,9 @@ class SessionRunner:
                 await agent.stop()
 
     async def _sweep_stranded(self, epoch: int) -> None:
-        """Deliver the epoch's stranded decisions: when it starts, when asked, periodically."""
+        """Deliver the epoch's stranded decisions: when it starts and when asked (a wake-up,
+        a cancelled decision, the engine's safety sweep finding one); never on a period of
+        its own, so an idle session costs the ledger nothing (issue 36)."""
         while True:
             self._sweep_wanted.clear()
             try:
@@ -872,11 +884,9 @@ class SessionRunner:
             except StoreError as exc:
                 # the ledger's connection cut mid-sweep: what was not recorded is stranded
                 # still, and the next sweep (the listener's catch-up once it is back, or
-                # the period) finds it; the session runs on
+                # the engine's safety sweep) finds it; the session runs on
                 log.warning("session %s: a sweep met a ledger error (%s)", self.session_id, exc)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(SWEEP_SECONDS):
-                    await self._sweep_wanted.wait()
+            await self._sweep_wanted.wait()
 
     async def _expire_overdue(self, epoch: int) -> None:
         """Expire every PENDING request of this epoch older than its expiry (its policy

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from gateway.store.database import Conn, Database
+from gateway.store.database import Conn, Database, fetch_one
 
 __all__ = ["FormDraftLedger"]
 
@@ -60,6 +60,22 @@ class FormDraftLedger:
                 (interaction_id, person),
             )
         )
+
+    async def purgeable(self) -> bool:
+        """Whether :meth:`purge` would delete anything (a read: an idle host's periodic
+        purge writes nothing when nothing is to go)."""
+        now = self._db.now()
+        row = await self._db.read(
+            lambda conn: fetch_one(
+                conn,
+                "SELECT 1 AS found FROM form_drafts WHERE expires_at <= ? OR NOT EXISTS"
+                " (SELECT 1 FROM interactions i WHERE i.id = form_drafts.interaction_id"
+                " AND i.state = 'pending') LIMIT 1",
+                (now,),
+            ),
+            one_statement=True,
+        )
+        return row is not None
 
     async def purge(self) -> int:
         """Delete every expired draft and every draft of a request no longer pending;

@@ -25,6 +25,7 @@ from gateway.errors import StoreError
 from gateway.store.database import (
     Conn,
     Database,
+    Reader,
     Row,
     conversation_from_row,
     conversation_params,
@@ -56,8 +57,26 @@ _FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
 class PromptQueue:
     """``store.prompts``: each session's queue of chat messages for its agent."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, views: Reader | None = None) -> None:
         self._db = db
+        self._views: Reader = views or db  # reads that need not wait behind a write
+
+    async def claimable(self, session_id: str) -> bool:
+        """Whether :meth:`claim_next` would claim a prompt now (one queued, not held, none
+        in flight): a read, on a reader, so that a runner woken with nothing to take (a
+        NOTIFY of its own prompt come late, a turn's end with nothing queued) writes
+        nothing (issue 36)."""
+        row = await self._views.read(
+            lambda conn: fetch_one(
+                conn,
+                "SELECT 1 AS found FROM prompts WHERE session_id = ? AND state = 'queued'"
+                " AND held = 0 AND NOT EXISTS (SELECT 1 FROM prompts"
+                "                 WHERE session_id = ? AND state = 'in_flight') LIMIT 1",
+                (session_id, session_id),
+            ),
+            one_statement=True,
+        )
+        return row is not None
 
     async def enqueue(
         self,

@@ -195,6 +195,26 @@ class Retention:
 
         return await self._db.read(count)
 
+    async def due(self, rules: RetentionRules) -> bool:
+        """Whether :meth:`prune` would remove anything now: a read, each kind asked for one
+        row only (an idle ledger's periodic prune takes no lease and writes nothing)."""
+        texts, audit = self._cutoffs(rules)
+        kinds: tuple[tuple[str, tuple[object, ...]], ...] = (
+            (_PROMPT_TEXTS, (texts,)),
+            (_TIMELINE_TURNS, (texts,)),
+            (_DETAILS, (texts, audit, audit)),
+            (_INTERACTIONS, (audit, audit)),
+            (_LOOSE_AUDIT, (audit,)),
+        )
+
+        def due(conn: Conn) -> bool:
+            return any(
+                fetch_one(conn, f"SELECT 1 AS found {sql} LIMIT 1", params) is not None
+                for sql, params in kinds
+            )
+
+        return await self._db.read(due)
+
     async def prune(self, rules: RetentionRules, *, holder: str = "gateway") -> PruneCounts | None:
         """Prune in batches until a batch finds nothing; None when another host holds the
         lease (PostgreSQL: it prunes). Between batches the writer is free for live work."""

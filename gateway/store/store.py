@@ -18,10 +18,11 @@ from gateway.store.cards import CardCopies
 from gateway.store.clicks import ClickViews
 from gateway.store.database import Clock, Database, ReadOnlyDatabase, Runner, utc_now
 from gateway.store.datadir import check_data_dir, prepare_data_dir
-from gateway.store.dialect import POSTGRESQL
+from gateway.store.dialect import POSTGRESQL, Backend
 from gateway.store.escalations import Escalations
 from gateway.store.form_drafts import FormDraftLedger
 from gateway.store.grants import GrantBook
+from gateway.store.host_work import HostWorkViews
 from gateway.store.ledger import InteractionLedger
 from gateway.store.migrations import MIGRATIONS, Migration, apply_migrations
 from gateway.store.prompts import PromptQueue
@@ -97,7 +98,7 @@ class Store:
         self.settings = SessionSettings(db)  # what a person chose (/model)
         self.turns = TurnLedger(db)
         self.timeline = TimelineLedger(db, views=self.readers)
-        self.prompts = PromptQueue(db)
+        self.prompts = PromptQueue(db, views=self.readers)
         self.interactions = InteractionLedger(db, views=self.readers)
         self.votes = VoteLedger(db, self.interactions)
         self.cards = CardCopies(db)
@@ -110,6 +111,10 @@ class Store:
         self.clicks = ClickViews(db)
         self.peek = ClickViews(reader)
         self.retention = Retention(db)  # what goes when (issue 36)
+        # the safety sweep's one question (issue 36): on a reader, never a write
+        self.host_work = HostWorkViews(
+            self.readers, shared=db.dialect.backend is not Backend.SQLITE
+        )
 
     @classmethod
     @asynccontextmanager

@@ -21,7 +21,7 @@ from gateway.store.database import (
 )
 from gateway.store.prompts import prompt_by_id
 from gateway.store.records import TimelineEntry, TurnTimeline
-from gateway.store.turns import TURN_COLUMNS, turn_from_row
+from gateway.store.turns import TURN_COLUMNS, tell_turn_changed, turn_from_row
 from gateway.timeline import EntryKind, EntryWrite, ShownPart
 
 __all__ = ["TimelineLedger"]
@@ -84,6 +84,8 @@ class TimelineLedger:
                         message.message_id,
                     ),
                 )
+            if any(write.text or write.new for write in writes):
+                tell_turn_changed(self._db, conn, turn_id=turn_id)  # other hosts' consoles
 
         try:
             await self._db.write(save)

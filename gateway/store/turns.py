@@ -5,9 +5,27 @@ from __future__ import annotations
 from gateway.domain import TurnStatus
 from gateway.errors import EpochEnded, StoreError
 from gateway.store.database import Conn, Database, Row, fetch_one, parse_optional_time, parse_time
+from gateway.store.dialect import Backend
 from gateway.store.records import TurnRecord
 
-__all__ = ["TURN_COLUMNS", "TurnLedger", "turn_from_row"]
+__all__ = ["TURN_COLUMNS", "TURN_TEXT_CHANNEL", "TurnLedger", "tell_turn_changed", "turn_from_row"]
+
+# A shared ledger's NOTIFY channel every host listens on (gateway/store/wakeups.py): a turn's
+# timeline was saved, or it started or ended. The payload is the session's id only (a
+# payload is capped at 8,000 bytes: never the text, which each console reads from the ledger).
+TURN_TEXT_CHANNEL = "turn_text"
+
+
+def tell_turn_changed(db: Database, conn: Conn, *, turn_id: int) -> None:
+    """PostgreSQL: NOTIFY every host, at this transaction's COMMIT, that the session of
+    ``turn_id`` has a turn whose text or state moved (nothing on SQLite: one host, whose
+    console the runner tells itself)."""
+    if db.dialect.backend is Backend.POSTGRESQL:
+        conn.execute(
+            "SELECT pg_notify(?, session_id) FROM turns WHERE id = ?",
+            (TURN_TEXT_CHANNEL, turn_id),
+        )
+
 
 TURN_COLUMNS = (
     "id, session_id, epoch, prompt_id, native_turn_id, status, error, started_at, ended_at"
@@ -52,6 +70,7 @@ class TurnLedger:
                 (session_id, epoch, prompt_id, native_turn_id, self._db.now()),
             )
             assert inserted is not None
+            tell_turn_changed(self._db, conn, turn_id=inserted["id"])
             return turn_from_row(inserted)
 
         return await self._db.write(start)
@@ -82,6 +101,7 @@ class TurnLedger:
                 (status.value, error, self._db.now(), turn_id),
             )
             if ended is not None:
+                tell_turn_changed(self._db, conn, turn_id=turn_id)
                 return turn_from_row(ended)
             turn = _turn(conn, turn_id)  # none, or one that ended before
             self._db.audit(

@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import psycopg
 from psycopg import sql
 
 from gateway.config.ledger_url import PgTarget
+from gateway.store.turns import TURN_TEXT_CHANNEL
 
 __all__ = ["RETRY_SECONDS", "channel", "listen_for_wakeups"]
 
@@ -42,20 +43,33 @@ async def listen_for_wakeups(
     wake: Callable[[str], None],
     *,
     listening: Callable[[], None],
+    lost: Callable[[], Awaitable[None]] | None = None,
+    turn_text: Callable[[str], None] | None = None,
 ) -> None:
     """Until cancelled: listen on ``host``'s channel and hand each notification's payload
     (a session id) to ``wake``; ``listening`` is called each time the LISTEN is in place
-    (the first time and after every reconnection: what was sent meanwhile is lost)."""
+    (the first time and after every reconnection: what was sent meanwhile is lost).
+    ``lost`` is awaited after the connection failed, before it is made again (default: a
+    pause of RETRY_SECONDS). ``turn_text``, if given: the same connection also listens on
+    TURN_TEXT_CHANNEL, every host's, and hands it each session id whose turn moved (its
+    timeline saved, the turn started or ended, on whichever host runs it)."""
     extra = target.connect_options()
     listen = sql.SQL("LISTEN {}").format(sql.Identifier(channel(host)))
+    listen_turns = sql.SQL("LISTEN {}").format(sql.Identifier(TURN_TEXT_CHANNEL))
     while True:
         try:
             conn = await psycopg.AsyncConnection.connect(target.url, autocommit=True, **extra)
             async with conn:
+                if turn_text is not None:
+                    await conn.execute(listen_turns)
                 await conn.execute(listen)
                 listening()
                 async for note in conn.notifies():
-                    wake(note.payload)
+                    if note.channel == TURN_TEXT_CHANNEL:
+                        if turn_text is not None:
+                            turn_text(note.payload)
+                    else:
+                        wake(note.payload)
         except psycopg.Error as exc:
             log.warning(
                 "host %s: listening for wake-ups failed (%s); again in %g s",
@@ -63,4 +77,7 @@ async def listen_for_wakeups(
                 type(exc).__name__,
                 RETRY_SECONDS,
             )
-        await asyncio.sleep(RETRY_SECONDS)
+        if lost is None:
+            await asyncio.sleep(RETRY_SECONDS)
+        else:
+            await lost()

@@ -364,6 +364,11 @@ class ConsolePlatform:
     async def turn_ended(self, conversation: ConversationRef, status: TurnStatus) -> None:
         self.changes.bump()  # the ledger has the turn's end: the page shows it
 
+    def turn_moved_elsewhere(self, session_id: str) -> None:
+        """A turn of a session another host runs moved (``ShowsTurnsElsewhere``): live
+        pages draw it again, its text read from the ledger."""
+        self.changes.bump()
+
     def _check(self, conversation: ConversationRef) -> None:
         if conversation.platform != PLATFORM:
             raise PlatformError(f"not a console conversation: {conversation.key()}")

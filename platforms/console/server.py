@@ -325,7 +325,12 @@ async def _conversation(request: web.Request) -> web.Response:
     if record is None:
         raise web.HTTPNotFound(text="no such session")
     conversations = await console_conversations(gateway, record.id)
-    texts = await remembered_texts(gateway, record, conversations, console.since)
+    typed_here = [
+        m.text for m in console.feed.messages(conversations) if m.author == YOU and m.text
+    ]
+    texts = await remembered_texts(
+        gateway, record, conversations, console.since, typed_here=typed_here
+    )
     texts += [
         TextItem(
             id=m.id,

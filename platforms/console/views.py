@@ -266,13 +266,27 @@ async def remembered_texts(
     session: SessionRecord,
     conversations: Sequence[ConversationRef],
     before: datetime | None,
+    *,
+    typed_here: Sequence[str] = (),
 ) -> list[TextItem]:
     """The text of the session's turns that began ``before`` (when this console was
-    attached: an earlier gateway's turns, whose text the console's memory never held)."""
+    attached: an earlier gateway's turns, whose text the console's memory never held).
+
+    A session another host runs: every recent turn's, the running one's too (its owner
+    sends its text to its own host's console; it saves the timeline about once a second and
+    the ledger tells every host, gateway/store/turns.py ``TURN_TEXT_CHANNEL``). What was
+    typed on this console since (``typed_here``, in its memory) is not shown twice."""
     if before is None:
         return []
     turns = await gateway.store.timeline.of_session(session.id, turns=RECENT_TURNS)
-    return timeline_texts([t for t in turns if t.turn.started_at < before], conversations)
+    if gateway.owner_elsewhere(session) is None:
+        return timeline_texts([t for t in turns if t.turn.started_at < before], conversations)
+    typed = set(typed_here)
+    return [
+        item
+        for item in timeline_texts(turns, conversations)
+        if not (item.author == YOU and item.at >= before and item.text in typed)
+    ]
 
 
 async def console_conversations(gateway: Gateway, session_id: str) -> list[ConversationRef]:
