@@ -11,7 +11,12 @@ person never gets the agent's card and then the gateway's):
 - Claude Code: ``--mcp-config`` JSON (``{"mcpServers": {...}}``), its tools named
   ``mcp__<name>__<tool>`` added to the allowed tools;
 - ACP ``session/new``/``session/load``: ``mcpServers`` as a list of ``{name, command, args,
-  env: [{name, value}]}`` (ACP schema McpServerStdio).
+  env: [{name, value}]}`` (ACP schema McpServerStdio). ACP's entry has no approval setting,
+  and codex-acp 0.16 builds its Codex entry from it with none (so Codex asks, and codex-acp
+  turns that into its own ``session/request_permission``): codex-acp gets the server the way
+  ``codex exec`` does instead, as ``-c`` overrides on its command line
+  (:func:`codex_exec_overrides`, the token in its env through ``env_vars``), and no
+  ``mcpServers`` entry that would replace it.
 """
 
 from __future__ import annotations
