@@ -33,7 +33,9 @@ from adapters.mcp_config import (
     claude_mcp_config,
     codex_exec_overrides,
     codex_mcp_servers,
+    opencode_added_server,
     opencode_config_content,
+    opencode_other_sessions_tools,
     opencode_tool_name,
 )
 from adapters.opencode import basic_auth
@@ -251,17 +253,24 @@ class ConfiguredLauncher:
 
         options = project.agent_options
         env = self._env(project)
+        allowed: tuple[str, ...] = ()
+        denied: tuple[str, ...] = ()
+        added: JsonObject | None = None
         if mcp_server is not None and options.url is None:  # a server we start ourselves
             # merged over its own config files (the project's opencode.json stays in force)
             env["OPENCODE_CONFIG_CONTENT"] = json.dumps(opencode_config_content(mcp_server))
             allowed = tuple(opencode_tool_name(mcp_server, tool) for tool in mcp_server.tools)
-        else:
-            allowed = ()
+        elif mcp_server is not None:  # attached: given at runtime, under this session's name
+            named, added = opencode_added_server(mcp_server)
+            allowed = tuple(opencode_tool_name(named, tool) for tool in named.tools)
+            denied = opencode_other_sessions_tools(mcp_server)
         settings = OpenCodeSettings(
             command=project.argv(),
             cwd=project.work_dir,
             env=env,
             allowed_tools=allowed,
+            denied_tools=denied,
+            added_mcp=added,
             resume_session_id=resume_native_id,
             handshake_timeout=self._handshake_timeout,
             stop_grace_seconds=self._stop_grace,

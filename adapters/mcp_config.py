@@ -21,6 +21,8 @@ person never gets the agent's card and then the gateway's):
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from adapters.jsonrpc import JsonObject, JsonValue
 from gateway.sessions.agents import GatewayMcpServer
 
@@ -31,7 +33,9 @@ __all__ = [
     "claude_mcp_config",
     "codex_exec_overrides",
     "codex_mcp_servers",
+    "opencode_added_server",
     "opencode_config_content",
+    "opencode_other_sessions_tools",
     "opencode_tool_name",
 ]
 
@@ -102,11 +106,35 @@ def opencode_config_content(server: GatewayMcpServer) -> JsonObject:
     return {"mcp": {server.name: entry}, "permission": allowed}
 
 
+def opencode_added_server(server: GatewayMcpServer) -> tuple[GatewayMcpServer, JsonObject]:
+    """The server as an attached OpenCode server is given it at runtime (``POST /mcp``
+    ``{name, config}``, OpenCode's McpLocalConfig), under a name of its session's own: one
+    attached server runs the sessions of many conversations, its MCP servers are shared by
+    all of them, and each call must carry the token of the session that made it."""
+    named = replace(server, name=f"{server.name}-{server.session_id}")
+    entry: JsonObject = {
+        "type": "local",
+        "command": list(server.command),
+        "environment": dict(server.env),
+        "enabled": True,
+    }
+    return named, {"name": named.name, "config": entry}
+
+
 def opencode_tool_name(server: GatewayMcpServer, tool: str) -> str:
     """OpenCode names an MCP tool ``<server>_<tool>``, each part's other characters as
     ``_``."""
-    clean = "".join(c if c.isalnum() or c in "_-" else "_" for c in server.name)
-    return f"{clean}_{tool}"
+    return f"{_opencode_name(server.name)}_{tool}"
+
+
+def _opencode_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "_-" else "_" for c in name)
+
+
+def opencode_other_sessions_tools(server: GatewayMcpServer) -> tuple[str, ...]:
+    """Patterns (OpenCode's wildcards) of the tools other sessions' servers of this name give
+    an attached server (:func:`opencode_added_server`), which this session denies."""
+    return tuple(f"{_opencode_name(server.name)}-*_{tool}" for tool in server.tools)
 
 
 def acp_mcp_servers(server: GatewayMcpServer) -> list[JsonValue]:

@@ -1,6 +1,7 @@
-"""How the launcher gives an ACP agent the gateway's MCP server (issue 33): codex-acp as
-Codex's own pre-approved config on its command line (its ``mcpServers`` entry would ask), any
-other ACP agent as ACP ``mcpServers``; the token never in an argv."""
+"""How the launcher gives an agent the gateway's MCP server (issue 33): codex-acp as Codex's
+own pre-approved config on its command line (its ``mcpServers`` entry would ask), any other
+ACP agent as ACP ``mcpServers``, the token never in an argv; an attached OpenCode server
+under the session's own name, the other sessions' tools denied."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 from adapters.acp import AcpCodec
 from adapters.launch import ConfiguredLauncher
+from adapters.mcp_config import opencode_added_server, opencode_other_sessions_tools
+from adapters.opencode import OpenCodeCodec
 from gateway.config.model import ProjectConfig
 from gateway.sessions.agents import GatewayMcpServer
 from platforms.registry import parse_config
@@ -17,6 +20,7 @@ SERVER = GatewayMcpServer(
     name="agent-gateway",
     command=("/usr/bin/python3", "-m", "gateway", "mcp"),
     env={"AGENT_GATEWAY_SEND_FILE_TOKEN": "sekrit", "AGENT_GATEWAY_SEND_FILE_SOCKET": "/s"},
+    session_id="s1",
 )
 
 
@@ -77,3 +81,26 @@ def test_another_acp_agent_gets_the_server_in_mcp_servers(tmp_path: Path) -> Non
     (entry,) = session_new(codec)["mcpServers"]  # type: ignore[misc]
     assert entry["name"] == "agent-gateway"
     assert {"name": "AGENT_GATEWAY_SEND_FILE_TOKEN", "value": "sekrit"} in entry["env"]
+
+
+def test_an_attached_opencode_server_gets_the_session_s_own_server_and_denies_the_others() -> None:
+    named, body = opencode_added_server(SERVER)
+    assert body["name"] == named.name == "agent-gateway-s1"
+    assert body["config"] == {
+        "type": "local",
+        "command": list(SERVER.command),
+        "environment": dict(SERVER.env),
+        "enabled": True,
+    }
+    codec = OpenCodeCodec(
+        allowed_tools=("agent-gateway-s1_send_file",),
+        denied_tools=opencode_other_sessions_tools(SERVER),
+    )
+    opened = codec.open_session()
+    assert opened.body is not None
+    # OpenCode: the last matching rule wins
+    assert opened.body["permission"] == [
+        {"permission": "*", "pattern": "*", "action": "ask"},
+        {"permission": "agent-gateway-*_send_file", "pattern": "*", "action": "deny"},
+        {"permission": "agent-gateway-s1_send_file", "pattern": "*", "action": "allow"},
+    ]
