@@ -59,6 +59,8 @@ async def test_under_a_send_file_rule_the_gateway_s_card_is_the_only_one(
         assert told.endswith("The tool said: sent build.log (223 bytes) to the chat")
         files = [m.file for m in gw.memory.messages(ROOM) if m.file is not None]
         assert [(f.name, f.caption) for f in files] == [("build.log", "the log")]
+        # the card says what became of the file, once the agent went on
+        await gw.card_where(lambda card: card.status_line.endswith(" · sent to the chat · done"))
         assert [c.card.title for c in gw.cards() if c.card is not None] == [
             "Send build.log to the chat?"
         ]  # one card, the gateway's
