@@ -7,7 +7,9 @@ person never gets the agent's card and then the gateway's):
 - Codex (app-server ``thread/start``/``thread/resume`` ``config``, ``codex exec -c``):
   ``mcp_servers.<name>`` with ``default_tools_approval_mode = "approve"`` (without it an MCP
   tool call asks the client, ``mcpServer/elicitation/request``: FACTS-session-features.md)
-  and a tool timeout long enough for a person's click;
+  and a tool timeout long enough for a person's click, ``required`` so that the thread
+  waits for the server to be up (else a fast first turn searches the tools before it is
+  and does not find send_file);
 - Claude Code: ``--mcp-config`` JSON (``{"mcpServers": {...}}``), its tools named
   ``mcp__<name>__<tool>`` added to the allowed tools;
 - ACP ``session/new``/``session/load``: ``mcpServers`` as a list of ``{name, command, args,
@@ -56,6 +58,7 @@ def codex_mcp_servers(server: GatewayMcpServer) -> JsonObject:
         "env": dict(server.env),
         "default_tools_approval_mode": "approve",
         "tool_timeout_sec": TOOL_TIMEOUT_SECONDS,
+        "required": True,
     }
     return {server.name: entry}
 
@@ -73,6 +76,7 @@ def codex_exec_overrides(
         f"{key}.env_vars": sorted(server.env),
         f"{key}.default_tools_approval_mode": "approve",
         f"{key}.tool_timeout_sec": TOOL_TIMEOUT_SECONDS,
+        f"{key}.required": True,
     }
     return overrides, dict(server.env)
 

@@ -64,6 +64,7 @@ def test_codex_acp_gets_the_server_as_codex_config_with_the_tool_pre_approved(
     assert overrides[f"{key}.command"] == '"/usr/bin/python3"'
     assert json.loads(overrides[f"{key}.env_vars"]) == sorted(SERVER.env)
     assert int(overrides[f"{key}.tool_timeout_sec"]) >= 3600  # a person's click takes time
+    assert overrides[f"{key}.required"] == "true"  # the thread waits for it to be up
     assert not [part for part in argv if "sekrit" in part]  # the token is not in the argv
     assert isinstance(codec, AcpCodec)
     assert session_new(codec)["mcpServers"] == []  # an entry would replace it, and ask
