@@ -33,6 +33,7 @@ __all__ = [
     "QUIET_UNSTABLE_FEATURES",
     "ConfigValue",
     "codex_app_server_argv",
+    "config_args",
     "quieted",
     "toml_value",
 ]
@@ -91,7 +92,14 @@ def codex_app_server_argv(
             if not _FEATURE.fullmatch(feature):
                 raise ConfigError(f"not a codex feature name: {feature!r}")
             argv += [flag, feature]
-    for key, value in quieted(enable, config).items():
+    return [*argv, *config_args(quieted(enable, config))]
+
+
+def config_args(config: Mapping[str, ConfigValue]) -> list[str]:
+    """``-c key=value`` for each override, the value as TOML (Codex's own ``-c``, which
+    codex-acp takes too)."""
+    argv: list[str] = []
+    for key, value in config.items():
         if not _CONFIG_KEY.fullmatch(key):
             raise ConfigError(f"not a codex config key: {key!r}")
         argv += ["-c", f"{key}={toml_value(value)}"]

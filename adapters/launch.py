@@ -25,7 +25,7 @@ from adapters.codec import AgentCodec
 from adapters.codex_app_server import CodexAppServerCodec
 from adapters.codex_exec_process import CodexExecSettings
 from adapters.codex_exec_session import CodexExecSession
-from adapters.codex_launch import codex_app_server_argv
+from adapters.codex_launch import codex_app_server_argv, config_args
 from adapters.jsonrpc import ErrorResponse, JsonObject, JsonRpcPeer, Response
 from adapters.mcp_config import (
     acp_mcp_servers,
@@ -33,11 +33,14 @@ from adapters.mcp_config import (
     claude_mcp_config,
     codex_exec_overrides,
     codex_mcp_servers,
+    opencode_added_server,
     opencode_config_content,
+    opencode_other_sessions_tools,
     opencode_tool_name,
 )
 from adapters.opencode import basic_auth
 from adapters.process_group import end_leftover_process_group
+from adapters.proven_versions import runs_codex_acp
 from adapters.runtime import AgentRuntime
 from adapters.stdio import DEFAULT_ENV_ALLOWLIST, AgentProcess, ProcessSpec, build_agent_env
 from gateway.config.model import ProjectConfig, read_password
@@ -161,12 +164,20 @@ class ConfiguredLauncher:
                 launch = launch.resumed(resume_native_id)
             return ClaudeCodeCodec(launch, cwd=str(project.work_dir)), launch.argv()
         if project.agent is AgentKind.ACP:
+            argv = list(project.argv())
+            mcp_servers = None
+            if mcp_server is not None and runs_codex_acp(project):
+                # Codex's own config, pre-approved; an mcpServers entry of the same name
+                # would replace it with one that asks (adapters/mcp_config.py)
+                argv += config_args(codex_exec_overrides(mcp_server)[0])
+            elif mcp_server is not None:
+                mcp_servers = acp_mcp_servers(mcp_server)
             codec_acp = AcpCodec(
                 cwd=str(project.work_dir),
                 resume_session_id=resume_native_id,
-                mcp_servers=None if mcp_server is None else acp_mcp_servers(mcp_server),
+                mcp_servers=mcp_servers,
             )
-            return codec_acp, list(project.argv())
+            return codec_acp, argv
         raise ConfigError(f"agent {project.agent.value} cannot be started by this gateway yet")
 
     def _env(self, project: ProjectConfig) -> dict[str, str]:
@@ -242,17 +253,24 @@ class ConfiguredLauncher:
 
         options = project.agent_options
         env = self._env(project)
+        allowed: tuple[str, ...] = ()
+        denied: tuple[str, ...] = ()
+        added: JsonObject | None = None
         if mcp_server is not None and options.url is None:  # a server we start ourselves
             # merged over its own config files (the project's opencode.json stays in force)
             env["OPENCODE_CONFIG_CONTENT"] = json.dumps(opencode_config_content(mcp_server))
             allowed = tuple(opencode_tool_name(mcp_server, tool) for tool in mcp_server.tools)
-        else:
-            allowed = ()
+        elif mcp_server is not None:  # attached: given at runtime, under this session's name
+            named, added = opencode_added_server(mcp_server)
+            allowed = tuple(opencode_tool_name(named, tool) for tool in named.tools)
+            denied = opencode_other_sessions_tools(mcp_server)
         settings = OpenCodeSettings(
             command=project.argv(),
             cwd=project.work_dir,
             env=env,
             allowed_tools=allowed,
+            denied_tools=denied,
+            added_mcp=added,
             resume_session_id=resume_native_id,
             handshake_timeout=self._handshake_timeout,
             stop_grace_seconds=self._stop_grace,
@@ -303,6 +321,12 @@ class ConfiguredLauncher:
             except ConfigError as exc:
                 raise AgentStartError(str(exc)) from exc
             env = self._env(project)
+            if (
+                mcp_server is not None
+                and project.agent is AgentKind.ACP
+                and runs_codex_acp(project)
+            ):
+                env.update(codex_exec_overrides(mcp_server)[1])  # named in its env_vars
             spec = ProcessSpec(
                 argv=argv,
                 cwd=project.work_dir,

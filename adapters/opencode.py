@@ -239,13 +239,19 @@ class OpenCodeCodec:
         resume_session_id: str | None = None,
         version: str | None = None,
         allowed_tools: tuple[str, ...] = (),
+        denied_tools: tuple[str, ...] = (),
     ):
         self._resume = resume_session_id
         self._version = version
-        # after "everything asks": the gateway's own tools (send_file), which its policy
-        # decides, so that a person never gets OpenCode's card and then the gateway's
+        # after "everything asks": the tools of the gateway's other sessions denied (on an
+        # attached server, where each session has its own send_file: another's would send
+        # into that session's chat), then the gateway's own tools (this session's send_file),
+        # which its policy decides, so that a person never gets OpenCode's card and then the
+        # gateway's (OpenCode: the last matching rule wins; a tool denied outright is not
+        # offered to the model)
         self._rules: tuple[Mapping[str, str], ...] = (
             *ASK_EVERYTHING,
+            *({"permission": tool, "pattern": "*", "action": "deny"} for tool in denied_tools),
             *({"permission": tool, "pattern": "*", "action": "allow"} for tool in allowed_tools),
         )
         self._s = _State()

@@ -111,6 +111,11 @@ class OpenCodeSettings:
     attach_url: str | None = None
     # tools a new session's rules allow (the gateway's own send_file): asked nothing of
     allowed_tools: tuple[str, ...] = ()
+    # and deny (patterns: the send_file tools of the gateway's other sessions)
+    denied_tools: tuple[str, ...] = ()
+    # attached mode: the MCP server to add at runtime (``POST /mcp`` ``{name, config}``),
+    # since the gateway does not start that server and cannot give it in its config
+    added_mcp: Mapping[str, object] | None = None
 
 
 class OpenCodeAgent:
@@ -128,7 +133,9 @@ class OpenCodeAgent:
         self.settings = settings
         self._tap = tap
         self.codec = OpenCodeCodec(
-            resume_session_id=settings.resume_session_id, allowed_tools=settings.allowed_tools
+            resume_session_id=settings.resume_session_id,
+            allowed_tools=settings.allowed_tools,
+            denied_tools=settings.denied_tools,
         )
         self._password = password or secrets.token_urlsafe(24)
         self._events: asyncio.Queue[AgentEvent] = asyncio.Queue(maxsize=settings.event_buffer)
@@ -225,6 +232,7 @@ class OpenCodeAgent:
         stack.callback(self._cancel_tasks)
         self._owned = [tasks.create_task(self._stream(), name=f"opencode-{url}-sse")]
         self._stream_task = self._owned[0]
+        await self._add_mcp()
         await self._handshake()
         if self.settings.resume_session_id is not None:
             try:
@@ -240,6 +248,32 @@ class OpenCodeAgent:
                 await self._reconcile()
             except AgentError as exc:
                 raise AgentStartError(str(exc)) from exc
+
+    async def _add_mcp(self) -> None:
+        """Give the attached server the gateway's MCP server (on attach and on resume alike:
+        the token is this epoch's). A server that refuses is said once, in the log and as
+        the session's notice, and the session goes on without the tool."""
+        added = self.settings.added_mcp
+        if added is None:
+            return
+        name = str(added.get("name"))
+        request = HttpRequest(
+            method="POST", path="/mcp", body=dict(added), purpose="add the send_file MCP server"
+        )
+        try:
+            answer = await self._call(request)
+            status = answer.get(name) if isinstance(answer, dict) else None
+            state = status.get("status") if isinstance(status, dict) else None
+            if state != "connected":
+                why = status.get("error") if isinstance(status, dict) else None
+                raise AgentError(f"opencode did not start it ({why or state or 'no status'})")
+        except AgentError as exc:
+            text = (
+                "the attached OpenCode server was not given the send_file tool, so this "
+                f"session cannot send files: {exc}"
+            )
+            log.warning("opencode %s: %s", self._base_url, text)
+            await self._events.put(Warning(message=text, code="send_file_unavailable"))
 
     @property
     def attached(self) -> bool:

@@ -18,7 +18,7 @@ import sys
 from gateway.config.model import ProjectConfig, SandboxMode
 from gateway.domain import AgentKind
 
-__all__ = ["PROVEN", "sandbox_warning", "version_warning"]
+__all__ = ["PROVEN", "runs_codex_acp", "sandbox_warning", "version_warning"]
 
 # kind: (the version proven, the program's name as people know it, how to install that one)
 PROVEN: dict[AgentKind, tuple[str, str, str]] = {
@@ -39,11 +39,13 @@ _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 def _proven_for(project: ProjectConfig, said: str) -> tuple[str, str, str] | None:
     if project.agent is AgentKind.ACP:
-        return CODEX_ACP if "codex-acp" in said or _runs_codex_acp(project) else None
+        return CODEX_ACP if "codex-acp" in said or runs_codex_acp(project) else None
     return PROVEN.get(project.agent)
 
 
-def _runs_codex_acp(project: ProjectConfig) -> bool:
+def runs_codex_acp(project: ProjectConfig) -> bool:
+    """The project's ACP agent is Zed's codex-acp (its argv names it: the binary, its npm
+    package, ``npx @zed-industries/codex-acp``)."""
     return any("codex-acp" in part for part in project.argv())
 
 
@@ -74,7 +76,7 @@ def sandbox_warning(project: ProjectConfig) -> str | None:
     """Codex or codex-acp on Linux without bubblewrap: the sandbox its approved commands run
     in cannot start. None elsewhere, or where the project runs without a sandbox."""
     codex = project.agent in (AgentKind.CODEX_APP_SERVER, AgentKind.CODEX_EXEC) or (
-        project.agent is AgentKind.ACP and _runs_codex_acp(project)
+        project.agent is AgentKind.ACP and runs_codex_acp(project)
     )
     if not codex or not sys.platform.startswith("linux") or project.attached:
         return None

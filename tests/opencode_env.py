@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,15 +136,17 @@ class Server:
 
 
 @asynccontextmanager
-async def opencode_server(opencode_bin: str, home: OpenCodeHome) -> AsyncIterator[Server]:
+async def opencode_server(
+    opencode_bin: str, home: OpenCodeHome, extra_env: Mapping[str, str] | None = None
+) -> AsyncIterator[Server]:
     """``opencode serve`` run by the test, as a person would run it: the gateway only
-    reaches it."""
+    reaches it (``extra_env``: more of the environment that person runs it in)."""
     port = free_loopback_port()
     password = secrets.token_urlsafe(18)
     spec = ProcessSpec(
         argv=serve_argv([opencode_bin], port),
         cwd=home.workspace,
-        env={**home.env, "OPENCODE_SERVER_PASSWORD": password},
+        env={**home.env, **(extra_env or {}), "OPENCODE_SERVER_PASSWORD": password},
         stop_grace_seconds=2,
         eof_grace_seconds=0,
     )

@@ -33,7 +33,7 @@ def acp_home(fake_model: FakeResponses) -> Iterator[CodexHome]:
         yield home
 
 
-def acp_config(binary: str, home: CodexHome, data_dir: Path) -> Config:
+def acp_config(binary: str, home: CodexHome, data_dir: Path, *, policy: str = "") -> Config:
     env = "\n".join(f"{name} = {json.dumps(value)}" for name, value in home.env.items())
     text = f"""
 [gateway]
@@ -53,7 +53,7 @@ allow_from = ["alice"]
 approvers = ["alice"]
 
 [platforms.memory]
-"""
+{policy}"""
     return parse_config(text, "test.toml")
 
 

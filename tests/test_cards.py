@@ -29,6 +29,7 @@ from gateway.domain import (
     InteractionKind,
     InteractionState,
     Option,
+    OutgoingFile,
     Plan,
     Question,
     Resolution,
@@ -516,3 +517,90 @@ def test_without_a_private_surface_a_secret_is_answered_where_it_stays_private()
         ),
     )
     assert card.status_line == "Waiting for an answer"
+
+
+# --- a file the agent asked to send (issue 33): the card says what became of the file ---------
+
+SEND_IT = Action(id="send", label="Send it", effect=Effect.ALLOW)
+DONT_SEND = Action(id="keep", label="Don't send", effect=Effect.DENY)
+
+
+def file_card(state: InteractionState) -> Interaction:
+    return replace(
+        interaction(
+            state=state,
+            detail=OutgoingFile(path="build.log", size=223, media_type="text/plain"),
+            actions=(SEND_IT, DONT_SEND),
+            title="Send build.log to the chat?",
+            summary="The agent wants to send build.log (223 B).",
+        ),
+        native_key="send_file:7",
+    )
+
+
+def outcome(became: str) -> DeliveryFact:
+    return DeliveryFact(outcome=DeliveryOutcome.OK, at=T1, error=became)
+
+
+FILE_LINES = [
+    (
+        decided(
+            file_card(InteractionState.DELIVERED),
+            SEND_IT,
+            delivery=outcome("sent build.log (223 B) to the chat"),
+        ),
+        f'Approved ("Send it") by alice at {WHEN} · sent to the chat',
+    ),
+    (
+        decided(
+            file_card(InteractionState.RESOLVED),
+            SEND_IT,
+            delivery=outcome("sent build.log (223 B) to the chat"),
+            resolution=resolved(Resolution.ANSWERED),
+        ),
+        f'Approved ("Send it") by alice at {WHEN} · sent to the chat · done',
+    ),
+    (
+        decided(
+            file_card(InteractionState.RESOLVED),
+            SEND_IT,
+            delivery=outcome(
+                "sent build.log (223 B) to the chat; not to slack: the upload failed (boom)"
+            ),
+            resolution=resolved(Resolution.ANSWERED),
+        ),
+        f'Approved ("Send it") by alice at {WHEN} · sent to the chat; not to slack: the upload'
+        " failed (boom) · done",
+    ),
+    (
+        decided(
+            file_card(InteractionState.RESOLVED),
+            SEND_IT,
+            delivery=outcome("not sent: telegram: 60 MB is more than the 50 MB it takes"),
+            resolution=resolved(Resolution.ANSWERED),
+        ),
+        f'Approved ("Send it") by alice at {WHEN} · not sent: telegram: 60 MB is more than the'
+        " 50 MB it takes · done",
+    ),
+    (
+        decided(
+            file_card(InteractionState.RESOLVED),
+            DONT_SEND,
+            delivery=outcome("not sent: alice chose not to send build.log"),
+            resolution=resolved(Resolution.ANSWERED),
+        ),
+        f'Denied ("Don\'t send") by alice at {WHEN} · not sent · done',
+    ),
+    (
+        # decided before the outcome was kept with the delivery: no guess either way
+        decided(file_card(InteractionState.DELIVERED), SEND_IT, delivery=delivered()),
+        f'Approved ("Send it") by alice at {WHEN} · the agent was told',
+    ),
+]
+
+
+@pytest.mark.parametrize(("item", "expected"), FILE_LINES)
+def test_a_decided_file_card_says_what_became_of_the_file(item: Interaction, expected: str) -> None:
+    card = render(item)
+    assert card.status_line == expected
+    assert "sent to the agent" not in card.status_line

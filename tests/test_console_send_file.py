@@ -121,3 +121,26 @@ async def test_too_large_for_one_platform_the_person_sees_a_line_and_the_agent_i
         bound = await running.gateway.store.sessions.list_bindings(session.id)
         shown = running.console.feed.messages([c for c in bound if c.platform == "console"])
         assert [m.file.name for m in shown if m.file is not None] == ["chart.png"]
+
+
+async def test_a_file_in_a_new_session_s_first_turn_reaches_the_console_too(
+    codex_bin: str, codex_home: CodexHome, fake_model: FakeResponses, tmp_path: Path
+) -> None:
+    """No turn before it. The session is bound to the console's page before its agent starts
+    (Gateway.show_everywhere runs before the runner), so no binding race; the race there was
+    is Codex's: a fast first turn searched its tools before the MCP server was up and did
+    not find send_file ("unsupported call", seen under load). The server is ``required``
+    now, so the thread waits for it."""
+    (codex_home.workspace / "chart.png").write_bytes(PNG)
+    fake_model.enqueue(send_file_turn("chart.png"))  # type: ignore[arg-type]
+    config = gateway_config(codex_bin, codex_home, tmp_path / "d", extra=CONSOLE_TABLES)
+    async with console_gateway(config) as running:
+        await running.memory.say(ROOM, ALICE, "send me the chart")
+        told = await running.memory.wait_for(
+            lambda: next((t for t in running.memory.texts(ROOM) if t.endswith("to the chat")), None)
+        )
+        assert told.endswith("The tool said: sent chart.png (72 bytes) to the chat")
+        [session] = await running.gateway.store.sessions.list_sessions()
+        bound = await running.gateway.store.sessions.list_bindings(session.id)
+        shown = running.console.feed.messages([c for c in bound if c.platform == "console"])
+        assert [m.file.name for m in shown if m.file is not None] == ["chart.png"]

@@ -151,6 +151,8 @@ async def test_under_a_send_file_rule_the_file_goes_only_after_an_approver_s_cli
         assert done.text == "The tool said: sent build.log (223 bytes) to the chat"
         await tg.fake.wait_for(lambda: card.markup is None and "done" in card.text)
         assert 'Approved ("Send it") by @alice' in card.text
+        assert "sent to the chat · done" in card.text  # what became of the file
+        assert "sent to the agent" not in card.text
 
 
 async def test_a_dotfile_is_asked_about_and_a_refusal_is_what_the_model_reads(
@@ -170,6 +172,9 @@ async def test_a_dotfile_is_asked_about_and_a_refusal_is_what_the_model_reads(
         await tg.press(ALICE, card, "Don't send")
         done = await tg.bot_message(ALICE.id, lambda m: m.text.startswith("The tool said: not"))
         assert "chose not to send .env" in done.text
+        await tg.fake.wait_for(lambda: card.markup is None and "done" in card.text)
+        assert 'Denied ("Don\'t send") by @alice' in card.text
+        assert "not sent · done" in card.text
     sent = fake_telegram.bot_messages(ALICE.id)
     assert not [m for m in sent if m.document is not None or m.photo is not None]
 

@@ -25,6 +25,7 @@ from gateway.domain import (
     InteractionKind,
     InteractionOrigin,
     InteractionState,
+    OutgoingFile,
     Resolution,
     Scope,
 )
@@ -77,10 +78,33 @@ def _gateway_plan(interaction: Interaction) -> bool:
 
 def delivered_words(interaction: Interaction) -> str:
     """What a delivered decision became: "sent to the agent", or for the gateway's own plan
-    "queued as the next turn" (nothing reached the agent yet)."""
+    "queued as the next turn" (nothing reached the agent yet), or for a file the agent asked
+    to send what became of the file."""
     if interaction.origin is InteractionOrigin.SETTING:  # applied by the gateway, not written
         return "applied from the agent's next turn" if accepted(interaction) else "nothing changed"
+    if isinstance(interaction.detail, OutgoingFile):
+        return _file_words(interaction)
     return "queued as the next turn" if _gateway_plan(interaction) else "sent to the agent"
+
+
+def _file_words(interaction: Interaction) -> str:
+    """What became of a file the agent asked to send (gateway/sessions/file_sends.py keeps
+    the upload's outcome with the delivery: "sent NAME (SIZE) to the chat[; not to …]" or
+    "not sent: why"): "sent to the chat", "not sent", "not sent: why"; the card names the
+    file already. Without the outcome (a record from before it was kept): "the agent was
+    told", never a guess. The agent read the same outcome as its tool's result."""
+    delivery = interaction.delivery
+    became = (delivery.error if delivery is not None else None) or ""
+    if became.startswith("sent "):
+        _, _, elsewhere = became.partition(" to the chat")
+        return "sent to the chat" + elsewhere
+    fact = interaction.decision
+    chosen = fact.decision.action_id if fact is not None else None
+    action = interaction.action(chosen) if chosen else None
+    refused = action is not None and action.effect is not Effect.ALLOW
+    if not became.startswith("not sent: "):
+        return "the agent was told"  # a record from before the outcome was kept: no guess
+    return "not sent" if refused else became  # a refusal: the line says who said no
 
 
 def _stopped_host(note: str) -> str | None:
@@ -251,7 +275,9 @@ def _after_decision(interaction: Interaction) -> str:
         case InteractionState.RESOLVED if interaction.origin is InteractionOrigin.SETTING:
             return delivered_words(interaction)  # applied (or not) by the gateway, at once
         case InteractionState.RESOLVED:
-            return "sent to the agent · done" if outcome is DeliveryOutcome.OK else "done"
+            if outcome is DeliveryOutcome.OK:
+                return f"{delivered_words(interaction)} · done"
+            return "done"
         case InteractionState.UNKNOWN:
             return f"sent to the agent, but whether it got it is not known: {why}"
         case InteractionState.CANCELLED | InteractionState.ORPHANED:

@@ -34,6 +34,9 @@ class GatewayMcpServer:
     command: tuple[str, ...]
     env: Mapping[str, str] = field(default_factory=dict)
     tools: tuple[str, ...] = ("send_file",)
+    # the gateway session it serves: where several sessions share one agent server (an
+    # attached OpenCode), each gives the server under a name of its own
+    session_id: str = ""
 
 
 class RunningAgent(Protocol):

@@ -80,9 +80,12 @@ DeliveryWork = Callable[[], Coroutine[Any, Any, Interaction]]
 class Deliverer(Protocol):
     """How the broker reaches the session runner whose agent asked (the engine)."""
 
-    async def deliver(self, interaction: Interaction, decision: Decision) -> None:
+    async def deliver(self, interaction: Interaction, decision: Decision) -> str | None:
         """Write ``decision`` to the agent of ``interaction``'s epoch, or raise
-        DeliveryRefused (that runtime is gone) / another GatewayError (the write failed)."""
+        DeliveryRefused (that runtime is gone) / another GatewayError (the write failed).
+        Returns what the delivery became where the gateway carried it out itself (a
+        send_file call's upload: "sent …" or "not sent: why", as the agent reads it), kept
+        with the delivery for the card; None for a write to the agent."""
         ...
 
     def own_delivery(
@@ -402,8 +405,9 @@ class Broker:
         """Write the decision to the agent, then record the write (in the session's task)."""
         self._in_flight.add(interaction.id)
         try:
+            became: str | None = None
             try:
-                await self._deliverer.deliver(interaction, decision)
+                became = await self._deliverer.deliver(interaction, decision)
             except AlreadyAnswered:
                 pass  # an earlier attempt queued these bytes: that write is the delivery
             except RequestClosed as exc:
@@ -423,7 +427,9 @@ class Broker:
                 return update.interaction
             crashpoint("response_written")
             try:
-                update = await self._store.interactions.record_delivery(interaction.id, ok=True)
+                update = await self._store.interactions.record_delivery(
+                    interaction.id, ok=True, error=became
+                )
             except StoreError:
                 # written: the agent's answer (its close) may come before the ledger is back,
                 # so the session's next sweep records this write whatever the state by then

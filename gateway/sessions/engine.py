@@ -845,8 +845,8 @@ class Gateway:
 
     # --- Deliverer (the broker writes decisions through the session's runner) -------------
 
-    async def deliver(self, interaction: Interaction, decision: Decision) -> None:
-        await self._runner_of(interaction).deliver(interaction, decision)
+    async def deliver(self, interaction: Interaction, decision: Decision) -> str | None:
+        return await self._runner_of(interaction).deliver(interaction, decision)
 
     def own_delivery(
         self, interaction: Interaction, work: DeliveryWork

@@ -108,8 +108,9 @@ class FileSends:
 
     async def deliver(
         self, interaction: Interaction, decision: Decision, conversations: Sequence[ConversationRef]
-    ) -> None:
-        """A person decided: upload (or not), and answer the waiting call with the outcome."""
+    ) -> str:
+        """A person decided: upload (or not), and answer the waiting call with the outcome;
+        the outcome's words (what the agent reads)."""
         key = interaction.native_key
         assert key is not None
         waiting = self._waiting.pop(key, None)
@@ -117,7 +118,7 @@ class FileSends:
         fact = interaction.decision
         who = str(fact.actor) if fact is not None else "a person"
         if waiting is None:  # the call is gone (its MCP server ended): nothing to send for
-            return
+            return "not sent: the agent no longer waits for it"
         if action is None or action.effect is not Effect.ALLOW:
             said = f" ({decision.message})" if decision.message else ""
             outcome = SendOutcome(
@@ -128,6 +129,7 @@ class FileSends:
         self._delivered.add(key)
         if not waiting.answer.done():
             waiting.answer.set_result(outcome)
+        return outcome.text
 
     async def upload(
         self, conversations: Sequence[ConversationRef], opened: OpenedFile, caption: str | None

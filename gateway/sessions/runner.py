@@ -437,22 +437,23 @@ class SessionRunner:
         """Look for stranded decisions now (Broker.sweep), not at the next period."""
         self._sweep_wanted.set()
 
-    async def deliver(self, interaction: Interaction, decision: Decision) -> None:
+    async def deliver(self, interaction: Interaction, decision: Decision) -> str | None:
         agent = self.agent
         if agent is None or self.epoch != interaction.runtime_epoch:
             raise DeliveryRefused("the agent process that asked has ended")
         if interaction.origin is InteractionOrigin.PLAN:
             await self._plan_decided(interaction, decision)
-            return
+            return None
         if interaction.origin is InteractionOrigin.SETTING:  # the broker applies it
             raise DeliveryRefused("a setting change is not written to the agent")
         if interaction.native_key is None:  # pragma: no cover - an agent's request has one
             raise DeliveryRefused("the request has no key to answer it by")
         if self._files.is_file_key(interaction.native_key):
-            # a send_file call: "written" is the file uploaded (or not) and the tool answered
-            await self._files.deliver(interaction, decision, await self._conversations())
-            return
+            # a send_file call: "written" is the file uploaded (or not) and the tool answered;
+            # what it became is the card's to say
+            return await self._files.deliver(interaction, decision, await self._conversations())
         await agent.send(Respond(native_key=interaction.native_key, decision=decision))
+        return None
 
     async def _plan_decided(self, interaction: Interaction, decision: Decision) -> None:
         """A decision on the gateway's own plan card is the next turn

@@ -170,7 +170,10 @@ class SendFileChannel:
         token = self.tokens.issue(session_id)
         command, env = mcp_command()
         env = {**env, ENV_SOCKET: str(self.socket_path), ENV_TOKEN: token}
-        return GatewayMcpServer(name="agent-gateway", command=command, env=env), token
+        server = GatewayMcpServer(
+            name="agent-gateway", command=command, env=env, session_id=session_id
+        )
+        return server, token
 
     async def __aenter__(self) -> SendFileChannel:
         self.socket_path, self._private_dir = _socket_path(self._data_dir)

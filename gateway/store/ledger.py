@@ -458,6 +458,8 @@ class InteractionLedger:
     ) -> InteractionUpdate:
         """Record the write of the answer (or of "timed out" after EXPIRE) to the agent.
 
+        ``error``: why a write failed; with ``ok``, what a delivery the gateway carried out
+        itself became (a send_file call's "sent …" / "not sent: why"), for the card.
         ``ok``: DECIDED → DELIVERED; a failed write keeps DECIDED with the failure recorded
         (nothing resends it: the card says how to go on, see cards.undelivered). On an interaction
         that already ended the fact is still recorded, the state kept, the race audited.
