@@ -41,6 +41,7 @@ from gateway.interactions.machine import (
     transition,
     validate_decision,
 )
+from gateway.session_record import SessionRecord
 from gateway.store import codec
 from gateway.store.cards import add_copy_sent, copies_for_sent
 from gateway.store.database import Conn, Database, Reader, fetch_all, fetch_one, parse_time
@@ -54,7 +55,11 @@ from gateway.store.interaction_rows import (
     require_interaction,
 )
 from gateway.store.records import CardCopy, Grant, InteractionUpdate, Opened
-from gateway.store.sessions import bindings_of_sent
+from gateway.store.sessions import (
+    bindings_of_sent,
+    session_by_id_sent,
+    session_of_interaction_sent,
+)
 
 __all__ = ["InteractionLedger"]
 
@@ -129,8 +134,11 @@ class InteractionLedger:
                 add_copy_sent(conn, opened.interaction.id, conversation, now=now)
                 for conversation in bindings
             ]
+            read_session = session_by_id_sent(conn, session_id)  # the cards' name and project
             copies = tuple(read() for read in added)  # one wait for every copy
-            return Opened(interaction=opened.interaction, created=True, copies=copies)
+            return Opened(
+                interaction=opened.interaction, created=True, copies=copies, session=read_session()
+            )
 
         return await self._db.write(create)
 
@@ -245,6 +253,21 @@ class InteractionLedger:
         """``get`` and ``cards.list_for`` in one read (one consistent view)."""
 
         return await self._db.read(lambda conn: interaction_with_copies(conn, interaction_id))
+
+    async def get_for_cards(
+        self, interaction_id: str
+    ) -> tuple[Interaction | None, list[CardCopy], SessionRecord | None]:
+        """``get_with_copies`` and the interaction's session (``sessions.get``: its name and
+        project, which its cards show) in one read: what drawing its cards needs, one call."""
+
+        def read(conn: Conn) -> tuple[Interaction | None, list[CardCopy], SessionRecord | None]:
+            found = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+            read_copies = copies_for_sent(conn, interaction_id)
+            read_session = session_of_interaction_sent(conn, interaction_id)
+            row, copies, session = found.fetchone(), read_copies(), read_session()
+            return (None, [], None) if row is None else (interaction_from_row(row), copies, session)
+
+        return await self._db.read(read)
 
     async def get_by_native_key(
         self, session_id: str, epoch: int, native_key: str
