@@ -2,6 +2,7 @@
 
     python -m bench.interactions [--count 1000] [--warmup 50] [--platform memory]
                                  [--agent codex|acp|opencode] [--store postgresql] [--json]
+                                 [--calls]
 
 One session, one bench agent (bench/agents/: the Codex app-server one, or with ``--agent acp``
 the ACP one), ``count`` command approvals in a row (after ``warmup`` that are
@@ -14,6 +15,10 @@ POST.
 ``--store postgresql`` keeps the ledger in a throwaway PostgreSQL cluster
 (tests/pg_cluster.py: ``initdb`` on a Unix socket, stopped at the end) instead of SQLite, and
 adds the ledger's network round trips per approval.
+
+``--calls`` adds the ledger calls per approval by store method, with the statements each ran
+(BEGIN and COMMIT included) and on PostgreSQL its network round trips
+(gateway/store/trip_tally.py): exact counts, not noisy as the CPU is (docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from bench.approvals import approve_all, round_trip_figures
 from bench.figures import Figure, Usage, emit, percentile
 from bench.gateway_setup import AGENTS, bench_gateway, count_ok_deliveries, read_stamps
 from gateway.store.store import Store
+from gateway.store.trip_tally import TripTally
 
 __all__ = ["measure"]
 
@@ -43,6 +49,7 @@ async def measure(
     platform: str = "memory",
     agent: str = "codex",
     store: str | None = None,
+    calls: bool = False,
 ) -> list[Figure]:
     async with bench_gateway(root, platform, agent=agent, store=store) as gw:
         room = gw.platform.room(0)
@@ -54,9 +61,12 @@ async def measure(
         ledger = gw.gateway.store
         trips_before = ledger.writer.runner.trips + ledger.reader.runner.trips
         network_before = _network_trips(ledger)
+        tally = TripTally() if calls else None
+        ledger.writer.tally = ledger.reader.tally = tally
         start = Usage.snapshot()
         trips = await approve_all(gw, room, count, "measured")
         usage = Usage.since(start)
+        ledger.writer.tally = ledger.reader.tally = None
         ledger_trips = ledger.writer.runner.trips + ledger.reader.runner.trips - trips_before
         network = _network_trips(ledger) - network_before
     figures = round_trip_figures(
@@ -66,6 +76,7 @@ async def measure(
     return [
         *figures,
         *_callback_figures(callbacks),
+        *([] if tally is None else _call_figures(tally, count)),
         Figure(
             benchmark=NAME,
             name="ledger trips per approval",
@@ -85,6 +96,35 @@ async def measure(
 
 def _network_trips(store: Store) -> int:
     return (store.writer.round_trips or 0) + (store.reader.round_trips or 0)
+
+
+def _call_figures(tally: TripTally, count: int) -> list[Figure]:
+    """Per approval: the calls, statements and round trips of each store method, most
+    statements first, then the totals."""
+    labels = sorted(tally.calls, key=lambda label: (-tally.statements[label], label))
+    return [
+        Figure(
+            benchmark=NAME,
+            name=f"per approval: {label}",
+            value=(
+                f"{tally.calls[label] / count:.2f} calls,"
+                f" {tally.statements[label] / count:.2f} statements,"
+                f" {tally.round_trips[label] / count:.2f} round trips"
+            ),
+        )
+        for label in labels
+        if tally.calls[label] >= count / 100  # what every approval does, not a rare sweep
+    ] + [
+        Figure(
+            benchmark=NAME,
+            name="per approval: all ledger calls",
+            value=(
+                f"{sum(tally.calls.values()) / count:.2f} calls,"
+                f" {sum(tally.statements.values()) / count:.2f} statements,"
+                f" {sum(tally.round_trips.values()) / count:.2f} round trips"
+            ),
+        )
+    ]
 
 
 def _callback_figures(callback_ms: list[float] | None) -> list[Figure]:
@@ -116,6 +156,9 @@ def main() -> None:
     parser.add_argument("--agent", choices=sorted(AGENTS), default="codex")
     parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--calls", action="store_true", help="the ledger calls per approval, by store method"
+    )
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
         root = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-interactions-"))
@@ -135,6 +178,7 @@ def main() -> None:
                 platform=args.platform,
                 agent=args.agent,
                 store=store,
+                calls=args.calls,
             )
         )
     emit(figures, as_json=args.json)

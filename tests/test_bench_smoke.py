@@ -54,6 +54,17 @@ async def test_interactions_at_a_toy_size(tmp_path: Path, agent: str) -> None:
     assert "n=8" in figure(figures, "click -> response").value
 
 
+async def test_interactions_counts_the_ledger_calls_of_each_approval(tmp_path: Path) -> None:
+    figures = await interactions.measure(tmp_path, count=4, warmup=1, calls=True)
+    # the click's decision: BEGIN, the locked read, the compare-and-set, the decision's row,
+    # its audit, COMMIT; the moved request is not read back (SQLite)
+    assert figure(figures, "per approval: InteractionLedger.decide").value == (
+        "1.00 calls, 6.00 statements, 0.00 round trips"
+    )
+    assert not any(f.name == "per approval: SessionLedger.get" for f in figures)
+    assert figure(figures, "per approval: all ledger calls").value.endswith(" round trips")
+
+
 async def test_policy_at_a_toy_size(tmp_path: Path) -> None:
     figures = await policy.measure(tmp_path, count=4, warmup=1, rules=50)
     assert figure(figures, "exactly once").met is True  # the rules in force: each still decided

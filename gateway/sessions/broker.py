@@ -45,6 +45,7 @@ from gateway.interactions.votes import PolicyBook
 from gateway.platform import MessageRef, Platform, RateLimited, RefusedForGood
 from gateway.render.commands import spell_commands
 from gateway.render.interaction_card import render_interaction
+from gateway.session_record import SessionRecord
 from gateway.sessions.faults import crashpoint
 from gateway.sessions.outbound import with_rate_limit
 from gateway.store.codec import redact_secret_answers
@@ -187,7 +188,9 @@ class Broker:
                 # new copies of the record just made: shown without reading either back (the
                 # runner handles the agent's next event only after this: nothing changed them)
                 for copy in opened.copies:
-                    await self._show(opened.interaction, copy, wait_out_429=False)
+                    await self._show(
+                        opened.interaction, copy, wait_out_429=False, session=opened.session
+                    )
         return opened.interaction
 
     # --- a person decided -----------------------------------------------------------------
@@ -538,7 +541,8 @@ class Broker:
     async def refresh(self, interaction_id: str, *, platform: str) -> None:
         """Send or edit every copy of the card on ``platform`` so that it shows the ledger's
         record (a lane's work: each platform refreshes its own copies)."""
-        interaction, copies = await self._store.interactions.get_with_copies(interaction_id)
+        # its session's name and project read with it: one ledger call for the whole refresh
+        interaction, copies, session = await self._store.interactions.get_for_cards(interaction_id)
         if interaction is None:  # pragma: no cover - interactions are never deleted
             raise GatewayError(f"interaction {interaction_id} vanished")
         for copy in copies:
@@ -548,7 +552,7 @@ class Broker:
                 continue
             if copy.id in self._refused_for_good:
                 continue
-            await self._show(interaction, copy)
+            await self._show(interaction, copy, session=session)
 
     async def resend_failed(self) -> int:
         """Send again every copy that failed (the platform was down), but those its platform
@@ -574,8 +578,12 @@ class Broker:
         """Remember the session's project (it never changes), for :meth:`_approvals`, and
         its name as it is now (``/name`` may change it), for the card's title."""
         session = await self._store.sessions.get(session_id)
-        if session is None:
-            return
+        if session is not None:
+            self._remember(session)
+
+    def _remember(self, session: SessionRecord) -> None:
+        """:meth:`_learn_project` with the session already read (with the request)."""
+        session_id = session.id
         self._projects[session_id] = session.project
         self._names[session_id] = session.name
         self._projects.move_to_end(session_id)
@@ -613,7 +621,12 @@ class Broker:
         return card if spelled == card.status else replace(card, status=spelled)
 
     async def _show(
-        self, interaction: Interaction, copy: CardCopy, *, wait_out_429: bool = True
+        self,
+        interaction: Interaction,
+        copy: CardCopy,
+        *,
+        wait_out_429: bool = True,
+        session: SessionRecord | None = None,
     ) -> None:
         """Send or edit one copy. ``wait_out_429=False`` (a new card, shown inline while the
         agent's next event waits): a 429 leaves the copy to its platform's lane, which waits
@@ -623,7 +636,10 @@ class Broker:
         if platform is None:
             await self._store.cards.mark_failed(copy.id, error="platform not running")
             return
-        await self._learn_project(interaction.session_id)
+        if session is None:
+            await self._learn_project(interaction.session_id)
+        else:  # read in the same ledger call as the request
+            self._remember(session)
         card = self.render(interaction, platform)
         retry = with_rate_limit if wait_out_429 else _once
         # a copy sent whose record the ledger failed to take: edited, never sent twice

@@ -22,13 +22,13 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import StoreError
 from gateway.store.dialect import SQLITE, Dialect
 from gateway.store.ledger_faults import Fault, LedgerFaults
-from gateway.store.trip_tally import TripTally, label_of
+from gateway.store.trip_tally import CountedConn, TripTally, label_of
 
 __all__ = [
     "Clock",
@@ -468,10 +468,11 @@ def _tallied(
     ticket: _Ticket,
 ) -> T:
     before = getattr(conn, "round_trips", 0)
+    counted = CountedConn(conn)
     try:
-        return runner(conn, work, ticket)
+        return runner(cast(Conn, counted), work, ticket)
     finally:
-        tally.record(work, getattr(conn, "round_trips", 0) - before)
+        tally.record(work, getattr(conn, "round_trips", 0) - before, counted.statements)
 
 
 class _Skipped(Exception):

@@ -10,6 +10,7 @@ from gateway.domain import (
     Decision,
     InteractionKind,
     InteractionOrigin,
+    InteractionRequest,
     InteractionState,
     Resolution,
 )
@@ -32,6 +33,7 @@ __all__ = [
     "actor_from_row",
     "interaction_by_native_key",
     "interaction_from_row",
+    "new_interaction",
     "require_interaction",
 ]
 
@@ -167,6 +169,49 @@ def interaction_from_row(row: Row) -> Interaction:
             detail_json=row["detail_json"] or "",
             actions_json=row["actions_json"] or "",
             questions_json=row["questions_json"] or "",
+        ),
+    )
+
+
+def new_interaction(
+    interaction_id: str,
+    *,
+    session_id: str,
+    epoch: int,
+    turn_id: int | None,
+    request: InteractionRequest,
+    texts: tuple[str | None, str, str],
+    now: str,
+) -> Interaction:
+    """The interaction a row just inserted holds (PENDING, version 1, no facts, no votes),
+    as :func:`interaction_from_row` would read it: decoded from the texts written
+    (``texts``: detail, actions, questions), so that nothing differs from a read of it."""
+    detail_json, actions_json, questions_json = texts
+    at = parse_time(now)
+    return Interaction(
+        id=interaction_id,
+        session_id=session_id,
+        runtime_epoch=epoch,
+        turn_id=turn_id,
+        native_key=request.native_key or None,
+        kind=request.kind,
+        origin=request.origin,
+        title=request.title,
+        summary=request.summary,
+        detail=codec.decode_detail(detail_json),
+        actions=codec.decode_actions(actions_json),
+        questions=codec.decode_questions(questions_json),
+        state=InteractionState.PENDING,
+        version=1,
+        created_at=at,
+        updated_at=at,
+        content_hash=content_hash(
+            kind=request.kind.value,
+            title=request.title,
+            summary=request.summary,
+            detail_json=detail_json or "",
+            actions_json=actions_json or "",
+            questions_json=questions_json or "",
         ),
     )
 

@@ -32,29 +32,38 @@ from gateway.domain import (
 from gateway.errors import AlreadyDecided, StoreError, VersionMoved
 from gateway.interactions.machine import (
     LIVE_STATES,
+    DecisionFact,
+    DeliveryFact,
     DeliveryOutcome,
     Interaction,
     InteractionEvent,
+    ResolutionFact,
     Transition,
     event_for_agent_close,
     new_short_id,
     transition,
     validate_decision,
 )
+from gateway.session_record import SessionRecord
 from gateway.store import codec
 from gateway.store.cards import add_copy_sent, copies_for_sent
 from gateway.store.database import Conn, Database, Reader, fetch_all, fetch_one, parse_time
-from gateway.store.dialect import FOR_UPDATE
+from gateway.store.dialect import FOR_UPDATE, Backend
 from gateway.store.interaction_rows import (
     SELECT_INTERACTION,
     actor_from_row,
     interaction_by_native_key,
     interaction_by_native_key_sent,
     interaction_from_row,
+    new_interaction,
     require_interaction,
 )
 from gateway.store.records import CardCopy, Grant, InteractionUpdate, Opened
-from gateway.store.sessions import bindings_of_sent
+from gateway.store.sessions import (
+    bindings_of_sent,
+    session_by_id_sent,
+    session_of_interaction_sent,
+)
 
 __all__ = ["InteractionLedger"]
 
@@ -85,6 +94,9 @@ class InteractionLedger:
     def __init__(self, db: Database, *, views: Reader | None = None) -> None:
         self._db = db
         self._views: Reader = views or db  # the reads people look at (store.readers)
+        # a write's result built from what it read and wrote, not read back: where the
+        # writer's lock makes the locked read whole (SQLite; see _apply)
+        self._facts_current = db.dialect.backend is Backend.SQLITE
 
     async def create(
         self,
@@ -129,8 +141,11 @@ class InteractionLedger:
                 add_copy_sent(conn, opened.interaction.id, conversation, now=now)
                 for conversation in bindings
             ]
+            read_session = session_by_id_sent(conn, session_id)  # the cards' name and project
             copies = tuple(read() for read in added)  # one wait for every copy
-            return Opened(interaction=opened.interaction, created=True, copies=copies)
+            return Opened(
+                interaction=opened.interaction, created=True, copies=copies, session=read_session()
+            )
 
         return await self._db.write(create)
 
@@ -197,8 +212,12 @@ class InteractionLedger:
         request: InteractionRequest,
         turn_id: int | None,
     ) -> Interaction:
-        """The new interaction's row inserted, and read back (sent together)."""
+        """The new interaction's row inserted. What it holds is what was just written (a new
+        row has no facts, no votes): built from the same texts, not read back."""
         now = self._db.now()
+        detail_json = codec.encode_detail(request.detail)
+        actions_json = codec.encode_actions(request.actions)
+        questions_json = codec.encode_questions(request.questions)
         for _ in range(5):  # a 50-bit id collides about never; retry rather than assume
             interaction_id = new_short_id()
             insert = conn.execute(
@@ -216,20 +235,25 @@ class InteractionLedger:
                     request.kind.value,
                     request.title,
                     request.summary,
-                    codec.encode_detail(request.detail),
-                    codec.encode_actions(request.actions),
-                    codec.encode_questions(request.questions),
+                    detail_json,
+                    actions_json,
+                    questions_json,
                     now,
                     now,
                     request.origin.value,
                 ),
             )
-            read_back = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
-            if insert.fetchone() is None:  # the id is taken (its read-back is another's);
-                continue  # an error would stop the transaction on PG
-            row = read_back.fetchone()
-            assert row is not None
-            return interaction_from_row(row)
+            if insert.fetchone() is None:  # the id is taken (an error would stop the
+                continue  # transaction on PG)
+            return new_interaction(
+                interaction_id,
+                session_id=session_id,
+                epoch=epoch,
+                turn_id=turn_id,
+                request=request,
+                texts=(detail_json, actions_json, questions_json),
+                now=now,
+            )
         raise StoreError("could not draw an unused interaction id")
 
     async def get(self, interaction_id: str) -> Interaction | None:
@@ -245,6 +269,21 @@ class InteractionLedger:
         """``get`` and ``cards.list_for`` in one read (one consistent view)."""
 
         return await self._db.read(lambda conn: interaction_with_copies(conn, interaction_id))
+
+    async def get_for_cards(
+        self, interaction_id: str
+    ) -> tuple[Interaction | None, list[CardCopy], SessionRecord | None]:
+        """``get_with_copies`` and the interaction's session (``sessions.get``: its name and
+        project, which its cards show) in one read: what drawing its cards needs, one call."""
+
+        def read(conn: Conn) -> tuple[Interaction | None, list[CardCopy], SessionRecord | None]:
+            found = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+            read_copies = copies_for_sent(conn, interaction_id)
+            read_session = session_of_interaction_sent(conn, interaction_id)
+            row, copies, session = found.fetchone(), read_copies(), read_session()
+            return (None, [], None) if row is None else (interaction_from_row(row), copies, session)
+
+        return await self._db.read(read)
 
     async def get_by_native_key(
         self, session_id: str, epoch: int, native_key: str
@@ -373,15 +412,24 @@ class InteractionLedger:
         ``current.version``, and the decision recorded (with the content hash ``current``
         shows). None: the interaction moved since ``current`` was read."""
         moved = transition(current.state, InteractionEvent.DECIDE)
+        now = self._db.now()
         cursor = conn.execute(
             "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
             " WHERE id = ? AND version = ? AND state = 'pending'",
-            (moved.after.value, self._db.now(), current.id, current.version),
+            (moved.after.value, now, current.id, current.version),
         )
         if cursor.rowcount != 1:
             return None
-        self._record_decision(conn, current, actor, decision, surface=surface)
-        return require_interaction(conn, current.id)
+        fact = self._record_decision(conn, current, actor, decision, surface=surface)
+        if not self._facts_current:  # PostgreSQL: the locked read's joins may be older
+            return require_interaction(conn, current.id)
+        return replace(
+            current,
+            state=moved.after,
+            version=current.version + 1,
+            updated_at=parse_time(now),
+            decision=fact,
+        )
 
     def _record_decision(
         self,
@@ -391,9 +439,11 @@ class InteractionLedger:
         decision: Decision,
         *,
         surface: str | None = None,
-    ) -> None:
+    ) -> DecisionFact:
+        """The decision's rows written; returns the fact as a read of them would."""
         stored = codec.redact_secret_answers(decision, current.questions)
         now = self._db.now()
+        answers_json = codec.encode_answers(stored.answers)
         conn.execute(
             "INSERT INTO decisions (interaction_id, actor_platform, actor_user_id,"
             " actor_display, action_id, answers_json, message, decided_at)"
@@ -404,7 +454,7 @@ class InteractionLedger:
                 actor.user_id,
                 actor.display,
                 stored.action_id,
-                codec.encode_answers(stored.answers),
+                answers_json,
                 stored.message,
                 now,
             ),
@@ -422,6 +472,15 @@ class InteractionLedger:
                 "content_hash": current.content_hash,
                 "surface": surface,
             },
+        )
+        fact = DecisionFact(
+            actor=actor,
+            decision=Decision(
+                action_id=stored.action_id,
+                answers=codec.decode_answers(answers_json),
+                message=stored.message,
+            ),
+            at=parse_time(now),
         )
         action = current.action(decision.action_id) if decision.action_id else None
         if action and action.effect is Effect.ALLOW and action.scope in _GRANT_SCOPES:
@@ -452,6 +511,7 @@ class InteractionLedger:
                 interaction_id=current.id,
                 details={"scope": action.scope.value, "description": description},
             )
+        return fact
 
     async def record_delivery(
         self, interaction_id: str, *, ok: bool, error: str | None = None
@@ -471,9 +531,11 @@ class InteractionLedger:
         def record_delivery(conn: Conn) -> InteractionUpdate:
             current = require_interaction(conn, interaction_id, lock=True)
             moved = transition(current.state, event)
-            self._insert_delivery(conn, interaction_id, outcome, error)
+            delivered = self._insert_delivery(conn, interaction_id, outcome, error)
             # _apply deletes a sealed answer here, in the transaction that records its write
-            update = self._apply(conn, current, moved, by="gateway", note=error or "")
+            update = self._apply(
+                conn, current, moved, by="gateway", note=error or "", delivered=delivered
+            )
             if not moved.ignored:
                 return update
             # a fact recorded after the end (a record cut, made again by the next sweep): the
@@ -535,8 +597,11 @@ class InteractionLedger:
             if current.state is not InteractionState.PENDING or current.version != expected_version:
                 return None
             moved = transition(current.state, InteractionEvent.EXPIRE)
+            delivered = None
             if not_written is not None:
-                self._insert_delivery(conn, interaction_id, DeliveryOutcome.SKIPPED, not_written)
+                delivered = self._insert_delivery(
+                    conn, interaction_id, DeliveryOutcome.SKIPPED, not_written
+                )
             self._db.audit(
                 conn,
                 "interaction.expired",
@@ -545,7 +610,7 @@ class InteractionLedger:
                 interaction_id=interaction_id,
                 details={"outcome": outcome, "written": not_written is None},
             )
-            return self._apply(conn, current, moved, "gateway", outcome)
+            return self._apply(conn, current, moved, "gateway", outcome, delivered=delivered)
 
         return await self._db.write(expire)
 
@@ -624,8 +689,11 @@ class InteractionLedger:
                     continue
                 if current.origin is InteractionOrigin.SETTING:
                     continue  # a person's request, not the process's: it outlives it
+                delivered = None
                 if current.state is InteractionState.EXPIRED:
-                    self._insert_delivery(conn, current.id, DeliveryOutcome.UNKNOWN, note)
+                    delivered = self._insert_delivery(
+                        conn, current.id, DeliveryOutcome.UNKNOWN, note
+                    )
                 moved = transition(
                     current.state,
                     InteractionEvent.EPOCH_ENDED,
@@ -644,6 +712,7 @@ class InteractionLedger:
                         "gateway",
                         f"{note}; {_WRITE_NOT_KNOWN}" if unrecorded else note,
                         record_skipped=not unrecorded,
+                        delivered=delivered,
                     )
                 )
             return updates
@@ -685,10 +754,17 @@ class InteractionLedger:
         note: str,
         *,
         record_skipped: bool = True,
+        delivered: DeliveryFact | None = None,
     ) -> InteractionUpdate:
         """Write one transition (already looked up) with its facts, or audit an ignored one.
         ``record_skipped=False``: a move that skips the delivery records no "skipped" fact
-        (whether the answer was written is not known)."""
+        (whether the answer was written is not known). ``delivered``: the delivery the
+        caller recorded in this transaction, the latest one now.
+
+        On SQLite the moved interaction is ``current`` with what this call wrote (the
+        transaction holds the only writer's lock, so ``current`` was whole and nothing else
+        changed it); on PostgreSQL it is read back: a row lock that waited for another
+        writer returns the new row but its joins (the facts) as they were before."""
         if moved.ignored:
             self._db.audit(
                 conn,
@@ -711,13 +787,27 @@ class InteractionLedger:
         _drop_sealed(conn, current)
         if moved.skips_delivery and record_skipped:
             reason = _SKIPPED_BECAUSE.get(moved.event, "not written")
-            self._insert_delivery(conn, current.id, DeliveryOutcome.SKIPPED, reason)
+            delivered = self._insert_delivery(conn, current.id, DeliveryOutcome.SKIPPED, reason)
+        resolved = None
         if moved.resolution is not None:
             conn.execute(
                 "INSERT INTO resolutions (interaction_id, how, by, note, at)"
                 " VALUES (?, ?, ?, ?, ?)",
                 (current.id, moved.resolution.value, by, note, now),
             )
+            resolved = ResolutionFact(how=moved.resolution, at=parse_time(now), by=by, note=note)
+        if self._facts_current:
+            if cursor.rowcount == 0:  # pragma: no cover - one writer: nothing moves between
+                raise StoreError(f"interaction {current.id} was changed by another writer")
+            after = replace(
+                current,
+                state=moved.after,
+                version=current.version + 1,
+                updated_at=parse_time(now),
+                delivery=delivered or current.delivery,
+                resolution=resolved or current.resolution,
+            )
+            return InteractionUpdate(interaction=after, transition=moved)
         read_back = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (current.id,))
         if cursor.rowcount == 0:
             raise StoreError(f"interaction {current.id} was changed by another writer")
@@ -731,11 +821,14 @@ class InteractionLedger:
         interaction_id: str,
         outcome: DeliveryOutcome,
         error: str | None,
-    ) -> None:
+    ) -> DeliveryFact:
+        """The delivery recorded; returns it as the interaction's latest (a read's)."""
+        now = self._db.now()
         conn.execute(
             "INSERT INTO deliveries (interaction_id, outcome, error, at) VALUES (?, ?, ?, ?)",
-            (interaction_id, outcome.value, error, self._db.now()),
+            (interaction_id, outcome.value, error, now),
         )
+        return DeliveryFact(outcome=outcome, at=parse_time(now), error=error)
 
 
 _GRANT_SCOPES = (Scope.SESSION, Scope.ALWAYS)

@@ -13,6 +13,7 @@ from enum import StrEnum
 from gateway.attachments import InboundAttachment
 from gateway.domain import Actor, ConversationRef, Scope, TurnStatus
 from gateway.interactions.machine import Interaction, Transition
+from gateway.session_record import SessionRecord
 from gateway.timeline import EntryKind
 
 __all__ = [
@@ -204,6 +205,9 @@ class Opened:
     interaction: Interaction
     created: bool  # False: the same native request was seen before, this is the first one
     copies: tuple[CardCopy, ...] = ()  # create_with_copies: the new card copies
+    # create_with_copies, when created: the session as that transaction saw it (its name
+    # and project, for the cards), so that drawing them reads nothing more
+    session: SessionRecord | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -422,8 +422,19 @@ class SessionLedger:
 
 def session_by_id(conn: Conn, session_id: str) -> SessionRecord | None:
     """``SessionLedger.get`` inside a caller's read or transaction."""
-    row = fetch_one(conn, f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
-    return None if row is None else session_from_row(row)
+    return session_by_id_sent(conn, session_id)()
+
+
+def session_by_id_sent(conn: Conn, session_id: str) -> Callable[[], SessionRecord | None]:
+    """``session_by_id``'s SELECT, sent; what it returns reads the answer (a card's call
+    reads the session's name with the request, in the same wait on PostgreSQL)."""
+    cursor = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+
+    def read() -> SessionRecord | None:
+        row = cursor.fetchone()
+        return None if row is None else session_from_row(row)
+
+    return read
 
 
 def session_of(conn: Conn, conversation: ConversationRef) -> SessionRecord | None:
