@@ -803,8 +803,7 @@ class Gateway:
         if is_schedule_token(action.token):  # /schedules' pause, resume, delete
             return await self.schedule_buttons.on_click(action)
         try:
-            with self.broker.ahead_of_edits():
-                return await self.desk.on_action(action)
+            return await self.desk.on_action(action)
         except StoreError as exc:
             # the connection cut mid-transaction: committed or not, this host cannot know
             log.warning("host %s: a click met a ledger error (%s)", self.host, exc)
@@ -815,8 +814,7 @@ class Gateway:
         if self.fenced:
             return Ack(text=self.fenced_text(), accepted=False)
         try:
-            with self.broker.ahead_of_edits():
-                return await self.desk.on_form(form)
+            return await self.desk.on_form(form)
         except StoreError as exc:
             # the connection cut mid-transaction: committed or not, this host cannot know
             log.warning("host %s: a form met a ledger error (%s)", self.host, exc)
