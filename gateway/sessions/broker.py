@@ -485,7 +485,8 @@ class Broker:
         return self._cards.lanes()
 
     async def refreshed(self) -> None:
-        """Until every card marked so far is drawn (no card lane left running)."""
+        """Until every card marked so far is drawn (no card lane left running), while the
+        refresher runs."""
         await self._cards.idle()
 
     def _behind(self, interaction: Interaction, copy: CardCopy) -> bool:

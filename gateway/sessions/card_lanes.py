@@ -112,7 +112,7 @@ class CardLanes:
         return list(self._lanes)
 
     async def idle(self) -> None:
-        """Until every card marked is drawn (no lane left running)."""
+        """Until every card marked is drawn (no lane left running; while :meth:`run` runs)."""
         await self._idle.wait()
 
     async def run(self) -> None:
