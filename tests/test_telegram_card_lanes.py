@@ -67,6 +67,11 @@ async def test_a_card_in_another_chat_settles_while_a_paced_chat_waits(
             tg.fake.release(ALICE.id)
         await tg.fake.wait_for(lambda: settled(alice_card), deadline=8 * RETRY_AFTER)
         assert 'Approved ("Allow once") by @alice' in alice_card.text
+        # the edit that waited and what changed meanwhile: never the card as asked again
+        shown = alice_card.versions
+        first = next(i for i, text in enumerate(shown) if "Approved" in text)
+        assert first > 0 and all("Approved" in text for text in shown[first:])
+        assert shown[-1] == alice_card.text
         await tg.bot_message(ALICE.id, lambda m: m.text.endswith("Done for Alice."))
         await tg.bot_message(BOB.id, lambda m: m.text.endswith("Done for Bob."))
         while tg.gateway.broker.refreshing():  # each lane ends once its cards are drawn
