@@ -496,7 +496,11 @@ class Broker:
             return False
         if copy.id in self._refused_for_good:
             return False
-        return copy.rendered_version != interaction.version or copy.state is CopyState.FAILED
+        # a copy showing a newer version than this read is not drawn back (a stale read)
+        shown = copy.rendered_version
+        if shown is None or shown < interaction.version:
+            return True
+        return copy.state is CopyState.FAILED and shown == interaction.version
 
     async def resend_failed(self) -> int:
         """Send again every copy that failed (the platform was down), but those its platform
@@ -568,20 +572,23 @@ class Broker:
         waits it out, so that one chat's rate limit holds back neither the session nor the
         copies elsewhere. One draw of a copy at a time: one that waited for another draws
         from what that one left (never a copy sent twice, nor an older state drawn last)."""
-        async with self._cards.drawing(interaction.id, copy.id) as waited:
-            if waited:
+        async with self._cards.drawing(copy.id) as drawing:
+            if drawing.waited:
                 found, copies = await self._store.interactions.get_with_copies(interaction.id)
                 now = next((c for c in copies if c.id == copy.id), None)
                 if found is None or now is None or not self._behind(found, now):
+                    drawing.left = now
                     return
                 interaction, copy = found, now
-            await self._draw(interaction, copy, wait_out_429=wait_out_429)
+            drawing.left = await self._draw(interaction, copy, wait_out_429=wait_out_429)
 
-    async def _draw(self, interaction: Interaction, copy: CardCopy, *, wait_out_429: bool) -> None:
+    async def _draw(
+        self, interaction: Interaction, copy: CardCopy, *, wait_out_429: bool
+    ) -> CardCopy | None:
+        """Send or edit the copy: the copy as recorded (None: left to its lane)."""
         platform = self._platforms.get(copy.conversation.platform)
         if platform is None:
-            await self._store.cards.mark_failed(copy.id, error="platform not running")
-            return
+            return await self._store.cards.mark_failed(copy.id, error="platform not running")
         await self._learn_project(interaction.session_id)
         card = self.render(interaction, platform)
         retry = with_rate_limit if wait_out_429 else _once
@@ -593,29 +600,30 @@ class Broker:
                 self._sent_unrecorded[copy.id] = ref.message_id
                 while len(self._sent_unrecorded) > REFUSED_KEPT:
                     self._sent_unrecorded.popitem(last=False)
-                await self._store.cards.mark_sent(
+                left = await self._store.cards.mark_sent(
                     copy.id, message_ref=ref.message_id, version=interaction.version
                 )
             else:
                 ref = MessageRef(conversation=copy.conversation, message_id=message_ref)
                 await retry(partial(platform.edit_card, ref, card))
                 if copy.message_ref is None:
-                    await self._store.cards.mark_sent(
+                    left = await self._store.cards.mark_sent(
                         copy.id, message_ref=message_ref, version=interaction.version
                     )
                 else:
-                    await self._store.cards.mark_edited(copy.id, version=interaction.version)
+                    left = await self._store.cards.mark_edited(copy.id, version=interaction.version)
             self._sent_unrecorded.pop(copy.id, None)
+            return left
         except PlatformError as exc:
             if isinstance(exc, RateLimited) and not wait_out_429:
                 self._cards.mark_in(copy.conversation, interaction.id)
-                return
+                return None
             log.warning("card %s on %s failed: %s", interaction.id, platform.name, exc)
             if isinstance(exc, RefusedForGood):
                 self._refused_for_good[copy.id] = None
                 while len(self._refused_for_good) > REFUSED_KEPT:
                     self._refused_for_good.popitem(last=False)
-            await self._store.cards.mark_failed(copy.id, error=str(exc))
+            return await self._store.cards.mark_failed(copy.id, error=str(exc))
 
     # --- what people can see --------------------------------------------------------------
 

@@ -13,9 +13,10 @@ card, whatever platform either is on.
   ends when it has nothing left (lanes do not outlive their work);
 - nothing waits on purpose: edits coalesce instead. A card marked again while it waits in a
   lane keeps its place with the newer read; one marked while it is being drawn is drawn
-  again after, from the latest state. A lane draws from the router's read only while no draw
-  of that card finished since the read began; otherwise it reads again (never an older
-  state drawn over a newer one);
+  again after, from the latest state. A lane draws from the router's read, each copy as
+  the last draw of it left it where one finished since the read began (the record that draw
+  made); a copy whose draw left no record is read again. A copy is behind only if it shows
+  an older version than the read (never an older state drawn over a newer one);
 - one draw of a copy at a time (:meth:`CardLanes.drawing`: a new card shown at once by the
   session, a failed copy sent again, share this with the lanes); a draw that waited for
   another reads the copy again;
@@ -39,17 +40,26 @@ from gateway.errors import StoreError
 from gateway.interactions.machine import Interaction
 from gateway.store.records import CardCopy
 
-__all__ = ["LEDGER_PAUSE_SECONDS", "READS_AT_ONCE", "CardLanes"]
+__all__ = ["LEDGER_PAUSE_SECONDS", "READS_AT_ONCE", "CardLanes", "Drawing"]
 
 log = logging.getLogger(__name__)
 
 LEDGER_PAUSE_SECONDS = 0.5  # a card refresh the ledger failed: tried again after this
 READS_AT_ONCE = 4  # ledger reads of card refreshes at once, per platform
-DRAWS_KEPT = 4096  # cards whose last draw is remembered (older ones: read again)
+DRAWS_KEPT = 4096  # copies whose last draw is remembered (older ones: read again)
 
 Read = Callable[[str], Awaitable[tuple[Interaction | None, list[CardCopy]]]]
 Behind = Callable[[Interaction, CardCopy], bool]
 Draw = Callable[[Interaction, CardCopy], Awaitable[None]]
+
+
+@dataclass(slots=True)
+class Drawing:
+    """One draw of a copy under way: whether it waited for another (``waited``: what that
+    one left must be read again), and the copy as this one recorded it (``left``)."""
+
+    waited: bool
+    left: CardCopy | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +95,11 @@ class CardLanes:
         self._lanes: dict[ConversationRef, _Lane] = {}
         self._reads = {name: asyncio.Semaphore(READS_AT_ONCE) for name in platforms}
         self._group: asyncio.TaskGroup | None = None
-        # draws finished, counted; each card's last (the latest DRAWS_KEPT), and the count
-        # of the last one forgotten (a card not remembered was drawn no later than that)
+        # draws finished, counted; each copy's last (the latest DRAWS_KEPT): its count and
+        # the copy as it recorded it; the count of the last one forgotten (a copy not
+        # remembered was drawn no later than that)
         self._draws = 0
-        self._last_drawn: OrderedDict[str, int] = OrderedDict()
+        self._left: OrderedDict[int, tuple[int, CardCopy | None]] = OrderedDict()
         self._forgotten = 0
         self._drawing: dict[int, asyncio.Event] = {}  # copy id: set when its draw ends
         self._idle = asyncio.Event()  # set while no lane runs (the router's included)
@@ -130,30 +141,46 @@ class CardLanes:
     # --- one draw of a copy at a time -----------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def drawing(self, interaction_id: str, copy_id: int) -> AsyncIterator[bool]:
-        """Hold the copy for one draw; yields whether another draw of it ran meanwhile (what
-        it drew and recorded must be read again before drawing)."""
+    async def drawing(self, copy_id: int) -> AsyncIterator[Drawing]:
+        """Hold the copy for one draw (the drawer says in ``left`` what it recorded)."""
         waited = False
         while (busy := self._drawing.get(copy_id)) is not None:
             waited = True
             await busy.wait()
         done = self._drawing[copy_id] = asyncio.Event()
+        draw = Drawing(waited)
         try:
-            yield waited
+            yield draw
         finally:
             del self._drawing[copy_id]
             done.set()
             self._draws += 1
-            self._last_drawn[interaction_id] = self._draws
-            self._last_drawn.move_to_end(interaction_id)
-            while len(self._last_drawn) > DRAWS_KEPT:
-                _, forgotten = self._last_drawn.popitem(last=False)
+            self._left[copy_id] = (self._draws, draw.left)
+            self._left.move_to_end(copy_id)
+            while len(self._left) > DRAWS_KEPT:
+                _, (forgotten, _) = self._left.popitem(last=False)
                 self._forgotten = max(self._forgotten, forgotten)
 
-    def _still_fresh(self, interaction_id: str, seen: _Seen) -> bool:
-        """No draw of the card finished since ``seen`` was read: it shows the copies as
-        they are (a draw under way now is waited for by :meth:`drawing`)."""
-        return self._last_drawn.get(interaction_id, self._forgotten) <= seen.draws
+    def _as_left(self, seen: _Seen) -> tuple[CardCopy, ...] | None:
+        """The copies of ``seen`` as the draws finished since it was read left them; None
+        where one of those left no record (or is forgotten): read them again. (A draw
+        under way now is waited for by :meth:`drawing`.)"""
+        copies = []
+        for copy in seen.copies:
+            found = self._left.get(copy.id)
+            if found is None:
+                if self._forgotten > seen.draws:
+                    return None
+                copies.append(copy)
+                continue
+            count, left = found
+            if count <= seen.draws:
+                copies.append(copy)
+            elif left is None:
+                return None
+            else:
+                copies.append(left)
+        return tuple(copies)
 
     # --- the tasks ------------------------------------------------------------------------
 
@@ -223,8 +250,9 @@ class CardLanes:
     async def _refresh(
         self, conversation: ConversationRef, interaction_id: str, seen: _Seen | None
     ) -> None:
-        if seen is not None and self._still_fresh(interaction_id, seen):
-            interaction, copies = seen.interaction, seen.copies
+        copies_now = self._as_left(seen) if seen is not None else None
+        if seen is not None and copies_now is not None:
+            interaction, copies = seen.interaction, copies_now
         else:
             semaphore = self._reads.get(conversation.platform)
             async with semaphore if semaphore is not None else contextlib.nullcontext():
