@@ -102,7 +102,8 @@ class CardLanes:
         self._left: OrderedDict[int, tuple[int, CardCopy | None]] = OrderedDict()
         self._forgotten = 0
         self._drawing: dict[int, asyncio.Event] = {}  # copy id: set when its draw ends
-        self._idle = asyncio.Event()  # set while no lane runs (the router's included)
+        self._running = 0  # lane tasks running, the router's included
+        self._idle = asyncio.Event()  # set while none runs
         self._idle.set()
 
     # --- what asks for a refresh ----------------------------------------------------------
@@ -192,6 +193,7 @@ class CardLanes:
 
     def _start(self, conversation: ConversationRef | None, lane: _Lane) -> None:
         if lane.task is None and lane.dirty and self._group is not None:
+            self._running += 1
             self._idle.clear()
             if conversation is None:
                 lane.task = self._group.create_task(self._route())
@@ -199,7 +201,8 @@ class CardLanes:
                 lane.task = self._group.create_task(self._run(conversation, lane))
 
     def _ended(self) -> None:
-        if self._router.task is None and all(lane.task is None for lane in self._lanes.values()):
+        self._running -= 1
+        if not self._running:
             self._idle.set()
 
     async def _route(self) -> None:
