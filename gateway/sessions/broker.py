@@ -10,10 +10,9 @@ delivered, and how the agent closed the request.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -46,6 +45,7 @@ from gateway.platform import MessageRef, Platform, RateLimited, RefusedForGood
 from gateway.render.commands import spell_commands
 from gateway.render.interaction_card import render_interaction
 from gateway.session_record import SessionRecord
+from gateway.sessions.card_lanes import CardLanes
 from gateway.sessions.faults import crashpoint
 from gateway.sessions.outbound import with_rate_limit
 from gateway.store.codec import redact_secret_answers
@@ -59,8 +59,6 @@ __all__ = ["Broker", "Deliverer", "DeliveryRefused", "DeliveryWork"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-EDITS_WAIT_SECONDS = 0.2  # how long a card edit may wait for new cards and decisions
-LEDGER_PAUSE_SECONDS = 0.5  # a card refresh the ledger failed: tried again after this
 REFUSED_KEPT = 4096  # copies refused for good remembered (the oldest are tried again)
 _SEAL_BROKEN = (
     "its secret answer, sealed by the host that took it, does not open here: is"
@@ -117,18 +115,6 @@ async def _once(call: Callable[[], Awaitable[T]]) -> T:
     return await call()
 
 
-class _Lane:
-    """One platform's card refreshes: interaction ids in the order they were marked."""
-
-    def __init__(self) -> None:
-        self.dirty: dict[str, None] = {}
-        self.wanted = asyncio.Event()
-
-    def add(self, interaction_id: str) -> None:
-        self.dirty[interaction_id] = None
-        self.wanted.set()
-
-
 class Broker:
     def __init__(
         self,
@@ -165,13 +151,13 @@ class Broker:
         self._refused_for_good: OrderedDict[int, None] = OrderedDict()
         # copies sent whose record the ledger did not take (copy id: the message id sent)
         self._sent_unrecorded: OrderedDict[int, str] = OrderedDict()
-        # one lane per platform: the interactions whose cards there need a refresh, in order
-        self._lanes = {name: _Lane() for name in platforms}
-        # New cards and decisions go before edits of older cards: while one is under way the
-        # refresher waits (bounded), so that they do not take turns at the ledger's lock
-        self._urgent = 0
-        self._none_urgent = asyncio.Event()
-        self._none_urgent.set()
+        # card refreshes, a lane per conversation: a paced chat holds up only itself
+        self._cards = CardLanes(
+            list(platforms),
+            read=self._read_for_cards,
+            behind=self._behind,
+            draw=self._show,
+        )
 
     # --- the agent asked ------------------------------------------------------------------
 
@@ -179,18 +165,17 @@ class Broker:
         self, session_id: str, epoch: int, request: InteractionRequest, *, turn_id: int | None
     ) -> Interaction:
         """Record the request (idempotent on its native key) and show its card everywhere."""
-        with self.ahead_of_edits():
-            # the record and a pending copy for every bound conversation: one transaction
-            opened = await self._store.interactions.create_with_copies(
-                session_id, epoch, request, turn_id=turn_id
-            )
-            if opened.created:
-                # new copies of the record just made: shown without reading either back (the
-                # runner handles the agent's next event only after this: nothing changed them)
-                for copy in opened.copies:
-                    await self._show(
-                        opened.interaction, copy, wait_out_429=False, session=opened.session
-                    )
+        # the record and a pending copy for every bound conversation: one transaction
+        opened = await self._store.interactions.create_with_copies(
+            session_id, epoch, request, turn_id=turn_id
+        )
+        if opened.created:
+            # new copies of the record just made: shown without reading either back (the
+            # runner handles the agent's next event only after this: nothing changed them)
+            for copy in opened.copies:
+                await self._show(
+                    opened.interaction, copy, wait_out_429=False, session=opened.session
+                )
         return opened.interaction
 
     # --- a person decided -----------------------------------------------------------------
@@ -494,65 +479,47 @@ class Broker:
 
     # --- cards ----------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def ahead_of_edits(self) -> Iterator[None]:
-        """Card edits wait (at most EDITS_WAIT_SECONDS) while this block runs: a new card, a
-        person's click. Its latency is what a person waits for; an edit's is not."""
-        self._urgent += 1
-        self._none_urgent.clear()
-        try:
-            yield
-        finally:
-            self._urgent -= 1
-            if not self._urgent:
-                self._none_urgent.set()
-
     def mark_dirty(self, interaction_id: str) -> None:
         """Ask the refresher to bring every copy of this card up to date."""
-        for lane in self._lanes.values():
-            lane.add(interaction_id)
+        self._cards.mark(interaction_id)
 
     async def run_refresher(self) -> None:
-        """The tasks that edit cards after decisions and closes (owned by the engine): one
-        per platform, so that one platform's 429 (waited out in its lane) never holds back
-        another platform's edits."""
-        async with asyncio.TaskGroup() as lanes:
-            for name, lane in self._lanes.items():
-                lanes.create_task(self._run_lane(name, lane))
+        """The tasks that edit cards after decisions and closes (owned by the engine): a
+        lane per conversation, so that one chat's pacing (a 429 waited out in its lane, a
+        slow edit) never holds back another chat's card (gateway/sessions/card_lanes.py)."""
+        await self._cards.run()
 
-    async def _run_lane(self, platform: str, lane: _Lane) -> None:
-        while True:
-            await lane.wanted.wait()
-            lane.wanted.clear()
-            while lane.dirty:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(EDITS_WAIT_SECONDS):
-                        await self._none_urgent.wait()
-                interaction_id = next(iter(lane.dirty))
-                del lane.dirty[interaction_id]
-                try:
-                    await self.refresh(interaction_id, platform=platform)
-                except StoreError as exc:
-                    # the ledger failed: the card is brought up to date once it answers
-                    log.warning("card %s not refreshed (%s): again soon", interaction_id, exc)
-                    lane.dirty[interaction_id] = None
-                    await asyncio.sleep(LEDGER_PAUSE_SECONDS)  # a pause, not a wait for state
+    def refreshing(self) -> list[ConversationRef]:
+        """The conversations whose card lanes are running (none once every card is drawn)."""
+        return self._cards.lanes()
 
-    async def refresh(self, interaction_id: str, *, platform: str) -> None:
-        """Send or edit every copy of the card on ``platform`` so that it shows the ledger's
-        record (a lane's work: each platform refreshes its own copies)."""
-        # its session's name and project read with it: one ledger call for the whole refresh
+    async def refreshed(self) -> None:
+        """Until every card marked so far is drawn (no card lane left running), while the
+        refresher runs."""
+        await self._cards.idle()
+
+    def _behind(self, interaction: Interaction, copy: CardCopy) -> bool:
+        """Whether ``copy`` must be drawn again to show ``interaction`` (a copy its platform
+        refused for good is not asked again; one on a platform not running waits for it)."""
+        if copy.conversation.platform not in self._platforms:
+            return False
+        if copy.id in self._refused_for_good:
+            return False
+        # a copy showing a newer version than this read is not drawn back (a stale read)
+        shown = copy.rendered_version
+        if shown is None or shown < interaction.version:
+            return True
+        return copy.state is CopyState.FAILED and shown == interaction.version
+
+    async def _read_for_cards(
+        self, interaction_id: str
+    ) -> tuple[Interaction | None, list[CardCopy]]:
+        """The card lanes' read: the card, its copies, and its session's name and project
+        read with them (one ledger call), remembered for the draws that follow."""
         interaction, copies, session = await self._store.interactions.get_for_cards(interaction_id)
-        if interaction is None:  # pragma: no cover - interactions are never deleted
-            raise GatewayError(f"interaction {interaction_id} vanished")
-        for copy in copies:
-            if copy.conversation.platform != platform:
-                continue
-            if copy.rendered_version == interaction.version and copy.state is not CopyState.FAILED:
-                continue
-            if copy.id in self._refused_for_good:
-                continue
-            await self._show(interaction, copy, session=session)
+        if session is not None:
+            self._remember(session)
+        return interaction, copies
 
     async def resend_failed(self) -> int:
         """Send again every copy that failed (the platform was down), but those its platform
@@ -629,17 +596,39 @@ class Broker:
         session: SessionRecord | None = None,
     ) -> None:
         """Send or edit one copy. ``wait_out_429=False`` (a new card, shown inline while the
-        agent's next event waits): a 429 leaves the copy to its platform's lane, which waits
-        it out, so that one platform's rate limit holds back neither the session nor the
-        copies on other platforms."""
+        agent's next event waits): a 429 leaves the copy to its conversation's lane, which
+        waits it out, so that one chat's rate limit holds back neither the session nor the
+        copies elsewhere. One draw of a copy at a time: one that waited for another draws
+        from what that one left (never a copy sent twice, nor an older state drawn last)."""
+        async with self._cards.drawing(copy.id) as drawing:
+            if drawing.waited:
+                found, copies = await self._store.interactions.get_with_copies(interaction.id)
+                now = next((c for c in copies if c.id == copy.id), None)
+                if found is None or now is None or not self._behind(found, now):
+                    drawing.left = now
+                    return
+                interaction, copy = found, now
+            drawing.left = await self._draw(
+                interaction, copy, wait_out_429=wait_out_429, session=session
+            )
+
+    async def _draw(
+        self,
+        interaction: Interaction,
+        copy: CardCopy,
+        *,
+        wait_out_429: bool,
+        session: SessionRecord | None = None,
+    ) -> CardCopy | None:
+        """Send or edit the copy: the copy as recorded (None: left to its lane)."""
         platform = self._platforms.get(copy.conversation.platform)
         if platform is None:
-            await self._store.cards.mark_failed(copy.id, error="platform not running")
-            return
-        if session is None:
-            await self._learn_project(interaction.session_id)
-        else:  # read in the same ledger call as the request
+            return await self._store.cards.mark_failed(copy.id, error="platform not running")
+        if session is not None:  # read in the same ledger call as the request
             self._remember(session)
+        elif interaction.session_id not in self._projects:
+            # a lane's draw: the router's read remembered the session as it read the card
+            await self._learn_project(interaction.session_id)
         card = self.render(interaction, platform)
         retry = with_rate_limit if wait_out_429 else _once
         # a copy sent whose record the ledger failed to take: edited, never sent twice
@@ -650,29 +639,30 @@ class Broker:
                 self._sent_unrecorded[copy.id] = ref.message_id
                 while len(self._sent_unrecorded) > REFUSED_KEPT:
                     self._sent_unrecorded.popitem(last=False)
-                await self._store.cards.mark_sent(
+                left = await self._store.cards.mark_sent(
                     copy.id, message_ref=ref.message_id, version=interaction.version
                 )
             else:
                 ref = MessageRef(conversation=copy.conversation, message_id=message_ref)
                 await retry(partial(platform.edit_card, ref, card))
                 if copy.message_ref is None:
-                    await self._store.cards.mark_sent(
+                    left = await self._store.cards.mark_sent(
                         copy.id, message_ref=message_ref, version=interaction.version
                     )
                 else:
-                    await self._store.cards.mark_edited(copy.id, version=interaction.version)
+                    left = await self._store.cards.mark_edited(copy.id, version=interaction.version)
             self._sent_unrecorded.pop(copy.id, None)
+            return left
         except PlatformError as exc:
             if isinstance(exc, RateLimited) and not wait_out_429:
-                self._lanes[copy.conversation.platform].add(interaction.id)
-                return
+                self._cards.mark_in(copy.conversation, interaction.id)
+                return None
             log.warning("card %s on %s failed: %s", interaction.id, platform.name, exc)
             if isinstance(exc, RefusedForGood):
                 self._refused_for_good[copy.id] = None
                 while len(self._refused_for_good) > REFUSED_KEPT:
                     self._refused_for_good.popitem(last=False)
-            await self._store.cards.mark_failed(copy.id, error=str(exc))
+            return await self._store.cards.mark_failed(copy.id, error=str(exc))
 
     # --- what people can see --------------------------------------------------------------
 
@@ -689,9 +679,8 @@ class Broker:
         """Draw the card once more in ``conversation``, below what was said there last (a
         reply to the card): a copy of its own, sent now, whose buttons decide the same
         interaction (one decision: the compare-and-set) and which every later edit reaches."""
-        with self.ahead_of_edits():
-            copy = await self._store.cards.add_again(interaction.id, conversation)
-            await self._show(await self._require(interaction.id), copy)
+        copy = await self._store.cards.add_again(interaction.id, conversation)
+        await self._show(await self._require(interaction.id), copy)
 
     async def show_in(self, interaction: Interaction, conversation: ConversationRef) -> None:
         """Show an existing interaction in one more conversation (a new binding)."""

@@ -887,8 +887,7 @@ class Gateway:
         if is_files_token(action.token):  # a message whose files did not come: not a decision
             return await self.file_choices.on_click(action)
         try:
-            with self.broker.ahead_of_edits():
-                return await self.desk.on_action(action)
+            return await self.desk.on_action(action)
         except StoreError as exc:
             # the connection cut mid-transaction: committed or not, this host cannot know
             log.warning("host %s: a click met a ledger error (%s)", self.host, exc)
@@ -899,8 +898,7 @@ class Gateway:
         if self.fenced:
             return Ack(text=self.fenced_text(), accepted=False)
         try:
-            with self.broker.ahead_of_edits():
-                return await self.desk.on_form(form)
+            return await self.desk.on_form(form)
         except StoreError as exc:
             # the connection cut mid-transaction: committed or not, this host cannot know
             log.warning("host %s: a form met a ledger error (%s)", self.host, exc)

@@ -16,7 +16,8 @@ Discord is:
   never for a modal submit; followups and ``@original`` edits only after a callback, for
   ``Pacing.followup_ttl`` (15 minutes; 50027 after);
 - ``X-RateLimit-*`` on every answer; message edits 5 per 5 s per channel, past it 429 with
-  ``Via`` and ``retry_after`` (what discord.py retries); :meth:`storm` answers writes 429;
+  ``Via`` and ``retry_after`` (what discord.py retries); :meth:`storm` answers writes 429,
+  :meth:`hold` every write in one channel (a thread is one) until :meth:`release`;
 - intents: IDENTIFY asking ``message_content`` when :attr:`message_content_enabled` is off
   closes 4014; guild and DM message events only with their intents; a message's content
   is empty unless a DM, a mention of the bot, or the intent;
@@ -181,6 +182,7 @@ class FakeDiscord:
         self._storm_until = 0.0
         self._storm_requests = 0
         self._storm_retry_after = 1.0
+        self._held: dict[str, float] = {}  # channel id: the retry_after its writes are answered
         self._offset = 0.0
         self._ids = itertools.count(1500000000000000001)
         self._changed = asyncio.Condition()
@@ -282,6 +284,14 @@ class FakeDiscord:
         if requests is not None:
             self._storm_requests = requests
         self._storm_retry_after = retry_after
+
+    def hold(self, channel_id: str, retry_after: float = 5.0) -> None:
+        """Every write in the channel is answered 429 with ``retry_after`` until
+        :meth:`release` (other channels as ever)."""
+        self._held[channel_id] = retry_after
+
+    def release(self, channel_id: str) -> None:
+        self._held.pop(channel_id, None)
 
     async def go_down(self) -> None:
         """Discord unreachable: the gateway socket dropped, every request and connection cut
@@ -757,6 +767,8 @@ class FakeDiscord:
         if write and (now < self._storm_until or self._storm_requests > 0):
             self._storm_requests = max(0, self._storm_requests - 1)
             raise _rate_limited(self._storm_retry_after)
+        if write and parts[0] == "channels" and len(parts) > 1 and parts[1] in self._held:
+            raise _rate_limited(self._held[parts[1]])
         is_edit = method == "PATCH" and parts[0] == "channels" and parts[2:3] == ["messages"]
         if is_edit:
             key, limit, window = f"edit:{parts[1]}", self.pacing.edit_limit, self.pacing.edit_window

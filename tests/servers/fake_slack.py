@@ -17,7 +17,8 @@ Slack is (docs.slack.dev):
   clock moves on with :meth:`FakeSlack.advance`, no sleeping);
 - rates: ``chat.postMessage`` about one a second per channel, ``chat.update`` Tier 3 (50 a
   minute for the workspace), answered HTTP 429 + ``Retry-After`` (whole seconds), both
-  windows in :class:`Pacing`; :meth:`FakeSlack.storm` answers every write 429 for a while;
+  windows in :class:`Pacing`; :meth:`FakeSlack.storm` answers every write 429 for a while,
+  :meth:`FakeSlack.hold` every write in one channel until :meth:`FakeSlack.release`;
 - permanent errors on demand: :meth:`archive` (``is_archived``), :meth:`forget_channel`
   (``channel_not_found``), :meth:`lock` (``cant_update_message``), :meth:`revoke`;
 - Socket Mode: up to :data:`MAX_CONNECTIONS` (10) connections per app, ``hello`` on connect
@@ -251,6 +252,7 @@ class FakeSlack:
         self._update_times: deque[float] = deque()
         self._storm_until = 0.0
         self._storm_retry_after = 1
+        self._held: dict[str, int] = {}  # channel id: the Retry-After its writes are answered
         self._revoked: set[str] = set()
         self._down = False
         self._offset = 0.0
@@ -362,6 +364,14 @@ class FakeSlack:
         """Every write (posts, edits, views, uploads) is answered 429 for ``seconds``."""
         self._storm_until = self._now() + seconds
         self._storm_retry_after = retry_after
+
+    def hold(self, channel_id: str, retry_after: int = 5) -> None:
+        """Every write in the channel is answered 429 with ``retry_after`` until
+        :meth:`release` (other channels as ever)."""
+        self._held[channel_id] = retry_after
+
+    def release(self, channel_id: str) -> None:
+        self._held.pop(channel_id, None)
 
     def advance(self, seconds: float) -> None:
         """Move the fake's clock (trigger ages, rate windows) on without waiting."""
@@ -748,6 +758,8 @@ class FakeSlack:
         channel = str(params.get("channel") or params.get("channel_id") or "") or None
         pacing = self.pacing
         wait = float(self._storm_retry_after) if now < self._storm_until else 0.0
+        if channel is not None:
+            wait = max(wait, float(self._held.get(self._resolve(channel), 0)))
         times: deque[float] | None = None
         limit, window = 0, 0.0
         if method == "chat.postMessage" and channel is not None:

@@ -33,7 +33,8 @@ which are not confirmed yet (``unconfirmed``) and which each ``getUpdates`` hand
 bot sent (``messages``, ``answers``, ``documents``) and what it refused (``rejected``: every
 call but getUpdates refused other than by a 429, which ``too_many`` counts), waits for a
 change under a deadline (``wait_for``), and can make Telegram unreachable (``down``) or
-rate-limit everything for a while (``storm``) or the next call (``refuse_next``).
+rate-limit everything for a while (``storm``), the next call (``refuse_next``) or one chat's
+messages and edits until told (``hold``, ``release``: a chat paced as hard as Telegram may).
 ``too_many`` counts the 429s it gave; ``paced`` has when each rate-limited call came.
 """
 
@@ -180,6 +181,7 @@ class FakeTelegram:
         self._storm_until = 0.0
         self._storm_retry_after = 1
         self._refuse_next = 0  # the next rate-limited call is answered 429 with this
+        self._held: dict[int, int] = {}  # chat id: the retry_after its messages are answered
         self._poller: asyncio.Future[None] | None = None
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -260,6 +262,14 @@ class FakeTelegram:
     def refuse_next(self, retry_after: int) -> None:
         """The next message, edit or deletion is answered 429 with ``retry_after``."""
         self._refuse_next = retry_after
+
+    def hold(self, chat_id: int, retry_after: int = 5) -> None:
+        """Every message and edit in the chat is answered 429 with ``retry_after`` until
+        :meth:`release` (other chats as ever)."""
+        self._held[chat_id] = retry_after
+
+    def release(self, chat_id: int) -> None:
+        self._held.pop(chat_id, None)
 
     def add_file(self, content: bytes) -> tuple[str, str]:
         """Keep ``content`` as a file a person sent; its ``file_id`` and ``file_unique_id``."""
@@ -395,6 +405,7 @@ class FakeTelegram:
         while bot and bot[0] <= now - 1:
             bot.popleft()
         if method in _PER_CHAT:
+            retry = max(retry, self._held.get(chat_id, 0))
             if chat and chat[-1] > now - 1:
                 retry = max(retry, chat[-1] + 1 - now)
             if chat_id < 0 and len(chat) >= 20:
