@@ -82,10 +82,11 @@ async def test_one_approval_costs_these_ledger_calls(tmp_path: Path) -> None:
         if label.startswith(("InteractionLedger.", "CardCopies.", "ClickViews.", "SessionLedger"))
         and label not in mine
     }
-    # the card is drawn again after each move, its session read with it; moves that come
-    # together are drawn once (the lane keeps one mark per card)
-    assert 1 <= calls.pop("InteractionLedger.get_for_cards") <= 2
-    assert 2 <= calls.pop("CardCopies._update") <= 3  # the card sent, then each edit
+    # the card is drawn again after each of its three moves (decided, delivered, closed),
+    # its session read with it; moves that come together are drawn once (a card lane keeps
+    # one mark per card, and no longer waits to gather them: cardlanes36)
+    assert 1 <= calls.pop("InteractionLedger.get_for_cards") <= 3
+    assert 2 <= calls.pop("CardCopies._update") <= 4  # the card sent, then each edit
     assert calls == {
         "SessionLedger.lookup": 1,  # the click's conversation
         "SessionLedger.lookup_route": 1,  # the prompt's
