@@ -683,6 +683,15 @@ _FILES_CHOICE_WAKES = (
     " EXECUTE FUNCTION wake_prompt_host()",
 )
 
+# issue 36, branch sweep36: the safety sweep's question (gateway/store/host_work.py) reads
+# what is open only: the prompts a runner could claim, by this partial index (the sessions'
+# own rows are looked up by key for each one found), so its cost grows with queued prompts,
+# not with a host's sessions. The in-flight probe and the decided interactions already had
+# theirs (``prompts_queue``, ``interactions_state``).
+_OPEN_WORK_INDEX = (
+    "CREATE INDEX prompts_claimable ON prompts(session_id) WHERE state = 'queued' AND held = 0",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -748,6 +757,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="a prompt whose files failed waits for its author's choice",
         statements=_FILES_CHOICE,
         postgresql=_FILES_CHOICE_WAKES,
+    ),
+    # 24 is another branch's (issue 36): an empty placeholder here, replaced when both merge
+    Migration(version=24, name="(placeholder for issue 36)", statements=()),
+    Migration(
+        version=25,
+        name="the prompts a runner could claim, indexed for the safety sweep",
+        statements=_OPEN_WORK_INDEX,
     ),
 )
 
