@@ -213,6 +213,12 @@ async def test_idle_hosts_on_a_shared_ledger_write_nothing_but_their_leases(
         await asyncio.wait_for(
             asyncio.gather(renewed.wait(), *(done.wait() for done in rounds)), a.deadline
         )
+        # and each host's scheduler passes (every 30 s), with no schedule and no run to take
+        # over from a dead host (before: an empty UPDATE each pass, take_orphaned_runs)
+        for host in (a, b):
+            assert host.gateway.scheduler is not None
+            for _ in range(SWEEPS):
+                assert await host.gateway.scheduler.tick() == []
         assert writes_a == []
         assert writes_b == []
 
