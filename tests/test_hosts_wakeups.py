@@ -49,7 +49,17 @@ async def test_a_decision_wakes_the_host_of_its_session_on_commit(
             actor=ALICE,
             decision=Decision(action_id="accept"),
         )
-        assert await woken.get() == session.id
+        # the payload says what woke it: its runner delivers, and does not read its queue
+        assert await woken.get() == f"decision:{session.id}"
+        await store.prompts.enqueue(
+            session.id,
+            conversation=ON_A,
+            platform_message_id="m1",
+            author=ALICE,
+            text="hi",
+            max_depth=10,
+        )
+        assert await woken.get() == f"prompt:{session.id}"  # its runner reads its queue only
         listener.cancel()
 
 

@@ -213,8 +213,39 @@ async def test_idle_hosts_on_a_shared_ledger_write_nothing_but_their_leases(
         await asyncio.wait_for(
             asyncio.gather(renewed.wait(), *(done.wait() for done in rounds)), a.deadline
         )
+        # and each host's scheduler passes (every 30 s), with no schedule and no run to take
+        # over from a dead host (before: an empty UPDATE each pass, take_orphaned_runs)
+        for host in (a, b):
+            assert host.gateway.scheduler is not None
+            for _ in range(SWEEPS):
+                assert await host.gateway.scheduler.tick() == []
         assert writes_a == []
         assert writes_b == []
+
+
+async def test_a_prompts_wake_up_runs_it_without_a_look_for_decisions(
+    tmp_path: Path, pg_database: PgCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A NOTIFY says what woke the host (migration 25): a prompt queued by another host
+    makes the runner read its queue only, not look for decisions to deliver too."""
+    config = two_hosts(tmp_path, pg_database.dsn)
+    on_a, on_b = ScriptedLauncher(REQUESTS), ScriptedLauncher(REQUESTS)
+    async with both_running(config, tmp_path, on_a, on_b) as (a, b):
+        [session_id] = await idle_sessions(a, [ON_A])
+        sweeps: list[str] = []
+        original_sweep = a.gateway.broker.sweep
+
+        async def sweep(session_id: str, epoch: int) -> int:
+            sweeps.append(session_id)
+            return await original_sweep(session_id, epoch)
+
+        monkeypatch.setattr(a.gateway.broker, "sweep", sweep)
+        # a message received by b for a's session: a is woken by the ledger, and runs it
+        await b.memory.say(ON_A, ALICE, "next")
+        await a.text_where(lambda text: text == "echo: next", ON_A)
+        await asyncio.wait_for(runner_of(a, session_id).waiting_for_work.wait(), a.deadline)
+        assert sweeps == []  # before: one look for decisions per message
+        assert b.memory.messages() == []
 
 
 async def hold_listener_down(a: Running, dsn: str) -> None:

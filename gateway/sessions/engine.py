@@ -91,6 +91,10 @@ LEDGER_NO_ANSWER = (
 )
 # the payload prefix of a wake-up for a command another host passed (migration 15)
 REQUEST_WAKEUP = "request:"
+# what else a wake-up's payload may say (migration 25's triggers): a decision committed, a
+# prompt queued; a bare session id (the triggers before it) means either
+DECISION_WAKEUP = "decision:"
+PROMPT_WAKEUP = "prompt:"
 DRAFT_PURGE_SECONDS = 60.0  # a shared ledger: how often a host deletes drafts none can use
 STOPPING_NOTICE = (
     "⏹ The gateway is stopping: the agent was stopped. Once the gateway is back, your next "
@@ -628,21 +632,31 @@ class Gateway:
         return session.host
 
     def _woken(self, payload: str) -> None:
-        """Another host (or this one) committed a decision or queued a prompt for a session
-        of this host: its runner looks at both; a session with no runner yet gets one if it
-        has a prompt to take. ``request:<session id>``: another host passed a command for
-        the session (store.requests), which this host takes and carries out."""
+        """Another host (or this one) committed a decision (``decision:<session id>``) or
+        queued a prompt (``prompt:<session id>``) for a session of this host: its runner
+        looks for what to deliver, or at its queue, not both (a bare session id: both): one
+        read, not two; a session with no runner yet gets one if it has a prompt to take.
+        ``request:<session id>``: another host passed a command for the session
+        (store.requests), which this host takes and carries out."""
         if self.fenced:
             return  # starting over: its recovery and catch-up see it
         if payload.startswith(REQUEST_WAKEUP):
             with contextlib.suppress(RuntimeError):  # stopping: its next recovery drops it
                 self._spawn(self.control.take_requests(payload.removeprefix(REQUEST_WAKEUP)))
             return
-        session_id = payload
+        decision = prompt = True
+        if payload.startswith(DECISION_WAKEUP):
+            session_id, prompt = payload.removeprefix(DECISION_WAKEUP), False
+        elif payload.startswith(PROMPT_WAKEUP):
+            session_id, decision = payload.removeprefix(PROMPT_WAKEUP), False
+        else:
+            session_id = payload
         runner = self._runners.get(session_id)
         if runner is not None:
-            runner.sweep_soon()
-            runner.kick()
+            if decision:
+                runner.sweep_soon()
+            if prompt:
+                runner.kick()
             return
         with contextlib.suppress(RuntimeError):  # stopping: the next start holds it
             self._spawn(self._start_if_waiting([session_id]))

@@ -11,9 +11,11 @@ question instead of every runner looking at its own session (a write: ``claim_ne
   ledger only).
 
 It runs on a reader (``store.readers``), never on the writer: an idle host's sweep waits for
-no write and makes none. Its stranded part reads the decided interactions only (the
-``interactions_state`` index); its waiting part one probe of the prompt queue's index
-(``prompts_queue``) per session of the host, as there is no index on a prompt's state alone.
+no write and makes none. Each part reads only what is open, by an index that holds it: the
+decided interactions (``interactions_state``), the claimable prompts (``prompts_claimable``,
+migration 25, partial), the passed commands (a table of only those); each row found looks
+its session up by key for the host. So an idle host's sweep costs the same with ten sessions
+or ten thousand: it grows with what is open (tests/test_host_work_plan.py reads the plans).
 """
 
 from __future__ import annotations
@@ -24,25 +26,27 @@ from gateway.store.database import Conn, Reader, fetch_all
 
 __all__ = ["HostWork", "HostWorkViews"]
 
-_ON_HOST = "(CAST(? AS TEXT) IS NULL OR s.host = ?)"
+# each part starts from the open rows (an index holding only those) and looks their session
+# up by key: never a pass over the host's sessions
+_ON_HOST = (
+    "EXISTS (SELECT 1 FROM sessions s WHERE s.id = {row}.session_id"
+    " AND (CAST(? AS TEXT) IS NULL OR s.host = ?))"
+)
 
 _STRANDED = (
     "SELECT 'stranded' AS what, i.session_id AS session_id FROM interactions i"
-    " JOIN sessions s ON s.id = i.session_id"
-    f" WHERE i.state = 'decided' AND {_ON_HOST}"
+    f" WHERE i.state = 'decided' AND {_ON_HOST.format(row='i')}"
     " AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.interaction_id = i.id)"
 )
 _WAITING = (
     "SELECT 'waiting' AS what, p.session_id AS session_id FROM prompts p"
-    " JOIN sessions s ON s.id = p.session_id"
-    f" WHERE p.state = 'queued' AND p.held = 0 AND {_ON_HOST}"
+    f" WHERE p.state = 'queued' AND p.held = 0 AND {_ON_HOST.format(row='p')}"
     " AND NOT EXISTS (SELECT 1 FROM prompts f"
     "                 WHERE f.session_id = p.session_id AND f.state = 'in_flight')"
 )
 _PASSED = (
     "SELECT 'passed' AS what, r.session_id AS session_id FROM session_requests r"
-    " JOIN sessions s ON s.id = r.session_id"
-    f" WHERE {_ON_HOST}"
+    f" WHERE {_ON_HOST.format(row='r')}"
 )
 
 

@@ -683,6 +683,50 @@ _FILES_CHOICE_WAKES = (
     " EXECUTE FUNCTION wake_prompt_host()",
 )
 
+# issue 36, branch sweep36: the safety sweep's question (gateway/store/host_work.py) reads
+# what is open only: the prompts a runner could claim, by this partial index (the sessions'
+# own rows are looked up by key for each one found), so its cost grows with queued prompts,
+# not with a host's sessions. The in-flight probe and the decided interactions already had
+# theirs (``prompts_queue``, ``interactions_state``).
+_OPEN_WORK_INDEX = (
+    "CREATE INDEX prompts_claimable ON prompts(session_id) WHERE state = 'queued' AND held = 0",
+)
+# ... and on PostgreSQL a wake-up says what woke the host: "decision:<session id>" (a
+# decision committed: its runner looks for what to deliver) or "prompt:<session id>" (a
+# prompt queued or queued again: its runner looks at the queue), each one look, where the
+# bare session id made the runner do both (gateway/sessions/engine.py ``_woken``)
+_WAKE_SAYS_WHY = (
+    *_OPEN_WORK_INDEX,
+    """
+    CREATE OR REPLACE FUNCTION wake_session_host() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        owner TEXT;
+        session TEXT;
+    BEGIN
+        SELECT s.host, s.id INTO owner, session FROM interactions i
+            JOIN sessions s ON s.id = i.session_id WHERE i.id = NEW.interaction_id;
+        IF owner IS NOT NULL THEN
+            PERFORM pg_notify('host_' || owner, 'decision:' || session);
+        END IF;
+        RETURN NEW;
+    END
+    $$
+    """,
+    """
+    CREATE OR REPLACE FUNCTION wake_prompt_host() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        owner TEXT;
+    BEGIN
+        SELECT host INTO owner FROM sessions WHERE id = NEW.session_id;
+        IF owner IS NOT NULL THEN
+            PERFORM pg_notify('host_' || owner, 'prompt:' || NEW.session_id);
+        END IF;
+        RETURN NEW;
+    END
+    $$
+    """,
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -748,6 +792,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="a prompt whose files failed waits for its author's choice",
         statements=_FILES_CHOICE,
         postgresql=_FILES_CHOICE_WAKES,
+    ),
+    # 24 is another branch's (issue 36): an empty placeholder here, replaced when both merge
+    Migration(version=24, name="(placeholder for issue 36)", statements=()),
+    Migration(
+        version=25,
+        name="the prompts a runner could claim, indexed; a wake-up says why",
+        statements=_OPEN_WORK_INDEX,
+        postgresql=_WAKE_SAYS_WHY,
     ),
 )
 

@@ -57,6 +57,14 @@ _RUN_COLUMNS = (
     "schedule_id, due_at, state, reason, text, host, session_id, claimed_at, replaced_session_id"
 )
 
+# a run claimed by a host whose lease is gone (``take_orphaned_runs``; one parameter: the
+# host that would take it)
+_ORPHANED = (
+    "state = 'claimed' AND host IS NOT NULL AND host <> ? AND NOT EXISTS (SELECT 1 FROM"
+    " leases l WHERE l.name = 'host:' || schedule_runs.host AND l.holder = schedule_runs.host"
+    " AND l.expires_at >= now())"
+)
+
 
 class RunState(StrEnum):
     CLAIMED = "claimed"  # next time moved on, the run's row in; no session yet
@@ -519,15 +527,24 @@ class ScheduleBook:
         the claim and the start, and has not come back): made ``host``'s, each by one taker
         (the UPDATE's row lock: a second host re-reads the row, now of a host whose lease is
         held, and takes nothing), audited ``schedule.taken_over``. A shared ledger only (its
-        ``leases``); the database's ``now()`` says whether a lease is gone."""
+        ``leases``); the database's ``now()`` says whether a lease is gone. Asked first with
+        a read, so that a pass with none to take (every pass of an idle host) writes
+        nothing (issue 36)."""
+
+        def any_orphaned(conn: Conn) -> bool:
+            row = conn.execute(
+                f"SELECT 1 AS found FROM schedule_runs WHERE {_ORPHANED} LIMIT 1", (host,)
+            ).fetchone()
+            return row is not None
+
+        if not await self._db.read(any_orphaned):
+            return []
 
         def write(conn: Conn) -> list[ScheduleRun]:
             rows = fetch_all(
                 conn,
-                "UPDATE schedule_runs SET host = ?, updated_at = ? WHERE state = 'claimed'"
-                " AND host IS NOT NULL AND host <> ? AND NOT EXISTS (SELECT 1 FROM leases l"
-                " WHERE l.name = 'host:' || schedule_runs.host AND l.holder = schedule_runs.host"
-                f" AND l.expires_at >= now()) RETURNING {_RUN_COLUMNS}",
+                f"UPDATE schedule_runs SET host = ?, updated_at = ? WHERE {_ORPHANED}"
+                f" RETURNING {_RUN_COLUMNS}",
                 (host, self._db.now(), host),
             )
             taken = sorted(

@@ -3,11 +3,12 @@
 A decision committed on any host for a session of host A is written to A's agent by A
 alone (``Broker.sweep``: only the owner sweeps its epochs, so it is written once). The
 ledger wakes A in the committing transaction: migration 9's trigger on ``decisions`` runs
-``pg_notify('host_<A>', <session id>)``, which PostgreSQL delivers at COMMIT only (a rolled
-back decision wakes nobody). Each host listens on its own channel with one connection of its
-own (:func:`listen_for_wakeups`); a notification sent while it is not listening (the
-connection cut, the host restarting) is lost, so the caller sweeps every session when the
-listener (re)connects and polls as a safety net.
+``pg_notify('host_<A>', 'decision:<session id>')`` (a queued prompt ``'prompt:...'``,
+migration 25; before it, the bare session id), which PostgreSQL delivers at COMMIT only (a
+rolled back decision wakes nobody). Each host listens on its own channel with one
+connection of its own (:func:`listen_for_wakeups`); a notification sent while it is not
+listening (the connection cut, the host restarting) is lost, so the caller sweeps every
+session when the listener (re)connects and polls as a safety net.
 
 A channel name is an identifier (at most 63 bytes): ``host_`` and a host name of at most
 58 characters (``gateway.config.model.HOST_PATTERN``).
@@ -47,8 +48,9 @@ async def listen_for_wakeups(
     turn_text: Callable[[str], None] | None = None,
 ) -> None:
     """Until cancelled: listen on ``host``'s channel and hand each notification's payload
-    (a session id) to ``wake``; ``listening`` is called each time the LISTEN is in place
-    (the first time and after every reconnection: what was sent meanwhile is lost).
+    (``decision:``, ``prompt:`` or ``request:`` and a session id) to ``wake``;
+    ``listening`` is called each time the LISTEN is in place (the first time and after
+    every reconnection: what was sent meanwhile is lost).
     ``lost`` is awaited after the connection failed, before it is made again (default: a
     pause of RETRY_SECONDS). ``turn_text``, if given: the same connection also listens on
     TURN_TEXT_CHANNEL, every host's, and hands it each session id whose turn moved (its
