@@ -90,6 +90,13 @@ async def test_a_schedule_gets_a_thread_of_its_own_and_the_persons_thread_stays_
         assert still is not None and still.id == working.id
         theirs = [read(m.text) for m in fake.replies(GENERAL, thread.ts)]
         assert "⏰ scheduled: check CI" not in theirs and "echo: check CI" not in theirs
+        # deleted from the person's thread: said in the schedule's, so its readers know
+        gone = await command_answer(slack, thread, "/unschedule S1", "Schedule S1")
+        assert gone == "Schedule S1 deleted: it runs no more."
+        await fake.wait_for(
+            lambda: in_root()[-1] == "⏰ Schedule S1 deleted by @alice: no more runs come." or None,
+            30.0,
+        )
 
 
 NIGHTLY = f"""
