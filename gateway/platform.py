@@ -29,6 +29,7 @@ from gateway.session_record import SessionRecord
 
 __all__ = [
     "Ack",
+    "ClosesThreads",
     "EditResult",
     "FetchesFiles",
     "FileUpload",
@@ -287,6 +288,16 @@ class OpensThreads(Protocol):
     async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
         """A new thread named ``title`` in ``conversation``'s channel; :class:`ThreadRefused`
         when the platform does not let the bot open one there (nothing was made)."""
+        ...
+
+
+@runtime_checkable
+class ClosesThreads(Protocol):
+    """A platform whose threads may be closed (a Telegram forum topic: ``closeForumTopic``):
+    a deleted schedule's topic is closed, so that no one writes there for its runs."""
+
+    async def close_thread(self, conversation: ConversationRef) -> None:
+        """Close ``conversation``'s thread; PlatformError when the bot may not."""
         ...
 
 

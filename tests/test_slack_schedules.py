@@ -5,6 +5,7 @@ over the project's."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from gateway.domain import ConversationRef
 from tests.scripted_gateway import REQUESTS
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_slack import TEAM_ID, FakeSlack
-from tests.slack_harness import ALICE, GENERAL, on_slack, read, slack_config
+from tests.slack_harness import ALICE, GENERAL, OnSlack, on_slack, read, slack_config
 from tests.test_slack_sessions import answered_in_thread, command_answer
 
 pytestmark = pytest.mark.timeout(90)
@@ -89,3 +90,63 @@ async def test_a_schedule_gets_a_thread_of_its_own_and_the_persons_thread_stays_
         assert still is not None and still.id == working.id
         theirs = [read(m.text) for m in fake.replies(GENERAL, thread.ts)]
         assert "⏰ scheduled: check CI" not in theirs and "echo: check CI" not in theirs
+        # deleted from the person's thread: said in the schedule's, so its readers know
+        gone = await command_answer(slack, thread, "/unschedule S1", "Schedule S1")
+        assert gone == "Schedule S1 deleted: it runs no more."
+        await fake.wait_for(
+            lambda: in_root()[-1] == "⏰ Schedule S1 deleted by @alice: no more runs come." or None,
+            30.0,
+        )
+
+
+NIGHTLY = f"""
+[[projects.demo.schedule]]
+name = "nightly"
+cron = "0 0 * * *"
+time_zone = "UTC"
+text = "check CI"
+channel = "slack:#{TEAM_ID}/{GENERAL}"
+creator = "slack:{ALICE.id}"
+"""
+
+
+async def test_a_config_schedule_speaks_in_one_thread_across_a_restart_and_says_its_end(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    (tmp_path / "work").mkdir()
+    clock = FileClock(tmp_path / "clock")
+    clock.set(datetime(2026, 6, 1, 6, 0, tzinfo=UTC))
+
+    def started(project: str) -> AbstractAsyncContextManager[OnSlack]:
+        config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work", project=project)
+        return on_slack(config, fake, ScriptedLauncher(REQUESTS), schedule_clock=clock)
+
+    def roots() -> list[str]:
+        return [m.ts for m in fake.messages(GENERAL) if m.from_bot and "nightly" in read(m.text)]
+
+    def in_root(ts: str) -> list[str]:
+        return [read(m.text) for m in fake.replies(GENERAL, ts) if m.from_bot]
+
+    for day in (2, 3):  # a run a day, the gateway started again between them
+        async with started(NIGHTLY) as slack:
+            clock.set(datetime(2026, 6, day, 0, 0, tzinfo=UTC))
+            assert slack.gateway.scheduler is not None
+            await slack.gateway.scheduler.tick()
+            [root] = roots()
+            await fake.wait_for(
+                lambda r=root, d=day: in_root(r).count("echo: check CI") == d - 1 or None, 30.0
+            )
+    [top] = [m for m in fake.messages(GENERAL) if m.from_bot]
+    assert read(top.text) == "⏰ nightly: check CI"
+    runs = [text for text in in_root(root) if "check CI" in text]
+    assert runs == ["⏰ scheduled: check CI", "echo: check CI"] * 2
+    async with started("") as slack:  # the entry leaves the file: said in its thread
+        await fake.wait_for(
+            lambda: (
+                "⏰ Schedule nightly deleted by the config file: no more runs come."
+                in in_root(root)
+                or None
+            ),
+            30.0,
+        )
+        assert roots() == [root]

@@ -283,6 +283,43 @@ async def test_config_schedules_are_synced_by_name(store: Store) -> None:
     assert await store.schedules.of_project("demo") == []
 
 
+async def test_a_config_schedules_thread_is_kept_by_the_sync_until_its_channel_changes(
+    store: Store,
+) -> None:
+    entry = ScheduleDraft(
+        project="demo",
+        name="tests",
+        cron="0 9 * * 1-5",
+        zone="Europe/Berlin",
+        text="run the tests",
+        conversation=ROOM,
+        creator=ALICE,
+        next_at=utc(2026, 6, 1, 7, 0),
+    )
+    await store.schedules.sync_configured("demo", [entry])
+    [made] = await store.schedules.of_project("demo")
+    thread = ConversationRef(platform="slack", space="T1", channel="C1", thread="171.5")
+    taken = await store.schedules.take_thread(made, thread, actor="config")
+    assert taken is not None and taken.conversation == thread and taken.home == ROOM
+    # a second taker (another host, the same moment) finds it taken: nothing changes
+    other = ConversationRef(platform="slack", space="T1", channel="C1", thread="172.5")
+    assert await store.schedules.take_thread(made, other, actor="config") is None
+    # a restart with the same file, or a reworded text: the thread stays
+    assert await store.schedules.sync_configured("demo", [entry]) == []
+    reworded = ScheduleDraft(**{**_fields(entry), "text": "run all the tests"})
+    assert await store.schedules.sync_configured("demo", [reworded]) == ["tests: changed"]
+    [kept] = await store.schedules.of_project("demo")
+    assert kept.conversation == thread
+    # the file names another channel: the thread (of the old one) is forgotten
+    elsewhere = ConversationRef(platform="slack", space="T1", channel="C2")
+    moved = ScheduleDraft(**{**_fields(reworded), "conversation": elsewhere})
+    assert await store.schedules.sync_configured("demo", [moved]) == ["tests: changed"]
+    [now] = await store.schedules.of_project("demo")
+    assert (now.conversation, now.own_thread) == (elsewhere, None)
+    # a thread opened from the old channel's conversation is not taken for the new one
+    assert await store.schedules.take_thread(kept, thread, actor="config") is None
+
+
 def _fields(draft: ScheduleDraft) -> dict[str, object]:
     return {name: getattr(draft, name) for name in ScheduleDraft.__dataclass_fields__}
 

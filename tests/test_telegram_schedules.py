@@ -221,3 +221,119 @@ async def test_in_a_private_chat_a_run_gives_the_chat_back_to_the_persons_sessio
         await answer(tg, ALICE, "and mine", "echo: and mine")
         status = await answer(tg, ALICE, "/status", "Session ")
         assert status.text.split()[1] == mine
+
+
+NIGHTLY = f"""
+[[projects.demo.schedule]]
+name = "nightly"
+cron = "0 0 * * *"
+time_zone = "UTC"
+text = "check the nightly build"
+channel = "telegram:#{GROUP_ID}"
+creator = "telegram:111"
+"""
+
+
+@asynccontextmanager
+async def configured(
+    fake: FakeTelegram, tmp_path: Path, clock: FileClock, *, project: str
+) -> AsyncIterator[OnTelegram]:
+    """A gateway on ``tmp_path``'s ledger (started again by each call: a restart), with
+    ``project`` in ``[projects.demo]`` (its config file's schedules)."""
+    (tmp_path / "work").mkdir(exist_ok=True)
+    config = telegram_config(
+        fake,
+        tmp_path / "data",
+        work_dir=tmp_path / "work",
+        telegram=FORUM,
+        project=project,
+        policy=PEOPLE,
+    )
+    async with on_telegram(config, fake, ScriptedLauncher(REQUESTS), schedule_clock=clock) as tg:
+        yield tg
+
+
+async def test_a_config_schedule_gets_one_topic_at_its_first_run_kept_across_a_restart(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    fake_telegram.make_admin(GROUP_ID, can_manage_topics=True)
+    clock = FileClock(tmp_path / "clock")
+    clock.set(START)
+    async with configured(fake_telegram, tmp_path, clock, project=NIGHTLY) as tg:
+        await answer(tg, ALICE, "hello general", "echo: hello general", chat=GROUP)
+        assert not fake_telegram.topics.get(GROUP_ID)  # none before its first run
+        await tick(tg, clock, datetime(2026, 3, 28, 0, 0, tzinfo=UTC))
+        [(topic, title)] = fake_telegram.topics[GROUP_ID].items()
+        assert title == "⏰ nightly: check the nightly build"
+        await echoed(tg, topic, "echo: check the nightly build", 1)
+        assert tg.texts(GROUP_ID, topic) == [
+            "⏰ Schedule nightly's runs speak here, each in a fresh session: what its agent"
+            " asks waits here for the project's approvers.",
+            "⏰ scheduled: check the nightly build",
+            "echo: check the nightly build",
+        ]
+        opened = await tg.gateway.store.audit.entries(event="schedule.thread_opened")
+        assert [entry.actor for entry in opened] == ["config"]
+    # a restart: the start-up sync compares the file's conversation, and keeps the topic
+    async with configured(fake_telegram, tmp_path, clock, project=NIGHTLY) as tg:
+        [schedule] = await tg.gateway.store.schedules.of_project("demo")
+        assert schedule.conversation.thread == str(topic)
+        assert schedule.home.thread is None  # the conversation the file names
+        await tick(tg, clock, datetime(2026, 3, 29, 0, 0, tzinfo=UTC))
+        await echoed(tg, topic, "echo: check the nightly build", 2)
+        runs = [text for text in tg.texts(GROUP_ID, topic) if "nightly build" in text]
+        assert (
+            runs == ["⏰ scheduled: check the nightly build", "echo: check the nightly build"] * 2
+        )
+        assert list(fake_telegram.topics[GROUP_ID]) == [topic]
+        general = [m.text for m in fake_telegram.bot_messages(GROUP_ID) if m.thread is None]
+        assert not [text for text in general if "check the nightly build" in text]
+    # the entry leaves the file: said in its topic, which is closed
+    async with configured(fake_telegram, tmp_path, clock, project="") as tg:
+        await tg.bot_message(
+            GROUP_ID,
+            lambda m: (
+                m.text == "⏰ Schedule nightly deleted by the config file: no more runs come."
+            ),
+            thread=topic,
+        )
+        await fake_telegram.wait_for(lambda: topic in fake_telegram.closed_topics[GROUP_ID] or None)
+        assert await tg.gateway.store.schedules.of_project("demo") == []
+
+
+async def test_a_schedule_deleted_says_so_in_its_topic_which_is_closed(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    fake_telegram.make_admin(GROUP_ID, can_manage_topics=True)
+    async with scheduled(fake_telegram, tmp_path, telegram=FORUM) as (tg, _):
+        await answer(
+            tg, ALICE, "/every 0 9 * * * check the nightly build", "⏰ Schedule", chat=GROUP
+        )
+        [topic] = fake_telegram.topics[GROUP_ID]
+        gone = await answer(tg, ALICE, "/unschedule S1", "Schedule S1", chat=GROUP)
+        assert gone.text == "Schedule S1 deleted: it runs no more."
+        said = await tg.bot_message(
+            GROUP_ID, lambda m: m.text.startswith("⏰ Schedule S1 deleted"), thread=topic
+        )
+        assert said.text == "⏰ Schedule S1 deleted by @alice: no more runs come."
+        assert fake_telegram.closed_topics[GROUP_ID] == {topic}
+
+
+async def test_a_deleted_schedules_topic_is_left_open_where_the_bot_may_not_close_it(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    fake_telegram.make_admin(GROUP_ID, can_manage_topics=True)
+    async with scheduled(fake_telegram, tmp_path, telegram=FORUM) as (tg, _):
+        await answer(
+            tg, ALICE, "/every 0 9 * * * check the nightly build", "⏰ Schedule", chat=GROUP
+        )
+        [topic] = fake_telegram.topics[GROUP_ID]
+        fake_telegram.make_admin(GROUP_ID, can_manage_topics=False)
+        gone = await answer(tg, ALICE, "/unschedule S1", "Schedule S1", chat=GROUP)
+        assert gone.text == "Schedule S1 deleted: it runs no more."
+        said = await tg.bot_message(
+            GROUP_ID, lambda m: m.text.startswith("⏰ Schedule S1 deleted"), thread=topic
+        )
+        assert said.text == "⏰ Schedule S1 deleted by @alice: no more runs come."
+        assert fake_telegram.calls_to("closeForumTopic")  # asked, refused: left open
+        assert fake_telegram.closed_topics[GROUP_ID] == set()

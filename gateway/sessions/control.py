@@ -80,7 +80,11 @@ from gateway.sessions.runner import SessionRunner
 from gateway.sessions.schedule_buttons import schedule_card
 from gateway.sessions.schedule_desk import ScheduleDesk
 from gateway.sessions.schedule_runs import ScheduleRuns
-from gateway.sessions.schedule_topics import open_schedule_thread
+from gateway.sessions.schedule_topics import (
+    configured_thread,
+    open_schedule_thread,
+    say_deleted,
+)
 from gateway.sessions.session_list import sessions_page, visible
 from gateway.sessions.session_names import name_session
 from gateway.sessions.session_settings import SettingsDesk
@@ -189,6 +193,7 @@ class Control:
             gateway.schedule_clock,
             person_zone=self._person_zone,
             place=self._schedule_thread,
+            farewell=self.schedule_deleted,
         )
         self.schedule_runs = ScheduleRuns(
             gateway.config,
@@ -198,6 +203,7 @@ class Control:
             kick=gateway.kick,
             routing=self._routing,
             owner_elsewhere=gateway.owner_elsewhere,
+            place=self._configured_thread,
         )
 
     def reload(self, config: Config) -> None:
@@ -894,6 +900,39 @@ class Control:
             say=self._reply,
             link_of=self._link_of,
         )
+
+    async def _configured_thread(self, schedule: ScheduleRecord) -> ScheduleRecord:
+        """A config file's schedule gets its thread at its first run where the platform may
+        open one in the conversation the file names (gateway/sessions/schedule_topics.py)."""
+        home = schedule.home
+        settings = self._gw.config.projects.get(schedule.project)
+        if settings is None or settings.scope is not SessionScope.THREAD:
+            return schedule
+        if schedule.session_name is not None:  # it runs in that session's conversation
+            return schedule
+        platform = self._gw.platforms.get(home.platform)
+        if not isinstance(platform, OpensThreads) or not platform.threads_beside(home):
+            return schedule
+        return await configured_thread(
+            platform=platform, store=self._store, schedule=schedule, say=self._reply
+        )
+
+    async def schedule_deleted(
+        self, schedule: ScheduleRecord, by: Actor | str, *, anywhere: bool = False
+    ) -> None:
+        """A deleted schedule says so where its runs spoke, and its own topic is closed
+        where the bot may (gateway/sessions/schedule_topics.py)."""
+        who = str(by)
+        try:
+            await say_deleted(
+                platform=self._gw.platforms.get(schedule.conversation.platform),
+                schedule=schedule,
+                by=who,
+                say=self._reply,
+                anywhere=anywhere,
+            )
+        except PlatformError as exc:
+            log.info("schedule %s: its deletion not said (%s)", schedule.label, exc)
 
     async def _person_zone(self, actor: Actor, conversation: ConversationRef) -> str | None:
         """The person's zone where their platform says it (Slack's user tz)."""

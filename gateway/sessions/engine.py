@@ -65,6 +65,7 @@ from gateway.store.datadir import hold_data_dir
 from gateway.store.host_work import HostWork
 from gateway.store.records import PromptRecord
 from gateway.store.retention import PruneCounts, rules_of
+from gateway.store.schedules import ScheduleRecord
 from gateway.store.store import Store
 from gateway.transcription import Transcriber
 
@@ -353,10 +354,15 @@ class Gateway:
             self._background.append(self._tasks.create_task(self._hold_host()))
             self._background.append(self._tasks.create_task(self._reap_stopped_hosts(target)))
         now = self.schedule_clock()
+        removed: list[ScheduleRecord] = []  # said in their threads once the platforms listen
         for project in self.config.projects:  # the config file's schedules, by their names
             drafts = configured_drafts(self.config, project, now)
+            before = {s.name: s for s in await self.store.schedules.of_project(project)}
             for change in await self.store.schedules.sync_configured(project, drafts):
                 log.info("project %s: schedule %s (config file)", project, change)
+                name, _, what = change.rpartition(": ")
+                if what == "deleted" and name in before:
+                    removed.append(before[name])
         gateway_settings = self.config.gateway
         self.scheduler = Scheduler(
             self.store,
@@ -374,6 +380,8 @@ class Gateway:
             platform.attach(self)
         if self.ledger_host is not None and target is not None:
             self._lease_receivers(target)  # after attach: what is received goes to the inbox
+        for schedule in removed:
+            await self.control.schedule_deleted(schedule, "the config file", anywhere=True)
         # after attach: a mirroring platform may need the gateway's config to name its page
         for session in await self.store.sessions.list_sessions(host=self.ledger_host):
             await self.show_everywhere(session.id)

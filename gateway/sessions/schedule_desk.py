@@ -109,6 +109,14 @@ async def _made_here(schedule: ScheduleRecord, actor: Actor) -> str | None:
     return None
 
 
+Farewell = Callable[[ScheduleRecord, Actor], Awaitable[None]]
+"""Say in a deleted schedule's conversation (its thread) that no more runs come."""
+
+
+async def _no_farewell(schedule: ScheduleRecord, actor: Actor) -> None:
+    return None
+
+
 class ScheduleDesk:
     def __init__(
         self,
@@ -118,12 +126,14 @@ class ScheduleDesk:
         *,
         person_zone: PersonZone = _no_zone,
         place: PlaceSchedule = _made_here,
+        farewell: Farewell = _no_farewell,
     ) -> None:
         self._config = config
         self._store = store
         self._clock = clock
         self._person_zone = person_zone
         self._place = place
+        self._farewell = farewell
 
     def reload(self, config: Config) -> None:
         """Who may schedule and whose runs may go, from a reloaded config."""
@@ -298,7 +308,8 @@ class ScheduleDesk:
             return refusal, False
         if not self._may_manage(project, actor, schedule.creator):
             return _NOT_APPROVER.format(project=project, what="delete"), False
-        await self._store.schedules.delete(schedule.id, actor=actor)
+        deleted = await self._store.schedules.delete(schedule.id, actor=actor)
+        await self._farewell(deleted, actor)
         return f"Schedule {schedule.label} deleted: it runs no more.", True
 
     async def set_paused(

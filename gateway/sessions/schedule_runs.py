@@ -24,7 +24,7 @@ once it is over (:meth:`ScheduleRuns.settle`, woken by the turn's end), and says
 person's next message goes to their own session, not the run's. Not when someone talked to
 the run's session meanwhile (it is theirs now), nor when the conversation moved on. A
 schedule made in a Telegram forum runs in a topic of its own (schedule_topics.py), where
-there is nothing to give back.
+there is nothing to give back; a config file's schedule gets its own at its first run.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ class ScheduleRuns:
         kick: Callable[[SessionRecord], None],
         routing: asyncio.Lock,
         owner_elsewhere: Callable[[SessionRecord], str | None] = lambda session: None,
+        place: Callable[[ScheduleRecord], Awaitable[ScheduleRecord]] | None = None,
     ) -> None:
         self._config = config
         self._store = store
@@ -80,6 +81,7 @@ class ScheduleRuns:
         self._kick = kick
         self._routing = routing
         self._owner_elsewhere = owner_elsewhere
+        self._place = place  # a config file's schedule gets its thread (schedule_topics.py)
 
     def reload(self, config: Config) -> None:
         """Who may schedule and whose runs may go, from a reloaded config."""
@@ -88,6 +90,8 @@ class ScheduleRuns:
     async def start(self, schedule: ScheduleRecord, run: ScheduleRun) -> None:
         """Start a claimed run, or skip it and say why."""
         store = self._store
+        if self._place is not None and schedule.name is not None and schedule.own_thread is None:
+            schedule = await self._place(schedule)  # its first run: a thread of its own
         settings = self._config.projects.get(schedule.project)
         if settings is None:
             await self._skip(schedule, run, f"project {schedule.project} is no longer configured")

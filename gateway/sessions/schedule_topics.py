@@ -10,6 +10,16 @@ audited), so each run says "⏰ scheduled: TEXT" there and its fresh session fol
 thread: it never takes over the conversation a person works in. Where no thread can be
 opened (the bot may not manage a forum's topics, or the platform refuses) the schedule
 stays where it was made and the reply says so; the schedule is made either way.
+
+A schedule of the config file (``[[projects.X.schedule]]``) gets its thread at its first run
+(:func:`configured_thread`), on the host that claimed the run, kept in a column of its own
+(``own_thread``, migration 24) that the start-up sync leaves alone unless the file names
+another conversation; the column is taken by compare-and-set, so two hosts never keep two
+threads (a thread opened by the one that lost is closed where the platform can).
+
+A schedule deleted says so in its own thread (:func:`say_deleted`; a config entry removed
+also where it has none), and its own Telegram topic is closed where the bot may
+(``closeForumTopic``).
 """
 
 from __future__ import annotations
@@ -19,11 +29,18 @@ from collections.abc import Awaitable, Callable
 
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
-from gateway.platform import OpensThreads, ThreadRefused
+from gateway.platform import ClosesThreads, OpensThreads, ThreadRefused
 from gateway.store.schedules import ScheduleRecord
 from gateway.store.store import Store
 
-__all__ = ["TOPIC_NOTICE", "open_schedule_thread", "topic_title"]
+__all__ = [
+    "TOPIC_NOTICE",
+    "configured_thread",
+    "deleted_words",
+    "open_schedule_thread",
+    "say_deleted",
+    "topic_title",
+]
 
 log = logging.getLogger(__name__)
 
@@ -70,3 +87,61 @@ async def open_schedule_thread(
     link = link_of(thread)
     where = link if link is not None else f"thread {thread.thread}"
     return f"Its runs speak in a thread of its own: {where}"
+
+
+async def configured_thread(
+    *,
+    platform: OpensThreads,
+    store: Store,
+    schedule: ScheduleRecord,
+    say: Callable[[ConversationRef, str], Awaitable[None]],
+) -> ScheduleRecord:
+    """A config file's schedule with no thread yet gets one in the conversation the file
+    names (its first run); the schedule as it is then (unchanged where none could be
+    opened: its runs speak in that conversation, and the next run tries again)."""
+    home = schedule.home
+    try:
+        thread = await platform.open_thread(home, topic_title(schedule))
+    except PlatformError as exc:  # ThreadRefused included: no right to manage topics
+        log.info("schedule %s: no thread opened in %s (%s)", schedule.label, home.key(), exc)
+        return schedule
+    taken = await store.schedules.take_thread(schedule, thread, actor="config")
+    if taken is None:  # another host's run took the column first: its thread is the one
+        log.info("schedule %s: another host opened its thread first", schedule.label)
+        if isinstance(platform, ClosesThreads):
+            try:
+                await platform.close_thread(thread)
+            except PlatformError as exc:
+                log.info("schedule %s: a spare thread not closed (%s)", schedule.label, exc)
+        again = await store.schedules.get(schedule.id)
+        return schedule if again is None else again
+    await say(thread, TOPIC_NOTICE.format(label=schedule.label))
+    return taken
+
+
+def deleted_words(schedule: ScheduleRecord, by: str) -> str:
+    return f"⏰ Schedule {schedule.label} deleted by {by}: no more runs come."
+
+
+async def say_deleted(
+    *,
+    platform: object,
+    schedule: ScheduleRecord,
+    by: str,
+    say: Callable[[ConversationRef, str], Awaitable[None]],
+    anywhere: bool = False,
+) -> None:
+    """Say in the thread of its own a deleted schedule's runs spoke in that no more come,
+    and close it where it is a Telegram topic the bot may close (else it is left open, as
+    it was). Not said where it has no thread of its own (its runs spoke where it was made,
+    and the person who deleted it is answered there) unless ``anywhere`` (a config entry
+    removed: no one was answered)."""
+    if schedule.own_thread is None and not anywhere:
+        return
+    await say(schedule.conversation, deleted_words(schedule, by))
+    if schedule.own_thread is None or not isinstance(platform, ClosesThreads):
+        return
+    try:
+        await platform.close_thread(schedule.conversation)
+    except PlatformError as exc:
+        log.info("schedule %s: its topic left open (%s)", schedule.label, exc)

@@ -665,6 +665,12 @@ _SCHEDULES = (
 # from, given back to it when the run is over (gateway/sessions/schedule_runs.py)
 _RUN_HANDS_BACK = ("ALTER TABLE schedule_runs ADD COLUMN replaced_session_id TEXT",)
 
+# issue 35, branch sched35c: the thread a schedule speaks in (a forum topic, a Slack thread
+# opened for it), kept apart from the conversation the config file names (``thread`` and
+# the columns beside it), so that the start-up sync, which compares and rewrites those,
+# leaves it alone; NULL: it speaks in that conversation itself
+_SCHEDULE_OWN_THREAD = ("ALTER TABLE schedules ADD COLUMN own_thread TEXT",)
+
 # issue 32, a prompt whose files could not be fetched (or were refused when its turn came):
 # it waits, interrupted, for its author's choice on buttons (gateway/sessions/file_choice.py):
 # send it without them, fetch them again, or drop it. ``files_choice``: NULL (nothing asked),
@@ -793,8 +799,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         statements=_FILES_CHOICE,
         postgresql=_FILES_CHOICE_WAKES,
     ),
-    # 24 is another branch's (issue 36): an empty placeholder here, replaced when both merge
-    Migration(version=24, name="(placeholder for issue 36)", statements=()),
+    Migration(
+        version=24,
+        name="the thread a schedule speaks in, apart from its configured conversation",
+        statements=_SCHEDULE_OWN_THREAD,
+    ),
     Migration(
         version=25,
         name="the prompts a runner could claim, indexed; a wake-up says why",

@@ -21,7 +21,7 @@ compared as stored: the database's own time is not read.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
@@ -51,7 +51,8 @@ __all__ = [
 
 _COLUMNS = (
     "id, project, name, cron, zone, text, platform, space, channel, thread, creator_platform,"
-    " creator_user_id, creator_display, session_name, paused, next_at, created_at, deleted_at"
+    " creator_user_id, creator_display, session_name, paused, next_at, created_at, deleted_at,"
+    " own_thread"
 )
 _RUN_COLUMNS = (
     "schedule_id, due_at, state, reason, text, host, session_id, claimed_at, replaced_session_id"
@@ -97,18 +98,27 @@ class ScheduleRecord:
     cron: str | None
     zone: str
     text: str
-    conversation: ConversationRef
+    conversation: ConversationRef  # where its runs speak and route (its own thread, if any)
     creator: Actor
     session_name: str | None
     paused: bool
     next_at: datetime | None
     created_at: datetime
     deleted: bool
+    # the conversation it was made in or the config file names (the stored columns)
+    configured: ConversationRef | None = None
+    # the thread opened for it in ``configured``'s channel (migration 24), or None
+    own_thread: str | None = None
 
     @property
     def label(self) -> str:
         """How a person names it: ``S3``, or a config entry's name."""
         return self.name or f"S{self.id}"
+
+    @property
+    def home(self) -> ConversationRef:
+        """The conversation the schedule was made in or the config file names."""
+        return self.configured if self.configured is not None else self.conversation
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -248,7 +258,7 @@ class ScheduleBook:
                     found.cron == draft.cron
                     and found.zone == draft.zone
                     and found.text == draft.text
-                    and found.conversation == draft.conversation
+                    and found.home == draft.conversation
                     and found.creator == draft.creator
                     and found.session_name == draft.session_name
                 )
@@ -260,13 +270,16 @@ class ScheduleBook:
                     or (found.cron, found.zone) != (draft.cron, draft.zone)
                 )
                 next_at = self._db.stored_time(draft.next_at) if moved else None
+                # its own thread is kept unless the file names another conversation
+                elsewhere = int(found.home != draft.conversation)
                 conn.execute(
                     "UPDATE schedules SET cron = ?, zone = ?, text = ?, platform = ?, space = ?,"
                     " channel = ?, thread = ?, creator_platform = ?, creator_user_id = ?,"
                     " creator_display = ?, session_name = ?, next_at = coalesce(?, next_at),"
                     " deleted_at = NULL,"
+                    " own_thread = CASE WHEN ? = 1 THEN NULL ELSE own_thread END,"
                     " updated_at = ? WHERE id = ?",
-                    (*values, next_at, now, found.id),
+                    (*values, next_at, elsewhere, now, found.id),
                 )
                 changes.append(f"{draft.name}: changed")
                 self._audit_config(conn, "schedule.config_changed", project, draft.name)
@@ -370,8 +383,9 @@ class ScheduleBook:
             row = fetch_one(
                 conn,
                 "UPDATE schedules SET platform = ?, space = ?, channel = ?, thread = ?,"
+                " own_thread = ?,"
                 f" updated_at = ? WHERE id = ? AND deleted_at IS NULL RETURNING {_COLUMNS}",
-                (*conversation_params(thread), self._db.now(), schedule_id),
+                (*conversation_params(thread), thread.thread, self._db.now(), schedule_id),
             )
             if row is None:
                 raise StoreError(f"no schedule S{schedule_id}")
@@ -380,6 +394,41 @@ class ScheduleBook:
                 "schedule.thread_opened",
                 actor=actor,
                 details={"schedule": schedule_id, "thread": thread.key()},
+            )
+            return _schedule_from_row(row)
+
+        return await self._db.write(write)
+
+    async def take_thread(
+        self, schedule: ScheduleRecord, thread: ConversationRef, *, actor: Actor | str
+    ) -> ScheduleRecord | None:
+        """Record ``thread`` (opened in the schedule's configured conversation's channel) as
+        the thread a config file's schedule speaks in, by compare-and-set: only while it has
+        none and the file still names the conversation it was opened from; audited
+        ``schedule.thread_opened``. None when another host (or a changed file) won: the
+        schedule as stored then is to be read again."""
+
+        def write(conn: Conn) -> ScheduleRecord | None:
+            row = fetch_one(
+                conn,
+                "UPDATE schedules SET own_thread = ?, updated_at = ?"
+                " WHERE id = ? AND own_thread IS NULL AND deleted_at IS NULL"
+                " AND platform = ? AND space = ? AND channel = ? AND thread = ?"
+                f" RETURNING {_COLUMNS}",
+                (
+                    thread.thread,
+                    self._db.now(),
+                    schedule.id,
+                    *conversation_params(schedule.home),
+                ),
+            )
+            if row is None:
+                return None
+            self._db.audit(
+                conn,
+                "schedule.thread_opened",
+                actor=actor,
+                details={"schedule": schedule.id, "thread": thread.key()},
             )
             return _schedule_from_row(row)
 
@@ -715,6 +764,8 @@ class ScheduleBook:
 
 
 def _schedule_from_row(row: Row) -> ScheduleRecord:
+    configured = conversation_from_row(row)
+    own_thread = row["own_thread"] or None
     return ScheduleRecord(
         id=int(row["id"]),
         project=row["project"],
@@ -722,7 +773,9 @@ def _schedule_from_row(row: Row) -> ScheduleRecord:
         cron=row["cron"],
         zone=row["zone"],
         text=row["text"],
-        conversation=conversation_from_row(row),
+        conversation=configured if own_thread is None else replace(configured, thread=own_thread),
+        configured=configured,
+        own_thread=own_thread,
         creator=Actor(
             platform=row["creator_platform"],
             user_id=row["creator_user_id"],

@@ -299,6 +299,19 @@ class TelegramPlatform:
             platform=PLATFORM, space=None, channel=conversation.channel, thread=str(topic_id)
         )
 
+    async def close_thread(self, conversation: ConversationRef) -> None:
+        """Close a forum topic (closeForumTopic): a deleted schedule's. PlatformError when
+        the bot may not manage the forum's topics (it is left open)."""
+        chat_id = chat_id_of(conversation)
+        topic = thread_id(conversation)
+        if topic is None:
+            return  # the General topic, or the chat itself: nothing to close
+
+        async def close() -> bool:
+            return await self.bot.close_forum_topic(chat_id, topic)
+
+        await self._running().run(chat_id, Priority.CARD, close)
+
     async def direct_conversation(self, actor: Actor) -> ConversationRef | None:
         # a private chat's id is the person's user id (Bot API: Chat.id of a private chat)
         return ConversationRef(platform=PLATFORM, space=None, channel=actor.user_id)

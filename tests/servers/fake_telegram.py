@@ -21,7 +21,8 @@ API's envelope and reproduces the limits a bot meets (TESTING.md):
   with ``can_manage_topics`` (``make_admin``; 400 "not enough rights to create a topic"
   otherwise), a topic's id being its creation notice's message id; ``message_thread_id`` only
   for a topic that exists (made so, or where a person wrote), and never 1, the General
-  topic's id ("message thread not found"), as the real Bot API refuses it.
+  topic's id ("message thread not found"), as the real Bot API refuses it;
+  ``closeForumTopic`` likewise only with ``can_manage_topics`` (``closed_topics``).
 - files a person sent (``add_file``): ``getFile`` answers a ``file_path`` (or "Bad Request:
   file is too big" past :data:`FILE_MAX_BYTES`, the cloud Bot API's 20 MB), and the file is
   served at ``/file/bot<token>/<file_path>``, streamed; ``file_cuts`` downloads to come are
@@ -168,6 +169,7 @@ class FakeTelegram:
         self.chats: dict[int, dict[str, Any]] = {}
         self.private_open: set[int] = set()
         self.topics: dict[int, dict[int, str]] = defaultdict(dict)  # chat: {topic id: name}
+        self.closed_topics: dict[int, set[int]] = defaultdict(set)  # closeForumTopic's
         self.admin_rights: dict[int, dict[str, bool]] = {}  # chat: the bot's rights there
         self._sent: dict[tuple[int, int], Sent] = {}
         self._next_id: dict[int, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
@@ -566,6 +568,18 @@ class FakeTelegram:
         topic_id = self.new_message_id(chat_id)
         self.topics[chat_id][topic_id] = name
         return {"message_thread_id": topic_id, "name": name, "icon_color": 7322096}
+
+    async def _m_closeForumTopic(self, p: dict[str, Any]) -> bool:
+        chat_id = self._writable_chat(p)
+        if not self.admin_rights.get(chat_id, {}).get("can_manage_topics"):
+            raise Refused(400, "Bad Request: not enough rights to manage topics")
+        topic_id = int(p.get("message_thread_id") or 0)
+        if topic_id not in self.topics[chat_id]:
+            raise Refused(400, "Bad Request: TOPIC_ID_INVALID")
+        if topic_id in self.closed_topics[chat_id]:
+            raise Refused(400, "Bad Request: TOPIC_NOT_MODIFIED")
+        self.closed_topics[chat_id].add(topic_id)
+        return True
 
     async def _m_sendChatAction(self, p: dict[str, Any]) -> bool:
         self._writable_chat(p)
