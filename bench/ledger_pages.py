@@ -174,7 +174,7 @@ async def measure(root: Path, *, interactions: int, reads: int) -> list[Figure]:
                 )
             )
         rules = RetentionRules(texts=timedelta(days=30), audit=timedelta(days=365), batch=100)
-        batches_before = store.writer.runner.trips
+        batches_before = store.writer.trips
         done = asyncio.Event()
         began = time.perf_counter()
         async with asyncio.TaskGroup() as all_three:
@@ -183,7 +183,7 @@ async def measure(root: Path, *, interactions: int, reads: int) -> list[Figure]:
             reading = all_three.create_task(_page_reads(store, done))
         pruned, live, pages = pruning.result(), writing.result(), reading.result()
         took = time.perf_counter() - began
-        batches = store.writer.runner.trips - batches_before - live.count
+        batches = store.writer.trips - batches_before - live.count
         assert pruned is not None and pruned.interactions == interactions
         figures.append(
             Figure(

@@ -10,6 +10,7 @@ the table per approval (docs/decisions.md "Many hosts, fewer ledger round trips"
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,11 +33,14 @@ class TripTally:
     calls: dict[str, int] = field(default_factory=dict)
     round_trips: dict[str, int] = field(default_factory=dict)
     where: str = ""
+    # recorded on the lanes' threads, several at once on PostgreSQL's pool
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, work: Callable[..., Any], round_trips: int) -> None:
         label = f"{self.where}{label_of(work)}"
-        self.calls[label] = self.calls.get(label, 0) + 1
-        self.round_trips[label] = self.round_trips.get(label, 0) + round_trips
+        with self._lock:
+            self.calls[label] = self.calls.get(label, 0) + 1
+            self.round_trips[label] = self.round_trips.get(label, 0) + round_trips
 
     def clear(self) -> None:
         self.calls.clear()
