@@ -220,7 +220,9 @@ class Database:
             raise StoreError("the store's clock returned a naive datetime; it must be aware")
         return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
-    async def write(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
+    async def write(
+        self, work: Callable[[Conn], T], *, one_statement: bool = False, again: bool = False
+    ) -> T:
         """Run ``work`` as one write transaction (``dialect.begin_write``), in one trip to
         the database thread: committed if it returns, rolled back if it raises.
 
@@ -228,11 +230,21 @@ class Database:
         is sent alone, no BEGIN/COMMIT (autocommit), one network round trip on PostgreSQL
         where a transaction that reads an answer takes two. ``work`` may still raise on what
         it reads (no row updated: nothing was written). A second statement is refused.
+
+        ``again``: run twice, ``work`` leaves the ledger as run once (and its caller writes
+        nothing else of the same rows until it returns): a lost answer to its COMMIT is then
+        no unknown outcome, and it is run once more on a new connection, as a call lost
+        before its COMMIT is. A cut ends every call in flight on a host's pool at once.
         """
         if one_statement:
-            return await self._submit(functools.partial(_alone, writes=True), work, writes=True)
+            return await self._submit(
+                functools.partial(_alone, writes=True), work, writes=True, again=again
+            )
         return await self._submit(
-            functools.partial(_in_transaction, self.dialect.begin_write), work, writes=True
+            functools.partial(_in_transaction, self.dialect.begin_write),
+            work,
+            writes=True,
+            again=again,
         )
 
     async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
@@ -258,6 +270,7 @@ class Database:
         work: Callable[[Conn], T],
         *,
         writes: bool = False,
+        again: bool = False,
     ) -> T:
         """Run one store call on a free lane, the only call on it until it ends. Run again,
         on the same lane, never more than it is safe to: a deadlock or serialization failure
@@ -269,7 +282,7 @@ class Database:
         label = label_of(work)
         lane = await self._free.get()
         try:
-            return await self._on_lane(lane, runner, work, label, writes=writes)
+            return await self._on_lane(lane, runner, work, label, writes=writes, again=again)
         finally:
             self._free.put_nowait(lane)
 
@@ -281,6 +294,7 @@ class Database:
         label: str,
         *,
         writes: bool,
+        again: bool,
     ) -> T:
         """:meth:`_submit`'s attempts, every one on ``lane`` (a lost connection is made again
         on the lane it was lost on: the next attempt's ``ready``)."""
@@ -292,7 +306,7 @@ class Database:
             try:
                 return await self._run_once(lane, runner, work, ticket, label, writes=writes)
             except StoreError as exc:
-                if ticket.commit_sent and _lost(exc):
+                if ticket.commit_sent and _lost(exc) and not (again and not reconnected):
                     exc.outcome_unknown = True
                     raise
                 # PostgreSQL: a deadlock between two connections' locks, or a serialization
