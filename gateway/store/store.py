@@ -54,8 +54,9 @@ READER_BUSY_TIMEOUT_MS = 1000  # a WAL reader waits only while a crashed writer'
 class Store:
     """The SQLite ledger, opened with ``async with Store.open(data_dir) as store``.
 
-    One connection (``store.writer``) serves every call; each public method of its parts is
-    one transaction:
+    ``store.writer`` serves every call (SQLite: one connection; PostgreSQL: a pool of them,
+    ``store_pool_size``, so a host's independent calls run side by side); each public method
+    of its parts is one transaction:
 
     - ``store.sessions``: sessions, runtime epochs, conversation bindings
     - ``store.turns``: turns
@@ -201,7 +202,6 @@ class Store:
             )
             deadline = target.timeouts.call_deadline
             db = Database(runner, conn, clock, dialect=POSTGRESQL, errors=errors, deadline=deadline)
-            stack.callback(db.close)
             try:
                 await runner.call(
                     functools.partial(
@@ -247,6 +247,7 @@ class Store:
                 )
                 if problem is not None:
                     log.warning("%s", problem)
+            stack.callback(db.close)  # first of all at the end: later calls are refused
             yield cls(db, None, reader, location=str(target), readers=ReaderPool(pool))
 
 
