@@ -17,6 +17,7 @@ to :class:`~gateway.errors.StoreError` here, chained.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import json
@@ -161,7 +162,7 @@ class Database:
     ``runner`` and ``conn`` are the first lane (the migrations run on it); :meth:`add_lanes`
     adds the others (PostgreSQL's pool). A call takes the lane used last among the free ones
     (one warm connection while calls come one at a time), or waits, in turn, for the first
-    freed.
+    freed: none overtakes a call that waits, as none did behind the lock this replaced.
     """
 
     def __init__(
@@ -177,8 +178,10 @@ class Database:
         self.runner = runner
         self.dialect = dialect
         self.lanes: tuple[Lane, ...] = (Lane(runner, conn),)
-        self._free: asyncio.LifoQueue[Lane] = asyncio.LifoQueue()
-        self._free.put_nowait(self.lanes[0])
+        self._idle: list[Lane] = [self.lanes[0]]  # the one freed last on top
+        # calls waiting for a lane, in the order they came: a freed lane goes to the first
+        # (none overtakes: with one lane, as SQLite has, calls run in the order they came)
+        self._waiting: collections.deque[asyncio.Future[Lane]] = collections.deque()
         self._errors = errors
         self._deadline = deadline
         self._clock = clock
@@ -190,7 +193,32 @@ class Database:
         """More lanes (PostgreSQL's pool, opened once the first has migrated the schema)."""
         self.lanes = (*self.lanes, *more)
         for lane in more:
-            self._free.put_nowait(lane)
+            self._give(lane)
+
+    async def _take(self) -> Lane:
+        """A free lane, or the first freed once the calls that came before took theirs."""
+        if self._idle and not self._waiting:
+            return self._idle.pop()
+        handed: asyncio.Future[Lane] = asyncio.get_running_loop().create_future()
+        self._waiting.append(handed)
+        try:
+            return await handed
+        except asyncio.CancelledError:
+            if handed.done() and not handed.cancelled():
+                self._give(handed.result())  # handed over as it was cancelled: passed on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiting.remove(handed)
+            raise
+
+    def _give(self, lane: Lane) -> None:
+        """``lane`` is free: to the first call waiting, else kept for the next."""
+        while self._waiting:
+            handed = self._waiting.popleft()
+            if not handed.done():
+                handed.set_result(lane)
+                return
+        self._idle.append(lane)
 
     @property
     def trips(self) -> int:
@@ -280,11 +308,11 @@ class Database:
         is never run again: its StoreError says the outcome is unknown (``outcome_unknown``),
         for the caller to read back."""
         label = label_of(work)
-        lane = await self._free.get()
+        lane = await self._take()
         try:
             return await self._on_lane(lane, runner, work, label, writes=writes, again=again)
         finally:
-            self._free.put_nowait(lane)
+            self._give(lane)
 
     async def _on_lane(
         self,
