@@ -59,7 +59,7 @@ async def measure(
         if callbacks is not None:
             callbacks.clear()  # the measured clicks only
         ledger = gw.gateway.store
-        trips_before = ledger.writer.runner.trips + ledger.reader.runner.trips
+        trips_before = ledger.writer.trips + ledger.reader.runner.trips
         network_before = _network_trips(ledger)
         tally = TripTally() if calls else None
         ledger.writer.tally = ledger.reader.tally = tally
@@ -67,7 +67,7 @@ async def measure(
         trips = await approve_all(gw, room, count, "measured")
         usage = Usage.since(start)
         ledger.writer.tally = ledger.reader.tally = None
-        ledger_trips = ledger.writer.runner.trips + ledger.reader.runner.trips - trips_before
+        ledger_trips = ledger.writer.trips + ledger.reader.runner.trips - trips_before
         network = _network_trips(ledger) - network_before
     figures = round_trip_figures(
         NAME, trips, read_stamps(gw.stamp_dir), count_ok_deliveries(gw.ledger), target_ms=TARGET_MS

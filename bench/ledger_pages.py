@@ -179,7 +179,7 @@ async def measure(
                 )
             )
         rules = RetentionRules(texts=timedelta(days=30), audit=timedelta(days=365), batch=100)
-        batches_before = store.writer.runner.trips
+        batches_before = store.writer.trips
         done = asyncio.Event()
         began = time.perf_counter()
         async with asyncio.TaskGroup() as all_three:
@@ -188,7 +188,7 @@ async def measure(
             reading = all_three.create_task(_page_reads(store, done))
         pruned, live, pages = pruning.result(), writing.result(), reading.result()
         took = time.perf_counter() - began
-        batches = store.writer.runner.trips - batches_before - live.count
+        batches = store.writer.trips - batches_before - live.count
         assert pruned is not None and pruned.interactions == interactions
         figures.append(
             Figure(

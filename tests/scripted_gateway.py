@@ -112,7 +112,12 @@ async def open_card(gw: Running, conversation: ConversationRef, text: str) -> As
         return next((c for c in gw.cards(conversation) if c.ref.message_id not in before), None)
 
     await gw.memory.say(conversation, ALICE, text)
-    shown = await gw.memory.wait_for(new_card)
-    session = await session_of(gw, conversation)
-    [opened] = await gw.gateway.store.interactions.list_open(session.id)
-    return Asked(shown=shown, interaction=opened)
+    while True:
+        shown = await gw.memory.wait_for(new_card)
+        session = await session_of(gw, conversation)
+        opened = await gw.gateway.store.interactions.list_open(session.id)
+        if len(opened) == 1 and shown.card is not None and shown.card.title == opened[0].title:
+            return Asked(shown=shown, interaction=opened[0])
+        # not the card asked: a start's recovery redrew a closed one meanwhile (a new message
+        # on a platform that lost the old one), which the ledger no longer serializes
+        before.add(shown.ref.message_id)

@@ -211,7 +211,10 @@ async def test_the_drafts_of_a_decided_request_are_purged_by_a_host(
         interaction_id = rows[0][0]
         answer = await through(b).press(ALICE, card, "Submit answers")
         assert answer["text"].startswith("Answered. Host a")
-        await fake_telegram.wait_for(lambda: card.markup is None and "Answered" in card.text)
+        # settled: answered, sent to the agent, done (each state may be drawn)
+        await fake_telegram.wait_for(
+            lambda: card.markup is None and "sent to the agent · done" in card.text
+        )
         decided = card.text
         # Bob's screen still shows the buttons: his press reaches b, which held the form,
         # and neither takes it nor draws the pending form over the decided card
@@ -260,7 +263,10 @@ async def test_a_secret_typed_after_another_host_decided_is_deleted_and_never_th
         await through(a).press(BOB, card, "Skip")
         await fake_telegram.wait_for(lambda: "Your answers" in card.text)
         await through(a).press(BOB, card, "Submit answers")
-        await fake_telegram.wait_for(lambda: card.markup is None and "Answered" in card.text)
+        # settled: answered, sent to the agent, done (each state may be drawn)
+        await fake_telegram.wait_for(
+            lambda: card.markup is None and "sent to the agent · done" in card.text
+        )
         decided = card.text
         # her secret reaches b, which still holds the form and the prompt, then a, which
         # finds no open draft noting it: neither takes it, both delete it, and tell her

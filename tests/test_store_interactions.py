@@ -190,6 +190,27 @@ async def test_answered_delivered_confirmed_are_three_facts(store: Store) -> Non
     assert await store.interactions.list_open(session.id) == []
 
 
+async def test_the_one_write_recorded_twice_is_delivered_once(store: Store) -> None:
+    """The owner's click path and its sweep may both record the write of one decision (the
+    second's write was AlreadyAnswered: the agent got it once): the second record finds it
+    delivered and changes nothing, where it used to be an illegal move."""
+    session, epoch = await running_session(store)
+    pending = (await store.interactions.create(session.id, epoch, approval())).interaction
+    await store.interactions.decide(
+        pending.id, expected_version=1, actor=ALICE, decision=Decision(action_id="accept")
+    )
+    first = await store.interactions.record_delivery(pending.id, ok=True)
+    second = await store.interactions.record_delivery(pending.id, ok=True)
+    assert first.interaction.state is second.interaction.state is S.DELIVERED
+    assert second.transition.ignored and second.interaction == first.interaction
+    rows = await store.writer.read(
+        lambda conn: conn.execute(
+            "SELECT count(*) AS n FROM deliveries WHERE interaction_id = ?", (pending.id,)
+        ).fetchone()["n"]
+    )
+    assert rows == 1
+
+
 async def test_a_failed_write_keeps_it_decided_and_says_why(store: Store) -> None:
     session, epoch = await running_session(store)
     pending = (await store.interactions.create(session.id, epoch, approval())).interaction

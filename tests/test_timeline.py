@@ -13,6 +13,7 @@ from gateway.config.ledger_url import PgTarget
 from gateway.domain import ConversationRef, TurnStatus
 from gateway.sessions.outbound import TurnStream
 from gateway.sessions.turn_close import close_shown_turn
+from gateway.store.ledger_faults import Fault, LedgerFaults
 from gateway.store.migrations import MIGRATIONS
 from gateway.store.records import TurnTimeline
 from gateway.store.store import Store
@@ -209,3 +210,21 @@ async def test_a_turn_a_dead_process_showed_running_is_closed_in_the_ledger_and_
     # a second recovery finds nothing left running: nothing edited again
     assert await close_shown_turn(store, {"memory": platform}, turn_id) == 0
     assert second.ref == platform.messages(room)[1].ref
+
+
+async def test_a_save_whose_answer_a_cut_lost_is_run_again_and_kept_once(store: Store) -> None:
+    """A cut ends every call in flight on a host's pool: a timeline save whose COMMIT was
+    done but whose answer was lost is run again on a new connection (not an unknown outcome
+    that ends the agent), and the turn reads back as said, each part once."""
+    turn_id, _, session_id = await a_turn(store)
+    timeline = Timeline()
+    timeline.delta("m1", "one")
+    await save(store, turn_id, timeline)
+    timeline.delta("m1", " two")
+    timeline.tool("c1", "▸ `ls`")
+    store.writer.faults = LedgerFaults.parse("TimelineLedger.save#1=cut")
+    await save(store, turn_id, timeline)
+    assert store.writer.faults.fired == [("TimelineLedger.save", Fault.CUT)]
+    assert await text_parts(store, turn_id) == [(0, 0, "one"), (0, 1, " two"), (1, 0, "▸ `ls`")]
+    turn = await stored(store, session_id)
+    assert [entry.text for entry in turn.entries] == ["one two", "▸ `ls`"]

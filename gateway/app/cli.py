@@ -634,7 +634,8 @@ def _ledger_location(
     if config_path is None:
         return DEFAULT_DATA_DIR.expanduser(), None
     section = _load_config(config_path).gateway
-    return section.data_dir, section.ledger_target()
+    target = section.ledger_target()
+    return section.data_dir, None if target is None else target.for_a_command()
 
 
 async def _ledger(config_path: Path | None, data_dir: Path | None, limit: int) -> int:
@@ -692,6 +693,7 @@ async def _prune(config_path: Path, *, dry_run: bool) -> int:
 
     section = _load_config(config_path).gateway
     data_dir, target = section.data_dir, section.ledger_target()
+    target = None if target is None else target.for_a_command()
     if target is None and not data_dir.is_dir():
         print(f"agent-gateway: no ledger in {data_dir}", file=sys.stderr)
         return 1

@@ -4,12 +4,12 @@ SQLite gateway never loads it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gateway.errors import StoreError
 
-__all__ = ["PgTarget", "PgTimeouts", "check_url", "describe", "is_postgresql_url"]
+__all__ = ["PgPool", "PgTarget", "PgTimeouts", "check_url", "describe", "is_postgresql_url"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,6 +58,19 @@ class PgTimeouts:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class PgPool:
+    """How many connections a host's store holds (``[gateway] store_pool_size`` and
+    ``store_read_pool_size``, issue 36): ``writers`` for its store calls (so many run side by
+    side), ``readers`` (read-only) for what people look at (the console, ``/pending``, the
+    audit export). Besides them a host holds ``FIXED`` more of its own (gateway/store/budget.py):
+    the budget of ``hosts x (writers + readers + FIXED)`` stays under the server's
+    ``max_connections`` (docs/deploy.md). The defaults fit 4 hosts in PostgreSQL's default 100."""
+
+    writers: int = 6
+    readers: int = 3
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class PgTarget:
     """Where the ledger lives on PostgreSQL: a libpq URL without a password, and the
     password apart (never in ``repr``, so never in a log line or a traceback's locals)."""
@@ -65,6 +78,7 @@ class PgTarget:
     url: str
     password: str | None = field(default=None, repr=False)
     timeouts: PgTimeouts = field(default_factory=PgTimeouts)
+    pool: PgPool = field(default_factory=PgPool)
 
     def connect_options(self, *, read_only: bool = False) -> dict[str, Any]:
         """Every keyword psycopg's ``connect`` takes for this target but the URL: the
@@ -75,6 +89,11 @@ class PgTarget:
         if read_only:
             extra["options"] = f"{extra['options']} -c default_transaction_read_only=on"
         return extra
+
+    def for_a_command(self) -> PgTarget:
+        """This target with one writer and one reader: what a command (``ledger``, ``audit``,
+        ``prune``) needs, one call at a time, beside running hosts' pools."""
+        return replace(self, pool=PgPool(writers=1, readers=1))
 
     def __post_init__(self) -> None:
         check_url(self.url)

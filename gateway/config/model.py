@@ -50,7 +50,7 @@ from pydantic import (
 )
 
 from gateway.config.hmac_key import read_hmac_key
-from gateway.config.ledger_url import PgTarget, PgTimeouts, check_url
+from gateway.config.ledger_url import PgPool, PgTarget, PgTimeouts, check_url
 from gateway.config.platform_tables import (
     AUTH_TABLES,
     NonEmpty,
@@ -294,6 +294,12 @@ class GatewaySection(_Model):
     store_lock_seconds: float = Field(default=5.0, ge=0.1, le=3600)
     store_idle_in_transaction_seconds: float = Field(default=10.0, ge=0.1, le=3600)
     store_connect_seconds: float = Field(default=5.0, ge=1, le=600)
+    # PostgreSQL (issue 36): the connections a host's store holds, writers (its store calls
+    # run side by side on them) and read-only ones (the console, /pending, the audit export),
+    # beside a few fixed ones (gateway/store/budget.py); every host's sum stays under the
+    # server's max_connections (docs/deploy.md). Unused with SQLite (one writer).
+    store_pool_size: int = Field(default=6, ge=1, le=100)
+    store_read_pool_size: int = Field(default=3, ge=1, le=100)
     retention: RetentionSection = Field(default_factory=RetentionSection)
     # Scheduled work (issue 35, /every and /at): the shortest time between two runs of one
     # schedule, the most schedules a project may have, how late a run missed while every host
@@ -341,6 +347,7 @@ class GatewaySection(_Model):
                 idle_in_transaction=self.store_idle_in_transaction_seconds,
                 connect=self.store_connect_seconds,
             ),
+            pool=PgPool(writers=self.store_pool_size, readers=self.store_read_pool_size),
         )
 
 

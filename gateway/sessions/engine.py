@@ -261,6 +261,10 @@ class Gateway:
                 work_dirs=work_dirs,
                 clock=self.clock,
                 postgresql=self.config.gateway.ledger_target(),
+                # the receivers this host may hold by lease: its connection budget's share
+                leased_receivers=sum(
+                    isinstance(platform, LeasedReceiving) for platform in self.platforms.values()
+                ),
             )
         )
         # send_file's socket (issue 33): agents started from here reach it with their token

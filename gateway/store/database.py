@@ -1,18 +1,23 @@
-"""The connections to the ledger, the writer's lock, and the helpers every table module shares.
+"""The connections to the ledger, the writers' lanes, and the helpers every table module shares.
 
-Every public store method is one plain function of the ``sqlite3`` connection, run whole on
-the connection's own thread (:class:`Runner`) by :meth:`Database.write` (in a ``BEGIN
-IMMEDIATE`` transaction) or :meth:`Database.read`, under one ``asyncio.Lock``: the gateway
-has a single writer, and no method ever sees another's half-done work. Beside it,
-:class:`ReadOnlyDatabase` is a second connection, opened read-only on a thread of its own, for
-the few reads that must answer while the writer is busy (WAL: a reader never waits for a
-writer). ``sqlite3`` errors are translated to :class:`~gateway.errors.StoreError` here,
-chained.
+Every public store method is one plain function of the connection, run whole on the
+connection's own thread (:class:`Runner`) by :meth:`Database.write` (in a ``BEGIN
+IMMEDIATE`` transaction on SQLite, ``BEGIN`` on PostgreSQL) or :meth:`Database.read`. A
+connection and its thread are a lane; a call takes a free lane for its whole run (its retries
+too) and no other call uses that lane meanwhile. SQLite has one lane: the gateway has a single
+writer, and no method ever sees another's half-done work. PostgreSQL has several (issue 36,
+``store_pool_size``): independent calls of one host run side by side, and what keeps two
+writes of one row apart is what already kept two hosts' writes apart (row locks taken in one
+order, the compare-and-set on decisions). Beside them, :class:`ReadOnlyDatabase` is a
+connection opened read-only on a thread of its own, for the reads that must answer while the
+writers are busy (WAL: a reader never waits for a writer). The driver's errors are translated
+to :class:`~gateway.errors.StoreError` here, chained.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import json
@@ -35,6 +40,7 @@ __all__ = [
     "Conn",
     "Cursor",
     "Database",
+    "Lane",
     "ReadOnlyDatabase",
     "Reader",
     "Row",
@@ -134,13 +140,29 @@ class Runner:
         self._pool.shutdown(wait=False)
 
 
-class Database:
-    """The writer's connection (autocommit mode, so transactions are explicit).
+class Lane:
+    """One connection and the thread that owns it (:class:`Runner`): what a store call holds
+    while it runs."""
 
-    A transaction is one plain function of the ``sqlite3`` connection, run whole on
-    the connection's thread (:class:`Runner`): one trip there and back per store call, where
-    a statement each was ~50 trips per approval (docs/decisions.md). The function must not
-    await or block on the event loop; it may raise to roll back.
+    __slots__ = ("conn", "runner")
+
+    def __init__(self, runner: Runner, conn: Conn) -> None:
+        self.runner = runner
+        self.conn = conn
+
+
+class Database:
+    """The writers' connections (autocommit mode, so transactions are explicit).
+
+    A transaction is one plain function of the connection, run whole on the connection's
+    thread (:class:`Runner`): one trip there and back per store call, where a statement each
+    was ~50 trips per approval (docs/decisions.md). The function must not await or block on
+    the event loop; it may raise to roll back.
+
+    ``runner`` and ``conn`` are the first lane (the migrations run on it); :meth:`add_lanes`
+    adds the others (PostgreSQL's pool). A call takes the lane used last among the free ones
+    (one warm connection while calls come one at a time), or waits, in turn, for the first
+    freed: none overtakes a call that waits, as none did behind the lock this replaced.
     """
 
     def __init__(
@@ -155,14 +177,53 @@ class Database:
     ) -> None:
         self.runner = runner
         self.dialect = dialect
-        self._conn = conn
+        self.lanes: tuple[Lane, ...] = (Lane(runner, conn),)
+        self._idle: list[Lane] = [self.lanes[0]]  # the one freed last on top
+        # calls waiting for a lane, in the order they came: a freed lane goes to the first
+        # (none overtakes: with one lane, as SQLite has, calls run in the order they came)
+        self._waiting: collections.deque[asyncio.Future[Lane]] = collections.deque()
         self._errors = errors
         self._deadline = deadline
         self._clock = clock
-        self._lock = asyncio.Lock()
         self._closed = False
         self.tally: TripTally | None = None  # what each call was for (a bench sets one)
         self.faults = LedgerFaults.from_environment()  # a test's faults (ledger_faults.py)
+
+    def add_lanes(self, more: Sequence[Lane]) -> None:
+        """More lanes (PostgreSQL's pool, opened once the first has migrated the schema)."""
+        self.lanes = (*self.lanes, *more)
+        for lane in more:
+            self._give(lane)
+
+    async def _take(self) -> Lane:
+        """A free lane, or the first freed once the calls that came before took theirs."""
+        if self._idle and not self._waiting:
+            return self._idle.pop()
+        handed: asyncio.Future[Lane] = asyncio.get_running_loop().create_future()
+        self._waiting.append(handed)
+        try:
+            return await handed
+        except asyncio.CancelledError:
+            if handed.done() and not handed.cancelled():
+                self._give(handed.result())  # handed over as it was cancelled: passed on
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiting.remove(handed)
+            raise
+
+    def _give(self, lane: Lane) -> None:
+        """``lane`` is free: to the first call waiting, else kept for the next."""
+        while self._waiting:
+            handed = self._waiting.popleft()
+            if not handed.done():
+                handed.set_result(lane)
+                return
+        self._idle.append(lane)
+
+    @property
+    def trips(self) -> int:
+        """The calls run so far, on every lane."""
+        return sum(lane.runner.trips for lane in self.lanes)
 
     def close(self) -> None:
         """Refuse every later call with StoreError (the connection is being closed)."""
@@ -170,10 +231,12 @@ class Database:
 
     @property
     def round_trips(self) -> int | None:
-        """PostgreSQL: the statements sent so far (each a network round trip); SQLite: None
-        (no network: ``runner.trips`` are its trips)."""
-        counted = getattr(self._conn, "round_trips", None)
-        return counted if isinstance(counted, int) else None
+        """PostgreSQL: the statements sent so far on every lane (each a network round trip);
+        SQLite: None (no network: ``trips`` are its trips)."""
+        counted = [getattr(lane.conn, "round_trips", None) for lane in self.lanes]
+        if not all(isinstance(each, int) for each in counted):
+            return None
+        return sum(each for each in counted if isinstance(each, int))
 
     def now(self) -> str:
         """The clock's time as stored: ISO 8601 in UTC, microseconds."""
@@ -185,7 +248,9 @@ class Database:
             raise StoreError("the store's clock returned a naive datetime; it must be aware")
         return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
-    async def write(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
+    async def write(
+        self, work: Callable[[Conn], T], *, one_statement: bool = False, again: bool = False
+    ) -> T:
         """Run ``work`` as one write transaction (``dialect.begin_write``), in one trip to
         the database thread: committed if it returns, rolled back if it raises.
 
@@ -193,19 +258,29 @@ class Database:
         is sent alone, no BEGIN/COMMIT (autocommit), one network round trip on PostgreSQL
         where a transaction that reads an answer takes two. ``work`` may still raise on what
         it reads (no row updated: nothing was written). A second statement is refused.
+
+        ``again``: run twice, ``work`` leaves the ledger as run once (and its caller writes
+        nothing else of the same rows until it returns): a lost answer to its COMMIT is then
+        no unknown outcome, and it is run once more on a new connection, as a call lost
+        before its COMMIT is. A cut ends every call in flight on a host's pool at once.
         """
         if one_statement:
-            return await self._submit(functools.partial(_alone, writes=True), work, writes=True)
+            return await self._submit(
+                functools.partial(_alone, writes=True), work, writes=True, again=again
+            )
         return await self._submit(
-            functools.partial(_in_transaction, self.dialect.begin_write), work, writes=True
+            functools.partial(_in_transaction, self.dialect.begin_write),
+            work,
+            writes=True,
+            again=again,
         )
 
     async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
-        """Run ``work``'s SELECTs under the lock, in one trip: a consistent view.
+        """Run ``work``'s SELECTs on a lane of their own, in one trip: a consistent view.
 
-        On SQLite no BEGIN/COMMIT (docs/decisions.md): this connection is the only writer
-        and holds the lock for every write, so nothing can change between the SELECTs of
-        one read. On PostgreSQL other hosts write too: the read is one REPEATABLE READ
+        On SQLite no BEGIN/COMMIT (docs/decisions.md): its one lane is the only writer and
+        every write holds it, so nothing can change between the SELECTs of one read. On
+        PostgreSQL other lanes and hosts write too: the read is one REPEATABLE READ
         transaction, unless ``one_statement``: ``work`` runs a single SELECT, which is
         consistent in itself, so it goes alone, no BEGIN, no pipeline: one network round
         trip where the transaction takes two (a second statement is refused, on both).
@@ -223,42 +298,62 @@ class Database:
         work: Callable[[Conn], T],
         *,
         writes: bool = False,
+        again: bool = False,
     ) -> T:
-        """Run one store call under the writer's lock. Run again, never more than it is safe
-        to: a deadlock or serialization failure (the server rolled it back whole), up to
-        RETRIES times; a connection lost before the call's COMMIT (or its one writing
-        statement) was sent, once, on a new connection (nothing of it was written). A call
-        whose COMMIT was sent and whose answer was lost is never run again: its StoreError
-        says the outcome is unknown (``outcome_unknown``), for the caller to read back."""
+        """Run one store call on a free lane, the only call on it until it ends. Run again,
+        on the same lane, never more than it is safe to: a deadlock or serialization failure
+        (the server rolled it back whole), up to RETRIES times; a connection lost before the
+        call's COMMIT (or its one writing statement) was sent, once, on a new connection
+        (nothing of it was written). A call whose COMMIT was sent and whose answer was lost
+        is never run again: its StoreError says the outcome is unknown (``outcome_unknown``),
+        for the caller to read back."""
         label = label_of(work)
-        async with self._lock:
-            reconnected = False
-            for attempt in range(1, RETRIES + 1):
-                if self._closed:
-                    raise StoreError("the ledger is closed")
-                ticket = _Ticket()
-                try:
-                    return await self._run_once(runner, work, ticket, label, writes=writes)
-                except StoreError as exc:
-                    if ticket.commit_sent and _lost(exc):
-                        exc.outcome_unknown = True
-                        raise
-                    # PostgreSQL: a deadlock between two hosts' locks, or a serialization
-                    # failure: rolled back whole by the server, so run again (at most RETRIES)
-                    if attempt < RETRIES and _retryable(exc):
-                        # the other transaction may not have taken the locks it waited for
-                        # yet: running again at once can deadlock with it again (seen in tests)
-                        await asyncio.sleep(random.uniform(0, RETRY_PAUSE * attempt))
-                        continue
-                    if not reconnected and _lost(exc):
-                        reconnected = True  # nothing was written: once more, newly connected
-                        log.warning("ledger: %s lost its connection (%s); trying again", label, exc)
-                        continue
+        lane = await self._take()
+        try:
+            return await self._on_lane(lane, runner, work, label, writes=writes, again=again)
+        finally:
+            self._give(lane)
+
+    async def _on_lane(
+        self,
+        lane: Lane,
+        runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
+        work: Callable[[Conn], T],
+        label: str,
+        *,
+        writes: bool,
+        again: bool,
+    ) -> T:
+        """:meth:`_submit`'s attempts, every one on ``lane`` (a lost connection is made again
+        on the lane it was lost on: the next attempt's ``ready``)."""
+        reconnected = False
+        for attempt in range(1, RETRIES + 1):
+            if self._closed:
+                raise StoreError("the ledger is closed")
+            ticket = _Ticket()
+            try:
+                return await self._run_once(lane, runner, work, ticket, label, writes=writes)
+            except StoreError as exc:
+                if ticket.commit_sent and _lost(exc) and not (again and not reconnected):
+                    exc.outcome_unknown = True
                     raise
-            raise AssertionError("unreachable")
+                # PostgreSQL: a deadlock between two connections' locks, or a serialization
+                # failure: rolled back whole by the server, so run again (at most RETRIES)
+                if attempt < RETRIES and _retryable(exc):
+                    # the other transaction may not have taken the locks it waited for
+                    # yet: running again at once can deadlock with it again (seen in tests)
+                    await asyncio.sleep(random.uniform(0, RETRY_PAUSE * attempt))
+                    continue
+                if not reconnected and _lost(exc):
+                    reconnected = True  # nothing was written: once more, newly connected
+                    log.warning("ledger: %s lost its connection (%s); trying again", label, exc)
+                    continue
+                raise
+        raise AssertionError("unreachable")
 
     async def _run_once(
         self,
+        lane: Lane,
         runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
         work: Callable[[Conn], T],
         ticket: _Ticket,
@@ -275,8 +370,8 @@ class Database:
             await asyncio.sleep(waited)  # the deadline's own wait, as a frozen server's
             raise StoreError(f"the ledger did not answer within {waited:g} s") from TimeoutError()
         result = await _on_thread(
-            self.runner,
-            self._conn,
+            lane.runner,
+            lane.conn,
             runner,
             work,
             self._errors,
@@ -328,8 +423,9 @@ class ReadOnlyDatabase:
     WAL lets it read while the writer writes: a read here never waits for the writer's lock,
     its thread or its transaction, and sees what was committed when the read began. Each read
     is one deferred transaction, so its SELECTs share one snapshot (on this connection the
-    writer may commit between two statements; the writer's own reads need no BEGIN because its
-    lock rules that out). Nothing can be written through it: SQLite refuses.
+    writer may commit between two statements; the SQLite writer's own reads need no BEGIN: a
+    read holds its one lane, so no write runs meanwhile). Nothing can be written through it:
+    SQLite refuses.
     """
 
     def __init__(

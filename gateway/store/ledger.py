@@ -530,6 +530,16 @@ class InteractionLedger:
 
         def record_delivery(conn: Conn) -> InteractionUpdate:
             current = require_interaction(conn, interaction_id, lock=True)
+            if ok and current.state is InteractionState.DELIVERED:
+                # the one write recorded already (the codec writes a decision once: a second
+                # attempt is AlreadyAnswered): the owner's click path and its sweep crossing,
+                # which a host's pool of connections lets happen (issue 36)
+                return InteractionUpdate(
+                    interaction=current,
+                    transition=Transition(
+                        event=event, before=current.state, after=current.state, ignored=True
+                    ),
+                )
             moved = transition(current.state, event)
             delivered = self._insert_delivery(conn, interaction_id, outcome, error)
             # _apply deletes a sealed answer here, in the transaction that records its write

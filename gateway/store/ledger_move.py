@@ -105,7 +105,7 @@ async def move_to_postgresql(data_dir: Path, target: PgTarget) -> dict[str, int]
     with hold_data_dir(data_dir):  # no gateway runs on it meanwhile
         async with Store.open(data_dir):
             pass  # migrated to the newest schema
-        async with Store.open(data_dir, postgresql=target):
+        async with Store.open(data_dir, postgresql=target.for_a_command()):
             pass  # the target's schema made, or found
         reader = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
         try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import socket
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -75,9 +76,18 @@ class PgConn:
 
     def ready(self) -> None:
         """At the start of a store call: a connection cut in an earlier call (the server
-        rolled back what was not committed) is made again, one attempt (its failure:
-        StoreError)."""
-        if self.raw.broken:
+        rolled back what was not committed), or ended while it sat idle, is made again, one
+        attempt (its failure: StoreError).
+
+        Idle: a host's pool holds connections no call used for a while; a cut (the server
+        restarted, a proxy between) ends them all, and each learns it only at its next use.
+        Found here, before anything of the call is sent, it is a connection to make again;
+        found after (pipeline mode sends the COMMIT with the rest), it would leave the call's
+        outcome unknown. Idle, the server sends nothing unasked but its goodbye: a readable
+        socket is taken for one (one ``select`` with no wait)."""
+        if not self.raw.broken and not self.raw.closed and _ended_while_idle(self.raw):
+            self.raw.close()
+        if self.raw.broken or self.raw.closed:
             self.raw = PgConn.connect(self._target, read_only=self._read_only).raw
 
     @contextlib.contextmanager
@@ -113,6 +123,17 @@ class PgConn:
 
     def close(self) -> None:
         self.raw.close()
+
+
+def _ended_while_idle(conn: psycopg.Connection[dict[str, Any]]) -> bool:
+    """Whether the server sent ``conn`` anything since its last call ended: between calls it
+    has nothing to say but its goodbye (an error, then the end of the stream), so anything is
+    taken for one (a rare notice costs a new connection, never a call's outcome)."""
+    try:
+        readable, _, _ = select.select([conn.pgconn.socket], [], [], 0)
+    except (psycopg.Error, OSError, ValueError):
+        return True
+    return bool(readable)
 
 
 class _Pipelined:

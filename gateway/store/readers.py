@@ -11,8 +11,8 @@ as it was just before it, which is what a page drawn a moment earlier shows too.
 decision depends on stay on the writer (``store.clicks``), and a click's pre-check keeps a
 connection of its own (``store.peek``), never taken by a page.
 
-On PostgreSQL the pool is the one reader connection the store already has (a connection pool
-per host is issue 36's other half).
+On PostgreSQL the pool is ``store_read_pool_size`` read-only connections (REPEATABLE READ
+snapshots), beside the writers' own pool (gateway/store/database.py's lanes).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
@@ -14,9 +15,10 @@ from urllib.parse import quote
 
 from gateway.errors import StoreError
 from gateway.store.audit import AuditLog
+from gateway.store.budget import read_room, room_problem
 from gateway.store.cards import CardCopies
 from gateway.store.clicks import ClickViews
-from gateway.store.database import Clock, Database, ReadOnlyDatabase, Runner, utc_now
+from gateway.store.database import Clock, Database, Lane, ReadOnlyDatabase, Runner, utc_now
 from gateway.store.datadir import check_data_dir, prepare_data_dir
 from gateway.store.dialect import POSTGRESQL, Backend
 from gateway.store.escalations import Escalations
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DATABASE_FILE", "Store"]
 
+log = logging.getLogger(__name__)
+
 DATABASE_FILE = "ledger.sqlite3"
 BUSY_TIMEOUT_MS = 5000  # another process (``agent-gateway ledger``) may hold a lock briefly
 READER_BUSY_TIMEOUT_MS = 1000  # a WAL reader waits only while a crashed writer's log is recovered
@@ -51,8 +55,9 @@ READER_BUSY_TIMEOUT_MS = 1000  # a WAL reader waits only while a crashed writer'
 class Store:
     """The SQLite ledger, opened with ``async with Store.open(data_dir) as store``.
 
-    One connection (``store.writer``) serves every call; each public method of its parts is
-    one transaction:
+    ``store.writer`` serves every call (SQLite: one connection; PostgreSQL: a pool of them,
+    ``store_pool_size``, so a host's independent calls run side by side); each public method
+    of its parts is one transaction:
 
     - ``store.sessions``: sessions, runtime epochs, conversation bindings
     - ``store.turns``: turns
@@ -126,12 +131,15 @@ class Store:
         clock: Clock = utc_now,
         migrations: Sequence[Migration] = MIGRATIONS,
         postgresql: PgTarget | None = None,
+        leased_receivers: int | None = None,
     ) -> AsyncIterator[Store]:
         """Open (creating if need be) the ledger in ``data_dir``, migrated to the newest schema.
 
         With ``postgresql`` the ledger is that database instead, and nothing is written in
         the data dir (still checked against ``work_dirs``; the gateway keeps its lock and key
-        there); see :meth:`_open_postgresql`.
+        there); see :meth:`_open_postgresql`. A gateway host gives ``leased_receivers`` (the
+        receivers it may hold by lease): its connection budget is checked against the
+        server's room (a command's store does not).
 
         The data dir is refused if it lies inside any of ``work_dirs``, created 0700 (or
         tightened to it), and the database file is created 0600. WAL journal,
@@ -140,7 +148,9 @@ class Store:
         """
         check_data_dir(data_dir, work_dirs)
         if postgresql is not None:
-            async with cls._open_postgresql(postgresql, clock, migrations) as store:
+            async with cls._open_postgresql(
+                postgresql, clock, migrations, leased_receivers
+            ) as store:
                 yield store
             return
         path = prepare_data_dir(data_dir) / DATABASE_FILE
@@ -176,48 +186,74 @@ class Store:
     @classmethod
     @asynccontextmanager
     async def _open_postgresql(
-        cls, target: PgTarget, clock: Clock, migrations: Sequence[Migration]
+        cls,
+        target: PgTarget,
+        clock: Clock,
+        migrations: Sequence[Migration],
+        leased_receivers: int | None,
     ) -> AsyncIterator[Store]:
-        """Two psycopg connections (the writer's; the reader's, read-only), each on a thread
-        of its own, autocommit, the schema migrated first; closed in the reverse order.
+        """The writers' pool (``target.pool.writers`` connections, each on a thread of its
+        own: the first migrates the schema before the others open), the click pre-check's
+        read-only connection and the readers' pool (``target.pool.readers``, read-only),
+        autocommit; closed in the reverse order. A host (``leased_receivers`` given) says in
+        its log when the server has no room for its connections (gateway/store/budget.py).
         psycopg is imported here: a SQLite gateway never pays its ~0.2 s import, nor needs
         it installed."""
         psycopg = require_psycopg()
         errors = (psycopg.Error,)
-        async with _pg_connection(target, "ledger-writer", read_only=False) as (runner, conn):
+        async with AsyncExitStack() as stack:
+            runner, conn = await stack.enter_async_context(
+                _pg_connection(target, "ledger-writer", read_only=False)
+            )
             deadline = target.timeouts.call_deadline
             db = Database(runner, conn, clock, dialect=POSTGRESQL, errors=errors, deadline=deadline)
             try:
-                try:
-                    await runner.call(
-                        functools.partial(
-                            apply_migrations,
-                            conn,
-                            migrations,
-                            now=db.now(),
-                            dialect=POSTGRESQL,
-                            errors=errors,
-                        )
-                    )
-                except psycopg.Error as exc:  # the connection itself failed
-                    raise StoreError(f"could not migrate the ledger: {exc}") from exc
-                async with _pg_connection(target, "ledger-reader", read_only=True) as (
-                    reader_runner,
-                    reader_conn,
-                ):
-                    reader = ReadOnlyDatabase(
-                        reader_runner,
-                        reader_conn,
+                await runner.call(
+                    functools.partial(
+                        apply_migrations,
+                        conn,
+                        migrations,
+                        now=db.now(),
                         dialect=POSTGRESQL,
                         errors=errors,
-                        deadline=deadline,
                     )
-                    try:
-                        yield cls(db, None, reader, location=str(target))
-                    finally:
-                        reader.close()
-            finally:
-                db.close()
+                )
+            except psycopg.Error as exc:  # the connection itself failed
+                raise StoreError(f"could not migrate the ledger: {exc}") from exc
+            more = [
+                Lane(
+                    *await stack.enter_async_context(
+                        _pg_connection(target, f"ledger-writer-{n}", read_only=False)
+                    )
+                )
+                for n in range(1, target.pool.writers)
+            ]
+            db.add_lanes(more)
+
+            async def read_only(name: str) -> ReadOnlyDatabase:
+                on, made = await stack.enter_async_context(
+                    _pg_connection(target, name, read_only=True)
+                )
+                reader = ReadOnlyDatabase(
+                    on, made, dialect=POSTGRESQL, errors=errors, deadline=deadline
+                )
+                stack.callback(reader.close)
+                return reader
+
+            reader = await read_only("ledger-reader")  # the click pre-check's own
+            pool = [await read_only(f"ledger-reader-{n}") for n in range(target.pool.readers)]
+            if leased_receivers is not None:
+                room = await db.read(read_room, one_statement=True)
+                problem = room_problem(
+                    room,
+                    target.pool,
+                    leased_receivers=leased_receivers,
+                    open_now=len(db.lanes) + 1 + len(pool),
+                )
+                if problem is not None:
+                    log.warning("%s", problem)
+            stack.callback(db.close)  # first of all at the end: later calls are refused
+            yield cls(db, None, reader, location=str(target), readers=ReaderPool(pool))
 
 
 def require_psycopg() -> ModuleType:

@@ -39,7 +39,8 @@ class TimelineLedger:
     ) -> None:
         """Record new entries and their text: appended as a new part, or replacing the
         entry's parts; and the platform messages that show the turn (a part posted anew
-        replaces the one it stood in for). One transaction: nothing of it, or all of it."""
+        replaces the one it stood in for). One transaction: nothing of it, or all of it; run
+        twice, as run once."""
         if not writes and not shown:
             return
 
@@ -49,7 +50,7 @@ class TimelineLedger:
                     conn.execute(
                         "INSERT INTO timeline_entries"
                         " (turn_id, seq, kind, item_id, interaction_id, at)"
-                        " VALUES (?, ?, ?, ?, ?, ?)",
+                        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id, seq) DO NOTHING",
                         (
                             turn_id,
                             write.seq,
@@ -66,7 +67,8 @@ class TimelineLedger:
                     )
                 if write.text:
                     conn.execute(
-                        "INSERT INTO timeline_text (turn_id, seq, part, text) VALUES (?, ?, ?, ?)",
+                        "INSERT INTO timeline_text (turn_id, seq, part, text) VALUES (?, ?, ?, ?)"
+                        " ON CONFLICT (turn_id, seq, part) DO UPDATE SET text = excluded.text",
                         (turn_id, write.seq, write.part, write.text),
                     )
             for message in shown:
@@ -88,7 +90,10 @@ class TimelineLedger:
                 tell_turn_changed(self._db, conn, turn_id=turn_id)  # other hosts' consoles
 
         try:
-            await self._db.write(save)
+            # the same rows, run twice (the entries and parts by their keys, the messages
+            # upserted), and the runner saves a turn one save at a time: a save whose answer
+            # a cut lost is run again, not an unknown outcome that ends the agent
+            await self._db.write(save, again=True)
         except StoreError as exc:
             raise StoreError(f"turn {turn_id}'s timeline was not saved: {exc}") from exc
 

@@ -12,6 +12,7 @@ fewer ledger round trips", "Fewer ledger calls and statements per approval").
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,12 +36,15 @@ class TripTally:
     round_trips: dict[str, int] = field(default_factory=dict)
     statements: dict[str, int] = field(default_factory=dict)
     where: str = ""
+    # recorded on the lanes' threads, several at once on PostgreSQL's pool
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, work: Callable[..., Any], round_trips: int, statements: int = 0) -> None:
         label = f"{self.where}{label_of(work)}"
-        self.calls[label] = self.calls.get(label, 0) + 1
-        self.round_trips[label] = self.round_trips.get(label, 0) + round_trips
-        self.statements[label] = self.statements.get(label, 0) + statements
+        with self._lock:
+            self.calls[label] = self.calls.get(label, 0) + 1
+            self.round_trips[label] = self.round_trips.get(label, 0) + round_trips
+            self.statements[label] = self.statements.get(label, 0) + statements
 
     def clear(self) -> None:
         self.calls.clear()

@@ -151,7 +151,7 @@ async def handle(
             writer.tally = TripTally()
         return {
             "calls": dict(writer.tally.calls),
-            "writer_calls": writer.runner.trips,
+            "writer_calls": writer.trips,
             "round_trips": writer.round_trips or 0,
         }
     if name == "say":
