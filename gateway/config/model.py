@@ -242,6 +242,16 @@ def _optional_path(value: Path | None, info: ValidationInfo) -> Path | None:
     return None if value is None else _expand_path(value, info)
 
 
+def _known_zone(value: str | None) -> str | None:
+    """A time zone key (``time_zone``), refused with the schedule's own words when unknown."""
+    if value is not None:
+        try:
+            zone_of(value)
+        except ScheduleTimeError as exc:
+            raise ValueError(str(exc)) from None
+    return value
+
+
 # --- sections ------------------------------------------------------------------------------
 
 
@@ -484,15 +494,7 @@ class ScheduleEntry(_Model):
         except ScheduleTimeError as exc:
             raise ValueError(str(exc)) from None
 
-    @field_validator("time_zone", mode="after")
-    @classmethod
-    def _zone(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                zone_of(value)
-            except ScheduleTimeError as exc:
-                raise ValueError(str(exc)) from None
-        return value
+    _zone = field_validator("time_zone", mode="after")(_known_zone)
 
     @field_validator("channel", mode="after")
     @classmethod
@@ -544,15 +546,7 @@ class ProjectConfig(_Model):
 
     _paths = field_validator("work_dir", mode="after")(_expand_path)
 
-    @field_validator("time_zone", mode="after")
-    @classmethod
-    def _known_zone(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                zone_of(value)
-            except ScheduleTimeError as exc:
-                raise ValueError(str(exc)) from None
-        return value
+    _zone = field_validator("time_zone", mode="after")(_known_zone)
 
     @field_validator("schedule", mode="after")
     @classmethod
@@ -625,15 +619,7 @@ class PersonEntry(_Model):
         """``alice = ["slack:U1"]``: the accounts alone."""
         return value if isinstance(value, dict) else {"accounts": value}
 
-    @field_validator("time_zone", mode="after")
-    @classmethod
-    def _known_zone(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                zone_of(value)
-            except ScheduleTimeError as exc:
-                raise ValueError(str(exc)) from None
-        return value
+    _zone = field_validator("time_zone", mode="after")(_known_zone)
 
 
 class Config(_Model):

@@ -93,7 +93,7 @@ from gateway.sessions.session_topics import open_session_thread
 from gateway.sessions.steer_button import SteerButtons
 from gateway.sessions.turn_close import close_shown_turn
 from gateway.sessions.voice_notes import VoiceNotes
-from gateway.store.records import EnqueueOutcome, EpochRecord, PromptRecord
+from gateway.store.records import EnqueueOutcome, EnqueueResult, EpochRecord, PromptRecord
 from gateway.store.requests import RequestKind, SessionRequest
 from gateway.store.schedules import ScheduleRecord
 from gateway.store.store import Store
@@ -561,18 +561,7 @@ class Control:
         mode: str | None = None,
     ) -> None:
         conversation = message.conversation
-        session = await self._session(conversation, project, actor, create=True)
-        assert session is not None
-        result = await self._store.prompts.enqueue(
-            session.id,
-            conversation=conversation,
-            platform_message_id=message.message_id,
-            author=actor,
-            text=text,
-            max_depth=self._gw.config.gateway.queue_depth,
-            mode=mode,
-            attachments=message.attachments,
-        )
+        session, result = await self._enqueue(message, project, actor, text, mode=mode)
         if result.outcome is EnqueueOutcome.DUPLICATE:
             # a platform delivered the same message again: it is queued once; the attempt
             # that queued it may have failed before waking the runner, so wake it now
@@ -615,6 +604,33 @@ class Control:
             await self._reply(conversation, _owner_down(owner))
         self._gw.kick(session)
 
+    async def _enqueue(
+        self,
+        message: InboundMessage,
+        project: str,
+        actor: Actor,
+        text: str,
+        *,
+        mode: str | None = None,
+        files_refused: str | None = None,
+    ) -> tuple[SessionRecord, EnqueueResult]:
+        """The message queued in its conversation's session (made if there is none), with
+        its files; ``files_refused``: kept waiting for its author's choice instead."""
+        session = await self._session(message.conversation, project, actor, create=True)
+        assert session is not None
+        result = await self._store.prompts.enqueue(
+            session.id,
+            conversation=message.conversation,
+            platform_message_id=message.message_id,
+            author=actor,
+            text=text,
+            max_depth=self._gw.config.gateway.queue_depth,
+            mode=mode,
+            attachments=message.attachments,
+            files_refused=files_refused,
+        )
+        return session, result
+
     async def _files_refused(
         self, message: InboundMessage, project: str, actor: Actor, text: str, why: str
     ) -> None:
@@ -622,18 +638,7 @@ class Control:
         large, issue 32): kept in the ledger waiting for its author's choice (send it
         without them, or drop it), its card offered here; nothing is queued to be sent."""
         conversation = message.conversation
-        session = await self._session(conversation, project, actor, create=True)
-        assert session is not None
-        result = await self._store.prompts.enqueue(
-            session.id,
-            conversation=conversation,
-            platform_message_id=message.message_id,
-            author=actor,
-            text=text,
-            max_depth=self._gw.config.gateway.queue_depth,
-            attachments=message.attachments,
-            files_refused=why,
-        )
+        _, result = await self._enqueue(message, project, actor, text, files_refused=why)
         if result.outcome is EnqueueOutcome.FULL:
             await self._reply(conversation, f"{why} The queue is full: it was not kept either.")
         elif result.outcome is EnqueueOutcome.QUEUED and result.prompt is not None:
