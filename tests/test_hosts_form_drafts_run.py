@@ -89,18 +89,20 @@ async def test_a_forms_answers_taken_by_two_run_processes_reach_the_agent_once(
                 ),
                 DEADLINE,
             )
+            # the draft is dropped by a once the submit was taken, beside the owner writing
+            # to its agent (its answer may be shown first): the ledger is asked until it is
+            # gone, while a runs (a stopped before its drop leaves it to the purge)
+            with psycopg.connect(pg_database.dsn, autocommit=True) as conn:
+                async with asyncio.timeout(DEADLINE):
+                    while True:
+                        [(drafts,)] = conn.execute("SELECT count(*) FROM form_drafts").fetchall()
+                        if drafts == 0:
+                            break
+                        await asyncio.sleep(0.01)  # polls the ledger's rows, not a delay
     assert said == (
         'answers: {"env": {"answers": ["Production"]}, "region": {"answers": ["Europe"]}}'
     )
     assert [m.text for m in fake.bot_messages(ALICE.id) if "answers:" in m.text] == [said]
     with psycopg.connect(pg_database.dsn, autocommit=True) as conn:
         [(decided,)] = conn.execute("SELECT count(*) FROM decisions").fetchall()
-        # the draft is dropped once the submit was taken, beside the owner writing to its
-        # agent (its answer may be shown first): the ledger is asked until it is gone
-        async with asyncio.timeout(DEADLINE):
-            while True:
-                [(drafts,)] = conn.execute("SELECT count(*) FROM form_drafts").fetchall()
-                if drafts == 0:
-                    break
-                await asyncio.sleep(0.01)  # polls the ledger's rows, not a delay
     assert decided == 1

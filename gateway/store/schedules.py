@@ -590,12 +590,28 @@ class ScheduleBook:
             return []
 
         def write(conn: Conn) -> list[ScheduleRun]:
-            rows = fetch_all(
+            # each run taken from the host it was seen claimed by (a compare-and-set): a host
+            # whose UPDATE waited on another's row lock re-reads the row, now another host's,
+            # and takes nothing. The lease's NOT EXISTS alone let two hosts take one run (seen
+            # with two of one host's writes side by side): PostgreSQL rechecks the row it
+            # waited for against the join it had made before the wait, not the new holder's
+            # lease
+            orphaned = fetch_all(
                 conn,
-                f"UPDATE schedule_runs SET host = ?, updated_at = ? WHERE {_ORPHANED}"
-                f" RETURNING {_RUN_COLUMNS}",
-                (host, self._db.now(), host),
+                f"SELECT schedule_id, due_at, host FROM schedule_runs WHERE {_ORPHANED}",
+                (host,),
             )
+            rows = []
+            for run in orphaned:
+                row = fetch_one(
+                    conn,
+                    "UPDATE schedule_runs SET host = ?, updated_at = ? WHERE schedule_id = ?"
+                    " AND due_at = ? AND state = 'claimed' AND host = ?"
+                    f" RETURNING {_RUN_COLUMNS}",
+                    (host, self._db.now(), run["schedule_id"], run["due_at"], run["host"]),
+                )
+                if row is not None:
+                    rows.append(row)
             taken = sorted(
                 (_run_from_row(row) for row in rows), key=lambda r: (r.due_at, r.schedule_id)
             )
