@@ -348,8 +348,10 @@ class PendingForms(ABC, Generic[K]):
         """``actor``'s draft of ``form`` moved: keep it where the next click finds it."""
 
     @abstractmethod
-    async def drop_draft(self, key: K, actor: Actor) -> None:
-        """The person's answers were taken: their draft is done."""
+    async def drop_draft(self, key: K, actor: Actor, form: Form | None = None) -> None:
+        """The person's answers were taken: their draft is done. ``form``: the form they
+        were taken from, where it may have been forgotten since (its request decided and
+        its card redrawn while the answers went to the agent)."""
 
     async def settled(self, key: K) -> Card | None:
         """After this process drew the form of message ``key``: the card as it must stay
@@ -381,7 +383,7 @@ class MemoryForms(PendingForms[K]):
     async def save(self, key: K, form: Form, actor: Actor) -> None:
         pass  # the draft was moved in place
 
-    async def drop_draft(self, key: K, actor: Actor) -> None:
+    async def drop_draft(self, key: K, actor: Actor, form: Form | None = None) -> None:
         self._drop_local(key, actor.user_id)
 
 
@@ -464,8 +466,8 @@ class LedgerForms(PendingForms[K]):
         payload = encode_draft(draft, self._ledger.sealer, interaction_id)
         await self._ledger.save_draft(interaction_id, actor.key(), payload)
 
-    async def drop_draft(self, key: K, actor: Actor) -> None:
-        form = self.peek(key)
+    async def drop_draft(self, key: K, actor: Actor, form: Form | None = None) -> None:
+        form = form or self.peek(key)
         self._drop_local(key, actor.user_id)
         interaction_id = self._ledger.interaction_of(form.submit_token) if form else None
         if interaction_id is not None:

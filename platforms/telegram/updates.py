@@ -474,7 +474,7 @@ class UpdateHandler:
                         self._inbox.on_form(inbound), callback, actor, form_key, form.conversation
                     )
                 if result.accepted:
-                    await self._forms.drop_draft(form_key, actor)
+                    await self._forms.drop_draft(form_key, actor, form)
                 else:
                     await self._forms.save(form_key, form, actor)
                 return result.text
