@@ -417,7 +417,11 @@ async def test_a_crash_between_a_commit_and_the_next_write_delivers_once_and_los
         "response_written": InteractionState.DECIDED,
         "delivery_recorded": InteractionState.DELIVERED,
     }[point]
-    assert asked.state is expected_state
+    # delivery_recorded: the agent's answer may be recorded beside the delivery's record (a
+    # host's writes run side by side on PostgreSQL's lanes) before the crash: then the request
+    # is resolved, and the restart has nothing to orphan
+    answered_first = point == "delivery_recorded" and asked.state is InteractionState.RESOLVED
+    assert answered_first or asked.state is expected_state
     agent = await live_agent(data_dir)
 
     async with gateway_process(config, logs) as gw:
@@ -430,7 +434,9 @@ async def test_a_crash_between_a_commit_and_the_next_write_delivers_once_and_los
         # every copy the first process sent is edited: no buttons, says what happened
         for status in await every_copy_edited(gw, refs):
             assert status.startswith('Approved ("Allow once") by Alice'), status
-            if point == "delivery_recorded":
+            if answered_first:
+                assert status.endswith("· done"), status
+            elif point == "delivery_recorded":
                 assert status.endswith(
                     "sent to the agent, then the gateway restarted and ended the agent process"
                     " · your next message starts the agent again"
@@ -452,11 +458,13 @@ async def test_a_crash_between_a_commit_and_the_next_write_delivers_once_and_los
 
     ledger = await read_ledger(data_dir)
     [interaction] = ledger.interactions
-    assert interaction.state is InteractionState.ORPHANED
+    assert interaction.state is (
+        InteractionState.RESOLVED if answered_first else InteractionState.ORPHANED
+    )
     assert interaction.decision is not None
     assert interaction.decision.decision == asked.decision.decision  # the decision stays
     assert interaction.resolution is not None
-    assert interaction.resolution.how is Resolution.ORPHANED
+    assert answered_first or interaction.resolution.how is Resolution.ORPHANED
     if point == "delivery_recorded":
         assert interaction.delivery is not None
         assert interaction.delivery.outcome is DeliveryOutcome.OK
