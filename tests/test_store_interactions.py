@@ -209,6 +209,16 @@ async def test_the_one_write_recorded_twice_is_delivered_once(store: Store) -> N
         ).fetchone()["n"]
     )
     assert rows == 1
+    # the agent's close may land between the two records: the second is still the same write
+    await store.interactions.close_from_agent(session.id, epoch, "codex:0", how=Resolution.ANSWERED)
+    third = await store.interactions.record_delivery(pending.id, ok=True)
+    assert third.transition.ignored and third.interaction.state is S.RESOLVED
+    rows = await store.writer.read(
+        lambda conn: conn.execute(
+            "SELECT count(*) AS n FROM deliveries WHERE interaction_id = ?", (pending.id,)
+        ).fetchone()["n"]
+    )
+    assert rows == 1
 
 
 async def test_a_failed_write_keeps_it_decided_and_says_why(store: Store) -> None:

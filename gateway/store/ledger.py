@@ -530,10 +530,15 @@ class InteractionLedger:
 
         def record_delivery(conn: Conn) -> InteractionUpdate:
             current = require_interaction(conn, interaction_id, lock=True)
-            if ok and current.state is InteractionState.DELIVERED:
+            if ok and (
+                current.state is InteractionState.DELIVERED
+                or (current.delivery is not None and current.delivery.outcome is outcome)
+            ):
                 # the one write recorded already (the codec writes a decision once: a second
                 # attempt is AlreadyAnswered): the owner's click path and its sweep crossing,
-                # which a host's pool of connections lets happen (issue 36)
+                # which a host's pool of connections lets happen (issue 36), even after the
+                # agent's close has ended the request (a second "ok" row would count the
+                # one write twice)
                 return InteractionUpdate(
                     interaction=current,
                     transition=Transition(
