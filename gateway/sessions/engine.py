@@ -127,6 +127,10 @@ class Gateway:
         # "this machine" (no other host shares the ledger)
         self.ledger_host = self.host if config.gateway.store is not None else None
         self.platforms = dict(platforms)
+        # the platforms told of other hosts' turns (a runtime Protocol check is slow: once)
+        self._turn_watchers = [
+            p for p in self.platforms.values() if isinstance(p, ShowsTurnsElsewhere)
+        ]
         for name, platform in self.platforms.items():  # before anything starts
             require_callback_room(name, platform.limits.callback_max_bytes)
         self.launcher = launcher
@@ -351,7 +355,9 @@ class Gateway:
                 self._woken,
                 listening=self._listening,
                 lost=self._listener_lost,
-                turn_text=self._turn_moved,
+                # every host's turns notify every host: listened to only where a platform
+                # shows them (a console), or each host would read every session's saves
+                turn_text=self._turn_moved if self._turn_watchers else None,
             )
             self._background.append(self._tasks.create_task(wakeups))
             self._background.append(self._tasks.create_task(self._purge_form_drafts()))
@@ -679,9 +685,8 @@ class Gateway:
         reach them as they are sent)."""
         if session_id in self._runners:
             return
-        for platform in self.platforms.values():
-            if isinstance(platform, ShowsTurnsElsewhere):
-                platform.turn_moved_elsewhere(session_id)
+        for platform in self._turn_watchers:
+            platform.turn_moved_elsewhere(session_id)
 
     def _listening(self) -> None:
         """The wake-up listener is (again) in place: what was sent meanwhile was lost, so the
