@@ -63,6 +63,59 @@ async def test_a_decision_wakes_the_host_of_its_session_on_commit(
         listener.cancel()
 
 
+async def test_a_host_is_not_woken_by_a_decision_it_committed_itself(
+    tmp_path: Path, pg_database: PgCluster
+) -> None:
+    """The click that committed a decision on its session's host writes it itself: the
+    NOTIFY its commit sent comes back to it and is dropped (its sweep would run beside that
+    write), while the same decision committed by another host's connection wakes it."""
+    target = PgTarget(url=pg_database.dsn)
+    woken: asyncio.Queue[str] = asyncio.Queue()
+    listening = asyncio.Event()
+    async with (
+        Store.open(tmp_path / "a", postgresql=target) as here,
+        Store.open(tmp_path / "b", postgresql=target) as elsewhere,
+        asyncio.TaskGroup() as tasks,
+    ):
+
+        def needless(payload: str, sender: int) -> bool:
+            return payload.startswith("decision:") and sender in here.writer.connection_ids()
+
+        listener = tasks.create_task(
+            listen_for_wakeups(
+                target, "a", woken.put_nowait, listening=listening.set, needless=needless
+            )
+        )
+        await listening.wait()
+        session = await here.sessions.create(
+            project="pa", agent_kind=AgentKind.CODEX_APP_SERVER, host="a"
+        )
+        epoch = await here.sessions.begin_epoch(
+            session.id, pid=None, pgid=None, process_start_time=None
+        )
+        mine = await here.interactions.create(session.id, epoch, approval("wake:0"))
+        theirs = await here.interactions.create(session.id, epoch, approval("wake:1"))
+        for store, opened in ((here, mine), (elsewhere, theirs)):
+            await store.interactions.decide(
+                opened.interaction.id,
+                expected_version=1,
+                actor=ALICE,
+                decision=Decision(action_id="accept"),
+            )
+        # notifications come in commit order: the first one here is the other host's
+        assert await woken.get() == f"decision:{session.id}"
+        await here.prompts.enqueue(
+            session.id,
+            conversation=ON_A,
+            platform_message_id="m1",
+            author=ALICE,
+            text="hi",
+            max_depth=10,
+        )
+        assert await woken.get() == f"prompt:{session.id}"  # and nothing came between
+        listener.cancel()
+
+
 async def test_a_click_received_by_another_host_is_written_once_by_the_owner(
     tmp_path: Path, pg_database: PgCluster
 ) -> None:

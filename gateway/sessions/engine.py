@@ -358,6 +358,7 @@ class Gateway:
                 # every host's turns notify every host: listened to only where a platform
                 # shows them (a console), or each host would read every session's saves
                 turn_text=self._turn_moved if self._turn_watchers else None,
+                needless=self._committed_here,
             )
             self._background.append(self._tasks.create_task(wakeups))
             self._background.append(self._tasks.create_task(self._purge_form_drafts()))
@@ -648,6 +649,14 @@ class Gateway:
         if session.host is None or session.host == self.ledger_host:
             return None
         return session.host
+
+    def _committed_here(self, payload: str, sender: int) -> bool:
+        """A decision this host committed for its own session: the click that committed it
+        writes it to the agent, and asks for the session's sweep on every way that can fail
+        (a cancelled commit, a lost answer). Woken by it, the sweep ran beside that write on
+        every approval: a read, and where it saw the decision first, the write made by the
+        sweep instead (AlreadyAnswered for the click's), a race a crash test caught."""
+        return payload.startswith(DECISION_WAKEUP) and sender in self.store.writer.connection_ids()
 
     def _woken(self, payload: str) -> None:
         """Another host (or this one) committed a decision (``decision:<session id>``) or

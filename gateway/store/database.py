@@ -22,10 +22,11 @@ import contextlib
 import functools
 import json
 import logging
+import queue
 import random
 import sqlite3
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, cast
 
@@ -120,24 +121,65 @@ def conversation_from_row(row: Row) -> ConversationRef:
 class Runner:
     """A thread of our own that owns one connection and runs functions of it, one at a time.
 
-    One single-worker executor: a function given to :meth:`call` runs whole on that thread,
-    in one trip there and back. Cancelled while queued, it is never run; cancelled while it
-    runs, it ends (commits or rolls back) on its own, and the next call queues behind it.
-    ``trips`` counts the calls (what ``bench.interactions`` reports per approval).
+    A function given to :meth:`call` runs whole on that thread, in one trip there and back.
+    Cancelled while queued, it is never run; cancelled while it runs, it ends (commits or
+    rolls back) on its own, and the next call queues behind it. ``trips`` counts the calls
+    (what ``bench.interactions`` reports per approval).
+
+    The trip is a queue and the loop's own wake-up, no more: a ``ThreadPoolExecutor``'s
+    (its work item, its future's condition, the future chained to asyncio's) cost twice
+    as much CPU, about 100 µs a call on this machine against 45 (docs/decisions.md); with
+    ten and more calls per approval that was a third of the gateway's CPU for one.
     """
 
     def __init__(self, name: str) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.trips = 0
+        # a daemon: a connection's thread never holds the interpreter's exit (a write cut
+        # there is rolled back by the database, as after a crash)
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         self.trips += 1
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, functools.partial(fn, *args))
+        done: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((loop, done, fn, args))
+        return await done
+
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            loop, done, fn, args = job
+            if done.cancelled():
+                continue  # cancelled while queued: never run
+            result: Any = None
+            error: BaseException | None = None
+            try:
+                result = fn(*args)
+            except BaseException as exc:  # handed to the caller, whatever it is
+                error = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(_settle, done, result, error)
+            del job, done, result, error  # nothing of the call kept while the queue waits
 
     def shutdown(self) -> None:
         """Let the thread end once its queue is empty (nothing waits for it here)."""
-        self._pool.shutdown(wait=False)
+        self._jobs.put(None)
+
+
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+
+
+def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
+    """On the loop: the call's outcome to its awaiter (gone if it was cancelled)."""
+    if done.cancelled():
+        return
+    if error is None:
+        done.set_result(result)
+    elif isinstance(error, StopIteration):  # a future refuses it: said as what it was
+        done.set_exception(RuntimeError(f"StopIteration on the ledger's thread: {error!r}"))
+    else:
+        done.set_exception(error)
 
 
 class Lane:
@@ -219,6 +261,13 @@ class Database:
                 handed.set_result(lane)
                 return
         self._idle.append(lane)
+
+    def connection_ids(self) -> frozenset[int]:
+        """PostgreSQL: the server's process ids of the lanes' connections as they are now (a
+        notification names the connection that sent it); SQLite: none."""
+        return frozenset(
+            pid for lane in self.lanes if (pid := getattr(lane.conn, "backend_pid", None))
+        )
 
     @property
     def trips(self) -> int:

@@ -46,6 +46,7 @@ async def listen_for_wakeups(
     listening: Callable[[], None],
     lost: Callable[[], Awaitable[None]] | None = None,
     turn_text: Callable[[str], None] | None = None,
+    needless: Callable[[str, int], bool] | None = None,
 ) -> None:
     """Until cancelled: listen on ``host``'s channel and hand each notification's payload
     (``decision:``, ``prompt:`` or ``request:`` and a session id) to ``wake``;
@@ -54,7 +55,10 @@ async def listen_for_wakeups(
     ``lost`` is awaited after the connection failed, before it is made again (default: a
     pause of RETRY_SECONDS). ``turn_text``, if given: the same connection also listens on
     TURN_TEXT_CHANNEL, every host's, and hands it each session id whose turn moved (its
-    timeline saved, the turn started or ended, on whichever host runs it)."""
+    timeline saved, the turn started or ended, on whichever host runs it).
+
+    ``needless``, if given: whether a notification (its payload, the server process id of
+    the connection that sent it) is one this host has no need of; it is dropped."""
     extra = target.connect_options()
     listen = sql.SQL("LISTEN {}").format(sql.Identifier(channel(host)))
     listen_turns = sql.SQL("LISTEN {}").format(sql.Identifier(TURN_TEXT_CHANNEL))
@@ -70,7 +74,7 @@ async def listen_for_wakeups(
                     if note.channel == TURN_TEXT_CHANNEL:
                         if turn_text is not None:
                             turn_text(note.payload)
-                    else:
+                    elif needless is None or not needless(note.payload, note.pid):
                         wake(note.payload)
         except psycopg.Error as exc:
             log.warning(
