@@ -59,6 +59,8 @@ __all__ = ["Broker", "Deliverer", "DeliveryRefused", "DeliveryWork"]
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+# a decision's write not made by then: the card shows the decision meanwhile (_deliver_committed)
+WRITE_DRAWN_AFTER_SECONDS = 0.1
 REFUSED_KEPT = 4096  # copies refused for good remembered (the oldest are tried again)
 _SEAL_BROKEN = (
     "its secret answer, sealed by the host that took it, does not open here: is"
@@ -270,17 +272,31 @@ class Broker:
 
     async def _deliver_committed(self, decided: Interaction, decision: Decision) -> Interaction:
         crashpoint("decision_committed")
-        self.mark_dirty(decided.id)
         if decided.origin is InteractionOrigin.SETTING:
+            self.mark_dirty(decided.id)
             return await self._apply_setting(decided, decision)
         try:
             task = self._deliverer.own_delivery(
-                decided, partial(self._write_and_record, decided, decision)
+                decided, partial(self._write_and_record, decided, decision, drawn=False)
             )
         except DeliveryRefused as exc:
             # the runtime that asked is gone: the ledger's epoch handling orphans it
             log.info("decision on %s not delivered: %s", decided.id, exc)
+            self.mark_dirty(decided.id)
             return await self._require(decided.id)
+        # the card is drawn once the write is made and recorded, with what became of it: a
+        # draw of "decided" a moment before "sent to the agent" is one more edit, paced on
+        # the platforms that pace edits; a write not made by WRITE_DRAWN_AFTER_SECONDS has
+        # the decision drawn then, and the write's outcome when it ends (whoever awaits)
+        later = asyncio.get_running_loop().call_later(
+            WRITE_DRAWN_AFTER_SECONDS, self.mark_dirty, decided.id
+        )
+
+        def written(_: object) -> None:
+            later.cancel()
+            self.mark_dirty(decided.id)
+
+        task.add_done_callback(written)
         await asyncio.wait((task,))  # a cancelled caller leaves the task running
         if task.cancelled():  # the epoch ended under the write: its end orphans the request
             return await self._require(decided.id)
@@ -389,8 +405,22 @@ class Broker:
         self.mark_dirty(interaction.id)
         return update.interaction
 
-    async def _write_and_record(self, interaction: Interaction, decision: Decision) -> Interaction:
-        """Write the decision to the agent, then record the write (in the session's task)."""
+    async def _write_and_record(
+        self, interaction: Interaction, decision: Decision, *, drawn: bool = True
+    ) -> Interaction:
+        """Write the decision to the agent, then record the write (in the session's task);
+        ``drawn``: the card is marked for a redraw here (the click's own delivery marks it
+        itself, once, when this ends)."""
+        if not drawn:
+            return await self._write_and_record_undrawn(interaction, decision)
+        try:
+            return await self._write_and_record_undrawn(interaction, decision)
+        finally:
+            self.mark_dirty(interaction.id)
+
+    async def _write_and_record_undrawn(
+        self, interaction: Interaction, decision: Decision
+    ) -> Interaction:
         self._in_flight.add(interaction.id)
         try:
             became: str | None = None
@@ -411,7 +441,6 @@ class Broker:
                 update = await self._store.interactions.record_delivery(
                     interaction.id, ok=False, error=str(exc)
                 )
-                self.mark_dirty(interaction.id)
                 return update.interaction
             crashpoint("response_written")
             try:
@@ -424,7 +453,6 @@ class Broker:
                 self._written[interaction.id] = interaction.session_id
                 raise
             crashpoint("delivery_recorded")
-            self.mark_dirty(interaction.id)
             return update.interaction
         finally:
             self._in_flight.discard(interaction.id)
