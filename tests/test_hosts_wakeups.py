@@ -11,6 +11,7 @@ from pathlib import Path
 from gateway.config.ledger_url import PgTarget
 from gateway.domain import AgentKind, Decision
 from gateway.interactions.machine import DeliveryOutcome
+from gateway.session_record import SessionRecord
 from gateway.store.store import Store
 from gateway.store.wakeups import listen_for_wakeups
 from tests.gateway_flows import WHEN, settles
@@ -24,6 +25,28 @@ from tests.store_helpers import approval
 DELIVERED = rf'Approved \("Approve"\) by Alice at {WHEN} · sent to the agent · done'
 
 
+async def session_of_a(store: Store) -> tuple[SessionRecord, int]:
+    """A session host a runs, its agent started."""
+    session = await store.sessions.create(
+        project="pa", agent_kind=AgentKind.CODEX_APP_SERVER, host="a"
+    )
+    epoch = await store.sessions.begin_epoch(
+        session.id, pid=None, pgid=None, process_start_time=None
+    )
+    return session, epoch
+
+
+async def say_hi(store: Store, session_id: str) -> None:
+    await store.prompts.enqueue(
+        session_id,
+        conversation=ON_A,
+        platform_message_id="m1",
+        author=ALICE,
+        text="hi",
+        max_depth=10,
+    )
+
+
 async def test_a_decision_wakes_the_host_of_its_session_on_commit(
     tmp_path: Path, pg_database: PgCluster
 ) -> None:
@@ -35,12 +58,7 @@ async def test_a_decision_wakes_the_host_of_its_session_on_commit(
             listen_for_wakeups(target, "a", woken.put_nowait, listening=listening.set)
         )
         await listening.wait()
-        session = await store.sessions.create(
-            project="pa", agent_kind=AgentKind.CODEX_APP_SERVER, host="a"
-        )
-        epoch = await store.sessions.begin_epoch(
-            session.id, pid=None, pgid=None, process_start_time=None
-        )
+        session, epoch = await session_of_a(store)
         opened = await store.interactions.create(session.id, epoch, approval("wake:0"))
         assert woken.empty()  # a request wakes nobody: its host asked it
         await store.interactions.decide(
@@ -51,14 +69,7 @@ async def test_a_decision_wakes_the_host_of_its_session_on_commit(
         )
         # the payload says what woke it: its runner delivers, and does not read its queue
         assert await woken.get() == f"decision:{session.id}"
-        await store.prompts.enqueue(
-            session.id,
-            conversation=ON_A,
-            platform_message_id="m1",
-            author=ALICE,
-            text="hi",
-            max_depth=10,
-        )
+        await say_hi(store, session.id)
         assert await woken.get() == f"prompt:{session.id}"  # its runner reads its queue only
         listener.cancel()
 
@@ -87,12 +98,7 @@ async def test_a_host_is_not_woken_by_a_decision_it_committed_itself(
             )
         )
         await listening.wait()
-        session = await here.sessions.create(
-            project="pa", agent_kind=AgentKind.CODEX_APP_SERVER, host="a"
-        )
-        epoch = await here.sessions.begin_epoch(
-            session.id, pid=None, pgid=None, process_start_time=None
-        )
+        session, epoch = await session_of_a(here)
         mine = await here.interactions.create(session.id, epoch, approval("wake:0"))
         theirs = await here.interactions.create(session.id, epoch, approval("wake:1"))
         for store, opened in ((here, mine), (elsewhere, theirs)):
@@ -104,14 +110,7 @@ async def test_a_host_is_not_woken_by_a_decision_it_committed_itself(
             )
         # notifications come in commit order: the first one here is the other host's
         assert await woken.get() == f"decision:{session.id}"
-        await here.prompts.enqueue(
-            session.id,
-            conversation=ON_A,
-            platform_message_id="m1",
-            author=ALICE,
-            text="hi",
-            max_depth=10,
-        )
+        await say_hi(here, session.id)
         assert await woken.get() == f"prompt:{session.id}"  # and nothing came between
         listener.cancel()
 
