@@ -20,7 +20,13 @@ from collections.abc import Awaitable, Callable
 from gateway.attachments import InboundAttachment, SavedFile
 from gateway.config.model import FilesPolicy
 from gateway.errors import FileRefused, PlatformError
-from gateway.platform import FetchesFiles, Platform, PlatformUnreachable, RateLimited
+from gateway.platform import (
+    FetchesFiles,
+    Platform,
+    PlatformUnreachable,
+    RateLimited,
+    RefusedForGood,
+)
 from gateway.sessions.file_checks import too_big_for_prompt
 from gateway.sessions.upload_inbox import UploadInbox
 
@@ -106,7 +112,8 @@ async def _save_one(
             raise FileRefused(
                 f"{attachment.name!r} could not be fetched from {_name(platform)} ({exc}): "
                 "the message was not sent to the agent.",
-                again=True,
+                # a refusal the platform will make again (Telegram's 20 MB) offers no retry
+                again=not isinstance(exc, RefusedForGood),
             ) from exc
     raise FileRefused(
         f"{attachment.name!r} could not be downloaded from {_name(platform)} after "

@@ -24,7 +24,7 @@ from telegram.error import BadRequest, TelegramError
 
 from gateway.attachments import InboundAttachment
 from gateway.errors import PlatformError
-from gateway.platform import PlatformUnreachable
+from gateway.platform import PlatformUnreachable, RefusedForGood
 from platforms.telegram.outbox import translate
 
 __all__ = ["CHUNK_BYTES", "attachments_of", "download"]
@@ -93,7 +93,7 @@ async def download(bot: Bot, attachment: InboundAttachment) -> AsyncGenerator[by
         file = await bot.get_file(attachment.reference)
     except BadRequest as exc:
         if "file is too big" in exc.message.lower():
-            raise PlatformError(
+            raise RefusedForGood(  # asking again cannot help: no "Try again" for it
                 "Telegram gives a bot files of up to 20 MB (file is too big); a self-hosted "
                 "Bot API server gives more"
             ) from exc
