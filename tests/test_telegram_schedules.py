@@ -301,6 +301,26 @@ async def test_a_config_schedule_gets_one_topic_at_its_first_run_kept_across_a_r
         assert await tg.gateway.store.schedules.of_project("demo") == []
 
 
+async def test_a_config_schedule_the_bot_may_not_give_a_topic_is_not_asked_one_at_each_run(
+    fake_telegram: FakeTelegram, tmp_path: Path
+) -> None:
+    """Refused a topic (the bot may not manage the forum's topics), the config file's
+    schedule runs in the conversation the file names, and its next runs do not ask again."""
+    clock = FileClock(tmp_path / "clock")
+    clock.set(START)
+    async with configured(fake_telegram, tmp_path, clock, project=NIGHTLY) as tg:
+        await answer(tg, ALICE, "hello general", "echo: hello general", chat=GROUP)
+        for night, runs in ((28, 1), (29, 2)):
+            await tick(tg, clock, datetime(2026, 3, night, 0, 0, tzinfo=UTC))
+            await fake_telegram.wait_for(
+                lambda runs=runs: (
+                    tg.texts(GROUP_ID).count("echo: check the nightly build") == runs or None
+                )
+            )
+        assert len(fake_telegram.calls_to("createForumTopic")) == 1
+        assert not fake_telegram.topics.get(GROUP_ID)
+
+
 async def test_a_schedule_deleted_says_so_in_its_topic_which_is_closed(
     fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -106,6 +107,9 @@ log = logging.getLogger(__name__)
 # the cards whose full "queued, not a decision" notice each conversation was given: bounded,
 # in memory (a restart orphans every card, so nothing here outlives its cards)
 MAX_TOLD = 4096
+# a platform that refused a schedule's thread is asked again after this (the bot may have
+# been given the right meanwhile), not at every run
+THREAD_ASKED_AGAIN_SECONDS = 3600.0
 SHOWN_PROBLEMS = 3  # the latest platform problems /status repeats
 _RECOVERED = {
     "stopped": "↻ The gateway restarted; the agent process it ran was ended.",
@@ -169,6 +173,9 @@ class Control:
         self._routing = asyncio.Lock()  # finding, creating and binding sessions
         self._told: OrderedDict[tuple[ConversationRef, str], None] = OrderedDict()
         self._held_told: dict[str, tuple[int, ...]] = {}  # session: the held prompts last told
+        # conversations where the platform refused a config schedule's thread (the bot may
+        # not manage a forum's topics), with when: not asked again before THREAD_ASKED_AGAIN
+        self._threads_refused: dict[ConversationRef, float] = {}
         self._grants = GrantDesk(gateway.config, gateway.store, gateway.existing_runner)
         self._voice = VoiceNotes(
             lambda: gateway.config, gateway.transcriber, gateway.platforms, self._reply
@@ -918,8 +925,19 @@ class Control:
         platform = self._gw.platforms.get(home.platform)
         if not isinstance(platform, OpensThreads) or not platform.threads_beside(home):
             return schedule
+        refused = self._threads_refused.get(home)
+        if refused is not None and time.monotonic() - refused < THREAD_ASKED_AGAIN_SECONDS:
+            return schedule  # its runs speak where the file says, as at the refusal
+
+        def refusal() -> None:
+            self._threads_refused[home] = time.monotonic()
+
         return await configured_thread(
-            platform=platform, store=self._store, schedule=schedule, say=self._reply
+            platform=platform,
+            store=self._store,
+            schedule=schedule,
+            say=self._reply,
+            refused=refusal,
         )
 
     async def schedule_deleted(

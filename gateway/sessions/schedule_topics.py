@@ -95,15 +95,19 @@ async def configured_thread(
     store: Store,
     schedule: ScheduleRecord,
     say: Callable[[ConversationRef, str], Awaitable[None]],
+    refused: Callable[[], None] = lambda: None,
 ) -> ScheduleRecord:
     """A config file's schedule with no thread yet gets one in the conversation the file
     names (its first run); the schedule as it is then (unchanged where none could be
-    opened: its runs speak in that conversation, and the next run tries again)."""
+    opened: its runs speak in that conversation, and a later run tries again; ``refused``
+    is called where the platform refused it: the bot may not open threads there)."""
     home = schedule.home
     try:
         thread = await platform.open_thread(home, topic_title(schedule))
     except PlatformError as exc:  # ThreadRefused included: no right to manage topics
         log.info("schedule %s: no thread opened in %s (%s)", schedule.label, home.key(), exc)
+        if isinstance(exc, ThreadRefused):
+            refused()
         return schedule
     taken = await store.schedules.take_thread(schedule, thread, actor="config")
     if taken is None:  # another host's run took the column first: its thread is the one
