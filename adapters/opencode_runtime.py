@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import quote
 
 import aiohttp
 
@@ -82,6 +83,7 @@ DEFAULT_EVENT_BUFFER = 1024
 RECONNECT_ATTEMPTS = 20
 RECONNECT_PAUSE = 0.2  # seconds between attempts: the server is alive, the stream hiccupped
 SERVE_ATTEMPTS = 3
+MCP_LET_GO_SECONDS = 5.0  # an attached server's answer to letting go of a session's tool
 # what opencode 1.18.33 prints when Bun cannot listen on the port it was given (in use)
 BIND_FAILED = "ServeError"
 
@@ -232,7 +234,9 @@ class OpenCodeAgent:
         stack.callback(self._cancel_tasks)
         self._owned = [tasks.create_task(self._stream(), name=f"opencode-{url}-sse")]
         self._stream_task = self._owned[0]
-        await self._add_mcp()
+        if await self._add_mcp():
+            # let go of with the session (before the client closes: the stack runs it first)
+            stack.push_async_callback(self._disconnect_mcp)
         await self._handshake()
         if self.settings.resume_session_id is not None:
             try:
@@ -249,13 +253,13 @@ class OpenCodeAgent:
             except AgentError as exc:
                 raise AgentStartError(str(exc)) from exc
 
-    async def _add_mcp(self) -> None:
+    async def _add_mcp(self) -> bool:
         """Give the attached server the gateway's MCP server (on attach and on resume alike:
-        the token is this epoch's). A server that refuses is said once, in the log and as
-        the session's notice, and the session goes on without the tool."""
+        the token is this epoch's); whether it took it. A server that refuses is said once,
+        in the log and as the session's notice, and the session goes on without the tool."""
         added = self.settings.added_mcp
         if added is None:
-            return
+            return False
         name = str(added.get("name"))
         request = HttpRequest(
             method="POST", path="/mcp", body=dict(added), purpose="add the send_file MCP server"
@@ -274,6 +278,28 @@ class OpenCodeAgent:
             )
             log.warning("opencode %s: %s", self._base_url, text)
             await self._events.put(Warning(message=text, code="send_file_unavailable"))
+            return False
+        return True
+
+    async def _disconnect_mcp(self) -> None:
+        """The attached server lets go of this session's MCP server (``POST
+        /mcp/{name}/disconnect``): an ended session's tool, whose token no longer opens
+        anything, is not left connected on a server that outlives it. Best effort: a server
+        that does not answer in MCP_LET_GO_SECONDS keeps it (said in the log)."""
+        added = self.settings.added_mcp
+        if added is None or self._http is None:
+            return
+        name = str(added.get("name"))
+        request = HttpRequest(
+            method="POST",
+            path=f"/mcp/{quote(name, safe='')}/disconnect",
+            purpose="let go of the send_file MCP server",
+        )
+        try:
+            async with asyncio.timeout(MCP_LET_GO_SECONDS):
+                await self._call(request)
+        except (AgentError, TimeoutError) as exc:
+            log.info("opencode %s: %s left connected (%s)", self._base_url, name, exc)
 
     @property
     def attached(self) -> bool:

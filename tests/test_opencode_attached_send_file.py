@@ -9,18 +9,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 import tests.servers.fake_chat_completions as fc
+from adapters.opencode import basic_auth
 from gateway.platform import ConversationRef
 from platforms.memory.platform import MemoryPlatform
 from tests.gateway_harness import ALICE, ROOM
-from tests.opencode_env import OpenCodeHome, opencode_server
+from tests.opencode_env import OpenCodeHome, Server, opencode_server
 from tests.servers.fake_chat_completions import FakeChatCompletions
 from tests.test_gateway_opencode_attached import attached_config, gateway_on
 from tests.test_telegram_send_file import PNG
 
 pytestmark = [pytest.mark.real_agent("opencode"), pytest.mark.timeout(300)]
+
+
+async def mcp_status(server: Server) -> dict[str, str]:
+    """Each MCP server the OpenCode server has, by name, with its status (``GET /mcp``)."""
+    headers = {"Authorization": basic_auth(server.password)}
+    async with (
+        aiohttp.ClientSession(headers=headers) as http,
+        http.get(f"{server.url}/mcp") as answer,
+    ):
+        found = await answer.json()
+    return {name: str(status.get("status")) for name, status in found.items()}
 
 
 def tool_of(request: fc.ChatRequest) -> str:
@@ -52,7 +65,11 @@ async def test_an_attached_server_is_given_send_file_and_keeps_it_after_a_restar
             told = await gw.text_where(lambda text: text.endswith("to the chat"))
             assert told.endswith("The tool said: sent chart.png (72 bytes) to the chat")
             assert not gw.cards()  # OpenCode asked nothing of its own
+            [(first, status)] = (await mcp_status(server)).items()
+            assert status == "connected"
         assert server.process.running
+        # let go of with the session: the ended token's server is not left connected
+        assert (await mcp_status(server))[first] != "connected"
         fake_chat.enqueue(send_file_turn("report.txt"))
         async with gateway_on(config, memory) as gw:  # reattached: the session resumed
             await gw.memory.say(ROOM, ALICE, "and the report")
