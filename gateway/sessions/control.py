@@ -548,6 +548,20 @@ class Control:
                     await self._store.sessions.bind(direct, session.id)
             return session
 
+    async def route_page(self, page: ConversationRef, session: SessionRecord) -> None:
+        """``page`` shows ``session`` alone (the console's page of a session started on
+        another platform, which the engine binds to it): what is typed there goes to that
+        session, as in its own chat, where it would otherwise start a second one. Routed
+        where the project's sessions follow threads (each page its own route), while the
+        session is open and nothing routes the page yet (a page routed since, by /new or
+        /switch, keeps its route)."""
+        settings = self._gw.config.projects.get(session.project)
+        if settings is None or session.is_closed or settings.scope is not SessionScope.THREAD:
+            return
+        async with self._routing:
+            if await self._store.sessions.lookup_route(page) is None:
+                await self._store.sessions.route(page, session.id)
+
     async def _show_here(self, session: SessionRecord, conversation: ConversationRef) -> None:
         here = await self._store.sessions.lookup(conversation)
         if here is None or here.id != session.id:

@@ -532,6 +532,7 @@ async def _say(request: web.Request) -> web.Response:
     latest = await gateway.store.turns.latest(record.id)
     card_waiting = bool(await gateway.store.interactions.list_open(record.id))
     message = _message(console, conversation, text, picked)
+    await gateway.control.route_page(conversation, record)  # the page's session takes it
     await gateway.on_message(message)
     queued = await gateway.store.prompts.list_queued(record.id)
     held = any(p.platform_message_id == message.message_id and p.held for p in queued)
