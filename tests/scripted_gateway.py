@@ -117,6 +117,9 @@ async def open_card(gw: Running, conversation: ConversationRef, text: str) -> As
         session = await session_of(gw, conversation)
         opened = await gw.gateway.store.interactions.list_open(session.id)
         if len(opened) == 1 and shown.card is not None and shown.card.title == opened[0].title:
+            # shown, and recorded as shown (what /status and /pending read) once its draw ends
+            for copy in await gw.gateway.store.cards.list_for(opened[0].id):
+                await gw.gateway.broker.drawn(copy.id)
             return Asked(shown=shown, interaction=opened[0])
         # not the card asked: a start's recovery redrew a closed one meanwhile (a new message
         # on a platform that lost the old one), which the ledger no longer serializes

@@ -74,17 +74,19 @@ async def test_one_approval_costs_these_ledger_calls(tmp_path: Path) -> None:
         await settles(gw, asked, DELIVERED)
         await settled_in_ledger(gw)
         gw.gateway.store.writer.tally = gw.gateway.store.reader.tally = None
-    # the request's own calls (list_open and get are this test's, and the runner's sweeps)
-    mine = ("InteractionLedger.list_open", "InteractionLedger.get")
+    # the request's own calls (list_open, get and list_for are this test's, and the
+    # runner's sweeps)
+    mine = ("InteractionLedger.list_open", "InteractionLedger.get", "CardCopies.list_for")
     calls = {
         label: count
         for label, count in tally.calls.items()
         if label.startswith(("InteractionLedger.", "CardCopies.", "ClickViews.", "SessionLedger"))
         and label not in mine
     }
-    # the card is drawn again after each of its three moves (decided, delivered, closed),
-    # its session read with it; moves that come together are drawn once (a card lane keeps
-    # one mark per card, and no longer waits to gather them: cardlanes36)
+    # the card is drawn again once its decision is written and recorded, and after the
+    # agent's close, its session read with it (a write slower than 0.1 s has the decision
+    # drawn first: three); moves that come together are drawn once (a card lane keeps one
+    # mark per card, and no longer waits to gather them: cardlanes36)
     assert 1 <= calls.pop("InteractionLedger.get_for_cards") <= 3
     assert 2 <= calls.pop("CardCopies._update") <= 4  # the card sent, then each edit
     assert calls == {

@@ -694,6 +694,12 @@ class Broker:
 
     # --- what people can see --------------------------------------------------------------
 
+    async def drawn(self, copy_id: int) -> None:
+        """Until the draw of this copy under way, if any, has ended and is recorded (a card a
+        platform shows is recorded as shown a moment later, in the ledger)."""
+        async with self._cards.drawing(copy_id):
+            pass
+
     async def unseen(self, session_id: str) -> list[Interaction]:
         """Open interactions of the session that no person can see (no copy sent)."""
         result = []
