@@ -8,15 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from gateway.domain import Actor, ConversationRef
 from tests.console_harness import client, console_gateway, logged_in, origin, plain_config
+from tests.gateway_harness import ALICE, ROOM
 from tests.scripted_launcher import ScriptedLauncher
 from tests.test_console_files import on_console, texts
 
 pytestmark = pytest.mark.timeout(60)
-
-ALICE = Actor(platform="memory", user_id="alice", display="Alice")
-ROOM = ConversationRef(platform="memory", space="team", channel="room", thread="t1")
 
 
 async def test_a_message_typed_on_the_page_of_a_session_started_elsewhere_goes_to_it(

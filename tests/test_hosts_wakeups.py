@@ -36,6 +36,13 @@ async def session_of_a(store: Store) -> tuple[SessionRecord, int]:
     return session, epoch
 
 
+async def accept(store: Store, interaction_id: str) -> None:
+    """Alice allows the request, as a click on any host commits it."""
+    await store.interactions.decide(
+        interaction_id, expected_version=1, actor=ALICE, decision=Decision(action_id="accept")
+    )
+
+
 async def say_hi(store: Store, session_id: str) -> None:
     await store.prompts.enqueue(
         session_id,
@@ -61,12 +68,7 @@ async def test_a_decision_wakes_the_host_of_its_session_on_commit(
         session, epoch = await session_of_a(store)
         opened = await store.interactions.create(session.id, epoch, approval("wake:0"))
         assert woken.empty()  # a request wakes nobody: its host asked it
-        await store.interactions.decide(
-            opened.interaction.id,
-            expected_version=1,
-            actor=ALICE,
-            decision=Decision(action_id="accept"),
-        )
+        await accept(store, opened.interaction.id)
         # the payload says what woke it: its runner delivers, and does not read its queue
         assert await woken.get() == f"decision:{session.id}"
         await say_hi(store, session.id)
@@ -102,12 +104,7 @@ async def test_a_host_is_not_woken_by_a_decision_it_committed_itself(
         mine = await here.interactions.create(session.id, epoch, approval("wake:0"))
         theirs = await here.interactions.create(session.id, epoch, approval("wake:1"))
         for store, opened in ((here, mine), (elsewhere, theirs)):
-            await store.interactions.decide(
-                opened.interaction.id,
-                expected_version=1,
-                actor=ALICE,
-                decision=Decision(action_id="accept"),
-            )
+            await accept(store, opened.interaction.id)
         # notifications come in commit order: the first one here is the other host's
         assert await woken.get() == f"decision:{session.id}"
         await say_hi(here, session.id)

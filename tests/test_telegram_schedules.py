@@ -312,11 +312,11 @@ async def test_a_config_schedule_the_bot_may_not_give_a_topic_is_not_asked_one_a
         await answer(tg, ALICE, "hello general", "echo: hello general", chat=GROUP)
         for night, runs in ((28, 1), (29, 2)):
             await tick(tg, clock, datetime(2026, 3, night, 0, 0, tzinfo=UTC))
-            await fake_telegram.wait_for(
-                lambda runs=runs: (
-                    tg.texts(GROUP_ID).count("echo: check the nightly build") == runs or None
-                )
-            )
+
+            def ran(runs: int = runs) -> bool | None:
+                return tg.texts(GROUP_ID).count("echo: check the nightly build") == runs or None
+
+            await fake_telegram.wait_for(ran)
         assert len(fake_telegram.calls_to("createForumTopic")) == 1
         assert not fake_telegram.topics.get(GROUP_ID)
 
