@@ -277,7 +277,7 @@ class Broker:
             return await self._apply_setting(decided, decision)
         try:
             task = self._deliverer.own_delivery(
-                decided, partial(self._write_and_record, decided, decision, drawn=False)
+                decided, partial(self._write_and_record, decided, decision)
             )
         except DeliveryRefused as exc:
             # the runtime that asked is gone: the ledger's epoch handling orphans it
@@ -357,7 +357,10 @@ class Broker:
                 self.mark_dirty(interaction.id)
                 continue
             log.info("delivering the stranded decision on %s", interaction.id)
-            await self._write_and_record(interaction, decision)
+            try:
+                await self._write_and_record(interaction, decision)
+            finally:
+                self.mark_dirty(interaction.id)
         return handled
 
     def _committed_decision(self, interaction: Interaction) -> Decision | None:
@@ -405,22 +408,9 @@ class Broker:
         self.mark_dirty(interaction.id)
         return update.interaction
 
-    async def _write_and_record(
-        self, interaction: Interaction, decision: Decision, *, drawn: bool = True
-    ) -> Interaction:
-        """Write the decision to the agent, then record the write (in the session's task);
-        ``drawn``: the card is marked for a redraw here (the click's own delivery marks it
-        itself, once, when this ends)."""
-        if not drawn:
-            return await self._write_and_record_undrawn(interaction, decision)
-        try:
-            return await self._write_and_record_undrawn(interaction, decision)
-        finally:
-            self.mark_dirty(interaction.id)
-
-    async def _write_and_record_undrawn(
-        self, interaction: Interaction, decision: Decision
-    ) -> Interaction:
+    async def _write_and_record(self, interaction: Interaction, decision: Decision) -> Interaction:
+        """Write the decision to the agent, then record the write (in the session's task).
+        The card is its caller's to mark for a redraw, once this ends."""
         self._in_flight.add(interaction.id)
         try:
             became: str | None = None
