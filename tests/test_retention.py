@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from gateway.attachments import InboundAttachment
 from gateway.config.ledger_url import PgTarget
 from gateway.config.model import ExpiryPolicy
 from gateway.domain import Actor, Decision, InteractionState, TurnStatus
@@ -30,6 +31,7 @@ from gateway.interactions.machine import InteractionEvent
 from gateway.interactions.policy import Requirement
 from gateway.store.audit_export import audit_records
 from gateway.store.database import Conn, fetch_all
+from gateway.store.records import FilesChoice
 from gateway.store.retention import PruneCounts, RetentionRules
 from gateway.store.store import Store
 from gateway.timeline import EntryKind, EntryWrite
@@ -276,6 +278,42 @@ async def test_a_recent_audit_entry_keeps_an_old_request(
         pruned = await store.retention.prune(RULES)
         assert pruned is not None and pruned.interactions == 0
         assert await store.interactions.get(old.interaction_id) is not None
+
+
+async def test_a_prompt_waiting_for_its_authors_files_choice_keeps_its_text_and_files(
+    ledger: PgTarget | None, tmp_path: Path
+) -> None:
+    """A prompt whose files failed waits (interrupted, ``files_choice`` waiting) for its
+    author's "send without them": however long it waits, it is not a finished prompt, and
+    the agent gets its words and files when the author chooses."""
+    clock = SetClock(NOW - timedelta(days=100))
+    photo = InboundAttachment(name="screen.jpg", reference="AgAC", size=48_213)
+    async with open_store(ledger, tmp_path / "data", clock=clock) as store:
+        session, _ = await running_session(store)
+        await store.prompts.enqueue(
+            session.id,
+            conversation=TELEGRAM,
+            platform_message_id="m-files",
+            author=ALICE,
+            text="why is this broken?",
+            max_depth=10,
+            attachments=(photo,),
+        )
+        claimed = await store.prompts.claim_next(session.id)
+        assert claimed is not None
+        waiting = await store.prompts.wait_for_files_choice(claimed.id, why="502 three times")
+        clock.at = NOW
+        assert await store.retention.count(RULES) == PruneCounts()
+        await store.retention.prune(RULES)
+        chosen = await store.prompts.choose_for_files(
+            claimed.id, files_round=waiting.files_round, choice=FilesChoice.WITHOUT, actor=ALICE
+        )
+        assert chosen is not None
+        again = await store.prompts.claim_next(session.id)
+    assert again is not None and (again.text, again.attachments) == (
+        "why is this broken?",
+        (photo,),
+    )
 
 
 # --- the indexes ---------------------------------------------------------------------------

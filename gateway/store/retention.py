@@ -15,9 +15,9 @@ Two clocks (``[gateway.retention]``, :class:`RetentionRules`):
   of files and schedules): docs/decisions.md.
 
 Never pruned: an interaction a live grant references (a grant not revoked, with the texts of
-its request), a live interaction (pending, decided, delivered), a prompt still queued or
-running, a turn still running, and the newest ``config.in_force`` entries the hosts compare
-(those entries are never pruned at all).
+its request), a live interaction (pending, decided, delivered), a prompt still queued,
+running or waiting for its author's files choice, a turn still running, and the newest
+``config.in_force`` entries the hosts compare (those entries are never pruned at all).
 
 Each batch is one write transaction touching at most ``batch`` rows of each kind, so a live
 session's writes wait for one batch at most, never for the whole prune. On PostgreSQL one
@@ -74,7 +74,12 @@ _LIVE_GRANT = (
     " AND json_extract(a.details_json, '$.grant') = g.id))"
 )
 
-_PROMPT_TEXTS = f"FROM prompts WHERE updated_at < ? AND state IN {_FINISHED_PROMPT} AND text <> ''"
+# a prompt waiting for its author's files choice is interrupted but not finished: the
+# choice queues it again, words and files (gateway/store/prompts.py)
+_PROMPT_TEXTS = (
+    f"FROM prompts WHERE updated_at < ? AND state IN {_FINISHED_PROMPT} AND text <> ''"
+    " AND coalesce(files_choice, '') <> 'waiting'"
+)
 _TIMELINE_TURNS = (
     "FROM turns t WHERE t.ended_at IS NOT NULL AND t.ended_at < ?"
     " AND EXISTS (SELECT 1 FROM timeline_text x WHERE x.turn_id = t.id)"
