@@ -133,7 +133,10 @@ async def test_a_restart_between_the_failure_and_the_press_keeps_the_message(
         assert [a.name for a in kept.attachments] == ["build.log"]
         await driver.press(card, "Try again")
         echo = await driver.text(lambda t: t.startswith("echo: after the restart"))
+        settled = await driver.now(card.key)  # the card of the gateway before the restart
     assert f"build.log (text/plain, {len(LOG)} bytes)" in echo.text
+    assert settled.buttons == () and "Alice: its files are fetched again." in settled.text
+    assert "could not be downloaded from memory after 3 tries" in settled.text
 
 
 async def test_a_choice_the_platform_could_not_show_is_shown_once_it_is_back(

@@ -78,6 +78,11 @@ async def test_a_choice_pressed_on_one_host_sends_the_message_from_the_host_that
             [p.text for p in host.telegram.launcher.prompts]  # type: ignore[attr-defined]
             for host in (a, b)
         )
+        settled = await fake_telegram.wait_for(
+            lambda: (m := fake_telegram.message(ALICE.id, card.message_id)).markup is None and m
+        )
     assert answer["text"] == "📎 Sending your message without spec.pdf."
     assert "could not be downloaded: spec.pdf." in echo
+    # the card host "a" showed, edited by "b", which took the press: said, its buttons gone
+    assert "sent without spec.pdf" in settled.text
     assert len(taken_by_a) == 1 and taken_by_b == []

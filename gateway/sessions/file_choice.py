@@ -37,12 +37,11 @@ import hashlib
 import hmac
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
 from gateway.cards import ButtonStyle, Card, CardAction
 from gateway.domain import Actor, ConversationRef
-from gateway.errors import PlatformError
+from gateway.errors import PlatformError, StoreError
 from gateway.platform import Ack, InboundAction, MessageRef, Platform
 from gateway.session_record import SessionRecord
 from gateway.store.records import FilesChoice, PromptRecord, PromptState
@@ -74,7 +73,7 @@ _LETTERS = {choice: letter for letter, choice in _CHOICES.items()}
 _TOKEN = re.compile(
     r"^f1:(?P<what>[wad]):(?P<prompt>[0-9]{1,18}):(?P<round>[0-9]{1,9}):(?P<tag>[A-Za-z0-9_-]{12})$"
 )
-_SHOWN_MAX = 256  # the cards kept in memory to be edited once chosen (a restart forgets them)
+_UNSHOWN_MAX = 256  # the cards kept in memory to be shown once their platform is back
 
 
 def _tag(key: bytes, message: str) -> str:
@@ -209,8 +208,6 @@ class FileChoices:
         self._auth_platform = auth_platform
         self._kick = kick
         self._may_talk = may_talk  # (project, person): the config in force now
-        # each card shown, with why, by (prompt id, round): edited once chosen
-        self._shown: OrderedDict[tuple[int, int], tuple[MessageRef, str]] = OrderedDict()
         # the cards a platform failed to show, by platform: shown once it is back
         self._unshown: dict[str, dict[int, tuple[PromptRecord, str, bool]]] = {}
 
@@ -226,12 +223,16 @@ class FileChoices:
         except PlatformError as exc:
             log.warning("files' card in %s not shown yet: %s", prompt.conversation.key(), exc)
             unshown = self._unshown.setdefault(prompt.conversation.platform, {})
-            if len(unshown) < _SHOWN_MAX:
+            if len(unshown) < _UNSHOWN_MAX:
                 unshown[prompt.id] = (prompt, why, again)
             return
-        self._shown[(prompt.id, prompt.files_round)] = (ref, why)
-        while len(self._shown) > _SHOWN_MAX:
-            self._shown.popitem(last=False)
+        # kept in the ledger, so that the press edits it on any host, after a restart too
+        try:
+            await self._store.prompts.files_card_shown(
+                prompt.id, files_round=prompt.files_round, message_id=ref.message_id, why=why
+            )
+        except StoreError as exc:  # the card works; only its edit once chosen is lost
+            log.warning("files' card in %s not kept: %s", prompt.conversation.key(), exc)
 
     async def platform_back(self, name: str) -> None:
         """``name`` answers again: the cards it failed to show are shown now, for the
@@ -276,21 +277,19 @@ class FileChoices:
             return Ack(text=why or NOT_VALID, accepted=False)
         if choice is not FilesChoice.DROPPED:
             self._kick(session)
-        await self._settle(chosen, files_round, choice, clicker)
+        await self._settle(chosen, choice, clicker)
         return Ack(text=_accepted_words(chosen, choice), accepted=True)
 
-    async def _settle(
-        self, prompt: PromptRecord, files_round: int, choice: FilesChoice, by: Actor
-    ) -> None:
+    async def _settle(self, prompt: PromptRecord, choice: FilesChoice, by: Actor) -> None:
         """The card says what was chosen, its buttons gone (best effort: the ledger holds
         the choice, and a second click is refused by it anyway)."""
-        shown = self._shown.pop((prompt.id, files_round), None)
+        shown = prompt.files_card
         platform = self._platforms.get(prompt.conversation.platform)
         if shown is None or platform is None:
             return
-        ref, why = shown
+        ref = MessageRef(conversation=prompt.conversation, message_id=shown.message_id)
         try:
-            await platform.edit_card(ref, _chosen_card(prompt, choice, by, why))
+            await platform.edit_card(ref, _chosen_card(prompt, choice, by, shown.why))
         except PlatformError as exc:
             log.info("files' card in %s not edited: %s", prompt.conversation.key(), exc)
 

@@ -733,6 +733,14 @@ _WAKE_SAYS_WHY = (
     """,
 )
 
+# the card shown under a prompt whose files failed (gateway/sessions/file_choice.py): its
+# message in the prompt's conversation and the reason it gave, so that the card is edited to
+# say what was chosen (its buttons gone) by whichever host takes the press, after a restart too
+_FILES_CARD = (
+    "ALTER TABLE prompts ADD COLUMN files_card_message TEXT",
+    "ALTER TABLE prompts ADD COLUMN files_card_why TEXT",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -809,6 +817,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="the prompts a runner could claim, indexed; a wake-up says why",
         statements=_OPEN_WORK_INDEX,
         postgresql=_WAKE_SAYS_WHY,
+    ),
+    Migration(
+        version=26,
+        name="the card a prompt's files choice was offered on",
+        statements=_FILES_CARD,
     ),
 )
 

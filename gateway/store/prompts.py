@@ -37,6 +37,7 @@ from gateway.store.dialect import FOR_UPDATE
 from gateway.store.records import (
     EnqueueOutcome,
     EnqueueResult,
+    FilesCard,
     FilesChoice,
     PromptRecord,
     PromptState,
@@ -48,7 +49,7 @@ __all__ = ["PromptQueue", "hold_queue", "prompt_by_id"]
 _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
     " author_user_id, author_display, text, state, position, created_at, updated_at, held, mode,"
-    " attachments_json, files_choice, files_round"
+    " attachments_json, files_choice, files_round, files_card_message, files_card_why"
 )
 _IDS_PER_QUERY = 500  # well under SQLite's limit of bound parameters
 _FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
@@ -302,7 +303,8 @@ class PromptQueue:
             row = fetch_one(
                 conn,
                 "UPDATE prompts SET state = 'interrupted', files_choice = 'waiting',"
-                " files_round = files_round + 1, updated_at = ?"
+                " files_round = files_round + 1, files_card_message = NULL,"
+                " files_card_why = NULL, updated_at = ?"
                 f" WHERE id = ? AND state = 'in_flight' RETURNING {_COLUMNS}",
                 (self._db.now(), prompt_id),
             )
@@ -318,6 +320,22 @@ class PromptQueue:
             return prompt
 
         return await self._db.write(wait)
+
+    async def files_card_shown(
+        self, prompt_id: int, *, files_round: int, message_id: str, why: str
+    ) -> bool:
+        """The card of the prompt's offer in ``files_round`` is shown as ``message_id``: kept,
+        so that whichever host takes the press edits it (False: a newer offer came since)."""
+
+        def shown(conn: Conn) -> bool:
+            done = conn.execute(
+                "UPDATE prompts SET files_card_message = ?, files_card_why = ?"
+                " WHERE id = ? AND files_round = ?",
+                (message_id, why, prompt_id, files_round),
+            )
+            return done.rowcount == 1
+
+        return await self._db.write(shown)
 
     async def choose_for_files(
         self, prompt_id: int, *, files_round: int, choice: FilesChoice, actor: Actor
@@ -647,6 +665,11 @@ def _prompt_from_row(row: Row) -> PromptRecord:
         attachments=attachments_from_json(row["attachments_json"]),
         files_choice=FilesChoice(row["files_choice"]) if row["files_choice"] else None,
         files_round=row["files_round"],
+        files_card=(
+            None
+            if row["files_card_message"] is None
+            else FilesCard(message_id=row["files_card_message"], why=row["files_card_why"] or "")
+        ),
     )
 
 

@@ -23,6 +23,7 @@ __all__ = [
     "EnqueueOutcome",
     "EnqueueResult",
     "EpochRecord",
+    "FilesCard",
     "FilesChoice",
     "Grant",
     "InteractionUpdate",
@@ -126,6 +127,16 @@ class PromptRecord:
     # its files failed: waiting for its author's choice, or what they chose (issue 32)
     files_choice: FilesChoice | None = None
     files_round: int = 0  # how many times its files failed: each offer's buttons name theirs
+    files_card: FilesCard | None = None  # the card of the newest offer, once shown
+
+
+@dataclass(frozen=True, slots=True)
+class FilesCard:
+    """The card a prompt's files choice was offered on (migration 26): its message in the
+    prompt's conversation, and the reason it gave."""
+
+    message_id: str
+    why: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

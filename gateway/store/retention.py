@@ -296,7 +296,7 @@ def _prune_prompt_texts(conn: Conn, before: str, batch: int) -> int:
     # the references to the files sent with it go with the text (issue 32); the files
     # themselves are in the inbox of the session's work dir, the agent's to keep or delete
     done = conn.execute(
-        "UPDATE prompts SET text = '', attachments_json = '[]'"
+        "UPDATE prompts SET text = '', attachments_json = '[]', files_card_why = NULL"
         f" WHERE id IN (SELECT id {_PROMPT_TEXTS} LIMIT ?)",
         (before, batch),
     )
