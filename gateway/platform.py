@@ -279,10 +279,10 @@ class OpensThreads(Protocol):
         (a forum's General topic), rather than replacing the session there."""
         ...
 
-    def threads_beside(self, conversation: ConversationRef) -> bool:
+    async def threads_beside(self, conversation: ConversationRef) -> bool:
         """Whether a thread may be opened in ``conversation``'s channel, from any of its
         threads (a forum from any of its topics, a Slack conversation, a Discord server's
-        channel): a schedule made there gets one."""
+        channel): a schedule made there gets one. False where that cannot be known now."""
         ...
 
     async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:

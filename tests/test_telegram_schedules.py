@@ -256,11 +256,11 @@ async def configured(
 async def test_a_config_schedule_gets_one_topic_at_its_first_run_kept_across_a_restart(
     fake_telegram: FakeTelegram, tmp_path: Path
 ) -> None:
+    fake_telegram.register_chat(GROUP)  # the bot is in the group, where no one spoke yet
     fake_telegram.make_admin(GROUP_ID, can_manage_topics=True)
     clock = FileClock(tmp_path / "clock")
     clock.set(START)
     async with configured(fake_telegram, tmp_path, clock, project=NIGHTLY) as tg:
-        await answer(tg, ALICE, "hello general", "echo: hello general", chat=GROUP)
         assert not fake_telegram.topics.get(GROUP_ID)  # none before its first run
         await tick(tg, clock, datetime(2026, 3, 28, 0, 0, tzinfo=UTC))
         [(topic, title)] = fake_telegram.topics[GROUP_ID].items()

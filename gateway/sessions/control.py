@@ -916,7 +916,9 @@ class Control:
         if self._gw.config.projects[schedule.project].scope is not SessionScope.THREAD:
             return None
         platform = self._gw.platforms.get(conversation.platform)
-        if not isinstance(platform, OpensThreads) or not platform.threads_beside(conversation):
+        if not isinstance(platform, OpensThreads) or not await platform.threads_beside(
+            conversation
+        ):
             return None
         return await open_schedule_thread(
             platform=platform,
@@ -937,7 +939,7 @@ class Control:
         if schedule.session_name is not None:  # it runs in that session's conversation
             return schedule
         platform = self._gw.platforms.get(home.platform)
-        if not isinstance(platform, OpensThreads) or not platform.threads_beside(home):
+        if not isinstance(platform, OpensThreads) or not await platform.threads_beside(home):
             return schedule
         refused = self._threads_refused.get(home)
         if refused is not None and time.monotonic() - refused < THREAD_ASKED_AGAIN_SECONDS:

@@ -348,7 +348,7 @@ class DiscordPlatform:
         """``/new`` opens no thread here: a mention in a channel starts one."""
         return False
 
-    def threads_beside(self, conversation: ConversationRef) -> bool:
+    async def threads_beside(self, conversation: ConversationRef) -> bool:
         """A guild channel, from the channel or any of its threads (a DM has none)."""
         return conversation.space is not None
 

@@ -264,7 +264,7 @@ class SlackPlatform:
         """``/new`` opens no thread here: a message at the top of a channel starts one."""
         return False
 
-    def threads_beside(self, conversation: ConversationRef) -> bool:
+    async def threads_beside(self, conversation: ConversationRef) -> bool:
         """Any conversation: a message at the top of its channel starts a thread."""
         return True
 

@@ -278,9 +278,26 @@ class TelegramPlatform:
         """A new session asked for in a forum's General topic gets a topic of its own."""
         return self.forums.general_of(conversation)
 
-    def threads_beside(self, conversation: ConversationRef) -> bool:
-        """Any topic of a forum (General included) may have a topic opened beside it."""
-        return int(conversation.channel) in self.forums
+    async def threads_beside(self, conversation: ConversationRef) -> bool:
+        """Any topic of a forum (General included) may have a topic opened beside it. A
+        group no message came from since the start (a config file's schedule in a quiet
+        group, or after a restart) is asked of Telegram (getChat), once; unanswered, it is
+        taken for no forum this time and asked again the next."""
+        chat_id = chat_id_of(conversation)
+        known = self.forums.knows(chat_id)
+        if known is not None:
+            return known
+
+        async def ask() -> bool:
+            return bool((await self.bot.get_chat(chat_id)).is_forum)
+
+        try:
+            forum = await self._running().run(chat_id, Priority.TEXT, ask)
+        except PlatformError as exc:
+            log.info("whether chat %s has topics is not known: %s", chat_id, exc)
+            return False
+        self.forums.saw(chat_id, forum=forum)
+        return forum
 
     async def open_thread(self, conversation: ConversationRef, title: str) -> ConversationRef:
         """A forum topic named ``title`` (createForumTopic); ThreadRefused, in words a person

@@ -47,20 +47,31 @@ _NO_RIGHTS = ("not enough rights", "chat_admin_required", "need administrator ri
 
 
 class Forums:
-    """The chat ids of the forums the bot has seen a message from, at most ``limit``."""
+    """The chat ids of the forums the bot has seen a message from (or asked Telegram of), at
+    most ``limit``; and as many of the groups seen to be no forum."""
 
     def __init__(self, limit: int = MAX_FORUMS) -> None:
         self._limit = limit
         self._seen: OrderedDict[int, None] = OrderedDict()
+        self._plain: OrderedDict[int, None] = OrderedDict()
 
     def saw(self, chat_id: int, *, forum: bool) -> None:
-        if not forum:
-            self._seen.pop(chat_id, None)  # a forum whose topics were turned off
-            return
-        self._seen.pop(chat_id, None)
-        self._seen[chat_id] = None
-        while len(self._seen) > self._limit:
-            self._seen.popitem(last=False)
+        # a forum whose topics were turned off is plain from then on, and back again
+        kept, dropped = (self._seen, self._plain) if forum else (self._plain, self._seen)
+        dropped.pop(chat_id, None)
+        kept.pop(chat_id, None)
+        kept[chat_id] = None
+        while len(kept) > self._limit:
+            kept.popitem(last=False)
+
+    def knows(self, chat_id: int) -> bool | None:
+        """Whether ``chat_id`` is a forum; None when no message of it was seen (a group the
+        bot is in where no one spoke since the start) and it is no private chat."""
+        if chat_id in self._seen:
+            return True
+        if chat_id in self._plain or chat_id > 0:
+            return False
+        return None
 
     def __contains__(self, chat_id: object) -> bool:
         return chat_id in self._seen

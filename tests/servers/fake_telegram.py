@@ -172,7 +172,7 @@ class FakeTelegram:
         self.closed_topics: dict[int, set[int]] = defaultdict(set)  # closeForumTopic's
         self.admin_rights: dict[int, dict[str, bool]] = {}  # chat: the bot's rights there
         self._sent: dict[tuple[int, int], Sent] = {}
-        self._next_id: dict[int, itertools.count[int]] = defaultdict(lambda: itertools.count(1))
+        self._next_id: dict[int, itertools.count[int]] = {}
         self._updates: list[dict[str, Any]] = []
         self._outgoing: deque[dict[str, Any]] = deque()  # for the webhook, oldest first
         self._deliverer: asyncio.Task[None] | None = None
@@ -288,6 +288,9 @@ class FakeTelegram:
         self.admin_rights[chat_id] = {"can_manage_topics": can_manage_topics}
 
     def new_message_id(self, chat_id: int) -> int:
+        if chat_id not in self._next_id:
+            # a group's message 1 is its creation, whose id the General topic's is
+            self._next_id[chat_id] = itertools.count(1 if chat_id > 0 else 2)
         return next(self._next_id[chat_id])
 
     def messages(self, chat_id: int, thread: int | None = None) -> list[Sent]:
@@ -428,6 +431,25 @@ class FakeTelegram:
 
     async def _m_getMe(self, p: dict[str, Any]) -> dict[str, Any]:
         return BOT
+
+    async def _m_getChat(self, p: dict[str, Any]) -> dict[str, Any]:
+        """A chat the bot is in, as a ChatFullInfo (its required fields, and the chat's own)."""
+        chat_id = chat_id_of(p)
+        if chat_id not in self.chats:
+            raise Refused(400, "Bad Request: chat not found")
+        gifts = (
+            "unlimited_gifts",
+            "limited_gifts",
+            "unique_gifts",
+            "premium_subscription",
+            "gifts_from_channels",
+        )
+        return {
+            **self.chats[chat_id],
+            "accent_color_id": 0,
+            "max_reaction_count": 11,
+            "accepted_gift_types": dict.fromkeys(gifts, False),
+        }
 
     async def _m_setMyCommands(self, p: dict[str, Any]) -> bool:
         self.commands = list(p.get("commands") or [])
