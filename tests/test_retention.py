@@ -389,6 +389,38 @@ async def test_the_consoles_first_page_and_pending_are_read_by_index(
         assert "Seq Scan on interactions i" not in page_plan + pending_plan
 
 
+async def test_each_hosts_config_in_force_is_found_past_any_number_of_entries(
+    ledger: PgTarget | None, tmp_path: Path
+) -> None:
+    """/status on a shared ledger compares the newest ``config.in_force`` of each live host:
+    host "a" started long ago and 600 reloads of host "b" came since (the compare read the
+    500 newest entries), among a ledger's other entries; found by index, not by a walk."""
+    from gateway.store.audit import _NEWEST_OF_HOST
+
+    clock = SetClock(NOW)
+    async with open_store(ledger, tmp_path / "data", clock=clock) as store:
+        event = "config.in_force"
+        await store.audit.record(event, actor="gateway", details={"host": "a", "config_hash": "A"})
+
+        def reloads(conn: Conn) -> None:
+            for n in range(600):
+                store.writer.audit(conn, event, details={"host": "b", "config_hash": f"B{n}"})
+                for _ in range(10):  # the approvals between two reloads
+                    store.writer.audit(conn, "interaction.decided", actor="telegram:100")
+            conn.execute("ANALYZE")
+
+        await store.writer.write(reloads)
+        newest = await store.audit.newest_by_host(event, {"a", "b", "c"})
+        plan = await store.writer.read(
+            lambda conn: plan_of(store, conn, f"{_NEWEST_OF_HOST} LIMIT 1", (event, "a"))
+        )
+    assert {host: entry.details["config_hash"] for host, entry in newest.items()} == {
+        "a": "A",
+        "b": "B599",
+    }
+    assert "audit_event" in plan, plan
+
+
 # --- the command ---------------------------------------------------------------------------
 
 

@@ -229,11 +229,8 @@ class Gateway:
         except Exception as exc:  # a failed read: /status goes on without this line
             log.warning("host %s: the hosts' configs were not compared (%s)", self.host, exc)
             return None
-        hashes: dict[str, str] = {}
-        for entry in await self.store.audit.entries(event=CONFIG_IN_FORCE, limit=500):
-            host = str(entry.details.get("host", ""))
-            if host in live and host not in hashes:  # the newest first: the one in force
-                hashes[host] = str(entry.details.get("config_hash", ""))
+        newest = await self.store.audit.newest_by_host(CONFIG_IN_FORCE, live)
+        hashes = {host: str(entry.details.get("config_hash", "")) for host, entry in newest.items()}
         if len(set(hashes.values())) <= 1:
             return None
         mine = hashes.get(self.host)

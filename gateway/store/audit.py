@@ -7,11 +7,11 @@ of answers or tokens.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gateway.domain import Actor
-from gateway.store.database import Database, fetch_all, parse_time
+from gateway.store.database import Conn, Database, Row, fetch_all, parse_time
 from gateway.store.records import AuditEntry
 
 __all__ = ["AuditLog"]
@@ -44,6 +44,24 @@ class AuditLog:
             )
         )
 
+    async def newest_by_host(self, event: str, hosts: Iterable[str]) -> dict[str, AuditEntry]:
+        """The newest ``event`` entry of each of ``hosts`` (``details.host``), however many
+        other entries came since: one indexed look each (``audit(event, id)``, migration 27),
+        in one read. A host with none is left out."""
+        wanted = sorted(set(hosts))
+
+        def read(conn: Conn) -> dict[str, AuditEntry]:
+            sent = [
+                (host, conn.execute(f"{_NEWEST_OF_HOST} LIMIT 1", (event, host))) for host in wanted
+            ]
+            return {
+                host: _entry_from_row(row)
+                for host, cursor in sent
+                if (row := cursor.fetchone()) is not None
+            }
+
+        return await self._db.read(read)
+
     async def entries(
         self,
         *,
@@ -64,15 +82,23 @@ class AuditLog:
             ),
             one_statement=True,
         )
-        return [
-            AuditEntry(
-                id=row["id"],
-                at=parse_time(row["at"]),
-                actor=row["actor"],
-                event=row["event"],
-                session_id=row["session_id"],
-                interaction_id=row["interaction_id"],
-                details=json.loads(row["details_json"]),
-            )
-            for row in rows
-        ]
+        return [_entry_from_row(row) for row in rows]
+
+
+_NEWEST_OF_HOST = (
+    "SELECT a.id, a.at, a.actor, a.event, a.session_id, a.interaction_id, a.details_json"
+    " FROM audit a WHERE a.event = ? AND json_extract(a.details_json, '$.host') = ?"
+    " ORDER BY a.id DESC"
+)
+
+
+def _entry_from_row(row: Row) -> AuditEntry:
+    return AuditEntry(
+        id=row["id"],
+        at=parse_time(row["at"]),
+        actor=row["actor"],
+        event=row["event"],
+        session_id=row["session_id"],
+        interaction_id=row["interaction_id"],
+        details=json.loads(row["details_json"]),
+    )

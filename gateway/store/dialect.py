@@ -91,6 +91,7 @@ FRAGMENTS: tuple[tuple[str, str], ...] = (
     ("json_extract(a.details_json, '$.by')", "(a.details_json::json ->> 'by')"),
     ("json_extract(a.details_json, '$.how')", "(a.details_json::json ->> 'how')"),
     ("json_extract(a.details_json, '$.grant')", "(a.details_json::json ->> 'grant')::bigint"),
+    ("json_extract(a.details_json, '$.host')", "(a.details_json::json ->> 'host')"),
     ("char(9)", "chr(9)"),
 )
 

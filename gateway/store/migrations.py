@@ -741,6 +741,11 @@ _FILES_CARD = (
     "ALTER TABLE prompts ADD COLUMN files_card_why TEXT",
 )
 
+# the audit read by event, newest first: each host's newest ``config.in_force`` (/status on
+# a shared ledger compares the hosts' configs), found without walking back through every
+# other entry since (a busy ledger adds a few at each approval, and keeps them a year)
+_AUDIT_BY_EVENT = ("CREATE INDEX audit_event ON audit(event, id)",)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -823,6 +828,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="the card a prompt's files choice was offered on",
         statements=_FILES_CARD,
     ),
+    Migration(version=27, name="the audit read by event", statements=_AUDIT_BY_EVENT),
 )
 
 
