@@ -155,3 +155,27 @@ async def test_a_choice_the_platform_could_not_show_is_shown_once_it_is_back(
         echo = await driver.text(lambda t: t.startswith("echo: look at this"))
     assert "memory platform is down" in card.text
     assert "shot.txt (text/plain, 2 bytes)" in echo.text
+
+
+async def test_a_choice_the_platform_could_not_show_before_a_restart_is_shown_after_it(
+    tmp_path: Path,
+) -> None:
+    """The card waits in the ledger, not in the memory of the process that failed to show
+    it: the gateway started again shows it, once, and its press edits it."""
+    driver = MemoryDriver(tmp_path)
+    async with driver.running():
+        await driver.say("hello")
+        await driver.text(lambda t: t.startswith("echo: hello"))
+        await driver.drop()
+        await driver.say_with_files("look at this", [("shot.txt", b"x\n")])
+        await driver.platform.wait_for(lambda: driver.platform.refused.count("send_card") >= 1, 20)
+    await driver.back()
+    async with driver.running():
+        card = await offered(driver)
+        await driver.press(card, "Try again")
+        echo = await driver.text(lambda t: t.startswith("echo: look at this"))
+        settled = await driver.now(card.key)
+    assert "memory platform is down" in card.text
+    assert len([s for s in await driver.seen() if s.card and "did not come" in s.text]) == 1
+    assert settled.buttons == () and "Alice: its files are fetched again." in settled.text
+    assert "shot.txt (text/plain, 2 bytes)" in echo.text

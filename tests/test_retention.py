@@ -301,7 +301,9 @@ async def test_a_prompt_waiting_for_its_authors_files_choice_keeps_its_text_and_
         )
         claimed = await store.prompts.claim_next(session.id)
         assert claimed is not None
-        waiting = await store.prompts.wait_for_files_choice(claimed.id, why="502 three times")
+        waiting = await store.prompts.wait_for_files_choice(
+            claimed.id, why="502 three times", again=True
+        )
         clock.at = NOW
         assert await store.retention.count(RULES) == PruneCounts()
         await store.retention.prune(RULES)

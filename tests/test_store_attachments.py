@@ -88,7 +88,9 @@ async def test_a_prompt_whose_files_failed_waits_across_a_restart_and_is_chosen_
         )
         claimed = await store.prompts.claim_next(session.id)
         assert claimed is not None
-        waiting = await store.prompts.wait_for_files_choice(claimed.id, why="502 three times")
+        waiting = await store.prompts.wait_for_files_choice(
+            claimed.id, why="502 three times", again=True
+        )
         assert waiting.state is PromptState.INTERRUPTED
         assert (waiting.files_choice, waiting.files_round) == (FilesChoice.WAITING, 1)
     async with open_store(ledger, data_dir, clock=SteppingClock()) as store:

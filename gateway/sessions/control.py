@@ -270,6 +270,7 @@ class Control:
         for copy in await store.cards.list_outdated(host=host):
             self._gw.broker.mark_dirty(copy.interaction_id)
         await self._gw.broker.resend_failed()
+        await self._gw.file_choices.offer_unshown()  # cards a platform failed to show
         for session_id, how in touched.items():
             held = await store.prompts.list_held(session_id)
             cards = ended.get(session_id, [])
@@ -663,7 +664,7 @@ class Control:
         if result.outcome is EnqueueOutcome.FULL:
             await self._reply(conversation, f"{why} The queue is full: it was not kept either.")
         elif result.outcome is EnqueueOutcome.QUEUED and result.prompt is not None:
-            await self._gw.file_choices.offer(result.prompt, why, False)
+            await self._gw.file_choices.offer(result.prompt)
 
     async def _steer_or_offer(
         self, session: SessionRecord, project: str, prompt: PromptRecord | None, ahead: int

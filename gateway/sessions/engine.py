@@ -325,6 +325,7 @@ class Gateway:
             auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
             kick=self.kick,
             may_talk=lambda project, actor: may_talk(self.config, project, actor),
+            host=self.ledger_host,
         )
         self.button_key = key
         self.control = Control(self)
@@ -1008,13 +1009,13 @@ class Gateway:
             if i.state is InteractionState.PENDING
         )
 
-    async def _offer_files_choice(self, prompt: PromptRecord, why: str, again: bool) -> None:
+    async def _offer_files_choice(self, prompt: PromptRecord) -> None:
         """A runner's prompt whose files did not come: its card shown apart, in the engine's
         task group, so that a platform slow to take it (a 429 waited out) holds up no turn."""
 
         async def offer() -> None:
             try:
-                await self.file_choices.offer(prompt, why, again)
+                await self.file_choices.offer(prompt)
             except Exception:  # the message waits in the ledger all the same: /status says so
                 log.exception("the files' card of prompt %s was not shown", prompt.id)
 
@@ -1034,7 +1035,7 @@ class Gateway:
             self._lease_receiver(back)  # connected only now: its receiving by lease starts
         for runner in list(self._runners.values()):
             runner.platform_back(platform)  # a turn's final text that failed there
-        await self.file_choices.platform_back(platform)  # a files' choice it failed to show
+        await self.file_choices.offer_unshown(platform)  # a files' choice it failed to show
         sent = await self.broker.resend_failed()
         if sent:
             log.info("%s is back: %d card(s) that had failed were sent again", platform, sent)

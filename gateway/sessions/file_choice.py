@@ -6,7 +6,10 @@ gateway/sessions/file_fetch.py) or is refused (its size or type, a link in the i
 way), the prompt is not sent without it: it waits, interrupted, its files kept in the
 ledger (``PromptQueue.wait_for_files_choice``; a restart leaves it waiting), and its author is
 offered a card with the reason and three buttons (:func:`files_card`; no "Try again" where
-fetching again cannot help: a file refused for its size or type).
+fetching again cannot help: a file refused for its size or type). The offer is the ledger's
+(``PromptRecord.files_card``, migration 26): a card its platform failed to show is shown
+when the platform answers again or the gateway starts, and the card shown is edited once
+chosen by whichever process takes the press.
 
 The buttons are no decision of any request, and typed text is never taken for one: a
 token names the prompt, the choice and the offer's round, signed under the gateway's key
@@ -73,7 +76,6 @@ _LETTERS = {choice: letter for letter, choice in _CHOICES.items()}
 _TOKEN = re.compile(
     r"^f1:(?P<what>[wad]):(?P<prompt>[0-9]{1,18}):(?P<round>[0-9]{1,9}):(?P<tag>[A-Za-z0-9_-]{12})$"
 )
-_UNSHOWN_MAX = 256  # the cards kept in memory to be shown once their platform is back
 
 
 def _tag(key: bytes, message: str) -> str:
@@ -201,47 +203,58 @@ class FileChoices:
         auth_platform: Callable[[str], str],
         kick: Callable[[SessionRecord], None],
         may_talk: Callable[[str, Actor], bool],
+        host: str | None = None,
     ) -> None:
         self._store = store
+        self._host = host  # the sessions whose unshown cards this host shows (None: all)
         self._platforms = platforms
         self._key = key
         self._auth_platform = auth_platform
         self._kick = kick
         self._may_talk = may_talk  # (project, person): the config in force now
-        # the cards a platform failed to show, by platform: shown once it is back
-        self._unshown: dict[str, dict[int, tuple[PromptRecord, str, bool]]] = {}
+        self._offering: set[int] = set()  # the prompts whose card is being shown
 
-    async def offer(self, prompt: PromptRecord, why: str, again: bool) -> None:
-        """The card in the conversation the message came from; a platform that fails to
-        show it is logged, and the message keeps waiting (nothing is lost)."""
+    async def offer(self, prompt: PromptRecord) -> None:
+        """The card of the prompt's offer (its reason and choices as the ledger keeps them,
+        ``PromptRecord.files_card``) in the conversation the message came from. A platform
+        that fails to show it is logged, and the card is shown once the platform is back or
+        the gateway starts again (:meth:`offer_unshown`): the message waits, nothing is lost."""
+        offered = prompt.files_card
         platform = self._platforms.get(prompt.conversation.platform)
-        if platform is None:
+        if offered is None or platform is None or prompt.id in self._offering:
             return
-        card = files_card(self._key, prompt, why, again=again)
+        self._offering.add(prompt.id)
         try:
-            ref = await platform.send_card(prompt.conversation, card)
-        except PlatformError as exc:
-            log.warning("files' card in %s not shown yet: %s", prompt.conversation.key(), exc)
-            unshown = self._unshown.setdefault(prompt.conversation.platform, {})
-            if len(unshown) < _UNSHOWN_MAX:
-                unshown[prompt.id] = (prompt, why, again)
-            return
-        # kept in the ledger, so that the press edits it on any host, after a restart too
-        try:
-            await self._store.prompts.files_card_shown(
-                prompt.id, files_round=prompt.files_round, message_id=ref.message_id, why=why
-            )
-        except StoreError as exc:  # the card works; only its edit once chosen is lost
-            log.warning("files' card in %s not kept: %s", prompt.conversation.key(), exc)
+            card = files_card(self._key, prompt, offered.why, again=offered.again)
+            try:
+                ref = await platform.send_card(prompt.conversation, card)
+            except PlatformError as exc:
+                log.warning("files' card in %s not shown yet: %s", prompt.conversation.key(), exc)
+                return
+            # kept in the ledger: the press edits it on any host, after a restart too
+            try:
+                await self._store.prompts.files_card_shown(
+                    prompt.id, files_round=prompt.files_round, message_id=ref.message_id
+                )
+            except StoreError as exc:  # the card works; only its edit once chosen is lost
+                log.warning("files' card in %s not kept: %s", prompt.conversation.key(), exc)
+        finally:
+            self._offering.discard(prompt.id)
 
-    async def platform_back(self, name: str) -> None:
-        """``name`` answers again: the cards it failed to show are shown now, for the
-        messages that still wait in the same round."""
-        for prompt, why, again in self._unshown.pop(name, {}).values():
-            now = await self._store.prompts.get(prompt.id)
-            waiting = now is not None and now.files_choice is FilesChoice.WAITING
-            if waiting and now is not None and now.files_round == prompt.files_round:
-                await self.offer(now, why, again)
+    async def offer_unshown(self, platform: str | None = None) -> int:
+        """The cards no platform showed yet, of the sessions this host runs: in
+        ``platform``'s conversations (it answers again), or everywhere (at start); how many
+        were tried."""
+        try:
+            unshown = await self._store.prompts.files_cards_unshown(
+                host=self._host, platform=platform
+            )
+        except StoreError as exc:  # asked again at the platform's next return, or start
+            log.warning("the files' cards not shown yet were not read: %s", exc)
+            return 0
+        for prompt in unshown:
+            await self.offer(prompt)
+        return len(unshown)
 
     async def on_click(self, action: InboundAction) -> Ack:
         verified = verify_files_token(self._key, action.token)
@@ -285,7 +298,7 @@ class FileChoices:
         the choice, and a second click is refused by it anyway)."""
         shown = prompt.files_card
         platform = self._platforms.get(prompt.conversation.platform)
-        if shown is None or platform is None:
+        if shown is None or shown.message_id is None or platform is None:
             return
         ref = MessageRef(conversation=prompt.conversation, message_id=shown.message_id)
         try:

@@ -119,7 +119,7 @@ __all__ = ["FilesFailed", "SessionRunner"]
 log = logging.getLogger(__name__)
 
 # a prompt's files failed, it waits: (the prompt, why, whether fetching again may help)
-FilesFailed = Callable[[PromptRecord, str, bool], Awaitable[None]]
+FilesFailed = Callable[[PromptRecord], Awaitable[None]]
 
 
 def start_failure_hint(exc: Exception) -> str:
@@ -708,11 +708,13 @@ class SessionRunner:
             )
         except FileRefused as exc:
             log.info("session %s: prompt %s refused: %s", self.session_id, prompt.id, exc)
-            waiting = await self._store.prompts.wait_for_files_choice(prompt.id, why=str(exc))
+            waiting = await self._store.prompts.wait_for_files_choice(
+                prompt.id, why=str(exc), again=exc.again
+            )
             if self._files_failed is None:
                 await self._notify(f"⚠️ {exc}")
             else:
-                await self._files_failed(waiting, str(exc), exc.again)
+                await self._files_failed(waiting)
             return None
 
     async def _claim_next(self) -> PromptRecord | None:

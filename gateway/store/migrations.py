@@ -733,12 +733,16 @@ _WAKE_SAYS_WHY = (
     """,
 )
 
-# the card shown under a prompt whose files failed (gateway/sessions/file_choice.py): its
-# message in the prompt's conversation and the reason it gave, so that the card is edited to
-# say what was chosen (its buttons gone) by whichever host takes the press, after a restart too
+# the card offered under a prompt whose files failed (gateway/sessions/file_choice.py): the
+# reason it gives and whether it offers "Try again", kept as the prompt starts to wait, and
+# its message in the prompt's conversation once shown (NULL: not shown yet). A card its
+# platform failed to show is shown once the platform is back, after a restart too; and the
+# card is edited to say what was chosen (its buttons gone) by whichever host takes the press
 _FILES_CARD = (
-    "ALTER TABLE prompts ADD COLUMN files_card_message TEXT",
     "ALTER TABLE prompts ADD COLUMN files_card_why TEXT",
+    "ALTER TABLE prompts ADD COLUMN files_card_again INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE prompts ADD COLUMN files_card_message TEXT",
+    "CREATE INDEX prompts_files_waiting ON prompts(id) WHERE files_choice = 'waiting'",
 )
 
 # the audit read by event, newest first: each host's newest ``config.in_force`` (/status on

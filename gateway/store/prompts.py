@@ -49,7 +49,8 @@ __all__ = ["PromptQueue", "hold_queue", "prompt_by_id"]
 _COLUMNS = (
     "id, session_id, platform, space, channel, thread, platform_message_id, author_platform,"
     " author_user_id, author_display, text, state, position, created_at, updated_at, held, mode,"
-    " attachments_json, files_choice, files_round, files_card_message, files_card_why"
+    " attachments_json, files_choice, files_round, files_card_why, files_card_again,"
+    " files_card_message"
 )
 _IDS_PER_QUERY = 500  # well under SQLite's limit of bound parameters
 _FINAL = (PromptState.DONE, PromptState.INTERRUPTED, PromptState.DROPPED)
@@ -146,9 +147,9 @@ class PromptQueue:
                 conn,
                 "INSERT INTO prompts (session_id, platform, space, channel, thread,"
                 " platform_message_id, author_platform, author_user_id, author_display, text,"
-                " mode, attachments_json, state, files_choice, files_round, position,"
-                " created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+                " mode, attachments_json, state, files_choice, files_round, files_card_why,"
+                " position, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
                 " (SELECT coalesce(max(position), 0) + 1 FROM prompts WHERE session_id = ?),"
                 f" ?, ?) RETURNING {_COLUMNS}",
                 (
@@ -163,6 +164,7 @@ class PromptQueue:
                     "queued" if files_refused is None else "interrupted",
                     None if files_refused is None else FilesChoice.WAITING.value,
                     0 if files_refused is None else 1,
+                    files_refused,  # its card offers no "Try again": refused, not failed
                     session_id,
                     now,
                     now,
@@ -293,7 +295,7 @@ class PromptQueue:
 
         return await self._db.write(give_back)
 
-    async def wait_for_files_choice(self, prompt_id: int, *, why: str) -> PromptRecord:
+    async def wait_for_files_choice(self, prompt_id: int, *, why: str, again: bool) -> PromptRecord:
         """The prompt in flight whose files failed (issue 32) waits for its author's choice:
         interrupted (never claimed, held, resumed or recovered as a queued prompt is, so a
         restart keeps it as it is), its files kept, its round counted (an earlier offer's
@@ -303,10 +305,10 @@ class PromptQueue:
             row = fetch_one(
                 conn,
                 "UPDATE prompts SET state = 'interrupted', files_choice = 'waiting',"
-                " files_round = files_round + 1, files_card_message = NULL,"
-                " files_card_why = NULL, updated_at = ?"
+                " files_round = files_round + 1, files_card_why = ?, files_card_again = ?,"
+                " files_card_message = NULL, updated_at = ?"
                 f" WHERE id = ? AND state = 'in_flight' RETURNING {_COLUMNS}",
-                (self._db.now(), prompt_id),
+                (why, int(again), self._db.now(), prompt_id),
             )
             if row is None:
                 raise StoreError(f"prompt {prompt_id} is not in flight")
@@ -321,21 +323,37 @@ class PromptQueue:
 
         return await self._db.write(wait)
 
-    async def files_card_shown(
-        self, prompt_id: int, *, files_round: int, message_id: str, why: str
-    ) -> bool:
+    async def files_card_shown(self, prompt_id: int, *, files_round: int, message_id: str) -> bool:
         """The card of the prompt's offer in ``files_round`` is shown as ``message_id``: kept,
         so that whichever host takes the press edits it (False: a newer offer came since)."""
 
         def shown(conn: Conn) -> bool:
             done = conn.execute(
-                "UPDATE prompts SET files_card_message = ?, files_card_why = ?"
-                " WHERE id = ? AND files_round = ?",
-                (message_id, why, prompt_id, files_round),
+                "UPDATE prompts SET files_card_message = ? WHERE id = ? AND files_round = ?",
+                (message_id, prompt_id, files_round),
             )
             return done.rowcount == 1
 
         return await self._db.write(shown)
+
+    async def files_cards_unshown(
+        self, *, host: str | None = None, platform: str | None = None
+    ) -> list[PromptRecord]:
+        """The prompts waiting for their author's files choice whose card no platform showed
+        yet (of the sessions on ``host``, in ``platform``'s conversations; None: any)."""
+        rows = await self._db.read(
+            lambda conn: fetch_all(
+                conn,
+                f"SELECT {_COLUMNS} FROM prompts WHERE state = 'interrupted'"
+                " AND files_choice = 'waiting' AND files_card_message IS NULL"
+                " AND files_card_why IS NOT NULL"
+                " AND (CAST(? AS TEXT) IS NULL OR platform = ?)"
+                f" AND session_id IN (SELECT id FROM sessions WHERE {ON_HOST}) ORDER BY id",
+                (platform, platform, host, host),
+            ),
+            one_statement=True,
+        )
+        return [_prompt_from_row(row) for row in rows]
 
     async def choose_for_files(
         self, prompt_id: int, *, files_round: int, choice: FilesChoice, actor: Actor
@@ -667,8 +685,12 @@ def _prompt_from_row(row: Row) -> PromptRecord:
         files_round=row["files_round"],
         files_card=(
             None
-            if row["files_card_message"] is None
-            else FilesCard(message_id=row["files_card_message"], why=row["files_card_why"] or "")
+            if row["files_card_why"] is None
+            else FilesCard(
+                why=row["files_card_why"],
+                again=bool(row["files_card_again"]),
+                message_id=row["files_card_message"],
+            )
         ),
     )
 

@@ -127,16 +127,17 @@ class PromptRecord:
     # its files failed: waiting for its author's choice, or what they chose (issue 32)
     files_choice: FilesChoice | None = None
     files_round: int = 0  # how many times its files failed: each offer's buttons name theirs
-    files_card: FilesCard | None = None  # the card of the newest offer, once shown
+    files_card: FilesCard | None = None  # the card of the newest offer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class FilesCard:
-    """The card a prompt's files choice was offered on (migration 26): its message in the
-    prompt's conversation, and the reason it gave."""
+    """The card a prompt's files choice is offered on (migration 26): the reason it gives,
+    whether it offers "Try again", and its message in the prompt's conversation once shown."""
 
-    message_id: str
     why: str
+    again: bool
+    message_id: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
