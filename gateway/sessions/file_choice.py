@@ -130,11 +130,11 @@ def files_card(key: bytes, prompt: PromptRecord, why: str, *, again: bool) -> Ca
         token=encode_files_token(key, FilesChoice.DROPPED, prompt.id, prompt.files_round),
         style=ButtonStyle.DANGER,
     )
-    them = "them" if many else "it"
+    them = "the files" if many else "the file"
     choices = (
-        f"send it without {them}, try again or drop it"
+        f"send it without {them}, try again, or drop it"
         if again
-        else (f"send it without {them} or drop it")
+        else f"send it without {them}, or drop it"
     )
     return Card(
         title=f"📎 Your message waits: {_what(prompt)} did not come",
