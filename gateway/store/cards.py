@@ -193,6 +193,27 @@ def add_copy_sent(
     return read
 
 
+def add_bound_copies_sent(
+    conn: Conn, interaction_id: str, session_id: str, now: str
+) -> Callable[[], list[CardCopy]]:
+    """A new interaction's pending copy in every conversation bound to its session, in
+    binding order (``sessions.list_bindings``'s), in one statement: the bindings are read by
+    the insert itself. Sent; what it returns reads the copies."""
+    cursor = conn.execute(
+        "INSERT INTO interaction_messages (interaction_id, platform, space, channel, thread,"
+        " state, updated_at) SELECT ?, platform, space, channel, thread, 'pending', ?"
+        " FROM conversations WHERE session_id = ?"
+        f" ORDER BY bound_at, platform, space, channel, thread RETURNING {_RETURNED}",
+        (interaction_id, now, session_id),
+    )
+    # ids are drawn in the SELECT's order; RETURNING's own order is not promised
+    return lambda: sorted((_copy_from_row(row) for row in cursor.fetchall()), key=_by_id)
+
+
+def _by_id(copy: CardCopy) -> int:
+    return copy.id
+
+
 def copies_for(conn: Conn, interaction_id: str) -> list[CardCopy]:
     """``CardCopies.list_for`` inside a caller's read or transaction."""
     return copies_for_sent(conn, interaction_id)()

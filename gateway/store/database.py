@@ -324,7 +324,9 @@ class Database:
             again=again,
         )
 
-    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
+    async def read(
+        self, work: Callable[[Conn], T], *, one_statement: bool = False, consistent: bool = True
+    ) -> T:
         """Run ``work``'s SELECTs on a lane of their own, in one trip: a consistent view.
 
         On SQLite no BEGIN/COMMIT (docs/decisions.md): its one lane is the only writer and
@@ -333,13 +335,18 @@ class Database:
         transaction, unless ``one_statement``: ``work`` runs a single SELECT, which is
         consistent in itself, so it goes alone, no BEGIN, no pipeline: one network round
         trip where the transaction takes two (a second statement is refused, on both).
+
+        ``consistent=False``: each SELECT sees what was committed when it ran, no snapshot
+        (no BEGIN and ROLLBACK; on PostgreSQL still sent together), for a reader that copes
+        with rows read a moment apart (the card lanes: a copy showing a newer version than
+        the request read is not drawn back).
         """
         begin = self.dialect.begin_read
         if one_statement:
             return await self._submit(_alone, work)
-        return await self._submit(
-            _bare if begin is None else functools.partial(_snapshot, begin), work
-        )
+        if begin is None or not consistent:
+            return await self._submit(_bare, work)
+        return await self._submit(functools.partial(_snapshot, begin), work)
 
     async def _submit(
         self,
@@ -463,7 +470,9 @@ class Database:
 class Reader(Protocol):
     """What runs a read: the writer's connection (:class:`Database`) or the read-only one."""
 
-    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T: ...
+    async def read(
+        self, work: Callable[[Conn], T], *, one_statement: bool = False, consistent: bool = True
+    ) -> T: ...
 
 
 class ReadOnlyDatabase:
@@ -504,14 +513,20 @@ class ReadOnlyDatabase:
         counted = getattr(self._conn, "round_trips", None)
         return counted if isinstance(counted, int) else None
 
-    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
+    async def read(
+        self, work: Callable[[Conn], T], *, one_statement: bool = False, consistent: bool = True
+    ) -> T:
         """Run ``work``'s SELECTs in one snapshot, on this connection's thread
-        (``one_statement``: as :meth:`Database.read`'s, no transaction)."""
+        (``one_statement``, ``consistent``: as :meth:`Database.read`'s)."""
         if self._closed:
             raise StoreError("the ledger is closed")
-        snapshot: Callable[[Conn, Callable[[Conn], T], _Ticket], T] = (
-            _alone if one_statement else functools.partial(_snapshot, self.dialect.begin_snapshot)
-        )
+        snapshot: Callable[[Conn, Callable[[Conn], T], _Ticket], T]
+        if one_statement:
+            snapshot = _alone
+        elif not consistent:
+            snapshot = _bare
+        else:
+            snapshot = functools.partial(_snapshot, self.dialect.begin_snapshot)
         return await _on_thread(
             self.runner,
             self._conn,
@@ -625,9 +640,12 @@ class _Skipped(Exception):
 
 
 def _bare(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket) -> T:
+    """A read without a transaction of its own (on PostgreSQL its statements pipelined:
+    sent together, each in its own snapshot)."""
     if ticket.cancelled:
         raise _Skipped
-    return work(conn)
+    with _pipelined(conn):
+        return work(conn)
 
 
 def _alone(conn: Conn, work: Callable[[Conn], T], ticket: _Ticket, *, writes: bool = False) -> T:

@@ -15,12 +15,10 @@ withdrawal): the fact is kept, the state is not changed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from gateway.domain import (
     Actor,
-    ConversationRef,
     Decision,
     Effect,
     InteractionOrigin,
@@ -46,7 +44,7 @@ from gateway.interactions.machine import (
 )
 from gateway.session_record import SessionRecord
 from gateway.store import codec
-from gateway.store.cards import add_copy_sent, copies_for_sent
+from gateway.store.cards import add_bound_copies_sent, copies_for_sent
 from gateway.store.database import Conn, Database, Reader, fetch_all, fetch_one, parse_time
 from gateway.store.dialect import FOR_UPDATE, Backend
 from gateway.store.interaction_rows import (
@@ -60,7 +58,6 @@ from gateway.store.interaction_rows import (
 )
 from gateway.store.records import CardCopy, Grant, InteractionUpdate, Opened
 from gateway.store.sessions import (
-    bindings_of_sent,
     session_by_id_sent,
     session_of_interaction_sent,
 )
@@ -114,7 +111,7 @@ class InteractionLedger:
         deduplicated. Refused for an epoch that is not live.
         """
         return await self._db.write(
-            lambda conn: self._create(conn, session_id, epoch, request, turn_id)[0]
+            lambda conn: self._create(conn, session_id, epoch, request, turn_id)
         )
 
     async def create_with_copies(
@@ -131,18 +128,12 @@ class InteractionLedger:
         ``created`` is False)."""
 
         def create(conn: Conn) -> Opened:
-            opened, bindings = self._create(
-                conn, session_id, epoch, request, turn_id, with_bindings=True
-            )
+            opened = self._create(conn, session_id, epoch, request, turn_id)
             if not opened.created:
                 return opened
-            now = self._db.now()
-            added = [
-                add_copy_sent(conn, opened.interaction.id, conversation, now=now)
-                for conversation in bindings
-            ]
+            added = add_bound_copies_sent(conn, opened.interaction.id, session_id, self._db.now())
             read_session = session_by_id_sent(conn, session_id)  # the cards' name and project
-            copies = tuple(read() for read in added)  # one wait for every copy
+            copies = tuple(added())  # one wait for the copies and the session
             return Opened(
                 interaction=opened.interaction, created=True, copies=copies, session=read_session()
             )
@@ -156,12 +147,10 @@ class InteractionLedger:
         epoch: int,
         request: InteractionRequest,
         turn_id: int | None,
-        *,
-        with_bindings: bool = False,
-    ) -> tuple[Opened, list[ConversationRef]]:
-        """The interaction opened (or found again), and with ``with_bindings`` the session's
-        bindings, read with the epoch's lock and the earlier request: the reads are sent
-        together, then the insert with its read-back (on PostgreSQL one wait each)."""
+    ) -> Opened:
+        """The interaction opened (or found again), read with the epoch's lock and the
+        earlier request: the reads are sent together, then the insert (on PostgreSQL one
+        wait each)."""
         native_key = request.native_key or None
         locked = conn.execute(
             f"SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?{FOR_UPDATE}",
@@ -172,12 +161,8 @@ class InteractionLedger:
             if native_key is None
             else interaction_by_native_key_sent(conn, session_id, epoch, native_key)
         )
-        read_bindings: Callable[[], list[ConversationRef]] = (
-            bindings_of_sent(conn, session_id) if with_bindings else list
-        )
         epoch_row = locked.fetchone()
         earlier = None if found is None else found()
-        bindings = read_bindings()
         # a setting change (issue 31) is a person's request, not the process's: it may be
         # asked while no agent runs (after a restart, an idle end) and is kept with the last
         if epoch_row is None or (
@@ -192,7 +177,7 @@ class InteractionLedger:
                 session_id=session_id,
                 interaction_id=earlier.id,
             )
-            return Opened(interaction=earlier, created=False), bindings
+            return Opened(interaction=earlier, created=False)
         interaction = self._insert(conn, session_id, epoch, request, turn_id)
         self._db.audit(
             conn,
@@ -202,7 +187,7 @@ class InteractionLedger:
             interaction_id=interaction.id,
             details={"kind": request.kind.value},
         )
-        return Opened(interaction=interaction, created=True), bindings
+        return Opened(interaction=interaction, created=True)
 
     def _insert(
         self,
@@ -283,7 +268,9 @@ class InteractionLedger:
             row, copies, session = found.fetchone(), read_copies(), read_session()
             return (None, [], None) if row is None else (interaction_from_row(row), copies, session)
 
-        return await self._db.read(read)
+        # read a moment apart on PostgreSQL (no snapshot: two statements and a wait fewer):
+        # a copy read newer than the request is not drawn back (Broker._behind)
+        return await self._db.read(read, consistent=False)
 
     async def get_by_native_key(
         self, session_id: str, epoch: int, native_key: str

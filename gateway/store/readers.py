@@ -41,10 +41,12 @@ class ReaderPool:
             self._free.put_nowait(reader)
         self.size = len(readers)
 
-    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
+    async def read(
+        self, work: Callable[[Conn], T], *, one_statement: bool = False, consistent: bool = True
+    ) -> T:
         """As :meth:`Database.read`, on a free read-only connection (one snapshot)."""
         reader = await self._free.get()
         try:
-            return await reader.read(work, one_statement=one_statement)
+            return await reader.read(work, one_statement=one_statement, consistent=consistent)
         finally:
             self._free.put_nowait(reader)
