@@ -871,6 +871,7 @@ def _open(conn: Conn, session_id: str | None) -> list[Interaction]:
 
 def _drop_sealed(conn: Conn, current: Interaction) -> None:
     """Delete the sealed secret answers of a decided interaction that moves on (written,
-    failed, orphaned, closed): only a DECIDED interaction may have them (Ledger.decide)."""
-    if current.state is InteractionState.DECIDED:
+    failed, orphaned, closed): only a DECIDED interaction with a secret question may have
+    them (``Broker.decide`` seals the answers to those; Ledger.decide keeps them)."""
+    if current.state is InteractionState.DECIDED and any(q.secret for q in current.questions):
         conn.execute("DELETE FROM sealed_answers WHERE interaction_id = ?", (current.id,))
