@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import StoreError
+from gateway.wording import named
 
 __all__ = [
     "SNIFF_BYTES",
@@ -227,6 +228,6 @@ def without_files(text: str, missing: tuple[InboundAttachment, ...]) -> str:
 
 def sent_without_notice(missing: tuple[InboundAttachment, ...]) -> str:
     """What the chat is told when a message goes to the agent without its files."""
-    names = ", ".join(_shown(a.name) for a in missing)
+    names = ", ".join(named(a.name) for a in missing)
     them = "it" if len(missing) == 1 else "they"
-    return f"📎 Sent to the agent without {names}: it is told {them} did not come."
+    return f"📎 Sent to the agent without {names}; the agent is told {them} did not come."

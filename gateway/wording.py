@@ -27,6 +27,8 @@ __all__ = [
     "duration",
     "file_size",
     "line_count",
+    "named",
+    "platform_title",
     "quoted",
 ]
 
@@ -57,6 +59,24 @@ def duration(seconds: float) -> str:
 def quoted(text: str) -> str:
     """A name in straight double quotes: "Allow once"."""
     return f'"{text}"'
+
+
+def named(name: str) -> str:
+    """A file's name or path (or a cron line) as a code span on one line: shown as written
+    where the platform renders Markdown (``__init__.py`` is not made bold, a ``*`` not taken
+    for emphasis). Its backticks are shown as quotes, which cannot end the span."""
+    shown = "".join(" " if ch.isspace() or not ch.isprintable() else ch for ch in name)
+    return "`" + shown.replace("`", "'") + "`"
+
+
+_PLATFORM_TITLES = {"telegram": "Telegram", "slack": "Slack", "discord": "Discord"}
+
+
+def platform_title(name: str) -> str:
+    """A platform as its people call it: "Telegram" for ``telegram``; "the console"."""
+    if name == "console":
+        return "the console"
+    return _PLATFORM_TITLES.get(name, name)
 
 
 def count(number: int, noun: str) -> str:

@@ -139,7 +139,9 @@ async def test_a_refused_picture_leaves_the_message_waiting_and_send_without_sen
         await page.get_by_role("button", name="Start").click()
         await expect(page).to_have_url(re.compile(r"/s/[0-9a-z]+$"), timeout=WAIT_MS)
         card = page.locator("article.card.notice")
-        await expect(card).to_contain_text("a type this project refuses", timeout=WAIT_MS)
+        await expect(card).to_contain_text(
+            "is image/png, a type this project does not take", timeout=WAIT_MS
+        )
         assert fake_model.model_requests() == []
         await card.get_by_role("button", name="Send without the file").click()
         await expect(page.locator(".msg").last).to_contain_text(

@@ -106,15 +106,15 @@ async def test_too_large_for_one_platform_the_person_sees_a_line_and_the_agent_i
         await shown_on_the_console(running)
         await running.memory.say(ROOM, ALICE, "send me the chart")
         told = await running.memory.wait_for(
-            lambda: next((t for t in memory.texts(ROOM) if t.endswith("it takes")), None)
+            lambda: next((t for t in memory.texts(ROOM) if t.endswith("10 bytes")), None)
         )
         assert told.endswith(
             "The tool said: sent chart.png (72 bytes) to the chat; not to memory: "
-            "72 bytes is more than the 10 bytes it takes"
+            "this chat takes files of up to 10 bytes"
         )
         assert (
-            "📎 The agent sent chart.png (72 bytes): not shown here, 72 bytes is more than "
-            "the 10 bytes it takes." in memory.texts(ROOM)
+            "📎 The agent sent `chart.png` (72 bytes), not shown here: this chat takes files"
+            " of up to 10 bytes." in memory.texts(ROOM)
         )
         assert not [m for m in memory.messages(ROOM) if m.file is not None]
         [session] = await running.gateway.store.sessions.list_sessions()

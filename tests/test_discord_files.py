@@ -29,7 +29,7 @@ async def test_an_attachment_whose_cdn_address_expired_is_refused(tmp_path: Path
             refused = await driver.press(told, "Send without the file", who="carol")
             answer = await driver.press(told, "Send without the file")
             echo = await driver.text(lambda t: t.startswith("echo: look"))
-    assert "the CDN answered 404" in told.text and "not sent to the agent" in told.text
+    assert "the CDN answered 404" in told.text and "Your message waits" in told.text
     assert len(fake.cdn_downloads) == 1  # a refusal is not fetched again
     assert not any(s.text.startswith("echo:") for s in seen)
     assert refused.startswith("Only ") and "can choose" in refused

@@ -63,7 +63,7 @@ async def test_files_that_never_come_offer_the_choice_and_send_without_them_when
         settled = await driver.now(card.key)
         prompt = await gw.store.prompts.get(1)
     assert again == "This message was already sent without its files."
-    assert "first.txt, build.log" in told.text
+    assert "`first.txt`, `build.log`; the agent is told they did not come" in told.text
     sent = driver.launcher.prompts[-1]
     assert sent.text == f"two files\n\n{MISSING}" and sent.images == () and sent.files == ()
     assert MISSING in echo.text
@@ -82,7 +82,7 @@ async def test_try_again_fetches_the_files_again_and_an_earlier_cards_buttons_ar
         await driver.say_with_files("see the log", [("build.log", LOG)])
         first = await offered(driver)
         assert first.labels == ["Send without the file", "Try again", "Drop it"]
-        assert await driver.press(first, "Try again") == "🔁 Fetching the files again."
+        assert await driver.press(first, "Try again") == "🔁 Trying the file again."
         second = await offered(driver, 2)  # still failing: a new card, the first settled
         assert (await driver.now(first.key)).buttons == ()
         stale = await driver.press(first, "Send without the file")
@@ -135,7 +135,7 @@ async def test_a_restart_between_the_failure_and_the_press_keeps_the_message(
         echo = await driver.text(lambda t: t.startswith("echo: after the restart"))
         settled = await driver.now(card.key)  # the card of the gateway before the restart
     assert f"build.log (text/plain, {len(LOG)} bytes)" in echo.text
-    assert settled.buttons == () and "Alice: its files are fetched again." in settled.text
+    assert settled.buttons == () and "Alice: trying the file again." in settled.text
     assert "could not be downloaded from memory after 3 tries" in settled.text
 
 
@@ -177,5 +177,5 @@ async def test_a_choice_the_platform_could_not_show_before_a_restart_is_shown_af
         settled = await driver.now(card.key)
     assert "memory platform is down" in card.text
     assert len([s for s in await driver.seen() if s.card and "did not come" in s.text]) == 1
-    assert settled.buttons == () and "Alice: its files are fetched again." in settled.text
+    assert settled.buttons == () and "Alice: trying the file again." in settled.text
     assert "shot.txt (text/plain, 2 bytes)" in echo.text

@@ -54,7 +54,7 @@ async def test_an_app_installed_without_files_read_is_told_to_reinstall(tmp_path
             told = await fake.wait_for(
                 lambda: next((m.seen for m in fake.messages(dm.id) if "files:read" in m.seen), None)
             )
-    assert "Reinstall it with the manifest" in told and "not sent to the agent" in told
+    assert "Reinstall it with the manifest" in told and "Your message waits" in told
     assert not any(m.text.startswith("echo:") for m in fake.messages(dm.id))
     assert sorted(p.name for p in (work / INBOX).iterdir()) == [".gitignore"]
 
@@ -74,14 +74,14 @@ async def test_a_sign_in_page_in_place_of_the_file_is_refused_never_saved(
             await fake.say(ALICE, dm.id, "read the spec", files=[("spec.pdf", PDF)])
             card = await slack.card(dm.id, None, lambda m: "files:read" in m.seen)
             assert card.labels == ["Send without the file", "Try again", "Drop it"]
-            assert "not sent to the agent" in card.seen
+            assert "not sent to the agent" not in card.seen  # the title says it waits
             assert fake.file_downloads == ["F0SHARE0001"]  # asked once: a refusal is not retried
             assert sorted(p.name for p in (work / INBOX).iterdir()) == [".gitignore"]
             fake.sign_in_instead = False
             answer = await slack.click(ALICE, card, "Try again")
             echo = await echoed(fake, dm.id)
-    assert answer.text == "🔁 Fetching the files again."
-    assert card.labels == [] and "its files are fetched again" in card.seen
+    assert answer.text == "🔁 Trying the file again."
+    assert card.labels == [] and "trying the file again" in card.seen
     saved = work / INBOX / "spec.pdf"
     assert saved.read_bytes() == PDF
     assert f"spec.pdf (application/pdf, {len(PDF)} bytes): {saved}" in echo

@@ -59,7 +59,7 @@ async def test_send_without_the_picture_gives_codex_the_caption_and_names_what_d
         told = await tg.bot_message(ALICE.id, lambda m: "Sent to the agent without" in m.text)
         again = await tg.click(ALICE, card, retry)
     assert answer["text"].startswith("📎 Sending your message without photo-")
-    assert again["text"] == "This message was already sent without its files."
+    assert again["text"] == "This message was already sent without its file."
     assert "photo-" in told.text
     [request] = fake_model.model_requests()
     assert user_images(request.input) == []
@@ -97,7 +97,7 @@ async def test_try_again_after_a_restart_gives_codex_the_picture(
     async with on_telegram(config, fake_telegram) as tg:  # the same data dir: a restart
         answer = await tg.press(ALICE, card, "Try again")
         await tg.bot_message(ALICE.id, lambda m: "A red dot." in m.text)
-    assert answer["text"] == "🔁 Fetching the files again."
+    assert answer["text"] == "🔁 Trying the file again."
     request = fake_model.model_requests()[-1]
     assert user_images(request.input) == [PNG]
     assert any("why is this broken?" in t for t in request.user_texts())

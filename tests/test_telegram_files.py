@@ -125,7 +125,7 @@ async def test_a_file_over_telegrams_20_mb_is_refused_with_the_reason(
             ),
         )
         told = await tg.bot_message(ALICE.id, lambda m: "dump.bin" in m.text)
-    assert "up to 20 MB" in told.text and "not sent to the agent" in told.text
+    assert "up to 20 MB" in told.text and "Your message waits" in told.text
     # asking Telegram again cannot help: no "Try again"
     assert [b["text"] for b in told.buttons] == ["Send without the file", "Drop it"]
     assert not any(t.startswith("echo:") for t in tg.texts(ALICE.id))

@@ -145,7 +145,7 @@ async def test_a_cut_download_leaves_nothing_behind(tmp_path: Path) -> None:
 
 async def test_a_refused_type_is_named_and_not_saved(tmp_path: Path) -> None:
     inbox = UploadInbox(tmp_path, INBOX)
-    with pytest.raises(FileRefused, match="image/png, a type this project refuses"):
+    with pytest.raises(FileRefused, match="image/png, a type this project does not take"):
         await inbox.save(
             "x.txt", chunks(PNG), max_bytes=1000, refuse_type=lambda t: t.startswith("image/")
         )

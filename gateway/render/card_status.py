@@ -266,6 +266,8 @@ def _after_decision(interaction: Interaction) -> str:
     match state:
         case InteractionState.DECIDED if outcome is DeliveryOutcome.FAILED:
             return undelivered(interaction) or ""
+        case InteractionState.DECIDED if isinstance(interaction.detail, OutgoingFile):
+            return "sending it to the chat…"
         case InteractionState.DECIDED:
             return "queuing it as the next turn…" if plan else "sending it to the agent…"
         case InteractionState.DELIVERED:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from gateway.attachments import InboundAttachment
 from gateway.config.model import FilesPolicy
+from gateway.wording import named
 
 __all__ = [
     "FILES_WITH_A_COMMAND",
@@ -43,25 +44,16 @@ def _sizes(size: int, limit: int) -> tuple[str, str]:
 def too_big_file(name: str, size: int | None, max_bytes: int) -> str:
     said, limit = ("", human_size(max_bytes)) if size is None else _sizes(size, max_bytes)
     said = f" ({said})" if said else ""
-    return (
-        f"{name!r}{said} is larger than this project takes for one file "
-        f"({limit}): the message was not sent to the agent."
-    )
+    return f"{named(name)}{said} is larger than this project takes for one file ({limit})."
 
 
 def too_big_for_prompt(total: int, policy: FilesPolicy) -> str:
     said, limit = _sizes(total, policy.max_prompt_bytes)
-    return (
-        f"These files come to {said}, more than this project takes with one message "
-        f"({limit}): the message was not sent to the agent."
-    )
+    return f"These files come to {said}, more than this project takes with one message ({limit})."
 
 
 def type_refused(name: str, media_type: str) -> str:
-    return (
-        f"{name!r} is {media_type}, a type this project refuses (files.refuse_types): "
-        "the message was not sent to the agent."
-    )
+    return f"{named(name)} is {media_type}, a type this project does not take."
 
 
 def declared_refusal(attachments: Sequence[InboundAttachment], policy: FilesPolicy) -> str | None:

@@ -105,8 +105,16 @@ def verify_files_token(key: bytes, text: str) -> tuple[FilesChoice, int, int] | 
     return _CHOICES[match["what"]], int(match["prompt"]), int(match["round"])
 
 
+def _is(prompt: PromptRecord) -> str:
+    return "are" if len(prompt.attachments) > 1 else "is"
+
+
 def _what(prompt: PromptRecord) -> str:
     return "its files" if len(prompt.attachments) > 1 else "its file"
+
+
+def _the(prompt: PromptRecord) -> str:
+    return "the files" if len(prompt.attachments) > 1 else "the file"
 
 
 def _names(prompt: PromptRecord) -> str:
@@ -130,15 +138,9 @@ def files_card(key: bytes, prompt: PromptRecord, why: str, *, again: bool) -> Ca
         token=encode_files_token(key, FilesChoice.DROPPED, prompt.id, prompt.files_round),
         style=ButtonStyle.DANGER,
     )
-    them = "the files" if many else "the file"
-    choices = (
-        f"send it without {them}, try again, or drop it"
-        if again
-        else f"send it without {them}, or drop it"
-    )
     return Card(
-        title=f"📎 Your message waits: {_what(prompt)} did not come",
-        summary=f"{why}\nIt is kept until you choose: {choices}.",
+        title=f"📎 Your message waits: {_what(prompt)} did not come through",
+        summary=why,
         actions=(without, retry, drop) if again else (without, drop),
     )
 
@@ -147,11 +149,11 @@ def _chosen_card(prompt: PromptRecord, choice: FilesChoice, by: Actor, why: str)
     """The card once chosen: why, what was chosen, by whom, and no buttons."""
     said = {
         FilesChoice.WITHOUT: f"sent without {_names(prompt)}",
-        FilesChoice.AGAIN: "its files are fetched again",
+        FilesChoice.AGAIN: f"trying {_the(prompt)} again",
         FilesChoice.DROPPED: "dropped, not sent",
     }[choice]
     return Card(
-        title=f"📎 Your message's {_what(prompt).removeprefix('its ')} did not come",
+        title=f"📎 Your message's {_what(prompt).removeprefix('its ')} did not come through",
         summary=f"{why}\n{by.display}: {said}.",
     )
 
@@ -159,9 +161,9 @@ def _chosen_card(prompt: PromptRecord, choice: FilesChoice, by: Actor, why: str)
 def _done_words(prompt: PromptRecord) -> str:
     """Why a message no longer waits, for a click on a button that came too late."""
     if prompt.files_choice is FilesChoice.WITHOUT:
-        return "This message was already sent without its files."
+        return f"This message was already sent without {_what(prompt)}."
     if prompt.files_choice is FilesChoice.AGAIN:
-        return "Its files are already being fetched again."
+        return f"{_the(prompt).capitalize()} of this message {_is(prompt)} already tried again."
     if prompt.files_choice is FilesChoice.DROPPED or prompt.state is PromptState.DROPPED:
         return "This message was already dropped."
     return "This message no longer waits for a choice."
@@ -311,5 +313,5 @@ def _accepted_words(prompt: PromptRecord, choice: FilesChoice) -> str:
     if choice is FilesChoice.WITHOUT:
         return f"📎 Sending your message without {_names(prompt)}."
     if choice is FilesChoice.AGAIN:
-        return "🔁 Fetching the files again."
+        return f"🔁 Trying {_the(prompt)} again."
     return "🗑 Dropped: your message will not be sent."

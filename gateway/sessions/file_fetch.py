@@ -29,6 +29,7 @@ from gateway.platform import (
 )
 from gateway.sessions.file_checks import too_big_for_prompt
 from gateway.sessions.upload_inbox import UploadInbox
+from gateway.wording import named, platform_title
 
 __all__ = ["FETCH_TRIES", "save_attachments"]
 
@@ -52,12 +53,12 @@ async def save_attachments(
     if not attachments:
         return ()
     if not isinstance(platform, FetchesFiles):
-        where = "its platform is not connected here" if platform is None else "it came from"
-        raise FileRefused(
-            f"The files of this message cannot be fetched ({where} {_name(platform)}): "
-            "the message was not sent to the agent.",
-            again=True,
+        why = (
+            "its platform is not connected on this gateway"
+            if platform is None
+            else f"{_name(platform)} does not let the gateway download files"
         )
+        raise FileRefused(f"This message's files cannot be fetched: {why}.", again=True)
     saved: list[SavedFile] = []
     try:
         for attachment in attachments:
@@ -73,7 +74,7 @@ async def save_attachments(
 
 
 def _name(platform: object) -> str:
-    return str(getattr(platform, "name", "this platform"))
+    return platform_title(str(getattr(platform, "name", "this platform")))
 
 
 async def _save_one(
@@ -110,13 +111,12 @@ async def _save_one(
             )
         except PlatformError as exc:
             raise FileRefused(
-                f"{attachment.name!r} could not be fetched from {_name(platform)} ({exc}): "
-                "the message was not sent to the agent.",
+                f"{named(attachment.name)} could not be fetched from {_name(platform)}: {exc}",
                 # a refusal the platform will make again (Telegram's 20 MB) offers no retry
                 again=not isinstance(exc, RefusedForGood),
             ) from exc
     raise FileRefused(
-        f"{attachment.name!r} could not be downloaded from {_name(platform)} after "
-        f"{FETCH_TRIES} tries ({last}): the message was not sent to the agent.",
+        f"{named(attachment.name)} could not be downloaded from {_name(platform)} after "
+        f"{FETCH_TRIES} tries ({last}).",
         again=True,
     ) from last

@@ -33,7 +33,7 @@ from gateway.errors import PlatformError
 from gateway.interactions.machine import Interaction
 from gateway.platform import FileUpload, Platform, SendsFiles, gateway_speaking
 from gateway.sessions.outgoing_files import OpenedFile
-from gateway.wording import file_size
+from gateway.wording import file_size, named
 
 __all__ = ["FILE_KEY_PREFIX", "FileSends", "SendOutcome", "file_request"]
 
@@ -60,7 +60,7 @@ def file_request(
         native_key=FILE_KEY_PREFIX + call_key,
         kind=InteractionKind.APPROVAL,
         title=f"Send {opened.name} to the chat?",
-        summary=f"The agent wants to send {opened.relative} ({file_size(opened.size)}).",
+        summary=f"The agent wants to send {named(opened.relative)} ({file_size(opened.size)}).",
         detail=opened.detail(caption=caption, reason=reason),
         actions=(SEND, DONT_SEND),
     )
@@ -171,7 +171,7 @@ class FileSends:
             return "this chat platform does not take files from the gateway"
         limit = platform.file_limit(conversation, upload)
         if len(upload.content) > limit:
-            return f"{file_size(len(upload.content))} is more than the {file_size(limit)} it takes"
+            return f"this chat takes files of up to {file_size(limit)}"
         try:
             await platform.send_file(conversation, upload)
         except PlatformError as exc:
@@ -184,7 +184,7 @@ class FileSends:
         platform: Platform, conversation: ConversationRef, opened: OpenedFile, problem: str
     ) -> None:
         size = file_size(opened.size)
-        text = f"📎 The agent sent {opened.relative} ({size}): not shown here, {problem}."
+        text = f"📎 The agent sent {named(opened.relative)} ({size}), not shown here: {problem}."
         try:
             with gateway_speaking():
                 await platform.send_text(conversation, text)

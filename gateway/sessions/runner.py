@@ -712,7 +712,7 @@ class SessionRunner:
                 prompt.id, why=str(exc), again=exc.again
             )
             if self._files_failed is None:
-                await self._notify(f"⚠️ {exc}")
+                await self._notify(f"⚠️ {exc} The message was not sent to the agent.")
             else:
                 await self._files_failed(waiting)
             return None

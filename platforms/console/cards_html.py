@@ -354,7 +354,7 @@ def notice_html(
 ) -> str:
     """A card that is no request's (a message whose files did not come, issue 32): its
     title, its text, and its buttons, which post to ``/m/<id>/act``; none once chosen."""
-    summary = escape(card.summary).replace("\n", "<br>") if card.summary else ""
+    summary = console_html(card.summary) if card.summary else ""  # as the platforms show it
     rows = "".join(_action_row(button) for button in card.actions)
     form = (
         f'<form class="actions" method="post" action="/m/{escape(message_id)}/act"'
@@ -367,5 +367,5 @@ def notice_html(
         f'<article class="card notice {frame}" id="{escape(message_id)}"'
         f' data-key="m-{escape(message_id)}" data-version="{version}">'
         f'<div class="head"><h3>{escape(card.title)}</h3></div>'
-        f"<p>{summary}</p>{form}{_refusals(refusals)}</article>"
+        f"{summary}{form}{_refusals(refusals)}</article>"
     )

@@ -71,7 +71,7 @@ async def test_a_file_over_the_projects_limit_is_refused_and_the_agent_given_not
         assert refused.labels == ["Send without the file", "Drop it"]
         dropped = await driver.press(refused, "Drop it")
     assert "larger than this project takes for one file" in refused.text
-    assert "not sent to the agent" in refused.text
+    assert "Your message waits" in refused.text
     assert dropped == "🗑 Dropped: your message will not be sent."
     assert not any(s.text.startswith("echo: read this") for s in seen)
     assert [p.text for p in driver.launcher.prompts] == ["and hello"]
@@ -109,7 +109,7 @@ async def test_a_file_that_cannot_be_downloaded_waits_for_its_authors_choice(
         driver.lose_files()
         await driver.say_with_files("why is this broken?", [("screen.png", PNG)])
         card = await driver.card(lambda s: "did not come" in s.text)
-        assert "not sent to the agent" in card.text
+        assert "Your message waits" in card.text
         assert card.labels == ["Send without the file", "Try again", "Drop it"]
         answer = await driver.press(card, "Send without the file")
         echo = await driver.text(lambda t: t.startswith("echo: why is this broken?"))
@@ -119,7 +119,7 @@ async def test_a_file_that_cannot_be_downloaded_waits_for_its_authors_choice(
     assert answer == "📎 Sending your message without screen.png."
     assert "refused or could not be downloaded: screen.png." in plain(echo.text)
     assert "screen.png" in plain(told.text)
-    assert again == "This message was already sent without its files."
+    assert again == "This message was already sent without its file."
     assert settled.buttons == ()
     assert driver.launcher.prompts[-1].images == ()
     inbox = driver.work_dir / INBOX
