@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.cards import Card
 from gateway.clock import FileClock
 from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef, InteractionState
@@ -110,6 +111,13 @@ def audit_export(data_dir: Path, project: str) -> list[dict[str, object]]:
     )
     assert run.returncode == 0, run.stderr
     return [json.loads(line) for line in run.stdout.splitlines()]
+
+
+def now_card(gw: Running, shown: Rendered, conversation: ConversationRef = ROOM) -> Card:
+    """The card ``shown`` as the platform shows it now (edits included)."""
+    [now] = [m for m in gw.memory.cards(conversation) if m.ref == shown.ref]
+    assert now.card is not None
+    return now.card
 
 
 async def listing(gw: Running, conversation: ConversationRef = ROOM) -> list[Rendered]:
@@ -334,6 +342,10 @@ async def test_the_buttons_pause_resume_and_delete_for_an_approver_only(tmp_path
         assert paused.accepted and paused.text == (
             "Schedule S1 paused: it runs no more until resumed."
         )
+        # the pressed card is redrawn: it says so, and offers Resume
+        redrawn = now_card(gw, shown)
+        assert "paused" in redrawn.summary
+        assert [a.label for a in redrawn.actions] == ["Resume", "Delete"]
         await at(gw, clock, datetime(2026, 3, 28, 8, 0, tzinfo=UTC))  # 09:00 CET: paused
         assert "⏰ scheduled: check CI" not in gw.memory.texts(ROOM)
         [shown] = await listing(gw)
@@ -344,6 +356,8 @@ async def test_the_buttons_pause_resume_and_delete_for_an_approver_only(tmp_path
         assert resumed.text == ("Schedule S1 resumed: next run 2026-03-29 09:00 CEST (07:00 UTC).")
         deleted = await gw.memory.click(ROOM, ALICE, delete.token)
         assert deleted.text == "Schedule S1 deleted: it runs no more."
+        gone = now_card(gw, shown)
+        assert (gone.summary, gone.actions) == ("Deleted by Alice.", ())
         events = [entry.event for entry in await gw.gateway.store.audit.entries()]
         assert {"schedule.paused", "schedule.resumed", "schedule.deleted"} <= set(events)
         assert events.count("schedule.click_refused") == 3

@@ -78,7 +78,7 @@ from gateway.sessions.outbound import Notifier, card_messages
 from gateway.sessions.platform_problems import PlatformProblems
 from gateway.sessions.routing import project_for, route_key
 from gateway.sessions.runner import SessionRunner
-from gateway.sessions.schedule_buttons import schedule_card
+from gateway.sessions.schedule_buttons import ScheduleButtons, schedule_card
 from gateway.sessions.schedule_desk import ScheduleDesk
 from gateway.sessions.schedule_runs import ScheduleRuns
 from gateway.sessions.schedule_topics import (
@@ -138,6 +138,7 @@ class SessionsHost(Protocol):
     broker: Broker
     desk: DecisionDesk
     steer_buttons: SteerButtons
+    schedule_buttons: ScheduleButtons
     file_choices: FileChoices
     button_key: bytes
     host_lease: LeaseHolder | None
@@ -999,10 +1000,13 @@ class Control:
             try:
                 if platform is None:
                     raise PlatformError(f"no platform {conversation.platform}")
-                await platform.send_card(conversation, card)
+                ref = await platform.send_card(conversation, card)
             except PlatformError as exc:
                 log.info("a schedule's card in %s not shown: %s", conversation.key(), exc)
                 await self._reply(conversation, line)
+                continue
+            if schedule.name is None:  # a config file's has no buttons to press
+                self._gw.schedule_buttons.shown(schedule.id, ref)
         return "/unschedule ID deletes one; the buttons pause, resume or delete."
 
     def _compact(

@@ -336,6 +336,7 @@ class Gateway:
             self.control.schedules,
             key,
             auth_platform=lambda name: self.config.platforms.auth_platforms().get(name, name),
+            platforms=self.platforms,
         )
         self._tasks = await self._stack.enter_async_context(asyncio.TaskGroup())
         self._background.append(self._tasks.create_task(self.broker.run_refresher()))

@@ -6,6 +6,11 @@ card's token can have, since those start ``a1:``). A click is checked as the com
 (gateway/sessions/schedule_desk.py): the conversation's project must be the schedule's, and
 the clicker a project approver (or, where none are named, the schedule's creator); a
 schedule of the config file has no buttons. Every change is audited by the ledger.
+
+A press that changes the schedule redraws every card of it this process showed: paused, it
+offers Resume; deleted, it says so and offers nothing. The cards are remembered in memory
+(the newest :data:`_SCHEDULES_KEPT` schedules' cards): after a restart an older card keeps
+its buttons, whose press is answered from the ledger ("paused already", "no schedule").
 """
 
 from __future__ import annotations
@@ -13,13 +18,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import re
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 
 from gateway.cards import ButtonStyle, Card, CardAction
 from gateway.config.model import Config
 from gateway.domain import Actor
-from gateway.platform import Ack, InboundAction
+from gateway.errors import PlatformError
+from gateway.platform import Ack, InboundAction, MessageRef, Platform
 from gateway.sessions.routing import project_for
 from gateway.sessions.schedule_desk import ScheduleDesk
 from gateway.store.schedules import ScheduleRecord
@@ -34,7 +42,10 @@ __all__ = [
     "verify_schedule_token",
 ]
 
+log = logging.getLogger(__name__)
+
 SCHEDULE_TOKEN_PREFIX = "k1:"
+_SCHEDULES_KEPT = 256  # schedules whose cards are remembered, to be redrawn once pressed
 NOT_VALID = "This button is not valid."
 _WHAT = {"p": "pause", "r": "resume", "d": "delete"}
 _TOKEN = re.compile(r"^k1:(?P<what>[prd]):(?P<schedule>[0-9]{1,18}):(?P<tag>[A-Za-z0-9_-]{12})$")
@@ -83,6 +94,11 @@ def schedule_card(key: bytes, schedule: ScheduleRecord, line: str) -> Card:
     return Card(title=title, summary=line, actions=(toggle, delete))
 
 
+def deleted_card(schedule_id: int, by: Actor) -> Card:
+    """A schedule's card once deleted by a press: no buttons left."""
+    return Card(title=f"⏰ Schedule S{schedule_id}", summary=f"Deleted by {by.display}.")
+
+
 class ScheduleButtons:
     def __init__(
         self,
@@ -92,12 +108,22 @@ class ScheduleButtons:
         key: bytes,
         *,
         auth_platform: Callable[[str], str],
+        platforms: Mapping[str, Platform] | None = None,
     ) -> None:
         self._config = config
         self._store = store
         self._desk = desk
         self._key = key
         self._auth_platform = auth_platform
+        self._platforms = platforms or {}
+        self._shown: OrderedDict[int, list[MessageRef]] = OrderedDict()
+
+    def shown(self, schedule_id: int, ref: MessageRef) -> None:
+        """A card of the schedule was shown as ``ref`` (``/schedules``): redrawn once pressed."""
+        self._shown.setdefault(schedule_id, []).append(ref)
+        self._shown.move_to_end(schedule_id)
+        while len(self._shown) > _SCHEDULES_KEPT:
+            self._shown.popitem(last=False)
 
     def reload(self, config: Config) -> None:
         """Who may press, from a reloaded config."""
@@ -134,4 +160,28 @@ class ScheduleButtons:
                 actor=action.actor.key(),
                 details={"schedule": schedule_id, "why": text},
             )
+        else:
+            await self._redraw(project, schedule_id, clicker, deleted=what == "delete")
         return Ack(text=text, accepted=accepted)
+
+    async def _redraw(self, project: str, schedule_id: int, by: Actor, *, deleted: bool) -> None:
+        """Every card of the schedule this process showed, as it is now (best effort: the
+        ledger holds the change, and a press on a card left as it was is answered from it)."""
+        refs = self._shown.pop(schedule_id, []) if deleted else self._shown.get(schedule_id, [])
+        if not refs:
+            return
+        card = deleted_card(schedule_id, by)
+        if not deleted:
+            listed = dict((s.id, (s, line)) for s, line in await self._desk.listing(project))
+            if schedule_id not in listed:
+                return
+            schedule, line = listed[schedule_id]
+            card = schedule_card(self._key, schedule, line)
+        for ref in refs:
+            platform = self._platforms.get(ref.conversation.platform)
+            if platform is None:
+                continue
+            try:
+                await platform.edit_card(ref, card)
+            except PlatformError as exc:
+                log.info("schedule S%d's card in %s not redrawn: %s", schedule_id, ref, exc)
