@@ -15,7 +15,7 @@ from gateway.clock import FileClock
 from gateway.domain import ConversationRef
 from tests.scripted_gateway import REQUESTS
 from tests.scripted_launcher import ScriptedLauncher
-from tests.servers.fake_slack import TEAM_ID, FakeSlack
+from tests.servers.fake_slack import TEAM_ID, FakeSlack, Pacing
 from tests.slack_harness import ALICE, GENERAL, OnSlack, on_slack, read, slack_config
 from tests.test_slack_sessions import answered_in_thread, command_answer
 
@@ -150,3 +150,39 @@ async def test_a_config_schedule_speaks_in_one_thread_across_a_restart_and_says_
             30.0,
         )
         assert roots() == [root]
+
+
+async def test_a_press_answered_on_slack_spells_the_commands_it_names_as_slack_takes_them(
+    fake: FakeSlack, tmp_path: Path
+) -> None:
+    """A thread takes no slash command: a press's answer names ``/schedules`` as it is typed
+    there ("@gateway /schedules"), as a reply to a typed command does."""
+    (tmp_path / "work").mkdir()
+    config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+    async with on_slack(config, fake, ScriptedLauncher(REQUESTS)) as slack:
+        thread = await answered_in_thread(slack, "hello")
+        await command_answer(slack, thread, "/every 0 9 * * 1-5 check CI", "⏰ Schedule S1 made")
+        await command_answer(slack, thread, "/schedules", "Schedules of project demo")
+        card = await slack.card(GENERAL, thread.ts, lambda m: "Pause" in m.labels)
+        await command_answer(slack, thread, "/unschedule S1", "Schedule S1 deleted")
+        answer = await slack.click(ALICE, card, "Pause")
+    assert answer.text == "No schedule S1: @gateway /schedules lists this project's."
+
+
+async def test_a_command_slack_delivers_again_runs_once(tmp_path: Path) -> None:
+    """Slack delivers an event again when its ack is late (3 s; here 10 ms, and at once): a
+    command's message, answered before its ack, is taken once, however often it comes."""
+    (tmp_path / "work").mkdir()
+    impatient = Pacing(ack_timeout=0.01, event_retry_delays=(0.0, 0.0, 0.0))
+    async with FakeSlack(pacing=impatient) as fake:
+        config = slack_config(fake, tmp_path / "data", work_dir=tmp_path / "work")
+        async with on_slack(config, fake, ScriptedLauncher(REQUESTS)) as slack:
+            thread = await answered_in_thread(slack, "hello")
+            await command_answer(slack, thread, "/every 0 9 * * 1-5 check CI", "⏰ Schedule S1")
+            await command_answer(slack, thread, "/schedules", "Schedules of project demo")
+            made = await slack.gateway.store.audit.entries(event="schedule.created")
+            said = [read(m.text) for m in fake.replies(GENERAL, thread.ts) if m.from_bot]
+        again = [d for d in fake.deliveries if d.type == "message" and len(d.attempts) > 1]
+    assert again  # Slack did deliver messages again
+    assert len(made) == 1
+    assert len([text for text in said if text.startswith("⏰ Schedule S")]) == 1

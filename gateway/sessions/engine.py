@@ -17,6 +17,7 @@ import logging
 import socket
 from collections.abc import Coroutine, Mapping
 from contextlib import AsyncExitStack
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
@@ -43,6 +44,7 @@ from gateway.platform import (
     ShowsTurnsElsewhere,
     WaitingRequest,
 )
+from gateway.render.commands import spell_commands
 from gateway.send_file_wire import SendFileAnswer, SendFileCall
 from gateway.session_record import SessionRecord
 from gateway.sessions.agents import AgentLauncher
@@ -915,6 +917,19 @@ class Gateway:
         await self.control.on_message(message)
 
     async def on_action(self, action: InboundAction) -> Ack:
+        answer = await self._answer_action(action)
+        return self._spelled(answer, action.conversation)
+
+    def _spelled(self, answer: Ack, conversation: ConversationRef) -> Ack:
+        """A press's answer with the commands it names spelled as the platform where it was
+        pressed takes them ("@gateway /model" on Slack), as a reply to a typed one is."""
+        platform = self.platforms.get(conversation.platform)
+        if platform is None or not answer.text:
+            return answer
+        spelled = spell_commands(answer.text, platform.spell_command)
+        return answer if spelled == answer.text else replace(answer, text=spelled)
+
+    async def _answer_action(self, action: InboundAction) -> Ack:
         if self.fenced:
             return Ack(text=self.fenced_text(), accepted=False)
         if is_steer_token(action.token):  # "Send into this turn now": not a decision
@@ -934,6 +949,9 @@ class Gateway:
             return Ack(text=LEDGER_NO_ANSWER, accepted=False)
 
     async def on_form(self, form: InboundForm) -> Ack:
+        return self._spelled(await self._answer_form(form), form.conversation)
+
+    async def _answer_form(self, form: InboundForm) -> Ack:
         if self.fenced:
             return Ack(text=self.fenced_text(), accepted=False)
         try:

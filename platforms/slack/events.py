@@ -21,6 +21,7 @@ Slack gives it again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections import OrderedDict
@@ -72,7 +73,7 @@ from platforms.slack.inbound import (
 )
 from platforms.slack.outbox import classify, error_of
 from platforms.slack.posting import SlackPosting
-from platforms.slack.receive import Lanes, NotTaken
+from platforms.slack.receive import Done, Lanes, NotTaken
 from platforms.slack.render import ANSWER_ACTION, MESSAGE_PREFIX, mrkdwn
 
 __all__ = ["SlackEvents"]
@@ -80,6 +81,7 @@ __all__ = ["SlackEvents"]
 log = logging.getLogger(__name__)
 
 _NAMES = 1024
+_TAKEN_KEPT = 4096  # messages remembered as taken: a delivery again within them is acked
 _OURS = re.compile(r"^gw\.")
 
 
@@ -112,6 +114,11 @@ class SlackEvents:
         self._ack_wait = ack_wait  # seconds an interaction waits for the core before its ack
         self._names: OrderedDict[str, str] = OrderedDict()
         self._foreign_said: set[str] = set()
+        # a message's delivery again (Slack's retry of an envelope not acked within 3 s, a
+        # command's answer taking that long) is not handed to the gateway twice: the work
+        # of each message under way, and the newest messages taken (:meth:`_once`)
+        self._taking: dict[tuple[str, str], Done] = {}
+        self._taken: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     def bolt_app(self) -> AsyncApp:
         secret = self._config.signing_secret
@@ -163,10 +170,37 @@ class SlackEvents:
                 )
                 return not_taken()
             # acked once the gateway took it (queued in the ledger), however long that takes
-            return await acked_when_done(
-                self._lanes.put(found.conversation.key(), lambda: self._take(found, last=last))
-            )
+            return await acked_when_done(self._once(found, lambda: self._take(found, last=last)))
         return None
+
+    def _once(self, found: Heard, take: Callable[[], Awaitable[None]]) -> Done | None:
+        """The work of taking ``found``, queued in its conversation's lane; for a message
+        delivered again, the work of its first delivery (still under way: its outcome is
+        this one's ack) or a done future (taken already: acked, not taken twice). A command
+        is no prompt, which the ledger would find again: typed once, it runs once."""
+        key = (found.conversation.key(), found.message_id)
+        if key in self._taken:
+            log.info("slack: message %s delivered again: taken already", found.message_id)
+            taken: Done = asyncio.get_running_loop().create_future()
+            taken.set_result(True)
+            return taken
+        running = self._taking.get(key)
+        if running is not None:
+            return running
+        done = self._lanes.put(found.conversation.key(), take)
+        if done is not None:
+            self._taking[key] = done
+            done.add_done_callback(lambda ended: self._settled(key, ended))
+        return done
+
+    def _settled(self, key: tuple[str, str], done: Done) -> None:
+        """A message's work ended: taken (kept, bounded), or not (a delivery again takes it)."""
+        self._taking.pop(key, None)
+        if done.cancelled() or done.exception() is not None or not done.result():
+            return
+        self._taken[key] = None
+        while len(self._taken) > _TAKEN_KEPT:
+            self._taken.popitem(last=False)
 
     async def _take(self, found: Heard, *, last: bool) -> None:
         """The message to the gateway; declined (:class:`NotTaken`) if this host is fenced
