@@ -28,6 +28,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from cronsim import CronSim, CronSimError
 
+from gateway.wording import named
+
 __all__ = [
     "ALIASES",
     "CRON_FIELDS",
@@ -92,21 +94,21 @@ def cron_of(expression: str) -> str:
     fields = cron.split(" ")
     if text.startswith("@") and text.lower() not in ALIASES:
         raise ScheduleTimeError(
-            f"unknown cron macro {text!r}: use @hourly, @daily, @weekly or five fields"
+            f"unknown cron macro {named(text)}: use @hourly, @daily, @weekly or five fields"
         )
     if len(fields) != len(CRON_FIELDS):
         raise ScheduleTimeError(
             f"a cron expression has five fields ({' '.join(CRON_FIELDS)}), not {len(fields)}:"
-            f" {text!r}"
+            f" {named(text)}"
         )
     try:
         CronSim(cron, datetime(2000, 1, 1, tzinfo=UTC))
     except CronSimError as exc:
         index = _CRONSIM_FIELD.get(str(exc))
         if index is None:
-            raise ScheduleTimeError(f"not a valid cron expression: {text!r} ({exc})") from exc
+            raise ScheduleTimeError(f"not a valid cron expression: {named(text)} ({exc})") from exc
         raise ScheduleTimeError(
-            f"the {CRON_FIELDS[index]} field {fields[index]!r} is not valid in {cron!r}"
+            f"the {CRON_FIELDS[index]} field {named(fields[index])} is not valid in {named(cron)}"
         ) from exc
     return cron
 
@@ -164,7 +166,7 @@ def parse_at(text: str, *, zone: ZoneInfo, now: datetime) -> tuple[datetime, str
         amount = words[1].lower() if len(words) > 1 else ""
         match = _AT_IN.fullmatch(amount)
         if not amount or match is None:
-            raise ScheduleTimeError(f"not a duration: {amount!r} (e.g. in 2h, in 90m, in 1d)")
+            raise ScheduleTimeError(f"not a duration: {named(amount)} (e.g. in 2h, in 90m, in 1d)")
         days, hours, minutes = (int(part or 0) for part in match.groups())
         delay = timedelta(days=days, hours=hours, minutes=minutes)
         if delay <= timedelta(0):
@@ -182,7 +184,7 @@ def parse_at(text: str, *, zone: ZoneInfo, now: datetime) -> tuple[datetime, str
         return local, _rest(text, 2)
     clock = _AT_CLOCK.fullmatch(words[0])
     if clock is None:
-        raise ScheduleTimeError(f"not a time: {words[0]!r} (HH:MM, YYYY-MM-DD HH:MM or in 2h)")
+        raise ScheduleTimeError(f"not a time: {named(words[0])} (HH:MM, YYYY-MM-DD HH:MM or in 2h)")
     today = now.astimezone(zone).date()
     instant = _local(today.year, today.month, today.day, clock, zone)
     if instant <= now:
@@ -196,7 +198,9 @@ def _local(year: int, month: int, day: int, clock: re.Match[str], zone: ZoneInfo
     try:
         local = datetime(year, month, day, hour, minute, tzinfo=zone)
     except ValueError as exc:
-        raise ScheduleTimeError(f"not a valid date and time: {exc}") from exc
+        what = "time" if hour > 23 or minute > 59 else "date"
+        said = f"{year:04d}-{month:02d}-{day:02d} " if what == "date" else ""
+        raise ScheduleTimeError(f"{said}{hour:02d}:{minute:02d} is no valid {what}") from exc
     return local.astimezone(UTC)
 
 

@@ -209,23 +209,30 @@ async def test_the_author_of_a_run_is_the_schedule_by_its_creator(tmp_path: Path
 @pytest.mark.parametrize(
     ("typed", "said"),
     [
-        ("/every 0 25 * * * x", "Not scheduled: the hour field '25' is not valid in '0 25 * * *'."),
+        ("/every 0 25 * * * x", "Not scheduled: the hour field `25` is not valid in `0 25 * * *`."),
         ("/every 0 9 * * 1-5", "Not scheduled: say what the agent should do, after the time."),
         (
             "/every */2 * * * * poll",
-            "Not scheduled: */2 * * * * would run every 2 minutes at its most frequent; the least"
-            " time between two runs is 5 minutes (gateway.schedule_min_interval_minutes).",
+            "Not scheduled: `*/2 * * * *` would run every 2 minutes at its most frequent;"
+            " schedules here run at most every 5 minutes.",
         ),
         (
             "/every * 9 * * * burst",
-            "Not scheduled: * 9 * * * would run every 1 minute at its most frequent; the least"
-            " time between two runs is 5 minutes (gateway.schedule_min_interval_minutes).",
+            "Not scheduled: `* 9 * * *` would run every 1 minute at its most frequent;"
+            " schedules here run at most every 5 minutes.",
         ),
         (
             "/at 2026-03-01 09:00 late",
             "Not scheduled: 2026-03-01 09:00 (Europe/Berlin) has passed.",
         ),
-        ("/at soon do it", "Not scheduled: not a time: 'soon' (HH:MM, YYYY-MM-DD HH:MM or in 2h)."),
+        ("/at soon do it", "Not scheduled: not a time: `soon` (HH:MM, YYYY-MM-DD HH:MM or in 2h)."),
+        ("/at 25:00 do it", "Not scheduled: 25:00 is no valid time."),
+        ("/at 2026-02-30 10:00 do it", "Not scheduled: 2026-02-30 10:00 is no valid date."),
+        (
+            "/at",
+            "Usage: /at WHEN TEXT, WHEN being HH:MM, YYYY-MM-DD HH:MM or in 2h (in 90m, in 1d)."
+            " Example: /at 18:00 summarize today's failed builds",
+        ),
     ],
 )
 async def test_bad_input_is_refused_and_says_why(tmp_path: Path, typed: str, said: str) -> None:

@@ -79,11 +79,11 @@ def test_weekdays_at_nine_in_new_york_move_with_its_offset() -> None:
 @pytest.mark.parametrize(
     ("typed", "named"),
     [
-        ("61 * * * *", "the minute field '61'"),
-        ("0 25 * * *", "the hour field '25'"),
-        ("0 9 31 2 *", "the day-of-month field '31'"),
-        ("0 9 * 13 *", "the month field '13'"),
-        ("0 9 * * mon-fry", "the day-of-week field 'mon-fry'"),
+        ("61 * * * *", "the minute field `61`"),
+        ("0 25 * * *", "the hour field `25`"),
+        ("0 9 31 2 *", "the day-of-month field `31`"),
+        ("0 9 * 13 *", "the month field `13`"),
+        ("0 9 * * mon-fry", "the day-of-week field `mon-fry`"),
         ("0 9 * *", "five fields"),
         ("@yearly", "unknown cron macro"),
     ],
@@ -145,7 +145,7 @@ def test_at_reads_a_clock_time_a_date_and_a_delay() -> None:
         ("in soon do it", "not a duration"),
         ("in 0m do it", "more than nothing"),
         ("2026-05-01 08:00 too late", "has passed"),
-        ("2026-02-30 08:00 no such day", "not a valid date"),
+        ("2026-02-30 08:00 no such day", "2026-02-30 08:00 is no valid date"),
         ("2026-07-01 do it", "needs a time"),
     ],
 )

@@ -165,7 +165,8 @@ async def test_a_failed_or_too_long_voice_note_is_said_and_nothing_is_sent(
     assert "the transcription service answered 503" in failed.text
     assert "/transcribe tries again" in failed.text
     [kept] = (work / INBOX).glob("voice-*")
-    assert str(kept) in failed.text and kept.read_bytes() == OGG  # kept, to send again
+    assert kept.read_bytes() == OGG  # kept, to send again
+    assert str(kept) not in failed.text  # a path on the gateway's machine is no one's business
     assert "This voice note is 10 min long; the limit is 1 min" in long.text
     assert len(heard.heard) == 2 and [p.text for p in launcher.prompts] == ["try the build again"]
 

@@ -37,6 +37,7 @@ from gateway.schedule_times import (
 from gateway.store.records import PromptState
 from gateway.store.schedules import RunState, ScheduleDraft, ScheduleRecord, ScheduleRun
 from gateway.store.store import Store
+from gateway.wording import named
 
 __all__ = ["ScheduleDesk", "configured_drafts", "schedule_id_of", "when_words"]
 
@@ -199,9 +200,8 @@ class ScheduleDesk:
         gap = shortest_gap(cron, zone, now)
         if gap < minimum:
             return (
-                f"Not scheduled: {cron} would run every {_span(gap)} at its most frequent;"
-                f" the least time between two runs is {_span(minimum)}"
-                " (gateway.schedule_min_interval_minutes)."
+                f"Not scheduled: {named(cron)} would run every {_span(gap)} at its most"
+                f" frequent; schedules here run at most every {_span(minimum)}."
             )
         return await self._create(
             project,
@@ -222,6 +222,8 @@ class ScheduleDesk:
         )
         if not self._may_manage(project, actor, actor):
             return _NOT_APPROVER.format(project=project, what="make")
+        if not args.strip():
+            return usage
         zone = await self.zone_for(project, actor, conversation)
         try:
             when, text = parse_at(args, zone=zone, now=self._clock())

@@ -29,6 +29,7 @@ from gateway.platform import InboundMessage, Platform, RepliesToMessages
 from gateway.sessions.file_fetch import save_attachments
 from gateway.sessions.upload_inbox import UploadInbox
 from gateway.transcription import Transcriber, TranscriptionFailed
+from gateway.wording import duration
 
 __all__ = ["NOTHING_TO_TRANSCRIBE", "NOT_CONFIGURED", "VoiceNotes"]
 
@@ -54,10 +55,6 @@ def _spoken(message: InboundMessage, transcripts: list[str]) -> InboundMessage:
         text="\n\n".join(w for w in words if w),
         attachments=tuple(a for a in message.attachments if not a.voice),
     )
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
 
 
 class VoiceNotes:
@@ -109,9 +106,8 @@ class VoiceNotes:
         if voice.seconds is not None and voice.seconds > settings.max_seconds:
             await self._reply(
                 conversation,
-                f"🎤 This voice note is {_minutes(voice.seconds)} long; the limit is "
-                f"{_minutes(settings.max_seconds)} ([transcription] max_seconds). Nothing was "
-                "sent to the agent.",
+                f"🎤 This voice note is {duration(voice.seconds)} long; the limit is "
+                f"{duration(settings.max_seconds)}. Nothing was sent to the agent.",
             )
             return None
         files = self._config().projects[project].files
@@ -156,14 +152,14 @@ class VoiceNotes:
         try:
             text = await self._transcriber.transcribe(saved.path, saved.media_type)
         except TranscriptionFailed as exc:
-            log.info("a voice note was not transcribed: %s", exc)
+            log.info("a voice note (kept at %s) was not transcribed: %s", saved.path, exc)
             self._failed[(conversation, message.actor.key())] = (message, saved)
             if len(self._failed) > REMEMBERED:
                 self._failed.popitem(last=False)
             await self._reply(
                 conversation,
-                f"🎤 The voice note could not be turned into text: {exc}. Nothing was sent to "
-                f"the agent; the recording is kept at {saved.path}: /transcribe tries again.",
+                f"🎤 The voice note could not be turned into text ({exc}). Nothing was sent to "
+                "the agent; the recording is kept: /transcribe tries again.",
             )
             return None
         if not text:
