@@ -106,7 +106,12 @@ async def test_only_the_author_chooses_and_drop_it_drops_the_message(tmp_path: P
         refused = await driver.press(card, "Send without the file", who="carol")
         assert refused.startswith("Only ") and "can choose" in refused
         await driver.say("/status")
-        await driver.text(lambda t: "Files: 1 message(s) whose files did not come wait" in t)
+        await driver.text(
+            lambda t: (
+                "Files: 1 message whose files did not come through waits for its author's"
+                " choice, on the card under it" in t
+            )
+        )
         waiting = await gw.store.prompts.get(1)
         assert waiting is not None and waiting.files_choice is FilesChoice.WAITING
         assert await driver.press(card, "Drop it") == "🗑 Dropped: your message will not be sent."

@@ -1164,8 +1164,11 @@ class Control:
         stuck = len(await store.prompts.waiting_for_files(session.id))
         if stuck:  # issue 32: each under its card (Send without, Try again, Drop it)
             lines.append(
-                f"Files: {stuck} message(s) whose files did not come wait for their"
-                " author's choice, on the card under each"
+                "Files: 1 message whose files did not come through waits for its author's"
+                " choice, on the card under it"
+                if stuck == 1
+                else f"Files: {stuck} messages whose files did not come through wait for their"
+                " authors' choice, on the card under each"
             )
         grants = await store.interactions.list_grants(session.id)
         lines.append("Grants: " + ("none" if not grants else ""))
