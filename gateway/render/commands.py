@@ -166,14 +166,15 @@ HELP_TEXT = "\n".join(
         "Commands:",
         *(f"{info.usage} — {info.description}" for info in COMMANDS),
         "",
-        "Anything else is sent to the agent. Typing “ok” or “yes” never approves anything:",
-        "use the buttons, or /approve ID.",
-        "/answer ID: an option number (1,3 for several), an option's label, or your own text;",
-        "for several questions, one answer per line ('-' to skip an optional one).",
-        "A voice note is turned into text and sent as a message (where the gateway has",
-        "[transcription]); a spoken “approve” approves nothing either. In a Telegram group",
-        "with privacy mode, send it as a reply to the bot; on Discord, a voice message cannot",
-        "mention the bot: send it in a DM, or in a thread when the bot reads messages.",
+        "Anything else is sent to the agent. Typing “ok” or “yes” never approves anything:"
+        " use the buttons, or /approve ID.",
+        "/answer ID: an option number (1,3 for several), an option's label, or your own text;"
+        " for several questions, one answer per line ('-' to skip an optional one).",
+        "A voice note is turned into text and sent as a message, where the gateway"
+        " transcribes them; a spoken “approve” approves nothing either.",
+        "In a Telegram group with privacy mode, send a voice note as a reply to the bot; on"
+        " Discord a voice message cannot mention the bot: send it in a DM, or in a thread"
+        " where the bot reads messages.",
     ]
 )
 
