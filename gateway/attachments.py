@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import StoreError
-from gateway.wording import named
+from gateway.wording import file_size, named
 
 __all__ = [
     "SNIFF_BYTES",
@@ -208,7 +208,7 @@ def pictures_named_notice(
     why = (
         "this agent is not given pictures directly"
         if not takes_pictures
-        else f"larger than this agent takes as a picture ({picture_max_bytes} bytes)"
+        else f"larger than this agent takes as a picture ({file_size(picture_max_bytes or 0)})"
     )
     return f"📎 {names}: {why}; saved in the work dir and given as a file, for the agent to open."
 
