@@ -157,6 +157,9 @@ async def test_every_makes_a_schedule_and_its_run_says_it_and_runs_in_a_fresh_se
             "⏰ Schedule S1 made: every 30 2 * * * (Europe/Berlin), next run"
             " 2026-03-28 02:30 CET (01:30 UTC)."
         )
+        assert made.splitlines()[1].startswith(
+            "Each run gives the agent “run the tests and say what broke” in a fresh session;"
+        )
         launcher.turn_over.clear()
         await at(gw, clock, datetime(2026, 3, 28, 1, 30, tzinfo=UTC))
         await gw.text_where(lambda said: said == "⏰ scheduled: run the tests and say what broke")

@@ -267,8 +267,8 @@ class ScheduleDesk:
         where = await self._place(made, actor)
         return (
             f"⏰ Schedule {made.label} made: {how}, next run {when_words(next_at, zone)}.\n"
-            "Each run starts a fresh session; what the agent asks waits for the project's"
-            " approvers, as always.\n"
+            f"Each run gives the agent “{_one_line(text)}” in a fresh session; what the agent"
+            " asks waits for the project's approvers, as always.\n"
             + ("" if where is None else where + "\n")
             + f"/schedules lists it; /unschedule {made.label} deletes it."
         )
@@ -378,6 +378,12 @@ _PROMPT_WORDS = {
 }
 
 
+def _one_line(text: str) -> str:
+    """A schedule's text on one line, cut at 80 characters (as /schedules shows it)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= 80 else flat[:79] + "…"
+
+
 def _schedule_line(schedule: ScheduleRecord, last: ScheduleRun | None, outcome: str | None) -> str:
     zone = zone_of(schedule.zone)
     how = f"every {schedule.cron} ({schedule.zone})" if schedule.cron else f"once ({schedule.zone})"
@@ -393,6 +399,5 @@ def _schedule_line(schedule: ScheduleRecord, last: ScheduleRun | None, outcome: 
     else:
         parts.append(f"last {when_words(last.due_at, zone)}, {outcome}")
     parts.append(f"by {schedule.creator}")
-    text = schedule.text if len(schedule.text) <= 80 else schedule.text[:79] + "…"
-    parts.append(f"“{text}”")
+    parts.append(f"“{_one_line(schedule.text)}”")
     return " · ".join(parts)
