@@ -37,6 +37,7 @@ from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, MessageRef, Platform
 from gateway.session_record import SessionRecord
+from gateway.sessions.card_redraws import redraw_all
 from gateway.sessions.session_settings import SettingsDesk, model_line, offers
 from gateway.store.store import Store
 
@@ -249,14 +250,8 @@ class ModelButtons:
         card = await self.card(session)
         if card is None:
             return
-        for ref in self._shown.get(session.id, []):
-            platform = self._platforms.get(ref.conversation.platform)
-            if platform is None:
-                continue
-            try:
-                await platform.edit_card(ref, card)
-            except PlatformError as exc:
-                log.info("a /model card in %s not redrawn: %s", ref.conversation.key(), exc)
+        refs = self._shown.get(session.id, [])
+        await redraw_all(self._platforms, refs, card, what="a /model card")
 
     async def on_click(self, action: InboundAction) -> Ack:
         clicked = parse_model_token(action.token)

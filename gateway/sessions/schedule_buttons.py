@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import logging
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -26,8 +25,8 @@ from collections.abc import Callable, Mapping
 from gateway.cards import ButtonStyle, Card, CardAction
 from gateway.config.model import Config
 from gateway.domain import Actor
-from gateway.errors import PlatformError
 from gateway.platform import Ack, InboundAction, MessageRef, Platform
+from gateway.sessions.card_redraws import redraw_all
 from gateway.sessions.routing import project_for
 from gateway.sessions.schedule_desk import ScheduleDesk
 from gateway.store.schedules import ScheduleRecord
@@ -41,8 +40,6 @@ __all__ = [
     "schedule_card",
     "verify_schedule_token",
 ]
-
-log = logging.getLogger(__name__)
 
 SCHEDULE_TOKEN_PREFIX = "k1:"
 _SCHEDULES_KEPT = 256  # schedules whose cards are remembered, to be redrawn once pressed
@@ -177,11 +174,4 @@ class ScheduleButtons:
                 return
             schedule, line = listed[schedule_id]
             card = schedule_card(self._key, schedule, line)
-        for ref in refs:
-            platform = self._platforms.get(ref.conversation.platform)
-            if platform is None:
-                continue
-            try:
-                await platform.edit_card(ref, card)
-            except PlatformError as exc:
-                log.info("schedule S%d's card in %s not redrawn: %s", schedule_id, ref, exc)
+        await redraw_all(self._platforms, refs, card, what=f"schedule S{schedule_id}'s card")
