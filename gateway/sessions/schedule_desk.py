@@ -263,10 +263,13 @@ class ScheduleDesk:
             )
         except StoreError as exc:
             return f"Not scheduled: {exc}."
-        how = f"every {shown} ({zone.key})" if shown is not None else f"once ({zone.key})"
+        when = when_words(next_at, zone)
+        how = (
+            f"every {shown} ({zone.key}), next run {when}" if shown is not None else f"once, {when}"
+        )
         where = await self._place(made, actor)
         return (
-            f"⏰ Schedule {made.label} made: {how}, next run {when_words(next_at, zone)}.\n"
+            f"⏰ Schedule {made.label} made: {how}.\n"
             f"Each run gives the agent “{_one_line(text)}” in a fresh session; what the agent"
             " asks waits for the project's approvers, as always.\n"
             + ("" if where is None else where + "\n")
