@@ -255,7 +255,7 @@ async def test_limits_who_may_and_another_projects_schedule(tmp_path: Path) -> N
             "Not scheduled: the text is 21 characters; a scheduled prompt is at most 20."
         )
         made = await reply_to(gw, "/every @daily check CI")
-        assert made.startswith("⏰ Schedule S1 made: every @daily = 0 0 * * * (Europe/Berlin)")
+        assert made.startswith("⏰ Schedule S1 made: every @daily: 0 0 * * * (Europe/Berlin)")
         full = await reply_to(gw, "/every weekdays check CI")
         assert full == (
             "Not scheduled: project demo has 1 schedules already (the most it may have):"

@@ -211,7 +211,7 @@ class ScheduleDesk:
             text=text,
             zone=zone,
             next_at=next_after(cron, zone, now),
-            shown=cron if cron == typed else f"{typed} = {cron}",
+            shown=cron if cron == typed else f"{typed}: {cron}",
         )
 
     async def at(self, project: str, actor: Actor, conversation: ConversationRef, args: str) -> str:
