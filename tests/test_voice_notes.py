@@ -143,7 +143,7 @@ async def test_a_failed_or_too_long_voice_note_is_said_and_nothing_is_sent(
             fake_telegram,
             tmp_path / "data",
             work_dir=work,
-            policy=transcription_table(heard.url, "max_seconds = 60"),
+            policy=transcription_table(heard.url, "max_seconds = 60\nmax_bytes = 100000"),
         )
         async with on_telegram(
             config, fake_telegram, launcher, transcriber=transcriber(heard)
@@ -156,6 +156,8 @@ async def test_a_failed_or_too_long_voice_note_is_said_and_nothing_is_sent(
             failed = await tg.bot_message(ALICE.id, lambda m: "could not be turned" in m.text)
             await voice(tg, OGG + b"long", duration=600)
             long = await tg.bot_message(ALICE.id, lambda m: "long; the limit" in m.text)
+            await voice(tg, OGG + bytes(200_000))
+            large = await tg.bot_message(ALICE.id, lambda m: "transcription takes" in m.text)
             assert launcher.prompts == []
             heard.fail_with = None  # the service is back: /transcribe tries the note again
             heard.say(OGG, "try the build again")
@@ -168,6 +170,7 @@ async def test_a_failed_or_too_long_voice_note_is_said_and_nothing_is_sent(
     assert kept.read_bytes() == OGG  # kept, to send again
     assert str(kept) not in failed.text  # a path on the gateway's machine is no one's business
     assert "This voice note is 10 min long; the limit is 1 min" in long.text
+    assert "is 195.5 KiB; the transcription takes up to 97.7 KiB." in large.text
     assert len(heard.heard) == 2 and [p.text for p in launcher.prompts] == ["try the build again"]
 
 

@@ -29,7 +29,7 @@ from gateway.platform import InboundMessage, Platform, RepliesToMessages
 from gateway.sessions.file_fetch import save_attachments
 from gateway.sessions.upload_inbox import UploadInbox
 from gateway.transcription import Transcriber, TranscriptionFailed
-from gateway.wording import duration
+from gateway.wording import duration, file_size
 
 __all__ = ["NOTHING_TO_TRANSCRIBE", "NOT_CONFIGURED", "VoiceNotes"]
 
@@ -108,6 +108,13 @@ class VoiceNotes:
                 conversation,
                 f"🎤 This voice note is {duration(voice.seconds)} long; the limit is "
                 f"{duration(settings.max_seconds)}. Nothing was sent to the agent.",
+            )
+            return None
+        if voice.size is not None and voice.size > settings.max_bytes:
+            await self._reply(
+                conversation,
+                f"🎤 This voice note is {file_size(voice.size)}; the transcription takes up to"
+                f" {file_size(settings.max_bytes)}. Nothing was sent to the agent.",
             )
             return None
         files = self._config().projects[project].files
