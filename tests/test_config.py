@@ -537,7 +537,7 @@ def test_a_schedule_entry_loads_with_its_cron_and_zone() -> None:
 @pytest.mark.parametrize(
     ("old", "new", "said"),
     [
-        ('cron = "0 9 * * 1-5"', 'cron = "0 9 * * 8"', "the day-of-week field '8'"),
+        ('cron = "0 9 * * 1-5"', 'cron = "0 9 * * 8"', "the day-of-week field `8`"),
         ('channel = "memory:#team/room"', 'channel = "room"', "platform:#channel"),
         ('creator = "memory:alice"', 'creator = "alice"', '"platform:user id"'),
         ('name = "weekday-tests"', 'name = "weekday tests"', "schedule.0.name"),
