@@ -20,6 +20,7 @@ from gateway.domain import Actor, ConversationRef, InteractionState
 from gateway.platform import Ack
 from gateway.store.records import AuditEntry
 from tests.codex_env import CodexHome
+from tests.forgery import tampered
 from tests.gateway_flows import (
     CAROL,
     DONE,
@@ -87,11 +88,6 @@ async def approve_at_last(gw: Running, asked: Asked, home: CodexHome) -> None:
 
 
 # --- tokens and people ----------------------------------------------------------------------
-
-
-def tampered(token: str) -> str:
-    """The same token with the last character of its tag changed."""
-    return token[:-1] + ("A" if token[-1] != "A" else "B")
 
 
 def other_choice(token: str) -> str:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gateway.store.records import FilesChoice, PromptState
+from tests.forgery import tampered
 from tests.platform_contract.contract import Seen
 from tests.platform_contract.memory_driver import MemoryDriver
 
@@ -87,7 +88,7 @@ async def test_try_again_fetches_the_files_again_and_an_earlier_cards_buttons_ar
         assert (await driver.now(first.key)).buttons == ()
         stale = await driver.press(first, "Send without the file")
         assert stale == "These buttons are from an earlier try: use the newest ones."
-        forged = second.button("Send without the file").token[:-1] + "A"
+        forged = tampered(second.button("Send without the file").token)
         assert await driver.click(second, forged) == "This button is not valid."
         driver.platform.fetch_cuts = 0  # the platform serves the file again
         await driver.press(second, "Try again")

@@ -23,6 +23,7 @@ from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef, InteractionState
 from platforms.memory.platform import Rendered
 from platforms.registry import parse_config
+from tests.forgery import tampered
 from tests.gateway_flows import session_of
 from tests.gateway_harness import ALICE, BOB, ROOM, Running
 from tests.scripted_gateway import scripted_gateway
@@ -346,7 +347,7 @@ async def test_the_buttons_pause_resume_and_delete_for_an_approver_only(tmp_path
         )
         elsewhere = await gw.memory.click(OTHER, ALICE, pause.token)
         assert not elsewhere.accepted and "not a schedule of project ops" in elsewhere.text
-        forged = await gw.memory.click(ROOM, ALICE, pause.token[:-1] + "A")
+        forged = await gw.memory.click(ROOM, ALICE, tampered(pause.token))
         assert (forged.accepted, forged.text) == (False, "This button is not valid.")
         paused = await gw.memory.click(ROOM, BOB, pause.token)
         assert paused.accepted and paused.text == (

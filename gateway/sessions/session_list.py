@@ -121,15 +121,16 @@ def find_session(listed: Sequence[Listed], spec: str) -> Listed | str:
     spec = spec.strip()
     if not spec:
         return "Usage: /switch NAME or /switch N (the number /sessions shows)."
+    # an id first: one may be all digits (its ten characters drawn from 32, digits among them)
+    by_id = [e for e in listed if e.summary.session.id == spec]
+    if by_id:
+        return by_id[0]
     if spec.isdigit():
         number = int(spec)
         if not 1 <= number <= len(listed):
             count = "no session" if not listed else f"sessions 1 to {len(listed)}"
             return f"No session {number}: /sessions lists {count}."
         return listed[number - 1]
-    by_id = [e for e in listed if e.summary.session.id == spec]
-    if by_id:
-        return by_id[0]
     named = [e for e in listed if (e.summary.session.name or "").casefold() == spec.casefold()]
     if len(named) == 1:
         return named[0]
