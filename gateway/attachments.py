@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.errors import StoreError
-from gateway.wording import file_size, named
+from gateway.wording import file_size, named, one_line
 
 __all__ = [
     "SNIFF_BYTES",
@@ -153,11 +153,6 @@ def attachments_from_json(text: str | None) -> tuple[InboundAttachment, ...]:
         raise StoreError(f"a prompt's attachments are unreadable: {exc}") from exc
 
 
-def _shown(name: str) -> str:
-    """A name as sent, on one line of the prompt (a name cannot add lines of its own)."""
-    return "".join(" " if ch.isspace() or not ch.isprintable() else ch for ch in name)
-
-
 def files_in_prompt(
     text: str,
     files: tuple[SavedFile, ...],
@@ -177,7 +172,7 @@ def files_in_prompt(
         return text, images, rest if links_files else ()
     lines = [
         "Files sent with this message, saved in the work dir (read them with your tools):",
-        *(f"- {_shown(f.name)} ({f.media_type}, {f.size} bytes): {f.path}" for f in rest),
+        *(f"- {one_line(f.name)} ({f.media_type}, {f.size} bytes): {f.path}" for f in rest),
     ]
     note = "\n".join(lines)
     return (f"{text}\n\n{note}" if text.strip() else note), images, ()
@@ -204,7 +199,7 @@ def pictures_named_notice(
     pictures = [f for f in files if f.picture and f not in native]
     if not pictures:
         return None
-    names = ", ".join(_shown(f.name) for f in pictures)
+    names = ", ".join(one_line(f.name) for f in pictures)
     why = (
         "this agent is not given pictures directly"
         if not takes_pictures
@@ -216,7 +211,7 @@ def pictures_named_notice(
 def without_files(text: str, missing: tuple[InboundAttachment, ...]) -> str:
     """The prompt sent without its files, by its author's choice (issue 32): ``text`` and a
     line naming each file that did not come, so the agent does not look for it."""
-    names = ", ".join(_shown(a.name) for a in missing)
+    names = ", ".join(one_line(a.name) for a in missing)
     one = len(missing) == 1
     files, were, they = ("a file", "was", "It is") if one else ("files", "were", "They are")
     note = (

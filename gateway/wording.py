@@ -28,6 +28,7 @@ __all__ = [
     "file_size",
     "line_count",
     "named",
+    "one_line",
     "platform_title",
     "quoted",
 ]
@@ -61,12 +62,16 @@ def quoted(text: str) -> str:
     return f'"{text}"'
 
 
+def one_line(name: str) -> str:
+    """A name as sent, on one line (a name cannot add lines of its own)."""
+    return "".join(" " if ch.isspace() or not ch.isprintable() else ch for ch in name)
+
+
 def named(name: str) -> str:
     """A file's name or path (or a cron line) as a code span on one line: shown as written
     where the platform renders Markdown (``__init__.py`` is not made bold, a ``*`` not taken
     for emphasis). Its backticks are shown as quotes, which cannot end the span."""
-    shown = "".join(" " if ch.isspace() or not ch.isprintable() else ch for ch in name)
-    return "`" + shown.replace("`", "'") + "`"
+    return "`" + one_line(name).replace("`", "'") + "`"
 
 
 _PLATFORM_TITLES = {"telegram": "Telegram", "slack": "Slack", "discord": "Discord"}

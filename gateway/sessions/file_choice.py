@@ -47,6 +47,7 @@ from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError, StoreError
 from gateway.platform import Ack, InboundAction, MessageRef, Platform
 from gateway.session_record import SessionRecord
+from gateway.sessions.card_redraws import redraw_all
 from gateway.store.records import FilesChoice, PromptRecord, PromptState
 from gateway.store.store import Store
 
@@ -243,20 +244,18 @@ class FileChoices:
         finally:
             self._offering.discard(prompt.id)
 
-    async def offer_unshown(self, platform: str | None = None) -> int:
+    async def offer_unshown(self, platform: str | None = None) -> None:
         """The cards no platform showed yet, of the sessions this host runs: in
-        ``platform``'s conversations (it answers again), or everywhere (at start); how many
-        were tried."""
+        ``platform``'s conversations (it answers again), or everywhere (at start)."""
         try:
             unshown = await self._store.prompts.files_cards_unshown(
                 host=self._host, platform=platform
             )
         except StoreError as exc:  # asked again at the platform's next return, or start
             log.warning("the files' cards not shown yet were not read: %s", exc)
-            return 0
+            return
         for prompt in unshown:
             await self.offer(prompt)
-        return len(unshown)
 
     async def on_click(self, action: InboundAction) -> Ack:
         verified = verify_files_token(self._key, action.token)
@@ -299,14 +298,11 @@ class FileChoices:
         """The card says what was chosen, its buttons gone (best effort: the ledger holds
         the choice, and a second click is refused by it anyway)."""
         shown = prompt.files_card
-        platform = self._platforms.get(prompt.conversation.platform)
-        if shown is None or shown.message_id is None or platform is None:
+        if shown is None or shown.message_id is None:
             return
         ref = MessageRef(conversation=prompt.conversation, message_id=shown.message_id)
-        try:
-            await platform.edit_card(ref, _chosen_card(prompt, choice, by, shown.why))
-        except PlatformError as exc:
-            log.info("files' card in %s not edited: %s", prompt.conversation.key(), exc)
+        card = _chosen_card(prompt, choice, by, shown.why)
+        await redraw_all(self._platforms, (ref,), card, what="files' card")
 
 
 def _accepted_words(prompt: PromptRecord, choice: FilesChoice) -> str:

@@ -105,14 +105,14 @@ class ScheduleButtons:
         key: bytes,
         *,
         auth_platform: Callable[[str], str],
-        platforms: Mapping[str, Platform] | None = None,
+        platforms: Mapping[str, Platform],
     ) -> None:
         self._config = config
         self._store = store
         self._desk = desk
         self._key = key
         self._auth_platform = auth_platform
-        self._platforms = platforms or {}
+        self._platforms = platforms
         self._shown: OrderedDict[int, list[MessageRef]] = OrderedDict()
 
     def shown(self, schedule_id: int, ref: MessageRef) -> None:
@@ -169,9 +169,9 @@ class ScheduleButtons:
             return
         card = deleted_card(schedule_id, by)
         if not deleted:
-            listed = dict((s.id, (s, line)) for s, line in await self._desk.listing(project))
-            if schedule_id not in listed:
+            listed = await self._desk.listing(project)
+            found = next(((s, line) for s, line in listed if s.id == schedule_id), None)
+            if found is None:
                 return
-            schedule, line = listed[schedule_id]
-            card = schedule_card(self._key, schedule, line)
+            card = schedule_card(self._key, *found)
         await redraw_all(self._platforms, refs, card, what=f"schedule S{schedule_id}'s card")

@@ -164,14 +164,6 @@ def add_copy(
     conn: Conn, interaction_id: str, conversation: ConversationRef, *, now: str
 ) -> CardCopy:
     """``CardCopies.add`` inside a caller's transaction."""
-    return add_copy_sent(conn, interaction_id, conversation, now=now)()
-
-
-def add_copy_sent(
-    conn: Conn, interaction_id: str, conversation: ConversationRef, *, now: str
-) -> Callable[[], CardCopy]:
-    """``add_copy``'s statements, sent; what it returns reads the copy. On PostgreSQL the
-    statements of several are sent before the first is read: one wait for all."""
     conn.execute(
         "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
         " thread, state, updated_at) VALUES (?, ?, ?, ?, ?, 'pending', ?)"
@@ -184,13 +176,9 @@ def add_copy_sent(
         " AND m.again = 0",
         (interaction_id, *conversation_params(conversation)),
     )
-
-    def read() -> CardCopy:
-        row = cursor.fetchone()
-        assert row is not None
-        return _copy_from_row(row)
-
-    return read
+    row = cursor.fetchone()
+    assert row is not None
+    return _copy_from_row(row)
 
 
 def add_bound_copies_sent(
@@ -221,7 +209,7 @@ def copies_for(conn: Conn, interaction_id: str) -> list[CardCopy]:
 
 def copies_for_sent(conn: Conn, interaction_id: str) -> Callable[[], list[CardCopy]]:
     """``copies_for``'s SELECT, sent; what it returns reads the copies (as
-    :func:`add_copy_sent`)."""
+    :func:`add_bound_copies_sent`)."""
     cursor = conn.execute(
         f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ? ORDER BY m.id",
         (interaction_id,),

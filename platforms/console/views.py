@@ -23,6 +23,7 @@ from gateway.session_record import SessionRecord
 from gateway.sessions.routing import project_for, route_key
 from gateway.store.records import CardCopy, TurnRecord, TurnTimeline
 from gateway.timeline import EntryKind
+from gateway.wording import platform_title
 
 if TYPE_CHECKING:
     from gateway.platform import Platform
@@ -125,7 +126,6 @@ _AGENT_NAMES = {
     AgentKind.ACP: "ACP agent",
     AgentKind.OPENCODE: "OpenCode",
 }
-_PLATFORM_NAMES = {"telegram": "Telegram", "slack": "Slack", "discord": "Discord"}
 
 
 def agent_name(kind: AgentKind) -> str:
@@ -134,9 +134,7 @@ def agent_name(kind: AgentKind) -> str:
 
 def platform_name(platform: str) -> str:
     """A platform as its people call it ("Telegram"; the console is "this console")."""
-    if platform == PLATFORM:
-        return "this console"
-    return _PLATFORM_NAMES.get(platform, platform)
+    return "this console" if platform == PLATFORM else platform_title(platform)
 
 
 def person_name(identity: str) -> str:
