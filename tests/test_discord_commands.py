@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gateway.platform import connected
+from gateway.render.commands import COMMANDS as HELP_COMMANDS
 from gateway.render.commands import CommandName
 from gateway.sessions.engine import Gateway
 from platforms.discord.commands import COMMANDS, spec_of
@@ -59,6 +60,15 @@ def test_every_command_the_gateway_names_is_a_slash_command_on_discord() -> None
     """The help and the notices name commands as "/name" on Discord: each one is
     registered, so each works as typed there (in a thread too)."""
     assert sorted(spec.name for spec in COMMANDS) == sorted(name.value for name in CommandName)
+
+
+def test_a_command_the_help_gives_arguments_takes_them_on_discord() -> None:
+    """``/help`` says ``/new [name]``: Discord's ``/new`` has a box for the name (it had
+    none, so a name could not be given there), and a command that takes nothing has none."""
+    for info in HELP_COMMANDS:
+        options = spec_of(info.name.value).options
+        words = info.args.split()  # "ID [action]": one word an option, "[...]" optional
+        assert [not o.required for o in options] == [w.startswith("[") for w in words], info
 
 
 async def test_the_notice_names_approve_which_is_registered_completed_and_decides(

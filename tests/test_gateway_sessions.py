@@ -107,6 +107,41 @@ async def test_a_bad_name_is_refused_and_nothing_changes(
         assert (await session_of(gw)).name is None
 
 
+async def test_new_with_a_name_starts_a_named_session_that_the_next_message_runs_in(
+    tmp_path: Path,
+) -> None:
+    async with scripted_gateway(scripted_config(tmp_path, fast=NEVER)) as (gw, launcher):
+        await answered(gw, "hello")
+        old = await session_of(gw)
+        assert await reply_to(gw, "/new 12345") == (
+            "A session's name cannot be only digits: /switch N means the Nth session listed. "
+            "Nothing was changed."
+        )
+        assert (await session_of(gw)).id == old.id  # a name refused closes nothing
+        assert await reply_to(gw, "/new  fix the login ") == (
+            "A new session “fix the login” starts with your next message."
+        )
+        named = await session_of(gw)
+        assert named.id != old.id and named.name == "fix the login"
+        assert len(launcher.resumed) == 1  # no agent until a message asks for one
+        listed = (await reply_to(gw, "/sessions")).splitlines()
+        assert listed[1].startswith(f"1. “fix the login” ({named.id}) · ")
+        await answered(gw, "the first message")
+        assert (await session_of(gw)).id == named.id
+        assert len(launcher.resumed) == 2
+        assert launcher.named[-1:] == ["fix the login"]  # the agent's own session named too
+
+
+async def test_new_with_a_name_where_no_session_is_yet_makes_one(tmp_path: Path) -> None:
+    async with scripted_gateway(scripted_config(tmp_path, fast=NEVER)) as (gw, _):
+        assert await reply_to(gw, "/new") == "No session here yet: send a message to start one."
+        assert await reply_to(gw, "/new release") == (
+            "A new session “release” starts with your next message."
+        )
+        await answered(gw, "go")
+        assert (await session_of(gw)).name == "release"
+
+
 # --- /sessions ------------------------------------------------------------------------------
 
 STAMP = r"last active \d{4}-\d\d-\d\d \d\d:\d\d UTC"

@@ -137,9 +137,10 @@ async def test_new_and_grants_received_by_another_host_are_carried_out_by_the_ow
         # /grants: read where the agent runs, answered by a
         await b.memory.say(ON_A, ALICE, "/grants")
         await a.text_where(lambda text: text == "Grants in force: none.", ON_A)
-        # /new: the session closes in the ledger (b answers), a ends its agent
-        said = await said_by(b, "/new")
-        assert said == "A new session starts with your next message."
+        # /new NAME: the session closes in the ledger and the named one is made (b answers),
+        # a ends its agent
+        said = await said_by(b, "/new after")
+        assert said == "A new session “after” starts with your next message."
         done, _ = await asyncio.wait({runner_task}, timeout=a.deadline)  # a's runner ends
         assert done == {runner_task}
         assert a.gateway.existing_runner(first.id) is None
@@ -148,7 +149,7 @@ async def test_new_and_grants_received_by_another_host_are_carried_out_by_the_ow
         await b.memory.say(ON_A, ALICE, "again")
         await a.text_where(lambda text: text == "echo: again", ON_A)
         second = await session_of(a, ON_A)
-        assert second.id != first.id and second.host == "a"
+        assert second.id != first.id and second.host == "a" and second.name == "after"
         assert [t for t in b.memory.texts(ON_A)] == [said]  # b said only its answer to /new
 
 

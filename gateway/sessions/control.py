@@ -87,7 +87,7 @@ from gateway.sessions.schedule_topics import (
     say_deleted,
 )
 from gateway.sessions.session_list import sessions_page, visible
-from gateway.sessions.session_names import name_session
+from gateway.sessions.session_names import name_new_session, name_session, new_name_problem
 from gateway.sessions.session_settings import SettingsDesk
 from gateway.sessions.session_switch import switch_session
 from gateway.sessions.session_topics import open_session_thread
@@ -787,7 +787,16 @@ class Control:
                 conversation, await self._new_in_thread(conversation, project, actor, args)
             )
             return
+        if name is CommandName.NEW and args.strip():
+            if (problem := new_name_problem(args.strip())) is not None:
+                await self._reply(conversation, problem)  # nothing closed for a name refused
+                return
         session = await self._session(conversation, project, actor, create=False)
+        if session is None and name is CommandName.NEW and args.strip():
+            await self._reply(
+                conversation, await self._next_session(conversation, project, actor, args)
+            )
+            return
         if session is None:
             await self._reply(conversation, "No session here yet: send a message to start one.")
             return
@@ -822,7 +831,9 @@ class Control:
             await store.sessions.close(session.id, reason=f"/new by {actor.key()}")
             if runner is not None:
                 await runner.shutdown()
-            await self._reply(conversation, "A new session starts with your next message.")
+            await self._reply(
+                conversation, await self._next_session(conversation, project, actor, args)
+            )
         elif name is CommandName.STATUS:
             await self._reply(conversation, await self.status_text(session))
         elif name is CommandName.PENDING:
@@ -852,6 +863,22 @@ class Control:
                 await self.model_buttons.redraw(session)
         elif name is CommandName.MODE:
             await self._reply(conversation, await self._settings.mode(session, args, actor))
+
+    async def _next_session(
+        self, conversation: ConversationRef, project: str, actor: Actor, args: str
+    ) -> str:
+        """What ``/new [NAME]`` says once the session here is closed. With a name (checked
+        before anything closed), the next session is made now and named, so that
+        ``/sessions`` and ``/switch NAME`` find it; its agent starts with the next message,
+        as an unnamed one's does."""
+        name = args.strip()
+        if not name:
+            return "A new session starts with your next message."
+        session = await self._session(conversation, project, actor, create=True)
+        if session is None:  # pragma: no cover - create=True always routes one
+            return "A new session starts with your next message."
+        await name_new_session(self._store, session, name, actor)
+        return f"A new session “{name}” starts with your next message."
 
     def _opens_thread(self, conversation: ConversationRef, project: str) -> bool:
         """Whether /new here opens a thread for the new session (a forum's General topic,
@@ -1237,7 +1264,9 @@ class Control:
                 by_host=by_host,
                 close_reason=f"/new by {actor.key()}",
             )
-            await self._reply(conversation, "A new session starts with your next message.")
+            await self._reply(
+                conversation, await self._next_session(conversation, session.project, actor, args)
+            )
         elif name is CommandName.RESUME:
             resumed = await self._store.prompts.resume(session.id)
             self._held_told.pop(session.id, None)

@@ -15,7 +15,7 @@ from gateway.domain import Actor
 from gateway.session_record import SessionRecord
 from gateway.store.store import Store
 
-__all__ = ["MAX_NAME_CHARS", "name_problem", "name_session"]
+__all__ = ["MAX_NAME_CHARS", "name_new_session", "name_problem", "name_session", "new_name_problem"]
 
 MAX_NAME_CHARS = 80
 
@@ -39,6 +39,25 @@ def name_problem(text: str) -> str | None:
             "Nothing was changed."
         )
     return None
+
+
+def new_name_problem(text: str) -> str | None:
+    """Why ``text`` cannot name the session ``/new NAME`` starts, said as ``/new`` takes it."""
+    problem = name_problem(text)
+    if problem is None:
+        return None
+    return problem.replace("/name TEXT", "/new NAME").replace(
+        "a short name for this session", "a short name for the new session"
+    )
+
+
+async def name_new_session(store: Store, session: SessionRecord, name: str, actor: Actor) -> None:
+    """The name ``/new NAME`` gave the session it made (checked by :func:`new_name_problem`),
+    recorded and audited."""
+    await store.sessions.set_name(session.id, name)
+    await store.audit.record(
+        "session.named", actor=actor, session_id=session.id, details={"name": name, "was": None}
+    )
 
 
 async def name_session(store: Store, session: SessionRecord, text: str, actor: Actor) -> str:

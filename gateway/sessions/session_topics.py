@@ -20,7 +20,7 @@ from gateway.config.model import Config
 from gateway.domain import Actor, ConversationRef
 from gateway.errors import PlatformError
 from gateway.platform import OpensThreads, ThreadRefused
-from gateway.sessions.session_names import name_problem
+from gateway.sessions.session_names import new_name_problem
 from gateway.store.store import Store
 
 __all__ = ["FIRST_NOTICE", "open_session_thread"]
@@ -48,11 +48,9 @@ async def open_session_thread(
     name = args.strip()
     if not name:
         name = f"Session {len(await store.session_index.of_project(project)) + 1}"
-    problem = name_problem(name)
+    problem = new_name_problem(name)
     if problem is not None:
-        return problem.replace("/name TEXT", "/new NAME").replace(
-            "a short name for this session", "a short name for the new session"
-        )
+        return problem
     try:
         thread = await platform.open_thread(here, name)
     except ThreadRefused as exc:

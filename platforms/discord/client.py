@@ -236,6 +236,12 @@ def _callback(messages: Messages, name: str) -> Callback:
             await messages.on_slash(interaction, name, session)
 
         return switch
+    if name == "new":
+
+        async def new(interaction: discord.Interaction[Any], name: str = "") -> None:
+            await messages.on_slash(interaction, "new", name)
+
+        return new
     if name == "name":
 
         async def name_it(interaction: discord.Interaction[Any], name: str) -> None:

@@ -60,7 +60,13 @@ def _request(what: str) -> OptionSpec:
 
 
 COMMANDS: tuple[CommandSpec, ...] = (
-    CommandSpec(name="new", description="Start a new session here"),
+    CommandSpec(
+        name="new",
+        description="Start a new session here",
+        options=(
+            OptionSpec(name="name", description="A short name for it, to find it again (optional)"),
+        ),
+    ),
     CommandSpec(name="stop", description="Stop the agent's turn"),
     CommandSpec(name="resume", description="Send the held messages, in order"),
     CommandSpec(name="clear", description="Drop the queued messages"),
