@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -33,7 +34,7 @@ from gateway.store.audit_export import audit_records
 from gateway.store.database import Conn, fetch_all
 from gateway.store.records import FilesChoice
 from gateway.store.retention import PruneCounts, RetentionRules
-from gateway.store.store import Store
+from gateway.store.store import DATABASE_FILE, Store
 from gateway.timeline import EntryKind, EntryWrite
 from tests.store_backends import open_store
 from tests.store_helpers import ALICE, TELEGRAM, approval, running_session
@@ -633,9 +634,10 @@ async def test_the_gateway_prunes_in_the_background(tmp_path: Path) -> None:
 async def test_pages_pending_and_the_audit_export_answer_while_a_write_is_held(
     ledger: PgTarget | None, tmp_path: Path
 ) -> None:
-    """A write that takes its time (held open on the writer's thread): the console's first
-    page, its timeline, ``/pending`` and the audit export answer meanwhile, several at once,
-    and show what was committed before it."""
+    """A write that takes its time (PostgreSQL: held open on a writer's thread; SQLite: waiting
+    for the lock another process holds, as an ``agent-gateway`` command may): the console's
+    first page, its timeline, ``/pending`` and the audit export answer meanwhile, several at
+    once, and show what was committed before it."""
     import threading
 
     clock = SetClock(NOW)
@@ -651,9 +653,17 @@ async def test_pages_pending_and_the_audit_export_answer_while_a_write_is_held(
             holding.set()
             release.wait(30)
 
+        def name_it(conn: Conn) -> None:
+            conn.execute("UPDATE sessions SET name = 'held' WHERE id = ?", (session.id,))
+
+        other = None
+        if ledger is None:  # another process's connection holds SQLite's write lock
+            other = sqlite3.connect(tmp_path / "data" / DATABASE_FILE, isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")
         async with asyncio.TaskGroup() as tasks:
-            held = tasks.create_task(store.writer.write(slow_write))
-            await asyncio.to_thread(holding.wait, 30)
+            held = tasks.create_task(store.writer.write(name_it if other else slow_write))
+            if other is None:
+                await asyncio.to_thread(holding.wait, 30)
             try:
                 async with asyncio.timeout(10):
                     page, pending, turns, export = await asyncio.gather(
@@ -665,7 +675,11 @@ async def test_pages_pending_and_the_audit_export_answer_while_a_write_is_held(
                 assert not held.done()  # all of it answered while the write was held
             finally:
                 release.set()
+                if other is not None:
+                    other.execute("ROLLBACK")
+                    other.close()
         live, closed = page
+        assert (await store.sessions.get(session.id)).name == "held"  # then it was written
     assert [i.id for i in live] == [waiting.id] and [i.id for i in closed] == [done.interaction_id]
     assert [i.id for i in pending] == [waiting.id]
     assert [t.prompt.text for t in turns if t.prompt] == ["p"]

@@ -5,9 +5,11 @@ Interactions, decisions and cards are in test_store_interactions.py.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import stat
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -162,6 +164,97 @@ async def test_a_call_after_the_ledger_closed_is_a_store_error(data_dir: Path) -
         pass
     with pytest.raises(StoreError, match="the ledger is closed"):
         await store.sessions.list_sessions()
+
+
+# --- SQLite: calls on the event loop ------------------------------------------------------
+
+
+def name_session(session_id: str, name: str) -> Callable[[Conn], None]:
+    def write(conn: Conn) -> None:
+        conn.execute("UPDATE sessions SET name = ? WHERE id = ?", (name, session_id))
+
+    return write
+
+
+async def test_sqlite_calls_run_on_the_loop_and_wait_for_another_process_s_lock_elsewhere(
+    data_dir: Path,
+) -> None:
+    """No trip to the ledger's thread for a call; a write that meets the lock another
+    process holds (an ``agent-gateway`` command's) waits for it on the thread while the loop
+    goes on, and is written once the lock is let go: never refused, never written twice."""
+    async with Store.open(data_dir) as store:
+        session = await store.sessions.create(project="demo", agent_kind=AgentKind.CLAUDE_CODE)
+        thread_trips = store.writer.runner.trips
+        await store.writer.write(name_session(session.id, "on the loop"))
+        assert store.writer.runner.trips == thread_trips  # run where it was asked
+        with closing(sqlite3.connect(data_dir / DATABASE_FILE, isolation_level=None)) as other:
+            other.execute("BEGIN IMMEDIATE")
+            waiting = asyncio.create_task(store.writer.write(name_session(session.id, "later")))
+            await asyncio.sleep(0)  # its one step: the lock met, gone to the thread to wait
+            assert not store.writer.runner.idle and not waiting.done()
+            for _ in range(3):  # the loop goes on meanwhile
+                await asyncio.sleep(0)
+            other.execute("ROLLBACK")
+        await waiting
+        assert (await store.sessions.get(session.id)).name == "later"
+
+
+async def test_a_call_while_the_ledger_s_thread_has_the_connection_queues_behind_it(
+    data_dir: Path,
+) -> None:
+    """While the ledger's thread uses the connection (a checkpoint, or a write cancelled
+    while it waited there for a lock, which still runs), a call is queued behind it there,
+    never run on the loop at once: the connection is never used by two threads."""
+    async with Store.open(data_dir) as store:
+        session = await store.sessions.create(project="demo", agent_kind=AgentKind.CLAUDE_CODE)
+        holding, release = threading.Event(), threading.Event()
+
+        def checkpoint_taking_its_time() -> None:
+            holding.set()
+            release.wait(30)
+
+        store.writer.runner.post(checkpoint_taking_its_time)
+        await asyncio.to_thread(holding.wait, 30)
+        queued = asyncio.create_task(store.writer.write(name_session(session.id, "queued")))
+        await asyncio.sleep(0)
+        assert not queued.done()  # behind the thread's own work
+        release.set()
+        await queued
+        # a write cancelled in its wait for a lock runs all the same, and the next one
+        # after it
+        with closing(sqlite3.connect(data_dir / DATABASE_FILE, isolation_level=None)) as other:
+            other.execute("BEGIN IMMEDIATE")
+            first = asyncio.create_task(store.writer.write(name_session(session.id, "first")))
+            await asyncio.sleep(0)
+            assert not store.writer.runner.idle  # waiting for the lock on the thread
+            first.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            second = asyncio.create_task(store.writer.write(name_session(session.id, "second")))
+            await asyncio.sleep(0)
+            assert not second.done()
+            other.execute("ROLLBACK")
+        await second
+        assert (await store.sessions.get(session.id)).name == "second"
+
+
+async def test_checkpoints_keep_the_write_ahead_log_small(data_dir: Path) -> None:
+    """The writer runs no checkpoint at its commits (they would sync the disk on the loop):
+    one is queued on its thread every few hundred writes, and the log stays a few hundred
+    writes long however many are made (without them it grew with every write)."""
+    async with Store.open(data_dir) as store:
+        session = await store.sessions.create(project="demo", agent_kind=AgentKind.CLAUDE_CODE)
+        every = store.writer.on_loop.checkpoint_every if store.writer.on_loop else 0
+        assert every > 0
+        wal = data_dir / f"{DATABASE_FILE}-wal"
+        sizes = []
+        for n in range(8 * every):
+            await store.writer.write(name_session(session.id, f"name {n}"))
+            if n % every == every - 1:
+                sizes.append(wal.stat().st_size)
+        # the log reused from its start once checkpointed: its size stops growing
+        assert sizes[-1] == sizes[-4], sizes
+        assert sizes[-1] < 4 * sizes[0], sizes
 
 
 # --- migrations ----------------------------------------------------------------------------

@@ -27,6 +27,7 @@ import random
 import sqlite3
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar, cast
 
@@ -42,6 +43,7 @@ __all__ = [
     "Cursor",
     "Database",
     "Lane",
+    "OnLoop",
     "ReadOnlyDatabase",
     "Reader",
     "Row",
@@ -135,6 +137,7 @@ class Runner:
     def __init__(self, name: str) -> None:
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self.trips = 0
+        self._ended = 0  # jobs ended on the thread (run, or skipped as cancelled)
         # a daemon: a connection's thread never holds the interpreter's exit (a write cut
         # there is rolled back by the database, as after a crash)
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
@@ -147,10 +150,30 @@ class Runner:
         self._jobs.put((loop, done, fn, args))
         return await done
 
+    @property
+    def idle(self) -> bool:
+        """Nothing queued here and nothing running (read on the loop's thread: a function
+        ended here has let go of the connection)."""
+        return self._ended == self.trips
+
+    def post(self, fn: Callable[..., object], *args: Any) -> None:
+        """Run ``fn`` on this thread when its turn comes, nobody waiting for it (an error
+        is logged: the caller has moved on)."""
+        self.trips += 1
+        self._jobs.put((None, None, fn, args))
+
     def _work(self) -> None:
         while (job := self._jobs.get()) is not None:
             loop, done, fn, args = job
+            if done is None:
+                try:
+                    fn(*args)
+                except Exception:
+                    log.exception("%s: a job nobody waited for failed", self._thread.name)
+                self._ended += 1
+                continue
             if done.cancelled():
+                self._ended += 1
                 continue  # cancelled while queued: never run
             result: Any = None
             error: BaseException | None = None
@@ -158,7 +181,9 @@ class Runner:
                 result = fn(*args)
             except BaseException as exc:  # handed to the caller, whatever it is
                 error = exc
+            self._ended += 1
             with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                assert loop is not None
                 loop.call_soon_threadsafe(_settle, done, result, error)
             del job, done, result, error  # nothing of the call kept while the queue waits
 
@@ -167,7 +192,12 @@ class Runner:
         self._jobs.put(None)
 
 
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[..., Any], tuple[Any, ...]]
+_Job = tuple[
+    asyncio.AbstractEventLoop | None,
+    "asyncio.Future[Any] | None",
+    Callable[..., Any],
+    tuple[Any, ...],
+]
 
 
 def _settle(done: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:
@@ -193,13 +223,39 @@ class Lane:
         self.conn = conn
 
 
+@dataclass(frozen=True, slots=True)
+class OnLoop:
+    """A ledger whose calls run on the event loop's own thread, not the lane's (SQLite: no
+    network, and a call is a few statements of microseconds each; the trip to a thread and
+    back cost more CPU than the call, docs/decisions.md). The connection waits for no lock
+    there (``busy_timeout`` 0): a call that meets one another process holds (an
+    ``agent-gateway`` command's) is run again on the lane's thread, waiting up to
+    ``lock_wait_ms``; nothing of it was kept (SQLite refuses at its first write, and a
+    transaction refused is rolled back whole).
+
+    A call runs on the loop only while the lane's thread has nothing of its own (a call
+    cancelled while it waited there for a lock may still be running): else it is queued
+    there behind it, and the connection is never used by two threads at once.
+
+    Checkpoints (copying the write-ahead log back into the database file, with
+    ``synchronous=NORMAL`` the only time SQLite syncs the disk) are not run at the commits,
+    where a sync would hold up the loop (``wal_autocheckpoint`` 0): every
+    ``checkpoint_every`` write calls, a ``PASSIVE`` one is queued on the lane's thread, and
+    the calls that come meanwhile queue behind it there, as they waited behind SQLite's own
+    checkpoint at a commit before."""
+
+    lock_wait_ms: int
+    checkpoint_every: int = 256
+
+
 class Database:
     """The writers' connections (autocommit mode, so transactions are explicit).
 
     A transaction is one plain function of the connection, run whole on the connection's
     thread (:class:`Runner`): one trip there and back per store call, where a statement each
-    was ~50 trips per approval (docs/decisions.md). The function must not await or block on
-    the event loop; it may raise to roll back.
+    was ~50 trips per approval (docs/decisions.md); on SQLite (:class:`OnLoop`) on the event
+    loop's thread, no trip at all. The function must not await or block on the event loop;
+    it may raise to roll back.
 
     ``runner`` and ``conn`` are the first lane (the migrations run on it); :meth:`add_lanes`
     adds the others (PostgreSQL's pool). A call takes the lane used last among the free ones
@@ -216,9 +272,13 @@ class Database:
         dialect: Dialect = SQLITE,
         errors: tuple[type[Exception], ...] = (sqlite3.Error,),
         deadline: float | None = None,
+        on_loop: OnLoop | None = None,
     ) -> None:
         self.runner = runner
         self.dialect = dialect
+        self.on_loop = on_loop
+        self._calls_on_loop = 0
+        self._writes_unchecked = 0  # write calls since the last checkpoint (OnLoop)
         self.lanes: tuple[Lane, ...] = (Lane(runner, conn),)
         self._idle: list[Lane] = [self.lanes[0]]  # the one freed last on top
         # calls waiting for a lane, in the order they came: a freed lane goes to the first
@@ -271,8 +331,8 @@ class Database:
 
     @property
     def trips(self) -> int:
-        """The calls run so far, on every lane."""
-        return sum(lane.runner.trips for lane in self.lanes)
+        """The calls run so far, on every lane (on the loop's thread or the lane's)."""
+        return self._calls_on_loop + sum(lane.runner.trips for lane in self.lanes)
 
     def close(self) -> None:
         """Refuse every later call with StoreError (the connection is being closed)."""
@@ -425,21 +485,65 @@ class Database:
             waited = self._deadline or 1.0
             await asyncio.sleep(waited)  # the deadline's own wait, as a frozen server's
             raise StoreError(f"the ledger did not answer within {waited:g} s") from TimeoutError()
-        result = await _on_thread(
-            lane.runner,
-            lane.conn,
-            runner,
-            work,
-            self._errors,
-            self.tally,
-            deadline=self._deadline,
-            ticket=ticket,
-        )
+        if self.on_loop is not None:
+            result = await self._here(self.on_loop, lane, runner, work, ticket, label)
+            if writes:
+                self._written(self.on_loop, lane)
+        else:
+            result = await _on_thread(
+                lane.runner,
+                lane.conn,
+                runner,
+                work,
+                self._errors,
+                self.tally,
+                deadline=self._deadline,
+                ticket=ticket,
+            )
         if fault is Fault.CUT:
             ticket.commit_sent = writes  # a read's lost answer is only a lost answer
             lost = ConnectionError("injected")
             raise StoreError(f"ledger fault: {label}'s answer lost after it ran") from lost
         return result
+
+    async def _here(
+        self,
+        on_loop: OnLoop,
+        lane: Lane,
+        runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
+        work: Callable[[Conn], T],
+        ticket: _Ticket,
+        label: str,
+    ) -> T:
+        """One call on the event loop's thread (:class:`OnLoop`); one that meets a lock is
+        run again on the lane's thread, where it may wait for it."""
+        waiting = functools.partial(_waiting_for_locks, on_loop.lock_wait_ms, runner)
+        if not lane.runner.idle:  # the thread still has the connection: queued behind it
+            return await _on_thread(
+                lane.runner, lane.conn, waiting, work, self._errors, self.tally, ticket=ticket
+            )
+        self._calls_on_loop += 1
+        run = runner if self.tally is None else functools.partial(_tallied, runner, self.tally)
+        try:
+            return run(lane.conn, work, ticket)
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
+                raise StoreError(f"ledger error: {exc}") from exc
+            log.info("ledger: %s waits for a lock another process holds", label)
+        except self._errors as exc:
+            raise StoreError(f"ledger error: {exc}") from exc
+        self._calls_on_loop -= 1  # counted on the lane's thread instead
+        return await _on_thread(
+            lane.runner, lane.conn, waiting, work, self._errors, self.tally, ticket=ticket
+        )
+
+    def _written(self, on_loop: OnLoop, lane: Lane) -> None:
+        """A write call ended (:class:`OnLoop`): every ``checkpoint_every``, a checkpoint
+        queued on the lane's thread."""
+        self._writes_unchecked += 1
+        if self._writes_unchecked >= on_loop.checkpoint_every:
+            self._writes_unchecked = 0
+            lane.runner.post(_checkpoint, lane.conn)
 
     def audit(
         self,
@@ -720,6 +824,37 @@ def _in_transaction(begin: str, conn: Conn, work: Callable[[Conn], T], ticket: _
                 conn.execute("ROLLBACK")
         raise
     return result
+
+
+def _checkpoint(conn: Conn) -> None:
+    """On the lane's thread: a ``PASSIVE`` checkpoint (:class:`OnLoop`); one that fails is
+    said, and the next one does its work."""
+    try:
+        conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    except sqlite3.Error as exc:
+        log.warning("ledger: a checkpoint failed (%s); the next one tries again", exc)
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    """SQLite refused a statement because another connection holds a lock (SQLITE_BUSY and
+    its extended codes): nothing of it was done."""
+    return (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == sqlite3.SQLITE_BUSY
+
+
+def _waiting_for_locks(
+    wait_ms: int,
+    runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
+    conn: Conn,
+    work: Callable[[Conn], T],
+    ticket: _Ticket,
+) -> T:
+    """On the lane's thread: ``runner(work)`` with SQLite waiting up to ``wait_ms`` for a
+    lock (the connection waits for none while calls run on the loop)."""
+    conn.execute(f"PRAGMA busy_timeout = {int(wait_ms)}")
+    try:
+        return runner(conn, work, ticket)
+    finally:
+        conn.execute("PRAGMA busy_timeout = 0")
 
 
 # Statements run on the database thread, inside a function given to Database.write/read.

@@ -18,7 +18,15 @@ from gateway.store.audit import AuditLog
 from gateway.store.budget import read_room, room_problem
 from gateway.store.cards import CardCopies
 from gateway.store.clicks import ClickViews
-from gateway.store.database import Clock, Database, Lane, ReadOnlyDatabase, Runner, utc_now
+from gateway.store.database import (
+    Clock,
+    Database,
+    Lane,
+    OnLoop,
+    ReadOnlyDatabase,
+    Runner,
+    utc_now,
+)
 from gateway.store.datadir import check_data_dir, prepare_data_dir
 from gateway.store.dialect import POSTGRESQL, Backend
 from gateway.store.escalations import Escalations
@@ -167,6 +175,9 @@ class Store:
                 await runner.call(
                     functools.partial(apply_migrations, conn, migrations, now=db.now())
                 )
+                # from now on the writer's calls run on the loop (database.OnLoop)
+                await runner.call(_on_loop, conn)
+                db.on_loop = OnLoop(lock_wait_ms=BUSY_TIMEOUT_MS)
                 async with AsyncExitStack() as readers:
                     # the click pre-check's own connection, then the pool's
                     reader = await readers.enter_async_context(_read_only(path))
@@ -295,8 +306,9 @@ async def _pg_connection(
 
 
 def _connect(database: str, uri: bool) -> sqlite3.Connection:
-    """On the runner's thread (the connection belongs to it): autocommit, rows by name."""
-    conn = sqlite3.connect(database, uri=uri, isolation_level=None)
+    """On the runner's thread: autocommit, rows by name. The writer's is used on the event
+    loop's thread too (``OnLoop``), never by two threads at once."""
+    conn = sqlite3.connect(database, uri=uri, isolation_level=None, check_same_thread=False)
     conn.row_factory = sqlite3.Row
     return conn
 
@@ -326,6 +338,16 @@ async def _read_only(path: Path) -> AsyncIterator[ReadOnlyDatabase]:
                 raise StoreError(f"cannot close the ledger's reader {path}: {exc}") from exc
     finally:
         runner.shutdown()
+
+
+def _on_loop(conn: sqlite3.Connection) -> None:
+    """The writer's connection made ready for calls on the event loop (``OnLoop``): it
+    waits for no lock and runs no checkpoint at its commits."""
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot configure the ledger: {exc}") from exc
 
 
 def _create_private_file(path: Path) -> None:
