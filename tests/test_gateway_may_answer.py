@@ -115,9 +115,10 @@ async def held(blocker: Blocker, on_thread: Awaitable[None]) -> AsyncIterator[as
 
 def writer_held(store: Store) -> AbstractAsyncContextManager[asyncio.Task[None]]:
     """A write transaction kept open on the writer's thread (an audit row inserted, not yet
-    committed) for the length of the block; the task that awaits it."""
+    committed) for the length of the block, as a long write is run there; the task that
+    awaits it."""
     blocker = Blocker(lambda conn: store.writer.audit(conn, "test.long_write"))
-    return held(blocker, store.writer.write(blocker))
+    return held(blocker, store.writer.write(blocker, on_thread=True))
 
 
 async def test_may_answer_answers_and_refuses_while_a_long_write_holds_the_writer(

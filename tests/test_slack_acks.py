@@ -17,7 +17,16 @@ from platforms.slack.platform import SLACK_LIMITS
 from tests.platform_contract.contract import requests_for
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_slack import FakeSlack, Posted
-from tests.slack_harness import ALICE, GENERAL, LedgerLock, OnSlack, on_slack, read, slack_config
+from tests.slack_harness import (
+    ALICE,
+    DEADLINE,
+    GENERAL,
+    LedgerLock,
+    OnSlack,
+    on_slack,
+    read,
+    slack_config,
+)
 
 pytestmark = pytest.mark.timeout(60)
 SECRET = "a-fake-signing-secret"
@@ -53,7 +62,8 @@ async def test_a_message_is_acked_once_queued_and_its_retry_past_3_s_is_taken_on
         listening.bind(("127.0.0.1", 0))
     async with on_slack(config, fake, launcher, http_socket=listening) as slack:
         if listening is not None:
-            await fake.wait_for(lambda: slack.slack.http_port)
+            async with asyncio.timeout(DEADLINE):
+                await slack.slack.receiving()
             url = f"http://127.0.0.1:{listening.getsockname()[1]}/slack/events"
             assert await fake.use_request_url(url, SECRET)
         said = await slack.mention(ALICE, "hello")  # the session and its thread

@@ -258,7 +258,8 @@ async def test_http_mode_a_fenced_host_answers_503_until_slacks_last_attempt(
             connected({"slack": slack}),
             Gateway(config, platforms={"slack": slack}, launcher=launcher, host="a") as gateway,
         ):
-            await fake.wait_for(lambda: slack.http_port)
+            async with asyncio.timeout(DEADLINE):
+                await slack.receiving()
             assert await fake.use_request_url(url, secret)
             refuse(pg_cluster.dsn, database=pg_database.dbname)
             try:

@@ -3,6 +3,7 @@ signature checked), and the app manifest a new user pastes into Slack's app page
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -17,7 +18,7 @@ from platforms.slack.platform import SLACK_LIMITS
 from tests.platform_contract.contract import requests_for
 from tests.scripted_launcher import ScriptedLauncher
 from tests.servers.fake_slack import FakeSlack, Pacing
-from tests.slack_harness import ALICE, GENERAL, on_slack, read, slack_config
+from tests.slack_harness import ALICE, DEADLINE, GENERAL, on_slack, read, slack_config
 from tests.test_platform_registry import ROOT
 
 pytestmark = pytest.mark.timeout(60)
@@ -46,7 +47,8 @@ async def test_http_mode_takes_signed_posts_only_and_a_click_decides(
     port = listening.getsockname()[1]
     url = f"http://127.0.0.1:{port}/slack/events"
     async with on_slack(config, fake, launcher, http_socket=listening) as slack:
-        await fake.wait_for(lambda: slack.slack.http_port)
+        async with asyncio.timeout(DEADLINE):
+            await slack.slack.receiving()
         assert not await fake.use_request_url(url, "not-the-secret")
         assert await fake.use_request_url(url, SECRET)
         said = await slack.mention(ALICE, "approve")

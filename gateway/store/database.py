@@ -358,7 +358,12 @@ class Database:
         return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
     async def write(
-        self, work: Callable[[Conn], T], *, one_statement: bool = False, again: bool = False
+        self,
+        work: Callable[[Conn], T],
+        *,
+        one_statement: bool = False,
+        again: bool = False,
+        on_thread: bool = False,
     ) -> T:
         """Run ``work`` as one write transaction (``dialect.begin_write``), in one trip to
         the database thread: committed if it returns, rolled back if it raises.
@@ -372,22 +377,37 @@ class Database:
         nothing else of the same rows until it returns): a lost answer to its COMMIT is then
         no unknown outcome, and it is run once more on a new connection, as a call lost
         before its COMMIT is. A cut ends every call in flight on a host's pool at once.
+
+        ``on_thread``: a call that may take milliseconds (a prune's batch, a count of a
+        table) runs on the lane's thread even where calls run on the loop (:class:`OnLoop`):
+        the loop goes on meanwhile.
         """
         if one_statement:
             return await self._submit(
-                functools.partial(_alone, writes=True), work, writes=True, again=again
+                functools.partial(_alone, writes=True),
+                work,
+                writes=True,
+                again=again,
+                on_thread=on_thread,
             )
         return await self._submit(
             functools.partial(_in_transaction, self.dialect.begin_write),
             work,
             writes=True,
             again=again,
+            on_thread=on_thread,
         )
 
     async def read(
-        self, work: Callable[[Conn], T], *, one_statement: bool = False, consistent: bool = True
+        self,
+        work: Callable[[Conn], T],
+        *,
+        one_statement: bool = False,
+        consistent: bool = True,
+        on_thread: bool = False,
     ) -> T:
-        """Run ``work``'s SELECTs on a lane of their own, in one trip: a consistent view.
+        """Run ``work``'s SELECTs on a lane of their own, in one trip: a consistent view
+        (``on_thread``: as :meth:`write`'s).
 
         On SQLite no BEGIN/COMMIT (docs/decisions.md): its one lane is the only writer and
         every write holds it, so nothing can change between the SELECTs of one read. On
@@ -403,10 +423,10 @@ class Database:
         """
         begin = self.dialect.begin_read
         if one_statement:
-            return await self._submit(_alone, work)
+            return await self._submit(_alone, work, on_thread=on_thread)
         if begin is None or not consistent:
-            return await self._submit(_bare, work)
-        return await self._submit(functools.partial(_snapshot, begin), work)
+            return await self._submit(_bare, work, on_thread=on_thread)
+        return await self._submit(functools.partial(_snapshot, begin), work, on_thread=on_thread)
 
     async def _submit(
         self,
@@ -415,6 +435,7 @@ class Database:
         *,
         writes: bool = False,
         again: bool = False,
+        on_thread: bool = False,
     ) -> T:
         """Run one store call on a free lane, the only call on it until it ends. Run again,
         on the same lane, never more than it is safe to: a deadlock or serialization failure
@@ -424,9 +445,15 @@ class Database:
         is never run again: its StoreError says the outcome is unknown (``outcome_unknown``),
         for the caller to read back."""
         label = label_of(work)
+        if self.on_loop is not None:
+            # a call on the loop is a point where other tasks run, as a trip to a thread
+            # was: a loop of calls (a poll, batches) never holds the loop for itself
+            await asyncio.sleep(0)
         lane = await self._take()
         try:
-            return await self._on_lane(lane, runner, work, label, writes=writes, again=again)
+            return await self._on_lane(
+                lane, runner, work, label, writes=writes, again=again, on_thread=on_thread
+            )
         finally:
             self._give(lane)
 
@@ -439,6 +466,7 @@ class Database:
         *,
         writes: bool,
         again: bool,
+        on_thread: bool = False,
     ) -> T:
         """:meth:`_submit`'s attempts, every one on ``lane`` (a lost connection is made again
         on the lane it was lost on: the next attempt's ``ready``)."""
@@ -448,7 +476,9 @@ class Database:
                 raise StoreError("the ledger is closed")
             ticket = _Ticket()
             try:
-                return await self._run_once(lane, runner, work, ticket, label, writes=writes)
+                return await self._run_once(
+                    lane, runner, work, ticket, label, writes=writes, on_thread=on_thread
+                )
             except StoreError as exc:
                 if ticket.commit_sent and _lost(exc) and not (again and not reconnected):
                     exc.outcome_unknown = True
@@ -476,6 +506,7 @@ class Database:
         label: str,
         *,
         writes: bool,
+        on_thread: bool = False,
     ) -> T:
         fault = self.faults.next_call(label) if self.faults is not None else None
         if fault is Fault.FAIL:
@@ -486,7 +517,9 @@ class Database:
             await asyncio.sleep(waited)  # the deadline's own wait, as a frozen server's
             raise StoreError(f"the ledger did not answer within {waited:g} s") from TimeoutError()
         if self.on_loop is not None:
-            result = await self._here(self.on_loop, lane, runner, work, ticket, label)
+            result = await self._here(
+                self.on_loop, lane, runner, work, ticket, label, on_thread=on_thread
+            )
             if writes:
                 self._written(self.on_loop, lane)
         else:
@@ -514,11 +547,14 @@ class Database:
         work: Callable[[Conn], T],
         ticket: _Ticket,
         label: str,
+        *,
+        on_thread: bool,
     ) -> T:
         """One call on the event loop's thread (:class:`OnLoop`); one that meets a lock is
-        run again on the lane's thread, where it may wait for it."""
+        run again on the lane's thread, where it may wait for it. ``on_thread``: a long one,
+        run there at once."""
         waiting = functools.partial(_waiting_for_locks, on_loop.lock_wait_ms, runner)
-        if not lane.runner.idle:  # the thread still has the connection: queued behind it
+        if on_thread or not lane.runner.idle:  # long; or the thread still has the connection
             return await _on_thread(
                 lane.runner, lane.conn, waiting, work, self._errors, self.tally, ticket=ticket
             )

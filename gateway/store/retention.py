@@ -198,7 +198,7 @@ class Retention:
                 audit_entries=n(_LOOSE_AUDIT, (audit,)),
             )
 
-        return await self._db.read(count)
+        return await self._db.read(count, on_thread=True)  # every row of five tables
 
     async def due(self, rules: RetentionRules) -> bool:
         """Whether :meth:`prune` would remove anything now: a read, each kind asked for one
@@ -218,7 +218,7 @@ class Retention:
                 for sql, params in kinds
             )
 
-        return await self._db.read(due)
+        return await self._db.read(due, on_thread=True)
 
     async def prune(self, rules: RetentionRules, *, holder: str = "gateway") -> PruneCounts | None:
         """Prune in batches until a batch finds nothing; None when another host holds the
@@ -233,7 +233,7 @@ class Retention:
                 one = functools.partial(
                     _prune_batch, texts=texts, audit=audit, batch=rules.batch, holder=holder
                 )
-                batch = await self._db.write(functools.partial(one, shared=shared))
+                batch = await self._db.write(functools.partial(one, shared=shared), on_thread=True)
                 if batch is None:  # the lease was lost (it lapsed): another host goes on
                     return pruned
                 pruned += batch

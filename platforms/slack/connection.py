@@ -9,6 +9,7 @@ DEBUG they write every Socket Mode envelope, modal answers (secrets) included.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from collections.abc import Callable
@@ -100,6 +101,7 @@ class Receiver:
         self._handler: AsyncSocketModeHandler | None = None
         self._runner: web.AppRunner | None = None
         self.http_port: int | None = None
+        self.listening = asyncio.Event()  # set once events are taken (HTTP: the port bound)
 
     async def start(self, app: AsyncApp, *, stopped: Callable[[], bool]) -> None:
         """Take events into ``app``; a Socket Mode connection made once ``stopped()`` is
@@ -116,6 +118,7 @@ class Receiver:
             server = getattr(site, "_server", None)
             sockets = getattr(server, "sockets", None) or []
             self.http_port = sockets[0].getsockname()[1] if sockets else None
+            self.listening.set()
             return
         assert self._config.app_token is not None
         handler = AsyncSocketModeHandler(
@@ -126,6 +129,7 @@ class Receiver:
             await handler.close_async()  # type: ignore[no-untyped-call]
             return
         self._handler = handler
+        self.listening.set()
 
     async def close_socket(self) -> None:
         """The Socket Mode connection closed: Slack gives what was not taken again."""

@@ -130,6 +130,10 @@ class SlackPlatform:
         """The port events are taken on, in HTTP mode once attached."""
         return self._receiver.http_port
 
+    async def receiving(self) -> None:
+        """Until events are taken (attached and connected; in HTTP mode, the port bound)."""
+        await self._receiver.listening.wait()
+
     # --- lifetime -------------------------------------------------------------------------
 
     async def __aenter__(self) -> SlackPlatform:
