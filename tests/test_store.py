@@ -169,6 +169,16 @@ async def test_a_call_after_the_ledger_closed_is_a_store_error(data_dir: Path) -
 # --- SQLite: calls on the event loop ------------------------------------------------------
 
 
+async def gone_to_the_thread(store: Store) -> None:
+    """Until a call just made has gone to the ledger's thread (a few turns of the loop: the
+    call's yield, the lock met), failing if it has not."""
+    for _ in range(100):
+        if not store.writer.runner.idle:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the call did not go to the ledger's thread")
+
+
 def name_session(session_id: str, name: str) -> Callable[[Conn], None]:
     def write(conn: Conn) -> None:
         conn.execute("UPDATE sessions SET name = ? WHERE id = ?", (name, session_id))
@@ -190,8 +200,8 @@ async def test_sqlite_calls_run_on_the_loop_and_wait_for_another_process_s_lock_
         with closing(sqlite3.connect(data_dir / DATABASE_FILE, isolation_level=None)) as other:
             other.execute("BEGIN IMMEDIATE")
             waiting = asyncio.create_task(store.writer.write(name_session(session.id, "later")))
-            await asyncio.sleep(0)  # its one step: the lock met, gone to the thread to wait
-            assert not store.writer.runner.idle and not waiting.done()
+            await gone_to_the_thread(store)  # the lock met: it waits there
+            assert not waiting.done()
             for _ in range(3):  # the loop goes on meanwhile
                 await asyncio.sleep(0)
             other.execute("ROLLBACK")
@@ -216,7 +226,8 @@ async def test_a_call_while_the_ledger_s_thread_has_the_connection_queues_behind
         store.writer.runner.post(checkpoint_taking_its_time)
         await asyncio.to_thread(holding.wait, 30)
         queued = asyncio.create_task(store.writer.write(name_session(session.id, "queued")))
-        await asyncio.sleep(0)
+        for _ in range(5):
+            await asyncio.sleep(0)
         assert not queued.done()  # behind the thread's own work
         release.set()
         await queued
@@ -225,13 +236,13 @@ async def test_a_call_while_the_ledger_s_thread_has_the_connection_queues_behind
         with closing(sqlite3.connect(data_dir / DATABASE_FILE, isolation_level=None)) as other:
             other.execute("BEGIN IMMEDIATE")
             first = asyncio.create_task(store.writer.write(name_session(session.id, "first")))
-            await asyncio.sleep(0)
-            assert not store.writer.runner.idle  # waiting for the lock on the thread
+            await gone_to_the_thread(store)  # waiting for the lock there
             first.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await first
             second = asyncio.create_task(store.writer.write(name_session(session.id, "second")))
-            await asyncio.sleep(0)
+            for _ in range(5):
+                await asyncio.sleep(0)
             assert not second.done()
             other.execute("ROLLBACK")
         await second

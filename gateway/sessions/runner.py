@@ -408,9 +408,11 @@ class SessionRunner:
             raise DeliveryRefused("the agent process that asked has ended")
         outcome: asyncio.Future[Interaction] = asyncio.get_running_loop().create_future()
         outcome.add_done_callback(_retrieved)  # a caller cancelled meanwhile reads nothing
+        owned = self._owned(work, outcome)
         try:
-            tasks.create_task(self._owned(work, outcome))
+            tasks.create_task(owned)
         except RuntimeError as exc:  # the epoch's task group is ending: its agent with it
+            owned.close()  # never started: nothing of it runs
             raise DeliveryRefused("the agent process that asked is ending") from exc
         return outcome
 

@@ -2,10 +2,12 @@
 
 Every public store method is one plain function of the connection, run whole on the
 connection's own thread (:class:`Runner`) by :meth:`Database.write` (in a ``BEGIN
-IMMEDIATE`` transaction on SQLite, ``BEGIN`` on PostgreSQL) or :meth:`Database.read`. A
-connection and its thread are a lane; a call takes a free lane for its whole run (its retries
-too) and no other call uses that lane meanwhile. SQLite has one lane: the gateway has a single
-writer, and no method ever sees another's half-done work. PostgreSQL has several (issue 36,
+IMMEDIATE`` transaction on SQLite, ``BEGIN`` on PostgreSQL) or :meth:`Database.read`; on
+SQLite on the event loop's thread instead (:class:`OnLoop`: no trip, the thread only for a
+call that must wait for a lock or may take long). A connection and its thread are a lane; a
+call takes a free lane for its whole run (its retries too) and no other call uses that lane
+meanwhile. SQLite has one lane: the gateway has a single writer, and no method ever sees
+another's half-done work. PostgreSQL has several (issue 36,
 ``store_pool_size``): independent calls of one host run side by side, and what keeps two
 writes of one row apart is what already kept two hosts' writes apart (row locks taken in one
 order, the compare-and-set on decisions). Beside them, :class:`ReadOnlyDatabase` is a
