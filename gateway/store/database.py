@@ -247,7 +247,8 @@ class OnLoop:
     checkpoint at a commit before."""
 
     lock_wait_ms: int
-    checkpoint_every: int = 256
+    checkpoint_every: int = 1000
+    yield_every: int = 8
 
 
 class Database:
@@ -281,6 +282,7 @@ class Database:
         self.on_loop = on_loop
         self._calls_on_loop = 0
         self._writes_unchecked = 0  # write calls since the last checkpoint (OnLoop)
+        self._unyielded = 0  # calls on the loop since one gave the loop up (OnLoop)
         self.lanes: tuple[Lane, ...] = (Lane(runner, conn),)
         self._idle: list[Lane] = [self.lanes[0]]  # the one freed last on top
         # calls waiting for a lane, in the order they came: a freed lane goes to the first
@@ -448,9 +450,12 @@ class Database:
         for the caller to read back."""
         label = label_of(work)
         if self.on_loop is not None:
-            # a call on the loop is a point where other tasks run, as a trip to a thread
-            # was: a loop of calls (a poll, batches) never holds the loop for itself
-            await asyncio.sleep(0)
+            # every few calls on the loop are a point where other tasks run, as each trip to
+            # a thread was: a loop of calls (a poll, batches) never holds the loop for itself
+            self._unyielded += 1
+            if self._unyielded >= self.on_loop.yield_every:
+                self._unyielded = 0
+                await asyncio.sleep(0)
         lane = await self._take()
         try:
             return await self._on_lane(
