@@ -248,7 +248,7 @@ class OnLoop:
 
     lock_wait_ms: int
     checkpoint_every: int = 1000
-    yield_every: int = 8
+    yield_every: int = 1
 
 
 class Database:
