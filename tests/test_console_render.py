@@ -11,7 +11,6 @@ from html import unescape
 from gateway.domain import (
     Action,
     Actor,
-    AgentKind,
     Command,
     ConversationRef,
     Decision,
@@ -56,6 +55,7 @@ from platforms.console.views import (
     typing_refusal,
 )
 from platforms.registry import parse_config
+from tests.session_records import session_record
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 CTX = PostContext(csrf="c", back="/pending")
@@ -183,18 +183,7 @@ identity = "local:alice"
 
 
 def session(project: str) -> SessionRecord:
-    return SessionRecord(
-        id="s1",
-        project=project,
-        agent_kind=AgentKind.CODEX_APP_SERVER,
-        native_session_id=None,
-        created_at=NOW,
-        current_epoch=1,
-        closed_at=None,
-        close_reason=None,
-        queue_paused=False,
-        queue_pause_reason=None,
-    )
+    return session_record(project=project, created_at=NOW)
 
 
 def test_console_conversations_route_to_their_project() -> None:

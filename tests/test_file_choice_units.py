@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from gateway.action_tokens import interaction_named
 from gateway.attachments import InboundAttachment, without_files
-from gateway.domain import Actor, AgentKind, ConversationRef
+from gateway.domain import Actor, ConversationRef
 from gateway.session_record import SessionRecord
 from gateway.sessions.file_choice import (
     click_refusal,
@@ -17,6 +17,7 @@ from gateway.sessions.file_choice import (
     verify_files_token,
 )
 from gateway.store.records import FilesChoice, PromptRecord, PromptState
+from tests.session_records import session_record
 
 KEY = b"k" * 32
 ALICE = Actor(platform="memory", user_id="alice", display="Alice")
@@ -50,18 +51,7 @@ def _prompt(
 
 
 def _session(closed_at: datetime | None = None) -> SessionRecord:
-    return SessionRecord(
-        id="s1",
-        project="demo",
-        agent_kind=AgentKind.CODEX_APP_SERVER,
-        native_session_id=None,
-        created_at=NOW,
-        current_epoch=1,
-        closed_at=closed_at,
-        close_reason=None,
-        queue_paused=False,
-        queue_pause_reason=None,
-    )
+    return session_record(created_at=NOW, closed_at=closed_at)
 
 
 SESSION = _session()

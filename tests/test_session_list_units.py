@@ -4,28 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from gateway.domain import AgentKind
-from gateway.session_record import SessionRecord
 from gateway.sessions.session_list import Listed, find_session
 from gateway.store.session_index import SessionSummary
+from tests.session_records import session_record
 
 NOW = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
 
 
 def listed(number: int, session_id: str, name: str | None = None) -> Listed:
-    session = SessionRecord(
-        id=session_id,
-        project="demo",
-        agent_kind=AgentKind.CODEX_APP_SERVER,
-        native_session_id=None,
-        created_at=NOW,
-        current_epoch=1,
-        closed_at=None,
-        close_reason=None,
-        queue_paused=False,
-        queue_pause_reason=None,
-        name=name,
-    )
+    session = session_record(id=session_id, created_at=NOW, name=name)
     summary = SessionSummary(
         session=session, conversations=(), last_activity=NOW, turn_running=False, waiting=0
     )

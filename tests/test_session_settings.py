@@ -29,7 +29,6 @@ from gateway.interactions.setting_change import (
     change_of,
     setting_request,
 )
-from gateway.session_record import SessionRecord
 from gateway.sessions.model_buttons import (
     NOT_ALLOWED,
     NOT_VALID,
@@ -44,6 +43,7 @@ from gateway.sessions.permission_modes import choose_mode
 from gateway.sessions.session_settings import choose_model
 from gateway.store.session_settings import ChosenSettings
 from platforms.registry import parse_config
+from tests.session_records import session_record
 
 
 def project(*, model: str | None = "gpt-5.5", models: tuple[str, ...] = ()) -> ProjectConfig:
@@ -136,18 +136,7 @@ def test_model_buttons_mark_the_model_in_force_and_leave_out_what_the_agent_lack
 
 
 def test_a_model_click_is_checked_for_its_token_then_who_then_whether_the_list_is_current() -> None:
-    mine = SessionRecord(
-        id="s1",
-        project="demo",
-        agent_kind=AgentKind.CODEX_APP_SERVER,
-        native_session_id=None,
-        created_at=WHEN,
-        current_epoch=1,
-        closed_at=None,
-        close_reason=None,
-        queue_paused=False,
-        queue_pause_reason=None,
-    )
+    mine = session_record(created_at=WHEN)
     other = replace(mine, id="s2")
     assert click_refusal(model=None, session=mine, here=mine, may=True) == NOT_VALID
     assert click_refusal(model="m", session=mine, here=mine, may=False) == NOT_ALLOWED

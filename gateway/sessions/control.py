@@ -787,12 +787,12 @@ class Control:
                 conversation, await self._new_in_thread(conversation, project, actor, args)
             )
             return
-        if name is CommandName.NEW and args.strip():
-            if (problem := new_name_problem(args.strip())) is not None:
-                await self._reply(conversation, problem)  # nothing closed for a name refused
-                return
+        new_named = name is CommandName.NEW and bool(args.strip())  # /new NAME
+        if new_named and (problem := new_name_problem(args.strip())) is not None:
+            await self._reply(conversation, problem)  # nothing closed for a name refused
+            return
         session = await self._session(conversation, project, actor, create=False)
-        if session is None and name is CommandName.NEW and args.strip():
+        if session is None and new_named:
             await self._reply(
                 conversation, await self._next_session(conversation, project, actor, args)
             )
@@ -875,8 +875,7 @@ class Control:
         if not name:
             return "A new session starts with your next message."
         session = await self._session(conversation, project, actor, create=True)
-        if session is None:  # pragma: no cover - create=True always routes one
-            return "A new session starts with your next message."
+        assert session is not None  # create=True always routes one
         await name_new_session(self._store, session, name, actor)
         return f"A new session “{name}” starts with your next message."
 

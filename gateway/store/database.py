@@ -248,7 +248,6 @@ class OnLoop:
 
     lock_wait_ms: int
     checkpoint_every: int = 1000
-    yield_every: int = 1
 
 
 class Database:
@@ -282,7 +281,6 @@ class Database:
         self.on_loop = on_loop
         self._calls_on_loop = 0
         self._writes_unchecked = 0  # write calls since the last checkpoint (OnLoop)
-        self._unyielded = 0  # calls on the loop since one gave the loop up (OnLoop)
         self.lanes: tuple[Lane, ...] = (Lane(runner, conn),)
         self._idle: list[Lane] = [self.lanes[0]]  # the one freed last on top
         # calls waiting for a lane, in the order they came: a freed lane goes to the first
@@ -450,12 +448,9 @@ class Database:
         for the caller to read back."""
         label = label_of(work)
         if self.on_loop is not None:
-            # every few calls on the loop are a point where other tasks run, as each trip to
-            # a thread was: a loop of calls (a poll, batches) never holds the loop for itself
-            self._unyielded += 1
-            if self._unyielded >= self.on_loop.yield_every:
-                self._unyielded = 0
-                await asyncio.sleep(0)
+            # a call on the loop is a point where other tasks run, as each trip to a thread
+            # was: a loop of calls (a poll, batches) never holds the loop for itself
+            await asyncio.sleep(0)
         lane = await self._take()
         try:
             return await self._on_lane(
@@ -560,22 +555,20 @@ class Database:
         """One call on the event loop's thread (:class:`OnLoop`); one that meets a lock is
         run again on the lane's thread, where it may wait for it. ``on_thread``: a long one,
         run there at once."""
-        waiting = functools.partial(_waiting_for_locks, on_loop.lock_wait_ms, runner)
-        if on_thread or not lane.runner.idle:  # long; or the thread still has the connection
-            return await _on_thread(
-                lane.runner, lane.conn, waiting, work, self._errors, self.tally, ticket=ticket
-            )
-        self._calls_on_loop += 1
-        run = runner if self.tally is None else functools.partial(_tallied, runner, self.tally)
-        try:
-            return run(lane.conn, work, ticket)
-        except sqlite3.OperationalError as exc:
-            if not _busy(exc):
+        # not when long, nor while the thread still has the connection
+        if not on_thread and lane.runner.idle:
+            self._calls_on_loop += 1
+            run = runner if self.tally is None else functools.partial(_tallied, runner, self.tally)
+            try:
+                return run(lane.conn, work, ticket)
+            except sqlite3.OperationalError as exc:
+                if not _busy(exc):
+                    raise StoreError(f"ledger error: {exc}") from exc
+                log.info("ledger: %s waits for a lock another process holds", label)
+            except self._errors as exc:
                 raise StoreError(f"ledger error: {exc}") from exc
-            log.info("ledger: %s waits for a lock another process holds", label)
-        except self._errors as exc:
-            raise StoreError(f"ledger error: {exc}") from exc
-        self._calls_on_loop -= 1  # counted on the lane's thread instead
+            self._calls_on_loop -= 1  # counted on the lane's thread instead
+        waiting = functools.partial(_waiting_for_locks, on_loop.lock_wait_ms, runner)
         return await _on_thread(
             lane.runner, lane.conn, waiting, work, self._errors, self.tally, ticket=ticket
         )
