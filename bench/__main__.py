@@ -25,12 +25,17 @@ from bench.figures import Figure, figure_from_json, machine
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# name -> (full-size arguments, toy-size arguments)
+# name -> (full-size arguments, toy-size arguments); "module:variant" runs bench.module
 BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "interactions": (["--count", "1000", "--warmup", "50"], ["--count", "20", "--warmup", "2"]),
     "policy": (["--count", "1000", "--warmup", "50"], ["--count", "20", "--warmup", "2"]),
     "throughput": (["--deltas", "1000000"], ["--deltas", "2000"]),
     "concurrency": (["--sessions", "200", "--trips", "5"], ["--sessions", "4", "--trips", "2"]),
+    # issue 36: the same 200 sessions, each person reading each card 0-4 s (target p99 < 20 ms)
+    "concurrency:team": (
+        ["--sessions", "200", "--trips", "5", "--think", "2"],
+        ["--sessions", "4", "--trips", "2", "--think", "0.05"],
+    ),
     "startup": (["--runs", "3"], ["--runs", "1"]),
     "telegram_pacing": (["--seconds", "8"], ["--seconds", "2"]),
     "slack_pacing": (["--seconds", "20"], ["--seconds", "2"]),
@@ -49,7 +54,8 @@ TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency
 
 def run_one(name: str, args: Sequence[str]) -> list[Figure]:
     """One benchmark in its own process; a failure becomes a figure that says so."""
-    argv = [sys.executable, "-m", f"bench.{name}", *args, "--json"]
+    module = name.partition(":")[0]
+    argv = [sys.executable, "-m", f"bench.{module}", *args, "--json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     figures = []
@@ -89,7 +95,7 @@ def main() -> int:
     figures: list[Figure] = []
     for name in args.only or list(BENCHMARKS):
         full, toy = BENCHMARKS[name]
-        extra = ["--platform", args.platform] if name in TAKES_PLATFORM else []
+        extra = ["--platform", args.platform] if name.partition(":")[0] in TAKES_PLATFORM else []
         print(f"== {name}", flush=True)
         found = run_one(name, [*(toy if args.quick else full), *extra])
         for item in found:

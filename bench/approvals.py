@@ -16,9 +16,10 @@ committed before it is written), and both include one pipe crossing.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,9 +42,16 @@ class Trip:
 
 
 async def approve_all(
-    gw: BenchGateway, conversation: ConversationRef, n: int, tag: str
+    gw: BenchGateway,
+    conversation: ConversationRef,
+    n: int,
+    tag: str,
+    *,
+    think: Callable[[], float] | None = None,
 ) -> list[Trip]:
-    """Ask for ``n`` approvals in ``conversation`` and allow each; wait for the turn's end."""
+    """Ask for ``n`` approvals in ``conversation`` and allow each; wait for the turn's end.
+    ``think``: the seconds the person takes to read each card before the click (none: at
+    once, a closed loop as fast as the gateway goes)."""
     platform = gw.platform
     await platform.say(conversation, platform.person, f"approve {n} {tag}")
     trips = []
@@ -51,6 +59,8 @@ async def approve_all(
         seen = await platform.next_card(conversation)
         stamp = stamped(seen)
         token = allow_token(seen)
+        if think is not None:
+            await asyncio.sleep(think())  # a person reading the card: the bench's model of one
         click_ns = time.monotonic_ns()
         ack = await platform.click(conversation, platform.person, token)
         ack_ns = time.monotonic_ns()

@@ -95,7 +95,7 @@ async def measure(
             name="sequential round trips",
             value=(
                 f"{rate:.0f}/s; gateway CPU {usage.cpu_text()},"
-                f" {1000 * usage.cpu_self / count:.1f} ms per approval"
+                f" {1000 * usage.cpu_self / count:.2f} ms per approval"
             ),
         ),
     ]

@@ -89,6 +89,16 @@ async def test_concurrency_at_a_toy_size(tmp_path: Path) -> None:
     assert "n=6" in figure(figures, "click -> response").value
 
 
+async def test_concurrency_of_people_who_read_their_cards_at_a_toy_size(tmp_path: Path) -> None:
+    """The warm-up's approvals are made and delivered, and left out of the figures."""
+    figures = await concurrency.measure(tmp_path, sessions=3, trips=2, think=0.01)
+    once = figure(figures, "exactly once")
+    assert once.met is True and "6/6 at the agent" in once.value
+    assert "ledger: 9/9 with one ok delivery" in once.value  # the 3 of the warm-up too
+    assert "n=6" in figure(figures, "click -> response").value
+    assert figure(figures, "click -> response").target == "p99 < 20 ms"
+
+
 @pytest.mark.real_agent("opencode")
 @pytest.mark.real_agent("codex-acp")
 async def test_agent_startup_at_a_toy_size(

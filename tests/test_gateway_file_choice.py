@@ -6,11 +6,16 @@ the choice; a restart between the failure and the press keeps the message waitin
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gateway.store.records import FilesChoice, PromptState
+from gateway.cards import Card
+from gateway.domain import ConversationRef
+from gateway.platform import MessageRef
+from gateway.store.records import FilesChoice, PromptRecord, PromptState
 from tests.forgery import tampered
 from tests.platform_contract.contract import Seen
 from tests.platform_contract.memory_driver import MemoryDriver
@@ -123,6 +128,44 @@ async def test_only_the_author_chooses_and_drop_it_drops_the_message(tmp_path: P
     assert dropped is not None and dropped.state is PromptState.DROPPED
     assert driver.launcher.prompts == []
     assert len(refusals) == 2  # carol's press and the late one, each audited
+
+
+async def test_a_press_before_the_card_s_message_is_kept_still_settles_the_card(
+    tmp_path: Path,
+) -> None:
+    """The card is on the platform before the platform says so to the gateway (its answer
+    still on the way, its message not yet in the ledger): a press meanwhile is taken, and
+    the card is edited once its message is known, before the message goes on."""
+    driver = failing(tmp_path)
+    sending = driver.platform.send_card
+    answer_held = asyncio.Event()
+    chosen = asyncio.Event()
+
+    async def slow_answer(conversation: ConversationRef, card: Card) -> MessageRef:
+        ref = await sending(conversation, card)  # the card is there: it can be pressed
+        if "did not come" in card.title:
+            await answer_held.wait()
+        return ref
+
+    driver.platform.send_card = slow_answer  # type: ignore[method-assign]
+    async with driver.running() as gw:
+        choose = gw.store.prompts.choose_for_files
+
+        async def choosing(*args: Any, **kwargs: Any) -> PromptRecord | None:
+            found = await choose(*args, **kwargs)
+            chosen.set()
+            return found
+
+        gw.store.prompts.choose_for_files = choosing  # type: ignore[method-assign]
+        await driver.say_with_files("look", [("shot.txt", b"x\n")])
+        card = await offered(driver)
+        pressed = asyncio.create_task(driver.press(card, "Drop it"))
+        await chosen.wait()  # the choice is in the ledger, the card's message is not
+        answer_held.set()
+        answer = await pressed
+        settled = await driver.now(card.key)
+    assert answer == "🗑 Dropped: your message will not be sent."
+    assert settled.buttons == () and "Alice: dropped" in settled.text
 
 
 async def test_a_restart_between_the_failure_and_the_press_keeps_the_message(

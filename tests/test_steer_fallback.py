@@ -72,6 +72,11 @@ async def test_a_refused_steer_is_queued_again_and_runs_as_the_next_turn_once(
             lambda: any("Sent into the running turn" in t for t in memory.texts(ROOM)) or None
         )
         agent.complete()
+        # the turn's end seen before the next message (sent into a turn ending meanwhile,
+        # it would be a steer the agent refuses: the first half of this test)
+        await memory.wait_for(
+            lambda: memory.turn_signals(ROOM).count("ended completed") == 2 or None
+        )
         await memory.say(ROOM, ALICE, "fourth")
         agent, text = await puppet.prompt()
         assert text == "fourth"  # "third" went into the turn: never a turn of its own

@@ -316,8 +316,10 @@ _ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # lower case, no i/l/o/u: eas
 
 
 def new_short_id(length: int = SHORT_ID_CHARS) -> str:
-    """A random URL-safe id (50 bits at the default length), easy to type in /approve ID."""
-    return "".join(secrets.choice(_ID_ALPHABET) for _ in range(length))
+    """A random URL-safe id (50 bits at the default length), easy to type in /approve ID:
+    five random bits a character, from one read of the system's randomness (32 letters
+    divide 256: every letter equally likely)."""
+    return "".join([_ID_ALPHABET[byte & 31] for byte in secrets.token_bytes(length)])
 
 
 # --- pure checks ---------------------------------------------------------------------------

@@ -35,6 +35,7 @@ comes (failing again, a new card is offered); "Drop it" drops it.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
@@ -215,7 +216,8 @@ class FileChoices:
         self._auth_platform = auth_platform
         self._kick = kick
         self._may_talk = may_talk  # (project, person): the config in force now
-        self._offering: set[int] = set()  # the prompts whose card is being shown
+        # the prompts whose card is being shown: set once its message is kept in the ledger
+        self._offering: dict[int, asyncio.Event] = {}
 
     async def offer(self, prompt: PromptRecord) -> None:
         """The card of the prompt's offer (its reason and choices as the ledger keeps them,
@@ -226,7 +228,7 @@ class FileChoices:
         platform = self._platforms.get(prompt.conversation.platform)
         if offered is None or platform is None or prompt.id in self._offering:
             return
-        self._offering.add(prompt.id)
+        showing = self._offering[prompt.id] = asyncio.Event()
         try:
             card = files_card(self._key, prompt, offered.why, again=offered.again)
             try:
@@ -242,7 +244,8 @@ class FileChoices:
             except StoreError as exc:  # the card works; only its edit once chosen is lost
                 log.warning("files' card in %s not kept: %s", prompt.conversation.key(), exc)
         finally:
-            self._offering.discard(prompt.id)
+            del self._offering[prompt.id]
+            showing.set()
 
     async def offer_unshown(self, platform: str | None = None) -> None:
         """The cards no platform showed yet, of the sessions this host runs: in
@@ -289,14 +292,23 @@ class FileChoices:
                 details={"prompt_id": prompt_id, "why": why or NOT_VALID},
             )
             return Ack(text=why or NOT_VALID, accepted=False)
-        if choice is not FilesChoice.DROPPED:
-            self._kick(session)
-        await self._settle(chosen, choice, clicker)
+        try:
+            # the card says what was chosen before the message goes on: its author sees the
+            # choice taken, then the agent's answer, never the other way round
+            await self._settle(chosen, choice, clicker)
+        finally:
+            if choice is not FilesChoice.DROPPED:
+                self._kick(session)
         return Ack(text=_accepted_words(chosen, choice), accepted=True)
 
     async def _settle(self, prompt: PromptRecord, choice: FilesChoice, by: Actor) -> None:
         """The card says what was chosen, its buttons gone (best effort: the ledger holds
-        the choice, and a second click is refused by it anyway)."""
+        the choice, and a second click is refused by it anyway). A press that came while
+        the card was still being shown (its message not yet in the ledger) waits for that."""
+        showing = self._offering.get(prompt.id)
+        if showing is not None:
+            await showing.wait()
+            prompt = await self._store.prompts.get(prompt.id) or prompt
         shown = prompt.files_card
         if shown is None or shown.message_id is None:
             return

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import enum
 import functools
 import json
 import logging
@@ -28,6 +29,7 @@ import queue
 import random
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -68,6 +70,18 @@ log = logging.getLogger(__name__)
 
 Row = Any
 """A row of a result: ``sqlite3.Row`` or psycopg's ``dict_row``; decoders index it by name."""
+
+
+def by_name(row: Row) -> Row:
+    """``row`` for a decoder that reads many of its columns by name: ``sqlite3.Row`` finds a
+    name by a scan of its columns (a request's row, 35 of them: a third of its decoding), a
+    dict by one hash. A dict (PostgreSQL's rows) is taken as it is, as is a row with a name
+    twice (the first is what a name finds in it)."""
+    if type(row) is sqlite3.Row:
+        named = dict(zip(row.keys(), row, strict=True))
+        if len(named) == len(row):
+            return named
+    return row
 
 
 class Cursor(Protocol):
@@ -280,6 +294,7 @@ class Database:
         self.dialect = dialect
         self.on_loop = on_loop
         self._calls_on_loop = 0
+        self._yielded = 0.0  # when a call on the loop last let other tasks run (OnLoop)
         self._writes_unchecked = 0  # write calls since the last checkpoint (OnLoop)
         self.lanes: tuple[Lane, ...] = (Lane(runner, conn),)
         self._idle: list[Lane] = [self.lanes[0]]  # the one freed last on top
@@ -446,15 +461,17 @@ class Database:
         (nothing of it was written). A call whose COMMIT was sent and whose answer was lost
         is never run again: its StoreError says the outcome is unknown (``outcome_unknown``),
         for the caller to read back."""
-        label = label_of(work)
         if self.on_loop is not None:
             # a call on the loop is a point where other tasks run, as each trip to a thread
-            # was: a loop of calls (a poll, batches) never holds the loop for itself
-            await asyncio.sleep(0)
+            # was: a loop of calls (a poll, batches) never holds the loop for long
+            now = time.monotonic()
+            if now - self._yielded >= YIELD_EVERY_SECONDS:
+                self._yielded = now
+                await asyncio.sleep(0)
         lane = await self._take()
         try:
             return await self._on_lane(
-                lane, runner, work, label, writes=writes, again=again, on_thread=on_thread
+                lane, runner, work, writes=writes, again=again, on_thread=on_thread
             )
         finally:
             self._give(lane)
@@ -464,7 +481,6 @@ class Database:
         lane: Lane,
         runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
         work: Callable[[Conn], T],
-        label: str,
         *,
         writes: bool,
         again: bool,
@@ -479,7 +495,7 @@ class Database:
             ticket = _Ticket()
             try:
                 return await self._run_once(
-                    lane, runner, work, ticket, label, writes=writes, on_thread=on_thread
+                    lane, runner, work, ticket, writes=writes, on_thread=on_thread
                 )
             except StoreError as exc:
                 if ticket.commit_sent and _lost(exc) and not (again and not reconnected):
@@ -494,7 +510,9 @@ class Database:
                     continue
                 if not reconnected and _lost(exc):
                     reconnected = True  # nothing was written: once more, newly connected
-                    log.warning("ledger: %s lost its connection (%s); trying again", label, exc)
+                    log.warning(
+                        "ledger: %s lost its connection (%s); trying again", label_of(work), exc
+                    )
                     continue
                 raise
         raise AssertionError("unreachable")
@@ -505,23 +523,33 @@ class Database:
         runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
         work: Callable[[Conn], T],
         ticket: _Ticket,
-        label: str,
         *,
         writes: bool,
         on_thread: bool = False,
     ) -> T:
-        fault = self.faults.next_call(label) if self.faults is not None else None
+        fault = self.faults.next_call(label_of(work)) if self.faults is not None else None
         if fault is Fault.FAIL:
             lost = ConnectionError("injected")
-            raise StoreError(f"ledger fault: {label} lost its connection before it ran") from lost
+            raise StoreError(
+                f"ledger fault: {label_of(work)} lost its connection before it ran"
+            ) from lost
         if fault is Fault.HANG:
             waited = self._deadline or 1.0
             await asyncio.sleep(waited)  # the deadline's own wait, as a frozen server's
             raise StoreError(f"the ledger did not answer within {waited:g} s") from TimeoutError()
         if self.on_loop is not None:
-            result = await self._here(
-                self.on_loop, lane, runner, work, ticket, label, on_thread=on_thread
-            )
+            # on the loop's thread (:class:`OnLoop`), unless long (``on_thread``) or while
+            # the lane's thread still has the connection; one that meets another process's
+            # lock is run again on the lane's thread, where it may wait for it
+            here: T | _Locked = _LOCKED
+            if not on_thread and lane.runner.idle:
+                here = self._here(lane, runner, work, ticket)
+            if isinstance(here, _Locked):
+                waiting = functools.partial(_waiting_for_locks, self.on_loop.lock_wait_ms, runner)
+                here = await _on_thread(
+                    lane.runner, lane.conn, waiting, work, self._errors, self.tally, ticket=ticket
+                )
+            result = cast("T", here)  # no call's answer is _LOCKED
             if writes:
                 self._written(self.on_loop, lane)
         else:
@@ -538,40 +566,30 @@ class Database:
         if fault is Fault.CUT:
             ticket.commit_sent = writes  # a read's lost answer is only a lost answer
             lost = ConnectionError("injected")
-            raise StoreError(f"ledger fault: {label}'s answer lost after it ran") from lost
+            raise StoreError(f"ledger fault: {label_of(work)}'s answer lost after it ran") from lost
         return result
 
-    async def _here(
+    def _here(
         self,
-        on_loop: OnLoop,
         lane: Lane,
         runner: Callable[[Conn, Callable[[Conn], T], _Ticket], T],
         work: Callable[[Conn], T],
         ticket: _Ticket,
-        label: str,
-        *,
-        on_thread: bool,
-    ) -> T:
-        """One call on the event loop's thread (:class:`OnLoop`); one that meets a lock is
-        run again on the lane's thread, where it may wait for it. ``on_thread``: a long one,
-        run there at once."""
-        # not when long, nor while the thread still has the connection
-        if not on_thread and lane.runner.idle:
-            self._calls_on_loop += 1
-            run = runner if self.tally is None else functools.partial(_tallied, runner, self.tally)
-            try:
-                return run(lane.conn, work, ticket)
-            except sqlite3.OperationalError as exc:
-                if not _busy(exc):
-                    raise StoreError(f"ledger error: {exc}") from exc
-                log.info("ledger: %s waits for a lock another process holds", label)
-            except self._errors as exc:
+    ) -> T | _Locked:
+        """One call on the event loop's thread (:class:`OnLoop`); ``_LOCKED`` if another
+        process holds the lock it needs (SQLite rolled it back: nothing of it was written)."""
+        self._calls_on_loop += 1
+        run = runner if self.tally is None else functools.partial(_tallied, runner, self.tally)
+        try:
+            return run(lane.conn, work, ticket)
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc):
                 raise StoreError(f"ledger error: {exc}") from exc
-            self._calls_on_loop -= 1  # counted on the lane's thread instead
-        waiting = functools.partial(_waiting_for_locks, on_loop.lock_wait_ms, runner)
-        return await _on_thread(
-            lane.runner, lane.conn, waiting, work, self._errors, self.tally, ticket=ticket
-        )
+            log.info("ledger: %s waits for a lock another process holds", label_of(work))
+        except self._errors as exc:
+            raise StoreError(f"ledger error: {exc}") from exc
+        self._calls_on_loop -= 1  # counted on the lane's thread instead
+        return _LOCKED
 
     def _written(self, on_loop: OnLoop, lane: Lane) -> None:
         """A write call ended (:class:`OnLoop`): every ``checkpoint_every``, a checkpoint
@@ -721,6 +739,9 @@ async def _on_thread(
 
 
 RETRIES = 5
+# calls on the loop (OnLoop) let other tasks run at least this often, however many come in a
+# row without a wait of their own
+YIELD_EVERY_SECONDS = 0.001
 RETRY_PAUSE = 0.02  # seconds: the most a retry waits, times its attempt (a random share)
 _RETRYABLE = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 
@@ -745,6 +766,15 @@ def _lost(exc: StoreError) -> bool:
 
 
 _ENDED_BY_SERVER = frozenset({"57P01", "57P02", "57P03"})  # admin shutdown, crash, cannot connect
+
+
+class _Locked(enum.Enum):
+    """What a call on the loop's thread gives back when another process holds its lock."""
+
+    LOCKED = enum.auto()
+
+
+_LOCKED = _Locked.LOCKED
 
 
 class _Ticket:

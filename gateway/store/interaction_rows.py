@@ -25,7 +25,7 @@ from gateway.interactions.machine import (
     VoteFact,
 )
 from gateway.store import codec
-from gateway.store.database import Conn, Row, fetch_one, parse_time
+from gateway.store.database import Conn, Row, by_name, fetch_one, parse_time
 from gateway.store.dialect import FOR_UPDATE_OF_I
 
 __all__ = [
@@ -112,7 +112,8 @@ def actor_from_row(row: Row) -> Actor:
     )
 
 
-def interaction_from_row(row: Row) -> Interaction:
+def interaction_from_row(found: Row) -> Interaction:
+    row = by_name(found)
     decision = None
     if row["decided_at"] is not None:
         decision = DecisionFact(
