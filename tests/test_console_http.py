@@ -318,6 +318,7 @@ async def test_a_429_storm_on_one_platform_holds_back_no_card_edit_on_another(
         lambda: (card := running.memory.cards(ROOM)[0].card) and not card.actions and card
     )
     assert edited.status_line == withdrawn
+    await running.gateway.broker.refreshed()  # the edit seen, and its record written
     copies = await running.gateway.store.cards.list_for(asked.id)
     assert {c.rendered_version for c in copies} == {update.interaction.version}
 

@@ -78,11 +78,8 @@ async def test_a_forms_answers_taken_by_two_run_processes_reach_the_agent_once(
             assert await press(fake, card, "Europe") == "● Europe"
             await fake.wait_for(lambda: "Your answers" in card.text or None, DEADLINE)
             assert "Env: Production" in card.text and "Region: Europe" in card.text
-            # the agent may have finished with it already by the time the click is answered
-            assert await press(fake, card, "Submit answers") in (
-                "Answer sent to the agent.",
-                "Answer sent to the agent · done.",
-            )
+            # whether or not the agent finished with it by the time the click is answered
+            assert await press(fake, card, "Submit answers") == "Answer sent to the agent."
             said = await fake.wait_for(
                 lambda: next(
                     (m.text for m in fake.bot_messages(ALICE.id) if "answers:" in m.text), None

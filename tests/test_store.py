@@ -249,6 +249,23 @@ async def test_a_call_while_the_ledger_s_thread_has_the_connection_queues_behind
         assert (await store.sessions.get(session.id)).name == "second"
 
 
+async def test_calls_on_the_loop_are_written_in_the_order_they_were_made(
+    data_dir: Path,
+) -> None:
+    """A call on the loop yields to other tasks only now and then (not at every call), yet
+    calls made one after another by tasks started one after another land in that order,
+    whichever of them yielded (an audit read in order of time depends on it)."""
+    async with Store.open(data_dir) as store:
+        for _ in range(3):  # one round begins with a yield that is due, the next ones not
+            writes = [
+                asyncio.create_task(store.audit.record("test.ordered", details={"n": n}))
+                for n in range(40)
+            ]
+            await asyncio.gather(*writes)
+            written = await store.audit.entries(event="test.ordered", limit=40)  # newest first
+            assert [e.details["n"] for e in reversed(written)] == list(range(40))
+
+
 async def test_checkpoints_keep_the_write_ahead_log_small(data_dir: Path) -> None:
     """The writer runs no checkpoint at its commits (they would sync the disk on the loop):
     one is queued on its thread every few hundred writes, and the log stays a few hundred

@@ -303,8 +303,10 @@ def _after_decision(interaction: Interaction) -> str:
 
 def after_decision(interaction: Interaction) -> str:
     """What became of a decision, without the decision itself ("sent to the agent"): for a
-    receipt that has just said what was decided (gateway/sessions/decisions.py)."""
-    return _after_decision(interaction)
+    receipt that has just said what was decided (gateway/sessions/decisions.py). Not how the
+    request then ended ("· done", the agent's close): that may come just before the receipt
+    or just after it, and the card says it."""
+    return _after_decision(interaction).removesuffix(" · done")
 
 
 def status_parts(interaction: Interaction) -> tuple[StatusPart, ...]:

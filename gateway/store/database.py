@@ -295,6 +295,7 @@ class Database:
         self.on_loop = on_loop
         self._calls_on_loop = 0
         self._yielded = 0.0  # when a call on the loop last let other tasks run (OnLoop)
+        self._yielding = 0  # calls on the loop letting other tasks run now
         self._writes_unchecked = 0  # write calls since the last checkpoint (OnLoop)
         self.lanes: tuple[Lane, ...] = (Lane(runner, conn),)
         self._idle: list[Lane] = [self.lanes[0]]  # the one freed last on top
@@ -463,11 +464,16 @@ class Database:
         for the caller to read back."""
         if self.on_loop is not None:
             # a call on the loop is a point where other tasks run, as each trip to a thread
-            # was: a loop of calls (a poll, batches) never holds the loop for long
+            # was: a loop of calls (a poll, batches) never holds the loop for long. One that
+            # comes while another yields yields too, behind it: calls keep their order
             now = time.monotonic()
-            if now - self._yielded >= YIELD_EVERY_SECONDS:
+            if self._yielding or now - self._yielded >= YIELD_EVERY_SECONDS:
                 self._yielded = now
-                await asyncio.sleep(0)
+                self._yielding += 1
+                try:
+                    await asyncio.sleep(0)
+                finally:
+                    self._yielding -= 1
         lane = await self._take()
         try:
             return await self._on_lane(
