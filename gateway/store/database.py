@@ -29,7 +29,6 @@ import queue
 import random
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -294,7 +293,7 @@ class Database:
         self.dialect = dialect
         self.on_loop = on_loop
         self._calls_on_loop = 0
-        self._yielded = 0.0  # when a call on the loop last let other tasks run (OnLoop)
+        self._unyielded = 0  # calls on the loop since one let other tasks run (OnLoop)
         self._yielding = 0  # calls on the loop letting other tasks run now
         self._writes_unchecked = 0  # write calls since the last checkpoint (OnLoop)
         self.lanes: tuple[Lane, ...] = (Lane(runner, conn),)
@@ -465,10 +464,11 @@ class Database:
         if self.on_loop is not None:
             # a call on the loop is a point where other tasks run, as each trip to a thread
             # was: a loop of calls (a poll, batches) never holds the loop for long. One that
-            # comes while another yields yields too, behind it: calls keep their order
-            now = time.monotonic()
-            if self._yielding or now - self._yielded >= YIELD_EVERY_SECONDS:
-                self._yielded = now
+            # comes while another yields yields too, behind it: calls keep their order. By
+            # count, not by time: the same calls interleave the same way on every run
+            self._unyielded += 1
+            if self._yielding or self._unyielded >= YIELD_EVERY_CALLS:
+                self._unyielded = 0
                 self._yielding += 1
                 try:
                     await asyncio.sleep(0)
@@ -745,9 +745,9 @@ async def _on_thread(
 
 
 RETRIES = 5
-# calls on the loop (OnLoop) let other tasks run at least this often, however many come in a
+# calls on the loop (OnLoop): one in this many lets other tasks run, however many come in a
 # row without a wait of their own
-YIELD_EVERY_SECONDS = 0.001
+YIELD_EVERY_CALLS = 8
 RETRY_PAUSE = 0.02  # seconds: the most a retry waits, times its attempt (a random share)
 _RETRYABLE = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 
