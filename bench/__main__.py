@@ -52,10 +52,14 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
 TAKES_PLATFORM = frozenset({"interactions", "policy", "throughput", "concurrency"})
 
 
+def _module(name: str) -> str:
+    """``concurrency`` for ``concurrency:team``: the variant is only its arguments."""
+    return name.partition(":")[0]
+
+
 def run_one(name: str, args: Sequence[str]) -> list[Figure]:
     """One benchmark in its own process; a failure becomes a figure that says so."""
-    module = name.partition(":")[0]
-    argv = [sys.executable, "-m", f"bench.{module}", *args, "--json"]
+    argv = [sys.executable, "-m", f"bench.{_module(name)}", *args, "--json"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     figures = []
@@ -95,7 +99,7 @@ def main() -> int:
     figures: list[Figure] = []
     for name in args.only or list(BENCHMARKS):
         full, toy = BENCHMARKS[name]
-        extra = ["--platform", args.platform] if name.partition(":")[0] in TAKES_PLATFORM else []
+        extra = ["--platform", args.platform] if _module(name) in TAKES_PLATFORM else []
         print(f"== {name}", flush=True)
         found = run_one(name, [*(toy if args.quick else full), *extra])
         for item in found:

@@ -48,6 +48,7 @@ from platforms.console.cards_html import PostContext  # noqa: E402
 from platforms.console.pages import Frame, pending_page  # noqa: E402
 from platforms.console.views import CardView  # noqa: E402
 from tests.card_samples import pending  # noqa: E402
+from tests.session_records import session_record  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
@@ -190,18 +191,7 @@ def _orphaned() -> Interaction:
 
 
 def _session(kind: AgentKind) -> SessionRecord:
-    return SessionRecord(
-        id="3kxs2qdrh0",
-        project="project",
-        agent_kind=kind,
-        native_session_id=None,
-        created_at=T0,
-        current_epoch=1,
-        closed_at=None,
-        close_reason=None,
-        queue_paused=False,
-        queue_pause_reason=None,
-    )
+    return session_record(created_at=T0, id="3kxs2qdrh0", project="project", agent_kind=kind)
 
 
 def page(name: str) -> str:

@@ -256,7 +256,7 @@ async def test_calls_on_the_loop_are_written_in_the_order_they_were_made(
     calls made one after another by tasks started one after another land in that order,
     whichever of them yielded (an audit read in order of time depends on it)."""
     async with Store.open(data_dir) as store:
-        for _ in range(3):  # one round begins with a yield that is due, the next ones not
+        for _ in range(3):  # each round meets the yield of every few calls at another place
             writes = [
                 asyncio.create_task(store.audit.record("test.ordered", details={"n": n}))
                 for n in range(40)

@@ -257,10 +257,16 @@ class OnLoop:
     where a sync would hold up the loop (``wal_autocheckpoint`` 0): every
     ``checkpoint_every`` write calls, a ``PASSIVE`` one is queued on the lane's thread, and
     the calls that come meanwhile queue behind it there, as they waited behind SQLite's own
-    checkpoint at a commit before."""
+    checkpoint at a commit before.
+
+    One call in ``yield_every`` lets other tasks run first (a call returns without
+    suspending, so a loop of calls would otherwise keep the loop), and one that comes while
+    another does waits behind it: calls keep their order. By count, not by time: the same
+    calls interleave the same way on every run."""
 
     lock_wait_ms: int
     checkpoint_every: int = 1000
+    yield_every: int = 8
 
 
 class Database:
@@ -462,12 +468,9 @@ class Database:
         is never run again: its StoreError says the outcome is unknown (``outcome_unknown``),
         for the caller to read back."""
         if self.on_loop is not None:
-            # a call on the loop is a point where other tasks run, as each trip to a thread
-            # was: a loop of calls (a poll, batches) never holds the loop for long. One that
-            # comes while another yields yields too, behind it: calls keep their order. By
-            # count, not by time: the same calls interleave the same way on every run
+            # now and then a point where other tasks run, as each trip to a thread was (OnLoop)
             self._unyielded += 1
-            if self._yielding or self._unyielded >= YIELD_EVERY_CALLS:
+            if self._yielding or self._unyielded >= self.on_loop.yield_every:
                 self._unyielded = 0
                 self._yielding += 1
                 try:
@@ -745,9 +748,6 @@ async def _on_thread(
 
 
 RETRIES = 5
-# calls on the loop (OnLoop): one in this many lets other tasks run, however many come in a
-# row without a wait of their own
-YIELD_EVERY_CALLS = 8
 RETRY_PAUSE = 0.02  # seconds: the most a retry waits, times its attempt (a random share)
 _RETRYABLE = frozenset({"40001", "40P01"})  # serialization_failure, deadlock_detected
 
