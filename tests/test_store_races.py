@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 from gateway.config.ledger_url import PgTarget
-from gateway.domain import Decision
+from gateway.domain import Decision, Resolution
 from gateway.errors import AlreadyDecided
 from gateway.interactions.machine import Interaction
 from gateway.store.database import RETRIES, Conn
@@ -142,17 +142,18 @@ async def test_a_connection_cut_in_the_middle_of_a_decision_is_run_again_once(
 ) -> None:
     """The writer's backend is ended while a decision waits before its COMMIT was sent: the
     server rolls the half-done decision back, and the store runs it again, once, on a new
-    connection (nothing of it had been written): one decision, one audit entry."""
+    connection (nothing of it had been committed): one decision, one audit entry."""
     store, _, target = two_stores
     session, epoch = await running_session(store)
     opened = await store.interactions.create(session.id, epoch, approval())
     interaction_id = opened.interaction.id
     writer_pid = await _backend_pid(store)
     with contextlib.closing(psycopg.connect(target.url, autocommit=True)) as other:
-        # the decision's last write is its audit entry: hold it there, after the interaction
-        # moved and the decision row was written, and cut the writer's connection
+        # the decision's last wait before its COMMIT is sent is its locked read of the
+        # request (the compare-and-set's count comes next, then the writes and the COMMIT
+        # together): hold it there, and cut the writer's connection
         other.execute("BEGIN")
-        other.execute("LOCK TABLE audit IN EXCLUSIVE MODE")
+        other.execute("SELECT 1 FROM interactions WHERE id = %s FOR UPDATE", (interaction_id,))
         deciding = asyncio.create_task(
             store.interactions.decide(
                 interaction_id,
@@ -179,3 +180,50 @@ async def test_a_connection_cut_in_the_middle_of_a_decision_is_run_again_once(
     assert decided.decision is not None and decided.decision.actor == ALICE
     assert rows == (1, 1)
     assert await _backend_pid(store) != writer_pid
+
+
+async def test_a_move_that_waited_for_another_host_s_write_shows_what_that_write_recorded(
+    two_stores: tuple[Store, Store, PgTarget],
+) -> None:
+    """A move's locked read that waits for another host's write gets that host's row but
+    the facts (joins) as its statement's snapshot had them: the store reads the request
+    again under the lock, so the move returns what the ledger holds, the other host's
+    failed write included, and nothing is read back where no lock waited (issue 36)."""
+    store, _, target = two_stores
+    session, epoch = await running_session(store)
+    opened = await store.interactions.create(session.id, epoch, approval("codex:held"))
+    interaction_id = opened.interaction.id
+    await store.interactions.decide(
+        interaction_id, expected_version=1, actor=ALICE, decision=Decision(action_id="accept")
+    )
+    writer_pid = await _backend_pid(store)
+    with contextlib.closing(psycopg.connect(target.url, autocommit=True)) as other:
+        # the other host records a failed write (its fact and the version bumped), and has
+        # not committed yet when the agent's close comes here
+        other.execute("BEGIN")
+        other.execute(
+            "UPDATE interactions SET version = version + 1 WHERE id = %s", (interaction_id,)
+        )
+        other.execute(
+            "INSERT INTO deliveries (interaction_id, outcome, error, at)"
+            " VALUES (%s, 'failed', 'broken pipe', %s)",
+            (interaction_id, store.writer.now()),
+        )
+        closing = asyncio.create_task(
+            store.interactions.close_from_agent(
+                session.id, epoch, "codex:held", how=Resolution.ANSWERED
+            )
+        )
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND wait_event_type = 'Lock'"
+        )
+        while other.execute(waiting, (writer_pid,)).fetchone() != (1,):
+            assert not closing.done(), closing
+            await asyncio.sleep(0.005)  # polls the server's view of the writer, not a delay
+        other.execute("COMMIT")
+        closed = await closing
+    assert closed is not None
+    assert closed.interaction.delivery is not None
+    assert closed.interaction.delivery.error == "broken pipe"
+    assert closed.interaction.version == 4
+    assert closed.interaction == await store.interactions.get(interaction_id)

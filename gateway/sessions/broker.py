@@ -535,8 +535,8 @@ class Broker:
         """The card lanes' read: the card, its copies, and its session's name and project
         read with them (one ledger call), remembered for the draws that follow."""
         interaction, copies, session = await self._store.interactions.get_for_cards(interaction_id)
-        if session is not None:
-            self._remember(session)
+        if interaction is not None and session is not None:
+            self._remember(interaction.session_id, session.project, session.name)
         return interaction, copies
 
     async def resend_failed(self) -> int:
@@ -564,13 +564,12 @@ class Broker:
         its name as it is now (``/name`` may change it), for the card's title."""
         session = await self._store.sessions.get(session_id)
         if session is not None:
-            self._remember(session)
+            self._remember(session.id, session.project, session.name)
 
-    def _remember(self, session: SessionRecord) -> None:
+    def _remember(self, session_id: str, project: str, name: str | None) -> None:
         """:meth:`_learn_project` with the session already read (with the request)."""
-        session_id = session.id
-        self._projects[session_id] = session.project
-        self._names[session_id] = session.name
+        self._projects[session_id] = project
+        self._names[session_id] = name
         self._projects.move_to_end(session_id)
         self._names.move_to_end(session_id)
         while len(self._projects) > REFUSED_KEPT:
@@ -643,7 +642,7 @@ class Broker:
         if platform is None:
             return await self._store.cards.mark_failed(copy.id, error="platform not running")
         if session is not None:  # read in the same ledger call as the request
-            self._remember(session)
+            self._remember(session.id, session.project, session.name)
         elif interaction.session_id not in self._projects:
             # a lane's draw: the router's read remembered the session as it read the card
             await self._learn_project(interaction.session_id)

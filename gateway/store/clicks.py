@@ -1,12 +1,11 @@
 """What a click is checked against, read in one view of the ledger.
 
 A click, a form or a pre-check (``Inbox.may_answer``) is judged by the pure checks of
-``gateway.action_tokens`` on: the interaction, its session, where its card is shown, which session
-the
-clicked conversation is bound to, and whether the interaction's runtime epoch is still live.
-:meth:`ClickViews.view` reads all of them in one trip. The same reads run on the writer's
-connection (``store.clicks``, what a decision is checked against) or on the read-only one
-(``store.peek``, which answers while the writer is busy).
+``gateway.action_tokens`` on: the interaction, its session, where its card is shown, whether
+the clicked conversation is bound to that session, and whether the interaction's runtime
+epoch is still live. :meth:`ClickViews.view` reads all of them in one trip, three SELECTs.
+The same reads run on the writer's connection (``store.clicks``, what a decision is checked
+against) or on the read-only one (``store.peek``, which answers while the writer is busy).
 """
 
 from __future__ import annotations
@@ -20,12 +19,7 @@ from gateway.store.cards import copies_for_sent
 from gateway.store.database import Conn, Reader, conversation_params, fetch_one
 from gateway.store.interaction_rows import SELECT_INTERACTION, interaction_from_row
 from gateway.store.records import CardCopy, EpochRecord
-from gateway.store.sessions import (
-    epoch_of_interaction_sent,
-    session_of,
-    session_of_interaction_sent,
-    session_of_sent,
-)
+from gateway.store.sessions import click_context_sent, session_of
 
 __all__ = ["ClickView", "ClickViews"]
 
@@ -35,16 +29,14 @@ class ClickView:
     interaction: Interaction
     session: SessionRecord | None
     copies: tuple[CardCopy, ...]  # every copy of the interaction's card
-    bound: SessionRecord | None  # the session the clicked conversation is bound to
+    bound_here: bool  # the clicked conversation is bound to the interaction's session
     epoch: EpochRecord | None  # the interaction's runtime epoch
 
     def shown_in(self, conversation: ConversationRef) -> bool:
         """The card is shown in ``conversation``, or that conversation shows its session."""
         if any(copy.conversation == conversation for copy in self.copies):
             return True
-        return (
-            self.session is not None and self.bound is not None and self.bound.id == self.session.id
-        )
+        return self.bound_here
 
 
 class ClickViews:
@@ -55,22 +47,21 @@ class ClickViews:
         """The interaction as a click from ``conversation`` sees it; None if there is none."""
 
         def read(conn: Conn) -> ClickView | None:
-            # every SELECT is sent before any is read (one wait on PostgreSQL): the session
-            # and the epoch are found by the interaction's id
+            # every SELECT is sent before any is read (one wait on PostgreSQL): the session,
+            # the epoch and the binding are found by the interaction's id, in one
             found = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
-            session = session_of_interaction_sent(conn, interaction_id)
+            context = click_context_sent(conn, interaction_id, conversation)
             copies = copies_for_sent(conn, interaction_id)
-            bound = session_of_sent(conn, conversation)
-            epoch = epoch_of_interaction_sent(conn, interaction_id)
             row = found.fetchone()
             if row is None:
                 return None
+            session, epoch, bound_here = context()
             return ClickView(
                 interaction=interaction_from_row(row),
-                session=session(),
+                session=session,
                 copies=tuple(copies()),
-                bound=bound(),
-                epoch=epoch(),
+                bound_here=bound_here,
+                epoch=epoch,
             )
 
         return await self._reader.read(read)

@@ -20,6 +20,7 @@ from enum import StrEnum
 
 __all__ = [
     "FOR_UPDATE",
+    "FOR_UPDATE_OF_E",
     "FOR_UPDATE_OF_I",
     "FRAGMENTS",
     "POSTGRESQL",
@@ -70,6 +71,7 @@ POSTGRESQL = Dialect(
 # order: a session's row before an interaction's.
 FOR_UPDATE = " /* FOR UPDATE */"
 FOR_UPDATE_OF_I = " /* FOR UPDATE OF i */"  # SELECT_INTERACTION: the interaction's row only
+FOR_UPDATE_OF_E = " /* FOR UPDATE OF e */"  # a join of runtime_epochs e: the epoch's row only
 _LOCK_COMMENT = re.compile(r"/\* (FOR UPDATE(?: OF \w+)?) \*/")
 
 # SQLite-only text the store runs -> its PostgreSQL spelling (exact text; the test checks

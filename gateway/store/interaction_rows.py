@@ -27,10 +27,13 @@ from gateway.interactions.machine import (
 from gateway.store import codec
 from gateway.store.database import Conn, Row, by_name, fetch_one, parse_time
 from gateway.store.dialect import FOR_UPDATE_OF_I
+from gateway.store.records import CardSession
 
 __all__ = [
     "SELECT_INTERACTION",
+    "SELECT_INTERACTION_AND_SESSION",
     "actor_from_row",
+    "card_session_from_row",
     "interaction_by_native_key",
     "interaction_from_row",
     "new_interaction",
@@ -38,7 +41,7 @@ __all__ = [
 ]
 
 # An interaction with its decision, its latest delivery and its resolution.
-SELECT_INTERACTION = """
+_INTERACTION_COLUMNS = """
 SELECT i.id, i.session_id, i.runtime_epoch, i.turn_id, i.native_key, i.kind, i.title,
        i.summary, i.detail_json, i.actions_json, i.questions_json, i.state, i.version,
        i.created_at, i.updated_at, i.origin, i.pruned_hash,
@@ -50,23 +53,57 @@ SELECT i.id, i.session_id, i.runtime_epoch, i.turn_id, i.native_key, i.kind, i.t
                     s.actor_display, s.action_id, s.needed, s.surface, s.content_hash,
                     s.voted_at))
         FROM (SELECT * FROM votes WHERE interaction_id = i.id AND withdrawn_at IS NULL
-              ORDER BY voted_at, person) s) AS votes_json
+              ORDER BY voted_at, person) s) AS votes_json"""
+_INTERACTION_JOINS = """
 FROM interactions i
 LEFT JOIN decisions d ON d.interaction_id = i.id
 LEFT JOIN deliveries v
        ON v.id = (SELECT max(id) FROM deliveries WHERE interaction_id = i.id)
 LEFT JOIN resolutions r ON r.interaction_id = i.id
 """
+SELECT_INTERACTION = _INTERACTION_COLUMNS + _INTERACTION_JOINS
+# A locked read (PostgreSQL: FOR UPDATE OF i) with the version its statement's snapshot saw.
+# A row lock that waited for another writer's COMMIT returns that writer's row but the
+# joins (the facts) and subqueries as the snapshot had them: a version that moved in
+# between says so, and the request is read again under the lock (whole: every writer of
+# facts also bumps the version, and waits for the lock to do it). Never moved (almost
+# always), the one read is whole as it is: no write reads its request back.
+_SELECT_LOCKED = (
+    _INTERACTION_COLUMNS
+    + ", (SELECT version FROM interactions WHERE id = i.id) AS seen_version"
+    + _INTERACTION_JOINS
+)
+# the same with what its cards show of its session (card_session_from_row): no statement
+# of its own for them
+SELECT_INTERACTION_AND_SESSION = (
+    _INTERACTION_COLUMNS
+    + ", n.project AS session_project, n.name AS session_name"
+    + _INTERACTION_JOINS
+    + "LEFT JOIN sessions n ON n.id = i.session_id\n"
+)
 
 
 def require_interaction(conn: Conn, interaction_id: str, *, lock: bool = False) -> Interaction:
     """The interaction; with ``lock``, its row locked until the transaction ends (a write
-    that reads it and then writes on what it read: PostgreSQL's other writers wait)."""
-    suffix = FOR_UPDATE_OF_I if lock else ""
-    row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?{suffix}", (interaction_id,))
+    that reads it and then writes on what it read: PostgreSQL's other writers wait), and
+    read whole (its facts as the lock found them: ``_SELECT_LOCKED``)."""
+    if not lock:
+        row = fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+    else:
+        row = fetch_one(
+            conn, f"{_SELECT_LOCKED} WHERE i.id = ?{FOR_UPDATE_OF_I}", (interaction_id,)
+        )
+        row = _whole(conn, row)
     if row is None:
         raise UnknownInteraction(interaction_id)
     return interaction_from_row(row)
+
+
+def _whole(conn: Conn, locked: Row | None) -> Row | None:
+    """A locked read's row, read again if the row moved while the lock waited."""
+    if locked is None or locked["seen_version"] == locked["version"]:
+        return locked
+    return fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (locked["id"],))
 
 
 def interaction_by_native_key(
@@ -81,16 +118,18 @@ def interaction_by_native_key(
 def interaction_by_native_key_sent(
     conn: Conn, session_id: str, epoch: int, native_key: str, *, lock: bool = False
 ) -> Callable[[], Interaction | None]:
-    """``interaction_by_native_key``'s SELECT, sent; what it returns reads the answer."""
-    suffix = FOR_UPDATE_OF_I if lock else ""
+    """``interaction_by_native_key``'s SELECT, sent; what it returns reads the answer (with
+    ``lock``, whole, as :func:`require_interaction`)."""
+    select, suffix = (_SELECT_LOCKED, FOR_UPDATE_OF_I) if lock else (SELECT_INTERACTION, "")
     cursor = conn.execute(
-        f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"
-        f" AND i.native_key = ?{suffix}",
+        f"{select} WHERE i.session_id = ? AND i.runtime_epoch = ? AND i.native_key = ?{suffix}",
         (session_id, epoch, native_key),
     )
 
     def read() -> Interaction | None:
         row = cursor.fetchone()
+        if lock:
+            row = _whole(conn, row)
         return None if row is None else interaction_from_row(row)
 
     return read
@@ -102,6 +141,12 @@ def interaction_by_native_key_sent(
 _KINDS = {member.value: member for member in InteractionKind}
 _ORIGINS = {member.value: member for member in InteractionOrigin}
 _STATES = {member.value: member for member in InteractionState}
+
+
+def card_session_from_row(row: Row) -> CardSession | None:
+    """What a row of ``SELECT_INTERACTION_AND_SESSION`` says of the request's session."""
+    project = row["session_project"]
+    return None if project is None else CardSession(project=project, name=row["session_name"])
 
 
 def actor_from_row(row: Row) -> Actor:

@@ -42,25 +42,23 @@ from gateway.interactions.machine import (
     transition,
     validate_decision,
 )
-from gateway.session_record import SessionRecord
 from gateway.store import codec
 from gateway.store.cards import add_bound_copies_sent, copies_for_sent
 from gateway.store.database import Conn, Database, Reader, fetch_all, fetch_one, parse_time
-from gateway.store.dialect import FOR_UPDATE, Backend
+from gateway.store.dialect import FOR_UPDATE, FOR_UPDATE_OF_E
 from gateway.store.interaction_rows import (
     SELECT_INTERACTION,
+    SELECT_INTERACTION_AND_SESSION,
     actor_from_row,
+    card_session_from_row,
     interaction_by_native_key,
     interaction_by_native_key_sent,
     interaction_from_row,
     new_interaction,
     require_interaction,
 )
-from gateway.store.records import CardCopy, Grant, InteractionUpdate, Opened
-from gateway.store.sessions import (
-    session_by_id_sent,
-    session_of_interaction_sent,
-)
+from gateway.store.records import CardCopy, CardSession, Grant, InteractionUpdate, Opened
+from gateway.store.sessions import SESSION_COLUMNS_OF_S, session_from_row
 
 __all__ = ["InteractionLedger"]
 
@@ -91,9 +89,6 @@ class InteractionLedger:
     def __init__(self, db: Database, *, views: Reader | None = None) -> None:
         self._db = db
         self._views: Reader = views or db  # the reads people look at (store.readers)
-        # a write's result built from what it read and wrote, not read back: where the
-        # writer's lock makes the locked read whole (SQLite; see _apply)
-        self._facts_current = db.dialect.backend is Backend.SQLITE
 
     async def create(
         self,
@@ -132,11 +127,7 @@ class InteractionLedger:
             if not opened.created:
                 return opened
             added = add_bound_copies_sent(conn, opened.interaction.id, session_id, self._db.now())
-            read_session = session_by_id_sent(conn, session_id)  # the cards' name and project
-            copies = tuple(added())  # one wait for the copies and the session
-            return Opened(
-                interaction=opened.interaction, created=True, copies=copies, session=read_session()
-            )
+            return replace(opened, copies=tuple(added()))
 
         return await self._db.write(create)
 
@@ -150,10 +141,13 @@ class InteractionLedger:
     ) -> Opened:
         """The interaction opened (or found again), read with the epoch's lock and the
         earlier request: the reads are sent together, then the insert (on PostgreSQL one
-        wait each)."""
+        wait each). The session is read with the epoch's lock (the cards' name and project:
+        ``Opened.session``)."""
         native_key = request.native_key or None
         locked = conn.execute(
-            f"SELECT ended_at FROM runtime_epochs WHERE session_id = ? AND epoch = ?{FOR_UPDATE}",
+            f"SELECT e.ended_at, {SESSION_COLUMNS_OF_S} FROM runtime_epochs e"
+            " JOIN sessions s ON s.id = e.session_id"
+            f" WHERE e.session_id = ? AND e.epoch = ?{FOR_UPDATE_OF_E}",
             (session_id, epoch),
         )
         found = (
@@ -187,7 +181,7 @@ class InteractionLedger:
             interaction_id=interaction.id,
             details={"kind": request.kind.value},
         )
-        return Opened(interaction=interaction, created=True)
+        return Opened(interaction=interaction, created=True, session=session_from_row(epoch_row))
 
     def _insert(
         self,
@@ -257,16 +251,19 @@ class InteractionLedger:
 
     async def get_for_cards(
         self, interaction_id: str
-    ) -> tuple[Interaction | None, list[CardCopy], SessionRecord | None]:
-        """``get_with_copies`` and the interaction's session (``sessions.get``: its name and
-        project, which its cards show) in one read: what drawing its cards needs, one call."""
+    ) -> tuple[Interaction | None, list[CardCopy], CardSession | None]:
+        """``get_with_copies`` and what the cards show of the interaction's session (its
+        name and project) in one read, two SELECTs: what drawing its cards needs."""
 
-        def read(conn: Conn) -> tuple[Interaction | None, list[CardCopy], SessionRecord | None]:
-            found = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
+        def read(conn: Conn) -> tuple[Interaction | None, list[CardCopy], CardSession | None]:
+            found = conn.execute(
+                f"{SELECT_INTERACTION_AND_SESSION} WHERE i.id = ?", (interaction_id,)
+            )
             read_copies = copies_for_sent(conn, interaction_id)
-            read_session = session_of_interaction_sent(conn, interaction_id)
-            row, copies, session = found.fetchone(), read_copies(), read_session()
-            return (None, [], None) if row is None else (interaction_from_row(row), copies, session)
+            row, copies = found.fetchone(), read_copies()
+            if row is None:
+                return None, [], None
+            return interaction_from_row(row), copies, card_session_from_row(row)
 
         # read a moment apart on PostgreSQL (no snapshot: two statements and a wait fewer):
         # a copy read newer than the request is not drawn back (Broker._behind)
@@ -366,10 +363,6 @@ class InteractionLedger:
                         )
                     return decided
                 current = require_interaction(conn, interaction_id)  # another process won
-            elif current.decision is None and current.resolution is None:
-                # PostgreSQL: a row lock waited for another writer's COMMIT returns the new
-                # row, but the statement's joins (the decision) from before it: read again
-                current = require_interaction(conn, interaction_id)
             rejection = already_decided(current)
             self._db.audit(
                 conn,
@@ -408,8 +401,6 @@ class InteractionLedger:
         if cursor.rowcount != 1:
             return None
         fact = self._record_decision(conn, current, actor, decision, surface=surface)
-        if not self._facts_current:  # PostgreSQL: the locked read's joins may be older
-            return require_interaction(conn, current.id)
         return replace(
             current,
             state=moved.after,
@@ -763,10 +754,10 @@ class InteractionLedger:
         (whether the answer was written is not known). ``delivered``: the delivery the
         caller recorded in this transaction, the latest one now.
 
-        On SQLite the moved interaction is ``current`` with what this call wrote (the
-        transaction holds the only writer's lock, so ``current`` was whole and nothing else
-        changed it); on PostgreSQL it is read back: a row lock that waited for another
-        writer returns the new row but its joins (the facts) as they were before."""
+        The moved interaction is ``current`` with what this call wrote, not read back:
+        ``current`` was read whole under the row's lock (``require_interaction``), or, read
+        without it, the compare-and-set on its version fails if anything changed it since
+        (every writer of facts bumps the version in the same transaction)."""
         if moved.ignored:
             self._db.audit(
                 conn,
@@ -778,9 +769,9 @@ class InteractionLedger:
             )
             return InteractionUpdate(interaction=current, transition=moved)
         now = self._db.now()
-        # the compare-and-set, the facts and the read-back are sent together, and the set's
-        # count is read once (one wait on PostgreSQL): a set that matched no row raises,
-        # which rolls the whole transaction back, facts included
+        # the compare-and-set and the facts are sent together, and the set's count is read
+        # once (one wait on PostgreSQL): a set that matched no row raises, which rolls the
+        # whole transaction back, facts included
         cursor = conn.execute(
             "UPDATE interactions SET state = ?, version = version + 1, updated_at = ?"
             " WHERE id = ? AND version = ?",
@@ -798,24 +789,17 @@ class InteractionLedger:
                 (current.id, moved.resolution.value, by, note, now),
             )
             resolved = ResolutionFact(how=moved.resolution, at=parse_time(now), by=by, note=note)
-        if self._facts_current:
-            if cursor.rowcount == 0:  # pragma: no cover - one writer: nothing moves between
-                raise StoreError(f"interaction {current.id} was changed by another writer")
-            after = replace(
-                current,
-                state=moved.after,
-                version=current.version + 1,
-                updated_at=parse_time(now),
-                delivery=delivered or current.delivery,
-                resolution=resolved or current.resolution,
-            )
-            return InteractionUpdate(interaction=after, transition=moved)
-        read_back = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (current.id,))
         if cursor.rowcount == 0:
             raise StoreError(f"interaction {current.id} was changed by another writer")
-        row = read_back.fetchone()
-        assert row is not None
-        return InteractionUpdate(interaction=interaction_from_row(row), transition=moved)
+        after = replace(
+            current,
+            state=moved.after,
+            version=current.version + 1,
+            updated_at=parse_time(now),
+            delivery=delivered or current.delivery,
+            resolution=resolved or current.resolution,
+        )
+        return InteractionUpdate(interaction=after, transition=moved)
 
     def _insert_delivery(
         self,

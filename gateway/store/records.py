@@ -211,6 +211,15 @@ class AuditEntry:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class CardSession:
+    """What a request's cards need of its session: its project (the rule that says how many
+    approve) and its name (the card's title), read with the request."""
+
+    project: str
+    name: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Opened:
     """The result of recording an agent's request."""
 

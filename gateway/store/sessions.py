@@ -39,6 +39,8 @@ SESSION_COLUMNS = (
     " close_reason, queue_paused, queue_pause_reason, initiator_platform, initiator_user_id,"
     " initiator_display, host, name"
 )
+# the same, of a join whose sessions are ``s``: read by session_from_row as they are
+SESSION_COLUMNS_OF_S = ", ".join(f"s.{name.strip()}" for name in SESSION_COLUMNS.split(","))
 # a host's rows, or every row where the host asked for is None (a single-host ledger): the
 # host is given twice
 ON_HOST = "(CAST(? AS TEXT) IS NULL OR host = ?)"
@@ -422,19 +424,8 @@ class SessionLedger:
 
 def session_by_id(conn: Conn, session_id: str) -> SessionRecord | None:
     """``SessionLedger.get`` inside a caller's read or transaction."""
-    return session_by_id_sent(conn, session_id)()
-
-
-def session_by_id_sent(conn: Conn, session_id: str) -> Callable[[], SessionRecord | None]:
-    """``session_by_id``'s SELECT, sent; what it returns reads the answer (a card's call
-    reads the session's name with the request, in the same wait on PostgreSQL)."""
-    cursor = conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
-
-    def read() -> SessionRecord | None:
-        row = cursor.fetchone()
-        return None if row is None else session_from_row(row)
-
-    return read
+    row = fetch_one(conn, f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+    return _session_or_none(row)
 
 
 def session_of(conn: Conn, conversation: ConversationRef) -> SessionRecord | None:
@@ -467,22 +458,42 @@ def session_of_interaction_sent(
     return lambda: _session_or_none(cursor.fetchone())
 
 
-def epoch_of_interaction_sent(conn: Conn, interaction_id: str) -> Callable[[], EpochRecord | None]:
-    """The runtime epoch of an interaction, its SELECT sent; what it returns reads it."""
+# a session's and an epoch's columns in one row: no name is in both
+_SESSION_AND_EPOCH = ", ".join(
+    [SESSION_COLUMNS_OF_S] + [f"e.{name.strip()}" for name in _EPOCH_COLUMNS.split(",")]
+)
+
+
+def click_context_sent(
+    conn: Conn, interaction_id: str, conversation: ConversationRef
+) -> Callable[[], tuple[SessionRecord | None, EpochRecord | None, bool]]:
+    """What a click on an interaction is judged by besides the request itself, in one
+    SELECT (sent; what it returns reads it): the request's session, its runtime epoch, and
+    whether ``conversation`` (where the click came from) is bound to that session."""
     cursor = conn.execute(
-        f"SELECT {_EPOCH_COLUMNS} FROM runtime_epochs WHERE (session_id, epoch) ="
-        " (SELECT session_id, runtime_epoch FROM interactions WHERE id = ?)",
-        (interaction_id,),
+        f"SELECT {_SESSION_AND_EPOCH}, EXISTS (SELECT 1 FROM conversations c"
+        " WHERE c.session_id = i.session_id AND c.platform = ? AND c.space = ?"
+        " AND c.channel = ? AND c.thread = ?) AS bound_here"
+        " FROM interactions i"
+        " LEFT JOIN sessions s ON s.id = i.session_id"
+        " LEFT JOIN runtime_epochs e ON e.session_id = i.session_id AND e.epoch = i.runtime_epoch"
+        " WHERE i.id = ?",
+        (*conversation_params(conversation), interaction_id),
     )
-    return lambda: _epoch_or_none(cursor.fetchone())
+
+    def read() -> tuple[SessionRecord | None, EpochRecord | None, bool]:
+        row = cursor.fetchone()
+        if row is None:
+            return None, None, False
+        session = None if row["id"] is None else session_from_row(row)
+        epoch = None if row["epoch"] is None else _epoch_from_row(row)
+        return session, epoch, bool(row["bound_here"])
+
+    return read
 
 
 def _session_or_none(row: Row | None) -> SessionRecord | None:
     return None if row is None else session_from_row(row)
-
-
-def _epoch_or_none(row: Row | None) -> EpochRecord | None:
-    return None if row is None else _epoch_from_row(row)
 
 
 def epoch_of(conn: Conn, session_id: str, epoch: int) -> EpochRecord | None:
