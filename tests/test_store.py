@@ -149,9 +149,9 @@ async def test_an_approval_s_ledger_calls_take_few_round_trips(store: Store) -> 
     assert tally.round_trips == {
         "PromptQueue.enqueue": 3,  # the lock and its reads; the insert; the commit
         "InteractionLedger.create_with_copies": 4,  # reads; insert; the copy; the commit
-        "ClickViews.view": 2,  # every SELECT; the end of the read
+        "ClickViews.view": 1,  # one statement (the request, its session, epoch and copies)
         "ClickViews.has_open_session": 1,  # one statement: no transaction
-        "InteractionLedger.get_with_copies": 2,
+        "InteractionLedger.get_with_copies": 1,  # the request and its copies: one statement
         "InteractionLedger.list_open": 1,
         "PromptQueue.claim_next": 2,  # the lock, and the claim returning the prompt; commit
         "PromptQueue._finish": 2,

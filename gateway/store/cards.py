@@ -9,6 +9,7 @@ is edited, which is how a restart finds the cards it still has to update.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 from gateway.domain import ConversationRef
@@ -215,6 +216,50 @@ def copies_for_sent(conn: Conn, interaction_id: str) -> Callable[[], list[CardCo
         (interaction_id,),
     )
     return lambda: [_copy_from_row(row) for row in cursor.fetchall()]
+
+
+# A request's card copies, oldest first, as one column of its row (``i``): a JSON array of
+# arrays, read by copies_from_json. The card's reads take the request and its copies in one
+# statement (one result, one snapshot: no transaction for the two).
+COPIES_JSON = """(SELECT json_group_array(json_array(m.id, m.platform, m.space, m.channel,
+                    m.thread, m.message_ref, m.state, m.rendered_version, m.error,
+                    m.updated_at, m.again))
+        FROM (SELECT * FROM interaction_messages WHERE interaction_id = i.id
+              ORDER BY id) m) AS copies_json"""
+
+
+def copies_from_json(interaction_id: str, text: str | None) -> list[CardCopy]:
+    """The copies of ``COPIES_JSON`` (of the interaction ``interaction_id``)."""
+    if not text or text == "[]":
+        return []
+    return [
+        CardCopy(
+            id=copy_id,
+            interaction_id=interaction_id,
+            conversation=ConversationRef(
+                platform=platform, space=space, channel=channel, thread=thread
+            ),
+            message_ref=message_ref,
+            state=CopyState(state),
+            rendered_version=rendered_version,
+            error=error,
+            updated_at=parse_time(updated_at),
+            again=again,
+        )
+        for (
+            copy_id,
+            platform,
+            space,
+            channel,
+            thread,
+            message_ref,
+            state,
+            rendered_version,
+            error,
+            updated_at,
+            again,
+        ) in json.loads(text)
+    ]
 
 
 def _copy(conn: Conn, copy_id: int) -> CardCopy:

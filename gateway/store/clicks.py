@@ -3,7 +3,7 @@
 A click, a form or a pre-check (``Inbox.may_answer``) is judged by the pure checks of
 ``gateway.action_tokens`` on: the interaction, its session, where its card is shown, whether
 the clicked conversation is bound to that session, and whether the interaction's runtime
-epoch is still live. :meth:`ClickViews.view` reads all of them in one trip, three SELECTs.
+epoch is still live. :meth:`ClickViews.view` reads all of them in one SELECT.
 The same reads run on the writer's connection (``store.clicks``, what a decision is checked
 against) or on the read-only one (``store.peek``, which answers while the writer is busy).
 """
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from gateway.domain import ConversationRef
 from gateway.interactions.machine import Interaction
 from gateway.session_record import SessionRecord
-from gateway.store.cards import copies_for_sent
-from gateway.store.database import Conn, Reader, conversation_params, fetch_one
-from gateway.store.interaction_rows import SELECT_INTERACTION, interaction_from_row
+from gateway.store.cards import COPIES_JSON, copies_from_json
+from gateway.store.database import Conn, Reader, by_name, conversation_params, fetch_one
+from gateway.store.interaction_rows import interaction_from_row, select_interaction_with
 from gateway.store.records import CardCopy, EpochRecord
-from gateway.store.sessions import click_context_sent, session_of
+from gateway.store.sessions import SESSION_AND_EPOCH_AS, session_and_epoch_from_row, session_of
 
 __all__ = ["ClickView", "ClickViews"]
 
@@ -39,6 +39,20 @@ class ClickView:
         return self.bound_here
 
 
+# everything a click is judged by, one statement (consistent in itself: no transaction)
+_VIEW = (
+    select_interaction_with(
+        f"{SESSION_AND_EPOCH_AS},"
+        " EXISTS (SELECT 1 FROM conversations c WHERE c.session_id = i.session_id"
+        " AND c.platform = ? AND c.space = ? AND c.channel = ? AND c.thread = ?) AS bound_here,"
+        f" {COPIES_JSON}",
+        "LEFT JOIN sessions n ON n.id = i.session_id\n"
+        "LEFT JOIN runtime_epochs e ON e.session_id = i.session_id AND e.epoch = i.runtime_epoch\n",
+    )
+    + "WHERE i.id = ?"
+)
+
+
 class ClickViews:
     def __init__(self, reader: Reader) -> None:
         self._reader = reader
@@ -47,24 +61,21 @@ class ClickViews:
         """The interaction as a click from ``conversation`` sees it; None if there is none."""
 
         def read(conn: Conn) -> ClickView | None:
-            # every SELECT is sent before any is read (one wait on PostgreSQL): the session,
-            # the epoch and the binding are found by the interaction's id, in one
-            found = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
-            context = click_context_sent(conn, interaction_id, conversation)
-            copies = copies_for_sent(conn, interaction_id)
-            row = found.fetchone()
-            if row is None:
+            found = fetch_one(conn, _VIEW, (*conversation_params(conversation), interaction_id))
+            if found is None:
                 return None
-            session, epoch, bound_here = context()
+            row = by_name(found)
+            session, epoch = session_and_epoch_from_row(row)
+            interaction = interaction_from_row(row)
             return ClickView(
-                interaction=interaction_from_row(row),
+                interaction=interaction,
                 session=session,
-                copies=tuple(copies()),
-                bound_here=bound_here,
+                copies=tuple(copies_from_json(interaction.id, row["copies_json"])),
+                bound_here=bool(row["bound_here"]),
                 epoch=epoch,
             )
 
-        return await self._reader.read(read)
+        return await self._reader.read(read, one_statement=True)
 
     async def bound(self, conversation: ConversationRef) -> SessionRecord | None:
         """The session ``conversation`` is bound to (closed or not), or None."""

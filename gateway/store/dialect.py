@@ -89,6 +89,18 @@ FRAGMENTS: tuple[tuple[str, str], ...] = (
         " s.voted_at) ORDER BY s.voted_at, s.person), '[]')::text"
         " FROM votes s WHERE s.interaction_id = i.id AND s.withdrawn_at IS NULL)",
     ),
+    # cards.COPIES_JSON: a request's card copies as a JSON array of arrays
+    (
+        "(SELECT json_group_array(json_array(m.id, m.platform, m.space, m.channel,\n"
+        "                    m.thread, m.message_ref, m.state, m.rendered_version, m.error,\n"
+        "                    m.updated_at, m.again))\n"
+        "        FROM (SELECT * FROM interaction_messages WHERE interaction_id = i.id\n"
+        "              ORDER BY id) m)",
+        "(SELECT coalesce(json_agg(json_build_array(m.id, m.platform, m.space, m.channel,"
+        " m.thread, m.message_ref, m.state, m.rendered_version, m.error, m.updated_at,"
+        " m.again) ORDER BY m.id), '[]')::text"
+        " FROM interaction_messages m WHERE m.interaction_id = i.id)",
+    ),
     # grants: fields of an audit entry's JSON details
     ("json_extract(a.details_json, '$.by')", "(a.details_json::json ->> 'by')"),
     ("json_extract(a.details_json, '$.how')", "(a.details_json::json ->> 'how')"),

@@ -25,19 +25,21 @@ from gateway.interactions.machine import (
     VoteFact,
 )
 from gateway.store import codec
+from gateway.store.cards import COPIES_JSON, copies_from_json
 from gateway.store.database import Conn, Row, by_name, fetch_one, parse_time
 from gateway.store.dialect import FOR_UPDATE_OF_I
-from gateway.store.records import CardSession
+from gateway.store.records import CardCopy, CardSession
 
 __all__ = [
+    "SELECT_FOR_CARDS",
     "SELECT_INTERACTION",
-    "SELECT_INTERACTION_AND_SESSION",
     "actor_from_row",
-    "card_session_from_row",
+    "for_cards_from_row",
     "interaction_by_native_key",
     "interaction_from_row",
     "new_interaction",
     "require_interaction",
+    "select_interaction_with",
 ]
 
 # An interaction with its decision, its latest delivery and its resolution.
@@ -62,25 +64,39 @@ LEFT JOIN deliveries v
 LEFT JOIN resolutions r ON r.interaction_id = i.id
 """
 SELECT_INTERACTION = _INTERACTION_COLUMNS + _INTERACTION_JOINS
+
+
+def select_interaction_with(columns: str, joins: str = "") -> str:
+    """``SELECT_INTERACTION`` with more ``columns``, of more ``joins`` (aliases other than
+    ``i``, ``d``, ``v`` and ``r``): what else a call needs, in the request's own statement."""
+    return f"{_INTERACTION_COLUMNS},\n       {columns}{_INTERACTION_JOINS}{joins}"
+
+
 # A locked read (PostgreSQL: FOR UPDATE OF i) with the version its statement's snapshot saw.
 # A row lock that waited for another writer's COMMIT returns that writer's row but the
 # joins (the facts) and subqueries as the snapshot had them: a version that moved in
 # between says so, and the request is read again under the lock (whole: every writer of
 # facts also bumps the version, and waits for the lock to do it). Never moved (almost
 # always), the one read is whole as it is: no write reads its request back.
-_SELECT_LOCKED = (
-    _INTERACTION_COLUMNS
-    + ", (SELECT version FROM interactions WHERE id = i.id) AS seen_version"
-    + _INTERACTION_JOINS
+_SELECT_LOCKED = select_interaction_with(
+    "(SELECT version FROM interactions WHERE id = i.id) AS seen_version"
 )
-# the same with what its cards show of its session (card_session_from_row): no statement
-# of its own for them
-SELECT_INTERACTION_AND_SESSION = (
-    _INTERACTION_COLUMNS
-    + ", n.project AS session_project, n.name AS session_name"
-    + _INTERACTION_JOINS
-    + "LEFT JOIN sessions n ON n.id = i.session_id\n"
+# the request with its card's copies, and what they show of its session (its project and
+# name: card_session_from_row): what drawing the cards needs, one statement
+SELECT_FOR_CARDS = select_interaction_with(
+    f"n.project AS session_project, n.name AS session_name, {COPIES_JSON}",
+    "LEFT JOIN sessions n ON n.id = i.session_id\n",
 )
+
+
+def for_cards_from_row(row: Row) -> tuple[Interaction, list[CardCopy], CardSession | None]:
+    """A row of ``SELECT_FOR_CARDS``: the request, its copies, its session's project and name."""
+    row = by_name(row)
+    interaction = interaction_from_row(row)
+    copies = copies_from_json(interaction.id, row["copies_json"])
+    project = row["session_project"]
+    session = None if project is None else CardSession(project=project, name=row["session_name"])
+    return interaction, copies, session
 
 
 def require_interaction(conn: Conn, interaction_id: str, *, lock: bool = False) -> Interaction:
@@ -141,12 +157,6 @@ def interaction_by_native_key_sent(
 _KINDS = {member.value: member for member in InteractionKind}
 _ORIGINS = {member.value: member for member in InteractionOrigin}
 _STATES = {member.value: member for member in InteractionState}
-
-
-def card_session_from_row(row: Row) -> CardSession | None:
-    """What a row of ``SELECT_INTERACTION_AND_SESSION`` says of the request's session."""
-    project = row["session_project"]
-    return None if project is None else CardSession(project=project, name=row["session_name"])
 
 
 def actor_from_row(row: Row) -> Actor:

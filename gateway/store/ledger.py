@@ -43,14 +43,14 @@ from gateway.interactions.machine import (
     validate_decision,
 )
 from gateway.store import codec
-from gateway.store.cards import add_bound_copies_sent, copies_for_sent
+from gateway.store.cards import add_bound_copies_sent
 from gateway.store.database import Conn, Database, Reader, fetch_all, fetch_one, parse_time
 from gateway.store.dialect import FOR_UPDATE, FOR_UPDATE_OF_E
 from gateway.store.interaction_rows import (
+    SELECT_FOR_CARDS,
     SELECT_INTERACTION,
-    SELECT_INTERACTION_AND_SESSION,
     actor_from_row,
-    card_session_from_row,
+    for_cards_from_row,
     interaction_by_native_key,
     interaction_by_native_key_sent,
     interaction_from_row,
@@ -245,29 +245,22 @@ class InteractionLedger:
     async def get_with_copies(
         self, interaction_id: str
     ) -> tuple[Interaction | None, list[CardCopy]]:
-        """``get`` and ``cards.list_for`` in one read (one consistent view)."""
-
-        return await self._db.read(lambda conn: interaction_with_copies(conn, interaction_id))
+        """``get`` and ``cards.list_for`` in one read (one SELECT)."""
+        return await self._db.read(
+            lambda conn: interaction_with_copies(conn, interaction_id), one_statement=True
+        )
 
     async def get_for_cards(
         self, interaction_id: str
     ) -> tuple[Interaction | None, list[CardCopy], CardSession | None]:
         """``get_with_copies`` and what the cards show of the interaction's session (its
-        name and project) in one read, two SELECTs: what drawing its cards needs."""
+        name and project) in one SELECT: what drawing its cards needs."""
 
         def read(conn: Conn) -> tuple[Interaction | None, list[CardCopy], CardSession | None]:
-            found = conn.execute(
-                f"{SELECT_INTERACTION_AND_SESSION} WHERE i.id = ?", (interaction_id,)
-            )
-            read_copies = copies_for_sent(conn, interaction_id)
-            row, copies = found.fetchone(), read_copies()
-            if row is None:
-                return None, [], None
-            return interaction_from_row(row), copies, card_session_from_row(row)
+            row = fetch_one(conn, f"{SELECT_FOR_CARDS} WHERE i.id = ?", (interaction_id,))
+            return (None, [], None) if row is None else for_cards_from_row(row)
 
-        # read a moment apart on PostgreSQL (no snapshot: two statements and a wait fewer):
-        # a copy read newer than the request is not drawn back (Broker._behind)
-        return await self._db.read(read, consistent=False)
+        return await self._db.read(read, one_statement=True)
 
     async def get_by_native_key(
         self, session_id: str, epoch: int, native_key: str
@@ -833,13 +826,12 @@ def already_decided(current: Interaction) -> AlreadyDecided:
 def interaction_with_copies(
     conn: Conn, interaction_id: str
 ) -> tuple[Interaction | None, list[CardCopy]]:
-    """``InteractionLedger.get_with_copies`` inside a caller's read: both SELECTs sent
-    before either is read (one wait on PostgreSQL)."""
-    found = conn.execute(f"{SELECT_INTERACTION} WHERE i.id = ?", (interaction_id,))
-    read_copies = copies_for_sent(conn, interaction_id)
-    row = found.fetchone()
-    copies = read_copies()
-    return (None, []) if row is None else (interaction_from_row(row), copies)
+    """``InteractionLedger.get_with_copies`` inside a caller's read: one SELECT."""
+    row = fetch_one(conn, f"{SELECT_FOR_CARDS} WHERE i.id = ?", (interaction_id,))
+    if row is None:
+        return None, []
+    interaction, copies, _ = for_cards_from_row(row)
+    return interaction, copies
 
 
 def _open(conn: Conn, session_id: str | None) -> list[Interaction]:

@@ -28,7 +28,7 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
-from psycopg.rows import dict_row
+from psycopg.rows import dict_row, tuple_row
 
 from gateway.config.ledger_url import PgTarget
 from gateway.store.database import Cursor
@@ -104,11 +104,12 @@ class PgConn:
             self.round_trips += 1
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Cursor:
-        cursor = self.raw.execute(to_postgresql(sql), parameters)
+        cursor = self.raw.cursor(row_factory=tuple_row)
+        cursor.execute(to_postgresql(sql), parameters)
         if self._pipeline is None:
             self.round_trips += 1
-            return cursor
-        return _Pipelined(self, cursor, self._pipeline)
+            return _Named(cursor, sql)
+        return _Pipelined(self, cursor, self._pipeline, sql)
 
     def abort(self) -> None:
         """From another thread: the call waiting on this connection fails now (its socket is
@@ -136,17 +137,57 @@ def _ended_while_idle(conn: psycopg.Connection[dict[str, Any]]) -> bool:
     return bool(readable)
 
 
-class _Pipelined:
+# a statement's column names, by its text: the same text always has the same columns, so a
+# row is made a dict by one zip (psycopg's dict_row reads and decodes every name again for
+# each result: a request's row has 35)
+_NAMES: dict[str, tuple[str, ...]] = {}
+
+
+class _Named:
+    """A statement's cursor whose rows are dicts by column name, as ``dict_row`` makes them."""
+
+    __slots__ = ("_cursor", "_sql")
+
+    def __init__(self, cursor: psycopg.Cursor[tuple[Any, ...]], sql: str) -> None:
+        self._cursor = cursor
+        self._sql = sql
+
+    def _names(self) -> tuple[str, ...]:
+        names = _NAMES.get(self._sql)
+        if names is None:
+            names = tuple(column.name for column in self._cursor.description or ())
+            _NAMES[self._sql] = names
+        return names
+
+    @property
+    def rowcount(self) -> int:
+        return self._cursor.rowcount
+
+    def fetchone(self) -> dict[str, Any] | None:
+        values = self._cursor.fetchone()
+        return None if values is None else dict(zip(self._names(), values, strict=True))
+
+    def fetchall(self) -> list[dict[str, Any]]:
+        rows = self._cursor.fetchall()
+        names = self._names() if rows else ()
+        return [dict(zip(names, values, strict=True)) for values in rows]
+
+
+class _Pipelined(_Named):
     """A statement's cursor inside a pipeline: reading its answer waits for it (one round
     trip, unless an earlier wait brought it already)."""
 
-    __slots__ = ("_cursor", "_owner", "_pipeline")
+    __slots__ = ("_owner", "_pipeline")
 
     def __init__(
-        self, owner: PgConn, cursor: psycopg.Cursor[dict[str, Any]], pipeline: psycopg.Pipeline
+        self,
+        owner: PgConn,
+        cursor: psycopg.Cursor[tuple[Any, ...]],
+        pipeline: psycopg.Pipeline,
+        sql: str,
     ) -> None:
+        super().__init__(cursor, sql)
         self._owner = owner
-        self._cursor = cursor
         self._pipeline = pipeline
 
     def _arrived(self) -> bool:
@@ -161,10 +202,10 @@ class _Pipelined:
             self._pipeline.sync()  # psycopg sets rowcount only once the answer is read
         return self._cursor.rowcount
 
-    def fetchone(self) -> Any:
+    def fetchone(self) -> dict[str, Any] | None:
         self._arrived()
-        return self._cursor.fetchone()  # psycopg flushes and reads up to this answer
+        return super().fetchone()  # psycopg flushes and reads up to this answer
 
-    def fetchall(self) -> list[Any]:
+    def fetchall(self) -> list[dict[str, Any]]:
         self._arrived()
-        return self._cursor.fetchall()
+        return super().fetchall()

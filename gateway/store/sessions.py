@@ -458,38 +458,26 @@ def session_of_interaction_sent(
     return lambda: _session_or_none(cursor.fetchone())
 
 
-# a session's and an epoch's columns in one row: no name is in both
-_SESSION_AND_EPOCH = ", ".join(
-    [SESSION_COLUMNS_OF_S] + [f"e.{name.strip()}" for name in _EPOCH_COLUMNS.split(",")]
+_SESSION_NAMES = tuple(name.strip() for name in SESSION_COLUMNS.split(","))
+_EPOCH_NAMES = tuple(name.strip() for name in _EPOCH_COLUMNS.split(","))
+# a request's session (``n``) and runtime epoch (``e``) in the request's row, named apart
+# from its own columns: read by session_and_epoch_from_row
+SESSION_AND_EPOCH_AS = ", ".join(
+    [f"n.{name} AS session__{name}" for name in _SESSION_NAMES]
+    + [f"e.{name} AS epoch__{name}" for name in _EPOCH_NAMES]
 )
 
 
-def click_context_sent(
-    conn: Conn, interaction_id: str, conversation: ConversationRef
-) -> Callable[[], tuple[SessionRecord | None, EpochRecord | None, bool]]:
-    """What a click on an interaction is judged by besides the request itself, in one
-    SELECT (sent; what it returns reads it): the request's session, its runtime epoch, and
-    whether ``conversation`` (where the click came from) is bound to that session."""
-    cursor = conn.execute(
-        f"SELECT {_SESSION_AND_EPOCH}, EXISTS (SELECT 1 FROM conversations c"
-        " WHERE c.session_id = i.session_id AND c.platform = ? AND c.space = ?"
-        " AND c.channel = ? AND c.thread = ?) AS bound_here"
-        " FROM interactions i"
-        " LEFT JOIN sessions s ON s.id = i.session_id"
-        " LEFT JOIN runtime_epochs e ON e.session_id = i.session_id AND e.epoch = i.runtime_epoch"
-        " WHERE i.id = ?",
-        (*conversation_params(conversation), interaction_id),
-    )
-
-    def read() -> tuple[SessionRecord | None, EpochRecord | None, bool]:
-        row = cursor.fetchone()
-        if row is None:
-            return None, None, False
-        session = None if row["id"] is None else session_from_row(row)
-        epoch = None if row["epoch"] is None else _epoch_from_row(row)
-        return session, epoch, bool(row["bound_here"])
-
-    return read
+def session_and_epoch_from_row(row: Row) -> tuple[SessionRecord | None, EpochRecord | None]:
+    """The session and the epoch of a row with ``SESSION_AND_EPOCH_AS`` (each None where its
+    join found no row)."""
+    session = None
+    if row["session__id"] is not None:
+        session = session_from_row({name: row[f"session__{name}"] for name in _SESSION_NAMES})
+    epoch = None
+    if row["epoch__epoch"] is not None:
+        epoch = _epoch_from_row({name: row[f"epoch__{name}"] for name in _EPOCH_NAMES})
+    return session, epoch
 
 
 def _session_or_none(row: Row | None) -> SessionRecord | None:
