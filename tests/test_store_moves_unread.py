@@ -16,11 +16,19 @@ from pathlib import Path
 import pytest
 
 from gateway.config.ledger_url import PgTarget
-from gateway.domain import Answer, Decision, Resolution
+from gateway.domain import Answer, ConversationRef, Decision, Resolution
 from gateway.interactions.machine import Interaction, InteractionEvent
 from gateway.store.store import Store
 from tests.store_backends import open_store
-from tests.store_helpers import ALICE, SteppingClock, approval, question_form, running_session
+from tests.store_helpers import (
+    ALICE,
+    SLACK,
+    TELEGRAM,
+    SteppingClock,
+    approval,
+    question_form,
+    running_session,
+)
 
 
 @pytest.fixture
@@ -115,3 +123,31 @@ async def test_a_secret_answer_is_returned_redacted_as_stored(store: Store) -> N
     )
     await as_stored(store, decided)
     assert "ghp_secret" not in repr(decided)
+
+
+async def test_a_card_s_copies_read_with_the_request_are_the_copies_listed_alone(
+    store: Store,
+) -> None:
+    """The click's view and the cards' reads take a request's copies in its own statement
+    (a JSON column): each copy as ``cards.list_for`` reads it, a conversation without a
+    space or a thread (a DM) included, in the order they were made."""
+    session, epoch = await running_session(store)
+    await store.sessions.bind(TELEGRAM, session.id)
+    opened = await store.interactions.create_with_copies(session.id, epoch, approval("k:9"))
+    dm = ConversationRef(platform="memory", space=None, channel="carol", thread=None)
+    await store.cards.add(opened.interaction.id, dm)
+    await store.cards.add(opened.interaction.id, SLACK)
+    listed = await store.cards.list_for(opened.interaction.id)
+    assert [copy.conversation for copy in listed] == [TELEGRAM, dm, SLACK]
+    _, copies, shown = await store.interactions.get_for_cards(opened.interaction.id)
+    assert copies == listed
+    assert shown is not None and shown.project == session.project
+    _, with_copies = await store.interactions.get_with_copies(opened.interaction.id)
+    assert with_copies == listed
+    view = await store.clicks.view(opened.interaction.id, dm)
+    assert view is not None and list(view.copies) == listed
+    assert view.shown_in(dm) and not view.bound_here  # shown there, not bound there
+    assert view.session == await store.sessions.get(session.id)
+    assert view.epoch == await store.sessions.get_epoch(session.id, epoch)
+    bound_view = await store.clicks.view(opened.interaction.id, TELEGRAM)
+    assert bound_view is not None and bound_view.bound_here

@@ -142,18 +142,17 @@ async def test_a_connection_cut_in_the_middle_of_a_decision_is_run_again_once(
 ) -> None:
     """The writer's backend is ended while a decision waits before its COMMIT was sent: the
     server rolls the half-done decision back, and the store runs it again, once, on a new
-    connection (nothing of it had been committed): one decision, one audit entry."""
+    connection (nothing of it had been written): one decision, one audit entry."""
     store, _, target = two_stores
     session, epoch = await running_session(store)
     opened = await store.interactions.create(session.id, epoch, approval())
     interaction_id = opened.interaction.id
     writer_pid = await _backend_pid(store)
     with contextlib.closing(psycopg.connect(target.url, autocommit=True)) as other:
-        # the decision's last wait before its COMMIT is sent is its locked read of the
-        # request (the compare-and-set's count comes next, then the writes and the COMMIT
-        # together): hold it there, and cut the writer's connection
+        # the decision's last write is its audit entry: hold it there, after the interaction
+        # moved and the decision row was written, and cut the writer's connection
         other.execute("BEGIN")
-        other.execute("SELECT 1 FROM interactions WHERE id = %s FOR UPDATE", (interaction_id,))
+        other.execute("LOCK TABLE audit IN EXCLUSIVE MODE")
         deciding = asyncio.create_task(
             store.interactions.decide(
                 interaction_id,

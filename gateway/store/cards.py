@@ -205,17 +205,12 @@ def _by_id(copy: CardCopy) -> int:
 
 def copies_for(conn: Conn, interaction_id: str) -> list[CardCopy]:
     """``CardCopies.list_for`` inside a caller's read or transaction."""
-    return copies_for_sent(conn, interaction_id)()
-
-
-def copies_for_sent(conn: Conn, interaction_id: str) -> Callable[[], list[CardCopy]]:
-    """``copies_for``'s SELECT, sent; what it returns reads the copies (as
-    :func:`add_bound_copies_sent`)."""
-    cursor = conn.execute(
+    rows = fetch_all(
+        conn,
         f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.interaction_id = ? ORDER BY m.id",
         (interaction_id,),
     )
-    return lambda: [_copy_from_row(row) for row in cursor.fetchall()]
+    return [_copy_from_row(row) for row in rows]
 
 
 # A request's card copies, oldest first, as one column of its row (``i``): a JSON array of
@@ -236,8 +231,8 @@ def copies_from_json(interaction_id: str, text: str | None) -> list[CardCopy]:
         CardCopy(
             id=copy_id,
             interaction_id=interaction_id,
-            conversation=ConversationRef(
-                platform=platform, space=space, channel=channel, thread=thread
+            conversation=ConversationRef(  # as conversation_from_row reads them
+                platform=platform, space=space or None, channel=channel, thread=thread or None
             ),
             message_ref=message_ref,
             state=CopyState(state),

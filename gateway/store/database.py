@@ -426,7 +426,6 @@ class Database:
         work: Callable[[Conn], T],
         *,
         one_statement: bool = False,
-        consistent: bool = True,
         on_thread: bool = False,
     ) -> T:
         """Run ``work``'s SELECTs on a lane of their own, in one trip: a consistent view
@@ -438,16 +437,11 @@ class Database:
         transaction, unless ``one_statement``: ``work`` runs a single SELECT, which is
         consistent in itself, so it goes alone, no BEGIN, no pipeline: one network round
         trip where the transaction takes two (a second statement is refused, on both).
-
-        ``consistent=False``: each SELECT sees what was committed when it ran, no snapshot
-        (no BEGIN and ROLLBACK; on PostgreSQL still sent together), for a reader that copes
-        with rows read a moment apart (the card lanes: a copy showing a newer version than
-        the request read is not drawn back).
         """
         begin = self.dialect.begin_read
         if one_statement:
             return await self._submit(_alone, work, on_thread=on_thread)
-        if begin is None or not consistent:
+        if begin is None:
             return await self._submit(_bare, work, on_thread=on_thread)
         return await self._submit(functools.partial(_snapshot, begin), work, on_thread=on_thread)
 
@@ -637,9 +631,7 @@ class Database:
 class Reader(Protocol):
     """What runs a read: the writer's connection (:class:`Database`) or the read-only one."""
 
-    async def read(
-        self, work: Callable[[Conn], T], *, one_statement: bool = False, consistent: bool = True
-    ) -> T: ...
+    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T: ...
 
 
 class ReadOnlyDatabase:
@@ -680,18 +672,14 @@ class ReadOnlyDatabase:
         counted = getattr(self._conn, "round_trips", None)
         return counted if isinstance(counted, int) else None
 
-    async def read(
-        self, work: Callable[[Conn], T], *, one_statement: bool = False, consistent: bool = True
-    ) -> T:
+    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
         """Run ``work``'s SELECTs in one snapshot, on this connection's thread
-        (``one_statement``, ``consistent``: as :meth:`Database.read`'s)."""
+        (``one_statement``: as :meth:`Database.read`'s)."""
         if self._closed:
             raise StoreError("the ledger is closed")
         snapshot: Callable[[Conn, Callable[[Conn], T], _Ticket], T]
         if one_statement:
             snapshot = _alone
-        elif not consistent:
-            snapshot = _bare
         else:
             snapshot = functools.partial(_snapshot, self.dialect.begin_snapshot)
         return await _on_thread(

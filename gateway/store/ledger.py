@@ -246,9 +246,15 @@ class InteractionLedger:
         self, interaction_id: str
     ) -> tuple[Interaction | None, list[CardCopy]]:
         """``get`` and ``cards.list_for`` in one read (one SELECT)."""
-        return await self._db.read(
-            lambda conn: interaction_with_copies(conn, interaction_id), one_statement=True
-        )
+
+        def read(conn: Conn) -> tuple[Interaction | None, list[CardCopy]]:
+            row = fetch_one(conn, f"{SELECT_FOR_CARDS} WHERE i.id = ?", (interaction_id,))
+            if row is None:
+                return None, []
+            interaction, copies, _ = for_cards_from_row(row)
+            return interaction, copies
+
+        return await self._db.read(read, one_statement=True)
 
     async def get_for_cards(
         self, interaction_id: str
@@ -347,15 +353,13 @@ class InteractionLedger:
                         f"not {expected_version}: look at it again"
                     )
                 decided = self.decide_in(conn, current, actor, decision)
-                if decided is not None:
-                    if sealed is not None:
-                        conn.execute(
-                            "INSERT INTO sealed_answers (interaction_id, sealed, sealed_at)"
-                            " VALUES (?, ?, ?)",
-                            (interaction_id, sealed, self._db.now()),
-                        )
-                    return decided
-                current = require_interaction(conn, interaction_id)  # another process won
+                if sealed is not None:
+                    conn.execute(
+                        "INSERT INTO sealed_answers (interaction_id, sealed, sealed_at)"
+                        " VALUES (?, ?, ?)",
+                        (interaction_id, sealed, self._db.now()),
+                    )
+                return decided
             rejection = already_decided(current)
             self._db.audit(
                 conn,
@@ -380,10 +384,10 @@ class InteractionLedger:
         decision: Decision,
         *,
         surface: str | None = None,
-    ) -> Interaction | None:
-        """Inside a write transaction: PENDING → DECIDED, a compare-and-set on
-        ``current.version``, and the decision recorded (with the content hash ``current``
-        shows). None: the interaction moved since ``current`` was read."""
+    ) -> Interaction:
+        """Inside a write transaction that holds the request's lock (``current`` was read
+        with it): PENDING → DECIDED, a compare-and-set on ``current.version``, and the
+        decision recorded (with the content hash ``current`` shows)."""
         moved = transition(current.state, InteractionEvent.DECIDE)
         now = self._db.now()
         cursor = conn.execute(
@@ -391,9 +395,12 @@ class InteractionLedger:
             " WHERE id = ? AND version = ? AND state = 'pending'",
             (moved.after.value, now, current.id, current.version),
         )
-        if cursor.rowcount != 1:
-            return None
         fact = self._record_decision(conn, current, actor, decision, surface=surface)
+        # the set's count read once the facts are sent too (one wait on PostgreSQL, and the
+        # COMMIT goes after it: a connection cut until then leaves nothing committed, and
+        # the call is run again). Under the lock the set matches: a miss rolls back whole
+        if cursor.rowcount != 1:
+            raise StoreError(f"interaction {current.id} was changed by another writer")
         return replace(
             current,
             state=moved.after,
@@ -821,17 +828,6 @@ def already_decided(current: Interaction) -> AlreadyDecided:
     else:
         decided_by = "someone"
     return AlreadyDecided(current.id, decided_by, current.state.value)
-
-
-def interaction_with_copies(
-    conn: Conn, interaction_id: str
-) -> tuple[Interaction | None, list[CardCopy]]:
-    """``InteractionLedger.get_with_copies`` inside a caller's read: one SELECT."""
-    row = fetch_one(conn, f"{SELECT_FOR_CARDS} WHERE i.id = ?", (interaction_id,))
-    if row is None:
-        return None, []
-    interaction, copies, _ = for_cards_from_row(row)
-    return interaction, copies
 
 
 def _open(conn: Conn, session_id: str | None) -> list[Interaction]:

@@ -41,12 +41,10 @@ class ReaderPool:
             self._free.put_nowait(reader)
         self.size = len(readers)
 
-    async def read(
-        self, work: Callable[[Conn], T], *, one_statement: bool = False, consistent: bool = True
-    ) -> T:
+    async def read(self, work: Callable[[Conn], T], *, one_statement: bool = False) -> T:
         """As :meth:`Database.read`, on a free read-only connection (one snapshot)."""
         reader = await self._free.get()
         try:
-            return await reader.read(work, one_statement=one_statement, consistent=consistent)
+            return await reader.read(work, one_statement=one_statement)
         finally:
             self._free.put_nowait(reader)

@@ -39,8 +39,9 @@ SESSION_COLUMNS = (
     " close_reason, queue_paused, queue_pause_reason, initiator_platform, initiator_user_id,"
     " initiator_display, host, name"
 )
+_SESSION_NAMES = tuple(name.strip() for name in SESSION_COLUMNS.split(","))
 # the same, of a join whose sessions are ``s``: read by session_from_row as they are
-SESSION_COLUMNS_OF_S = ", ".join(f"s.{name.strip()}" for name in SESSION_COLUMNS.split(","))
+SESSION_COLUMNS_OF_S = ", ".join(f"s.{name}" for name in _SESSION_NAMES)
 # a host's rows, or every row where the host asked for is None (a single-host ledger): the
 # host is given twice
 ON_HOST = "(CAST(? AS TEXT) IS NULL OR host = ?)"
@@ -48,6 +49,7 @@ _EPOCH_COLUMNS = (
     "session_id, epoch, pid, pgid, process_start_time, started_at, ended_at,"
     " exit_description, agent_version, policy_json"
 )
+_EPOCH_NAMES = tuple(name.strip() for name in _EPOCH_COLUMNS.split(","))
 
 
 class SessionLedger:
@@ -430,36 +432,16 @@ def session_by_id(conn: Conn, session_id: str) -> SessionRecord | None:
 
 def session_of(conn: Conn, conversation: ConversationRef) -> SessionRecord | None:
     """``SessionLedger.lookup`` inside a caller's read or transaction."""
-    return session_of_sent(conn, conversation)()
-
-
-def session_of_sent(
-    conn: Conn, conversation: ConversationRef
-) -> Callable[[], SessionRecord | None]:
-    """``session_of``'s SELECT, sent; what it returns reads the answer."""
-    cursor = conn.execute(
+    row = fetch_one(
+        conn,
         f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = (SELECT session_id"
         " FROM conversations"
         " WHERE platform = ? AND space = ? AND channel = ? AND thread = ?)",
         conversation_params(conversation),
     )
-    return lambda: _session_or_none(cursor.fetchone())
+    return _session_or_none(row)
 
 
-def session_of_interaction_sent(
-    conn: Conn, interaction_id: str
-) -> Callable[[], SessionRecord | None]:
-    """The session of an interaction, its SELECT sent; what it returns reads the answer."""
-    cursor = conn.execute(
-        f"SELECT {SESSION_COLUMNS} FROM sessions"
-        " WHERE id = (SELECT session_id FROM interactions WHERE id = ?)",
-        (interaction_id,),
-    )
-    return lambda: _session_or_none(cursor.fetchone())
-
-
-_SESSION_NAMES = tuple(name.strip() for name in SESSION_COLUMNS.split(","))
-_EPOCH_NAMES = tuple(name.strip() for name in _EPOCH_COLUMNS.split(","))
 # a request's session (``n``) and runtime epoch (``e``) in the request's row, named apart
 # from its own columns: read by session_and_epoch_from_row
 SESSION_AND_EPOCH_AS = ", ".join(

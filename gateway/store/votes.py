@@ -127,8 +127,6 @@ class VoteLedger:
                 return VoteOutcome(interaction=after, tally=counted, counted=True, decision=None)
             decision = Decision(action_id=counted.decided_action)
             decided = self._interactions.decide_in(conn, after, actor, decision, surface=surface)
-            if decided is None:  # pragma: no cover - one writer: nothing moves in between
-                raise AlreadyDecided(interaction_id, "someone", "moved")
             return VoteOutcome(interaction=decided, tally=counted, counted=True, decision=decision)
 
         outcome = await self._db.write(cast)
