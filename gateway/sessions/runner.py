@@ -1166,10 +1166,15 @@ class SessionRunner:
             outcome = await answer
         except asyncio.CancelledError:
             # the agent withdrew its call (its MCP server hung up: a stopped turn): the card
-            # says so, as for any request the agent withdraws
+            # says so, as for any request the agent withdraws, and a person's /stop under way
+            # is said as theirs, as the turn's end says it (whichever of the two comes first)
             withdrawn = await asyncio.shield(
                 self._store.interactions.close_from_agent(
-                    self.session_id, epoch, request.native_key, how=Resolution.CANCELLED_BY_AGENT
+                    self.session_id,
+                    epoch,
+                    request.native_key,
+                    how=Resolution.CANCELLED_BY_AGENT,
+                    stopped_by=self._stopped_by,
                 )
             )
             if withdrawn is not None:
