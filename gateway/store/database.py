@@ -378,7 +378,8 @@ class Database:
         """A time as stored: ISO 8601 in UTC, microseconds."""
         if moment.tzinfo is None:
             raise StoreError("the store's clock returned a naive datetime; it must be aware")
-        return moment.astimezone(UTC).isoformat(timespec="microseconds")
+        utc = moment if moment.tzinfo is UTC else moment.astimezone(UTC)
+        return utc.isoformat(timespec="microseconds")
 
     async def write(
         self,
