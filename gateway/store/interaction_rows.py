@@ -82,7 +82,7 @@ _SELECT_LOCKED = select_interaction_with(
     "(SELECT version FROM interactions WHERE id = i.id) AS seen_version"
 )
 # the request with its card's copies, and what they show of its session (its project and
-# name: card_session_from_row): what drawing the cards needs, one statement
+# name: for_cards_from_row): what drawing the cards needs, one statement
 SELECT_FOR_CARDS = select_interaction_with(
     f"n.project AS session_project, n.name AS session_name, {COPIES_JSON}",
     "LEFT JOIN sessions n ON n.id = i.session_id\n",
