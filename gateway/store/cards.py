@@ -214,47 +214,21 @@ def copies_for(conn: Conn, interaction_id: str) -> list[CardCopy]:
 
 
 # A request's card copies, oldest first, as one column of its row (``i``): a JSON array of
-# arrays, read by copies_from_json. The card's reads take the request and its copies in one
-# statement (one result, one snapshot: no transaction for the two).
-COPIES_JSON = """(SELECT json_group_array(json_array(m.id, m.platform, m.space, m.channel,
-                    m.thread, m.message_ref, m.state, m.rendered_version, m.error,
-                    m.updated_at, m.again))
+# arrays of the copy's columns, read by copies_from_json. The card's reads take the request
+# and its copies in one statement (one result, one snapshot: no transaction for the two).
+COPIES_JSON = """(SELECT json_group_array(json_array(m.id, m.interaction_id, m.platform,
+                    m.space, m.channel, m.thread, m.message_ref, m.state,
+                    m.rendered_version, m.error, m.updated_at, m.again))
         FROM (SELECT * FROM interaction_messages WHERE interaction_id = i.id
               ORDER BY id) m) AS copies_json"""
+_NAMES = tuple(name.strip() for name in _RETURNED.split(","))  # COPIES_JSON's, in order
 
 
-def copies_from_json(interaction_id: str, text: str | None) -> list[CardCopy]:
-    """The copies of ``COPIES_JSON`` (of the interaction ``interaction_id``)."""
+def copies_from_json(text: str | None) -> list[CardCopy]:
+    """The copies of ``COPIES_JSON``, each read as a row of them is."""
     if not text or text == "[]":
         return []
-    return [
-        CardCopy(
-            id=copy_id,
-            interaction_id=interaction_id,
-            conversation=ConversationRef(  # as conversation_from_row reads them
-                platform=platform, space=space or None, channel=channel, thread=thread or None
-            ),
-            message_ref=message_ref,
-            state=CopyState(state),
-            rendered_version=rendered_version,
-            error=error,
-            updated_at=parse_time(updated_at),
-            again=again,
-        )
-        for (
-            copy_id,
-            platform,
-            space,
-            channel,
-            thread,
-            message_ref,
-            state,
-            rendered_version,
-            error,
-            updated_at,
-            again,
-        ) in json.loads(text)
-    ]
+    return [_copy_from_row(dict(zip(_NAMES, values, strict=True))) for values in json.loads(text)]
 
 
 def _copy(conn: Conn, copy_id: int) -> CardCopy:

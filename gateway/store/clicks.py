@@ -70,7 +70,7 @@ class ClickViews:
             return ClickView(
                 interaction=interaction,
                 session=session,
-                copies=tuple(copies_from_json(interaction.id, row["copies_json"])),
+                copies=tuple(copies_from_json(row["copies_json"])),
                 bound_here=bool(row["bound_here"]),
                 epoch=epoch,
             )

@@ -91,14 +91,14 @@ FRAGMENTS: tuple[tuple[str, str], ...] = (
     ),
     # cards.COPIES_JSON: a request's card copies as a JSON array of arrays
     (
-        "(SELECT json_group_array(json_array(m.id, m.platform, m.space, m.channel,\n"
-        "                    m.thread, m.message_ref, m.state, m.rendered_version, m.error,\n"
-        "                    m.updated_at, m.again))\n"
+        "(SELECT json_group_array(json_array(m.id, m.interaction_id, m.platform,\n"
+        "                    m.space, m.channel, m.thread, m.message_ref, m.state,\n"
+        "                    m.rendered_version, m.error, m.updated_at, m.again))\n"
         "        FROM (SELECT * FROM interaction_messages WHERE interaction_id = i.id\n"
         "              ORDER BY id) m)",
-        "(SELECT coalesce(json_agg(json_build_array(m.id, m.platform, m.space, m.channel,"
-        " m.thread, m.message_ref, m.state, m.rendered_version, m.error, m.updated_at,"
-        " m.again) ORDER BY m.id), '[]')::text"
+        "(SELECT coalesce(json_agg(json_build_array(m.id, m.interaction_id, m.platform,"
+        " m.space, m.channel, m.thread, m.message_ref, m.state, m.rendered_version, m.error,"
+        " m.updated_at, m.again) ORDER BY m.id), '[]')::text"
         " FROM interaction_messages m WHERE m.interaction_id = i.id)",
     ),
     # grants: fields of an audit entry's JSON details

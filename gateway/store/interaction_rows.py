@@ -93,7 +93,7 @@ def for_cards_from_row(row: Row) -> tuple[Interaction, list[CardCopy], CardSessi
     """A row of ``SELECT_FOR_CARDS``: the request, its copies, its session's project and name."""
     row = by_name(row)
     interaction = interaction_from_row(row)
-    copies = copies_from_json(interaction.id, row["copies_json"])
+    copies = copies_from_json(row["copies_json"])
     project = row["session_project"]
     session = None if project is None else CardSession(project=project, name=row["session_name"])
     return interaction, copies, session

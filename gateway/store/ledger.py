@@ -246,27 +246,19 @@ class InteractionLedger:
         self, interaction_id: str
     ) -> tuple[Interaction | None, list[CardCopy]]:
         """``get`` and ``cards.list_for`` in one read (one SELECT)."""
-
-        def read(conn: Conn) -> tuple[Interaction | None, list[CardCopy]]:
-            row = fetch_one(conn, f"{SELECT_FOR_CARDS} WHERE i.id = ?", (interaction_id,))
-            if row is None:
-                return None, []
-            interaction, copies, _ = for_cards_from_row(row)
-            return interaction, copies
-
-        return await self._db.read(read, one_statement=True)
+        interaction, copies, _ = await self._db.read(
+            lambda conn: _for_cards(conn, interaction_id), one_statement=True
+        )
+        return interaction, copies
 
     async def get_for_cards(
         self, interaction_id: str
     ) -> tuple[Interaction | None, list[CardCopy], CardSession | None]:
         """``get_with_copies`` and what the cards show of the interaction's session (its
         name and project) in one SELECT: what drawing its cards needs."""
-
-        def read(conn: Conn) -> tuple[Interaction | None, list[CardCopy], CardSession | None]:
-            row = fetch_one(conn, f"{SELECT_FOR_CARDS} WHERE i.id = ?", (interaction_id,))
-            return (None, [], None) if row is None else for_cards_from_row(row)
-
-        return await self._db.read(read, one_statement=True)
+        return await self._db.read(
+            lambda conn: _for_cards(conn, interaction_id), one_statement=True
+        )
 
     async def get_by_native_key(
         self, session_id: str, epoch: int, native_key: str
@@ -828,6 +820,13 @@ def already_decided(current: Interaction) -> AlreadyDecided:
     else:
         decided_by = "someone"
     return AlreadyDecided(current.id, decided_by, current.state.value)
+
+
+def _for_cards(
+    conn: Conn, interaction_id: str
+) -> tuple[Interaction | None, list[CardCopy], CardSession | None]:
+    row = fetch_one(conn, f"{SELECT_FOR_CARDS} WHERE i.id = ?", (interaction_id,))
+    return (None, [], None) if row is None else for_cards_from_row(row)
 
 
 def _open(conn: Conn, session_id: str | None) -> list[Interaction]:
