@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -355,18 +356,16 @@ def plan_of(store: Store, conn: Conn, sql: str, params: tuple[Any, ...]) -> str:
 async def test_the_consoles_first_page_and_pending_are_read_by_index(
     ledger: PgTarget | None, tmp_path: Path
 ) -> None:
-    from gateway.store.interaction_rows import SELECT_INTERACTION
-    from gateway.store.ledger import _LIVE
+    from gateway.store.interaction_rows import IS_CLOSED, IS_LIVE, SELECT_INTERACTION
 
     clock = SetClock(NOW)
     async with open_store(ledger, tmp_path / "data", clock=clock) as store:
         await many_closed(store, clock, 3000)
         first_page = (
-            f"{SELECT_INTERACTION} WHERE i.state NOT IN {_LIVE}"
-            " ORDER BY i.created_at DESC, i.id DESC LIMIT ?"
+            f"{SELECT_INTERACTION} WHERE {IS_CLOSED} ORDER BY i.created_at DESC, i.id DESC LIMIT ?"
         )
         pending = (
-            f"{SELECT_INTERACTION} WHERE i.state IN {_LIVE}"
+            f"{SELECT_INTERACTION} WHERE {IS_LIVE}"
             " AND (CAST(? AS TEXT) IS NULL OR i.session_id = ?) ORDER BY i.created_at, i.id"
         )
 
@@ -390,6 +389,49 @@ async def test_the_consoles_first_page_and_pending_are_read_by_index(
         assert "Index Scan Backward using interactions_created" in page_plan, page_plan
         assert "interactions_live" in pending_plan, pending_plan
         assert "Seq Scan on interactions i" not in page_plan + pending_plan
+
+
+def test_the_states_the_indexes_spell_are_the_live_states() -> None:
+    """The partial indexes and the queries that read them spell a request's liveness as
+    equalities (gateway/store/interaction_rows.py): the states named are the live ones."""
+    from gateway.interactions.machine import LIVE_STATES
+    from gateway.store.interaction_rows import IS_CLOSED, IS_LIVE
+
+    named = {InteractionState(s) for s in re.findall(r"i\.state = '(\w+)'", IS_LIVE)}
+    excluded = {InteractionState(s) for s in re.findall(r"i\.state <> '(\w+)'", IS_CLOSED)}
+    assert named == excluded == LIVE_STATES
+
+
+async def test_pruning_finds_what_it_prunes_by_index(
+    ledger: PgTarget | None, tmp_path: Path
+) -> None:
+    """Pruning's two questions about requests (whose details go, which go whole) read the
+    partial indexes of closed requests by age, not the whole table."""
+    from gateway.store.retention import _DETAILS, _INTERACTIONS
+
+    clock = SetClock(NOW)
+    async with open_store(ledger, tmp_path / "data", clock=clock) as store:
+        await many_closed(store, clock, 3000)
+        old = (NOW - timedelta(minutes=2900)).isoformat(timespec="microseconds")
+
+        def plans(conn: Conn) -> tuple[str, str]:
+            return (
+                plan_of(store, conn, f"SELECT i.id {_DETAILS} LIMIT ?", (old, old, old, 100)),
+                plan_of(store, conn, f"SELECT i.id {_INTERACTIONS} LIMIT ?", (old, old, 100)),
+            )
+
+        details_plan, whole_plan = await store.writer.read(plans)
+    if store.path is not None:
+        assert details_plan.splitlines()[0] == (
+            "SEARCH i USING INDEX interactions_detail_kept (updated_at<?)"
+        ), details_plan
+        assert whole_plan.splitlines()[0] == (
+            "SEARCH i USING INDEX interactions_closed (updated_at<?)"
+        ), whole_plan
+    else:
+        assert "interactions_detail_kept" in details_plan, details_plan
+        assert "interactions_closed" in whole_plan, whole_plan
+        assert "Seq Scan on interactions i" not in details_plan + whole_plan
 
 
 async def test_each_hosts_config_in_force_is_found_past_any_number_of_entries(

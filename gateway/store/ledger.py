@@ -29,7 +29,6 @@ from gateway.domain import (
 )
 from gateway.errors import AlreadyDecided, StoreError, VersionMoved
 from gateway.interactions.machine import (
-    LIVE_STATES,
     DecisionFact,
     DeliveryFact,
     DeliveryOutcome,
@@ -47,6 +46,8 @@ from gateway.store.cards import add_bound_copies_sent
 from gateway.store.database import Conn, Database, Reader, fetch_all, fetch_one, parse_time
 from gateway.store.dialect import FOR_UPDATE, FOR_UPDATE_OF_E
 from gateway.store.interaction_rows import (
+    IS_CLOSED,
+    IS_LIVE,
     SELECT_FOR_CARDS,
     SELECT_INTERACTION,
     actor_from_row,
@@ -62,7 +63,6 @@ from gateway.store.sessions import SESSION_COLUMNS_OF_S, session_from_row
 
 __all__ = ["InteractionLedger"]
 
-_LIVE = "(" + ", ".join(sorted(f"'{state.value}'" for state in LIVE_STATES)) + ")"
 _RESOLVING_EVENTS = frozenset(
     {
         InteractionEvent.CONFIRM,
@@ -286,7 +286,7 @@ class InteractionLedger:
         def list_both(conn: Conn) -> tuple[list[Interaction], list[Interaction]]:
             rows = fetch_all(
                 conn,
-                f"{SELECT_INTERACTION} WHERE i.state NOT IN {_LIVE}"
+                f"{SELECT_INTERACTION} WHERE {IS_CLOSED}"
                 " ORDER BY i.created_at DESC, i.id DESC LIMIT ?",
                 (closed_limit,),
             )
@@ -663,7 +663,7 @@ class InteractionLedger:
             rows = fetch_all(
                 conn,
                 f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ?"
-                f" AND (i.state IN {_LIVE} OR (i.state = 'expired' AND NOT EXISTS"
+                f" AND ({IS_LIVE} OR (i.state = 'expired' AND NOT EXISTS"
                 " (SELECT 1 FROM deliveries d WHERE d.interaction_id = i.id)))"
                 " ORDER BY i.created_at, i.id",
                 (session_id, epoch),
@@ -832,7 +832,7 @@ def _for_cards(
 def _open(conn: Conn, session_id: str | None) -> list[Interaction]:
     rows = fetch_all(
         conn,
-        f"{SELECT_INTERACTION} WHERE i.state IN {_LIVE}"
+        f"{SELECT_INTERACTION} WHERE {IS_LIVE}"
         " AND (CAST(? AS TEXT) IS NULL OR i.session_id = ?)"
         " ORDER BY i.created_at, i.id",
         (session_id, session_id),

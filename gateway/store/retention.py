@@ -42,10 +42,9 @@ from dataclasses import dataclass, fields
 from datetime import timedelta
 
 from gateway.config.model import RetentionSection
-from gateway.interactions.machine import LIVE_STATES
 from gateway.store.database import Conn, Database, fetch_all, fetch_one, parse_time
 from gateway.store.dialect import Backend
-from gateway.store.interaction_rows import SELECT_INTERACTION, interaction_from_row
+from gateway.store.interaction_rows import IS_CLOSED, SELECT_INTERACTION, interaction_from_row
 
 __all__ = [
     "KEPT_EVENTS",
@@ -63,7 +62,6 @@ LEASE_SECONDS = 300.0  # renewed at every batch; a host that died lets it lapse 
 KEPT_EVENTS = ("config.in_force",)  # audit entries the hosts compare: never pruned
 _IN_CHUNK = 100  # ids per ``IN (...)`` of a delete
 
-_LIVE = "(" + ", ".join(sorted(f"'{state.value}'" for state in LIVE_STATES)) + ")"
 _FINISHED_PROMPT = "('done', 'dropped', 'interrupted')"
 
 # an interaction a grant references that is not revoked (gateway/store/grants.py)
@@ -91,13 +89,11 @@ _GOES_WHOLE = (
     " AND EXISTS (SELECT 1 FROM runtime_epochs e WHERE e.session_id = i.session_id"
     " AND e.epoch = i.runtime_epoch AND e.ended_at IS NOT NULL))"
 )
-_INTERACTIONS = (
-    f"FROM interactions i WHERE i.state NOT IN {_LIVE} AND NOT {_LIVE_GRANT} AND {_GOES_WHOLE}"
-)
+_INTERACTIONS = f"FROM interactions i WHERE {IS_CLOSED} AND NOT {_LIVE_GRANT} AND {_GOES_WHOLE}"
 # details of a closed request that stays (one that goes whole is not emptied first):
 # params (texts, audit, audit)
 _DETAILS = (
-    f"FROM interactions i WHERE i.updated_at < ? AND i.state NOT IN {_LIVE}"
+    f"FROM interactions i WHERE i.updated_at < ? AND {IS_CLOSED}"
     f" AND i.detail_json IS NOT NULL AND NOT {_LIVE_GRANT} AND NOT {_GOES_WHOLE}"
 )
 _KEPT = "(" + ", ".join(f"'{event}'" for event in KEPT_EVENTS) + ")"
