@@ -121,16 +121,20 @@ async def test_the_sweep_reads_what_is_open_not_every_session(
     if not shared:
         # each part starts from an index of the open rows; sessions only by their key
         assert "USING INDEX prompts_claimable" in waiting_plan.splitlines()[0], everything
-        assert "interactions_state" in stranded_plan.splitlines()[0], everything
+        assert stranded_plan.splitlines()[0] == "SCAN i USING INDEX interactions_live", everything
         for line in everything.splitlines():
-            # the one scan is of the partial index, which holds the claimable prompts only
+            # the scans are of the partial indexes, which hold the live requests and the
+            # claimable prompts only
             if line.strip().startswith("SCAN"):
-                assert line.strip() == "SCAN p USING INDEX prompts_claimable", everything
+                assert line.strip() in {
+                    "SCAN i USING INDEX interactions_live",
+                    "SCAN p USING INDEX prompts_claimable",
+                }, everything
             if line.strip().startswith("SEARCH s "):
                 assert line.strip().endswith("(id=?)"), everything
     else:
         assert "prompts_claimable" in waiting_plan, everything
-        assert "interactions_state" in stranded_plan, everything
+        assert "interactions_live" in stranded_plan, everything
         assert "Seq Scan on sessions" not in everything, everything
         assert "Seq Scan on prompts" not in everything, everything
         assert "Seq Scan on interactions" not in everything, everything

@@ -11,11 +11,12 @@ question instead of every runner looking at its own session (a write: ``claim_ne
   ledger only).
 
 It runs on a reader (``store.readers``), never on the writer: an idle host's sweep waits for
-no write and makes none. Each part reads only what is open, by an index that holds it: the
-decided interactions (``interactions_state``), the claimable prompts (``prompts_claimable``,
-migration 25, partial), the passed commands (a table of only those); each row found looks
-its session up by key for the host. So an idle host's sweep costs the same with ten sessions
-or ten thousand: it grows with what is open (tests/test_host_work_plan.py reads the plans).
+no write and makes none. Each part reads only what is open, by an index that holds only
+that: the live interactions (``interactions_live``, partial; the decided ones are among
+them), the claimable prompts (``prompts_claimable``, partial), the passed commands (a table
+of only those); each row found looks its session up by key for the host. So an idle host's
+sweep costs the same with ten sessions or ten thousand: it grows with what is open
+(tests/test_host_work_plan.py reads the plans).
 """
 
 from __future__ import annotations

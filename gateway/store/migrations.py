@@ -751,15 +751,19 @@ _FILES_CARD = (
 _AUDIT_BY_EVENT = ("CREATE INDEX audit_event ON audit(event, id)",)
 
 # issue 36, CPU per approval: an index is written whenever a column it holds or filters by
-# is, so the ones every step rewrote (``updated_at``, ``state``) now hold only the rows their
-# readers look for: pruning's two, closed requests only (a live request's updated_at moves
-# at each step, and a live request is never pruned); the cards' state, the failed copies
-# only (``list_failed``). A request's pending -> decided -> delivered and a card's sent ->
-# edited write none of them. And the live requests' index tests equalities: SQLite built a
-# temporary table for its IN list of three each time it tested a row written (about a
-# twentieth of the ledger's instructions per approval). The queries spell the conditions as
-# these do (``IS_LIVE``, ``IS_CLOSED`` in gateway/store/interaction_rows.py).
+# is (each page written is a frame in the write-ahead log, two system calls), so the ones
+# every step rewrote (``updated_at``, ``state``) now hold only the rows their readers look
+# for: pruning's two, closed requests only (a live request's updated_at moves at each step,
+# and a live request is never pruned); the cards' state, the failed copies only
+# (``list_failed``). ``interactions_state`` goes: every question by a request's state asks
+# for live ones (the sweep's decided ones, a project's pending ones), and the live requests'
+# partial index holds those. The live index tests equalities: SQLite built a temporary table
+# for its IN list of three each time it tested a row written. A request's pending -> decided
+# -> delivered and a card's sent -> edited now write one index of the request's, not four,
+# and none of the card's. The queries spell the conditions as these do (``IS_LIVE``,
+# ``IS_CLOSED`` in gateway/store/interaction_rows.py).
 _INDEXES_OF_WHAT_IS_READ = (
+    "DROP INDEX interactions_state",
     "DROP INDEX interactions_live",
     "DROP INDEX interactions_updated",
     "DROP INDEX interactions_detail_kept",
