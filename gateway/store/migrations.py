@@ -761,13 +761,16 @@ _AUDIT_BY_EVENT = ("CREATE INDEX audit_event ON audit(event, id)",)
 # for its IN list of three each time it tested a row written. A request's pending -> decided
 # -> delivered and a card's sent -> edited now write one index of the request's, not four,
 # and none of the card's. The queries spell the conditions as these do (``IS_LIVE``,
-# ``IS_CLOSED`` in gateway/store/interaction_rows.py).
+# ``IS_CLOSED`` in gateway/store/interaction_rows.py). ``audit_session`` goes too: no query
+# reads the audit by session (the export reads it by request and by event), and every entry
+# wrote it.
 _INDEXES_OF_WHAT_IS_READ = (
     "DROP INDEX interactions_state",
     "DROP INDEX interactions_live",
     "DROP INDEX interactions_updated",
     "DROP INDEX interactions_detail_kept",
     "DROP INDEX interaction_messages_state",
+    "DROP INDEX audit_session",
     "CREATE INDEX interactions_live ON interactions(created_at, id)"
     " WHERE state = 'pending' OR state = 'decided' OR state = 'delivered'",
     "CREATE INDEX interactions_closed ON interactions(updated_at)"
