@@ -60,23 +60,30 @@ def instructions_per_approval(
 
 
 def _collected(checkout: Path, store: str, count: int, warmup: int) -> int:
-    argv = [
-        "valgrind",
-        "--tool=callgrind",
-        "--callgrind-out-file=/dev/null",
-        sys.executable,
-        "-m",
-        "bench.interactions",
-        f"--count={count}",
-        f"--warmup={warmup}",
-        f"--store={store}",
-    ]
-    done = subprocess.run(argv, cwd=checkout, capture_output=True, check=False)
+    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    done = _under(argv, checkout, store, count, warmup)
     found = _COLLECTED.search(done.stderr)
-    if done.returncode != 0 or found is None:
-        tail = done.stderr.decode(errors="replace")[-2000:]
-        raise SystemExit(f"bench.interactions under callgrind failed ({done.returncode}):\n{tail}")
+    if found is None:
+        raise SystemExit(f"valgrind said no count:\n{_tail(done)}")
     return int(found.group(1))
+
+
+def _under(
+    tool: list[str], checkout: Path, store: str, count: int, warmup: int
+) -> subprocess.CompletedProcess[bytes]:
+    """``bench.interactions`` in ``checkout`` run under ``tool`` (its argv up to the program)."""
+    bench = ["-m", "bench.interactions", f"--count={count}", f"--warmup={warmup}"]
+    argv = [*tool, sys.executable, *bench, f"--store={store}"]
+    done = subprocess.run(argv, cwd=checkout, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(
+            f"bench.interactions under {tool[0]} failed ({done.returncode}):\n{_tail(done)}"
+        )
+    return done
+
+
+def _tail(done: subprocess.CompletedProcess[bytes]) -> str:
+    return done.stderr.decode(errors="replace")[-2000:]
 
 
 def syscalls_per_approval(
@@ -93,25 +100,14 @@ def syscalls_per_approval(
 def _syscalls(checkout: Path, store: str, count: int, warmup: int) -> dict[str, int]:
     with tempfile.TemporaryDirectory(prefix="bench-strace-") as scratch:
         summary = Path(scratch) / "summary"
-        argv = [
-            "strace",
-            "-f",
-            "-c",
-            "-o",
-            str(summary),
-            "-e",
-            "trace=" + ",".join(LEDGER_SYSCALLS),
-            sys.executable,
-            "-m",
-            "bench.interactions",
-            f"--count={count}",
-            f"--warmup={warmup}",
-            f"--store={store}",
-        ]
-        done = subprocess.run(argv, cwd=checkout, capture_output=True, check=False)
-        if done.returncode != 0 or not summary.exists():
-            tail = done.stderr.decode(errors="replace")[-2000:]
-            raise SystemExit(f"bench.interactions under strace failed ({done.returncode}):\n{tail}")
+        traced = ",".join(LEDGER_SYSCALLS)
+        _under(
+            ["strace", "-f", "-c", "-o", str(summary), "-e", f"trace={traced}"],
+            checkout,
+            store,
+            count,
+            warmup,
+        )
         return {
             found.group(2): int(found.group(1))
             for line in summary.read_text().splitlines()
