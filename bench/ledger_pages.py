@@ -1,5 +1,5 @@
 """The console's first page and ``/pending`` on a ledger with many closed requests, without
-and with migration 20's indexes; then a prune of that ledger (issue 36).
+and with the indexes they read (migrations 20 and 28); then a prune of that ledger (issue 36).
 
     python -m bench.ledger_pages [--interactions 1000000] [--reads 200]
                                  [--store sqlite|postgresql] [--json]
