@@ -116,6 +116,10 @@ INTERACTION_ORIGIN_COLUMN = (
 # the hash of an interaction whose details were pruned (migration 20), which reads select
 PRUNED_HASH_COLUMN = "ALTER TABLE interactions ADD COLUMN pruned_hash TEXT"
 
+# a card's copy drawn again in its conversation (migration 5's rebuild), which the reads of
+# a card's copies select (a delivery's record reads them: gateway/store/interaction_rows.py)
+COPY_AGAIN_COLUMN = "ALTER TABLE interaction_messages ADD COLUMN again INTEGER NOT NULL DEFAULT 0"
+
 
 async def todays_reads(store: Store) -> Store:
     """``store``, opened at an older schema, with what today's reads of an interaction need
@@ -129,6 +133,7 @@ async def todays_reads(store: Store) -> Store:
     await store.writer.write(lambda conn: conn.execute(SEALED_ANSWERS_TABLE))
     await store.writer.write(lambda conn: conn.execute(INTERACTION_ORIGIN_COLUMN))
     await store.writer.write(lambda conn: conn.execute(PRUNED_HASH_COLUMN))
+    await store.writer.write(lambda conn: conn.execute(COPY_AGAIN_COLUMN))
     return store
 
 
@@ -142,4 +147,7 @@ async def as_it_was(store: Store) -> None:
     )
     await store.writer.write(
         lambda conn: conn.execute("ALTER TABLE interactions DROP COLUMN pruned_hash")
+    )
+    await store.writer.write(
+        lambda conn: conn.execute("ALTER TABLE interaction_messages DROP COLUMN again")
     )

@@ -45,16 +45,16 @@ from gateway.platform import MessageRef, Platform, RateLimited, RefusedForGood
 from gateway.render.commands import spell_commands
 from gateway.render.interaction_card import render_interaction
 from gateway.session_record import SessionRecord
-from gateway.sessions.card_lanes import CardLanes
+from gateway.sessions.card_lanes import CardLanes, Seen
 from gateway.sessions.faults import crashpoint
 from gateway.sessions.outbound import with_rate_limit
 from gateway.store.codec import redact_secret_answers
-from gateway.store.records import CardCopy, CopyState
+from gateway.store.records import CardCopy, CopyState, InteractionUpdate
 from gateway.store.sealing import Sealer
 from gateway.store.store import Store
 from gateway.store.votes import VoteOutcome
 
-__all__ = ["Broker", "Deliverer", "DeliveryRefused", "DeliveryWork"]
+__all__ = ["Broker", "Deliverer", "DeliveryRefused", "DeliveryWork", "Written"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -75,7 +75,16 @@ class DeliveryRefused(GatewayError):
     """The decision could not be written: the agent that asked is gone."""
 
 
-DeliveryWork = Callable[[], Coroutine[Any, Any, Interaction]]
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What became of a decision's write: the request after it (and after its record), and
+    the read of its card the record made (``seen``; None: the card lanes read it)."""
+
+    interaction: Interaction
+    seen: Seen | None = None
+
+
+DeliveryWork = Callable[[], Coroutine[Any, Any, Written]]
 
 
 class Deliverer(Protocol):
@@ -89,9 +98,7 @@ class Deliverer(Protocol):
         with the delivery for the card; None for a write to the agent."""
         ...
 
-    def own_delivery(
-        self, interaction: Interaction, work: DeliveryWork
-    ) -> asyncio.Future[Interaction]:
+    def own_delivery(self, interaction: Interaction, work: DeliveryWork) -> asyncio.Future[Written]:
         """Run ``work`` (the write and its record) as a task of the session runner whose
         epoch asked, so that no caller's cancellation reaches it; DeliveryRefused when that
         runtime is gone."""
@@ -292,15 +299,16 @@ class Broker:
             WRITE_DRAWN_AFTER_SECONDS, self.mark_dirty, decided.id
         )
 
-        def written(_: object) -> None:
+        def written(done: asyncio.Future[Written]) -> None:
             later.cancel()
-            self.mark_dirty(decided.id)
+            ended = done.result() if not done.cancelled() and done.exception() is None else None
+            self._cards.mark(decided.id, None if ended is None else ended.seen)
 
         task.add_done_callback(written)
         await asyncio.wait((task,))  # a cancelled caller leaves the task running
         if task.cancelled():  # the epoch ended under the write: its end orphans the request
             return await self._require(decided.id)
-        return task.result()
+        return task.result().interaction
 
     async def sweep(self, session_id: str, epoch: int) -> int:
         """Deliver every decision of the epoch that was committed but has no delivery fact
@@ -357,10 +365,11 @@ class Broker:
                 self.mark_dirty(interaction.id)
                 continue
             log.info("delivering the stranded decision on %s", interaction.id)
+            seen = None
             try:
-                await self._write_and_record(interaction, decision)
+                seen = (await self._write_and_record(interaction, decision)).seen
             finally:
-                self.mark_dirty(interaction.id)
+                self._cards.mark(interaction.id, seen)
         return handled
 
     def _committed_decision(self, interaction: Interaction) -> Decision | None:
@@ -408,10 +417,12 @@ class Broker:
         self.mark_dirty(interaction.id)
         return update.interaction
 
-    async def _write_and_record(self, interaction: Interaction, decision: Decision) -> Interaction:
+    async def _write_and_record(self, interaction: Interaction, decision: Decision) -> Written:
         """Write the decision to the agent, then record the write (in the session's task).
-        The card is its caller's to mark for a redraw, once this ends."""
+        The card is its caller's to mark for a redraw, once this ends (with the record's
+        read of it, ``Written.seen``)."""
         self._in_flight.add(interaction.id)
+        since = self._cards.draws()
         try:
             became: str | None = None
             try:
@@ -423,15 +434,15 @@ class Broker:
                 # for the session's consumer) is the fact that ends it; nothing was written
                 log.info("decision on %s not written: %s", interaction.id, exc)
                 self._closed_by_agent[interaction.id] = interaction
-                return await self._require(interaction.id)
+                return Written(await self._require(interaction.id))
             except DeliveryRefused as exc:
                 log.info("decision on %s not delivered: %s", interaction.id, exc)
-                return await self._require(interaction.id)
+                return Written(await self._require(interaction.id))
             except GatewayError as exc:
                 update = await self._store.interactions.record_delivery(
                     interaction.id, ok=False, error=str(exc)
                 )
-                return update.interaction
+                return Written(update.interaction, self._seen(update, since))
             crashpoint("response_written")
             try:
                 update = await self._store.interactions.record_delivery(
@@ -443,7 +454,7 @@ class Broker:
                 self._written[interaction.id] = interaction.session_id
                 raise
             crashpoint("delivery_recorded")
-            return update.interaction
+            return Written(update.interaction, self._seen(update, since))
         finally:
             self._in_flight.discard(interaction.id)
 
@@ -478,6 +489,7 @@ class Broker:
         decision = plan.decision
         if decision is None:
             return expired
+        since = self._cards.draws()
         try:
             await self._deliverer.deliver(expired, decision)
         except GatewayError as exc:  # DeliveryRefused included: the write was not made
@@ -486,7 +498,7 @@ class Broker:
             )
         else:
             update = await self._store.interactions.record_delivery(expired.id, ok=True)
-        self.mark_dirty(expired.id)
+        self.redraw(update, since)
         return update.interaction
 
     async def _require(self, interaction_id: str) -> Interaction:
@@ -500,6 +512,27 @@ class Broker:
     def mark_dirty(self, interaction_id: str) -> None:
         """Ask the refresher to bring every copy of this card up to date."""
         self._cards.mark(interaction_id)
+
+    def draws(self) -> int:
+        """The card draws finished so far: counted before a ledger write whose update
+        :meth:`redraw` is handed (CardLanes.draws)."""
+        return self._cards.draws()
+
+    def redraw(self, update: InteractionUpdate, since: int) -> None:
+        """:meth:`mark_dirty` from what ``update``'s write read of the card (its copies and
+        session: ``InteractionUpdate.cards``), counted at ``since`` (:meth:`draws`, taken
+        before the write began); the lanes read nothing more. An update that read nothing of
+        the card is marked as :meth:`mark_dirty` marks."""
+        self._cards.mark(update.interaction.id, self._seen(update, since))
+
+    def _seen(self, update: InteractionUpdate, since: int) -> Seen | None:
+        cards = update.cards
+        if cards is None:
+            return None
+        if cards.session is not None:
+            interaction = update.interaction
+            self._remember(interaction.session_id, cards.session.project, cards.session.name)
+        return Seen(update.interaction, cards.copies, since)
 
     async def run_refresher(self) -> None:
         """The tasks that edit cards after decisions and closes (owned by the engine): a

@@ -8,7 +8,12 @@ card, whatever platform either is on.
 
 - :meth:`CardLanes.mark` puts the card in the *router*: one task that reads the card and its
   copies from the ledger (one read) and hands the card to the lane of each conversation
-  whose copy is behind, with that read;
+  whose copy is behind, with that read. A write that changed the card and read its copies
+  in its own transaction hands that read to :meth:`CardLanes.mark` (a :class:`Seen`, with
+  the draws counted before the write began: :meth:`CardLanes.draws`), and the router reads
+  nothing: two ledger calls fewer per approval (the delivery's record and the agent's
+  close). Of two reads of a card marked before the router took it, the newer version is
+  kept, and a mark that asks for a read is never replaced by a caller's;
 - a conversation's lane draws its cards one at a time, in the order they were marked, and
   ends when it has nothing left (lanes do not outlive their work);
 - nothing waits on purpose: edits coalesce instead. A card marked again while it waits in a
@@ -32,7 +37,7 @@ import asyncio
 import contextlib
 import logging
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from gateway.domain import ConversationRef
@@ -40,7 +45,7 @@ from gateway.errors import StoreError
 from gateway.interactions.machine import Interaction
 from gateway.store.records import CardCopy
 
-__all__ = ["LEDGER_PAUSE_SECONDS", "READS_AT_ONCE", "CardLanes", "Drawing"]
+__all__ = ["LEDGER_PAUSE_SECONDS", "READS_AT_ONCE", "CardLanes", "Drawing", "Seen"]
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +68,9 @@ class Drawing:
 
 
 @dataclass(frozen=True, slots=True)
-class _Seen:
-    """The router's read of a card, for one conversation: ``draws`` counted when it began."""
+class Seen:
+    """A read of a card and its copies (the router's, for one conversation, or a write's
+    own, for all): ``draws`` counted (:meth:`CardLanes.draws`) before it began."""
 
     interaction: Interaction
     copies: tuple[CardCopy, ...]
@@ -72,13 +78,13 @@ class _Seen:
 
 
 class _Lane:
-    """Cards to draw (interaction ids in the order marked, each with the router's read or
-    None: read it when drawn) and the task drawing them."""
+    """Cards to draw (interaction ids in the order marked, each with a read of it or None:
+    read it when taken) and the task drawing them."""
 
     __slots__ = ("dirty", "task")
 
     def __init__(self) -> None:
-        self.dirty: dict[str, _Seen | None] = {}
+        self.dirty: dict[str, Seen | None] = {}
         self.task: asyncio.Task[None] | None = None
 
 
@@ -108,10 +114,26 @@ class CardLanes:
 
     # --- what asks for a refresh ----------------------------------------------------------
 
-    def mark(self, interaction_id: str) -> None:
-        """Bring every copy of this card up to date, each in its conversation's lane."""
-        self._router.dirty[interaction_id] = None
+    def mark(self, interaction_id: str, seen: Seen | None = None) -> None:
+        """Bring every copy of this card up to date, each in its conversation's lane: from
+        ``seen``, the caller's read of the card and all its copies, or else from a read of
+        the router's own."""
+        dirty = self._router.dirty
+        if seen is None or interaction_id not in dirty:
+            dirty[interaction_id] = seen
+        else:
+            # a read to come is the newest; of two made, the newer version (two writes of
+            # one card, on two connections, may end in either order)
+            before = dirty[interaction_id]
+            if before is not None and before.interaction.version <= seen.interaction.version:
+                dirty[interaction_id] = seen
         self._start(None, self._router)
+
+    def draws(self) -> int:
+        """The draws finished so far: counted before a ledger call whose read of a card is
+        handed to :meth:`mark` (a draw that ends after the count is taken as it left the
+        copy, not as the read found it)."""
+        return self._draws
 
     def mark_in(self, conversation: ConversationRef, interaction_id: str) -> None:
         """Bring the card's copies in ``conversation`` up to date (read when drawn)."""
@@ -162,7 +184,7 @@ class CardLanes:
                 _, (forgotten, _) = self._left.popitem(last=False)
                 self._forgotten = max(self._forgotten, forgotten)
 
-    def _as_left(self, seen: _Seen) -> tuple[CardCopy, ...] | None:
+    def _as_left(self, seen: Seen) -> tuple[CardCopy, ...] | None:
         """The copies of ``seen`` as the draws finished since it was read left them; None
         where one of those left no record (or is forgotten): read them again. (A draw
         under way now is waited for by :meth:`drawing`.)"""
@@ -209,23 +231,27 @@ class CardLanes:
         router = self._router
         try:
             while router.dirty:
-                interaction_id = next(iter(router.dirty))
+                interaction_id, seen = next(iter(router.dirty.items()))
                 del router.dirty[interaction_id]
-                draws = self._draws
-                try:
-                    interaction, copies = await self._read(interaction_id)
-                except StoreError as exc:
-                    log.warning("card %s not read (%s): again soon", interaction_id, exc)
-                    router.dirty[interaction_id] = None
-                    await asyncio.sleep(LEDGER_PAUSE_SECONDS)  # a pause, not a wait for state
-                    continue
-                if interaction is None:  # pragma: no cover - interactions are never deleted
-                    continue
+                if seen is not None:  # read by the write that changed it
+                    interaction, copies, draws = seen.interaction, seen.copies, seen.draws
+                else:
+                    draws = self._draws
+                    try:
+                        found, every = await self._read(interaction_id)
+                    except StoreError as exc:
+                        log.warning("card %s not read (%s): again soon", interaction_id, exc)
+                        router.dirty[interaction_id] = None
+                        await asyncio.sleep(LEDGER_PAUSE_SECONDS)  # a pause, not a wait
+                        continue
+                    if found is None:  # pragma: no cover - interactions are never deleted
+                        continue
+                    interaction, copies = found, tuple(every)
                 for conversation, theirs in _by_conversation(copies).items():
                     if not any(self._behind(interaction, copy) for copy in theirs):
                         continue
                     lane = self._lane(conversation)
-                    lane.dirty[interaction_id] = _Seen(interaction, theirs, draws)
+                    lane.dirty[interaction_id] = Seen(interaction, theirs, draws)
                     self._start(conversation, lane)
         finally:
             router.task = None
@@ -251,7 +277,7 @@ class CardLanes:
             self._ended()
 
     async def _refresh(
-        self, conversation: ConversationRef, interaction_id: str, seen: _Seen | None
+        self, conversation: ConversationRef, interaction_id: str, seen: Seen | None
     ) -> None:
         copies_now = self._as_left(seen) if seen is not None else None
         if seen is not None and copies_now is not None:
@@ -269,7 +295,7 @@ class CardLanes:
                 await self._draw(interaction, copy)
 
 
-def _by_conversation(copies: list[CardCopy]) -> dict[ConversationRef, tuple[CardCopy, ...]]:
+def _by_conversation(copies: Sequence[CardCopy]) -> dict[ConversationRef, tuple[CardCopy, ...]]:
     found: dict[ConversationRef, list[CardCopy]] = {}
     for copy in copies:
         found.setdefault(copy.conversation, []).append(copy)

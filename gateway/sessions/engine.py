@@ -48,7 +48,7 @@ from gateway.render.commands import spell_commands
 from gateway.send_file_wire import SendFileAnswer, SendFileCall
 from gateway.session_record import SessionRecord
 from gateway.sessions.agents import AgentLauncher
-from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
+from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork, Written
 from gateway.sessions.control import Control
 from gateway.sessions.decisions import DecisionDesk
 from gateway.sessions.file_choice import FileChoices, is_files_token
@@ -889,9 +889,7 @@ class Gateway:
     async def deliver(self, interaction: Interaction, decision: Decision) -> str | None:
         return await self._runner_of(interaction).deliver(interaction, decision)
 
-    def own_delivery(
-        self, interaction: Interaction, work: DeliveryWork
-    ) -> asyncio.Future[Interaction]:
+    def own_delivery(self, interaction: Interaction, work: DeliveryWork) -> asyncio.Future[Written]:
         return self._runner_of(interaction).own_delivery(interaction, work)
 
     def sweep_soon(self, session_id: str) -> None:

@@ -92,7 +92,7 @@ from gateway.render.exit_notice import exit_notice
 from gateway.render.queue_notes import held_note, stopped_notice
 from gateway.send_file_wire import SendFileAnswer, SendFileCall
 from gateway.sessions.agents import AgentLauncher, RunningAgent
-from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork
+from gateway.sessions.broker import Broker, DeliveryRefused, DeliveryWork, Written
 from gateway.sessions.compaction import Compaction
 from gateway.sessions.file_fetch import save_attachments
 from gateway.sessions.file_sends import FileSends, file_request
@@ -206,7 +206,7 @@ class _AgentGone(Exception):
     """The agent process ended: leave the epoch's task group."""
 
 
-def _retrieved(outcome: asyncio.Future[Interaction]) -> None:
+def _retrieved(outcome: asyncio.Future[Written]) -> None:
     if not outcome.cancelled():
         outcome.exception()
 
@@ -250,6 +250,9 @@ class SessionRunner:
         self._clock = clock
         self._opened = asyncio.Event()  # a request was opened: the expiry task looks again
         self._opened_unanswered = asyncio.Event()  # ... and the escalation task
+        # the requests the agent has open in this epoch: native key -> interaction id (a
+        # close whose answer the ledger lost has its card read again: _closed)
+        self._asked: dict[str, str] = {}
         self._groups = groups or {}  # [groups] and [people]: whom an escalation asks
         self._people = people or {}
         # the rule governing a request (the engine's PolicyBook: walked once per request)
@@ -396,9 +399,7 @@ class SessionRunner:
         self.kick()
         return True
 
-    def own_delivery(
-        self, interaction: Interaction, work: DeliveryWork
-    ) -> asyncio.Future[Interaction]:
+    def own_delivery(self, interaction: Interaction, work: DeliveryWork) -> asyncio.Future[Written]:
         """Run a decision's write and its record as a task of the epoch that asked: it ends
         with that epoch, never with the caller that handed it over. Its outcome is the
         future returned; a ledger error (the record's transaction cut) is the caller's, not
@@ -406,7 +407,7 @@ class SessionRunner:
         tasks = self._epoch_tasks
         if tasks is None or self.agent is None or self.epoch != interaction.runtime_epoch:
             raise DeliveryRefused("the agent process that asked has ended")
-        outcome: asyncio.Future[Interaction] = asyncio.get_running_loop().create_future()
+        outcome: asyncio.Future[Written] = asyncio.get_running_loop().create_future()
         outcome.add_done_callback(_retrieved)  # a caller cancelled meanwhile reads nothing
         owned = self._owned(work, outcome)
         try:
@@ -416,7 +417,7 @@ class SessionRunner:
             raise DeliveryRefused("the agent process that asked is ending") from exc
         return outcome
 
-    async def _owned(self, work: DeliveryWork, outcome: asyncio.Future[Interaction]) -> None:
+    async def _owned(self, work: DeliveryWork, outcome: asyncio.Future[Written]) -> None:
         try:
             outcome.set_result(await work())
         except StoreError as exc:
@@ -551,6 +552,7 @@ class SessionRunner:
                 else:
                     epoch = await self._begin_epoch(agent)
                 self.agent, self.epoch = agent, epoch
+                self._asked.clear()
                 self.start_failure = None
                 self._feed_gate = asyncio.Lock()
                 self.ended_idle.clear()
@@ -1072,14 +1074,29 @@ class SessionRunner:
 
     # --- events ---------------------------------------------------------------------------
 
+    async def _closed(
+        self, epoch: int, native_key: str, how: Resolution, stopped_by: Actor | None = None
+    ) -> None:
+        """The agent closed a request: its card drawn from what the close read of it; a
+        close whose answer the ledger lost (it may have committed) has the card read again,
+        once the ledger answers, and drawn as the ledger has it."""
+        since = self._broker.draws()
+        asked = self._asked.pop(native_key, None)
+        try:
+            update = await self._store.interactions.close_from_agent(
+                self.session_id, epoch, native_key, how=how, stopped_by=stopped_by
+            )
+        except StoreError:
+            if asked is not None:
+                self._broker.mark_dirty(asked)
+            raise
+        if update is not None:
+            self._broker.redraw(update, since)
+
     async def _on_event(self, event: AgentEvent, epoch: int) -> None:
         self.idle.touch()
         for key in self._files.delivered_keys():  # the agent goes on: it read the result
-            closed = await self._store.interactions.close_from_agent(
-                self.session_id, epoch, key, how=Resolution.ANSWERED
-            )
-            if closed is not None:
-                self._broker.mark_dirty(closed.interaction.id)
+            await self._closed(epoch, key, Resolution.ANSWERED)
         stream = self._stream
         match event:
             case TextDelta(item_id=item_id, text=text):
@@ -1097,6 +1114,8 @@ class SessionRunner:
                     await self._outbound.settle(stream, SETTLE_SECONDS)
                 turn_id = self._turn.id if self._turn is not None else None
                 opened = await self._broker.open(self.session_id, epoch, request, turn_id=turn_id)
+                if request.native_key is not None:
+                    self._asked[request.native_key] = opened.id
                 if opened.state is InteractionState.PENDING:
                     await self._refuse_by_policy(opened)
                 self._opened.set()
@@ -1104,11 +1123,7 @@ class SessionRunner:
                 if stream is not None:
                     stream.interaction_opened(opened.id)  # what follows comes after the card
             case InteractionClosed(native_key=native_key, how=how):
-                update = await self._store.interactions.close_from_agent(
-                    self.session_id, epoch, native_key, how=how, stopped_by=self._stopped_by
-                )
-                if update is not None:
-                    self._broker.mark_dirty(update.interaction.id)
+                await self._closed(epoch, native_key, how, self._stopped_by)
             case TurnStarted(turn_native_id=native_id):
                 if self._turn is not None and native_id:
                     await self._store.turns.set_native_id(self._turn.id, native_id)

@@ -28,7 +28,7 @@ from gateway.store import codec
 from gateway.store.cards import COPIES_JSON, copies_from_json
 from gateway.store.database import Conn, Row, by_name, fetch_one, parse_time
 from gateway.store.dialect import FOR_UPDATE_OF_I
-from gateway.store.records import CardCopy, CardSession
+from gateway.store.records import CardCopy, CardSession, CardsRead
 
 __all__ = [
     "IS_CLOSED",
@@ -39,6 +39,7 @@ __all__ = [
     "for_cards_from_row",
     "interaction_by_native_key",
     "interaction_from_row",
+    "locked_for_cards",
     "new_interaction",
     "require_interaction",
     "select_interaction_with",
@@ -92,9 +93,13 @@ _SELECT_LOCKED = select_interaction_with(
 )
 # the request with its card's copies, and what they show of its session (its project and
 # name: for_cards_from_row): what drawing the cards needs, one statement
-SELECT_FOR_CARDS = select_interaction_with(
-    f"n.project AS session_project, n.name AS session_name, {COPIES_JSON}",
-    "LEFT JOIN sessions n ON n.id = i.session_id\n",
+_FOR_CARDS = f"n.project AS session_project, n.name AS session_name, {COPIES_JSON}"
+_SESSION_JOIN = "LEFT JOIN sessions n ON n.id = i.session_id\n"
+SELECT_FOR_CARDS = select_interaction_with(_FOR_CARDS, _SESSION_JOIN)
+# both: a write that changes the card reads what redrawing it needs as it locks the request
+_SELECT_LOCKED_FOR_CARDS = select_interaction_with(
+    f"(SELECT version FROM interactions WHERE id = i.id) AS seen_version, {_FOR_CARDS}",
+    _SESSION_JOIN,
 )
 
 
@@ -122,6 +127,21 @@ def require_interaction(conn: Conn, interaction_id: str, *, lock: bool = False) 
     if row is None:
         raise UnknownInteraction(interaction_id)
     return interaction_from_row(row)
+
+
+def locked_for_cards(
+    conn: Conn, where: str, params: tuple[object, ...]
+) -> tuple[Interaction, CardsRead] | None:
+    """The request ``where`` says (terms on ``i``), locked and read whole as
+    :func:`require_interaction` reads it, with its card's copies and what they show of its
+    session, read by the same statement (``CardsRead``: the card lanes read nothing more)."""
+    row = fetch_one(conn, f"{_SELECT_LOCKED_FOR_CARDS} WHERE {where}{FOR_UPDATE_OF_I}", params)
+    if row is not None and row["seen_version"] != row["version"]:
+        row = fetch_one(conn, f"{SELECT_FOR_CARDS} WHERE i.id = ?", (row["id"],))
+    if row is None:
+        return None
+    interaction, copies, session = for_cards_from_row(row)
+    return interaction, CardsRead(copies=tuple(copies), session=session)
 
 
 def _whole(conn: Conn, locked: Row | None) -> Row | None:

@@ -27,7 +27,7 @@ from gateway.domain import (
     Resolution,
     Scope,
 )
-from gateway.errors import AlreadyDecided, StoreError, VersionMoved
+from gateway.errors import AlreadyDecided, StoreError, UnknownInteraction, VersionMoved
 from gateway.interactions.machine import (
     DecisionFact,
     DeliveryFact,
@@ -55,10 +55,18 @@ from gateway.store.interaction_rows import (
     interaction_by_native_key,
     interaction_by_native_key_sent,
     interaction_from_row,
+    locked_for_cards,
     new_interaction,
     require_interaction,
 )
-from gateway.store.records import CardCopy, CardSession, Grant, InteractionUpdate, Opened
+from gateway.store.records import (
+    CardCopy,
+    CardSession,
+    CardsRead,
+    Grant,
+    InteractionUpdate,
+    Opened,
+)
 from gateway.store.sessions import SESSION_COLUMNS_OF_S, session_from_row
 
 __all__ = ["InteractionLedger"]
@@ -499,7 +507,10 @@ class InteractionLedger:
         outcome = DeliveryOutcome.OK if ok else DeliveryOutcome.FAILED
 
         def record_delivery(conn: Conn) -> InteractionUpdate:
-            current = require_interaction(conn, interaction_id, lock=True)
+            found = locked_for_cards(conn, "i.id = ?", (interaction_id,))
+            if found is None:
+                raise UnknownInteraction(interaction_id)
+            current, cards = found
             if ok and (
                 current.state is InteractionState.DELIVERED
                 or (current.delivery is not None and current.delivery.outcome is outcome)
@@ -514,12 +525,19 @@ class InteractionLedger:
                     transition=Transition(
                         event=event, before=current.state, after=current.state, ignored=True
                     ),
+                    cards=cards,
                 )
             moved = transition(current.state, event)
             delivered = self._insert_delivery(conn, interaction_id, outcome, error)
             # _apply deletes a sealed answer here, in the transaction that records its write
             update = self._apply(
-                conn, current, moved, by="gateway", note=error or "", delivered=delivered
+                conn,
+                current,
+                moved,
+                by="gateway",
+                note=error or "",
+                delivered=delivered,
+                cards=cards,
             )
             if not moved.ignored:
                 return update
@@ -614,8 +632,12 @@ class InteractionLedger:
         under way, so a withdrawal is theirs (STOP, by them), not the agent's."""
 
         def close(conn: Conn) -> InteractionUpdate | None:
-            current = interaction_by_native_key(conn, session_id, epoch, native_key, lock=True)
-            if current is None:
+            found = locked_for_cards(
+                conn,
+                "i.session_id = ? AND i.runtime_epoch = ? AND i.native_key = ?",
+                (session_id, epoch, native_key),
+            )
+            if found is None:
                 self._db.audit(
                     conn,
                     "interaction.unknown_close",
@@ -624,11 +646,14 @@ class InteractionLedger:
                     details={"epoch": epoch, "how": how.value},
                 )
                 return None
+            current, cards = found
             event = event_for_agent_close(current.state, how, stopped=stopped_by is not None)
             moved = transition(current.state, event)
             if event is InteractionEvent.STOP and stopped_by is not None:
-                return self._apply(conn, current, moved, stopped_by.key(), str(stopped_by))
-            return self._apply(conn, current, moved, "agent", f"agent: {how.value}")
+                by, note = stopped_by.key(), str(stopped_by)
+            else:
+                by, note = "agent", f"agent: {how.value}"
+            return self._apply(conn, current, moved, by, note, cards=cards)
 
         return await self._db.write(close)
 
@@ -740,11 +765,13 @@ class InteractionLedger:
         *,
         record_skipped: bool = True,
         delivered: DeliveryFact | None = None,
+        cards: CardsRead | None = None,
     ) -> InteractionUpdate:
         """Write one transition (already looked up) with its facts, or audit an ignored one.
         ``record_skipped=False``: a move that skips the delivery records no "skipped" fact
         (whether the answer was written is not known). ``delivered``: the delivery the
-        caller recorded in this transaction, the latest one now.
+        caller recorded in this transaction, the latest one now. ``cards``: the copies read
+        with ``current`` (``locked_for_cards``), returned with the update.
 
         The moved interaction is ``current`` with what this call wrote, not read back:
         ``current`` was read whole under the row's lock (``require_interaction``), or, read
@@ -759,7 +786,7 @@ class InteractionLedger:
                 interaction_id=current.id,
                 details={"event": moved.event.value, "state": current.state.value},
             )
-            return InteractionUpdate(interaction=current, transition=moved)
+            return InteractionUpdate(interaction=current, transition=moved, cards=cards)
         now = self._db.now()
         # the compare-and-set and the facts are sent together, and the set's count is read
         # once (one wait on PostgreSQL): a set that matched no row raises, which rolls the
@@ -791,7 +818,7 @@ class InteractionLedger:
             delivery=delivered or current.delivery,
             resolution=resolved or current.resolution,
         )
-        return InteractionUpdate(interaction=after, transition=moved)
+        return InteractionUpdate(interaction=after, transition=moved, cards=cards)
 
     def _insert_delivery(
         self,

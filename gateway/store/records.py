@@ -19,6 +19,7 @@ from gateway.timeline import EntryKind
 __all__ = [
     "AuditEntry",
     "CardCopy",
+    "CardsRead",
     "CopyState",
     "EnqueueOutcome",
     "EnqueueResult",
@@ -232,8 +233,20 @@ class Opened:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class CardsRead:
+    """A request's card copies and what its cards show of its session, read by the write
+    that changed the request, in its own statement: what redrawing the cards needs (the
+    card lanes read nothing more: gateway/sessions/card_lanes.py)."""
+
+    copies: tuple[CardCopy, ...]
+    session: CardSession | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class InteractionUpdate:
-    """An interaction after an event, and what the event did (moved, or ignored and audited)."""
+    """An interaction after an event, and what the event did (moved, or ignored and audited).
+    ``cards``: its copies as the write read them, where it did (``CardsRead``)."""
 
     interaction: Interaction
     transition: Transition
+    cards: CardsRead | None = None
