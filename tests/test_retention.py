@@ -28,10 +28,11 @@ import pytest
 from gateway.attachments import InboundAttachment
 from gateway.config.ledger_url import PgTarget
 from gateway.config.model import ExpiryPolicy
-from gateway.domain import Actor, Decision, InteractionState, TurnStatus
+from gateway.domain import Actor, ConversationRef, Decision, InteractionState, TurnStatus
 from gateway.interactions.machine import InteractionEvent
 from gateway.interactions.policy import Requirement
 from gateway.store.audit_export import audit_records
+from gateway.store.cards import _COLUMNS
 from gateway.store.database import Conn, fetch_all
 from gateway.store.records import FilesChoice
 from gateway.store.retention import PruneCounts, RetentionRules
@@ -322,6 +323,8 @@ async def test_a_prompt_waiting_for_its_authors_files_choice_keeps_its_text_and_
 
 # --- the indexes ---------------------------------------------------------------------------
 
+TELEGRAM_CHAT2 = ConversationRef(platform="telegram", space=None, channel="chat2")
+
 
 async def many_closed(store: Store, clock: SetClock, count: int) -> None:
     """``count`` closed requests (written straight into the tables: a bench's ledger), and
@@ -351,6 +354,66 @@ def plan_of(store: Store, conn: Conn, sql: str, params: tuple[Any, ...]) -> str:
         return "\n".join(str(row["detail"]) for row in found)
     found = fetch_all(conn, f"EXPLAIN {sql}", params)
     return "\n".join(str(next(iter(dict(row).values()))) for row in found)
+
+
+async def test_the_card_a_reply_names_is_found_among_the_copies_sent_by_index(
+    ledger: PgTarget | None, tmp_path: Path
+) -> None:
+    """A reply to a card names its message: the copy is found by the index of the copies
+    sent (migration 29), which a copy not sent yet is not in."""
+    clock = SetClock(NOW)
+    async with open_store(ledger, tmp_path / "data", clock=clock) as store:
+        await many_closed(store, clock, 3000)
+
+        def copies(conn: Conn) -> None:
+            for n in range(3000):
+                sent = n % 2 == 0
+                conn.execute(
+                    "INSERT INTO interaction_messages (interaction_id, platform, space, channel,"
+                    " thread, message_ref, state, rendered_version, updated_at)"
+                    " VALUES (?, 'telegram', '', ?, '', ?, ?, 3, ?)",
+                    (
+                        f"closed{n:06d}",
+                        f"chat{n % 7}",
+                        f"{n}" if sent else None,
+                        "sent" if sent else "pending",
+                        NOW.isoformat(timespec="microseconds"),
+                    ),
+                )
+            conn.execute("ANALYZE")
+
+        await store.writer.write(copies)
+        shown_by = (
+            f"SELECT {_COLUMNS} FROM interaction_messages m WHERE m.platform = ?"
+            " AND m.space = ? AND m.channel = ? AND m.thread = ? AND m.message_ref = ?"
+            " ORDER BY m.id DESC LIMIT 1"
+        )
+        plan = await store.writer.read(
+            lambda conn: plan_of(store, conn, shown_by, ("telegram", "", "chat2", "", "2004"))
+        )
+        found = await store.cards.shown_by(TELEGRAM_CHAT2, "2004")
+
+        def partial(conn: Conn) -> bool:
+            if store.path is not None:
+                rows = fetch_all(conn, "PRAGMA index_list(interaction_messages)", ())
+                return any(r["name"] == "interaction_messages_ref" and r["partial"] for r in rows)
+            rows = fetch_all(
+                conn,
+                "SELECT indexdef FROM pg_indexes WHERE indexname = 'interaction_messages_ref'",
+                (),
+            )
+            return "WHERE (message_ref IS NOT NULL)" in str(rows[0]["indexdef"])
+
+        only_sent = await store.writer.read(partial)
+    assert found is not None and found.interaction_id == "closed002004"
+    assert only_sent
+    if store.path is not None:
+        assert plan.splitlines()[0].startswith(
+            "SEARCH m USING INDEX interaction_messages_ref (platform=? AND space=? AND"
+        ), plan
+    else:
+        assert "interaction_messages_ref" in plan, plan
+        assert "Seq Scan" not in plan, plan
 
 
 async def test_the_consoles_first_page_and_pending_are_read_by_index(

@@ -345,6 +345,11 @@ async def test_a_version_1_ledger_keeps_its_deliveries_and_can_record_an_unknown
         kept = await store.interactions.get(decided.id)
         assert kept is not None and kept.delivery is not None
         assert kept.delivery.outcome is DeliveryOutcome.OK
+        # the decision and the expiry's resolution, in the tables migration 30 rebuilt
+        assert kept.decision is not None and kept.decision.actor == ALICE
+        assert kept.decision.decision.action_id == "accept"
+        expired = await store.interactions.get(expiring.id)
+        assert expired is not None and expired.resolution is not None
         # the gateway died between the expiry and its write: the outcome is not known
         ended = {
             update.interaction.id: update.interaction

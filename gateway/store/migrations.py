@@ -781,6 +781,56 @@ _INDEXES_OF_WHAT_IS_READ = (
     "CREATE INDEX interaction_messages_failed ON interaction_messages(id) WHERE state = 'failed'",
 )
 
+# issue 36: a card's copy is recorded before it is sent, its message unknown (NULL), and
+# the index by message held an entry for it too: the send's record moved that entry from
+# the conversation's NULLs to its message, two leaves of the index written (2.3 pages of
+# the write-ahead log per approval, with the create's). The one query that reads it
+# (``CardCopies.shown_by``) asks for a message, never for none: the index holds sent copies.
+_COPIES_BY_MESSAGE_SENT = (
+    "DROP INDEX interaction_messages_ref",
+    "CREATE INDEX interaction_messages_ref ON interaction_messages(platform, space, channel,"
+    " thread, message_ref) WHERE message_ref IS NOT NULL",
+)
+
+# issue 36: a decision and a resolution are one row each, found by their request's id;
+# with SQLite's hidden row number as their key, each was kept in two b-trees (the rows, and
+# an index of the request's id), two pages of the write-ahead log per row written and two
+# searches per read. Keyed by the request's id alone (WITHOUT ROWID), one of each.
+# PostgreSQL keeps a table and its key's index, as before.
+_DECISIONS_AND_RESOLUTIONS_BY_KEY = (
+    """
+    CREATE TABLE decisions_v2 (
+        interaction_id TEXT PRIMARY KEY REFERENCES interactions(id),
+        actor_platform TEXT NOT NULL,
+        actor_user_id TEXT NOT NULL,
+        actor_display TEXT NOT NULL,
+        action_id TEXT,
+        answers_json TEXT NOT NULL,
+        message TEXT,
+        decided_at TEXT NOT NULL
+    ) WITHOUT ROWID
+    """,
+    "INSERT INTO decisions_v2 (interaction_id, actor_platform, actor_user_id, actor_display,"
+    " action_id, answers_json, message, decided_at) SELECT interaction_id, actor_platform,"
+    " actor_user_id, actor_display, action_id, answers_json, message, decided_at"
+    " FROM decisions ORDER BY interaction_id",
+    "DROP TABLE decisions",
+    "ALTER TABLE decisions_v2 RENAME TO decisions",
+    """
+    CREATE TABLE resolutions_v2 (
+        interaction_id TEXT PRIMARY KEY REFERENCES interactions(id),
+        how TEXT NOT NULL,
+        by TEXT NOT NULL,
+        note TEXT NOT NULL,
+        at TEXT NOT NULL
+    ) WITHOUT ROWID
+    """,
+    "INSERT INTO resolutions_v2 (interaction_id, how, by, note, at)"
+    " SELECT interaction_id, how, by, note, at FROM resolutions ORDER BY interaction_id",
+    "DROP TABLE resolutions",
+    "ALTER TABLE resolutions_v2 RENAME TO resolutions",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -868,6 +918,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         version=28,
         name="indexes that a live request's steps do not write",
         statements=_INDEXES_OF_WHAT_IS_READ,
+    ),
+    Migration(
+        version=29,
+        name="cards by message: the copies sent",
+        statements=_COPIES_BY_MESSAGE_SENT,
+    ),
+    Migration(
+        version=30,
+        name="decisions and resolutions kept by their request's id",
+        statements=_DECISIONS_AND_RESOLUTIONS_BY_KEY,
+        postgresql=(),
     ),
 )
 
