@@ -51,12 +51,22 @@ class Ledger:
 
     interaction: Interaction
     copy: CardCopy
+    held: asyncio.Event | None = None  # set: a read comes back (as it began)
+    drawing: asyncio.Event | None = None  # set: a draw under way ends
     reads: int = 0
     drawn: list[int] = field(default_factory=list)  # the versions drawn, in order
+    reading: asyncio.Event = field(default_factory=asyncio.Event)  # a read began
+    drew: asyncio.Event = field(default_factory=asyncio.Event)  # a draw was made
+    read_back: asyncio.Event = field(default_factory=asyncio.Event)  # a read came back
 
     async def read(self, interaction_id: str) -> tuple[Interaction | None, list[CardCopy]]:
         self.reads += 1
-        return self.interaction, [self.copy]
+        found = self.interaction, [self.copy]
+        self.reading.set()
+        if self.held is not None:
+            await self.held.wait()
+        self.read_back.set()  # the router goes on with it before anything else runs
+        return found
 
     def behind(self, interaction: Interaction, copy: CardCopy) -> bool:
         return copy.rendered_version is None or copy.rendered_version < interaction.version
@@ -69,6 +79,9 @@ async def lanes_of(ledger: Ledger) -> AsyncIterator[CardLanes]:
     async def draw(interaction: Interaction, copy: CardCopy) -> None:
         async with lanes.drawing(copy.id) as drawing:
             ledger.drawn.append(interaction.version)
+            ledger.drew.set()
+            if ledger.drawing is not None:
+                await ledger.drawing.wait()
             ledger.copy = replace(
                 copy, state=CopyState.EDITED, rendered_version=interaction.version
             )
@@ -148,3 +161,25 @@ async def test_a_draw_that_ended_after_the_count_is_not_made_again() -> None:
         lanes.mark("req1", Seen(delivered, read_then, since))
         await lanes.idle()
     assert ledger.drawn == [3]
+
+
+async def test_a_read_the_router_began_before_a_write_never_draws_over_it() -> None:
+    # the lane is busy drawing version 2; the router's read began at version 3, and before it
+    # came back a write of version 4 handed the lane its own read: the card ends at 4
+    ledger = Ledger(at(asked(), 2, InteractionState.DECIDED), shown(1), held=asyncio.Event())
+    ledger.drawing = asyncio.Event()
+    async with lanes_of(ledger) as lanes:
+        lanes.mark("req1", Seen(ledger.interaction, (ledger.copy,), lanes.draws()))
+        await ledger.drew.wait()  # version 2 is being drawn
+        ledger.interaction = at(asked(), 3, InteractionState.DELIVERED)
+        lanes.mark("req1")
+        await ledger.reading.wait()  # the router reads version 3
+        ledger.interaction = closed = at(asked(), 4, InteractionState.RESOLVED)
+        lanes.mark("req1", Seen(closed, (shown(1),), lanes.draws()))
+        assert ledger.held is not None
+        ledger.held.set()  # the router's read of version 3 comes back
+        await ledger.read_back.wait()
+        ledger.drawing.set()
+        await lanes.idle()
+    assert ledger.drawn == [2, 4]
+    assert ledger.copy.rendered_version == 4

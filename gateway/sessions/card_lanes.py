@@ -11,11 +11,12 @@ card, whatever platform either is on.
   whose copy is behind, with that read. A write that changed the card and read its copies
   in its own transaction hands that read to :meth:`CardLanes.mark` (a :class:`Seen`, with
   the draws counted before the write began: :meth:`CardLanes.draws`), and the router reads
-  nothing: two ledger calls fewer per approval (the delivery's record and the agent's
-  close). Of two reads of a card marked before the router took it, the newer version is
-  kept, and a mark that asks for a read is never replaced by a caller's;
-- a conversation's lane draws its cards one at a time, in the order they were marked, and
-  ends when it has nothing left (lanes do not outlive their work);
+  nothing: the card goes straight to the lanes (two ledger calls and two tasks fewer per
+  approval: the delivery's record and the agent's close). Of two reads of a card waiting
+  in a lane the newer version is kept, and a read the router is yet to make, or a lane is
+  to make when it draws the card, is never replaced by a caller's;
+- a conversation's lane draws its cards one at a time, in the order they were handed to
+  it, and ends when it has nothing left (lanes do not outlive their work);
 - nothing waits on purpose: edits coalesce instead. A card marked again while it waits in a
   lane keeps its place with the newer read; one marked while it is being drawn is drawn
   again after, from the latest state. A lane draws from the router's read, each copy as
@@ -77,6 +78,9 @@ class Seen:
     draws: int
 
 
+_NONE_WAITING = object()  # a lane's dirty cards: this one is not among them
+
+
 class _Lane:
     """Cards to draw (interaction ids in the order marked, each with a read of it or None:
     read it when taken) and the task drawing them."""
@@ -116,18 +120,15 @@ class CardLanes:
 
     def mark(self, interaction_id: str, seen: Seen | None = None) -> None:
         """Bring every copy of this card up to date, each in its conversation's lane: from
-        ``seen``, the caller's read of the card and all its copies, or else from a read of
-        the router's own."""
-        dirty = self._router.dirty
-        if seen is None or interaction_id not in dirty:
-            dirty[interaction_id] = seen
-        else:
-            # a read to come is the newest; of two made, the newer version (two writes of
-            # one card, on two connections, may end in either order)
-            before = dirty[interaction_id]
-            if before is not None and before.interaction.version <= seen.interaction.version:
-                dirty[interaction_id] = seen
-        self._start(None, self._router)
+        ``seen``, the caller's read of the card and all its copies, handed to the lanes
+        now, or else from a read of the router's own. A read the router is yet to make is
+        the newest: a caller's read of the card meanwhile is left to it."""
+        router = self._router
+        if seen is None:
+            router.dirty[interaction_id] = None
+            self._start(None, router)
+        elif interaction_id not in router.dirty:
+            self._hand(interaction_id, seen.interaction, seen.copies, seen.draws)
 
     def draws(self) -> int:
         """The draws finished so far: counted before a ledger call whose read of a card is
@@ -247,15 +248,33 @@ class CardLanes:
                     if found is None:  # pragma: no cover - interactions are never deleted
                         continue
                     interaction, copies = found, tuple(every)
-                for conversation, theirs in _by_conversation(copies).items():
-                    if not any(self._behind(interaction, copy) for copy in theirs):
-                        continue
-                    lane = self._lane(conversation)
-                    lane.dirty[interaction_id] = Seen(interaction, theirs, draws)
-                    self._start(conversation, lane)
+                self._hand(interaction_id, interaction, copies, draws)
         finally:
             router.task = None
             self._ended()
+
+    def _hand(
+        self,
+        interaction_id: str,
+        interaction: Interaction,
+        copies: Sequence[CardCopy],
+        draws: int,
+    ) -> None:
+        """A read of the card to the lane of each conversation whose copy is behind. Of two
+        reads of a card waiting in a lane, the newer version is drawn (two writes of one
+        card, on two connections, may end in either order; the router's read may have
+        begun before a write whose own read came first); one to be read when drawn is."""
+        for conversation, theirs in _by_conversation(copies).items():
+            if not any(self._behind(interaction, copy) for copy in theirs):
+                continue
+            lane = self._lane(conversation)
+            waiting = lane.dirty.get(interaction_id, _NONE_WAITING)
+            if waiting is None:
+                continue  # read when drawn: the newest
+            if isinstance(waiting, Seen) and waiting.interaction.version > interaction.version:
+                continue
+            lane.dirty[interaction_id] = Seen(interaction, theirs, draws)
+            self._start(conversation, lane)
 
     async def _run(self, conversation: ConversationRef, lane: _Lane) -> None:
         try:
