@@ -503,7 +503,7 @@ async def test_each_hosts_config_in_force_is_found_past_any_number_of_entries(
     """/status on a shared ledger compares the newest ``config.in_force`` of each live host:
     host "a" started long ago and 600 reloads of host "b" came since (the compare read the
     500 newest entries), among a ledger's other entries; found by index, not by a walk."""
-    from gateway.store.audit import _NEWEST_OF_HOST
+    from gateway.store.audit import _NEWEST_IN_FORCE
 
     clock = SetClock(NOW)
     async with open_store(ledger, tmp_path / "data", clock=clock) as store:
@@ -518,15 +518,47 @@ async def test_each_hosts_config_in_force_is_found_past_any_number_of_entries(
             conn.execute("ANALYZE")
 
         await store.writer.write(reloads)
-        newest = await store.audit.newest_by_host(event, {"a", "b", "c"})
+        newest = await store.audit.newest_in_force({"a", "b", "c"})
         plan = await store.writer.read(
-            lambda conn: plan_of(store, conn, f"{_NEWEST_OF_HOST} LIMIT 1", (event, "a"))
+            lambda conn: plan_of(store, conn, f"{_NEWEST_IN_FORCE} LIMIT 1", ("a",))
         )
     assert {host: entry.details["config_hash"] for host, entry in newest.items()} == {
         "a": "A",
         "b": "B599",
     }
-    assert "audit_event" in plan, plan
+    assert "audit_config_in_force" in plan, plan
+
+
+async def test_the_exports_schedule_changes_are_found_among_the_audits_entries_by_index(
+    ledger: PgTarget | None, tmp_path: Path
+) -> None:
+    """The audit export lists a year's schedule changes: read from the partial index of the
+    schedule events (migration 31), not from a walk through every approval's entries."""
+    from gateway.store.audit_export import _SCHEDULE_CHANGES, SCHEDULE_CHANGES_SINCE
+
+    clock = SetClock(NOW)
+    async with open_store(ledger, tmp_path / "data", clock=clock) as store:
+
+        def entries(conn: Conn) -> None:
+            for n in range(3000):
+                store.writer.audit(conn, "interaction.decided", actor="telegram:100")
+                if n % 500 == 0:
+                    store.writer.audit(conn, "schedule.paused", details={"schedule": n})
+            conn.execute("ANALYZE")
+
+        await store.writer.write(entries)
+        changes = SCHEDULE_CHANGES_SINCE
+        since = (NOW - timedelta(days=365)).isoformat(timespec="microseconds")
+        plan = await store.writer.read(
+            lambda conn: plan_of(store, conn, changes, (*_SCHEDULE_CHANGES, since))
+        )
+        found = await store.writer.read(
+            lambda conn: fetch_all(conn, changes, (*_SCHEDULE_CHANGES, since))
+        )
+    assert [json.loads(row["details_json"])["schedule"] for row in found] == [
+        0, 500, 1000, 1500, 2000, 2500,
+    ]  # fmt: skip
+    assert "audit_schedule_changes" in plan, plan
 
 
 # --- the command ---------------------------------------------------------------------------

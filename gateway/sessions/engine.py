@@ -62,6 +62,7 @@ from gateway.sessions.schedule_desk import configured_drafts
 from gateway.sessions.scheduler import Scheduler
 from gateway.sessions.send_file_channel import Caller, SendFileChannel, SendFileTokens
 from gateway.sessions.steer_button import SteerButtons, is_steer_token
+from gateway.store.audit import CONFIG_IN_FORCE
 from gateway.store.database import Clock, utc_now
 from gateway.store.datadir import hold_data_dir
 from gateway.store.host_work import HostWork
@@ -79,7 +80,6 @@ __all__ = ["Gateway"]
 
 log = logging.getLogger(__name__)
 
-CONFIG_IN_FORCE = "config.in_force"  # audited: the hash of the config a host runs
 
 # How often the safety sweep asks the ledger (one read-only query, store.host_work) what
 # this host has to do that no event told it: a wake-up lost while the listener reconnected
@@ -231,7 +231,7 @@ class Gateway:
         except Exception as exc:  # a failed read: /status goes on without this line
             log.warning("host %s: the hosts' configs were not compared (%s)", self.host, exc)
             return None
-        newest = await self.store.audit.newest_by_host(CONFIG_IN_FORCE, live)
+        newest = await self.store.audit.newest_in_force(live)
         hashes = {host: str(entry.details.get("config_hash", "")) for host, entry in newest.items()}
         if len(set(hashes.values())) <= 1:
             return None

@@ -44,16 +44,14 @@ class AuditLog:
             )
         )
 
-    async def newest_by_host(self, event: str, hosts: Iterable[str]) -> dict[str, AuditEntry]:
-        """The newest ``event`` entry of each of ``hosts`` (``details.host``), however many
-        other entries came since: one indexed look each (``audit(event, id)``, migration 27),
-        in one read. A host with none is left out."""
+    async def newest_in_force(self, hosts: Iterable[str]) -> dict[str, AuditEntry]:
+        """The newest ``config.in_force`` entry of each of ``hosts`` (``details.host``),
+        however many other entries came since: one indexed look each (the partial index
+        ``audit_config_in_force``, migration 31), in one read. A host with none is left out."""
         wanted = sorted(set(hosts))
 
         def read(conn: Conn) -> dict[str, AuditEntry]:
-            sent = [
-                (host, conn.execute(f"{_NEWEST_OF_HOST} LIMIT 1", (event, host))) for host in wanted
-            ]
+            sent = [(host, conn.execute(f"{_NEWEST_IN_FORCE} LIMIT 1", (host,))) for host in wanted]
             return {
                 host: _entry_from_row(row)
                 for host, cursor in sent
@@ -85,10 +83,12 @@ class AuditLog:
         return [_entry_from_row(row) for row in rows]
 
 
-_NEWEST_OF_HOST = (
+CONFIG_IN_FORCE = "config.in_force"  # audited: the hash of the config a host runs
+# the event spelled as ``audit_config_in_force`` spells it (a bound one would not use it)
+_NEWEST_IN_FORCE = (
     "SELECT a.id, a.at, a.actor, a.event, a.session_id, a.interaction_id, a.details_json"
-    " FROM audit a WHERE a.event = ? AND json_extract(a.details_json, '$.host') = ?"
-    " ORDER BY a.id DESC"
+    f" FROM audit a WHERE a.event = '{CONFIG_IN_FORCE}'"
+    " AND json_extract(a.details_json, '$.host') = ? ORDER BY a.id DESC"
 )
 
 

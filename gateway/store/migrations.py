@@ -831,6 +831,18 @@ _DECISIONS_AND_RESOLUTIONS_BY_KEY = (
     "ALTER TABLE resolutions_v2 RENAME TO resolutions",
 )
 
+# issue 36: ``audit_event`` (migration 27) held every entry, two or more per approval, for
+# two readers that ask for rare events: each host's newest ``config.in_force`` (/status on a
+# shared ledger) and the schedule changes the export lists. Each reader now has a partial
+# index of its events alone, and says the condition in its query as the index says it (the
+# planner matches a partial index's terms as written, never a bound parameter's value).
+_AUDIT_BY_THE_EVENTS_READ = (
+    "DROP INDEX audit_event",
+    "CREATE INDEX audit_config_in_force ON audit(id) WHERE event = 'config.in_force'",
+    "CREATE INDEX audit_schedule_changes ON audit(id)"
+    " WHERE event >= 'schedule.' AND event < 'schedule/'",
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(version=1, name="initial ledger", statements=_INITIAL),
     Migration(
@@ -929,6 +941,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="decisions and resolutions kept by their request's id",
         statements=_DECISIONS_AND_RESOLUTIONS_BY_KEY,
         postgresql=(),
+    ),
+    Migration(
+        version=31,
+        name="the audit by event: only the events read so",
+        statements=_AUDIT_BY_THE_EVENTS_READ,
     ),
 )
 
