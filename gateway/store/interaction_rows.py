@@ -88,19 +88,15 @@ def select_interaction_with(columns: str, joins: str = "") -> str:
 # between says so, and the request is read again under the lock (whole: every writer of
 # facts also bumps the version, and waits for the lock to do it). Never moved (almost
 # always), the one read is whole as it is: no write reads its request back.
-_SELECT_LOCKED = select_interaction_with(
-    "(SELECT version FROM interactions WHERE id = i.id) AS seen_version"
-)
+_SEEN_VERSION = "(SELECT version FROM interactions WHERE id = i.id) AS seen_version"
+_SELECT_LOCKED = select_interaction_with(_SEEN_VERSION)
 # the request with its card's copies, and what they show of its session (its project and
 # name: for_cards_from_row): what drawing the cards needs, one statement
 _FOR_CARDS = f"n.project AS session_project, n.name AS session_name, {COPIES_JSON}"
 _SESSION_JOIN = "LEFT JOIN sessions n ON n.id = i.session_id\n"
 SELECT_FOR_CARDS = select_interaction_with(_FOR_CARDS, _SESSION_JOIN)
 # both: a write that changes the card reads what redrawing it needs as it locks the request
-_SELECT_LOCKED_FOR_CARDS = select_interaction_with(
-    f"(SELECT version FROM interactions WHERE id = i.id) AS seen_version, {_FOR_CARDS}",
-    _SESSION_JOIN,
-)
+_SELECT_LOCKED_FOR_CARDS = select_interaction_with(f"{_SEEN_VERSION}, {_FOR_CARDS}", _SESSION_JOIN)
 
 
 def for_cards_from_row(row: Row) -> tuple[Interaction, list[CardCopy], CardSession | None]:
@@ -136,45 +132,39 @@ def locked_for_cards(
     :func:`require_interaction` reads it, with its card's copies and what they show of its
     session, read by the same statement (``CardsRead``: the card lanes read nothing more)."""
     row = fetch_one(conn, f"{_SELECT_LOCKED_FOR_CARDS} WHERE {where}{FOR_UPDATE_OF_I}", params)
-    if row is not None and row["seen_version"] != row["version"]:
-        row = fetch_one(conn, f"{SELECT_FOR_CARDS} WHERE i.id = ?", (row["id"],))
+    row = _whole(conn, row, SELECT_FOR_CARDS)
     if row is None:
         return None
     interaction, copies, session = for_cards_from_row(row)
     return interaction, CardsRead(copies=tuple(copies), session=session)
 
 
-def _whole(conn: Conn, locked: Row | None) -> Row | None:
-    """A locked read's row, read again if the row moved while the lock waited."""
+def _whole(conn: Conn, locked: Row | None, select: str = SELECT_INTERACTION) -> Row | None:
+    """A locked read's row, read again (by ``select``, the same columns without the seen
+    version) if the row moved while the lock waited."""
     if locked is None or locked["seen_version"] == locked["version"]:
         return locked
-    return fetch_one(conn, f"{SELECT_INTERACTION} WHERE i.id = ?", (locked["id"],))
+    return fetch_one(conn, f"{select} WHERE i.id = ?", (locked["id"],))
 
 
 def interaction_by_native_key(
-    conn: Conn, session_id: str, epoch: int, native_key: str, *, lock: bool = False
+    conn: Conn, session_id: str, epoch: int, native_key: str
 ) -> Interaction | None:
-    read: Callable[[], Interaction | None] = interaction_by_native_key_sent(
-        conn, session_id, epoch, native_key, lock=lock
-    )
-    return read()
+    return interaction_by_native_key_sent(conn, session_id, epoch, native_key)()
 
 
 def interaction_by_native_key_sent(
-    conn: Conn, session_id: str, epoch: int, native_key: str, *, lock: bool = False
+    conn: Conn, session_id: str, epoch: int, native_key: str
 ) -> Callable[[], Interaction | None]:
-    """``interaction_by_native_key``'s SELECT, sent; what it returns reads the answer (with
-    ``lock``, whole, as :func:`require_interaction`)."""
-    select, suffix = (_SELECT_LOCKED, FOR_UPDATE_OF_I) if lock else (SELECT_INTERACTION, "")
+    """``interaction_by_native_key``'s SELECT, sent; what it returns reads the answer (a
+    locked read by native key, the agent's close: :func:`locked_for_cards`)."""
     cursor = conn.execute(
-        f"{select} WHERE i.session_id = ? AND i.runtime_epoch = ? AND i.native_key = ?{suffix}",
+        f"{SELECT_INTERACTION} WHERE i.session_id = ? AND i.runtime_epoch = ? AND i.native_key = ?",
         (session_id, epoch, native_key),
     )
 
     def read() -> Interaction | None:
         row = cursor.fetchone()
-        if lock:
-            row = _whole(conn, row)
         return None if row is None else interaction_from_row(row)
 
     return read
